@@ -1,0 +1,3 @@
+import { packageTestConfig } from '@everdict/tooling/vitest';
+
+export default packageTestConfig();

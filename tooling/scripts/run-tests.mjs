@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+// `pnpm test`: build what the tests need, run every package's tests through turbo, then print one
+// closing line, `N passed, N failed`, summed from each package's vitest JSON report.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = new URL('../..', import.meta.url).pathname;
+const groups = ['packages', 'apps', '.', 'tooling'];
+const dirs = [];
+for (const g of groups) {
+  if (g === '.') {
+    dirs.push(join(root, 'conformance'));
+    continue;
+  }
+  const base = join(root, g);
+  if (!existsSync(base)) continue;
+  if (g === 'tooling') dirs.push(base);
+  else for (const d of readdirSync(base)) dirs.push(join(base, d));
+}
+const reports = dirs.map((d) => join(d, '.test-results', 'vitest.json'));
+for (const r of reports) rmSync(r, { force: true });
+
+const extra = process.argv.slice(2);
+const run = spawnSync('pnpm', ['exec', 'turbo', 'run', 'test', '--continue', ...extra], {
+  cwd: root,
+  stdio: 'inherit',
+});
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+const missing = [];
+for (const r of reports) {
+  if (!existsSync(r)) continue;
+  const j = JSON.parse(readFileSync(r, 'utf8'));
+  passed += j.numPassedTests ?? 0;
+  failed += j.numFailedTests ?? 0;
+  skipped += (j.numPendingTests ?? 0) + (j.numTodoTests ?? 0);
+  if (!j.success && (j.numFailedTests ?? 0) === 0) missing.push(r);
+}
+if (missing.length > 0) {
+  // A suite that failed to load counts as a failure even though no test inside it ran.
+  failed += missing.length;
+  console.error(`suites failed outside a test: ${missing.join(', ')}`);
+}
+console.log(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+const code = run.status ?? 1;
+process.exit(code !== 0 ? code : failed > 0 ? 1 : 0);
