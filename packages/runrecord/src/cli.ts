@@ -1,0 +1,136 @@
+#!/usr/bin/env node
+// everdict-runrecord — the spec's command-line contract (build, verify) plus inspect.
+//   exit 0: success; exit 1: a refusal or a failed verification (JSON on stdout); exit 2: usage (stderr).
+// Input that is not JSON, or whose envelope does not parse, is MalformedRecord with no index (exit 1).
+import { readFileSync } from 'node:fs';
+import { isAddr } from './bytes.js';
+import { isRunRecordError } from './errors.js';
+import { inspectRecord } from './inspect.js';
+import { buildRecord } from './ops.js';
+import { verifyRecord, verifyWire } from './verify.js';
+import { decodeWireJson, parseJson } from './wire.js';
+
+const USAGE = `usage:
+  everdict-runrecord build [--pretty] < ops.json        apply operations to a new record; print its wire form
+  everdict-runrecord verify [--expect-head HEX] < wire.json   verify from genesis; print a summary
+  everdict-runrecord inspect < wire.json                 print a record as a readable table
+exit codes: 0 ok · 1 refused / does not verify / malformed input · 2 usage`;
+
+class UsageError {
+  constructor(readonly message: string) {}
+}
+
+function readStdin(): string {
+  try {
+    return readFileSync(0, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function out(value: unknown, pretty = false): void {
+  process.stdout.write(`${JSON.stringify(value, null, pretty ? 2 : undefined)}\n`);
+}
+
+function build(args: string[]): number {
+  const pretty = args.includes('--pretty');
+  const rest = args.filter((a) => a !== '--pretty');
+  if (rest.length > 0) throw new UsageError(`build: unexpected argument ${rest[0]}`);
+  const r = buildRecord(readStdin());
+  if (r.ok) {
+    out(r.record.toWire(), pretty);
+    return 0;
+  }
+  const refusal: Record<string, unknown> = { error: r.error };
+  if (r.index !== undefined) Object.assign(refusal, { index: r.index, length: r.length, head: r.head });
+  out(refusal);
+  process.stderr.write(
+    `refused: ${r.error}${r.index === undefined ? '' : ` at op ${r.index}`}: ${r.message}\n`,
+  );
+  return 1;
+}
+
+function expectHeadArg(args: string[]): string | undefined {
+  let expect: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    let value: string | undefined;
+    if (a === '--expect-head') value = args[++i];
+    else if (a.startsWith('--expect-head=')) value = a.slice('--expect-head='.length);
+    else throw new UsageError(`verify: unexpected argument ${a}`);
+    if (value === undefined || !isAddr(value.toLowerCase())) {
+      throw new UsageError('verify: --expect-head needs a 64-hex-digit head');
+    }
+    expect = value.toLowerCase();
+  }
+  return expect;
+}
+
+function verify(args: string[]): number {
+  const expectHead = expectHeadArg(args);
+  let json: unknown;
+  try {
+    json = parseJson(readStdin());
+  } catch {
+    out({ ok: false, error: 'MalformedRecord' });
+    return 1;
+  }
+  const r = verifyWire(json, expectHead === undefined ? {} : { expectHead });
+  if (r.ok) {
+    out({
+      ok: true,
+      head: r.head,
+      length: r.length,
+      idle_uj: r.idleUj.toString(),
+      account: r.account.verdict,
+      phase: r.phase,
+    });
+    return 0;
+  }
+  out(r.index === undefined ? { ok: false, error: r.error } : { ok: false, error: r.error, index: r.index });
+  process.stderr.write(
+    `does not verify: ${r.error}${r.index === undefined ? '' : ` at ${r.index}`}: ${r.message}\n`,
+  );
+  return 1;
+}
+
+function inspect(args: string[]): number {
+  if (args.length > 0) throw new UsageError(`inspect: unexpected argument ${args[0]}`);
+  try {
+    const record = decodeWireJson(readStdin());
+    const result = verifyRecord(record);
+    process.stdout.write(inspectRecord(record, result));
+    return result.ok ? 0 : 1;
+  } catch (e) {
+    if (!isRunRecordError(e)) throw e;
+    process.stderr.write(`cannot read the record: ${e.message}\n`);
+    return 1;
+  }
+}
+
+function main(argv: string[]): number {
+  const [command, ...args] = argv;
+  try {
+    switch (command) {
+      case 'build':
+        return build(args);
+      case 'verify':
+        return verify(args);
+      case 'inspect':
+        return inspect(args);
+      case '--help':
+      case '-h':
+      case 'help':
+        process.stdout.write(`${USAGE}\n`);
+        return 0;
+      default:
+        throw new UsageError(command === undefined ? 'missing command' : `unknown command ${command}`);
+    }
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    process.stderr.write(`everdict-runrecord: ${e.message}\n${USAGE}\n`);
+    return 2;
+  }
+}
+
+process.exitCode = main(process.argv.slice(2));

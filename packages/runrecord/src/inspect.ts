@@ -1,0 +1,82 @@
+// A readable table of a record: index, kind, head prefix, snapshot form, idle energy, account.
+import { snapshotForm } from './snapshot.js';
+import type { Account, RunRecord, Segment } from './types.js';
+import type { VerifyResult } from './verify.js';
+
+const HEAD_PREFIX = 12;
+
+/** 1234567n → "1,234,567". */
+export function groupDigits(n: bigint): string {
+  return n.toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/** Microjoules as joules with six decimals: 1250000n → "1.250000 J". */
+export function joules(uj: bigint): string {
+  return `${groupDigits(uj / 1_000_000n)}.${(uj % 1_000_000n).toString().padStart(6, '0')} J`;
+}
+
+function calls(ids: readonly string[]): string {
+  return ids.length === 0 ? '—' : ids.join(',');
+}
+
+function accountCell(a: Account | undefined): string {
+  if (a === undefined) return 'not accounted';
+  return `dispatched ${calls(a.dispatched)} · resolved ${calls(a.resolved)}`;
+}
+
+function row(s: Segment, i: number): string[] {
+  const snap = s.kind === 'suspended' || s.kind === 'resumed' ? snapshotForm(s.snapshot) : '—';
+  const idle = s.kind === 'resumed' ? `${groupDigits(s.idleUj)} µJ ${s.idleProvenance}` : '—';
+  const account =
+    s.kind === 'executed' ? accountCell(s.account) : s.kind === 'closed' ? `(${s.reason})` : '—';
+  return [String(i), s.kind, s.head.slice(0, HEAD_PREFIX), snap, idle, account];
+}
+
+function table(rows: string[][], rightAligned: ReadonlySet<number>): string[] {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => [...r[c]!].length)));
+  return rows.map((r) =>
+    r
+      .map((cell, c) => {
+        const pad = ' '.repeat(widths[c]! - [...cell].length);
+        return rightAligned.has(c) ? pad + cell : cell + pad;
+      })
+      .join('  ')
+      .trimEnd(),
+  );
+}
+
+/** The record as text, with its verification result in the header. */
+export function inspectRecord(record: RunRecord, result: VerifyResult): string {
+  const lines: string[] = [];
+  const status = result.ok
+    ? 'verifies from genesis'
+    : `FAILS verification: ${result.error}${result.index === undefined ? '' : ` at segment ${result.index}`} (${result.message})`;
+  lines.push(`run record  sandbox.runrecord/1 — ${status}`);
+  lines.push(`  unit    ${record.unitId}`);
+  lines.push(`  grants  ${record.grantsId}`);
+  lines.push(`  head    ${record.head}`);
+  if (result.ok) {
+    const a = result.account;
+    const blame =
+      'index' in a && a.index !== undefined
+        ? ` (segment ${a.index}${'callId' in a ? `, call ${a.callId}` : ''})`
+        : '';
+    lines.push(`  length  ${result.length}   phase ${result.phase}`);
+    lines.push(
+      `  idle    ${joules(result.idleUj)} (${groupDigits(result.idleUj)} µJ)   account ${a.verdict}${blame}`,
+    );
+  } else {
+    lines.push(`  length  ${record.segments.length}`);
+  }
+  lines.push('');
+  const header = ['#', 'kind', 'head', 'snapshot', 'idle energy', 'account'];
+  const body = record.segments.map(row);
+  const bad = result.ok ? undefined : result.index;
+  const rendered = table([header, ...body], new Set([0]));
+  lines.push(`  ${rendered[0]}`);
+  rendered.slice(1).forEach((r, i) => {
+    lines.push(`${i === bad ? '✗' : ' '} ${r}`);
+  });
+  if (record.segments.length === 0) lines.push('  (no segments: the record is at genesis)');
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,216 @@
+// The JSON wire form. Decoding is strict: unknown kinds or keys, missing fields, bad hex, non-canonical
+// decimals → MalformedRecord (with the segment index where one is to blame); a reference of neither/both
+// forms → MalformedSnapshot. encode ∘ decode is the identity on well-formed records.
+import { z } from 'zod';
+import { type Hex, isWellFormedString, parseU64Decimal } from './bytes.js';
+import { RunRecordError } from './errors.js';
+import { normalizeSnapshot, snapshotFormProblem } from './snapshot.js';
+import {
+  CLOSE_REASONS,
+  FORMAT,
+  IDLE_PROVENANCES,
+  type RunRecord,
+  type Segment,
+  type SnapshotRef,
+} from './types.js';
+
+export interface WireSnapshot {
+  root?: Hex;
+  memory?: Hex;
+  transcript?: Hex;
+}
+export interface WireAccount {
+  dispatched: string[];
+  resolved: string[];
+}
+export type WireSegment =
+  | { kind: 'executed'; attestation: Hex; account?: WireAccount; head: Hex }
+  | { kind: 'suspended'; snapshot: WireSnapshot; manifest: Hex; head: Hex }
+  | {
+      kind: 'resumed';
+      snapshot: WireSnapshot;
+      manifest: Hex;
+      idle_uj: string;
+      idle_provenance: 'measured' | 'estimated';
+      head: Hex;
+    }
+  | { kind: 'closed'; reason: 'completed' | 'abandoned' | 'failed' | 'cancelled'; head: Hex };
+export interface WireRecord {
+  format: typeof FORMAT;
+  unit_id: Hex;
+  grants_id: Hex;
+  segments: WireSegment[];
+  head: Hex;
+}
+
+export const addrSchema = z.string().regex(/^[0-9a-f]{64}$/, 'not an address (64 lowercase hex)');
+export const callIdSchema = z.string().refine(isWellFormedString, 'not a well-formed string');
+export const u64Schema = z
+  .string()
+  .refine((s) => parseU64Decimal(s) !== undefined, 'not a canonical u64 decimal')
+  .transform((s) => BigInt(s));
+export const snapshotSchema = z.strictObject({
+  root: addrSchema.optional(),
+  memory: addrSchema.optional(),
+  transcript: addrSchema.optional(),
+});
+export const accountSchema = z.strictObject({
+  dispatched: z.array(callIdSchema),
+  resolved: z.array(callIdSchema),
+});
+export const provenanceSchema = z.enum(IDLE_PROVENANCES as ['measured', 'estimated']);
+export const reasonSchema = z.enum(CLOSE_REASONS as ['completed', 'abandoned', 'failed', 'cancelled']);
+
+const segmentSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    kind: z.literal('executed'),
+    attestation: addrSchema,
+    account: accountSchema.optional(),
+    head: addrSchema,
+  }),
+  z.strictObject({
+    kind: z.literal('suspended'),
+    snapshot: snapshotSchema,
+    manifest: addrSchema,
+    head: addrSchema,
+  }),
+  z.strictObject({
+    kind: z.literal('resumed'),
+    snapshot: snapshotSchema,
+    manifest: addrSchema,
+    idle_uj: u64Schema,
+    idle_provenance: provenanceSchema,
+    head: addrSchema,
+  }),
+  z.strictObject({ kind: z.literal('closed'), reason: reasonSchema, head: addrSchema }),
+]);
+
+const envelopeSchema = z.strictObject({
+  format: z.literal(FORMAT),
+  unit_id: addrSchema,
+  grants_id: addrSchema,
+  segments: z.array(z.unknown()),
+  head: addrSchema,
+});
+
+/** The parts of a wire record before its segments are read (they are read one by one, in order). */
+export interface WireEnvelope {
+  readonly unitId: Hex;
+  readonly grantsId: Hex;
+  readonly segments: readonly unknown[];
+  readonly head: Hex;
+}
+
+export function zodProblem(e: z.ZodError): string {
+  const i = e.issues[0];
+  return i ? `${i.path.join('.') || '(root)'}: ${i.message}` : 'invalid';
+}
+
+export function decodeEnvelope(json: unknown): WireEnvelope {
+  const r = envelopeSchema.safeParse(json);
+  if (!r.success) throw new RunRecordError('MalformedRecord', zodProblem(r.error));
+  const { unit_id, grants_id, segments, head } = r.data;
+  return { unitId: unit_id, grantsId: grants_id, segments, head };
+}
+
+/** Checks a parsed snapshot's form and returns it clean (MalformedSnapshot otherwise). */
+export function checkedSnapshot(s: z.infer<typeof snapshotSchema>): SnapshotRef {
+  const problem = snapshotFormProblem(s);
+  if (problem) throw new RunRecordError('MalformedSnapshot', problem);
+  return normalizeSnapshot(s as SnapshotRef);
+}
+
+/** One wire segment → a Segment. Throws an unindexed RunRecordError. */
+export function decodeSegment(raw: unknown): Segment {
+  const r = segmentSchema.safeParse(raw);
+  if (!r.success) throw new RunRecordError('MalformedRecord', zodProblem(r.error));
+  const s = r.data;
+  switch (s.kind) {
+    case 'executed':
+      return s.account === undefined
+        ? { kind: s.kind, attestation: s.attestation, head: s.head }
+        : { kind: s.kind, attestation: s.attestation, account: s.account, head: s.head };
+    case 'suspended':
+      return { kind: s.kind, snapshot: checkedSnapshot(s.snapshot), manifest: s.manifest, head: s.head };
+    case 'resumed':
+      return {
+        kind: s.kind,
+        snapshot: checkedSnapshot(s.snapshot),
+        manifest: s.manifest,
+        idleUj: s.idle_uj,
+        idleProvenance: s.idle_provenance,
+        head: s.head,
+      };
+    case 'closed':
+      return { kind: s.kind, reason: s.reason, head: s.head };
+  }
+}
+
+/** Strict decode of a whole wire record (structure only; `verifyRecord` checks the chain). */
+export function decodeWire(json: unknown): RunRecord {
+  const env = decodeEnvelope(json);
+  const segments = env.segments.map((raw, i) => {
+    try {
+      return decodeSegment(raw);
+    } catch (e) {
+      throw e instanceof RunRecordError ? e.at(i) : e;
+    }
+  });
+  return { unitId: env.unitId, grantsId: env.grantsId, segments, head: env.head };
+}
+
+/** JSON text → RunRecord; text that is not JSON is MalformedRecord too. */
+export function decodeWireJson(text: string): RunRecord {
+  return decodeWire(parseJson(text));
+}
+
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new RunRecordError('MalformedRecord', 'not JSON');
+  }
+}
+
+function snapshotWire(s: SnapshotRef): WireSnapshot {
+  if (s.transcript !== undefined) return { transcript: s.transcript };
+  return s.memory === undefined ? { root: s.root } : { root: s.root, memory: s.memory };
+}
+
+export function encodeSegment(s: Segment): WireSegment {
+  switch (s.kind) {
+    case 'executed':
+      return s.account === undefined
+        ? { kind: s.kind, attestation: s.attestation, head: s.head }
+        : {
+            kind: s.kind,
+            attestation: s.attestation,
+            account: { dispatched: [...s.account.dispatched], resolved: [...s.account.resolved] },
+            head: s.head,
+          };
+    case 'suspended':
+      return { kind: s.kind, snapshot: snapshotWire(s.snapshot), manifest: s.manifest, head: s.head };
+    case 'resumed':
+      return {
+        kind: s.kind,
+        snapshot: snapshotWire(s.snapshot),
+        manifest: s.manifest,
+        idle_uj: s.idleUj.toString(),
+        idle_provenance: s.idleProvenance,
+        head: s.head,
+      };
+    case 'closed':
+      return { kind: s.kind, reason: s.reason, head: s.head };
+  }
+}
+
+/** RunRecord → its JSON wire form (a plain object; JSON.stringify it). */
+export function encodeWire(record: RunRecord): WireRecord {
+  return {
+    format: FORMAT,
+    unit_id: record.unitId,
+    grants_id: record.grantsId,
+    segments: record.segments.map(encodeSegment),
+    head: record.head,
+  };
+}
