@@ -1,0 +1,14 @@
+import { ACCOUNT_CASES } from './account.js';
+import { C6_CASES } from './c6.js';
+import { C6_TAMPER_CASES } from './c6-tamper.js';
+import { C14_CASES } from './c14.js';
+import type { Case } from './define.js';
+import { ENERGY_CASES } from './energy.js';
+
+export const ALL_CASES: readonly Case[] = [
+  ...C6_CASES,
+  ...C6_TAMPER_CASES,
+  ...C14_CASES,
+  ...ACCOUNT_CASES,
+  ...ENERGY_CASES,
+];

@@ -1,0 +1,82 @@
+// The built command line (dist/cli.js, built by test/global-setup.ts) end to end: against our
+// implementation it must pass; against a deliberately broken one it must report failures and exit 1.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { defaultImplCli, packageRoot } from './package-root.js';
+
+const root = packageRoot();
+const cli = join(root, 'dist', 'cli.js');
+const reference = `"${process.execPath}" "${join(root, 'dist', 'reference-cli.js')}"`;
+const brokenFixture = join(root, 'test', 'fixtures', 'broken-impl.mjs');
+const ours = defaultImplCli();
+
+function conformance(...args: string[]): { status: number | null; lines: string[] } {
+  const run = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', cwd: '/' });
+  return { status: run.status, lines: `${run.stdout}${run.stderr}`.trim().split('\n') };
+}
+
+function broken(mode: string): string {
+  const target = existsSync(ours) ? ours : join(root, 'dist', 'reference-cli.js');
+  return `"${process.execPath}" "${brokenFixture}" ${mode} "${target}"`;
+}
+
+const SOME = [
+  'chain-advance-execute-suspend-resume-execute',
+  'park-image-with-memory-pinned',
+  'tamper-suspended-snapshot-root',
+  'refuse-zero-idle-image-park',
+];
+
+describe('everdict-conformance', () => {
+  it.skipIf(!existsSync(ours))(
+    'passes against our implementation (the default --impl)',
+    { timeout: 180_000 },
+    () => {
+      const { status, lines } = conformance();
+      expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([]);
+      expect(lines.at(-1)).toMatch(/^\d+ passed, 0 failed$/);
+      expect(status).toBe(0);
+    },
+  );
+
+  it('passes against the reference encoder run as a command', () => {
+    const { status, lines } = conformance('--impl', reference, '--only', SOME.join(','));
+    expect(lines.at(-1)).toBe('4 passed, 0 failed');
+    expect(lines).toContain('PASS  C14      park-image-with-memory-pinned');
+    expect(lines.some((l) => /^class C6 +2\/2 passed$/.test(l))).toBe(true);
+    expect(status).toBe(0);
+  });
+
+  it('fails against an implementation that prints a wrong head, and exits non-zero', {
+    timeout: 60_000,
+  }, () => {
+    const { status, lines } = conformance('--impl', broken('flip-head'), '--only', SOME.join(','));
+    expect(lines.filter((l) => l.startsWith('FAIL')).length).toBe(3); // the zero-idle refusal prints no record
+    const head = 'e33c1fd831fa27202915d34593d361aa5980b93bda269afebb2d68288e6216d';
+    expect(lines).toContain(
+      `FAIL  C6       chain-advance-execute-suspend-resume-execute — expected head ${head}0 got ${head}1`,
+    );
+    expect(lines.at(-1)).toBe('1 passed, 3 failed');
+    expect(status).toBe(1);
+  });
+
+  it('fails a case whose implementation hangs, after the timeout', () => {
+    const { status, lines } = conformance(
+      '--impl',
+      broken('hang'),
+      '--only',
+      'genesis-empty-record',
+      '--timeout',
+      '500',
+    );
+    expect(lines).toContain('FAIL  C6       genesis-empty-record — build timed out');
+    expect(lines.at(-1)).toBe('0 passed, 1 failed');
+    expect(status).toBe(1);
+  });
+
+  it('refuses an unknown argument', () => {
+    expect(conformance('--frobnicate', 'x').status).toBe(2);
+  });
+});
