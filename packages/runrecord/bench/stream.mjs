@@ -1,10 +1,16 @@
 // One measurement, in its own process so that its peak RSS is its own:
-//   node --expose-gc bench/stream.mjs <n> <backend> <pattern>
+//   node --expose-gc bench/stream.mjs <n> <backend> <pattern> <api>
 // A host writer (O(1) memory) appends n segments in chunks of 1024; each chunk is then verified by a
 // streaming Verifier, and the very same inputs (head ‖ seg) are hashed by a bare chained-hash loop with the
-// same backend. Only the three operations are timed; chunk preparation is not. Nothing grows with n except
+// same backend and the same call (`blake3`), twice per chunk, interleaved with the subject (append, raw,
+// verify, raw) so that machine noise hits both alike. Only those loops are timed; fixtures (ops, segment
+// bytes) are built before the timed region. api "object": `writer.apply(op)` and `verifier.push(segment)`
+// (hex addresses, frozen segment objects); api "bytes": `writer.appendBytes(seg)` and
+// `verifier.pushBytes(seg, head)` (canonical segment bytes, 32-byte heads). Nothing grows with n except
 // what the account walk must remember (one entry per distinct call id; pattern "unaccounted" has none).
-import { performance } from 'node:perf_hooks';
+// Time is this process's CPU time (user + system, all its threads, GC helpers included), not wall time: on
+// a shared machine wall time also counts the moments the process waits for a core, which hit whichever loop
+// happens to be running. Both sides are measured the same way.
 import {
   blake3,
   blake3With,
@@ -20,6 +26,7 @@ import {
 const n = Number(process.argv[2]);
 const backend = process.argv[3] ?? 'hash-wasm';
 const pattern = process.argv[4] ?? 'accounted';
+const api = process.argv[5] ?? 'object';
 setHashBackend(backend);
 
 const addr = (s) => bytesToHex(blake3With('noble', new TextEncoder().encode(s)));
@@ -55,6 +62,8 @@ function op(i) {
         : { op: 'execute', attestation: pool[i & 1023] };
   }
 }
+const KIND = { execute: 'executed', suspend: 'suspended', resume: 'resumed', close: 'closed' };
+const body = (o) => ({ ...o, kind: KIND[o.op] });
 
 const writer = openWriter({ unitId, grantsId });
 const verifier = new Verifier({ unitId, grantsId });
@@ -63,46 +72,77 @@ let rawHead = hexToBytes(genesisHead(unitId, grantsId));
 let tAppend = 0;
 let tVerify = 0;
 let tRaw = 0;
-globalThis.gc?.();
 
+const now = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+function raw(inputs, from) {
+  let head = from;
+  const t = now();
+  for (const seg of inputs) {
+    scratch.set(head, 0);
+    scratch.set(seg, 32);
+    head = blake3(scratch.subarray(0, 32 + seg.length));
+  }
+  tRaw += now() - t;
+  return head;
+}
+
+globalThis.gc?.();
+const rssBefore = process.memoryUsage().rss;
 const CHUNK = 1024;
 for (let start = 0; start < n; start += CHUNK) {
   const end = Math.min(n, start + CHUNK);
   const ops = [];
   for (let i = start; i < end; i++) ops.push(op(i));
-
-  let t = performance.now();
-  const segments = ops.map((o) => writer.apply(o));
-  tAppend += performance.now() - t;
-
-  const inputs = segments.map((s) => segmentBytes(s));
-  t = performance.now();
-  for (const seg of inputs) {
-    scratch.set(rawHead, 0);
-    scratch.set(seg, 32);
-    rawHead = blake3(scratch.subarray(0, 32 + seg.length));
+  let inputs;
+  let t;
+  if (api === 'object') {
+    t = now();
+    const segments = ops.map((o) => writer.apply(o));
+    tAppend += now() - t;
+    inputs = segments.map((s) => segmentBytes(s));
+    raw(inputs, rawHead);
+    t = now();
+    for (const s of segments) verifier.push(s);
+    tVerify += now() - t;
+  } else {
+    inputs = ops.map((o) => segmentBytes(body(o)));
+    const heads = new Array(inputs.length);
+    t = now();
+    for (let i = 0; i < inputs.length; i++) heads[i] = writer.appendBytes(inputs[i]);
+    tAppend += now() - t;
+    raw(inputs, rawHead);
+    t = now();
+    for (let i = 0; i < inputs.length; i++) verifier.pushBytes(inputs[i], heads[i]);
+    tVerify += now() - t;
   }
-  tRaw += performance.now() - t;
-
-  t = performance.now();
-  for (const s of segments) verifier.push(s);
-  tVerify += performance.now() - t;
+  rawHead = raw(inputs, rawHead);
 }
+tRaw /= 2; // two passes per chunk
 const result = verifier.finish({ expectHead: writer.head });
 if (!result.ok || bytesToHex(rawHead) !== writer.head) {
   console.error('bench record did not verify', result);
   process.exit(1);
 }
+globalThis.gc?.();
+const mb = (b) => Math.round(b / 1048576);
 const perS = (ms) => Math.round(n / (ms / 1000));
 console.log(
   JSON.stringify({
     n,
     backend,
     pattern,
+    api,
     append_per_s: perS(tAppend),
     verify_per_s: perS(tVerify),
     raw_hash_per_s: perS(tRaw),
     peak_rss_mb: Math.round(process.resourceUsage().maxRSS / 1024),
+    rss_growth_mb: Math.round(process.resourceUsage().maxRSS / 1024) - mb(rssBefore),
+    heap_after_gc_mb: Math.round((process.memoryUsage().heapUsed / 1048576) * 10) / 10,
+    buffers_after_gc_mb: Math.round((process.memoryUsage().arrayBuffers / 1048576) * 10) / 10,
     account: result.account.verdict,
   }),
 );

@@ -11,8 +11,17 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 const NIBBLE = new Int8Array(128).fill(-1);
 for (let i = 0; i < 10; i++) NIBBLE[48 + i] = i;
 for (let i = 0; i < 6; i++) NIBBLE[97 + i] = 10 + i;
-const BYTE_HEX: string[] = [];
-for (let i = 0; i < 256; i++) BYTE_HEX.push(i.toString(16).padStart(2, '0'));
+// Hex encoding writes char codes into a scratch buffer and decodes it once (TextDecoder is native and
+// ~4× faster than concatenating 32 two-char strings, which also leaves a rope to flatten later).
+const HEX_HI = new Uint8Array(256);
+const HEX_LO = new Uint8Array(256);
+const DIGITS = '0123456789abcdef';
+for (let i = 0; i < 256; i++) {
+  HEX_HI[i] = DIGITS.charCodeAt(i >> 4);
+  HEX_LO[i] = DIGITS.charCodeAt(i & 15);
+}
+const HEX_SCRATCH = new Uint8Array(64);
+const ascii = new TextDecoder('latin1');
 
 export function isAddr(x: unknown): x is Hex {
   return typeof x === 'string' && ADDR_RE.test(x);
@@ -35,9 +44,13 @@ export function parseU64Decimal(s: string): bigint | undefined {
 }
 
 export function bytesToHex(b: Uint8Array): Hex {
-  let s = '';
-  for (let i = 0; i < b.length; i++) s += BYTE_HEX[b[i]!];
-  return s;
+  const out = b.length <= 32 ? HEX_SCRATCH : new Uint8Array(b.length * 2);
+  for (let i = 0; i < b.length; i++) {
+    const v = b[i]!;
+    out[2 * i] = HEX_HI[v]!;
+    out[2 * i + 1] = HEX_LO[v]!;
+  }
+  return ascii.decode(b.length === 32 ? out : out.subarray(0, b.length * 2));
 }
 
 export function hexToBytes(hex: string): Uint8Array {

@@ -1,10 +1,12 @@
 // The host side: an appendable record. Every refusal is a RunRecordError with the spec's code and the index
 // the segment would have had; a refused append leaves the record and its head exactly as they were.
+
+import { scanSegment, segmentFromBytes } from './binary.js';
 import { bytesToHex, type Hex } from './bytes.js';
-import { ChainCursor, genesisBytes } from './chain.js';
+import { ChainCursor, genesisBytes, SEG } from './chain.js';
 import { isRunRecordError, type RunRecordError } from './errors.js';
-import { advanceState, checkOpen, checkTransition, GENESIS_STATE, phaseOf, type RuleState } from './rules.js';
-import { normalizeBody } from './segment.js';
+import { RuleTracker } from './rules.js';
+import { normalizeSegment } from './segment.js';
 import type {
   Account,
   CloseReason,
@@ -54,34 +56,33 @@ export class RecordWriter {
   readonly unitId: Hex;
   readonly grantsId: Hex;
   private readonly cursor: ChainCursor;
-  private state: RuleState;
-  private currentHead: Hex;
+  private readonly rules: RuleTracker;
+  private headHex: Hex | null = null;
   private count: number;
 
   /** @internal use openWriter / openRecord / reopenRecord */
-  constructor(id: RecordIdentity, from?: { head: Uint8Array; state: RuleState; length: number }) {
+  constructor(id: RecordIdentity, from?: { head: Uint8Array; rules: RuleTracker; length: number }) {
     this.unitId = id.unitId;
     this.grantsId = id.grantsId;
-    const head = from?.head ?? genesisBytes(id.unitId, id.grantsId);
-    this.cursor = new ChainCursor(head);
-    this.currentHead = bytesToHex(head);
-    this.state = from?.state ?? GENESIS_STATE;
+    this.cursor = new ChainCursor(from?.head ?? genesisBytes(id.unitId, id.grantsId));
+    this.rules = from?.rules ?? new RuleTracker();
     this.count = from?.length ?? 0;
   }
 
   /** The head after the last segment (the genesis head of an empty record). */
   get head(): Hex {
-    return this.currentHead;
+    this.headHex ??= bytesToHex(this.cursor.headBytes);
+    return this.headHex;
   }
   get length(): number {
     return this.count;
   }
   get phase(): Phase {
-    return phaseOf(this.state);
+    return this.rules.phase;
   }
   /** While parked: the snapshot and manifest a resume must offer. */
   get parkedAt(): { readonly snapshot: SnapshotRef; readonly manifest: Hex } | null {
-    return this.state.parked;
+    return this.rules.parked();
   }
 
   execute(input: ExecuteInput): Segment {
@@ -130,34 +131,63 @@ export class RecordWriter {
     }
   }
 
-  private prepare(body: unknown): { digest: Uint8Array; clean: SegmentBody } {
+  /** Encodes `body` at the cursor and applies the rules; throws the indexed refusal. Changes nothing. */
+  private prepare(body: unknown): void {
     const index = this.count;
-    const closed = checkOpen(this.state);
+    const closed = this.rules.closedError();
     if (closed) throw closed.at(index);
-    let digest: Uint8Array;
     try {
-      digest = this.cursor.peek(body);
+      this.cursor.encode(body);
     } catch (e) {
       throw isRunRecordError(e) ? e.at(index) : e;
     }
-    const clean = normalizeBody(body as SegmentBody);
-    const refused = checkTransition(this.state, clean);
+    const refused = this.rules.check(this.cursor.buf, SEG);
     if (refused) throw refused.at(index);
-    return { digest, clean };
+  }
+
+  /** Hashes the prepared segment and moves past it, all at once. */
+  private advance(): Uint8Array {
+    const digest = this.cursor.digest();
+    this.rules.accept(this.cursor.buf, SEG);
+    this.cursor.moveTo(digest);
+    this.count++;
+    return digest;
   }
 
   /** The one way a segment enters the chain: check everything, then change state all at once. */
   protected append(body: unknown): Segment {
-    const { digest, clean } = this.prepare(body);
-    this.cursor.moveTo(digest);
-    this.currentHead = bytesToHex(digest);
-    this.state = advanceState(this.state, clean);
-    this.count++;
-    const segment = Object.freeze({ ...clean, head: this.currentHead }) as Segment;
+    this.prepare(body);
+    const head = bytesToHex(this.advance());
+    this.headHex = head;
+    const segment = normalizeSegment(body as SegmentBody, head);
     this.appended(segment);
     return segment;
   }
 
+  /**
+   * Appends a segment given as its canonical bytes `seg(·)` (same checks and refusals as the object
+   * methods; MalformedRecord for bytes that are not one well-formed segment). Returns the new head's 32
+   * bytes; `head` gives its hex form when asked.
+   */
+  appendBytes(seg: Uint8Array): Uint8Array {
+    const index = this.count;
+    const closed = this.rules.closedError();
+    if (closed) throw closed.at(index);
+    try {
+      scanSegment(seg);
+    } catch (e) {
+      throw isRunRecordError(e) ? e.at(index) : e;
+    }
+    this.cursor.load(seg);
+    const refused = this.rules.check(this.cursor.buf, SEG);
+    if (refused) throw refused.at(index);
+    const digest = this.advance();
+    this.headHex = null;
+    this.appendedBytes(seg, digest);
+    return digest;
+  }
+
+  protected appendedBytes(_seg: Uint8Array, _head: Uint8Array): void {}
   protected appended(_segment: Segment): void {}
 }
 
@@ -168,9 +198,9 @@ export class HostRecord extends RecordWriter {
   /** @internal */
   constructor(
     id: RecordIdentity,
-    from?: { head: Uint8Array; state: RuleState; segments: readonly Segment[] },
+    from?: { head: Uint8Array; rules: RuleTracker; segments: readonly Segment[] },
   ) {
-    super(id, from && { head: from.head, state: from.state, length: from.segments.length });
+    super(id, from && { head: from.head, rules: from.rules, length: from.segments.length });
     this.list = from ? [...from.segments] : [];
   }
 
@@ -180,6 +210,10 @@ export class HostRecord extends RecordWriter {
 
   protected override appended(segment: Segment): void {
     this.list.push(segment);
+  }
+
+  protected override appendedBytes(seg: Uint8Array, head: Uint8Array): void {
+    this.list.push(segmentFromBytes(seg, head));
   }
 
   toRecord(): RunRecord {
@@ -206,9 +240,7 @@ export function openWriter(id: RecordIdentity): RecordWriter {
  * verify, or if `expectHead` is given and differs).
  */
 export function reopenRecord(record: RunRecord, options: { expectHead?: Hex } = {}): HostRecord {
-  const { head, state } = verifyRecordState(record, options);
-  const segments = record.segments.map(
-    (s) => Object.freeze({ ...normalizeBody(s), head: s.head }) as Segment,
-  );
-  return new HostRecord(record, { head, state, segments });
+  const { head, rules } = verifyRecordState(record, options);
+  const segments = record.segments.map((s) => normalizeSegment(s, s.head));
+  return new HostRecord(record, { head, rules, segments });
 }

@@ -1,7 +1,7 @@
 // Canonical segment bytes `seg(·)`. Validation and encoding are one pass: a segment that cannot be
 // encoded is refused (`MalformedRecord`, or `MalformedSnapshot` for a reference of neither/both forms)
 // before anything is hashed.
-import { ByteWriter, isU64, isWellFormedString } from './bytes.js';
+import { ByteWriter, type Hex, isU64, isWellFormedString } from './bytes.js';
 import { RunRecordError } from './errors.js';
 import { normalizeSnapshot, writeSnapshot } from './snapshot.js';
 import {
@@ -10,6 +10,7 @@ import {
   type CloseReason,
   IDLE_PROVENANCE_BYTE,
   type IdleProvenance,
+  type Segment,
   type SegmentBody,
   type SnapshotRef,
 } from './types.js';
@@ -30,7 +31,7 @@ function writeCalls(w: ByteWriter, calls: unknown, name: string): void {
   }
 }
 
-function writeAccount(w: ByteWriter, account: unknown): void {
+export function writeAccount(w: ByteWriter, account: unknown): void {
   if (typeof account !== 'object' || account === null || Array.isArray(account)) {
     throw malformed('account is not an object');
   }
@@ -100,22 +101,27 @@ export function segmentBytes(body: SegmentBody): Uint8Array {
 
 function copyAccount(a: Account): Account {
   return Object.freeze({
-    dispatched: Object.freeze([...a.dispatched]),
-    resolved: Object.freeze([...a.resolved]),
+    dispatched: Object.freeze(a.dispatched.slice()),
+    resolved: Object.freeze(a.resolved.slice()),
   });
 }
 
-/** A frozen copy of an encodable body holding only its kind's fields (call after encodeSegmentInto). */
-export function normalizeBody(b: SegmentBody): SegmentBody {
+/** The frozen segment of an encodable body: only its kind's fields, and `head` (call after encoding). */
+export function normalizeSegment(b: SegmentBody, head: Hex): Segment {
   switch (b.kind) {
     case 'executed':
       return Object.freeze(
         b.account === undefined
-          ? { kind: b.kind, attestation: b.attestation }
-          : { kind: b.kind, attestation: b.attestation, account: copyAccount(b.account) },
+          ? { kind: b.kind, attestation: b.attestation, head }
+          : { kind: b.kind, attestation: b.attestation, account: copyAccount(b.account), head },
       );
     case 'suspended':
-      return Object.freeze({ kind: b.kind, snapshot: normalizeSnapshot(b.snapshot), manifest: b.manifest });
+      return Object.freeze({
+        kind: b.kind,
+        snapshot: normalizeSnapshot(b.snapshot),
+        manifest: b.manifest,
+        head,
+      });
     case 'resumed':
       return Object.freeze({
         kind: b.kind,
@@ -123,8 +129,9 @@ export function normalizeBody(b: SegmentBody): SegmentBody {
         manifest: b.manifest,
         idleUj: b.idleUj,
         idleProvenance: b.idleProvenance,
+        head,
       });
     case 'closed':
-      return Object.freeze({ kind: b.kind, reason: b.reason });
+      return Object.freeze({ kind: b.kind, reason: b.reason, head });
   }
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { addr, closed, exec, forge, GRANTS, image, res, susp, transcript, UNIT } from '../test/helpers.js';
+import { hexToBytes } from './bytes.js';
 import { genesisHead } from './chain.js';
+import { segmentBytes } from './segment.js';
 import type { RunRecord, Segment } from './types.js';
 import { Verifier, verifyRecord, verifyWire } from './verify.js';
 import { encodeWire } from './wire.js';
@@ -22,6 +24,21 @@ function fails(record: RunRecord, error: string, index?: number, expectHead?: st
     expectHead === undefined ? {} : { expectHead },
   );
   expect(w.ok ? 'ok' : { error: w.error, index: w.index }).toEqual({ error, index });
+  // So must the byte path, wherever every segment can be put into bytes at all.
+  const b = viaBytes(record, expectHead);
+  if (b) expect(b.ok ? 'ok' : { error: b.error, index: b.index }).toEqual({ error, index });
+}
+
+function viaBytes(record: RunRecord, expectHead?: string) {
+  let parts: { seg: Uint8Array; head: Uint8Array }[];
+  try {
+    parts = record.segments.map((s) => ({ seg: segmentBytes(s), head: hexToBytes(s.head) }));
+  } catch {
+    return undefined;
+  }
+  const v = new Verifier(record);
+  for (const p of parts) if (!v.pushBytes(p.seg, p.head)) break;
+  return v.finish(expectHead === undefined ? { head: record.head } : { head: record.head, expectHead });
 }
 const withSegment = (r: RunRecord, i: number, patch: Partial<Record<string, unknown>>): RunRecord => ({
   ...r,

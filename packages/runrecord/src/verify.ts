@@ -4,12 +4,13 @@
 // MalformedRecord → HeadMismatch → PhaseViolation → SnapshotMismatch → ManifestMismatch → ZeroIdleEnergy;
 // after the last: the record's head field, then the caller's expected head (HeadMismatch, no index).
 import { type AccountVerdict, AccountWalker } from './accounts.js';
+import { IdleSum, scanSegment } from './binary.js';
 import { bytesToHex, compareDigestHex, type Hex } from './bytes.js';
-import { ChainCursor, genesisBytes } from './chain.js';
+import { ChainCursor, genesisBytes, SEG } from './chain.js';
 import { isRunRecordError, RunRecordError, type SpecErrorCode } from './errors.js';
 import type { RecordIdentity } from './host.js';
-import { advanceState, checkOpen, checkTransition, GENESIS_STATE, phaseOf, type RuleState } from './rules.js';
-import type { Phase, RunRecord, Segment, SegmentBody } from './types.js';
+import { EXECUTED, RESUMED, RuleTracker } from './rules.js';
+import type { Phase, RunRecord, Segment } from './types.js';
 import { decodeEnvelope, decodeSegment } from './wire.js';
 
 export type VerifyResult =
@@ -32,9 +33,9 @@ export interface FinishOptions {
 
 export class Verifier {
   private readonly cursor: ChainCursor;
-  private state: RuleState = GENESIS_STATE;
+  private readonly rules = new RuleTracker();
   private count = 0;
-  private idle = 0n;
+  private readonly idle = new IdleSum();
   private readonly accounts = new AccountWalker();
   private failure: RunRecordError | null = null;
 
@@ -51,7 +52,7 @@ export class Verifier {
     return bytesToHex(this.cursor.headBytes);
   }
   get phase(): Phase {
-    return phaseOf(this.state);
+    return this.rules.phase;
   }
   get error(): RunRecordError | null {
     return this.failure;
@@ -67,14 +68,14 @@ export class Verifier {
   push(segment: Segment): boolean {
     if (this.failure) return false;
     const index = this.count;
-    const closed = checkOpen(this.state);
+    const closed = this.rules.closedError();
     if (closed) return this.fail(closed, index);
-    let digest: Uint8Array;
     try {
-      digest = this.cursor.peek(segment);
+      this.cursor.encode(segment);
     } catch (e) {
       return this.fail(e, index);
     }
+    const digest = this.cursor.digest();
     const same = compareDigestHex(digest, segment.head);
     if (same !== 1) {
       return this.fail(
@@ -84,13 +85,47 @@ export class Verifier {
         index,
       );
     }
-    const body = segment as SegmentBody;
-    const refused = checkTransition(this.state, body);
+    return this.advance(digest, index);
+  }
+
+  /**
+   * Verifies the next segment given as its canonical bytes `seg(·)` and the 32-byte head recorded after
+   * it: the same checks, in the same order, as `push` (a binary log needs no hex at all).
+   */
+  pushBytes(seg: Uint8Array, head: Uint8Array): boolean {
+    if (this.failure) return false;
+    const index = this.count;
+    const closed = this.rules.closedError();
+    if (closed) return this.fail(closed, index);
+    try {
+      scanSegment(seg);
+    } catch (e) {
+      return this.fail(e, index);
+    }
+    if (!(head instanceof Uint8Array) || head.length !== 32)
+      return this.fail(new RunRecordError('MalformedRecord', 'head is not 32 bytes'), index);
+    this.cursor.load(seg);
+    const digest = this.cursor.digest();
+    let diff = 0;
+    for (let i = 0; i < 32; i++) diff |= digest[i]! ^ head[i]!;
+    if (diff !== 0)
+      return this.fail(new RunRecordError('HeadMismatch', 'the recorded head does not recompute'), index);
+    return this.advance(digest, index);
+  }
+
+  /**
+   * Rules 2, 3, 5 on the segment at SEG (both entry points have put its canonical bytes there); on success
+   * the cursor, rule state, idle sum and account walk move past it.
+   */
+  private advance(digest: Uint8Array, index: number): boolean {
+    const buf = this.cursor.buf;
+    const refused = this.rules.check(buf, SEG);
     if (refused) return this.fail(refused, index);
+    this.rules.accept(buf, SEG);
     this.cursor.moveTo(digest);
-    this.state = advanceState(this.state, body);
-    if (body.kind === 'resumed') this.idle += body.idleUj;
-    this.accounts.push(index, body);
+    const kind = buf[SEG];
+    if (kind === RESUMED) this.idle.add(buf, SEG);
+    else if (kind === EXECUTED) this.accounts.pushBytes(index, buf, SEG, this.cursor.end);
     this.count++;
     return true;
   }
@@ -98,7 +133,7 @@ export class Verifier {
   /** Verifies the next segment in its wire (JSON) form. */
   pushWire(raw: unknown): boolean {
     if (this.failure) return false;
-    const closed = checkOpen(this.state);
+    const closed = this.rules.closedError();
     if (closed) return this.fail(closed, this.count);
     let segment: Segment;
     try {
@@ -123,7 +158,7 @@ export class Verifier {
       head: this.head,
       length: this.count,
       phase: this.phase,
-      idleUj: this.idle,
+      idleUj: this.idle.total,
       account: this.accounts.verdict(),
     };
   }
@@ -143,8 +178,8 @@ export class Verifier {
   }
 
   /** @internal the state a host continues from */
-  continuation(): { head: Uint8Array; state: RuleState } {
-    return { head: this.cursor.headBytes.slice(), state: this.state };
+  continuation(): { head: Uint8Array; rules: RuleTracker } {
+    return { head: this.cursor.headBytes.slice(), rules: this.rules.copy() };
   }
 }
 
