@@ -1,0 +1,110 @@
+// claim: up to `capacity` queued runs in fair-queue order — aged items first (oldest first), then
+// interactive > background > batch by least finish tag — skipping tenants at their concurrency quota.
+// Candidate rows are locked with FOR UPDATE SKIP LOCKED (queue row and slot together), quotas re-checked
+// under the tenant row's lock: two replicas never dispatch one run twice, nor past a quota.
+import type { Dispatch } from '@everdict/admission';
+import type { RunClass } from '@everdict/run-model';
+import { sql } from 'kysely';
+import { numeric } from '../db/numeric.js';
+import type { Tx } from '../db/tx.js';
+import { QUEUED_COLUMN } from './rows.js';
+
+interface Candidate {
+  run_id: string;
+  tenant: string;
+  class: string;
+  lane: number;
+  finish: number;
+  enqueued_at: string | number | bigint;
+}
+
+async function candidates(
+  tx: Tx,
+  limit: number,
+  cutoff: number,
+  aged: boolean,
+  kinds?: readonly string[],
+): Promise<Candidate[]> {
+  const age = aged ? sql`q.enqueued_at <= ${cutoff}` : sql`q.enqueued_at > ${cutoff}`;
+  const where = kinds ? sql`${age} AND s.kind = ANY(${[...kinds]}::text[])` : age;
+  const order = aged ? sql`q.enqueued_at, q.seq` : sql`q.lane, q.finish, q.seq`;
+  const { rows } = await sql<Candidate>`
+    SELECT q.run_id, q.tenant, q.class, q.lane, q.finish, q.enqueued_at
+    FROM adm_queue q
+    JOIN adm_slots s ON s.tenant = q.tenant AND s.run_id = q.run_id
+    WHERE ${where}
+      AND EXISTS (SELECT 1 FROM adm_tenants t WHERE t.tenant = q.tenant AND t.running < t.max_concurrent)
+    ORDER BY ${order}
+    LIMIT ${limit}
+    FOR UPDATE OF q, s SKIP LOCKED`.execute(tx);
+  return rows;
+}
+
+export async function claimQueued(
+  tx: Tx,
+  capacity: number,
+  now: number,
+  agingMs: number,
+  kinds?: readonly string[],
+): Promise<Dispatch[]> {
+  const limit = capacity * 2 + 8;
+  const cutoff = now - agingMs;
+  const pool = await candidates(tx, limit, cutoff, true, kinds);
+  if (pool.length < limit) pool.push(...(await candidates(tx, limit - pool.length, cutoff, false, kinds)));
+  if (pool.length === 0) return [];
+
+  const tenants = [...new Set(pool.map((c) => c.tenant))].sort();
+  const quota = await tx
+    .selectFrom('adm_tenants')
+    .select(['tenant', 'running', 'max_concurrent'])
+    .where('tenant', 'in', tenants)
+    .orderBy('tenant')
+    .forUpdate()
+    .execute();
+  const left = new Map(quota.map((q) => [q.tenant, Math.max(0, q.max_concurrent - q.running)]));
+
+  const taken: Candidate[] = [];
+  for (const c of pool) {
+    if (taken.length >= capacity) break;
+    const n = left.get(c.tenant) ?? 0;
+    if (n <= 0) continue;
+    left.set(c.tenant, n - 1);
+    taken.push(c);
+  }
+  if (taken.length === 0) return [];
+
+  const byTenant = new Map<string, Candidate[]>();
+  for (const c of taken) byTenant.set(c.tenant, [...(byTenant.get(c.tenant) ?? []), c]);
+  for (const [tenant, list] of byTenant) {
+    const ids = list.map((c) => c.run_id);
+    await tx.deleteFrom('adm_queue').where('tenant', '=', tenant).where('run_id', 'in', ids).execute();
+    await tx
+      .updateTable('adm_slots')
+      .set({ status: 'running', started_at: now })
+      .where('tenant', '=', tenant)
+      .where('run_id', 'in', ids)
+      .execute();
+    const perClass = { interactive: 0, background: 0, batch: 0 } satisfies Record<RunClass, number>;
+    for (const c of list) perClass[c.class as RunClass]++;
+    await sql`UPDATE adm_tenants SET running = running + ${list.length}::int, queued = queued - ${list.length}::int,
+        ${sql.ref(QUEUED_COLUMN.interactive)} = ${sql.ref(QUEUED_COLUMN.interactive)} - ${perClass.interactive}::int,
+        ${sql.ref(QUEUED_COLUMN.background)} = ${sql.ref(QUEUED_COLUMN.background)} - ${perClass.background}::int,
+        ${sql.ref(QUEUED_COLUMN.batch)} = ${sql.ref(QUEUED_COLUMN.batch)} - ${perClass.batch}::int
+      WHERE tenant = ${tenant}`.execute(tx);
+  }
+  const maxFinish = new Map<number, number>();
+  for (const c of taken) maxFinish.set(c.lane, Math.max(maxFinish.get(c.lane) ?? 0, c.finish));
+  for (const [lane, v] of maxFinish) {
+    await sql`UPDATE adm_vtime SET v = GREATEST(v, ${v}::float8) WHERE lane = ${lane}`.execute(tx);
+  }
+  return taken.map((c) => {
+    const enqueuedAt = numeric(c.enqueued_at);
+    return {
+      runId: c.run_id,
+      tenant: c.tenant,
+      class: c.class as RunClass,
+      enqueuedAt,
+      waitedMs: now - enqueuedAt,
+    };
+  });
+}

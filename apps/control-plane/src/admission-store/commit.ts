@@ -1,0 +1,133 @@
+// commitAdmission: record the decision, re-check every guard with conditional UPDATEs, count the run on its
+// envelope path, bump the causer, insert the slot, enqueue. Lock order (all steps): causer slot →
+// envelopes (drawn-from → root) → tenant row → WFQ row, the same order settle and claim take them.
+import type { AdmissionPlan, Admitted, CommitResult } from '@everdict/admission';
+import { sql } from 'kysely';
+import { json } from '../db/numeric.js';
+import type { Tx } from '../db/tx.js';
+import { envelopeRow, LANE, QUEUED_COLUMN, slotRow } from './rows.js';
+import { abort } from './scope.js';
+
+const RACED: CommitResult = { status: 'raced' };
+
+export async function commitPlan(tx: Tx, plan: AdmissionPlan): Promise<CommitResult> {
+  const { decision, slot, guards } = plan;
+  const tenant = slot.tenant;
+
+  const recorded = await tx
+    .insertInto('adm_admissions')
+    .values({ tenant, request_id: decision.requestId, run_id: slot.runId, decision: json(decision) })
+    .onConflict((oc) => oc.columns(['tenant', 'request_id']).doNothing())
+    .returning('request_id')
+    .executeTakeFirst();
+  if (!recorded) {
+    const prior = await tx
+      .selectFrom('adm_admissions')
+      .select('decision')
+      .where('tenant', '=', tenant)
+      .where('request_id', '=', decision.requestId)
+      .executeTakeFirstOrThrow();
+    return abort<CommitResult>({ status: 'duplicate', decision: prior.decision as unknown as Admitted });
+  }
+
+  const inserted = await tx
+    .insertInto('adm_slots')
+    .values(slotRow(slot))
+    .onConflict((oc) => oc.columns(['tenant', 'run_id']).doNothing())
+    .returning('run_id')
+    .executeTakeFirst();
+  if (!inserted) return abort<CommitResult>({ status: 'run_exists' });
+
+  if (plan.slice) {
+    const created = await tx
+      .insertInto('adm_envelopes')
+      .values(envelopeRow(plan.slice))
+      .onConflict((oc) => oc.columns(['tenant', 'id']).doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    if (!created) return abort<CommitResult>({ status: 'slice_exists' });
+  }
+
+  if (slot.causedByRunId !== null) {
+    const max = guards.maxChildren;
+    const r = await sql`UPDATE adm_slots SET children = children + 1
+      WHERE tenant = ${tenant} AND run_id = ${slot.causedByRunId} AND (${max}::int IS NULL OR children < ${max}::int)`.execute(
+      tx,
+    );
+    if (Number(r.numAffectedRows ?? 0n) !== 1) return abort(RACED);
+  }
+
+  const { usd, tokens } = guards.estimate;
+  const envIds = plan.slice ? [plan.slice.id, ...plan.pathIds] : plan.pathIds;
+  const envelopeGuard = sql`UPDATE adm_envelopes SET in_flight = in_flight + 1, spent_runs = spent_runs + 1
+      WHERE tenant = ${tenant} AND id = ANY(${envIds}::text[]) AND in_flight < in_flight_cap
+        AND (cap_usd IS NULL OR (spent_usd < cap_usd AND cap_usd - spent_usd >= ${usd}::float8))
+        AND (cap_tokens IS NULL OR (spent_tokens < cap_tokens AND cap_tokens - spent_tokens >= ${tokens}::float8))
+        AND (cap_runs IS NULL OR spent_runs + 1 <= cap_runs)
+      RETURNING id`;
+
+  if (slot.lifetime === 'session') {
+    const e = await sql`${envelopeGuard}`.execute(tx);
+    if (e.rows.length !== envIds.length) return abort(RACED);
+    const pools = guards.sessionPools;
+    if (!pools) return abort(RACED);
+    const m = slot.member ? 1 : 0;
+    const t =
+      await sql`UPDATE adm_tenants SET sessions = sessions + 1, member_sessions = member_sessions + ${m}::int
+      WHERE tenant = ${tenant} AND sessions < ${pools.tenant.maxSessions}::int
+        AND (${slot.member}::boolean OR sessions - member_sessions < ${pools.tenant.maxSessions - pools.tenant.memberReserve}::int)`.execute(
+        tx,
+      );
+    if (Number(t.numAffectedRows ?? 0n) !== 1) return abort(RACED);
+    const g =
+      await sql`UPDATE adm_global SET sessions = sessions + 1, member_sessions = member_sessions + ${m}::int
+      WHERE id = 1 AND sessions < ${pools.global.maxSessions}::int
+        AND (${slot.member}::boolean OR sessions - member_sessions < ${pools.global.maxSessions - pools.global.memberReserve}::int)`.execute(
+        tx,
+      );
+    if (Number(g.numAffectedRows ?? 0n) !== 1) {
+      // The global row may not exist yet (putGlobal never called): create it once.
+      const made = await tx
+        .insertInto('adm_global')
+        .values({ id: 1, policy: json({}), sessions: 1, member_sessions: m })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .returning('id')
+        .executeTakeFirst();
+      if (!made || pools.global.maxSessions < 1) return abort(RACED);
+    }
+    return { status: 'committed', decision };
+  }
+
+  // Task: envelopes (every one on the path), then the tenant's queue cap, in ONE statement — the hot rows
+  // are held for as few round trips as possible. A partial envelope match leaves the tenant untouched
+  // and rolls back (savepoint).
+  const col = sql.ref(QUEUED_COLUMN[slot.class]);
+  const max = guards.maxQueued;
+  const hot = await sql<{ envs: string | number; weight: number | null }>`
+    WITH env AS (${envelopeGuard}),
+    ten AS (
+      UPDATE adm_tenants SET queued = queued + 1, ${col} = ${col} + 1
+      WHERE tenant = ${tenant} AND (${max}::int IS NULL OR queued < ${max}::int)
+        AND (SELECT count(*) FROM env) = ${envIds.length}
+      RETURNING weight
+    )
+    SELECT (SELECT count(*) FROM env) AS envs, (SELECT weight FROM ten) AS weight`.execute(tx);
+  const weight = hot.rows[0]?.weight;
+  if (weight === null || weight === undefined || Number(hot.rows[0]?.envs) !== envIds.length)
+    return abort(RACED);
+
+  const lane = LANE[slot.class];
+  await sql`
+    WITH f AS (
+      INSERT INTO adm_wfq (tenant, lane, last_finish)
+      VALUES (${tenant}, ${lane}, (SELECT v FROM adm_vtime WHERE lane = ${lane}) + ${1 / weight}::float8)
+      ON CONFLICT (tenant, lane) DO UPDATE
+        SET last_finish = GREATEST(adm_wfq.last_finish, (SELECT v FROM adm_vtime WHERE lane = ${lane})) + ${1 / weight}::float8
+      RETURNING last_finish
+    )
+    INSERT INTO adm_queue (run_id, tenant, class, lane, finish, enqueued_at)
+    SELECT ${slot.runId}, ${tenant}, ${slot.class}, ${lane}, f.last_finish, ${slot.admittedAt} FROM f`.execute(
+    tx,
+  );
+  return { status: 'committed', decision };
+}

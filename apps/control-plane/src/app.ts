@@ -1,0 +1,137 @@
+// Composition of the HTTP app: edge middleware (request id + logging + metrics, draining, body
+// limit, auth by path), the route groups, problem+json for everything that is not a success, and the
+// OpenAPI document generated from the routes' zod schemas. Built from services; starts nothing.
+import { randomUUID } from 'node:crypto';
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { bodyLimit } from 'hono/body-limit';
+import { routePath } from 'hono/route';
+import { CHALLENGE, requireApiKey, requireInternalToken } from './auth/middleware.js';
+import type { RouteDeps } from './http/deps.js';
+import type { AppEnv } from './http/env.js';
+import { groupRoutes } from './http/groups.js';
+import { internalRoutes } from './http/internal.js';
+import { Lifecycle } from './http/lifecycle.js';
+import { rejectNul } from './http/nul-guard.js';
+import { createRouter, openApiDocument } from './http/openapi.js';
+import { errorToProblem, problem, sendProblem } from './http/problem.js';
+import { runRoutes } from './http/runs.js';
+import { subscriptionRoutes } from './http/subscriptions.js';
+import { systemRoutes } from './http/system.js';
+import { tenantRoutes } from './http/tenants.js';
+import { type Logger, silentLogger } from './observability/logger.js';
+import { createMetrics, type Metrics } from './observability/metrics.js';
+import type { ControlPlaneServices } from './services/api.js';
+
+export const API_VERSION = '0.1.0';
+
+export interface AppOptions {
+  readonly services: ControlPlaneServices;
+  /** Liveness of the ledger (Core.health). */
+  readonly health: () => Promise<{ ok: boolean; dialect: string }>;
+  /** EVERDICT_INTERNAL_TOKEN; unset → /internal/* refuses every call. */
+  readonly internalToken?: string | undefined;
+  readonly maxBodyBytes?: number;
+  readonly log?: Logger;
+  readonly metrics?: Metrics;
+  readonly lifecycle?: Lifecycle;
+  readonly heartbeatMs?: number;
+}
+
+export interface BuiltApp {
+  readonly app: OpenAPIHono<AppEnv>;
+  readonly metrics: Metrics;
+  readonly lifecycle: Lifecycle;
+  /** The OpenAPI document (what GET /openapi.json serves). */
+  document(): unknown;
+}
+
+/** Paths behind an API key. Anything else is a system route, internal, or a 404 problem. */
+const PUBLIC_PREFIXES = ['/runs', '/groups', '/subscriptions', '/tenants', '/api-keys'] as const;
+
+export function buildApp(opts: AppOptions): BuiltApp {
+  const log = opts.log ?? silentLogger();
+  const metrics = opts.metrics ?? createMetrics();
+  const lifecycle = opts.lifecycle ?? new Lifecycle();
+  const deps: RouteDeps = {
+    services: opts.services,
+    metrics,
+    lifecycle,
+    log,
+    heartbeatMs: opts.heartbeatMs ?? 15_000,
+  };
+  const app = createRouter();
+
+  // 1. Request id, request logger, per-route metrics (route pattern, never the raw path).
+  app.use('*', async (c, next) => {
+    const started = performance.now();
+    const inbound = c.req.header('x-request-id');
+    const requestId = inbound && /^[\w.:-]{1,128}$/.test(inbound) ? inbound : randomUUID();
+    c.set('requestId', requestId);
+    c.set('log', log.child({ requestId }));
+    await next();
+    c.header('x-request-id', requestId);
+    const route =
+      c.res.status === 404 && routePath(c, -1) === '*' ? 'unmatched' : routePath(c, -1) || 'unmatched';
+    const seconds = (performance.now() - started) / 1000;
+    metrics.recordHttp(c.req.method, route, c.res.status, seconds);
+    c.get('log').debug(
+      { method: c.req.method, route, status: c.res.status, ms: Math.round(seconds * 1000) },
+      'http',
+    );
+  });
+  // 2. Draining: refuse writes, count in-flight requests.
+  app.use('*', lifecycle.middleware());
+  // 3. Bodies beyond the limit are a 413 problem, counted before anything reads them.
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: opts.maxBodyBytes ?? 1024 * 1024,
+      onError: (c) =>
+        sendProblem(
+          c,
+          problem(
+            413,
+            'body_too_large',
+            `request bodies are limited to ${opts.maxBodyBytes ?? 1048576} bytes`,
+          ),
+        ),
+    }),
+  );
+  // 4. NUL characters cannot reach PostgreSQL: refuse them as bad input.
+  app.use('*', rejectNul());
+  // 5. Auth by path: API keys on the public API, the service token on /internal/*.
+  const apiKey = requireApiKey(opts.services.auth);
+  for (const prefix of PUBLIC_PREFIXES) app.use(prefix, apiKey).use(`${prefix}/*`, apiKey);
+  app.use('/internal/*', requireInternalToken(opts.internalToken));
+
+  let cachedDocument: unknown;
+  const document = () => {
+    cachedDocument ??= openApiDocument(app, API_VERSION);
+    return cachedDocument;
+  };
+
+  app.route('/', systemRoutes({ metrics, lifecycle, health: opts.health, document, version: API_VERSION }));
+  app.route('/', runRoutes(deps));
+  app.route('/', groupRoutes(deps));
+  app.route('/', subscriptionRoutes(deps));
+  app.route('/', tenantRoutes(deps));
+  app.route('/', internalRoutes(deps));
+
+  app.notFound((c) =>
+    sendProblem(c, problem(404, 'route_not_found', `no route for ${c.req.method} ${c.req.path}`)),
+  );
+  app.onError((err, c) => {
+    const { problem: p, unexpected } = errorToProblem(err);
+    const reqLog = c.get('log') ?? log;
+    if (unexpected) reqLog.error({ err, method: c.req.method, path: c.req.path }, 'unhandled error');
+    const headers: Record<string, string> = {};
+    if (p.status === 401) Object.assign(headers, CHALLENGE);
+    const retryAfterMs = (p.details as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
+    if (p.status === 429 && typeof retryAfterMs === 'number' && retryAfterMs > 0) {
+      headers['retry-after'] = String(Math.ceil(retryAfterMs / 1000));
+    }
+    return sendProblem(c, p, headers);
+  });
+
+  return { app, metrics, lifecycle, document };
+}

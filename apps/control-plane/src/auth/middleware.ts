@@ -1,0 +1,67 @@
+// Authentication at the HTTP edge. Public routes take an API key (`Authorization: Bearer <key>`),
+// resolved by the key repository (hash at rest) to a tenant + role; internal routes take the service
+// token, compared in constant time. Refusals are problem+json: 401 for missing or unknown credentials,
+// 403 for a member on an admin route. Tenant scoping happens in every query, never here by filtering.
+import type { MiddlewareHandler } from 'hono';
+import type { AppEnv, Role } from '../http/env.js';
+import { problem, sendProblem } from '../http/problem.js';
+import type { AuthService } from '../services/api.js';
+import { bearerSecret, constantTimeEqual } from './secrets.js';
+
+export const CHALLENGE = { 'www-authenticate': 'Bearer realm="everdict"' };
+
+/** The key lookup throws `unauthorized` (401) for an unknown or revoked key; app.onError renders it. */
+export type ApiKeyAuthenticator = Pick<AuthService, 'authenticate'>;
+
+export function requireApiKey(keys: ApiKeyAuthenticator): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const secret = bearerSecret(c.req.header('authorization'));
+    if (!secret) {
+      return sendProblem(
+        c,
+        problem(401, 'unauthenticated', 'an API key is required: Authorization: Bearer <key>'),
+        CHALLENGE,
+      );
+    }
+    c.set('principal', await keys.authenticate(secret));
+    await next();
+  };
+}
+
+export function requireRole(role: Role): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (role === 'admin' && c.get('principal').role !== 'admin') {
+      return sendProblem(c, problem(403, 'forbidden', 'this operation needs an admin key'));
+    }
+    await next();
+  };
+}
+
+/**
+ * Internal endpoints: `Authorization: Bearer <EVERDICT_INTERNAL_TOKEN>` (or `x-everdict-internal-token`).
+ * With no token configured every internal call is refused — an unset secret never means "open".
+ */
+export function requireInternalToken(expected: string | undefined): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (expected === undefined) {
+      return sendProblem(
+        c,
+        problem(
+          401,
+          'internal_disabled',
+          'internal endpoints are disabled: EVERDICT_INTERNAL_TOKEN is not set',
+        ),
+      );
+    }
+    const presented =
+      bearerSecret(c.req.header('authorization')) ?? c.req.header('x-everdict-internal-token');
+    if (presented === undefined || !constantTimeEqual(presented, expected)) {
+      return sendProblem(
+        c,
+        problem(401, 'invalid_service_token', 'a valid service token is required'),
+        CHALLENGE,
+      );
+    }
+    await next();
+  };
+}

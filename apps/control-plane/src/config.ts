@@ -1,0 +1,69 @@
+// Process configuration, parsed once from the environment with zod. Nothing else reads process.env.
+import path from 'node:path';
+import { z } from 'zod';
+
+const optionalString = z
+  .string()
+  .transform((s) => s.trim())
+  .pipe(z.string())
+  .optional()
+  .transform((s) => (s === undefined || s === '' ? undefined : s));
+
+const EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65_535).default(8787),
+  HOST: optionalString,
+  DATABASE_URL: optionalString,
+  EVERDICT_DATA_DIR: optionalString,
+  EVERDICT_BOOTSTRAP_API_KEY: optionalString.pipe(z.string().min(16).max(512).optional()),
+  EVERDICT_INTERNAL_TOKEN: optionalString.pipe(z.string().min(16).max(512).optional()),
+  EVERDICT_MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 * 1024)
+    .default(1024 * 1024),
+  EVERDICT_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export interface Config {
+  readonly port: number;
+  readonly host: string | undefined;
+  /** PostgreSQL connection string; absent → embedded PGlite under `dataDir`. */
+  readonly databaseUrl: string | undefined;
+  /** Where PGlite's files and local objects live. */
+  readonly dataDir: string;
+  /** When set, a first start creates tenant `default` with this admin key; unset → one is generated. */
+  readonly bootstrapApiKey: string | undefined;
+  /** Service token for `/internal/*`; unset → internal endpoints refuse every call. */
+  readonly internalToken: string | undefined;
+  readonly maxBodyBytes: number;
+  readonly shutdownGraceMs: number;
+  readonly logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
+}
+
+export class ConfigError extends Error {
+  constructor(readonly issues: readonly z.core.$ZodIssue[]) {
+    super(
+      `invalid configuration: ${issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`).join('; ')}`,
+    );
+    this.name = 'ConfigError';
+  }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) throw new ConfigError(parsed.error.issues);
+  const e = parsed.data;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    databaseUrl: e.DATABASE_URL,
+    dataDir: path.resolve(cwd, e.EVERDICT_DATA_DIR ?? '.everdict'),
+    bootstrapApiKey: e.EVERDICT_BOOTSTRAP_API_KEY,
+    internalToken: e.EVERDICT_INTERNAL_TOKEN,
+    maxBodyBytes: e.EVERDICT_MAX_BODY_BYTES,
+    shutdownGraceMs: e.EVERDICT_SHUTDOWN_GRACE_MS,
+    logLevel: e.LOG_LEVEL,
+  };
+}

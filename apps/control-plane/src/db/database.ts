@@ -1,0 +1,140 @@
+// Opens the ledger database: PostgreSQL via `pg` when a URL is given, otherwise PGlite (embedded).
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
+import { PGliteDialect } from 'kysely-pglite-dialect';
+import pg from 'pg';
+import { migrationProvider } from './migrations/index.js';
+import type { Database } from './schema.js';
+
+export type Dialect = 'postgres' | 'pglite';
+export type Listener = (payload: string) => void;
+
+export interface LedgerDatabase {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  /** Subscribe to a NOTIFY channel; resolves once listening. The returned function unsubscribes. */
+  listen(channel: string, fn: Listener): Promise<() => Promise<void>>;
+  notify(channel: string, payload?: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  databaseUrl?: string;
+  /** PGlite data directory; absent → in-memory. Ignored with databaseUrl. */
+  dataDir?: string;
+  /** pg pool size (default 10). */
+  poolSize?: number;
+  /** Run migrations to latest (default true). */
+  migrate?: boolean;
+  /** Use this PGlite instance (e.g. a clone of a migrated template in tests). */
+  pglite?: PGlite;
+}
+
+// int8 → string stays (numeric() parses); timestamptz → Date is pg's default.
+
+export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<LedgerDatabase> {
+  const handle = options.databaseUrl
+    ? await openPostgres(options.databaseUrl, options.poolSize ?? 10)
+    : await openPglite(options.pglite ?? (options.dataDir ? new PGlite(options.dataDir) : new PGlite()));
+  if (options.migrate !== false) {
+    try {
+      await migrateToLatest(handle.db);
+    } catch (e) {
+      await handle.close();
+      throw e;
+    }
+  }
+  return handle;
+}
+
+export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
+  const migrator = new Migrator({ db, provider: migrationProvider });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    const cause = error instanceof Error ? error : new Error(String(error ?? failed?.migrationName));
+    throw new Error(`ledger migration failed: ${cause.message}`, { cause });
+  }
+}
+
+async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {
+  const pool = new pg.Pool({ connectionString: url, max });
+  pool.on('error', () => {
+    /* idle client errors surface on the next query */
+  });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  let client: pg.Client | null = null;
+  const channels = new Map<string, Set<Listener>>();
+  let connecting: Promise<pg.Client> | null = null;
+
+  const ensureClient = async (): Promise<pg.Client> => {
+    if (client) return client;
+    if (connecting) return connecting;
+    connecting = (async () => {
+      const c = new pg.Client({ connectionString: url });
+      c.on('notification', (n) => {
+        for (const fn of channels.get(n.channel) ?? []) fn(n.payload ?? '');
+      });
+      c.on('error', () => {
+        client = null; // the next listen() reconnects; the poll fallback covers the gap
+      });
+      await c.connect();
+      client = c;
+      return c;
+    })();
+    try {
+      return await connecting;
+    } finally {
+      connecting = null;
+    }
+  };
+
+  return {
+    db,
+    dialect: 'postgres',
+    async listen(channel, fn) {
+      const c = await ensureClient();
+      let set = channels.get(channel);
+      if (!set) {
+        set = new Set();
+        channels.set(channel, set);
+        await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      }
+      set.add(fn);
+      return async () => {
+        set.delete(fn);
+      };
+    },
+    async notify(channel, payload = '') {
+      await sql`SELECT pg_notify(${channel}, ${payload})`.execute(db);
+    },
+    async close() {
+      const c = client;
+      client = null;
+      if (c) await c.end().catch(() => undefined);
+      await db.destroy();
+    },
+  };
+}
+
+async function openPglite(pglite: PGlite): Promise<LedgerDatabase> {
+  await pglite.waitReady;
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  return {
+    db,
+    dialect: 'pglite',
+    async listen(channel, fn) {
+      const unlisten = await pglite.listen(channel, fn);
+      return async () => {
+        await unlisten();
+      };
+    },
+    async notify(channel, payload = '') {
+      await sql`SELECT pg_notify(${channel}, ${payload})`.execute(db);
+    },
+    async close() {
+      await db.destroy();
+      if (!pglite.closed) await pglite.close();
+    },
+  };
+}

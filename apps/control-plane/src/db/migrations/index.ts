@@ -1,0 +1,15 @@
+// A static migration provider: migrations are TS modules listed here (no filesystem globbing, so the bundle works).
+import type { Migration, MigrationProvider } from 'kysely';
+import * as m0001 from './0001_ledger.js';
+import * as m0002 from './0002_admission.js';
+
+const MIGRATIONS: Record<string, Migration> = {
+  '0001_ledger': m0001,
+  '0002_admission': m0002,
+};
+
+export const migrationProvider: MigrationProvider = {
+  async getMigrations() {
+    return MIGRATIONS;
+  },
+};

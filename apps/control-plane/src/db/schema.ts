@@ -1,0 +1,280 @@
+// Kysely table types of the ledger. jsonb columns are written as JSON text (see numeric.ts `json`).
+import type { ColumnType } from 'kysely';
+import type { DbNumeric } from './numeric.js';
+
+type Ts = ColumnType<Date, Date | string, Date | string>;
+type Jsonb<T> = ColumnType<T, string, string>;
+type Int8 = ColumnType<DbNumeric, DbNumeric, DbNumeric>;
+type GenInt8 = ColumnType<DbNumeric, DbNumeric | undefined, never>;
+type J = Record<string, unknown>;
+
+export interface TenantsTable {
+  id: string;
+  name: string;
+  created_at: Ts;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  tenant_id: string;
+  key_hash: string;
+  role: 'member' | 'admin';
+  label: string;
+  created_at: Ts;
+  revoked_at: Ts | null;
+}
+
+export interface RunsTable {
+  id: string;
+  tenant_id: string;
+  kind: string;
+  status: string;
+  lifetime: string;
+  class: string;
+  group_id: string | null;
+  caused_by_run_id: string | null;
+  created_by: string;
+  created_at: Ts;
+  updated_at: Ts;
+  started_at: Ts | null;
+  ended_at: Ts | null;
+  expires_at: Ts | null;
+  causal_depth: number;
+  children_count: number;
+  envelope_id: string;
+  subject: Jsonb<J>;
+  origin: Jsonb<J>;
+  placement: Jsonb<J | null>;
+  attach: Jsonb<string[]>;
+  envelope: Jsonb<J | null>;
+  group_ref: Jsonb<J | null>;
+  lineage: Jsonb<J | null>;
+  outputs: Jsonb<J>;
+  usage: Jsonb<J>;
+  error: Jsonb<J | null>;
+  unit_id: string;
+  grants_id: string;
+  record_head: string;
+  record_length: number;
+  interval_started_at: Ts | null;
+  interval_head: string | null;
+}
+
+export interface RunGroupsTable {
+  id: string;
+  tenant_id: string;
+  kind: string;
+  label: string;
+  spec: Jsonb<J>;
+  scoring_id: string | null;
+  request_id: string | null;
+  created_by: string;
+  created_at: Ts;
+  updated_at: Ts;
+}
+
+export interface ScoringsTable {
+  id: string;
+  tenant_id: string;
+  group_id: string;
+  graders: Jsonb<J[]>;
+  rescore_of: string | null;
+  aggregate: Jsonb<J>;
+  created_at: Ts;
+}
+
+export interface ScoresTable {
+  id: string;
+  tenant_id: string;
+  run_id: string;
+  group_id: string | null;
+  scoring_id: string;
+  grader: string;
+  value: number;
+  passed: boolean | null;
+  detail: Jsonb<J>;
+  rescore_of: string | null;
+  created_at: Ts;
+}
+
+export interface EventsTable {
+  id: GenInt8;
+  tx: GenInt8;
+  tenant_id: string;
+  kind: string;
+  run_id: string | null;
+  payload: Jsonb<J>;
+  created_at: Ts;
+}
+
+export interface SubscriptionsTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  selector_kind: string;
+  selector_filter: Jsonb<J>;
+  schedule_cron: string | null;
+  schedule_tz: string | null;
+  run_spec: Jsonb<J>;
+  cooldown_sec: number;
+  max_depth: number;
+  enabled: boolean;
+  last_fired_at: Ts | null;
+  created_by: string;
+  created_at: Ts;
+  deleted_at: Ts | null;
+}
+
+export interface SubscriptionFiringsTable {
+  subscription_id: string;
+  event_id: Int8;
+  run_id: string | null;
+  outcome: string;
+  created_at: Ts;
+}
+
+export interface ScheduleSlotsTable {
+  subscription_id: string;
+  slot: Ts;
+  event_id: Int8 | null;
+  created_at: Ts;
+}
+
+export interface ConsumerCursorsTable {
+  consumer: string;
+  tx: Int8;
+  event_id: Int8;
+  updated_at: Ts;
+}
+
+export interface RecordSegmentsTable {
+  run_id: string;
+  idx: number;
+  tenant_id: string;
+  kind: string;
+  payload: Jsonb<J>;
+  head: string;
+  created_at: Ts;
+}
+
+export interface AttestationsTable {
+  address: string;
+  tenant_id: string;
+  run_id: string;
+  body: Jsonb<J>;
+  created_at: Ts;
+}
+
+export interface AdmGlobalTable {
+  id: number;
+  policy: Jsonb<J>;
+  sessions: number;
+  member_sessions: number;
+}
+
+export interface AdmTenantsTable {
+  tenant: string;
+  policy: Jsonb<J>;
+  weight: number;
+  max_queued: number;
+  max_concurrent: number;
+  queued: number;
+  queued_interactive: number;
+  queued_background: number;
+  queued_batch: number;
+  running: number;
+  sessions: number;
+  member_sessions: number;
+}
+
+export interface AdmAgentsTable {
+  tenant: string;
+  agent_id: string;
+  enabled: boolean;
+}
+
+export interface AdmEnvelopesTable {
+  id: string;
+  tenant: string;
+  parent_id: string | null;
+  cap_usd: number | null;
+  cap_tokens: number | null;
+  cap_runs: number | null;
+  spent_usd: number;
+  spent_tokens: number;
+  spent_runs: number;
+  in_flight: number;
+  in_flight_cap: number;
+}
+
+export interface AdmAdmissionsTable {
+  tenant: string;
+  request_id: string;
+  run_id: string;
+  decision: Jsonb<J>;
+}
+
+export interface AdmSlotsTable {
+  run_id: string;
+  tenant: string;
+  kind: string;
+  cause: string;
+  class: string;
+  lifetime: string;
+  status: string;
+  caused_by_run_id: string | null;
+  depth: number;
+  children: number;
+  envelope_id: string;
+  member: boolean;
+  agent_id: string | null;
+  expected_duration_ms: Int8 | null;
+  admitted_at: Int8;
+  started_at: Int8 | null;
+}
+
+export interface AdmQueueTable {
+  run_id: string;
+  tenant: string;
+  class: string;
+  lane: number;
+  finish: number;
+  seq: GenInt8;
+  enqueued_at: Int8;
+}
+
+export interface AdmWfqTable {
+  tenant: string;
+  lane: number;
+  last_finish: number;
+}
+
+export interface AdmVtimeTable {
+  lane: number;
+  v: number;
+}
+
+export interface Database {
+  adm_global: AdmGlobalTable;
+  adm_tenants: AdmTenantsTable;
+  adm_agents: AdmAgentsTable;
+  adm_envelopes: AdmEnvelopesTable;
+  adm_admissions: AdmAdmissionsTable;
+  adm_slots: AdmSlotsTable;
+  adm_queue: AdmQueueTable;
+  adm_wfq: AdmWfqTable;
+  adm_vtime: AdmVtimeTable;
+  tenants: TenantsTable;
+  api_keys: ApiKeysTable;
+  runs: RunsTable;
+  run_groups: RunGroupsTable;
+  scorings: ScoringsTable;
+  scores: ScoresTable;
+  events: EventsTable;
+  subscriptions: SubscriptionsTable;
+  subscription_firings: SubscriptionFiringsTable;
+  schedule_slots: ScheduleSlotsTable;
+  consumer_cursors: ConsumerCursorsTable;
+  record_segments: RecordSegmentsTable;
+  attestations: AttestationsTable;
+}

@@ -1,0 +1,14 @@
+// The Hono environment every route of this app shares: who is calling, and the request's logger.
+import type { Logger } from '../observability/logger.js';
+import type { Principal } from '../services/types.js';
+
+export type { Principal, Role } from '../services/types.js';
+
+export interface AppEnv {
+  Variables: {
+    /** Set by the auth middleware on every authenticated route; every query is scoped by its tenant. */
+    principal: Principal;
+    log: Logger;
+    requestId: string;
+  };
+}

@@ -1,0 +1,53 @@
+// /internal/* — service-to-service endpoints, authenticated by the service token (constant-time
+// compare, in app.ts). The agent service reports agent run transitions here; the control plane owns
+// the record. The tenant rides a header, since the token itself is not a tenant's.
+import { createRoute, z } from '@hono/zod-openapi';
+import { AgentRunEventInput, type Principal } from '../services/types.js';
+import type { RouteDeps } from './deps.js';
+import { createRouter, INTERNAL_SECURITY } from './openapi.js';
+import { problemResponses } from './problem.js';
+import { RunSchema } from './schemas.js';
+
+export const TenantHeader = z.object({
+  'x-everdict-tenant': z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/)
+    .openapi({ description: 'The tenant the reported run belongs to.', example: 'default' }),
+});
+
+const agentRunEvents = createRoute({
+  method: 'post',
+  path: '/internal/agent-run-events',
+  tags: ['internal'],
+  summary:
+    'The agent service reports a turn/run transition: started, awaiting_input, suspended, resumed, succeeded, failed, cancelled.',
+  security: INTERNAL_SECURITY,
+  request: {
+    headers: TenantHeader,
+    body: {
+      required: true,
+      content: { 'application/json': { schema: AgentRunEventInput } },
+    },
+  },
+  responses: {
+    200: {
+      description: 'The run after the transition.',
+      content: { 'application/json': { schema: RunSchema } },
+    },
+    ...problemResponses(400, 401, 402, 404, 409, 413, 415, 429),
+  },
+});
+
+/** The principal an internal call acts as: the agent service, inside the named tenant. */
+export function servicePrincipal(tenantId: string): Principal {
+  return { tenantId, keyId: 'internal', role: 'member', actor: 'service:agent' };
+}
+
+export function internalRoutes({ services }: RouteDeps) {
+  const app = createRouter();
+  app.openapi(agentRunEvents, async (c) => {
+    const principal = servicePrincipal(c.req.valid('header')['x-everdict-tenant']);
+    return c.json(await services.agentBridge.report(principal, c.req.valid('json')), 200);
+  });
+  return app;
+}

@@ -1,0 +1,187 @@
+// The README quickstart, step for step, through the real app on the real core (in-memory PGlite,
+// scheduler running): an experiment of analysis runs, watching it finish, scoring and re-scoring,
+// promotion, a causal tree cancelled from its root, a run's record verified, events, filters.
+import { verifyWire } from '@everdict/runrecord';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../app.js';
+import { type Core, startCore } from '../services/index.js';
+import { ADMIN_KEY, call } from './testing/harness.js';
+
+let core: Core;
+let app: ReturnType<typeof buildApp>['app'];
+
+beforeAll(async () => {
+  core = await startCore({ bootstrapKey: ADMIN_KEY, scheduler: { enabled: true, pollMs: 25 } });
+  ({ app } = buildApp({ services: core.services, health: () => core.health() }));
+});
+afterAll(async () => {
+  await core?.close();
+});
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('quickstart through the real core', () => {
+  let groupId = '';
+  let runIds: string[] = [];
+
+  it('creates an experiment of analysis runs and watches it finish', async () => {
+    const created = await call(app, 'POST', '/groups', {
+      body: {
+        kind: 'experiment',
+        label: 'echo 42',
+        spec: { kind: 'analysis', subject: { config: { fn: 'echo', message: 'hello', value: 42 } } },
+        repeat: 3,
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const group = created.body.group as { id: string; runIds: string[] };
+    groupId = group.id;
+    runIds = group.runIds;
+    expect(runIds).toHaveLength(3);
+    const done = await until('the group to settle', async () => {
+      const g = await call(app, 'GET', `/groups/${groupId}`);
+      const rollup = g.body.rollup as { status: string; byStatus: Record<string, number> };
+      return rollup.status === 'succeeded' ? rollup : undefined;
+    });
+    expect(done.byStatus.succeeded).toBe(3);
+    const runs = await call(app, 'GET', `/runs?groupId=${groupId}&status=succeeded`);
+    expect((runs.body.items as unknown[]).length).toBe(3);
+  });
+
+  it('scores, re-scores (linked by rescoreOf) and promotes to a scorecard', async () => {
+    const scored = await call(app, 'POST', `/groups/${groupId}/score`, {
+      body: {
+        graders: [
+          { name: 'ok', type: 'status' },
+          { name: 'answer', type: 'output_equals', config: { path: 'result', value: 42 } },
+        ],
+      },
+    });
+    expect(scored.status, JSON.stringify(scored.body)).toBe(201);
+    const scoring = scored.body.scoring as { id: string; aggregate: Record<string, { passRate: number }> };
+    expect(scoring.aggregate.answer?.passRate).toBe(1);
+    const rescored = await call(app, 'POST', `/groups/${groupId}/score`, {
+      body: {
+        graders: [
+          { name: 'mentions', type: 'output_contains', config: { path: 'summary', substring: 'bye' } },
+        ],
+        rescoreOf: scoring.id,
+      },
+    });
+    expect(rescored.status).toBe(201);
+    expect((rescored.body.scoring as { rescoreOf: string }).rescoreOf).toBe(scoring.id);
+    expect(
+      (rescored.body.scoring as { aggregate: Record<string, { passRate: number }> }).aggregate.mentions
+        ?.passRate,
+    ).toBe(0);
+    const promoted = await call(app, 'POST', `/groups/${groupId}/promote`, {
+      body: { graders: [{ name: 'ok', type: 'status' }] },
+    });
+    expect(promoted.status, JSON.stringify(promoted.body)).toBe(200);
+    expect(promoted.body.kind).toBe('scorecard');
+    const again = await call(app, 'POST', `/groups/${groupId}/promote`, {
+      body: { graders: [{ name: 'ok', type: 'status' }] },
+    });
+    expect(again.status).toBe(409);
+    expect(again.type).toBe('application/problem+json');
+  });
+
+  it('fetches a run record, verified on read, whose wire form verifies with @everdict/runrecord', async () => {
+    const runId = runIds[0]!;
+    const rec = await call(app, 'GET', `/runs/${runId}/record`);
+    expect(rec.status).toBe(200);
+    expect((rec.body.verify as { ok: boolean }).ok).toBe(true);
+    const wire = await call(app, 'GET', `/runs/${runId}/record?view=wire`);
+    expect(wire.body).toEqual(rec.body.wire);
+    const verdict = verifyWire(wire.body);
+    expect(verdict.ok, verdict.ok ? '' : `${verdict.error}: ${verdict.message}`).toBe(true);
+    const events = await call(app, 'GET', `/runs/${runId}/events`);
+    const kinds = (events.body.items as { kind: string }[]).map((e) => e.kind);
+    expect(kinds[0]).toBe('run.queued');
+    expect(kinds).toContain('run.settled');
+  });
+
+  it('cancels a causal tree from its root', async () => {
+    const sandbox = { kind: 'sandbox', subject: { image: 'alpine:3.20' } };
+    const root = await call(app, 'POST', '/runs', { body: sandbox });
+    expect(root.status, JSON.stringify(root.body)).toBe(201);
+    const rootId = (root.body.run as { id: string }).id;
+    const child = await call(app, 'POST', '/runs', {
+      body: sandbox,
+      headers: { 'x-everdict-caused-by': rootId },
+    });
+    expect(child.status, JSON.stringify(child.body)).toBe(201);
+    const childRun = child.body.run as { id: string; origin: { cause: string; causedByRunId: string } };
+    expect(childRun.origin).toMatchObject({ cause: 'run', causedByRunId: rootId });
+    const grandchild = await call(app, 'POST', '/runs', {
+      body: sandbox,
+      headers: { 'x-everdict-caused-by': childRun.id },
+    });
+    const grandchildId = (grandchild.body.run as { id: string }).id;
+    const tree = await call(app, 'GET', `/runs?causedBy=${rootId}`);
+    expect((tree.body.items as { id: string }[]).map((r) => r.id)).toEqual([childRun.id]);
+    const cancelled = await call(app, 'POST', `/runs/${rootId}/cancel`, { body: { reason: 'quickstart' } });
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    expect((cancelled.body.cancelled as string[]).sort()).toEqual([rootId, childRun.id, grandchildId].sort());
+    expect((await call(app, 'GET', `/runs/${grandchildId}`)).body.status).toBe('cancelled');
+    const twice = await call(app, 'POST', `/runs/${rootId}/cancel`);
+    expect(twice.status).toBe(409);
+  });
+
+  it("scopes by tenant: another tenant's run is a 404", async () => {
+    const t = await call(app, 'POST', '/tenants', { body: { id: 'acme' } });
+    expect(t.status, JSON.stringify(t.body)).toBe(201);
+    const acme = String((t.body.key as { key: string }).key);
+    const r = await call(app, 'GET', `/runs/${runIds[0]}`, { key: acme });
+    expect(r.status).toBe(404);
+    expect(r.type).toBe('application/problem+json');
+    const keys = await call(app, 'POST', '/api-keys', { key: acme, body: { role: 'member', label: 'ci' } });
+    expect(keys.status).toBe(201);
+    const member = String(keys.body.key);
+    expect((await call(app, 'POST', '/api-keys', { key: member, body: {} })).status).toBe(403);
+    expect((await call(app, 'GET', '/runs', { key: member })).status).toBe(200);
+  });
+
+  it('subscriptions: an event selector and a schedule', async () => {
+    const sub = await call(app, 'POST', '/subscriptions', {
+      body: {
+        name: 'on-settle',
+        selector: { kind: 'run.settled', filter: { outcome: 'failed' } },
+        runSpec: { kind: 'analysis', subject: { config: { fn: 'echo', message: 'a run failed' } } },
+      },
+    });
+    expect(sub.status, JSON.stringify(sub.body)).toBe(201);
+    const nightly = await call(app, 'POST', '/subscriptions', {
+      body: {
+        name: 'nightly',
+        schedule: { cron: '0 3 * * *' },
+        runSpec: { kind: 'analysis', subject: { config: { fn: 'count_runs' } } },
+      },
+    });
+    expect(nightly.status, JSON.stringify(nightly.body)).toBe(201);
+    const listed = await call(app, 'GET', '/subscriptions');
+    expect((listed.body.items as unknown[]).length).toBe(2);
+    const off = await call(app, 'PATCH', `/subscriptions/${String(sub.body.id)}`, {
+      body: { enabled: false },
+    });
+    expect(off.body.enabled).toBe(false);
+    expect((await call(app, 'DELETE', `/subscriptions/${String(nightly.body.id)}`)).status).toBe(204);
+  });
+
+  it('healthz and metrics', async () => {
+    expect((await call(app, 'GET', '/healthz', { key: null })).body).toMatchObject({
+      status: 'ok',
+      database: 'pglite',
+    });
+    const m = await (await app.request('/metrics')).text();
+    expect(m).toMatch(/everdict_admissions_total\{outcome="admitted",kind="analysis"/);
+  });
+});

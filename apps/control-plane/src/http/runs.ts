@@ -1,0 +1,190 @@
+// /runs — submit any kind through the one gate, list/filter, read, cancel (cascading), the run's
+// record (verified on read) and its facts (JSON page, or SSE when asked for text/event-stream).
+import { createRoute, z } from '@hono/zod-openapi';
+import { CreateRunInput, ListRunsQuery, type RecordView } from '../services/types.js';
+import { admissionOutcome } from './admission-metrics.js';
+import type { RouteDeps } from './deps.js';
+import { API_KEY_SECURITY, createRouter } from './openapi.js';
+import { problemResponses } from './problem.js';
+import {
+  CancelledSchema,
+  CreatedRunSchema,
+  EventListSchema,
+  IdParam,
+  RecordSchema,
+  RunPageSchema,
+  RunSchema,
+} from './schemas.js';
+import { streamRunEvents, wantsEventStream } from './sse.js';
+
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+
+export const CausedByHeader = z.object({
+  'x-everdict-caused-by': z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .openapi({ description: 'The run that caused this one (same tenant); the run draws from its envelope.' }),
+});
+
+const createRun = createRoute({
+  method: 'post',
+  path: '/runs',
+  tags: ['runs'],
+  summary: 'Submit a run of any kind; it passes the one admission gate.',
+  security: API_KEY_SECURITY,
+  request: {
+    headers: CausedByHeader,
+    body: { required: true, content: { 'application/json': { schema: CreateRunInput } } },
+  },
+  responses: {
+    201: json(CreatedRunSchema, 'Queued (or the earlier run, for a repeated requestId).'),
+    ...problemResponses(400, 401, 402, 404, 409, 413, 415, 429),
+  },
+});
+
+const listRuns = createRoute({
+  method: 'get',
+  path: '/runs',
+  tags: ['runs'],
+  summary: 'List runs, newest first; filter by kind, status, lifetime, group, causer, creator.',
+  security: API_KEY_SECURITY,
+  request: { query: ListRunsQuery },
+  responses: {
+    200: json(RunPageSchema, 'One page; pass nextCursor as cursor for the next.'),
+    ...problemResponses(400, 401),
+  },
+});
+
+const getRun = createRoute({
+  method: 'get',
+  path: '/runs/{id}',
+  tags: ['runs'],
+  security: API_KEY_SECURITY,
+  request: { params: IdParam },
+  responses: { 200: json(RunSchema, 'The run.'), ...problemResponses(400, 401, 404) },
+});
+
+const CancelBody = z.object({ reason: z.string().max(1000).optional() }).openapi('CancelRun');
+
+const cancelRun = createRoute({
+  method: 'post',
+  path: '/runs/{id}/cancel',
+  tags: ['runs'],
+  summary: 'Cancel a run and its non-terminal causal descendants.',
+  security: API_KEY_SECURITY,
+  request: {
+    params: IdParam,
+    body: { required: false, content: { 'application/json': { schema: CancelBody } } },
+  },
+  responses: { 200: json(CancelledSchema, 'Cancelled.'), ...problemResponses(400, 401, 404, 409, 415) },
+});
+
+export const RecordQuery = z.object({
+  view: z.enum(['summary', 'wire']).default('summary').openapi({
+    description: '`wire`: the bare sandbox.runrecord/1 wire form, ready for `everdict-runrecord verify`.',
+  }),
+});
+
+const getRecord = createRoute({
+  method: 'get',
+  path: '/runs/{id}/record',
+  tags: ['runs'],
+  summary: "The run record's wire form, verified from genesis on this read.",
+  security: API_KEY_SECURITY,
+  request: { params: IdParam, query: RecordQuery },
+  responses: {
+    200: json(RecordSchema, 'Record and verification summary (or, with view=wire, the wire form alone).'),
+    ...problemResponses(400, 401, 404, 500),
+  },
+});
+
+export const EventsQuery = z.object({
+  after: z
+    .string()
+    .regex(/^\d{1,19}$/)
+    .optional()
+    .openapi({ description: 'Outbox position to resume after (an event id).' }),
+  limit: z.coerce.number().int().min(1).max(1000).default(200),
+});
+
+const runEvents = createRoute({
+  method: 'get',
+  path: '/runs/{id}/events',
+  tags: ['runs'],
+  summary: "The run's facts, oldest first. With Accept: text/event-stream: replay, then tail live (SSE).",
+  security: API_KEY_SECURITY,
+  request: { params: IdParam, query: EventsQuery },
+  responses: {
+    200: {
+      description: 'A page of facts (JSON), or an SSE stream whose event ids are outbox positions.',
+      content: {
+        'application/json': { schema: EventListSchema },
+        'text/event-stream': { schema: z.string() },
+      },
+    },
+    ...problemResponses(400, 401, 404),
+  },
+});
+
+export function runRoutes(deps: RouteDeps) {
+  const { services, metrics } = deps;
+  const app = createRouter();
+
+  app.openapi(createRun, async (c) => {
+    const input = c.req.valid('json');
+    const causedByRunId = c.req.valid('header')['x-everdict-caused-by'];
+    try {
+      const created = await services.runs.create(
+        c.get('principal'),
+        input,
+        causedByRunId ? { causedByRunId } : {},
+      );
+      metrics.recordAdmission('admitted', input.kind);
+      return c.json(created, 201);
+    } catch (err) {
+      admissionOutcome(metrics, input.kind, err);
+      throw err;
+    }
+  });
+
+  app.openapi(listRuns, async (c) =>
+    c.json(await services.runs.list(c.get('principal'), c.req.valid('query')), 200),
+  );
+
+  app.openapi(getRun, async (c) =>
+    c.json(await services.runs.get(c.get('principal'), c.req.valid('param').id), 200),
+  );
+
+  app.openapi(cancelRun, async (c) => {
+    const body = c.req.valid('json');
+    const result = await services.runs.cancel(c.get('principal'), c.req.valid('param').id, body.reason);
+    return c.json(result, 200);
+  });
+
+  app.openapi(getRecord, async (c) => {
+    const record = await services.runs.record(c.get('principal'), c.req.valid('param').id);
+    // The bare wire form (documented on the query parameter); the typed response is the summary shape.
+    if (c.req.valid('query').view === 'wire') return c.json(record.wire as RecordView, 200);
+    return c.json(record, 200);
+  });
+
+  app.openapi(runEvents, async (c) => {
+    const principal = c.get('principal');
+    const { id } = c.req.valid('param');
+    const { after, limit } = c.req.valid('query');
+    if (wantsEventStream(c.req.header('accept'))) {
+      const resumeFrom = c.req.header('last-event-id');
+      const from = resumeFrom && /^\d{1,19}$/.test(resumeFrom) ? resumeFrom : after;
+      return streamRunEvents(c, deps, principal, id, from);
+    }
+    const page = await services.runs.events(principal, id, { ...(after ? { after } : {}), limit });
+    return c.json(page, 200);
+  });
+
+  return app;
+}

@@ -1,0 +1,192 @@
+// Response shapes for the OpenAPI document, mirroring the service views. Request bodies and queries are
+// the services' own zod inputs (src/services/types.ts), so validation and docs cannot drift apart; the
+// assertions at the bottom make the type checker flag a view that drifts from its documented shape.
+import { PlatformEvent, Run } from '@everdict/run-model';
+import { z } from '@hono/zod-openapi';
+import type {
+  AdmissionView,
+  ApiKeyView,
+  CreatedKeyView,
+  EventView,
+  GroupView,
+  Page,
+  RecordView,
+  RunView,
+  ScoringView,
+  SubscriptionView,
+} from '../services/types.js';
+
+const Obj = z.record(z.string(), z.unknown());
+const Ts = z.string().openapi({ format: 'date-time' });
+const Status = z.enum(['queued', 'running', 'awaiting_input', 'succeeded', 'failed', 'cancelled']);
+
+export const IdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(200)
+    .openapi({ param: { name: 'id', in: 'path' }, example: 'run_01JEXAMPLE' }),
+});
+
+export const ScoreSchema = z
+  .object({
+    id: z.string(),
+    runId: z.string(),
+    groupId: z.string().nullable(),
+    scoringId: z.string(),
+    grader: z.string(),
+    value: z.number(),
+    passed: z.boolean().nullable(),
+    detail: Obj,
+    rescoreOf: z.string().nullable(),
+    createdAt: Ts,
+  })
+  .openapi('Score');
+
+/** A run as the API shows it: the run-model `Run` (nothing here redefines it) plus ledger facts. */
+export const RunSchema = z
+  .intersection(
+    Run,
+    z.object({
+      causalDepth: z.number().int().openapi({ description: 'Hops from the root of its causal tree.' }),
+      record: z.object({ head: z.string(), length: z.number().int() }),
+    }),
+  )
+  .openapi('Run');
+
+export function pageOf<T extends z.ZodType>(item: T, name: string) {
+  return z.object({ items: z.array(item), nextCursor: z.string().nullable() }).openapi(name);
+}
+
+export const RunPageSchema = pageOf(RunSchema, 'RunPage');
+
+/** A fact from the outbox (run-model `PlatformEvent`); its `id` is the outbox position. */
+export const EventSchema = PlatformEvent;
+
+export const EventListSchema = pageOf(EventSchema, 'RunEventPage');
+
+export const RecordSchema = z
+  .object({
+    wire: z.unknown().openapi({ description: 'The sandbox.runrecord/1 wire form.' }),
+    verify: z.object({
+      ok: z.boolean(),
+      head: z.string().optional(),
+      length: z.number().optional(),
+      error: z.string().optional(),
+      index: z.number().optional(),
+      phase: z.string().optional(),
+    }),
+  })
+  .openapi('RunRecord');
+
+const GraderSchema = z.object({ name: z.string(), type: z.string(), config: Obj.optional() });
+
+export const ScoringSchema = z
+  .object({
+    id: z.string(),
+    groupId: z.string(),
+    graders: z.array(GraderSchema),
+    rescoreOf: z.string().nullable(),
+    aggregate: z.record(
+      z.string(),
+      z.object({ mean: z.number(), passRate: z.number().nullable(), n: z.number() }),
+    ),
+    createdAt: Ts,
+  })
+  .openapi('Scoring');
+
+export const GroupSchema = z
+  .object({
+    id: z.string(),
+    tenantId: z.string(),
+    kind: z.enum(['experiment', 'scorecard', 'conversation', 'batch']),
+    label: z.string(),
+    spec: Obj,
+    runIds: z.array(z.string()),
+    rollup: z.object({
+      total: z.number().int(),
+      byStatus: z.record(z.string(), z.number()),
+      status: z.union([Status, z.literal('empty')]),
+    }),
+    scoring: ScoringSchema.nullable(),
+    createdBy: z.string(),
+    createdAt: Ts,
+    updatedAt: Ts,
+  })
+  .openapi('RunGroup');
+
+export const GroupPageSchema = pageOf(GroupSchema, 'RunGroupPage');
+
+export const SubscriptionSchema = z
+  .object({
+    id: z.string(),
+    tenantId: z.string(),
+    name: z.string(),
+    selector: z.object({ kind: z.string(), filter: Obj }),
+    schedule: z.object({ cron: z.string(), timezone: z.string() }).nullable(),
+    runSpec: Obj,
+    cooldownSec: z.number().int(),
+    maxDepth: z.number().int(),
+    enabled: z.boolean(),
+    lastFiredAt: Ts.nullable(),
+    createdBy: z.string(),
+    createdAt: Ts,
+  })
+  .openapi('Subscription');
+
+export const ApiKeySchema = z
+  .object({
+    id: z.string(),
+    tenantId: z.string(),
+    role: z.enum(['member', 'admin']),
+    label: z.string(),
+    createdAt: Ts,
+    revokedAt: Ts.nullable(),
+  })
+  .openapi('ApiKey');
+
+export const CreatedKeySchema = ApiKeySchema.extend({
+  key: z.string().openapi({ description: 'The raw key. Shown exactly once; only its hash is stored.' }),
+}).openapi('CreatedApiKey');
+
+// ---- drift guards: a view that no longer fits its documented schema fails the type check ----
+type Fits<View, Schema extends z.ZodType> = View extends z.infer<Schema> ? true : never;
+const fits = <T extends true>(): T | undefined => undefined;
+fits<Fits<RunView, typeof RunSchema>>();
+fits<Fits<Page<RunView>, typeof RunPageSchema>>();
+fits<Fits<EventView, typeof EventSchema>>();
+fits<Fits<RecordView, typeof RecordSchema>>();
+fits<Fits<GroupView, typeof GroupSchema>>();
+fits<Fits<ScoringView, typeof ScoringSchema>>();
+fits<Fits<SubscriptionView, typeof SubscriptionSchema>>();
+fits<Fits<ApiKeyView, typeof ApiKeySchema>>();
+fits<Fits<CreatedKeyView, typeof CreatedKeySchema>>();
+
+export const AdmissionSchema = z
+  .object({
+    decision: z.enum(['admitted', 'duplicate']),
+    class: z.enum(['interactive', 'background', 'batch']),
+    envelopeId: z.string(),
+    position: z
+      .object({ tenantAhead: z.number().int(), tenantQueued: z.number().int() })
+      .nullable()
+      .openapi({ description: "Where the run sits in its tenant's queue at admission." }),
+  })
+  .openapi('Admission');
+
+export const CreatedRunSchema = z
+  .object({ run: RunSchema, admission: AdmissionSchema })
+  .openapi('CreatedRun');
+export const CancelledSchema = z
+  .object({
+    run: RunSchema,
+    cancelled: z.array(z.string()).openapi({ description: 'Every run id cancelled.' }),
+  })
+  .openapi('Cancelled');
+export const CreatedGroupSchema = z
+  .object({ group: GroupSchema, runs: z.array(RunSchema) })
+  .openapi('CreatedGroup');
+export const ScoredSchema = z
+  .object({ scoring: ScoringSchema, scores: z.array(ScoreSchema) })
+  .openapi('Scored');
+fits<Fits<AdmissionView, typeof AdmissionSchema>>();

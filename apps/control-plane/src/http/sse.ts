@@ -1,0 +1,130 @@
+// GET /runs/:id/events as Server-Sent Events: replay the run's past facts from the outbox, then tail
+// the service's live feed. Event ids are outbox positions, so a client that reconnects with
+// Last-Event-ID resumes exactly after the last fact it saw. The stream ends when the run settles,
+// when the client goes away, or when the process starts draining.
+import type { Context } from 'hono';
+import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
+import type { EventView, Principal } from '../services/types.js';
+import type { RouteDeps } from './deps.js';
+import type { AppEnv } from './env.js';
+
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+
+export function wantsEventStream(accept: string | undefined): boolean {
+  return accept !== undefined && /(^|,)\s*text\/event-stream\b/i.test(accept);
+}
+
+/** The fact that settles a run: `run.settled` (run-model's terminal fact, `data.outcome`). */
+export function isTerminalFact(e: EventView): boolean {
+  return e.kind === 'run.settled';
+}
+
+const position = (id: string): bigint => (/^\d{1,19}$/.test(id) ? BigInt(id) : -1n);
+
+export async function streamRunEvents(
+  c: Context<AppEnv>,
+  deps: RouteDeps,
+  principal: Principal,
+  runId: string,
+  after: string | undefined,
+): Promise<Response> {
+  const { services, lifecycle, heartbeatMs } = deps;
+  // Resolve the run first: an unknown (or another tenant's) run is a 404 problem, not an empty stream.
+  const run = await services.runs.get(principal, runId);
+
+  return streamSSE(c, async (stream) => {
+    let last = after ?? '0';
+    let settled = false;
+    const send = async (e: EventView) => {
+      if (position(e.id) <= position(last)) return; // replay and live feed may overlap
+      last = e.id;
+      await stream.writeSSE({ id: e.id, event: e.kind, data: JSON.stringify(e) });
+      if (isTerminalFact(e)) settled = true;
+    };
+
+    // 1. Replay what already happened.
+    for (;;) {
+      const page = await services.runs.events(principal, runId, { after: last, limit: 500 });
+      for (const e of page.items) await send(e);
+      if (!page.nextCursor || page.items.length === 0) break;
+    }
+    // The run was read before the replay, and its facts are written with its transitions: a run
+    // already settled has nothing left to say.
+    if (settled || TERMINAL.has(run.status)) {
+      await stream.writeSSE({ event: 'end', data: JSON.stringify({ runId, status: 'settled' }) });
+      return;
+    }
+
+    // 2. Tail the live feed until the run settles, the client leaves, or we drain.
+    const markSettled = () => {
+      settled = true;
+    };
+    await tail(
+      stream,
+      deps,
+      principal,
+      runId,
+      () => last,
+      send,
+      () => settled,
+      markSettled,
+      lifecycle.signal,
+      heartbeatMs,
+    );
+    if (settled) await stream.writeSSE({ event: 'end', data: JSON.stringify({ runId, status: 'settled' }) });
+  });
+}
+
+async function tail(
+  stream: SSEStreamingApi,
+  deps: RouteDeps,
+  principal: Principal,
+  runId: string,
+  last: () => string,
+  send: (e: EventView) => Promise<void>,
+  settled: () => boolean,
+  markSettled: () => void,
+  shutdown: AbortSignal,
+  heartbeatMs: number,
+): Promise<void> {
+  const queue: EventView[] = [];
+  let wake: (() => void) | undefined;
+  const poke = () => {
+    wake?.();
+    wake = undefined;
+  };
+  const sub = await deps.services.events.subscribe(principal, { runId, after: last() }, (e) => {
+    queue.push(e);
+    poke();
+  });
+  stream.onAbort(poke);
+  shutdown.addEventListener('abort', poke, { once: true });
+  try {
+    while (!settled() && !stream.aborted && !stream.closed && !shutdown.aborted) {
+      const next = queue.shift();
+      if (next) {
+        await send(next);
+        continue;
+      }
+      const timedOut = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(true), heartbeatMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve(false);
+        };
+      });
+      if (!timedOut) continue;
+      await stream.write(': keep-alive\n\n');
+      // Belt and braces for facts whose names we do not recognise: a quiet, settled run ends the stream.
+      const run = await deps.services.runs.get(principal, runId);
+      if (TERMINAL.has(run.status) && queue.length === 0) {
+        const rest = await deps.services.runs.events(principal, runId, { after: last(), limit: 500 });
+        for (const e of rest.items) await send(e);
+        markSettled();
+      }
+    }
+  } finally {
+    shutdown.removeEventListener('abort', poke);
+    await sub.close();
+  }
+}

@@ -1,0 +1,66 @@
+// Unauthenticated system routes: liveness/readiness, Prometheus metrics, and the OpenAPI document.
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Metrics } from '../observability/metrics.js';
+import type { Lifecycle } from './lifecycle.js';
+import { createRouter } from './openapi.js';
+import { ProblemError, problem, problemResponses } from './problem.js';
+
+export interface SystemDeps {
+  readonly metrics: Metrics;
+  readonly lifecycle: Lifecycle;
+  readonly health: () => Promise<{ ok: boolean; dialect: string }>;
+  readonly document: () => unknown;
+  readonly version: string;
+}
+
+const HealthSchema = z
+  .object({ status: z.literal('ok'), version: z.string(), database: z.string() })
+  .openapi('Health');
+
+const healthz = createRoute({
+  method: 'get',
+  path: '/healthz',
+  tags: ['system'],
+  summary: 'Liveness and readiness: the ledger answers and the process is not draining.',
+  responses: {
+    200: { description: 'Healthy.', content: { 'application/json': { schema: HealthSchema } } },
+    ...problemResponses(503),
+  },
+});
+
+const metricsRoute = createRoute({
+  method: 'get',
+  path: '/metrics',
+  tags: ['system'],
+  summary: 'Prometheus exposition: queue depth per tenant/class, admissions by outcome, dispatch latency.',
+  responses: {
+    200: { description: 'Prometheus text format.', content: { 'text/plain': { schema: z.string() } } },
+  },
+});
+
+export function systemRoutes(deps: SystemDeps) {
+  const app = createRouter();
+
+  app.openapi(healthz, async (c) => {
+    if (deps.lifecycle.draining) throw new ProblemError(problem(503, 'shutting_down', 'draining'));
+    let health: { ok: boolean; dialect: string };
+    try {
+      health = await deps.health();
+    } catch {
+      health = { ok: false, dialect: 'unknown' };
+    }
+    if (!health.ok)
+      throw new ProblemError(problem(503, 'database_unavailable', 'the ledger database does not answer'));
+    return c.json({ status: 'ok' as const, version: deps.version, database: health.dialect }, 200);
+  });
+
+  app.openapi(metricsRoute, async (c) => {
+    const { contentType, body } = await deps.metrics.render();
+    return c.text(body, 200, { 'content-type': contentType });
+  });
+
+  // The document is generated from the route schemas, not declared as a route of its own.
+  app.get('/openapi.json', (c) => c.json(deps.document() as object));
+
+  return app;
+}

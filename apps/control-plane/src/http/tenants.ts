@@ -1,0 +1,99 @@
+// Tenants and API keys (admin only): create a tenant with its first admin key, mint and revoke keys.
+// A raw key appears in exactly one response — the one that created it; only its hash is stored.
+import { createRoute, z } from '@hono/zod-openapi';
+import { requireRole } from '../auth/middleware.js';
+import { CreateKeyInput } from '../services/types.js';
+import type { RouteDeps } from './deps.js';
+import { API_KEY_SECURITY, createRouter } from './openapi.js';
+import { problemResponses } from './problem.js';
+import { ApiKeySchema, CreatedKeySchema, IdParam } from './schemas.js';
+
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+const admin = requireRole('admin');
+
+export const CreateTenantInput = z
+  .object({
+    id: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'lower-case letters, digits, _ and -, at most 63')
+      .openapi({ example: 'acme' }),
+    name: z.string().min(1).max(200).optional(),
+  })
+  .openapi('CreateTenant');
+
+const CreatedTenantSchema = z
+  .object({ tenantId: z.string(), key: CreatedKeySchema })
+  .openapi('CreatedTenant');
+const KeyListSchema = z.object({ items: z.array(ApiKeySchema) }).openapi('ApiKeyList');
+
+const createTenant = createRoute({
+  method: 'post',
+  path: '/tenants',
+  tags: ['admin'],
+  summary: 'Create a tenant and its first admin key (shown once).',
+  security: API_KEY_SECURITY,
+  middleware: [admin] as const,
+  request: { body: { required: true, content: { 'application/json': { schema: CreateTenantInput } } } },
+  responses: {
+    201: json(CreatedTenantSchema, 'The tenant and its admin key.'),
+    ...problemResponses(400, 401, 403, 409, 415),
+  },
+});
+
+const createKey = createRoute({
+  method: 'post',
+  path: '/api-keys',
+  tags: ['admin'],
+  summary: "Mint a key in the caller's tenant (shown once).",
+  security: API_KEY_SECURITY,
+  middleware: [admin] as const,
+  request: {
+    body: { required: true, content: { 'application/json': { schema: CreateKeyInput } } },
+  },
+  responses: {
+    201: json(CreatedKeySchema, 'The key, with its raw secret.'),
+    ...problemResponses(400, 401, 403, 415),
+  },
+});
+
+const listKeys = createRoute({
+  method: 'get',
+  path: '/api-keys',
+  tags: ['admin'],
+  security: API_KEY_SECURITY,
+  middleware: [admin] as const,
+  responses: {
+    200: json(KeyListSchema, "The tenant's keys (never their secrets)."),
+    ...problemResponses(401, 403),
+  },
+});
+
+const revokeKey = createRoute({
+  method: 'post',
+  path: '/api-keys/{id}/revoke',
+  tags: ['admin'],
+  security: API_KEY_SECURITY,
+  middleware: [admin] as const,
+  request: { params: IdParam },
+  responses: { 200: json(ApiKeySchema, 'The revoked key.'), ...problemResponses(400, 401, 403, 404) },
+});
+
+export function tenantRoutes({ services }: RouteDeps) {
+  const app = createRouter();
+  app.openapi(createTenant, async (c) =>
+    c.json(await services.auth.createTenant(c.get('principal'), c.req.valid('json')), 201),
+  );
+  app.openapi(createKey, async (c) =>
+    c.json(await services.auth.createKey(c.get('principal'), c.req.valid('json')), 201),
+  );
+  app.openapi(listKeys, async (c) =>
+    c.json({ items: await services.auth.listKeys(c.get('principal')) }, 200),
+  );
+  app.openapi(revokeKey, async (c) =>
+    c.json(await services.auth.revokeKey(c.get('principal'), c.req.valid('param').id), 200),
+  );
+  return app;
+}

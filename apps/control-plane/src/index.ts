@@ -1,0 +1,5 @@
+// The ledger + application layer of the control plane (what app.ts / main.ts compose).
+
+export { PgAdmissionStore } from './admission-store/index.js';
+export { type LedgerDatabase, openDatabase } from './db/database.js';
+export * from './services/index.js';

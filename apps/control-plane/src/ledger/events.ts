@@ -1,0 +1,85 @@
+// The outbox: facts written in the same transaction as the state change that caused them. Consumers read
+// in (tx, id) order, only below the oldest in-flight transaction, so a late-committing lower id is never
+// skipped (ids are assigned at insert, commits land in any order).
+import type { PlatformEvent } from '@everdict/run-model';
+import { sql } from 'kysely';
+import { decimal, iso, json } from '../db/numeric.js';
+import type { Executor } from '../db/tx.js';
+
+export interface NewEvent {
+  tenant: string;
+  kind: string;
+  runId?: string | undefined;
+  at: string;
+  data: Record<string, unknown>;
+}
+
+export const EVENTS_CHANNEL = 'everdict_events';
+
+/** Insert facts and NOTIFY listeners (delivered at commit) in one statement; `alsoNotify` adds a channel. */
+export async function appendEvents(
+  ex: Executor,
+  events: readonly NewEvent[],
+  alsoNotify?: string,
+): Promise<string[]> {
+  if (events.length === 0) return [];
+  const rows = events.map(
+    (e) => sql`(${e.tenant}, ${e.kind}, ${e.runId ?? null}, ${json(e.data)}::jsonb, ${e.at}::timestamptz)`,
+  );
+  const extra = alsoNotify ? sql`, pg_notify(${alsoNotify}, '')` : sql``;
+  const { rows: ids } = await sql<{ id: string | number | bigint }>`
+    WITH ins AS (
+      INSERT INTO events (tenant_id, kind, run_id, payload, created_at) VALUES ${sql.join(rows)} RETURNING id
+    ), n AS (SELECT pg_notify(${EVENTS_CHANNEL}, '')${extra})
+    SELECT ins.id FROM ins, n ORDER BY ins.id`.execute(ex);
+  return ids.map((r) => decimal(r.id));
+}
+
+interface EventRowLike {
+  id: string | number | bigint;
+  tenant_id: string;
+  kind: string;
+  run_id: string | null;
+  payload: Record<string, unknown>;
+  created_at: Date | string;
+}
+
+export function toPlatformEvent(r: EventRowLike): PlatformEvent {
+  const e: PlatformEvent = {
+    id: decimal(r.id),
+    tenant: r.tenant_id,
+    kind: r.kind,
+    at: iso(r.created_at)!,
+    data: r.payload as PlatformEvent['data'],
+  };
+  if (r.run_id) e.runId = r.run_id;
+  return e;
+}
+
+export async function listEvents(
+  ex: Executor,
+  tenant: string,
+  opts: { after?: string | undefined; runId?: string | undefined; kind?: string | undefined; limit: number },
+): Promise<PlatformEvent[]> {
+  let q = ex.selectFrom('events').selectAll().where('tenant_id', '=', tenant);
+  if (opts.runId) q = q.where('run_id', '=', opts.runId);
+  if (opts.kind) q = q.where('kind', '=', opts.kind);
+  if (opts.after) q = q.where(sql<boolean>`id > ${opts.after}::bigint`);
+  const rows = await q.orderBy('id').limit(opts.limit).execute();
+  return rows.map(toPlatformEvent);
+}
+
+export interface OutboxPosition {
+  tx: string;
+  id: string;
+}
+
+/** Events after `pos` whose transactions are all settled (tx below the oldest running xid). */
+export async function readSettled(ex: Executor, pos: OutboxPosition, limit: number) {
+  const { rows } = await sql<EventRowLike & { tx: string | number | bigint }>`
+    SELECT id, tx, tenant_id, kind, run_id, payload, created_at FROM events
+    WHERE (tx, id) > (${pos.tx}::bigint, ${pos.id}::bigint)
+      AND tx < (pg_snapshot_xmin(pg_current_snapshot())::text)::bigint
+    ORDER BY tx, id LIMIT ${limit}`.execute(ex);
+  return rows.map((r) => ({ event: toPlatformEvent(r), pos: { tx: decimal(r.tx), id: decimal(r.id) } }));
+}

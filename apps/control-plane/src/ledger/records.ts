@@ -1,0 +1,175 @@
+// Each run's `sandbox.runrecord/1` chain: segments stored in wire form, appended through runrecord's host
+// API (which refuses illegal appends), verified from genesis on read.
+import {
+  blake3,
+  buildAttestation,
+  bytesToHex,
+  decodeWire,
+  encodeSegment,
+  genesisHead,
+  type Hex,
+  type Operation,
+  type Outcome,
+  reopenRecord,
+  verifyWire,
+  type WireRecord,
+  type WireSegment,
+} from '@everdict/runrecord';
+import { json } from '../db/numeric.js';
+import type { Executor } from '../db/tx.js';
+import type { RecordView } from '../services/types.js';
+import type { RunRow } from './runs.js';
+
+const enc = new TextEncoder();
+export const addressOf = (value: unknown): Hex => bytesToHex(blake3(enc.encode(JSON.stringify(value))));
+
+/** unit = what is activated (tenant, kind, subject); grants = what it may use (placement, attach, envelope). */
+export function recordIdentity(run: {
+  tenant: string;
+  kind: string;
+  subject: unknown;
+  placement: unknown;
+  attach: unknown;
+  envelope?: unknown;
+}) {
+  const unitId = addressOf({
+    unit: 'everdict.run/1',
+    tenant: run.tenant,
+    kind: run.kind,
+    subject: run.subject,
+  });
+  const grantsId = addressOf({
+    grants: 'everdict.grants/1',
+    placement: run.placement,
+    attach: run.attach,
+    envelope: run.envelope ?? null,
+  });
+  return { unitId, grantsId, genesisHead: genesisHead(unitId, grantsId) };
+}
+
+async function segmentsOf(ex: Executor, runId: string): Promise<WireSegment[]> {
+  const rows = await ex
+    .selectFrom('record_segments')
+    .select('payload')
+    .where('run_id', '=', runId)
+    .orderBy('idx')
+    .execute();
+  return rows.map((r) => r.payload as unknown as WireSegment);
+}
+
+function wireOf(row: RunRow, segments: WireSegment[]): WireRecord {
+  return {
+    format: 'sandbox.runrecord/1',
+    unit_id: row.unit_id,
+    grants_id: row.grants_id,
+    segments,
+    head: row.record_head,
+  };
+}
+
+/**
+ * Append operations to a run's record (the caller holds the run row's lock). Refusals throw runrecord's
+ * error and nothing is written. Returns the new head and length (written to the run row too).
+ */
+export async function appendSegments(
+  ex: Executor,
+  row: RunRow,
+  ops: readonly Operation[],
+  at: string,
+  opts: { updateRun?: boolean } = {},
+) {
+  if (ops.length === 0) return { head: row.record_head, length: row.record_length };
+  const host = reopenRecord(decodeWire(wireOf(row, await segmentsOf(ex, row.id))), {
+    expectHead: row.record_head,
+  });
+  const start = host.length;
+  const added = ops.map((op) => host.apply(op));
+  if (added.length > 0) {
+    await ex
+      .insertInto('record_segments')
+      .values(
+        added.map((s, i) => ({
+          run_id: row.id,
+          idx: start + i,
+          tenant_id: row.tenant_id,
+          kind: s.kind,
+          payload: json(encodeSegment(s)),
+          head: s.head,
+          created_at: at,
+        })),
+      )
+      .execute();
+    if (opts.updateRun !== false) {
+      await ex
+        .updateTable('runs')
+        .set({ record_head: host.head, record_length: host.length })
+        .where('id', '=', row.id)
+        .execute();
+    }
+  }
+  return { head: host.head, length: host.length };
+}
+
+/** The snapshot + manifest a resume must offer (null unless parked). */
+export async function parkedAt(ex: Executor, row: RunRow) {
+  const host = reopenRecord(decodeWire(wireOf(row, await segmentsOf(ex, row.id))));
+  return host.parkedAt;
+}
+
+export interface IntervalEnd {
+  startedMs: number;
+  endedMs: number;
+  /** Energy model: watts drawn while active (inline ≈ a few W of one core). */
+  watts: number;
+  meter: string;
+  outcome: Outcome;
+  exitCode: number;
+  /** Whatever the interval produced (its journal root is this value's address). */
+  journal: unknown;
+  intervalHead: Hex;
+}
+
+/** Seal an executed interval into an attestation (stored by address) and return the execute op. */
+export async function sealInterval(
+  ex: Executor,
+  row: RunRow,
+  end: IntervalEnd,
+  at: string,
+): Promise<Operation> {
+  const ms = Math.max(0, end.endedMs - end.startedMs);
+  const activeUj = BigInt(Math.max(1, Math.round(ms * end.watts * 1000)));
+  const { attestation, address } = buildAttestation({
+    unitId: row.unit_id,
+    grantsId: row.grants_id,
+    recordHead: end.intervalHead,
+    startedMs: BigInt(end.startedMs),
+    endedMs: BigInt(Math.max(end.startedMs, end.endedMs)),
+    activeUj,
+    provenance: 'estimated',
+    meter: end.meter,
+    journalRoot: addressOf(end.journal ?? null),
+    outcome: end.outcome,
+    exitCode: end.exitCode,
+  });
+  const body = {
+    ...attestation,
+    startedMs: String(attestation.startedMs),
+    endedMs: String(attestation.endedMs),
+    activeUj: String(activeUj),
+  };
+  await ex
+    .insertInto('attestations')
+    .values({ address, tenant_id: row.tenant_id, run_id: row.id, body: json(body), created_at: at })
+    .onConflict((oc) => oc.column('address').doNothing())
+    .execute();
+  return { op: 'execute', attestation: address, account: { dispatched: [], resolved: [] } };
+}
+
+export async function readRecord(ex: Executor, row: RunRow): Promise<RecordView> {
+  const wire = wireOf(row, await segmentsOf(ex, row.id));
+  const v = verifyWire(wire, { expectHead: row.record_head });
+  const verify: RecordView['verify'] = v.ok
+    ? { ok: true, head: v.head, length: v.length, phase: v.phase, idleUj: v.idleUj.toString() }
+    : { ok: false, error: v.error, ...(v.index !== undefined ? { index: v.index } : {}) };
+  return { wire, verify };
+}

@@ -1,0 +1,156 @@
+// The runs table: a run-model Run per row, with indexed columns for every list filter.
+import type { Run } from '@everdict/run-model';
+import type { Selectable } from 'kysely';
+import { iso, json } from '../db/numeric.js';
+import type { RunsTable } from '../db/schema.js';
+import type { Executor } from '../db/tx.js';
+import type { RunView } from '../services/types.js';
+
+export type RunRow = Selectable<RunsTable>;
+
+export interface RecordIdentityRow {
+  unitId: string;
+  grantsId: string;
+  genesisHead: string;
+}
+
+export function runToRow(run: Run, extra: { causalDepth: number; envelopeId: string } & RecordIdentityRow) {
+  return {
+    id: run.id,
+    tenant_id: run.tenant,
+    kind: run.kind,
+    status: run.status,
+    lifetime: run.lifetime,
+    class: run.class,
+    group_id: run.group?.id ?? null,
+    caused_by_run_id: run.origin.causedByRunId ?? null,
+    created_by: run.createdBy,
+    created_at: run.createdAt,
+    updated_at: run.updatedAt,
+    started_at: run.startedAt ?? null,
+    ended_at: run.settledAt ?? null,
+    expires_at: run.expiresAt ?? null,
+    causal_depth: extra.causalDepth,
+    children_count: 0,
+    envelope_id: extra.envelopeId,
+    subject: json(run.subject),
+    origin: json(run.origin),
+    placement: json(run.placement),
+    attach: json(run.attach),
+    envelope: json(run.envelope ?? null),
+    group_ref: json(run.group ?? null),
+    lineage: json(run.lineage ?? null),
+    outputs: json(run.outputs),
+    usage: json(run.usage),
+    error: json(run.error ?? null),
+    unit_id: extra.unitId,
+    grants_id: extra.grantsId,
+    record_head: extra.genesisHead,
+    record_length: 0,
+    interval_started_at: null,
+    interval_head: null,
+  };
+}
+
+/** The run-model Run stored in a row (fields absent when null). */
+export function rowToRun(r: RunRow): Run {
+  const run: Record<string, unknown> = {
+    id: r.id,
+    tenant: r.tenant_id,
+    kind: r.kind,
+    subject: r.subject,
+    status: r.status,
+    origin: r.origin,
+    placement: r.placement,
+    lifetime: r.lifetime,
+    attach: r.attach,
+    class: r.class,
+    outputs: r.outputs,
+    usage: r.usage,
+    createdBy: r.created_by,
+    createdAt: iso(r.created_at),
+    updatedAt: iso(r.updated_at),
+  };
+  if (r.envelope) run.envelope = r.envelope;
+  if (r.group_ref) run.group = r.group_ref;
+  if (r.lineage) run.lineage = r.lineage;
+  if (r.error) run.error = r.error;
+  if (r.started_at) run.startedAt = iso(r.started_at);
+  if (r.ended_at) run.settledAt = iso(r.ended_at);
+  if (r.expires_at) run.expiresAt = iso(r.expires_at);
+  return run as unknown as Run;
+}
+
+export function rowToView(r: RunRow): RunView {
+  return {
+    ...rowToRun(r),
+    causalDepth: r.causal_depth,
+    record: { head: r.record_head, length: r.record_length },
+  };
+}
+
+export async function findRun(ex: Executor, tenant: string, id: string): Promise<RunRow | undefined> {
+  return ex
+    .selectFrom('runs')
+    .selectAll()
+    .where('tenant_id', '=', tenant)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export async function lockRun(ex: Executor, tenant: string, id: string): Promise<RunRow | undefined> {
+  return ex
+    .selectFrom('runs')
+    .selectAll()
+    .where('tenant_id', '=', tenant)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export interface ListFilter {
+  kind?: string | undefined;
+  status?: string | undefined;
+  lifetime?: string | undefined;
+  groupId?: string | undefined;
+  causedBy?: string | undefined;
+  createdBy?: string | undefined;
+  limit: number;
+  /** Keyset: rows strictly older than (createdAt, id). */
+  before?: { createdAt: string; id: string } | undefined;
+}
+
+export async function listRuns(ex: Executor, tenant: string, f: ListFilter): Promise<RunRow[]> {
+  let q = ex.selectFrom('runs').selectAll().where('tenant_id', '=', tenant);
+  if (f.kind) q = q.where('kind', '=', f.kind);
+  if (f.status) q = q.where('status', '=', f.status);
+  if (f.lifetime) q = q.where('lifetime', '=', f.lifetime);
+  if (f.groupId) q = q.where('group_id', '=', f.groupId);
+  if (f.causedBy) q = q.where('caused_by_run_id', '=', f.causedBy);
+  if (f.createdBy) q = q.where('created_by', '=', f.createdBy);
+  const b = f.before;
+  if (b) {
+    q = q.where((eb) =>
+      eb.or([
+        eb('created_at', '<', new Date(b.createdAt)),
+        eb.and([eb('created_at', '=', new Date(b.createdAt)), eb('id', '<', b.id)]),
+      ]),
+    );
+  }
+  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).execute();
+}
+
+export function encodeCursor(r: RunRow | { created_at: Date | string; id: string }): string {
+  return Buffer.from(JSON.stringify([iso(r.created_at), r.id])).toString('base64url');
+}
+
+export function decodeCursor(c: string): { createdAt: string; id: string } | null {
+  try {
+    const v: unknown = JSON.parse(Buffer.from(c, 'base64url').toString('utf8'));
+    if (Array.isArray(v) && typeof v[0] === 'string' && typeof v[1] === 'string')
+      return { createdAt: v[0], id: v[1] };
+  } catch {
+    /* fallthrough */
+  }
+  return null;
+}

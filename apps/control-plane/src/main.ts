@@ -1,0 +1,111 @@
+// Process entry: configuration → logger → ledger (migrated, bootstrap key seeded, scheduler started) →
+// HTTP server. SIGTERM/SIGINT: stop admitting (writes answer 503), let in-flight requests finish,
+// stop the scheduler and finish its writes, close the pool, exit.
+
+import { mkdirSync } from 'node:fs';
+import type { Server } from 'node:http';
+import path from 'node:path';
+import { serve } from '@hono/node-server';
+import { buildApp } from './app.js';
+import { generateApiKey } from './auth/secrets.js';
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger } from './observability/logger.js';
+import { createMetrics } from './observability/metrics.js';
+import { startCore } from './services/index.js';
+
+async function main(): Promise<void> {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    process.stderr.write(`${err instanceof ConfigError ? err.message : String(err)}\n`);
+    process.exit(78); // EX_CONFIG
+  }
+  const log = createLogger({ level: config.logLevel });
+  const coreLog = log.child({ component: 'core' });
+  const generatedKey = config.bootstrapApiKey === undefined ? generateApiKey() : undefined;
+  const bootstrapKey = config.bootstrapApiKey ?? generatedKey;
+
+  if (!config.databaseUrl) mkdirSync(config.dataDir, { recursive: true });
+  const metrics = createMetrics({ defaultMetrics: true });
+  const core = await startCore({
+    ...(config.databaseUrl
+      ? { databaseUrl: config.databaseUrl }
+      : { dataDir: path.join(config.dataDir, 'pglite') }),
+    ...(bootstrapKey ? { bootstrapKey } : {}),
+    log: (level, msg, fields) => coreLog[level](fields ?? {}, msg),
+  });
+  log.info(
+    { database: core.dialect, dataDir: config.databaseUrl ? undefined : config.dataDir },
+    'ledger ready',
+  );
+
+  const { app, lifecycle } = buildApp({
+    services: core.services,
+    health: () => core.health(),
+    internalToken: config.internalToken,
+    maxBodyBytes: config.maxBodyBytes,
+    log: log.child({ component: 'http' }),
+    metrics,
+  });
+
+  const server = serve(
+    { fetch: app.fetch, port: config.port, ...(config.host ? { hostname: config.host } : {}) },
+    (info) => {
+      log.info({ port: info.port, address: info.address }, 'control plane listening');
+      if (generatedKey) {
+        // The one time this key is ever shown: only its hash is stored.
+        log.info(
+          { tenant: 'default', bootstrapApiKey: generatedKey },
+          'bootstrap admin key generated (valid if this was the first start on this database; ' +
+            'set EVERDICT_BOOTSTRAP_API_KEY to choose it)',
+        );
+      } else {
+        log.info({ tenant: 'default' }, 'bootstrap admin key from EVERDICT_BOOTSTRAP_API_KEY');
+      }
+      if (!config.internalToken) log.warn('EVERDICT_INTERNAL_TOKEN unset: /internal/* refuses every call');
+    },
+  ) as Server;
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: no longer admitting');
+    const force = setTimeout(
+      () => {
+        log.error('shutdown grace exceeded; exiting');
+        process.exit(1);
+      },
+      config.shutdownGraceMs * 2 + 1_000,
+    );
+    force.unref();
+    try {
+      // 1. Stop admitting and wait for in-flight requests (their writes commit before they answer).
+      const drained = await lifecycle.drain(config.shutdownGraceMs);
+      if (!drained.drained)
+        log.warn({ inFlight: drained.inFlight }, 'in-flight requests still running at grace end');
+      // 2. Stop accepting connections; close the idle keep-alive ones.
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      // 3. Stop the scheduler loops (they finish their current writes) and close the pool.
+      await core.close();
+      log.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      log.error({ err }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(
+    `${JSON.stringify({ level: 60, msg: 'control plane failed to start', err: String(err) })}\n`,
+  );
+  process.exit(1);
+});

@@ -1,0 +1,94 @@
+// Prometheus metrics (prom-client) on a registry of our own, never the global one, so every app
+// instance (tests build many) has its own. Queue depth is read from the ledger at scrape time —
+// a count derived from the ledger, not a counter kept in memory that a second replica would contradict.
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+export interface QueueDepthRow {
+  readonly tenant: string;
+  readonly class: string;
+  readonly depth: number;
+}
+
+export type AdmissionOutcome = 'admitted' | 'refused_402' | 'refused_429' | 'refused_other';
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** Count one pass through the admission gate. `rule` is the refusing rule's code, if any. */
+  recordAdmission(outcome: AdmissionOutcome, kind: string, rule?: string): void;
+  /** Time from a run being queued to being handed to its placement, in seconds. */
+  observeDispatchLatency(seconds: number, runClass: string): void;
+  /** Count one HTTP response (route pattern, not raw path, to keep label cardinality bounded). */
+  recordHttp(method: string, route: string, status: number, seconds: number): void;
+  /** Tell the queue-depth gauge where to read from (set once the services exist). */
+  setQueueDepthSource(source: () => Promise<readonly QueueDepthRow[]>): void;
+  render(): Promise<{ contentType: string; body: string }>;
+}
+
+export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics {
+  const registry = new Registry();
+  if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'everdict_' });
+
+  let depthSource: (() => Promise<readonly QueueDepthRow[]>) | undefined;
+  new Gauge({
+    name: 'everdict_queue_depth',
+    help: 'Queued runs per tenant and scheduling class, read from the ledger at scrape time.',
+    labelNames: ['tenant', 'class'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      if (!depthSource) return;
+      for (const row of await depthSource()) this.set({ tenant: row.tenant, class: row.class }, row.depth);
+    },
+  });
+  const admissions = new Counter({
+    name: 'everdict_admissions_total',
+    help: 'Runs through the admission gate, by outcome and refusing rule.',
+    labelNames: ['outcome', 'kind', 'rule'] as const,
+    registers: [registry],
+  });
+  const dispatch = new Histogram({
+    name: 'everdict_dispatch_latency_seconds',
+    help: 'Seconds from queued to dispatched.',
+    labelNames: ['class'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [registry],
+  });
+  const httpRequests = new Counter({
+    name: 'everdict_http_requests_total',
+    help: 'HTTP responses by method, route pattern and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const httpSeconds = new Histogram({
+    name: 'everdict_http_request_duration_seconds',
+    help: 'HTTP handling time by method and route pattern.',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [registry],
+  });
+
+  return {
+    registry,
+    recordAdmission(outcome, kind, rule) {
+      admissions.inc({ outcome, kind: boundedLabel(kind), rule: rule ?? '' });
+    },
+    observeDispatchLatency(seconds, runClass) {
+      dispatch.observe({ class: runClass }, seconds);
+    },
+    recordHttp(method, route, status, seconds) {
+      httpRequests.inc({ method, route, status: String(status) });
+      httpSeconds.observe({ method, route }, seconds);
+    },
+    setQueueDepthSource(source) {
+      depthSource = source;
+    },
+    async render() {
+      return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+  };
+}
+
+/** Label values come from client input (a run's kind): keep them short and shaped. */
+function boundedLabel(value: string): string {
+  return /^[a-z][a-z0-9_-]{0,31}$/.test(value) ? value : 'other';
+}

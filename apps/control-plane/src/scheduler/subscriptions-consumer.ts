@@ -1,0 +1,126 @@
+// Reads the outbox from its durable cursor (one consumer name, one row lock: replicas take turns), matches
+// subscriptions, and creates runs stamped with their cause — in the same transaction that advances the
+// cursor, so each (subscription, event) fires exactly once. Causation rules come from run-model.
+import { causationCheck, matchEvent, type PlatformEvent, SCHEDULE_FIRED } from '@everdict/run-model';
+import { atomically } from '../admission-store/scope.js';
+import { type Tx, withTx } from '../db/tx.js';
+import { isControlPlaneError } from '../errors.js';
+import { readSettled } from '../ledger/events.js';
+import { rowToRun } from '../ledger/runs.js';
+import type { Deps } from '../services/context.js';
+import { createRunTx } from '../services/lifecycle.js';
+import { toModelSubscription } from '../services/subscriptions.js';
+import { CreateRunInput } from '../services/types.js';
+
+export const SUBSCRIPTIONS_CONSUMER = 'subscriptions';
+
+/** Process up to `limit` settled events; returns how many were consumed (0 = caught up or another replica holds the cursor). */
+export async function consumeOnce(deps: Deps, limit = 200): Promise<number> {
+  return withTx(deps.db, async (tx) => {
+    await tx
+      .insertInto('consumer_cursors')
+      .values({ consumer: SUBSCRIPTIONS_CONSUMER, tx: 0, event_id: 0, updated_at: deps.clock() })
+      .onConflict((oc) => oc.column('consumer').doNothing())
+      .execute();
+    const cursor = await tx
+      .selectFrom('consumer_cursors')
+      .selectAll()
+      .where('consumer', '=', SUBSCRIPTIONS_CONSUMER)
+      .forUpdate()
+      .skipLocked()
+      .executeTakeFirst();
+    if (!cursor) return 0;
+    const batch = await readSettled(tx, { tx: String(cursor.tx), id: String(cursor.event_id) }, limit);
+    if (batch.length === 0) return 0;
+    const kinds = [...new Set(batch.map((b) => b.event.kind))];
+    const prefixes = new Set(
+      kinds.flatMap((k) => k.split('.').map((_, i, a) => `${a.slice(0, i).join('.')}${i ? '.' : ''}*`)),
+    );
+    const subs = await tx
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('enabled', '=', true)
+      .where('deleted_at', 'is', null)
+      .where('selector_kind', 'in', [...kinds, ...prefixes])
+      .execute();
+    for (const { event } of batch) {
+      for (const row of subs) {
+        const sub = toModelSubscription(row);
+        if (!matchEvent(sub, event)) continue;
+        await fire(deps, tx, row.id, sub, event);
+      }
+    }
+    const last = batch.at(-1)!.pos;
+    await tx
+      .updateTable('consumer_cursors')
+      .set({ tx: last.tx, event_id: last.id, updated_at: deps.clock() })
+      .where('consumer', '=', SUBSCRIPTIONS_CONSUMER)
+      .execute();
+    return batch.length;
+  });
+}
+
+async function fire(
+  deps: Deps,
+  tx: Tx,
+  subId: string,
+  sub: ReturnType<typeof toModelSubscription>,
+  event: PlatformEvent,
+) {
+  const current = await tx
+    .selectFrom('subscriptions')
+    .select(['last_fired_at', 'run_spec', 'created_by'])
+    .where('id', '=', subId)
+    .forUpdate()
+    .executeTakeFirstOrThrow();
+  const causing = event.runId
+    ? await tx.selectFrom('runs').selectAll().where('id', '=', event.runId).executeTakeFirst()
+    : undefined;
+  const at = deps.clock().toISOString();
+  const verdict = causationCheck({
+    sub,
+    event,
+    ...(causing ? { causingRun: rowToRun(causing) } : {}),
+    causalDepth: causing?.causal_depth ?? 0,
+    ...(current.last_fired_at ? { lastFiredAt: current.last_fired_at.toISOString() } : {}),
+    now: at,
+  });
+  const record = (runId: string | null, outcome: string) =>
+    tx
+      .insertInto('subscription_firings')
+      .values({ subscription_id: subId, event_id: event.id, run_id: runId, outcome, created_at: at })
+      .onConflict((oc) => oc.columns(['subscription_id', 'event_id']).doNothing())
+      .execute();
+  if (!verdict.allowed) {
+    await record(null, `refused:${verdict.reason}`);
+    return;
+  }
+  const spec = CreateRunInput.parse(current.run_spec);
+  const scheduleId =
+    event.kind === SCHEDULE_FIRED && typeof event.data.scheduleId === 'string'
+      ? event.data.scheduleId
+      : undefined;
+  try {
+    const { row } = await atomically(tx, (t) =>
+      createRunTx(
+        t,
+        deps,
+        { tenant: sub.tenant, actor: current.created_by },
+        { ...spec, requestId: `sub:${subId}:${event.id}` },
+        {
+          cause: scheduleId ? 'schedule' : 'event',
+          eventId: event.id,
+          eventKind: event.kind,
+          subscriptionId: subId,
+          ...(scheduleId ? { scheduleId } : {}),
+          ...(causing ? { causedByRunId: causing.id } : {}),
+        },
+      ),
+    );
+    await tx.updateTable('subscriptions').set({ last_fired_at: at }).where('id', '=', subId).execute();
+    await record(row.id, 'created');
+  } catch (e) {
+    if (!isControlPlaneError(e)) throw e;
+    await record(null, `refused:${e.code}:${String(e.details.rule ?? '')}`);
+  }
+}

@@ -1,0 +1,111 @@
+// The application services the HTTP layer calls. Every method is tenant-scoped by its Principal:
+// another tenant's resource is `not_found`, never `forbidden`.
+import type {
+  AdmissionView,
+  AgentRunEventInput,
+  ApiKeyView,
+  CreatedKeyView,
+  CreateGroupInput,
+  CreateKeyInput,
+  CreateRunContext,
+  CreateRunInput,
+  CreateSubscriptionInput,
+  EventView,
+  GroupView,
+  ListGroupsQuery,
+  ListRunsQuery,
+  Page,
+  Principal,
+  PromoteGroupInput,
+  RecordView,
+  RunView,
+  ScoreGroupInput,
+  ScoreView,
+  ScoringView,
+  SubscriptionView,
+} from './types.js';
+
+export interface AuthService {
+  /** Raw bearer key → principal; `unauthorized` (401) when unknown or revoked. */
+  authenticate(rawKey: string): Promise<Principal>;
+  /** Admin only (`forbidden` 403). The raw key is in the result once and never again. */
+  createKey(p: Principal, input: CreateKeyInput): Promise<CreatedKeyView>;
+  listKeys(p: Principal): Promise<ApiKeyView[]>;
+  revokeKey(p: Principal, keyId: string): Promise<ApiKeyView>;
+  /** Admin only: a new tenant and its first admin key. */
+  createTenant(
+    p: Principal,
+    input: { id: string; name?: string },
+  ): Promise<{ tenantId: string; key: CreatedKeyView }>;
+}
+
+export interface RunService {
+  /** Passes the one gate. Resolves when queued (201); throws 402 `envelope_exhausted` / 429 `capacity_exceeded`. */
+  create(
+    p: Principal,
+    input: CreateRunInput,
+    ctx?: CreateRunContext,
+  ): Promise<{ run: RunView; admission: AdmissionView }>;
+  list(p: Principal, query: ListRunsQuery): Promise<Page<RunView>>;
+  get(p: Principal, runId: string): Promise<RunView>;
+  /** Cancels the run and its non-terminal causal descendants; `conflict` (409) if already terminal. */
+  cancel(p: Principal, runId: string, reason?: string): Promise<{ run: RunView; cancelled: string[] }>;
+  /** The run's record in wire form, verified from genesis on this read. */
+  record(p: Principal, runId: string): Promise<RecordView>;
+  /** The run's facts from the outbox, oldest first; `after` is an EventView.id. */
+  events(p: Principal, runId: string, opts?: { after?: string; limit?: number }): Promise<Page<EventView>>;
+}
+
+export interface EventFeed {
+  /** Tenant events after a cursor (outbox order). */
+  list(
+    p: Principal,
+    opts?: { after?: string; limit?: number; runId?: string; kind?: string },
+  ): Promise<Page<EventView>>;
+  /**
+   * Live feed: calls `onEvent` for each new event (in order, after `after` if given) until `close()`.
+   * Woken by NOTIFY, with a poll fallback. Use for WebSocket / SSE routes.
+   */
+  subscribe(
+    p: Principal,
+    opts: { runId?: string; kind?: string; after?: string },
+    onEvent: (e: EventView) => void,
+  ): Promise<{ close(): Promise<void> }>;
+}
+
+export interface GroupService {
+  /** Experiment or batch: N runs of one spec or one per case, admitted all-or-nothing. */
+  create(p: Principal, input: CreateGroupInput): Promise<{ group: GroupView; runs: RunView[] }>;
+  get(p: Principal, groupId: string): Promise<GroupView>;
+  list(p: Principal, query: ListGroupsQuery): Promise<Page<GroupView>>;
+  /** Applies graders over the group's runs: scores land on runs, the aggregate on the group. */
+  score(
+    p: Principal,
+    groupId: string,
+    input: ScoreGroupInput,
+  ): Promise<{ scoring: ScoringView; scores: ScoreView[] }>;
+  /** Experiment → scorecard (scores it with the given graders). `conflict` if not an experiment. */
+  promote(p: Principal, groupId: string, input: PromoteGroupInput): Promise<GroupView>;
+}
+
+export interface SubscriptionService {
+  create(p: Principal, input: CreateSubscriptionInput): Promise<SubscriptionView>;
+  list(p: Principal): Promise<SubscriptionView[]>;
+  get(p: Principal, id: string): Promise<SubscriptionView>;
+  setEnabled(p: Principal, id: string, enabled: boolean): Promise<SubscriptionView>;
+  delete(p: Principal, id: string): Promise<void>;
+}
+
+export interface AgentBridgeService {
+  /** The agent service reports a turn/run transition; the control plane owns the record. */
+  report(p: Principal, input: AgentRunEventInput): Promise<RunView>;
+}
+
+export interface ControlPlaneServices {
+  auth: AuthService;
+  runs: RunService;
+  events: EventFeed;
+  groups: GroupService;
+  subscriptions: SubscriptionService;
+  agentBridge: AgentBridgeService;
+}

@@ -1,0 +1,156 @@
+// API keys per tenant: only a SHA-256 hash at rest, the raw key shown once. Roles member | admin.
+import { createHash, randomBytes } from 'node:crypto';
+import { configureTenant } from '@everdict/admission';
+import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
+import { iso } from '../db/numeric.js';
+import { withTx } from '../db/tx.js';
+import { ControlPlaneError, notFound } from '../errors.js';
+import type { AuthService } from './api.js';
+import { asControlPlaneError } from './boundary.js';
+import type { Deps } from './context.js';
+import type { TenantPolicy } from './options.js';
+import { type ApiKeyView, CreateKeyInput, type Principal, type Role } from './types.js';
+
+export const hashKey = (raw: string): string => createHash('sha256').update(raw, 'utf8').digest('hex');
+
+function requireAdmin(p: Principal): void {
+  if (p.role !== 'admin') throw new ControlPlaneError('forbidden', 'admin role required');
+}
+
+type KeyRow = {
+  id: string;
+  tenant_id: string;
+  role: Role;
+  label: string;
+  created_at: Date;
+  revoked_at: Date | null;
+};
+const view = (r: KeyRow): ApiKeyView => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  role: r.role,
+  label: r.label,
+  createdAt: iso(r.created_at)!,
+  revokedAt: iso(r.revoked_at),
+});
+
+export function admissionPolicy(policy: TenantPolicy) {
+  return {
+    maxQueued: policy.maxQueued,
+    maxConcurrent: policy.maxInFlight,
+    maxChildrenPerRun: policy.maxChildren,
+    maxCausalDepth: policy.maxDepth,
+    budget: policy.budgetUsd === null ? {} : { usd: policy.budgetUsd },
+  };
+}
+
+/** Create a tenant (idempotent) with its admission policy; insert one key. */
+export async function ensureTenant(
+  deps: Deps,
+  tenantId: string,
+  name: string,
+  policy: TenantPolicy,
+): Promise<void> {
+  await withTx(deps.db, async (tx) => {
+    await tx
+      .insertInto('tenants')
+      .values({ id: tenantId, name, created_at: deps.clock() })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+    await configureTenant(new PgAdmissionStore(tx), tenantId, admissionPolicy(policy));
+  });
+}
+
+export async function insertKey(
+  deps: Deps,
+  tenantId: string,
+  raw: string,
+  role: Role,
+  label: string,
+): Promise<KeyRow> {
+  return deps.db
+    .insertInto('api_keys')
+    .values({
+      id: deps.ids('key'),
+      tenant_id: tenantId,
+      key_hash: hashKey(raw),
+      role,
+      label,
+      created_at: deps.clock(),
+    })
+    .onConflict((oc) => oc.column('key_hash').doNothing())
+    .returningAll()
+    .executeTakeFirst()
+    .then(
+      (r) =>
+        r ??
+        deps.db
+          .selectFrom('api_keys')
+          .selectAll()
+          .where('key_hash', '=', hashKey(raw))
+          .executeTakeFirstOrThrow(),
+    );
+}
+
+export const newRawKey = (): string => `evk_${randomBytes(24).toString('base64url')}`;
+
+export function authService(deps: Deps, policy: TenantPolicy): AuthService {
+  return {
+    async authenticate(rawKey) {
+      const row = rawKey
+        ? await deps.db
+            .selectFrom('api_keys')
+            .selectAll()
+            .where('key_hash', '=', hashKey(rawKey))
+            .executeTakeFirst()
+        : undefined;
+      if (!row || row.revoked_at) throw new ControlPlaneError('unauthorized', 'unknown or revoked API key');
+      return { tenantId: row.tenant_id, keyId: row.id, role: row.role, actor: row.id };
+    },
+    async createKey(p, input) {
+      requireAdmin(p);
+      const { role, label } = asControlPlaneError(() => CreateKeyInput.parse(input));
+      const raw = newRawKey();
+      return { ...view(await insertKey(deps, p.tenantId, raw, role, label)), key: raw };
+    },
+    async listKeys(p) {
+      requireAdmin(p);
+      const rows = await deps.db
+        .selectFrom('api_keys')
+        .selectAll()
+        .where('tenant_id', '=', p.tenantId)
+        .orderBy('created_at')
+        .execute();
+      return rows.map(view);
+    },
+    async revokeKey(p, keyId) {
+      requireAdmin(p);
+      const row = await deps.db
+        .updateTable('api_keys')
+        .set({ revoked_at: deps.clock() })
+        .where('tenant_id', '=', p.tenantId)
+        .where('id', '=', keyId)
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) throw notFound('key', keyId);
+      return view(row);
+    },
+    async createTenant(p, input) {
+      requireAdmin(p);
+      if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(input.id))
+        throw new ControlPlaneError('bad_request', 'tenant id must be [a-z0-9_-]');
+      const exists = await deps.db
+        .selectFrom('tenants')
+        .select('id')
+        .where('id', '=', input.id)
+        .executeTakeFirst();
+      if (exists) throw new ControlPlaneError('conflict', `tenant ${input.id} exists`);
+      await ensureTenant(deps, input.id, input.name ?? input.id, policy);
+      const raw = newRawKey();
+      return {
+        tenantId: input.id,
+        key: { ...view(await insertKey(deps, input.id, raw, 'admin', 'initial admin')), key: raw },
+      };
+    },
+  };
+}

@@ -1,0 +1,33 @@
+// What every service shares: the database, the clock, ids, the admission store, a logger.
+import type { LedgerDatabase } from '../db/database.js';
+import type { Db } from '../db/tx.js';
+import type { Clock, CoreOptions, IdGen } from './options.js';
+
+export interface Deps {
+  ldb: LedgerDatabase;
+  db: Db;
+  clock: Clock;
+  ids: IdGen;
+  log: NonNullable<CoreOptions['log']>;
+}
+
+export const DISPATCH_CHANNEL = 'everdict_dispatch';
+
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+/** `prefix_<10 chars of ms time><16 random chars>`: sortable by creation, unique across replicas. */
+export function defaultIds(clock: Clock = () => new Date()): IdGen {
+  return (prefix) => {
+    let t = clock().getTime();
+    let time = '';
+    for (let i = 0; i < 10; i++) {
+      time = ALPHABET[t % 32]! + time;
+      t = Math.floor(t / 32);
+    }
+    let rnd = '';
+    const bytes = crypto.getRandomValues(new Uint8Array(16));
+    for (const b of bytes) rnd += ALPHABET[b % 32];
+    return `${prefix}_${time}${rnd}`;
+  };
+}
+
+export const nowIso = (deps: Pick<Deps, 'clock'>): string => deps.clock().toISOString();

@@ -1,0 +1,198 @@
+import type { Selectable } from 'kysely';
+import { iso, json } from '../db/numeric.js';
+import type { RunGroupsTable } from '../db/schema.js';
+import { type Executor, isUniqueViolation, withTx } from '../db/tx.js';
+import { ControlPlaneError, notFound } from '../errors.js';
+import { decodeCursor, encodeCursor, rowToView } from '../ledger/runs.js';
+import type { GroupService } from './api.js';
+import { asControlPlaneError } from './boundary.js';
+import type { Deps } from './context.js';
+import { createRunTx } from './lifecycle.js';
+import { who } from './runs.js';
+import { scoreTx, scoringView } from './scoring.js';
+import {
+  CreateGroupInput,
+  type GroupView,
+  ListGroupsQuery,
+  PromoteGroupInput,
+  ScoreGroupInput,
+} from './types.js';
+
+type GroupRow = Selectable<RunGroupsTable>;
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+
+function rollupOf(statuses: string[]): GroupView['rollup'] {
+  const byStatus: Record<string, number> = {};
+  for (const s of statuses) byStatus[s] = (byStatus[s] ?? 0) + 1;
+  const n = statuses.length;
+  let status: GroupView['rollup']['status'] = 'empty';
+  if (n > 0) {
+    if (statuses.some((s) => s === 'running' || s === 'awaiting_input')) status = 'running';
+    else if (statuses.some((s) => s === 'queued'))
+      status = statuses.some((s) => TERMINAL.has(s)) ? 'running' : 'queued';
+    else if (statuses.every((s) => s === 'cancelled')) status = 'cancelled';
+    else status = statuses.some((s) => s === 'failed') ? 'failed' : 'succeeded';
+  }
+  return { total: n, byStatus, status };
+}
+
+async function groupView(ex: Executor, g: GroupRow): Promise<GroupView> {
+  const runs = await ex
+    .selectFrom('runs')
+    .select(['id', 'status'])
+    .where('tenant_id', '=', g.tenant_id)
+    .where('group_id', '=', g.id)
+    .orderBy('id')
+    .execute();
+  return {
+    id: g.id,
+    tenantId: g.tenant_id,
+    kind: g.kind as GroupView['kind'],
+    label: g.label,
+    spec: g.spec,
+    runIds: runs.map((r) => r.id),
+    rollup: rollupOf(runs.map((r) => r.status)),
+    scoring: await scoringView(ex, g.scoring_id),
+    createdBy: g.created_by,
+    createdAt: iso(g.created_at)!,
+    updatedAt: iso(g.updated_at)!,
+  };
+}
+
+async function findGroup(ex: Executor, tenant: string, id: string): Promise<GroupRow> {
+  const g = await ex
+    .selectFrom('run_groups')
+    .selectAll()
+    .where('tenant_id', '=', tenant)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!g) throw notFound('group', id);
+  return g;
+}
+
+export function groupService(deps: Deps): GroupService {
+  return {
+    async create(p, raw) {
+      const input = asControlPlaneError(() => CreateGroupInput.parse(raw));
+      try {
+        return await withTx(deps.db, async (tx) => {
+          const id = deps.ids('grp');
+          const at = deps.clock();
+          await tx
+            .insertInto('run_groups')
+            .values({
+              id,
+              tenant_id: p.tenantId,
+              kind: input.kind,
+              label: input.label,
+              spec: json({ ...input.spec, repeat: input.repeat ?? null, cases: input.cases?.length ?? null }),
+              scoring_id: null,
+              request_id: input.requestId ?? null,
+              created_by: p.actor,
+              created_at: at,
+              updated_at: at,
+            })
+            .execute();
+          const role = input.kind === 'experiment' ? 'case' : 'child';
+          const n = input.repeat ?? input.cases?.length ?? 0;
+          const runs = [];
+          for (let i = 0; i < n; i++) {
+            const c = input.cases?.[i];
+            const baseSubject = (input.spec.subject ?? {}) as Record<string, unknown>;
+            const subject = c === undefined ? baseSubject : mergeCase(input.spec.kind, baseSubject, c);
+            const { requestId: _r, ...spec } = input.spec;
+            const { row } = await createRunTx(tx, deps, who(p), {
+              ...spec,
+              class: spec.class ?? 'batch',
+              subject,
+              group: { id, role },
+            });
+            runs.push(rowToView(row));
+          }
+          const g = await findGroup(tx, p.tenantId, id);
+          return { group: await groupView(tx, g), runs };
+        });
+      } catch (e) {
+        if (input.requestId && isUniqueViolation(e)) {
+          const g = await deps.db
+            .selectFrom('run_groups')
+            .selectAll()
+            .where('tenant_id', '=', p.tenantId)
+            .where('request_id', '=', input.requestId)
+            .executeTakeFirstOrThrow();
+          const runs = await deps.db
+            .selectFrom('runs')
+            .selectAll()
+            .where('group_id', '=', g.id)
+            .orderBy('id')
+            .execute();
+          return { group: await groupView(deps.db, g), runs: runs.map(rowToView) };
+        }
+        throw e;
+      }
+    },
+    async get(p, id) {
+      return groupView(deps.db, await findGroup(deps.db, p.tenantId, id));
+    },
+    async list(p, raw) {
+      const q = asControlPlaneError(() => ListGroupsQuery.parse(raw));
+      let sel = deps.db.selectFrom('run_groups').selectAll().where('tenant_id', '=', p.tenantId);
+      if (q.kind) sel = sel.where('kind', '=', q.kind);
+      const b = q.cursor ? decodeCursor(q.cursor) : null;
+      if (q.cursor && !b) throw new ControlPlaneError('bad_request', 'bad cursor');
+      if (b) {
+        const t = new Date(b.createdAt);
+        sel = sel.where((eb) =>
+          eb.or([eb('created_at', '<', t), eb.and([eb('created_at', '=', t), eb('id', '<', b.id)])]),
+        );
+      }
+      const rows = await sel
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(q.limit + 1)
+        .execute();
+      const page = rows.slice(0, q.limit);
+      const last = page.at(-1);
+      return {
+        items: await Promise.all(page.map((g) => groupView(deps.db, g))),
+        nextCursor: rows.length > q.limit && last ? encodeCursor(last) : null,
+      };
+    },
+    async score(p, id, raw) {
+      const input = asControlPlaneError(() => ScoreGroupInput.parse(raw));
+      return scoreTx(
+        deps,
+        p.tenantId,
+        await findGroup(deps.db, p.tenantId, id),
+        input.graders,
+        input.rescoreOf ?? null,
+      );
+    },
+    async promote(p, id, raw) {
+      const input = asControlPlaneError(() => PromoteGroupInput.parse(raw));
+      const g = await findGroup(deps.db, p.tenantId, id);
+      if (g.kind !== 'experiment')
+        throw new ControlPlaneError('conflict', `group ${id} is a ${g.kind}, not an experiment`);
+      await scoreTx(deps, p.tenantId, g, input.graders, g.scoring_id);
+      await deps.db
+        .updateTable('run_groups')
+        .set({ kind: 'scorecard', label: input.label ?? g.label, updated_at: deps.clock() })
+        .where('id', '=', id)
+        .execute();
+      return groupView(deps.db, await findGroup(deps.db, p.tenantId, id));
+    },
+  };
+}
+
+/** One case merged into the spec's subject: eval cases become caseSpec/caseId, analysis config gets `case`. */
+function mergeCase(
+  kind: string,
+  subject: Record<string, unknown>,
+  c: Record<string, unknown>,
+): Record<string, unknown> {
+  if (kind === 'eval')
+    return { ...subject, caseId: String(c.caseId ?? c.id ?? subject.caseId ?? 'case'), caseSpec: c };
+  if (kind === 'analysis' && subject.config && typeof subject.config === 'object')
+    return { config: { ...(subject.config as object), case: c } };
+  return { ...subject, case: c };
+}

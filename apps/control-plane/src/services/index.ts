@@ -1,0 +1,27 @@
+// The application layer's public surface (what the HTTP layer imports). See README.md in this folder.
+
+export {
+  ControlPlaneError,
+  type ControlPlaneErrorCode,
+  ERROR_STATUS,
+  isControlPlaneError,
+} from '../errors.js';
+export type {
+  AgentBridgeService,
+  AuthService,
+  ControlPlaneServices,
+  EventFeed,
+  GroupService,
+  RunService,
+  SubscriptionService,
+} from './api.js';
+export { type Core, startCore } from './core.js';
+export {
+  type Clock,
+  type CoreOptions,
+  DEFAULT_POLICY,
+  type IdGen,
+  type SchedulerOptions,
+  type TenantPolicy,
+} from './options.js';
+export * from './types.js';

@@ -1,0 +1,188 @@
+// The run lifecycle in one place: admit + create, and every transition — each saved with its facts (outbox)
+// and its record segments in ONE transaction, with the admission slot settled in the same transaction.
+import {
+  type AdmissionDecision,
+  type Admitted,
+  type CommitResult,
+  decide,
+  parseAdmissionRequest,
+} from '@everdict/admission';
+import { createRun, RunSpec } from '@everdict/run-model';
+import { commitPlan } from '../admission-store/commit.js';
+import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
+import { abort, atomically, StepAborted } from '../admission-store/scope.js';
+import type { Tx } from '../db/tx.js';
+import { ControlPlaneError } from '../errors.js';
+import { appendEvents } from '../ledger/events.js';
+import { recordIdentity } from '../ledger/records.js';
+import { findRun, type RunRow, runToRow } from '../ledger/runs.js';
+import { asControlPlaneError } from './boundary.js';
+import { type Deps, DISPATCH_CHANNEL } from './context.js';
+import { factsToEvents } from './transition.js';
+import type { AdmissionView, CreateRunContext, CreateRunInput } from './types.js';
+import { CreateRunInput as CreateRunSchema } from './types.js';
+
+export interface Actor {
+  tenant: string;
+  actor: string;
+}
+
+function refusalToError(d: Extract<AdmissionDecision, { outcome: 'refused' }>): ControlPlaneError {
+  const code = d.status === 402 ? 'envelope_exhausted' : d.status === 409 ? 'conflict' : 'capacity_exceeded';
+  return new ControlPlaneError(code, d.detail, { rule: d.rule, retry: d.retry });
+}
+
+/** Admit and create one run inside `tx`. A repeated requestId returns the first run (decision 'duplicate'). */
+export async function createRunTx(
+  tx: Tx,
+  deps: Deps,
+  who: Actor,
+  raw: CreateRunInput,
+  ctx: CreateRunContext = {},
+): Promise<{ row: RunRow; admission: AdmissionView }> {
+  const input = asControlPlaneError(() => CreateRunSchema.parse(raw));
+  const now = deps.clock();
+  const at = now.toISOString();
+  const runId = deps.ids('run');
+  const cause = ctx.cause ?? (ctx.causedByRunId ? 'run' : 'member');
+  const origin = {
+    cause,
+    ...(cause === 'member' || cause === 'api' || cause === 'ci' ? { actor: who.actor } : {}),
+    ...(ctx.scheduleId ? { scheduleId: ctx.scheduleId } : {}),
+    ...(ctx.eventId ? { eventId: ctx.eventId } : {}),
+    ...(ctx.eventKind ? { eventKind: ctx.eventKind } : {}),
+    ...(ctx.causedByRunId ? { causedByRunId: ctx.causedByRunId } : {}),
+    ...(ctx.subscriptionId ? { subscriptionId: ctx.subscriptionId } : {}),
+  };
+  const placement =
+    input.placement ??
+    (input.kind === 'analysis'
+      ? { where: 'inline', isolation: 'none' }
+      : { where: 'driver', isolation: 'process' });
+  if (input.kind === 'analysis' && placement.where !== 'inline') {
+    throw new ControlPlaneError('bad_request', 'analysis runs execute inline');
+  }
+  const expiresAt =
+    input.expiresAt ??
+    (input.ttlSec ? new Date(now.getTime() + input.ttlSec * 1000).toISOString() : undefined);
+  const specBase = {
+    kind: input.kind,
+    subject: input.subject,
+    origin,
+    placement,
+    lifetime: input.lifetime,
+    attach: input.attach,
+    ...(input.group ? { group: input.group } : {}),
+    ...(input.lineage ? { lineage: input.lineage } : {}),
+    ...(expiresAt ? { expiresAt } : {}),
+  };
+  const spec = asControlPlaneError(() => RunSpec.parse(specBase));
+  const subject = spec.subject as Record<string, unknown>;
+  const caps = input.envelope;
+  const request = asControlPlaneError(() =>
+    parseAdmissionRequest({
+      requestId: input.requestId ?? `auto:${runId}`,
+      runId,
+      tenant: who.tenant,
+      kind: input.kind,
+      cause,
+      ...(input.class ? { class: input.class } : {}),
+      lifetime: input.lifetime,
+      ...(ctx.causedByRunId ? { causedByRunId: ctx.causedByRunId } : {}),
+      ...(input.kind === 'agent' && typeof subject.agentId === 'string' ? { agentId: subject.agentId } : {}),
+      ...(caps
+        ? {
+            envelope: {
+              id: deps.ids('env'),
+              caps: { usd: caps.capUsd, tokens: caps.capTokens, runs: caps.capRuns },
+            },
+          }
+        : {}),
+      ...(input.ttlSec ? { expectedDurationMs: input.ttlSec * 1000 } : {}),
+    }),
+  );
+  const store = new PgAdmissionStore(tx);
+  const key = {
+    tenant: who.tenant,
+    requestId: request.requestId,
+    causedByRunId: request.causedByRunId,
+    agentId: request.agentId,
+    sliceId: request.envelope?.id,
+  };
+  // The gate decides first; then the run row and its facts are written; the admission commit — which
+  // takes the tenant's hot counter rows — goes last, so those locks are held for the fewest round trips.
+  for (let attempt = 0; attempt < 8; attempt++) {
+    const snap = await store.loadAdmission(key);
+    const verdict = await asControlPlaneError(async () => decide(snap, request, now.getTime()));
+    if ('prior' in verdict) return duplicateOf(tx, who.tenant, verdict.prior, input.requestId);
+    if (!('plan' in verdict)) throw refusalToError(verdict.decision);
+    const decision = verdict.decision;
+    const envelope = {
+      id: decision.envelopeId,
+      ...(caps?.capUsd !== undefined ? { capUsd: caps.capUsd } : {}),
+      ...(caps?.capTokens !== undefined ? { capTokens: caps.capTokens } : {}),
+      ...(caps?.capRuns !== undefined ? { capRuns: caps.capRuns } : {}),
+    };
+    const { run, facts } = asControlPlaneError(() =>
+      createRun(
+        { ...specBase, class: decision.class, envelope },
+        { id: runId, tenant: who.tenant, createdBy: who.actor, now: at },
+      ),
+    );
+    const out = await atomically<{ row: RunRow | null; result: CommitResult }>(tx, async (t) => {
+      const row = await t
+        .insertInto('runs')
+        .values(
+          runToRow(run, {
+            causalDepth: decision.depth,
+            envelopeId: decision.envelopeId,
+            ...recordIdentity(run),
+          }),
+        )
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      if (ctx.causedByRunId) {
+        await t
+          .updateTable('runs')
+          .set((eb) => ({ children_count: eb('children_count', '+', 1) }))
+          .where('id', '=', ctx.causedByRunId)
+          .execute();
+      }
+      await appendEvents(t, factsToEvents(facts), DISPATCH_CHANNEL);
+      const committed = await commitPlan(t, verdict.plan).catch((e: unknown) => {
+        if (e instanceof StepAborted) return e.result as CommitResult;
+        throw e;
+      });
+      if (committed.status !== 'committed') return abort({ row: null, result: committed });
+      return { row, result: committed };
+    });
+    if (out.row) {
+      const admission: AdmissionView = {
+        decision: 'admitted',
+        class: decision.class,
+        envelopeId: decision.envelopeId,
+        position: decision.position,
+      };
+      return { row: out.row, admission };
+    }
+    if (out.result.status === 'duplicate')
+      return duplicateOf(tx, who.tenant, out.result.decision, input.requestId);
+    if (out.result.status !== 'raced')
+      throw new ControlPlaneError('conflict', `admission refused: ${out.result.status}`);
+  }
+  throw new ControlPlaneError('conflict', 'admission kept racing concurrent writers; retry');
+}
+
+async function duplicateOf(tx: Tx, tenant: string, prior: Admitted, requestId: string | undefined) {
+  const row = await findRun(tx, tenant, prior.runId);
+  if (!row) throw new ControlPlaneError('conflict', `request ${requestId} is still being admitted`);
+  const admission: AdmissionView = {
+    decision: 'duplicate',
+    class: prior.class,
+    envelopeId: prior.envelopeId,
+    position: prior.position,
+  };
+  return { row, admission };
+}
+
+export { factsToEvents, type TransitionExtras, transitionTx } from './transition.js';

@@ -1,0 +1,110 @@
+// RunService: create (one gate), list, get, cancel (cascades), record (verified on read), events.
+import { cascade } from '@everdict/admission';
+import type { RunCause, RunStatus } from '@everdict/run-model';
+import { sql } from 'kysely';
+import { withTx } from '../db/tx.js';
+import { ControlPlaneError, notFound } from '../errors.js';
+import { listEvents } from '../ledger/events.js';
+import { readRecord } from '../ledger/records.js';
+import { decodeCursor, encodeCursor, findRun, listRuns, rowToView } from '../ledger/runs.js';
+import type { RunService } from './api.js';
+import { asControlPlaneError } from './boundary.js';
+import type { Deps } from './context.js';
+import { createRunTx, transitionTx } from './lifecycle.js';
+import { ListRunsQuery, type Principal } from './types.js';
+
+export const who = (p: Principal) => ({ tenant: p.tenantId, actor: p.actor });
+
+/** Cancel a run and its non-terminal causal descendants, each in the same transaction (row locks in id order). */
+export async function cancelTree(
+  deps: Deps,
+  tenant: string,
+  runId: string,
+  reason: string,
+): Promise<string[]> {
+  return withTx(deps.db, async (tx) => {
+    const { rows } = await sql<{
+      id: string;
+      caused_by_run_id: string | null;
+      status: string;
+      origin: { cause: string };
+      kind: string;
+    }>`
+      WITH RECURSIVE tree(id) AS (
+        SELECT id FROM runs WHERE tenant_id = ${tenant} AND id = ${runId}
+        UNION
+        SELECT r.id FROM runs r JOIN tree ON r.tenant_id = ${tenant} AND r.caused_by_run_id = tree.id
+      )
+      SELECT r.id, r.caused_by_run_id, r.status, r.origin, r.kind FROM tree JOIN runs r ON r.id = tree.id
+      ORDER BY r.id FOR UPDATE OF r`.execute(tx);
+    const root = rows.find((r) => r.id === runId);
+    if (!root) throw notFound('run', runId);
+    const nodes = rows.map((r) => ({
+      runId: r.id,
+      causedByRunId: r.caused_by_run_id,
+      status: r.status as RunStatus,
+      cause: r.origin.cause as RunCause,
+      kind: r.kind,
+    }));
+    const targets = [runId, ...cascade(nodes, runId)];
+    const done: string[] = [];
+    for (const id of targets) {
+      const status = rows.find((r) => r.id === id)?.status;
+      if (id !== runId && (status === 'succeeded' || status === 'failed' || status === 'cancelled')) continue;
+      await transitionTx(tx, deps, tenant, id, {
+        type: 'cancel',
+        reason: id === runId ? reason : `cascade from ${runId}`,
+      });
+      done.push(id);
+    }
+    return done;
+  });
+}
+
+export function runService(deps: Deps): RunService {
+  return {
+    async create(p, input, ctx) {
+      const { row, admission } = await withTx(deps.db, (tx) => createRunTx(tx, deps, who(p), input, ctx));
+      return { run: rowToView(row), admission };
+    },
+    async list(p, query) {
+      const q = asControlPlaneError(() => ListRunsQuery.parse(query));
+      const before = q.cursor ? decodeCursor(q.cursor) : undefined;
+      if (q.cursor && !before) throw new ControlPlaneError('bad_request', 'bad cursor');
+      const rows = await listRuns(deps.db, p.tenantId, {
+        ...q,
+        limit: q.limit + 1,
+        before: before ?? undefined,
+      });
+      const page = rows.slice(0, q.limit);
+      const last = page.at(-1);
+      return {
+        items: page.map(rowToView),
+        nextCursor: rows.length > q.limit && last ? encodeCursor(last) : null,
+      };
+    },
+    async get(p, runId) {
+      const row = await findRun(deps.db, p.tenantId, runId);
+      if (!row) throw notFound('run', runId);
+      return rowToView(row);
+    },
+    async cancel(p, runId, reason = 'cancelled by request') {
+      const cancelled = await cancelTree(deps, p.tenantId, runId, reason);
+      const row = await findRun(deps.db, p.tenantId, runId);
+      if (!row) throw notFound('run', runId);
+      return { run: rowToView(row), cancelled };
+    },
+    async record(p, runId) {
+      const row = await findRun(deps.db, p.tenantId, runId);
+      if (!row) throw notFound('run', runId);
+      return readRecord(deps.db, row);
+    },
+    async events(p, runId, opts = {}) {
+      const row = await findRun(deps.db, p.tenantId, runId);
+      if (!row) throw notFound('run', runId);
+      const limit = Math.min(Math.max(opts.limit ?? 100, 1), 1000);
+      const items = await listEvents(deps.db, p.tenantId, { runId, after: opts.after, limit });
+      return { items, nextCursor: items.length === limit ? (items.at(-1)?.id ?? null) : null };
+    },
+  };
+}

@@ -1,0 +1,136 @@
+// One registry for every trigger: event subscriptions and schedules (subscriptions to their own
+// `schedule.fired` slots). Consumers read the outbox from durable cursors (scheduler/).
+import { SCHEDULE_FIRED, type Subscription } from '@everdict/run-model';
+import { CronExpressionParser } from 'cron-parser';
+import type { Selectable } from 'kysely';
+import { iso, json } from '../db/numeric.js';
+import type { SubscriptionsTable } from '../db/schema.js';
+import { ControlPlaneError, notFound } from '../errors.js';
+import type { SubscriptionService } from './api.js';
+import { asControlPlaneError } from './boundary.js';
+import type { Deps } from './context.js';
+import { CreateRunInput, CreateSubscriptionInput, type SubscriptionView } from './types.js';
+
+export type SubscriptionRow = Selectable<SubscriptionsTable>;
+
+export function subscriptionView(r: SubscriptionRow): SubscriptionView {
+  return {
+    id: r.id,
+    tenantId: r.tenant_id,
+    name: r.name,
+    selector: { kind: r.selector_kind, filter: r.selector_filter },
+    schedule: r.schedule_cron ? { cron: r.schedule_cron, timezone: r.schedule_tz ?? 'UTC' } : null,
+    runSpec: r.run_spec,
+    cooldownSec: r.cooldown_sec,
+    maxDepth: r.max_depth,
+    enabled: r.enabled,
+    lastFiredAt: iso(r.last_fired_at),
+    createdBy: r.created_by,
+    createdAt: iso(r.created_at)!,
+  };
+}
+
+/** The run-model Subscription the causation rules read (the template is projected, never the raw spec). */
+export function toModelSubscription(r: SubscriptionRow): Subscription {
+  const spec = CreateRunInput.parse(r.run_spec);
+  return {
+    id: r.id,
+    tenant: r.tenant_id,
+    selector: { eventKind: r.selector_kind, filter: r.selector_filter as Subscription['selector']['filter'] },
+    runSpec: {
+      kind: spec.kind,
+      subject: spec.subject,
+      placement: spec.placement ?? { where: spec.kind === 'analysis' ? 'inline' : 'driver' },
+      lifetime: spec.lifetime,
+      attach: spec.attach,
+    } as Subscription['runSpec'],
+    ...(spec.ttlSec ? { sessionTtlMs: spec.ttlSec * 1000 } : {}),
+    enabled: r.enabled,
+    cooldownMs: r.cooldown_sec * 1000,
+    maxDepth: r.max_depth,
+  };
+}
+
+export function subscriptionService(deps: Deps): SubscriptionService {
+  const find = async (tenant: string, id: string) => {
+    const r = await deps.db
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('tenant_id', '=', tenant)
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+    if (!r) throw notFound('subscription', id);
+    return r;
+  };
+  return {
+    async create(p, raw) {
+      const input = asControlPlaneError(() => CreateSubscriptionInput.parse(raw));
+      const id = deps.ids('sub');
+      if (input.schedule) {
+        try {
+          CronExpressionParser.parse(input.schedule.cron, { tz: input.schedule.timezone });
+        } catch (e) {
+          throw new ControlPlaneError('bad_request', `bad cron: ${String(e)}`);
+        }
+      }
+      const selector = input.schedule
+        ? { kind: SCHEDULE_FIRED, filter: { scheduleId: id } }
+        : input.selector!;
+      const row = await deps.db
+        .insertInto('subscriptions')
+        .values({
+          id,
+          tenant_id: p.tenantId,
+          name: input.name,
+          selector_kind: selector.kind,
+          selector_filter: json(selector.filter),
+          schedule_cron: input.schedule?.cron ?? null,
+          schedule_tz: input.schedule?.timezone ?? null,
+          run_spec: json(input.runSpec),
+          cooldown_sec: input.cooldownSec,
+          max_depth: input.maxDepth,
+          enabled: input.enabled,
+          last_fired_at: null,
+          created_by: p.actor,
+          created_at: deps.clock(),
+          deleted_at: null,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      asControlPlaneError(() => toModelSubscription(row));
+      return subscriptionView(row);
+    },
+    async list(p) {
+      const rows = await deps.db
+        .selectFrom('subscriptions')
+        .selectAll()
+        .where('tenant_id', '=', p.tenantId)
+        .where('deleted_at', 'is', null)
+        .orderBy('created_at')
+        .execute();
+      return rows.map(subscriptionView);
+    },
+    async get(p, id) {
+      return subscriptionView(await find(p.tenantId, id));
+    },
+    async setEnabled(p, id, enabled) {
+      await find(p.tenantId, id);
+      const r = await deps.db
+        .updateTable('subscriptions')
+        .set({ enabled })
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return subscriptionView(r);
+    },
+    async delete(p, id) {
+      await find(p.tenantId, id);
+      await deps.db
+        .updateTable('subscriptions')
+        .set({ deleted_at: deps.clock(), enabled: false })
+        .where('id', '=', id)
+        .execute();
+    },
+  };
+}

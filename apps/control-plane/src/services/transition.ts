@@ -1,0 +1,161 @@
+// Every run transition: the status machine's {patch, facts} saved with its record segments (an interval's
+// attestation, a park, a resume, a close) and its outbox facts in ONE transaction; the admission slot is
+// settled in the same transaction, so a run settles exactly once across replicas.
+import {
+  eventFromFact,
+  isTerminalStatus as isTerminal,
+  type RunEvent,
+  type RunFact,
+  totalTokens,
+  transition,
+} from '@everdict/run-model';
+import type { Operation } from '@everdict/runrecord';
+import { PgAdmissionLanes } from '../admission-store/lanes.js';
+import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
+import { json } from '../db/numeric.js';
+import type { Tx } from '../db/tx.js';
+import { ControlPlaneError, notFound } from '../errors.js';
+import { appendEvents } from '../ledger/events.js';
+import { addressOf, appendSegments, parkedAt, sealInterval } from '../ledger/records.js';
+import { lockRun, type RunRow, rowToRun } from '../ledger/runs.js';
+import { type Deps, nowIso } from './context.js';
+
+export function factsToEvents(facts: readonly RunFact[]) {
+  return facts.map((f) => {
+    const e = eventFromFact(f, 'pending');
+    return { tenant: e.tenant, kind: e.kind, runId: e.runId, at: e.at, data: e.data };
+  });
+}
+
+export interface TransitionExtras {
+  outputs?: Record<string, unknown>;
+  usage?: Record<string, number>;
+  /** For an interval that ends here: what the interval produced and the energy model. */
+  interval?: { journal?: unknown; watts?: number; meter?: string; exitCode?: number };
+  /** awaiting_input / suspended: the transcript park's address (default: address of the run's outputs). */
+  transcript?: string;
+}
+
+const DEFAULT_METER = { watts: 5, meter: 'inline-wallclock-model' };
+
+/** Apply one status-machine event to a run (locks the row). Throws 404 / 409. */
+export async function transitionTx(
+  tx: Tx,
+  deps: Deps,
+  tenant: string,
+  runId: string,
+  event: RunEvent,
+  extras: TransitionExtras = {},
+): Promise<{ row: RunRow; from: string }> {
+  const row = await lockRun(tx, tenant, runId);
+  if (!row) throw notFound('run', runId);
+  const at = nowIso(deps);
+  const result = transition(rowToRun(row), event, at);
+  if (!result.ok)
+    throw new ControlPlaneError('conflict', result.error.message, {
+      ...result.error.details,
+      reason: result.error.code,
+    });
+  const { run, patch, facts } = result;
+  const from = row.status;
+  const outputs = extras.outputs ? { ...run.outputs, ...extras.outputs } : run.outputs;
+  const usage = extras.usage ? { ...run.usage, ...extras.usage } : run.usage;
+
+  // The record: an interval ends whenever a running run stops running.
+  const ops: Operation[] = [];
+  const nowMs = Date.parse(at);
+  const endsInterval = from === 'running' && patch.status !== 'running';
+  if (endsInterval) {
+    const outcome =
+      event.type === 'await_input'
+        ? 'yielded'
+        : event.type === 'succeed'
+          ? 'succeeded'
+          : event.type === 'fail'
+            ? 'failed'
+            : 'cancelled';
+    const startedMs = row.interval_started_at ? row.interval_started_at.getTime() : nowMs;
+    const meter = { ...DEFAULT_METER, ...extras.interval };
+    ops.push(
+      await sealInterval(
+        tx,
+        row,
+        {
+          startedMs,
+          endedMs: nowMs,
+          watts: meter.watts,
+          meter: meter.meter,
+          outcome,
+          exitCode: extras.interval?.exitCode ?? (outcome === 'failed' ? 1 : 0),
+          journal: extras.interval?.journal ?? { outputs, facts },
+          intervalHead: row.interval_head ?? row.record_head,
+        },
+        at,
+      ),
+    );
+  }
+  if (event.type === 'await_input') {
+    const transcript = extras.transcript ?? addressOf({ run: run.id, outputs, at });
+    ops.push({
+      op: 'suspend',
+      snapshot: { transcript },
+      manifest: addressOf({ manifest: run.kind, subject: run.subject }),
+    });
+  }
+  if (event.type === 'resume_input') {
+    const park = await parkedAt(tx, row);
+    if (park) {
+      const parkedMs = Math.max(1, nowMs - row.updated_at.getTime());
+      // A transcript park draws storage power: ~0.5 mW for the bytes kept (estimated, never zero).
+      ops.push({
+        op: 'resume',
+        snapshot: park.snapshot,
+        manifest: park.manifest,
+        idleUj: BigInt(Math.max(1, Math.round(parkedMs * 0.5))),
+        idleProvenance: 'estimated',
+      });
+    }
+  }
+  if (isTerminal(patch.status)) {
+    ops.push({
+      op: 'close',
+      reason: patch.status === 'succeeded' ? 'completed' : patch.status === 'failed' ? 'failed' : 'cancelled',
+    });
+  }
+  const rec = await appendSegments(tx, row, ops, at, { updateRun: false });
+  const startsInterval = patch.status === 'running';
+
+  const updated = await tx
+    .updateTable('runs')
+    .set({
+      status: patch.status,
+      updated_at: patch.updatedAt,
+      ...(patch.startedAt ? { started_at: patch.startedAt } : {}),
+      ...(patch.settledAt ? { ended_at: patch.settledAt } : {}),
+      ...(patch.error ? { error: json(patch.error) } : {}),
+      outputs: json(outputs),
+      usage: json(usage),
+      record_head: rec.head,
+      record_length: rec.length,
+      interval_started_at: startsInterval ? at : null,
+      interval_head: startsInterval ? rec.head : null,
+    })
+    .where('id', '=', row.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+
+  if (isTerminal(patch.status)) {
+    const u = usage as Parameters<typeof totalTokens>[0];
+    await new PgAdmissionStore(tx).settle({
+      tenant,
+      runId,
+      status: patch.status as 'succeeded' | 'failed' | 'cancelled',
+      actuals: { usd: u.costUsd ?? 0, tokens: totalTokens(u) || 0 },
+      now: nowMs,
+    });
+  } else if (event.type === 'start' && from === 'queued') {
+    await new PgAdmissionLanes(tx).startNow(tenant, runId, nowMs); // no-op when the dispatch claim did it
+  }
+  await appendEvents(tx, factsToEvents(facts));
+  return { row: updated, from };
+}

@@ -1,0 +1,289 @@
+// The service contract the HTTP layer codes against: zod inputs (parse at the boundary) and plain views.
+import type { PlatformEvent, Run } from '@everdict/run-model';
+import { z } from 'zod';
+
+export const RunKindInput = z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/);
+export const RunStatusInput = z.enum([
+  'queued',
+  'running',
+  'awaiting_input',
+  'succeeded',
+  'failed',
+  'cancelled',
+]);
+export type RunStatusValue = z.infer<typeof RunStatusInput>;
+export const RunClassInput = z.enum(['interactive', 'background', 'batch']);
+export type RunClassValue = z.infer<typeof RunClassInput>;
+export const LifetimeInput = z.enum(['task', 'session']);
+export const AttachInput = z.enum(['logs', 'exec', 'terminal', 'screen', 'cdp']);
+export const Role = z.enum(['member', 'admin']);
+export type Role = z.infer<typeof Role>;
+
+const Json = z.record(z.string(), z.unknown());
+
+/**
+ * POST /runs body: a run-model RunSpec without `origin` (the server stamps who/why) and with placement
+ * optional (analysis → inline; everything else → driver, which waits queued until a driver exists).
+ * The subject is validated per kind by @everdict/run-model.
+ */
+export const CreateRunInput = z.object({
+  kind: RunKindInput,
+  subject: z.unknown().default({}),
+  lifetime: LifetimeInput.default('task'),
+  class: RunClassInput.optional(),
+  placement: z
+    .object({
+      where: z.enum(['inline', 'driver', 'runtime']),
+      target: z.string().optional(),
+      isolation: z.enum(['none', 'process', 'container', 'vm']).optional(),
+    })
+    .optional(),
+  attach: z.array(AttachInput).default([]),
+  /** Caps of a delegated envelope this run opens (it and its descendants draw from it). */
+  envelope: z
+    .object({
+      capUsd: z.number().nonnegative().optional(),
+      capTokens: z.number().int().nonnegative().optional(),
+      capRuns: z.number().int().nonnegative().optional(),
+    })
+    .optional(),
+  group: z.object({ id: z.string(), role: z.enum(['case', 'turn', 'child']) }).optional(),
+  lineage: z
+    .object({
+      retryOf: z.string().optional(),
+      rescoreOf: z.string().optional(),
+      forkedFrom: z.string().optional(),
+    })
+    .optional(),
+  /** Hard expiry (sessions need one): an ISO timestamp, or ttlSec from now. */
+  expiresAt: z.iso.datetime({ offset: true }).optional(),
+  ttlSec: z.number().int().positive().optional(),
+  /** Idempotency key: the same (tenant, requestId) returns the first run instead of a second. */
+  requestId: z.string().min(1).max(200).optional(),
+});
+export type CreateRunInput = z.input<typeof CreateRunInput>;
+
+/** Attribution that never comes from the request body (it rides a trusted header / the caller's identity). */
+export interface CreateRunContext {
+  causedByRunId?: string;
+  cause?: 'member' | 'schedule' | 'event' | 'run' | 'ci' | 'api';
+  eventId?: string;
+  eventKind?: string;
+  scheduleId?: string;
+  subscriptionId?: string;
+}
+
+export const ListRunsQuery = z.object({
+  kind: RunKindInput.optional(),
+  status: RunStatusInput.optional(),
+  lifetime: LifetimeInput.optional(),
+  groupId: z.string().optional(),
+  causedBy: z.string().optional(),
+  createdBy: z.string().optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  cursor: z.string().optional(),
+});
+export type ListRunsQuery = z.input<typeof ListRunsQuery>;
+
+export interface Principal {
+  tenantId: string;
+  keyId: string;
+  role: Role;
+  /** Who acts: `key_…` ids for API keys. Stamped on runs as createdBy / origin.actor. */
+  actor: string;
+}
+
+export interface ScoreView {
+  id: string;
+  runId: string;
+  groupId: string | null;
+  scoringId: string;
+  grader: string;
+  value: number;
+  passed: boolean | null;
+  detail: Record<string, unknown>;
+  rescoreOf: string | null;
+  createdAt: string;
+}
+
+/** A run as the API shows it: the run-model `Run` plus ledger facts. */
+export type RunView = Run & {
+  causalDepth: number;
+  record: { head: string; length: number };
+};
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export interface AdmissionView {
+  decision: 'admitted' | 'duplicate';
+  class: RunClassValue;
+  envelopeId: string;
+  position: { tenantAhead: number; tenantQueued: number } | null;
+}
+
+/** An outbox event as subscriptions see it (run-model PlatformEvent); `id` is the outbox position. */
+export type EventView = PlatformEvent;
+
+export interface RecordView {
+  /** The `sandbox.runrecord/1` wire form (spec/runrecord.md). */
+  wire: unknown;
+  /** The verifier's summary, computed on this read from genesis. */
+  verify: {
+    ok: boolean;
+    head?: string;
+    length?: number;
+    phase?: string;
+    idleUj?: string;
+    error?: string;
+    index?: number;
+  };
+}
+
+// ---- groups ----
+export const GraderSpec = z.object({
+  name: z.string().min(1),
+  type: z.string().min(1),
+  config: Json.default({}),
+});
+export type GraderSpec = z.input<typeof GraderSpec>;
+
+export const CreateGroupInput = z
+  .object({
+    kind: z.enum(['experiment', 'batch']),
+    label: z.string().max(200).default(''),
+    spec: CreateRunInput,
+    /** N runs of one spec … */
+    repeat: z.number().int().min(1).max(10_000).optional(),
+    /** … or one run per case (each case object is merged into spec.subject as `case`). */
+    cases: z.array(Json).min(1).max(10_000).optional(),
+    requestId: z.string().min(1).max(200).optional(),
+  })
+  .refine((g) => (g.repeat === undefined) !== (g.cases === undefined), 'exactly one of repeat or cases');
+export type CreateGroupInput = z.input<typeof CreateGroupInput>;
+
+export interface GroupView {
+  id: string;
+  tenantId: string;
+  kind: 'experiment' | 'scorecard' | 'conversation' | 'batch';
+  label: string;
+  spec: Record<string, unknown>;
+  runIds: string[];
+  rollup: { total: number; byStatus: Record<string, number>; status: RunStatusValue | 'empty' };
+  scoring: ScoringView | null;
+  createdBy: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface ScoringView {
+  id: string;
+  groupId: string;
+  graders: GraderSpec[];
+  rescoreOf: string | null;
+  aggregate: Record<string, { mean: number; passRate: number | null; n: number }>;
+  createdAt: string;
+}
+
+export const ScoreGroupInput = z.object({
+  graders: z.array(GraderSpec).min(1),
+  rescoreOf: z.string().optional(),
+});
+export type ScoreGroupInput = z.input<typeof ScoreGroupInput>;
+export const PromoteGroupInput = z.object({
+  graders: z.array(GraderSpec).min(1),
+  label: z.string().optional(),
+});
+export type PromoteGroupInput = z.input<typeof PromoteGroupInput>;
+export const ListGroupsQuery = z.object({
+  kind: z.enum(['experiment', 'scorecard', 'conversation', 'batch']).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  cursor: z.string().optional(),
+});
+export type ListGroupsQuery = z.input<typeof ListGroupsQuery>;
+
+// ---- subscriptions / schedules ----
+export const CreateSubscriptionInput = z
+  .object({
+    name: z.string().min(1).max(200),
+    /** Event selector: kind (exact, or prefix with `*`, e.g. `run.*`) + payload equality filter. */
+    selector: z.object({ kind: z.string().min(1), filter: Json.default({}) }).optional(),
+    /** A schedule: the subscription listens to its own `schedule.fired` slots. */
+    schedule: z.object({ cron: z.string().min(1), timezone: z.string().default('UTC') }).optional(),
+    runSpec: CreateRunInput,
+    cooldownSec: z.number().int().min(0).default(0),
+    maxDepth: z.number().int().min(0).max(32).default(3),
+    enabled: z.boolean().default(true),
+  })
+  .refine(
+    (s) => (s.selector === undefined) !== (s.schedule === undefined),
+    'exactly one of selector or schedule',
+  );
+export type CreateSubscriptionInput = z.input<typeof CreateSubscriptionInput>;
+
+export interface SubscriptionView {
+  id: string;
+  tenantId: string;
+  name: string;
+  selector: { kind: string; filter: Record<string, unknown> };
+  schedule: { cron: string; timezone: string } | null;
+  runSpec: Record<string, unknown>;
+  cooldownSec: number;
+  maxDepth: number;
+  enabled: boolean;
+  lastFiredAt: string | null;
+  createdBy: string;
+  createdAt: string;
+}
+
+// ---- agent bridge ----
+export const AgentRunEventInput = z.object({
+  /** Absent on `started` to open a new agent run; required afterwards. */
+  runId: z.string().optional(),
+  event: z.enum(['started', 'awaiting_input', 'suspended', 'resumed', 'succeeded', 'failed', 'cancelled']),
+  cause: z.enum(['event', 'chat']).default('event'),
+  agent: z
+    .object({
+      agentId: z.string(),
+      agentVersion: z.string().default('0'),
+      model: z.string().optional(),
+      conversationId: z.string().optional(),
+      permissionMode: z.string().default('default'),
+    })
+    .optional(),
+  eventId: z.string().optional(),
+  groupId: z.string().optional(),
+  requestId: z.string().optional(),
+  /** Transcript address (64 hex) for a transcript park on awaiting_input/suspended, and again on resumed. */
+  transcript: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
+  outputs: z.object({ summary: z.string().optional(), data: z.unknown().optional() }).optional(),
+  usage: z
+    .object({ costUsd: z.number().nonnegative().optional(), tokens: z.number().int().optional() })
+    .optional(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+});
+export type AgentRunEventInput = z.input<typeof AgentRunEventInput>;
+
+// ---- keys / tenants ----
+export const CreateKeyInput = z.object({
+  role: Role.default('member'),
+  label: z.string().max(200).default(''),
+});
+export type CreateKeyInput = z.input<typeof CreateKeyInput>;
+export interface ApiKeyView {
+  id: string;
+  tenantId: string;
+  role: Role;
+  label: string;
+  createdAt: string;
+  revokedAt: string | null;
+}
+export interface CreatedKeyView extends ApiKeyView {
+  /** The raw key: shown exactly once, never stored. */
+  key: string;
+}

@@ -1,0 +1,49 @@
+// A started core on a fresh test database, with a bootstrap admin principal.
+
+import { type Core, type CoreOptions, startCore } from '../src/services/index.js';
+import type { Principal } from '../src/services/types.js';
+import { testDatabase } from './db.js';
+
+export const BOOTSTRAP_KEY = 'evk_test_bootstrap_key_000000000000';
+
+export interface TestCore {
+  core: Core;
+  admin: Principal;
+  close(): Promise<void>;
+}
+
+export async function testCore(
+  options: Omit<CoreOptions, 'database' | 'bootstrapKey'> = {},
+): Promise<TestCore> {
+  const database = await testDatabase();
+  const core = await startCore({
+    ...options,
+    database,
+    bootstrapKey: BOOTSTRAP_KEY,
+    scheduler: { pollMs: 50, inlineTimeoutMs: 2_000, ...options.scheduler },
+  });
+  const admin = await core.services.auth.authenticate(BOOTSTRAP_KEY);
+  return {
+    core,
+    admin,
+    close: async () => {
+      await core.close();
+      await database.dispose().catch(() => undefined);
+    },
+  };
+}
+
+/** Poll until `check` returns a value (not undefined) or time runs out. */
+export async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs = 10_000,
+  stepMs = 25,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error('eventually: timed out');
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}

@@ -1,0 +1,90 @@
+// Test databases: PGlite in-memory by default; with EVERDICT_TEST_DATABASE_URL, a fresh uniquely named
+// database on that server (dropped after). A set-but-unreachable server FAILS loudly — never skips.
+import { randomBytes } from 'node:crypto';
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+import { type LedgerDatabase, openDatabase } from '../src/db/database.js';
+
+export const TEST_DATABASE_URL = process.env.EVERDICT_TEST_DATABASE_URL?.trim() || undefined;
+export const LIVE_PG = TEST_DATABASE_URL !== undefined;
+
+export interface TestDatabase extends LedgerDatabase {
+  /** The URL of the created database (live PostgreSQL only). */
+  url?: string;
+  /** Close connections and drop the database. */
+  dispose(): Promise<void>;
+}
+
+function serverUrl(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 5_000 });
+  try {
+    await c.connect();
+  } catch (e) {
+    throw new Error(
+      `EVERDICT_TEST_DATABASE_URL is set but ${TEST_DATABASE_URL} is unreachable: ${String(e)}`,
+    );
+  }
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/** A fresh, empty database on the live server (not migrated): for replicas that each open it. */
+export async function createLiveDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  if (!TEST_DATABASE_URL) throw new Error('createLiveDatabase needs EVERDICT_TEST_DATABASE_URL');
+  const name = `everdict_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+  await admin((c) => c.query(`CREATE DATABASE ${name}`));
+  return {
+    url: serverUrl(TEST_DATABASE_URL, name),
+    drop: () => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+  };
+}
+
+let template: Promise<PGlite> | null = null;
+/** One migrated PGlite per test file; every test database is a clone of it (migrations run once). */
+function pgliteTemplate(): Promise<PGlite> {
+  template ??= (async () => {
+    const pglite = new PGlite();
+    await openDatabase({ pglite }); // migrated; its Kysely handle is dropped without closing PGlite
+    return pglite;
+  })();
+  return template;
+}
+
+/** A fresh migrated ledger database. */
+export async function testDatabase(opts: { poolSize?: number } = {}): Promise<TestDatabase> {
+  if (!TEST_DATABASE_URL) {
+    const handle = await openDatabase({
+      pglite: await pgliteTemplate().then((t) => t.clone() as Promise<PGlite>),
+      migrate: false,
+    });
+    return { ...handle, dispose: () => handle.close() };
+  }
+  const live = await createLiveDatabase();
+  const handle = await openDatabase({ databaseUrl: live.url, poolSize: opts.poolSize ?? 4 });
+  return {
+    ...handle,
+    url: live.url,
+    dispose: async () => {
+      await handle.close();
+      await live.drop();
+    },
+  };
+}
+
+/** For `*.pg.test.ts`: say loudly, once per file, that live-PostgreSQL suites were not run. */
+export function announceSkippedLiveSuite(file: string): void {
+  if (!LIVE_PG) {
+    console.warn(
+      `[not run] ${file}: live-PostgreSQL suite skipped (set EVERDICT_TEST_DATABASE_URL to run it)`,
+    );
+  }
+}

@@ -1,0 +1,53 @@
+// Cascade cancellation: the causal tree is the kill switch. Pure: given parent→children edges, statuses
+// and a per-cause (and per-kind) opt-out, the set of runs to cancel.
+import { isTerminalStatus, type RunCause, type RunKind, type RunStatus } from '@everdict/run-model';
+
+export interface CausalNode {
+  readonly runId: string;
+  readonly causedByRunId: string | null;
+  readonly status: RunStatus;
+  readonly cause: RunCause;
+  readonly kind: RunKind;
+}
+
+export interface CascadeOptOut {
+  /** Descendants with one of these causes survive, and so does everything they caused. */
+  readonly causes?: readonly RunCause[];
+  /** Same, by kind. */
+  readonly kinds?: readonly RunKind[];
+}
+
+/**
+ * The non-terminal descendants of `rootRunId` to cancel (the root itself is the caller's to cancel).
+ * The walk passes through terminal runs — a finished agent run's children are still its work — but
+ * never cancels them: finished work is never retro-cancelled. An opted-out descendant is not cancelled
+ * and its subtree is not entered (a surviving run keeps the work it caused). Cycles are tolerated.
+ */
+export function cascade(
+  nodes: Iterable<CausalNode>,
+  rootRunId: string,
+  optOut: CascadeOptOut = {},
+): string[] {
+  const children = new Map<string, CausalNode[]>();
+  for (const node of nodes) {
+    if (node.causedByRunId === null) continue;
+    const siblings = children.get(node.causedByRunId);
+    if (siblings) siblings.push(node);
+    else children.set(node.causedByRunId, [node]);
+  }
+  const causes = new Set(optOut.causes ?? []);
+  const kinds = new Set(optOut.kinds ?? []);
+  const cancel: string[] = [];
+  const seen = new Set<string>([rootRunId]);
+  const stack = [rootRunId];
+  while (stack.length > 0) {
+    for (const child of children.get(stack.pop()!) ?? []) {
+      if (seen.has(child.runId)) continue;
+      seen.add(child.runId);
+      if (causes.has(child.cause) || kinds.has(child.kind)) continue;
+      if (!isTerminalStatus(child.status)) cancel.push(child.runId);
+      stack.push(child.runId);
+    }
+  }
+  return cancel;
+}

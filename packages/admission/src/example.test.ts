@@ -1,0 +1,27 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const example = fileURLToPath(new URL('../examples/quickstart.mjs', import.meta.url));
+const dist = fileURLToPath(new URL('../dist/index.js', import.meta.url));
+
+describe('README example', () => {
+  it.skipIf(!existsSync(dist))('runs and prints what the README says', () => {
+    const out = spawnSync(process.execPath, [example], { encoding: 'utf8' });
+    expect(out.stderr).toBe('');
+    expect(out.stdout.trim().split('\n')).toEqual([
+      'admitted background slice-agent-run-1',
+      'agent-run-1,eval-1',
+      '2.5',
+      'eval-2 | running to stop: 0',
+    ]);
+  });
+});
+
+describe('README', () => {
+  it('shows the example file verbatim', () => {
+    const readme = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8');
+    expect(readme).toContain(`\`\`\`js\n${readFileSync(example, 'utf8')}\`\`\``);
+  });
+});

@@ -1,0 +1,152 @@
+import type { RunClass } from '@everdict/run-model';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { FairQueue, type QueueItem } from './fair-queue.js';
+
+const A = 100; // aging bound used throughout
+
+describe('FairQueue', () => {
+  it('serves interactive, then background, then batch; a blocked tenant is skipped', () => {
+    const q = new FairQueue(A);
+    q.enqueue({ id: 'b', tenant: 'x', class: 'batch', enqueuedAt: 0 });
+    q.enqueue({ id: 'g', tenant: 'x', class: 'background', enqueuedAt: 1 });
+    q.enqueue({ id: 'i', tenant: 'y', class: 'interactive', enqueuedAt: 2 });
+    q.setBlocked('y', true);
+    expect(q.next(3)?.id).toBe('g');
+    q.setBlocked('y', false);
+    expect([q.next(3)?.id, q.next(3)?.id, q.next(3)]).toEqual(['i', 'b', undefined]);
+  });
+
+  it('promotes an item past the aging bound ahead of every class, and forgets removed items', () => {
+    const q = new FairQueue(A);
+    q.enqueue({ id: 'old', tenant: 'x', class: 'batch', enqueuedAt: 0 });
+    q.enqueue({ id: 'gone', tenant: 'x', class: 'batch', enqueuedAt: 1 });
+    q.enqueue({ id: 'new', tenant: 'y', class: 'interactive', enqueuedAt: A });
+    expect(q.next(A - 1)?.id).toBe('new');
+    q.enqueue({ id: 'new2', tenant: 'y', class: 'interactive', enqueuedAt: A });
+    expect(q.remove('x', 'gone')).toBe(true);
+    expect([q.next(A)?.id, q.next(A)?.id, q.size]).toEqual(['old', 'new2', 0]);
+  });
+
+  // Self-clocked WFQ bounds, checked at EVERY prefix of k dispatches among backlogged tenants:
+  //   pairwise   |served_i/w_i − served_j/w_j| ≤ 1/w_i + 1/w_j
+  //   share      |served_i − k·w_i/W| ≤ 1 + (n−2)·w_i/W  (< n−1 dispatches)
+  // so each tenant's share served_i/k converges to w_i/W with error below (n−1)/k.
+  const weights = fc.array(fc.integer({ min: 1, max: 8 }), { minLength: 2, maxLength: 6 });
+  for (const regime of ['fresh', 'aged'] as const) {
+    it(`gives each backlogged tenant its weighted share (${regime} items)`, () => {
+      fc.assert(
+        fc.property(
+          weights,
+          fc.integer({ min: 20, max: 300 }),
+          fc.constantFrom<RunClass>('batch', 'background'),
+          (ws, k, cls) => {
+            const q = new FairQueue(A);
+            for (const [t, w] of ws.entries()) q.setWeight(`t${t}`, w);
+            for (let i = 0; i < k; i++) {
+              for (const t of ws.keys())
+                q.enqueue({ id: `t${t}-${i}`, tenant: `t${t}`, class: cls, enqueuedAt: i % 7 });
+            }
+            const now = regime === 'fresh' ? 0 : 10 * A;
+            const total = ws.reduce((a, b) => a + b, 0);
+            const served = ws.map(() => 0);
+            const violations: string[] = [];
+            for (let n = 1; n <= k; n++) {
+              served[Number(q.next(now)!.tenant.slice(1))]! += 1;
+              ws.forEach((wi, i) => {
+                const share = 1 + ((ws.length - 2) * wi) / total;
+                if (Math.abs(served[i]! - (n * wi) / total) > share + 1e-9)
+                  violations.push(`share of t${i} at ${n}`);
+                ws.forEach((wj, j) => {
+                  const lag = Math.abs(served[i]! / wi - served[j]! / wj);
+                  if (lag > 1 / wi + 1 / wj + 1e-9) violations.push(`t${i}/t${j} at ${n}`);
+                });
+              });
+            }
+            expect(violations).toEqual([]);
+          },
+        ),
+        { numRuns: 50 },
+      );
+    });
+  }
+
+  // The aging rule as an invariant: capacity never goes to an unaged item while an aged one waits.
+  it('never dispatches an unaged item while an item past the bound waits', () => {
+    const op = fc.oneof(
+      fc.record({
+        t: fc.integer({ min: 0, max: 5 }),
+        c: fc.constantFrom<RunClass>('interactive', 'background', 'batch'),
+        n: fc.integer({ min: 1, max: 6 }),
+      }),
+      fc.record({ dispatch: fc.integer({ min: 0, max: 4 }), dt: fc.integer({ min: 0, max: 60 }) }),
+    );
+    fc.assert(
+      fc.property(
+        fc.array(op, { maxLength: 200 }),
+        fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 6, maxLength: 6 }),
+        (ops, ws) => {
+          const q = new FairQueue(A);
+          for (const [t, w] of ws.entries()) q.setWeight(`t${t}`, w);
+          const queued = new Map<string, QueueItem>();
+          let now = 0;
+          let id = 0;
+          for (const o of ops) {
+            if ('t' in o) {
+              for (let i = 0; i < o.n; i++) {
+                const item = { id: `i${id++}`, tenant: `t${o.t}`, class: o.c, enqueuedAt: now };
+                q.enqueue(item);
+                queued.set(item.id, item);
+              }
+              continue;
+            }
+            now += o.dt;
+            for (let i = 0; i < o.dispatch; i++) {
+              const item = q.next(now);
+              if (!item) {
+                expect(queued.size).toBe(0);
+                break;
+              }
+              queued.delete(item.id);
+              if (now - item.enqueuedAt < A) {
+                const starved = [...queued.values()].filter((w) => now - w.enqueuedAt >= A);
+                expect(starved).toEqual([]);
+              }
+            }
+          }
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('bounds a background wait by the aging bound under an interactive flood beyond capacity', () => {
+    fc.assert(
+      // The quiet tenant sends 1 item per 5 ticks; it stays within its aged share while flooders ≤ 5·capacity − 2.
+      fc.property(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 18 }), (capacity, f) => {
+        const flooders = Math.min(f, 5 * capacity - 2);
+        const q = new FairQueue(A);
+        let worst = 0;
+        let id = 0;
+        const tick = 10; // ms per tick
+        for (let now = 0; now < 200 * tick; now += tick) {
+          for (let f = 0; f < flooders; f++) {
+            for (let i = 0; i < capacity; i++)
+              q.enqueue({ id: `f${id++}`, tenant: `flood${f}`, class: 'interactive', enqueuedAt: now });
+          }
+          if (now % (5 * tick) === 0)
+            q.enqueue({ id: `b${id++}`, tenant: 'quiet', class: 'background', enqueuedAt: now });
+          for (let i = 0; i < capacity; i++) {
+            const item = q.next(now);
+            if (item?.tenant === 'quiet') worst = Math.max(worst, now - item.enqueuedAt);
+          }
+        }
+        // Stated bound: agingMs + one aged WFQ round — at most 2 items of every other tenant with aged work
+        // (equal weights) and then its own — rounded up to whole ticks of `capacity` dispatches.
+        expect(worst).toBeLessThanOrEqual(A + tick * Math.ceil((2 * flooders + 1) / capacity));
+        expect(worst).toBeGreaterThanOrEqual(A - tick);
+      }),
+      { numRuns: 24 },
+    );
+  });
+});

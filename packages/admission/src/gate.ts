@@ -1,0 +1,231 @@
+// The one gate, in this order for every kind: agent switch → causal envelope (402) → tenant queue depth /
+// session pool and in-flight caps (429) → fan-out guards: children, depth (429) → class assignment.
+// `decide` is pure; `admit` reads a snapshot, decides, and commits with the same caps as guards.
+import { assignClass } from './class.js';
+import {
+  type AdmissionDecision,
+  type Admitted,
+  type Refused,
+  type RetryHint,
+  refusal,
+  retryAt,
+} from './decision.js';
+import { type Actuals, delegate, type Envelope, exhaustion, inFlightBlock } from './envelope.js';
+import { AdmissionError } from './errors.js';
+import type { GlobalPolicy } from './policy.js';
+import { type AdmissionRequest, type AdmissionRequestInput, parseAdmissionRequest } from './request.js';
+import { isMemberSession, sessionBlock } from './session-pool.js';
+import type { AdmissionPlan, AdmissionSnapshot, AdmissionStore, TenantLoad } from './store.js';
+
+export type Verdict =
+  | { readonly decision: Refused }
+  | { readonly decision: Admitted; readonly plan: AdmissionPlan };
+
+const MAX_ATTEMPTS = 8;
+const NO_ESTIMATE: Actuals = { usd: 0, tokens: 0 };
+
+/** Best retry time for a 429 held by running work: the earliest expected end, else the constant backoff. */
+function slotHint(now: number, earliest: number | null, global: GlobalPolicy, session = false): RetryHint {
+  if (earliest !== null) return retryAt(now, earliest, session ? 'session_expiry' : 'expected_completion');
+  return retryAt(now, now + global.retryBackoffMs, 'backoff');
+}
+
+/** Decide one request against one snapshot. Pure: no I/O, `now` is a parameter. */
+export function decide(
+  snap: AdmissionSnapshot,
+  request: AdmissionRequest,
+  now: number,
+): Verdict | { prior: Admitted } {
+  if (snap.prior) return { prior: snap.prior };
+  const { policy, causer, global, load } = snap;
+  if (!policy || snap.path.length === 0) {
+    throw new AdmissionError('unknown_tenant', `tenant ${request.tenant} is not configured`);
+  }
+  if (request.causedByRunId !== undefined && !causer) {
+    throw new AdmissionError('unknown_run', `causer ${request.causedByRunId} not found`);
+  }
+  if (request.envelope && snap.sliceTaken) {
+    throw new AdmissionError('envelope_exists', `envelope ${request.envelope.id} already exists`);
+  }
+  const refuse = (rule: Refused['rule'], retry: RetryHint, detail: string) => ({
+    decision: refusal(request, rule, retry, detail),
+  });
+
+  if (snap.agentDisabled)
+    return refuse('agent_disabled', { when: 'never' }, `agent ${request.agentId} is disabled`);
+
+  // 1. causal envelope (402): the drawn envelope — or the new slice of it — and every ancestor.
+  const slice: Envelope | null = request.envelope ? delegate(snap.path[0]!, request.envelope) : null;
+  const path = slice ? [slice, ...snap.path] : snap.path;
+  const estimate = request.estimate ?? NO_ESTIMATE;
+  const spent = exhaustion(path, estimate);
+  if (spent) {
+    return refuse(
+      'envelope',
+      { when: 'budget_raised' },
+      `envelope ${spent.envelopeId} has no ${spent.resource} left`,
+    );
+  }
+
+  // 2. tenant caps (429): queue depth for tasks, the session pool for held-open runs; then in-flight caps.
+  const session = request.lifetime === 'session';
+  const member = session && isMemberSession(request);
+  const pools = session
+    ? {
+        tenant: { maxSessions: policy.session.maxSessions, memberReserve: policy.session.memberReserve },
+        global: { maxSessions: global.maxSessions, memberReserve: global.memberReserve },
+      }
+    : null;
+  if (!session && load.queued >= policy.maxQueued) {
+    return refuse(
+      'queue_depth',
+      slotHint(now, load.earliestRunningEnd, global),
+      `${load.queued} queued (cap ${policy.maxQueued})`,
+    );
+  }
+  if (pools) {
+    const full = sessionBlock(
+      { load: load.sessions, caps: pools.tenant },
+      { load: snap.globalSessions, caps: pools.global },
+      member,
+    );
+    if (full === 'tenant') {
+      return refuse(
+        'session_cap',
+        slotHint(now, load.earliestSessionEnd, global, true),
+        'tenant session pool full',
+      );
+    }
+    if (full === 'global')
+      return refuse('session_cap', slotHint(now, null, global), 'global session pool full');
+  }
+  const crowded = inFlightBlock(path);
+  if (crowded) {
+    const earliest = session ? load.earliestSessionEnd : load.earliestRunningEnd;
+    return refuse(
+      'concurrency',
+      slotHint(now, earliest, global, session),
+      `envelope ${crowded.id} at in-flight cap ${crowded.inFlightCap}`,
+    );
+  }
+
+  // 3. fan-out guards (429, never retryable: they count a run's whole life and the tree's shape).
+  if (causer && causer.children >= policy.maxChildrenPerRun) {
+    return refuse(
+      'children',
+      { when: 'never' },
+      `run ${causer.runId} already caused ${causer.children} runs`,
+    );
+  }
+  const depth = causer ? causer.depth + 1 : 0;
+  if (depth > policy.maxCausalDepth) {
+    return refuse('depth', { when: 'never' }, `causal depth ${depth} exceeds ${policy.maxCausalDepth}`);
+  }
+
+  // 4. class assignment.
+  const runClass = assignClass(request);
+  return admitted(snap, request, now, { runClass, depth, slice, member, pools, estimate });
+}
+
+function aheadOf(load: TenantLoad, runClass: Admitted['class']): number {
+  const q = load.queuedByClass;
+  return runClass === 'interactive'
+    ? q.interactive
+    : runClass === 'background'
+      ? q.interactive + q.background
+      : load.queued;
+}
+
+function admitted(
+  snap: AdmissionSnapshot,
+  request: AdmissionRequest,
+  now: number,
+  d: {
+    runClass: Admitted['class'];
+    depth: number;
+    slice: Envelope | null;
+    member: boolean;
+    pools: AdmissionPlan['guards']['sessionPools'];
+    estimate: Actuals;
+  },
+): Verdict {
+  const session = request.lifetime === 'session';
+  const envelopeId = d.slice ? d.slice.id : snap.path[0]!.id;
+  const decision: Admitted = {
+    outcome: 'admitted',
+    requestId: request.requestId,
+    runId: request.runId,
+    tenant: request.tenant,
+    class: d.runClass,
+    lane: session ? 'session' : 'queue',
+    envelopeId,
+    depth: d.depth,
+    position: session
+      ? null
+      : { tenantAhead: aheadOf(snap.load, d.runClass), tenantQueued: snap.load.queued },
+    admittedAt: now,
+  };
+  const plan: AdmissionPlan = {
+    decision,
+    slot: {
+      runId: request.runId,
+      tenant: request.tenant,
+      kind: request.kind,
+      cause: request.cause,
+      class: d.runClass,
+      lifetime: request.lifetime,
+      status: session ? 'running' : 'queued',
+      causedByRunId: request.causedByRunId ?? null,
+      depth: d.depth,
+      children: 0,
+      envelopeId,
+      member: d.member,
+      agentId: request.agentId ?? null,
+      expectedDurationMs: request.expectedDurationMs ?? null,
+      admittedAt: now,
+      startedAt: session ? now : null,
+    },
+    pathIds: snap.path.map((e) => e.id),
+    slice: d.slice,
+    guards: {
+      estimate: d.estimate,
+      maxQueued: session ? null : snap.policy!.maxQueued,
+      sessionPools: d.pools,
+      maxChildren: snap.causer ? snap.policy!.maxChildrenPerRun : null,
+    },
+  };
+  return { decision, plan };
+}
+
+/**
+ * Admit one request. Idempotent by (tenant, requestId): a repeat returns the first admission and charges
+ * nothing. Refusals are not recorded — a retry after the hint is decided afresh.
+ */
+export async function admit(
+  store: AdmissionStore,
+  input: AdmissionRequestInput,
+  now: number,
+): Promise<AdmissionDecision> {
+  const request = parseAdmissionRequest(input);
+  const key = {
+    tenant: request.tenant,
+    requestId: request.requestId,
+    causedByRunId: request.causedByRunId,
+    agentId: request.agentId,
+    sliceId: request.envelope?.id,
+  };
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const verdict = decide(await store.loadAdmission(key), request, now);
+    if ('prior' in verdict) return verdict.prior;
+    if (!('plan' in verdict)) return verdict.decision;
+    const result = await store.commitAdmission(verdict.plan);
+    if (result.status === 'committed' || result.status === 'duplicate') return result.decision;
+    if (result.status === 'run_exists') {
+      throw new AdmissionError('run_exists', `run ${request.runId} was already admitted by another request`);
+    }
+    if (result.status === 'slice_exists') {
+      throw new AdmissionError('envelope_exists', `envelope ${request.envelope?.id} already exists`);
+    }
+  }
+  throw new AdmissionError('contended', `admission of ${request.requestId} kept racing; retry`);
+}

@@ -1,0 +1,68 @@
+// @everdict/admission — the one admission gate: envelopes (402), caps and fan-out guards (429), class,
+// tenant-fair WFQ with aging, the session pool, cascade cancellation, and the store they run on.
+
+export { type CascadeOptOut, type CausalNode, cascade } from './cascade.js';
+export { assignClass, DEFAULT_CLASS, isAutonomous } from './class.js';
+export {
+  type AdmissionDecision,
+  type Admitted,
+  type RefusalRule,
+  type Refused,
+  type RetryHint,
+  refusalError,
+} from './decision.js';
+export {
+  type CascadeResult,
+  cancelTree,
+  configureGlobal,
+  configureTenant,
+  dequeue,
+  type Release,
+  release,
+} from './dispatch.js';
+export {
+  type Actuals,
+  admitOnPath,
+  canAdmit,
+  charge,
+  delegate,
+  type Envelope,
+  type Exhaustion,
+  exhaustion,
+  inFlightBlock,
+  rootEnvelope,
+  rootEnvelopeId,
+  type SliceSpec,
+  type Spend,
+  settleOnPath,
+} from './envelope.js';
+export { AdmissionError, type AdmissionErrorCode, httpStatusOf } from './errors.js';
+export { FairQueue, type QueueItem } from './fair-queue.js';
+export { admit, decide, type Verdict } from './gate.js';
+export { IndexedHeap } from './heap.js';
+export { MemoryAdmissionStore } from './memory-store.js';
+export {
+  EnvelopeCaps,
+  GlobalPolicy,
+  type GlobalPolicyInput,
+  globalPolicy,
+  SessionPolicy,
+  TenantPolicy,
+  type TenantPolicyInput,
+  tenantPolicy,
+} from './policy.js';
+export { AdmissionRequest, type AdmissionRequestInput, parseAdmissionRequest } from './request.js';
+export { hasRoom, isMemberSession, type PoolCaps, type SessionLoad, sessionBlock } from './session-pool.js';
+export type {
+  AdmissionGuards,
+  AdmissionKey,
+  AdmissionPlan,
+  AdmissionSnapshot,
+  AdmissionStore,
+  CommitResult,
+  Dispatch,
+  RunSlot,
+  Settlement,
+  SettleResult,
+  TenantLoad,
+} from './store.js';

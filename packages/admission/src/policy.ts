@@ -1,0 +1,72 @@
+// Tenant and global admission policy: zod schemas are the boundary, the inferred types are what kernels read.
+import { z } from 'zod';
+import { parseOrThrow } from './errors.js';
+
+const count = z.number().int().nonnegative();
+const positiveCount = z.number().int().positive();
+
+/** Caps of an envelope; an absent cap is unlimited. */
+export const EnvelopeCaps = z.object({
+  usd: z.number().nonnegative().optional(),
+  tokens: count.optional(),
+  runs: count.optional(),
+});
+export type EnvelopeCaps = z.infer<typeof EnvelopeCaps>;
+
+/** A tenant's session pool: held-open runs draw from it, not from the task queue. */
+export const SessionPolicy = z.object({
+  /** Held-open runs the tenant may have at once. */
+  maxSessions: count.default(8),
+  /** Of those, slots only member-caused sessions may take: agents never crowd a person out. */
+  memberReserve: count.default(2),
+});
+export type SessionPolicy = z.infer<typeof SessionPolicy>;
+
+export const TenantPolicy = z
+  .object({
+    /** WFQ weight: a backlogged tenant's long-run share of dispatches is weight / Σ backlogged weights. */
+    weight: z.number().positive().max(1_000_000).default(1),
+    /** Queued (admitted, not yet dispatched) task runs before admission answers 429 queue_depth. */
+    maxQueued: count.default(10_000),
+    /** Dispatch quota: running task runs at once. At quota the tenant is skipped by dequeue, never refused. */
+    maxConcurrent: positiveCount.default(64),
+    /** Fan-out guard: runs one run may cause over its life. */
+    maxChildrenPerRun: count.default(100),
+    /** Fan-out guard: a root run has depth 0; a run caused at depth d has depth d + 1. */
+    maxCausalDepth: count.default(8),
+    /** The root envelope: the tenant budget every delegated slice draws from. */
+    budget: EnvelopeCaps.default({}),
+    /** In-flight (admitted, unsettled) runs under the root envelope; bounds the root's overshoot. */
+    inFlightCap: positiveCount.default(100_000),
+    session: SessionPolicy.default({ maxSessions: 8, memberReserve: 2 }),
+  })
+  .refine((p) => p.session.memberReserve <= p.session.maxSessions, {
+    message: 'session.memberReserve must not exceed session.maxSessions',
+  });
+export type TenantPolicy = z.infer<typeof TenantPolicy>;
+export type TenantPolicyInput = z.input<typeof TenantPolicy>;
+
+export const GlobalPolicy = z
+  .object({
+    /** Held-open runs across all tenants. */
+    maxSessions: count.default(1_000),
+    /** Global slots only member-caused sessions may take. */
+    memberReserve: count.default(0),
+    /** An item queued this long is promoted past every class and served oldest-first (the aging guard). */
+    agingMs: positiveCount.default(30_000),
+    /** Retry hint used when no completion estimate exists (429 concurrency / queue_depth). */
+    retryBackoffMs: positiveCount.default(1_000),
+  })
+  .refine((p) => p.memberReserve <= p.maxSessions, {
+    message: 'memberReserve must not exceed maxSessions',
+  });
+export type GlobalPolicy = z.infer<typeof GlobalPolicy>;
+export type GlobalPolicyInput = z.input<typeof GlobalPolicy>;
+
+export function tenantPolicy(input: TenantPolicyInput = {}): TenantPolicy {
+  return parseOrThrow(TenantPolicy, input, 'tenant policy');
+}
+
+export function globalPolicy(input: GlobalPolicyInput = {}): GlobalPolicy {
+  return parseOrThrow(GlobalPolicy, input, 'global policy');
+}
