@@ -4,7 +4,7 @@ import { type CascadeOptOut, cascade } from './cascade.js';
 import type { Actuals } from './envelope.js';
 import { AdmissionError } from './errors.js';
 import { type GlobalPolicyInput, globalPolicy, type TenantPolicyInput, tenantPolicy } from './policy.js';
-import type { AdmissionStore, Dispatch, SettleResult } from './store.js';
+import { type AdmissionStore, type Dispatch, hasSyncSteps, type SettleResult } from './store.js';
 
 /** Parse and store a tenant's policy (creates or re-caps its root envelope). */
 export async function configureTenant(
@@ -20,11 +20,18 @@ export async function configureGlobal(store: AdmissionStore, policy: GlobalPolic
 }
 
 /** Claim up to `capacity` queued runs to start now. */
-export async function dequeue(store: AdmissionStore, capacity: number, now: number): Promise<Dispatch[]> {
+export function dequeue(store: AdmissionStore, capacity: number, now: number): Promise<Dispatch[]> {
   if (!Number.isInteger(capacity) || capacity < 0) {
-    throw new AdmissionError('bad_request', `capacity must be a non-negative integer, got ${capacity}`);
+    return Promise.reject(
+      new AdmissionError('bad_request', `capacity must be a non-negative integer, got ${capacity}`),
+    );
   }
-  return capacity === 0 ? [] : store.claim(capacity, now);
+  if (capacity === 0) return Promise.resolve([]);
+  try {
+    return Promise.resolve(hasSyncSteps(store) ? store.claimSync(capacity, now) : store.claim(capacity, now));
+  } catch (error) {
+    return Promise.reject(error); // a synchronous throw becomes a rejection, as in an async function
+  }
 }
 
 export interface Release {
@@ -36,13 +43,18 @@ export interface Release {
 }
 
 /** Settle a run. Idempotent: a second release of the same run reports `already_settled`, charges nothing. */
-export async function release(store: AdmissionStore, r: Release, now: number): Promise<SettleResult> {
+export function release(store: AdmissionStore, r: Release, now: number): Promise<SettleResult> {
   const usd = r.actuals?.usd ?? 0;
   const tokens = r.actuals?.tokens ?? 0;
   if (!(usd >= 0 && tokens >= 0 && Number.isFinite(usd) && Number.isFinite(tokens))) {
-    throw new AdmissionError('bad_request', 'actuals must be finite and non-negative');
+    return Promise.reject(new AdmissionError('bad_request', 'actuals must be finite and non-negative'));
   }
-  return store.settle({ tenant: r.tenant, runId: r.runId, status: r.status, actuals: { usd, tokens }, now });
+  const settlement = { tenant: r.tenant, runId: r.runId, status: r.status, actuals: { usd, tokens }, now };
+  try {
+    return Promise.resolve(hasSyncSteps(store) ? store.settleSync(settlement) : store.settle(settlement));
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 export interface CascadeResult {

@@ -99,9 +99,25 @@ function withCounts(env: Envelope, inFlight: number, usd: number, tokens: number
   return { id, parentId, tenant, caps, spent: { usd, tokens, runs }, inFlight, inFlightCap };
 }
 
+/** One envelope after admitting a run against it: in-flight + 1, runs + 1. */
+export function admittedEnvelope(e: Envelope): Envelope {
+  return withCounts(e, e.inFlight + 1, e.spent.usd, e.spent.tokens, e.spent.runs + 1);
+}
+
+/** One envelope after a run drawing on it settles: actuals charged, its in-flight slot released. */
+export function settledEnvelope(e: Envelope, actuals: Actuals): Envelope {
+  return withCounts(
+    e,
+    Math.max(0, e.inFlight - 1),
+    e.spent.usd + actuals.usd,
+    e.spent.tokens + actuals.tokens,
+    e.spent.runs,
+  );
+}
+
 /** Admit one run against the path: in-flight + 1 and runs + 1 on every envelope up to the root. */
 export function admitOnPath(path: readonly Envelope[]): Envelope[] {
-  return path.map((e) => withCounts(e, e.inFlight + 1, e.spent.usd, e.spent.tokens, e.spent.runs + 1));
+  return path.map(admittedEnvelope);
 }
 
 /** Charge actuals to every envelope up to the root (charges propagate to the root). */
@@ -113,15 +129,7 @@ export function charge(path: readonly Envelope[], actuals: Actuals): Envelope[] 
 
 /** Settle one run: charge its actuals and release its in-flight slot on every envelope up to the root. */
 export function settleOnPath(path: readonly Envelope[], actuals: Actuals): Envelope[] {
-  return path.map((e) =>
-    withCounts(
-      e,
-      Math.max(0, e.inFlight - 1),
-      e.spent.usd + actuals.usd,
-      e.spent.tokens + actuals.tokens,
-      e.spent.runs,
-    ),
-  );
+  return path.map((e) => settledEnvelope(e, actuals));
 }
 
 export interface SliceSpec {

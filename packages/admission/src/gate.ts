@@ -15,7 +15,16 @@ import { AdmissionError } from './errors.js';
 import type { GlobalPolicy } from './policy.js';
 import { type AdmissionRequest, type AdmissionRequestInput, parseAdmissionRequest } from './request.js';
 import { isMemberSession, sessionBlock } from './session-pool.js';
-import type { AdmissionPlan, AdmissionSnapshot, AdmissionStore, TenantLoad } from './store.js';
+import {
+  type AdmissionKey,
+  type AdmissionPlan,
+  type AdmissionSnapshot,
+  type AdmissionStore,
+  type CommitResult,
+  hasSyncSteps,
+  type SyncAdmissionSteps,
+} from './store.js';
+import { admitted } from './verdict.js';
 
 export type Verdict =
   | { readonly decision: Refused }
@@ -28,6 +37,15 @@ const NO_ESTIMATE: Actuals = { usd: 0, tokens: 0 };
 function slotHint(now: number, earliest: number | null, global: GlobalPolicy, session = false): RetryHint {
   if (earliest !== null) return retryAt(now, earliest, session ? 'session_expiry' : 'expected_completion');
   return retryAt(now, now + global.retryBackoffMs, 'backoff');
+}
+
+function refuse(
+  request: AdmissionRequest,
+  rule: Refused['rule'],
+  retry: RetryHint,
+  detail: string,
+): { decision: Refused } {
+  return { decision: refusal(request, rule, retry, detail) };
 }
 
 /** Decide one request against one snapshot. Pure: no I/O, `now` is a parameter. */
@@ -47,12 +65,8 @@ export function decide(
   if (request.envelope && snap.sliceTaken) {
     throw new AdmissionError('envelope_exists', `envelope ${request.envelope.id} already exists`);
   }
-  const refuse = (rule: Refused['rule'], retry: RetryHint, detail: string) => ({
-    decision: refusal(request, rule, retry, detail),
-  });
-
   if (snap.agentDisabled)
-    return refuse('agent_disabled', { when: 'never' }, `agent ${request.agentId} is disabled`);
+    return refuse(request, 'agent_disabled', { when: 'never' }, `agent ${request.agentId} is disabled`);
 
   // 1. causal envelope (402): the drawn envelope — or the new slice of it — and every ancestor.
   const slice: Envelope | null = request.envelope ? delegate(snap.path[0]!, request.envelope) : null;
@@ -61,6 +75,7 @@ export function decide(
   const spent = exhaustion(path, estimate);
   if (spent) {
     return refuse(
+      request,
       'envelope',
       { when: 'budget_raised' },
       `envelope ${spent.envelopeId} has no ${spent.resource} left`,
@@ -78,6 +93,7 @@ export function decide(
     : null;
   if (!session && load.queued >= policy.maxQueued) {
     return refuse(
+      request,
       'queue_depth',
       slotHint(now, load.earliestRunningEnd, global),
       `${load.queued} queued (cap ${policy.maxQueued})`,
@@ -91,18 +107,20 @@ export function decide(
     );
     if (full === 'tenant') {
       return refuse(
+        request,
         'session_cap',
         slotHint(now, load.earliestSessionEnd, global, true),
         'tenant session pool full',
       );
     }
     if (full === 'global')
-      return refuse('session_cap', slotHint(now, null, global), 'global session pool full');
+      return refuse(request, 'session_cap', slotHint(now, null, global), 'global session pool full');
   }
   const crowded = inFlightBlock(path);
   if (crowded) {
     const earliest = session ? load.earliestSessionEnd : load.earliestRunningEnd;
     return refuse(
+      request,
       'concurrency',
       slotHint(now, earliest, global, session),
       `envelope ${crowded.id} at in-flight cap ${crowded.inFlightCap}`,
@@ -112,6 +130,7 @@ export function decide(
   // 3. fan-out guards (429, never retryable: they count a run's whole life and the tree's shape).
   if (causer && causer.children >= policy.maxChildrenPerRun) {
     return refuse(
+      request,
       'children',
       { when: 'never' },
       `run ${causer.runId} already caused ${causer.children} runs`,
@@ -119,7 +138,12 @@ export function decide(
   }
   const depth = causer ? causer.depth + 1 : 0;
   if (depth > policy.maxCausalDepth) {
-    return refuse('depth', { when: 'never' }, `causal depth ${depth} exceeds ${policy.maxCausalDepth}`);
+    return refuse(
+      request,
+      'depth',
+      { when: 'never' },
+      `causal depth ${depth} exceeds ${policy.maxCausalDepth}`,
+    );
   }
 
   // 4. class assignment.
@@ -127,105 +151,94 @@ export function decide(
   return admitted(snap, request, now, { runClass, depth, slice, member, pools, estimate });
 }
 
-function aheadOf(load: TenantLoad, runClass: Admitted['class']): number {
-  const q = load.queuedByClass;
-  return runClass === 'interactive'
-    ? q.interactive
-    : runClass === 'background'
-      ? q.interactive + q.background
-      : load.queued;
-}
-
-function admitted(
-  snap: AdmissionSnapshot,
-  request: AdmissionRequest,
-  now: number,
-  d: {
-    runClass: Admitted['class'];
-    depth: number;
-    slice: Envelope | null;
-    member: boolean;
-    pools: AdmissionPlan['guards']['sessionPools'];
-    estimate: Actuals;
-  },
-): Verdict {
-  const session = request.lifetime === 'session';
-  const envelopeId = d.slice ? d.slice.id : snap.path[0]!.id;
-  const decision: Admitted = {
-    outcome: 'admitted',
-    requestId: request.requestId,
-    runId: request.runId,
-    tenant: request.tenant,
-    class: d.runClass,
-    lane: session ? 'session' : 'queue',
-    envelopeId,
-    depth: d.depth,
-    position: session
-      ? null
-      : { tenantAhead: aheadOf(snap.load, d.runClass), tenantQueued: snap.load.queued },
-    admittedAt: now,
-  };
-  const plan: AdmissionPlan = {
-    decision,
-    slot: {
-      runId: request.runId,
-      tenant: request.tenant,
-      kind: request.kind,
-      cause: request.cause,
-      class: d.runClass,
-      lifetime: request.lifetime,
-      status: session ? 'running' : 'queued',
-      causedByRunId: request.causedByRunId ?? null,
-      depth: d.depth,
-      children: 0,
-      envelopeId,
-      member: d.member,
-      agentId: request.agentId ?? null,
-      expectedDurationMs: request.expectedDurationMs ?? null,
-      admittedAt: now,
-      startedAt: session ? now : null,
-    },
-    pathIds: snap.path.map((e) => e.id),
-    slice: d.slice,
-    guards: {
-      estimate: d.estimate,
-      maxQueued: session ? null : snap.policy!.maxQueued,
-      sessionPools: d.pools,
-      maxChildren: snap.causer ? snap.policy!.maxChildrenPerRun : null,
-    },
-  };
-  return { decision, plan };
-}
-
 /**
  * Admit one request. Idempotent by (tenant, requestId): a repeat returns the first admission and charges
- * nothing. Refusals are not recorded — a retry after the hint is decided afresh.
+ * nothing. Refusals are not recorded — a retry after the hint is decided afresh. The input is parsed
+ * (zod) first: this is the public boundary.
  */
-export async function admit(
+export function admit(
   store: AdmissionStore,
   input: AdmissionRequestInput,
   now: number,
 ): Promise<AdmissionDecision> {
-  const request = parseAdmissionRequest(input);
-  const key = {
+  let request: AdmissionRequest;
+  try {
+    request = parseAdmissionRequest(input);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return admitTrusted(store, request, now);
+}
+
+/**
+ * `admit` for a request that is already an `AdmissionRequest` — parsed by `parseAdmissionRequest`, or
+ * built by trusted code to that type (defaults applied: `lifetime` set). It is NOT validated again (ids'
+ * lengths, positive numbers): keep untrusted input on `admit`. Same gate, same decisions otherwise. On a
+ * store with `SyncAdmissionSteps` (the memory store) the whole read–decide–commit runs in one go.
+ */
+export function admitTrusted(
+  store: AdmissionStore,
+  request: AdmissionRequest,
+  now: number,
+): Promise<AdmissionDecision> {
+  if (!hasSyncSteps(store)) return admitAsync(store, request, now);
+  try {
+    return Promise.resolve(admitSync(store, request, now));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+function keyOf(request: AdmissionRequest): AdmissionKey {
+  return {
     tenant: request.tenant,
     requestId: request.requestId,
     causedByRunId: request.causedByRunId,
     agentId: request.agentId,
     sliceId: request.envelope?.id,
   };
+}
+
+/** The decision a commit result settles, null to decide again ('raced'); throws the 409s. */
+function committed(result: CommitResult, request: AdmissionRequest): AdmissionDecision | null {
+  if (result.status === 'committed' || result.status === 'duplicate') return result.decision;
+  if (result.status === 'run_exists') {
+    throw new AdmissionError('run_exists', `run ${request.runId} was already admitted by another request`);
+  }
+  if (result.status === 'slice_exists') {
+    throw new AdmissionError('envelope_exists', `envelope ${request.envelope?.id} already exists`);
+  }
+  return null;
+}
+
+function contended(request: AdmissionRequest): AdmissionError {
+  return new AdmissionError('contended', `admission of ${request.requestId} kept racing; retry`);
+}
+
+function admitSync(store: SyncAdmissionSteps, request: AdmissionRequest, now: number): AdmissionDecision {
+  const key = request.envelope ? keyOf(request) : request; // without a slice the request is its own key
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const verdict = decide(store.loadAdmissionSync(key), request, now);
+    if ('prior' in verdict) return verdict.prior;
+    if (!('plan' in verdict)) return verdict.decision;
+    const done = committed(store.commitAdmissionSync(verdict.plan), request);
+    if (done) return done;
+  }
+  throw contended(request);
+}
+
+async function admitAsync(
+  store: AdmissionStore,
+  request: AdmissionRequest,
+  now: number,
+): Promise<AdmissionDecision> {
+  const key = keyOf(request);
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const verdict = decide(await store.loadAdmission(key), request, now);
     if ('prior' in verdict) return verdict.prior;
     if (!('plan' in verdict)) return verdict.decision;
-    const result = await store.commitAdmission(verdict.plan);
-    if (result.status === 'committed' || result.status === 'duplicate') return result.decision;
-    if (result.status === 'run_exists') {
-      throw new AdmissionError('run_exists', `run ${request.runId} was already admitted by another request`);
-    }
-    if (result.status === 'slice_exists') {
-      throw new AdmissionError('envelope_exists', `envelope ${request.envelope?.id} already exists`);
-    }
+    const done = committed(await store.commitAdmission(verdict.plan), request);
+    if (done) return done;
   }
-  throw new AdmissionError('contended', `admission of ${request.requestId} kept racing; retry`);
+  throw contended(request);
 }

@@ -38,7 +38,7 @@ export {
 } from './envelope.js';
 export { AdmissionError, type AdmissionErrorCode, httpStatusOf } from './errors.js';
 export { FairQueue, type QueueItem } from './fair-queue.js';
-export { admit, decide, type Verdict } from './gate.js';
+export { admit, admitTrusted, decide, type Verdict } from './gate.js';
 export { IndexedHeap } from './heap.js';
 export { MemoryAdmissionStore } from './memory-store.js';
 export {
@@ -64,5 +64,7 @@ export type {
   RunSlot,
   Settlement,
   SettleResult,
+  SyncAdmissionSteps,
   TenantLoad,
 } from './store.js';
+export { hasSyncSteps } from './store.js';

@@ -162,3 +162,26 @@ export interface AdmissionStore {
   /** The run and every run it caused, transitively (a recursive CTE in SQL). */
   causalSubtree(tenant: string, runId: string): Promise<CausalNode[]>;
 }
+
+/**
+ * Optional: a store whose steps all complete synchronously (the memory store) may expose them as plain
+ * calls as well. Same semantics, one atomic step each; `admit`, `admitTrusted`, `dequeue` and `release`
+ * use them when present, which saves a promise and a microtask hop per step. A SQL store has no reason
+ * to implement this. A subclass that overrides an async step must override its `…Sync` twin too.
+ */
+export interface SyncAdmissionSteps {
+  loadAdmissionSync(key: AdmissionKey): AdmissionSnapshot;
+  commitAdmissionSync(plan: AdmissionPlan): CommitResult;
+  claimSync(capacity: number, now: number): Dispatch[];
+  settleSync(settlement: Settlement): SettleResult;
+}
+
+export function hasSyncSteps(store: AdmissionStore): store is AdmissionStore & SyncAdmissionSteps {
+  const s = store as AdmissionStore & Partial<SyncAdmissionSteps>;
+  return (
+    typeof s.loadAdmissionSync === 'function' &&
+    typeof s.commitAdmissionSync === 'function' &&
+    typeof s.claimSync === 'function' &&
+    typeof s.settleSync === 'function'
+  );
+}
