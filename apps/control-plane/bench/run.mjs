@@ -16,7 +16,9 @@ const BASE =
   process.env.EVERDICT_TEST_DATABASE_URL ??
   'postgres://postgres@127.0.0.1:5432/postgres';
 const N = Number(process.env.BENCH_RUNS ?? 2000);
+// The same load on both sides: CLIENTS concurrent adders, WORKERS concurrent executions.
 const CLIENTS = 16;
+const WORKERS = 16;
 
 async function admin(sql) {
   const c = new pg.Client({ connectionString: BASE });
@@ -50,7 +52,7 @@ async function benchEverdict() {
     databaseUrl: url,
     bootstrapKey: key,
     policy: { maxQueued: 1_000_000, maxInFlight: 1_000 },
-    scheduler: { pollMs: 100, inlineConcurrency: 32 },
+    scheduler: { pollMs: 100, inlineConcurrency: WORKERS },
   });
   const p = await core.services.auth.authenticate(key);
   const db = core.internals.deps.db;
@@ -74,7 +76,11 @@ async function benchEverdict() {
 }
 
 async function benchGraphile() {
-  const utils = await makeWorkerUtils({ connectionString: url, logger: quiet });
+  // graphile's own defaults (LISTEN/NOTIFY, its pools), with error listeners so DROP DATABASE can't crash us.
+  const addPool = new pg.Pool({ connectionString: url, max: 10 });
+  const workPool = new pg.Pool({ connectionString: url, max: WORKERS + 2 });
+  for (const p of [addPool, workPool]) p.on('error', () => undefined);
+  const utils = await makeWorkerUtils({ pgPool: addPool, logger: quiet });
   await utils.migrate();
   let done = 0;
   let resolveAll;
@@ -82,8 +88,8 @@ async function benchGraphile() {
     resolveAll = r;
   });
   const runner = await runGraphile({
-    connectionString: url,
-    concurrency: 10,
+    pgPool: workPool,
+    concurrency: WORKERS,
     noHandleSignals: true,
     pollInterval: 1000,
     logger: quiet,
@@ -99,6 +105,8 @@ async function benchGraphile() {
   const s = (performance.now() - t0) / 1000;
   await runner.stop();
   await utils.release();
+  await addPool.end();
+  await workPool.end();
   return N / s;
 }
 

@@ -23,6 +23,7 @@ const EnvSchema = z.object({
     .max(64 * 1024 * 1024)
     .default(1024 * 1024),
   EVERDICT_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  EVERDICT_JUDGE: z.enum(['scripted', 'none']).default('scripted'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -39,6 +40,8 @@ export interface Config {
   readonly internalToken: string | undefined;
   readonly maxBodyBytes: number;
   readonly shutdownGraceMs: number;
+  /** Who decides `judge` graders: the built-in deterministic `scripted` judge, or `none` (a 400). */
+  readonly judge: 'scripted' | 'none';
   readonly logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
 }
 
@@ -64,6 +67,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     internalToken: e.EVERDICT_INTERNAL_TOKEN,
     maxBodyBytes: e.EVERDICT_MAX_BODY_BYTES,
     shutdownGraceMs: e.EVERDICT_SHUTDOWN_GRACE_MS,
+    judge: e.EVERDICT_JUDGE,
     logLevel: e.LOG_LEVEL,
   };
 }

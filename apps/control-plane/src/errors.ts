@@ -2,6 +2,10 @@
 
 export const ERROR_STATUS = {
   bad_request: 400,
+  /** A string holds U+0000, which PostgreSQL text/jsonb cannot store (same code as the HTTP edge's). */
+  nul_character: 400,
+  /** A `judge` grader was asked for, but this control plane has no Judge configured. */
+  judge_unavailable: 400,
   unauthorized: 401,
   forbidden: 403,
   envelope_exhausted: 402,

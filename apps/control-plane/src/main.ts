@@ -9,9 +9,11 @@ import { serve } from '@hono/node-server';
 import { buildApp } from './app.js';
 import { generateApiKey } from './auth/secrets.js';
 import { ConfigError, loadConfig } from './config.js';
+import { openDatabase } from './db/database.js';
+import { announceBootstrap } from './observability/bootstrap-banner.js';
 import { createLogger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
-import { startCore } from './services/index.js';
+import { scriptedJudge, startCore } from './services/index.js';
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
@@ -23,20 +25,38 @@ async function main(): Promise<void> {
   }
   const log = createLogger({ level: config.logLevel });
   const coreLog = log.child({ component: 'core' });
-  const generatedKey = config.bootstrapApiKey === undefined ? generateApiKey() : undefined;
-  const bootstrapKey = config.bootstrapApiKey ?? generatedKey;
+  const started = performance.now();
 
   if (!config.databaseUrl) mkdirSync(config.dataDir, { recursive: true });
   const metrics = createMetrics({ defaultMetrics: true });
-  const core = await startCore({
-    ...(config.databaseUrl
+  const database = await openDatabase(
+    config.databaseUrl
       ? { databaseUrl: config.databaseUrl }
-      : { dataDir: path.join(config.dataDir, 'pglite') }),
-    ...(bootstrapKey ? { bootstrapKey } : {}),
+      : { dataDir: path.join(config.dataDir, 'pglite') },
+  );
+  const beforeCore = performance.now();
+  const core = await startCore({
+    database,
+    // An explicit key is installed idempotently; otherwise one is generated only on a first start.
+    ...(config.bootstrapApiKey
+      ? { bootstrapKey: config.bootstrapApiKey }
+      : { generateBootstrapKey: generateApiKey }),
+    ...(config.judge === 'scripted' ? { judge: scriptedJudge() } : {}),
     log: (level, msg, fields) => coreLog[level](fields ?? {}, msg),
+    metrics: metrics.coreObserver(),
   });
+  metrics.setQueueDepthSource(() => core.queueDepth());
   log.info(
-    { database: core.dialect, dataDir: config.databaseUrl ? undefined : config.dataDir },
+    {
+      database: core.dialect,
+      dataDir: config.databaseUrl ? undefined : config.dataDir,
+      judge: config.judge,
+      startupMs: {
+        ...(database.startup ?? {}),
+        bootstrapAndSchedulerMs: Math.round(performance.now() - beforeCore),
+        totalMs: Math.round(performance.now() - started),
+      },
+    },
     'ledger ready',
   );
 
@@ -53,16 +73,7 @@ async function main(): Promise<void> {
     { fetch: app.fetch, port: config.port, ...(config.host ? { hostname: config.host } : {}) },
     (info) => {
       log.info({ port: info.port, address: info.address }, 'control plane listening');
-      if (generatedKey) {
-        // The one time this key is ever shown: only its hash is stored.
-        log.info(
-          { tenant: 'default', bootstrapApiKey: generatedKey },
-          'bootstrap admin key generated (valid if this was the first start on this database; ' +
-            'set EVERDICT_BOOTSTRAP_API_KEY to choose it)',
-        );
-      } else {
-        log.info({ tenant: 'default' }, 'bootstrap admin key from EVERDICT_BOOTSTRAP_API_KEY');
-      }
+      announceBootstrap(log, core.bootstrap, `http://localhost:${info.port}`);
       if (!config.internalToken) log.warn('EVERDICT_INTERNAL_TOKEN unset: /internal/* refuses every call');
     },
   ) as Server;

@@ -5,7 +5,7 @@
 import type { Dispatch } from '@everdict/admission';
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
-import { numeric } from '../db/numeric.js';
+import { json, numeric } from '../db/numeric.js';
 import type { Tx } from '../db/tx.js';
 import { QUEUED_COLUMN } from './rows.js';
 
@@ -26,17 +26,17 @@ async function candidates(
   kinds?: readonly string[],
 ): Promise<Candidate[]> {
   const age = aged ? sql`q.enqueued_at <= ${cutoff}` : sql`q.enqueued_at > ${cutoff}`;
-  const where = kinds ? sql`${age} AND s.kind = ANY(${[...kinds]}::text[])` : age;
+  const where = kinds ? sql`${age} AND q.kind = ANY(${[...kinds]}::text[])` : age;
   const order = aged ? sql`q.enqueued_at, q.seq` : sql`q.lane, q.finish, q.seq`;
+  // One ordered scan of the queue (kind lives on the entry); the slot rows are locked by the claim's UPDATE.
   const { rows } = await sql<Candidate>`
     SELECT q.run_id, q.tenant, q.class, q.lane, q.finish, q.enqueued_at
     FROM adm_queue q
-    JOIN adm_slots s ON s.tenant = q.tenant AND s.run_id = q.run_id
     WHERE ${where}
       AND EXISTS (SELECT 1 FROM adm_tenants t WHERE t.tenant = q.tenant AND t.running < t.max_concurrent)
     ORDER BY ${order}
     LIMIT ${limit}
-    FOR UPDATE OF q, s SKIP LOCKED`.execute(tx);
+    FOR UPDATE OF q SKIP LOCKED`.execute(tx);
   return rows;
 }
 
@@ -52,8 +52,19 @@ export async function claimQueued(
   const pool = await candidates(tx, limit, cutoff, true, kinds);
   if (pool.length < limit) pool.push(...(await candidates(tx, limit - pool.length, cutoff, false, kinds)));
   if (pool.length === 0) return [];
+  // Lock the candidates' slots too (skipping any a settle/cancel holds): queue row + slot, as before.
+  const slotKeys = pool.map((c) => ({ tenant: c.tenant, run_id: c.run_id }));
+  const locked = await sql<{ tenant: string; run_id: string }>`
+    SELECT s.tenant, s.run_id FROM adm_slots s
+    JOIN jsonb_to_recordset(${json(slotKeys)}::jsonb) AS k(tenant text, run_id text)
+      ON s.tenant = k.tenant AND s.run_id = k.run_id
+    WHERE s.status = 'queued'
+    FOR UPDATE OF s SKIP LOCKED`.execute(tx);
+  const lockedKeys = new Set(locked.rows.map((r) => `${r.tenant}\u0000${r.run_id}`));
+  const usable = pool.filter((c) => lockedKeys.has(`${c.tenant}\u0000${c.run_id}`));
+  if (usable.length === 0) return [];
 
-  const tenants = [...new Set(pool.map((c) => c.tenant))].sort();
+  const tenants = [...new Set(usable.map((c) => c.tenant))].sort();
   const quota = await tx
     .selectFrom('adm_tenants')
     .select(['tenant', 'running', 'max_concurrent'])
@@ -64,7 +75,7 @@ export async function claimQueued(
   const left = new Map(quota.map((q) => [q.tenant, Math.max(0, q.max_concurrent - q.running)]));
 
   const taken: Candidate[] = [];
-  for (const c of pool) {
+  for (const c of usable) {
     if (taken.length >= capacity) break;
     const n = left.get(c.tenant) ?? 0;
     if (n <= 0) continue;

@@ -98,36 +98,36 @@ export async function commitPlan(tx: Tx, plan: AdmissionPlan): Promise<CommitRes
     return { status: 'committed', decision };
   }
 
-  // Task: envelopes (every one on the path), then the tenant's queue cap, in ONE statement — the hot rows
-  // are held for as few round trips as possible. A partial envelope match leaves the tenant untouched
-  // and rolls back (savepoint).
+  // Task: envelopes (every one on the path), then the tenant's queue cap; a partial envelope match leaves
+  // the tenant untouched and the caller rolls back (savepoint, or its whole transaction).
   const col = sql.ref(QUEUED_COLUMN[slot.class]);
   const max = guards.maxQueued;
-  const hot = await sql<{ envs: string | number; weight: number | null }>`
+  const lane = LANE[slot.class];
+  // The hot rows last, in ONE statement: envelopes, the tenant's queue cap, its WFQ finish tag and the queue
+  // entry; the caller commits right after, so the locks are held for this statement and the commit only.
+  const hot = await sql<{ envs: string | number; queued: string | number }>`
     WITH env AS (${envelopeGuard}),
     ten AS (
       UPDATE adm_tenants SET queued = queued + 1, ${col} = ${col} + 1
       WHERE tenant = ${tenant} AND (${max}::int IS NULL OR queued < ${max}::int)
         AND (SELECT count(*) FROM env) = ${envIds.length}
       RETURNING weight
-    )
-    SELECT (SELECT count(*) FROM env) AS envs, (SELECT weight FROM ten) AS weight`.execute(tx);
-  const weight = hot.rows[0]?.weight;
-  if (weight === null || weight === undefined || Number(hot.rows[0]?.envs) !== envIds.length)
-    return abort(RACED);
-
-  const lane = LANE[slot.class];
-  await sql`
-    WITH f AS (
+    ),
+    f AS (
       INSERT INTO adm_wfq (tenant, lane, last_finish)
-      VALUES (${tenant}, ${lane}, (SELECT v FROM adm_vtime WHERE lane = ${lane}) + ${1 / weight}::float8)
+      SELECT ${tenant}, ${lane}, (SELECT v FROM adm_vtime WHERE lane = ${lane}) + 1 / ten.weight FROM ten
       ON CONFLICT (tenant, lane) DO UPDATE
-        SET last_finish = GREATEST(adm_wfq.last_finish, (SELECT v FROM adm_vtime WHERE lane = ${lane})) + ${1 / weight}::float8
+        SET last_finish = GREATEST(adm_wfq.last_finish, (SELECT v FROM adm_vtime WHERE lane = ${lane}))
+          + (EXCLUDED.last_finish - (SELECT v FROM adm_vtime WHERE lane = ${lane}))
       RETURNING last_finish
+    ),
+    q AS (
+      INSERT INTO adm_queue (run_id, tenant, class, lane, finish, enqueued_at, kind)
+      SELECT ${slot.runId}, ${tenant}, ${slot.class}, ${lane}, f.last_finish, ${slot.admittedAt}, ${slot.kind} FROM f
+      RETURNING run_id
     )
-    INSERT INTO adm_queue (run_id, tenant, class, lane, finish, enqueued_at)
-    SELECT ${slot.runId}, ${tenant}, ${slot.class}, ${lane}, f.last_finish, ${slot.admittedAt} FROM f`.execute(
-    tx,
-  );
+    SELECT (SELECT count(*) FROM env) AS envs, (SELECT count(*) FROM q) AS queued`.execute(tx);
+  const row = hot.rows[0];
+  if (!row || Number(row.envs) !== envIds.length || Number(row.queued) !== 1) return abort(RACED);
   return { status: 'committed', decision };
 }

@@ -16,6 +16,17 @@ export interface LedgerDatabase {
   listen(channel: string, fn: Listener): Promise<() => Promise<void>>;
   notify(channel: string, payload?: string): Promise<void>;
   close(): Promise<void>;
+  /** How long opening took (set by openDatabase): for the startup log. */
+  startup?: StartupTimings;
+}
+
+export interface StartupTimings {
+  /** Open the pool / start PGlite (on a fresh data dir this includes its initdb). */
+  openMs: number;
+  /** Bring the schema to latest (a two-query check when it already is). */
+  migrateMs: number;
+  /** Migrations applied by this start. */
+  applied: string[];
 }
 
 export interface OpenDatabaseOptions {
@@ -33,21 +44,45 @@ export interface OpenDatabaseOptions {
 // int8 → string stays (numeric() parses); timestamptz → Date is pg's default.
 
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<LedgerDatabase> {
+  const t0 = performance.now();
   const handle = options.databaseUrl
     ? await openPostgres(options.databaseUrl, options.poolSize ?? 10)
     : await openPglite(options.pglite ?? (options.dataDir ? new PGlite(options.dataDir) : new PGlite()));
+  const t1 = performance.now();
+  let applied: string[] = [];
   if (options.migrate !== false) {
     try {
-      await migrateToLatest(handle.db);
+      applied = await migrateToLatest(handle.db);
     } catch (e) {
       await handle.close();
       throw e;
     }
   }
+  const ms = (a: number, b: number) => Math.round(b - a);
+  handle.startup = { openMs: ms(t0, t1), migrateMs: ms(t1, performance.now()), applied };
   return handle;
 }
 
-export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
+/** Names of the applied migrations, or null when the migration table does not exist yet. */
+async function appliedMigrations(db: Kysely<Database>): Promise<string[] | null> {
+  const { rows } = await sql<{ t: string | null }>`SELECT to_regclass('kysely_migration')::text AS t`.execute(
+    db,
+  );
+  if (!rows[0]?.t) return null;
+  const names = await sql<{ name: string }>`SELECT name FROM kysely_migration`.execute(db);
+  return names.rows.map((r) => r.name);
+}
+
+/**
+ * Migrate to latest; returns the names applied. When the database already holds exactly the known
+ * migrations, the Migrator (its lock table, lock and bookkeeping round trips) is skipped entirely.
+ */
+export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
+  const known = Object.keys(await migrationProvider.getMigrations()).sort();
+  const present = await appliedMigrations(db);
+  if (present && present.length === known.length && [...present].sort().every((n, i) => n === known[i])) {
+    return [];
+  }
   const migrator = new Migrator({ db, provider: migrationProvider });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
@@ -55,6 +90,7 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
     const cause = error instanceof Error ? error : new Error(String(error ?? failed?.migrationName));
     throw new Error(`ledger migration failed: ${cause.message}`, { cause });
   }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
 async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {

@@ -80,6 +80,7 @@ export interface ScoringsTable {
   graders: Jsonb<J[]>;
   rescore_of: string | null;
   aggregate: Jsonb<J>;
+  skipped_run_ids: ColumnType<string[], string | undefined, string>;
   created_at: Ts;
 }
 
@@ -90,9 +91,11 @@ export interface ScoresTable {
   group_id: string | null;
   scoring_id: string;
   grader: string;
+  grader_type: ColumnType<string, string | undefined, string>;
   value: number;
   passed: boolean | null;
-  detail: Jsonb<J>;
+  /** run-model's detail string (legacy rows: an object). */
+  detail: Jsonb<unknown>;
   rescore_of: string | null;
   created_at: Ts;
 }
@@ -241,6 +244,8 @@ export interface AdmQueueTable {
   finish: number;
   seq: GenInt8;
   enqueued_at: Int8;
+  /** The run's kind (0004; null only for entries enqueued before it). */
+  kind: string | null;
 }
 
 export interface AdmWfqTable {

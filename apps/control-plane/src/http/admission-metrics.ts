@@ -1,4 +1,5 @@
-// Count a refusal of the admission gate by its outcome and rule (the success path counts itself).
+// Count a refusal of the admission gate by its outcome and rule (the success path counts itself). When the
+// core reports admissions itself (`metrics.coreObserver()` passed to startCore) these calls are ignored.
 import type { Metrics } from '../observability/metrics.js';
 import { errorToProblem } from './problem.js';
 

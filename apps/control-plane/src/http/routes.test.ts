@@ -4,14 +4,19 @@
 import { verifyWire } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../app.js';
-import { type Core, startCore } from '../services/index.js';
+import { type Core, scriptedJudge, startCore } from '../services/index.js';
 import { ADMIN_KEY, call } from './testing/harness.js';
 
 let core: Core;
 let app: ReturnType<typeof buildApp>['app'];
 
 beforeAll(async () => {
-  core = await startCore({ bootstrapKey: ADMIN_KEY, scheduler: { enabled: true, pollMs: 25 } });
+  // As `pnpm start` runs it: the built-in scripted judge decides `judge` graders.
+  core = await startCore({
+    bootstrapKey: ADMIN_KEY,
+    judge: scriptedJudge(),
+    scheduler: { enabled: true, pollMs: 25 },
+  });
   ({ app } = buildApp({ services: core.services, health: () => core.health() }));
 });
 afterAll(async () => {
@@ -57,41 +62,57 @@ describe('quickstart through the real core', () => {
   });
 
   it('scores, re-scores (linked by rescoreOf) and promotes to a scorecard', async () => {
+    // README step 3, verbatim graders.
     const scored = await call(app, 'POST', `/groups/${groupId}/score`, {
       body: {
         graders: [
-          { name: 'ok', type: 'status' },
-          { name: 'answer', type: 'output_equals', config: { path: 'result', value: 42 } },
+          { type: 'exit_code' },
+          { name: 'answer', type: 'json_field_equals', path: 'outputs.result', equals: 42 },
+          { name: 'in-range', type: 'numeric_threshold', path: 'outputs.result', min: 40, max: 50 },
         ],
       },
     });
     expect(scored.status, JSON.stringify(scored.body)).toBe(201);
-    const scoring = scored.body.scoring as { id: string; aggregate: Record<string, { passRate: number }> };
-    expect(scoring.aggregate.answer?.passRate).toBe(1);
+    type Agg = { graders: { grader: string; passRate: number | null }[] };
+    const rate = (agg: Agg, name: string) => agg.graders.find((g) => g.grader === name)?.passRate;
+    const scoring = scored.body.scoring as { id: string; aggregate: Agg };
+    expect(rate(scoring.aggregate, 'exit_code')).toBe(1);
+    expect(rate(scoring.aggregate, 'answer')).toBe(1);
+    expect(rate(scoring.aggregate, 'in-range')).toBe(1);
+    // README step 4: a regex, a contains and a judge (the built-in scripted one), linked by rescoreOf.
     const rescored = await call(app, 'POST', `/groups/${groupId}/score`, {
       body: {
         graders: [
-          { name: 'mentions', type: 'output_contains', config: { path: 'summary', substring: 'bye' } },
+          { name: 'greets', type: 'output_regex', pattern: '^hel+o$' },
+          { name: 'mentions', type: 'output_contains', text: 'bye' },
+          { name: 'judged', type: 'judge', judgeId: 'keywords', rubric: 'hello' },
         ],
         rescoreOf: scoring.id,
       },
     });
-    expect(rescored.status).toBe(201);
-    expect((rescored.body.scoring as { rescoreOf: string }).rescoreOf).toBe(scoring.id);
-    expect(
-      (rescored.body.scoring as { aggregate: Record<string, { passRate: number }> }).aggregate.mentions
-        ?.passRate,
-    ).toBe(0);
-    const promoted = await call(app, 'POST', `/groups/${groupId}/promote`, {
+    expect(rescored.status, JSON.stringify(rescored.body)).toBe(201);
+    const again = rescored.body.scoring as { rescoreOf: string; aggregate: Agg };
+    expect(again.rescoreOf).toBe(scoring.id);
+    expect(rate(again.aggregate, 'greets')).toBe(1);
+    expect(rate(again.aggregate, 'mentions')).toBe(0);
+    expect(rate(again.aggregate, 'judged')).toBe(1);
+    const run = await call(app, 'GET', `/runs/${runIds[0]}`);
+    expect((run.body.outputs as { scores: unknown[] }).scores).toHaveLength(6);
+    const unknown = await call(app, 'POST', `/groups/${groupId}/score`, {
       body: { graders: [{ name: 'ok', type: 'status' }] },
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.type).toBe('application/problem+json');
+    const promoted = await call(app, 'POST', `/groups/${groupId}/promote`, {
+      body: { graders: [{ type: 'exit_code' }] },
     });
     expect(promoted.status, JSON.stringify(promoted.body)).toBe(200);
     expect(promoted.body.kind).toBe('scorecard');
-    const again = await call(app, 'POST', `/groups/${groupId}/promote`, {
-      body: { graders: [{ name: 'ok', type: 'status' }] },
+    const twice = await call(app, 'POST', `/groups/${groupId}/promote`, {
+      body: { graders: [{ type: 'exit_code' }] },
     });
-    expect(again.status).toBe(409);
-    expect(again.type).toBe('application/problem+json');
+    expect(twice.status).toBe(409);
+    expect(twice.type).toBe('application/problem+json');
   });
 
   it('fetches a run record, verified on read, whose wire form verifies with @everdict/runrecord', async () => {
@@ -174,6 +195,16 @@ describe('quickstart through the real core', () => {
     });
     expect(off.body.enabled).toBe(false);
     expect((await call(app, 'DELETE', `/subscriptions/${String(nightly.body.id)}`)).status).toBe(204);
+  });
+
+  it('documents the grader union and the scoring in /openapi.json', async () => {
+    const doc = await call(app, 'GET', '/openapi.json', { key: null });
+    const text = JSON.stringify(doc.body);
+    for (const t of ['exit_code', 'output_regex', 'json_field_equals', 'numeric_threshold', 'judge'])
+      expect(text).toContain(`"${t}"`);
+    const schemas = (doc.body.components as { schemas: Record<string, unknown> }).schemas;
+    expect(Object.keys(schemas)).toEqual(expect.arrayContaining(['Score', 'Scoring']));
+    expect(JSON.stringify(schemas.Scoring)).toContain('skippedRunIds');
   });
 
   it('healthz and metrics', async () => {

@@ -1,7 +1,7 @@
 // Response shapes for the OpenAPI document, mirroring the service views. Request bodies and queries are
 // the services' own zod inputs (src/services/types.ts), so validation and docs cannot drift apart; the
 // assertions at the bottom make the type checker flag a view that drifts from its documented shape.
-import { PlatformEvent, Run } from '@everdict/run-model';
+import { GroupStatus, PlatformEvent, Run, Score, Scoring } from '@everdict/run-model';
 import { z } from '@hono/zod-openapi';
 import type {
   AdmissionView,
@@ -18,7 +18,6 @@ import type {
 
 const Obj = z.record(z.string(), z.unknown());
 const Ts = z.string().openapi({ format: 'date-time' });
-const Status = z.enum(['queued', 'running', 'awaiting_input', 'succeeded', 'failed', 'cancelled']);
 
 export const IdParam = z.object({
   id: z
@@ -28,20 +27,10 @@ export const IdParam = z.object({
     .openapi({ param: { name: 'id', in: 'path' }, example: 'run_01JEXAMPLE' }),
 });
 
-export const ScoreSchema = z
-  .object({
-    id: z.string(),
-    runId: z.string(),
-    groupId: z.string().nullable(),
-    scoringId: z.string(),
-    grader: z.string(),
-    value: z.number(),
-    passed: z.boolean().nullable(),
-    detail: Obj,
-    rescoreOf: z.string().nullable(),
-    createdAt: Ts,
-  })
-  .openapi('Score');
+// run-model's schemas may be built before @hono/zod-openapi extends zod (bundle import order), so they are
+// never given `.openapi()` themselves: their own field schemas are re-wrapped here, nothing redefined.
+/** One grader's score of one run: run-model's `Score`. */
+export const ScoreSchema = z.strictObject(Score.shape).openapi('Score');
 
 /** A run as the API shows it: the run-model `Run` (nothing here redefines it) plus ledger facts. */
 export const RunSchema = z
@@ -79,21 +68,8 @@ export const RecordSchema = z
   })
   .openapi('RunRecord');
 
-const GraderSchema = z.object({ name: z.string(), type: z.string(), config: Obj.optional() });
-
-export const ScoringSchema = z
-  .object({
-    id: z.string(),
-    groupId: z.string(),
-    graders: z.array(GraderSchema),
-    rescoreOf: z.string().nullable(),
-    aggregate: z.record(
-      z.string(),
-      z.object({ mean: z.number(), passRate: z.number().nullable(), n: z.number() }),
-    ),
-    createdAt: Ts,
-  })
-  .openapi('Scoring');
+/** One application of graders to a group: run-model's `Scoring` (aggregate per grader, skipped runs). */
+export const ScoringSchema = z.strictObject(Scoring.shape).openapi('Scoring');
 
 export const GroupSchema = z
   .object({
@@ -106,7 +82,9 @@ export const GroupSchema = z
     rollup: z.object({
       total: z.number().int(),
       byStatus: z.record(z.string(), z.number()),
-      status: z.union([Status, z.literal('empty')]),
+      status: z.union([GroupStatus, z.literal('empty')]).openapi({
+        description: "run-model's rollup of the member statuses (`partial`: some succeeded, some not).",
+      }),
     }),
     scoring: ScoringSchema.nullable(),
     createdBy: z.string(),

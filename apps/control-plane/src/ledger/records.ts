@@ -79,35 +79,19 @@ export async function appendSegments(
   opts: { updateRun?: boolean } = {},
 ) {
   if (ops.length === 0) return { head: row.record_head, length: row.record_length };
-  const host = reopenRecord(decodeWire(wireOf(row, await segmentsOf(ex, row.id))), {
-    expectHead: row.record_head,
-  });
-  const start = host.length;
-  const added = ops.map((op) => host.apply(op));
-  if (added.length > 0) {
+  const rec = appendOps(row, await segmentsOf(ex, row.id), ops, at);
+  await ex
+    .insertInto('record_segments')
+    .values(rec.rows.map((r) => ({ ...r, payload: json(r.payload) })))
+    .execute();
+  if (opts.updateRun !== false) {
     await ex
-      .insertInto('record_segments')
-      .values(
-        added.map((s, i) => ({
-          run_id: row.id,
-          idx: start + i,
-          tenant_id: row.tenant_id,
-          kind: s.kind,
-          payload: json(encodeSegment(s)),
-          head: s.head,
-          created_at: at,
-        })),
-      )
+      .updateTable('runs')
+      .set({ record_head: rec.head, record_length: rec.length })
+      .where('id', '=', row.id)
       .execute();
-    if (opts.updateRun !== false) {
-      await ex
-        .updateTable('runs')
-        .set({ record_head: host.head, record_length: host.length })
-        .where('id', '=', row.id)
-        .execute();
-    }
   }
-  return { head: host.head, length: host.length };
+  return { head: rec.head, length: rec.length };
 }
 
 /** The snapshot + manifest a resume must offer (null unless parked). */
@@ -129,13 +113,8 @@ export interface IntervalEnd {
   intervalHead: Hex;
 }
 
-/** Seal an executed interval into an attestation (stored by address) and return the execute op. */
-export async function sealInterval(
-  ex: Executor,
-  row: RunRow,
-  end: IntervalEnd,
-  at: string,
-): Promise<Operation> {
+/** An executed interval's attestation (the row to store by address) and the execute op — pure. */
+export function intervalAttestation(row: RunRow, end: IntervalEnd, at: string) {
   const ms = Math.max(0, end.endedMs - end.startedMs);
   const activeUj = BigInt(Math.max(1, Math.round(ms * end.watts * 1000)));
   const { attestation, address } = buildAttestation({
@@ -157,12 +136,58 @@ export async function sealInterval(
     endedMs: String(attestation.endedMs),
     activeUj: String(activeUj),
   };
+  const op: Operation = { op: 'execute', attestation: address, account: { dispatched: [], resolved: [] } };
+  return { row: { address, tenant_id: row.tenant_id, run_id: row.id, body, created_at: at }, op };
+}
+
+/** Seal an executed interval into an attestation (stored by address) and return the execute op. */
+export async function sealInterval(
+  ex: Executor,
+  row: RunRow,
+  end: IntervalEnd,
+  at: string,
+): Promise<Operation> {
+  const a = intervalAttestation(row, end, at);
   await ex
     .insertInto('attestations')
-    .values({ address, tenant_id: row.tenant_id, run_id: row.id, body: json(body), created_at: at })
+    .values({ ...a.row, body: json(a.row.body) })
     .onConflict((oc) => oc.column('address').doNothing())
     .execute();
-  return { op: 'execute', attestation: address, account: { dispatched: [], resolved: [] } };
+  return a.op;
+}
+
+/** Segments of many runs in one read (run id → segments in order). */
+export async function segmentsOfMany(ex: Executor, runIds: readonly string[]) {
+  const out = new Map<string, WireSegment[]>(runIds.map((id) => [id, []]));
+  if (runIds.length === 0) return out;
+  const rows = await ex
+    .selectFrom('record_segments')
+    .select(['run_id', 'payload'])
+    .where('run_id', 'in', [...runIds])
+    .orderBy('run_id')
+    .orderBy('idx')
+    .execute();
+  for (const r of rows) out.get(r.run_id)?.push(r.payload as unknown as WireSegment);
+  return out;
+}
+
+/** Apply ops to a run's record in memory (runrecord refuses illegal appends): the rows to insert + new head. */
+export function appendOps(row: RunRow, segments: WireSegment[], ops: readonly Operation[], at: string) {
+  const host = reopenRecord(decodeWire(wireOf(row, segments)), { expectHead: row.record_head });
+  const start = host.length;
+  const rows = ops.map((op, i) => {
+    const s = host.apply(op);
+    return {
+      run_id: row.id,
+      idx: start + i,
+      tenant_id: row.tenant_id,
+      kind: s.kind,
+      payload: encodeSegment(s),
+      head: s.head,
+      created_at: at,
+    };
+  });
+  return { rows, head: host.head, length: host.length };
 }
 
 export async function readRecord(ex: Executor, row: RunRow): Promise<RecordView> {

@@ -11,8 +11,20 @@ export interface QueueDepthRow {
 
 export type AdmissionOutcome = 'admitted' | 'refused_402' | 'refused_429' | 'refused_other';
 
+/** What the core calls (structurally `CoreOptions.metrics`): every gate decision, every dispatch. */
+export interface CoreMetricsObserver {
+  admission(outcome: AdmissionOutcome, kind: string, rule?: string): void;
+  dispatched(latencySeconds: number, runClass: string): void;
+}
+
 export interface Metrics {
   readonly registry: Registry;
+  /**
+   * The observer to pass to `startCore({ metrics })`: the core then counts admissions from every source (API,
+   * groups, subscriptions, agent bridge) and dispatch latency; from then on `recordAdmission` (the HTTP
+   * layer's own count of POST /runs and /groups) is ignored so nothing is counted twice.
+   */
+  coreObserver(): CoreMetricsObserver;
   /** Count one pass through the admission gate. `rule` is the refusing rule's code, if any. */
   recordAdmission(outcome: AdmissionOutcome, kind: string, rule?: string): void;
   /** Time from a run being queued to being handed to its placement, in seconds. */
@@ -67,10 +79,20 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     registers: [registry],
   });
 
+  let coreCounts = false;
+  const count = (outcome: AdmissionOutcome, kind: string, rule?: string) =>
+    admissions.inc({ outcome, kind: boundedLabel(kind), rule: rule ?? '' });
   return {
     registry,
+    coreObserver() {
+      coreCounts = true;
+      return {
+        admission: count,
+        dispatched: (seconds, runClass) => dispatch.observe({ class: runClass }, Math.max(0, seconds)),
+      };
+    },
     recordAdmission(outcome, kind, rule) {
-      admissions.inc({ outcome, kind: boundedLabel(kind), rule: rule ?? '' });
+      if (!coreCounts) count(outcome, kind, rule);
     },
     observeDispatchLatency(seconds, runClass) {
       dispatch.observe({ class: runClass }, seconds);

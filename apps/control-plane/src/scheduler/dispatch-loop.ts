@@ -1,5 +1,6 @@
 // The dispatch loop: claims queued runs in WFQ order as capacity frees (FOR UPDATE SKIP LOCKED, per-tenant
-// quotas), starts them in the same transaction, and hands them to the inline executor. Woken by NOTIFY,
+// quotas), starts them all in the same transaction (batch-transitions.startMany), and hands them to the
+// inline executor, whose results are settled in batches (SettleBatcher). Woken by NOTIFY,
 // with a poll fallback. Only the inline lane (kind `analysis`) exists here: command/eval/sandbox runs wait
 // queued for a driver — no user command ever runs on the control plane's host.
 import { globalPolicy } from '@everdict/admission';
@@ -7,8 +8,9 @@ import { PgAdmissionLanes } from '../admission-store/lanes.js';
 import { withTx } from '../db/tx.js';
 import { findRun } from '../ledger/runs.js';
 import { type Deps, DISPATCH_CHANNEL } from '../services/context.js';
-import { transitionTx } from '../services/lifecycle.js';
+import { startMany } from './batch-transitions.js';
 import { executeInline } from './inline-executor.js';
+import { SettleBatcher } from './settle-batcher.js';
 
 export interface DispatchLoopOptions {
   pollMs: number;
@@ -28,11 +30,14 @@ export class DispatchLoop {
   private timer: NodeJS.Timeout | null = null;
   private unlisten: (() => Promise<void>) | null = null;
   dispatched = 0;
+  private readonly settler: SettleBatcher;
 
   constructor(
     private readonly deps: Deps,
     private readonly opts: DispatchLoopOptions,
-  ) {}
+  ) {
+    this.settler = new SettleBatcher(deps);
+  }
 
   async start(): Promise<void> {
     this.stopped = false;
@@ -72,17 +77,18 @@ export class DispatchLoop {
           globalPolicy().agingMs,
           INLINE_KINDS,
         );
-        const out: { tenant: string; runId: string; subject: unknown }[] = [];
-        for (const c of claims) {
-          const { row } = await transitionTx(tx, this.deps, c.tenant, c.runId, { type: 'start' });
-          out.push({ tenant: c.tenant, runId: c.runId, subject: row.subject });
-        }
-        return out;
+        const rows = await startMany(tx, this.deps, claims);
+        return { claims, rows };
       });
-      if (started.length === 0) return;
-      this.dispatched += started.length;
-      for (const s of started)
-        this.track(executeInline(this.deps, s.tenant, s.runId, s.subject, this.opts.timeoutMs));
+      if (started.rows.length === 0) return;
+      this.dispatched += started.rows.length;
+      for (const c of started.claims) this.deps.observe.dispatched(c.waitedMs / 1000, c.class);
+      for (const r of started.rows)
+        this.track(
+          executeInline(this.deps, r.tenant_id, r.id, r.subject, this.opts.timeoutMs).then((f) =>
+            this.settler.settle(f),
+          ),
+        );
     }
   }
 

@@ -1,9 +1,8 @@
-// Executes one claimed analysis run in-process with a timeout, then settles it (outputs, record segment).
-import { withTx } from '../db/tx.js';
-import { isControlPlaneError } from '../errors.js';
+// Executes one claimed analysis run in-process with a timeout; its result is settled by the SettleBatcher
+// (outputs, record segments, outbox, admission slot), together with whatever else finished meanwhile.
 import type { Deps } from '../services/context.js';
-import { transitionTx } from '../services/lifecycle.js';
 import { AnalysisFailure, analysisFor } from './analyses.js';
+import type { Finished } from './batch-transitions.js';
 
 export async function executeInline(
   deps: Deps,
@@ -11,11 +10,9 @@ export async function executeInline(
   runId: string,
   subject: unknown,
   timeoutMs: number,
-): Promise<void> {
+): Promise<Finished> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort('timeout'), timeoutMs);
-  let settle: Parameters<typeof transitionTx>[4];
-  let extras: Parameters<typeof transitionTx>[5];
   try {
     const { fn, name, config } = analysisFor(subject);
     const out = await Promise.race([
@@ -28,23 +25,25 @@ export async function executeInline(
         ),
       ),
     ]);
-    settle = { type: 'succeed' };
-    extras = {
-      outputs: { summary: out.summary, result: (out.result ?? null) as never, exitCode: 0 },
-      interval: { journal: { analysis: name, out } },
+    return {
+      tenant,
+      runId,
+      event: { type: 'succeed' },
+      extras: {
+        outputs: { summary: out.summary, result: (out.result ?? null) as never, exitCode: 0 },
+        interval: { journal: { analysis: name, out } },
+      },
     };
   } catch (e) {
     const code = e instanceof AnalysisFailure ? e.code : 'analysis_error';
     const message = e instanceof Error ? e.message : String(e);
-    settle = { type: 'fail', error: { code, message, retryable: code === 'timeout' } };
-    extras = { outputs: { exitCode: 1 }, interval: { journal: { error: code }, exitCode: 1 } };
+    return {
+      tenant,
+      runId,
+      event: { type: 'fail', error: { code, message, retryable: code === 'timeout' } },
+      extras: { outputs: { exitCode: 1 }, interval: { journal: { error: code }, exitCode: 1 } },
+    };
   } finally {
     clearTimeout(timer);
-  }
-  try {
-    await withTx(deps.db, (tx) => transitionTx(tx, deps, tenant, runId, settle, extras));
-  } catch (e) {
-    // Cancelled (or settled) while it ran: terminal is terminal, the late result is dropped.
-    if (!(isControlPlaneError(e) && e.code === 'conflict')) throw e;
   }
 }

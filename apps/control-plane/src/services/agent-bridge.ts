@@ -1,35 +1,69 @@
 // The agent service reports run transitions; the control plane owns the run, its facts and its record.
-// started (no runId) opens an agent run through the gate; awaiting_input/suspended park it (executed +
-// suspended segments, a transcript park); resumed un-parks it (resumed segment, idle energy); terminal
-// events seal the last interval and close the record.
+// Each report is one status-machine event saved with its record segments in one transaction
+// (transitionTx): `started` (no runId opens an agent run through the gate) begins an interval;
+// `awaiting_input` / `suspended` seal it (executed, outcome yielded) and park the transcript (suspended
+// segment: snapshot + manifest); `resumed` un-parks it (resumed segment: idle energy + provenance);
+// `succeeded` / `failed` / `cancelled` seal the open interval, if any, and close the record. A report the
+// machine refuses (e.g. `resumed` while running, anything after a settle) is a 409 that changes nothing.
 import type { RunEvent } from '@everdict/run-model';
 import { withTx } from '../db/tx.js';
-import { ControlPlaneError } from '../errors.js';
-import { rowToView } from '../ledger/runs.js';
+import { ControlPlaneError, notFound } from '../errors.js';
+import { findRun, rowToView } from '../ledger/runs.js';
 import type { AgentBridgeService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
-import { createRunTx, transitionTx } from './lifecycle.js';
+import { createRunTx, type TransitionExtras, transitionTx } from './lifecycle.js';
 import { who } from './runs.js';
 import { AgentRunEventInput } from './types.js';
+
+type Input = ReturnType<typeof AgentRunEventInput.parse>;
+
+function eventOf(input: Input): RunEvent {
+  switch (input.event) {
+    case 'started':
+      return { type: 'start' };
+    case 'awaiting_input':
+    case 'suspended':
+      return { type: 'await_input', reason: input.event };
+    case 'resumed':
+      return { type: 'resume_input' };
+    case 'succeeded':
+      return { type: 'succeed' };
+    case 'failed':
+      return {
+        type: 'fail',
+        error: input.error ?? { code: 'agent_failed', message: 'agent reported failure' },
+      };
+    case 'cancelled':
+      return { type: 'cancel', reason: input.error?.message ?? 'agent reported cancellation' };
+  }
+}
+
+function extrasOf(input: Input): TransitionExtras {
+  const exitCode = input.outputs?.exitCode;
+  return {
+    ...(input.outputs ? { outputs: { ...input.outputs } } : {}),
+    ...(input.usage
+      ? {
+          usage: {
+            ...(input.usage.costUsd !== undefined ? { costUsd: input.usage.costUsd } : {}),
+            ...(input.usage.tokens !== undefined ? { outputTokens: input.usage.tokens } : {}),
+          },
+        }
+      : {}),
+    ...(input.transcript ? { transcript: input.transcript } : {}),
+    interval: {
+      meter: 'agent-wallclock-model',
+      watts: 2,
+      ...(exitCode !== undefined ? { exitCode } : {}),
+    },
+  };
+}
 
 export function agentBridgeService(deps: Deps): AgentBridgeService {
   return {
     async report(p, raw) {
       const input = asControlPlaneError(() => AgentRunEventInput.parse(raw));
-      const extras = {
-        ...(input.outputs ? { outputs: input.outputs as Record<string, unknown> } : {}),
-        ...(input.usage
-          ? {
-              usage: {
-                ...(input.usage.costUsd !== undefined ? { costUsd: input.usage.costUsd } : {}),
-                ...(input.usage.tokens !== undefined ? { outputTokens: input.usage.tokens } : {}),
-              },
-            }
-          : {}),
-        ...(input.transcript ? { transcript: input.transcript } : {}),
-        interval: { meter: 'agent-wallclock-model', watts: 2 },
-      };
       const row = await withTx(deps.db, async (tx) => {
         let runId = input.runId;
         if (input.event === 'started' && !runId) {
@@ -50,26 +84,23 @@ export function agentBridgeService(deps: Deps): AgentBridgeService {
               ? { cause: 'member' }
               : { cause: 'event', eventId: input.eventId ?? 'agent', eventKind: 'agent.activated' },
           );
-          if (row.status !== 'queued') return row;
+          if (row.status !== 'queued') return row; // a repeated requestId: the first report's run
           runId = row.id;
+        } else {
+          if (!runId) throw new ControlPlaneError('bad_request', `${input.event} needs runId`);
+          const existing = await findRun(tx, p.tenantId, runId);
+          if (!existing) throw notFound('run', runId);
+          if (existing.kind !== 'agent') {
+            throw new ControlPlaneError(
+              'conflict',
+              `run ${runId} is a ${existing.kind} run, not an agent run`,
+              {
+                reason: 'not_an_agent_run',
+              },
+            );
+          }
         }
-        if (!runId) throw new ControlPlaneError('bad_request', `${input.event} needs runId`);
-        const event: RunEvent =
-          input.event === 'started'
-            ? { type: 'start' }
-            : input.event === 'awaiting_input' || input.event === 'suspended'
-              ? { type: 'await_input', reason: input.event }
-              : input.event === 'resumed'
-                ? { type: 'resume_input' }
-                : input.event === 'succeeded'
-                  ? { type: 'succeed' }
-                  : input.event === 'failed'
-                    ? {
-                        type: 'fail',
-                        error: input.error ?? { code: 'agent_failed', message: 'agent reported failure' },
-                      }
-                    : { type: 'cancel', reason: 'agent reported cancellation' };
-        return (await transitionTx(tx, deps, p.tenantId, runId, event, extras)).row;
+        return (await transitionTx(tx, deps, p.tenantId, runId, eventOf(input), extrasOf(input))).row;
       });
       return rowToView(row);
     },

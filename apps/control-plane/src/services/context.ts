@@ -1,7 +1,7 @@
 // What every service shares: the database, the clock, ids, the admission store, a logger.
 import type { LedgerDatabase } from '../db/database.js';
 import type { Db } from '../db/tx.js';
-import type { Clock, CoreOptions, IdGen } from './options.js';
+import type { Clock, CoreObserver, CoreOptions, IdGen } from './options.js';
 
 export interface Deps {
   ldb: LedgerDatabase;
@@ -9,6 +9,8 @@ export interface Deps {
   clock: Clock;
   ids: IdGen;
   log: NonNullable<CoreOptions['log']>;
+  /** Admission + dispatch hooks (metrics); a no-op unless `CoreOptions.metrics` is given. */
+  observe: CoreObserver;
 }
 
 export const DISPATCH_CHANNEL = 'everdict_dispatch';

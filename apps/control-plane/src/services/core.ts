@@ -4,19 +4,26 @@ import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
 import { agentBridgeService } from './agent-bridge.js';
 import type { ControlPlaneServices } from './api.js';
-import { authService, ensureTenant, hashKey, insertKey } from './auth.js';
+import { authService } from './auth.js';
+import { type BootstrapOutcome, bootstrapTenant } from './bootstrap.js';
 import { type Deps, defaultIds } from './context.js';
 import { eventFeed } from './events-feed.js';
 import { groupService } from './groups.js';
-import { type CoreOptions, DEFAULT_POLICY } from './options.js';
+import { withNulGuard } from './nul-guard.js';
+import { type CoreOptions, DEFAULT_POLICY, NO_OBSERVER } from './options.js';
+import { type QueueDepthRow, queueDepth } from './queue-depth.js';
 import { runService } from './runs.js';
 import { subscriptionService } from './subscriptions.js';
 
 export interface Core {
   services: ControlPlaneServices;
   dialect: 'postgres' | 'pglite';
+  /** What this start did to tenant `default` (null when neither a key nor a generator was given). */
+  bootstrap: BootstrapOutcome | null;
   /** Liveness of the ledger database. */
   health(): Promise<{ ok: boolean; dialect: 'postgres' | 'pglite' }>;
+  /** Queued runs per tenant and class, read from the ledger (every replica agrees). For /metrics. */
+  queueDepth(): Promise<QueueDepthRow[]>;
   /** Stops the scheduler loops (gracefully) and closes the database. */
   close(): Promise<void>;
   /** The ledger's internals, for tests and tooling (not for the HTTP layer). */
@@ -33,30 +40,24 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     clock,
     ids: options.ids ?? defaultIds(clock),
     log: options.log ?? (() => undefined),
+    observe: options.metrics ?? NO_OBSERVER,
   };
   const policy = { ...DEFAULT_POLICY, ...options.policy };
+  let bootstrap: BootstrapOutcome | null;
   try {
-    if (options.bootstrapKey) {
-      await ensureTenant(deps, 'default', 'default', policy);
-      const existing = await deps.db
-        .selectFrom('api_keys')
-        .select('id')
-        .where('key_hash', '=', hashKey(options.bootstrapKey))
-        .executeTakeFirst();
-      if (!existing) await insertKey(deps, 'default', options.bootstrapKey, 'admin', 'bootstrap');
-    }
+    bootstrap = await bootstrapTenant(deps, policy, options);
   } catch (e) {
     await ldb.close();
     throw e;
   }
-  const services: ControlPlaneServices = {
+  const services: ControlPlaneServices = withNulGuard({
     auth: authService(deps, policy),
     runs: runService(deps),
     events: eventFeed(deps, options.scheduler?.pollMs ?? 1000),
-    groups: groupService(deps),
+    groups: groupService(deps, options.judge),
     subscriptions: subscriptionService(deps),
     agentBridge: agentBridgeService(deps),
-  };
+  });
   const sched = options.scheduler ?? {};
   let dispatch: DispatchLoop | null = null;
   let triggers: TriggerLoop | null = null;
@@ -73,6 +74,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   return {
     services,
     dialect: ldb.dialect,
+    bootstrap,
     async health() {
       try {
         await deps.db.selectFrom('tenants').select('id').limit(1).execute();
@@ -81,6 +83,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
         return { ok: false, dialect: ldb.dialect };
       }
     },
+    queueDepth: () => queueDepth(deps.db),
     async close() {
       await dispatch?.stop();
       await triggers?.stop();

@@ -1,3 +1,4 @@
+import { type Judge, RunStatus, rollupStatus } from '@everdict/run-model';
 import type { Selectable } from 'kysely';
 import { iso, json } from '../db/numeric.js';
 import type { RunGroupsTable } from '../db/schema.js';
@@ -19,21 +20,13 @@ import {
 } from './types.js';
 
 type GroupRow = Selectable<RunGroupsTable>;
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 
+/** Counts by status and run-model's rollup rule (`empty` while the group has no runs). */
 function rollupOf(statuses: string[]): GroupView['rollup'] {
   const byStatus: Record<string, number> = {};
   for (const s of statuses) byStatus[s] = (byStatus[s] ?? 0) + 1;
-  const n = statuses.length;
-  let status: GroupView['rollup']['status'] = 'empty';
-  if (n > 0) {
-    if (statuses.some((s) => s === 'running' || s === 'awaiting_input')) status = 'running';
-    else if (statuses.some((s) => s === 'queued'))
-      status = statuses.some((s) => TERMINAL.has(s)) ? 'running' : 'queued';
-    else if (statuses.every((s) => s === 'cancelled')) status = 'cancelled';
-    else status = statuses.some((s) => s === 'failed') ? 'failed' : 'succeeded';
-  }
-  return { total: n, byStatus, status };
+  const known = statuses.map((s) => RunStatus.parse(s));
+  return { total: statuses.length, byStatus, status: known.length ? rollupStatus(known) : 'empty' };
 }
 
 async function groupView(ex: Executor, g: GroupRow): Promise<GroupView> {
@@ -70,7 +63,8 @@ async function findGroup(ex: Executor, tenant: string, id: string): Promise<Grou
   return g;
 }
 
-export function groupService(deps: Deps): GroupService {
+/** `judge` decides `judge` graders; without one they are refused (400 judge_unavailable). */
+export function groupService(deps: Deps, judge?: Judge): GroupService {
   return {
     async create(p, raw) {
       const input = asControlPlaneError(() => CreateGroupInput.parse(raw));
@@ -160,20 +154,18 @@ export function groupService(deps: Deps): GroupService {
     },
     async score(p, id, raw) {
       const input = asControlPlaneError(() => ScoreGroupInput.parse(raw));
-      return scoreTx(
-        deps,
-        p.tenantId,
-        await findGroup(deps.db, p.tenantId, id),
-        input.graders,
-        input.rescoreOf ?? null,
-      );
+      return scoreTx(deps, p.tenantId, await findGroup(deps.db, p.tenantId, id), {
+        graders: input.graders,
+        rescoreOf: input.rescoreOf ?? null,
+        judge,
+      });
     },
     async promote(p, id, raw) {
       const input = asControlPlaneError(() => PromoteGroupInput.parse(raw));
       const g = await findGroup(deps.db, p.tenantId, id);
       if (g.kind !== 'experiment')
         throw new ControlPlaneError('conflict', `group ${id} is a ${g.kind}, not an experiment`);
-      await scoreTx(deps, p.tenantId, g, input.graders, g.scoring_id);
+      await scoreTx(deps, p.tenantId, g, { graders: input.graders, rescoreOf: g.scoring_id, judge });
       await deps.db
         .updateTable('run_groups')
         .set({ kind: 'scorecard', label: input.label ?? g.label, updated_at: deps.clock() })

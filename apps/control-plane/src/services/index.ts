@@ -15,7 +15,9 @@ export type {
   RunService,
   SubscriptionService,
 } from './api.js';
+export { BOOTSTRAP_TENANT, type BootstrapOutcome } from './bootstrap.js';
 export { type Core, startCore } from './core.js';
+export { type Judge, type JudgeScript, type JudgeVerdict, keywordVerdict, scriptedJudge } from './judge.js';
 export {
   type Clock,
   type CoreOptions,

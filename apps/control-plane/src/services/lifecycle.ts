@@ -27,18 +27,40 @@ export interface Actor {
   actor: string;
 }
 
-function refusalToError(d: Extract<AdmissionDecision, { outcome: 'refused' }>): ControlPlaneError {
+function refusalToError(
+  deps: Deps,
+  kind: string,
+  d: Extract<AdmissionDecision, { outcome: 'refused' }>,
+): ControlPlaneError {
+  deps.observe.admission(
+    d.status === 402 ? 'refused_402' : d.status === 429 ? 'refused_429' : 'refused_other',
+    kind,
+    d.rule,
+  );
   const code = d.status === 402 ? 'envelope_exhausted' : d.status === 409 ? 'conflict' : 'capacity_exceeded';
   return new ControlPlaneError(code, d.detail, { rule: d.rule, retry: d.retry });
 }
 
-/** Admit and create one run inside `tx`. A repeated requestId returns the first run (decision 'duplicate'). */
+/** Thrown by createRunTx in `ownTx` mode when the admission raced: roll the transaction back and call again. */
+export class AdmissionRaced extends Error {
+  constructor() {
+    super('admission raced a concurrent writer');
+  }
+}
+
+/**
+ * Admit and create one run inside `tx`. A repeated requestId returns the first run (decision 'duplicate').
+ * `ownTx`: the caller's transaction holds nothing else and commits right after — the admission is written
+ * without a savepoint (the hot rows are then held for one statement + the commit) and a race throws
+ * AdmissionRaced instead of retrying inside the transaction.
+ */
 export async function createRunTx(
   tx: Tx,
   deps: Deps,
   who: Actor,
   raw: CreateRunInput,
   ctx: CreateRunContext = {},
+  opts: { ownTx?: boolean } = {},
 ): Promise<{ row: RunRow; admission: AdmissionView }> {
   const input = asControlPlaneError(() => CreateRunSchema.parse(raw));
   const now = deps.clock();
@@ -115,7 +137,7 @@ export async function createRunTx(
     const snap = await store.loadAdmission(key);
     const verdict = await asControlPlaneError(async () => decide(snap, request, now.getTime()));
     if ('prior' in verdict) return duplicateOf(tx, who.tenant, verdict.prior, input.requestId);
-    if (!('plan' in verdict)) throw refusalToError(verdict.decision);
+    if (!('plan' in verdict)) throw refusalToError(deps, input.kind, verdict.decision);
     const decision = verdict.decision;
     const envelope = {
       id: decision.envelopeId,
@@ -129,7 +151,7 @@ export async function createRunTx(
         { id: runId, tenant: who.tenant, createdBy: who.actor, now: at },
       ),
     );
-    const out = await atomically<{ row: RunRow | null; result: CommitResult }>(tx, async (t) => {
+    const write = async (t: Tx): Promise<{ row: RunRow | null; result: CommitResult }> => {
       const row = await t
         .insertInto('runs')
         .values(
@@ -155,7 +177,17 @@ export async function createRunTx(
       });
       if (committed.status !== 'committed') return abort({ row: null, result: committed });
       return { row, result: committed };
-    });
+    };
+    const out = opts.ownTx
+      ? await write(tx).catch((e: unknown) => {
+          if (e instanceof StepAborted) {
+            const r = (e.result as { result: CommitResult }).result;
+            if (r.status === 'raced' || r.status === 'duplicate') throw new AdmissionRaced();
+            return { row: null, result: r };
+          }
+          throw e;
+        })
+      : await atomically(tx, write);
     if (out.row) {
       const admission: AdmissionView = {
         decision: 'admitted',
@@ -163,6 +195,7 @@ export async function createRunTx(
         envelopeId: decision.envelopeId,
         position: decision.position,
       };
+      deps.observe.admission('admitted', input.kind);
       return { row: out.row, admission };
     }
     if (out.result.status === 'duplicate')

@@ -38,6 +38,21 @@ export interface SchedulerOptions {
   replicaId?: string;
 }
 
+/** Outcome of one pass through the admission gate (refusals by HTTP status class). */
+export type AdmissionOutcome = 'admitted' | 'refused_402' | 'refused_429' | 'refused_other';
+
+/**
+ * Hooks the core calls (metrics): every admission decision, from every source of runs (API, groups,
+ * subscriptions, schedules, agent bridge), and every dispatch (seconds queued → started). The HTTP layer's
+ * `Metrics.coreObserver()` satisfies this.
+ */
+export interface CoreObserver {
+  admission(outcome: AdmissionOutcome, kind: string, rule?: string): void;
+  dispatched(latencySeconds: number, runClass: string): void;
+}
+
+export const NO_OBSERVER: CoreObserver = { admission: () => undefined, dispatched: () => undefined };
+
 export interface CoreOptions {
   /** An already open (migrated) ledger database; the core closes it on close(). Tests use this. */
   database?: import('../db/database.js').LedgerDatabase;
@@ -45,11 +60,23 @@ export interface CoreOptions {
   databaseUrl?: string;
   /** PGlite data directory; absent (with no databaseUrl) → in-memory PGlite. */
   dataDir?: string;
-  /** First start: creates tenant `default` with this admin key (idempotent on later starts). */
+  /**
+   * An explicit admin key of tenant `default` (EVERDICT_BOOTSTRAP_API_KEY): installed if its hash is not
+   * stored yet, so the same key on every start adds no row. Tenant `default` is created if missing.
+   */
   bootstrapKey?: string;
+  /**
+   * Without `bootstrapKey`: called only when tenant `default` has no active admin key (a first start), to
+   * make the key to install; `Core.bootstrap.generatedKey` then carries it, to be shown once.
+   */
+  generateBootstrapKey?: () => string;
+  /** Decides `judge` graders (model-based grading). Absent → such graders are a 400 judge_unavailable. */
+  judge?: import('@everdict/run-model').Judge;
   clock?: Clock;
   ids?: IdGen;
   policy?: Partial<TenantPolicy>;
   scheduler?: SchedulerOptions;
+  /** Admission / dispatch observer (metrics). */
+  metrics?: CoreObserver;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
 }

@@ -10,7 +10,7 @@ import { decodeCursor, encodeCursor, findRun, listRuns, rowToView } from '../led
 import type { RunService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
-import { createRunTx, transitionTx } from './lifecycle.js';
+import { AdmissionRaced, createRunTx, transitionTx } from './lifecycle.js';
 import { ListRunsQuery, type Principal } from './types.js';
 
 export const who = (p: Principal) => ({ tenant: p.tenantId, actor: p.actor });
@@ -64,8 +64,19 @@ export async function cancelTree(
 export function runService(deps: Deps): RunService {
   return {
     async create(p, input, ctx) {
-      const { row, admission } = await withTx(deps.db, (tx) => createRunTx(tx, deps, who(p), input, ctx));
-      return { run: rowToView(row), admission };
+      // Its own transaction: admitted without a savepoint, the hot rows held for one statement + commit;
+      // a race rolls the whole transaction back and the next attempt re-reads (duplicate / refusal / ok).
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const { row, admission } = await withTx(deps.db, (tx) =>
+            createRunTx(tx, deps, who(p), input, ctx, { ownTx: true }),
+          );
+          return { run: rowToView(row), admission };
+        } catch (e) {
+          if (!(e instanceof AdmissionRaced)) throw e;
+          if (attempt >= 8) throw new ControlPlaneError('conflict', 'admission kept racing; retry');
+        }
+      }
     },
     async list(p, query) {
       const q = asControlPlaneError(() => ListRunsQuery.parse(query));

@@ -1,165 +1,183 @@
-// Phase 2: apply graders over a group's runs — scores land on runs, the aggregate on the group; a
-// re-scoring links to the scoring it supersedes (rescoreOf) and never edits phase 1.
-import type { Run } from '@everdict/run-model';
+// Phase 2, in run-model's vocabulary: its graders (and an injected Judge) applied over a group's settled
+// runs by `scoreGroup` — scores land on runs (`withScores`), the aggregate on the group; a re-score is
+// new rows linked by `rescoreOf`, and phase 1 (status, outputs other than `scores`) is never edited.
+import {
+  Aggregate,
+  Grader,
+  type GraderInput,
+  type Judge,
+  Scoring,
+  scoreGroup,
+  withScores,
+} from '@everdict/run-model';
 import type { Selectable } from 'kysely';
 import { iso, json } from '../db/numeric.js';
 import type { RunGroupsTable } from '../db/schema.js';
 import { type Executor, withTx } from '../db/tx.js';
-import { notFound } from '../errors.js';
+import { ControlPlaneError, notFound } from '../errors.js';
+import { appendEvents } from '../ledger/events.js';
 import { rowToRun } from '../ledger/runs.js';
+import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
-import { graderFor } from './graders.js';
-import type { GraderSpec, ScoreView, ScoringView } from './types.js';
+import type { ScoreView, ScoringView } from './types.js';
 
 type GroupRow = Selectable<RunGroupsTable>;
 
+/** A stored scoring as run-model's `Scoring` (rows written before 0003 show what still parses). */
 export async function scoringView(ex: Executor, id: string | null): Promise<ScoringView | null> {
   if (!id) return null;
   const s = await ex.selectFrom('scorings').selectAll().where('id', '=', id).executeTakeFirst();
   if (!s) return null;
-  return {
+  const view = {
     id: s.id,
     groupId: s.group_id,
-    graders: s.graders as unknown as GraderSpec[],
-    rescoreOf: s.rescore_of,
-    aggregate: s.aggregate as ScoringView['aggregate'],
+    graders: s.graders,
+    aggregate: s.aggregate,
+    skippedRunIds: s.skipped_run_ids,
+    ...(s.rescore_of ? { rescoreOf: s.rescore_of } : {}),
     createdAt: iso(s.created_at)!,
   };
+  const parsed = Scoring.safeParse(view);
+  if (parsed.success) return parsed.data;
+  const graders = s.graders.flatMap((g) => {
+    const ok = Grader.safeParse(g);
+    return ok.success ? [ok.data] : [];
+  });
+  const aggregate = Aggregate.safeParse(s.aggregate);
+  return { ...view, graders, aggregate: aggregate.success ? aggregate.data : { runs: 0, graders: [] } };
 }
 
+export interface ScoreRequest {
+  graders: GraderInput[];
+  rescoreOf: string | null;
+  judge: Judge | undefined;
+}
+
+/** Score a group's runs and save the result; returns run-model's Scoring and its Score rows. */
 export async function scoreTx(
   deps: Deps,
   tenant: string,
   group: GroupRow,
-  graders: GraderSpec[],
-  rescoreOf: string | null,
-) {
-  return withTx(deps.db, async (tx) => {
-    const parsed = graders.map((g) => ({
-      name: g.name,
-      type: g.type,
-      config: g.config ?? {},
-      fn: graderFor(g.type),
-    }));
-    if (rescoreOf) {
-      const prev = await tx
-        .selectFrom('scorings')
-        .select('id')
-        .where('id', '=', rescoreOf)
-        .where('group_id', '=', group.id)
-        .executeTakeFirst();
-      if (!prev) throw notFound('scoring', rescoreOf);
-    }
-    const scoringId = deps.ids('scoring');
-    const at = deps.clock().toISOString();
-    const rows = await tx
+  req: ScoreRequest,
+): Promise<{ scoring: ScoringView; scores: ScoreView[] }> {
+  const judged = req.graders.find((g) => g.type === 'judge');
+  if (judged && !req.judge) {
+    throw new ControlPlaneError(
+      'judge_unavailable',
+      `grader ${judged.name ?? 'judge'} needs a judge, and none is configured (EVERDICT_JUDGE)`,
+      { grader: judged.name ?? judged.type },
+    );
+  }
+  if (req.rescoreOf) {
+    const prev = await deps.db
+      .selectFrom('scorings')
+      .select('id')
+      .where('tenant_id', '=', tenant)
+      .where('group_id', '=', group.id)
+      .where('id', '=', req.rescoreOf)
+      .executeTakeFirst();
+    if (!prev) throw notFound('scoring', req.rescoreOf);
+  }
+  const rows = await deps.db
+    .selectFrom('runs')
+    .selectAll()
+    .where('tenant_id', '=', tenant)
+    .where('group_id', '=', group.id)
+    .orderBy('id')
+    .execute();
+  let first = true;
+  const ids = () => {
+    const id = deps.ids(first ? 'scoring' : 'score');
+    first = false;
+    return id;
+  };
+  // Graders and the judge run outside any transaction: a model judge may take seconds, locks must not.
+  const { scoring, scores } = await asControlPlaneError(() =>
+    scoreGroup({
+      group: { id: group.id, runIds: rows.map((r) => r.id) },
+      runs: rows.map(rowToRun),
+      graders: req.graders,
+      ids,
+      now: deps.clock().toISOString(),
+      ...(req.rescoreOf ? { rescoreOf: req.rescoreOf } : {}),
+      ...(req.judge ? { judge: req.judge } : {}),
+    }),
+  );
+  await withTx(deps.db, (tx) => saveScoring(tx, tenant, scoring, scores));
+  return { scoring, scores };
+}
+
+async function saveScoring(tx: Executor, tenant: string, scoring: ScoringView, scores: ScoreView[]) {
+  await tx
+    .insertInto('scorings')
+    .values({
+      id: scoring.id,
+      tenant_id: tenant,
+      group_id: scoring.groupId,
+      graders: json(scoring.graders),
+      rescore_of: scoring.rescoreOf ?? null,
+      aggregate: json(scoring.aggregate),
+      skipped_run_ids: json(scoring.skippedRunIds),
+      created_at: scoring.createdAt,
+    })
+    .execute();
+  if (scores.length > 0) {
+    await tx
+      .insertInto('scores')
+      .values(
+        scores.map((s) => ({
+          id: s.id,
+          tenant_id: tenant,
+          run_id: s.runId,
+          group_id: s.groupId,
+          scoring_id: s.scoringId,
+          grader: s.grader,
+          grader_type: s.graderType,
+          value: s.value,
+          passed: s.passed ?? null,
+          detail: json(s.detail),
+          rescore_of: s.rescoreOf ?? null,
+          created_at: s.createdAt,
+        })),
+      )
+      .execute();
+  }
+  // Scores land on runs: refs appended to outputs.scores of the freshly locked row (never a stale copy).
+  const scored = [...new Set(scores.map((s) => s.runId))].sort();
+  if (scored.length > 0) {
+    const locked = await tx
       .selectFrom('runs')
       .selectAll()
       .where('tenant_id', '=', tenant)
-      .where('group_id', '=', group.id)
+      .where('id', 'in', scored)
       .orderBy('id')
       .forUpdate()
       .execute();
-    const scores: ScoreView[] = [];
-    const agg: Record<string, { sum: number; n: number; passed: number; judged: number }> = {};
-    const perRun = new Map<string, ScoreView[]>();
-    for (const row of rows) {
-      const run: Run = rowToRun(row);
-      for (const g of parsed) {
-        const grade = g.fn(run, g.config);
-        const s: ScoreView = {
-          id: deps.ids('score'),
-          runId: run.id,
-          groupId: group.id,
-          scoringId,
-          grader: g.name,
-          value: grade.value,
-          passed: grade.passed,
-          detail: grade.detail,
-          rescoreOf,
-          createdAt: at,
-        };
-        scores.push(s);
-        perRun.set(run.id, [...(perRun.get(run.id) ?? []), s]);
-        const a = agg[g.name] ?? { sum: 0, n: 0, passed: 0, judged: 0 };
-        agg[g.name] = a;
-        a.sum += grade.value;
-        a.n++;
-        if (grade.passed !== null) {
-          a.judged++;
-          if (grade.passed) a.passed++;
-        }
-      }
-    }
-    const aggregate = Object.fromEntries(
-      Object.entries(agg).map(([k, a]) => [
-        k,
-        { mean: a.n ? a.sum / a.n : 0, passRate: a.judged ? a.passed / a.judged : null, n: a.n },
-      ]),
-    );
-    const specs = parsed.map(({ name, type, config }) => ({ name, type, config }));
-    await tx
-      .insertInto('scorings')
-      .values({
-        id: scoringId,
-        tenant_id: tenant,
-        group_id: group.id,
-        graders: json(specs),
-        rescore_of: rescoreOf,
-        aggregate: json(aggregate),
-        created_at: at,
-      })
-      .execute();
-    if (scores.length > 0) {
-      await tx
-        .insertInto('scores')
-        .values(
-          scores.map((s) => ({
-            id: s.id,
-            tenant_id: tenant,
-            run_id: s.runId,
-            group_id: s.groupId,
-            scoring_id: s.scoringId,
-            grader: s.grader,
-            value: s.value,
-            passed: s.passed,
-            detail: json(s.detail),
-            rescore_of: s.rescoreOf,
-            created_at: at,
-          })),
-        )
-        .execute();
-    }
-    for (const row of rows) {
-      const refs = (perRun.get(row.id) ?? []).map((s) => ({
-        scoreId: s.id,
-        scoringId,
-        grader: s.grader,
-        value: s.value,
-        ...(s.passed === null ? {} : { passed: s.passed }),
-      }));
-      const outputs = { ...row.outputs, scores: [...((row.outputs.scores as unknown[]) ?? []), ...refs] };
+    for (const row of locked) {
+      const run = withScores(rowToRun(row), scores);
       await tx
         .updateTable('runs')
-        .set({ outputs: json(outputs) })
+        .set({ outputs: json(run.outputs) })
         .where('id', '=', row.id)
         .execute();
     }
-    await tx
-      .updateTable('run_groups')
-      .set({ scoring_id: scoringId, updated_at: at })
-      .where('id', '=', group.id)
-      .execute();
-    await tx
-      .insertInto('events')
-      .values({
-        tenant_id: tenant,
-        kind: 'group.scored',
-        run_id: null,
-        payload: json({ groupId: group.id, scoringId, aggregate }),
-        created_at: at,
-      })
-      .execute();
-    return { scoring: (await scoringView(tx, scoringId))!, scores };
-  });
+  }
+  await tx
+    .updateTable('run_groups')
+    .set({ scoring_id: scoring.id, updated_at: scoring.createdAt })
+    .where('id', '=', scoring.groupId)
+    .execute();
+  await appendEvents(tx, [
+    {
+      tenant,
+      kind: 'group.scored',
+      at: scoring.createdAt,
+      data: {
+        groupId: scoring.groupId,
+        scoringId: scoring.id,
+        ...(scoring.rescoreOf ? { rescoreOf: scoring.rescoreOf } : {}),
+        aggregate: scoring.aggregate,
+      },
+    },
+  ]);
 }

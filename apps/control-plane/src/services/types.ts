@@ -1,21 +1,29 @@
 // The service contract the HTTP layer codes against: zod inputs (parse at the boundary) and plain views.
-import type { PlatformEvent, Run } from '@everdict/run-model';
+import {
+  AttachChannel,
+  GraderList,
+  type GroupStatus,
+  JsonValue,
+  PermissionMode,
+  type PlatformEvent,
+  type Run,
+  RunClass,
+  RunKind,
+  RunLifetime,
+  RunStatus,
+  type Score,
+  type Scoring,
+} from '@everdict/run-model';
 import { z } from 'zod';
 
-export const RunKindInput = z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/);
-export const RunStatusInput = z.enum([
-  'queued',
-  'running',
-  'awaiting_input',
-  'succeeded',
-  'failed',
-  'cancelled',
-]);
-export type RunStatusValue = z.infer<typeof RunStatusInput>;
-export const RunClassInput = z.enum(['interactive', 'background', 'batch']);
-export type RunClassValue = z.infer<typeof RunClassInput>;
-export const LifetimeInput = z.enum(['task', 'session']);
-export const AttachInput = z.enum(['logs', 'exec', 'terminal', 'screen', 'cdp']);
+// The vocabulary is run-model's; these aliases only name its schemas where the service inputs use them.
+export const RunKindInput = RunKind;
+export const RunStatusInput = RunStatus;
+export type RunStatusValue = RunStatus;
+export const RunClassInput = RunClass;
+export type RunClassValue = RunClass;
+export const LifetimeInput = RunLifetime;
+export const AttachInput = AttachChannel;
 export const Role = z.enum(['member', 'admin']);
 export type Role = z.infer<typeof Role>;
 
@@ -93,18 +101,8 @@ export interface Principal {
   actor: string;
 }
 
-export interface ScoreView {
-  id: string;
-  runId: string;
-  groupId: string | null;
-  scoringId: string;
-  grader: string;
-  value: number;
-  passed: boolean | null;
-  detail: Record<string, unknown>;
-  rescoreOf: string | null;
-  createdAt: string;
-}
+/** A score row: run-model's `Score` (one per settled run × grader; `rescoreOf` names the scoring it re-does). */
+export type ScoreView = Score;
 
 /** A run as the API shows it: the run-model `Run` plus ledger facts. */
 export type RunView = Run & {
@@ -143,12 +141,12 @@ export interface RecordView {
 }
 
 // ---- groups ----
-export const GraderSpec = z.object({
-  name: z.string().min(1),
-  type: z.string().min(1),
-  config: Json.default({}),
-});
-export type GraderSpec = z.input<typeof GraderSpec>;
+/**
+ * Graders are run-model's (`exit_code`, `output_regex`, `output_contains`, `json_field_equals`,
+ * `numeric_threshold`, `judge`): a non-empty list with unique names. Nothing here redefines them.
+ */
+export const GraderSpecs = GraderList;
+export type GraderSpec = z.input<typeof GraderList>[number];
 
 export const CreateGroupInput = z
   .object({
@@ -171,30 +169,26 @@ export interface GroupView {
   label: string;
   spec: Record<string, unknown>;
   runIds: string[];
-  rollup: { total: number; byStatus: Record<string, number>; status: RunStatusValue | 'empty' };
+  /** run-model's group rollup (`partial` = some succeeded, some not); `empty` before any run exists. */
+  rollup: { total: number; byStatus: Record<string, number>; status: GroupStatus | 'empty' };
   scoring: ScoringView | null;
   createdBy: string;
   createdAt: string;
   updatedAt: string;
 }
 
-export interface ScoringView {
-  id: string;
-  groupId: string;
-  graders: GraderSpec[];
-  rescoreOf: string | null;
-  aggregate: Record<string, { mean: number; passRate: number | null; n: number }>;
-  createdAt: string;
-}
+/** One application of graders to a group: run-model's `Scoring` (aggregate per grader, skipped runs). */
+export type ScoringView = Scoring;
 
 export const ScoreGroupInput = z.object({
-  graders: z.array(GraderSpec).min(1),
-  rescoreOf: z.string().optional(),
+  graders: GraderSpecs,
+  /** The scoring this one re-does (same group): new rows linked by `rescoreOf`; the old ones stay. */
+  rescoreOf: z.string().min(1).max(200).optional(),
 });
 export type ScoreGroupInput = z.input<typeof ScoreGroupInput>;
 export const PromoteGroupInput = z.object({
-  graders: z.array(GraderSpec).min(1),
-  label: z.string().optional(),
+  graders: GraderSpecs,
+  label: z.string().max(200).optional(),
 });
 export type PromoteGroupInput = z.input<typeof PromoteGroupInput>;
 export const ListGroupsQuery = z.object({
@@ -250,7 +244,8 @@ export const AgentRunEventInput = z.object({
       agentVersion: z.string().default('0'),
       model: z.string().optional(),
       conversationId: z.string().optional(),
-      permissionMode: z.string().default('default'),
+      /** run-model's PermissionMode; absent → `ask` (the agent asks before acting: the safe default). */
+      permissionMode: PermissionMode.default('ask'),
     })
     .optional(),
   eventId: z.string().optional(),
@@ -261,7 +256,14 @@ export const AgentRunEventInput = z.object({
     .string()
     .regex(/^[0-9a-f]{64}$/)
     .optional(),
-  outputs: z.object({ summary: z.string().optional(), data: z.unknown().optional() }).optional(),
+  /** What the run left (run-model outputs: graders read `summary`, `result`, `exitCode`). */
+  outputs: z
+    .strictObject({
+      summary: z.string().optional(),
+      result: JsonValue.optional(),
+      exitCode: z.int().optional(),
+    })
+    .optional(),
   usage: z
     .object({ costUsd: z.number().nonnegative().optional(), tokens: z.number().int().optional() })
     .optional(),

@@ -1,7 +1,7 @@
 // An in-memory ControlPlaneServices that keeps the contract's promises (tenant scoping → 404, admin-only
 // key management, 402/429 refusals with a rule, cascading cancel, an outbox with a live feed). Tests of
 // the HTTP edge use it where the ledger itself is not the point; route tests use the real core.
-import { EMPTY_USAGE, Run, type RunStatus } from '@everdict/run-model';
+import { applyGraders, EMPTY_USAGE, Run, type RunStatus } from '@everdict/run-model';
 import { ControlPlaneError } from '../../errors.js';
 import type { ControlPlaneServices } from '../../services/api.js';
 import {
@@ -15,6 +15,7 @@ import {
   type GroupView,
   type Principal,
   type RunView,
+  ScoreGroupInput,
   type SubscriptionView,
 } from '../../services/types.js';
 
@@ -300,31 +301,24 @@ export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
           nextCursor: null,
         };
       },
-      async score(p, gid, input) {
+      async score(p, gid, raw) {
         const g = own(groups, p, gid, 'group');
-        const scoringId = id('scr');
-        const scores = g.runIds.map((runId) => ({
-          id: id('score'),
-          runId,
-          groupId: gid,
-          scoringId,
-          grader: input.graders[0]?.name ?? 'g',
-          value: 1,
-          passed: true,
-          detail: {},
-          rescoreOf: input.rescoreOf ?? null,
-          createdAt: now(),
-        }));
-        const scoring = {
-          id: scoringId,
-          groupId: gid,
+        const input = ScoreGroupInput.parse(raw);
+        let n = 0;
+        // The real vocabulary's graders over the fake's runs (deterministic ones; no judge here).
+        const result = applyGraders({
+          group: { id: gid, runIds: g.runIds },
+          runs: g.runIds.flatMap((rid) => {
+            const r = runs.get(rid);
+            return r ? [r] : [];
+          }),
           graders: input.graders,
-          rescoreOf: input.rescoreOf ?? null,
-          aggregate: { [input.graders[0]?.name ?? 'g']: { mean: 1, passRate: 1, n: scores.length } },
-          createdAt: now(),
-        };
-        g.scoring = scoring;
-        return { scoring, scores };
+          ids: () => id(n++ === 0 ? 'scoring' : 'score'),
+          now: now(),
+          ...(input.rescoreOf ? { rescoreOf: input.rescoreOf } : {}),
+        });
+        g.scoring = result.scoring;
+        return result;
       },
       async promote(p, gid, input) {
         const g = own(groups, p, gid, 'group');
@@ -375,11 +369,11 @@ export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
       async report(p, raw) {
         const input = AgentRunEventInput.parse(raw);
         if (input.event === 'started') {
-          const agent = input.agent ?? { agentId: 'agent', agentVersion: '0' };
+          const agent = input.agent ?? { agentId: 'agent', agentVersion: '0', permissionMode: 'ask' };
           const subject = {
             agentId: agent.agentId,
             agentVersion: agent.agentVersion,
-            permissionMode: 'autonomous',
+            permissionMode: agent.permissionMode,
           };
           return createRun(p, { kind: 'agent', subject });
         }

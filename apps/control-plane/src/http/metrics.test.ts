@@ -1,0 +1,90 @@
+// /metrics on the real core: the core reports admissions (API, groups, subscriptions, agent bridge all pass
+// its gate) and dispatch latency; queue depth is read from the ledger at scrape time.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../app.js';
+import { createMetrics } from '../observability/metrics.js';
+import { type Core, startCore } from '../services/index.js';
+import { ADMIN_KEY } from './testing/harness.js';
+
+let core: Core;
+let app: ReturnType<typeof buildApp>['app'];
+const auth = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
+
+beforeAll(async () => {
+  const metrics = createMetrics();
+  core = await startCore({
+    bootstrapKey: ADMIN_KEY,
+    policy: { maxQueued: 3 },
+    scheduler: { enabled: true, pollMs: 25 },
+    metrics: metrics.coreObserver(),
+  });
+  metrics.setQueueDepthSource(() => core.queueDepth());
+  ({ app } = buildApp({ services: core.services, health: () => core.health(), metrics }));
+});
+afterAll(async () => {
+  await core?.close();
+});
+
+const post = (path: string, body: unknown) =>
+  app.request(path, { method: 'POST', headers: auth, body: JSON.stringify(body) });
+
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) {
+      return Number(line.slice(line.lastIndexOf(' ') + 1));
+    }
+  }
+  return undefined;
+}
+
+describe('GET /metrics on the real core', () => {
+  it('exposes admissions by outcome, dispatch latency and queue depth from the ledger', async () => {
+    for (let i = 0; i < 4; i++) {
+      const r = await post('/runs', { kind: 'analysis', subject: { config: { fn: 'echo', message: 'm' } } });
+      expect(r.status).toBe(201);
+    }
+    // Three command runs wait queued (no driver here); the fourth hits the queue cap (429).
+    const codes: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = await post('/runs', { kind: 'command', subject: { path: 'x', image: 'i', command: ['x'] } });
+      codes.push(r.status);
+    }
+    expect(codes.filter((c) => c === 429).length).toBeGreaterThanOrEqual(1);
+    const deadline = Date.now() + 10_000;
+    let text = '';
+    for (;;) {
+      text = await (await app.request('/metrics')).text();
+      const n = sample(text, 'everdict_dispatch_latency_seconds_count', { class: 'interactive' });
+      if ((n ?? 0) >= 4 || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(sample(text, 'everdict_admissions_total', { outcome: 'admitted', kind: 'analysis' })).toBe(4);
+    expect(sample(text, 'everdict_admissions_total', { outcome: 'admitted', kind: 'command' })).toBe(
+      codes.filter((c) => c === 201).length,
+    );
+    expect(
+      sample(text, 'everdict_admissions_total', {
+        outcome: 'refused_429',
+        kind: 'command',
+        rule: 'queue_depth',
+      }),
+    ).toBe(codes.filter((c) => c === 429).length);
+    const dispatched = Object.fromEntries(
+      ['interactive', 'background', 'batch'].map((c) => [
+        c,
+        sample(text, 'everdict_dispatch_latency_seconds_count', { class: c }) ?? 0,
+      ]),
+    );
+    expect(Object.values(dispatched).reduce((a, b) => a + b, 0)).toBe(4);
+    const sum = Object.keys(dispatched)
+      .map((c) => sample(text, 'everdict_dispatch_latency_seconds_sum', { class: c }) ?? 0)
+      .reduce((a, b) => a + b, 0);
+    expect(sum).toBeGreaterThanOrEqual(0);
+    expect(sum).toBeLessThan(4 * 10);
+    const depth = ['interactive', 'background', 'batch']
+      .map((c) => sample(text, 'everdict_queue_depth', { tenant: 'default', class: c }) ?? 0)
+      .reduce((a, b) => a + b, 0);
+    expect(depth).toBe(codes.filter((c) => c === 201).length);
+  }, 20_000);
+});
