@@ -2,7 +2,11 @@
 // Benchmark: runs created → admitted → dispatched → settled per second through PostgreSQL, side by side
 // with graphile-worker (add job → run job) on the same database. Needs a live PostgreSQL
 // (EVERDICT_BENCH_DATABASE_URL, else EVERDICT_TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres)
-// and the built app (`pnpm --filter @everdict/control-plane build`). Prints one BENCH line.
+// and the built app (`pnpm --filter @everdict/control-plane build`). Prints two BENCH lines: `dispatch.pg`
+// (every run in ONE tenant: its counter row and root envelope are hot rows every create and settle updates —
+// the worst case) and `dispatch.pg.tenants` (the same N runs round-robin over TENANTS tenants, each with its
+// own key and policy, on a fresh database), both against the same graphile-worker measurement (its jobs
+// share no row, so spreading them changes nothing on its side).
 import { randomBytes } from 'node:crypto';
 import { Logger, makeWorkerUtils, run as runGraphile } from 'graphile-worker';
 
@@ -19,6 +23,7 @@ const N = Number(process.env.BENCH_RUNS ?? 2000);
 // The same load on both sides: CLIENTS concurrent adders, WORKERS concurrent executions.
 const CLIENTS = 16;
 const WORKERS = 16;
+const TENANTS = 16;
 
 async function admin(sql) {
   const c = new pg.Client({ connectionString: BASE });
@@ -30,12 +35,14 @@ async function admin(sql) {
   }
 }
 
-const name = `everdict_bench_${randomBytes(4).toString('hex')}`;
-const url = (() => {
+function dbUrl(database) {
   const u = new URL(BASE);
-  u.pathname = `/${name}`;
+  u.pathname = `/${database}`;
   return u.toString();
-})();
+}
+const name = `everdict_bench_${randomBytes(4).toString('hex')}`;
+const url = dbUrl(name);
+const tenantsName = `${name}_tenants`;
 
 async function pool(n, fn) {
   let next = 0;
@@ -46,19 +53,28 @@ async function pool(n, fn) {
   );
 }
 
-async function benchEverdict() {
+async function benchEverdict(databaseUrl, tenants) {
   const key = `evk_bench_${randomBytes(12).toString('hex')}`;
   const core = await startCore({
-    databaseUrl: url,
+    databaseUrl,
     bootstrapKey: key,
     policy: { maxQueued: 1_000_000, maxInFlight: 1_000 },
     scheduler: { pollMs: 100, inlineConcurrency: WORKERS },
   });
-  const p = await core.services.auth.authenticate(key);
+  const admin = await core.services.auth.authenticate(key);
+  // Tenant `default` plus tenants-1 more, each with its own key (and the policy new tenants get).
+  const principals = [admin];
+  for (let t = 1; t < tenants; t++) {
+    const made = await core.services.auth.createTenant(admin, { id: `bench-${t}` });
+    principals.push(await core.services.auth.authenticate(made.key.key));
+  }
   const db = core.internals.deps.db;
   const t0 = performance.now();
-  await pool(N, () =>
-    core.services.runs.create(p, { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } }),
+  await pool(N, (i) =>
+    core.services.runs.create(principals[i % principals.length], {
+      kind: 'analysis',
+      subject: { config: { fn: 'echo', message: 'b' } },
+    }),
   );
   if (process.env.BENCH_DEBUG) console.error(`created ${N} in ${Math.round(performance.now() - t0)} ms`);
   for (;;) {
@@ -110,18 +126,27 @@ async function benchGraphile() {
   return N / s;
 }
 
-await admin(`CREATE DATABASE ${name}`);
-try {
-  const runsPerS = await benchEverdict();
-  const jobsPerS = await benchGraphile();
+function benchLine(lineName, runsPerS, jobsPerS, extra = {}) {
   const line = {
-    name: 'dispatch.pg',
+    name: lineName,
     n: N,
+    ...extra,
     runs_per_s: Math.round(runsPerS),
     graphile_jobs_per_s: Math.round(jobsPerS),
     ratio: Math.round((runsPerS / jobsPerS) * 100) / 100,
   };
   console.log(`BENCH ${JSON.stringify(line)}`);
+}
+
+await admin(`CREATE DATABASE ${name}`);
+try {
+  const runsPerS = await benchEverdict(url, 1);
+  const jobsPerS = await benchGraphile();
+  benchLine('dispatch.pg', runsPerS, jobsPerS);
+  await admin(`CREATE DATABASE ${tenantsName}`);
+  const spreadPerS = await benchEverdict(dbUrl(tenantsName), TENANTS);
+  benchLine('dispatch.pg.tenants', spreadPerS, jobsPerS, { tenants: TENANTS });
 } finally {
   await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin(`DROP DATABASE IF EXISTS ${tenantsName} WITH (FORCE)`);
 }

@@ -2,6 +2,10 @@
 // interactive > background > batch by least finish tag — skipping tenants at their concurrency quota.
 // Candidate rows are locked with FOR UPDATE SKIP LOCKED (queue row and slot together), quotas re-checked
 // under the tenant row's lock: two replicas never dispatch one run twice, nor past a quota.
+// Lock order: `lockRuns` (the control plane's lanes, whose queued runs all have a `runs` row) takes each
+// candidate's run row before its queue row, SKIP LOCKED — a run a cancel holds is skipped, never waited for
+// while this claim holds its slot (the cancel would wait for that slot: a deadlock). Waits happen only on
+// tenant rows (sorted) and virtual-time rows (sorted by lane), after every skip-locked row.
 import type { Dispatch } from '@everdict/admission';
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
@@ -24,19 +28,24 @@ async function candidates(
   cutoff: number,
   aged: boolean,
   kinds?: readonly string[],
+  lockRuns = false,
 ): Promise<Candidate[]> {
   const age = aged ? sql`q.enqueued_at <= ${cutoff}` : sql`q.enqueued_at > ${cutoff}`;
   const where = kinds ? sql`${age} AND q.kind = ANY(${[...kinds]}::text[])` : age;
   const order = aged ? sql`q.enqueued_at, q.seq` : sql`q.lane, q.finish, q.seq`;
   // One ordered scan of the queue (kind lives on the entry); the slot rows are locked by the claim's UPDATE.
+  // With lockRuns the run row is locked first (rows are locked in FOR UPDATE OF order): a skipped run leaves
+  // no queue-row lock behind.
+  const runs = lockRuns ? sql`JOIN runs r ON r.id = q.run_id AND r.tenant_id = q.tenant` : sql``;
+  const of = lockRuns ? sql`r, q` : sql`q`;
   const { rows } = await sql<Candidate>`
     SELECT q.run_id, q.tenant, q.class, q.lane, q.finish, q.enqueued_at
-    FROM adm_queue q
+    FROM adm_queue q ${runs}
     WHERE ${where}
       AND EXISTS (SELECT 1 FROM adm_tenants t WHERE t.tenant = q.tenant AND t.running < t.max_concurrent)
     ORDER BY ${order}
     LIMIT ${limit}
-    FOR UPDATE OF q SKIP LOCKED`.execute(tx);
+    FOR UPDATE OF ${of} SKIP LOCKED`.execute(tx);
   return rows;
 }
 
@@ -46,11 +55,13 @@ export async function claimQueued(
   now: number,
   agingMs: number,
   kinds?: readonly string[],
+  lockRuns = false,
 ): Promise<Dispatch[]> {
   const limit = capacity * 2 + 8;
   const cutoff = now - agingMs;
-  const pool = await candidates(tx, limit, cutoff, true, kinds);
-  if (pool.length < limit) pool.push(...(await candidates(tx, limit - pool.length, cutoff, false, kinds)));
+  const pool = await candidates(tx, limit, cutoff, true, kinds, lockRuns);
+  if (pool.length < limit)
+    pool.push(...(await candidates(tx, limit - pool.length, cutoff, false, kinds, lockRuns)));
   if (pool.length === 0) return [];
   // Lock the candidates' slots too (skipping any a settle/cancel holds): queue row + slot, as before.
   const slotKeys = pool.map((c) => ({ tenant: c.tenant, run_id: c.run_id }));
@@ -105,7 +116,7 @@ export async function claimQueued(
   }
   const maxFinish = new Map<number, number>();
   for (const c of taken) maxFinish.set(c.lane, Math.max(maxFinish.get(c.lane) ?? 0, c.finish));
-  for (const [lane, v] of maxFinish) {
+  for (const [lane, v] of [...maxFinish].sort((x, y) => x[0] - y[0])) {
     await sql`UPDATE adm_vtime SET v = GREATEST(v, ${v}::float8) WHERE lane = ${lane}`.execute(tx);
   }
   return taken.map((c) => {

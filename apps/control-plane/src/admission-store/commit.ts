@@ -1,6 +1,7 @@
 // commitAdmission: record the decision, re-check every guard with conditional UPDATEs, count the run on its
-// envelope path, bump the causer, insert the slot, enqueue. Lock order (all steps): causer slot →
-// envelopes (drawn-from → root) → tenant row → WFQ row, the same order settle and claim take them.
+// envelope path, bump the causer, insert the slot, enqueue. Lock order (all steps): causer run row (the
+// caller) → causer slot → envelopes (by id, locked by a sorted `FOR UPDATE` before they are updated) →
+// tenant row → WFQ row → global row: the global order settle and claim take them in (settle-many.ts).
 import type { AdmissionPlan, Admitted, CommitResult } from '@everdict/admission';
 import { sql } from 'kysely';
 import { json } from '../db/numeric.js';
@@ -59,15 +60,20 @@ export async function commitPlan(tx: Tx, plan: AdmissionPlan): Promise<CommitRes
 
   const { usd, tokens } = guards.estimate;
   const envIds = plan.slice ? [plan.slice.id, ...plan.pathIds] : plan.pathIds;
+  // The path's rows are locked in id order first (an UPDATE alone locks in scan order), then guarded.
+  const envelopeLock = sql`env_lock AS MATERIALIZED (
+      SELECT id FROM adm_envelopes WHERE tenant = ${tenant} AND id = ANY(${envIds}::text[])
+      ORDER BY id FOR UPDATE
+    )`;
   const envelopeGuard = sql`UPDATE adm_envelopes SET in_flight = in_flight + 1, spent_runs = spent_runs + 1
-      WHERE tenant = ${tenant} AND id = ANY(${envIds}::text[]) AND in_flight < in_flight_cap
+      WHERE tenant = ${tenant} AND id IN (SELECT id FROM env_lock) AND in_flight < in_flight_cap
         AND (cap_usd IS NULL OR (spent_usd < cap_usd AND cap_usd - spent_usd >= ${usd}::float8))
         AND (cap_tokens IS NULL OR (spent_tokens < cap_tokens AND cap_tokens - spent_tokens >= ${tokens}::float8))
         AND (cap_runs IS NULL OR spent_runs + 1 <= cap_runs)
       RETURNING id`;
 
   if (slot.lifetime === 'session') {
-    const e = await sql`${envelopeGuard}`.execute(tx);
+    const e = await sql`WITH ${envelopeLock} ${envelopeGuard}`.execute(tx);
     if (e.rows.length !== envIds.length) return abort(RACED);
     const pools = guards.sessionPools;
     if (!pools) return abort(RACED);
@@ -106,7 +112,8 @@ export async function commitPlan(tx: Tx, plan: AdmissionPlan): Promise<CommitRes
   // The hot rows last, in ONE statement: envelopes, the tenant's queue cap, its WFQ finish tag and the queue
   // entry; the caller commits right after, so the locks are held for this statement and the commit only.
   const hot = await sql<{ envs: string | number; queued: string | number }>`
-    WITH env AS (${envelopeGuard}),
+    WITH ${envelopeLock},
+    env AS (${envelopeGuard}),
     ten AS (
       UPDATE adm_tenants SET queued = queued + 1, ${col} = ${col} + 1
       WHERE tenant = ${tenant} AND (${max}::int IS NULL OR queued < ${max}::int)

@@ -13,7 +13,8 @@ export class PgAdmissionLanes {
   /** Claim only runs of these kinds (a lane's executors can run nothing else). */
   claimKinds(capacity: number, now: number, agingMs: number, kinds: readonly string[]): Promise<Dispatch[]> {
     if (capacity <= 0) return Promise.resolve([]);
-    return atomically(this.exec, (tx) => claimQueued(tx, capacity, now, agingMs, kinds));
+    // Every queued run of a lane has its `runs` row: lock it with the claim (see claim.ts, lock order).
+    return atomically(this.exec, (tx) => claimQueued(tx, capacity, now, agingMs, kinds, true));
   }
 
   /** A run started elsewhere (the agent service): queued → running now, outside the dispatch order. */

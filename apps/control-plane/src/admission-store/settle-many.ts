@@ -2,6 +2,12 @@
 // finished while the previous batch committed). Phase 1 locks and marks the slots (exactly once: a slot
 // already terminal is skipped under its row lock); phase 2 — the hot rows, taken LAST so they are held only
 // for one statement and the commit — charges every envelope path and frees tenant/global counters.
+//
+// Lock order (the one every transaction of the control plane follows, so two replicas cannot deadlock):
+// runs (by id) → slots (by tenant, run_id) → envelopes (by tenant, id) → tenant rows (by tenant) → the global
+// row. An UPDATE … FROM takes its row locks in whatever order the join yields them, so each hot set is first
+// locked by a MATERIALIZED `SELECT … ORDER BY … FOR UPDATE`, and the next set's lock waits for the previous
+// set's update (an InitPlan gate) — still ONE statement.
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { json } from '../db/numeric.js';
@@ -110,26 +116,38 @@ export async function applySettleCounters(tx: Tx, c: SettleCounters): Promise<vo
       FROM adm_envelopes e JOIN p ON e.tenant = p.tenant AND e.id = p.parent_id WHERE p.depth < 64
     ),
     agg AS (SELECT tenant, id, sum(usd) AS usd, sum(tokens) AS tokens, sum(n)::int AS n FROM p GROUP BY tenant, id),
+    env_lock AS MATERIALIZED (
+      SELECT e.tenant, e.id FROM adm_envelopes e JOIN agg ON e.tenant = agg.tenant AND e.id = agg.id
+      ORDER BY e.tenant, e.id
+      FOR UPDATE OF e
+    ),
     env AS (
       UPDATE adm_envelopes e SET spent_usd = e.spent_usd + agg.usd, spent_tokens = e.spent_tokens + agg.tokens,
         in_flight = GREATEST(e.in_flight - agg.n, 0)
-      FROM agg WHERE e.tenant = agg.tenant AND e.id = agg.id RETURNING e.id
+      FROM agg JOIN env_lock l ON l.tenant = agg.tenant AND l.id = agg.id
+      WHERE e.tenant = agg.tenant AND e.id = agg.id RETURNING e.id
     ),
     t AS (
       SELECT * FROM jsonb_to_recordset(${json(c.tenants)}::jsonb)
         AS t(tenant text, running int, qi int, qb int, qh int, sessions int, members int)
+    ),
+    ten_lock AS MATERIALIZED (
+      SELECT a.tenant FROM adm_tenants a JOIN t ON a.tenant = t.tenant
+      WHERE (SELECT count(*) FROM env) >= 0
+      ORDER BY a.tenant
+      FOR UPDATE OF a
     ),
     ten AS (
       UPDATE adm_tenants a SET running = a.running - t.running, queued = a.queued - (t.qi + t.qb + t.qh),
         queued_interactive = a.queued_interactive - t.qi, queued_background = a.queued_background - t.qb,
         queued_batch = a.queued_batch - t.qh, sessions = a.sessions - t.sessions,
         member_sessions = a.member_sessions - t.members
-      FROM t WHERE a.tenant = t.tenant RETURNING a.tenant
+      FROM t JOIN ten_lock l ON l.tenant = t.tenant WHERE a.tenant = t.tenant RETURNING a.tenant
     ),
     g AS (
       UPDATE adm_global SET sessions = GREATEST(sessions - ${c.globalSessions}::int, 0),
         member_sessions = GREATEST(member_sessions - ${c.globalMembers}::int, 0)
-      WHERE id = 1 AND ${c.globalSessions}::int > 0 RETURNING id
+      WHERE id = 1 AND ${c.globalSessions}::int > 0 AND (SELECT count(*) FROM ten) >= 0 RETURNING id
     )
     SELECT (SELECT count(*) FROM env) AS envs, (SELECT count(*) FROM ten) AS tens, (SELECT count(*) FROM g) AS g`.execute(
     tx,

@@ -1,5 +1,6 @@
 // settle: a non-terminal run becomes terminal exactly once (the slot row's lock decides), its queue entry,
 // running slot or session slot is freed, and actuals are charged with in-flight released up to the root.
+// Lock order as in settle-many.ts: slot → envelope path (by id) → tenant row → global row.
 import type { Settlement, SettleResult } from '@everdict/admission';
 import { isTerminalStatus as isTerminal, type RunStatus } from '@everdict/run-model';
 import { sql } from 'kysely';
@@ -28,10 +29,13 @@ export async function settleSlot(tx: Tx, s: Settlement): Promise<SettleResult> {
       UNION ALL
       SELECT e.id, e.parent_id, p.depth + 1 FROM adm_envelopes e JOIN p ON e.tenant = ${s.tenant} AND e.id = p.parent_id
       WHERE p.depth < 64
+    ),
+    env_lock AS MATERIALIZED (
+      SELECT e.id FROM adm_envelopes e JOIN p ON e.tenant = ${s.tenant} AND e.id = p.id ORDER BY e.id FOR UPDATE OF e
     )
     UPDATE adm_envelopes e SET spent_usd = e.spent_usd + ${s.actuals.usd}::float8,
       spent_tokens = e.spent_tokens + ${s.actuals.tokens}::float8, in_flight = GREATEST(e.in_flight - 1, 0)
-    FROM p WHERE e.tenant = ${s.tenant} AND e.id = p.id`.execute(tx);
+    FROM env_lock l WHERE e.tenant = ${s.tenant} AND e.id = l.id`.execute(tx);
 
   if (from === 'queued') {
     await tx.deleteFrom('adm_queue').where('tenant', '=', s.tenant).where('run_id', '=', s.runId).execute();

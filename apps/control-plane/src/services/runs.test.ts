@@ -43,6 +43,20 @@ describe('runs: gate, dispatch, record', () => {
     expect((await t.core.services.runs.record(t.admin, run.id)).verify.ok).toBe(true);
   });
 
+  it('gives a failed analysis run its error message as summary (text graders read it, not "missing")', async () => {
+    const { run } = await t.core.services.runs.create(t.admin, {
+      kind: 'analysis',
+      subject: { config: { fn: 'fail', code: 'boom', message: 'disk on fire' } },
+    });
+    const done = await eventually(settled(run.id));
+    expect(done).toMatchObject({
+      status: 'failed',
+      error: { code: 'boom', message: 'disk on fire' },
+      outputs: { summary: 'disk on fire', exitCode: 1 },
+    });
+    expect((await t.core.services.runs.record(t.admin, run.id)).verify.ok).toBe(true);
+  });
+
   it('keeps command runs queued for a driver (never executed on the host)', async () => {
     const { run } = await t.core.services.runs.create(t.admin, {
       kind: 'command',
