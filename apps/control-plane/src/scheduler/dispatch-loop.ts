@@ -4,6 +4,7 @@
 // with a poll fallback. Only the inline lane (kind `analysis`) exists here: command/eval/sandbox runs wait
 // queued for a driver — no user command ever runs on the control plane's host.
 import { globalPolicy } from '@everdict/admission';
+import { TERMINAL_STATUSES } from '@everdict/run-model';
 import { PgAdmissionLanes } from '../admission-store/lanes.js';
 import { withTx } from '../db/tx.js';
 import { findRun } from '../ledger/runs.js';
@@ -11,6 +12,7 @@ import { type Deps, DISPATCH_CHANNEL } from '../services/context.js';
 import { startMany } from './batch-transitions.js';
 import { executeInline } from './inline-executor.js';
 import { SettleBatcher } from './settle-batcher.js';
+import { WakeLoop } from './wake-loop.js';
 
 export interface DispatchLoopOptions {
   pollMs: number;
@@ -24,11 +26,7 @@ export const INLINE_KINDS = ['analysis'] as const;
 
 export class DispatchLoop {
   private active = new Set<Promise<void>>();
-  private running: Promise<void> | null = null;
-  private again = false;
-  private stopped = true;
-  private timer: NodeJS.Timeout | null = null;
-  private unlisten: (() => Promise<void>) | null = null;
+  private readonly loop: WakeLoop;
   dispatched = 0;
   private readonly settler: SettleBatcher;
 
@@ -37,38 +35,28 @@ export class DispatchLoop {
     private readonly opts: DispatchLoopOptions,
   ) {
     this.settler = new SettleBatcher(deps);
+    this.loop = new WakeLoop({
+      ldb: deps.ldb,
+      channel: DISPATCH_CHANNEL,
+      pollMs: opts.pollMs,
+      cycle: () => this.cycle(),
+      onError: (e) => deps.log('error', 'dispatch cycle failed', { error: String(e) }),
+    });
   }
 
-  async start(): Promise<void> {
-    this.stopped = false;
-    this.unlisten = await this.deps.ldb.listen(DISPATCH_CHANNEL, () => this.wake());
-    this.timer = setInterval(() => this.wake(), this.opts.pollMs);
-    this.timer.unref?.();
-    this.wake();
+  start(): Promise<void> {
+    return this.loop.start();
   }
 
   wake(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.cycle()
-      .catch((e: unknown) => this.deps.log('error', 'dispatch cycle failed', { error: String(e) }))
-      .finally(() => {
-        this.running = null;
-        if (this.again && !this.stopped) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    this.loop.wake();
   }
 
   private async cycle(): Promise<void> {
     if (this.opts.onTick) await this.opts.onTick();
     for (;;) {
       const capacity = this.opts.concurrency - this.active.size;
-      if (capacity <= 0 || this.stopped) return;
+      if (capacity <= 0 || this.loop.isStopped) return;
       const now = this.deps.clock();
       const started = await withTx(this.deps.db, async (tx) => {
         const claims = await new PgAdmissionLanes(tx).claimKinds(
@@ -106,16 +94,13 @@ export class DispatchLoop {
 
   /** Stop claiming; wait for executing runs to settle (graceful shutdown). */
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    await this.unlisten?.();
-    await this.running;
+    await this.loop.stop();
     await Promise.all([...this.active]);
   }
 
   /** Test helper: is a run still executing here? */
   async isSettled(tenant: string, runId: string): Promise<boolean> {
     const r = await findRun(this.deps.db, tenant, runId);
-    return r !== undefined && ['succeeded', 'failed', 'cancelled'].includes(r.status);
+    return r !== undefined && TERMINAL_STATUSES.some((s) => s === r.status);
   }
 }

@@ -4,55 +4,41 @@ import { EVENTS_CHANNEL } from '../ledger/events.js';
 import type { Deps } from '../services/context.js';
 import { tickSchedules } from './schedule-ticker.js';
 import { consumeOnce } from './subscriptions-consumer.js';
+import { WakeLoop } from './wake-loop.js';
 
 export class TriggerLoop {
-  private running: Promise<void> | null = null;
-  private again = false;
-  private stopped = true;
-  private timer: NodeJS.Timeout | null = null;
-  private unlisten: (() => Promise<void>) | null = null;
+  private readonly loop: WakeLoop;
 
   constructor(
     private readonly deps: Deps,
-    private readonly pollMs: number,
-  ) {}
+    pollMs: number,
+  ) {
+    this.loop = new WakeLoop({
+      ldb: deps.ldb,
+      channel: EVENTS_CHANNEL,
+      pollMs,
+      cycle: () => this.cycle(),
+      onError: (e) => deps.log('error', 'trigger cycle failed', { error: String(e) }),
+      againDelayMs: 10,
+    });
+  }
 
-  async start(): Promise<void> {
-    this.stopped = false;
-    this.unlisten = await this.deps.ldb.listen(EVENTS_CHANNEL, () => this.wake());
-    this.timer = setInterval(() => this.wake(), this.pollMs);
-    this.timer.unref?.();
-    this.wake();
+  start(): Promise<void> {
+    return this.loop.start();
   }
 
   wake(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.cycle()
-      .catch((e: unknown) => this.deps.log('error', 'trigger cycle failed', { error: String(e) }))
-      .finally(() => {
-        this.running = null;
-        if (this.again && !this.stopped) {
-          this.again = false;
-          setTimeout(() => this.wake(), 10).unref?.();
-        }
-      });
+    this.loop.wake();
   }
 
   private async cycle(): Promise<void> {
     await tickSchedules(this.deps);
-    while (!this.stopped && (await consumeOnce(this.deps, 500)) > 0) {
+    while (!this.loop.isStopped && (await consumeOnce(this.deps, 500)) > 0) {
       /* drain the outbox */
     }
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    await this.unlisten?.();
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 }
