@@ -2,7 +2,8 @@
 // (dispatch order, aging and blocking are documented there). The memory store drives the kernel
 // directly with its own run records; this is the API for everything else.
 import type { RunClass } from '@everdict/run-model';
-import { Wfq, type WfqNode, type WfqTenant } from './wfq.js';
+import { Wfq, type WfqTenant } from './wfq.js';
+import { WfqNodes } from './wfq-nodes.js';
 
 export interface QueueItem {
   readonly id: string;
@@ -13,30 +14,21 @@ export interface QueueItem {
 
 export const LANE: Readonly<Record<RunClass, number>> = { interactive: 0, background: 1, batch: 2 };
 
-class ItemNode implements WfqNode {
-  readonly enqueuedAt: number;
-  readonly lane: number;
-  finish = 0;
-  seq = 0;
-  removed = false;
-
-  constructor(readonly item: QueueItem) {
-    this.enqueuedAt = item.enqueuedAt;
-    this.lane = LANE[item.class];
-  }
-}
-
 interface TenantEntry {
-  readonly handle: WfqTenant<ItemNode>;
-  readonly nodes: Map<string, ItemNode>;
+  readonly handle: WfqTenant;
+  /** item id → its node number. */
+  readonly nodes: Map<string, number>;
 }
 
 export class FairQueue {
-  private readonly wfq: Wfq<ItemNode>;
+  private readonly wfq: Wfq;
+  private readonly nodes = new WfqNodes();
+  /** Each node number's item (undefined once served). */
+  private readonly items: (QueueItem | undefined)[] = [];
   private readonly tenants = new Map<string, TenantEntry>();
 
   constructor(agingMs: number) {
-    this.wfq = new Wfq<ItemNode>(agingMs);
+    this.wfq = new Wfq(agingMs, this.nodes);
   }
 
   get size(): number {
@@ -60,27 +52,34 @@ export class FairQueue {
   enqueue(item: QueueItem): void {
     const t = this.tenant(item.tenant);
     if (t.nodes.has(item.id)) throw new RangeError(`already queued: ${item.id}`);
-    const node = new ItemNode(item);
-    t.nodes.set(item.id, node);
-    this.wfq.enqueue(t.handle, node);
+    const n = this.nodes.alloc();
+    this.nodes.enqueuedAt[n] = item.enqueuedAt;
+    this.nodes.lane[n] = LANE[item.class];
+    this.items[n] = item;
+    t.nodes.set(item.id, n);
+    this.wfq.enqueue(t.handle, n);
   }
 
   /** Take a queued item out (cancelled before dispatch). */
   remove(tenant: string, id: string): boolean {
     const t = this.tenants.get(tenant);
-    const node = t?.nodes.get(id);
-    if (!t || !node) return false;
+    const n = t?.nodes.get(id);
+    if (!t || n === undefined) return false;
     t.nodes.delete(id);
-    this.wfq.remove(t.handle, node);
+    this.items[n] = undefined; // its number stays taken: the node is still in its FIFO until skipped
+    this.wfq.remove(t.handle, n);
     return true;
   }
 
   /** Pop the next item to dispatch at `now`, or undefined if every non-blocked tenant is empty. */
   next(now: number): QueueItem | undefined {
-    const node = this.wfq.next(now);
-    if (!node) return undefined;
-    this.tenants.get(node.item.tenant)?.nodes.delete(node.item.id);
-    return node.item;
+    const n = this.wfq.next(now);
+    if (n < 0) return undefined;
+    const item = this.items[n]!;
+    this.items[n] = undefined;
+    this.nodes.release(n); // served: out of its FIFO, so the number can be reused
+    this.tenants.get(item.tenant)?.nodes.delete(item.id);
+    return item;
   }
 
   private tenant(id: string): TenantEntry {

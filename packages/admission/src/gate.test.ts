@@ -124,7 +124,7 @@ describe('admit against a store', () => {
   it('is idempotent by request id: same decision, charged once; a second request for the run is a 409', async () => {
     const store = await setup({ budget: { runs: 10 } });
     const a = await admit(store, task('t', 'r1'), NOW);
-    expect(await admit(store, task('t', 'r1'), NOW + 10)).toBe(a);
+    expect(await admit(store, task('t', 'r1'), NOW + 10)).toEqual(a); // rebuilt, not the same object
     expect((await store.getEnvelope('t', 'root:t'))?.spent.runs).toBe(1);
     await expect(admit(store, task('t', 'r1', { requestId: 'other' }), NOW)).rejects.toMatchObject({
       code: 'run_exists',

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Fifo } from './fifo.js';
 import { IdHeap } from './id-heap.js';
+import { WfqNodes } from './wfq-nodes.js';
 
 describe('IdHeap', () => {
   it('peeks the least (a, b) under any sequence of set / delete', () => {
@@ -32,17 +33,18 @@ describe('IdHeap', () => {
 
 describe('Fifo', () => {
   it('keeps order across growth, lazy removal and compaction', () => {
-    const fifo = new Fifo<{ n: number; removed: boolean }>();
-    const all = Array.from({ length: 200 }, (_, n) => ({ n, removed: false }));
-    for (const e of all) fifo.push(e);
-    for (const e of all) {
-      if (e.n % 3 !== 0) {
-        e.removed = true;
+    const nodes = new WfqNodes();
+    const fifo = new Fifo(nodes);
+    const all = Array.from({ length: 200 }, () => nodes.alloc());
+    for (const n of all) fifo.push(n);
+    for (const n of all) {
+      if (n % 3 !== 0) {
+        nodes.removed[n] = 1;
         fifo.noteRemoved();
       }
     }
     const out: number[] = [];
-    for (let e = fifo.shift(); e; e = fifo.shift()) out.push(e.n);
-    expect(out).toEqual(all.filter((e) => e.n % 3 === 0).map((e) => e.n));
+    for (let n = fifo.shift(); n >= 0; n = fifo.shift()) out.push(n);
+    expect(out).toEqual(all.filter((n) => n % 3 === 0));
   });
 });

@@ -4,15 +4,10 @@
 // without a promise, which the gate uses when it sees them.
 import { isTerminalStatus } from '@everdict/run-model';
 import type { CausalNode } from './cascade.js';
-import {
-  admittedEnvelope,
-  type Envelope,
-  exhaustedResource,
-  rootEnvelope,
-  settledEnvelope,
-} from './envelope.js';
-import { type EnvNode, pathOf, RunRecord, slotOf, TenantState } from './memory-tenant.js';
+import { admittedEnvelope, type Envelope, rootEnvelope, settledEnvelope } from './envelope.js';
+import { blocks, type EnvNode, NO_LOAD, pathBlocks, pathOf, TenantState } from './memory-tenant.js';
 import { type GlobalPolicy, globalPolicy, type TenantPolicy } from './policy.js';
+import { RunTable } from './run-table.js';
 import { adjust, type SessionLoad, sessionBlock } from './session-pool.js';
 import type {
   AdmissionKey,
@@ -36,22 +31,27 @@ const SLICE_EXISTS: CommitResult = { status: 'slice_exists' };
 export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps {
   private global: GlobalPolicy;
   private readonly tenants = new Map<string, TenantState>();
+  /** The tenants by number (the run table's tenant column). */
+  private readonly byNo: TenantState[] = [];
   private globalSessions: SessionLoad = NO_SESSIONS;
-  private queue: Wfq<RunRecord>;
+  /** Every admitted run, one row each (runs are never forgotten: getRun and idempotency need them). */
+  private readonly table = new RunTable(1024);
+  private queue: Wfq;
   /** The commit's envelope path, reused across commits (drawn-from first, root last). */
   private readonly path: EnvNode[] = [];
 
   constructor(global: GlobalPolicy = globalPolicy()) {
     this.global = global;
-    this.queue = new Wfq<RunRecord>(global.agingMs);
+    this.queue = new Wfq(global.agingMs, this.table);
   }
 
   async putTenant(tenant: string, policy: TenantPolicy): Promise<void> {
     let t = this.tenants.get(tenant);
     if (!t) {
       const root = { env: rootEnvelope(tenant, policy.budget, policy.inFlightCap), parent: null };
-      t = new TenantState(policy, root, this.queue.tenant());
+      t = new TenantState(this.tenants.size, tenant, policy, root, this.queue.tenant());
       this.tenants.set(tenant, t);
+      this.byNo.push(t);
     }
     t.policy = policy;
     const root = t.root.env;
@@ -72,7 +72,7 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
     if (policy.agingMs !== this.global.agingMs) {
       if (this.queue.size > 0)
         throw new RangeError('agingMs cannot change while runs are queued in the memory store');
-      this.queue = new Wfq<RunRecord>(policy.agingMs);
+      this.queue = new Wfq(policy.agingMs, this.table);
       for (const t of this.tenants.values()) {
         t.queue = this.queue.tenant();
         this.queue.setWeight(t.queue, t.policy.weight);
@@ -104,25 +104,19 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
         path: [],
         sliceTaken: false,
         agentDisabled: false,
-        load: {
-          queued: 0,
-          queuedByClass: { interactive: 0, background: 0, batch: 0 },
-          running: 0,
-          sessions: NO_SESSIONS,
-          earliestRunningEnd: null,
-          earliestSessionEnd: null,
-        },
+        load: NO_LOAD,
         globalSessions: this.globalSessions,
       };
     }
+    const table = this.table;
     const causer = key.causedByRunId === undefined ? undefined : t.runs.get(key.causedByRunId);
-    const prior = t.decisions.get(key.requestId);
+    const prior = t.prior(table, key.requestId);
     return {
-      prior: prior ? prior.decision : null,
+      prior: prior < 0 ? null : table.decision(prior, key.requestId),
       policy: t.policy,
       global: this.global,
-      causer: causer ? slotOf(causer) : null,
-      path: causer ? pathOf(causer.env) : [t.root.env],
+      causer: causer === undefined ? null : table.slot(causer),
+      path: causer === undefined ? [t.root.env] : pathOf(table.envNode[causer]!),
       sliceTaken: key.sliceId !== undefined && t.envelopes.has(key.sliceId),
       agentDisabled: key.agentId !== undefined && t.disabledAgents.has(key.agentId),
       load: {
@@ -145,9 +139,12 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
     const { decision, slot, guards } = plan;
     const t = this.tenants.get(slot.tenant);
     if (!t) return RACED;
-    const prior = t.decisions.get(decision.requestId);
-    if (prior) return { status: 'duplicate', decision: prior.decision };
-    if (t.runs.has(slot.runId)) return RUN_EXISTS;
+    const table = this.table;
+    const existing = t.runs.get(slot.runId); // one lookup for both checks when the ids are equal
+    const sameId = decision.requestId === slot.runId;
+    const prior = sameId ? t.prior(table, slot.runId, existing) : t.prior(table, decision.requestId);
+    if (prior >= 0) return { status: 'duplicate', decision: table.decision(prior, decision.requestId) };
+    if (existing !== undefined) return RUN_EXISTS;
     if (plan.slice && t.envelopes.has(plan.slice.id)) return SLICE_EXISTS;
     const path = this.path;
     path.length = 0;
@@ -169,7 +166,8 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
           slot.member,
         ) !== null) ||
       (slot.causedByRunId !== null &&
-        (!causer || (guards.maxChildren !== null && causer.children >= guards.maxChildren)));
+        (causer === undefined ||
+          (guards.maxChildren !== null && table.children[causer]! >= guards.maxChildren)));
     if (raced) return RACED;
 
     for (const node of path) node.env = admittedEnvelope(node.env);
@@ -181,23 +179,23 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
       t.envelopes.set(plan.slice.id, drawn);
     }
     if (drawn?.env.id !== slot.envelopeId) drawn = t.envelopes.get(slot.envelopeId) ?? null;
-    const rec = new RunRecord(plan, t, drawn);
-    t.runs.set(rec.runId, rec);
-    t.decisions.set(decision.requestId, rec);
-    if (causer) {
-      causer.children++;
-      const siblings = t.children.get(causer.runId);
-      if (siblings) siblings.push(rec.runId);
-      else t.children.set(causer.runId, [rec.runId]);
+    const r = table.add(plan, { tenant: t.no, tenantId: t.id, env: drawn, causer: causer ?? -1 });
+    t.runs.set(slot.runId, r);
+    if (decision.requestId !== slot.runId) t.decisions.set(decision.requestId, r);
+    if (causer !== undefined) {
+      table.children[causer]!++;
+      const siblings = t.children.get(causer);
+      if (siblings) siblings.push(r);
+      else t.children.set(causer, [r]);
     }
-    if (rec.lifetime === 'session') {
-      t.sessions = adjust(t.sessions, rec.member, 1);
-      this.globalSessions = adjust(this.globalSessions, rec.member, 1);
-      if (rec.expectedDurationMs !== null)
-        t.sessionEnds.set(rec.runId, rec.admittedAt + rec.expectedDurationMs, 0);
+    if (slot.lifetime === 'session') {
+      t.sessions = adjust(t.sessions, slot.member, 1);
+      this.globalSessions = adjust(this.globalSessions, slot.member, 1);
+      if (slot.expectedDurationMs !== null)
+        t.sessionEnds.set(r, slot.admittedAt + slot.expectedDurationMs, 0);
     } else {
-      t.countQueued(rec.class, 1);
-      this.queue.enqueue(t.queue, rec);
+      t.countQueued(slot.class, 1);
+      this.queue.enqueue(t.queue, r);
     }
     return { status: 'committed', decision };
   }
@@ -208,22 +206,26 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
 
   claimSync(capacity: number, now: number): Dispatch[] {
     const out: Dispatch[] = [];
+    const table = this.table;
     while (out.length < capacity) {
-      const rec = this.queue.next(now);
-      if (!rec) break;
-      const t = rec.owner;
-      rec.status = 'running';
-      rec.startedAt = now;
-      t.countQueued(rec.class, -1);
+      const r = this.queue.next(now);
+      if (r < 0) break;
+      const t = this.byNo[table.tenant[r]!]!;
+      const runClass = table.classOf(r);
+      const admittedAt = table.enqueuedAt[r]!;
+      table.setStatus(r, 'running');
+      table.startedAt[r] = now;
+      t.countQueued(runClass, -1);
       t.running++;
-      if (rec.expectedDurationMs !== null) t.runningEnds.set(rec.runId, now + rec.expectedDurationMs, 0);
+      const expected = table.expectedOf(r);
+      if (expected !== null) t.runningEnds.set(r, now + expected, 0);
       if (t.running >= t.policy.maxConcurrent) this.queue.setBlocked(t.queue, true);
       out.push({
-        runId: rec.runId,
-        tenant: rec.tenant,
-        class: rec.class,
-        enqueuedAt: rec.admittedAt,
-        waitedMs: now - rec.admittedAt,
+        runId: table.runId[r]!,
+        tenant: t.id,
+        class: runClass,
+        enqueuedAt: admittedAt,
+        waitedMs: now - admittedAt,
       });
     }
     return out;
@@ -235,33 +237,34 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
 
   settleSync(s: Settlement): SettleResult {
     const t = this.tenants.get(s.tenant);
-    const rec = t?.runs.get(s.runId);
-    if (!t || !rec) return { settled: false, reason: 'unknown_run' };
-    if (isTerminalStatus(rec.status)) return { settled: false, reason: 'already_settled' };
-    if (s.ifStatus !== undefined && rec.status !== s.ifStatus)
-      return { settled: false, reason: 'status_changed' };
-    if (rec.status === 'queued' && s.status === 'succeeded') return { settled: false, reason: 'not_started' };
-    const from = rec.status;
+    const r = t?.runs.get(s.runId);
+    if (!t || r === undefined) return { settled: false, reason: 'unknown_run' };
+    const table = this.table;
+    const from = table.statusOf(r);
+    if (isTerminalStatus(from)) return { settled: false, reason: 'already_settled' };
+    if (s.ifStatus !== undefined && from !== s.ifStatus) return { settled: false, reason: 'status_changed' };
+    if (from === 'queued' && s.status === 'succeeded') return { settled: false, reason: 'not_started' };
+    const member = table.member[r] === 1;
     if (from === 'queued') {
-      this.queue.remove(t.queue, rec);
-      t.countQueued(rec.class, -1);
-    } else if (rec.lifetime === 'session') {
-      t.sessions = adjust(t.sessions, rec.member, -1);
-      this.globalSessions = adjust(this.globalSessions, rec.member, -1);
-      if (rec.expectedDurationMs !== null) t.sessionEnds.delete(rec.runId);
+      this.queue.remove(t.queue, r);
+      t.countQueued(table.classOf(r), -1);
+    } else if (table.isSession(r)) {
+      t.sessions = adjust(t.sessions, member, -1);
+      this.globalSessions = adjust(this.globalSessions, member, -1);
+      t.sessionEnds.delete(r);
     } else {
       t.running--;
-      if (rec.expectedDurationMs !== null) t.runningEnds.delete(rec.runId);
+      t.runningEnds.delete(r);
       if (t.running < t.policy.maxConcurrent) this.queue.setBlocked(t.queue, false);
     }
-    for (let n = rec.env; n; n = n.parent) n.env = settledEnvelope(n.env, s.actuals);
-    rec.status = s.status;
-    return { settled: true, from, slot: slotOf(rec) }; // its status never changes again
+    for (let n = table.envNode[r] ?? null; n; n = n.parent) n.env = settledEnvelope(n.env, s.actuals);
+    table.setStatus(r, s.status);
+    return { settled: true, from, slot: table.slot(r) }; // its status never changes again
   }
 
   async getRun(tenant: string, runId: string): Promise<RunSlot | null> {
-    const rec = this.tenants.get(tenant)?.runs.get(runId);
-    return rec ? slotOf(rec) : null;
+    const r = this.tenants.get(tenant)?.runs.get(runId);
+    return r === undefined ? null : this.table.slot(r);
   }
 
   async getEnvelope(tenant: string, envelopeId: string): Promise<Envelope | null> {
@@ -270,31 +273,17 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
 
   async causalSubtree(tenant: string, runId: string): Promise<CausalNode[]> {
     const t = this.tenants.get(tenant);
+    const r = t?.runs.get(runId);
+    if (!t || r === undefined) return [];
+    const table = this.table;
     const out: CausalNode[] = [];
-    const stack = [runId];
-    while (t && stack.length > 0) {
-      const id = stack.pop()!;
-      const rec = t.runs.get(id);
-      if (!rec) continue;
-      out.push({
-        runId: id,
-        causedByRunId: rec.causedByRunId,
-        status: rec.status,
-        cause: rec.cause,
-        kind: rec.kind,
-      });
-      stack.push(...(t.children.get(id) ?? []));
+    const stack = [r];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      const { runId: id, causedByRunId, status, cause, kind } = table.slot(n);
+      out.push({ runId: id, causedByRunId, status, cause, kind });
+      stack.push(...(t.children.get(n) ?? []));
     }
     return out;
   }
-}
-
-function pathBlocks(path: readonly EnvNode[], estimate: AdmissionPlan['guards']['estimate']): boolean {
-  for (const node of path) if (blocks(node.env, estimate)) return true;
-  return false;
-}
-
-/** The envelope has no balance for the estimate, or is at its in-flight cap: a guard no longer holds. */
-function blocks(env: Envelope, estimate: AdmissionPlan['guards']['estimate']): boolean {
-  return exhaustedResource(env, estimate) !== null || env.inFlight >= env.inFlightCap;
 }
