@@ -2,6 +2,7 @@
 // and its record segments in ONE transaction, with the admission slot settled in the same transaction.
 import {
   type AdmissionDecision,
+  type AdmissionRequest,
   type Admitted,
   type CommitResult,
   decide,
@@ -27,7 +28,7 @@ export interface Actor {
   actor: string;
 }
 
-function refusalToError(
+export function refusalToError(
   deps: Deps,
   kind: string,
   d: Extract<AdmissionDecision, { outcome: 'refused' }>,
@@ -48,20 +49,27 @@ export class AdmissionRaced extends Error {
   }
 }
 
-/**
- * Admit and create one run inside `tx`. A repeated requestId returns the first run (decision 'duplicate').
- * `ownTx`: the caller's transaction holds nothing else and commits right after — the admission is written
- * without a savepoint (the hot rows are then held for one statement + the commit) and a race throws
- * AdmissionRaced instead of retrying inside the transaction.
- */
-export async function createRunTx(
-  tx: Tx,
+/** A parsed create: the admission request and everything needed to build the run once admitted. */
+export interface PreparedCreate {
+  readonly who: Actor;
+  readonly kind: string;
+  readonly requestId: string | undefined;
+  readonly now: Date;
+  readonly runId: string;
+  readonly request: AdmissionRequest;
+  readonly causedByRunId: string | undefined;
+  build(decision: Admitted): { run: Run; facts: RunFacts };
+}
+type Run = ReturnType<typeof createRun>['run'];
+type RunFacts = ReturnType<typeof createRun>['facts'];
+
+/** Parse and validate one create (throws the 400s); no I/O. */
+export function prepareCreate(
   deps: Deps,
   who: Actor,
   raw: CreateRunInput,
   ctx: CreateRunContext = {},
-  opts: { ownTx?: boolean } = {},
-): Promise<{ row: RunRow; admission: AdmissionView }> {
+): PreparedCreate {
   const input = asControlPlaneError(() => CreateRunSchema.parse(raw));
   const now = deps.clock();
   const at = now.toISOString();
@@ -123,6 +131,57 @@ export async function createRunTx(
       ...(input.ttlSec ? { expectedDurationMs: input.ttlSec * 1000 } : {}),
     }),
   );
+  return {
+    who,
+    kind: input.kind,
+    requestId: input.requestId,
+    now,
+    runId,
+    request,
+    causedByRunId: ctx.causedByRunId,
+    build: (decision) => {
+      const envelope = {
+        id: decision.envelopeId,
+        ...(caps?.capUsd !== undefined ? { capUsd: caps.capUsd } : {}),
+        ...(caps?.capTokens !== undefined ? { capTokens: caps.capTokens } : {}),
+        ...(caps?.capRuns !== undefined ? { capRuns: caps.capRuns } : {}),
+      };
+      return asControlPlaneError(() =>
+        createRun(
+          { ...specBase, class: decision.class, envelope },
+          { id: runId, tenant: who.tenant, createdBy: who.actor, now: at },
+        ),
+      );
+    },
+  };
+}
+
+/** The run row for an admitted run. */
+export function rowOf(run: Run, decision: Admitted) {
+  return runToRow(run, {
+    causalDepth: decision.depth,
+    envelopeId: decision.envelopeId,
+    ...recordIdentity(run),
+  });
+}
+
+/**
+ * Admit and create one run inside `tx`. A repeated requestId returns the first run (decision 'duplicate').
+ * `ownTx`: the caller's transaction holds nothing else and commits right after — the admission is written
+ * without a savepoint (the hot rows are then held for one statement + the commit) and a race throws
+ * AdmissionRaced instead of retrying inside the transaction.
+ */
+export async function createRunTx(
+  tx: Tx,
+  deps: Deps,
+  who: Actor,
+  raw: CreateRunInput,
+  ctx: CreateRunContext = {},
+  opts: { ownTx?: boolean } = {},
+): Promise<{ row: RunRow; admission: AdmissionView }> {
+  const prep = prepareCreate(deps, who, raw, ctx);
+  const { request, now } = prep;
+  const input = { kind: prep.kind, requestId: prep.requestId };
   const store = new PgAdmissionStore(tx);
   const key = {
     tenant: who.tenant,
@@ -139,35 +198,18 @@ export async function createRunTx(
     if ('prior' in verdict) return duplicateOf(tx, who.tenant, verdict.prior, input.requestId);
     if (!('plan' in verdict)) throw refusalToError(deps, input.kind, verdict.decision);
     const decision = verdict.decision;
-    const envelope = {
-      id: decision.envelopeId,
-      ...(caps?.capUsd !== undefined ? { capUsd: caps.capUsd } : {}),
-      ...(caps?.capTokens !== undefined ? { capTokens: caps.capTokens } : {}),
-      ...(caps?.capRuns !== undefined ? { capRuns: caps.capRuns } : {}),
-    };
-    const { run, facts } = asControlPlaneError(() =>
-      createRun(
-        { ...specBase, class: decision.class, envelope },
-        { id: runId, tenant: who.tenant, createdBy: who.actor, now: at },
-      ),
-    );
+    const { run, facts } = prep.build(decision);
     const write = async (t: Tx): Promise<{ row: RunRow | null; result: CommitResult }> => {
       const row = await t
         .insertInto('runs')
-        .values(
-          runToRow(run, {
-            causalDepth: decision.depth,
-            envelopeId: decision.envelopeId,
-            ...recordIdentity(run),
-          }),
-        )
+        .values(rowOf(run, decision))
         .returningAll()
         .executeTakeFirstOrThrow();
-      if (ctx.causedByRunId) {
+      if (prep.causedByRunId) {
         await t
           .updateTable('runs')
           .set((eb) => ({ children_count: eb('children_count', '+', 1) }))
-          .where('id', '=', ctx.causedByRunId)
+          .where('id', '=', prep.causedByRunId)
           .execute();
       }
       await appendEvents(t, factsToEvents(facts), DISPATCH_CHANNEL);
@@ -206,7 +248,7 @@ export async function createRunTx(
   throw new ControlPlaneError('conflict', 'admission kept racing concurrent writers; retry');
 }
 
-async function duplicateOf(tx: Tx, tenant: string, prior: Admitted, requestId: string | undefined) {
+export async function duplicateOf(tx: Tx, tenant: string, prior: Admitted, requestId: string | undefined) {
   const row = await findRun(tx, tenant, prior.runId);
   if (!row) throw new ControlPlaneError('conflict', `request ${requestId} is still being admitted`);
   const admission: AdmissionView = {

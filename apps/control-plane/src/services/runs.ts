@@ -10,7 +10,8 @@ import { decodeCursor, encodeCursor, findRun, listRuns, rowToView } from '../led
 import type { RunService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
-import { AdmissionRaced, createRunTx, transitionTx } from './lifecycle.js';
+import { createCombiner } from './create-combiner.js';
+import { transitionTx } from './lifecycle.js';
 import { ListRunsQuery, type Principal } from './types.js';
 
 export const who = (p: Principal) => ({ tenant: p.tenantId, actor: p.actor });
@@ -62,21 +63,13 @@ export async function cancelTree(
 }
 
 export function runService(deps: Deps): RunService {
+  const combine = createCombiner(deps);
   return {
     async create(p, input, ctx) {
-      // Its own transaction: admitted without a savepoint, the hot rows held for one statement + commit;
-      // a race rolls the whole transaction back and the next attempt re-reads (duplicate / refusal / ok).
-      for (let attempt = 0; ; attempt++) {
-        try {
-          const { row, admission } = await withTx(deps.db, (tx) =>
-            createRunTx(tx, deps, who(p), input, ctx, { ownTx: true }),
-          );
-          return { run: rowToView(row), admission };
-        } catch (e) {
-          if (!(e instanceof AdmissionRaced)) throw e;
-          if (attempt >= 8) throw new ControlPlaneError('conflict', 'admission kept racing; retry');
-        }
-      }
+      // Combined: creates arriving while a create transaction is in flight are admitted together in the
+      // next one (create-combiner.ts); each still gets exactly the decision a sequential create would.
+      const { row, admission } = await combine(who(p), input, ctx);
+      return { run: rowToView(row), admission };
     },
     async list(p, query) {
       const q = asControlPlaneError(() => ListRunsQuery.parse(query));
