@@ -1,0 +1,239 @@
+// The create combiner (runs.create only): creates arriving while a create transaction is in flight are
+// admitted together in the next one. Per tenant: ONE admission snapshot, K gate decisions in order in
+// memory (each sees the previous ones' effects, so caps stay exact and decisions equal sequential creates'),
+// then the run rows, facts, records/slots and ONE hot statement for all K (commit-batch.ts), then COMMIT.
+// Refusals are returned to their callers only. Items a batch cannot carry (caused runs, slices, sessions,
+// agents) and any tenant whose guarded update lost a cross-replica race go one by one the old way.
+import {
+  type AdmissionPlan,
+  type AdmissionSnapshot,
+  type Admitted,
+  decide,
+  type Envelope,
+} from '@everdict/admission';
+import { commitBatch } from '../admission-store/commit-batch.js';
+import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
+import { type Tx, withTx } from '../db/tx.js';
+import { ControlPlaneError } from '../errors.js';
+import { appendEvents } from '../ledger/events.js';
+import type { RunRow } from '../ledger/runs.js';
+import { asControlPlaneError } from './boundary.js';
+import { type Deps, DISPATCH_CHANNEL } from './context.js';
+import {
+  type Actor,
+  AdmissionRaced,
+  createRunTx,
+  duplicateOf,
+  type PreparedCreate,
+  prepareCreate,
+  refusalToError,
+  rowOf,
+} from './lifecycle.js';
+import { factsToEvents } from './transition.js';
+import type { AdmissionView, CreateRunContext, CreateRunInput } from './types.js';
+
+export type Created = { row: RunRow; admission: AdmissionView };
+interface Item {
+  who: Actor;
+  raw: CreateRunInput;
+  ctx: CreateRunContext;
+  prep: PreparedCreate | null;
+  resolve(v: Created): void;
+  reject(e: unknown): void;
+}
+const MAX_BATCH = 64;
+
+/** One create the old way: its own transaction, retried on a race. */
+export async function createOne(
+  deps: Deps,
+  who: Actor,
+  raw: CreateRunInput,
+  ctx: CreateRunContext,
+): Promise<Created> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await withTx(deps.db, (tx) => createRunTx(tx, deps, who, raw, ctx, { ownTx: true }));
+    } catch (e) {
+      if (!(e instanceof AdmissionRaced)) throw e;
+      if (attempt >= 8) throw new ControlPlaneError('conflict', 'admission kept racing; retry');
+    }
+  }
+}
+
+const combinable = (p: PreparedCreate): boolean =>
+  p.request.lifetime === 'task' &&
+  p.request.causedByRunId === undefined &&
+  p.request.envelope === undefined &&
+  p.request.agentId === undefined;
+
+/** The combined create: call it like `createOne`; `stats` counts batches (tests, tooling). */
+export function createCombiner(deps: Deps) {
+  let queue: Item[] = [];
+  let busy = false;
+  const drain = async () => {
+    busy = true;
+    try {
+      while (queue.length > 0) {
+        const batch = queue.slice(0, MAX_BATCH);
+        queue = queue.slice(MAX_BATCH);
+        stats.batches += 1;
+        stats.largest = Math.max(stats.largest, batch.length);
+        // runBatch settles every item itself; should it throw anyway, no caller is left hanging.
+        await runBatch(deps, batch).catch((e: unknown) => {
+          for (const it of batch) it.reject(e);
+        });
+      }
+    } finally {
+      busy = false;
+    }
+  };
+  const stats = { batches: 0, largest: 0 };
+  const submit = (who: Actor, raw: CreateRunInput, ctx: CreateRunContext = {}): Promise<Created> =>
+    new Promise<Created>((resolve, reject) => {
+      queue.push({ who, raw, ctx, prep: null, resolve, reject });
+      if (!busy) void drain();
+    });
+  return Object.assign(submit, { stats });
+}
+
+async function oneByOne(deps: Deps, items: readonly Item[]): Promise<void> {
+  for (const it of items) await createOne(deps, it.who, it.raw, it.ctx).then(it.resolve, it.reject);
+}
+
+async function runBatch(deps: Deps, batch: readonly Item[]): Promise<void> {
+  const groups = new Map<string, Item[]>();
+  const single: Item[] = [];
+  for (const it of batch) {
+    try {
+      it.prep = prepareCreate(deps, it.who, it.raw, it.ctx);
+    } catch (e) {
+      it.reject(e);
+      continue;
+    }
+    if (!combinable(it.prep)) single.push(it);
+    else groups.set(it.who.tenant, [...(groups.get(it.who.tenant) ?? []), it]);
+  }
+  const work = [...groups.values()].map((g) => (g.length === 1 ? oneByOne(deps, g) : tenantBatch(deps, g)));
+  await Promise.all([...work, ...single.map((it) => oneByOne(deps, [it]))]);
+}
+
+class BatchRaced extends Error {}
+type Outcome = { ok: Created } | { err: unknown };
+
+/** Decide and commit one tenant's combinable items in one transaction; on a lost race, one by one. */
+async function tenantBatch(deps: Deps, items: readonly Item[]): Promise<void> {
+  let outcomes: Outcome[];
+  try {
+    outcomes = await withTx(deps.db, (tx) => decideAndWrite(tx, deps, items));
+  } catch (e) {
+    if (e instanceof BatchRaced) return oneByOne(deps, items);
+    for (const it of items) it.reject(e);
+    return;
+  }
+  outcomes.forEach((o, i) => {
+    const it = items[i];
+    if (!it) return;
+    if ('ok' in o) {
+      if (o.ok.admission.decision === 'admitted') deps.observe.admission('admitted', it.prep?.kind ?? '');
+      it.resolve(o.ok);
+    } else it.reject(o.err);
+  });
+}
+
+async function decideAndWrite(tx: Tx, deps: Deps, items: readonly Item[]): Promise<Outcome[]> {
+  const preps = items.map((it) => it.prep).filter((p): p is PreparedCreate => p !== null);
+  const first = preps[0];
+  if (!first || preps.length !== items.length) throw new Error('combiner: unprepared item');
+  const tenant = first.who.tenant;
+  const base = await new PgAdmissionStore(tx).loadAdmission({ tenant, requestId: first.request.requestId });
+  const priors = await tx
+    .selectFrom('adm_admissions')
+    .select(['request_id', 'decision'])
+    .where('tenant', '=', tenant)
+    .where(
+      'request_id',
+      'in',
+      preps.map((p) => p.request.requestId),
+    )
+    .execute();
+  const prior = new Map(priors.map((r) => [r.request_id, r.decision as unknown as Admitted]));
+  const inBatch = new Map<string, number>(); // requestId → index of the item that admitted it
+  let snap: AdmissionSnapshot = base;
+  const outcomes: (Outcome | { dupOf: number } | { plan: AdmissionPlan } | { prior: Admitted })[] = [];
+  for (const p of preps) {
+    const id = p.request.requestId;
+    const at = inBatch.get(id);
+    if (at !== undefined) {
+      outcomes.push({ dupOf: at });
+      continue;
+    }
+    try {
+      const v = asControlPlaneError(() =>
+        decide({ ...snap, prior: prior.get(id) ?? null }, p.request, p.now.getTime()),
+      );
+      if ('prior' in v) outcomes.push({ prior: v.prior });
+      else if (!('plan' in v)) outcomes.push({ err: refusalToError(deps, p.kind, v.decision) });
+      else {
+        inBatch.set(id, outcomes.length);
+        outcomes.push({ plan: v.plan });
+        snap = afterAdmit(snap, v.plan);
+      }
+    } catch (e) {
+      outcomes.push({ err: e });
+    }
+  }
+  const admitted: { i: number; plan: AdmissionPlan }[] = [];
+  outcomes.forEach((o, i) => {
+    if ('plan' in o) admitted.push({ i, plan: o.plan });
+  });
+  const rows = new Map<number, RunRow>();
+  if (admitted.length > 0) {
+    const built = admitted.map(({ i, plan }) => ({ i, plan, ...preps[i]!.build(plan.decision) }));
+    const inserted = await tx
+      .insertInto('runs')
+      .values(built.map((b) => rowOf(b.run, b.plan.decision)))
+      .returningAll()
+      .execute();
+    const byId = new Map(inserted.map((r) => [r.id, r]));
+    for (const b of built) rows.set(b.i, byId.get(b.run.id)!);
+    await appendEvents(tx, factsToEvents(built.flatMap((b) => b.facts)), DISPATCH_CHANNEL);
+    if (
+      (await commitBatch(
+        tx,
+        built.map((b) => b.plan),
+      )) !== 'committed'
+    )
+      throw new BatchRaced();
+  }
+  const out: Outcome[] = [];
+  for (const [i, o] of outcomes.entries()) {
+    const p = preps[i]!;
+    if ('plan' in o) out.push({ ok: { row: rows.get(i)!, admission: view('admitted', o.plan.decision) } });
+    else if ('dupOf' in o) {
+      const src = outcomes[o.dupOf];
+      if (!src || !('plan' in src)) throw new Error('combiner: bad duplicate');
+      out.push({ ok: { row: rows.get(o.dupOf)!, admission: view('duplicate', src.plan.decision) } });
+    } else if ('prior' in o) out.push({ ok: await duplicateOf(tx, tenant, o.prior, p.requestId) });
+    else out.push(o);
+  }
+  return out;
+}
+
+const view = (decision: 'admitted' | 'duplicate', d: Admitted): AdmissionView => ({
+  decision,
+  class: d.class,
+  envelopeId: d.envelopeId,
+  position: d.position,
+});
+
+/** The snapshot as the next sequential create would read it after `plan` committed (commit.ts, task). */
+function afterAdmit(snap: AdmissionSnapshot, plan: AdmissionPlan): AdmissionSnapshot {
+  const c = plan.slot.class;
+  const on = new Set(plan.pathIds);
+  const path = snap.path.map(
+    (e): Envelope =>
+      on.has(e.id) ? { ...e, inFlight: e.inFlight + 1, spent: { ...e.spent, runs: e.spent.runs + 1 } } : e,
+  );
+  const byClass = { ...snap.load.queuedByClass, [c]: snap.load.queuedByClass[c] + 1 };
+  return { ...snap, path, load: { ...snap.load, queued: snap.load.queued + 1, queuedByClass: byClass } };
+}
