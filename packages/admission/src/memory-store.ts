@@ -7,6 +7,7 @@ import type { CausalNode } from './cascade.js';
 import { admittedEnvelope, type Envelope, rootEnvelope, settledEnvelope } from './envelope.js';
 import { blocks, type EnvNode, NO_LOAD, pathBlocks, pathOf, TenantState } from './memory-tenant.js';
 import { type GlobalPolicy, globalPolicy, type TenantPolicy } from './policy.js';
+import { RunIndex } from './run-index.js';
 import { RunTable } from './run-table.js';
 import { adjust, type SessionLoad, sessionBlock } from './session-pool.js';
 import type {
@@ -36,6 +37,8 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
   private globalSessions: SessionLoad = NO_SESSIONS;
   /** Every admitted run, one row each (runs are never forgotten: getRun and idempotency need them). */
   private readonly table = new RunTable(1024);
+  /** (tenant number, run id) → row. */
+  private readonly ids = new RunIndex(this.table, 1024);
   private queue: Wfq;
   /** The commit's envelope path, reused across commits (drawn-from first, root last). */
   private readonly path: EnvNode[] = [];
@@ -109,14 +112,14 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
       };
     }
     const table = this.table;
-    const causer = key.causedByRunId === undefined ? undefined : t.runs.get(key.causedByRunId);
-    const prior = t.prior(table, key.requestId);
+    const causer = key.causedByRunId === undefined ? -1 : this.ids.get(t.no, key.causedByRunId);
+    const prior = t.prior(table, key.requestId, this.ids.get(t.no, key.requestId));
     return {
       prior: prior < 0 ? null : table.decision(prior, key.requestId),
       policy: t.policy,
       global: this.global,
-      causer: causer === undefined ? null : table.slot(causer),
-      path: causer === undefined ? [t.root.env] : pathOf(table.envNode[causer]!),
+      causer: causer < 0 ? null : table.slot(causer),
+      path: causer < 0 ? [t.root.env] : pathOf(table.envNode[causer]!),
       sliceTaken: key.sliceId !== undefined && t.envelopes.has(key.sliceId),
       agentDisabled: key.agentId !== undefined && t.disabledAgents.has(key.agentId),
       load: {
@@ -140,11 +143,12 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
     const t = this.tenants.get(slot.tenant);
     if (!t) return RACED;
     const table = this.table;
-    const existing = t.runs.get(slot.runId); // one lookup for both checks when the ids are equal
-    const sameId = decision.requestId === slot.runId;
-    const prior = sameId ? t.prior(table, slot.runId, existing) : t.prior(table, decision.requestId);
+    const ids = this.ids;
+    const existing = ids.get(t.no, slot.runId); // one lookup for both checks when the ids are equal
+    const own = decision.requestId === slot.runId ? existing : ids.get(t.no, decision.requestId);
+    const prior = t.prior(table, decision.requestId, own);
     if (prior >= 0) return { status: 'duplicate', decision: table.decision(prior, decision.requestId) };
-    if (existing !== undefined) return RUN_EXISTS;
+    if (existing >= 0) return RUN_EXISTS;
     if (plan.slice && t.envelopes.has(plan.slice.id)) return SLICE_EXISTS;
     const path = this.path;
     path.length = 0;
@@ -153,7 +157,7 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
       if (!node) return RACED;
       path.push(node);
     }
-    const causer = slot.causedByRunId === null ? undefined : t.runs.get(slot.causedByRunId);
+    const causer = slot.causedByRunId === null ? -1 : ids.get(t.no, slot.causedByRunId);
     const pools = guards.sessionPools;
     const raced =
       (plan.slice !== null && blocks(plan.slice, guards.estimate)) ||
@@ -166,8 +170,7 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
           slot.member,
         ) !== null) ||
       (slot.causedByRunId !== null &&
-        (causer === undefined ||
-          (guards.maxChildren !== null && table.children[causer]! >= guards.maxChildren)));
+        (causer < 0 || (guards.maxChildren !== null && table.children[causer]! >= guards.maxChildren)));
     if (raced) return RACED;
 
     for (const node of path) node.env = admittedEnvelope(node.env);
@@ -179,10 +182,10 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
       t.envelopes.set(plan.slice.id, drawn);
     }
     if (drawn?.env.id !== slot.envelopeId) drawn = t.envelopes.get(slot.envelopeId) ?? null;
-    const r = table.add(plan, { tenant: t.no, tenantId: t.id, env: drawn, causer: causer ?? -1 });
-    t.runs.set(slot.runId, r);
+    const r = table.add(plan, { tenant: t.no, tenantId: t.id, env: drawn, causer });
+    ids.add(t.no, slot.runId, r);
     if (decision.requestId !== slot.runId) t.decisions.set(decision.requestId, r);
-    if (causer !== undefined) {
+    if (causer >= 0) {
       table.children[causer]!++;
       const siblings = t.children.get(causer);
       if (siblings) siblings.push(r);
@@ -237,8 +240,8 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
 
   settleSync(s: Settlement): SettleResult {
     const t = this.tenants.get(s.tenant);
-    const r = t?.runs.get(s.runId);
-    if (!t || r === undefined) return { settled: false, reason: 'unknown_run' };
+    const r = t ? this.ids.get(t.no, s.runId) : -1;
+    if (!t || r < 0) return { settled: false, reason: 'unknown_run' };
     const table = this.table;
     const from = table.statusOf(r);
     if (isTerminalStatus(from)) return { settled: false, reason: 'already_settled' };
@@ -263,8 +266,9 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
   }
 
   async getRun(tenant: string, runId: string): Promise<RunSlot | null> {
-    const r = this.tenants.get(tenant)?.runs.get(runId);
-    return r === undefined ? null : this.table.slot(r);
+    const t = this.tenants.get(tenant);
+    const r = t ? this.ids.get(t.no, runId) : -1;
+    return r < 0 ? null : this.table.slot(r);
   }
 
   async getEnvelope(tenant: string, envelopeId: string): Promise<Envelope | null> {
@@ -273,8 +277,8 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
 
   async causalSubtree(tenant: string, runId: string): Promise<CausalNode[]> {
     const t = this.tenants.get(tenant);
-    const r = t?.runs.get(runId);
-    if (!t || r === undefined) return [];
+    const r = t ? this.ids.get(t.no, runId) : -1;
+    if (!t || r < 0) return [];
     const table = this.table;
     const out: CausalNode[] = [];
     const stack = [r];

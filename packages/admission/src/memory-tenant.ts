@@ -1,9 +1,10 @@
-// Per-tenant state of the memory store: its rows' indexes (runs, decisions, envelopes) and the counters a
-// SQL store would derive with indexed counts and min() over its runs table. Keyed per tenant, so every
-// lookup is tenant-scoped by construction. Layout for a million queued runs: the runs themselves are rows
-// of the store's `RunTable` (typed arrays); a tenant maps run ids to row numbers — one map entry per run,
-// a second only when a request id differs from its run id. Envelopes are nodes with parent pointers, so
-// walking a path to the root needs no lookups.
+// Per-tenant state of the memory store: its rows' indexes (decisions, envelopes) and the counters a SQL
+// store would derive with indexed counts and min() over its runs table. Keyed per tenant, so every lookup
+// is tenant-scoped by construction (the run index too: its key is the tenant's number + the run id). Layout for a million queued runs: the runs themselves are rows
+// of the store's `RunTable` (typed arrays); run ids map to rows in the store's `RunIndex` (one typed-array
+// hash table keyed by tenant number + run id); a tenant keeps a map entry only for a request id that
+// differs from its run id. Envelopes are nodes with parent pointers, so walking a path to the root needs
+// no lookups.
 import type { RunClass } from '@everdict/run-model';
 import { type Envelope, exhaustedResource } from './envelope.js';
 import { IndexedHeap } from './heap.js';
@@ -30,8 +31,6 @@ export const NO_LOAD: TenantLoad = {
 };
 
 export class TenantState {
-  /** runId → its row. */
-  readonly runs = new Map<string, number>();
   /** requestId → the row it admitted, for requests whose id is not their run's id (else `ownRequest`). */
   readonly decisions = new Map<string, number>();
   /** causer row → the rows it caused. */
@@ -69,11 +68,11 @@ export class TenantState {
     else this.batch += delta;
   }
 
-  /** The row `requestId` admitted, or -1 (`own`: its lookup in `runs`, when the caller has it). */
-  prior(table: RunTable, requestId: string, own = this.runs.get(requestId)): number {
+  /** The row `requestId` admitted, or -1 (`own`: the row whose run id is `requestId`, or -1). */
+  prior(table: RunTable, requestId: string, own: number): number {
     const r = this.decisions.size === 0 ? undefined : this.decisions.get(requestId);
     if (r !== undefined) return r;
-    return own !== undefined && table.ownRequest[own] === 1 ? own : -1;
+    return own >= 0 && table.ownRequest[own] === 1 ? own : -1;
   }
 }
 

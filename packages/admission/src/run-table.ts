@@ -1,6 +1,7 @@
 // The memory store's runs as a table: one row per admitted run, a row number indexing typed-array
 // columns (the WFQ's node columns included), so a million runs put no object per run on the GC-managed
-// heap — only the run id string (a column the caller's id already is) and one map entry. Strings with
+// heap — only the run id string (a column the caller's id already is; `RunIndex` maps it to its row
+// in typed arrays). Strings with
 // few distinct values (kind, cause, status, lifetime) are interned to small codes; rare values (agent
 // ids, a hand-made plan's decision) sit in sparse side maps. Decisions are rebuilt from the row on
 // demand: a repeated request gets an equal decision, not the same object.
