@@ -1,7 +1,10 @@
-// commitBatch: K task admissions of ONE tenant, all drawing on the same envelope path (no slice, no causer),
-// decided in order against one snapshot. Records, slots, then ONE hot statement for all K: the path's
-// envelopes (`in_flight + k <= cap`), the tenant's queue cap (`queued + k <= max`), its WFQ finish tags per
-// lane and the K queue entries. Any guard short → 'raced' (the caller rolls back and decides one by one).
+// commitBatch: the task admissions of one or more tenants, each tenant's drawing on one envelope path (no
+// slice, no causer), decided in order against one snapshot per tenant. Records and slots of all tenants in one
+// statement each, then ONE hot statement per tenant for its K: the path's envelopes (`in_flight + k <= cap`),
+// the tenant's queue cap (`queued + k <= max`), its WFQ finish tags per lane and the K queue entries. Lock
+// order (settle-many.ts): with several tenants, all their envelopes are locked first by (tenant, id) in one
+// sorted `FOR UPDATE`, then the hot statements run in that same tenant order (tenant rows by tenant, as
+// PostgreSQL sorts them). Any guard short → 'raced' (the caller rolls back and decides one by one).
 import type { AdmissionPlan } from '@everdict/admission';
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
@@ -9,16 +12,18 @@ import { json } from '../db/numeric.js';
 import type { Tx } from '../db/tx.js';
 import { LANE, slotRow } from './rows.js';
 
-export async function commitBatch(tx: Tx, plans: readonly AdmissionPlan[]): Promise<'committed' | 'raced'> {
-  const first = plans[0];
-  if (!first) return 'committed';
-  const tenant = first.slot.tenant;
+type Result = 'committed' | 'raced';
+
+/** `groups`: one non-empty list of plans per tenant, each in decision order. */
+export async function commitBatch(tx: Tx, groups: readonly (readonly AdmissionPlan[])[]): Promise<Result> {
+  const plans = groups.flat();
   const k = plans.length;
+  if (k === 0) return 'committed';
   const recorded = await tx
     .insertInto('adm_admissions')
     .values(
       plans.map((p) => ({
-        tenant,
+        tenant: p.slot.tenant,
         request_id: p.decision.requestId,
         run_id: p.slot.runId,
         decision: json(p.decision),
@@ -35,7 +40,31 @@ export async function commitBatch(tx: Tx, plans: readonly AdmissionPlan[]): Prom
     .returning('run_id')
     .execute();
   if (inserted.length !== k) return 'raced';
+  let ordered = groups.filter((g) => g.length > 0);
+  if (ordered.length > 1) ordered = await lockEnvelopes(tx, ordered);
+  for (const g of ordered) if ((await hotStatement(tx, g)) !== 'committed') return 'raced';
+  return 'committed';
+}
 
+/** Locks every group's path envelopes by (tenant, id); returns the groups in PostgreSQL's tenant order. */
+async function lockEnvelopes(tx: Tx, groups: readonly (readonly AdmissionPlan[])[]) {
+  const tenants = groups.flatMap((g) => g[0]?.pathIds.map(() => g[0]?.slot.tenant ?? '') ?? []);
+  const ids = groups.flatMap((g) => [...(g[0]?.pathIds ?? [])]);
+  const locked = await sql<{ tenant: string }>`
+    SELECT e.tenant FROM adm_envelopes e
+    JOIN unnest(${tenants}::text[], ${ids}::text[]) AS p(tenant, id) ON e.tenant = p.tenant AND e.id = p.id
+    ORDER BY e.tenant, e.id FOR UPDATE OF e`.execute(tx);
+  const rank = new Map<string, number>();
+  for (const r of locked.rows) if (!rank.has(r.tenant)) rank.set(r.tenant, rank.size);
+  const at = (g: readonly AdmissionPlan[]) => rank.get(g[0]?.slot.tenant ?? '') ?? rank.size;
+  return [...groups].sort((a, b) => at(a) - at(b));
+}
+
+async function hotStatement(tx: Tx, plans: readonly AdmissionPlan[]): Promise<Result> {
+  const first = plans[0];
+  if (!first) return 'committed';
+  const tenant = first.slot.tenant;
+  const k = plans.length;
   const envIds = [...first.pathIds];
   const usd = Math.max(...plans.map((p) => p.guards.estimate.usd));
   const tokens = Math.max(...plans.map((p) => p.guards.estimate.tokens));

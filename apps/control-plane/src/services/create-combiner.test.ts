@@ -99,4 +99,60 @@ describe('create combiner', () => {
     expect(again.admission.decision).toBe('duplicate');
     expect(again.row.id).toBe(runId(2));
   });
+
+  it('a batch mixing tenants decides each tenant exactly like its sequential creates', async () => {
+    const policies: TenantPolicyInput[] = [
+      { maxQueued: 4 },
+      { maxQueued: 50, budget: { runs: 2 } },
+      { maxQueued: 50, inFlightCap: 3 },
+    ];
+    const ids = ['zeta', 'alpha-2']; // the second sorts before the bootstrap tenant in some collations
+    async function multi() {
+      const { t, who } = await core(policies[0]!);
+      const whos = [who];
+      for (const [n, id] of ids.entries()) {
+        const made = await t.core.services.auth.createTenant(t.admin, { id });
+        await new PgAdmissionStore(t.core.internals.deps.db).putTenant(id, tenantPolicy(policies[n + 1]!));
+        const p = await t.core.services.auth.authenticate(made.key.key);
+        whos.push({ tenant: p.tenantId, actor: p.actor });
+      }
+      return { t, whos };
+    }
+    // Irregular interleaving; 'same' is one requestId in two tenants (independent), 'rep' repeats in one.
+    const order = [0, 1, 2, 0, 0, 1, 2, 2, 1, 0, 2, 1, 0, 2, 0, 1, 2, 2, 0, 1];
+    const rid = (i: number) => (i === 4 || i === 5 ? 'same' : i === 7 || i === 10 ? 'rep' : undefined);
+    const seq = await multi();
+    const sequential: Outcome[] = [];
+    for (const [i, n] of order.entries()) {
+      const r = await Promise.allSettled([
+        createOne(seq.t.core.internals.deps, seq.whos[n]!, cmd(rid(i)), {}),
+      ]);
+      sequential.push(outcome(r[0]!));
+    }
+    const bat = await multi();
+    const combine = createCombiner(bat.t.core.internals.deps);
+    const all = await Promise.allSettled(order.map((n, i) => combine(bat.whos[n]!, cmd(rid(i)))));
+    expect(combine.stats.largest).toBe(order.length - 1); // the first alone, all the rest in ONE batch
+    const combined = all.map(outcome);
+    expect(combined.map(shape)).toEqual(sequential.map(shape));
+    expect(combined.some((o) => 'status' in o)).toBe(true);
+    const db = bat.t.core.internals.deps.db;
+    for (const [n, w] of bat.whos.entries()) {
+      const admitted = combined.filter((o, i) => order[i] === n && 'ok' in o && o.ok === 'admitted').length;
+      const ten = await db
+        .selectFrom('adm_tenants')
+        .select('queued')
+        .where('tenant', '=', w.tenant)
+        .executeTakeFirstOrThrow();
+      expect(ten.queued).toBe(admitted);
+      const q = await db
+        .selectFrom('adm_queue')
+        .select('finish')
+        .where('tenant', '=', w.tenant)
+        .orderBy('seq')
+        .execute();
+      expect(q.length).toBe(admitted);
+      expect([...q.map((r) => r.finish)].sort((a, b) => a - b)).toEqual(q.map((r) => r.finish));
+    }
+  });
 });

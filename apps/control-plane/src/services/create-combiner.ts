@@ -1,9 +1,10 @@
 // The create combiner (runs.create only): creates arriving while a create transaction is in flight are
-// admitted together in the next one. Per tenant: ONE admission snapshot, K gate decisions in order in
+// admitted together in the next one, whatever their tenants. Per tenant: ONE admission snapshot, K gate decisions in order in
 // memory (each sees the previous ones' effects, so caps stay exact and decisions equal sequential creates'),
-// then the run rows, facts, records/slots and ONE hot statement for all K (commit-batch.ts), then COMMIT.
+// then — for all tenants at once — the run rows, facts, records and slots (one statement each), ONE hot
+// statement per tenant for its K in lock order (commit-batch.ts), then COMMIT.
 // Refusals are returned to their callers only. Items a batch cannot carry (caused runs, slices, sessions,
-// agents) and any tenant whose guarded update lost a cross-replica race go one by one the old way.
+// agents) and a batch in which any tenant's guarded update lost a cross-replica race go one by one the old way.
 import {
   type AdmissionPlan,
   type AdmissionSnapshot,
@@ -113,110 +114,138 @@ async function runBatch(deps: Deps, batch: readonly Item[]): Promise<void> {
     if (!combinable(it.prep)) single.push(it);
     else groups.set(it.who.tenant, [...(groups.get(it.who.tenant) ?? []), it]);
   }
-  const work = [...groups.values()].map((g) => (g.length === 1 ? oneByOne(deps, g) : tenantBatch(deps, g)));
-  await Promise.all([...work, ...single.map((it) => oneByOne(deps, [it]))]);
+  const tenants = [...groups.values()];
+  const combined = tenants.flat();
+  const work = combined.length === 1 ? oneByOne(deps, combined) : combinedBatch(deps, tenants);
+  await Promise.all([work, ...single.map((it) => oneByOne(deps, [it]))]);
 }
 
 class BatchRaced extends Error {}
 type Outcome = { ok: Created } | { err: unknown };
+type Decided = Outcome | { dupOf: number } | { plan: AdmissionPlan } | { prior: Admitted };
+interface TenantDecisions {
+  tenant: string;
+  preps: PreparedCreate[];
+  decided: Decided[];
+}
 
-/** Decide and commit one tenant's combinable items in one transaction; on a lost race, one by one. */
-async function tenantBatch(deps: Deps, items: readonly Item[]): Promise<void> {
-  let outcomes: Outcome[];
+/** Decide and commit the combinable items of every tenant in one transaction; on a lost race, one by one. */
+async function combinedBatch(deps: Deps, tenants: readonly (readonly Item[])[]): Promise<void> {
+  const items = tenants.flat();
+  let outcomes: Outcome[][];
   try {
-    outcomes = await withTx(deps.db, (tx) => decideAndWrite(tx, deps, items));
+    outcomes = await withTx(deps.db, (tx) => decideAndWrite(tx, deps, tenants));
   } catch (e) {
     if (e instanceof BatchRaced) return oneByOne(deps, items);
     for (const it of items) it.reject(e);
     return;
   }
-  outcomes.forEach((o, i) => {
-    const it = items[i];
-    if (!it) return;
-    if ('ok' in o) {
-      if (o.ok.admission.decision === 'admitted') deps.observe.admission('admitted', it.prep?.kind ?? '');
-      it.resolve(o.ok);
-    } else it.reject(o.err);
-  });
-}
-
-async function decideAndWrite(tx: Tx, deps: Deps, items: readonly Item[]): Promise<Outcome[]> {
-  const preps = items.map((it) => it.prep).filter((p): p is PreparedCreate => p !== null);
-  const first = preps[0];
-  if (!first || preps.length !== items.length) throw new Error('combiner: unprepared item');
-  const tenant = first.who.tenant;
-  const base = await new PgAdmissionStore(tx).loadAdmission({ tenant, requestId: first.request.requestId });
-  const priors = await tx
-    .selectFrom('adm_admissions')
-    .select(['request_id', 'decision'])
-    .where('tenant', '=', tenant)
-    .where(
-      'request_id',
-      'in',
-      preps.map((p) => p.request.requestId),
-    )
-    .execute();
-  const prior = new Map(priors.map((r) => [r.request_id, r.decision as unknown as Admitted]));
-  const inBatch = new Map<string, number>(); // requestId → index of the item that admitted it
-  let snap: AdmissionSnapshot = base;
-  const outcomes: (Outcome | { dupOf: number } | { plan: AdmissionPlan } | { prior: Admitted })[] = [];
-  for (const p of preps) {
-    const id = p.request.requestId;
-    const at = inBatch.get(id);
-    if (at !== undefined) {
-      outcomes.push({ dupOf: at });
-      continue;
-    }
-    try {
-      const v = asControlPlaneError(() =>
-        decide({ ...snap, prior: prior.get(id) ?? null }, p.request, p.now.getTime()),
-      );
-      if ('prior' in v) outcomes.push({ prior: v.prior });
-      else if (!('plan' in v)) outcomes.push({ err: refusalToError(deps, p.kind, v.decision) });
-      else {
-        inBatch.set(id, outcomes.length);
-        outcomes.push({ plan: v.plan });
-        snap = afterAdmit(snap, v.plan);
-      }
-    } catch (e) {
-      outcomes.push({ err: e });
+  for (const [g, group] of tenants.entries()) {
+    for (const [i, it] of group.entries()) {
+      const o = outcomes[g]?.[i];
+      if (!o) it.reject(new Error('combiner: missing outcome'));
+      else if ('ok' in o) {
+        if (o.ok.admission.decision === 'admitted') deps.observe.admission('admitted', it.prep?.kind ?? '');
+        it.resolve(o.ok);
+      } else it.reject(o.err);
     }
   }
-  const admitted: { i: number; plan: AdmissionPlan }[] = [];
-  outcomes.forEach((o, i) => {
-    if ('plan' in o) admitted.push({ i, plan: o.plan });
-  });
-  const rows = new Map<number, RunRow>();
-  if (admitted.length > 0) {
-    const built = admitted.map(({ i, plan }) => ({ i, plan, ...preps[i]!.build(plan.decision) }));
+}
+
+async function decideAndWrite(
+  tx: Tx,
+  deps: Deps,
+  tenants: readonly (readonly Item[])[],
+): Promise<Outcome[][]> {
+  const all: TenantDecisions[] = [];
+  for (const items of tenants) all.push(await decideTenant(tx, deps, items));
+  const built = all.flatMap((t, g) =>
+    t.decided.flatMap((o, i) =>
+      'plan' in o ? [{ g, i, plan: o.plan, ...t.preps[i]!.build(o.plan.decision) }] : [],
+    ),
+  );
+  const rows = new Map<string, RunRow>(); // `${g}:${i}` → row
+  if (built.length > 0) {
     const inserted = await tx
       .insertInto('runs')
       .values(built.map((b) => rowOf(b.run, b.plan.decision)))
       .returningAll()
       .execute();
     const byId = new Map(inserted.map((r) => [r.id, r]));
-    for (const b of built) rows.set(b.i, byId.get(b.run.id)!);
+    for (const b of built) rows.set(`${b.g}:${b.i}`, byId.get(b.run.id)!);
     await appendEvents(tx, factsToEvents(built.flatMap((b) => b.facts)), DISPATCH_CHANNEL);
-    if (
-      (await commitBatch(
-        tx,
-        built.map((b) => b.plan),
-      )) !== 'committed'
-    )
-      throw new BatchRaced();
+    const plans = all.map((t) => t.decided.flatMap((o) => ('plan' in o ? [o.plan] : [])));
+    if ((await commitBatch(tx, plans)) !== 'committed') throw new BatchRaced();
   }
-  const out: Outcome[] = [];
-  for (const [i, o] of outcomes.entries()) {
-    const p = preps[i]!;
-    if ('plan' in o) out.push({ ok: { row: rows.get(i)!, admission: view('admitted', o.plan.decision) } });
-    else if ('dupOf' in o) {
-      const src = outcomes[o.dupOf];
-      if (!src || !('plan' in src)) throw new Error('combiner: bad duplicate');
-      out.push({ ok: { row: rows.get(o.dupOf)!, admission: view('duplicate', src.plan.decision) } });
-    } else if ('prior' in o) out.push({ ok: await duplicateOf(tx, tenant, o.prior, p.requestId) });
-    else out.push(o);
+  const out: Outcome[][] = [];
+  for (const [g, t] of all.entries()) {
+    const res: Outcome[] = [];
+    for (const [i, o] of t.decided.entries()) {
+      const p = t.preps[i]!;
+      if ('plan' in o)
+        res.push({ ok: { row: rows.get(`${g}:${i}`)!, admission: view('admitted', o.plan.decision) } });
+      else if ('dupOf' in o) {
+        const src = t.decided[o.dupOf];
+        if (!src || !('plan' in src)) throw new Error('combiner: bad duplicate');
+        res.push({
+          ok: { row: rows.get(`${g}:${o.dupOf}`)!, admission: view('duplicate', src.plan.decision) },
+        });
+      } else if ('prior' in o) res.push({ ok: await duplicateOf(tx, t.tenant, o.prior, p.requestId) });
+      else res.push(o);
+    }
+    out.push(res);
   }
   return out;
+}
+
+/** One tenant's items: ONE admission snapshot, then the gate decisions in order in memory. */
+async function decideTenant(tx: Tx, deps: Deps, items: readonly Item[]): Promise<TenantDecisions> {
+  const preps = items.map((it) => it.prep).filter((p): p is PreparedCreate => p !== null);
+  const first = preps[0];
+  if (!first || preps.length !== items.length) throw new Error('combiner: unprepared item');
+  const tenant = first.who.tenant;
+  const base = await new PgAdmissionStore(tx).loadAdmission({ tenant, requestId: first.request.requestId });
+  const priors =
+    preps.length === 1
+      ? []
+      : await tx
+          .selectFrom('adm_admissions')
+          .select(['request_id', 'decision'])
+          .where('tenant', '=', tenant)
+          .where(
+            'request_id',
+            'in',
+            preps.map((p) => p.request.requestId),
+          )
+          .execute();
+  const prior = new Map(priors.map((r) => [r.request_id, r.decision as unknown as Admitted]));
+  if (base.prior) prior.set(first.request.requestId, base.prior);
+  const inBatch = new Map<string, number>(); // requestId → index of the item that admitted it
+  let snap: AdmissionSnapshot = base;
+  const decided: Decided[] = [];
+  for (const p of preps) {
+    const id = p.request.requestId;
+    const at = inBatch.get(id);
+    if (at !== undefined) {
+      decided.push({ dupOf: at });
+      continue;
+    }
+    try {
+      const v = asControlPlaneError(() =>
+        decide({ ...snap, prior: prior.get(id) ?? null }, p.request, p.now.getTime()),
+      );
+      if ('prior' in v) decided.push({ prior: v.prior });
+      else if (!('plan' in v)) decided.push({ err: refusalToError(deps, p.kind, v.decision) });
+      else {
+        inBatch.set(id, decided.length);
+        decided.push({ plan: v.plan });
+        snap = afterAdmit(snap, v.plan);
+      }
+    } catch (e) {
+      decided.push({ err: e });
+    }
+  }
+  return { tenant, preps, decided };
 }
 
 const view = (decision: 'admitted' | 'duplicate', d: Admitted): AdmissionView => ({
