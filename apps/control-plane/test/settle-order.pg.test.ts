@@ -86,7 +86,7 @@ describe.runIf(LIVE_PG)('settle batches on two replicas', () => {
     }
     const total = TENANTS * 2 * ROUNDS;
     const started = await withTx(a.internals.deps.db, async (tx) => {
-      const claims = await new PgAdmissionLanes(tx).claimKinds(total, Date.now(), 60_000, INLINE_KINDS);
+      const claims = await new PgAdmissionLanes(tx).claimKinds(total, Date.now(), INLINE_KINDS);
       return startMany(tx, a.internals.deps, claims);
     });
     expect(started).toHaveLength(total);

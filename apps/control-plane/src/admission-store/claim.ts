@@ -6,11 +6,11 @@
 // candidate's run row before its queue row, SKIP LOCKED — a run a cancel holds is skipped, never waited for
 // while this claim holds its slot (the cancel would wait for that slot: a deadlock). Waits happen only on
 // tenant rows (sorted) and virtual-time rows (sorted by lane), after every skip-locked row.
-import type { Dispatch } from '@everdict/admission';
+import { type Dispatch, globalPolicy } from '@everdict/admission';
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { json, numeric } from '../db/numeric.js';
-import type { Tx } from '../db/tx.js';
+import type { Executor, Tx } from '../db/tx.js';
 import { QUEUED_COLUMN } from './rows.js';
 
 interface Candidate {
@@ -47,6 +47,12 @@ async function candidates(
     LIMIT ${limit}
     FOR UPDATE OF ${of} SKIP LOCKED`.execute(tx);
   return rows;
+}
+
+/** The aging bound of the stored global policy (admission's default where none is stored yet). */
+export async function storedAgingMs(ex: Executor): Promise<number> {
+  const g = await ex.selectFrom('adm_global').select('policy').where('id', '=', 1).executeTakeFirst();
+  return (g ? globalPolicy(g.policy) : globalPolicy()).agingMs;
 }
 
 export async function claimQueued(

@@ -2,7 +2,7 @@
 import type { Dispatch } from '@everdict/admission';
 import { sql } from 'kysely';
 import type { Executor } from '../db/tx.js';
-import { claimQueued } from './claim.js';
+import { claimQueued, storedAgingMs } from './claim.js';
 import { QUEUED_COLUMN } from './rows.js';
 import { atomically } from './scope.js';
 
@@ -11,8 +11,9 @@ export class PgAdmissionLanes {
   constructor(private readonly exec: Executor) {}
 
   /** Claim only runs of these kinds (a lane's executors can run nothing else). */
-  claimKinds(capacity: number, now: number, agingMs: number, kinds: readonly string[]): Promise<Dispatch[]> {
-    if (capacity <= 0) return Promise.resolve([]);
+  async claimKinds(capacity: number, now: number, kinds: readonly string[]): Promise<Dispatch[]> {
+    if (capacity <= 0) return [];
+    const agingMs = await storedAgingMs(this.exec);
     // Every queued run of a lane has its `runs` row: lock it with the claim (see claim.ts, lock order).
     return atomically(this.exec, (tx) => claimQueued(tx, capacity, now, agingMs, kinds, true));
   }

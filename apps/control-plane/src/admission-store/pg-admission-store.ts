@@ -24,7 +24,7 @@ import type { RunCause, RunStatus } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { json, numeric } from '../db/numeric.js';
 import type { Executor } from '../db/tx.js';
-import { claimQueued } from './claim.js';
+import { claimQueued, storedAgingMs } from './claim.js';
 import { commitPlan } from './commit.js';
 import { envelopeOf, envelopeRow, slotOf } from './rows.js';
 import { atomically } from './scope.js';
@@ -189,12 +189,7 @@ export class PgAdmissionStore implements AdmissionStore {
 
   async claim(capacity: number, now: number): Promise<Dispatch[]> {
     if (capacity <= 0) return [];
-    const g = await this.exec
-      .selectFrom('adm_global')
-      .select('policy')
-      .where('id', '=', 1)
-      .executeTakeFirst();
-    const agingMs = (g ? globalPolicy(g.policy) : globalPolicy()).agingMs;
+    const agingMs = await storedAgingMs(this.exec);
     return atomically(this.exec, (tx) => claimQueued(tx, capacity, now, agingMs));
   }
 

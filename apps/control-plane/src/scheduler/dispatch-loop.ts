@@ -3,7 +3,6 @@
 // inline executor, whose results are settled in batches (SettleBatcher). Woken by NOTIFY,
 // with a poll fallback. Only the inline lane (kind `analysis`) exists here: command/eval/sandbox runs wait
 // queued for a driver — no user command ever runs on the control plane's host.
-import { globalPolicy } from '@everdict/admission';
 import { TERMINAL_STATUSES } from '@everdict/run-model';
 import { PgAdmissionLanes } from '../admission-store/lanes.js';
 import { withTx } from '../db/tx.js';
@@ -59,12 +58,7 @@ export class DispatchLoop {
       if (capacity <= 0 || this.loop.isStopped) return;
       const now = this.deps.clock();
       const started = await withTx(this.deps.db, async (tx) => {
-        const claims = await new PgAdmissionLanes(tx).claimKinds(
-          capacity,
-          now.getTime(),
-          globalPolicy().agingMs,
-          INLINE_KINDS,
-        );
+        const claims = await new PgAdmissionLanes(tx).claimKinds(capacity, now.getTime(), INLINE_KINDS);
         const rows = await startMany(tx, this.deps, claims);
         return { claims, rows };
       });
