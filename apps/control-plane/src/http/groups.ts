@@ -2,7 +2,6 @@
 // (graders over the group's runs; re-scoring links by rescoreOf) and promotion to a scorecard.
 import { createRoute, type z } from '@hono/zod-openapi';
 import { CreateGroupInput, ListGroupsQuery, PromoteGroupInput, ScoreGroupInput } from '../services/types.js';
-import { admissionOutcome } from './admission-metrics.js';
 import type { RouteDeps } from './deps.js';
 import { API_KEY_SECURITY, createRouter } from './openapi.js';
 import { problemResponses } from './problem.js';
@@ -73,19 +72,13 @@ const promoteGroup = createRoute({
   responses: { 200: json(GroupSchema, 'The scorecard.'), ...problemResponses(400, 401, 404, 409, 415) },
 });
 
-export function groupRoutes({ services, metrics }: RouteDeps) {
+export function groupRoutes({ services }: RouteDeps) {
   const app = createRouter();
 
   app.openapi(createGroup, async (c) => {
     const input = c.req.valid('json');
-    try {
-      const created = await services.groups.create(c.get('principal'), input);
-      for (const run of created.runs) metrics.recordAdmission('admitted', run.kind);
-      return c.json(created, 201);
-    } catch (err) {
-      admissionOutcome(metrics, input.spec.kind, err);
-      throw err;
-    }
+    const created = await services.groups.create(c.get('principal'), input);
+    return c.json(created, 201);
   });
 
   app.openapi(listGroups, async (c) =>

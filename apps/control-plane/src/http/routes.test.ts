@@ -4,6 +4,7 @@
 import { verifyWire } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../app.js';
+import { createMetrics } from '../observability/metrics.js';
 import { type Core, scriptedJudge, startCore } from '../services/index.js';
 import { ADMIN_KEY, call } from './testing/harness.js';
 
@@ -11,13 +12,16 @@ let core: Core;
 let app: ReturnType<typeof buildApp>['app'];
 
 beforeAll(async () => {
-  // As `pnpm start` runs it: the built-in scripted judge decides `judge` graders.
+  // As `pnpm start` runs it: the built-in scripted judge decides `judge` graders, and the core reports
+  // admissions and dispatches to the app's metrics.
+  const metrics = createMetrics();
   core = await startCore({
     bootstrapKey: ADMIN_KEY,
     judge: scriptedJudge(),
     scheduler: { enabled: true, pollMs: 25 },
+    metrics: metrics.coreObserver(),
   });
-  ({ app } = buildApp({ services: core.services, health: () => core.health() }));
+  ({ app } = buildApp({ services: core.services, metrics, health: () => core.health() }));
 });
 afterAll(async () => {
   await core?.close();

@@ -2,7 +2,6 @@
 // record (verified on read) and its facts (JSON page, or SSE when asked for text/event-stream).
 import { createRoute, z } from '@hono/zod-openapi';
 import { CreateRunInput, ListRunsQuery, type RecordView } from '../services/types.js';
-import { admissionOutcome } from './admission-metrics.js';
 import type { RouteDeps } from './deps.js';
 import { API_KEY_SECURITY, createRouter } from './openapi.js';
 import { problemResponses } from './problem.js';
@@ -132,24 +131,18 @@ const runEvents = createRoute({
 });
 
 export function runRoutes(deps: RouteDeps) {
-  const { services, metrics } = deps;
+  const { services } = deps;
   const app = createRouter();
 
   app.openapi(createRun, async (c) => {
     const input = c.req.valid('json');
     const causedByRunId = c.req.valid('header')['x-everdict-caused-by'];
-    try {
-      const created = await services.runs.create(
-        c.get('principal'),
-        input,
-        causedByRunId ? { causedByRunId } : {},
-      );
-      metrics.recordAdmission('admitted', input.kind);
-      return c.json(created, 201);
-    } catch (err) {
-      admissionOutcome(metrics, input.kind, err);
-      throw err;
-    }
+    const created = await services.runs.create(
+      c.get('principal'),
+      input,
+      causedByRunId ? { causedByRunId } : {},
+    );
+    return c.json(created, 201);
   });
 
   app.openapi(listRuns, async (c) =>

@@ -20,13 +20,10 @@ export interface CoreMetricsObserver {
 export interface Metrics {
   readonly registry: Registry;
   /**
-   * The observer to pass to `startCore({ metrics })`: the core then counts admissions from every source (API,
-   * groups, subscriptions, agent bridge) and dispatch latency; from then on `recordAdmission` (the HTTP
-   * layer's own count of POST /runs and /groups) is ignored so nothing is counted twice.
+   * The observer to pass to `startCore({ metrics })`: the core counts admissions from every source (API,
+   * groups, subscriptions, agent bridge) at the gate, and dispatch latency. It is the only admission count.
    */
   coreObserver(): CoreMetricsObserver;
-  /** Count one pass through the admission gate. `rule` is the refusing rule's code, if any. */
-  recordAdmission(outcome: AdmissionOutcome, kind: string, rule?: string): void;
   /** Time from a run being queued to being handed to its placement, in seconds. */
   observeDispatchLatency(seconds: number, runClass: string): void;
   /** Count one HTTP response (route pattern, not raw path, to keep label cardinality bounded). */
@@ -79,20 +76,15 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     registers: [registry],
   });
 
-  let coreCounts = false;
   const count = (outcome: AdmissionOutcome, kind: string, rule?: string) =>
     admissions.inc({ outcome, kind: boundedLabel(kind), rule: rule ?? '' });
   return {
     registry,
     coreObserver() {
-      coreCounts = true;
       return {
         admission: count,
         dispatched: (seconds, runClass) => dispatch.observe({ class: runClass }, Math.max(0, seconds)),
       };
-    },
-    recordAdmission(outcome, kind, rule) {
-      if (!coreCounts) count(outcome, kind, rule);
     },
     observeDispatchLatency(seconds, runClass) {
       dispatch.observe({ class: runClass }, seconds);

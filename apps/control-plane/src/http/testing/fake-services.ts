@@ -4,6 +4,7 @@
 import { applyGraders, EMPTY_USAGE, Run, type RunStatus } from '@everdict/run-model';
 import { ControlPlaneError } from '../../errors.js';
 import type { ControlPlaneServices } from '../../services/api.js';
+import type { CoreObserver } from '../../services/options.js';
 import {
   AgentRunEventInput,
   type ApiKeyView,
@@ -25,6 +26,8 @@ export interface FakeOptions {
   readonly bootstrapKey: string;
   /** Queued runs per tenant before 429 `tenant.queue_depth`. */
   readonly maxQueued?: number;
+  /** Admission outcomes are reported here, as the real core reports them to its metrics observer. */
+  readonly observe?: Pick<CoreObserver, 'admission'>;
 }
 
 export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
@@ -92,13 +95,18 @@ export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
     const causer = causedByRunId ? own(runs, p, causedByRunId, 'run') : undefined;
     const queued = [...runs.values()].filter((r) => r.tenant === p.tenantId && r.status === 'queued').length;
     const subject = (input.subject ?? {}) as Record<string, unknown>;
-    if (subject.exhaustEnvelope === true)
+    if (subject.exhaustEnvelope === true) {
+      opts.observe?.admission('refused_402', input.kind, 'envelope.runs');
       throw new ControlPlaneError('envelope_exhausted', 'no runs left', { rule: 'envelope.runs' });
-    if (queued >= maxQueued)
+    }
+    if (queued >= maxQueued) {
+      opts.observe?.admission('refused_429', input.kind, 'tenant.queue_depth');
       throw new ControlPlaneError('capacity_exceeded', 'queue full', {
         rule: 'tenant.queue_depth',
         retryAfterMs: 1500,
       });
+    }
+    opts.observe?.admission('admitted', input.kind);
     const t = now();
     const runId = id('run');
     // run-model validates the kind's subject (RunModelError invalid_input → 400), as the real core does.

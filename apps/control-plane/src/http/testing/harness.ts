@@ -1,5 +1,6 @@
 // Test helpers: build the real app over the in-memory fake services, and call it in-process.
 import { type BuiltApp, buildApp } from '../../app.js';
+import { createMetrics } from '../../observability/metrics.js';
 import { fakeServices } from './fake-services.js';
 
 export const ADMIN_KEY = 'evd_test_admin_key_0123456789abcdef';
@@ -12,12 +13,15 @@ export function fakeApp(
 ): BuiltApp & {
   services: FakeServices;
 } {
+  const metrics = createMetrics();
   const services = fakeServices({
     bootstrapKey: ADMIN_KEY,
+    observe: metrics.coreObserver(),
     ...(opts.maxQueued ? { maxQueued: opts.maxQueued } : {}),
   });
   const built = buildApp({
     services,
+    metrics,
     health: async () => ({ ok: true, dialect: 'fake' }),
     internalToken: INTERNAL_TOKEN,
     maxBodyBytes: opts.maxBodyBytes ?? 64 * 1024,
