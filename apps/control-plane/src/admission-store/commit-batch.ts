@@ -1,131 +1,217 @@
-// commitBatch: the task admissions of one or more tenants, each tenant's drawing on one envelope path (no
-// slice, no causer), decided in order against one snapshot per tenant. Records and slots of all tenants in one
-// statement each, then ONE hot statement per tenant for its K: the path's envelopes (`in_flight + k <= cap`),
-// the tenant's queue cap (`queued + k <= max`), its WFQ finish tags per lane and the K queue entries. Lock
-// order (settle-many.ts): with several tenants, all their envelopes are locked first by (tenant, id) in one
-// sorted `FOR UPDATE`, then the hot statements run in that same tenant order (tenant rows by tenant, as
-// PostgreSQL sorts them). Any guard short → 'raced' (the caller rolls back and decides one by one).
+// commitBatch: the task admissions of one or more tenants — each tenant's K drawing on its root envelope path
+// (no slice, no causer), decided in order against one snapshot per tenant — written in ONE autocommit
+// statement, together with the caller's "riders" (the ledger's run rows and facts):
+//   1. the admission records (request ids), the slots and every rider — plain inserts, no existing row locked;
+//   2. the hot rows, last: every tenant's path envelopes locked in (tenant, id) order and charged
+//      (`in_flight + k <= cap`, budget left), then the tenant rows locked in tenant order and their queue cap
+//      taken (`queued + k <= max`), the WFQ finish tags per (tenant, lane) and the K queue entries;
+//   3. `everdict_assert` over every count: a guard short anywhere (a cross-replica race, a request id
+//      admitted meanwhile) raises EV001 and the whole statement — riders included — rolls back ('raced';
+//      the caller decides one by one).
+// Lock order is the one every transaction follows (settle-many.ts): envelopes by (tenant, id) → tenant rows
+// by tenant. Sub-statements run in the order the final SELECT first reads them (left to right), so the
+// inserts go first and the hot rows are held only for the tail of the statement and its commit.
 import type { AdmissionPlan } from '@everdict/admission';
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
+import { ASSERT_SQLSTATE } from '../db/migrations/0005_assert.js';
 import { json } from '../db/numeric.js';
-import type { Tx } from '../db/tx.js';
+import { type Executor, isRetryable } from '../db/tx.js';
 import { LANE, slotRow } from './rows.js';
 
-type Result = 'committed' | 'raced';
+/** A write carried by the admission statement: a data-modifying query that must touch exactly `rows` rows. */
+export interface Rider {
+  name: string;
+  /** A kysely query builder or `sql` fragment with a RETURNING clause. */
+  query: unknown;
+  rows: number;
+}
 
-/** `groups`: one non-empty list of plans per tenant, each in decision order. */
-export async function commitBatch(tx: Tx, groups: readonly (readonly AdmissionPlan[])[]): Promise<Result> {
+export type BatchResult<R> = { committed: R[] } | 'raced';
+
+const isAssertFailure = (e: unknown): boolean =>
+  typeof e === 'object' && e !== null && 'code' in e && (e as { code: unknown }).code === ASSERT_SQLSTATE;
+
+/**
+ * `groups`: one non-empty list of plans per tenant, each in decision order. `yieldFrom` names the rider whose
+ * RETURNING rows the statement returns. `notify`: channels to NOTIFY (delivered at commit).
+ */
+export async function commitBatch<R>(
+  ex: Executor,
+  groups: readonly (readonly AdmissionPlan[])[],
+  riders: readonly Rider[],
+  yieldFrom: string,
+  notify: readonly string[] = [],
+): Promise<BatchResult<R>> {
   const plans = groups.flat();
   const k = plans.length;
-  if (k === 0) return 'committed';
-  const recorded = await tx
-    .insertInto('adm_admissions')
-    .values(
-      plans.map((p) => ({
-        tenant: p.slot.tenant,
-        request_id: p.decision.requestId,
-        run_id: p.slot.runId,
-        decision: json(p.decision),
-      })),
-    )
-    .onConflict((oc) => oc.columns(['tenant', 'request_id']).doNothing())
-    .returning('request_id')
-    .execute();
-  if (recorded.length !== k) return 'raced';
-  const inserted = await tx
-    .insertInto('adm_slots')
-    .values(plans.map((p) => slotRow(p.slot)))
-    .onConflict((oc) => oc.columns(['tenant', 'run_id']).doNothing())
-    .returning('run_id')
-    .execute();
-  if (inserted.length !== k) return 'raced';
-  let ordered = groups.filter((g) => g.length > 0);
-  if (ordered.length > 1) ordered = await lockEnvelopes(tx, ordered);
-  for (const g of ordered) if ((await hotStatement(tx, g)) !== 'committed') return 'raced';
-  return 'committed';
-}
-
-/** Locks every group's path envelopes by (tenant, id); returns the groups in PostgreSQL's tenant order. */
-async function lockEnvelopes(tx: Tx, groups: readonly (readonly AdmissionPlan[])[]) {
-  const tenants = groups.flatMap((g) => g[0]?.pathIds.map(() => g[0]?.slot.tenant ?? '') ?? []);
-  const ids = groups.flatMap((g) => [...(g[0]?.pathIds ?? [])]);
-  const locked = await sql<{ tenant: string }>`
-    SELECT e.tenant FROM adm_envelopes e
-    JOIN unnest(${tenants}::text[], ${ids}::text[]) AS p(tenant, id) ON e.tenant = p.tenant AND e.id = p.id
-    ORDER BY e.tenant, e.id FOR UPDATE OF e`.execute(tx);
-  const rank = new Map<string, number>();
-  for (const r of locked.rows) if (!rank.has(r.tenant)) rank.set(r.tenant, rank.size);
-  const at = (g: readonly AdmissionPlan[]) => rank.get(g[0]?.slot.tenant ?? '') ?? rank.size;
-  return [...groups].sort((a, b) => at(a) - at(b));
-}
-
-async function hotStatement(tx: Tx, plans: readonly AdmissionPlan[]): Promise<Result> {
-  const first = plans[0];
-  if (!first) return 'committed';
-  const tenant = first.slot.tenant;
-  const k = plans.length;
-  const envIds = [...first.pathIds];
-  const usd = Math.max(...plans.map((p) => p.guards.estimate.usd));
-  const tokens = Math.max(...plans.map((p) => p.guards.estimate.tokens));
-  const max = first.guards.maxQueued;
-  const byClass: Record<RunClass, number> = { interactive: 0, background: 0, batch: 0 };
-  // Per lane: the entries in decision order; each gets the lane's finish tag minus its distance from the last.
-  const perLane = new Map<number, number>();
-  const rank: number[] = [];
-  for (const p of plans) byClass[p.slot.class] += 1;
-  for (const p of plans) {
-    const lane = LANE[p.slot.class];
-    perLane.set(lane, (perLane.get(lane) ?? 0) + 1);
-    rank.push(perLane.get(lane) ?? 1);
-  }
-  const lanes = [...perLane.keys()];
-  const counts = lanes.map((l) => perLane.get(l) ?? 0);
-  const fromEnd = plans.map((p, i) => (perLane.get(LANE[p.slot.class]) ?? 0) - (rank[i] ?? 0));
-  const hot = await sql<{ envs: string | number; queued: string | number }>`
-    WITH env_lock AS MATERIALIZED (
-      SELECT id FROM adm_envelopes WHERE tenant = ${tenant} AND id = ANY(${envIds}::text[])
-      ORDER BY id FOR UPDATE
+  const hot = hotInputs(groups.filter((g) => g.length > 0));
+  const admissions = plans.map((p) => ({
+    tenant: p.slot.tenant,
+    request_id: p.decision.requestId,
+    run_id: p.slot.runId,
+    decision: p.decision,
+  }));
+  const riderCtes = riders.map((r) => sql`${sql.id(r.name)} AS (${r.query})`);
+  const riderCounts = [
+    sql`TRUE`,
+    ...riders.map((r) => sql`(SELECT count(*) FROM ${sql.id(r.name)}) = ${r.rows}`),
+  ];
+  const notifies = notify.map((c) => sql`pg_notify(${c}, '')`);
+  const statement = sql<R>`
+    WITH adm AS (
+      INSERT INTO adm_admissions (tenant, request_id, run_id, decision)
+      SELECT x.tenant, x.request_id, x.run_id, x.decision
+      FROM jsonb_to_recordset(${json(admissions)}::jsonb) AS x(tenant text, request_id text, run_id text, decision jsonb)
+      ON CONFLICT (tenant, request_id) DO NOTHING RETURNING 1
+    ),
+    slots AS (
+      INSERT INTO adm_slots (run_id, tenant, kind, cause, class, lifetime, status, caused_by_run_id, depth,
+        children, envelope_id, member, agent_id, expected_duration_ms, admitted_at, started_at)
+      SELECT x.run_id, x.tenant, x.kind, x.cause, x.class, x.lifetime, x.status, x.caused_by_run_id, x.depth,
+        x.children, x.envelope_id, x.member, x.agent_id, x.expected_duration_ms, x.admitted_at, x.started_at
+      FROM jsonb_to_recordset(${json(plans.map((p) => slotRow(p.slot)))}::jsonb) AS x(run_id text, tenant text,
+        kind text, cause text, class text, lifetime text, status text, caused_by_run_id text, depth int,
+        children int, envelope_id text, member boolean, agent_id text, expected_duration_ms bigint,
+        admitted_at bigint, started_at bigint)
+      ON CONFLICT (tenant, run_id) DO NOTHING RETURNING 1
+    ),
+    ${riders.length > 0 ? sql`${sql.join(riderCtes)},` : sql``}
+    n AS (SELECT ${notifies.length > 0 ? sql.join(notifies) : sql`1`}),
+    d AS (SELECT * FROM jsonb_to_recordset(${json(hot.envelopes)}::jsonb)
+      AS d(tenant text, id text, k int, usd float8, tokens float8)),
+    t AS (SELECT * FROM jsonb_to_recordset(${json(hot.tenants)}::jsonb)
+      AS t(tenant text, k int, max int, qi int, qb int, qh int, npath int)),
+    env_lock AS MATERIALIZED (
+      SELECT e.tenant, e.id FROM adm_envelopes e JOIN d ON e.tenant = d.tenant AND e.id = d.id
+      ORDER BY e.tenant, e.id FOR UPDATE OF e
     ),
     env AS (
-      UPDATE adm_envelopes SET in_flight = in_flight + ${k}::int, spent_runs = spent_runs + ${k}::int
-      WHERE tenant = ${tenant} AND id IN (SELECT id FROM env_lock) AND in_flight + ${k}::int <= in_flight_cap
-        AND (cap_usd IS NULL OR (spent_usd < cap_usd AND cap_usd - spent_usd >= ${usd}::float8))
-        AND (cap_tokens IS NULL OR (spent_tokens < cap_tokens AND cap_tokens - spent_tokens >= ${tokens}::float8))
-        AND (cap_runs IS NULL OR spent_runs + ${k}::int <= cap_runs)
-      RETURNING id
+      UPDATE adm_envelopes e SET in_flight = e.in_flight + d.k, spent_runs = e.spent_runs + d.k
+      FROM d JOIN env_lock l ON l.tenant = d.tenant AND l.id = d.id
+      WHERE e.tenant = d.tenant AND e.id = d.id AND e.in_flight + d.k <= e.in_flight_cap
+        AND (e.cap_usd IS NULL OR (e.spent_usd < e.cap_usd AND e.cap_usd - e.spent_usd >= d.usd))
+        AND (e.cap_tokens IS NULL OR (e.spent_tokens < e.cap_tokens AND e.cap_tokens - e.spent_tokens >= d.tokens))
+        AND (e.cap_runs IS NULL OR e.spent_runs + d.k <= e.cap_runs)
+      RETURNING e.tenant
+    ),
+    env_ok AS (SELECT tenant, count(*) AS n FROM env GROUP BY tenant),
+    ten_lock AS MATERIALIZED (
+      SELECT a.tenant FROM adm_tenants a JOIN t ON a.tenant = t.tenant
+      WHERE (SELECT count(*) FROM env_ok) >= 0
+      ORDER BY a.tenant FOR UPDATE OF a
     ),
     ten AS (
-      UPDATE adm_tenants SET queued = queued + ${k}::int,
-        queued_interactive = queued_interactive + ${byClass.interactive}::int,
-        queued_background = queued_background + ${byClass.background}::int,
-        queued_batch = queued_batch + ${byClass.batch}::int
-      WHERE tenant = ${tenant} AND (${max}::int IS NULL OR queued + ${k}::int <= ${max}::int)
-        AND (SELECT count(*) FROM env) = ${envIds.length}
-      RETURNING weight
+      UPDATE adm_tenants a SET queued = a.queued + t.k, queued_interactive = a.queued_interactive + t.qi,
+        queued_background = a.queued_background + t.qb, queued_batch = a.queued_batch + t.qh
+      FROM t JOIN ten_lock l ON l.tenant = t.tenant JOIN env_ok o ON o.tenant = t.tenant
+      WHERE a.tenant = t.tenant AND (t.max IS NULL OR a.queued + t.k <= t.max) AND o.n = t.npath
+      RETURNING a.tenant, a.weight
     ),
     f AS (
       INSERT INTO adm_wfq (tenant, lane, last_finish)
-      SELECT ${tenant}, l.lane, (SELECT v FROM adm_vtime WHERE lane = l.lane) + l.k / ten.weight
-      FROM ten, unnest(${lanes}::int[], ${counts}::int[]) AS l(lane, k)
+      SELECT l.tenant, l.lane, (SELECT v FROM adm_vtime WHERE lane = l.lane) + l.k / ten.weight
+      FROM jsonb_to_recordset(${json(hot.lanes)}::jsonb) AS l(tenant text, lane int, k int)
+      JOIN ten ON ten.tenant = l.tenant
       ON CONFLICT (tenant, lane) DO UPDATE
         SET last_finish = GREATEST(adm_wfq.last_finish, (SELECT v FROM adm_vtime WHERE lane = EXCLUDED.lane))
           + (EXCLUDED.last_finish - (SELECT v FROM adm_vtime WHERE lane = EXCLUDED.lane))
-      RETURNING lane, last_finish
+      RETURNING tenant, lane, last_finish
     ),
     q AS (
       INSERT INTO adm_queue (run_id, tenant, class, lane, finish, enqueued_at, kind)
-      SELECT e.run_id, ${tenant}, e.class, e.lane, f.last_finish - e.back / (SELECT weight FROM ten), e.at, e.kind
-      FROM unnest(${plans.map((p) => p.slot.runId)}::text[], ${plans.map((p) => p.slot.class)}::text[],
-        ${plans.map((p) => LANE[p.slot.class])}::int[], ${fromEnd}::float8[],
-        ${plans.map((p) => p.slot.admittedAt)}::int8[], ${plans.map((p) => p.slot.kind)}::text[])
-        WITH ORDINALITY AS e(run_id, class, lane, back, at, kind, ord)
-      JOIN f ON f.lane = e.lane
+      SELECT e.run_id, e.tenant, e.class, e.lane, f.last_finish - e.back / ten.weight, e.at, e.kind
+      FROM jsonb_to_recordset(${json(hot.entries)}::jsonb)
+        AS e(ord int, run_id text, tenant text, class text, lane int, back float8, at bigint, kind text)
+      JOIN ten ON ten.tenant = e.tenant JOIN f ON f.tenant = e.tenant AND f.lane = e.lane
       ORDER BY e.ord
       RETURNING run_id
+    ),
+    chk AS (
+      SELECT everdict_assert(
+        (SELECT count(*) FROM adm) = ${k} AND (SELECT count(*) FROM slots) = ${k}
+          AND ${sql.join(riderCounts, sql` AND `)} AND (SELECT count(*) FROM n) = 1
+          AND (SELECT count(*) FROM env) = ${hot.envelopes.length} AND (SELECT count(*) FROM ten) = ${hot.tenants.length}
+          AND (SELECT count(*) FROM q) = ${k},
+        'admission raced') AS ok
     )
-    SELECT (SELECT count(*) FROM env) AS envs, (SELECT count(*) FROM q) AS queued`.execute(tx);
-  const row = hot.rows[0];
-  if (!row || Number(row.envs) !== envIds.length || Number(row.queued) !== k) return 'raced';
-  return 'committed';
+    SELECT y.* FROM ${sql.id(yieldFrom)} y WHERE (SELECT ok FROM chk)`;
+  try {
+    const { rows } = await statement.execute(ex);
+    return { committed: rows };
+  } catch (e) {
+    // A guard short, or a deadlock with a writer that locked in another order (two replicas inserting the same
+    // request ids): nothing was written; the caller decides again one by one.
+    if (isAssertFailure(e) || isRetryable(e)) return 'raced';
+    throw e;
+  }
 }
+
+/** The hot statement's inputs: per envelope, per tenant, per (tenant, lane), per queue entry. */
+function hotInputs(groups: readonly (readonly AdmissionPlan[])[]) {
+  const envelopes: { tenant: string; id: string; k: number; usd: number; tokens: number }[] = [];
+  const tenants: {
+    tenant: string;
+    k: number;
+    max: number | null;
+    qi: number;
+    qb: number;
+    qh: number;
+    npath: number;
+  }[] = [];
+  const lanes: { tenant: string; lane: number; k: number }[] = [];
+  const entries: {
+    ord: number;
+    run_id: string;
+    tenant: string;
+    class: string;
+    lane: number;
+    back: number;
+    at: number;
+    kind: string;
+  }[] = [];
+  for (const plans of groups) {
+    const first = plans[0];
+    if (!first) continue;
+    const tenant = first.slot.tenant;
+    const k = plans.length;
+    const usd = Math.max(...plans.map((p) => p.guards.estimate.usd));
+    const tokens = Math.max(...plans.map((p) => p.guards.estimate.tokens));
+    for (const id of first.pathIds) envelopes.push({ tenant, id, k, usd, tokens });
+    const byClass: Record<RunClass, number> = { interactive: 0, background: 0, batch: 0 };
+    for (const p of plans) byClass[p.slot.class] += 1;
+    tenants.push({
+      tenant,
+      k,
+      max: first.guards.maxQueued ?? null,
+      qi: byClass.interactive,
+      qb: byClass.background,
+      qh: byClass.batch,
+      npath: first.pathIds.length,
+    });
+    // Per lane: entries in decision order; each gets the lane's new finish tag minus its distance from the last.
+    const perLane = new Map<number, number>();
+    for (const p of plans) perLane.set(LANE[p.slot.class], (perLane.get(LANE[p.slot.class]) ?? 0) + 1);
+    for (const [lane, n] of perLane) lanes.push({ tenant, lane, k: n });
+    const seen = new Map<number, number>();
+    for (const p of plans) {
+      const lane = LANE[p.slot.class];
+      const rank = (seen.get(lane) ?? 0) + 1;
+      seen.set(lane, rank);
+      entries.push({
+        ord: entries.length,
+        run_id: p.slot.runId,
+        tenant,
+        class: p.slot.class,
+        lane,
+        back: (perLane.get(lane) ?? 0) - rank,
+        at: p.slot.admittedAt,
+        kind: p.slot.kind,
+      });
+    }
+  }
+  return { envelopes, tenants, lanes, entries };
+}
+
+/** Used by the one-by-one path and tests: is this the combined statement's race signal? */
+export { isAssertFailure };

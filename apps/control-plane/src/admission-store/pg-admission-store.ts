@@ -12,20 +12,19 @@ import {
   type Dispatch,
   type Envelope,
   type GlobalPolicy,
-  globalPolicy,
   type RunSlot,
   rootEnvelopeId,
   type Settlement,
   type SettleResult,
   type TenantPolicy,
-  tenantPolicy,
 } from '@everdict/admission';
 import type { RunCause, RunStatus } from '@everdict/run-model';
 import { sql } from 'kysely';
-import { json, numeric } from '../db/numeric.js';
+import { json } from '../db/numeric.js';
 import type { Executor } from '../db/tx.js';
 import { claimQueued, storedAgingMs } from './claim.js';
 import { commitPlan } from './commit.js';
+import { snapshotOf } from './load-batch.js';
 import { envelopeOf, envelopeRow, slotOf } from './rows.js';
 import { atomically } from './scope.js';
 import { settleSlot } from './settle.js';
@@ -160,27 +159,16 @@ export class PgAdmissionStore implements AdmissionStore {
     ]);
     const causer = causerRow ? slotOf(causerRow) : null;
     const path = t ? await envelopePath(ex, tenant, causer ? causer.envelopeId : rootEnvelopeId(tenant)) : [];
-    const qi = t?.queued_interactive ?? 0;
-    const qb = t?.queued_background ?? 0;
-    const qh = t?.queued_batch ?? 0;
-    return {
+    return snapshotOf({
       prior: prior ? (prior.decision as unknown as Admitted) : null,
-      policy: t ? tenantPolicy(t.policy) : null,
-      global: g ? globalPolicy(g.policy) : globalPolicy(),
+      tenant: t,
+      global: g,
       causer,
       path,
       sliceTaken: slice !== undefined,
       agentDisabled: agent !== undefined && !agent.enabled,
-      load: {
-        queued: qi + qb + qh,
-        queuedByClass: { interactive: qi, background: qb, batch: qh },
-        running: t?.running ?? 0,
-        sessions: { total: t?.sessions ?? 0, member: t?.member_sessions ?? 0 },
-        earliestRunningEnd: ends?.task_end == null ? null : numeric(ends.task_end),
-        earliestSessionEnd: ends?.session_end == null ? null : numeric(ends.session_end),
-      },
-      globalSessions: { total: g?.sessions ?? 0, member: g?.member_sessions ?? 0 },
-    };
+      ends,
+    });
   }
 
   commitAdmission(plan: AdmissionPlan): Promise<CommitResult> {

@@ -17,6 +17,12 @@ function pgCode(e: unknown): string | undefined {
   return undefined;
 }
 
+/** A deadlock or serialization failure: the work can be retried as it was. */
+export function isRetryable(e: unknown): boolean {
+  const code = pgCode(e);
+  return code !== undefined && RETRYABLE.has(code);
+}
+
 export function isUniqueViolation(e: unknown): boolean {
   return pgCode(e) === '23505';
 }

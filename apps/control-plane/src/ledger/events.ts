@@ -23,16 +23,22 @@ export async function appendEvents(
   alsoNotify?: string,
 ): Promise<string[]> {
   if (events.length === 0) return [];
+  const extra = alsoNotify ? sql`, pg_notify(${alsoNotify}, '')` : sql``;
+  const { rows: ids } = await sql<{ id: string | number | bigint }>`
+    WITH ins AS (${insertEventsSql(events)}), n AS (SELECT pg_notify(${EVENTS_CHANNEL}, '')${extra})
+    SELECT ins.id FROM ins, n ORDER BY ins.id`.execute(ex);
+  return ids.map((r) => decimal(r.id));
+}
+
+/** `INSERT INTO events … RETURNING id` for a CTE of a larger statement (the caller NOTIFYs). */
+export function insertEventsSql(events: readonly NewEvent[]) {
   const rows = events.map(
     (e) => sql`(${e.tenant}, ${e.kind}, ${e.runId ?? null}, ${json(e.data)}::jsonb, ${e.at}::timestamptz)`,
   );
-  const extra = alsoNotify ? sql`, pg_notify(${alsoNotify}, '')` : sql``;
-  const { rows: ids } = await sql<{ id: string | number | bigint }>`
-    WITH ins AS (
-      INSERT INTO events (tenant_id, kind, run_id, payload, created_at) VALUES ${sql.join(rows)} RETURNING id
-    ), n AS (SELECT pg_notify(${EVENTS_CHANNEL}, '')${extra})
-    SELECT ins.id FROM ins, n ORDER BY ins.id`.execute(ex);
-  return ids.map((r) => decimal(r.id));
+  return sql<{
+    id: string | number | bigint;
+  }>`INSERT INTO events (tenant_id, kind, run_id, payload, created_at)
+    VALUES ${sql.join(rows)} RETURNING id`;
 }
 
 interface EventRowLike {

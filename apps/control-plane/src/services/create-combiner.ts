@@ -1,10 +1,11 @@
-// The create combiner (runs.create only): creates arriving while a create transaction is in flight are
-// admitted together in the next one, whatever their tenants. Per tenant: ONE admission snapshot, K gate decisions in order in
-// memory (each sees the previous ones' effects, so caps stay exact and decisions equal sequential creates'),
-// then — for all tenants at once — the run rows, facts, records and slots (one statement each), ONE hot
-// statement per tenant for its K in lock order (commit-batch.ts), then COMMIT.
-// Refusals are returned to their callers only. Items a batch cannot carry (caused runs, slices, sessions,
-// agents) and a batch in which any tenant's guarded update lost a cross-replica race go one by one the old way.
+// The create combiner (runs.create only): creates arriving while a batch is in flight are admitted together
+// in the next one, whatever their tenants. A batch is TWO statements, whatever its size and tenant count:
+// ONE read of every tenant's admission snapshot (load-batch.ts), the gate decisions in order in memory (each
+// sees the previous ones' effects, so caps stay exact and decisions equal sequential creates'), then ONE
+// autocommit write (commit-batch.ts) carrying admissions, slots, run rows, facts and the hot rows, all or
+// nothing. Refusals are returned to their callers only. Items a batch cannot carry (caused runs, slices,
+// sessions, agents) and a batch that lost a cross-replica race (a guard short: the write rolled back whole) go
+// one by one the old way.
 import {
   type AdmissionPlan,
   type AdmissionSnapshot,
@@ -13,10 +14,10 @@ import {
   type Envelope,
 } from '@everdict/admission';
 import { commitBatch } from '../admission-store/commit-batch.js';
-import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
-import { type Tx, withTx } from '../db/tx.js';
+import { loadTaskSnapshots, type TaskSnapshot } from '../admission-store/load-batch.js';
+import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
-import { appendEvents } from '../ledger/events.js';
+import { EVENTS_CHANNEL, insertEventsSql } from '../ledger/events.js';
 import type { RunRow } from '../ledger/runs.js';
 import { asControlPlaneError } from './boundary.js';
 import { type Deps, DISPATCH_CHANNEL } from './context.js';
@@ -116,11 +117,10 @@ async function runBatch(deps: Deps, batch: readonly Item[]): Promise<void> {
   }
   const tenants = [...groups.values()];
   const combined = tenants.flat();
-  const work = combined.length === 1 ? oneByOne(deps, combined) : combinedBatch(deps, tenants);
+  const work = combined.length === 0 ? Promise.resolve() : combinedBatch(deps, tenants);
   await Promise.all([work, ...single.map((it) => oneByOne(deps, [it]))]);
 }
 
-class BatchRaced extends Error {}
 type Outcome = { ok: Created } | { err: unknown };
 type Decided = Outcome | { dupOf: number } | { plan: AdmissionPlan } | { prior: Admitted };
 interface TenantDecisions {
@@ -129,17 +129,20 @@ interface TenantDecisions {
   decided: Decided[];
 }
 
-/** Decide and commit the combinable items of every tenant in one transaction; on a lost race, one by one. */
+/**
+ * The combinable items of every tenant: ONE read (every tenant's snapshot), the decisions in memory, ONE
+ * autocommit write (admissions, slots, run rows, facts, hot rows; all or nothing). On a lost race, one by one.
+ */
 async function combinedBatch(deps: Deps, tenants: readonly (readonly Item[])[]): Promise<void> {
   const items = tenants.flat();
-  let outcomes: Outcome[][];
+  let outcomes: Outcome[][] | 'raced';
   try {
-    outcomes = await withTx(deps.db, (tx) => decideAndWrite(tx, deps, tenants));
+    outcomes = await decideAndWrite(deps, tenants);
   } catch (e) {
-    if (e instanceof BatchRaced) return oneByOne(deps, items);
     for (const it of items) it.reject(e);
     return;
   }
+  if (outcomes === 'raced') return oneByOne(deps, items);
   for (const [g, group] of tenants.entries()) {
     for (const [i, it] of group.entries()) {
       const o = outcomes[g]?.[i];
@@ -153,12 +156,17 @@ async function combinedBatch(deps: Deps, tenants: readonly (readonly Item[])[]):
 }
 
 async function decideAndWrite(
-  tx: Tx,
   deps: Deps,
   tenants: readonly (readonly Item[])[],
-): Promise<Outcome[][]> {
-  const all: TenantDecisions[] = [];
-  for (const items of tenants) all.push(await decideTenant(tx, deps, items));
+): Promise<Outcome[][] | 'raced'> {
+  const preps = tenants.map((items) =>
+    items.map((it) => it.prep).filter((p): p is PreparedCreate => p !== null),
+  );
+  const snaps = await loadTaskSnapshots(
+    deps.db,
+    preps.map((ps) => ({ tenant: ps[0]?.who.tenant ?? '', requestIds: ps.map((p) => p.request.requestId) })),
+  );
+  const all = preps.map((ps) => decideTenant(deps, ps, snaps));
   const built = all.flatMap((t, g) =>
     t.decided.flatMap((o, i) =>
       'plan' in o ? [{ g, i, plan: o.plan, ...t.preps[i]!.build(o.plan.decision) }] : [],
@@ -166,16 +174,27 @@ async function decideAndWrite(
   );
   const rows = new Map<string, RunRow>(); // `${g}:${i}` → row
   if (built.length > 0) {
-    const inserted = await tx
-      .insertInto('runs')
-      .values(built.map((b) => rowOf(b.run, b.plan.decision)))
-      .returningAll()
-      .execute();
-    const byId = new Map(inserted.map((r) => [r.id, r]));
+    const events = factsToEvents(built.flatMap((b) => b.facts));
+    const written = await commitBatch<RunRow>(
+      deps.db,
+      all.map((t) => t.decided.flatMap((o) => ('plan' in o ? [o.plan] : []))),
+      [
+        {
+          name: 'run_rows',
+          query: deps.db
+            .insertInto('runs')
+            .values(built.map((b) => rowOf(b.run, b.plan.decision)))
+            .returningAll(),
+          rows: built.length,
+        },
+        { name: 'facts', query: insertEventsSql(events), rows: events.length },
+      ],
+      'run_rows',
+      [EVENTS_CHANNEL, DISPATCH_CHANNEL],
+    );
+    if (written === 'raced') return 'raced';
+    const byId = new Map(written.committed.map((r) => [r.id, r]));
     for (const b of built) rows.set(`${b.g}:${b.i}`, byId.get(b.run.id)!);
-    await appendEvents(tx, factsToEvents(built.flatMap((b) => b.facts)), DISPATCH_CHANNEL);
-    const plans = all.map((t) => t.decided.flatMap((o) => ('plan' in o ? [o.plan] : [])));
-    if ((await commitBatch(tx, plans)) !== 'committed') throw new BatchRaced();
   }
   const out: Outcome[][] = [];
   for (const [g, t] of all.entries()) {
@@ -190,7 +209,7 @@ async function decideAndWrite(
         res.push({
           ok: { row: rows.get(`${g}:${o.dupOf}`)!, admission: view('duplicate', src.plan.decision) },
         });
-      } else if ('prior' in o) res.push({ ok: await duplicateOf(tx, t.tenant, o.prior, p.requestId) });
+      } else if ('prior' in o) res.push({ ok: await duplicateOf(deps.db, t.tenant, o.prior, p.requestId) });
       else res.push(o);
     }
     out.push(res);
@@ -198,30 +217,19 @@ async function decideAndWrite(
   return out;
 }
 
-/** One tenant's items: ONE admission snapshot, then the gate decisions in order in memory. */
-async function decideTenant(tx: Tx, deps: Deps, items: readonly Item[]): Promise<TenantDecisions> {
-  const preps = items.map((it) => it.prep).filter((p): p is PreparedCreate => p !== null);
+/** One tenant's items: the gate decisions in order in memory, each against the previous ones' effects. */
+function decideTenant(
+  deps: Deps,
+  preps: readonly PreparedCreate[],
+  snaps: ReadonlyMap<string, TaskSnapshot>,
+): TenantDecisions {
   const first = preps[0];
-  if (!first || preps.length !== items.length) throw new Error('combiner: unprepared item');
+  if (!first) throw new Error('combiner: unprepared item');
   const tenant = first.who.tenant;
-  const base = await new PgAdmissionStore(tx).loadAdmission({ tenant, requestId: first.request.requestId });
-  const priors =
-    preps.length === 1
-      ? []
-      : await tx
-          .selectFrom('adm_admissions')
-          .select(['request_id', 'decision'])
-          .where('tenant', '=', tenant)
-          .where(
-            'request_id',
-            'in',
-            preps.map((p) => p.request.requestId),
-          )
-          .execute();
-  const prior = new Map(priors.map((r) => [r.request_id, r.decision as unknown as Admitted]));
-  if (base.prior) prior.set(first.request.requestId, base.prior);
+  const loaded = snaps.get(tenant);
+  if (!loaded) throw new Error(`combiner: no snapshot for ${tenant}`);
   const inBatch = new Map<string, number>(); // requestId → index of the item that admitted it
-  let snap: AdmissionSnapshot = base;
+  let snap: AdmissionSnapshot = loaded.snapshot;
   const decided: Decided[] = [];
   for (const p of preps) {
     const id = p.request.requestId;
@@ -232,7 +240,7 @@ async function decideTenant(tx: Tx, deps: Deps, items: readonly Item[]): Promise
     }
     try {
       const v = asControlPlaneError(() =>
-        decide({ ...snap, prior: prior.get(id) ?? null }, p.request, p.now.getTime()),
+        decide({ ...snap, prior: loaded.priors.get(id) ?? null }, p.request, p.now.getTime()),
       );
       if ('prior' in v) decided.push({ prior: v.prior });
       else if (!('plan' in v)) decided.push({ err: refusalToError(deps, p.kind, v.decision) });
@@ -245,7 +253,7 @@ async function decideTenant(tx: Tx, deps: Deps, items: readonly Item[]): Promise
       decided.push({ err: e });
     }
   }
-  return { tenant, preps, decided };
+  return { tenant, preps: [...preps], decided };
 }
 
 const view = (decision: 'admitted' | 'duplicate', d: Admitted): AdmissionView => ({

@@ -12,7 +12,7 @@ import { createRun, RunSpec } from '@everdict/run-model';
 import { commitPlan } from '../admission-store/commit.js';
 import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
 import { abort, atomically, StepAborted } from '../admission-store/scope.js';
-import type { Tx } from '../db/tx.js';
+import type { Executor, Tx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import { appendEvents } from '../ledger/events.js';
 import { recordIdentity } from '../ledger/records.js';
@@ -248,7 +248,12 @@ export async function createRunTx(
   throw new ControlPlaneError('conflict', 'admission kept racing concurrent writers; retry');
 }
 
-export async function duplicateOf(tx: Tx, tenant: string, prior: Admitted, requestId: string | undefined) {
+export async function duplicateOf(
+  tx: Executor,
+  tenant: string,
+  prior: Admitted,
+  requestId: string | undefined,
+) {
   const row = await findRun(tx, tenant, prior.runId);
   if (!row) throw new ControlPlaneError('conflict', `request ${requestId} is still being admitted`);
   const admission: AdmissionView = {
