@@ -3,9 +3,8 @@
 // rows), so no transaction may ever end in a deadlock (40P01). Runs only with EVERDICT_TEST_DATABASE_URL.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PgAdmissionLanes } from '../src/admission-store/lanes.js';
-import { withTx } from '../src/db/tx.js';
-import { type Finished, settleMany, startMany } from '../src/scheduler/batch-transitions.js';
+import { type Finished, settleMany } from '../src/scheduler/batch-transitions.js';
+import { claimAndStart } from '../src/scheduler/claim-start.js';
 import { INLINE_KINDS } from '../src/scheduler/dispatch-loop.js';
 import { type Core, type Principal, startCore } from '../src/services/index.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
@@ -85,10 +84,7 @@ describe.runIf(LIVE_PG)('settle batches on two replicas', () => {
       byTenant.set(p.tenantId, ids);
     }
     const total = TENANTS * 2 * ROUNDS;
-    const started = await withTx(a.internals.deps.db, async (tx) => {
-      const claims = await new PgAdmissionLanes(tx).claimKinds(total, Date.now(), INLINE_KINDS);
-      return startMany(tx, a.internals.deps, claims);
-    });
+    const started = await claimAndStart(a.internals.deps.db, total, new Date(), INLINE_KINDS);
     expect(started).toHaveLength(total);
 
     const finished = (tenant: string, runId: string, i: number): Finished => ({
@@ -104,12 +100,10 @@ describe.runIf(LIVE_PG)('settle batches on two replicas', () => {
     const before = await deadlocksOf(live.url);
     // Each round, replica A settles one run of every tenant (tenants ascending) while replica B settles
     // another run of every tenant (tenants descending): the same 8 root envelopes and 8 tenant rows, in
-    // opposite input orders, in two transactions at once. No retry wrapper: a deadlock would surface here.
+    // opposite input orders, in two statements at once. No retry wrapper: a deadlock would surface here.
     const settleOn = async (core: Core, items: Finished[]) => {
       try {
-        const ids = await core.internals.deps.db
-          .transaction()
-          .execute((tx) => settleMany(tx, core.internals.deps, items));
+        const ids = await settleMany(core.internals.deps.db, core.internals.deps, items);
         settled += ids.length;
       } catch (e) {
         if (pgCode(e) === '40P01') deadlocks++;

@@ -1,11 +1,10 @@
-// claim: up to `capacity` queued runs in fair-queue order — aged items first (oldest first), then
-// interactive > background > batch by least finish tag — skipping tenants at their concurrency quota.
-// Candidate rows are locked with FOR UPDATE SKIP LOCKED (queue row and slot together), quotas re-checked
-// under the tenant row's lock: two replicas never dispatch one run twice, nor past a quota.
-// Lock order: `lockRuns` (the control plane's lanes, whose queued runs all have a `runs` row) takes each
-// candidate's run row before its queue row, SKIP LOCKED — a run a cancel holds is skipped, never waited for
-// while this claim holds its slot (the cancel would wait for that slot: a deadlock). Waits happen only on
-// tenant rows (sorted) and virtual-time rows (sorted by lane), after every skip-locked row.
+// claim (the AdmissionStore's `claim`): up to `capacity` queued runs in fair-queue order — aged items first
+// (oldest first), then interactive > background > batch by least finish tag — skipping tenants at their
+// concurrency quota. Candidate rows are locked with FOR UPDATE SKIP LOCKED (queue row and slot together),
+// quotas re-checked under the tenant row's lock: two replicas never dispatch one run twice, nor past a quota.
+// Waits happen only on tenant rows (sorted) and virtual-time rows (sorted by lane), after every skip-locked
+// row. The control plane's dispatch lane does not come here: scheduler/claim-start.ts claims and starts its
+// runs in one statement, locking each candidate's `runs` row before its queue row.
 import { type Dispatch, globalPolicy } from '@everdict/admission';
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
@@ -22,30 +21,18 @@ interface Candidate {
   enqueued_at: string | number | bigint;
 }
 
-async function candidates(
-  tx: Tx,
-  limit: number,
-  cutoff: number,
-  aged: boolean,
-  kinds?: readonly string[],
-  lockRuns = false,
-): Promise<Candidate[]> {
+async function candidates(tx: Tx, limit: number, cutoff: number, aged: boolean): Promise<Candidate[]> {
   const age = aged ? sql`q.enqueued_at <= ${cutoff}` : sql`q.enqueued_at > ${cutoff}`;
-  const where = kinds ? sql`${age} AND q.kind = ANY(${[...kinds]}::text[])` : age;
   const order = aged ? sql`q.enqueued_at, q.seq` : sql`q.lane, q.finish, q.seq`;
-  // One ordered scan of the queue (kind lives on the entry); the slot rows are locked by the claim's UPDATE.
-  // With lockRuns the run row is locked first (rows are locked in FOR UPDATE OF order): a skipped run leaves
-  // no queue-row lock behind.
-  const runs = lockRuns ? sql`JOIN runs r ON r.id = q.run_id AND r.tenant_id = q.tenant` : sql``;
-  const of = lockRuns ? sql`r, q` : sql`q`;
+  // One ordered scan of the queue; the slot rows are locked next.
   const { rows } = await sql<Candidate>`
     SELECT q.run_id, q.tenant, q.class, q.lane, q.finish, q.enqueued_at
-    FROM adm_queue q ${runs}
-    WHERE ${where}
+    FROM adm_queue q
+    WHERE ${age}
       AND EXISTS (SELECT 1 FROM adm_tenants t WHERE t.tenant = q.tenant AND t.running < t.max_concurrent)
     ORDER BY ${order}
     LIMIT ${limit}
-    FOR UPDATE OF ${of} SKIP LOCKED`.execute(tx);
+    FOR UPDATE OF q SKIP LOCKED`.execute(tx);
   return rows;
 }
 
@@ -60,14 +47,11 @@ export async function claimQueued(
   capacity: number,
   now: number,
   agingMs: number,
-  kinds?: readonly string[],
-  lockRuns = false,
 ): Promise<Dispatch[]> {
   const limit = capacity * 2 + 8;
   const cutoff = now - agingMs;
-  const pool = await candidates(tx, limit, cutoff, true, kinds, lockRuns);
-  if (pool.length < limit)
-    pool.push(...(await candidates(tx, limit - pool.length, cutoff, false, kinds, lockRuns)));
+  const pool = await candidates(tx, limit, cutoff, true);
+  if (pool.length < limit) pool.push(...(await candidates(tx, limit - pool.length, cutoff, false)));
   if (pool.length === 0) return [];
   // Lock the candidates' slots too (skipping any a settle/cancel holds): queue row + slot, as before.
   const slotKeys = pool.map((c) => ({ tenant: c.tenant, run_id: c.run_id }));

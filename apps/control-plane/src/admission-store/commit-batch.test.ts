@@ -60,7 +60,7 @@ async function setup(policy: Parameters<typeof tenantPolicy>[0]) {
       [DISPATCH_CHANNEL],
     );
   const counts = async () => {
-    const out: Record<string, number> = {};
+    const out = {} as Record<(typeof TABLES)[number], number>;
     for (const t of TABLES) {
       const { rows } = await sql<{ n: string | number }>`SELECT count(*) AS n FROM ${sql.table(t)}`.execute(
         deps.db,

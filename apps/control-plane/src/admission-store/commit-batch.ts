@@ -16,6 +16,7 @@ import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { ASSERT_SQLSTATE } from '../db/migrations/0005_assert.js';
 import { json } from '../db/numeric.js';
+import { prepared } from '../db/prepared.js';
 import { type Executor, isRetryable } from '../db/tx.js';
 import { LANE, slotRow } from './rows.js';
 
@@ -58,7 +59,7 @@ export async function commitBatch<R>(
     ...riders.map((r) => sql`(SELECT count(*) FROM ${sql.id(r.name)}) = ${r.rows}`),
   ];
   const notifies = notify.map((c) => sql`pg_notify(${c}, '')`);
-  const statement = sql<R>`
+  const statement = sql<R>`${sql.raw(prepared('create_write'))}
     WITH adm AS (
       INSERT INTO adm_admissions (tenant, request_id, run_id, decision)
       SELECT x.tenant, x.request_id, x.run_id, x.decision

@@ -1,22 +1,13 @@
 // Lanes: extensions beyond the AdmissionStore interface that the control plane needs (same atomic steps).
-import type { Dispatch } from '@everdict/admission';
+// The dispatch lane's claim is scheduler/claim-start.ts: it claims AND starts runs in one statement.
 import { sql } from 'kysely';
 import type { Executor } from '../db/tx.js';
-import { claimQueued, storedAgingMs } from './claim.js';
 import { QUEUED_COLUMN } from './rows.js';
 import { atomically } from './scope.js';
 
 /** Extensions beyond the AdmissionStore interface that the control plane's lanes need. */
 export class PgAdmissionLanes {
   constructor(private readonly exec: Executor) {}
-
-  /** Claim only runs of these kinds (a lane's executors can run nothing else). */
-  async claimKinds(capacity: number, now: number, kinds: readonly string[]): Promise<Dispatch[]> {
-    if (capacity <= 0) return [];
-    const agingMs = await storedAgingMs(this.exec);
-    // Every queued run of a lane has its `runs` row: lock it with the claim (see claim.ts, lock order).
-    return atomically(this.exec, (tx) => claimQueued(tx, capacity, now, agingMs, kinds, true));
-  }
 
   /** A run started elsewhere (the agent service): queued → running now, outside the dispatch order. */
   async startNow(tenant: string, runId: string, now: number): Promise<boolean> {

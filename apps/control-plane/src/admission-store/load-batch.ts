@@ -13,6 +13,7 @@ import {
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import { type DbNumeric, json, numeric } from '../db/numeric.js';
+import { prepared } from '../db/prepared.js';
 import type { AdmEnvelopesTable, AdmGlobalTable, AdmTenantsTable } from '../db/schema.js';
 import type { Executor } from '../db/tx.js';
 import { envelopeOf } from './rows.js';
@@ -86,7 +87,7 @@ export async function loadTaskSnapshots(
     root: rootEnvelopeId(k.tenant),
     requests: k.requestIds,
   }));
-  const { rows } = await sql<Row>`
+  const { rows } = await sql<Row>`${sql.raw(prepared('create_snapshots'))}
     WITH k AS (SELECT * FROM jsonb_to_recordset(${json(input)}::jsonb) AS k(tenant text, root text, requests jsonb))
     SELECT k.tenant,
       (SELECT to_jsonb(t) FROM adm_tenants t WHERE t.tenant = k.tenant) AS tenant_row,

@@ -4,6 +4,7 @@ import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import { migrationProvider } from './migrations/index.js';
+import { prepareMarkedStatements } from './prepared.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'postgres' | 'pglite';
@@ -98,6 +99,7 @@ async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {
   pool.on('error', () => {
     /* idle client errors surface on the next query */
   });
+  pool.on('connect', prepareMarkedStatements);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   let client: pg.Client | null = null;
   const channels = new Map<string, Set<Listener>>();

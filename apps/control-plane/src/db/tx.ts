@@ -28,12 +28,19 @@ export function isUniqueViolation(e: unknown): boolean {
 }
 
 export async function withTx<T>(db: Db, fn: (tx: Tx) => Promise<T>, attempts = 5): Promise<T> {
+  return retryOnConflict(() => db.transaction().execute(fn), attempts);
+}
+
+/**
+ * Run `fn` again (bounded, jittered backoff) while it fails with a deadlock or serialization failure. Only
+ * for work that is safe to repeat whole: a transaction, or one autocommit statement (rolled back whole).
+ */
+export async function retryOnConflict<T>(fn: () => Promise<T>, attempts = 5): Promise<T> {
   for (let i = 1; ; i++) {
     try {
-      return await db.transaction().execute(fn);
+      return await fn();
     } catch (e) {
-      const code = pgCode(e);
-      if (i >= attempts || code === undefined || !RETRYABLE.has(code)) throw e;
+      if (i >= attempts || !isRetryable(e)) throw e;
       await new Promise((r) => setTimeout(r, Math.random() * 10 * i));
     }
   }

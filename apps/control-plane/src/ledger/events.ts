@@ -30,15 +30,19 @@ export async function appendEvents(
   return ids.map((r) => decimal(r.id));
 }
 
-/** `INSERT INTO events … RETURNING id` for a CTE of a larger statement (the caller NOTIFYs). */
+/**
+ * `INSERT INTO events … RETURNING id` for a CTE of a larger statement (the caller NOTIFYs). The facts go in as
+ * one jsonb parameter, in order: the SQL text is the same for any number of facts (preparable).
+ */
 export function insertEventsSql(events: readonly NewEvent[]) {
-  const rows = events.map(
-    (e) => sql`(${e.tenant}, ${e.kind}, ${e.runId ?? null}, ${json(e.data)}::jsonb, ${e.at}::timestamptz)`,
-  );
+  const docs = events.map((e) => ({ t: e.tenant, k: e.kind, r: e.runId ?? null, d: e.data, a: e.at }));
   return sql<{
     id: string | number | bigint;
   }>`INSERT INTO events (tenant_id, kind, run_id, payload, created_at)
-    VALUES ${sql.join(rows)} RETURNING id`;
+    SELECT e->>'t', e->>'k', e->>'r', e->'d', (e->>'a')::timestamptz
+    FROM jsonb_array_elements(${json(docs)}::jsonb) WITH ORDINALITY AS x(e, ord)
+    ORDER BY x.ord
+    RETURNING id`;
 }
 
 interface EventRowLike {

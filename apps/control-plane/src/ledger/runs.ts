@@ -1,6 +1,6 @@
 // The runs table: a run-model Run per row, with indexed columns for every list filter.
 import type { Run } from '@everdict/run-model';
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { iso, json } from '../db/numeric.js';
 import type { RunsTable } from '../db/schema.js';
 import type { Executor } from '../db/tx.js';
@@ -14,7 +14,11 @@ export interface RecordIdentityRow {
   genesisHead: string;
 }
 
-export function runToRow(run: Run, extra: { causalDepth: number; envelopeId: string } & RecordIdentityRow) {
+/** The run's row with jsonb columns as plain values (one JSON document per row). */
+export function runDocument(
+  run: Run,
+  extra: { causalDepth: number; envelopeId: string } & RecordIdentityRow,
+) {
   return {
     id: run.id,
     tenant_id: run.tenant,
@@ -33,16 +37,16 @@ export function runToRow(run: Run, extra: { causalDepth: number; envelopeId: str
     causal_depth: extra.causalDepth,
     children_count: 0,
     envelope_id: extra.envelopeId,
-    subject: json(run.subject),
-    origin: json(run.origin),
-    placement: json(run.placement),
-    attach: json(run.attach),
-    envelope: json(run.envelope ?? null),
-    group_ref: json(run.group ?? null),
-    lineage: json(run.lineage ?? null),
-    outputs: json(run.outputs),
-    usage: json(run.usage),
-    error: json(run.error ?? null),
+    subject: run.subject,
+    origin: run.origin,
+    placement: run.placement,
+    attach: run.attach,
+    envelope: run.envelope ?? null,
+    group_ref: run.group ?? null,
+    lineage: run.lineage ?? null,
+    outputs: run.outputs,
+    usage: run.usage,
+    error: run.error ?? null,
     unit_id: extra.unitId,
     grants_id: extra.grantsId,
     record_head: extra.genesisHead,
@@ -50,6 +54,31 @@ export function runToRow(run: Run, extra: { causalDepth: number; envelopeId: str
     interval_started_at: null,
     interval_head: null,
   };
+}
+export type RunDocument = ReturnType<typeof runDocument>;
+
+/** The row for kysely's insert (jsonb columns passed as JSON text). */
+export function runToRow(run: Run, extra: { causalDepth: number; envelopeId: string } & RecordIdentityRow) {
+  const d = runDocument(run, extra);
+  return {
+    ...d,
+    subject: json(d.subject),
+    origin: json(d.origin),
+    placement: json(d.placement),
+    attach: json(d.attach),
+    envelope: json(d.envelope),
+    group_ref: json(d.group_ref),
+    lineage: json(d.lineage),
+    outputs: json(d.outputs),
+    usage: json(d.usage),
+    error: json(d.error),
+  };
+}
+
+/** `INSERT … RETURNING *` of many rows with a fixed SQL text (one jsonb parameter): preparable. */
+export function insertRunsSql(docs: readonly RunDocument[]) {
+  return sql<RunRow>`INSERT INTO runs SELECT * FROM jsonb_populate_recordset(NULL::runs, ${json(docs)}::jsonb)
+    RETURNING *`;
 }
 
 /** The run-model Run stored in a row (fields absent when null). */

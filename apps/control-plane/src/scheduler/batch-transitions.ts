@@ -1,70 +1,29 @@
-// The scheduler's transitions in batches: start K claimed runs, settle K finished runs — each batch in ONE
-// transaction with a fixed number of statements (not K×), the same writes as transitionTx: the status
-// machine's {patch, facts}, the record segments (interval attestation + close), the outbox, the admission
-// slot; the hot admission rows (envelopes, tenant) are written last, held only for one statement + commit.
+// Settle K finished runs in TWO autocommit statements, whatever K (the start side is claim-start.ts): the same
+// writes as transitionTx — the status machine's {patch, facts}, the record segments (interval attestation +
+// close), the outbox, the admission slot and counters (settle-many.ts), the hot rows last.
+//
+// 1. Read the runs and their record segments, without locks (one statement).
+// 2. In JS: each run's transition, attestation and record ops (runrecord hashes the chain).
+// 3. Write everything in ONE statement that first locks the runs (by id) and keeps only those still running
+//    at the row version read in 1 (`xmin`): a run cancelled, or changed in any way, since the read is left out
+//    of every write. Those are read again and retried; a run no longer running is dropped (terminal is
+//    terminal: the late result is lost, as it must be). One statement is atomic: no BEGIN/COMMIT needed.
 import { type RunEvent, totalTokens, transition } from '@everdict/run-model';
+import type { WireSegment } from '@everdict/runrecord';
 import { sql } from 'kysely';
-import { applySettleCounters, type SettleItem, settleSlotsMany } from '../admission-store/settle-many.js';
+import { settleSlotsCtes } from '../admission-store/settle-many.js';
 import { json } from '../db/numeric.js';
-import type { Tx } from '../db/tx.js';
-import { appendEvents, type NewEvent } from '../ledger/events.js';
-import { appendOps, intervalAttestation, segmentsOfMany } from '../ledger/records.js';
+import { prepared } from '../db/prepared.js';
+import type { Executor } from '../db/tx.js';
+import { EVENTS_CHANNEL } from '../ledger/events.js';
+import { appendOps, intervalAttestation } from '../ledger/records.js';
 import { type RunRow, rowToRun } from '../ledger/runs.js';
 import { type Deps, nowIso } from '../services/context.js';
 import { factsToEvents, type TransitionExtras } from '../services/transition.js';
 
 const DEFAULT_METER = { watts: 5, meter: 'inline-wallclock-model' };
-
-async function lockRuns(tx: Tx, ids: readonly string[]): Promise<Map<string, RunRow>> {
-  if (ids.length === 0) return new Map();
-  const rows = await tx
-    .selectFrom('runs')
-    .selectAll()
-    .where('id', 'in', [...ids])
-    .orderBy('id')
-    .forUpdate()
-    .execute();
-  return new Map(rows.map((r) => [r.id, r]));
-}
-
-/** queued → running for runs the claim just took (their slots are already running). Returns the rows. */
-export async function startMany(
-  tx: Tx,
-  deps: Deps,
-  claims: readonly { tenant: string; runId: string }[],
-): Promise<RunRow[]> {
-  const rows = await lockRuns(
-    tx,
-    claims.map((c) => c.runId),
-  );
-  const at = nowIso(deps);
-  const events: NewEvent[] = [];
-  const started: RunRow[] = [];
-  const updates: { id: string; updated_at: string; started_at: string }[] = [];
-  for (const c of claims) {
-    const row = rows.get(c.runId);
-    if (!row || row.tenant_id !== c.tenant) throw new Error(`claimed run ${c.runId} has no row`);
-    const result = transition(rowToRun(row), { type: 'start' }, at);
-    if (!result.ok) throw new Error(`claimed run ${c.runId} cannot start: ${result.error.message}`);
-    const startedAt = result.patch.startedAt ?? at;
-    updates.push({ id: row.id, updated_at: result.patch.updatedAt, started_at: startedAt });
-    events.push(...factsToEvents(result.facts));
-    started.push({
-      ...row,
-      status: 'running',
-      started_at: new Date(startedAt),
-      updated_at: new Date(result.patch.updatedAt),
-    });
-  }
-  if (updates.length === 0) return [];
-  await sql`
-    UPDATE runs r SET status = 'running', updated_at = u.updated_at, started_at = u.started_at,
-      interval_started_at = ${at}::timestamptz, interval_head = r.record_head
-    FROM jsonb_to_recordset(${json(updates)}::jsonb) AS u(id text, updated_at timestamptz, started_at timestamptz)
-    WHERE r.id = u.id`.execute(tx);
-  await appendEvents(tx, events);
-  return started;
-}
+/** Re-reads of runs whose row changed between read and write before giving up on them (and logging). */
+const ATTEMPTS = 5;
 
 export interface Finished {
   tenant: string;
@@ -73,27 +32,46 @@ export interface Finished {
   extras: TransitionExtras;
 }
 
-/**
- * running → succeeded | failed for K runs. A run no longer running (cancelled meanwhile) is skipped: terminal
- * is terminal, the late result is dropped. Returns the ids settled.
- */
-export async function settleMany(tx: Tx, deps: Deps, items: readonly Finished[]): Promise<string[]> {
-  const rows = await lockRuns(
-    tx,
+type ReadRow = RunRow & { version: string; segments: WireSegment[] | null };
+
+/** The runs with their row version and record segments: one statement, no locks. */
+async function readRuns(ex: Executor, ids: readonly string[]): Promise<Map<string, ReadRow>> {
+  const rows = await ex
+    .selectFrom('runs as r')
+    .selectAll('r')
+    .select([
+      sql<string>`r.xmin::text`.as('version'),
+      sql<WireSegment[] | null>`(SELECT jsonb_agg(s.payload ORDER BY s.idx) FROM record_segments s
+        WHERE s.run_id = r.id)`.as('segments'),
+    ])
+    .where('r.id', 'in', [...ids])
+    .execute();
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/** What one write statement settles: rows for the run, segment and event writes, and the items they cover. */
+export interface SettlePlan {
+  runs: Record<string, unknown>[];
+  segments: Record<string, unknown>[];
+  events: Record<string, unknown>[];
+  items: Finished[];
+}
+
+/** Steps 1–2: read the items' runs and plan the writes of those still running (record chain in memory). */
+export async function planSettle(
+  ex: Executor,
+  deps: Deps,
+  finished: readonly Finished[],
+): Promise<SettlePlan> {
+  // One entry per run: a repeat would write its record segments twice.
+  const items = [...new Map(finished.map((i) => [i.runId, i])).values()];
+  const rows = await readRuns(
+    ex,
     items.map((i) => i.runId),
-  );
-  const live = [...rows.values()].filter((r) => r.status === 'running');
-  const segments = await segmentsOfMany(
-    tx,
-    live.map((r) => r.id),
   );
   const at = nowIso(deps);
   const nowMs = Date.parse(at);
-  const attestations: unknown[] = [];
-  const segmentRows: unknown[] = [];
-  const updates: unknown[] = [];
-  const events: NewEvent[] = [];
-  const slots: SettleItem[] = [];
+  const out: SettlePlan = { runs: [], segments: [], events: [], items: [] };
   for (const it of items) {
     const row = rows.get(it.runId);
     if (!row || row.tenant_id !== it.tenant || row.status !== 'running') continue;
@@ -119,11 +97,12 @@ export async function settleMany(tx: Tx, deps: Deps, items: readonly Finished[])
       at,
     );
     const close = { op: 'close', reason: outcome === 'succeeded' ? 'completed' : 'failed' } as const;
-    const rec = appendOps(row, segments.get(row.id) ?? [], [a.op, close], at);
-    attestations.push(a.row);
-    segmentRows.push(...rec.rows);
-    updates.push({
+    const rec = appendOps(row, row.segments ?? [], [a.op, close], at);
+    const u = usage as Parameters<typeof totalTokens>[0];
+    out.runs.push({
       id: row.id,
+      tenant: row.tenant_id,
+      version: row.version,
       status: patch.status,
       updated_at: patch.updatedAt,
       ended_at: patch.settledAt ?? at,
@@ -132,39 +111,89 @@ export async function settleMany(tx: Tx, deps: Deps, items: readonly Finished[])
       usage,
       record_head: rec.head,
       record_length: rec.length,
+      att_address: a.row.address,
+      att_body: a.row.body,
+      att_at: a.row.created_at,
+      usd: u.costUsd ?? 0,
+      tokens: totalTokens(u) || 0,
     });
-    events.push(...factsToEvents(facts));
-    const u = usage as Parameters<typeof totalTokens>[0];
-    slots.push({
-      tenant: row.tenant_id,
-      runId: row.id,
-      status: outcome,
-      actuals: { usd: u.costUsd ?? 0, tokens: totalTokens(u) || 0 },
-    });
+    out.segments.push(...rec.rows);
+    for (const e of factsToEvents(facts)) out.events.push({ ...e, ord: out.events.length });
+    out.items.push(it);
   }
-  if (updates.length === 0) return [];
-  await sql`
-    WITH a AS (
+  return out;
+}
+
+/** Step 3, the one write statement; returns the ids it settled (the runs still at the version read). */
+export async function writeSettle(ex: Executor, p: SettlePlan): Promise<string[]> {
+  const slots = sql`SELECT x.tenant, x.id AS run_id, x.status, x.usd, x.tokens FROM x
+    WHERE x.id IN (SELECT id FROM ok) AND (SELECT count(*) FROM ok) >= 0`;
+  const { rows } = await sql<{ id: string }>`${sql.raw(prepared('settle_write'))}
+    WITH RECURSIVE x AS MATERIALIZED (
+      SELECT * FROM jsonb_to_recordset(${json(p.runs)}::jsonb) AS x(id text, tenant text, version text,
+        status text, updated_at timestamptz, ended_at timestamptz, error jsonb, outputs jsonb, usage jsonb,
+        record_head text, record_length int, att_address text, att_body jsonb, att_at timestamptz,
+        usd float8, tokens float8)
+    ),
+    ok AS MATERIALIZED (
+      SELECT r.id FROM runs r JOIN x ON r.id = x.id
+      WHERE r.status = 'running' AND r.xmin::text = x.version
+      ORDER BY r.id
+      FOR UPDATE OF r
+    ),
+    att AS (
       INSERT INTO attestations (address, tenant_id, run_id, body, created_at)
-      SELECT x.address, x.tenant_id, x.run_id, x.body, x.created_at
-      FROM jsonb_to_recordset(${json(attestations)}::jsonb)
-        AS x(address text, tenant_id text, run_id text, body jsonb, created_at timestamptz)
+      SELECT x.att_address, x.tenant, x.id, x.att_body, x.att_at FROM x JOIN ok ON ok.id = x.id
       ON CONFLICT (address) DO NOTHING RETURNING 1
-    ), s AS (
+    ),
+    seg AS (
       INSERT INTO record_segments (run_id, idx, tenant_id, kind, payload, head, created_at)
-      SELECT x.run_id, x.idx, x.tenant_id, x.kind, x.payload, x.head, x.created_at
-      FROM jsonb_to_recordset(${json(segmentRows)}::jsonb)
-        AS x(run_id text, idx int, tenant_id text, kind text, payload jsonb, head text, created_at timestamptz)
+      SELECT g.run_id, g.idx, g.tenant_id, g.kind, g.payload, g.head, g.created_at
+      FROM jsonb_to_recordset(${json(p.segments)}::jsonb) AS g(run_id text, idx int, tenant_id text, kind text,
+        payload jsonb, head text, created_at timestamptz)
+      JOIN ok ON ok.id = g.run_id
       RETURNING 1
-    )
-    UPDATE runs r SET status = u.status, updated_at = u.updated_at, ended_at = u.ended_at, error = u.error,
-      outputs = u.outputs, usage = u.usage, record_head = u.record_head, record_length = u.record_length,
-      interval_started_at = NULL, interval_head = NULL
-    FROM jsonb_to_recordset(${json(updates)}::jsonb) AS u(id text, status text, updated_at timestamptz,
-      ended_at timestamptz, error jsonb, outputs jsonb, usage jsonb, record_head text, record_length int)
-    WHERE r.id = u.id`.execute(tx);
-  const { counters } = await settleSlotsMany(tx, slots);
-  await appendEvents(tx, events);
-  await applySettleCounters(tx, counters);
-  return slots.map((s) => s.runId);
+    ),
+    upd AS (
+      UPDATE runs r SET status = x.status, updated_at = x.updated_at, ended_at = x.ended_at, error = x.error,
+        outputs = x.outputs, usage = x.usage, record_head = x.record_head, record_length = x.record_length,
+        interval_started_at = NULL, interval_head = NULL
+      FROM x JOIN ok ON ok.id = x.id
+      WHERE r.id = x.id RETURNING 1
+    ),
+    ev AS (
+      INSERT INTO events (tenant_id, kind, run_id, payload, created_at)
+      SELECT e.tenant, e.kind, e."runId", e.data, e.at
+      FROM jsonb_to_recordset(${json(p.events)}::jsonb) AS e(tenant text, kind text, "runId" text, data jsonb,
+        at timestamptz, ord int)
+      JOIN ok ON ok.id = e."runId"
+      ORDER BY e.ord
+      RETURNING 1
+    ),
+    note AS (SELECT pg_notify(${EVENTS_CHANNEL}, '') AS n FROM (SELECT 1 FROM ev LIMIT 1) e),
+    ${settleSlotsCtes(slots)}
+    SELECT ok.id FROM ok WHERE (SELECT count(*) FROM note) >= 0`.execute(ex);
+  return rows.map((r) => r.id);
+}
+
+/**
+ * running → succeeded | failed for K runs. A run no longer running (cancelled meanwhile) is skipped: terminal
+ * is terminal, the late result is dropped. Returns the ids settled. On a database handle each statement
+ * commits alone; inside a transaction, the caller's commit decides.
+ */
+export async function settleMany(ex: Executor, deps: Deps, items: readonly Finished[]): Promise<string[]> {
+  const settled: string[] = [];
+  let todo: readonly Finished[] = items;
+  for (let attempt = 0; attempt < ATTEMPTS && todo.length > 0; attempt++) {
+    const p = await planSettle(ex, deps, todo);
+    if (p.items.length === 0) return settled;
+    const done = new Set(await writeSettle(ex, p));
+    settled.push(...done);
+    todo = p.items.filter((i) => !done.has(i.runId));
+  }
+  if (todo.length > 0)
+    deps.log('warn', 'settle: run rows kept changing; results left unsettled', {
+      runIds: todo.map((i) => i.runId),
+    });
+  return settled;
 }

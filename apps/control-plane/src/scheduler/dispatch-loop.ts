@@ -1,16 +1,21 @@
-// The dispatch loop: claims queued runs in WFQ order as capacity frees (FOR UPDATE SKIP LOCKED, per-tenant
-// quotas), starts them all in the same transaction (batch-transitions.startMany), and hands them to the
-// inline executor, whose results are settled in batches (SettleBatcher). Woken by NOTIFY,
-// with a poll fallback. Only the inline lane (kind `analysis`) exists here: command/eval/sandbox runs wait
-// queued for a driver — no user command ever runs on the control plane's host.
+// The dispatch loop: claims and starts queued runs in WFQ order as execution slots free (claim-start.ts: one
+// statement, FOR UPDATE SKIP LOCKED, per-tenant quotas), and executes them inline. Woken by NOTIFY, with a
+// poll fallback. Only the inline lane (kind `analysis`) exists here: command/eval/sandbox runs wait queued for
+// a driver — no user command ever runs on the control plane's host.
+//
+// `concurrency` bounds executions, not settles: a slot frees as soon as its execution returns, and the result
+// goes to the SettleBatcher (group commit). Until its settle commits the run stays `running` in the ledger
+// and counts in its tenant's `running` counter, so quotas are unaffected. The settle backlog is bounded:
+// executing + queued/flushing settles ≤ BACKLOG_FACTOR × concurrency, and past it the loop stops claiming
+// until a flush drains it (the batcher wakes the loop).
 import { TERMINAL_STATUSES } from '@everdict/run-model';
-import { PgAdmissionLanes } from '../admission-store/lanes.js';
-import { withTx } from '../db/tx.js';
+import { retryOnConflict } from '../db/tx.js';
 import { findRun } from '../ledger/runs.js';
 import { type Deps, DISPATCH_CHANNEL } from '../services/context.js';
-import { startMany } from './batch-transitions.js';
+import type { Finished } from './batch-transitions.js';
+import { claimAndStart } from './claim-start.js';
 import { executeInline } from './inline-executor.js';
-import { SettleBatcher } from './settle-batcher.js';
+import { type SettleBatch, SettleBatcher } from './settle-batcher.js';
 import { WakeLoop } from './wake-loop.js';
 
 export interface DispatchLoopOptions {
@@ -19,21 +24,32 @@ export interface DispatchLoopOptions {
   timeoutMs: number;
   /** Extra work each wake (subscriptions consumer, schedule ticker). */
   onTick?: () => Promise<unknown>;
+  /** How a batch of results is settled (default: settleMany on the database; tests wrap it). */
+  settleBatch?: SettleBatch;
 }
 
 export const INLINE_KINDS = ['analysis'] as const;
+/** Executions + unsettled results allowed per execution slot. */
+export const BACKLOG_FACTOR = 4;
 
 export class DispatchLoop {
-  private active = new Set<Promise<void>>();
+  private readonly executing = new Set<Promise<void>>();
+  private readonly settling = new Set<Promise<void>>();
   private readonly loop: WakeLoop;
-  dispatched = 0;
   private readonly settler: SettleBatcher;
+  /** The last cycle stopped claiming because the settle backlog was full. */
+  private heldBack = false;
+  private wakePending = false;
+  dispatched = 0;
 
   constructor(
     private readonly deps: Deps,
     private readonly opts: DispatchLoopOptions,
   ) {
-    this.settler = new SettleBatcher(deps);
+    const drained = () => {
+      if (this.heldBack) this.wake();
+    };
+    this.settler = new SettleBatcher(deps, drained, opts.settleBatch);
     this.loop = new WakeLoop({
       ldb: deps.ldb,
       channel: DISPATCH_CHANNEL,
@@ -51,48 +67,76 @@ export class DispatchLoop {
     this.loop.wake();
   }
 
+  /** How many runs this replica may start now. */
+  private capacity(): number {
+    const slots = this.opts.concurrency - this.executing.size;
+    const backlog = BACKLOG_FACTOR * this.opts.concurrency - this.executing.size - this.settler.backlog;
+    this.heldBack = backlog < slots;
+    return Math.min(slots, backlog);
+  }
+
   private async cycle(): Promise<void> {
     if (this.opts.onTick) await this.opts.onTick();
     for (;;) {
-      const capacity = this.opts.concurrency - this.active.size;
+      const capacity = this.capacity();
       if (capacity <= 0 || this.loop.isStopped) return;
-      const now = this.deps.clock();
-      const started = await withTx(this.deps.db, async (tx) => {
-        const claims = await new PgAdmissionLanes(tx).claimKinds(capacity, now.getTime(), INLINE_KINDS);
-        const rows = await startMany(tx, this.deps, claims);
-        return { claims, rows };
-      });
-      if (started.rows.length === 0) return;
-      this.dispatched += started.rows.length;
-      for (const c of started.claims) this.deps.observe.dispatched(c.waitedMs / 1000, c.class);
-      for (const r of started.rows)
-        this.track(
-          executeInline(this.deps, r.tenant_id, r.id, r.subject, this.opts.timeoutMs).then((f) =>
-            this.settler.settle(f),
-          ),
-        );
+      const started = await retryOnConflict(() =>
+        claimAndStart(this.deps.db, capacity, this.deps.clock(), INLINE_KINDS),
+      );
+      if (started.length === 0) return;
+      this.dispatched += started.length;
+      for (const r of started) {
+        this.deps.observe.dispatched(r.waitedMs / 1000, r.class);
+        this.execute(r.tenant, r.runId, r.subject);
+      }
     }
   }
 
-  private track(p: Promise<void>): void {
-    const t = p
-      .catch((e: unknown) =>
-        this.deps.log('error', 'inline execution failed to settle', { error: String(e) }),
-      )
+  private execute(tenant: string, runId: string, subject: unknown): void {
+    const run = executeInline(this.deps, tenant, runId, subject, this.opts.timeoutMs);
+    const slot = run
+      .then((f) => this.handOver(f))
+      .catch((e: unknown) => this.deps.log('error', 'inline execution failed', { error: String(e) }))
       .finally(() => {
-        this.active.delete(t);
-        this.wake();
+        this.executing.delete(slot);
+        this.wakeSoon();
       });
-    this.active.add(t);
+    this.executing.add(slot);
   }
 
-  /** Stop claiming; wait for executing runs to settle (graceful shutdown). */
+  /**
+   * Wake once the executions returning in this tick have all freed their slots: one claim fills them all
+   * (waking at the first would claim 1, then the rest). A NOTIFY still wakes at once.
+   */
+  private wakeSoon(): void {
+    if (this.wakePending) return;
+    this.wakePending = true;
+    setImmediate(() => {
+      this.wakePending = false;
+      this.wake();
+    });
+  }
+
+  /** The execution's slot is free from here on; its settle joins the batcher's next flush. */
+  private handOver(f: Finished): void {
+    const s = this.settler
+      .settle(f)
+      .catch((e: unknown) =>
+        this.deps.log('error', 'inline execution failed to settle', { error: String(e), runId: f.runId }),
+      )
+      .finally(() => this.settling.delete(s));
+    this.settling.add(s);
+  }
+
+  /** Stop claiming; wait for every execution and every pending settle (graceful shutdown). */
   async stop(): Promise<void> {
     await this.loop.stop();
-    await Promise.all([...this.active]);
+    await Promise.all([...this.executing]);
+    await Promise.all([...this.settling]);
+    await this.settler.idle();
   }
 
-  /** Test helper: is a run still executing here? */
+  /** Test helper: is a run settled in the ledger? */
   async isSettled(tenant: string, runId: string): Promise<boolean> {
     const r = await findRun(this.deps.db, tenant, runId);
     return r !== undefined && TERMINAL_STATUSES.some((s) => s === r.status);

@@ -1,9 +1,19 @@
-// Group commit for settles: finished runs queue here; one flush settles all of them in ONE transaction
-// (batch-transitions.settleMany). While a flush commits, the next batch gathers — no timer, no added latency
-// when idle (a lone run is flushed at once).
-import { withTx } from '../db/tx.js';
+// Group commit for settles: finished runs queue here; one flush settles all of them at once
+// (batch-transitions.settleMany: two statements, whatever the batch). While a flush runs, the next batch
+// gathers — no timer, no added latency when idle (a lone run is flushed at once).
+//
+// The dispatch loop frees an execution slot as soon as the execution returns and hands the result here, so
+// `backlog` (queued + flushing) is what it must bound; `onDrained` tells it when a flush shrank the backlog.
+// `idle()` resolves once every settle handed in so far has committed (or failed): graceful shutdown.
+
+import { retryOnConflict } from '../db/tx.js';
 import type { Deps } from '../services/context.js';
 import { type Finished, settleMany } from './batch-transitions.js';
+
+/** Settles one batch (settleMany on the database; a test may wrap it to hold settles back). */
+export type SettleBatch = (deps: Deps, items: readonly Finished[]) => Promise<unknown>;
+
+const settleOnDb: SettleBatch = (deps, items) => settleMany(deps.db, deps, items);
 
 interface Pending {
   item: Finished;
@@ -13,18 +23,31 @@ interface Pending {
 
 export class SettleBatcher {
   private pending: Pending[] = [];
+  private inFlight = 0;
   private flushing: Promise<void> | null = null;
 
   constructor(
     private readonly deps: Deps,
+    private readonly onDrained: () => void = () => undefined,
+    private readonly settleBatch: SettleBatch = settleOnDb,
     private readonly maxBatch = 64,
   ) {}
+
+  /** Settles queued or being flushed. */
+  get backlog(): number {
+    return this.pending.length + this.inFlight;
+  }
 
   settle(item: Finished): Promise<void> {
     return new Promise((resolve, reject) => {
       this.pending.push({ item, resolve, reject });
       this.kick();
     });
+  }
+
+  /** Resolves when nothing is queued or flushing. */
+  async idle(): Promise<void> {
+    while (this.flushing) await this.flushing;
   }
 
   private kick(): void {
@@ -38,17 +61,17 @@ export class SettleBatcher {
   private async drain(): Promise<void> {
     while (this.pending.length > 0) {
       const batch = this.pending.splice(0, this.maxBatch);
+      this.inFlight = batch.length;
       try {
-        await withTx(this.deps.db, (tx) =>
-          settleMany(
-            tx,
-            this.deps,
-            batch.map((b) => b.item),
-          ),
-        );
+        // A deadlock or serialization failure rolls the statement back whole: safe to run again.
+        const items = batch.map((b) => b.item);
+        await retryOnConflict(() => this.settleBatch(this.deps, items));
         for (const b of batch) b.resolve();
       } catch (e) {
         for (const b of batch) b.reject(e);
+      } finally {
+        this.inFlight = 0;
+        this.onDrained();
       }
     }
   }

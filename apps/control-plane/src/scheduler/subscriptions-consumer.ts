@@ -2,6 +2,7 @@
 // subscriptions, and creates runs stamped with their cause — in the same transaction that advances the
 // cursor, so each (subscription, event) fires exactly once. Causation rules come from run-model.
 import { causationCheck, matchEvent, type PlatformEvent, SCHEDULE_FIRED } from '@everdict/run-model';
+import { sql } from 'kysely';
 import { atomically } from '../admission-store/scope.js';
 import { type Tx, withTx } from '../db/tx.js';
 import { isControlPlaneError } from '../errors.js';
@@ -13,6 +14,22 @@ import { toModelSubscription } from '../services/subscriptions.js';
 import { CreateRunInput } from '../services/types.js';
 
 export const SUBSCRIPTIONS_CONSUMER = 'subscriptions';
+
+/**
+ * Is any settled event past the cursor? One autocommit read (the same visibility rule as readSettled), so a
+ * wake with nothing to consume costs one statement, not a transaction. No cursor row yet counts as position 0.
+ */
+export async function hasSettledEvents(deps: Deps): Promise<boolean> {
+  const { rows } = await sql<{ pending: boolean }>`
+    SELECT EXISTS (
+      SELECT 1 FROM events e
+      WHERE (e.tx, e.id) > (
+          SELECT COALESCE(max(c.tx), 0), COALESCE(max(c.event_id), 0) FROM consumer_cursors c
+          WHERE c.consumer = ${SUBSCRIPTIONS_CONSUMER})
+        AND e.tx < (pg_snapshot_xmin(pg_current_snapshot())::text)::bigint
+    ) AS pending`.execute(deps.db);
+  return rows[0]?.pending === true;
+}
 
 /** Process up to `limit` settled events; returns how many were consumed (0 = caught up or another replica holds the cursor). */
 export async function consumeOnce(deps: Deps, limit = 200): Promise<number> {

@@ -1,13 +1,23 @@
 // The trigger loop: fires due schedule slots and drains the outbox into subscriptions, woken by outbox
 // NOTIFYs (coalesced) with a poll fallback. Separate from dispatch so triggers never delay placement.
+//
+// Every create batch, claim and settle NOTIFYs the outbox channel, so under load the loop runs at most once
+// per MIN_GAP_MS (one cycle drains everything settled meanwhile), and ticks schedules at most once per
+// wall-clock second: cron slots are whole seconds at the finest (cron-parser's optional seconds field) and
+// the ticker fires the latest due slot, so a second tick within the same second could fire nothing new.
 import { EVENTS_CHANNEL } from '../ledger/events.js';
 import type { Deps } from '../services/context.js';
 import { tickSchedules } from './schedule-ticker.js';
-import { consumeOnce } from './subscriptions-consumer.js';
+import { consumeOnce, hasSettledEvents } from './subscriptions-consumer.js';
 import { WakeLoop } from './wake-loop.js';
+
+export const MIN_GAP_MS = 50;
+const BATCH = 500;
 
 export class TriggerLoop {
   private readonly loop: WakeLoop;
+  /** The wall-clock second of the last schedule tick. */
+  private tickedSecond = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly deps: Deps,
@@ -19,7 +29,7 @@ export class TriggerLoop {
       pollMs,
       cycle: () => this.cycle(),
       onError: (e) => deps.log('error', 'trigger cycle failed', { error: String(e) }),
-      againDelayMs: 10,
+      minGapMs: MIN_GAP_MS,
     });
   }
 
@@ -32,8 +42,15 @@ export class TriggerLoop {
   }
 
   private async cycle(): Promise<void> {
-    await tickSchedules(this.deps);
-    while (!this.loop.isStopped && (await consumeOnce(this.deps, 500)) > 0) {
+    const second = Math.floor(this.deps.clock().getTime() / 1000);
+    if (second !== this.tickedSecond) {
+      this.tickedSecond = second;
+      await tickSchedules(this.deps);
+    }
+    // One read to learn whether anything is pending; the consuming transaction only when it is.
+    if (!(await hasSettledEvents(this.deps))) return;
+    // A short batch means caught up (or another replica holds the cursor): no empty transaction after it.
+    while (!this.loop.isStopped && (await consumeOnce(this.deps, BATCH)) === BATCH) {
       /* drain the outbox */
     }
   }

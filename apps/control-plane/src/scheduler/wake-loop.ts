@@ -1,5 +1,8 @@
 // A loop woken by NOTIFY on one channel, with a poll as the fallback. Wakes coalesce: a wake that arrives
-// while a cycle runs schedules exactly one more cycle after it. stop() waits for the cycle in flight.
+// while a cycle runs schedules exactly one more cycle after it. With `minGapMs`, cycles start at most once per
+// gap: a wake sooner than that is deferred to the end of the gap (one timer, however many wakes arrive), so a
+// channel notified by every write costs one cycle per gap under load and no added latency when quiet.
+// stop() waits for the cycle in flight.
 import type { LedgerDatabase } from '../db/database.js';
 
 export interface WakeLoopOptions {
@@ -8,15 +11,17 @@ export interface WakeLoopOptions {
   pollMs: number;
   cycle: () => Promise<void>;
   onError: (e: unknown) => void;
-  /** Delay before the coalesced extra cycle (0: at once). */
-  againDelayMs?: number;
+  /** Least time between the starts of two cycles (0: none). */
+  minGapMs?: number;
 }
 
 export class WakeLoop {
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = true;
-  private timer: NodeJS.Timeout | null = null;
+  private lastStart = Number.NEGATIVE_INFINITY;
+  private poll: NodeJS.Timeout | null = null;
+  private deferred: NodeJS.Timeout | null = null;
   private unlisten: (() => Promise<void>) | null = null;
 
   constructor(private readonly opts: WakeLoopOptions) {}
@@ -28,17 +33,27 @@ export class WakeLoop {
   async start(): Promise<void> {
     this.stopped = false;
     this.unlisten = await this.opts.ldb.listen(this.opts.channel, () => this.wake());
-    this.timer = setInterval(() => this.wake(), this.opts.pollMs);
-    this.timer.unref?.();
+    this.poll = setInterval(() => this.wake(), this.opts.pollMs);
+    this.poll.unref?.();
     this.wake();
   }
 
   wake(): void {
-    if (this.stopped) return;
+    if (this.stopped || this.deferred) return;
     if (this.running) {
       this.again = true;
       return;
     }
+    const wait = this.lastStart + (this.opts.minGapMs ?? 0) - performance.now();
+    if (wait > 0) {
+      this.deferred = setTimeout(() => {
+        this.deferred = null;
+        this.wake();
+      }, wait);
+      this.deferred.unref?.();
+      return;
+    }
+    this.lastStart = performance.now();
     this.running = this.opts
       .cycle()
       .catch(this.opts.onError)
@@ -46,15 +61,15 @@ export class WakeLoop {
         this.running = null;
         if (!this.again || this.stopped) return;
         this.again = false;
-        const delay = this.opts.againDelayMs ?? 0;
-        if (delay === 0) this.wake();
-        else setTimeout(() => this.wake(), delay).unref?.();
+        this.wake();
       });
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
+    if (this.poll) clearInterval(this.poll);
+    if (this.deferred) clearTimeout(this.deferred);
+    this.deferred = null;
     await this.unlisten?.();
     await this.running;
   }

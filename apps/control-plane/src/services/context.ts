@@ -1,5 +1,6 @@
 // What every service shares: the database, the clock, ids, the admission store, a logger.
 import type { LedgerDatabase } from '../db/database.js';
+import type { QueueStats } from '../db/queue-stats.js';
 import type { Db } from '../db/tx.js';
 import type { Clock, CoreObserver, CoreOptions, IdGen } from './options.js';
 
@@ -11,6 +12,8 @@ export interface Deps {
   log: NonNullable<CoreOptions['log']>;
   /** Admission + dispatch hooks (metrics); a no-op unless `CoreOptions.metrics` is given. */
   observe: CoreObserver;
+  /** Told how many entries each create enqueued; keeps the queue's planner statistics current. */
+  queueStats: QueueStats;
 }
 
 export const DISPATCH_CHANNEL = 'everdict_dispatch';

@@ -1,5 +1,6 @@
 // Composition root of the ledger + application layer: open the database, bootstrap, services, scheduler.
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
+import { QueueStats } from '../db/queue-stats.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
 import { agentBridgeService } from './agent-bridge.js';
@@ -41,6 +42,9 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     ids: options.ids ?? defaultIds(clock),
     log: options.log ?? (() => undefined),
     observe: options.metrics ?? NO_OBSERVER,
+    queueStats: new QueueStats(ldb.db, (e) =>
+      options.log?.('warn', 'queue statistics refresh failed', { error: String(e) }),
+    ),
   };
   const policy = { ...DEFAULT_POLICY, ...options.policy };
   let bootstrap: BootstrapOutcome | null;
@@ -87,6 +91,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     async close() {
       await dispatch?.stop();
       await triggers?.stop();
+      await deps.queueStats.settled();
       await ldb.close();
     },
     internals: { deps, ldb, dispatch, triggers },

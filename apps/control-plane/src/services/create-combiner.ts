@@ -18,18 +18,18 @@ import { loadTaskSnapshots, type TaskSnapshot } from '../admission-store/load-ba
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import { EVENTS_CHANNEL, insertEventsSql } from '../ledger/events.js';
-import type { RunRow } from '../ledger/runs.js';
+import { insertRunsSql, type RunRow } from '../ledger/runs.js';
 import { asControlPlaneError } from './boundary.js';
 import { type Deps, DISPATCH_CHANNEL } from './context.js';
 import {
   type Actor,
   AdmissionRaced,
   createRunTx,
+  documentOf,
   duplicateOf,
   type PreparedCreate,
   prepareCreate,
   refusalToError,
-  rowOf,
 } from './lifecycle.js';
 import { factsToEvents } from './transition.js';
 import type { AdmissionView, CreateRunContext, CreateRunInput } from './types.js';
@@ -39,7 +39,7 @@ interface Item {
   who: Actor;
   raw: CreateRunInput;
   ctx: CreateRunContext;
-  prep: PreparedCreate | null;
+  prep: PreparedCreate;
   resolve(v: Created): void;
   reject(e: unknown): void;
 }
@@ -92,7 +92,16 @@ export function createCombiner(deps: Deps) {
   const stats = { batches: 0, largest: 0 };
   const submit = (who: Actor, raw: CreateRunInput, ctx: CreateRunContext = {}): Promise<Created> =>
     new Promise<Created>((resolve, reject) => {
-      queue.push({ who, raw, ctx, prep: null, resolve, reject });
+      // Parsed and validated now, while the batch in flight waits on the database: only the decisions and
+      // the rows are left for the batch's own critical path.
+      let prep: PreparedCreate;
+      try {
+        prep = prepareCreate(deps, who, raw, ctx);
+      } catch (e) {
+        reject(e);
+        return;
+      }
+      queue.push({ who, raw, ctx, prep, resolve, reject });
       if (!busy) void drain();
     });
   return Object.assign(submit, { stats });
@@ -106,12 +115,6 @@ async function runBatch(deps: Deps, batch: readonly Item[]): Promise<void> {
   const groups = new Map<string, Item[]>();
   const single: Item[] = [];
   for (const it of batch) {
-    try {
-      it.prep = prepareCreate(deps, it.who, it.raw, it.ctx);
-    } catch (e) {
-      it.reject(e);
-      continue;
-    }
     if (!combinable(it.prep)) single.push(it);
     else groups.set(it.who.tenant, [...(groups.get(it.who.tenant) ?? []), it]);
   }
@@ -148,7 +151,7 @@ async function combinedBatch(deps: Deps, tenants: readonly (readonly Item[])[]):
       const o = outcomes[g]?.[i];
       if (!o) it.reject(new Error('combiner: missing outcome'));
       else if ('ok' in o) {
-        if (o.ok.admission.decision === 'admitted') deps.observe.admission('admitted', it.prep?.kind ?? '');
+        if (o.ok.admission.decision === 'admitted') deps.observe.admission('admitted', it.prep.kind);
         it.resolve(o.ok);
       } else it.reject(o.err);
     }
@@ -159,9 +162,7 @@ async function decideAndWrite(
   deps: Deps,
   tenants: readonly (readonly Item[])[],
 ): Promise<Outcome[][] | 'raced'> {
-  const preps = tenants.map((items) =>
-    items.map((it) => it.prep).filter((p): p is PreparedCreate => p !== null),
-  );
+  const preps = tenants.map((items) => items.map((it) => it.prep));
   const snaps = await loadTaskSnapshots(
     deps.db,
     preps.map((ps) => ({ tenant: ps[0]?.who.tenant ?? '', requestIds: ps.map((p) => p.request.requestId) })),
@@ -181,10 +182,7 @@ async function decideAndWrite(
       [
         {
           name: 'run_rows',
-          query: deps.db
-            .insertInto('runs')
-            .values(built.map((b) => rowOf(b.run, b.plan.decision)))
-            .returningAll(),
+          query: insertRunsSql(built.map((b) => documentOf(b.run, b.plan.decision))),
           rows: built.length,
         },
         { name: 'facts', query: insertEventsSql(events), rows: events.length },
@@ -193,6 +191,7 @@ async function decideAndWrite(
       [EVENTS_CHANNEL, DISPATCH_CHANNEL],
     );
     if (written === 'raced') return 'raced';
+    deps.queueStats.noteEnqueued(built.length);
     const byId = new Map(written.committed.map((r) => [r.id, r]));
     for (const b of built) rows.set(`${b.g}:${b.i}`, byId.get(b.run.id)!);
   }

@@ -16,7 +16,7 @@ import type { Executor, Tx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import { appendEvents } from '../ledger/events.js';
 import { recordIdentity } from '../ledger/records.js';
-import { findRun, type RunRow, runToRow } from '../ledger/runs.js';
+import { findRun, type RunRow, runDocument, runToRow } from '../ledger/runs.js';
 import { asControlPlaneError } from './boundary.js';
 import { type Deps, DISPATCH_CHANNEL } from './context.js';
 import { factsToEvents } from './transition.js';
@@ -157,12 +157,19 @@ export function prepareCreate(
 }
 
 /** The run row for an admitted run. */
+const identityOf = (run: Run, decision: Admitted) => ({
+  causalDepth: decision.depth,
+  envelopeId: decision.envelopeId,
+  ...recordIdentity(run),
+});
+
 export function rowOf(run: Run, decision: Admitted) {
-  return runToRow(run, {
-    causalDepth: decision.depth,
-    envelopeId: decision.envelopeId,
-    ...recordIdentity(run),
-  });
+  return runToRow(run, identityOf(run, decision));
+}
+
+/** The row as a JSON document (for `insertRunsSql`). */
+export function documentOf(run: Run, decision: Admitted) {
+  return runDocument(run, identityOf(run, decision));
 }
 
 /**

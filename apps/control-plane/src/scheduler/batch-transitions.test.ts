@@ -1,0 +1,102 @@
+// settleMany reads without locks (planSettle) and writes in one statement (writeSettle) that keeps only runs
+// still running at the row version read. A run changed between the two is never written from the stale read:
+// cancelled → its late result is dropped; changed otherwise → settleMany reads it again and settles it.
+import { afterEach, describe, expect, it } from 'vitest';
+import { type TestCore, testCore } from '../../test/core.js';
+import { type Finished, planSettle, settleMany, writeSettle } from './batch-transitions.js';
+import { claimAndStart } from './claim-start.js';
+import { INLINE_KINDS } from './dispatch-loop.js';
+
+const done = (tenant: string, runId: string): Finished => ({
+  tenant,
+  runId,
+  event: { type: 'succeed' },
+  extras: { outputs: { summary: 'ok', exitCode: 0 }, usage: { costUsd: 0.5 } },
+});
+
+describe('settleMany', () => {
+  let t: TestCore;
+  afterEach(async () => t.close());
+
+  async function twoRunning(): Promise<[string, string]> {
+    t = await testCore({ scheduler: { enabled: false } });
+    const ids: string[] = [];
+    for (const m of ['x', 'y']) {
+      const { run } = await t.core.services.runs.create(t.admin, {
+        kind: 'analysis',
+        subject: { config: { fn: 'echo', message: m } },
+      });
+      ids.push(run.id);
+    }
+    expect(await claimAndStart(t.core.internals.deps.db, 2, new Date(), INLINE_KINDS)).toHaveLength(2);
+    return [ids[0]!, ids[1]!];
+  }
+
+  const settledFacts = async (runId: string) =>
+    t.core.internals.deps.db
+      .selectFrom('events')
+      .select('payload')
+      .where('run_id', '=', runId)
+      .where('kind', '=', 'run.settled')
+      .execute();
+
+  it('drops the late result of a run cancelled between its read and its write', async () => {
+    const [x, y] = await twoRunning();
+    const deps = t.core.internals.deps;
+    const items = [done('default', x), done('default', y)];
+    const plan = await planSettle(deps.db, deps, items);
+    expect(plan.items).toHaveLength(2);
+    await t.core.services.runs.cancel(t.admin, x);
+    expect(await writeSettle(deps.db, plan)).toEqual([y]);
+    // settleMany's next read sees x terminal: nothing left to settle.
+    expect(await settleMany(deps.db, deps, items)).toEqual([]);
+
+    expect((await t.core.services.runs.get(t.admin, x)).status).toBe('cancelled');
+    expect((await t.core.services.runs.get(t.admin, y)).status).toBe('succeeded');
+    expect((await settledFacts(x)).map((e) => e.payload.outcome)).toEqual(['cancelled']);
+    expect((await settledFacts(y)).map((e) => e.payload.outcome)).toEqual(['succeeded']);
+    for (const id of [x, y]) expect((await t.core.services.runs.record(t.admin, id)).verify.ok).toBe(true);
+    const ten = await deps.db
+      .selectFrom('adm_tenants')
+      .select(['running', 'queued'])
+      .executeTakeFirstOrThrow();
+    expect(ten).toEqual({ running: 0, queued: 0 });
+    const envelopes = await deps.db.selectFrom('adm_envelopes').select(['in_flight', 'spent_usd']).execute();
+    expect(envelopes).toEqual([{ in_flight: 0, spent_usd: 0.5 }]);
+  });
+
+  it('reads a run again when its row changed in any other way, and settles it from the new row', async () => {
+    const [x, y] = await twoRunning();
+    const deps = t.core.internals.deps;
+    const items = [done('default', x), done('default', y)];
+    const plan = await planSettle(deps.db, deps, items);
+    await deps.db
+      .updateTable('runs')
+      .set((eb) => ({ children_count: eb('children_count', '+', 1) }))
+      .where('id', '=', x)
+      .execute();
+    expect(await writeSettle(deps.db, plan)).toEqual([y]);
+    expect(await settleMany(deps.db, deps, items)).toEqual([x]);
+    const row = await deps.db
+      .selectFrom('runs')
+      .select(['status', 'children_count'])
+      .where('id', '=', x)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ status: 'succeeded', children_count: 1 });
+    for (const id of [x, y]) {
+      expect((await t.core.services.runs.record(t.admin, id)).verify).toMatchObject({ ok: true, length: 2 });
+      expect(await settledFacts(id)).toHaveLength(1);
+    }
+  });
+
+  it('settles nothing twice: a run repeated in a batch, or settled again, is settled once', async () => {
+    const [x, y] = await twoRunning();
+    const deps = t.core.internals.deps;
+    const items = [done('default', x), done('default', y), done('default', x)];
+    expect((await settleMany(deps.db, deps, items)).sort()).toEqual([x, y].sort());
+    expect(await settleMany(deps.db, deps, items)).toEqual([]);
+    for (const id of [x, y]) expect(await settledFacts(id)).toHaveLength(1);
+    const envelopes = await deps.db.selectFrom('adm_envelopes').select(['in_flight', 'spent_usd']).execute();
+    expect(envelopes).toEqual([{ in_flight: 0, spent_usd: 1 }]);
+  });
+});

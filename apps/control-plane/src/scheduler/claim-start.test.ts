@@ -1,0 +1,169 @@
+// claimAndStart (one statement) against what the claim + transition path wrote before it: the run rows and
+// `run.started` facts equal run-model's `transition(start)` of the queued rows; the admission rows move as a
+// claim moves them; WFQ order, the stored aging bound and per-tenant quotas hold.
+import { configureGlobal } from '@everdict/admission';
+import { transition } from '@everdict/run-model';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type TestCore, testCore } from '../../test/core.js';
+import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
+import { iso } from '../db/numeric.js';
+import { rowToRun } from '../ledger/runs.js';
+import { factsToEvents } from '../services/transition.js';
+import { claimAndStart } from './claim-start.js';
+import { INLINE_KINDS } from './dispatch-loop.js';
+
+type Cls = 'batch' | 'background' | 'interactive';
+const echo = (cls: Cls, message: string = cls) => ({
+  kind: 'analysis',
+  subject: { config: { fn: 'echo', message } },
+  class: cls,
+});
+
+describe('claimAndStart', () => {
+  let t: TestCore;
+  afterEach(async () => t.close());
+
+  const db = () => t.core.internals.deps.db;
+  const create = async (cls: Cls, message?: string) =>
+    (await t.core.services.runs.create(t.admin, echo(cls, message))).run.id;
+
+  it('writes the run rows and run.started facts that transition(start) gives, and moves the admission rows', async () => {
+    t = await testCore({ scheduler: { enabled: false } });
+    const ids = [await create('interactive'), await create('batch'), await create('background')];
+    const before = await db().selectFrom('runs').selectAll().where('id', 'in', ids).execute();
+    const lastEvent = await db()
+      .selectFrom('events')
+      .select((eb) => eb.fn.max('id').as('id'))
+      .executeTakeFirstOrThrow();
+    const now = new Date(Date.now() + 5);
+    const at = now.toISOString();
+
+    const started = await claimAndStart(db(), 10, now, INLINE_KINDS);
+    // WFQ: interactive, then background, then batch.
+    expect(started.map((s) => s.runId)).toEqual([ids[0], ids[2], ids[1]]);
+    expect(started.map((s) => s.class)).toEqual(['interactive', 'background', 'batch']);
+    for (const s of started) {
+      expect(s.tenant).toBe('default');
+      expect(s.waitedMs).toBe(now.getTime() - s.enqueuedAt);
+      expect(s.subject).toEqual({ config: { fn: 'echo', message: s.class } });
+    }
+
+    const after = new Map(
+      (await db().selectFrom('runs').selectAll().where('id', 'in', ids).execute()).map((r) => [r.id, r]),
+    );
+    const expected = [];
+    for (const id of started.map((s) => s.runId)) {
+      const row = before.find((r) => r.id === id)!;
+      const result = transition(rowToRun(row), { type: 'start' }, at);
+      if (!result.ok) throw result.error;
+      const got = after.get(id)!;
+      expect(rowToRun(got)).toEqual({ ...rowToRun(row), ...result.patch });
+      expect(iso(got.interval_started_at)).toBe(at);
+      expect(got.interval_head).toBe(row.record_head);
+      expect(got.record_head).toBe(row.record_head);
+      expected.push(...factsToEvents(result.facts));
+    }
+    const events = await db()
+      .selectFrom('events')
+      .selectAll()
+      .where('id', '>', lastEvent.id ?? 0)
+      .orderBy('id')
+      .execute();
+    expect(
+      events.map((e) => ({
+        tenant: e.tenant_id,
+        kind: e.kind,
+        runId: e.run_id,
+        at: iso(e.created_at),
+        data: e.payload,
+      })),
+    ).toEqual(expected);
+
+    expect(await db().selectFrom('adm_queue').selectAll().execute()).toHaveLength(0);
+    const slots = await db().selectFrom('adm_slots').select(['status', 'started_at']).execute();
+    expect(slots.every((s) => s.status === 'running' && Number(s.started_at) === now.getTime())).toBe(true);
+    const ten = await db()
+      .selectFrom('adm_tenants')
+      .selectAll()
+      .where('tenant', '=', 'default')
+      .executeTakeFirstOrThrow();
+    expect(ten).toMatchObject({
+      running: 3,
+      queued: 0,
+      queued_interactive: 0,
+      queued_background: 0,
+      queued_batch: 0,
+    });
+    const wfq = await db().selectFrom('adm_wfq').selectAll().execute();
+    const vtime = new Map(
+      (await db().selectFrom('adm_vtime').selectAll().execute()).map((v) => [v.lane, v.v]),
+    );
+    for (const w of wfq) expect(vtime.get(w.lane)).toBeGreaterThanOrEqual(w.last_finish);
+
+    // Nothing left: a second claim starts nothing and writes nothing.
+    expect(await claimAndStart(db(), 10, new Date(now.getTime() + 1), INLINE_KINDS)).toEqual([]);
+    const eventsNow = await db()
+      .selectFrom('events')
+      .select('id')
+      .where('id', '>', lastEvent.id ?? 0)
+      .execute();
+    expect(eventsNow).toHaveLength(events.length);
+  });
+
+  it('starts at most max_concurrent - running per tenant, reading the counter of the locked row', async () => {
+    t = await testCore({ scheduler: { enabled: false } });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await create('interactive', `r${i}`));
+    await db().updateTable('adm_tenants').set({ max_concurrent: 3, running: 1 }).execute();
+    const first = await claimAndStart(db(), 16, new Date(), INLINE_KINDS);
+    expect(first).toHaveLength(2);
+    expect(await claimAndStart(db(), 16, new Date(), INLINE_KINDS)).toEqual([]);
+    await db().updateTable('adm_tenants').set({ max_concurrent: 10 }).execute();
+    // Capacity bounds a claim; the rest follow in FIFO (seq) order within the lane.
+    const next = await claimAndStart(db(), 2, new Date(), INLINE_KINDS);
+    expect(next).toHaveLength(2);
+    const last = await claimAndStart(db(), 2, new Date(), INLINE_KINDS);
+    expect(last).toHaveLength(1);
+    expect([...first, ...next, ...last].map((s) => s.runId)).toEqual(ids);
+  });
+
+  it('leaves other kinds queued (command runs wait for a driver)', async () => {
+    t = await testCore({ scheduler: { enabled: false } });
+    const cmd = await t.core.services.runs.create(t.admin, {
+      kind: 'command',
+      subject: { path: 'x', image: 'i', command: ['x'] },
+    });
+    const analysis = await create('batch');
+    const started = await claimAndStart(db(), 4, new Date(), INLINE_KINDS);
+    expect(started.map((s) => s.runId)).toEqual([analysis]);
+    expect((await t.core.services.runs.get(t.admin, cmd.run.id)).status).toBe('queued');
+  });
+
+  async function firstClaimed(agingMs?: number) {
+    t = await testCore({ scheduler: { enabled: false } });
+    if (agingMs !== undefined) await configureGlobal(new PgAdmissionStore(db()), { agingMs });
+    const batch = await create('batch');
+    await new Promise((r) => setTimeout(r, 30));
+    const interactive = await create('interactive');
+    const [claim] = await claimAndStart(db(), 1, new Date(), INLINE_KINDS);
+    return { batch, interactive, first: claim?.runId ?? 'none' };
+  }
+
+  it('serves interactive first while nothing has aged (default bound)', async () => {
+    const r = await firstClaimed();
+    expect(r.first).toBe(r.interactive);
+  });
+
+  it('honours the aging bound stored in the global policy: aged entries first, oldest first', async () => {
+    const r = await firstClaimed(10);
+    expect(r.first).toBe(r.batch);
+  });
+
+  it('skips a run whose row changed after `now` (transition would refuse it) and claims it later', async () => {
+    t = await testCore({ scheduler: { enabled: false } });
+    const id = await create('interactive');
+    const past = new Date(Date.now() - 60_000);
+    expect(await claimAndStart(db(), 1, past, INLINE_KINDS)).toEqual([]);
+    expect((await claimAndStart(db(), 1, new Date(), INLINE_KINDS)).map((s) => s.runId)).toEqual([id]);
+  });
+});

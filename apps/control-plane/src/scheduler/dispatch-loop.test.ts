@@ -1,0 +1,107 @@
+// The dispatch loop frees an execution slot when the execution returns (the settle follows, group-committed),
+// bounds executions + unsettled results to BACKLOG_FACTOR × concurrency, keeps unsettled runs `running` and
+// counted against their tenant, and stop() waits for every pending settle.
+import { afterEach, describe, expect, it } from 'vitest';
+import { eventually, type TestCore, testCore } from '../../test/core.js';
+import { settleMany } from './batch-transitions.js';
+import { BACKLOG_FACTOR, DispatchLoop } from './dispatch-loop.js';
+import type { SettleBatch } from './settle-batcher.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A settle that waits for `open()` before settling for real. */
+function heldSettle() {
+  let open: () => void = () => undefined;
+  const gate = new Promise<void>((r) => {
+    open = r;
+  });
+  const settleBatch: SettleBatch = async (deps, items) => {
+    await gate;
+    return settleMany(deps.db, deps, items);
+  };
+  return { settleBatch, open: () => open() };
+}
+
+describe('DispatchLoop', () => {
+  let t: TestCore;
+  let loop: DispatchLoop | undefined;
+  afterEach(async () => {
+    await loop?.stop();
+    loop = undefined;
+    await t.close();
+  });
+
+  const statuses = async () => {
+    const db = t.core.internals.deps.db;
+    const rows = await db.selectFrom('runs').select('status').execute();
+    const by: Record<string, number> = {};
+    for (const r of rows) by[r.status] = (by[r.status] ?? 0) + 1;
+    return by;
+  };
+  const createEchoes = async (n: number) => {
+    for (let i = 0; i < n; i++)
+      await t.core.services.runs.create(t.admin, {
+        kind: 'analysis',
+        subject: { config: { fn: 'echo', message: `r${i}` } },
+      });
+  };
+
+  it('starts past its concurrency while settles lag, up to the backlog bound, and no further', async () => {
+    t = await testCore({ scheduler: { enabled: false } });
+    await createEchoes(12);
+    const held = heldSettle();
+    const concurrency = 2;
+    loop = new DispatchLoop(t.core.internals.deps, {
+      pollMs: 25,
+      concurrency,
+      timeoutMs: 2_000,
+      settleBatch: held.settleBatch,
+    });
+    await loop.start();
+    const bound = BACKLOG_FACTOR * concurrency;
+    await eventually(async () => (loop?.dispatched === bound ? true : undefined));
+    await sleep(200); // polls and wakes meanwhile start nothing more
+    expect(loop.dispatched).toBe(bound);
+    // Unsettled runs stay running in the ledger and count against their tenant's quota.
+    expect(await statuses()).toEqual({ running: bound, queued: 12 - bound });
+    const ten = await t.core.internals.deps.db
+      .selectFrom('adm_tenants')
+      .select(['running', 'queued'])
+      .where('tenant', '=', 'default')
+      .executeTakeFirstOrThrow();
+    expect(ten).toEqual({ running: bound, queued: 12 - bound });
+
+    held.open();
+    await eventually(async () => ((await statuses()).succeeded === 12 ? true : undefined));
+    expect(loop.dispatched).toBe(12);
+    const after = await t.core.internals.deps.db
+      .selectFrom('adm_tenants')
+      .select(['running', 'queued'])
+      .where('tenant', '=', 'default')
+      .executeTakeFirstOrThrow();
+    expect(after).toEqual({ running: 0, queued: 0 });
+  });
+
+  it('stop() waits for every pending settle (graceful shutdown)', async () => {
+    t = await testCore({ scheduler: { enabled: false } });
+    await createEchoes(3);
+    const held = heldSettle();
+    loop = new DispatchLoop(t.core.internals.deps, {
+      pollMs: 25,
+      concurrency: 4,
+      timeoutMs: 2_000,
+      settleBatch: held.settleBatch,
+    });
+    await loop.start();
+    await eventually(async () => (loop?.dispatched === 3 ? true : undefined));
+    let stopped = false;
+    const stopping = loop.stop().then(() => {
+      stopped = true;
+    });
+    await sleep(100);
+    expect(stopped).toBe(false);
+    held.open();
+    await stopping;
+    expect(await statuses()).toEqual({ succeeded: 3 });
+  });
+});
