@@ -13,14 +13,15 @@ export interface TestCore {
 }
 
 export async function testCore(
-  options: Omit<CoreOptions, 'database' | 'bootstrapKey'> = {},
+  options: Omit<CoreOptions, 'database' | 'bootstrapKey'> & { poolSize?: number } = {},
 ): Promise<TestCore> {
-  const database = await testDatabase();
+  const { poolSize, ...coreOptions } = options;
+  const database = await testDatabase(poolSize === undefined ? {} : { poolSize });
   const core = await startCore({
-    ...options,
+    ...coreOptions,
     database,
     bootstrapKey: BOOTSTRAP_KEY,
-    scheduler: { pollMs: 50, inlineTimeoutMs: 2_000, ...options.scheduler },
+    scheduler: { pollMs: 50, inlineTimeoutMs: 2_000, ...coreOptions.scheduler },
   });
   const admin = await core.services.auth.authenticate(BOOTSTRAP_KEY);
   return {

@@ -3,6 +3,7 @@
 // claim moves them; WFQ order, the stored aging bound and per-tenant quotas hold.
 import { configureGlobal } from '@everdict/admission';
 import { transition } from '@everdict/run-model';
+import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestCore, testCore } from '../../test/core.js';
 import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
@@ -165,5 +166,15 @@ describe('claimAndStart', () => {
     const past = new Date(Date.now() - 60_000);
     expect(await claimAndStart(db(), 1, past, INLINE_KINDS)).toEqual([]);
     expect((await claimAndStart(db(), 1, new Date(), INLINE_KINDS)).map((s) => s.runId)).toEqual([id]);
+  });
+
+  it('commits asynchronously for itself only: the connection is back to synchronous commit after a claim', async () => {
+    // One connection (PGlite is one session anyway): a leaked setting would make the next create or settle on
+    // it asynchronous too.
+    t = await testCore({ scheduler: { enabled: false }, poolSize: 1 });
+    await create('batch');
+    expect(await claimAndStart(db(), 1, new Date(Date.now() + 5), INLINE_KINDS)).toHaveLength(1);
+    const { rows } = await sql<{ synchronous_commit: string }>`SHOW synchronous_commit`.execute(db());
+    expect(rows[0]?.synchronous_commit).toBe('on');
   });
 });

@@ -18,6 +18,14 @@
 // run-model's `eventFromFact` of the `run.started` fact: {runId, kind, lifetime} (claim-start.test.ts checks
 // it against `transition`). A run whose row was updated after `now` (another replica's clock) is skipped,
 // as `transition` would refuse it.
+//
+// Commit: this statement alone commits with `synchronous_commit = off` (set_config(…, true): the setting ends
+// with its transaction — claim-start.test.ts checks the connection is back to `on`). It does not wait for the
+// WAL flush, so it releases the tenant rows it holds one fsync sooner (creates and settles queue on them).
+// What a crash can lose is only the last claims whose runs have not settled: those runs are `queued` again
+// after restart and run again — an inline execution does not survive a crash anyway. Nothing durable can
+// depend on a lost claim: any later synchronous commit (the run's settle, a cancel, a subscription's run
+// caused by `run.started`) flushes the WAL up to itself, the claim's commit record included.
 import { globalPolicy } from '@everdict/admission';
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
@@ -157,9 +165,10 @@ export async function claimAndStart(
       FROM pick p ORDER BY p.arm, p.pos
       RETURNING 1
     ),
-    note AS (SELECT pg_notify(${EVENTS_CHANNEL}, '') AS n FROM (SELECT 1 FROM ev LIMIT 1) x)
+    note AS (SELECT pg_notify(${EVENTS_CHANNEL}, '') AS n FROM (SELECT 1 FROM ev LIMIT 1) x),
+    async AS (SELECT set_config('synchronous_commit', 'off', true) AS s)
     SELECT ur.id AS run_id, ur.tenant, ur.class, ur.enqueued_at, ur.subject FROM ur
-    WHERE (SELECT count(*) FROM note) >= 0
+    WHERE (SELECT count(*) FROM note) >= 0 AND (SELECT count(*) FROM async) = 1
     ORDER BY ur.arm, ur.pos`.execute(ex);
   return rows.map((r) => {
     const enqueuedAt = numeric(r.enqueued_at);
