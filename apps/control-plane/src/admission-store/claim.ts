@@ -109,14 +109,20 @@ export async function claimQueued(
   for (const [lane, v] of [...maxFinish].sort((x, y) => x[0] - y[0])) {
     await sql`UPDATE adm_vtime SET v = GREATEST(v, ${v}::float8) WHERE lane = ${lane}`.execute(tx);
   }
-  return taken.map((c) => {
-    const enqueuedAt = numeric(c.enqueued_at);
-    return {
-      runId: c.run_id,
-      tenant: c.tenant,
-      class: c.class as RunClass,
-      enqueuedAt,
-      waitedMs: now - enqueuedAt,
-    };
-  });
+  return taken.map((c) => dispatchOf(c, now));
+}
+
+/** A claimed queue entry as admission's Dispatch (how long it waited, as of `now`). */
+export function dispatchOf(
+  c: { run_id: string; tenant: string; class: string; enqueued_at: string | number | bigint },
+  now: number,
+): Dispatch {
+  const enqueuedAt = numeric(c.enqueued_at);
+  return {
+    runId: c.run_id,
+    tenant: c.tenant,
+    class: c.class as RunClass,
+    enqueuedAt,
+    waitedMs: now - enqueuedAt,
+  };
 }

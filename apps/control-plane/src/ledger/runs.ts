@@ -57,22 +57,28 @@ export function runDocument(
 }
 export type RunDocument = ReturnType<typeof runDocument>;
 
+const JSONB_COLUMNS = [
+  'subject',
+  'origin',
+  'placement',
+  'attach',
+  'envelope',
+  'group_ref',
+  'lineage',
+  'outputs',
+  'usage',
+  'error',
+] as const satisfies readonly (keyof RunDocument)[];
+type JsonbColumn = (typeof JSONB_COLUMNS)[number];
+
 /** The row for kysely's insert (jsonb columns passed as JSON text). */
-export function runToRow(run: Run, extra: { causalDepth: number; envelopeId: string } & RecordIdentityRow) {
+export function runToRow(
+  run: Run,
+  extra: { causalDepth: number; envelopeId: string } & RecordIdentityRow,
+): Omit<RunDocument, JsonbColumn> & Record<JsonbColumn, string> {
   const d = runDocument(run, extra);
-  return {
-    ...d,
-    subject: json(d.subject),
-    origin: json(d.origin),
-    placement: json(d.placement),
-    attach: json(d.attach),
-    envelope: json(d.envelope),
-    group_ref: json(d.group_ref),
-    lineage: json(d.lineage),
-    outputs: json(d.outputs),
-    usage: json(d.usage),
-    error: json(d.error),
-  };
+  const text = Object.fromEntries(JSONB_COLUMNS.map((c) => [c, json(d[c])])) as Record<JsonbColumn, string>;
+  return { ...d, ...text };
 }
 
 /** `INSERT … RETURNING *` of many rows with a fixed SQL text (one jsonb parameter): preparable. */

@@ -29,7 +29,7 @@
 import { globalPolicy } from '@everdict/admission';
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
-import { numeric } from '../db/numeric.js';
+import { dispatchOf } from '../admission-store/claim.js';
 import { prepared } from '../db/prepared.js';
 import type { Executor } from '../db/tx.js';
 import { EVENTS_CHANNEL } from '../ledger/events.js';
@@ -170,15 +170,5 @@ export async function claimAndStart(
     SELECT ur.id AS run_id, ur.tenant, ur.class, ur.enqueued_at, ur.subject FROM ur
     WHERE (SELECT count(*) FROM note) >= 0 AND (SELECT count(*) FROM async) = 1
     ORDER BY ur.arm, ur.pos`.execute(ex);
-  return rows.map((r) => {
-    const enqueuedAt = numeric(r.enqueued_at);
-    return {
-      runId: r.run_id,
-      tenant: r.tenant,
-      class: r.class as RunClass,
-      enqueuedAt,
-      waitedMs: nowMs - enqueuedAt,
-      subject: r.subject,
-    };
-  });
+  return rows.map((r) => ({ ...dispatchOf(r, nowMs), subject: r.subject }));
 }
