@@ -15,6 +15,7 @@ import { type Deps, DISPATCH_CHANNEL } from '../services/context.js';
 import type { Finished } from './batch-transitions.js';
 import { claimAndStart } from './claim-start.js';
 import { executeInline } from './inline-executor.js';
+import { reapAfterMs, reapLostInline } from './inline-reaper.js';
 import { type SettleBatch, SettleBatcher } from './settle-batcher.js';
 import { WakeLoop } from './wake-loop.js';
 
@@ -26,6 +27,10 @@ export interface DispatchLoopOptions {
   onTick?: () => Promise<unknown>;
   /** How a batch of results is settled (default: settleMany on the database; tests wrap it). */
   settleBatch?: SettleBatch;
+  /** Fail inline runs still running this long after their start (default: inline-reaper's bound). */
+  reapAfterMs?: number;
+  /** How often to look for them. Default 10 s. */
+  reapEveryMs?: number;
 }
 
 export const INLINE_KINDS = ['analysis'] as const;
@@ -40,6 +45,7 @@ export class DispatchLoop {
   /** The last cycle stopped claiming because the settle backlog was full. */
   private heldBack = false;
   private wakePending = false;
+  private lastReap = 0;
   dispatched = 0;
 
   constructor(
@@ -77,6 +83,7 @@ export class DispatchLoop {
 
   private async cycle(): Promise<void> {
     if (this.opts.onTick) await this.opts.onTick();
+    await this.reapIfDue();
     for (;;) {
       const capacity = this.capacity();
       if (capacity <= 0 || this.loop.isStopped) return;
@@ -90,6 +97,17 @@ export class DispatchLoop {
         this.execute(r.tenant, r.runId, r.subject);
       }
     }
+  }
+
+  /** At most every `reapEveryMs`: fail inline runs whose executor is gone (inline-reaper.ts). */
+  private async reapIfDue(): Promise<void> {
+    const now = Date.now();
+    if (now - this.lastReap < (this.opts.reapEveryMs ?? 10_000)) return;
+    this.lastReap = now;
+    const after = this.opts.reapAfterMs ?? reapAfterMs(this.opts.timeoutMs);
+    await reapLostInline(this.deps, INLINE_KINDS, after).catch((e: unknown) =>
+      this.deps.log('error', 'inline reaper failed', { error: String(e) }),
+    );
   }
 
   private execute(tenant: string, runId: string, subject: unknown): void {

@@ -70,6 +70,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       pollMs: sched.pollMs ?? 1000,
       concurrency: sched.inlineConcurrency ?? 8,
       timeoutMs: sched.inlineTimeoutMs ?? 30_000,
+      ...(sched.inlineReapAfterMs === undefined ? {} : { reapAfterMs: sched.inlineReapAfterMs }),
     });
     triggers = new TriggerLoop(deps, sched.pollMs ?? 1000);
     await dispatch.start();
