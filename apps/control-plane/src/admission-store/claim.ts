@@ -87,23 +87,7 @@ export async function claimQueued(
 
   const byTenant = new Map<string, Candidate[]>();
   for (const c of taken) byTenant.set(c.tenant, [...(byTenant.get(c.tenant) ?? []), c]);
-  for (const [tenant, list] of byTenant) {
-    const ids = list.map((c) => c.run_id);
-    await tx.deleteFrom('adm_queue').where('tenant', '=', tenant).where('run_id', 'in', ids).execute();
-    await tx
-      .updateTable('adm_slots')
-      .set({ status: 'running', started_at: now })
-      .where('tenant', '=', tenant)
-      .where('run_id', 'in', ids)
-      .execute();
-    const perClass = { interactive: 0, background: 0, batch: 0 } satisfies Record<RunClass, number>;
-    for (const c of list) perClass[c.class as RunClass]++;
-    await sql`UPDATE adm_tenants SET running = running + ${list.length}::int, queued = queued - ${list.length}::int,
-        ${sql.ref(QUEUED_COLUMN.interactive)} = ${sql.ref(QUEUED_COLUMN.interactive)} - ${perClass.interactive}::int,
-        ${sql.ref(QUEUED_COLUMN.background)} = ${sql.ref(QUEUED_COLUMN.background)} - ${perClass.background}::int,
-        ${sql.ref(QUEUED_COLUMN.batch)} = ${sql.ref(QUEUED_COLUMN.batch)} - ${perClass.batch}::int
-      WHERE tenant = ${tenant}`.execute(tx);
-  }
+  for (const [tenant, list] of byTenant) await markStarted(tx, tenant, list, now);
   const maxFinish = new Map<number, number>();
   for (const c of taken) maxFinish.set(c.lane, Math.max(maxFinish.get(c.lane) ?? 0, c.finish));
   for (const [lane, v] of [...maxFinish].sort((x, y) => x[0] - y[0])) {
@@ -125,4 +109,31 @@ export function dispatchOf(
     enqueuedAt,
     waitedMs: now - enqueuedAt,
   };
+}
+
+/**
+ * Queued → running for some of one tenant's runs whose slots the caller holds: queue entries dropped, slots
+ * running since `now`, the tenant's queued counters (per class) moved to running.
+ */
+export async function markStarted(
+  tx: Tx,
+  tenant: string,
+  runs: readonly { run_id: string; class: string }[],
+  now: number,
+): Promise<void> {
+  const ids = runs.map((c) => c.run_id);
+  await tx.deleteFrom('adm_queue').where('tenant', '=', tenant).where('run_id', 'in', ids).execute();
+  await tx
+    .updateTable('adm_slots')
+    .set({ status: 'running', started_at: now })
+    .where('tenant', '=', tenant)
+    .where('run_id', 'in', ids)
+    .execute();
+  const perClass = { interactive: 0, background: 0, batch: 0 } satisfies Record<RunClass, number>;
+  for (const c of runs) perClass[c.class as RunClass]++;
+  await sql`UPDATE adm_tenants SET running = running + ${runs.length}::int, queued = queued - ${runs.length}::int,
+      ${sql.ref(QUEUED_COLUMN.interactive)} = ${sql.ref(QUEUED_COLUMN.interactive)} - ${perClass.interactive}::int,
+      ${sql.ref(QUEUED_COLUMN.background)} = ${sql.ref(QUEUED_COLUMN.background)} - ${perClass.background}::int,
+      ${sql.ref(QUEUED_COLUMN.batch)} = ${sql.ref(QUEUED_COLUMN.batch)} - ${perClass.batch}::int
+    WHERE tenant = ${tenant}`.execute(tx);
 }

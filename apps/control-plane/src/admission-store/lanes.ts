@@ -1,8 +1,7 @@
 // Lanes: extensions beyond the AdmissionStore interface that the control plane needs (same atomic steps).
 // The dispatch lane's claim is scheduler/claim-start.ts: it claims AND starts runs in one statement.
-import { sql } from 'kysely';
 import type { Executor } from '../db/tx.js';
-import { QUEUED_COLUMN } from './rows.js';
+import { markStarted } from './claim.js';
 import { atomically } from './scope.js';
 
 /** Extensions beyond the AdmissionStore interface that the control plane's lanes need. */
@@ -20,17 +19,7 @@ export class PgAdmissionLanes {
         .forUpdate()
         .executeTakeFirst();
       if (slot?.status !== 'queued') return false;
-      await tx.deleteFrom('adm_queue').where('tenant', '=', tenant).where('run_id', '=', runId).execute();
-      await tx
-        .updateTable('adm_slots')
-        .set({ status: 'running', started_at: now })
-        .where('tenant', '=', tenant)
-        .where('run_id', '=', runId)
-        .execute();
-      const col = sql.ref(QUEUED_COLUMN[slot.class as keyof typeof QUEUED_COLUMN]);
-      await sql`UPDATE adm_tenants SET queued = queued - 1, ${col} = ${col} - 1, running = running + 1 WHERE tenant = ${tenant}`.execute(
-        tx,
-      );
+      await markStarted(tx, tenant, [{ run_id: runId, class: slot.class }], now);
       return true;
     });
   }
