@@ -83,7 +83,13 @@ export function runToRow(
 
 /** `INSERT … RETURNING *` of many rows with a fixed SQL text (one jsonb parameter): preparable. */
 export function insertRunsSql(docs: readonly RunDocument[]) {
-  return sql<RunRow>`INSERT INTO runs SELECT * FROM jsonb_populate_recordset(NULL::runs, ${json(docs)}::jsonb)
+  const first = docs[0];
+  if (!first) throw new Error('insertRunsSql: no rows');
+  // The columns named are the document's (runDocument builds every row with the same keys, in the same
+  // order): a column a later migration adds gets its DEFAULT, not the NULL a missing key would give.
+  const cols = sql.join(Object.keys(first).map((k) => sql.id(k)));
+  return sql<RunRow>`INSERT INTO runs (${cols})
+    SELECT ${cols} FROM jsonb_populate_recordset(NULL::runs, ${json(docs)}::jsonb)
     RETURNING *`;
 }
 
