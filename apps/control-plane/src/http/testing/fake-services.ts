@@ -1,26 +1,22 @@
 // An in-memory ControlPlaneServices that keeps the contract's promises (tenant scoping → 404, admin-only
 // key management, 402/429 refusals with a rule, cascading cancel, an outbox with a live feed). Tests of
 // the HTTP edge use it where the ledger itself is not the point; route tests use the real core.
-import { applyGraders, EMPTY_USAGE, Run, type RunStatus } from '@everdict/run-model';
+import { EMPTY_USAGE, Run, type RunStatus } from '@everdict/run-model';
 import { ControlPlaneError } from '../../errors.js';
 import type { ControlPlaneServices } from '../../services/api.js';
 import type { CoreObserver } from '../../services/options.js';
 import {
   AgentRunEventInput,
   type ApiKeyView,
-  CreateGroupInput,
   CreateKeyInput,
   CreateRunInput,
   CreateSubscriptionInput,
   type EventView,
-  type GroupView,
   type Principal,
   type RunView,
-  ScoreGroupInput,
   type SubscriptionView,
 } from '../../services/types.js';
-
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+import { fakeGroups, TERMINAL } from './fake-groups.js';
 
 export interface FakeOptions {
   readonly bootstrapKey: string;
@@ -38,7 +34,6 @@ export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
   const now = () => new Date().toISOString();
   const keys = new Map<string, ApiKeyView & { secret: string }>();
   const runs = new Map<string, RunView>();
-  const groups = new Map<string, GroupView>();
   const subs = new Map<string, SubscriptionView>();
   const events: EventView[] = [];
   const listeners = new Set<(e: EventView) => void>();
@@ -156,23 +151,6 @@ export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
     else emit(run.tenant, run.id, status === 'running' ? 'run.started' : `run.${status}`, { runId: run.id });
     return next;
   };
-  const rollup = (g: GroupView): GroupView => {
-    const byStatus: Record<string, number> = {};
-    for (const rid of g.runIds) {
-      const s = runs.get(rid)?.status ?? 'queued';
-      byStatus[s] = (byStatus[s] ?? 0) + 1;
-    }
-    const done = g.runIds.every((rid) => TERMINAL.has(runs.get(rid)?.status ?? ''));
-    return {
-      ...g,
-      rollup: {
-        total: g.runIds.length,
-        byStatus,
-        status: g.runIds.length === 0 ? 'empty' : done ? 'succeeded' : 'running',
-      },
-    };
-  };
-
   return {
     emit: (tenantId, runId, kind, payload) => emit(tenantId, runId, kind, payload),
     auth: {
@@ -277,66 +255,7 @@ export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
         return { close: async () => void listeners.delete(l) };
       },
     },
-    groups: {
-      async create(p, raw) {
-        const input = CreateGroupInput.parse(raw);
-        const gid = id('grp');
-        const n = input.cases?.length ?? input.repeat ?? 1;
-        const made = Array.from({ length: n }, () => createRun(p, input.spec, undefined, gid));
-        const t = now();
-        const g: GroupView = {
-          id: gid,
-          tenantId: p.tenantId,
-          kind: input.kind,
-          label: input.label,
-          spec: input.spec,
-          runIds: made.map((r) => r.id),
-          rollup: { total: 0, byStatus: {}, status: 'empty' },
-          scoring: null,
-          createdBy: p.actor,
-          createdAt: t,
-          updatedAt: t,
-        };
-        groups.set(gid, g);
-        return { group: rollup(g), runs: made };
-      },
-      async get(p, gid) {
-        return rollup(own(groups, p, gid, 'group'));
-      },
-      async list(p) {
-        return {
-          items: [...groups.values()].filter((g) => g.tenantId === p.tenantId).map(rollup),
-          nextCursor: null,
-        };
-      },
-      async score(p, gid, raw) {
-        const g = own(groups, p, gid, 'group');
-        const input = ScoreGroupInput.parse(raw);
-        let n = 0;
-        // The real vocabulary's graders over the fake's runs (deterministic ones; no judge here).
-        const result = applyGraders({
-          group: { id: gid, runIds: g.runIds },
-          runs: g.runIds.flatMap((rid) => {
-            const r = runs.get(rid);
-            return r ? [r] : [];
-          }),
-          graders: input.graders,
-          ids: () => id(n++ === 0 ? 'scoring' : 'score'),
-          now: now(),
-          ...(input.rescoreOf ? { rescoreOf: input.rescoreOf } : {}),
-        });
-        g.scoring = result.scoring;
-        return result;
-      },
-      async promote(p, gid, input) {
-        const g = own(groups, p, gid, 'group');
-        if (g.kind !== 'experiment')
-          throw new ControlPlaneError('conflict', 'only an experiment can be promoted');
-        g.kind = 'scorecard';
-        await this.score(p, gid, input);
-        return rollup(g);
-      },
-    },
+    groups: fakeGroups({ id, now, runs, own, createRun }),
     subscriptions: {
       async create(p, raw) {
         const input = CreateSubscriptionInput.parse(raw);
