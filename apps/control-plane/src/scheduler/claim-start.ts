@@ -1,5 +1,6 @@
 // claimAndStart: the dispatch lane's claim AND start of up to `capacity` queued runs in ONE autocommit
-// statement (one round trip, no BEGIN/COMMIT): the same rows, locks and writes as claimQueued + startMany.
+// statement (one round trip, no BEGIN/COMMIT): the same rows, locks and writes as the admission store's
+// claim (claimQueued) followed by each run's start transition.
 //
 // Order (WFQ): aged entries first (waited ≥ the stored `agingMs`, oldest first), then lane (interactive >
 // background > batch), least finish tag, seq. Each arm is one ordered index scan of adm_queue (never a sort of

@@ -23,8 +23,6 @@ export interface DispatchLoopOptions {
   pollMs: number;
   concurrency: number;
   timeoutMs: number;
-  /** Extra work each wake (subscriptions consumer, schedule ticker). */
-  onTick?: () => Promise<unknown>;
   /** How a batch of results is settled (default: settleMany on the database; tests wrap it). */
   settleBatch?: SettleBatch;
   /** Fail inline runs still running this long after their start (default: inline-reaper's bound). */
@@ -82,7 +80,6 @@ export class DispatchLoop {
   }
 
   private async cycle(): Promise<void> {
-    if (this.opts.onTick) await this.opts.onTick();
     await this.reapIfDue();
     for (;;) {
       const capacity = this.capacity();
