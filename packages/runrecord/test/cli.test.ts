@@ -36,6 +36,8 @@ describe('everdict-runrecord CLI', () => {
       idle_uj: '1336400',
       account: 'non_blocking',
       phase: 'closed',
+      cost: { active_uj: '0', idle_uj: '1336400', total_uj: '1336400', unresolved: 3 },
+      signed_by: [],
     };
     expect(run(['verify'], fixture).json()).toEqual(expected);
     const r = run(['verify', '--expect-head', head], fixture);
