@@ -8,8 +8,8 @@ import { isRunRecordError } from './errors.js';
 import { inspectRecord } from './inspect.js';
 import { buildRecord } from './ops.js';
 import { verifyOutput } from './summary.js';
-import { verifyRecord, verifyWire } from './verify.js';
-import { decodeWireJson, parseJson } from './wire.js';
+import { verifyWire } from './verify.js';
+import { decodeWire, parseJson } from './wire.js';
 
 const USAGE = `usage:
   everdict-runrecord build [--pretty] < ops.json        apply operations to a new record; print its wire form
@@ -91,14 +91,25 @@ function verify(args: string[]): number {
 function inspect(args: string[]): number {
   if (args.length > 0) throw new UsageError(`inspect: unexpected argument ${args[0]}`);
   try {
-    const record = decodeWireJson(readStdin());
-    const result = verifyRecord(record);
-    process.stdout.write(inspectRecord(record, result));
+    const json = parseJson(readStdin());
+    const result = verifyWire(json);
+    process.stdout.write(inspectRecord(readable(json), result));
     return result.ok ? 0 : 1;
   } catch (e) {
     if (!isRunRecordError(e)) throw e;
     process.stderr.write(`cannot read the record: ${e.message}\n`);
     return 1;
+  }
+}
+
+/** The record to draw: with its bundle if that decodes, else without it (the verdict says what is wrong). */
+function readable(json: unknown) {
+  try {
+    return decodeWire(json);
+  } catch (e) {
+    if (typeof json !== 'object' || json === null || !('attestations' in json)) throw e;
+    const { attestations: _unreadable, ...bare } = json;
+    return decodeWire(bare);
   }
 }
 

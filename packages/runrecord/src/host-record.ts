@@ -1,6 +1,6 @@
 // A record kept in memory: the host's RecordWriter plus its segments and its attestation bundle, so that
-// it can print its wire form (bundle included) and refuse the reuse of an address the bundle binds
-// elsewhere.
+// it can print its wire form (bundle included) and refuse an unbodied segment naming an address the bundle
+// binds elsewhere.
 import type { AttestationBody } from './attestation.js';
 import { segmentFromBytes } from './binary.js';
 import { bytesToHex, type Hex } from './bytes.js';
@@ -22,8 +22,6 @@ interface Continuation {
 /** A record kept in memory: a RecordWriter that also holds its segments and bundle, and prints its wire form. */
 export class HostRecord extends RecordWriter {
   private readonly list: Segment[];
-  /** Addresses named by executed segments so far. */
-  private readonly named = new Set<Hex>();
   /** The bundle: absent until a body is appended (or the reopened record had one). */
   private bundle: Map<Hex, AttestationBody> | undefined;
 
@@ -31,7 +29,6 @@ export class HostRecord extends RecordWriter {
   constructor(id: RecordIdentity, from?: Continuation) {
     super(id, from && { head: from.head, rules: from.rules, length: from.segments.length });
     this.list = from ? [...from.segments] : [];
-    for (const s of this.list) if (s.kind === 'executed') this.named.add(s.attestation);
     if (from?.attestations !== undefined) this.bundle = new Map(from.attestations);
   }
 
@@ -45,36 +42,30 @@ export class HostRecord extends RecordWriter {
   }
 
   /**
-   * Without a body, an address the bundle already holds (its body binds it to an earlier position); with
-   * one, an address an earlier segment already names (the record would not verify).
+   * An executed segment without a body naming an address the bundle already holds: that body binds it to
+   * its earlier position (the record would not verify). A body naming an address an earlier segment named
+   * needs no check here: its record_head would have to be a head computed from its own address, so rule 7
+   * refuses it.
    */
-  protected override reuseProblem(buf: Uint8Array, at: number, withBody: boolean): RunRecordError | null {
-    if (!withBody && (this.bundle === undefined || this.bundle.size === 0)) return null;
-    const address = bytesToHex(buf.subarray(at, at + 32));
-    if (withBody && this.named.has(address))
-      return new RunRecordError('AttestationMismatch', 'an earlier segment already names this attestation');
-    if (!withBody && this.bundle?.has(address))
-      return new RunRecordError(
-        'AttestationMismatch',
-        'the bundled attestation of this address is bound to an earlier segment',
-      );
-    return null;
+  protected override unboundReuse(buf: Uint8Array, at: number): RunRecordError | null {
+    if (this.bundle === undefined || this.bundle.size === 0) return null;
+    if (!this.bundle.has(bytesToHex(buf.subarray(at, at + 32)))) return null;
+    return new RunRecordError(
+      'AttestationMismatch',
+      'the bundled attestation of this address is bound to an earlier segment',
+    );
   }
 
   protected override appended(segment: Segment, attestation: AttestationBody | undefined): void {
     this.list.push(segment);
-    if (segment.kind !== 'executed') return;
-    this.named.add(segment.attestation);
-    if (attestation !== undefined) {
+    if (segment.kind === 'executed' && attestation !== undefined) {
       this.bundle ??= new Map();
       this.bundle.set(segment.attestation, attestation);
     }
   }
 
   protected override appendedBytes(seg: Uint8Array, head: Uint8Array): void {
-    const segment = segmentFromBytes(seg, head);
-    this.list.push(segment);
-    if (segment.kind === 'executed') this.named.add(segment.attestation);
+    this.list.push(segmentFromBytes(seg, head));
   }
 
   toRecord(): RunRecord {

@@ -207,20 +207,16 @@ export class RecordWriter {
     body: AttestationBody | undefined,
     att: Uint8Array | undefined,
   ): RunRecordError | null {
-    if (body === undefined || att === undefined) return this.reuseProblem(buf, at, false);
+    if (body === undefined || att === undefined) return this.unboundReuse(buf, at);
     const site = { unitId: this.unitId, grantsId: this.grantsId, headBefore: this.cursor.headBytes };
-    return (
-      bindingProblem(att, body, buf, at, site) ??
-      this.reuseProblem(buf, at, true) ??
-      signatureProblem(body, buf, at)
-    );
+    return bindingProblem(att, body, buf, at, site) ?? signatureProblem(body, buf, at);
   }
 
   /**
-   * An address the record has already used in a way that forbids this segment (a record that holds its
-   * segments knows; the O(1) writer does not).
+   * A segment without a body naming an address whose bundled body is bound elsewhere (a record that holds
+   * its bundle knows; the O(1) writer keeps none).
    */
-  protected reuseProblem(_buf: Uint8Array, _at: number, _withBody: boolean): RunRecordError | null {
+  protected unboundReuse(_buf: Uint8Array, _at: number): RunRecordError | null {
     return null;
   }
 
@@ -260,7 +256,7 @@ export class RecordWriter {
     this.cursor.load(seg);
     const buf = this.cursor.buf;
     const refused =
-      this.rules.check(buf, SEG) ?? (buf[SEG] === EXECUTED ? this.reuseProblem(buf, SEG + 1, false) : null);
+      this.rules.check(buf, SEG) ?? (buf[SEG] === EXECUTED ? this.unboundReuse(buf, SEG + 1) : null);
     if (refused) throw refused.at(index);
     const digest = this.advance();
     this.headHex = null;
