@@ -1,7 +1,8 @@
 // The process driver: each sandbox is a private workspace directory, a set of cgroups (or rlimits) and a
 // label file; each command runs in a fresh bubblewrap sandbox over them (see bwrap-args.ts and
 // sandbox-command.ts). The embedded default rung for command, eval and sandbox runs.
-import { chown, mkdir, rm } from 'node:fs/promises';
+import { chownSync, mkdirSync, rmdirSync, unlinkSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   type Capacity,
@@ -40,6 +41,7 @@ import { SandboxLog } from './sandbox-log.js';
 import {
   currentOwner,
   ensureLayout,
+  hasRecord,
   listRecords,
   ownerAlive,
   readRecord,
@@ -107,7 +109,7 @@ export class ProcessDriver implements Driver {
     const held = this.sandboxes.get(id) ?? (await this.pending.get(id));
     if (held) return held.record.handle;
     const l = await this.state();
-    const existing = await readRecord(l, id);
+    const existing = hasRecord(l, id) ? await readRecord(l, id) : null;
     if (existing) return (await this.adopt(existing)).record.handle;
     if (this.sandboxes.size + this.pending.size >= this.config.slots) {
       throw new PlacementError('capacity', `all ${this.config.slots} process sandbox slots are taken`, {
@@ -143,13 +145,13 @@ export class ProcessDriver implements Driver {
       imageRoot: image.kind === 'named' ? image.root : null,
       workspace: join(l.workspaces, id),
       log: join(l.logs, `${id}.log`),
-      limits: { mechanism: this.backend.mechanism, paths: this.backend.plan(id) },
+      limits: { mechanism: this.backend.mechanism, paths: this.backend.plan(id, spec.limits) },
       owner: currentOwner(),
     };
-    await writeRecord(l, record);
+    writeRecord(l, record);
     try {
-      await mkdir(record.workspace, { mode: 0o700 });
-      if (this.user) await chown(record.workspace, this.user.uid, this.user.gid);
+      mkdirSync(record.workspace, { mode: 0o700 });
+      if (this.user) chownSync(record.workspace, this.user.uid, this.user.gid);
       const limits = await this.backend.create(id, spec.limits);
       const box = this.hold(record, limits);
       if (spec.workspace) await restoreDirectory(record.workspace, spec.workspace, this.owner());
@@ -193,7 +195,7 @@ export class ProcessDriver implements Driver {
   /** Takes over a sandbox another instance (or a crashed process) left: this process becomes its owner. */
   private async adopt(record: SandboxRecord): Promise<Sandbox> {
     const owned: SandboxRecord = { ...record, owner: currentOwner() };
-    await writeRecord(await this.state(), owned);
+    writeRecord(await this.state(), owned);
     return this.hold(owned, this.backend.open(record.limits.paths, record.handle.limits));
   }
 
@@ -279,6 +281,13 @@ export class ProcessDriver implements Driver {
     const removed = await limits.remove();
     const gone = async (path: string, word: string) => {
       try {
+        rmdirSync(path); // an empty workspace (the common case) goes without a trip through the thread pool
+        removed.push(word);
+        return;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+      }
+      try {
         await rm(path, { recursive: true });
         removed.push(word);
       } catch {
@@ -286,8 +295,13 @@ export class ProcessDriver implements Driver {
       }
     };
     await gone(record.workspace, 'workspace');
-    await gone(record.log, 'log');
-    if (await removeRecord(await this.state(), record.handle.id)) removed.push('label');
+    try {
+      unlinkSync(record.log);
+      removed.push('log');
+    } catch {
+      // no command printed anything
+    }
+    if (removeRecord(await this.state(), record.handle.id)) removed.push('label');
     return removed;
   }
 

@@ -118,7 +118,7 @@ describe('processes', () => {
     const h = await provision();
     const r = await driver.exec(
       h,
-      sh('for p in /proc/[0-9]*; do echo "${p#/proc/} $(tr "\\0" " " < $p/cmdline)"; done'),
+      sh('for p in /proc/[0-9]*; do echo "$(basename $p) $(tr "\\0" " " < $p/cmdline)"; done'),
     );
     const lines = utf8(r.stdout).trim().split('\n');
     expect(lines.length).toBeLessThanOrEqual(4);
