@@ -1,8 +1,7 @@
 // The process driver: each sandbox is a private workspace directory, a set of cgroups (or rlimits) and a
 // label file; each command runs in a fresh bubblewrap sandbox over them (see bwrap-args.ts and
 // sandbox-command.ts). The embedded default rung for command, eval and sandbox runs.
-import { chownSync, mkdirSync, rmdirSync, unlinkSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { chownSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   type Capacity,
@@ -38,6 +37,7 @@ import { ProcessDriverConfig, type ProcessDriverConfigInput } from './process-dr
 import { execIn, streamIn } from './run-commands.js';
 import type { SandboxCommand } from './sandbox-command.js';
 import { SandboxLog } from './sandbox-log.js';
+import { removeSandbox } from './sandbox-removal.js';
 import {
   currentOwner,
   ensureLayout,
@@ -45,7 +45,6 @@ import {
   listRecords,
   ownerAlive,
   readRecord,
-  removeRecord,
   type SandboxRecord,
   type StateLayout,
   writeRecord,
@@ -157,7 +156,7 @@ export class ProcessDriver implements Driver {
       if (spec.workspace) await restoreDirectory(record.workspace, spec.workspace, this.owner());
       return box;
     } catch (e) {
-      await this.removeAll(record, this.backend.open(record.limits.paths, spec.limits));
+      await removeSandbox(await this.state(), record, this.backend.open(record.limits.paths, spec.limits));
       this.sandboxes.delete(id);
       if (e instanceof PlacementError) throw e;
       throw new PlacementError('spawn_failed', `could not set up sandbox ${id}: ${(e as Error).message}`, {
@@ -202,8 +201,15 @@ export class ProcessDriver implements Driver {
   /** The sandbox behind a handle: held here, or adopted from its label file; `gone` otherwise. */
   async sandbox(handle: SandboxHandle): Promise<Sandbox> {
     const held = this.sandboxes.get(handle.id);
-    if (held && !held.disposed) return held;
-    const record = held ? null : await readRecord(await this.state(), handle.id);
+    const l = await this.state();
+    if (held && !held.disposed) {
+      if (hasRecord(l, handle.id)) return held;
+      await this.disposeHeld(held); // another instance disposed (or reaped) it: what is left here goes too
+      throw new PlacementError('gone', `sandbox ${handle.id} was removed by another driver instance`, {
+        id: handle.id,
+      });
+    }
+    const record = held ? null : await readRecord(l, handle.id);
     if (!record) throw new PlacementError('gone', `sandbox ${handle.id} does not exist`, { id: handle.id });
     return this.adopt(record);
   }
@@ -262,7 +268,12 @@ export class ProcessDriver implements Driver {
       return;
     }
     const record = await readRecord(await this.state(), handle.id);
-    if (record) await this.removeAll(record, this.backend.open(record.limits.paths, record.handle.limits));
+    if (record)
+      await removeSandbox(
+        await this.state(),
+        record,
+        this.backend.open(record.limits.paths, record.handle.limits),
+      );
   }
 
   private async disposeHeld(box: Sandbox): Promise<string[]> {
@@ -270,38 +281,9 @@ export class ProcessDriver implements Driver {
     box.disposed = true;
     box.log.close();
     for (const c of box.running) c.kill({ kind: 'gone' });
-    const removed = await this.removeAll(box.record, box.limits);
+    const removed = await removeSandbox(await this.state(), box.record, box.limits);
     await Promise.all([...box.running].map((c) => c.exited));
     this.sandboxes.delete(box.record.handle.id);
-    return removed;
-  }
-
-  /** Kills what runs, then removes cgroups, workspace (and restore leftovers), log, and the label file last. */
-  private async removeAll(record: SandboxRecord, limits: SandboxLimits): Promise<string[]> {
-    const removed = await limits.remove();
-    const gone = async (path: string, word: string) => {
-      try {
-        rmdirSync(path); // an empty workspace (the common case) goes without a trip through the thread pool
-        removed.push(word);
-        return;
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-      }
-      try {
-        await rm(path, { recursive: true });
-        removed.push(word);
-      } catch {
-        // was not there
-      }
-    };
-    await gone(record.workspace, 'workspace');
-    try {
-      unlinkSync(record.log);
-      removed.push('log');
-    } catch {
-      // no command printed anything
-    }
-    if (removeRecord(await this.state(), record.handle.id)) removed.push('label');
     return removed;
   }
 
@@ -311,10 +293,8 @@ export class ProcessDriver implements Driver {
       const { id, labels } = record.handle;
       if (!matchesLabels(labels, selector.labels)) continue;
       if (this.sandboxes.has(id) || this.pending.has(id) || ownerAlive(record.owner)) continue;
-      const removed = await this.removeAll(
-        record,
-        this.backend.open(record.limits.paths, record.handle.limits),
-      );
+      const limits = this.backend.open(record.limits.paths, record.handle.limits);
+      const removed = await removeSandbox(await this.state(), record, limits, { leftovers: true });
       out.push({ id, labels, removed });
     }
     return out;
