@@ -2,8 +2,9 @@
 // label file; each command runs in a fresh bubblewrap sandbox over them (see bwrap-args.ts and
 // sandbox-command.ts). The embedded default rung for command, eval and sandbox runs.
 import { chownSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import {
+  blake3Hex,
   type Capacity,
   type Command,
   type Driver,
@@ -68,6 +69,7 @@ export class ProcessDriver implements Driver {
   private readonly sandboxes = new Map<string, Sandbox>();
   private readonly pending = new Map<string, Promise<Sandbox>>();
   private layout: StateLayout | undefined;
+  private stateTag: string | undefined;
   private readonly user: { uid: number; gid: number } | null;
 
   constructor(input: ProcessDriverConfigInput = {}) {
@@ -75,6 +77,15 @@ export class ProcessDriver implements Driver {
     this.backend = detectLimits(this.config.limits, this.config.cgroupParent);
     this.user =
       process.getuid?.() === 0 ? { uid: this.config.sandboxUid, gid: this.config.sandboxGid } : null;
+  }
+
+  /**
+   * A sandbox's cgroup name: its id plus a tag of the state directory, so two hosts' drivers (or two test
+   * runs) on one kernel never share a cgroup even for the same (tenant, run).
+   */
+  private cgroupName(id: string): string {
+    this.stateTag ??= blake3Hex(new TextEncoder().encode(resolve(this.config.stateDir))).slice(0, 8);
+    return `${id}-${this.stateTag}`;
   }
 
   describe(): DriverDescription {
@@ -144,14 +155,17 @@ export class ProcessDriver implements Driver {
       imageRoot: image.kind === 'named' ? image.root : null,
       workspace: join(l.workspaces, id),
       log: join(l.logs, `${id}.log`),
-      limits: { mechanism: this.backend.mechanism, paths: this.backend.plan(id, spec.limits) },
+      limits: {
+        mechanism: this.backend.mechanism,
+        paths: this.backend.plan(this.cgroupName(id), spec.limits),
+      },
       owner: currentOwner(),
     };
     writeRecord(l, record);
     try {
       mkdirSync(record.workspace, { mode: 0o700 });
       if (this.user) chownSync(record.workspace, this.user.uid, this.user.gid);
-      const limits = await this.backend.create(id, spec.limits);
+      const limits = await this.backend.create(this.cgroupName(id), spec.limits);
       const box = this.hold(record, limits);
       if (spec.workspace) await restoreDirectory(record.workspace, spec.workspace, this.owner());
       return box;
