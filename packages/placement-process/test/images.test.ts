@@ -75,7 +75,7 @@ describe('images', () => {
     );
     expect((await driver.exec(h, ['/bin/sh', '-c', 'echo x > /etc/motd'])).exitCode).not.toBe(0);
     expect(utf8((await driver.exec(h, ['sh', '-c', 'echo w > f && cat f'])).stdout)).toBe('w\n');
-  });
+  }, 120_000);
 
   it('refuses any other reference with image_not_found', async () => {
     const driver = makeDriver();

@@ -138,7 +138,7 @@ describe('processes', () => {
     expect(readFileSync(`${pidsDir}/cgroup.procs`, 'utf8').trim()).toBe('');
     const r = await driver.exec(h, sh('echo still-here'));
     expect(utf8(r.stdout)).toBe('still-here\n');
-  });
+  }, 120_000);
 
   it('stops a command that allocates past the memory limit with oom', async () => {
     const h = await provision({ limits: { memoryBytes: 64 * 1024 * 1024 } });
@@ -152,14 +152,14 @@ describe('processes', () => {
     expect(u.peakMemoryBytes).toBeGreaterThan(32 * 1024 * 1024);
     expect(u.peakMemoryBytes).toBeLessThanOrEqual(64 * 1024 * 1024);
     expect((await driver.exec(h, sh('echo fine'))).exitCode).toBe(0);
-  });
+  }, 120_000);
 
   it('stops a command past the CPU-time limit with timeout (bound cpu) and accounts the CPU it used', async () => {
     const h = await provision({ limits: { cpuTimeMs: 400 } });
     const err = await refusal(driver.exec(h, sh('while :; do :; done'), { timeoutMs: 120_000 }), 'timeout');
     expect(err.detail).toMatchObject({ bound: 'cpu' });
     expect((await driver.usage(h)).cpuTimeMs).toBeGreaterThanOrEqual(400);
-  });
+  }, 120_000);
 
   it('leaves nothing running after dispose: background, setsid and nohup children all die', async () => {
     const h: SandboxHandle = await provision();
@@ -180,7 +180,7 @@ describe('processes', () => {
     expect(existsSync(record.workspace)).toBe(false);
     expect(await exit).toMatchObject({ code: 'gone' });
     expect(await out).toContain('started');
-  });
+  }, 120_000);
 });
 
 /** Host pids whose command line is `sleep <marker>`. */

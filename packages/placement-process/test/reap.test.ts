@@ -88,5 +88,5 @@ describe('reap after a crash', () => {
     expect(readdirSync(join(stateDir, 'logs'))).toEqual([]);
     expect(sleepers(marker)).toEqual([]);
     expect(await reaper.reap({ labels: { tenant } })).toEqual([]);
-  });
+  }, 120_000);
 });
