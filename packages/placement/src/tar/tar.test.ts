@@ -5,10 +5,12 @@ import { chmod, mkdir, mkdtemp, readFile, rm, symlink, utimes, writeFile } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
+import { pack } from 'tar-stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PlacementError } from '../errors.js';
 import { restoreDirectory, snapshotDirectory } from '../snapshot.js';
 import type { TarEntry } from './tar-entry.js';
+import { sortEntries } from './tar-entry.js';
 import { canonicalTar, isCanonicalTar, readTar } from './tar-reader.js';
 import { writeTar } from './tar-writer.js';
 import { readTree, writeTree } from './tree.js';
@@ -209,5 +211,66 @@ describe('determinism (property)', () => {
       ),
       { numRuns: 40 },
     );
+  });
+});
+
+/** The reference: tar-stream's pack given the same sorted entries and header fields. */
+async function referenceTar(entries: TarEntry[]): Promise<Uint8Array> {
+  const p = pack();
+  const chunks: Buffer[] = [];
+  const done = (async () => {
+    for await (const c of p) chunks.push(c as Buffer);
+  })();
+  for (const e of sortEntries(entries)) {
+    const common = { mode: e.mode & 0o7777, uid: 0, gid: 0, mtime: new Date(0), uname: '', gname: '' };
+    if (e.type === 'file')
+      p.entry({ ...common, name: e.path, type: 'file', size: e.data.byteLength }, Buffer.from(e.data));
+    else if (e.type === 'directory')
+      p.entry({ ...common, name: `${e.path}/`, type: 'directory', size: 0 }, Buffer.alloc(0));
+    else p.entry({ ...common, name: e.path, type: 'symlink', size: 0, linkname: e.target }, Buffer.alloc(0));
+  }
+  p.finalize();
+  await done;
+  return new Uint8Array(Buffer.concat(chunks));
+}
+
+describe('the writer against tar-stream (property)', () => {
+  const part = fc
+    .oneof(
+      fc.stringMatching(/^[a-z0-9._-]{1,40}$/),
+      fc.constantFrom('ünï', 'čaj', '日本', 'x'.repeat(99), 'y'.repeat(101), 'emoji-😀'),
+    )
+    .filter((s) => s !== '.' && s !== '..');
+  const entry = fc.record({
+    path: fc.array(part, { minLength: 1, maxLength: 6 }).map((xs) => xs.join('/')),
+    kind: fc.constantFrom('file', 'directory', 'symlink'),
+    // mode 0 aside: tar-stream's pack replaces a 0 mode by 0644/0755; ours keeps it (see the test below)
+    mode: fc.integer({ min: 1, max: 0o7777 }),
+    size: fc.oneof(fc.constantFrom(0, 1, 511, 512, 513, 1024), fc.integer({ min: 0, max: 3000 })),
+    target: fc.oneof(fc.constant('t'), fc.constant('z'.repeat(150)), fc.constant('ünï/target')),
+  });
+
+  it('writes exactly the bytes tar-stream writes for the same entries', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(entry, { selector: (e) => e.path, maxLength: 12 }), async (raw) => {
+        const entries: TarEntry[] = raw.map((r) =>
+          r.kind === 'file'
+            ? { type: 'file', path: r.path, mode: r.mode, data: new Uint8Array(r.size).fill(r.size & 0xff) }
+            : r.kind === 'directory'
+              ? { type: 'directory', path: r.path, mode: r.mode }
+              : { type: 'symlink', path: r.path, mode: r.mode, target: r.target },
+        );
+        const ours = await writeTar(entries);
+        expect(Buffer.from(ours).equals(Buffer.from(await referenceTar(entries)))).toBe(true);
+        expect((await readTar(ours)).map((e) => e.path)).toEqual(sortEntries(entries).map((e) => e.path));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('keeps a 0 mode as 0 (where tar-stream would write 0644)', async () => {
+    const bytes = await writeTar([{ type: 'file', path: 'locked', mode: 0, data: new Uint8Array(0) }]);
+    expect(Buffer.from(bytes.subarray(100, 108)).toString('latin1')).toBe('000000 \0');
+    expect((await readTar(bytes))[0]?.mode).toBe(0);
   });
 });
