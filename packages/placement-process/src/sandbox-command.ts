@@ -9,6 +9,9 @@ import { type CommandBudget, PlacementError } from '@everdict/placement';
 import { sandboxCwd } from './bwrap-args.js';
 import type { LimitCounters, SandboxLimits } from './limits/limits.js';
 
+/** The environment bubblewrap (and prlimit) themselves run with on the host: nothing from the caller. */
+const HOST_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+
 export type StopReason =
   | { readonly kind: 'timeout'; readonly bound: 'exec' | 'deadline' | 'cpu' }
   | { readonly kind: 'oom' }
@@ -55,10 +58,15 @@ export class SandboxCommand {
   ) {
     const { limits } = setup;
     const hold = limits.joinsByPid ? ['--info-fd', '3', '--block-fd', '4'] : [];
+    // The command's environment goes in as bubblewrap arguments, never into bubblewrap's own environment:
+    // bubblewrap runs on the host, outside the namespaces, and must not see LD_PRELOAD and the like.
+    const vars = Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]);
     const full = [
       ...limits.wrapper,
       setup.bwrap,
       ...setup.args,
+      '--clearenv',
+      ...vars,
       '--chdir',
       sandboxCwd(cwd),
       ...hold,
@@ -67,7 +75,7 @@ export class SandboxCommand {
     ];
     this.child = spawn(full[0]!, full.slice(1), {
       detached: true,
-      env,
+      env: HOST_ENV,
       stdio: limits.joinsByPid ? ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
       ...(setup.user ?? {}),
     });

@@ -197,3 +197,17 @@ function hostProcesses(marker: string): number[] {
   }
   return out;
 }
+
+describe('environment', () => {
+  it("keeps the caller's variables away from bubblewrap itself: they reach only the sandbox", async () => {
+    const h = await provision();
+    // LD_DEBUG makes the dynamic loader of every program that gets it report what it loads: if bubblewrap
+    // (which runs on the host, outside the namespaces) got the caller's environment, LD_PRELOAD would too.
+    const r = await driver.exec(h, ['true'], { env: { LD_DEBUG: 'files' } });
+    const debug = utf8(r.stderr);
+    expect(debug).toMatch(/needed by .*true|initialize program: .*true/);
+    expect(debug).not.toMatch(/bwrap/);
+    const names = await driver.exec(h, sh('printenv | cut -d= -f1 | sort | tr "\\n" " "'));
+    expect(utf8(names.stdout).trim().split(' ')).toEqual(['HOME', 'PATH', 'PWD']);
+  });
+});
