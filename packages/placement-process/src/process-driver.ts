@@ -28,7 +28,6 @@ import {
   type Snapshot,
   type StreamOptionsInput,
   sandboxId,
-  snapshotDirectory,
 } from '@everdict/placement';
 import { sandboxArgs } from './bwrap-args.js';
 import { resolveImage } from './images.js';
@@ -50,6 +49,7 @@ import {
   type StateLayout,
   writeRecord,
 } from './sandbox-state.js';
+import { archiveWorkspace } from './workspace-archive.js';
 
 export const PROCESS_DRIVER = 'process';
 
@@ -257,7 +257,7 @@ export class ProcessDriver implements Driver {
 
   async snapshot(handle: SandboxHandle): Promise<Snapshot> {
     const box = await this.sandbox(handle);
-    return snapshotDirectory(box.record.workspace);
+    return archiveWorkspace({ bwrap: this.config.bwrap, user: this.user }, box.record.workspace);
   }
 
   async restore(handle: SandboxHandle, snapshot: Snapshot): Promise<void> {
