@@ -64,3 +64,8 @@ export function sandboxCwd(cwd: string | undefined): string {
 }
 
 export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** The environment bubblewrap (and prlimit) themselves run with on the host: nothing from the caller. */
+export const HOST_ENV: Readonly<Record<string, string>> = Object.freeze({
+  PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+});

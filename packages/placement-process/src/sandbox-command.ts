@@ -6,11 +6,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { type CommandBudget, PlacementError } from '@everdict/placement';
-import { sandboxCwd } from './bwrap-args.js';
+import { HOST_ENV, sandboxCwd } from './bwrap-args.js';
 import type { LimitCounters, SandboxLimits } from './limits/limits.js';
-
-/** The environment bubblewrap (and prlimit) themselves run with on the host: nothing from the caller. */
-const HOST_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
 
 export type StopReason =
   | { readonly kind: 'timeout'; readonly bound: 'exec' | 'deadline' | 'cpu' }

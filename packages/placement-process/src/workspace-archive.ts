@@ -5,9 +5,7 @@
 // files into the snapshot; from inside, a symlink can only lead to what the sandbox itself can see.
 import { spawn } from 'node:child_process';
 import { canonicalTar, PlacementError, type Snapshot, snapshotAddress } from '@everdict/placement';
-import { sandboxArgs, WORKSPACE } from './bwrap-args.js';
-
-const HOST_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+import { HOST_ENV, sandboxArgs, WORKSPACE } from './bwrap-args.js';
 
 export interface ArchiveSetup {
   readonly bwrap: string;
