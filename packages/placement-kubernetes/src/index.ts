@@ -1,0 +1,2 @@
+// @everdict/placement-kubernetes — the Kubernetes placement driver.
+export * from './quantity.js';
