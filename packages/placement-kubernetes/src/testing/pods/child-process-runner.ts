@@ -1,9 +1,10 @@
 // The plainest runner: each container is a child process in its own process group, run as the pod's
 // runAsUser (we are root), with each emptyDir volume a private directory owned by that user. It cannot
-// remap paths, so a container's working directory is resolved onto the volume it lies in; absolute paths in
-// commands see the host filesystem. No terminals (resize is recorded), no memory limit.
+// remap paths, so a container's working directory and any env value naming a mounted path are resolved
+// onto the volume's host directory; other absolute paths in commands see the host filesystem. No
+// terminals (resize is recorded), no memory limit.
 import { spawn } from 'node:child_process';
-import { chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -31,6 +32,9 @@ export class ChildProcessRunner implements ContainerRunner {
 
   async createSandbox(spec: PodSandboxSpec): Promise<PodSandbox> {
     const root = await mkdtemp(join(this.options.root ?? tmpdir(), `everdict-pod-${spec.name}-`));
+    // the pod's user must be able to reach its volumes (mkdtemp makes the directory 0700 root)
+    await chmod(root, 0o711);
+    await mkdir(join(root, 'volumes'), { mode: 0o711 });
     const volumes = new Map<string, string>();
     const owner = spec.containers.find((c) => c.runAsUser !== undefined);
     for (const volume of spec.volumes) {
@@ -83,9 +87,16 @@ class ChildProcessSandbox implements PodSandbox {
   private spawn(container: ContainerLaunch, argv: string[], withStdin: boolean): ContainerProcess {
     const [file = '', ...args] = argv;
     const cwd = this.hostPath(container, container.workingDir);
+    // an env value naming a path on a volume is rewritten to where that volume is on the host
+    const env: Record<string, string> = {};
+    for (const [key, value] of Object.entries(container.env)) {
+      env[key] = container.mounts.some((m) => value === m.mountPath || value.startsWith(`${m.mountPath}/`))
+        ? this.hostPath(container, value)
+        : value;
+    }
     const child = spawn(file, args, {
       cwd,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, ...container.env },
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, ...env },
       stdio: [withStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       detached: true,
       ...(container.runAsUser !== undefined

@@ -42,6 +42,8 @@ interface ContainerRuntime {
   log: LogBuffer;
   previousLog: LogBuffer | undefined;
   done: boolean;
+  /** Processes started in the container by exec; they die with it. */
+  execs: Set<ContainerProcess>;
 }
 
 interface PodRuntime {
@@ -93,6 +95,7 @@ export class Kubelet {
         log: new LogBuffer(),
         previousLog: undefined,
         done: false,
+        execs: new Set(),
       })),
       deleting: false,
       removed: false,
@@ -178,6 +181,7 @@ export class Kubelet {
     process.exit.then(
       async (exit) => {
         c.log.end();
+        for (const e of c.execs) e.signal('SIGKILL');
         const startedAt = 'running' in c.view.state ? c.view.state.running.startedAt : undefined;
         const reason = exit.oomKilled ? 'OOMKilled' : exit.exitCode === 0 ? 'Completed' : 'Error';
         c.view.state = {
@@ -350,7 +354,11 @@ export class Kubelet {
       throw errors.badRequest(`cannot exec into a container in a completed pod; current phase is ${phase}`);
     }
     if (!c.process || !rt.sandbox) throw errors.badRequest(`container not found ("${c.spec.name}")`);
-    return rt.sandbox.exec(launchOf(pod, c.spec, this.options.defaultEntrypoint), argv, options);
+    const process = rt.sandbox.exec(launchOf(pod, c.spec, this.options.defaultEntrypoint), argv, options);
+    c.execs.add(process);
+    const forget = () => c.execs.delete(process);
+    process.exit.then(forget, forget);
+    return process;
   }
 
   /** The log of a pod's container (or of its previous instance). */
