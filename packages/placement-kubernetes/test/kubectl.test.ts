@@ -90,9 +90,9 @@ describe('kubectl against the test API server', () => {
   });
 
   it('logs -f streams a running container and ends when it stops', async () => {
-    // the container prints line-1, then waits for a go-file that the test creates through exec
-    const go = join(kubectl.dir, 'go');
-    await create(pod('chatty', `echo line-1; until [ -f ${go} ]; do sleep 0.05; done; echo line-2`));
+    // the container prints line-1, then waits for a go-file that the test creates through exec (both
+    // run in the pod's working directory)
+    await create(pod('chatty', 'echo line-1; until [ -f go ]; do sleep 0.05; done; echo line-2'));
     await kubectl.run(['wait', '--for=condition=Ready', 'pod/chatty', '--timeout=30s']);
     const logs = kubectl.start(['logs', '-f', 'chatty']);
     let ended = false;
@@ -101,7 +101,7 @@ describe('kubectl against the test API server', () => {
     });
     await logs.waitFor(/line-1\n/);
     expect(ended).toBe(false);
-    expect((await kubectl.run(['exec', 'chatty', '--', 'touch', go])).code).toBe(0);
+    expect((await kubectl.run(['exec', 'chatty', '--', 'touch', 'go'])).code).toBe(0);
     expect(await logs.closed).toBe(0);
     expect(logs.stdout).toBe('line-1\nline-2\n');
   });

@@ -2,10 +2,11 @@
 // use with the apiserver's wire shapes. Not a feature: it exists so the Kubernetes driver can be proven
 // against real clients with no cluster in reach.
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
@@ -18,10 +19,10 @@ import { kubeconfigFor } from './kubeconfig.js';
 import { ObjectStore } from './object-store.js';
 import { handleObjects } from './objects.js';
 import { handleExecUpgrade, handleLog, negotiate } from './pod-streams.js';
-import { ChildProcessRunner } from './pods/child-process-runner.js';
 import type { ContainerRunner } from './pods/container-runner.js';
 import { defaultImageDigest, Kubelet } from './pods/kubelet.js';
 import { normalizeImage } from './pods/pod-spec.js';
+import { ProcessDriverRunner } from './pods/process-driver-runner.js';
 import { refreshQuotaStatus } from './quota.js';
 import { findType, type ResourceType } from './resources.js';
 import { parseResourcePath } from './routes.js';
@@ -39,7 +40,7 @@ export const TestApiServerOptionsSchema = z.object({
   token: z.string().min(1).optional(),
   /** Namespaces to create at start, besides default, kube-system, kube-public and kube-node-lease. */
   namespaces: z.array(NamespaceSeed).default([]),
-  /** What runs pod containers (default: plain child processes). */
+  /** What runs pod containers (default: bubblewrap sandboxes of @everdict/placement-process). */
   runner: z
     .custom<ContainerRunner>((v) => typeof v === 'object' && v !== null && 'createSandbox' in v)
     .optional(),
@@ -105,12 +106,14 @@ const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-l
 
 export async function startTestApiServer(input: TestApiServerOptions = {}): Promise<TestApiServer> {
   const options = TestApiServerOptionsSchema.parse(input);
+  const scratch = await mkdtemp(join(tmpdir(), 'everdict-apiserver-'));
+  await chmod(scratch, 0o711); // sandbox users must reach their workspaces below it
   const token = options.token ?? randomBytes(24).toString('base64url');
   const store = new ObjectStore(options.historyLimit);
   const unpullable = new Set(options.unpullableImages.map(normalizeImage));
   const kubelet = new Kubelet(store, {
     nodeName: options.nodeName,
-    runner: options.runner ?? new ChildProcessRunner(),
+    runner: options.runner ?? new ProcessDriverRunner({ driver: { stateDir: join(scratch, 'placement') } }),
     imageDigest: options.imageDigest ?? defaultImageDigest,
     pullable: (ref) => !unpullable.has(normalizeImage(ref)),
     restartBackoffMs: options.restartBackoffMs,
@@ -244,6 +247,7 @@ export async function startTestApiServer(input: TestApiServerOptions = {}): Prom
       wss.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await rm(scratch, { recursive: true, force: true });
     },
   };
 }

@@ -20,5 +20,6 @@ export type {
   VolumeMount,
 } from './pods/container-runner.js';
 export { defaultImageDigest } from './pods/kubelet.js';
+export { ProcessDriverRunner, type ProcessDriverRunnerOptions } from './pods/process-driver-runner.js';
 export { RESOURCE_TYPES, type ResourceType } from './resources.js';
 export type { KubeObject } from './selectors.js';

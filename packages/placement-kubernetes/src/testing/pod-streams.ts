@@ -72,7 +72,7 @@ export function negotiate(
 }
 
 /** An exec upgrade request; errors before the upgrade are answered as HTTP Status responses. */
-export function handleExecUpgrade(
+export async function handleExecUpgrade(
   kubelet: Kubelet,
   wss: WebSocketServer,
   supported: readonly ExecProtocol[],
@@ -81,7 +81,7 @@ export function handleExecUpgrade(
   socket: Duplex,
   head: Buffer,
   query: Query,
-): void {
+): Promise<void> {
   const offered = (req.headers['sec-websocket-protocol'] ?? '')
     .split(',')
     .map((p) => p.trim())
@@ -103,15 +103,21 @@ export function handleExecUpgrade(
     stderr: query.flag('stderr'),
     tty: query.flag('tty'),
   };
-  let process: ReturnType<Kubelet['exec']>;
+  let process: Awaited<ReturnType<Kubelet['exec']>>;
   try {
     if (argv.length === 0) throw errors.badRequest('you must specify at least one command for the container');
     if (!streams.stdin && !streams.stdout && !streams.stderr)
       throw errors.badRequest('you must specify at least 1 of stdin, stdout, stderr');
-    process = kubelet.exec(route.namespace ?? 'default', route.name ?? '', query.get('container'), argv, {
-      stdin: streams.stdin,
-      tty: streams.tty,
-    });
+    process = await kubelet.exec(
+      route.namespace ?? 'default',
+      route.name ?? '',
+      query.get('container'),
+      argv,
+      {
+        stdin: streams.stdin,
+        tty: streams.tty,
+      },
+    );
   } catch (error) {
     const status = (error as { status?: ApiStatus }).status ?? errors.internal(String(error)).status;
     rejectUpgrade(socket, status);

@@ -1,5 +1,5 @@
 // The plainest runner: each container is a child process in its own process group, run as the pod's
-// runAsUser (we are root), with each emptyDir volume a private directory owned by that user. It cannot
+// runAsUser (we are root), no namespaces, no network isolation, with each emptyDir volume a private directory owned by that user. It cannot
 // remap paths, so a container's working directory and any env value naming a mounted path are resolved
 // onto the volume's host directory; other absolute paths in commands see the host filesystem. No
 // terminals (resize is recorded), no memory limit.
@@ -57,11 +57,11 @@ class ChildProcessSandbox implements PodSandbox {
     private readonly resizes: { columns: number; rows: number }[],
   ) {}
 
-  start(container: ContainerLaunch): ContainerProcess {
+  async start(container: ContainerLaunch): Promise<ContainerProcess> {
     return this.spawn(container, container.argv, true);
   }
 
-  exec(container: ContainerLaunch, argv: string[], options: ExecOptions): ContainerProcess {
+  async exec(container: ContainerLaunch, argv: string[], options: ExecOptions): Promise<ContainerProcess> {
     return this.spawn(container, argv, options.stdin);
   }
 

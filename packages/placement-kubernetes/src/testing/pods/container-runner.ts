@@ -34,6 +34,8 @@ export interface PodSandboxSpec {
   fsGroup: number | undefined;
   /** The pod's containers, so a runner can prepare what they need before any starts. */
   containers: ContainerLaunch[];
+  /** `none` when a NetworkPolicy denies the pod all egress (what a network plugin would enforce). */
+  network: 'none' | 'granted';
 }
 
 export interface ProcessExit {
@@ -61,10 +63,10 @@ export interface ExecOptions {
 }
 
 export interface PodSandbox {
-  /** Start a container's main process. A failure to start rejects `started` (the kubelet reports StartError). */
-  start(container: ContainerLaunch): ContainerProcess;
+  /** Start a container's main process. A failure to start rejects (or rejects `started`): StartError. */
+  start(container: ContainerLaunch): Promise<ContainerProcess>;
   /** Run a command in a running container, as `kubectl exec` does. */
-  exec(container: ContainerLaunch, argv: string[], options: ExecOptions): ContainerProcess;
+  exec(container: ContainerLaunch, argv: string[], options: ExecOptions): Promise<ContainerProcess>;
   /** Remove everything the sandbox holds (processes are already dead or are killed here). */
   destroy(): Promise<void>;
 }

@@ -9,6 +9,7 @@ import type { KubeObject } from '../selectors.js';
 import { errors } from '../status.js';
 import type { ContainerProcess, ContainerRunner, ExecOptions, PodSandbox } from './container-runner.js';
 import { LogBuffer } from './log-buffer.js';
+import { deniesEgress } from './network-policy.js';
 import {
   type ContainerSpec,
   imageRepository,
@@ -21,6 +22,7 @@ import {
 import { type ContainerView, conditions, containerStatus, now } from './pod-status.js';
 
 const PODS = findType('', 'v1', 'pods') as ResourceType;
+const NETWORK_POLICIES = findType('networking.k8s.io', 'v1', 'networkpolicies') as ResourceType;
 
 export interface KubeletOptions {
   nodeName: string;
@@ -142,7 +144,10 @@ export class Kubelet {
       }
     }
     const launches = rt.containers.map((c) => launchOf(pod, c.spec, this.options.defaultEntrypoint));
-    const sandbox = await this.options.runner.createSandbox(sandboxSpecOf(pod, launches));
+    const sandbox = await this.options.runner.createSandbox({
+      ...sandboxSpecOf(pod, launches),
+      network: this.networkOf(pod),
+    });
     rt.sandbox = sandbox;
     if (rt.deleting) return sandbox.destroy();
     await Promise.all(rt.containers.map((c) => this.startContainer(rt, c, pod)));
@@ -158,7 +163,7 @@ export class Kubelet {
     const sandbox = rt.sandbox as PodSandbox;
     const containerID = `containerd://${randomBytes(32).toString('hex')}`;
     try {
-      const process = sandbox.start(launchOf(pod, c.spec, this.options.defaultEntrypoint));
+      const process = await sandbox.start(launchOf(pod, c.spec, this.options.defaultEntrypoint));
       process.stdout.on('data', (d: Buffer) => c.log.append(d));
       process.stderr.on('data', (d: Buffer) => c.log.append(d));
       await process.started;
@@ -278,7 +283,11 @@ export class Kubelet {
 
   private failPod(rt: PodRuntime, reason: string, message: string): void {
     rt.failure = { reason, message };
-    for (const c of rt.containers) c.done = true;
+    for (const c of rt.containers) {
+      c.done = true;
+      if (!('terminated' in c.view.state))
+        c.view.state = { terminated: { exitCode: 128, reason, message, finishedAt: now() } };
+    }
     this.write(rt, (p) => this.applyStatus(rt, p, 'Failed'));
   }
 
@@ -341,20 +350,24 @@ export class Kubelet {
   }
 
   /** Start `argv` in a running container of a pod (the exec subresource). */
-  exec(
+  async exec(
     namespace: string,
     name: string,
     container: string | null,
     argv: string[],
     options: ExecOptions,
-  ): ContainerProcess {
+  ): Promise<ContainerProcess> {
     const { rt, c, pod } = this.container(namespace, name, container);
     const phase = (pod.status as { phase?: string }).phase;
     if (phase === 'Succeeded' || phase === 'Failed') {
       throw errors.badRequest(`cannot exec into a container in a completed pod; current phase is ${phase}`);
     }
     if (!c.process || !rt.sandbox) throw errors.badRequest(`container not found ("${c.spec.name}")`);
-    const process = rt.sandbox.exec(launchOf(pod, c.spec, this.options.defaultEntrypoint), argv, options);
+    const process = await rt.sandbox.exec(
+      launchOf(pod, c.spec, this.options.defaultEntrypoint),
+      argv,
+      options,
+    );
     c.execs.add(process);
     const forget = () => c.execs.delete(process);
     process.exit.then(forget, forget);
@@ -390,6 +403,12 @@ export class Kubelet {
     const c = container === null ? rt.containers[0] : rt.containers.find((x) => x.spec.name === container);
     if (!c) throw errors.badRequest(`container ${container} is not valid for pod ${name}`);
     return { rt, c, pod };
+  }
+
+  /** `none` when a NetworkPolicy of the pod's namespace selects it and allows it no egress. */
+  private networkOf(pod: KubeObject): 'none' | 'granted' {
+    const policies = this.store.list(NETWORK_POLICIES, pod.metadata.namespace, () => true);
+    return policies.some((p) => deniesEgress(p, pod.metadata.labels ?? {})) ? 'none' : 'granted';
   }
 
   /** Kill every pod's processes and remove their sandboxes (server shutdown). */

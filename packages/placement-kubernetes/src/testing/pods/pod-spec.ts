@@ -190,7 +190,7 @@ export function launchOf(pod: KubeObject, c: ContainerSpec, defaultEntrypoint: s
   };
 }
 
-export function sandboxSpecOf(pod: KubeObject, launches: ContainerLaunch[]): PodSandboxSpec {
+export function sandboxSpecOf(pod: KubeObject, launches: ContainerLaunch[]): Omit<PodSandboxSpec, 'network'> {
   const spec = podSpec(pod);
   return {
     uid: String(pod.metadata.uid),
