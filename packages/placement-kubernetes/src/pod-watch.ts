@@ -44,6 +44,11 @@ export class PodWatch {
     return this.ready;
   }
 
+  /** The resourceVersion a resumed watch starts from (the last event's or bookmark's). */
+  get version(): string {
+    return this.resourceVersion;
+  }
+
   get(name: string): V1Pod | undefined {
     return this.pods.get(name);
   }

@@ -98,6 +98,8 @@ export interface TestApiServer {
   compact(): void;
   /** End every open watch stream, as an apiserver restart or request timeout does. */
   endWatches(): void;
+  /** Fault injection: the node stops acting on graceful deletes (pods stay Terminating until a grace-0 delete). */
+  stallNode(stalled: boolean): void;
   readonly openWatches: number;
   close(): Promise<void>;
 }
@@ -236,6 +238,9 @@ export async function startTestApiServer(input: TestApiServerOptions = {}): Prom
     compact: () => store.compact(),
     endWatches: () => {
       for (const w of [...watches]) w.end();
+    },
+    stallNode: (stalled) => {
+      kubelet.stalled = stalled;
     },
     get openWatches() {
       return watches.size;

@@ -58,6 +58,8 @@ interface PodRuntime {
   removed: boolean;
   failure: { reason: string; message: string } | undefined;
   timers: Set<NodeJS.Timeout>;
+  /** A graceful delete arrived while the node was stalled: nothing will finish it but a forced delete. */
+  stalledDelete?: boolean;
 }
 
 /** A deterministic digest for an image reference: the same reference reports the same imageID. */
@@ -68,6 +70,8 @@ export function defaultImageDigest(reference: string): string {
 export class Kubelet {
   private readonly pods = new Map<string, PodRuntime>();
   private ipCounter = 1;
+  /** Fault injection: the node stops finishing graceful deletions (pods stay Terminating until forced). */
+  stalled = false;
 
   constructor(
     private readonly store: ObjectStore,
@@ -324,13 +328,14 @@ export class Kubelet {
     }
     if (rt.deleting) return pod;
     rt.deleting = true;
+    if (this.stalled) rt.stalledDelete = true;
     const marked = this.write(rt, (p) => {
       p.metadata.deletionTimestamp = new Date(Date.now() + grace * 1000)
         .toISOString()
         .replace(/\.\d+Z$/, 'Z');
       p.metadata.deletionGracePeriodSeconds = grace;
     });
-    void this.tearDown(rt, grace);
+    if (!rt.stalledDelete) void this.tearDown(rt, grace);
     return marked ?? pod;
   }
 
