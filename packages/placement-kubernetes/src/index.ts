@@ -17,4 +17,5 @@ export {
 } from './labels.js';
 export { NETWORK_POLICY } from './network-policy.js';
 export { CONTROL_PATH, DRIVER_NAME, WORKSPACE_PATH } from './pod-manifest.js';
+export { MANAGED_BY, PodWatch, type PodWatchStats } from './pod-watch.js';
 export * from './quantity.js';

@@ -35,8 +35,14 @@ export class PodWatch {
     private readonly core: CoreV1Api,
     readonly namespace: string,
     private readonly retryMs = 500,
+    /** Resume from a stored resourceVersion instead of listing first (a 410 then re-lists). */
+    startFrom?: string,
   ) {
-    this.ready = this.relist();
+    if (startFrom === undefined) this.ready = this.relist();
+    else {
+      this.resourceVersion = startFrom;
+      this.ready = this.watch();
+    }
   }
 
   /** Resolves once the first list has been taken (the cache is then authoritative). */
