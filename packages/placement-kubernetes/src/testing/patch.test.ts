@@ -1,8 +1,8 @@
 // The patch types kubectl and clients send, on the shapes they are sent for.
 import { describe, expect, it } from 'vitest';
-import { jsonPatch, mergePatch, strategicMergePatch } from './patch.js';
+import { type Json, jsonPatch, mergePatch, strategicMergePatch } from './patch.js';
 
-const deployment = {
+const deployment: Json = {
   spec: {
     template: {
       spec: {
@@ -28,7 +28,6 @@ describe('patches', () => {
       spec: {
         template: {
           spec: {
-            $setElementOrder: undefined,
             '$setElementOrder/containers': [{ name: 'sidecar' }, { name: 'app' }],
             containers: [
               {
@@ -47,7 +46,6 @@ describe('patches', () => {
       spec: {
         template: {
           spec: {
-            $setElementOrder: undefined,
             containers: [
               {
                 name: 'app',
