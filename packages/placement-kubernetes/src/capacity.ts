@@ -1,6 +1,7 @@
 // Slots from a namespace's ResourceQuotas: for every quota resource a sandbox pod consumes (pods, CPU,
 // memory — requests or limits, which are equal on sandbox pods), how many more such pods fit; the
 // smallest answer wins. Without a quota the driver's own cap on live sandboxes applies.
+import { DEFAULT_LIMITS } from '@everdict/placement';
 import type { V1ResourceQuota } from '@kubernetes/client-node';
 import { parseResource } from './quantity.js';
 
@@ -53,4 +54,16 @@ export function slotsFromQuotas(quotas: V1ResourceQuota[], pod: PodFootprint): S
   }
   if (total === undefined || free === undefined) return undefined;
   return { total: Number(total), free: Number(free < total ? free : total) };
+}
+
+/**
+ * A namespace's slots: its quotas measured in sandboxes of the default limits (the unit of a slot), or —
+ * when no quota constrains sandbox pods — the driver's cap minus the sandboxes alive there.
+ */
+export function namespaceSlots(quotas: V1ResourceQuota[], livePods: number, maxSandboxes: number): Slots {
+  const slots = slotsFromQuotas(quotas, {
+    memoryBytes: BigInt(DEFAULT_LIMITS.memoryBytes),
+    cpuMillis: undefined,
+  });
+  return slots ?? { total: maxSandboxes, free: Math.max(0, maxSandboxes - livePods) };
 }

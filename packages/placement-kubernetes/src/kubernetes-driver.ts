@@ -5,7 +5,6 @@
 import {
   type Capacity,
   type Command,
-  DEFAULT_LIMITS,
   type Driver,
   type DriverDescription,
   ExecOptions,
@@ -31,7 +30,7 @@ import {
   unsupported,
 } from '@everdict/placement';
 import { CoordinationV1Api, CoreV1Api, NetworkingV1Api, type V1Pod } from '@kubernetes/client-node';
-import { slotsFromQuotas } from './capacity.js';
+import { namespaceSlots } from './capacity.js';
 import type { ChannelProtocol } from './exec-channel.js';
 import {
   type KubernetesDriverConfigInput,
@@ -41,7 +40,7 @@ import {
 import { labelsOf, OWNER_KEY, selectorFor } from './labels.js';
 import { ensureNetworkPolicy } from './network-policy.js';
 import { OwnerLeases } from './owner-lease.js';
-import { DRIVER_NAME, handleOf, podProblem, podState, sandboxPod } from './pod-manifest.js';
+import { DRIVER_NAME, handleOf, podProblem, podState, sandboxFailure, sandboxPod } from './pod-manifest.js';
 import { PodWatch } from './pod-watch.js';
 import { runCommand, type SandboxTarget, startStream } from './sandbox-exec.js';
 import { podLogs } from './sandbox-logs.js';
@@ -223,22 +222,7 @@ export class KubernetesDriver implements Driver {
       learned: (p) => {
         this.protocol = p;
       },
-      failure: () => {
-        const pod = this.watches.get(namespace)?.get(handle.id);
-        if (Date.now() >= handle.deadlineMs || pod?.status?.reason === 'DeadlineExceeded') {
-          return new PlacementError('timeout', 'the sandbox passed its wall deadline', {
-            bound: 'deadline',
-            deadlineMs: handle.deadlineMs,
-          });
-        }
-        const terminated = pod?.status?.containerStatuses?.[0]?.state?.terminated;
-        if (terminated?.reason === 'OOMKilled')
-          return new PlacementError('oom', 'the sandbox hit its memory limit', { id: handle.id });
-        if (!pod || pod.metadata?.deletionTimestamp || terminated) {
-          return new PlacementError('gone', `sandbox ${handle.id} no longer runs`, { id: handle.id });
-        }
-        return undefined;
-      },
+      failure: () => sandboxFailure(handle, this.watches.get(namespace)?.get(handle.id)),
     };
   }
 
@@ -340,21 +324,14 @@ export class KubernetesDriver implements Driver {
   async capacity(): Promise<Capacity> {
     let total = 0;
     let free = 0;
-    // a sandbox of the default limits is the unit of a slot
-    const limits = { memoryBytes: BigInt(DEFAULT_LIMITS.memoryBytes), cpuMillis: undefined };
     for (const namespace of this.config.capacityNamespaces) {
       const quotas = await this.core.listNamespacedResourceQuota({ namespace });
-      const slots = slotsFromQuotas(quotas.items, limits);
-      if (slots) {
-        total += slots.total;
-        free += slots.free;
-      } else {
-        const live = (await this.podsIn(namespace))
-          .all()
-          .filter((p) => podState(p) !== 'gone' && podState(p) !== 'failed').length;
-        total += this.config.maxSandboxes;
-        free += Math.max(0, this.config.maxSandboxes - live);
-      }
+      const live = (await this.podsIn(namespace))
+        .all()
+        .filter((p) => !['gone', 'failed'].includes(podState(p))).length;
+      const slots = namespaceSlots(quotas.items, live, this.config.maxSandboxes);
+      total += slots.total;
+      free += slots.free;
     }
     return { slotsTotal: total, slotsFree: free, mechanism: 'kubernetes' };
   }

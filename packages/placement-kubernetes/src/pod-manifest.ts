@@ -5,6 +5,7 @@
 import {
   environmentOf,
   type Labels,
+  PlacementError,
   type ProvisionSpec,
   ResourceLimits,
   type SandboxHandle,
@@ -165,4 +166,21 @@ export function podProblem(pod: V1Pod | undefined): string {
     pod?.status?.reason ??
     'the pod is gone'
   );
+}
+
+/** Why a sandbox pod cannot run commands now: past its deadline, OOM-killed, or gone; undefined if it can. */
+export function sandboxFailure(handle: SandboxHandle, pod: V1Pod | undefined): PlacementError | undefined {
+  if (Date.now() >= handle.deadlineMs || pod?.status?.reason === 'DeadlineExceeded') {
+    return new PlacementError('timeout', 'the sandbox passed its wall deadline', {
+      bound: 'deadline',
+      deadlineMs: handle.deadlineMs,
+    });
+  }
+  const terminated = pod?.status?.containerStatuses?.find((c) => c.name === CONTAINER)?.state?.terminated;
+  if (terminated?.reason === 'OOMKilled')
+    return new PlacementError('oom', 'the sandbox hit its memory limit', { id: handle.id });
+  if (!pod || pod.metadata?.deletionTimestamp || terminated) {
+    return new PlacementError('gone', `sandbox ${handle.id} no longer runs`, { id: handle.id });
+  }
+  return undefined;
 }

@@ -11,7 +11,13 @@ import type { ContainerProcess, ContainerRunner, ExecOptions, PodSandbox } from 
 import { LogBuffer } from './log-buffer.js';
 import { deniesEgress } from './network-policy.js';
 import {
-  type ContainerSpec,
+  applyStatus,
+  type ContainerRuntime,
+  newPodRuntime,
+  type PodRuntime,
+  phaseOf,
+} from './pod-runtime.js';
+import {
   imageRepository,
   launchOf,
   normalizeImage,
@@ -19,7 +25,7 @@ import {
   runAsRootRefusal,
   sandboxSpecOf,
 } from './pod-spec.js';
-import { type ContainerView, conditions, containerStatus, now } from './pod-status.js';
+import { conditions, containerStatus, now } from './pod-status.js';
 
 const PODS = findType('', 'v1', 'pods') as ResourceType;
 const NETWORK_POLICIES = findType('networking.k8s.io', 'v1', 'networkpolicies') as ResourceType;
@@ -35,31 +41,6 @@ export interface KubeletOptions {
   /** The process run for a container with neither command nor args (the image entrypoint is unknown). */
   defaultEntrypoint: string[];
   onPodChange(namespace: string): void;
-}
-
-interface ContainerRuntime {
-  spec: ContainerSpec;
-  view: ContainerView;
-  process: ContainerProcess | undefined;
-  log: LogBuffer;
-  previousLog: LogBuffer | undefined;
-  done: boolean;
-  /** Processes started in the container by exec; they die with it. */
-  execs: Set<ContainerProcess>;
-}
-
-interface PodRuntime {
-  uid: string;
-  namespace: string;
-  name: string;
-  sandbox: PodSandbox | undefined;
-  containers: ContainerRuntime[];
-  deleting: boolean;
-  removed: boolean;
-  failure: { reason: string; message: string } | undefined;
-  timers: Set<NodeJS.Timeout>;
-  /** A graceful delete arrived while the node was stalled: nothing will finish it but a forced delete. */
-  stalledDelete?: boolean;
 }
 
 /** A deterministic digest for an image reference: the same reference reports the same imageID. */
@@ -80,34 +61,7 @@ export class Kubelet {
 
   /** A pod was stored: take it through its life asynchronously. */
   admit(pod: KubeObject): void {
-    const spec = podSpec(pod);
-    const rt: PodRuntime = {
-      uid: String(pod.metadata.uid),
-      namespace: pod.metadata.namespace ?? 'default',
-      name: pod.metadata.name,
-      sandbox: undefined,
-      containers: spec.containers.map((c) => ({
-        spec: c,
-        view: {
-          name: c.name,
-          state: { waiting: { reason: 'ContainerCreating' } },
-          lastState: {},
-          restartCount: 0,
-          image: normalizeImage(c.image),
-          imageID: '',
-          containerID: undefined,
-        },
-        process: undefined,
-        log: new LogBuffer(),
-        previousLog: undefined,
-        done: false,
-        execs: new Set(),
-      })),
-      deleting: false,
-      removed: false,
-      failure: undefined,
-      timers: new Set(),
-    };
+    const rt = newPodRuntime(pod);
     this.pods.set(`${rt.namespace}/${rt.name}`, rt);
     setImmediate(() => {
       this.run(rt).catch((error: unknown) => this.failPod(rt, 'StartError', String(error)));
@@ -143,7 +97,7 @@ export class Kubelet {
       const refusal = runAsRootRefusal(pod, c.spec);
       if (refusal) {
         c.view.state = { waiting: { reason: 'CreateContainerConfigError', message: refusal } };
-        this.write(rt, (p) => this.applyStatus(rt, p, 'Pending'));
+        this.write(rt, (p) => applyStatus(rt, p, 'Pending'));
         return;
       }
     }
@@ -157,7 +111,7 @@ export class Kubelet {
     await Promise.all(rt.containers.map((c) => this.startContainer(rt, c, pod)));
     // deleted while starting: tearDown saw no processes, so these are ours to stop
     if (rt.deleting) return this.killAll(rt, 0).then(() => sandbox.destroy());
-    this.write(rt, (p) => this.applyStatus(rt, p, this.phase(rt)));
+    this.write(rt, (p) => applyStatus(rt, p, phaseOf(rt)));
     for (const c of rt.containers) this.watchExit(rt, c, pod);
     const deadline = podSpec(pod).activeDeadlineSeconds;
     if (deadline !== undefined) this.timer(rt, deadline * 1000, () => this.deadlineExceeded(rt));
@@ -210,7 +164,7 @@ export class Kubelet {
           (policy === 'Always' || (policy === 'OnFailure' && exit.exitCode !== 0));
         if (restart) return this.restart(rt, c, pod);
         c.done = true;
-        if (!rt.deleting) this.write(rt, (p) => this.applyStatus(rt, p, this.phase(rt)));
+        if (!rt.deleting) this.write(rt, (p) => applyStatus(rt, p, phaseOf(rt)));
       },
       () => {},
     );
@@ -221,58 +175,28 @@ export class Kubelet {
     c.view.state = {
       waiting: { reason: 'CrashLoopBackOff', message: 'back-off restarting failed container' },
     };
-    this.write(rt, (p) => this.applyStatus(rt, p, 'Running'));
+    this.write(rt, (p) => applyStatus(rt, p, 'Running'));
     this.timer(rt, this.options.restartBackoffMs, async () => {
       if (rt.deleting || rt.failure) return;
       c.previousLog = c.log;
       c.log = new LogBuffer();
       c.view.restartCount += 1;
       await this.startContainer(rt, c, pod);
-      this.write(rt, (p) => this.applyStatus(rt, p, this.phase(rt)));
+      this.write(rt, (p) => applyStatus(rt, p, phaseOf(rt)));
       this.watchExit(rt, c, pod);
     });
-  }
-
-  private phase(rt: PodRuntime): string {
-    if (rt.failure) return rt.containers.every((c) => c.done) ? 'Failed' : 'Running';
-    if (!rt.containers.every((c) => c.done)) return 'Running';
-    const failed = rt.containers.some(
-      (c) => 'terminated' in c.view.state && c.view.state.terminated.exitCode !== 0,
-    );
-    return failed ? 'Failed' : 'Succeeded';
-  }
-
-  private applyStatus(rt: PodRuntime, pod: KubeObject, phase: string): void {
-    const running = rt.containers.every((c) => 'running' in c.view.state);
-    const terminal = phase === 'Succeeded' || phase === 'Failed';
-    const stage = terminal
-      ? 'completed'
-      : phase === 'Pending'
-        ? 'creating'
-        : running
-          ? 'running'
-          : 'notready';
-    const status = { ...(pod.status as Record<string, unknown>) };
-    status.phase = phase;
-    status.conditions = conditions(stage);
-    status.containerStatuses = rt.containers.map((c) => containerStatus(c.view));
-    if (rt.failure && terminal) {
-      status.reason = rt.failure.reason;
-      status.message = rt.failure.message;
-    }
-    pod.status = status;
   }
 
   private imagePullFailure(rt: PodRuntime, c: ContainerRuntime): void {
     const ref = normalizeImage(c.spec.image);
     const pullMessage = `failed to pull and unpack image "${ref}": failed to resolve reference "${ref}": ${ref}: not found`;
     c.view.state = { waiting: { reason: 'ErrImagePull', message: pullMessage } };
-    this.write(rt, (p) => this.applyStatus(rt, p, 'Pending'));
+    this.write(rt, (p) => applyStatus(rt, p, 'Pending'));
     this.timer(rt, 10, () => {
       c.view.state = {
         waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${c.spec.image}"` },
       };
-      this.write(rt, (p) => this.applyStatus(rt, p, 'Pending'));
+      this.write(rt, (p) => applyStatus(rt, p, 'Pending'));
     });
   }
 
@@ -292,7 +216,7 @@ export class Kubelet {
       if (!('terminated' in c.view.state))
         c.view.state = { terminated: { exitCode: 128, reason, message, finishedAt: now() } };
     }
-    this.write(rt, (p) => this.applyStatus(rt, p, 'Failed'));
+    this.write(rt, (p) => applyStatus(rt, p, 'Failed'));
   }
 
   private graceSeconds(rt: PodRuntime): number {
