@@ -166,8 +166,12 @@ describe('the driver against the default test server (bubblewrap pods)', () => {
     expect(await reaper.reap({ labels: { tenant } })).toEqual([]); // the holder is alive: its lease is fresh
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
-    await new Promise((r) => setTimeout(r, 1100)); // the holder's 1 s lease lapses (no renewal after kill -9)
-    const commands = await reaper.reap({ labels: { tenant, kind: 'command' } });
+    // the holder's 1 s lease lapses once nothing renews it: reap until it does (a condition, not a sleep)
+    let commands = await reaper.reap({ labels: { tenant, kind: 'command' } });
+    while (commands.length === 0) {
+      await new Promise((r) => setTimeout(r, 100));
+      commands = await reaper.reap({ labels: { tenant, kind: 'command' } });
+    }
     expect(commands.map((r) => r.id)).toEqual([handles[0]?.id]);
     expect(commands[0]).toMatchObject({
       labels: { tenant, runId: 'held-1', kind: 'command' },
