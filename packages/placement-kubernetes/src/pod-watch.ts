@@ -142,7 +142,8 @@ export class PodWatch {
       },
       (error: unknown) => {
         if (this.closed) return;
-        if (expired) {
+        // a 410 arrives as an ERROR event (the watch cache) or as the HTTP status of the watch request
+        if (expired || (error as { statusCode?: number } | null)?.statusCode === 410) {
           this.stats.expired += 1;
           this.resume(() => this.relist());
         } else this.resume(() => this.watch(), error ? this.retryMs : 0);

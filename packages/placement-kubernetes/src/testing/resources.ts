@@ -41,6 +41,7 @@ export const RESOURCE_TYPES: readonly ResourceType[] = [
   type('', 'v1', 'secrets', 'Secret', true),
   type('', 'v1', 'configmaps', 'ConfigMap', true, { shortNames: ['cm'] }),
   type('', 'v1', 'services', 'Service', true, { shortNames: ['svc'], categories: ['all'] }),
+  type('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim', true, { shortNames: ['pvc'] }),
   type('apps', 'v1', 'deployments', 'Deployment', true, { shortNames: ['deploy'], categories: ['all'] }),
   type('apps', 'v1', 'statefulsets', 'StatefulSet', true, { shortNames: ['sts'], categories: ['all'] }),
   type('apps', 'v1', 'daemonsets', 'DaemonSet', true, { shortNames: ['ds'], categories: ['all'] }),
