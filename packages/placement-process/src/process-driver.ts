@@ -1,9 +1,10 @@
 // The process driver: each sandbox is a private workspace directory, a set of cgroups (or rlimits) and a
 // label file; each command runs in a fresh bubblewrap sandbox over them (see bwrap-args.ts and
 // sandbox-command.ts). The embedded default rung for command, eval and sandbox runs.
-import { chown, mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { chownSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import {
+  blake3Hex,
   type Capacity,
   type Command,
   type Driver,
@@ -37,13 +38,14 @@ import { ProcessDriverConfig, type ProcessDriverConfigInput } from './process-dr
 import { execIn, streamIn } from './run-commands.js';
 import type { SandboxCommand } from './sandbox-command.js';
 import { SandboxLog } from './sandbox-log.js';
+import { removeSandbox } from './sandbox-removal.js';
 import {
   currentOwner,
   ensureLayout,
+  hasRecord,
   listRecords,
   ownerAlive,
   readRecord,
-  removeRecord,
   type SandboxRecord,
   type StateLayout,
   writeRecord,
@@ -67,6 +69,7 @@ export class ProcessDriver implements Driver {
   private readonly sandboxes = new Map<string, Sandbox>();
   private readonly pending = new Map<string, Promise<Sandbox>>();
   private layout: StateLayout | undefined;
+  private stateTag: string | undefined;
   private readonly user: { uid: number; gid: number } | null;
 
   constructor(input: ProcessDriverConfigInput = {}) {
@@ -74,6 +77,15 @@ export class ProcessDriver implements Driver {
     this.backend = detectLimits(this.config.limits, this.config.cgroupParent);
     this.user =
       process.getuid?.() === 0 ? { uid: this.config.sandboxUid, gid: this.config.sandboxGid } : null;
+  }
+
+  /**
+   * A sandbox's cgroup name: its id plus a tag of the state directory, so two hosts' drivers (or two test
+   * runs) on one kernel never share a cgroup even for the same (tenant, run).
+   */
+  private cgroupName(id: string): string {
+    this.stateTag ??= blake3Hex(new TextEncoder().encode(resolve(this.config.stateDir))).slice(0, 8);
+    return `${id}-${this.stateTag}`;
   }
 
   describe(): DriverDescription {
@@ -107,7 +119,7 @@ export class ProcessDriver implements Driver {
     const held = this.sandboxes.get(id) ?? (await this.pending.get(id));
     if (held) return held.record.handle;
     const l = await this.state();
-    const existing = await readRecord(l, id);
+    const existing = hasRecord(l, id) ? await readRecord(l, id) : null;
     if (existing) return (await this.adopt(existing)).record.handle;
     if (this.sandboxes.size + this.pending.size >= this.config.slots) {
       throw new PlacementError('capacity', `all ${this.config.slots} process sandbox slots are taken`, {
@@ -143,19 +155,22 @@ export class ProcessDriver implements Driver {
       imageRoot: image.kind === 'named' ? image.root : null,
       workspace: join(l.workspaces, id),
       log: join(l.logs, `${id}.log`),
-      limits: { mechanism: this.backend.mechanism, paths: this.backend.plan(id) },
+      limits: {
+        mechanism: this.backend.mechanism,
+        paths: this.backend.plan(this.cgroupName(id), spec.limits),
+      },
       owner: currentOwner(),
     };
-    await writeRecord(l, record);
+    writeRecord(l, record);
     try {
-      await mkdir(record.workspace, { mode: 0o700 });
-      if (this.user) await chown(record.workspace, this.user.uid, this.user.gid);
-      const limits = await this.backend.create(id, spec.limits);
+      mkdirSync(record.workspace, { mode: 0o700 });
+      if (this.user) chownSync(record.workspace, this.user.uid, this.user.gid);
+      const limits = await this.backend.create(this.cgroupName(id), spec.limits);
       const box = this.hold(record, limits);
       if (spec.workspace) await restoreDirectory(record.workspace, spec.workspace, this.owner());
       return box;
     } catch (e) {
-      await this.removeAll(record, this.backend.open(record.limits.paths, spec.limits));
+      await removeSandbox(await this.state(), record, this.backend.open(record.limits.paths, spec.limits));
       this.sandboxes.delete(id);
       if (e instanceof PlacementError) throw e;
       throw new PlacementError('spawn_failed', `could not set up sandbox ${id}: ${(e as Error).message}`, {
@@ -193,15 +208,22 @@ export class ProcessDriver implements Driver {
   /** Takes over a sandbox another instance (or a crashed process) left: this process becomes its owner. */
   private async adopt(record: SandboxRecord): Promise<Sandbox> {
     const owned: SandboxRecord = { ...record, owner: currentOwner() };
-    await writeRecord(await this.state(), owned);
+    writeRecord(await this.state(), owned);
     return this.hold(owned, this.backend.open(record.limits.paths, record.handle.limits));
   }
 
   /** The sandbox behind a handle: held here, or adopted from its label file; `gone` otherwise. */
   async sandbox(handle: SandboxHandle): Promise<Sandbox> {
     const held = this.sandboxes.get(handle.id);
-    if (held && !held.disposed) return held;
-    const record = held ? null : await readRecord(await this.state(), handle.id);
+    const l = await this.state();
+    if (held && !held.disposed) {
+      if (hasRecord(l, handle.id)) return held;
+      await this.disposeHeld(held); // another instance disposed (or reaped) it: what is left here goes too
+      throw new PlacementError('gone', `sandbox ${handle.id} was removed by another driver instance`, {
+        id: handle.id,
+      });
+    }
+    const record = held ? null : await readRecord(l, handle.id);
     if (!record) throw new PlacementError('gone', `sandbox ${handle.id} does not exist`, { id: handle.id });
     return this.adopt(record);
   }
@@ -260,7 +282,12 @@ export class ProcessDriver implements Driver {
       return;
     }
     const record = await readRecord(await this.state(), handle.id);
-    if (record) await this.removeAll(record, this.backend.open(record.limits.paths, record.handle.limits));
+    if (record)
+      await removeSandbox(
+        await this.state(),
+        record,
+        this.backend.open(record.limits.paths, record.handle.limits),
+      );
   }
 
   private async disposeHeld(box: Sandbox): Promise<string[]> {
@@ -268,26 +295,9 @@ export class ProcessDriver implements Driver {
     box.disposed = true;
     box.log.close();
     for (const c of box.running) c.kill({ kind: 'gone' });
-    const removed = await this.removeAll(box.record, box.limits);
+    const removed = await removeSandbox(await this.state(), box.record, box.limits);
     await Promise.all([...box.running].map((c) => c.exited));
     this.sandboxes.delete(box.record.handle.id);
-    return removed;
-  }
-
-  /** Kills what runs, then removes cgroups, workspace (and restore leftovers), log, and the label file last. */
-  private async removeAll(record: SandboxRecord, limits: SandboxLimits): Promise<string[]> {
-    const removed = await limits.remove();
-    const gone = async (path: string, word: string) => {
-      try {
-        await rm(path, { recursive: true });
-        removed.push(word);
-      } catch {
-        // was not there
-      }
-    };
-    await gone(record.workspace, 'workspace');
-    await gone(record.log, 'log');
-    if (await removeRecord(await this.state(), record.handle.id)) removed.push('label');
     return removed;
   }
 
@@ -297,10 +307,8 @@ export class ProcessDriver implements Driver {
       const { id, labels } = record.handle;
       if (!matchesLabels(labels, selector.labels)) continue;
       if (this.sandboxes.has(id) || this.pending.has(id) || ownerAlive(record.owner)) continue;
-      const removed = await this.removeAll(
-        record,
-        this.backend.open(record.limits.paths, record.handle.limits),
-      );
+      const limits = this.backend.open(record.limits.paths, record.handle.limits);
+      const removed = await removeSandbox(await this.state(), record, limits, { leftovers: true });
       out.push({ id, labels, removed });
     }
     return out;

@@ -1,8 +1,8 @@
 // Label files: one JSON file per sandbox under <stateDir>/sandboxes/, written before anything else of the
 // sandbox exists and removed after everything else is gone, so `reap` finds every leftover of a crash by
 // reading this one directory. Each names the sandbox's labels, workspace, log, cgroups and owner process.
-import { readFileSync } from 'node:fs';
-import { chmod, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmod, mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Env, LimitMechanism, SandboxHandle } from '@everdict/placement';
 import { z } from 'zod';
@@ -51,11 +51,16 @@ export async function ensureLayout(stateDir: string): Promise<StateLayout> {
 
 const labelFile = (l: StateLayout, id: string) => join(l.sandboxes, `${id}.json`);
 
-export async function writeRecord(l: StateLayout, record: SandboxRecord): Promise<void> {
+/** Writes a label file atomically (a reader sees the old or the new one, never half of one). */
+export function writeRecord(l: StateLayout, record: SandboxRecord): void {
   const path = labelFile(l, record.handle.id);
   const tmp = `${path}.${process.pid}.tmp`;
-  await writeFile(tmp, JSON.stringify(record), { mode: 0o600 });
-  await rename(tmp, path);
+  writeFileSync(tmp, JSON.stringify(record), { mode: 0o600 });
+  renameSync(tmp, path);
+}
+
+export function hasRecord(l: StateLayout, id: string): boolean {
+  return existsSync(labelFile(l, id));
 }
 
 export async function readRecord(l: StateLayout, id: string): Promise<SandboxRecord | null> {
@@ -69,9 +74,9 @@ export async function readRecord(l: StateLayout, id: string): Promise<SandboxRec
   return parsed.success ? parsed.data : null;
 }
 
-export async function removeRecord(l: StateLayout, id: string): Promise<boolean> {
+export function removeRecord(l: StateLayout, id: string): boolean {
   try {
-    await rm(labelFile(l, id));
+    unlinkSync(labelFile(l, id));
     return true;
   } catch {
     return false;

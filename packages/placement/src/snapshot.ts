@@ -1,7 +1,7 @@
 // Workspace snapshots on a local filesystem: a directory → its canonical tar and BLAKE3 address, and a
 // verified snapshot → a directory (swapped in whole, so a refused restore leaves the old one untouched).
 import { randomBytes } from 'node:crypto';
-import { chown, mkdir, rename, rm } from 'node:fs/promises';
+import { chmod, chown, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { snapshotAddress } from './address.js';
 import { PlacementError } from './errors.js';
@@ -52,8 +52,9 @@ export async function restoreDirectory(
   const tag = randomBytes(6).toString('hex');
   const fresh = join(dirname(dir), `.${basename(dir)}.restore-${tag}`);
   const old = join(dirname(dir), `.${basename(dir)}.old-${tag}`);
-  await mkdir(fresh, { mode: 0o755 });
+  await mkdir(fresh);
   try {
+    await chmod(fresh, (await stat(dir)).mode & 0o7777); // the root's mode is the directory's, not the archive's
     if (options.owner) {
       await chown(fresh, options.owner.uid, options.owner.gid);
     }

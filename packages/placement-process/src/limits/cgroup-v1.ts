@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ResourceLimits } from '@everdict/placement';
-import { killAndRemove, pidsIn, readText, write } from './cgroup-fs.js';
+import { killAndRemove, pidsIn, readSync, readText, write } from './cgroup-fs.js';
 import { keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
 
 export type V1Controller = 'memory' | 'pids' | 'cpuacct' | 'cpu';
@@ -24,21 +24,22 @@ export class CgroupV1Backend implements LimitBackend {
     private readonly parent: string,
   ) {}
 
-  private dirs(id: string): Map<V1Controller, string> {
+  /** One directory per controller; the cpu controller only when a `cpus` share is asked for. */
+  private dirs(id: string, limits: ResourceLimits): Map<V1Controller, string> {
     const out = new Map<V1Controller, string>();
     for (const c of ['memory', 'pids', 'cpuacct', 'cpu'] as const) {
       const m = this.mounts[c];
-      if (m !== undefined) out.set(c, join(m, this.parent, id));
+      if (m !== undefined && (c !== 'cpu' || limits.cpus !== undefined)) out.set(c, join(m, this.parent, id));
     }
     return out;
   }
 
-  plan(id: string): string[] {
-    return [...new Set(this.dirs(id).values())];
+  plan(id: string, limits: ResourceLimits): string[] {
+    return [...new Set(this.dirs(id, limits).values())];
   }
 
   async create(id: string, limits: ResourceLimits): Promise<SandboxLimits> {
-    const dirs = this.dirs(id);
+    const dirs = this.dirs(id, limits);
     for (const dir of new Set(dirs.values())) mkdirSync(dir, { recursive: true });
     const mem = dirs.get('memory')!;
     write(`${mem}/memory.limit_in_bytes`, String(limits.memoryBytes));
@@ -84,8 +85,8 @@ class V1Sandbox implements SandboxLimits {
     const mem = this.dirs.get('memory');
     const pids = this.dirs.get('pids');
     return {
-      oomKills: mem ? keyedCount(await readText(`${mem}/memory.oom_control`), 'oom_kill') : 0,
-      pidsRefused: pids ? keyedCount(await readText(`${pids}/pids.events`), 'max') : 0,
+      oomKills: mem ? keyedCount(readSync(`${mem}/memory.oom_control`), 'oom_kill') : 0,
+      pidsRefused: pids ? keyedCount(readSync(`${pids}/pids.events`), 'max') : 0,
     };
   }
 

@@ -67,8 +67,8 @@ class V2Sandbox implements SandboxLimits {
 
   async counters() {
     return {
-      oomKills: keyedCount(await readText(`${this.dir}/memory.events`), 'oom_kill'),
-      pidsRefused: keyedCount(await readText(`${this.dir}/pids.events`), 'max'),
+      oomKills: keyedCount(readSync(`${this.dir}/memory.events`), 'oom_kill'),
+      pidsRefused: keyedCount(readSync(`${this.dir}/pids.events`), 'max'),
     };
   }
 

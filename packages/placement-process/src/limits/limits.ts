@@ -34,7 +34,7 @@ export interface SandboxLimits {
 export interface LimitBackend {
   readonly mechanism: LimitMechanism;
   /** The paths a sandbox of this id will have (written to its label file before they exist). */
-  plan(id: string): string[];
+  plan(id: string, limits: ResourceLimits): string[];
   create(id: string, limits: ResourceLimits): Promise<SandboxLimits>;
   /** Reopens a sandbox's limits from the paths its label file recorded (adopt, reap). */
   open(paths: readonly string[], limits: ResourceLimits): SandboxLimits;
