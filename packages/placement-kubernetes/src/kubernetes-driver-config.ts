@@ -25,9 +25,17 @@ export const KubernetesDriverConfig = z.object({
   runAsUser: z.int().positive().default(65532),
   terminationGracePeriodSeconds: z.int().nonnegative().default(5),
   /** How long dispose waits for a graceful delete before deleting with grace 0 (forced). */
-  forceDeleteAfterMs: z.int().positive().optional(),
+  forceDeleteAfterMs: z
+    .int()
+    .positive()
+    .max(2 ** 31 - 1)
+    .optional(),
   /** How long provision waits for the pod to run. */
-  startTimeoutMs: z.int().positive().default(120_000),
+  startTimeoutMs: z
+    .int()
+    .positive()
+    .max(2 ** 31 - 1)
+    .default(120_000),
   /** This instance's owner lease: renewed every third of it; pods of a lapsed owner are reapable. */
   leaseDurationSeconds: z.int().positive().default(30),
   /** Names this driver instance (pod owner label, lease name); default random. */

@@ -28,6 +28,21 @@ import {
 } from './exec-channel.js';
 import { CONTAINER, killCommand, NOT_FOUND_MARKER, wrapCommand } from './sandbox-scripts.js';
 
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** setTimeout for any delay: Node fires a timer of more than 2^31 − 1 ms at once, so long ones re-arm. */
+function after(ms: number, fn: () => void): { clear(): void } {
+  let timer: NodeJS.Timeout;
+  const arm = (left: number) => {
+    timer = setTimeout(
+      left > MAX_TIMER_MS ? () => arm(left - MAX_TIMER_MS) : fn,
+      Math.min(left, MAX_TIMER_MS),
+    );
+  };
+  arm(ms);
+  return { clear: () => clearTimeout(timer) };
+}
+
 export interface SandboxTarget {
   kc: KubeConfig;
   namespace: string;
@@ -153,11 +168,11 @@ export async function runCommand(
     const stop = (error: PlacementError) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      timer.clear();
       void kill(target, execId).then(() => channel.close());
       reject(error);
     };
-    const timer = setTimeout(() => stop(timeoutError(budget, { result: result() })), budget.ms);
+    const timer = after(budget.ms, () => stop(timeoutError(budget, { result: result() })));
     const onData = (sink: CappedOutput) => (d: Buffer) => {
       if (sink.push(d) && options.onOutputCap === 'kill') {
         stop(
@@ -176,7 +191,7 @@ export async function runCommand(
     channel.status.then((status) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      timer.clear();
       // stopped by the pod's own deadline (activeDeadlineSeconds) a moment before our timer fired
       const code = status === null ? undefined : exitCodeOf(status);
       if (
@@ -219,10 +234,10 @@ export async function startStream(
   if (tty && options.size) channel.resize(options.size.cols, options.size.rows);
   let killed = false;
   let expired = false;
-  const timer = setTimeout(() => {
+  const timer = after(budget.ms, () => {
     expired = true;
     void kill(target, execId).then(() => channel.close());
-  }, budget.ms);
+  });
   const stdin = new Writable({
     write(chunk: Buffer, _encoding, callback) {
       channel.write(chunk);
@@ -234,7 +249,7 @@ export async function startStream(
     },
   });
   const exit: Promise<StreamExit> = channel.status.then((status) => {
-    clearTimeout(timer);
+    timer.clear();
     if (expired) throw timeoutError(budget);
     if (killed) return { exitCode: null, signal: 'SIGKILL' };
     return { exitCode: outcome(target, status, new Uint8Array()), signal: null };

@@ -114,6 +114,17 @@ describe('the driver against the default test server (bubblewrap pods)', () => {
     listener.close();
   });
 
+  it('runs commands in a sandbox whose deadline is further away than a Node timer reaches (2^31 ms)', async () => {
+    const d = await f.driver({ slots: 4 });
+    const h = await d.provision({
+      ...labels('long-lived'),
+      limits: { wallTimeoutMs: 30 * 24 * 3600 * 1000 },
+    });
+    expect(utf8((await d.exec(h, ['sh', '-c', 'printf still-running'])).stdout)).toBe('still-running');
+    await d.dispose(h);
+    await d.close();
+  });
+
   it('provisions pods that pass restricted Pod Security, which refuses a privileged pod', async () => {
     const d = await f.driver({ slots: 4 });
     const ns = d.config.capacityNamespaces[0] as string;

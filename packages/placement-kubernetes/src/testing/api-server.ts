@@ -50,14 +50,24 @@ export const TestApiServerOptionsSchema = z.object({
     .min(1)
     .default([...EXEC_PROTOCOLS]),
   /** How often a watch that allows bookmarks gets one. */
-  bookmarkIntervalMs: z.number().int().positive().default(60_000),
+  bookmarkIntervalMs: z
+    .number()
+    .int()
+    .positive()
+    .max(2 ** 31 - 1)
+    .default(60_000),
   /** How many changes are kept for watches to resume from; older versions answer 410. */
   historyLimit: z.number().int().positive().default(10_000),
   /** The registry digest reported in a container's imageID (default: sha256 of the normalized reference). */
   imageDigest: z.custom<(reference: string) => string>((v) => typeof v === 'function').optional(),
   /** Image references whose pull fails (ErrImagePull, then ImagePullBackOff). */
   unpullableImages: z.array(z.string()).default([]),
-  restartBackoffMs: z.number().int().nonnegative().default(1000),
+  restartBackoffMs: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(2 ** 31 - 1)
+    .default(1000),
   /** The process of a container with neither command nor args (an image's entrypoint is not known here). */
   defaultEntrypoint: z.array(z.string()).min(1).default(['sleep', 'infinity']),
   nodeName: z.string().min(1).default('everdict-test-node'),

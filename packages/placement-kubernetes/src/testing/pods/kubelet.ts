@@ -345,11 +345,14 @@ export class Kubelet {
     await Promise.all([...this.pods.values()].map((rt) => this.tearDown(rt, 0)));
   }
 
+  /** A timer owned by the pod; delays past Node's 2^31 − 1 ms limit (a long activeDeadlineSeconds) re-arm. */
   private timer(rt: PodRuntime, ms: number, fn: () => void): void {
+    const step = Math.min(ms, 2 ** 31 - 1);
     const t = setTimeout(() => {
       rt.timers.delete(t);
-      fn();
-    }, ms);
+      if (ms > step) this.timer(rt, ms - step, fn);
+      else fn();
+    }, step);
     rt.timers.add(t);
   }
 
