@@ -1,0 +1,80 @@
+// Sealing: the live chunks, streamed one at a time, become one immutable object — their gzip members
+// concatenated (a valid multi-member gzip file: `zcat trajectory.jsonl.gz | b3sum` prints the digest) —
+// while the uncompressed canonical JSONL streams through BLAKE3. Memory holds one chunk, never the
+// trajectory. Then `seal.json` is written (its presence is the seal) and the chunks are removed.
+import type { ObjectBackend } from './backend.js';
+import { readChunkBytes } from './chunk-read.js';
+import { type ChunkIndex, chunkName } from './chunk-index.js';
+import { countLines, inflate } from './codec.js';
+import { StreamingDigest } from './digest.js';
+import { TrajectoryStoreError } from './errors.js';
+import { layout } from './keys.js';
+import { encodeRecord, type Provenance, type SealBlock, SealRecord } from './records.js';
+
+/** Blocks of the sealed object are cut at this many stored bytes (or at the end). */
+export const BLOCK_TARGET_BYTES = 256 * 1024;
+
+export interface SealSource {
+  readonly backend: ObjectBackend;
+  readonly tenant: string;
+  readonly id: string;
+  readonly index: ChunkIndex;
+  readonly sealedAt: string;
+  readonly provenance?: Provenance;
+}
+
+export async function sealTrajectory(src: SealSource): Promise<SealRecord> {
+  const { backend, tenant, id, index } = src;
+  const whole = await StreamingDigest.create();
+  const block = await StreamingDigest.create();
+  const blocks: SealBlock[] = [];
+  let stored = 0;
+  let open = { offset: 0, count: 0, start: 0, length: 0 };
+  const closeBlock = () => {
+    if (open.count === 0) return;
+    blocks.push({ ...open, digest: block.digest() });
+    block.reset();
+    open = { offset: open.offset + open.count, count: 0, start: stored, length: 0 };
+  };
+  async function* body(): AsyncGenerator<Uint8Array> {
+    for (let i = 0; i < index.length; i++) {
+      const entry = index.at(i);
+      const bytes = await readChunkBytes(backend, tenant, id, entry);
+      const text = await inflate(bytes, `chunk ${i}`);
+      if (countLines(text) !== entry.count || text[text.length - 1] !== 0x0a)
+        throw new TrajectoryStoreError('integrity_failed', `chunk ${i} does not hold ${entry.count} events`, {
+          trajectoryId: id,
+        });
+      whole.update(text);
+      block.update(bytes);
+      open.count += entry.count;
+      open.length += bytes.byteLength;
+      stored += bytes.byteLength;
+      if (open.length >= BLOCK_TARGET_BYTES) closeBlock();
+      yield bytes;
+    }
+    closeBlock();
+  }
+  const written = await backend.putStream({ tenant, path: layout.sealedObject(id) }, body());
+  if (written.size !== stored)
+    throw new TrajectoryStoreError('storage_unavailable', `sealed object took ${written.size} of ${stored} bytes`);
+  const seal = SealRecord.parse({
+    version: 1,
+    trajectoryId: id,
+    digest: whole.digest(),
+    eventCount: index.eventCount,
+    bytes: whole.bytes,
+    storedBytes: stored,
+    lastSeq: index.lastSeq,
+    sealedAt: src.sealedAt,
+    blocks,
+    ...(src.provenance ? { provenance: src.provenance } : {}),
+  });
+  await backend.put({ tenant, path: layout.seal(id) }, encodeRecord(seal));
+  for (let i = 0; i < index.length; i++) await backend.delete({ tenant, path: chunkPath(id, index, i) });
+  return seal;
+}
+
+function chunkPath(id: string, index: ChunkIndex, i: number): string {
+  return layout.chunk(id, chunkName(index.at(i)));
+}
