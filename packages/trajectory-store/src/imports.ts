@@ -67,9 +67,10 @@ export async function importTrajectory(
     await flush();
     seal = (await store.seal(tenant, id)).seal;
   }
-  const entry = listing(id, provenance, seal);
+  // An earlier import under the same key keeps its own stamp (the first materialization is the copy).
+  const entry = listing(id, seal.provenance ?? provenance, seal);
   await backend.put(
-    { tenant, path: layout.importIndex(provenance.source, provenance.externalId, id) },
+    { tenant, path: layout.importIndex(entry.provenance.source, entry.provenance.externalId, id) },
     encodeRecord(entry),
   );
   return entry;
@@ -106,11 +107,6 @@ export async function getImported(store: TrajectoryStore, tenant: string, id: st
   if (head.status !== 'sealed' || !head.seal?.provenance)
     throw new TrajectoryStoreError('not_found', `no imported trajectory ${id}`);
   return listing(id, head.seal.provenance, head.seal);
-}
-
-/** Imported trajectories keep their meta record until deleted (read by retention). */
-export async function importMeta(store: TrajectoryStore, tenant: string, id: string): Promise<TrajectoryMeta | null> {
-  return readRecord(store.backend, tenant, layout.meta(id), TrajectoryMeta);
 }
 
 function listing(id: string, provenance: Provenance, seal: SealRecord): ImportedTrajectory {
