@@ -1,1 +1,2 @@
-export {};
+export { JsonlTraceSource, type JsonlSourceOptions } from './jsonl-source.js';
+export { materializePull, type PulledTrace, type TraceSource } from './trace-source.js';
