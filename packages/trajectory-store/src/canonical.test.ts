@@ -15,6 +15,11 @@ describe('canonical JSON', () => {
     );
   });
 
+  it('never confuses two key lists that join to the same text', () => {
+    expect(canonicalJson({ 'a\u0000b': 1, c: 2 })).toBe('{"a\\u0000b":1,"c":2}');
+    expect(canonicalJson({ a: 1, 'b\u0000c': 2 })).toBe('{"a":1,"b\\u0000c":2}');
+  });
+
   it('writes numbers as ECMAScript does and strings with minimal escapes', () => {
     expect(canonicalJson([0, -0, 1e21, 1e-7, 4.5, 0.002, 333333333.3333333, -1.5e300, 100])).toBe(
       '[0,0,1e+21,1e-7,4.5,0.002,333333333.3333333,-1.5e+300,100]',

@@ -14,6 +14,33 @@
 // encoded as UTF-8; the empty trajectory is zero bytes.
 import { TrajectoryStoreError } from './errors.js';
 
+// Key lists repeat (every event of a kind has the same keys): their sorted order and their quoted forms
+// are cached, bounded, so serializing costs little more than JSON.stringify.
+const MAX_CACHED = 4096;
+const sortedByShape = new Map<string, string[]>();
+const quotedKeys = new Map<string, string>();
+
+function sortedKeys(record: object): string[] {
+  const keys = Object.keys(record);
+  if (keys.length < 2) return keys;
+  const shape = keys.join('\u0000');
+  const cached = sortedByShape.get(shape);
+  // A key may itself hold U+0000, so a joined shape can collide: use the cache only if its keys are these.
+  if (cached && cached.length === keys.length && cached.every((k) => Object.hasOwn(record, k))) return cached;
+  keys.sort();
+  if (sortedByShape.size < MAX_CACHED) sortedByShape.set(shape, keys);
+  return keys;
+}
+
+function quoted(key: string): string {
+  let q = quotedKeys.get(key);
+  if (q === undefined) {
+    q = JSON.stringify(key);
+    if (quotedKeys.size < MAX_CACHED) quotedKeys.set(key, q);
+  }
+  return q;
+}
+
 export function canonicalJson(value: unknown): string {
   switch (typeof value) {
     case 'string':
@@ -35,13 +62,14 @@ export function canonicalJson(value: unknown): string {
         return `${out}]`;
       }
       const record = value as Record<string, unknown>;
-      const keys = Object.keys(record).sort();
+      const keys = sortedKeys(record);
       let out = '{';
       let first = true;
-      for (const key of keys) {
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[i]!;
         const member = record[key];
         if (member === undefined) continue;
-        out += `${first ? '' : ','}${JSON.stringify(key)}:${canonicalJson(member)}`;
+        out += `${first ? '' : ','}${quoted(key)}:${canonicalJson(member)}`;
         first = false;
       }
       return `${out}}`;

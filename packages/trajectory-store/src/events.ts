@@ -12,13 +12,19 @@ export type TraceEventDraft = DistributiveOmit<TraceEventInput, 'seq' | 'runId'>
 
 export function parseBatch(input: unknown, trajectoryId: string, maxEvents: number): TraceEvent[] {
   const events = parseOrThrow(z.array(TraceEvent).max(maxEvents), input, 'events');
-  events.forEach((e, i) => {
+  checkRunIds(events, trajectoryId);
+  return events;
+}
+
+/** Every event of a trajectory is its run's (`runId` = the trajectory id). */
+export function checkRunIds(events: readonly TraceEvent[], trajectoryId: string): void {
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
     if (e.runId !== trajectoryId)
       throw new TrajectoryStoreError('bad_request', `event ${i} belongs to run ${e.runId}, not ${trajectoryId}`, {
         index: i,
       });
-  });
-  return events;
+  }
 }
 
 /** Numbers drafts from `firstSeq` and stamps them with the trajectory id, then parses them. */

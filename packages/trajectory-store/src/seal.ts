@@ -36,11 +36,18 @@ export async function sealTrajectory(src: SealSource): Promise<SealRecord> {
     block.reset();
     open = { offset: open.offset + open.count, count: 0, start: stored, length: 0 };
   };
+  // One chunk read (and inflated) ahead of the one being hashed and written, so I/O overlaps the work.
+  const fetchChunk = async (i: number) => {
+    const entry = index.at(i);
+    const bytes = await readChunkBytes(backend, tenant, id, entry);
+    return { entry, bytes, text: await inflate(bytes, `chunk ${i}`) };
+  };
   async function* body(): AsyncGenerator<Uint8Array> {
-    for (let i = 0; i < index.length; i++) {
-      const entry = index.at(i);
-      const bytes = await readChunkBytes(backend, tenant, id, entry);
-      const text = await inflate(bytes, `chunk ${i}`);
+    let next = index.length > 0 ? fetchChunk(0) : undefined;
+    for (let i = 0; next; i++) {
+      const { entry, bytes, text } = await next;
+      next = i + 1 < index.length ? fetchChunk(i + 1) : undefined;
+      next?.catch(() => undefined); // awaited on the next turn; never an unhandled rejection meanwhile
       if (countLines(text) !== entry.count || text[text.length - 1] !== 0x0a)
         throw new TrajectoryStoreError('integrity_failed', `chunk ${i} does not hold ${entry.count} events`, {
           trajectoryId: id,

@@ -1,9 +1,9 @@
 // The trajectory store: append / read / tail / seal over any ObjectBackend. One writer per trajectory per
 // process (appends and seals of one trajectory are serialized here); any number of readers.
-import type { TrajectoryRef } from '@everdict/run-model';
+import type { TraceEvent, TrajectoryRef } from '@everdict/run-model';
 import { type AppendResult, appendEvents } from './append.js';
 import type { ObjectBackend } from './backend.js';
-import { type TraceEventDraft, numberDrafts, parseBatch } from './events.js';
+import { checkRunIds, numberDrafts, parseBatch, type TraceEventDraft } from './events.js';
 import { TrajectoryStoreError } from './errors.js';
 import { checkId, checkTenant } from './keys.js';
 import { type Page, readLive, readSealed, type Verification, verifySealed } from './read.js';
@@ -76,8 +76,22 @@ export class TrajectoryStore {
 
   /** Appends events (run-model TraceEvents of run `trajectoryId`, `seq` increasing); re-sent ones are skipped. */
   async append(tenant: string, trajectoryId: string, events: unknown): Promise<AppendResult> {
+    return this.#append(tenant, trajectoryId, parseBatch(events, trajectoryId, this.#opts.maxBatchEvents));
+  }
+
+  /**
+   * `append` without the zod parse, for events that trusted code already parsed with run-model's
+   * TraceEvent schema (an HTTP route that validated its body). The run id is still checked.
+   */
+  async appendTrusted(tenant: string, trajectoryId: string, events: readonly TraceEvent[]): Promise<AppendResult> {
+    if (events.length > this.#opts.maxBatchEvents)
+      throw new TrajectoryStoreError('bad_request', `a batch holds at most ${this.#opts.maxBatchEvents} events`);
+    checkRunIds(events, trajectoryId);
+    return this.#append(tenant, trajectoryId, events);
+  }
+
+  async #append(tenant: string, trajectoryId: string, batch: readonly TraceEvent[]): Promise<AppendResult> {
     const key = this.#key(tenant, trajectoryId);
-    const batch = parseBatch(events, trajectoryId, this.#opts.maxBatchEvents);
     return this.#locks.run(key, async () => {
       const state = await this.#live(key, tenant, trajectoryId);
       const result = await appendEvents(this.#target(tenant, trajectoryId, state), batch);
