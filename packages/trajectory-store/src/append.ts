@@ -10,6 +10,7 @@ import type { ChunkEntry, ChunkIndex } from './chunk-index.js';
 import { chunkName } from './chunk-index.js';
 import { readChunkLines } from './chunk-read.js';
 import { compress, parseLine } from './codec.js';
+import { extendDigest } from './digest.js';
 import { TrajectoryStoreError } from './errors.js';
 import { layout } from './keys.js';
 
@@ -43,7 +44,6 @@ export async function appendEvents(
   let text = '';
   let fresh = 0;
   let firstSeq = -1;
-  const batchLines = new Map<number, string>();
   const resent: { seq: number; line: string; at: number }[] = [];
   events.forEach((event, at) => {
     const line = canonicalLine(event);
@@ -52,11 +52,10 @@ export async function appendEvents(
       text += line;
       fresh++;
       last = event.seq;
-      batchLines.set(event.seq, line);
     } else resent.push({ seq: event.seq, line, at });
   });
   for (const r of resent) {
-    const stored = batchLines.get(r.seq) ?? (await storedLine(target, r.seq));
+    const stored = inBatch(events, r.seq, r.at, index.lastSeq) ?? (await storedLine(target, r.seq));
     if (stored === undefined)
       throw new TrajectoryStoreError('out_of_order', `event ${r.at}: seq ${r.seq} is not above ${index.lastSeq}`, {
         index: r.at,
@@ -70,7 +69,8 @@ export async function appendEvents(
       });
   }
   if (fresh > 0) {
-    const bytes = Buffer.byteLength(text);
+    const raw = Buffer.from(text, 'utf8');
+    const bytes = raw.length;
     if (bytes > target.maxBatchBytes)
       throw new TrajectoryStoreError('bad_request', `a batch of ${bytes} bytes is over ${target.maxBatchBytes}`, {
         bytes,
@@ -83,13 +83,24 @@ export async function appendEvents(
       lastSeq: last,
       ...(batchKey ? { batchKey } : {}),
     };
-    await target.backend.put(
-      { tenant: target.tenant, path: layout.chunk(target.id, chunkName(entry)) },
-      await compress(text),
-    );
+    const stored = await compress(raw);
+    await target.backend.put({ tenant: target.tenant, path: layout.chunk(target.id, chunkName(entry)) }, stored);
     index.push(entry);
+    const running = index.running;
+    if (running) {
+      running.text = extendDigest(running.text, raw);
+      running.stored = extendDigest(running.stored, stored);
+      running.textBytes += bytes;
+    }
   }
   return { appended: fresh, duplicates: resent.length, eventCount: index.eventCount, lastSeq: index.lastSeq };
+}
+
+/** The line of an earlier event of this batch (before position `before`) that will store `seq`. */
+function inBatch(events: readonly TraceEvent[], seq: number, before: number, storedLast: number): string | undefined {
+  if (seq <= storedLast) return undefined;
+  for (let i = 0; i < before; i++) if (events[i]!.seq === seq) return canonicalLine(events[i]);
+  return undefined;
 }
 
 /** The stored canonical line of `seq`, or undefined if it was never stored. */

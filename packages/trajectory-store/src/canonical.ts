@@ -14,31 +14,20 @@
 // encoded as UTF-8; the empty trajectory is zero bytes.
 import { TrajectoryStoreError } from './errors.js';
 
-// Key lists repeat (every event of a kind has the same keys): their sorted order and their quoted forms
-// are cached, bounded, so serializing costs little more than JSON.stringify.
-const MAX_CACHED = 4096;
-const sortedByShape = new Map<string, string[]>();
-const quotedKeys = new Map<string, string>();
-
+/** Keys ascending by UTF-16 code units (`<` on strings); insertion sort for the short lists events have. */
 function sortedKeys(record: object): string[] {
   const keys = Object.keys(record);
-  if (keys.length < 2) return keys;
-  const shape = keys.join('\u0000');
-  const cached = sortedByShape.get(shape);
-  // A key may itself hold U+0000, so a joined shape can collide: use the cache only if its keys are these.
-  if (cached && cached.length === keys.length && cached.every((k) => Object.hasOwn(record, k))) return cached;
-  keys.sort();
-  if (sortedByShape.size < MAX_CACHED) sortedByShape.set(shape, keys);
-  return keys;
-}
-
-function quoted(key: string): string {
-  let q = quotedKeys.get(key);
-  if (q === undefined) {
-    q = JSON.stringify(key);
-    if (quotedKeys.size < MAX_CACHED) quotedKeys.set(key, q);
+  if (keys.length > 24) return keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]!;
+    let j = i - 1;
+    while (j >= 0 && keys[j]! > key) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = key;
   }
-  return q;
+  return keys;
 }
 
 export function canonicalJson(value: unknown): string {
@@ -47,7 +36,7 @@ export function canonicalJson(value: unknown): string {
       return JSON.stringify(value);
     case 'number':
       if (!Number.isFinite(value)) throw notJson('a non-finite number');
-      return JSON.stringify(value);
+      return `${value}`; // Number::toString, what JSON.stringify writes for a finite number (-0 → "0")
     case 'boolean':
       return value ? 'true' : 'false';
     case 'object': {
@@ -69,7 +58,7 @@ export function canonicalJson(value: unknown): string {
         const key = keys[i]!;
         const member = record[key];
         if (member === undefined) continue;
-        out += `${first ? '' : ','}${quoted(key)}:${canonicalJson(member)}`;
+        out += `${first ? '' : ','}${JSON.stringify(key)}:${canonicalJson(member)}`;
         first = false;
       }
       return `${out}}`;

@@ -26,8 +26,23 @@ export function parseChunkName(name: string): ChunkEntry | null {
   return m[5] ? { ...entry, batchKey: m[5] } : entry;
 }
 
+/**
+ * The digests of a trajectory written by this process since its first event: BLAKE3 of the canonical JSONL
+ * so far and of the stored (gzip) bytes so far, as saved hasher states. The seal then needs no inflating:
+ * it checks the stored bytes against `stored` and takes `text` as the trajectory's digest. Absent when the
+ * index was rebuilt from storage (a restart, an eviction): the seal then recomputes both from the chunks.
+ */
+export interface RunningDigests {
+  text: Uint8Array | null;
+  stored: Uint8Array | null;
+  textBytes: number;
+}
+
 /** Columns of numbers (not an object per chunk): a live index costs ~32 bytes per append call. */
 export class ChunkIndex {
+  /** Set on a new, empty trajectory; kept up to date by every append of this process. */
+  running: RunningDigests | undefined;
+
   readonly #offsets: number[] = [];
   readonly #counts: number[] = [];
   readonly #firstSeqs: number[] = [];

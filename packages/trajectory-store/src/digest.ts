@@ -53,3 +53,22 @@ export async function digestOf(bytes: Uint8Array | string): Promise<Digest> {
   h.update(bytes);
   return h.digest();
 }
+
+/**
+ * Digests carried across appends as saved hasher states (~1.9 KB each) rather than live hashers: one shared
+ * hasher loads a state, takes the new bytes, and saves it again — cheap, and nothing per trajectory but bytes.
+ */
+const shared: IHasher = await createBLAKE3(256);
+
+export function extendDigest(state: Uint8Array | null, bytes: Uint8Array): Uint8Array {
+  if (state) shared.load(state);
+  else shared.init();
+  shared.update(bytes);
+  return shared.save();
+}
+
+export function finishDigest(state: Uint8Array | null): Digest {
+  if (state) shared.load(state);
+  else shared.init();
+  return `${DIGEST_PREFIX}${shared.digest('hex')}` as Digest;
+}

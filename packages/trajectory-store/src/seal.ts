@@ -6,7 +6,7 @@ import type { ObjectBackend } from './backend.js';
 import { readChunkBytes } from './chunk-read.js';
 import { type ChunkIndex, chunkName } from './chunk-index.js';
 import { countLines, inflate } from './codec.js';
-import { StreamingDigest } from './digest.js';
+import { finishDigest, StreamingDigest } from './digest.js';
 import { TrajectoryStoreError } from './errors.js';
 import { layout } from './keys.js';
 import { encodeRecord, type Provenance, type SealBlock, SealRecord } from './records.js';
@@ -25,7 +25,11 @@ export interface SealSource {
 
 export async function sealTrajectory(src: SealSource): Promise<SealRecord> {
   const { backend, tenant, id, index } = src;
+  // With running digests (this process wrote every event) the chunks need not be inflated: their stored
+  // bytes are checked against what was written, and the canonical digest is already known.
+  const running = index.running;
   const whole = await StreamingDigest.create();
+  const storedCheck = await StreamingDigest.create();
   const block = await StreamingDigest.create();
   const blocks: SealBlock[] = [];
   let stored = 0;
@@ -40,7 +44,7 @@ export async function sealTrajectory(src: SealSource): Promise<SealRecord> {
   const fetchChunk = async (i: number) => {
     const entry = index.at(i);
     const bytes = await readChunkBytes(backend, tenant, id, entry);
-    return { entry, bytes, text: await inflate(bytes, `chunk ${i}`) };
+    return { entry, bytes, text: running ? null : await inflate(bytes, `chunk ${i}`) };
   };
   async function* body(): AsyncGenerator<Uint8Array> {
     let next = index.length > 0 ? fetchChunk(0) : undefined;
@@ -48,11 +52,13 @@ export async function sealTrajectory(src: SealSource): Promise<SealRecord> {
       const { entry, bytes, text } = await next;
       next = i + 1 < index.length ? fetchChunk(i + 1) : undefined;
       next?.catch(() => undefined); // awaited on the next turn; never an unhandled rejection meanwhile
-      if (countLines(text) !== entry.count || text[text.length - 1] !== 0x0a)
-        throw new TrajectoryStoreError('integrity_failed', `chunk ${i} does not hold ${entry.count} events`, {
-          trajectoryId: id,
-        });
-      whole.update(text);
+      if (text) {
+        if (countLines(text) !== entry.count || text[text.length - 1] !== 0x0a)
+          throw new TrajectoryStoreError('integrity_failed', `chunk ${i} does not hold ${entry.count} events`, {
+            trajectoryId: id,
+          });
+        whole.update(text);
+      } else storedCheck.update(bytes);
       block.update(bytes);
       open.count += entry.count;
       open.length += bytes.byteLength;
@@ -65,12 +71,14 @@ export async function sealTrajectory(src: SealSource): Promise<SealRecord> {
   const written = await backend.putStream({ tenant, path: layout.sealedObject(id) }, body());
   if (written.size !== stored)
     throw new TrajectoryStoreError('storage_unavailable', `sealed object took ${written.size} of ${stored} bytes`);
+  if (running && storedCheck.digest() !== finishDigest(running.stored))
+    throw new TrajectoryStoreError('integrity_failed', `trajectory ${id}: chunks changed since they were written`);
   const seal = SealRecord.parse({
     version: 1,
     trajectoryId: id,
-    digest: whole.digest(),
+    digest: running ? finishDigest(running.text) : whole.digest(),
     eventCount: index.eventCount,
-    bytes: whole.bytes,
+    bytes: running ? running.textBytes : whole.bytes,
     storedBytes: stored,
     lastSeq: index.lastSeq,
     sealedAt: src.sealedAt,

@@ -47,13 +47,16 @@ export async function loadState(backend: ObjectBackend, tenant: string, id: stri
 export async function readIndex(backend: ObjectBackend, tenant: string, id: string): Promise<ChunkIndex> {
   const index = new ChunkIndex();
   const dir = `${layout.chunksDir(id)}/`;
+  let first = true;
   for await (const object of backend.list(tenant, dir)) {
+    first = false;
     const entry = parseChunkName(object.path.slice(dir.length));
     if (!entry || !index.push(entry))
       throw new TrajectoryStoreError('integrity_failed', `chunk ${object.path} does not continue the index`, {
         trajectoryId: id,
       });
   }
+  if (first) index.running = { text: null, stored: null, textBytes: 0 };
   return index;
 }
 

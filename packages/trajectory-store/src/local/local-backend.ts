@@ -16,14 +16,22 @@ function isMissing(err: unknown): boolean {
   return (err as NodeJS.ErrnoException)?.code === 'ENOENT';
 }
 
+/** Directories this process made or saw (a write into one skips its mkdir; a miss retries with one). */
+const knownDirs = new Set<string>();
+
 /** Runs a write into `file`'s directory, creating it; once more if a concurrent prune removed it. */
 async function inDir<T>(file: string, write: () => Promise<T>): Promise<T> {
-  await mkdir(path.dirname(file), { recursive: true });
+  const dir = path.dirname(file);
+  if (!knownDirs.has(dir)) {
+    await mkdir(dir, { recursive: true });
+    if (knownDirs.size > 10_000) knownDirs.clear();
+    knownDirs.add(dir);
+  }
   try {
     return await write();
   } catch (err) {
     if (!isMissing(err)) throw err;
-    await mkdir(path.dirname(file), { recursive: true });
+    await mkdir(dir, { recursive: true });
     return write();
   }
 }
@@ -179,6 +187,7 @@ export class LocalBackend implements ObjectBackend {
     const stop = this.#tenantDir(key.tenant);
     for (let dir = path.dirname(file); dir.startsWith(stop) && dir !== stop; dir = path.dirname(dir)) {
       if (!(await rmdir(dir).then(() => true, () => false))) break;
+      knownDirs.delete(dir);
     }
   }
 
