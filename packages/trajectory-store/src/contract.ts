@@ -166,6 +166,39 @@ export function describeBackendContract(name: string, factory: BackendFactory): 
       expect(empty.ref).toMatchObject({ eventCount: 0, digest: expectedDigest([]) });
     });
 
+    it('seals to the same digest in the writing process and after a restart', async () => {
+      const events = sampleEvents('run-5b', 0, 30);
+      for (const id of ['run-5b', 'run-5c']) {
+        const own = events.map((e) => ({ ...e, runId: id }));
+        for (let i = 0; i < 30; i += 7) await store.append(T, id, own.slice(i, i + 7));
+      }
+      const inProcess = await store.seal(T, 'run-5b');
+      const restarted = await (await restart()).seal(T, 'run-5c');
+      expect(inProcess.ref.digest).toBe(expectedDigest(events.map((e) => ({ ...e, runId: 'run-5b' }))));
+      expect(restarted.ref.digest).toBe(expectedDigest(events.map((e) => ({ ...e, runId: 'run-5c' }))));
+      expect(restarted.seal.bytes).toBe(inProcess.seal.bytes + 30 * ('run-5c'.length - 'run-5b'.length));
+    });
+
+    it('refuses to seal chunks that changed after they were written', async () => {
+      const backend = await harness.open();
+      const chunkOf = async (id: string) => {
+        for await (const o of backend.list(T, `${layout.chunksDir(id)}/`)) return o.path;
+        throw new Error('no chunk');
+      };
+      await store.append(T, 'run-5d', sampleEvents('run-5d', 0, 5));
+      const { gzipSync } = await import('node:zlib');
+      const forged = sampleEvents('run-5d', 0, 5).map((e) => ({ ...e, ts: '2031-01-01T00:00:00.000Z' }));
+      await backend.put({ tenant: T, path: await chunkOf('run-5d') }, gzipSync(canonicalJsonl(forged)));
+      await expectCode(store.seal(T, 'run-5d'), 'integrity_failed'); // the writer knows what it wrote
+      await store.append(T, 'run-5e', sampleEvents('run-5e', 0, 5));
+      await backend.put({ tenant: T, path: await chunkOf('run-5e') }, Buffer.from('not gzip'));
+      const other = await restart();
+      await expectCode(other.seal(T, 'run-5e'), 'integrity_failed'); // a restarted one inflates and checks
+      await expectCode(other.read(T, 'run-5e'), 'integrity_failed');
+      expect((await other.head(T, 'run-5e')).status).toBe('live'); // a refused seal leaves it as it was
+      await backend.close();
+    });
+
     it('reports a sealed object whose bytes no longer match its digest, never serves it', async () => {
       const events = sampleEvents('run-6', 0, 50);
       await store.append(T, 'run-6', events);
