@@ -33,7 +33,14 @@ async function storeRun() {
   const { seal } = await store.seal('bench', 'run-1');
   const [t2, c2] = [performance.now(), cpuMs()];
   await store.close();
-  return { ms: t2 - t0, cpuMs: c2 - c0, appendMs: t1 - t0, sealMs: t2 - t1, bytes: seal.bytes, storedBytes: seal.storedBytes };
+  return {
+    ms: t2 - t0,
+    cpuMs: c2 - c0,
+    appendMs: t1 - t0,
+    sealMs: t2 - t1,
+    bytes: seal.bytes,
+    storedBytes: seal.storedBytes,
+  };
 }
 
 async function rawRun(file) {

@@ -1,8 +1,9 @@
 // A protobuf ExportTraceServiceRequest of `n` GenAI spans (model calls, tool calls, plain spans), built
 // with the package's own protobufjs root, and the baseline: protobufjs decoding it with nothing else.
-import protobuf from 'protobufjs';
+
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import protobuf from 'protobufjs';
 
 const dir = fileURLToPath(new URL('../proto', import.meta.url));
 const root = new protobuf.Root();
@@ -43,7 +44,9 @@ export function otlpRequestBytes(n) {
     });
   }
   const message = Request.fromObject({
-    resourceSpans: [{ resource: { attributes: [kv('service.name', { stringValue: 'bench' })] }, scopeSpans: [{ spans }] }],
+    resourceSpans: [
+      { resource: { attributes: [kv('service.name', { stringValue: 'bench' })] }, scopeSpans: [{ spans }] },
+    ],
   });
   return Request.encode(message).finish();
 }

@@ -18,7 +18,9 @@ const VALIDATED = Number(process.env.BENCH_VALIDATED_N ?? 200_000);
 const child = fileURLToPath(new URL('./append.mjs', import.meta.url));
 
 function runSize(n, method) {
-  const out = execFileSync(process.execPath, ['--expose-gc', child, String(n), '1000', method], { encoding: 'utf8' });
+  const out = execFileSync(process.execPath, ['--expose-gc', child, String(n), '1000', method], {
+    encoding: 'utf8',
+  });
   return JSON.parse(out.trim().split('\n').pop());
 }
 

@@ -19,8 +19,15 @@ type Step =
   | { kind: 'restart' };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
-  fc.record({ kind: fc.constant('fresh' as const), gaps: fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 6 }) }),
-  fc.record({ kind: fc.constant('resend' as const), picks: fc.array(fc.nat(), { maxLength: 5 }), withFresh: fc.boolean() }),
+  fc.record({
+    kind: fc.constant('fresh' as const),
+    gaps: fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 6 }),
+  }),
+  fc.record({
+    kind: fc.constant('resend' as const),
+    picks: fc.array(fc.nat(), { maxLength: 5 }),
+    withFresh: fc.boolean(),
+  }),
   fc.record({ kind: fc.constant('conflict' as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant('below' as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant('restart' as const) }),
@@ -46,7 +53,11 @@ describe('append', () => {
             let batch: TraceEvent[] = [];
             let expected: string | null = null;
             let seq = last();
-            if (s.kind === 'fresh') batch = s.gaps.map((g) => event((seq += g)));
+            if (s.kind === 'fresh')
+              batch = s.gaps.map((g) => {
+                seq += g;
+                return event(seq);
+              });
             if (s.kind === 'resend') {
               batch = model.length ? s.picks.map((p) => model[p % model.length]!) : [];
               if (s.withFresh) batch.push(event(last() + 1));
@@ -57,7 +68,9 @@ describe('append', () => {
             }
             if (s.kind === 'below') {
               const stored = new Set(model.map((e) => e.seq));
-              const holes = Array.from({ length: Math.max(0, last()) }, (_, i) => i).filter((i) => !stored.has(i));
+              const holes = Array.from({ length: Math.max(0, last()) }, (_, i) => i).filter(
+                (i) => !stored.has(i),
+              );
               if (holes.length) {
                 batch = [event(holes[s.pick % holes.length]!)];
                 expected = 'out_of_order';

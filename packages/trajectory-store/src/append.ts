@@ -57,25 +57,37 @@ export async function appendEvents(
   for (const r of resent) {
     const stored = inBatch(events, r.seq, r.at, index.lastSeq) ?? (await storedLine(target, r.seq));
     if (stored === undefined)
-      throw new TrajectoryStoreError('out_of_order', `event ${r.at}: seq ${r.seq} is not above ${index.lastSeq}`, {
-        index: r.at,
-        seq: r.seq,
-        lastSeq: index.lastSeq,
-      });
+      throw new TrajectoryStoreError(
+        'out_of_order',
+        `event ${r.at}: seq ${r.seq} is not above ${index.lastSeq}`,
+        {
+          index: r.at,
+          seq: r.seq,
+          lastSeq: index.lastSeq,
+        },
+      );
     if (stored !== r.line)
-      throw new TrajectoryStoreError('event_conflict', `event ${r.at}: seq ${r.seq} was stored with other content`, {
-        index: r.at,
-        seq: r.seq,
-      });
+      throw new TrajectoryStoreError(
+        'event_conflict',
+        `event ${r.at}: seq ${r.seq} was stored with other content`,
+        {
+          index: r.at,
+          seq: r.seq,
+        },
+      );
   }
   if (fresh > 0) {
     const raw = Buffer.from(text, 'utf8');
     const bytes = raw.length;
     if (bytes > target.maxBatchBytes)
-      throw new TrajectoryStoreError('bad_request', `a batch of ${bytes} bytes is over ${target.maxBatchBytes}`, {
-        bytes,
-        maxBatchBytes: target.maxBatchBytes,
-      });
+      throw new TrajectoryStoreError(
+        'bad_request',
+        `a batch of ${bytes} bytes is over ${target.maxBatchBytes}`,
+        {
+          bytes,
+          maxBatchBytes: target.maxBatchBytes,
+        },
+      );
     const entry: ChunkEntry = {
       offset: index.eventCount,
       count: fresh,
@@ -84,7 +96,10 @@ export async function appendEvents(
       ...(batchKey ? { batchKey } : {}),
     };
     const stored = await compress(raw);
-    await target.backend.put({ tenant: target.tenant, path: layout.chunk(target.id, chunkName(entry)) }, stored);
+    await target.backend.put(
+      { tenant: target.tenant, path: layout.chunk(target.id, chunkName(entry)) },
+      stored,
+    );
     index.push(entry);
     const running = index.running;
     if (running) {
@@ -97,7 +112,12 @@ export async function appendEvents(
 }
 
 /** The line of an earlier event of this batch (before position `before`) that will store `seq`. */
-function inBatch(events: readonly TraceEvent[], seq: number, before: number, storedLast: number): string | undefined {
+function inBatch(
+  events: readonly TraceEvent[],
+  seq: number,
+  before: number,
+  storedLast: number,
+): string | undefined {
   if (seq <= storedLast) return undefined;
   for (let i = 0; i < before; i++) if (events[i]!.seq === seq) return canonicalLine(events[i]);
   return undefined;

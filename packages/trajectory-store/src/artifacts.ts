@@ -24,7 +24,10 @@ export const ArtifactPath = z
   .min(1)
   .max(1024)
   .refine(
-    (p) => !p.startsWith('/') && p.split('/').every((s) => s !== '' && s !== '.' && s !== '..') && !p.includes('\0'),
+    (p) =>
+      !p.startsWith('/') &&
+      p.split('/').every((s) => s !== '' && s !== '.' && s !== '..') &&
+      !p.includes('\0'),
     'a relative path without empty, . or .. segments',
   );
 
@@ -85,7 +88,8 @@ export async function readArtifact(
   address: string,
 ): Promise<AsyncIterable<Uint8Array>> {
   checkTenant(tenant);
-  if (!isDigest(address)) throw new TrajectoryStoreError('bad_request', 'an artifact address is blake3:<64 hex>');
+  if (!isDigest(address))
+    throw new TrajectoryStoreError('bad_request', 'an artifact address is blake3:<64 hex>');
   const body = await backend.getStream({ tenant, path: layout.artifact(address.slice(7)) });
   if (!body) throw new TrajectoryStoreError('not_found', `no artifact ${address}`);
   const hasher = await StreamingDigest.create();
@@ -95,12 +99,19 @@ export async function readArtifact(
       yield piece;
     }
     if (hasher.digest() !== address)
-      throw new TrajectoryStoreError('integrity_failed', `artifact ${address}: bytes do not match their address`);
+      throw new TrajectoryStoreError(
+        'integrity_failed',
+        `artifact ${address}: bytes do not match their address`,
+      );
   })();
 }
 
 /** The whole artifact, verified against its address before it is returned. */
-export async function readArtifactBytes(backend: ObjectBackend, tenant: string, address: string): Promise<Buffer> {
+export async function readArtifactBytes(
+  backend: ObjectBackend,
+  tenant: string,
+  address: string,
+): Promise<Buffer> {
   const parts: Buffer[] = [];
   for await (const piece of await readArtifact(backend, tenant, address)) parts.push(Buffer.from(piece));
   return Buffer.concat(parts);

@@ -51,7 +51,9 @@ describe('canonical JSON', () => {
         const text = canonicalJson(v);
         expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(v)));
         const reversed = JSON.parse(JSON.stringify(v), (_k, x) =>
-          x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).reverse()) : x,
+          x && typeof x === 'object' && !Array.isArray(x)
+            ? Object.fromEntries(Object.entries(x).reverse())
+            : x,
         );
         expect(canonicalJson(reversed)).toBe(text);
         expect(canonicalJson(JSON.parse(text))).toBe(text);

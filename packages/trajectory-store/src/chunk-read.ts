@@ -15,7 +15,8 @@ export async function readChunkBytes(
 ): Promise<Uint8Array> {
   const name = chunkName(entry);
   const bytes = await backend.get({ tenant, path: layout.chunk(id, name) });
-  if (!bytes) throw new TrajectoryStoreError('integrity_failed', `chunk ${name} is missing`, { trajectoryId: id });
+  if (!bytes)
+    throw new TrajectoryStoreError('integrity_failed', `chunk ${name} is missing`, { trajectoryId: id });
   return bytes;
 }
 

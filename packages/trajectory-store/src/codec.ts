@@ -48,8 +48,7 @@ export function parseLine(line: string, what: string): TraceEvent {
 /** How many newline bytes `bytes` holds (= events in inflated JSONL). */
 export function countLines(bytes: Uint8Array): number {
   let n = 0;
-  let i = -1;
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  while ((i = buf.indexOf(0x0a, i + 1)) !== -1) n++;
+  for (let i = buf.indexOf(0x0a); i !== -1; i = buf.indexOf(0x0a, i + 1)) n++;
   return n;
 }

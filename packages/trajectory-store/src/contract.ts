@@ -2,9 +2,13 @@
 //   import { describeBackendContract } from '@everdict/trajectory-store/contract';
 //   describeBackendContract('local', async () => ({ open: async () => localBackend({ root }) }));
 // `open()` returns a new backend over the same storage each call: a second call is a process restart.
+
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { ArtifactRef, TraceEvent } from '@everdict/run-model';
 import { blake3 } from '@noble/hashes/blake3.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { ArtifactRef, TraceEvent } from '@everdict/run-model';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { putArtifact, putArtifactsFromDir, readArtifactBytes, toArtifactRef } from './artifacts.js';
 import type { ObjectBackend } from './backend.js';
@@ -15,9 +19,6 @@ import { importTrajectory, listImported } from './imports.js';
 import { layout } from './keys.js';
 import { applyRetention } from './retention.js';
 import { TrajectoryStore } from './trajectory-store.js';
-import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 
 export interface BackendHarness {
   /** A backend over this harness's storage; each call is a fresh instance (a restart). */
@@ -57,7 +58,11 @@ export function describeBackendContract(name: string, factory: BackendFactory): 
     let store: TrajectoryStore;
     const opened: TrajectoryStore[] = [];
     const restart = async (clock?: () => Date) => {
-      const s = new TrajectoryStore({ backend: await harness.open(), tailPollMs: 50, ...(clock ? { now: clock } : {}) });
+      const s = new TrajectoryStore({
+        backend: await harness.open(),
+        tailPollMs: 50,
+        ...(clock ? { now: clock } : {}),
+      });
       opened.push(s);
       return s;
     };
@@ -91,12 +96,22 @@ export function describeBackendContract(name: string, factory: BackendFactory): 
     it('stores a re-sent event once, also after a restart; other content under a stored seq is refused', async () => {
       const events = sampleEvents('run-2', 0, 12);
       await store.append(T, 'run-2', events.slice(0, 8));
-      expect(await store.append(T, 'run-2', events.slice(4, 12))).toMatchObject({ appended: 4, duplicates: 4 });
+      expect(await store.append(T, 'run-2', events.slice(4, 12))).toMatchObject({
+        appended: 4,
+        duplicates: 4,
+      });
       const again = await restart();
-      expect(await again.append(T, 'run-2', events)).toMatchObject({ appended: 0, duplicates: 12, eventCount: 12 });
+      expect(await again.append(T, 'run-2', events)).toMatchObject({
+        appended: 0,
+        duplicates: 12,
+        eventCount: 12,
+      });
       expect(await readAll(again, T, 'run-2')).toEqual(events);
       const changed = { ...events[3]!, ts: '2030-01-01T00:00:00.000Z' };
-      await expectCode(again.append(T, 'run-2', [changed, ...sampleEvents('run-2', 12, 1)]), 'event_conflict');
+      await expectCode(
+        again.append(T, 'run-2', [changed, ...sampleEvents('run-2', 12, 1)]),
+        'event_conflict',
+      );
       expect((await again.head(T, 'run-2')).eventCount).toBe(12); // the refused batch wrote nothing
     });
 
@@ -104,8 +119,14 @@ export function describeBackendContract(name: string, factory: BackendFactory): 
       await store.append(T, 'run-3', [sampleEvents('run-3', 2, 1)[0], sampleEvents('run-3', 5, 1)[0]]);
       await expectCode(store.append(T, 'run-3', sampleEvents('run-3', 4, 1)), 'out_of_order');
       await expectCode(store.append(T, 'run-3', sampleEvents('other', 9, 1)), 'bad_request');
-      await expectCode(store.append(T, 'run-3', [{ type: 'message', seq: 9, runId: 'run-3' }]), 'bad_request');
-      await expectCode(store.append(T, 'run-3', sampleEvents('run-3', 9, 1).concat([{} as never])), 'bad_request');
+      await expectCode(
+        store.append(T, 'run-3', [{ type: 'message', seq: 9, runId: 'run-3' }]),
+        'bad_request',
+      );
+      await expectCode(
+        store.append(T, 'run-3', sampleEvents('run-3', 9, 1).concat([{} as never])),
+        'bad_request',
+      );
       expect(await store.head(T, 'run-3')).toMatchObject({ eventCount: 2, lastSeq: 5 });
     });
 
@@ -214,7 +235,7 @@ export function describeBackendContract(name: string, factory: BackendFactory): 
       const verdict = await reader.verify(T, 'run-6', ref.digest);
       expect(verdict.ok).toBe(false);
       expect(verdict.actual).not.toBe(ref.digest);
-      expect((await store.verify(T, 'run-6', 'blake3:' + '0'.repeat(64))).ok).toBe(false);
+      expect((await store.verify(T, 'run-6', `blake3:${'0'.repeat(64)}`)).ok).toBe(false);
     });
 
     it('scopes every key by tenant', async () => {
@@ -240,14 +261,23 @@ export function describeBackendContract(name: string, factory: BackendFactory): 
         { path: 'logs/run.log', address: hex('line 1\nline 2\n'), size: 14 },
         { path: 'report.md', address: hex('# report\n'), size: 9 },
       ]);
-      for (const e of entries) expect(ArtifactRef.parse(toArtifactRef(e))).toMatchObject({ name: e.path, bytes: e.size });
+      for (const e of entries)
+        expect(ArtifactRef.parse(toArtifactRef(e))).toMatchObject({ name: e.path, bytes: e.size });
       const again = await restart();
-      expect((await readArtifactBytes(again.backend, T, entries[1]!.address)).toString()).toBe('line 1\nline 2\n');
+      expect((await readArtifactBytes(again.backend, T, entries[1]!.address)).toString()).toBe(
+        'line 1\nline 2\n',
+      );
       const backend = await harness.open();
-      await backend.put({ tenant: T, path: layout.artifact(entries[1]!.address.slice(7)) }, Buffer.from('line 1\nline 3\n'));
+      await backend.put(
+        { tenant: T, path: layout.artifact(entries[1]!.address.slice(7)) },
+        Buffer.from('line 1\nline 3\n'),
+      );
       await backend.close();
       await expectCode(readArtifactBytes(again.backend, T, entries[1]!.address), 'integrity_failed');
-      await expectCode(putArtifact(store.backend, T, { path: '../escape', body: Buffer.from('x') }), 'bad_request');
+      await expectCode(
+        putArtifact(store.backend, T, { path: '../escape', body: Buffer.from('x') }),
+        'bad_request',
+      );
     });
 
     it('streams a large object in parts and reads it back byte for byte', async () => {
@@ -303,7 +333,11 @@ export function describeBackendContract(name: string, factory: BackendFactory): 
     it('retention deletes expired sealed trajectories except evidence, and records each deletion', async () => {
       const day = 86_400_000;
       const now = new Date('2026-12-31T00:00:00Z');
-      for (const [id, ageDays] of [['old-plain', 40], ['old-evidence', 90], ['young', 5]] as const) {
+      for (const [id, ageDays] of [
+        ['old-plain', 40],
+        ['old-evidence', 90],
+        ['young', 5],
+      ] as const) {
         await store.append(T, id, sampleEvents(id, 0, 3));
         await store.seal(T, id, { sealedAt: new Date(now.getTime() - ageDays * day) });
       }
@@ -319,7 +353,12 @@ export function describeBackendContract(name: string, factory: BackendFactory): 
       });
       expect(asked.sort()).toEqual(['old-evidence', 'old-plain']);
       expect(deletions).toEqual([
-        expect.objectContaining({ tenant: T, trajectoryId: 'old-plain', reason: 'retention', retentionDays: 30 }),
+        expect.objectContaining({
+          tenant: T,
+          trajectoryId: 'old-plain',
+          reason: 'retention',
+          retentionDays: 30,
+        }),
       ]);
       const again = await restart();
       await expectCode(again.read(T, 'old-plain'), 'trajectory_deleted');

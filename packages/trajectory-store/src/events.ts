@@ -21,9 +21,13 @@ export function checkRunIds(events: readonly TraceEvent[], trajectoryId: string)
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
     if (e.runId !== trajectoryId)
-      throw new TrajectoryStoreError('bad_request', `event ${i} belongs to run ${e.runId}, not ${trajectoryId}`, {
-        index: i,
-      });
+      throw new TrajectoryStoreError(
+        'bad_request',
+        `event ${i} belongs to run ${e.runId}, not ${trajectoryId}`,
+        {
+          index: i,
+        },
+      );
   }
 }
 

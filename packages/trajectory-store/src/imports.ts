@@ -3,8 +3,8 @@
 // {source, externalId, pulledAt}. They are trajectories, not runs. Each is findable by {source, externalId}
 // through a small index object per import; an import is resumable and idempotent per `idempotencyKey`.
 import { createHash } from 'node:crypto';
-import type { TraceEventDraft } from './events.js';
 import { parseOrThrow, TrajectoryStoreError } from './errors.js';
+import type { TraceEventDraft } from './events.js';
 import { checkTenant, layout } from './keys.js';
 import { encodeRecord, ImportedTrajectory, Provenance, type SealRecord, TrajectoryMeta } from './records.js';
 import { readRecord } from './state.js';
@@ -43,9 +43,13 @@ export async function importTrajectory(
   const { backend } = store;
   const head = await store.head(tenant, id);
   if (head.status === 'deleted')
-    throw new TrajectoryStoreError('trajectory_deleted', `imported trajectory ${id} was deleted by retention`, {
-      deletion: head.deletion,
-    });
+    throw new TrajectoryStoreError(
+      'trajectory_deleted',
+      `imported trajectory ${id} was deleted by retention`,
+      {
+        deletion: head.deletion,
+      },
+    );
   let seal = head.seal;
   if (!seal) {
     await backend.put(
@@ -98,17 +102,31 @@ export async function listImported(
 }
 
 /** One imported trajectory by id (404 if there is none, or it is a run's trajectory). */
-export async function getImported(store: TrajectoryStore, tenant: string, id: string): Promise<ImportedTrajectory> {
+export async function getImported(
+  store: TrajectoryStore,
+  tenant: string,
+  id: string,
+): Promise<ImportedTrajectory> {
   const head = await store.head(tenant, id);
   if (head.status === 'deleted')
-    throw new TrajectoryStoreError('trajectory_deleted', `imported trajectory ${id} was deleted by retention`, {
-      deletion: head.deletion,
-    });
+    throw new TrajectoryStoreError(
+      'trajectory_deleted',
+      `imported trajectory ${id} was deleted by retention`,
+      {
+        deletion: head.deletion,
+      },
+    );
   if (head.status !== 'sealed' || !head.seal?.provenance)
     throw new TrajectoryStoreError('not_found', `no imported trajectory ${id}`);
   return listing(id, head.seal.provenance, head.seal);
 }
 
 function listing(id: string, provenance: Provenance, seal: SealRecord): ImportedTrajectory {
-  return { trajectoryId: id, provenance, digest: seal.digest, eventCount: seal.eventCount, sealedAt: seal.sealedAt };
+  return {
+    trajectoryId: id,
+    provenance,
+    digest: seal.digest,
+    eventCount: seal.eventCount,
+    sealedAt: seal.sealedAt,
+  };
 }

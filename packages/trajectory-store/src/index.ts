@@ -20,7 +20,13 @@ export {
   TrajectoryStoreError,
 } from './errors.js';
 export type { TraceEventDraft } from './events.js';
-export { getImported, type ImportInput, importedTrajectoryId, importTrajectory, listImported } from './imports.js';
+export {
+  getImported,
+  type ImportInput,
+  importedTrajectoryId,
+  importTrajectory,
+  listImported,
+} from './imports.js';
 export { LocalBackend, localBackend } from './local/local-backend.js';
 export { LocalBackendConfig } from './local/local-backend-config.js';
 export * from './otlp/index.js';

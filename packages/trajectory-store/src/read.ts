@@ -5,8 +5,8 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { TraceEvent } from '@everdict/run-model';
 import type { ObjectBackend } from './backend.js';
-import { readChunkLines } from './chunk-read.js';
 import type { ChunkIndex } from './chunk-index.js';
+import { readChunkLines } from './chunk-read.js';
 import { countLines, inflate, parseLine, splitLines } from './codec.js';
 import { type Digest, digestOf, StreamingDigest } from './digest.js';
 import { TrajectoryStoreError } from './errors.js';
@@ -25,7 +25,12 @@ export interface ReadTarget {
   readonly id: string;
 }
 
-export async function readLive(t: ReadTarget, index: ChunkIndex, offset: number, limit: number): Promise<Page> {
+export async function readLive(
+  t: ReadTarget,
+  index: ChunkIndex,
+  offset: number,
+  limit: number,
+): Promise<Page> {
   const items: TraceEvent[] = [];
   let next = offset;
   for (let i = index.findOffset(offset); i >= 0 && i < index.length && items.length < limit; i++) {
@@ -37,10 +42,19 @@ export async function readLive(t: ReadTarget, index: ChunkIndex, offset: number,
   return { items, nextOffset: next };
 }
 
-export async function readSealed(t: ReadTarget, seal: SealRecord, offset: number, limit: number): Promise<Page> {
+export async function readSealed(
+  t: ReadTarget,
+  seal: SealRecord,
+  offset: number,
+  limit: number,
+): Promise<Page> {
   const items: TraceEvent[] = [];
   let next = offset;
-  for (let b = findBlock(seal.blocks, offset); b >= 0 && b < seal.blocks.length && items.length < limit; b++) {
+  for (
+    let b = findBlock(seal.blocks, offset);
+    b >= 0 && b < seal.blocks.length && items.length < limit;
+    b++
+  ) {
     const block = seal.blocks[b]!;
     const lines = await readBlockLines(t, block);
     for (let k = next - block.offset; k < lines.length && items.length < limit; k++, next++)
@@ -55,12 +69,17 @@ async function readBlockLines(t: ReadTarget, block: SealBlock): Promise<string[]
     block.start,
     block.length,
   );
-  if (!bytes) throw new TrajectoryStoreError('integrity_failed', `trajectory ${t.id}: sealed object is missing`);
+  if (!bytes)
+    throw new TrajectoryStoreError('integrity_failed', `trajectory ${t.id}: sealed object is missing`);
   if (bytes.byteLength !== block.length || (await digestOf(bytes)) !== block.digest)
-    throw new TrajectoryStoreError('integrity_failed', `trajectory ${t.id}: bytes do not match their digest`, {
-      trajectoryId: t.id,
-      offset: block.offset,
-    });
+    throw new TrajectoryStoreError(
+      'integrity_failed',
+      `trajectory ${t.id}: bytes do not match their digest`,
+      {
+        trajectoryId: t.id,
+        offset: block.offset,
+      },
+    );
   const lines = splitLines(await inflate(bytes, `trajectory ${t.id}`), `trajectory ${t.id}`);
   if (lines.length !== block.count)
     throw new TrajectoryStoreError('integrity_failed', `trajectory ${t.id}: a block lost events`);
@@ -90,7 +109,11 @@ export interface Verification {
 }
 
 /** Streams the sealed object through gunzip and BLAKE3; a mismatch is reported, never thrown away. */
-export async function verifySealed(t: ReadTarget, seal: SealRecord, expected?: string): Promise<Verification> {
+export async function verifySealed(
+  t: ReadTarget,
+  seal: SealRecord,
+  expected?: string,
+): Promise<Verification> {
   const want = expected ?? seal.digest;
   const fail = (reason: string, actual: Digest | null = null, eventCount: number | null = null) => ({
     ok: false,

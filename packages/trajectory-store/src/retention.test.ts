@@ -28,7 +28,9 @@ describe('retention rule', () => {
     const old = { sealedAt: '2026-01-01T00:00:00.000Z' };
     expect(retentionVerdict(old, {}, NOW, false)).toEqual({ action: 'keep', reason: 'no_policy' });
     expect(retentionVerdict(old, { trajectoryRetentionDays: null }, NOW, false).reason).toBe('no_policy');
-    expect(retentionVerdict(old, { trajectoryRetentionDays: 400 }, NOW, false).reason).toBe('within_retention');
+    expect(retentionVerdict(old, { trajectoryRetentionDays: 400 }, NOW, false).reason).toBe(
+      'within_retention',
+    );
     expect(retentionVerdict(old, { trajectoryRetentionDays: 30 }, NOW, true).reason).toBe('evidence');
     expect(retentionVerdict(old, { trajectoryRetentionDays: 30 }, NOW, false)).toEqual({
       action: 'delete',

@@ -33,7 +33,8 @@ export function retentionVerdict(
 ): RetentionVerdict {
   const days = policy.trajectoryRetentionDays;
   if (days === null || days === undefined) return { action: 'keep', reason: 'no_policy' };
-  if (Date.parse(object.sealedAt) + days * DAY_MS > now.getTime()) return { action: 'keep', reason: 'within_retention' };
+  if (Date.parse(object.sealedAt) + days * DAY_MS > now.getTime())
+    return { action: 'keep', reason: 'within_retention' };
   if (isEvidence) return { action: 'keep', reason: 'evidence' };
   return { action: 'delete', reason: 'expired' };
 }
@@ -82,7 +83,10 @@ export async function applyRetention(
       ...(seal.provenance ? { provenance: seal.provenance } : {}),
     };
     const expired = retentionVerdict(seal, policy, options.now, false).action === 'delete';
-    if (!expired || retentionVerdict(seal, policy, options.now, await options.isEvidence(candidate)).action === 'keep')
+    if (
+      !expired ||
+      retentionVerdict(seal, policy, options.now, await options.isEvidence(candidate)).action === 'keep'
+    )
       continue;
     const record = DeletionRecord.parse({
       tenant,

@@ -22,16 +22,25 @@ describe('sealing a large trajectory', () => {
     expect(existsSync(dist), `${dist} is missing: build first (turbo's test task does)`).toBe(true);
     const dir = await mkdtemp(path.join(os.tmpdir(), 'seal-memory-'));
     try {
-      const out = spawnSync(process.execPath, [`--max-old-space-size=${HEAP_CAP_MB}`, child, dir, String(EVENTS)], {
-        encoding: 'utf8',
-      });
+      const out = spawnSync(
+        process.execPath,
+        [`--max-old-space-size=${HEAP_CAP_MB}`, child, dir, String(EVENTS)],
+        {
+          encoding: 'utf8',
+        },
+      );
       expect(out.stderr).toBe('');
       expect(out.status).toBe(0);
       const result = JSON.parse(out.stdout);
       const hasher = blake3.create();
       for (let seq = 0; seq < EVENTS; seq += 1000)
-        for (const e of sampleEvents('big', seq, 1000)) hasher.update(new TextEncoder().encode(canonicalLine(e)));
-      expect(result).toMatchObject({ eventCount: EVENTS, ok: true, digest: `blake3:${bytesToHex(hasher.digest())}` });
+        for (const e of sampleEvents('big', seq, 1000))
+          hasher.update(new TextEncoder().encode(canonicalLine(e)));
+      expect(result).toMatchObject({
+        eventCount: EVENTS,
+        ok: true,
+        digest: `blake3:${bytesToHex(hasher.digest())}`,
+      });
       const trajectoryMb = result.bytes / 2 ** 20;
       expect(trajectoryMb).toBeGreaterThan(HEAP_CAP_MB * 0.65); // with the ~15 MB of loaded modules, it cannot fit
       expect(result.peakSealMb).toBeLessThan(HEAP_CAP_MB);

@@ -3,8 +3,8 @@
 // while the uncompressed canonical JSONL streams through BLAKE3. Memory holds one chunk, never the
 // trajectory. Then `seal.json` is written (its presence is the seal) and the chunks are removed.
 import type { ObjectBackend } from './backend.js';
-import { readChunkBytes } from './chunk-read.js';
 import { type ChunkIndex, chunkName } from './chunk-index.js';
+import { readChunkBytes } from './chunk-read.js';
 import { countLines, inflate } from './codec.js';
 import { finishDigest, StreamingDigest } from './digest.js';
 import { TrajectoryStoreError } from './errors.js';
@@ -54,9 +54,13 @@ export async function sealTrajectory(src: SealSource): Promise<SealRecord> {
       next?.catch(() => undefined); // awaited on the next turn; never an unhandled rejection meanwhile
       if (text) {
         if (countLines(text) !== entry.count || text[text.length - 1] !== 0x0a)
-          throw new TrajectoryStoreError('integrity_failed', `chunk ${i} does not hold ${entry.count} events`, {
-            trajectoryId: id,
-          });
+          throw new TrajectoryStoreError(
+            'integrity_failed',
+            `chunk ${i} does not hold ${entry.count} events`,
+            {
+              trajectoryId: id,
+            },
+          );
         whole.update(text);
       } else storedCheck.update(bytes);
       block.update(bytes);
@@ -70,9 +74,15 @@ export async function sealTrajectory(src: SealSource): Promise<SealRecord> {
   }
   const written = await backend.putStream({ tenant, path: layout.sealedObject(id) }, body());
   if (written.size !== stored)
-    throw new TrajectoryStoreError('storage_unavailable', `sealed object took ${written.size} of ${stored} bytes`);
+    throw new TrajectoryStoreError(
+      'storage_unavailable',
+      `sealed object took ${written.size} of ${stored} bytes`,
+    );
   if (running && storedCheck.digest() !== finishDigest(running.stored))
-    throw new TrajectoryStoreError('integrity_failed', `trajectory ${id}: chunks changed since they were written`);
+    throw new TrajectoryStoreError(
+      'integrity_failed',
+      `trajectory ${id}: chunks changed since they were written`,
+    );
   const seal = SealRecord.parse({
     version: 1,
     trajectoryId: id,

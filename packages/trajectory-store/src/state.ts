@@ -4,7 +4,7 @@ import type { ObjectBackend } from './backend.js';
 import { ChunkIndex, parseChunkName } from './chunk-index.js';
 import { TrajectoryStoreError } from './errors.js';
 import { layout } from './keys.js';
-import { DeletionRecord, Provenance, SealRecord, TrajectoryMeta } from './records.js';
+import { DeletionRecord, type Provenance, SealRecord, TrajectoryMeta } from './records.js';
 
 export type TrajectoryState =
   | { readonly status: 'live'; readonly index: ChunkIndex; provenance?: Provenance }
@@ -29,7 +29,11 @@ export async function readRecord<T>(
   return parsed.data;
 }
 
-export async function loadState(backend: ObjectBackend, tenant: string, id: string): Promise<TrajectoryState> {
+export async function loadState(
+  backend: ObjectBackend,
+  tenant: string,
+  id: string,
+): Promise<TrajectoryState> {
   const deletion = await readRecord(backend, tenant, layout.deletion(id), DeletionRecord);
   if (deletion) return { status: 'deleted', deletion };
   const seal = await readRecord(backend, tenant, layout.seal(id), SealRecord);

@@ -3,8 +3,8 @@
 import type { TraceEvent, TrajectoryRef } from '@everdict/run-model';
 import { type AppendResult, appendEvents } from './append.js';
 import type { ObjectBackend } from './backend.js';
-import { checkRunIds, numberDrafts, parseBatch, type TraceEventDraft } from './events.js';
 import { TrajectoryStoreError } from './errors.js';
+import { checkRunIds, numberDrafts, parseBatch, type TraceEventDraft } from './events.js';
 import { checkId, checkTenant } from './keys.js';
 import { type Page, readLive, readSealed, type Verification, verifySealed } from './read.js';
 import type { DeletionRecord, Provenance, SealRecord } from './records.js';
@@ -53,7 +53,12 @@ export interface TailItem {
   readonly event: Page['items'][number];
 }
 
-const DEFAULTS = { maxBatchEvents: 10_000, maxBatchBytes: 8 * 1024 * 1024, tailPollMs: 1000, cacheSize: 10_000 };
+const DEFAULTS = {
+  maxBatchEvents: 10_000,
+  maxBatchBytes: 8 * 1024 * 1024,
+  tailPollMs: 1000,
+  cacheSize: 10_000,
+};
 
 export class TrajectoryStore {
   readonly backend: ObjectBackend;
@@ -83,9 +88,16 @@ export class TrajectoryStore {
    * `append` without the zod parse, for events that trusted code already parsed with run-model's
    * TraceEvent schema (an HTTP route that validated its body). The run id is still checked.
    */
-  async appendTrusted(tenant: string, trajectoryId: string, events: readonly TraceEvent[]): Promise<AppendResult> {
+  async appendTrusted(
+    tenant: string,
+    trajectoryId: string,
+    events: readonly TraceEvent[],
+  ): Promise<AppendResult> {
     if (events.length > this.#opts.maxBatchEvents)
-      throw new TrajectoryStoreError('bad_request', `a batch holds at most ${this.#opts.maxBatchEvents} events`);
+      throw new TrajectoryStoreError(
+        'bad_request',
+        `a batch holds at most ${this.#opts.maxBatchEvents} events`,
+      );
     checkRunIds(events, trajectoryId);
     return this.#append(tenant, trajectoryId, events);
   }
@@ -118,7 +130,12 @@ export class TrajectoryStore {
       const index = state.index;
       const prior = index.findBatch(batchKey);
       if (prior >= 0)
-        return { appended: 0, duplicates: index.at(prior).count, eventCount: index.eventCount, lastSeq: index.lastSeq };
+        return {
+          appended: 0,
+          duplicates: index.at(prior).count,
+          eventCount: index.eventCount,
+          lastSeq: index.lastSeq,
+        };
       const batch = numberDrafts(drafts, trajectoryId, index.lastSeq + 1, this.#opts.maxBatchEvents);
       const result = await appendEvents(this.#target(tenant, trajectoryId, state), batch, batchKey);
       if (result.appended > 0) this.#feed.bump(key);
@@ -132,8 +149,17 @@ export class TrajectoryStore {
     trajectoryId: string,
     { offset = 0, limit = 100 }: { offset?: number; limit?: number } = {},
   ): Promise<TrajectoryPage> {
-    if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(limit) || limit < 1 || limit > 10_000)
-      throw new TrajectoryStoreError('bad_request', 'offset is an integer ≥ 0 and limit an integer in 1..10000');
+    if (
+      !Number.isSafeInteger(offset) ||
+      offset < 0 ||
+      !Number.isSafeInteger(limit) ||
+      limit < 1 ||
+      limit > 10_000
+    )
+      throw new TrajectoryStoreError(
+        'bad_request',
+        'offset is an integer ≥ 0 and limit an integer in 1..10000',
+      );
     const key = this.#key(tenant, trajectoryId);
     let state = await this.#state(key, tenant, trajectoryId);
     if (state.status === 'live' && offset >= state.index.eventCount)
@@ -204,14 +230,30 @@ export class TrajectoryStore {
     const key = this.#key(tenant, trajectoryId);
     const s = await this.#reload(key, tenant, trajectoryId);
     if (s.status === 'deleted')
-      return { trajectoryId, status: 'deleted', eventCount: s.deletion.eventCount, lastSeq: -1, deletion: s.deletion };
+      return {
+        trajectoryId,
+        status: 'deleted',
+        eventCount: s.deletion.eventCount,
+        lastSeq: -1,
+        deletion: s.deletion,
+      };
     if (s.status === 'sealed') {
       const p = s.seal.provenance;
-      const base = { trajectoryId, status: 'sealed', eventCount: s.seal.eventCount, lastSeq: s.seal.lastSeq } as const;
+      const base = {
+        trajectoryId,
+        status: 'sealed',
+        eventCount: s.seal.eventCount,
+        lastSeq: s.seal.lastSeq,
+      } as const;
       return { ...base, seal: s.seal, ...(p ? { provenance: p } : {}) };
     }
     const p = s.provenance;
-    const base = { trajectoryId, status: 'live', eventCount: s.index.eventCount, lastSeq: s.index.lastSeq } as const;
+    const base = {
+      trajectoryId,
+      status: 'live',
+      eventCount: s.index.eventCount,
+      lastSeq: s.index.lastSeq,
+    } as const;
     return p ? { ...base, provenance: p } : base;
   }
 
@@ -219,7 +261,8 @@ export class TrajectoryStore {
   async verify(tenant: string, trajectoryId: string, expectedDigest?: string): Promise<Verification> {
     const s = await this.#reload(this.#key(tenant, trajectoryId), tenant, trajectoryId);
     if (s.status === 'deleted') throw deleted(trajectoryId, s.deletion);
-    if (s.status !== 'sealed') throw new TrajectoryStoreError('not_found', `trajectory ${trajectoryId} is not sealed`);
+    if (s.status !== 'sealed')
+      throw new TrajectoryStoreError('not_found', `trajectory ${trajectoryId} is not sealed`);
     return verifySealed({ backend: this.backend, tenant, id: trajectoryId }, s.seal, expectedDigest);
   }
 
@@ -234,12 +277,26 @@ export class TrajectoryStore {
     await this.backend.close();
   }
 
-  #readFrom(s: TrajectoryState, tenant: string, id: string, offset: number, limit: number): Promise<TrajectoryPage> {
+  #readFrom(
+    s: TrajectoryState,
+    tenant: string,
+    id: string,
+    offset: number,
+    limit: number,
+  ): Promise<TrajectoryPage> {
     const t = { backend: this.backend, tenant, id };
     if (s.status === 'deleted') throw deleted(id, s.deletion);
     if (s.status === 'sealed')
-      return readSealed(t, s.seal, offset, limit).then((p) => ({ ...p, eventCount: s.seal.eventCount, sealed: true }));
-    return readLive(t, s.index, offset, limit).then((p) => ({ ...p, eventCount: s.index.eventCount, sealed: false }));
+      return readSealed(t, s.seal, offset, limit).then((p) => ({
+        ...p,
+        eventCount: s.seal.eventCount,
+        sealed: true,
+      }));
+    return readLive(t, s.index, offset, limit).then((p) => ({
+      ...p,
+      eventCount: s.index.eventCount,
+      sealed: false,
+    }));
   }
 
   #key(tenant: string, id: string): string {
@@ -251,13 +308,21 @@ export class TrajectoryStore {
   }
 
   /** The live state (under the key's lock); sealed or deleted trajectories refuse appends. */
-  async #live(key: string, tenant: string, id: string): Promise<Extract<TrajectoryState, { status: 'live' }>> {
+  async #live(
+    key: string,
+    tenant: string,
+    id: string,
+  ): Promise<Extract<TrajectoryState, { status: 'live' }>> {
     const state = this.#states.get(key) ?? (await this.#reloadLocked(key, tenant, id));
     if (state.status === 'live') return state;
-    throw new TrajectoryStoreError('trajectory_sealed', `trajectory ${id} is ${state.status}: it takes no events`, {
-      trajectoryId: id,
-      status: state.status,
-    });
+    throw new TrajectoryStoreError(
+      'trajectory_sealed',
+      `trajectory ${id} is ${state.status}: it takes no events`,
+      {
+        trajectoryId: id,
+        status: state.status,
+      },
+    );
   }
 
   async #state(key: string, tenant: string, id: string): Promise<TrajectoryState> {
@@ -288,9 +353,16 @@ export class TrajectoryStore {
 }
 
 export function toTrajectoryRef(seal: SealRecord): TrajectoryRef {
-  return { ref: seal.trajectoryId, eventCount: seal.eventCount, sealedAt: seal.sealedAt, digest: seal.digest };
+  return {
+    ref: seal.trajectoryId,
+    eventCount: seal.eventCount,
+    sealedAt: seal.sealedAt,
+    digest: seal.digest,
+  };
 }
 
 function deleted(id: string, deletion: DeletionRecord): TrajectoryStoreError {
-  return new TrajectoryStoreError('trajectory_deleted', `trajectory ${id} was deleted by retention`, { deletion });
+  return new TrajectoryStoreError('trajectory_deleted', `trajectory ${id} was deleted by retention`, {
+    deletion,
+  });
 }

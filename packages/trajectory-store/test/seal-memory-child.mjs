@@ -1,8 +1,9 @@
 // Appends and seals a trajectory larger than this process's heap cap, sampling the heap while it seals.
 //   node --max-old-space-size=<MB> test/seal-memory-child.mjs <dir> <events>
 // Prints one JSON line: the seal's digest and sizes, and the heap high-water marks it saw.
-import { localBackend, TrajectoryStore } from '../dist/index.js';
+
 import { sampleEvents } from '../dist/fixtures.js';
+import { localBackend, TrajectoryStore } from '../dist/index.js';
 
 const [dir, count] = [process.argv[2], Number(process.argv[3])];
 const store = new TrajectoryStore({ backend: localBackend({ root: dir }) });

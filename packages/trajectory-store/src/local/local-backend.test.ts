@@ -6,5 +6,8 @@ import { localBackend } from './local-backend.js';
 
 describeBackendContract('a local directory', async () => {
   const root = await mkdtemp(path.join(os.tmpdir(), 'trajectory-store-'));
-  return { open: async () => localBackend({ root }), cleanup: () => rm(root, { recursive: true, force: true }) };
+  return {
+    open: async () => localBackend({ root }),
+    cleanup: () => rm(root, { recursive: true, force: true }),
+  };
 });

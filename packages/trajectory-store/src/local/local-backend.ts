@@ -186,7 +186,13 @@ export class LocalBackend implements ObjectBackend {
     // Prune directories left empty, up to the tenant root (best effort: a non-empty one stops it).
     const stop = this.#tenantDir(key.tenant);
     for (let dir = path.dirname(file); dir.startsWith(stop) && dir !== stop; dir = path.dirname(dir)) {
-      if (!(await rmdir(dir).then(() => true, () => false))) break;
+      if (
+        !(await rmdir(dir).then(
+          () => true,
+          () => false,
+        ))
+      )
+        break;
       knownDirs.delete(dir);
     }
   }

@@ -5,7 +5,13 @@ import { z } from 'zod';
 import { parseOrThrow, TrajectoryStoreError } from '../errors.js';
 import { exportRequestType, exportResponseType } from './otlp-proto.js';
 
-export type AttributeValue = string | number | boolean | null | AttributeValue[] | { [key: string]: AttributeValue };
+export type AttributeValue =
+  | string
+  | number
+  | boolean
+  | null
+  | AttributeValue[]
+  | { [key: string]: AttributeValue };
 export type Attributes = Record<string, AttributeValue>;
 
 export interface OtlpSpanEvent {
@@ -64,7 +70,9 @@ const AnyValue: z.ZodType<RawValue> = z.lazy(() =>
     kvlistValue: z.looseObject({ values: z.array(KeyValue).optional() }).optional(),
   }),
 );
-const KeyValue: z.ZodType<RawKeyValue> = z.lazy(() => z.looseObject({ key: z.string(), value: AnyValue.optional() }));
+const KeyValue: z.ZodType<RawKeyValue> = z.lazy(() =>
+  z.looseObject({ key: z.string(), value: AnyValue.optional() }),
+);
 const Attrs = z.array(KeyValue).optional();
 
 const RawSpan = z.looseObject({
@@ -76,9 +84,7 @@ const RawSpan = z.looseObject({
   startTimeUnixNano: Uint64,
   endTimeUnixNano: Uint64,
   attributes: Attrs,
-  events: z
-    .array(z.looseObject({ name: z.string(), timeUnixNano: Uint64, attributes: Attrs }))
-    .optional(),
+  events: z.array(z.looseObject({ name: z.string(), timeUnixNano: Uint64, attributes: Attrs })).optional(),
   status: z
     .looseObject({ code: Enum(STATUS_CODES, 'STATUS_CODE_').optional(), message: z.string().optional() })
     .optional(),
@@ -92,7 +98,9 @@ const RawRequest = z.looseObject({
         scopeSpans: z
           .array(
             z.looseObject({
-              scope: z.looseObject({ name: z.string().optional(), version: z.string().optional() }).optional(),
+              scope: z
+                .looseObject({ name: z.string().optional(), version: z.string().optional() })
+                .optional(),
               spans: z.array(RawSpan).optional(),
             }),
           )
@@ -110,7 +118,8 @@ function value(v: RawValue | undefined): AttributeValue {
     const n = Number(v.intValue);
     return Number.isSafeInteger(n) ? n : String(v.intValue);
   }
-  if (v.doubleValue !== undefined) return typeof v.doubleValue === 'number' ? v.doubleValue : String(v.doubleValue);
+  if (v.doubleValue !== undefined)
+    return typeof v.doubleValue === 'number' ? v.doubleValue : String(v.doubleValue);
   if (v.bytesValue !== undefined) return v.bytesValue;
   if (v.arrayValue) return (v.arrayValue.values ?? []).map(value);
   if (v.kvlistValue) return attributes(v.kvlistValue.values);
@@ -123,7 +132,12 @@ function attributes(kvs: RawKeyValue[] | undefined): Attributes {
   return out;
 }
 
-function id(raw: string | undefined, bytes: number, encoding: 'hex' | 'base64', what: string): string | undefined {
+function id(
+  raw: string | undefined,
+  bytes: number,
+  encoding: 'hex' | 'base64',
+  what: string,
+): string | undefined {
   if (!raw) return undefined;
   const hex = encoding === 'hex' ? raw.toLowerCase() : Buffer.from(raw, 'base64').toString('hex');
   if (!new RegExp(`^[0-9a-f]{${bytes * 2}}$`).test(hex) || /^0+$/.test(hex))
@@ -186,7 +200,10 @@ export function decodeOtlpProtobuf(body: Uint8Array): OtlpSpan[] {
   try {
     message = type.decode(body);
   } catch (err) {
-    throw new TrajectoryStoreError('bad_request', `the OTLP protobuf body does not decode: ${(err as Error).message}`);
+    throw new TrajectoryStoreError(
+      'bad_request',
+      `the OTLP protobuf body does not decode: ${(err as Error).message}`,
+    );
   }
   return normalize(type.toObject(message, { longs: String, enums: Number, bytes: String }), 'base64');
 }
@@ -196,7 +213,10 @@ export function decodeOtlpRequest(contentType: string | undefined, body: Uint8Ar
   const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
   if (type === 'application/x-protobuf' || type === 'application/protobuf') return decodeOtlpProtobuf(body);
   if (type === 'application/json') return decodeOtlpJson(body);
-  throw new TrajectoryStoreError('bad_request', `OTLP bodies are application/x-protobuf or application/json, not ${type || 'untyped'}`);
+  throw new TrajectoryStoreError(
+    'bad_request',
+    `OTLP bodies are application/x-protobuf or application/json, not ${type || 'untyped'}`,
+  );
 }
 
 /** The ExportTraceServiceResponse to answer with, in the request's encoding. */
@@ -204,7 +224,9 @@ export function encodeOtlpResponse(
   format: 'json' | 'protobuf',
   partial?: { rejectedSpans: number; errorMessage: string },
 ): Uint8Array {
-  const body = partial ? { partialSuccess: { rejectedSpans: String(partial.rejectedSpans), errorMessage: partial.errorMessage } } : {};
+  const body = partial
+    ? { partialSuccess: { rejectedSpans: String(partial.rejectedSpans), errorMessage: partial.errorMessage } }
+    : {};
   if (format === 'json') return Buffer.from(JSON.stringify(body));
   const type = exportResponseType();
   return type.encode(type.fromObject(body)).finish();

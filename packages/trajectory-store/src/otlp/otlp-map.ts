@@ -72,7 +72,10 @@ function messages(v: AttributeValue | undefined, fallback: Role): { role: Role; 
   const list = Array.isArray(parsed) ? parsed : parsed === null ? [] : [parsed];
   return list.map((m) => {
     const role = m && typeof m === 'object' && !Array.isArray(m) ? (m as JsonObject).role : undefined;
-    return { role: typeof role === 'string' && ROLES.has(role) ? (role as Role) : fallback, content: textOf(m) };
+    return {
+      role: typeof role === 'string' && ROLES.has(role) ? (role as Role) : fallback,
+      content: textOf(m),
+    };
   });
 }
 
@@ -92,7 +95,8 @@ function spanEvents(span: OtlpSpan): Timed[] {
   const op = str(a['gen_ai.operation.name']);
   const inputTokens = int(a['gen_ai.usage.input_tokens']) ?? int(a['gen_ai.usage.prompt_tokens']);
   const outputTokens = int(a['gen_ai.usage.output_tokens']) ?? int(a['gen_ai.usage.completion_tokens']);
-  const isModelCall = (op !== undefined && MODEL_OPS.has(op)) || inputTokens !== undefined || outputTokens !== undefined;
+  const isModelCall =
+    (op !== undefined && MODEL_OPS.has(op)) || inputTokens !== undefined || outputTokens !== undefined;
   const tool = str(a['gen_ai.tool.name']);
 
   if (isModelCall) {

@@ -1,24 +1,24 @@
 // A real payload: the OpenTelemetry JS SDK exports the same spans to a local HTTP server twice, through
 // the protobuf exporter and through the JSON exporter; both bodies must map to the same events.
 import { once } from 'node:events';
+import { mkdtemp } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { TraceEvent } from '@everdict/run-model';
 import { context, SpanStatusCode, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter as HttpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { TraceEvent } from '@everdict/run-model';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../contract.js';
-import { decodeOtlpJson, decodeOtlpProtobuf, decodeOtlpRequest, encodeOtlpResponse } from './otlp-decode.js';
-import { mkdtemp } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { sampleEvents } from '../fixtures.js';
 import { listImported } from '../imports.js';
 import { localBackend } from '../local/local-backend.js';
 import { TrajectoryStore } from '../trajectory-store.js';
+import { decodeOtlpJson, decodeOtlpProtobuf, decodeOtlpRequest, encodeOtlpResponse } from './otlp-decode.js';
 import { groupSpans, ingestOtlp, spanBatchKey } from './otlp-ingest.js';
 import { spansToDrafts } from './otlp-map.js';
 import { exportResponseType } from './otlp-proto.js';
@@ -59,7 +59,10 @@ async function exportSpans(resource: Record<string, string>): Promise<{ json: Ca
     ],
   });
   const tracer = provider.getTracer('everdict-test', '1.0.0');
-  const root = tracer.startSpan('invoke_agent', { startTime: [T, 0], attributes: { 'gen_ai.operation.name': 'invoke_agent' } });
+  const root = tracer.startSpan('invoke_agent', {
+    startTime: [T, 0],
+    attributes: { 'gen_ai.operation.name': 'invoke_agent' },
+  });
   const ctx = trace.setSpan(context.active(), root);
   const chat = tracer.startSpan(
     'chat gpt-4o',
@@ -74,7 +77,9 @@ async function exportSpans(resource: Record<string, string>): Promise<{ json: Ca
         'gen_ai.usage.cache_read.input_tokens': 1000,
         'gen_ai.usage.cost': 0.0042,
         'gen_ai.system_instructions': JSON.stringify([{ type: 'text', content: 'You fix bugs.' }]),
-        'gen_ai.input.messages': JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: 'Fix the test' }] }]),
+        'gen_ai.input.messages': JSON.stringify([
+          { role: 'user', parts: [{ type: 'text', content: 'Fix the test' }] },
+        ]),
         'gen_ai.output.messages': JSON.stringify([
           { role: 'assistant', parts: [{ type: 'text', content: 'Running the tests.' }] },
         ]),
@@ -99,7 +104,11 @@ async function exportSpans(resource: Record<string, string>): Promise<{ json: Ca
   tool.recordException({ name: 'TestFailure', message: '2 tests failed' }, [T, 900_000_000]);
   tool.setStatus({ code: SpanStatusCode.ERROR, message: 'tests failed' });
   tool.end([T, 950_000_000]);
-  const plain = tracer.startSpan('git diff', { startTime: [T + 1, 0], attributes: { files: 3, 'vcs.dirty': true } }, ctx);
+  const plain = tracer.startSpan(
+    'git diff',
+    { startTime: [T + 1, 0], attributes: { files: 3, 'vcs.dirty': true } },
+    ctx,
+  );
   plain.end([T + 1, 20_000_000]);
   root.end([T + 2, 0]);
   await provider.forceFlush();
@@ -111,9 +120,15 @@ async function exportSpans(resource: Record<string, string>): Promise<{ json: Ca
   // Merge the four requests of each form into one request body per form.
   const mergeJson = { resourceSpans: json.flatMap((b) => JSON.parse(b.body.toString()).resourceSpans) };
   const type = (await import('./otlp-proto.js')).exportRequestType();
-  const mergedProto = type.encode(
-    type.create({ resourceSpans: proto.flatMap((b) => (type.decode(b.body) as unknown as { resourceSpans: unknown[] }).resourceSpans) }),
-  ).finish();
+  const mergedProto = type
+    .encode(
+      type.create({
+        resourceSpans: proto.flatMap(
+          (b) => (type.decode(b.body) as unknown as { resourceSpans: unknown[] }).resourceSpans,
+        ),
+      }),
+    )
+    .finish();
   return {
     json: { contentType: 'application/json', body: Buffer.from(JSON.stringify(mergeJson)) },
     proto: { contentType: 'application/x-protobuf', body: Buffer.from(mergedProto) },
@@ -142,7 +157,12 @@ describe('OTLP import mapping', () => {
       'tool_result',
       'extension', // git diff
     ]);
-    expect(drafts[1]).toEqual({ type: 'message', ts: at(1_000_000), role: 'system', content: 'You fix bugs.' });
+    expect(drafts[1]).toEqual({
+      type: 'message',
+      ts: at(1_000_000),
+      role: 'system',
+      content: 'You fix bugs.',
+    });
     expect(drafts[2]).toEqual({ type: 'message', ts: at(1_000_000), role: 'user', content: 'Fix the test' });
     expect(drafts[3]).toEqual({
       type: 'llm_call',
@@ -154,7 +174,11 @@ describe('OTLP import mapping', () => {
       costUsd: 0.0042,
       latencyMs: 500,
     });
-    expect(drafts[4]).toMatchObject({ role: 'assistant', content: 'Running the tests.', ts: at(501_000_000) });
+    expect(drafts[4]).toMatchObject({
+      role: 'assistant',
+      content: 'Running the tests.',
+      ts: at(501_000_000),
+    });
     expect(drafts[5]).toEqual({
       type: 'tool_call',
       ts: at(600_000_000),
@@ -170,7 +194,9 @@ describe('OTLP import mapping', () => {
       data: { name: 'git diff', attributes: { files: 3, 'vcs.dirty': true } },
     });
     // Every draft becomes a valid run-model TraceEvent once numbered.
-    drafts.forEach((d, seq) => TraceEvent.parse({ ...d, seq, runId: 'r' }));
+    drafts.forEach((d, seq) => {
+      TraceEvent.parse({ ...d, seq, runId: 'r' });
+    });
   });
 
   it('routes spans carrying everdict.run_id of a live run, and groups the rest by trace', async () => {
@@ -184,12 +210,39 @@ describe('OTLP import mapping', () => {
   });
 
   it('refuses bodies that are not OTLP with bad_request, and answers with ExportTraceServiceResponse', async () => {
-    await expectCode(Promise.resolve().then(() => decodeOtlpJson('{nope')), 'bad_request');
-    await expectCode(Promise.resolve().then(() => decodeOtlpJson({ resourceSpans: [{ scopeSpans: [{ spans: [{}] }] }] })), 'bad_request');
-    await expectCode(Promise.resolve().then(() => decodeOtlpProtobuf(Buffer.from([0x0a, 0xff, 0xff]))), 'bad_request');
-    await expectCode(Promise.resolve().then(() => decodeOtlpRequest('text/plain', Buffer.from(''))), 'bad_request');
-    const bad = { resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: 'xyz', spanId: '00', name: 'a', startTimeUnixNano: '1', endTimeUnixNano: '2' }] }] }] };
-    await expectCode(Promise.resolve().then(() => decodeOtlpJson(bad)), 'bad_request');
+    await expectCode(
+      Promise.resolve().then(() => decodeOtlpJson('{nope')),
+      'bad_request',
+    );
+    await expectCode(
+      Promise.resolve().then(() => decodeOtlpJson({ resourceSpans: [{ scopeSpans: [{ spans: [{}] }] }] })),
+      'bad_request',
+    );
+    await expectCode(
+      Promise.resolve().then(() => decodeOtlpProtobuf(Buffer.from([0x0a, 0xff, 0xff]))),
+      'bad_request',
+    );
+    await expectCode(
+      Promise.resolve().then(() => decodeOtlpRequest('text/plain', Buffer.from(''))),
+      'bad_request',
+    );
+    const bad = {
+      resourceSpans: [
+        {
+          scopeSpans: [
+            {
+              spans: [
+                { traceId: 'xyz', spanId: '00', name: 'a', startTimeUnixNano: '1', endTimeUnixNano: '2' },
+              ],
+            },
+          ],
+        },
+      ],
+    };
+    await expectCode(
+      Promise.resolve().then(() => decodeOtlpJson(bad)),
+      'bad_request',
+    );
     const response = encodeOtlpResponse('protobuf', { rejectedSpans: 2, errorMessage: 'no' });
     expect(exportResponseType().toObject(exportResponseType().decode(response), { longs: Number })).toEqual({
       partialSuccess: { rejectedSpans: 2, errorMessage: 'no' },
@@ -208,7 +261,10 @@ describe('OTLP import mapping', () => {
     const first = await ingestOtlp(store, 'acme', spans, { pulledAt, isLiveRun });
     expect(first.routed).toEqual([{ runId: 'run-42', spans: 4, appended: 9, duplicates: 0 }]);
     expect(first.imported).toHaveLength(1);
-    const again = await ingestOtlp(store, 'acme', spans, { pulledAt: new Date('2026-12-01T12:00:05Z'), isLiveRun });
+    const again = await ingestOtlp(store, 'acme', spans, {
+      pulledAt: new Date('2026-12-01T12:00:05Z'),
+      isLiveRun,
+    });
     expect(again.routed[0]).toMatchObject({ appended: 0 });
     expect(again.imported).toEqual(first.imported); // the same spans re-sent: the same copy
     const page = await store.read('acme', 'run-42', { limit: 100 });

@@ -1,2 +1,2 @@
-export { JsonlTraceSource, type JsonlSourceOptions } from './jsonl-source.js';
+export { type JsonlSourceOptions, JsonlTraceSource } from './jsonl-source.js';
 export { materializePull, type PulledTrace, type TraceSource } from './trace-source.js';

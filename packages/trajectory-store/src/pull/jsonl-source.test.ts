@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { readFile, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -83,7 +83,9 @@ describe('JSONL pull source', () => {
     await materializePull(store, 'acme', new JsonlTraceSource({ location: url }), { now: later });
     server.close();
     expect(
-      (await listImported(store, 'acme', { source: 'jsonl', externalId: 'ext-b' })).map((i) => i.provenance.pulledAt),
+      (await listImported(store, 'acme', { source: 'jsonl', externalId: 'ext-b' })).map(
+        (i) => i.provenance.pulledAt,
+      ),
     ).toEqual([now.toISOString(), later.toISOString()]);
     await store.close();
   });
@@ -94,7 +96,10 @@ describe('JSONL pull source', () => {
     await writeFile(bad, `${JSON.stringify({ type: 'message' })}\n`);
     const store = new TrajectoryStore({ backend: localBackend({ root: path.join(dir, 'store') }) });
     const now = new Date();
-    await expectCode(materializePull(store, 'acme', new JsonlTraceSource({ location: bad }), { now }), 'bad_request');
+    await expectCode(
+      materializePull(store, 'acme', new JsonlTraceSource({ location: bad }), { now }),
+      'bad_request',
+    );
     await expectCode(
       materializePull(store, 'acme', new JsonlTraceSource({ location: path.join(dir, 'absent') }), { now }),
       'storage_unavailable',

@@ -7,8 +7,8 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { TraceEvent } from '@everdict/run-model';
-import type { TraceEventDraft } from '../events.js';
 import { TrajectoryStoreError } from '../errors.js';
+import type { TraceEventDraft } from '../events.js';
 import { decodeOtlpJson, type OtlpSpan } from '../otlp/otlp-decode.js';
 import { spansToDrafts } from '../otlp/otlp-map.js';
 import type { PulledTrace, TraceSource } from './trace-source.js';
@@ -61,7 +61,8 @@ export class JsonlTraceSource implements TraceSource {
     let n = 0;
     for await (const line of await lines(this.#location, signal)) {
       n++;
-      if (n > this.#maxLines) throw new TrajectoryStoreError('bad_request', `${this.#location}: over ${this.#maxLines} lines`);
+      if (n > this.#maxLines)
+        throw new TrajectoryStoreError('bad_request', `${this.#location}: over ${this.#maxLines} lines`);
       if (line.trim() === '') continue;
       let value: unknown;
       try {
@@ -70,19 +71,26 @@ export class JsonlTraceSource implements TraceSource {
         throw new TrajectoryStoreError('bad_request', `${this.#location} line ${n}: not JSON`);
       }
       if (value && typeof value === 'object' && 'resourceSpans' in value) {
-        for (const span of decodeOtlpJson(value)) traces.set(span.traceId, [...(traces.get(span.traceId) ?? []), span]);
+        for (const span of decodeOtlpJson(value))
+          traces.set(span.traceId, [...(traces.get(span.traceId) ?? []), span]);
         continue;
       }
       const event = TraceEvent.safeParse(value);
       if (!event.success)
-        throw new TrajectoryStoreError('bad_request', `${this.#location} line ${n}: neither a TraceEvent nor OTLP JSON`);
+        throw new TrajectoryStoreError(
+          'bad_request',
+          `${this.#location} line ${n}: neither a TraceEvent nor OTLP JSON`,
+        );
       const list = runs.get(event.data.runId) ?? [];
       list.push(event.data);
       runs.set(event.data.runId, list);
     }
     for (const [runId, events] of runs) {
       events.sort((a, b) => a.seq - b.seq);
-      yield { externalId: runId, events: events.map(({ seq: _s, runId: _r, ...draft }) => draft as TraceEventDraft) };
+      yield {
+        externalId: runId,
+        events: events.map(({ seq: _s, runId: _r, ...draft }) => draft as TraceEventDraft),
+      };
     }
     for (const [traceId, spans] of traces) yield { externalId: traceId, events: spansToDrafts(spans) };
   }

@@ -19,7 +19,10 @@ export const S3BackendConfig = z.strictObject({
   /** Path-style addressing; defaults to true when an endpoint is given (what S3-compatible servers want). */
   forcePathStyle: z.boolean().optional(),
   /** Objects larger than this go up in parts of this size (multipart upload). */
-  partSize: z.int().min(MIN_PART_SIZE).default(8 * 1024 * 1024),
+  partSize: z
+    .int()
+    .min(MIN_PART_SIZE)
+    .default(8 * 1024 * 1024),
   /** Explicit credentials; absent → the SDK's default provider chain. */
   credentials: z
     .strictObject({

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startS3rver, type S3rverHandle } from '../../test/s3rver.js';
+import { type S3rverHandle, startS3rver } from '../../test/s3rver.js';
 import { describeBackendContract } from '../contract.js';
-import { S3Backend, s3Backend } from './s3-backend.js';
+import { type S3Backend, s3Backend } from './s3-backend.js';
 
 let server: S3rverHandle;
 let prefixes = 0;
