@@ -1,5 +1,5 @@
 // One size of the `trajectory.append` bench, in its own process (so its peak RSS is its own):
-//   node --expose-gc bench/append.mjs <events> [batch] [appendTrusted|append]
+//   node --expose-gc bench/append.mjs <events> [batch] [appendTrusted|append] [store-only]
 // The store appends <events> TraceEvents in batches to a local-directory store and seals them. The raw
 // baseline does the least that stores the same bytes: each batch JSON.stringify'd to JSONL and gzip-appended
 // (same level, same async zlib) to one open file. Both make their events per batch (same generator), so
@@ -58,10 +58,12 @@ async function rawRun(file) {
   return { ms: performance.now() - t0, cpuMs: cpuMs() - c0, bytes };
 }
 
-const rawBefore = await rawRun('raw-1.jsonl.gz');
+const WITH_RAW = process.argv[5] !== 'store-only';
+const none = { ms: Number.POSITIVE_INFINITY, cpuMs: Number.POSITIVE_INFINITY, bytes: 0 };
+const rawBefore = WITH_RAW ? await rawRun('raw-1.jsonl.gz') : none;
 const store = await storeRun();
 const peakRssMb = process.resourceUsage().maxRSS / 1024;
-const rawAfter = await rawRun('raw-2.jsonl.gz');
+const rawAfter = WITH_RAW ? await rawRun('raw-2.jsonl.gz') : none;
 await rm(dir, { recursive: true, force: true });
 const raw = {
   ms: Math.min(rawBefore.ms, rawAfter.ms),

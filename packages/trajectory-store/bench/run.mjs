@@ -6,7 +6,8 @@
 //   trajectory.otlp.decode       spans/s decoded from an OTLP protobuf request and mapped to TraceEvents,
 //                                next to protobufjs decoding the same bytes alone.
 // Run: pnpm --filter @everdict/trajectory-store build && pnpm --filter @everdict/trajectory-store bench
-// Env: BENCH_N (default 1000000), BENCH_SMALL_N (10000), BENCH_VALIDATED_N (200000).
+// Env: BENCH_N (default 1000000), BENCH_SMALL_N (10000), BENCH_MID_N (100000), BENCH_VALIDATED_N (200000).
+// Peak RSS is each run's own process high-water mark (the 10k and 100k runs skip the baseline: store only).
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { decodeOtlpProtobuf, spansToDrafts } from '../dist/index.js';
@@ -14,13 +15,13 @@ import { otlpRequestBytes, rawDecode } from './otlp-payload.mjs';
 
 const N = Number(process.env.BENCH_N ?? 1_000_000);
 const SMALL = Number(process.env.BENCH_SMALL_N ?? 10_000);
+const MID = Number(process.env.BENCH_MID_N ?? 100_000);
 const VALIDATED = Number(process.env.BENCH_VALIDATED_N ?? 200_000);
 const child = fileURLToPath(new URL('./append.mjs', import.meta.url));
 
-function runSize(n, method) {
-  const out = execFileSync(process.execPath, ['--expose-gc', child, String(n), '1000', method], {
-    encoding: 'utf8',
-  });
+function runSize(n, method, mode = 'with-raw') {
+  const args = ['--expose-gc', child, String(n), '1000', method, mode];
+  const out = execFileSync(process.execPath, args, { encoding: 'utf8' });
   return JSON.parse(out.trim().split('\n').pop());
 }
 
@@ -44,12 +45,13 @@ function line(name, r, extra = {}) {
   console.log(`BENCH ${JSON.stringify(fig)}`);
 }
 
-const small = runSize(SMALL, 'appendTrusted');
+const small = runSize(SMALL, 'appendTrusted', 'store-only');
+const mid = runSize(MID, 'appendTrusted', 'store-only');
 const large = runSize(N, 'appendTrusted');
 line('trajectory.append', large, {
-  peak_rss_mb_small: Math.round(small.peakRssMb),
-  small_n: SMALL,
   peak_rss_mb: Math.round(large.peakRssMb),
+  [`peak_rss_mb_${SMALL}`]: Math.round(small.peakRssMb),
+  [`peak_rss_mb_${MID}`]: Math.round(mid.peakRssMb),
 });
 line('trajectory.append.validated', runSize(VALIDATED, 'append'));
 
