@@ -49,12 +49,11 @@ export {
 } from './retention.js';
 export { S3Backend, s3Backend } from './s3/s3-backend.js';
 export { S3BackendConfig } from './s3/s3-backend-config.js';
-export {
-  type Sealed,
-  type TailItem,
-  type TrajectoryHead,
-  type TrajectoryPage,
-  TrajectoryStore,
-  type TrajectoryStoreOptions,
-  toTrajectoryRef,
-} from './trajectory-store.js';
+export type {
+  Sealed,
+  TailItem,
+  TrajectoryHead,
+  TrajectoryPage,
+  TrajectoryStoreOptions,
+} from './store-types.js';
+export { TrajectoryStore, toTrajectoryRef } from './trajectory-store.js';

@@ -63,8 +63,3 @@ export async function readIndex(backend: ObjectBackend, tenant: string, id: stri
   if (first) index.running = { text: null, stored: null, textBytes: 0 };
   return index;
 }
-
-/** Is there anything stored for this trajectory at all? (an empty live one has no objects) */
-export function isEmptyLive(state: TrajectoryState): boolean {
-  return state.status === 'live' && state.index.length === 0;
-}

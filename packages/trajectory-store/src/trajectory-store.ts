@@ -6,52 +6,19 @@ import type { ObjectBackend } from './backend.js';
 import { TrajectoryStoreError } from './errors.js';
 import { checkRunIds, numberDrafts, parseBatch, type TraceEventDraft } from './events.js';
 import { checkId, checkTenant } from './keys.js';
-import { type Page, readLive, readSealed, type Verification, verifySealed } from './read.js';
-import type { DeletionRecord, Provenance, SealRecord } from './records.js';
+import { readLive, readSealed, type Verification, verifySealed } from './read.js';
+import type { DeletionRecord, SealRecord } from './records.js';
 import { sealTrajectory } from './seal.js';
-import { loadState, type TrajectoryState } from './state.js';
-import { ChangeFeed, KeyedLock } from './sync.js';
-
-export interface TrajectoryStoreOptions {
-  readonly backend: ObjectBackend;
-  /** The clock (seal and deletion times); defaults to the system clock. */
-  readonly now?: () => Date;
-  /** Events per append call (default 10,000). */
-  readonly maxBatchEvents?: number;
-  /** Uncompressed canonical bytes per append call (default 8 MiB). */
-  readonly maxBatchBytes?: number;
-  /** How often a tail re-checks storage for appends made by another process (default 1000 ms). */
-  readonly tailPollMs?: number;
-  /** Trajectories whose state is kept in memory (default 10,000; evicted ones reload from storage). */
-  readonly cacheSize?: number;
-}
-
-export interface TrajectoryPage extends Page {
-  /** Events stored so far (the total once sealed). */
-  readonly eventCount: number;
-  readonly sealed: boolean;
-}
-
-export interface TrajectoryHead {
-  readonly trajectoryId: string;
-  readonly status: 'live' | 'sealed' | 'deleted';
-  readonly eventCount: number;
-  readonly lastSeq: number;
-  readonly seal?: SealRecord;
-  readonly deletion?: DeletionRecord;
-  readonly provenance?: Provenance;
-}
-
-export interface Sealed {
-  /** What the caller stores on the run (`run.trajectory`). */
-  readonly ref: TrajectoryRef;
-  readonly seal: SealRecord;
-}
-
-export interface TailItem {
-  readonly offset: number;
-  readonly event: Page['items'][number];
-}
+import type { TrajectoryState } from './state.js';
+import { StateCache } from './state-cache.js';
+import type {
+  Sealed,
+  TailItem,
+  TrajectoryHead,
+  TrajectoryPage,
+  TrajectoryStoreOptions,
+} from './store-types.js';
+import { ChangeFeed } from './sync.js';
 
 const DEFAULTS = {
   maxBatchEvents: 10_000,
@@ -64,8 +31,7 @@ export class TrajectoryStore {
   readonly backend: ObjectBackend;
   readonly #now: () => Date;
   readonly #opts: typeof DEFAULTS;
-  readonly #states = new Map<string, TrajectoryState>();
-  readonly #locks = new KeyedLock();
+  readonly #cache: StateCache;
   readonly #feed = new ChangeFeed();
 
   constructor(options: TrajectoryStoreOptions) {
@@ -77,6 +43,7 @@ export class TrajectoryStore {
       tailPollMs: options.tailPollMs ?? DEFAULTS.tailPollMs,
       cacheSize: options.cacheSize ?? DEFAULTS.cacheSize,
     };
+    this.#cache = new StateCache(this.backend, this.#opts.cacheSize);
   }
 
   /** Appends events (run-model TraceEvents of run `trajectoryId`, `seq` increasing); re-sent ones are skipped. */
@@ -104,7 +71,7 @@ export class TrajectoryStore {
 
   async #append(tenant: string, trajectoryId: string, batch: readonly TraceEvent[]): Promise<AppendResult> {
     const key = this.#key(tenant, trajectoryId);
-    return this.#locks.run(key, async () => {
+    return this.#cache.locks.run(key, async () => {
       const state = await this.#live(key, tenant, trajectoryId);
       const result = await appendEvents(this.#target(tenant, trajectoryId, state), batch);
       if (result.appended > 0) this.#feed.bump(key);
@@ -125,7 +92,7 @@ export class TrajectoryStore {
     if (!/^[0-9a-f]{32}$/.test(batchKey))
       throw new TrajectoryStoreError('bad_request', 'a batch key is 32 lowercase hex characters');
     const key = this.#key(tenant, trajectoryId);
-    return this.#locks.run(key, async () => {
+    return this.#cache.locks.run(key, async () => {
       const state = await this.#live(key, tenant, trajectoryId);
       const index = state.index;
       const prior = index.findBatch(batchKey);
@@ -161,14 +128,14 @@ export class TrajectoryStore {
         'offset is an integer ≥ 0 and limit an integer in 1..10000',
       );
     const key = this.#key(tenant, trajectoryId);
-    let state = await this.#state(key, tenant, trajectoryId);
+    let state = await this.#cache.get(key, tenant, trajectoryId);
     if (state.status === 'live' && offset >= state.index.eventCount)
-      state = await this.#reload(key, tenant, trajectoryId); // another process may have appended or sealed
+      state = await this.#cache.reload(key, tenant, trajectoryId); // another process may have appended or sealed
     try {
       return await this.#readFrom(state, tenant, trajectoryId, offset, limit);
     } catch (err) {
       if (state.status !== 'live' || !(err instanceof TrajectoryStoreError)) throw err;
-      const now = await this.#reload(key, tenant, trajectoryId); // a seal removed the chunks mid-read
+      const now = await this.#cache.reload(key, tenant, trajectoryId); // a seal removed the chunks mid-read
       if (now.status === 'live') throw err;
       return this.#readFrom(now, tenant, trajectoryId, offset, limit);
     }
@@ -196,9 +163,9 @@ export class TrajectoryStore {
   /** Seals the trajectory (idempotent): its digest is BLAKE3 of the canonical JSONL. */
   async seal(tenant: string, trajectoryId: string, { sealedAt }: { sealedAt?: Date } = {}): Promise<Sealed> {
     const key = this.#key(tenant, trajectoryId);
-    const seal = await this.#locks.run(key, async () => {
-      const cached = this.#states.get(key);
-      const state = await this.#reloadLocked(key, tenant, trajectoryId);
+    const seal = await this.#cache.locks.run(key, async () => {
+      const cached = this.#cache.peek(key);
+      const state = await this.#cache.reloadLocked(key, tenant, trajectoryId);
       // Storage is the truth; the running digests of this process's appends still hold if it agrees.
       if (
         state.status === 'live' &&
@@ -218,7 +185,7 @@ export class TrajectoryStore {
         sealedAt: (sealedAt ?? this.#now()).toISOString(),
         ...(state.provenance ? { provenance: state.provenance } : {}),
       });
-      this.#remember(key, { status: 'sealed', seal: record });
+      this.#cache.remember(key, { status: 'sealed', seal: record });
       this.#feed.bump(key);
       return record;
     });
@@ -228,7 +195,7 @@ export class TrajectoryStore {
   /** Where the trajectory stands, from storage. */
   async head(tenant: string, trajectoryId: string): Promise<TrajectoryHead> {
     const key = this.#key(tenant, trajectoryId);
-    const s = await this.#reload(key, tenant, trajectoryId);
+    const s = await this.#cache.reload(key, tenant, trajectoryId);
     if (s.status === 'deleted')
       return {
         trajectoryId,
@@ -259,7 +226,7 @@ export class TrajectoryStore {
 
   /** Re-reads a sealed trajectory whole and checks it against its digest (and `expectedDigest`, the run's). */
   async verify(tenant: string, trajectoryId: string, expectedDigest?: string): Promise<Verification> {
-    const s = await this.#reload(this.#key(tenant, trajectoryId), tenant, trajectoryId);
+    const s = await this.#cache.reload(this.#key(tenant, trajectoryId), tenant, trajectoryId);
     if (s.status === 'deleted') throw deleted(trajectoryId, s.deletion);
     if (s.status !== 'sealed')
       throw new TrajectoryStoreError('not_found', `trajectory ${trajectoryId} is not sealed`);
@@ -268,7 +235,7 @@ export class TrajectoryStore {
 
   /** Forgets cached state (after retention deleted it, or in tests that simulate a restart). */
   forget(tenant: string, trajectoryId: string): void {
-    this.#states.delete(this.#key(tenant, trajectoryId));
+    this.#cache.forget(this.#key(tenant, trajectoryId));
     this.#feed.bump(this.#key(tenant, trajectoryId));
   }
 
@@ -313,7 +280,7 @@ export class TrajectoryStore {
     tenant: string,
     id: string,
   ): Promise<Extract<TrajectoryState, { status: 'live' }>> {
-    const state = this.#states.get(key) ?? (await this.#reloadLocked(key, tenant, id));
+    const state = this.#cache.peek(key) ?? (await this.#cache.reloadLocked(key, tenant, id));
     if (state.status === 'live') return state;
     throw new TrajectoryStoreError(
       'trajectory_sealed',
@@ -323,32 +290,6 @@ export class TrajectoryStore {
         status: state.status,
       },
     );
-  }
-
-  async #state(key: string, tenant: string, id: string): Promise<TrajectoryState> {
-    const cached = this.#states.get(key);
-    if (cached) {
-      this.#states.delete(key);
-      this.#states.set(key, cached); // LRU: most recent last
-      return cached;
-    }
-    return this.#reload(key, tenant, id);
-  }
-
-  #reload(key: string, tenant: string, id: string): Promise<TrajectoryState> {
-    return this.#locks.run(key, () => this.#reloadLocked(key, tenant, id));
-  }
-
-  async #reloadLocked(key: string, tenant: string, id: string): Promise<TrajectoryState> {
-    const state = await loadState(this.backend, tenant, id);
-    this.#remember(key, state);
-    return state;
-  }
-
-  #remember(key: string, state: TrajectoryState): void {
-    this.#states.delete(key);
-    this.#states.set(key, state);
-    if (this.#states.size > this.#opts.cacheSize) this.#states.delete(this.#states.keys().next().value!);
   }
 }
 
