@@ -13,6 +13,8 @@ import { encodeRecord, type Provenance, type SealBlock, SealRecord } from './rec
 
 /** Blocks of the sealed object are cut at this many stored bytes (or at the end). */
 export const BLOCK_TARGET_BYTES = 256 * 1024;
+/** Chunks read ahead of the one being sealed (memory: this many chunks). */
+const READ_AHEAD = 4;
 
 export interface SealSource {
   readonly backend: ObjectBackend;
@@ -40,18 +42,25 @@ export async function sealTrajectory(src: SealSource): Promise<SealRecord> {
     block.reset();
     open = { offset: open.offset + open.count, count: 0, start: stored, length: 0 };
   };
-  // One chunk read (and inflated) ahead of the one being hashed and written, so I/O overlaps the work.
+  // Chunks are read (and inflated) a few ahead of the one being hashed and written, so I/O overlaps work.
   const fetchChunk = async (i: number) => {
     const entry = index.at(i);
     const bytes = await readChunkBytes(backend, tenant, id, entry);
     return { entry, bytes, text: running ? null : await inflate(bytes, `chunk ${i}`) };
   };
   async function* body(): AsyncGenerator<Uint8Array> {
-    let next = index.length > 0 ? fetchChunk(0) : undefined;
-    for (let i = 0; next; i++) {
-      const { entry, bytes, text } = await next;
-      next = i + 1 < index.length ? fetchChunk(i + 1) : undefined;
-      next?.catch(() => undefined); // awaited on the next turn; never an unhandled rejection meanwhile
+    const ahead: ReturnType<typeof fetchChunk>[] = [];
+    const fill = (from: number) => {
+      for (let k = from + ahead.length; k < index.length && ahead.length < READ_AHEAD; k++) {
+        const p = fetchChunk(k);
+        p.catch(() => undefined); // awaited in its turn; never an unhandled rejection meanwhile
+        ahead.push(p);
+      }
+    };
+    fill(0);
+    for (let i = 0; i < index.length; i++) {
+      const { entry, bytes, text } = await ahead.shift()!;
+      fill(i + 1);
       if (text) {
         if (countLines(text) !== entry.count || text[text.length - 1] !== 0x0a)
           throw new TrajectoryStoreError(
@@ -96,7 +105,12 @@ export async function sealTrajectory(src: SealSource): Promise<SealRecord> {
     ...(src.provenance ? { provenance: src.provenance } : {}),
   });
   await backend.put({ tenant, path: layout.seal(id) }, encodeRecord(seal));
-  for (let i = 0; i < index.length; i++) await backend.delete({ tenant, path: chunkPath(id, index, i) });
+  for (let i = 0; i < index.length; i += READ_AHEAD * 4) {
+    const group = [];
+    for (let k = i; k < Math.min(index.length, i + READ_AHEAD * 4); k++)
+      group.push(backend.delete({ tenant, path: chunkPath(id, index, k) }));
+    await Promise.all(group);
+  }
   return seal;
 }
 
