@@ -30,6 +30,7 @@ function runSize(n, method, mode = 'with-raw', heapCapMb = 0) {
 function line(name, r, extra = {}) {
   const eps = Math.round((r.n / r.store.ms) * 1000);
   const rawEps = Math.round((r.n / r.raw.ms) * 1000);
+  const stringifyEps = Math.round((r.n / r.rawStringify.ms) * 1000);
   const fig = {
     name,
     n: r.n,
@@ -38,6 +39,9 @@ function line(name, r, extra = {}) {
     raw_gzip_events_per_s: rawEps,
     ratio: +(eps / rawEps).toFixed(3),
     cpu_ratio: +(r.raw.cpuMs / r.store.cpuMs).toFixed(3),
+    raw_stringify_gzip_events_per_s: stringifyEps,
+    ratio_to_stringify: +(eps / stringifyEps).toFixed(3),
+    cpu_ratio_to_stringify: +(r.rawStringify.cpuMs / r.store.cpuMs).toFixed(3),
     append_ms: Math.round(r.store.appendMs),
     seal_ms: Math.round(r.store.sealMs),
     canonical_mb: +(r.store.bytes / 2 ** 20).toFixed(1),

@@ -35,7 +35,17 @@ export class StateCache {
 
   /** Loads the state from storage; the caller holds the trajectory's lock. */
   async reloadLocked(key: string, tenant: string, id: string): Promise<TrajectoryState> {
+    const before = this.#states.get(key);
     const state = await loadState(this.#backend, tenant, id);
+    // Storage is the truth; the running digests of this process's appends still hold if it agrees.
+    if (
+      state.status === 'live' &&
+      before?.status === 'live' &&
+      before.index.running &&
+      before.index.eventCount === state.index.eventCount &&
+      before.index.lastSeq === state.index.lastSeq
+    )
+      state.index.running = before.index.running;
     this.remember(key, state);
     return state;
   }

@@ -164,17 +164,7 @@ export class TrajectoryStore {
   async seal(tenant: string, trajectoryId: string, { sealedAt }: { sealedAt?: Date } = {}): Promise<Sealed> {
     const key = this.#key(tenant, trajectoryId);
     const seal = await this.#cache.locks.run(key, async () => {
-      const cached = this.#cache.peek(key);
       const state = await this.#cache.reloadLocked(key, tenant, trajectoryId);
-      // Storage is the truth; the running digests of this process's appends still hold if it agrees.
-      if (
-        state.status === 'live' &&
-        cached?.status === 'live' &&
-        cached.index.running &&
-        cached.index.eventCount === state.index.eventCount &&
-        cached.index.lastSeq === state.index.lastSeq
-      )
-        state.index.running = cached.index.running;
       if (state.status === 'sealed') return state.seal;
       if (state.status === 'deleted') throw deleted(trajectoryId, state.deletion);
       const record = await sealTrajectory({
