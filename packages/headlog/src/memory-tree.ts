@@ -9,8 +9,9 @@ import type { NodeId } from './shape.js';
 
 export class MemoryTree {
   private readonly range = CompactRange.empty();
-  /** levels[l][i]: the perfect node (l, i). */
-  private readonly levels: Uint8Array[][] = [];
+  /** levels[l]: the perfect nodes of height l, 32 bytes each, by index (one growable buffer per level). */
+  private readonly levels: Uint8Array[] = [];
+  private readonly counts: number[] = [];
 
   get size(): number {
     return this.range.size;
@@ -29,17 +30,24 @@ export class MemoryTree {
   }
 
   private store(node: StoredNode): void {
-    const level = this.levels[node.level] ?? [];
-    this.levels[node.level] = level;
-    level[node.index] = node.hash;
+    let buf = this.levels[node.level] ?? new Uint8Array(32 * 64);
+    if ((node.index + 1) * 32 > buf.length) {
+      const grown = new Uint8Array(buf.length * 2);
+      grown.set(buf);
+      buf = grown;
+    }
+    this.levels[node.level] = buf;
+    buf.set(node.hash, node.index * 32);
+    this.counts[node.level] = node.index + 1;
   }
 
-  /** The stored hashes of `nodes`, in order (`MissingNode` for a node not yet complete). */
+  /** Copies of the stored hashes of `nodes`, in order (`MissingNode` for a node not yet complete). */
   readNodes = (nodes: readonly NodeId[]): Uint8Array[] =>
     nodes.map(({ level, index }) => {
-      const h = this.levels[level]?.[index];
-      if (!h) throw new HeadLogError('MissingNode', `node (${level}, ${index}) is not complete`);
-      return h;
+      if (!(index < (this.counts[level] ?? 0))) {
+        throw new HeadLogError('MissingNode', `node (${level}, ${index}) is not complete`);
+      }
+      return this.levels[level]!.slice(index * 32, index * 32 + 32);
     });
 
   private run(plan: ProofPlan): Uint8Array[] {

@@ -19,9 +19,22 @@ export interface NodeId {
 
 /** The largest power of two strictly below `n` (n ≥ 2): RFC 9162's split point k. */
 export function splitPoint(n: number): number {
-  let k = 1;
+  if (n <= 2 ** 31) return 2 ** (31 - Math.clz32(n - 1)); // the highest set bit of n − 1
+  let k = 2 ** 31;
   while (k * 2 < n) k *= 2;
   return k;
+}
+
+/** log2(n) when n is a power of two, else -1. */
+export function exactLog2(n: number): number {
+  if (n <= 2 ** 31) return n > 0 && (n & (n - 1)) === 0 ? 31 - Math.clz32(n) : -1;
+  let level = 31;
+  let x = n / 2 ** 31;
+  while (x > 1 && x % 2 === 0) {
+    x /= 2;
+    level++;
+  }
+  return x === 1 ? level : -1;
 }
 
 /** PATH(index, D[0:size]) as spans, leaf-adjacent first (RFC 9162 §2.1.3.1). Caller checks index < size. */
@@ -86,7 +99,22 @@ export function consistencyProofLength(oldSize: number, size: number): number {
  */
 export function spanNodes(span: Span): NodeId[] {
   if (!(span.begin < span.end)) throw new HeadLogError('OutOfRange', 'an empty span has no nodes');
+  const len = span.end - span.begin;
+  const level = exactLog2(len);
+  if (level >= 0 && span.begin % len === 0) return [{ level, index: span.begin / len }];
   const nodes: NodeId[] = [];
+  const top = 2 * splitPoint(len + 1); // the smallest power of two ≥ len + 1 … ≥ len
+  if (span.begin % top === 0) {
+    // a proof's right edge: begin is aligned past len, so len's set bits, high to low, are the nodes
+    let at = span.begin;
+    for (let w = top / 2, l = exactLog2(top) - 1; w >= 1; w /= 2, l--) {
+      if (span.end - at >= w) {
+        nodes.push({ level: l, index: at / w });
+        at += w;
+      }
+    }
+    return nodes;
+  }
   let at = span.begin;
   while (at < span.end) {
     let width = 1;

@@ -6,7 +6,7 @@ import { equalBytes, isSize } from './bytes.js';
 import { HASH_SIZE } from './constants.js';
 import { HeadLogError } from './errors.js';
 import { EMPTY_ROOT, nodeHash } from './hash.js';
-import { consistencyProofLength, inclusionPathLength } from './shape.js';
+import { consistencyProofLength, exactLog2, inclusionPathLength } from './shape.js';
 
 const malformed = (why: string) => new HeadLogError('MalformedProof', why);
 
@@ -80,7 +80,7 @@ function rootsFromConsistencyProof(
   proof: readonly Uint8Array[],
 ): { oldRoot: Uint8Array; newRoot: Uint8Array } {
   // A power-of-two old tree is a node of the new one: its root is the seed, not repeated in the proof.
-  const path = isPow2(oldSize) ? [oldRoot, ...proof] : proof;
+  const path = exactLog2(oldSize) >= 0 ? [oldRoot, ...proof] : proof;
   let fn = oldSize - 1;
   let sn = newSize - 1;
   while (odd(fn)) {
@@ -106,12 +106,6 @@ function rootsFromConsistencyProof(
   }
   if (sn !== 0) throw malformed('the proof is shorter than the tree is deep');
   return { oldRoot: fr, newRoot: sr };
-}
-
-function isPow2(n: number): boolean {
-  let x = n;
-  while (x > 1 && x % 2 === 0) x /= 2;
-  return x === 1;
 }
 
 /**
