@@ -59,6 +59,24 @@ describe('everdict-conformance', () => {
     expect(status).toBe(1);
   });
 
+  it('fails an implementation that ignores --trust-key (ATTEST), and exits non-zero', {
+    timeout: 60_000,
+  }, () => {
+    const only = [
+      'bundle-full-cycle-trusted',
+      'tamper-untrusted-signer',
+      'forged-unbundled-segment-untrusted',
+    ];
+    const { status, lines } = conformance('--impl', broken('ignore-trust-keys'), '--only', only.join(','));
+    expect(lines).toContain('PASS  ATTEST   bundle-full-cycle-trusted');
+    const failed = (name: string, expected: string) =>
+      lines.some((l) => l.startsWith(`FAIL  ATTEST   ${name} — expected ${expected} got ok head=`));
+    expect(failed('tamper-untrusted-signer', 'UntrustedAttestation@0')).toBe(true);
+    expect(failed('forged-unbundled-segment-untrusted', 'UntrustedAttestation@1')).toBe(true);
+    expect(lines.at(-1)).toBe('1 passed, 2 failed');
+    expect(status).toBe(1);
+  });
+
   it('fails a case whose implementation hangs, after the timeout', () => {
     const { status, lines } = conformance(
       '--impl',

@@ -6,7 +6,9 @@ import { referenceImplementation } from './reference/implementation.js';
 
 const [subcommand, ...args] = process.argv.slice(2);
 if (subcommand !== 'build' && subcommand !== 'verify') {
-  console.error('usage: reference-cli build < ops.json | verify [--expect-head HEX] < wire.json');
+  console.error(
+    'usage: reference-cli build < ops.json | verify [--expect-head HEX] [--trust-key HEX]… < wire.json',
+  );
   process.exit(2);
 }
 const result = await referenceImplementation.invoke(subcommand, readFileSync(0, 'utf8'), args);

@@ -1,4 +1,6 @@
 import { ACCOUNT_CASES } from './account.js';
+import { ATTEST_BUILD_CASES } from './attest.js';
+import { ATTEST_FORGED_CASES, ATTEST_TAMPER_CASES } from './attest-tamper.js';
 import { C6_CASES } from './c6.js';
 import { C6_TAMPER_CASES } from './c6-tamper.js';
 import { C14_CASES } from './c14.js';
@@ -11,4 +13,7 @@ export const ALL_CASES: readonly Case[] = [
   ...C14_CASES,
   ...ACCOUNT_CASES,
   ...ENERGY_CASES,
+  ...ATTEST_BUILD_CASES,
+  ...ATTEST_TAMPER_CASES,
+  ...ATTEST_FORGED_CASES,
 ];

@@ -26,6 +26,9 @@ export const ErrorCode = z.enum([
   'MalformedSnapshot',
   'ZeroIdleEnergy',
   'MalformedRecord',
+  'AttestationMismatch',
+  'BadSignature',
+  'UntrustedAttestation',
 ]);
 
 /** A snapshot reference is flat; which fields are present decides its form (or that it is malformed). */
@@ -37,6 +40,8 @@ export const SnapshotRef = z.object({
 export const Account = z.object({ dispatched: z.array(z.string()), resolved: z.array(z.string()) });
 
 export const ExecutedBody = z.object({ attestation: Addr, account: Account.optional() });
+/** An `execute` op may carry its attestation body (checked by the implementation, not by this schema). */
+export const ExecuteOp = ExecutedBody.extend({ op: z.literal('execute'), body: z.unknown().optional() });
 export const SuspendedBody = z.object({ snapshot: SnapshotRef, manifest: Addr });
 export const ResumedBody = z.object({
   snapshot: SnapshotRef,
@@ -69,10 +74,14 @@ export const WireHeader = z.object({
   head: Addr,
 });
 
-export const WireRecord = WireHeader.extend({ segments: z.array(WireSegment) });
+/** `attestations` is kept as printed, so that a build's bundle is compared exactly (or its absence). */
+export const WireRecord = WireHeader.extend({
+  segments: z.array(WireSegment),
+  attestations: z.unknown().optional(),
+});
 
 export const Op = z.discriminatedUnion('op', [
-  ExecutedBody.extend({ op: z.literal('execute') }),
+  ExecuteOp,
   SuspendedBody.extend({ op: z.literal('suspend') }),
   ResumedBody.extend({ op: z.literal('resume') }),
   ClosedBody.extend({ op: z.literal('close') }),
@@ -88,6 +97,19 @@ export const BuildRefusal = z.object({
   head: Addr,
 });
 
+/** Exact sums: decimal strings that may exceed u64. */
+const Decimal = z.string().regex(/^(0|[1-9][0-9]*)$/);
+export const Cost = z.object({
+  active_uj: Decimal,
+  idle_uj: Decimal,
+  total_uj: Decimal,
+  unresolved: z.number().int().nonnegative(),
+});
+
+/**
+ * `cost` and `signed_by` come with the attestation bundle; the classes before ATTEST do not assert them, so
+ * they are optional here and asserted wherever a vector states them.
+ */
 export const VerifySuccess = z.object({
   ok: z.literal(true),
   head: Addr,
@@ -95,6 +117,8 @@ export const VerifySuccess = z.object({
   idle_uj: z.string().regex(/^[0-9]+$/),
   account: AccountVerdict,
   phase: Phase,
+  cost: Cost.optional(),
+  signed_by: z.array(z.string()).optional(),
 });
 export const VerifyFailure = z.object({
   ok: z.literal(false),
@@ -114,3 +138,4 @@ export type VerdictT = z.infer<typeof AccountVerdict>;
 export type PhaseT = z.infer<typeof Phase>;
 export type BuildRefusalT = z.infer<typeof BuildRefusal>;
 export type VerifyOutputT = z.infer<typeof VerifyOutput>;
+export type CostT = z.infer<typeof Cost>;

@@ -30,7 +30,7 @@ export function firstDifference(expected: unknown, actual: unknown, path = ''): 
 
 export function describeVerify(v: VerifyExpectT | VerifyOutputT): string {
   if (!v.ok) return `${v.error}${v.index === undefined || v.index === null ? ' (no index)' : `@${v.index}`}`;
-  const fields = (['head', 'length', 'idle_uj', 'account', 'phase'] as const)
+  const fields = (['head', 'length', 'idle_uj', 'account', 'phase', 'cost', 'signed_by'] as const)
     .filter((k) => v[k] !== undefined)
     .map((k) => `${k}=${short(v[k])}`);
   return ['ok', ...fields].join(' ');

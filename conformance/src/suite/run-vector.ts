@@ -14,6 +14,9 @@ export interface CaseResult {
 
 type BuildVectorT = Extract<VectorT, { kind: 'build' }>;
 
+/** "sandbox.attestation.sig/1", the first 25 bytes of every signed message. */
+const SIGNED_PREFIX = new TextEncoder().encode('sandbox.attestation.sig/1');
+
 async function call(
   impl: Implementation,
   sub: Subcommand,
@@ -51,6 +54,11 @@ function checkVerify(inv: Invocation, expect: VerifyExpectT): void {
   if (expect.ok && got.ok) {
     for (const k of ['head', 'length', 'idle_uj', 'account', 'phase'] as const)
       if (expect[k] !== undefined) sameField(k, expect[k], got[k]);
+    for (const k of ['cost', 'signed_by'] as const) {
+      if (expect[k] === undefined) continue;
+      const diff = firstDifference(expect[k], got[k], `/${k}`);
+      if (diff !== undefined) throw new CaseFailure(`verify summary differs at ${diff}`);
+    }
   } else if (!expect.ok && !got.ok) {
     const index = got.index ?? null;
     if (got.error !== expect.error || index !== expect.index)
@@ -88,6 +96,14 @@ async function runBuild(impl: Implementation, v: BuildVectorT): Promise<void> {
   sameField('head', v.expect.head, w.head);
   const diff = firstDifference(v.expect.wire, w);
   if (diff !== undefined) throw new CaseFailure(`wire form differs at ${diff}`);
+  for (const p of v.pinned_attestations ?? []) {
+    if (toHex(H(fromHex(p.att_hex))) !== p.address)
+      throw new CaseFailure(`vector corrupt: pinned att layout does not hash to ${p.address}`);
+    if (toHex(fromHex(p.signed_hex)) !== toHex(SIGNED_PREFIX) + p.address)
+      throw new CaseFailure(
+        'vector corrupt: pinned signed message is not "sandbox.attestation.sig/1" ‖ address',
+      );
+  }
   for (const p of v.pinned ?? []) {
     if (toHex(H(concat(fromHex(p.prev_head), fromHex(p.segment_hex)))) !== p.head)
       throw new CaseFailure(`vector corrupt: pinned layout of segment ${p.index} does not hash to its head`);
@@ -95,12 +111,21 @@ async function runBuild(impl: Implementation, v: BuildVectorT): Promise<void> {
     if (prev !== undefined) sameField(`head before pinned segment ${p.index}`, p.prev_head, prev);
     sameField(`head of pinned segment ${p.index} (H(prev ‖ ${p.layout}))`, p.head, w.segments[p.index]?.head);
   }
-  if (v.verify !== undefined) checkVerify(await call(impl, 'verify', inv.stdout), v.verify.expect);
+  if (v.verify !== undefined)
+    checkVerify(await call(impl, 'verify', inv.stdout, trustArgs(v.verify.trust_keys)), v.verify.expect);
+}
+
+/** `--trust-key K` for each key, in order. */
+function trustArgs(keys: readonly string[] | undefined): string[] {
+  return (keys ?? []).flatMap((k) => ['--trust-key', k]);
 }
 
 async function runVector(impl: Implementation, v: VectorT): Promise<void> {
   if (v.kind === 'build') return runBuild(impl, v);
-  const args = v.expect_head === undefined ? [] : ['--expect-head', v.expect_head];
+  const args = [
+    ...(v.expect_head === undefined ? [] : ['--expect-head', v.expect_head]),
+    ...trustArgs(v.trust_keys),
+  ];
   if (v.kind === 'verify')
     return checkVerify(await call(impl, 'verify', JSON.stringify(v.wire), args), v.expect);
   const built = await call(impl, 'build', JSON.stringify(v.ops));

@@ -1,8 +1,8 @@
 // The vector file format (conformance/vectors/<class>/<name>.json). Language-neutral JSON; see README.
 import { z } from 'zod';
-import { AccountVerdict, Addr, ErrorCode, OpsInput, Phase } from '../contract/schemas.js';
+import { AccountVerdict, Addr, Cost, ErrorCode, OpsInput, Phase } from '../contract/schemas.js';
 
-export const CLASSES = ['C6', 'C14', 'ACCOUNT', 'ENERGY'] as const;
+export const CLASSES = ['C6', 'C14', 'ACCOUNT', 'ENERGY', 'ATTEST'] as const;
 export const VectorClass = z.enum(CLASSES);
 
 /** What `verify` must print. Fields left out of an `ok: true` expectation are not asserted. */
@@ -14,6 +14,9 @@ export const VerifyExpect = z.discriminatedUnion('ok', [
     idle_uj: z.string().optional(),
     account: AccountVerdict.optional(),
     phase: Phase.optional(),
+    cost: Cost.optional(),
+    /** Exactly these keys, in this order. */
+    signed_by: z.array(Addr).optional(),
   }),
   z.object({
     ok: z.literal(false),
@@ -31,6 +34,20 @@ export const Pinned = z.object({
   segment_hex: z.string().regex(/^[0-9a-f ]+$/),
   head: Addr,
 });
+
+/**
+ * A hand-written attestation layout `att`: BLAKE3(att_hex) must equal `address`; `signed_hex` is the message
+ * a signature of it signs ("sandbox.attestation.sig/1" ‖ address).
+ */
+export const PinnedAttestation = z.object({
+  address: Addr,
+  layout: z.string(),
+  att_hex: z.string().regex(/^[0-9a-f ]+$/),
+  signed_hex: z.string().regex(/^[0-9a-f ]+$/),
+});
+
+/** Keys passed as `--trust-key` (rule 9), one flag each, in this order. */
+const TrustKeys = z.array(Addr);
 
 /** A subset of RFC 6902 JSON Patch, applied to the implementation's own `build` output. */
 const Pointer = z.string().regex(/^(\/[^/]*)*$/);
@@ -64,8 +81,9 @@ export const BuildVector = z.object({
     }),
   ]),
   pinned: z.array(Pinned).optional(),
-  /** For a built record: `verify` of the implementation's own output must print this. */
-  verify: z.object({ expect: VerifyExpect }).optional(),
+  pinned_attestations: z.array(PinnedAttestation).optional(),
+  /** For a built record: `verify [--trust-key K]…` of the implementation's own output must print this. */
+  verify: z.object({ expect: VerifyExpect, trust_keys: TrustKeys.optional() }).optional(),
 });
 
 export const TamperVector = z.object({
@@ -76,6 +94,7 @@ export const TamperVector = z.object({
   base_head: Addr,
   patch: z.array(PatchOp),
   expect_head: Addr.optional(),
+  trust_keys: TrustKeys.optional(),
   expect: VerifyExpect,
 });
 
@@ -84,6 +103,7 @@ export const VerifyVector = z.object({
   kind: z.literal('verify'),
   wire: z.unknown(),
   expect_head: Addr.optional(),
+  trust_keys: TrustKeys.optional(),
   expect: VerifyExpect,
 });
 
@@ -94,3 +114,4 @@ export type VectorClassT = z.infer<typeof VectorClass>;
 export type VerifyExpectT = z.infer<typeof VerifyExpect>;
 export type PatchOpT = z.infer<typeof PatchOp>;
 export type PinnedT = z.infer<typeof Pinned>;
+export type PinnedAttestationT = z.infer<typeof PinnedAttestation>;

@@ -37,6 +37,20 @@ export interface Attestation {
   readonly auditPrev?: Hex | undefined;
 }
 
+/** An Ed25519 signature over `"sandbox.attestation.sig/1" ‖ address(att)`; not part of the bytes `att`. */
+export interface AttestationSignature {
+  readonly alg: 'ed25519';
+  /** The signer's 32-byte public key, 64 lowercase hex. */
+  readonly key: Hex;
+  /** The 64-byte signature, 128 lowercase hex. */
+  readonly sig: Hex;
+}
+
+/** An attestation as a record's bundle carries it: the attested fields and, optionally, a signature. */
+export interface AttestationBody extends Attestation {
+  readonly signature?: AttestationSignature | undefined;
+}
+
 const invalid = (why: string) => new RunRecordError('InvalidAttestation', why);
 
 /** The canonical bytes `att`. Throws `InvalidAttestation` if a field cannot be encoded. */

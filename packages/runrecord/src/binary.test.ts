@@ -3,7 +3,8 @@ import { addr, closed, exec, forge, GRANTS, image, res, susp, transcript, UNIT }
 import { accountVerdict } from './accounts.js';
 import { bytesToHex, hexToBytes, U64_MAX } from './bytes.js';
 import { isRunRecordError } from './errors.js';
-import { openRecord, openWriter } from './host.js';
+import { openWriter } from './host.js';
+import { openRecord } from './host-record.js';
 import { segmentBytes } from './segment.js';
 import type { SegmentBody } from './types.js';
 import { Verifier, verifyRecord } from './verify.js';

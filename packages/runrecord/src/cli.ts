@@ -7,12 +7,14 @@ import { isAddr } from './bytes.js';
 import { isRunRecordError } from './errors.js';
 import { inspectRecord } from './inspect.js';
 import { buildRecord } from './ops.js';
-import { verifyRecord, verifyWire } from './verify.js';
-import { decodeWireJson, parseJson } from './wire.js';
+import { verifyOutput } from './summary.js';
+import { verifyWire } from './verify.js';
+import { decodeWire, parseJson } from './wire.js';
 
 const USAGE = `usage:
   everdict-runrecord build [--pretty] < ops.json        apply operations to a new record; print its wire form
-  everdict-runrecord verify [--expect-head HEX] < wire.json   verify from genesis; print a summary
+  everdict-runrecord verify [--expect-head HEX] [--trust-key HEX]… < wire.json
+                                                         verify from genesis; print a summary (cost, signers)
   everdict-runrecord inspect < wire.json                 print a record as a readable table
 exit codes: 0 ok · 1 refused / does not verify / malformed input · 2 usage`;
 
@@ -50,24 +52,26 @@ function build(args: string[]): number {
   return 1;
 }
 
-function expectHeadArg(args: string[]): string | undefined {
-  let expect: string | undefined;
+function verifyArgs(args: string[]): { expectHead?: string; trustKeys?: string[] } {
+  let expectHead: string | undefined;
+  let trustKeys: string[] | undefined;
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
-    let value: string | undefined;
-    if (a === '--expect-head') value = args[++i];
-    else if (a.startsWith('--expect-head=')) value = a.slice('--expect-head='.length);
-    else throw new UsageError(`verify: unexpected argument ${a}`);
-    if (value === undefined || !isAddr(value.toLowerCase())) {
-      throw new UsageError('verify: --expect-head needs a 64-hex-digit head');
+    const [flag, inline] = a.startsWith('--') && a.includes('=') ? a.split('=', 2) : [a, undefined];
+    if (flag !== '--expect-head' && flag !== '--trust-key')
+      throw new UsageError(`verify: unexpected argument ${a}`);
+    const value = (inline ?? args[++i])?.toLowerCase();
+    if (value === undefined || !isAddr(value)) {
+      throw new UsageError(`verify: ${flag} needs 64 hex digits`);
     }
-    expect = value.toLowerCase();
+    if (flag === '--expect-head') expectHead = value;
+    else trustKeys = [...(trustKeys ?? []), value];
   }
-  return expect;
+  return { ...(expectHead === undefined ? {} : { expectHead }), ...(trustKeys ? { trustKeys } : {}) };
 }
 
 function verify(args: string[]): number {
-  const expectHead = expectHeadArg(args);
+  const options = verifyArgs(args);
   let json: unknown;
   try {
     json = parseJson(readStdin());
@@ -75,19 +79,9 @@ function verify(args: string[]): number {
     out({ ok: false, error: 'MalformedRecord' });
     return 1;
   }
-  const r = verifyWire(json, expectHead === undefined ? {} : { expectHead });
-  if (r.ok) {
-    out({
-      ok: true,
-      head: r.head,
-      length: r.length,
-      idle_uj: r.idleUj.toString(),
-      account: r.account.verdict,
-      phase: r.phase,
-    });
-    return 0;
-  }
-  out(r.index === undefined ? { ok: false, error: r.error } : { ok: false, error: r.error, index: r.index });
+  const r = verifyWire(json, options);
+  out(verifyOutput(r));
+  if (r.ok) return 0;
   process.stderr.write(
     `does not verify: ${r.error}${r.index === undefined ? '' : ` at ${r.index}`}: ${r.message}\n`,
   );
@@ -97,14 +91,25 @@ function verify(args: string[]): number {
 function inspect(args: string[]): number {
   if (args.length > 0) throw new UsageError(`inspect: unexpected argument ${args[0]}`);
   try {
-    const record = decodeWireJson(readStdin());
-    const result = verifyRecord(record);
-    process.stdout.write(inspectRecord(record, result));
+    const json = parseJson(readStdin());
+    const result = verifyWire(json);
+    process.stdout.write(inspectRecord(readable(json), result));
     return result.ok ? 0 : 1;
   } catch (e) {
     if (!isRunRecordError(e)) throw e;
     process.stderr.write(`cannot read the record: ${e.message}\n`);
     return 1;
+  }
+}
+
+/** The record to draw: with its bundle if that decodes, else without it (the verdict says what is wrong). */
+function readable(json: unknown) {
+  try {
+    return decodeWire(json);
+  } catch (e) {
+    if (typeof json !== 'object' || json === null || !('attestations' in json)) throw e;
+    const { attestations: _unreadable, ...bare } = json;
+    return decodeWire(bare);
   }
 }
 

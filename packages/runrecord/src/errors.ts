@@ -1,4 +1,7 @@
-/** The eight codes of `sandbox.runrecord/1`: every refusal and every verification failure is one of these. */
+/**
+ * The codes of `sandbox.runrecord/1`: every refusal and every verification failure is one of these. The
+ * last three come with the attestation bundle (rules 6–9).
+ */
 export const SPEC_ERROR_CODES = [
   'HeadMismatch',
   'PhaseViolation',
@@ -8,15 +11,19 @@ export const SPEC_ERROR_CODES = [
   'MalformedSnapshot',
   'ZeroIdleEnergy',
   'MalformedRecord',
+  'AttestationMismatch',
+  'BadSignature',
+  'UntrustedAttestation',
 ] as const;
 export type SpecErrorCode = (typeof SPEC_ERROR_CODES)[number];
 
 /**
  * Codes this package adds beyond the spec. They never describe a record: `InvalidAttestation` refuses an
  * attestation object whose fields cannot be encoded (an attestation is not a record segment);
+ * `InvalidKey` refuses a signing key that is not 32 bytes or a trusted key that is not 64 hex digits;
  * `BackendUnavailable` refuses selecting the hash-wasm backend where WebAssembly is missing.
  */
-export const PACKAGE_ERROR_CODES = ['InvalidAttestation', 'BackendUnavailable'] as const;
+export const PACKAGE_ERROR_CODES = ['InvalidAttestation', 'InvalidKey', 'BackendUnavailable'] as const;
 export type PackageErrorCode = (typeof PACKAGE_ERROR_CODES)[number];
 
 export type RunRecordErrorCode = SpecErrorCode | PackageErrorCode;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { addr, GRANTS, UNIT } from '../test/helpers.js';
 import { genesisHead } from './chain.js';
 import { isRunRecordError, type RunRecordError } from './errors.js';
-import { type HostRecord, openRecord, reopenRecord } from './host.js';
+import { type HostRecord, openRecord, reopenRecord } from './host-record.js';
 import type { SnapshotInput } from './types.js';
 import { verifyRecord } from './verify.js';
 

@@ -1,30 +1,57 @@
 // The host side: an appendable record. Every refusal is a RunRecordError with the spec's code and the index
 // the segment would have had; a refused append leaves the record and its head exactly as they were.
+// Order of checks on append (the verifier's, without the head check): RecordClosed → MalformedSnapshot /
+// MalformedRecord (the segment, or an attestation body, cannot be encoded) → PhaseViolation →
+// SnapshotMismatch → ManifestMismatch → ZeroIdleEnergy; for an executed segment with a body, rules 6–8:
+// AttestationMismatch (address, unit, grants, record_head) → BadSignature.
 
-import { scanSegment, segmentFromBytes } from './binary.js';
+import { bindingProblem, signatureProblem } from './attest-rules.js';
+import { type Attestation, type AttestationBody, attestationAddress } from './attestation.js';
+import { scanSegment } from './binary.js';
+import { bodyBytes, normalizeBody } from './bundle.js';
 import { bytesToHex, type Hex } from './bytes.js';
 import { ChainCursor, genesisBytes, SEG } from './chain.js';
 import { isRunRecordError, type RunRecordError } from './errors.js';
-import { RuleTracker } from './rules.js';
+import { EXECUTED, RuleTracker } from './rules.js';
 import { normalizeSegment } from './segment.js';
+import { signAttestation } from './signature.js';
 import type {
   Account,
   CloseReason,
   IdleProvenance,
   Phase,
-  RunRecord,
   Segment,
   SegmentBody,
   SnapshotInput,
   SnapshotRef,
 } from './types.js';
-import { verifyRecordState } from './verify.js';
-import { encodeWire, type WireRecord } from './wire.js';
 
 export interface ExecuteInput {
   readonly attestation: Hex;
   /** Omit for "not accounted"; `{dispatched: [], resolved: []}` is "accounted, no calls". */
-  readonly account?: Account;
+  readonly account?: Account | undefined;
+  /**
+   * The attestation itself, to travel with the record in its bundle. It must hash to `attestation`, be of
+   * this record's unit and grant set, name the record's current head as `recordHead`, and carry a signature
+   * that verifies, if any (AttestationMismatch / BadSignature otherwise).
+   */
+  readonly body?: AttestationBody | undefined;
+}
+
+/** An executed interval's receipt: an attestation without what the record supplies (unit, grants, head). */
+export type IntervalReceipt = Omit<Attestation, 'unitId' | 'grantsId' | 'recordHead'>;
+
+export interface ExecuteIntervalOptions {
+  readonly account?: Account | undefined;
+  /** The steward's 32-byte Ed25519 secret key; omit for an unsigned body. */
+  readonly secretKey?: Uint8Array | undefined;
+}
+
+/** What `executeInterval` appended: the segment, the body (bundle it, store it) and its address. */
+export interface AttestedInterval {
+  readonly segment: Segment;
+  readonly body: AttestationBody;
+  readonly address: Hex;
 }
 export interface SuspendInput {
   readonly snapshot: SnapshotInput;
@@ -88,7 +115,28 @@ export class RecordWriter {
   execute(input: ExecuteInput): Segment {
     const body: Record<string, unknown> = { kind: 'executed', attestation: input.attestation };
     if (input.account !== undefined) body.account = input.account;
-    return this.append(body);
+    return this.append(body, input.body);
+  }
+
+  /**
+   * Seals an executed interval of this record and appends it: builds the attestation bound here (this
+   * record's unit and grant set, its current head as `recordHead`), signs it when given a secret key, and
+   * appends the executed segment with the body. Throws `InvalidAttestation` / `InvalidKey` for a receipt or
+   * key that cannot be used, and the append's refusals (RecordClosed, PhaseViolation, …).
+   */
+  executeInterval(receipt: IntervalReceipt, options: ExecuteIntervalOptions = {}): AttestedInterval {
+    const attestation: Attestation = {
+      ...receipt,
+      unitId: this.unitId,
+      grantsId: this.grantsId,
+      recordHead: this.head,
+    };
+    const { body, address } =
+      options.secretKey === undefined
+        ? { body: attestation, address: attestationAddress(attestation) }
+        : signAttestation(attestation, options.secretKey);
+    const segment = this.execute({ attestation: address, account: options.account, body });
+    return { segment, body: normalizeBody(body), address };
   }
   suspend(input: SuspendInput): Segment {
     return this.append({ kind: 'suspended', snapshot: input.snapshot, manifest: input.manifest });
@@ -132,17 +180,44 @@ export class RecordWriter {
   }
 
   /** Encodes `body` at the cursor and applies the rules; throws the indexed refusal. Changes nothing. */
-  private prepare(body: unknown): void {
+  private prepare(body: unknown, attestation?: AttestationBody): void {
     const index = this.count;
     const closed = this.rules.closedError();
     if (closed) throw closed.at(index);
+    let att: Uint8Array | undefined;
     try {
       this.cursor.encode(body);
+      if (attestation !== undefined) att = bodyBytes(attestation);
     } catch (e) {
       throw isRunRecordError(e) ? e.at(index) : e;
     }
-    const refused = this.rules.check(this.cursor.buf, SEG);
+    const buf = this.cursor.buf;
+    const refused = this.rules.check(buf, SEG);
     if (refused) throw refused.at(index);
+    if (buf[SEG] === EXECUTED) {
+      const problem = this.attestationProblem(buf, SEG + 1, attestation, att);
+      if (problem) throw problem.at(index);
+    }
+  }
+
+  /** Rules 6–8 for an executed segment whose address is at `buf[at..]` (the body, if any, encodes as `att`). */
+  private attestationProblem(
+    buf: Uint8Array,
+    at: number,
+    body: AttestationBody | undefined,
+    att: Uint8Array | undefined,
+  ): RunRecordError | null {
+    if (body === undefined || att === undefined) return this.unboundReuse(buf, at);
+    const site = { unitId: this.unitId, grantsId: this.grantsId, headBefore: this.cursor.headBytes };
+    return bindingProblem(att, body, buf, at, site) ?? signatureProblem(body, buf, at);
+  }
+
+  /**
+   * A segment without a body naming an address whose bundled body is bound elsewhere (a record that holds
+   * its bundle knows; the O(1) writer keeps none).
+   */
+  protected unboundReuse(_buf: Uint8Array, _at: number): RunRecordError | null {
+    return null;
   }
 
   /** Hashes the prepared segment and moves past it, all at once. */
@@ -155,12 +230,12 @@ export class RecordWriter {
   }
 
   /** The one way a segment enters the chain: check everything, then change state all at once. */
-  protected append(body: unknown): Segment {
-    this.prepare(body);
+  protected append(body: unknown, attestation?: AttestationBody): Segment {
+    this.prepare(body, attestation);
     const head = bytesToHex(this.advance());
     this.headHex = head;
     const segment = normalizeSegment(body as SegmentBody, head);
-    this.appended(segment);
+    this.appended(segment, attestation === undefined ? undefined : normalizeBody(attestation));
     return segment;
   }
 
@@ -179,7 +254,9 @@ export class RecordWriter {
       throw isRunRecordError(e) ? e.at(index) : e;
     }
     this.cursor.load(seg);
-    const refused = this.rules.check(this.cursor.buf, SEG);
+    const buf = this.cursor.buf;
+    const refused =
+      this.rules.check(buf, SEG) ?? (buf[SEG] === EXECUTED ? this.unboundReuse(buf, SEG + 1) : null);
     if (refused) throw refused.at(index);
     const digest = this.advance();
     this.headHex = null;
@@ -188,59 +265,10 @@ export class RecordWriter {
   }
 
   protected appendedBytes(_seg: Uint8Array, _head: Uint8Array): void {}
-  protected appended(_segment: Segment): void {}
-}
-
-/** A record kept in memory: a RecordWriter that also holds its segments and can print its wire form. */
-export class HostRecord extends RecordWriter {
-  private readonly list: Segment[];
-
-  /** @internal */
-  constructor(
-    id: RecordIdentity,
-    from?: { head: Uint8Array; rules: RuleTracker; segments: readonly Segment[] },
-  ) {
-    super(id, from && { head: from.head, rules: from.rules, length: from.segments.length });
-    this.list = from ? [...from.segments] : [];
-  }
-
-  get segments(): readonly Segment[] {
-    return this.list;
-  }
-
-  protected override appended(segment: Segment): void {
-    this.list.push(segment);
-  }
-
-  protected override appendedBytes(seg: Uint8Array, head: Uint8Array): void {
-    this.list.push(segmentFromBytes(seg, head));
-  }
-
-  toRecord(): RunRecord {
-    return { unitId: this.unitId, grantsId: this.grantsId, segments: [...this.list], head: this.head };
-  }
-
-  toWire(): WireRecord {
-    return encodeWire(this.toRecord());
-  }
-}
-
-/** A new, empty record of `unitId` under `grantsId` (both addresses; `MalformedRecord` otherwise). */
-export function openRecord(id: RecordIdentity): HostRecord {
-  return new HostRecord(id);
+  protected appended(_segment: Segment, _attestation: AttestationBody | undefined): void {}
 }
 
 /** A new record that keeps no segments in memory (constant memory in length). */
 export function openWriter(id: RecordIdentity): RecordWriter {
   return new RecordWriter(id);
-}
-
-/**
- * Continues an existing record after verifying it from genesis (throws its RunRecordError if it does not
- * verify, or if `expectHead` is given and differs).
- */
-export function reopenRecord(record: RunRecord, options: { expectHead?: Hex } = {}): HostRecord {
-  const { head, rules } = verifyRecordState(record, options);
-  const segments = record.segments.map((s) => normalizeSegment(s, s.head));
-  return new HostRecord(record, { head, rules, segments });
 }

@@ -1,4 +1,5 @@
-// A readable table of a record: index, kind, head prefix, snapshot form, idle energy, account.
+// A readable table of a record: index, kind, head prefix, snapshot form, idle energy, bundled attestation
+// (energy, outcome, signer), account; the verification, cost and signers above it.
 import { snapshotForm } from './snapshot.js';
 import type { Account, RunRecord, Segment } from './types.js';
 import type { VerifyResult } from './verify.js';
@@ -24,12 +25,22 @@ function accountCell(a: Account | undefined): string {
   return `dispatched ${calls(a.dispatched)} · resolved ${calls(a.resolved)}`;
 }
 
-function row(s: Segment, i: number): string[] {
+function attestedCell(s: Segment, bundle: RunRecord['attestations']): string {
+  if (s.kind !== 'executed') return '—';
+  const body = bundle?.get(s.attestation);
+  if (body === undefined) return 'not bundled';
+  const energy = `${groupDigits(body.activeUj)} µJ ${body.outcome}`;
+  return body.signature === undefined
+    ? `${energy}, unsigned`
+    : `${energy}, signed ${body.signature.key.slice(0, HEAD_PREFIX)}`;
+}
+
+function row(s: Segment, i: number, bundle: RunRecord['attestations']): string[] {
   const snap = s.kind === 'suspended' || s.kind === 'resumed' ? snapshotForm(s.snapshot) : '—';
   const idle = s.kind === 'resumed' ? `${groupDigits(s.idleUj)} µJ ${s.idleProvenance}` : '—';
   const account =
     s.kind === 'executed' ? accountCell(s.account) : s.kind === 'closed' ? `(${s.reason})` : '—';
-  return [String(i), s.kind, s.head.slice(0, HEAD_PREFIX), snap, idle, account];
+  return [String(i), s.kind, s.head.slice(0, HEAD_PREFIX), snap, idle, attestedCell(s, bundle), account];
 }
 
 function table(rows: string[][], rightAligned: ReadonlySet<number>): string[] {
@@ -65,12 +76,18 @@ export function inspectRecord(record: RunRecord, result: VerifyResult): string {
     lines.push(
       `  idle    ${joules(result.idleUj)} (${groupDigits(result.idleUj)} µJ)   account ${a.verdict}${blame}`,
     );
+    const c = result.cost;
+    lines.push(
+      `  cost    ${joules(c.totalUj)} = active ${joules(c.activeUj)} + idle ${joules(c.idleUj)}` +
+        (c.unresolved === 0 ? '' : `   ${c.unresolved} executed segment(s) not bundled: not costed`),
+    );
+    lines.push(`  signed  ${result.signedBy.length === 0 ? '—' : result.signedBy.join(', ')}`);
   } else {
     lines.push(`  length  ${record.segments.length}`);
   }
   lines.push('');
-  const header = ['#', 'kind', 'head', 'snapshot', 'idle energy', 'account'];
-  const body = record.segments.map(row);
+  const header = ['#', 'kind', 'head', 'snapshot', 'idle energy', 'attestation', 'account'];
+  const body = record.segments.map((s, i) => row(s, i, record.attestations));
   const bad = result.ok ? undefined : result.index;
   const rendered = table([header, ...body], new Set([0]));
   lines.push(`  ${rendered[0]}`);

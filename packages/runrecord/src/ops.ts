@@ -1,11 +1,15 @@
 // `build`: apply the operations of an ops.json document to a new record. The document's envelope must
 // parse (MalformedRecord, no index, otherwise); each op is then read and applied in turn with the host's
-// order of checks — RecordClosed first, then the op's own encoding, then the rules — and the first refusal
-// stops the build with the record as it stood.
+// order of checks — RecordClosed first, then the op's own encoding (an `execute` op's `body` included: a
+// body that is not exactly a well-formed attestation makes the op unreadable), then the rules — and the
+// first refusal stops the build with the record as it stood. Bodies go into the wire form's bundle; with
+// none, the wire form has no `attestations` key.
 import { z } from 'zod';
+import { decodeAttestationBody } from './bundle.js';
 import type { Hex } from './bytes.js';
 import { isRunRecordError, RunRecordError, type SpecErrorCode } from './errors.js';
-import { type HostRecord, type Operation, openRecord } from './host.js';
+import type { Operation } from './host.js';
+import { type HostRecord, openRecord } from './host-record.js';
 import {
   accountSchema,
   addrSchema,
@@ -18,7 +22,12 @@ import {
 } from './wire.js';
 
 const opSchema = z.discriminatedUnion('op', [
-  z.strictObject({ op: z.literal('execute'), attestation: addrSchema, account: accountSchema.optional() }),
+  z.strictObject({
+    op: z.literal('execute'),
+    attestation: addrSchema,
+    account: accountSchema.optional(),
+    body: z.unknown().optional(),
+  }),
   z.strictObject({ op: z.literal('suspend'), snapshot: snapshotSchema, manifest: addrSchema }),
   z.strictObject({
     op: z.literal('resume'),
@@ -37,6 +46,10 @@ export function parseOperation(raw: unknown): Operation {
   const r = opSchema.safeParse(raw);
   if (!r.success) throw new RunRecordError('MalformedRecord', zodProblem(r.error));
   const o = r.data;
+  if (o.op === 'execute') {
+    const { body, ...rest } = o;
+    return 'body' in o ? { ...rest, body: decodeAttestationBody(body) } : rest;
+  }
   if (o.op === 'resume') {
     const { idle_uj, idle_provenance, ...rest } = o;
     return { ...rest, idleUj: idle_uj, idleProvenance: idle_provenance };

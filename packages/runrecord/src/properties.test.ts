@@ -7,7 +7,8 @@ import { addr, GRANTS, UNIT } from '../test/helpers.js';
 import { accountVerdict } from './accounts.js';
 import { idleEnergy } from './energy.js';
 import { isRunRecordError } from './errors.js';
-import { type HostRecord, type Operation, openRecord } from './host.js';
+import type { Operation } from './host.js';
+import { type HostRecord, openRecord } from './host-record.js';
 import type { SnapshotInput } from './types.js';
 import { Verifier, verifyRecord, verifyWire } from './verify.js';
 import { decodeWire, encodeWire } from './wire.js';
@@ -84,13 +85,17 @@ describe('properties', () => {
         const r = hostFrom(ops);
         const rec = r.toRecord();
         const v = verifyRecord(rec);
+        const idleUj = idleEnergy(rec.segments);
+        const executed = rec.segments.filter((s) => s.kind === 'executed').length;
         expect(v).toEqual({
           ok: true,
           head: r.head,
           length: ops.length,
           phase: r.phase,
-          idleUj: idleEnergy(rec.segments),
+          idleUj,
           account: accountVerdict(rec.segments),
+          cost: { activeUj: 0n, idleUj, totalUj: idleUj, unresolved: executed },
+          signedBy: [],
         });
         const streaming = new Verifier(rec);
         for (const s of rec.segments) streaming.push(s);

@@ -1,4 +1,5 @@
 // The record's vocabulary, in the spec's words. Addresses are 64-char lowercase hex; u64 fields are bigint.
+import type { AttestationBody } from './attestation.js';
 import type { Hex } from './bytes.js';
 
 export type { Hex };
@@ -76,6 +77,11 @@ export interface RunRecord {
   readonly grantsId: Hex;
   readonly segments: readonly Segment[];
   readonly head: Hex;
+  /**
+   * The attestation bundle, by address (absent: the record has none — `{}` on the wire is an empty map).
+   * It is not covered by the heads: rules 6–9 bind each body to its segment instead.
+   */
+  readonly attestations?: ReadonlyMap<Hex, AttestationBody> | undefined;
 }
 
 export const IDLE_PROVENANCE_BYTE: Record<IdleProvenance, number> = { measured: 0x01, estimated: 0x02 };

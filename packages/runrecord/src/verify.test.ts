@@ -55,6 +55,8 @@ describe('verify from genesis', () => {
       phase: 'closed',
       idleUj: 700n,
       account: { verdict: 'non_blocking' },
+      cost: { activeUj: 0n, idleUj: 700n, totalUj: 700n, unresolved: 2 },
+      signedBy: [],
     });
     expect(verifyRecord(forge([]))).toMatchObject({ ok: true, head: genesisHead(UNIT, GRANTS) });
     expect(verifyRecord(forge([exec(1), susp(transcript(2))]))).toMatchObject({ ok: true, phase: 'parked' });

@@ -2,17 +2,32 @@
 // decimals → MalformedRecord (with the segment index where one is to blame); a reference of neither/both
 // forms → MalformedSnapshot. encode ∘ decode is the identity on well-formed records.
 import { z } from 'zod';
-import { type Hex, isWellFormedString, parseU64Decimal } from './bytes.js';
+import type { AttestationBody } from './attestation.js';
+import { Bundle, encodeAttestationBody, type WireAttestations } from './bundle.js';
+import type { Hex } from './bytes.js';
 import { RunRecordError } from './errors.js';
-import { normalizeSnapshot, snapshotFormProblem } from './snapshot.js';
 import {
-  CLOSE_REASONS,
-  FORMAT,
-  IDLE_PROVENANCES,
-  type RunRecord,
-  type Segment,
-  type SnapshotRef,
-} from './types.js';
+  accountSchema,
+  addrSchema,
+  provenanceSchema,
+  reasonSchema,
+  snapshotSchema,
+  u64Schema,
+  zodProblem,
+} from './schemas.js';
+import { normalizeSnapshot, snapshotFormProblem } from './snapshot.js';
+import { FORMAT, type RunRecord, type Segment, type SnapshotRef } from './types.js';
+
+export {
+  accountSchema,
+  addrSchema,
+  callIdSchema,
+  provenanceSchema,
+  reasonSchema,
+  snapshotSchema,
+  u64Schema,
+  zodProblem,
+} from './schemas.js';
 
 export interface WireSnapshot {
   root?: Hex;
@@ -41,25 +56,9 @@ export interface WireRecord {
   grants_id: Hex;
   segments: WireSegment[];
   head: Hex;
+  /** The attestation bundle: address → body (optional; not covered by the heads). */
+  attestations?: WireAttestations;
 }
-
-export const addrSchema = z.string().regex(/^[0-9a-f]{64}$/, 'not an address (64 lowercase hex)');
-export const callIdSchema = z.string().refine(isWellFormedString, 'not a well-formed string');
-export const u64Schema = z
-  .string()
-  .refine((s) => parseU64Decimal(s) !== undefined, 'not a canonical u64 decimal')
-  .transform((s) => BigInt(s));
-export const snapshotSchema = z.strictObject({
-  root: addrSchema.optional(),
-  memory: addrSchema.optional(),
-  transcript: addrSchema.optional(),
-});
-export const accountSchema = z.strictObject({
-  dispatched: z.array(callIdSchema),
-  resolved: z.array(callIdSchema),
-});
-export const provenanceSchema = z.enum(IDLE_PROVENANCES as ['measured', 'estimated']);
-export const reasonSchema = z.enum(CLOSE_REASONS as ['completed', 'abandoned', 'failed', 'cancelled']);
 
 const segmentSchema = z.discriminatedUnion('kind', [
   z.strictObject({
@@ -91,6 +90,8 @@ const envelopeSchema = z.strictObject({
   grants_id: addrSchema,
   segments: z.array(z.unknown()),
   head: addrSchema,
+  // Read by Bundle.fromWire: an object, else MalformedRecord with no index, before the first segment.
+  attestations: z.unknown().optional(),
 });
 
 /** The parts of a wire record before its segments are read (they are read one by one, in order). */
@@ -99,18 +100,23 @@ export interface WireEnvelope {
   readonly grantsId: Hex;
   readonly segments: readonly unknown[];
   readonly head: Hex;
-}
-
-export function zodProblem(e: z.ZodError): string {
-  const i = e.issues[0];
-  return i ? `${i.path.join('.') || '(root)'}: ${i.message}` : 'invalid';
+  /** The `attestations` value as it stands on the wire (checked to be an object). */
+  readonly attestations?: Readonly<Record<string, unknown>> | undefined;
 }
 
 export function decodeEnvelope(json: unknown): WireEnvelope {
   const r = envelopeSchema.safeParse(json);
   if (!r.success) throw new RunRecordError('MalformedRecord', zodProblem(r.error));
-  const { unit_id, grants_id, segments, head } = r.data;
-  return { unitId: unit_id, grantsId: grants_id, segments, head };
+  const { unit_id, grants_id, segments, head, attestations } = r.data;
+  if (!('attestations' in r.data)) return { unitId: unit_id, grantsId: grants_id, segments, head };
+  Bundle.fromWire(attestations); // an object, or MalformedRecord
+  return {
+    unitId: unit_id,
+    grantsId: grants_id,
+    segments,
+    head,
+    attestations: attestations as Record<string, unknown>,
+  };
 }
 
 /** Checks a parsed snapshot's form and returns it clean (MalformedSnapshot otherwise). */
@@ -146,7 +152,11 @@ export function decodeSegment(raw: unknown): Segment {
   }
 }
 
-/** Strict decode of a whole wire record (structure only; `verifyRecord` checks the chain). */
+/**
+ * Strict decode of a whole wire record (structure only; `verifyRecord` checks the chain and rules 6–9). A
+ * bundle entry that is not a well-formed body is MalformedRecord at the first segment naming it; one that
+ * no executed segment names is MalformedRecord with no index.
+ */
 export function decodeWire(json: unknown): RunRecord {
   const env = decodeEnvelope(json);
   const segments = env.segments.map((raw, i) => {
@@ -156,7 +166,32 @@ export function decodeWire(json: unknown): RunRecord {
       throw e instanceof RunRecordError ? e.at(i) : e;
     }
   });
-  return { unitId: env.unitId, grantsId: env.grantsId, segments, head: env.head };
+  const record = { unitId: env.unitId, grantsId: env.grantsId, segments, head: env.head };
+  if (env.attestations === undefined) return record;
+  return { ...record, attestations: decodeBundle(env.attestations, segments) };
+}
+
+function decodeBundle(raw: Readonly<Record<string, unknown>>, segments: readonly Segment[]) {
+  const firstNaming = new Map<Hex, number>();
+  segments.forEach((s, i) => {
+    if (s.kind === 'executed' && !firstNaming.has(s.attestation)) firstNaming.set(s.attestation, i);
+  });
+  const bundle = Bundle.fromWire(raw);
+  const bodies = new Map<Hex, AttestationBody>();
+  for (const address of bundle.keys()) {
+    const index = firstNaming.get(address);
+    if (index === undefined)
+      throw new RunRecordError(
+        'MalformedRecord',
+        `bundle entry ${address.slice(0, 16)}… is named by no segment`,
+      );
+    try {
+      bodies.set(address, bundle.body(address) as AttestationBody);
+    } catch (e) {
+      throw e instanceof RunRecordError ? e.at(index) : e;
+    }
+  }
+  return bodies;
 }
 
 /** JSON text → RunRecord; text that is not JSON is MalformedRecord too. */
@@ -204,13 +239,19 @@ export function encodeSegment(s: Segment): WireSegment {
   }
 }
 
-/** RunRecord → its JSON wire form (a plain object; JSON.stringify it). */
+/** RunRecord → its JSON wire form (a plain object; JSON.stringify it), with its bundle if it has one. */
 export function encodeWire(record: RunRecord): WireRecord {
-  return {
+  const wire: WireRecord = {
     format: FORMAT,
     unit_id: record.unitId,
     grants_id: record.grantsId,
     segments: record.segments.map(encodeSegment),
     head: record.head,
   };
+  if (record.attestations !== undefined) {
+    const bundle: WireAttestations = {};
+    for (const [address, body] of record.attestations) bundle[address] = encodeAttestationBody(body);
+    wire.attestations = bundle;
+  }
+  return wire;
 }

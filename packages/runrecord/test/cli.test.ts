@@ -9,6 +9,8 @@ const pkg = fileURLToPath(new URL('..', import.meta.url));
 const cli = `${pkg}dist/cli.js`;
 const ops = readFileSync(`${pkg}examples/ops.json`, 'utf8');
 const fixture = readFileSync(`${pkg}examples/record.json`, 'utf8');
+/** The example steward key of examples/make-ops.mjs (public: it signs the example record's bundle). */
+const STEWARD = 'c5c6ab345c4cea533b76ee64e7303927a5df75d760a56c6ff9c6369a88b21499';
 
 function run(args: string[], input: string) {
   const r = spawnSync(process.execPath, [cli, ...args], { input, encoding: 'utf8' });
@@ -36,6 +38,8 @@ describe('everdict-runrecord CLI', () => {
       idle_uj: '1336400',
       account: 'non_blocking',
       phase: 'closed',
+      cost: { active_uj: '70800000', idle_uj: '1336400', total_uj: '72136400', unresolved: 0 },
+      signed_by: [STEWARD],
     };
     expect(run(['verify'], fixture).json()).toEqual(expected);
     const r = run(['verify', '--expect-head', head], fixture);
@@ -80,7 +84,10 @@ describe('everdict-runrecord CLI', () => {
     const r = run(['inspect'], fixture);
     expect(r.code).toBe(0);
     expect(r.out).toContain('verifies from genesis');
-    expect(r.out).toMatch(/#\s+kind\s+head\s+snapshot\s+idle energy\s+account/);
+    expect(r.out).toMatch(/#\s+kind\s+head\s+snapshot\s+idle energy\s+attestation\s+account/);
+    expect(r.out).toContain('cost    72.136400 J = active 70.800000 J + idle 1.336400 J');
+    expect(r.out).toContain(`signed  ${STEWARD}`);
+    expect(r.out).toMatch(/0\s+executed\s+[0-9a-f]{12}\s+—\s+—\s+48,200,000 µJ yielded, signed c5c6ab345c4c/);
     expect(r.out).toMatch(/2\s+resumed\s+[0-9a-f]{12}\s+image\+memory\s+1,250,000 µJ measured/);
     expect(r.out).toMatch(/4\s+suspended\s+[0-9a-f]{12}\s+transcript/);
     expect(r.out).toContain('dispatched review#2 · resolved build#1');
@@ -91,12 +98,56 @@ describe('everdict-runrecord CLI', () => {
     expect(bad.out).toContain('FAILS verification: HeadMismatch at segment 3');
   });
 
+  it('verify --trust-key (repeatable, either case): trusted → exit 0; untrusted → UntrustedAttestation', () => {
+    const other = addr(7);
+    expect(run(['verify', '--trust-key', other, '--trust-key', STEWARD.toUpperCase()], fixture).code).toBe(0);
+    expect(run(['verify', `--trust-key=${STEWARD}`], fixture).json()).toMatchObject({
+      ok: true,
+      signed_by: [STEWARD],
+    });
+    const r = run(['verify', '--trust-key', other], fixture);
+    expect([r.code, r.json()]).toEqual([1, { ok: false, error: 'UntrustedAttestation', index: 0 }]);
+    const w = JSON.parse(fixture);
+    const first = Object.keys(w.attestations)[0] as string;
+    w.attestations[first].active_uj = '1';
+    expect(run(['verify'], JSON.stringify(w)).json()).toEqual({
+      ok: false,
+      error: 'AttestationMismatch',
+      index: 0,
+    });
+    w.attestations = null;
+    expect(run(['verify'], JSON.stringify(w)).json()).toEqual({ ok: false, error: 'MalformedRecord' });
+  });
+
+  it('build with body: bundles it, or refuses a body that is not bound here', () => {
+    const doc = JSON.parse(ops);
+    expect(Object.keys(run(['build'], ops).json().attestations)).toHaveLength(3);
+    doc.ops[3].body = doc.ops[0].body; // bound to position 0
+    expect(run(['build'], JSON.stringify(doc)).json()).toMatchObject({
+      error: 'AttestationMismatch',
+      index: 3,
+      length: 3,
+    });
+    doc.ops[3] = {
+      ...doc.ops[0],
+      body: { ...doc.ops[0].body, signature: { ...doc.ops[0].body.signature, key: addr(3) } },
+    };
+    doc.ops.splice(0, 3, doc.ops[3]);
+    expect(run(['build'], JSON.stringify(doc)).json()).toMatchObject({
+      error: 'BadSignature',
+      index: 0,
+      length: 0,
+    });
+  });
+
   it('usage errors exit 2 with a message on stderr', () => {
     for (const args of [
       [],
       ['frobnicate'],
       ['verify', '--expect-head', 'abc'],
       ['verify', '--bogus'],
+      ['verify', '--trust-key', 'abc'],
+      ['verify', '--trust-key'],
       ['build', 'x'],
     ]) {
       const r = run(args, fixture);

@@ -17,7 +17,10 @@ describe('README example', () => {
     const r = spawnSync(process.execPath, [`${pkg}examples/quickstart.mjs`], { encoding: 'utf8' });
     expect(r.stderr).toBe('');
     expect(r.stdout).toContain('refused: ZeroIdleEnergy at 2 — length still 2');
-    expect(r.stdout).toContain('verified: true closed idle µJ 86400n account non_blocking');
-    expect(r.stdout).toContain('total cost µJ: 48286400n');
+    expect(r.stdout).toContain('verified: true closed account non_blocking');
+    expect(r.stdout).toContain(
+      'cost µJ: {"activeUj":"48200000","idleUj":"86400","totalUj":"48286400","unresolved":0} — signed by the steward: true',
+    );
+    expect(r.stdout).toContain('edited: AttestationMismatch');
   });
 });
