@@ -30,7 +30,8 @@ const SOME = [
 ];
 
 describe('everdict-conformance', () => {
-  it('passes against our implementation (the default --impl)', { timeout: 180_000 }, () => {
+  // ≈ 400 invocations: ≈ 40 s on an idle 2-core machine, minutes when it is shared (the timeout allows for that).
+  it('passes against our implementation (the default --impl)', { timeout: 900_000 }, () => {
     expect(existsSync(ours), `${ours} is missing: build @everdict/runrecord first`).toBe(true);
     const { status, lines } = conformance();
     expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([]);
@@ -93,5 +94,28 @@ describe('everdict-conformance', () => {
 
   it('refuses an unknown argument', () => {
     expect(conformance('--frobnicate', 'x').status).toBe(2);
+  });
+
+  it('LOG: passes the reference as a command; fails a mutant that repeats the old root, exit 1', () => {
+    const only = [
+      'consistency-rfc-4-to-7',
+      'consistency-rfc-3-to-7',
+      'root-seven-leaves',
+      'unknown-subcommand',
+    ];
+    const ok = conformance('--impl', reference, '--class', 'LOG', '--only', only.join(','));
+    expect([ok.status, ok.lines.at(-1)]).toEqual([0, '4 passed, 0 failed']);
+    const mutant = conformance(
+      '--impl',
+      `${reference} --mutant repeat-old-root`,
+      '--class',
+      'LOG',
+      '--only',
+      only.join(','),
+    );
+    expect(mutant.lines).toContain(
+      'FAIL  LOG      consistency-rfc-4-to-7 — expected {"ok":true} got MalformedProof (/ok: expected true got false)',
+    );
+    expect([mutant.status, mutant.lines.at(-1)]).toEqual([1, '3 passed, 1 failed']);
   });
 });
