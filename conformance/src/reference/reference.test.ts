@@ -109,6 +109,8 @@ describe('chain, build and verify', () => {
       idle_uj: '9',
       account: 'no_verdict',
       phase: 'active',
+      cost: { active_uj: '0', idle_uj: '9', total_uj: '9', unresolved: 1 },
+      signed_by: [],
     });
   });
 

@@ -6,6 +6,7 @@
 //   runrecord.append.bytes / runrecord.verify.bytes   byte API (canonical seg bytes, 32-byte heads), hash-wasm
 //   runrecord.append.noble / runrecord.verify.noble   object API on the pure-JS backend (10k, 100k)
 //   runrecord.verify.unaccounted                      the memory floor: no call ids to remember (10k, 1M)
+//   runrecord.attest.sign / runrecord.attest.verify   signed attestation bundles (bench/attest.mjs)
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
@@ -48,3 +49,8 @@ for (const [suffix, n, backend, pattern, api] of runs) {
 for (const n of [10_000, 1_000_000]) {
   report('runrecord.verify.unaccounted', measure(n, 'hash-wasm', 'unaccounted', 'object'), 'verify');
 }
+process.stdout.write(
+  execFileSync(process.execPath, [fileURLToPath(new URL('./attest.mjs', import.meta.url)), '1000'], {
+    encoding: 'utf8',
+  }),
+);

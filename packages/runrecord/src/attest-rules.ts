@@ -6,7 +6,7 @@
 //   8. a signature, when present, verifies — strict RFC 8032 (BadSignature);
 //   9. with trusted keys, the segment's attestation is bundled and signed by one of them
 //      (UntrustedAttestation) — an unbundled segment included.
-// The host applies 6–8 on append (binding.ts); the verifier keeps the cost and the signers (AttestationTracker).
+// The host applies 6–8 on append (host.ts); the verifier also keeps the cost and the signers (AttestationTracker).
 import type { AttestationBody } from './attestation.js';
 import type { Bundle } from './bundle.js';
 import { bodyBytes } from './bundle.js';

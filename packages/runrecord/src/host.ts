@@ -38,6 +38,12 @@ export interface ExecuteInput {
   readonly body?: AttestationBody | undefined;
 }
 
+function executedBody(attestation: Hex, account: Account | undefined): Record<string, unknown> {
+  const body: Record<string, unknown> = { kind: 'executed', attestation };
+  if (account !== undefined) body.account = account;
+  return body;
+}
+
 /** An executed interval's receipt: an attestation without what the record supplies (unit, grants, head). */
 export type IntervalReceipt = Omit<Attestation, 'unitId' | 'grantsId' | 'recordHead'>;
 
@@ -113,16 +119,16 @@ export class RecordWriter {
   }
 
   execute(input: ExecuteInput): Segment {
-    const body: Record<string, unknown> = { kind: 'executed', attestation: input.attestation };
-    if (input.account !== undefined) body.account = input.account;
-    return this.append(body, input.body);
+    return this.append(executedBody(input.attestation, input.account), input.body);
   }
 
   /**
    * Seals an executed interval of this record and appends it: builds the attestation bound here (this
    * record's unit and grant set, its current head as `recordHead`), signs it when given a secret key, and
    * appends the executed segment with the body. Throws `InvalidAttestation` / `InvalidKey` for a receipt or
-   * key that cannot be used, and the append's refusals (RecordClosed, PhaseViolation, …).
+   * key that cannot be used, and the append's refusals (RecordClosed, PhaseViolation, …). The signature it
+   * has just made is not verified again (that would double the cost of a signed append); every reader
+   * verifies it.
    */
   executeInterval(receipt: IntervalReceipt, options: ExecuteIntervalOptions = {}): AttestedInterval {
     const attestation: Attestation = {
@@ -135,7 +141,7 @@ export class RecordWriter {
       options.secretKey === undefined
         ? { body: attestation, address: attestationAddress(attestation) }
         : signAttestation(attestation, options.secretKey);
-    const segment = this.execute({ attestation: address, account: options.account, body });
+    const segment = this.append(executedBody(address, options.account), body, true);
     return { segment, body: normalizeBody(body), address };
   }
   suspend(input: SuspendInput): Segment {
@@ -180,7 +186,7 @@ export class RecordWriter {
   }
 
   /** Encodes `body` at the cursor and applies the rules; throws the indexed refusal. Changes nothing. */
-  private prepare(body: unknown, attestation?: AttestationBody): void {
+  private prepare(body: unknown, attestation?: AttestationBody, signedHere = false): void {
     const index = this.count;
     const closed = this.rules.closedError();
     if (closed) throw closed.at(index);
@@ -195,7 +201,7 @@ export class RecordWriter {
     const refused = this.rules.check(buf, SEG);
     if (refused) throw refused.at(index);
     if (buf[SEG] === EXECUTED) {
-      const problem = this.attestationProblem(buf, SEG + 1, attestation, att);
+      const problem = this.attestationProblem(buf, SEG + 1, attestation, att, signedHere);
       if (problem) throw problem.at(index);
     }
   }
@@ -206,10 +212,11 @@ export class RecordWriter {
     at: number,
     body: AttestationBody | undefined,
     att: Uint8Array | undefined,
+    signedHere: boolean,
   ): RunRecordError | null {
     if (body === undefined || att === undefined) return this.unboundReuse(buf, at);
     const site = { unitId: this.unitId, grantsId: this.grantsId, headBefore: this.cursor.headBytes };
-    return bindingProblem(att, body, buf, at, site) ?? signatureProblem(body, buf, at);
+    return bindingProblem(att, body, buf, at, site) ?? (signedHere ? null : signatureProblem(body, buf, at));
   }
 
   /**
@@ -230,8 +237,8 @@ export class RecordWriter {
   }
 
   /** The one way a segment enters the chain: check everything, then change state all at once. */
-  protected append(body: unknown, attestation?: AttestationBody): Segment {
-    this.prepare(body, attestation);
+  protected append(body: unknown, attestation?: AttestationBody, signedHere = false): Segment {
+    this.prepare(body, attestation, signedHere);
     const head = bytesToHex(this.advance());
     this.headHex = head;
     const segment = normalizeSegment(body as SegmentBody, head);
