@@ -58,8 +58,8 @@ export class CompactRange {
   append(leafHash: Uint8Array): StoredNode[] {
     if (leafHash.length !== HASH_SIZE) throw new HeadLogError('OutOfRange', 'a leaf hash is 32 bytes');
     const index = this.treeSize;
-    const completed: StoredNode[] = [{ level: 0, index, hash: leafHash }];
-    let hash = leafHash;
+    let hash: Uint8Array = leafHash.slice(); // the caller may reuse its buffer
+    const completed: StoredNode[] = [{ level: 0, index, hash }];
     let level = 0;
     let position = index; // index of the current node at its level
     while (this.levels.length > 0 && this.levels[this.levels.length - 1] === level) {

@@ -37,8 +37,13 @@ export function hashBackend(): HashBackendName {
   return wasmHasher ? 'hash-wasm' : 'noble';
 }
 
-/** `H("")`: the root of the empty tree. */
+/** `H("")`, the root of the empty tree (module-private: callers get copies from `emptyRoot()`). */
 export const EMPTY_ROOT: Uint8Array = blake3(new Uint8Array(0));
+
+/** `H("")`: the root of the empty tree (a fresh copy). */
+export function emptyRoot(): Uint8Array {
+  return EMPTY_ROOT.slice();
+}
 
 const NODE_INPUT = new Uint8Array(65);
 NODE_INPUT[0] = 0x01;

@@ -29,7 +29,7 @@ export {
   READER_ERROR_CODES,
   type ReaderErrorCode,
 } from './errors.js';
-export { blake3, EMPTY_ROOT, type HashBackendName, hashBackend, leafHash, nodeHash } from './hash.js';
+export { blake3, emptyRoot, type HashBackendName, hashBackend, leafHash, nodeHash } from './hash.js';
 export {
   decodeLeaf,
   encodeLeaf,
