@@ -33,44 +33,58 @@ function makeLeaves(n) {
   return leaves;
 }
 
-/** Best of `reps` timings of `fn` (ms). */
-function best(reps, fn) {
-  let ms = Number.POSITIVE_INFINITY;
-  for (let r = 0; r < reps; r++) {
-    globalThis.gc?.();
-    const t0 = performance.now();
-    fn();
-    ms = Math.min(ms, performance.now() - t0);
-  }
-  return ms;
+/** One timing of `fn` (ms), after a GC. */
+function time(fn) {
+  globalThis.gc?.();
+  const t0 = performance.now();
+  fn();
+  return performance.now() - t0;
 }
 
-for (const n of [100_000, 1_000_000]) {
+/**
+ * Best of `rounds` timings of each function, the functions interleaved round by round, so that the
+ * baseline and the measured code see the same machine (others share it: a quiet spell is as likely to
+ * fall on one as on the other).
+ */
+function bestInterleaved(rounds, fns) {
+  const best = fns.map(() => Number.POSITIVE_INFINITY);
+  for (let r = 0; r < rounds; r++) {
+    for (const [k, fn] of fns.entries()) best[k] = Math.min(best[k], time(fn));
+  }
+  return best;
+}
+
+for (const [n, rounds] of [
+  [100_000, 7],
+  [1_000_000, 3],
+]) {
   const leaves = makeLeaves(n);
   let sink = 0;
-  const rawMs = best(3, () => {
-    for (let i = 0; i < n; i++) sink ^= blake3(leaves[i])[0];
-  });
+  const [rawMs, appendMs, perLeafRootMs, storeMs] = bestInterleaved(rounds, [
+    () => {
+      for (let i = 0; i < n; i++) sink ^= blake3(leaves[i])[0];
+    },
+    () => {
+      const range = CompactRange.empty();
+      for (let i = 0; i < n; i++) {
+        range.append(leafHash(leaves[i]));
+        if (i % 1000 === 999) sink ^= range.root()[0];
+      }
+    },
+    () => {
+      const range = CompactRange.empty();
+      for (let i = 0; i < n; i++) {
+        range.append(leafHash(leaves[i]));
+        sink ^= range.root()[0];
+      }
+    },
+    () => {
+      const tree = new MemoryTree();
+      for (let i = 0; i < n; i++) tree.appendLeaf(leaves[i]);
+      sink ^= tree.root()[0];
+    },
+  ]);
   const raw = n / (rawMs / 1000);
-  const appendMs = best(3, () => {
-    const range = CompactRange.empty();
-    for (let i = 0; i < n; i++) {
-      range.append(leafHash(leaves[i]));
-      if (i % 1000 === 999) sink ^= range.root()[0];
-    }
-  });
-  const perLeafRootMs = best(2, () => {
-    const range = CompactRange.empty();
-    for (let i = 0; i < n; i++) {
-      range.append(leafHash(leaves[i]));
-      sink ^= range.root()[0];
-    }
-  });
-  const storeMs = best(2, () => {
-    const tree = new MemoryTree();
-    for (let i = 0; i < n; i++) tree.appendLeaf(leaves[i]);
-    sink ^= tree.root()[0];
-  });
   for (const [name, ms] of [
     ['headlog.tree.append', appendMs],
     ['headlog.tree.append.root', perLeafRootMs],
@@ -93,10 +107,9 @@ const n = 1_000_000;
 const leaves = makeLeaves(n);
 const tree = new MemoryTree();
 for (const leaf of leaves) tree.appendLeaf(leaf);
-const rawMs = best(3, () => {
+const rawRound = () => {
   for (let i = 0; i < 100_000; i++) blake3(leaves[i]);
-});
-const rawHashUs = (rawMs * 1000) / 100_000;
+};
 const K = 20_000;
 let seed = 12345;
 const rand = (m) => {
@@ -113,25 +126,29 @@ for (const p of pairs) {
   if (!roots.has(p.old)) roots.set(p.old, tree.rootAt(p.old));
 }
 const proofs = [];
-const inclMs = best(3, () => {
-  proofs.length = 0;
-  for (const p of pairs) proofs.push(tree.inclusionProof(p.index, p.size));
-});
-const inclVerifyMs = best(3, () => {
-  for (const [k, p] of pairs.entries()) {
-    verifyInclusion(leafHash(leaves[p.index]), p.index, p.size, roots.get(p.size), proofs[k]);
-  }
-});
 const consProofs = [];
-const consMs = best(3, () => {
-  consProofs.length = 0;
-  for (const p of pairs) consProofs.push(tree.consistencyProof(p.old, p.size));
-});
-const consVerifyMs = best(3, () => {
-  for (const [k, p] of pairs.entries()) {
-    verifyConsistency(p.old, p.size, roots.get(p.old), roots.get(p.size), consProofs[k]);
-  }
-});
+const [rawMs, inclMs, inclVerifyMs, consMs, consVerifyMs] = bestInterleaved(3, [
+  rawRound,
+  () => {
+    proofs.length = 0;
+    for (const p of pairs) proofs.push(tree.inclusionProof(p.index, p.size));
+  },
+  () => {
+    for (const [k, p] of pairs.entries()) {
+      verifyInclusion(leafHash(leaves[p.index]), p.index, p.size, roots.get(p.size), proofs[k]);
+    }
+  },
+  () => {
+    consProofs.length = 0;
+    for (const p of pairs) consProofs.push(tree.consistencyProof(p.old, p.size));
+  },
+  () => {
+    for (const [k, p] of pairs.entries()) {
+      verifyConsistency(p.old, p.size, roots.get(p.old), roots.get(p.size), consProofs[k]);
+    }
+  },
+]);
+const rawHashUs = (rawMs * 1000) / 100_000;
 const avgLen = (ps) => round(ps.reduce((s, x) => s + x.length, 0) / ps.length, 1);
 for (const [kind, make, check, ps] of [
   ['inclusion', inclMs, inclVerifyMs, proofs],
