@@ -30,7 +30,7 @@ const SOME = [
 ];
 
 describe('everdict-conformance', () => {
-  // ≈ 290 process invocations: a minute on a quiet 2-core machine, several when it is shared (load 20+
+  // ≈ 370 process invocations (LOG adds 81): a minute on a quiet 2-core machine, several when it is shared (load 20+
   // measured), hence the generous limits — per invocation too.
   it('passes against our implementation (the default --impl)', { timeout: 900_000 }, () => {
     expect(existsSync(ours), `${ours} is missing: build @everdict/runrecord first`).toBe(true);
@@ -95,5 +95,28 @@ describe('everdict-conformance', () => {
 
   it('refuses an unknown argument', () => {
     expect(conformance('--frobnicate', 'x').status).toBe(2);
+  });
+
+  it('LOG: passes the reference as a command; fails a mutant that repeats the old root, exit 1', () => {
+    const only = [
+      'consistency-rfc-4-to-7',
+      'consistency-rfc-3-to-7',
+      'root-seven-leaves',
+      'unknown-subcommand',
+    ];
+    const ok = conformance('--impl', reference, '--class', 'LOG', '--only', only.join(','));
+    expect([ok.status, ok.lines.at(-1)]).toEqual([0, '4 passed, 0 failed']);
+    const mutant = conformance(
+      '--impl',
+      `${reference} --mutant repeat-old-root`,
+      '--class',
+      'LOG',
+      '--only',
+      only.join(','),
+    );
+    expect(mutant.lines).toContain(
+      'FAIL  LOG      consistency-rfc-4-to-7 — expected {"ok":true} got MalformedProof (/ok: expected true got false)',
+    );
+    expect([mutant.status, mutant.lines.at(-1)]).toEqual([1, '3 passed, 1 failed']);
   });
 });

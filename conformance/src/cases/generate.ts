@@ -12,6 +12,8 @@ import { Vector, type VectorT, type VerifyExpectT } from '../vectors/schema.js';
 import { ADDRESS_BOOK, GRANTS_A, UNIT_A } from './addresses.js';
 import { SIGNER_1, SIGNER_2 } from './attest-fixtures.js';
 import { type BuildCase, type Case, type ForgedCase, RECORD_HEAD, type TamperCase } from './define.js';
+import { logVectorOf } from './generate-log.js';
+import type { LogCase } from './log-define.js';
 
 class CaseError extends Error {
   constructor(name: string, message: string) {
@@ -158,7 +160,8 @@ function forgedVector(c: ForgedCase): VectorT {
   };
 }
 
-export function vectorOf(c: Case): VectorT {
+export function vectorOf(c: Case | LogCase): VectorT {
+  if (c.kind === 'log') return logVectorOf(c);
   const v = c.kind === 'build' ? buildVector(c) : c.kind === 'tamper' ? tamperVector(c) : forgedVector(c);
   return Vector.parse(v);
 }

@@ -6,8 +6,10 @@ import { C6_TAMPER_CASES } from './c6-tamper.js';
 import { C14_CASES } from './c14.js';
 import type { Case } from './define.js';
 import { ENERGY_CASES } from './energy.js';
+import { LOG_CASES } from './log.js';
+import type { LogCase } from './log-define.js';
 
-export const ALL_CASES: readonly Case[] = [
+export const ALL_CASES: readonly (Case | LogCase)[] = [
   ...C6_CASES,
   ...C6_TAMPER_CASES,
   ...C14_CASES,
@@ -16,4 +18,5 @@ export const ALL_CASES: readonly Case[] = [
   ...ATTEST_BUILD_CASES,
   ...ATTEST_TAMPER_CASES,
   ...ATTEST_FORGED_CASES,
+  ...LOG_CASES,
 ];

@@ -1,8 +1,10 @@
 // An implementation under test, driven only through the command-line contract:
-// `<impl> build < ops.json` and `<impl> verify [--expect-head HEX] < wire.json`.
+// `<impl> build < ops.json` and `<impl> verify [--expect-head HEX] < wire.json`, and the head log's
+// `<impl> log-root | log-verify-inclusion | log-verify-consistency < input.json`.
 import { spawn } from 'node:child_process';
 
-export type Subcommand = 'build' | 'verify';
+/** `build`, `verify`, a `log-*` command — or one no contract names (the suite checks it exits 2). */
+export type Subcommand = string;
 
 export interface Invocation {
   readonly exitCode: number | null;

@@ -3,6 +3,8 @@
 import type { Implementation, Invocation } from '../contract/implementation.js';
 import { type ReferenceVariant, SPEC } from './attest-rules.js';
 import { referenceBuild } from './build.js';
+import { referenceLog } from './log-commands.js';
+import { logInvocation } from './log-implementation.js';
 import { referenceVerify } from './verify.js';
 
 /** `--expect-head HEX` (the last one) and every `--trust-key HEX`, lower-cased. */
@@ -42,6 +44,9 @@ async function invoke(
   stdin: string,
   args: readonly string[],
 ): Promise<Invocation> {
+  // The head log's commands, and any subcommand no contract names (exit 2).
+  if (subcommand !== 'build' && subcommand !== 'verify')
+    return logInvocation(referenceLog(subcommand, stdin));
   let input: unknown;
   try {
     input = JSON.parse(stdin);

@@ -5,6 +5,7 @@ import { concat, fromHex, H, toHex } from '../reference/bytes.js';
 import { applyPatch } from '../vectors/json-patch.js';
 import type { VectorT, VerifyExpectT } from '../vectors/schema.js';
 import { CaseFailure, describeVerify, firstDifference, sameField, short } from './compare.js';
+import { runLogVector } from './run-log-vector.js';
 
 export interface CaseResult {
   readonly vector: VectorT;
@@ -121,6 +122,7 @@ function trustArgs(keys: readonly string[] | undefined): string[] {
 }
 
 async function runVector(impl: Implementation, v: VectorT): Promise<void> {
+  if (v.kind === 'log') return runLogVector(impl, v);
   if (v.kind === 'build') return runBuild(impl, v);
   const args = [
     ...(v.expect_head === undefined ? [] : ['--expect-head', v.expect_head]),

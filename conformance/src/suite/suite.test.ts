@@ -21,6 +21,7 @@ function broken(
     async invoke(sub, stdin, args) {
       const input = rewriteInput(sub, stdin);
       const out = await reference.invoke(sub, input, args);
+      if (out.stdout === '') return out; // a usage error (exit 2) prints nothing to rewrite
       return rewrite(sub, input, out, JSON.parse(out.stdout));
     },
   };

@@ -1,8 +1,9 @@
 // The vector file format (conformance/vectors/<class>/<name>.json). Language-neutral JSON; see README.
 import { z } from 'zod';
 import { AccountVerdict, Addr, Cost, ErrorCode, OpsInput, Phase } from '../contract/schemas.js';
+import { LogVector } from './log-schema.js';
 
-export const CLASSES = ['C6', 'C14', 'ACCOUNT', 'ENERGY', 'ATTEST'] as const;
+export const CLASSES = ['C6', 'C14', 'ACCOUNT', 'ENERGY', 'ATTEST', 'LOG'] as const;
 export const VectorClass = z.enum(CLASSES);
 
 /** What `verify` must print. Fields left out of an `ok: true` expectation are not asserted. */
@@ -107,7 +108,7 @@ export const VerifyVector = z.object({
   expect: VerifyExpect,
 });
 
-export const Vector = z.discriminatedUnion('kind', [BuildVector, TamperVector, VerifyVector]);
+export const Vector = z.discriminatedUnion('kind', [BuildVector, TamperVector, VerifyVector, LogVector]);
 
 export type VectorT = z.infer<typeof Vector>;
 export type VectorClassT = z.infer<typeof VectorClass>;

@@ -1,5 +1,7 @@
 #!/usr/bin/env node
-// everdict-runrecord — the spec's command-line contract (build, verify) plus inspect.
+// everdict-runrecord — the spec's command-line contract (build, verify) plus inspect, and the head log's
+// contract (log-root, log-verify-inclusion, log-verify-consistency; spec/witnessed-heads.md), answered by
+// @everdict/headlog.
 //   exit 0: success; exit 1: a refusal or a failed verification (JSON on stdout); exit 2: usage (stderr).
 // Input that is not JSON, or whose envelope does not parse, is MalformedRecord with no index (exit 1).
 import { readFileSync } from 'node:fs';
@@ -16,6 +18,9 @@ const USAGE = `usage:
   everdict-runrecord verify [--expect-head HEX] [--trust-key HEX]… < wire.json
                                                          verify from genesis; print a summary (cost, signers)
   everdict-runrecord inspect < wire.json                 print a record as a readable table
+  everdict-runrecord log-root < {"leaves": [hex…]}        the head log's tree size and root
+  everdict-runrecord log-verify-inclusion < proof.json   {"leaf","index","tree_size","root","path"}
+  everdict-runrecord log-verify-consistency < proof.json {"old_size","old_root","new_size","new_root","proof"}
 exit codes: 0 ok · 1 refused / does not verify / malformed input · 2 usage`;
 
 class UsageError {
@@ -113,7 +118,20 @@ function readable(json: unknown) {
   }
 }
 
-function main(argv: string[]): number {
+/**
+ * The head log's three commands: one JSON line; exit 0, or 1 with {"ok": false, "error": CODE}. The log
+ * package is loaded only for these, so `build` and `verify` start no slower for it.
+ */
+async function logCommand(command: string, args: string[]): Promise<number> {
+  const { isLogCommand, runLogCommand } = await import('@everdict/headlog');
+  if (!isLogCommand(command)) throw new UsageError(`unknown command ${command}`);
+  if (args.length > 0) throw new UsageError(`${command}: unexpected argument ${args[0]}`);
+  const r = runLogCommand(command, readStdin());
+  out(r.output);
+  return r.exitCode;
+}
+
+async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   try {
     switch (command) {
@@ -129,6 +147,7 @@ function main(argv: string[]): number {
         process.stdout.write(`${USAGE}\n`);
         return 0;
       default:
+        if (command?.startsWith('log-')) return await logCommand(command, args);
         throw new UsageError(command === undefined ? 'missing command' : `unknown command ${command}`);
     }
   } catch (e) {
@@ -138,4 +157,4 @@ function main(argv: string[]): number {
   }
 }
 
-process.exitCode = main(process.argv.slice(2));
+process.exitCode = await main(process.argv.slice(2));

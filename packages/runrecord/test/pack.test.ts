@@ -1,5 +1,7 @@
 // The package as another service gets it: `pnpm pack`, install the tarball into a scratch project outside the
 // workspace (npm, real registry for its dependencies), import it, build and verify a record, run the bin.
+// @everdict/headlog (the CLI's log commands) is packed beside it: npm resolves that dependency from its
+// tarball, as it would from the registry once both are published.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,16 +10,21 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const pkg = fileURLToPath(new URL('..', import.meta.url));
+const headlog = fileURLToPath(new URL('../../headlog', import.meta.url));
 let scratch = '';
 
 beforeAll(() => {
-  if (!existsSync(join(pkg, 'dist/index.js')))
-    throw new Error('dist/ is missing: build the package before testing');
+  for (const dir of [pkg, headlog]) {
+    if (!existsSync(join(dir, 'dist/index.js')))
+      throw new Error(`${dir}/dist is missing: build the package (and its dependencies) before testing`);
+  }
   scratch = mkdtempSync(join(tmpdir(), 'runrecord-pack-'));
   const packDir = join(scratch, 'tarball');
-  execFileSync('pnpm', ['pack', '--pack-destination', packDir], { cwd: pkg, stdio: 'pipe' });
-  const tgz = readdirSync(packDir).find((f) => f.endsWith('.tgz'));
-  if (!tgz) throw new Error('pnpm pack produced no tarball');
+  for (const dir of [pkg, headlog]) {
+    execFileSync('pnpm', ['pack', '--pack-destination', packDir], { cwd: dir, stdio: 'pipe' });
+  }
+  const tarballs = readdirSync(packDir).filter((f) => f.endsWith('.tgz'));
+  if (tarballs.length !== 2) throw new Error(`pnpm pack produced ${tarballs.length} tarballs, not 2`);
   const app = join(scratch, 'app');
   cpSync(join(pkg, 'examples'), join(app, 'examples'), { recursive: true });
   writeFileSync(
@@ -26,7 +33,14 @@ beforeAll(() => {
   );
   execFileSync(
     'npm',
-    ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', join(packDir, tgz)],
+    [
+      'install',
+      '--no-audit',
+      '--no-fund',
+      '--prefer-offline',
+      '--loglevel=error',
+      ...tarballs.map((t) => join(packDir, t)),
+    ],
     {
       cwd: app,
       stdio: 'pipe',
@@ -84,6 +98,11 @@ describe('packed package', () => {
     const v = spawnSync(bin, ['verify'], { input: readFile(fixture), encoding: 'utf8' });
     expect(v.status).toBe(0);
     expect(JSON.parse(v.stdout)).toMatchObject({ ok: true, length: 8, phase: 'closed' });
+    const root = spawnSync(bin, ['log-root'], { input: '{"leaves":[]}', encoding: 'utf8' });
+    expect([root.status, JSON.parse(root.stdout)]).toEqual([
+      0,
+      { tree_size: '0', root: 'af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262' },
+    ]);
   });
 });
 
