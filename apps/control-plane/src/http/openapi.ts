@@ -42,6 +42,11 @@ export function openApiDocument(app: OpenAPIHono<AppEnv>, version: string): unkn
     scheme: 'bearer',
     description: 'The service token (EVERDICT_INTERNAL_TOKEN), for /internal/* only.',
   });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'metricsToken', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'EVERDICT_METRICS_TOKEN: GET /metrics then includes per-tenant series.',
+  });
   return app.getOpenAPIDocument({
     openapi: '3.0.3',
     info: {
