@@ -11,7 +11,7 @@ const spec = { kind: 'analysis', subject: { config: { q: 1 } } };
 let t: TestApp;
 beforeAll(async () => {
   t = await testApp({ maxBodyBytes: 2048 });
-});
+}, 300_000); // a PGlite template is made per file: minutes on a loaded 2-core machine
 afterAll(async () => {
   await t?.close();
 });

@@ -12,7 +12,7 @@ const PROBLEM = 'application/problem+json';
 let t: TestApp;
 beforeAll(async () => {
   t = await testApp();
-});
+}, 300_000); // a PGlite template is made per file: minutes on a loaded 2-core machine
 afterAll(async () => {
   await t?.close();
 });

@@ -39,8 +39,8 @@ export const INT8_MAX = 9_223_372_036_854_775_807n;
 /** An outbox position (`events.id`, a bigserial): decimal digits, at most the bigint maximum. */
 export const EventPosition = z
   .string()
-  .regex(/^\d{1,19}$/, 'an event position: decimal digits')
-  .refine((s) => BigInt(s) <= INT8_MAX, {
+  .regex(/^\d{1,40}$/, 'an event position: decimal digits')
+  .refine((s) => !/^\d{1,40}$/.test(s) || BigInt(s) <= INT8_MAX, {
     message: `an event position is at most ${INT8_MAX}`,
     params: { code: 'out_of_range' },
   });
