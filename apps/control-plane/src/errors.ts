@@ -59,13 +59,21 @@ export const ADMISSION_RULES = {
     when: 'the drawn envelope or an ancestor up to the tenant root has no usd / tokens / runs left',
   },
   queue_depth: { code: 'capacity_exceeded', retryAfter: true, when: "the tenant's queue is at `maxQueued`" },
-  session_cap: { code: 'capacity_exceeded', retryAfter: true, when: 'the tenant or global session pool is full' },
+  session_cap: {
+    code: 'capacity_exceeded',
+    retryAfter: true,
+    when: 'the tenant or global session pool is full',
+  },
   concurrency: {
     code: 'capacity_exceeded',
     retryAfter: true,
     when: "an envelope on the path is at its `inFlightCap` (the root's: the tenant policy's)",
   },
-  children: { code: 'capacity_exceeded', retryAfter: false, when: 'the causer already caused `maxChildren` runs' },
+  children: {
+    code: 'capacity_exceeded',
+    retryAfter: false,
+    when: 'the causer already caused `maxChildren` runs',
+  },
   depth: { code: 'capacity_exceeded', retryAfter: false, when: 'the causal tree would pass `maxDepth`' },
 } as const satisfies Record<RefusalRule, { code: ControlPlaneErrorCode; retryAfter: boolean; when: string }>;
 

@@ -46,19 +46,13 @@ export function requireInternalToken(expected: string | undefined): MiddlewareHa
     if (expected === undefined) {
       return sendProblem(
         c,
-        problem('internal_disabled',
-          'internal endpoints are disabled: EVERDICT_INTERNAL_TOKEN is not set',
-        ),
+        problem('internal_disabled', 'internal endpoints are disabled: EVERDICT_INTERNAL_TOKEN is not set'),
       );
     }
     const presented =
       bearerSecret(c.req.header('authorization')) ?? c.req.header('x-everdict-internal-token');
     if (presented === undefined || !constantTimeEqual(presented, expected)) {
-      return sendProblem(
-        c,
-        problem('invalid_service_token', 'a valid service token is required'),
-        CHALLENGE,
-      );
+      return sendProblem(c, problem('invalid_service_token', 'a valid service token is required'), CHALLENGE);
     }
     await next();
   };

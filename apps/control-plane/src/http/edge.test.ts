@@ -1,7 +1,7 @@
 // The HTTP edge on the real core: auth, problem+json for every refusal, limits, headers, draining, docs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REFUSALS } from '../errors.js';
 import { buildApp } from '../app.js';
+import { REFUSALS } from '../errors.js';
 import { Lifecycle } from './lifecycle.js';
 import { ADMIN_KEY, call, INTERNAL_TOKEN, type TestApp, testApp } from './testing/harness.js';
 

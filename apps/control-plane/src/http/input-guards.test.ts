@@ -24,7 +24,14 @@ afterAll(async () => {
 async function stored(): Promise<string> {
   const db = t.core.internals.deps.db;
   const n = async (table: 'runs' | 'run_groups' | 'subscriptions') =>
-    Number((await db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirst())?.n);
+    Number(
+      (
+        await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirst()
+      )?.n,
+    );
   return JSON.stringify([await n('runs'), await n('run_groups'), await n('subscriptions')]);
 }
 
@@ -63,7 +70,9 @@ describe('list cursors', () => {
     const first = await call(t.app, 'GET', '/runs?limit=1');
     const next = await call(t.app, 'GET', `/runs?limit=1&cursor=${String(first.body.nextCursor)}`);
     expect(next.status).toBe(200);
-    expect((next.body.items as { id: string }[])[0]?.id).not.toBe((first.body.items as { id: string }[])[0]?.id);
+    expect((next.body.items as { id: string }[])[0]?.id).not.toBe(
+      (first.body.items as { id: string }[])[0]?.id,
+    );
   });
 });
 
@@ -82,7 +91,9 @@ describe('event positions', () => {
   });
 
   it('Last-Event-ID past the bigint range → 400 out_of_range before any stream starts', async () => {
-    await refused('GET', `/runs/${runId}/events`, 'out_of_range', { headers: { ...sse, 'last-event-id': past } });
+    await refused('GET', `/runs/${runId}/events`, 'out_of_range', {
+      headers: { ...sse, 'last-event-id': past },
+    });
     await refused('GET', `/runs/${runId}/events`, 'validation_failed', {
       headers: { ...sse, 'last-event-id': 'abc' },
     });
@@ -108,8 +119,16 @@ describe('numbers past the ledger columns', () => {
       ['POST', '/runs', { ...cmd, ttlSec: 2 ** 31 }],
       ['POST', '/runs', { ...cmd, ttlSec: 2 ** 53 }],
       ['POST', '/groups', { kind: 'batch', spec: { ...cmd, envelope: { capRuns: 2 ** 31 } }, repeat: 1 }],
-      ['POST', '/subscriptions', { name: 's', selector: { kind: 'run.queued' }, runSpec: cmd, cooldownSec: 2 ** 31 }],
-      ['POST', '/runs', `{"kind":"command","subject":${JSON.stringify(cmd.subject)},"envelope":{"capUsd":1e400}}`],
+      [
+        'POST',
+        '/subscriptions',
+        { name: 's', selector: { kind: 'run.queued' }, runSpec: cmd, cooldownSec: 2 ** 31 },
+      ],
+      [
+        'POST',
+        '/runs',
+        `{"kind":"command","subject":${JSON.stringify(cmd.subject)},"envelope":{"capUsd":1e400}}`,
+      ],
     ];
     for (const [method, path, body] of cases) await refused(method, path, 'out_of_range', { body });
     const bridge = await call(t.app, 'POST', '/internal/agent-run-events', {
@@ -141,9 +160,11 @@ describe('strings and nesting PostgreSQL cannot take', () => {
     await refused('POST', '/subscriptions', 'invalid_unicode', {
       body: '{"name":"\\ud800","selector":{"kind":"run.queued"},"runSpec":{"kind":"analysis"}}',
     });
-    const ok = await call(t.app, 'POST', '/runs', { body: '{"kind":"analysis","subject":{"config":{"x":"\\ud83d\\ude00"}}}' });
+    const ok = await call(t.app, 'POST', '/runs', {
+      body: '{"kind":"analysis","subject":{"config":{"x":"\\ud83d\\ude00"}}}',
+    });
     expect(ok.status).toBe(201);
-    expect(((ok.body.run as { subject: { config: { x: string } } }).subject.config.x)).toBe('😀');
+    expect((ok.body.run as { subject: { config: { x: string } } }).subject.config.x).toBe('😀');
   });
 
   it(`bodies nested deeper than ${MAX_JSON_DEPTH} levels → 400 too_deep (10,000 levels too); ${MAX_JSON_DEPTH} is fine`, async () => {

@@ -86,7 +86,8 @@ export function zodIssues(error: ZodError): z.infer<typeof IssueSchema>[] {
 
 /** A schema refusal: `out_of_range` when every issue is a number outside its bounds, else `validation_failed`. */
 export function validationProblem(error: ZodError, where?: string): Problem {
-  const code = error.issues.length > 0 && error.issues.every(isRangeIssue) ? 'out_of_range' : 'validation_failed';
+  const code =
+    error.issues.length > 0 && error.issues.every(isRangeIssue) ? 'out_of_range' : 'validation_failed';
   return problem(code, where ? `invalid ${where}` : 'invalid request', { issues: zodIssues(error) });
 }
 

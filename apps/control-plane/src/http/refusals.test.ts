@@ -43,16 +43,19 @@ describe('the gate refuses with its own rules', () => {
     expect((await call(t.app, 'POST', '/runs', { key, body: cmd })).status).toBe(201);
     expectRefusal(await call(t.app, 'POST', '/runs', { key, body: cmd }), 'queue_depth', 429);
     const { body } = await t.metrics.render();
-    expect(body).toMatch(/everdict_admissions_total\{outcome="refused_429",kind="command",rule="queue_depth"\} 1/);
+    expect(body).toMatch(
+      /everdict_admissions_total\{outcome="refused_429",kind="command",rule="queue_depth"\} 1/,
+    );
   });
 
   it("429 concurrency at the tenant policy's in-flight cap (the root envelope's)", async () => {
     const key = await t.tenant('c1', { inFlightCap: 2 });
-    for (let i = 0; i < 2; i++) expect((await call(t.app, 'POST', '/runs', { key, body: cmd })).status).toBe(201);
+    for (let i = 0; i < 2; i++)
+      expect((await call(t.app, 'POST', '/runs', { key, body: cmd })).status).toBe(201);
     expectRefusal(await call(t.app, 'POST', '/runs', { key, body: cmd }), 'concurrency', 429);
   });
 
-  it("envelope.inFlightCap on a create opens a slice with that cap; its children hit it (429 concurrency)", async () => {
+  it('envelope.inFlightCap on a create opens a slice with that cap; its children hit it (429 concurrency)', async () => {
     const root = await call(t.app, 'POST', '/runs', { body: { ...cmd, envelope: { inFlightCap: 2 } } });
     expect(root.status, JSON.stringify(root.body)).toBe(201);
     expect((root.body.run as { envelope: { inFlightCap?: number } }).envelope.inFlightCap).toBe(2);
@@ -158,9 +161,9 @@ describe('what a caller may name', () => {
       expect(r.status).toBe(404);
       expect(r.body.code).toBe('not_found');
     }
-    expect((await call(t.app, 'POST', '/runs', { key: alice, body: cmd, headers: causedBy(id) })).status).toBe(
-      201,
-    );
+    expect(
+      (await call(t.app, 'POST', '/runs', { key: alice, body: cmd, headers: causedBy(id) })).status,
+    ).toBe(201);
     expect((await call(t.app, 'POST', '/runs', { body: cmd, headers: causedBy(id) })).status).toBe(201); // admin
     const caused = await call(t.app, 'GET', `/runs?causedBy=${id}`);
     expect((caused.body.items as unknown[]).length).toBe(2); // the refused ones left nothing behind
@@ -180,7 +183,11 @@ describe('what a caller may name', () => {
       expect(r.status, id).toBe(404);
       expect(r.body.code).toBe('not_found');
       const s = await call(t.app, 'POST', '/subscriptions', {
-        body: { name: 's', selector: { kind: 'run.queued' }, runSpec: { ...cmd, group: { id, role: 'child' } } },
+        body: {
+          name: 's',
+          selector: { kind: 'run.queued' },
+          runSpec: { ...cmd, group: { id, role: 'child' } },
+        },
       });
       expect(s.status, id).toBe(404);
     }
@@ -203,7 +210,9 @@ describe('what a caller may name', () => {
     expect(replay.status).toBe(201);
     expect((replay.body.group as { id: string }).id).toBe(groupId);
     const runs = replay.body.runs as { id: string; tenant: string }[];
-    expect(runs.map((r) => r.id).sort()).toEqual((first.body.runs as { id: string }[]).map((r) => r.id).sort());
+    expect(runs.map((r) => r.id).sort()).toEqual(
+      (first.body.runs as { id: string }[]).map((r) => r.id).sort(),
+    );
     expect(runs.every((r) => r.tenant === 'default')).toBe(true);
   });
 });

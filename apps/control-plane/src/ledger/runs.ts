@@ -196,7 +196,8 @@ export function decodeCursor(c: string): { createdAt: string; id: string } | nul
     if (!Array.isArray(v) || v.length !== 2) return null;
     const [createdAt, id] = v as unknown[];
     if (typeof createdAt !== 'string' || typeof id !== 'string') return null;
-    if (!CURSOR_TIME.test(createdAt) || Number.isNaN(Date.parse(createdAt)) || !CURSOR_ID.test(id)) return null;
+    if (!CURSOR_TIME.test(createdAt) || Number.isNaN(Date.parse(createdAt)) || !CURSOR_ID.test(id))
+      return null;
     return { createdAt, id };
   } catch {
     return null;

@@ -10,8 +10,8 @@ import { readSettled } from '../ledger/events.js';
 import { rowToRun } from '../ledger/runs.js';
 import type { Deps } from '../services/context.js';
 import { createRunTx } from '../services/lifecycle.js';
-import { toModelSubscription } from '../services/subscriptions.js';
 import { unstorable } from '../services/storable-guard.js';
+import { toModelSubscription } from '../services/subscriptions.js';
 import { CreateRunInput } from '../services/types.js';
 
 export const SUBSCRIPTIONS_CONSUMER = 'subscriptions';

@@ -11,8 +11,8 @@ import type { RunService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
 import { createCombiner } from './create-combiner.js';
-import { transitionTx } from './lifecycle.js';
 import { eventPosition } from './events-feed.js';
+import { transitionTx } from './lifecycle.js';
 import {
   type CreateRunContext,
   CreateRunInput,

@@ -34,7 +34,14 @@ export function subscriptionView(r: SubscriptionRow): SubscriptionView {
 
 type ModelFields = Pick<
   SubscriptionRow,
-  'id' | 'tenant_id' | 'selector_kind' | 'selector_filter' | 'run_spec' | 'enabled' | 'cooldown_sec' | 'max_depth'
+  | 'id'
+  | 'tenant_id'
+  | 'selector_kind'
+  | 'selector_filter'
+  | 'run_spec'
+  | 'enabled'
+  | 'cooldown_sec'
+  | 'max_depth'
 >;
 
 /**
