@@ -39,8 +39,6 @@ export const REFUSALS = {
   unsupported_media_type: { status: 415, when: 'a body that is not `application/json`' },
   capacity_exceeded: { status: 429, when: 'an admission cap (`rule`: see below)' },
   internal: { status: 500, when: 'a defect of ours (logged with its stack; never bad input)' },
-  record_invalid: { status: 500, when: "a stored run record fails verification (the ledger's fault)" },
-  not_implemented: { status: 501, when: 'a path not built yet' },
   shutting_down: { status: 503, when: 'the process is draining: writes are refused' },
   database_unavailable: { status: 503, when: 'the ledger database does not answer' },
 } as const satisfies Record<string, { status: number; when: string }>;
@@ -111,9 +109,6 @@ export function isControlPlaneError(e: unknown): e is ControlPlaneError {
 
 export const notFound = (what: string, id: string): ControlPlaneError =>
   new ControlPlaneError('not_found', `${what} ${id} not found`, { id });
-
-export const notImplemented = (what: string): ControlPlaneError =>
-  new ControlPlaneError('not_implemented', `${what} is not implemented yet`);
 
 export const invalidCursor = (): ControlPlaneError =>
   new ControlPlaneError('invalid_cursor', 'this cursor was not issued by this API (pass nextCursor as is)');
