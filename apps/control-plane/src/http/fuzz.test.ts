@@ -206,7 +206,9 @@ describe('fuzz over the OpenAPI document, on the real core', () => {
     const cpu = process.cpuUsage();
     const tally: Tally = { total: 0, statuses: new Map(), codes: new Map() };
     expect(operations.length).toBeGreaterThanOrEqual(20);
+    const timings: Record<string, number> = {};
     for (const [i, op] of operations.entries()) {
+      const opStarted = performance.now();
       const params = op.parameters ?? [];
       const values = fc.record(
         Object.fromEntries(
@@ -249,6 +251,7 @@ describe('fuzz over the OpenAPI document, on the real core', () => {
         ),
         { numRuns: RUNS_PER_OPERATION, seed: SEED + i },
       );
+      timings[`${op.method} ${op.path}`] = Math.round(performance.now() - opStarted);
     }
     await fc.assert(
       fc.asyncProperty(
@@ -287,6 +290,7 @@ describe('fuzz over the OpenAPI document, on the real core', () => {
     const cpuMs = Math.round((used.user + used.system) / 1000);
     const sorted = <K>(m: Map<K, number>) =>
       Object.fromEntries([...m].sort((a, b) => (a[0] < b[0] ? -1 : 1)));
+    console.log(`FUZZ-TIMINGS ${JSON.stringify(timings)}`);
     console.log(
       `FUZZ ${JSON.stringify({ seed: SEED, operations: operations.length, requests: tally.total, ms, cpuMs, statuses: sorted(tally.statuses), codes: sorted(tally.codes) })}`,
     );
