@@ -1,0 +1,91 @@
+// The Kubernetes driver's configuration (zod at the boundary). The cluster comes from client-node's own
+// loaders: in a pod, the service account (loadFromCluster); elsewhere KUBECONFIG or ~/.kube/config
+// (loadFromDefault does both) — or a KubeConfig the caller built.
+import { randomBytes } from 'node:crypto';
+import { KubeConfig } from '@kubernetes/client-node';
+import { z } from 'zod';
+
+export const KubernetesDriverConfig = z.object({
+  /** The cluster and credentials (default: `KubeConfig.loadFromDefault()`: KUBECONFIG, ~/.kube/config, or in-cluster). */
+  kubeConfig: z.custom<KubeConfig>((v) => v instanceof KubeConfig, 'a KubeConfig').optional(),
+  /** The tenant's namespace: one for all tenants, or a function of the tenant (default: the context's namespace). */
+  namespace: z
+    .union([
+      z.string().min(1),
+      z.custom<(tenant: string) => string>((v) => typeof v === 'function', 'a function'),
+    ])
+    .optional(),
+  /** Namespaces whose ResourceQuotas capacity() reports (default: the namespace, when it is one string). */
+  capacityNamespaces: z.array(z.string().min(1)).optional(),
+  /** The container image that `image: "default"` provisions. */
+  defaultImage: z.string().min(1).default('busybox:1.36'),
+  /** The cap on live sandboxes when no ResourceQuota constrains sandbox pods. */
+  maxSandboxes: z.int().positive().default(16),
+  /** The non-root user (and group, fsGroup) sandbox containers run as. */
+  runAsUser: z.int().positive().default(65532),
+  terminationGracePeriodSeconds: z.int().nonnegative().default(5),
+  /** How long dispose waits for a graceful delete before deleting with grace 0 (forced). */
+  forceDeleteAfterMs: z
+    .int()
+    .positive()
+    .max(2 ** 31 - 1)
+    .optional(),
+  /** How long provision waits for the pod to run. */
+  startTimeoutMs: z
+    .int()
+    .positive()
+    .max(2 ** 31 - 1)
+    .default(120_000),
+  /** This instance's owner lease: renewed every third of it; pods of a lapsed owner are reapable. */
+  leaseDurationSeconds: z.int().positive().default(30),
+  /** Names this driver instance (pod owner label, lease name); default random. */
+  instanceId: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$/)
+    .optional(),
+  /** Whether the cluster's runtime gives exec a terminal (real clusters do). */
+  pty: z.boolean().default(true),
+  /** Enforce `network: "none"` with a deny-all NetworkPolicy selecting such pods (created on demand). */
+  networkPolicy: z.boolean().default(true),
+  /** The runner or cluster name placed in describe().placement.target. */
+  target: z.string().min(1).optional(),
+  /** The largest workspace snapshot taken. */
+  snapshotMaxBytes: z
+    .int()
+    .positive()
+    .default(512 * 1024 * 1024),
+});
+export type KubernetesDriverConfigInput = z.input<typeof KubernetesDriverConfig>;
+
+export interface ResolvedConfig
+  extends Omit<z.output<typeof KubernetesDriverConfig>, 'kubeConfig' | 'namespace' | 'instanceId'> {
+  kubeConfig: KubeConfig;
+  namespaceFor: (tenant: string) => string;
+  capacityNamespaces: string[];
+  instanceId: string;
+  forceDeleteAfterMs: number;
+}
+
+export function resolveConfig(input: KubernetesDriverConfigInput): ResolvedConfig {
+  const config = KubernetesDriverConfig.parse(input);
+  const kubeConfig = config.kubeConfig ?? loadKubeConfig();
+  const contextNamespace =
+    kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace ?? 'default';
+  const namespace = config.namespace ?? contextNamespace;
+  const namespaceFor = typeof namespace === 'string' ? () => namespace : namespace;
+  return {
+    ...config,
+    kubeConfig,
+    namespaceFor,
+    capacityNamespaces: config.capacityNamespaces ?? (typeof namespace === 'string' ? [namespace] : []),
+    instanceId: config.instanceId ?? randomBytes(6).toString('hex'),
+    forceDeleteAfterMs: config.forceDeleteAfterMs ?? (config.terminationGracePeriodSeconds + 5) * 1000,
+  };
+}
+
+/** client-node's default loading: KUBECONFIG / ~/.kube/config, or the in-cluster service account. */
+export function loadKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  return kc;
+}

@@ -1,0 +1,345 @@
+// The Kubernetes rung of the placement ladder: a Pod per sandbox in the tenant's namespace, driven through
+// @kubernetes/client-node — phases from a watch (never polled), commands over the exec WebSocket
+// (v5, falling back to v4), the log from pods/log, capacity from the namespace's ResourceQuota, delete with
+// grace and a forced fallback, orphans reaped by label once their owner's lease has lapsed.
+import {
+  type Capacity,
+  type Command,
+  type Driver,
+  type DriverDescription,
+  ExecOptions,
+  type ExecOptionsInput,
+  type ExecResult,
+  type ExecStream,
+  LabelSelector,
+  LogOptions,
+  type LogOptionsInput,
+  PlacementError,
+  type ProvisionSpecInput,
+  parseCommand,
+  parseHandle,
+  parseProvisionSpec,
+  placementOf,
+  type ReapedSandbox,
+  type SandboxHandle,
+  type SandboxUsage,
+  type Snapshot,
+  StreamOptions,
+  type StreamOptionsInput,
+  sandboxId,
+  unsupported,
+} from '@everdict/placement';
+import { CoordinationV1Api, CoreV1Api, NetworkingV1Api, type V1Pod } from '@kubernetes/client-node';
+import { namespaceSlots } from './capacity.js';
+import type { ChannelProtocol } from './exec-channel.js';
+import {
+  type KubernetesDriverConfigInput,
+  type ResolvedConfig,
+  resolveConfig,
+} from './kubernetes-driver-config.js';
+import { labelsOf, OWNER_KEY, selectorFor } from './labels.js';
+import { ensureNetworkPolicy } from './network-policy.js';
+import { OwnerLeases } from './owner-lease.js';
+import { DRIVER_NAME, handleOf, podProblem, podState, sandboxFailure, sandboxPod } from './pod-manifest.js';
+import { PodWatch } from './pod-watch.js';
+import { runCommand, type SandboxTarget, startStream } from './sandbox-exec.js';
+import { podLogs } from './sandbox-logs.js';
+import { restoreWorkspace, snapshotWorkspace } from './workspace.js';
+
+const code = (error: unknown) => (error as { code?: number }).code;
+
+export class KubernetesDriver implements Driver {
+  readonly config: ResolvedConfig;
+  private readonly core: CoreV1Api;
+  private readonly networking: NetworkingV1Api;
+  private readonly leases: OwnerLeases;
+  private readonly watches = new Map<string, PodWatch>();
+  /** Sandboxes this instance provisioned and has not disposed: never reaped by it. */
+  private readonly held = new Map<string, SandboxHandle>();
+  private protocol: ChannelProtocol | undefined;
+
+  constructor(input: KubernetesDriverConfigInput = {}) {
+    this.config = resolveConfig(input);
+    const kc = this.config.kubeConfig;
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.networking = kc.makeApiClient(NetworkingV1Api);
+    this.leases = new OwnerLeases(
+      kc.makeApiClient(CoordinationV1Api),
+      this.config.instanceId,
+      this.config.leaseDurationSeconds,
+    );
+  }
+
+  describe(): DriverDescription {
+    return {
+      driver: DRIVER_NAME,
+      placement: placementOf('kubernetes', this.config.target),
+      capabilities: {
+        exec: true,
+        stream: true,
+        pty: this.config.pty,
+        logs: true,
+        snapshot: true,
+        restore: true,
+        usage: true,
+        reap: true,
+        network: true,
+        images: true,
+      },
+      mechanism: 'kubernetes',
+    };
+  }
+
+  /** The watch of a namespace's everdict pods (started on first use; restarted if its first list failed). */
+  async podsIn(namespace: string): Promise<PodWatch> {
+    let watch = this.watches.get(namespace);
+    if (!watch) {
+      watch = new PodWatch(this.config.kubeConfig, this.core, namespace);
+      this.watches.set(namespace, watch);
+    }
+    try {
+      await watch.synced();
+    } catch (error) {
+      watch.close();
+      this.watches.delete(namespace);
+      throw new PlacementError(
+        'spawn_failed',
+        `cannot list pods in ${namespace}: ${(error as Error).message}`,
+        { namespace },
+      );
+    }
+    return watch;
+  }
+
+  async provision(input: ProvisionSpecInput): Promise<SandboxHandle> {
+    const spec = parseProvisionSpec(input);
+    if (spec.limits.cpuTimeMs !== undefined)
+      throw unsupported(DRIVER_NAME, 'a CPU-time limit (Kubernetes limits CPU rate, not total)');
+    const namespace = this.config.namespaceFor(spec.labels.tenant);
+    const id = sandboxId('everdict', spec.labels);
+    const pods = await this.podsIn(namespace);
+    const existing = pods.get(id);
+    if (existing && !existing.metadata?.deletionTimestamp) return this.started(pods, id);
+    if (existing) await pods.waitFor(id, (p) => p === undefined, this.config.forceDeleteAfterMs * 2);
+    const capacity = await this.capacity();
+    if (capacity.slotsFree <= 0)
+      throw new PlacementError('capacity', 'no sandbox slot is free', { ...capacity });
+    if (spec.network === 'none' && this.config.networkPolicy)
+      await ensureNetworkPolicy(this.networking, namespace);
+    await this.leases.hold(namespace).catch((error: unknown) => {
+      throw new PlacementError('spawn_failed', `cannot hold the owner lease: ${(error as Error).message}`, {
+        namespace,
+      });
+    });
+    const containerImage = spec.image === 'default' ? this.config.defaultImage : spec.image;
+    const body = sandboxPod(
+      id,
+      spec,
+      {
+        namespace,
+        containerImage,
+        owner: this.config.instanceId,
+        runAsUser: this.config.runAsUser,
+        terminationGracePeriodSeconds: this.config.terminationGracePeriodSeconds,
+      },
+      Date.now(),
+    );
+    try {
+      await this.core.createNamespacedPod({ namespace, body });
+    } catch (error) {
+      if (code(error) === 409) return this.started(pods, id);
+      if (code(error) === 403 && /exceeded quota/.test(String((error as { body?: unknown }).body))) {
+        throw new PlacementError('capacity', 'the namespace quota admits no more sandbox pods', {
+          namespace,
+        });
+      }
+      throw new PlacementError(
+        'spawn_failed',
+        `the pod could not be created: ${String((error as { body?: unknown }).body ?? error)}`,
+        { namespace },
+      );
+    }
+    const handle = await this.started(pods, id);
+    if (spec.workspace) {
+      try {
+        await restoreWorkspace(this.target(handle, namespace), spec.workspace);
+      } catch (error) {
+        await this.dispose(handle);
+        throw error;
+      }
+    }
+    return handle;
+  }
+
+  /** Wait until the pod runs and return its handle; a pod that cannot start is removed and refused. */
+  private async started(pods: PodWatch, id: string): Promise<SandboxHandle> {
+    let pod: V1Pod | undefined;
+    try {
+      // the create's own ADDED event may not have arrived yet: wait for the pod itself
+      pod = await pods.waitFor(
+        id,
+        (p) => p !== undefined && podState(p) !== 'pending',
+        this.config.startTimeoutMs,
+      );
+    } catch {
+      pod = pods.get(id);
+    }
+    const state = podState(pod);
+    const handle = pod ? handleOf(pod) : undefined;
+    if (state === 'running' && handle) {
+      this.held.set(handle.id, handle);
+      return handle;
+    }
+    const why = podProblem(pod);
+    if (pod) await this.deletePod(pods, id, 0);
+    if (state === 'image_not_found') throw new PlacementError('image_not_found', why, { pod: id });
+    throw new PlacementError('spawn_failed', `the sandbox pod did not start: ${why}`, { pod: id, state });
+  }
+
+  /** A live sandbox's pod and how to run commands in it; `gone` when it no longer exists. */
+  private async live(input: SandboxHandle): Promise<SandboxTarget> {
+    const handle = parseHandle(input);
+    const namespace = this.config.namespaceFor(handle.labels.tenant);
+    const pods = await this.podsIn(namespace);
+    const pod = pods.get(handle.id);
+    const labels = labelsOf(pod?.metadata?.annotations);
+    if (!pod || pod.metadata?.deletionTimestamp || !labels || labels.runId !== handle.labels.runId) {
+      throw new PlacementError('gone', `sandbox ${handle.id} no longer exists`, { id: handle.id });
+    }
+    const target = this.target(handle, namespace);
+    const failure = target.failure();
+    if (failure) throw failure;
+    return target;
+  }
+
+  private target(handle: SandboxHandle, namespace: string): SandboxTarget {
+    return {
+      kc: this.config.kubeConfig,
+      namespace,
+      pod: handle.id,
+      handle,
+      protocol: this.protocol,
+      learned: (p) => {
+        this.protocol = p;
+      },
+      failure: () => sandboxFailure(handle, this.watches.get(namespace)?.get(handle.id)),
+    };
+  }
+
+  async exec(handle: SandboxHandle, cmd: Command, options: ExecOptionsInput = {}): Promise<ExecResult> {
+    const argv = parseCommand(cmd);
+    const opts = ExecOptions.parse(options);
+    return runCommand(await this.live(handle), argv, opts);
+  }
+
+  async stream(handle: SandboxHandle, cmd: Command, options: StreamOptionsInput = {}): Promise<ExecStream> {
+    const argv = parseCommand(cmd);
+    const opts = StreamOptions.parse(options);
+    if (opts.tty && !this.config.pty) throw unsupported(DRIVER_NAME, 'a terminal (pty) on this cluster');
+    return startStream(await this.live(handle), argv, opts, this.config.pty);
+  }
+
+  logs(handle: SandboxHandle, options: LogOptionsInput = {}): AsyncIterable<Uint8Array> {
+    const opts = LogOptions.parse(options);
+    return podLogs(() => this.live(handle), opts);
+  }
+
+  async snapshot(handle: SandboxHandle): Promise<Snapshot> {
+    return snapshotWorkspace(await this.live(handle), this.config.snapshotMaxBytes);
+  }
+
+  async restore(handle: SandboxHandle, snapshot: Snapshot): Promise<void> {
+    await restoreWorkspace(await this.live(handle), snapshot);
+  }
+
+  async usage(input: SandboxHandle): Promise<SandboxUsage> {
+    const target = await this.live(input);
+    // The API reports no per-pod CPU time or peak memory without a metrics pipeline: null, never estimated.
+    return {
+      cpuTimeMs: null,
+      peakMemoryBytes: null,
+      wallTimeMs: Math.max(0, Date.now() - target.handle.createdAtMs),
+      mechanism: 'kubernetes',
+    };
+  }
+
+  async dispose(input: SandboxHandle): Promise<void> {
+    const handle = parseHandle(input);
+    const namespace = this.config.namespaceFor(handle.labels.tenant);
+    const pods = await this.podsIn(namespace);
+    const pod = pods.get(handle.id);
+    if (pod && labelsOf(pod.metadata?.annotations)?.runId === handle.labels.runId) {
+      await this.deletePod(pods, handle.id, this.config.terminationGracePeriodSeconds);
+    }
+    this.held.delete(handle.id);
+  }
+
+  /** Delete with grace; if the pod is still there after `forceDeleteAfterMs`, delete it with grace 0. */
+  async deletePod(pods: PodWatch, name: string, graceSeconds: number): Promise<'graceful' | 'forced'> {
+    const namespace = pods.namespace;
+    const remove = async (grace: number) => {
+      try {
+        await this.core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: grace });
+      } catch (error) {
+        if (code(error) !== 404) throw error;
+      }
+    };
+    await remove(graceSeconds);
+    try {
+      await pods.waitFor(
+        name,
+        (p) => p === undefined,
+        graceSeconds === 0 ? this.config.startTimeoutMs : this.config.forceDeleteAfterMs,
+      );
+      return 'graceful';
+    } catch {
+      await remove(0);
+      await pods.waitFor(name, (p) => p === undefined, this.config.startTimeoutMs);
+      return 'forced';
+    }
+  }
+
+  async reap(selector: { labels: LabelSelector }): Promise<ReapedSandbox[]> {
+    const labels = LabelSelector.parse(selector.labels);
+    const namespaces =
+      labels.tenant !== undefined
+        ? [this.config.namespaceFor(labels.tenant)]
+        : this.config.capacityNamespaces;
+    const reaped: ReapedSandbox[] = [];
+    for (const namespace of new Set(namespaces)) {
+      const list = await this.core.listNamespacedPod({ namespace, labelSelector: selectorFor(labels) });
+      const pods = await this.podsIn(namespace);
+      for (const pod of list.items) {
+        const name = pod.metadata?.name ?? '';
+        const podLabels = labelsOf(pod.metadata?.annotations);
+        if (!podLabels || this.held.has(name)) continue;
+        if (await this.leases.isLive(namespace, pod.metadata?.labels?.[OWNER_KEY])) continue;
+        await this.deletePod(pods, name, this.config.terminationGracePeriodSeconds);
+        reaped.push({ id: name, labels: podLabels, removed: ['pod'] });
+      }
+    }
+    return reaped;
+  }
+
+  async capacity(): Promise<Capacity> {
+    let total = 0;
+    let free = 0;
+    for (const namespace of this.config.capacityNamespaces) {
+      const quotas = await this.core.listNamespacedResourceQuota({ namespace });
+      const live = (await this.podsIn(namespace))
+        .all()
+        .filter((p) => !['gone', 'failed'].includes(podState(p))).length;
+      const slots = namespaceSlots(quotas.items, live, this.config.maxSandboxes);
+      total += slots.total;
+      free += slots.free;
+    }
+    return { slotsTotal: total, slotsFree: free, mechanism: 'kubernetes' };
+  }
+
+  /** Stop watching and give up the owner leases. Sandboxes stay (dispose them first, or reap them later). */
+  async close(): Promise<void> {
+    for (const watch of this.watches.values()) watch.close();
+    this.watches.clear();
+    await this.leases.release();
+  }
+}

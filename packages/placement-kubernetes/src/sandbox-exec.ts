@@ -1,0 +1,275 @@
+// Commands in a sandbox pod over the exec channel: one-shot exec (capped output, timeout, the sandbox's
+// deadline), live streams for terminals, and the driver's own unwrapped commands (snapshot, restore, kill).
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import {
+  CappedOutput,
+  type CommandBudget,
+  commandBudget,
+  type ExecOptions,
+  type ExecResult,
+  type ExecStream,
+  PlacementError,
+  type SandboxHandle,
+  type StreamExit,
+  type StreamOptions,
+  timeoutError,
+  toBytes,
+  utf8,
+} from '@everdict/placement';
+import type { KubeConfig, V1Status } from '@kubernetes/client-node';
+import {
+  type ChannelProtocol,
+  type ExecChannel,
+  exitCodeOf,
+  openExec,
+  UpgradeRefused,
+  V4,
+} from './exec-channel.js';
+import { CONTAINER, killCommand, NOT_FOUND_MARKER, wrapCommand } from './sandbox-scripts.js';
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** setTimeout for any delay: Node fires a timer of more than 2^31 − 1 ms at once, so long ones re-arm. */
+function after(ms: number, fn: () => void): { clear(): void } {
+  let timer: NodeJS.Timeout;
+  const arm = (left: number) => {
+    timer = setTimeout(
+      left > MAX_TIMER_MS ? () => arm(left - MAX_TIMER_MS) : fn,
+      Math.min(left, MAX_TIMER_MS),
+    );
+  };
+  arm(ms);
+  return { clear: () => clearTimeout(timer) };
+}
+
+export interface SandboxTarget {
+  kc: KubeConfig;
+  namespace: string;
+  pod: string;
+  handle: SandboxHandle;
+  /** The protocol that worked before (v5 is tried first when unknown). */
+  protocol: ChannelProtocol | undefined;
+  learned(protocol: ChannelProtocol): void;
+  /** Why the pod cannot run commands now (gone, deadline, oom), if it cannot. */
+  failure(): PlacementError | undefined;
+}
+
+async function open(
+  target: SandboxTarget,
+  command: (p: ChannelProtocol) => string[],
+  stdin: boolean,
+  tty: boolean,
+): Promise<ExecChannel> {
+  try {
+    const channel = await openExec(
+      target.kc,
+      { namespace: target.namespace, pod: target.pod, container: CONTAINER, command, stdin, tty },
+      target.protocol,
+    );
+    target.learned(channel.protocol);
+    return channel;
+  } catch (error) {
+    const known = target.failure();
+    if (known) throw known;
+    if (error instanceof UpgradeRefused && (error.statusCode === 404 || error.statusCode === 400)) {
+      throw new PlacementError('gone', `the sandbox pod cannot run commands: ${error.message}`, {
+        pod: target.pod,
+      });
+    }
+    throw new PlacementError('spawn_failed', `exec could not connect: ${(error as Error).message}`, {
+      pod: target.pod,
+    });
+  }
+}
+
+/** The outcome of a final status: an exit code, or the PlacementError it means. */
+function outcome(target: SandboxTarget, status: V1Status | null, stderr: Uint8Array): number {
+  if (status === null) {
+    throw (
+      target.failure() ??
+      new PlacementError('spawn_failed', 'the exec connection ended without a status', { pod: target.pod })
+    );
+  }
+  const code = exitCodeOf(status);
+  if (code === undefined)
+    throw new PlacementError('spawn_failed', status.message ?? 'exec failed', { reason: status.reason });
+  const err = utf8(stderr);
+  if (code === 127 && err.startsWith(NOT_FOUND_MARKER) && err.indexOf('\n') === err.length - 1) {
+    throw new PlacementError('spawn_failed', err.trim(), { exitCode: 127 });
+  }
+  if (code === 137) {
+    const failure = target.failure();
+    if (failure?.code === 'oom') throw failure;
+  }
+  return code;
+}
+
+/** Run one of the driver's own commands (not wrapped, not logged) and collect its output. */
+export async function runInternal(
+  target: SandboxTarget,
+  command: string[],
+  stdin: Uint8Array | undefined,
+  capBytes: number,
+) {
+  const channel = await open(target, () => command, stdin !== undefined, false);
+  const stdout = new CappedOutput(capBytes);
+  const stderr = new CappedOutput(64 * 1024);
+  channel.stdout.on('data', (d: Buffer) => stdout.push(d));
+  channel.stderr.on('data', (d: Buffer) => stderr.push(d));
+  if (stdin !== undefined) {
+    channel.write(stdin);
+    channel.closeStdin();
+  }
+  const status = await channel.status;
+  return { exitCode: outcome(target, status, stderr.bytes()), stdout, stderr };
+}
+
+function kill(target: SandboxTarget, execId: string): Promise<void> {
+  return runInternal(target, killCommand(execId), undefined, 1024).then(
+    () => undefined,
+    () => undefined,
+  );
+}
+
+export async function runCommand(
+  target: SandboxTarget,
+  argv: string[],
+  options: ExecOptions,
+): Promise<ExecResult> {
+  const budget: CommandBudget = commandBudget(target.handle, options.timeoutMs);
+  const execId = randomBytes(8).toString('hex');
+  const stdin = options.stdin === undefined ? undefined : toBytes(options.stdin);
+  const command = (p: ChannelProtocol) =>
+    wrapCommand(argv, {
+      execId,
+      cwd: options.cwd,
+      env: options.env,
+      stdinBytes: p === V4 && stdin !== undefined ? stdin.byteLength : undefined,
+      tty: false,
+    });
+  const startedAtMs = Date.now();
+  const channel = await open(target, command, stdin !== undefined, false);
+  const stdout = new CappedOutput(options.outputCapBytes);
+  const stderr = new CappedOutput(options.outputCapBytes);
+  // what was observed so far (a stopped command has no exit code to report)
+  const result = (): Omit<ExecResult, 'exitCode'> => {
+    const endedAtMs = Date.now();
+    return {
+      signal: null,
+      stdout: stdout.bytes(),
+      stderr: stderr.bytes(),
+      truncated: stdout.truncated || stderr.truncated,
+      timing: { startedAtMs, endedAtMs, wallMs: endedAtMs - startedAtMs },
+    };
+  };
+  return new Promise<ExecResult>((resolve, reject) => {
+    let settled = false;
+    const stop = (error: PlacementError) => {
+      if (settled) return;
+      settled = true;
+      timer.clear();
+      void kill(target, execId).then(() => channel.close());
+      reject(error);
+    };
+    const timer = after(budget.ms, () => stop(timeoutError(budget, { result: result() })));
+    const onData = (sink: CappedOutput) => (d: Buffer) => {
+      if (sink.push(d) && options.onOutputCap === 'kill') {
+        stop(
+          new PlacementError('output_capped', `output passed ${options.outputCapBytes} bytes`, {
+            result: result(),
+          }),
+        );
+      }
+    };
+    channel.stdout.on('data', onData(stdout));
+    channel.stderr.on('data', onData(stderr));
+    if (stdin !== undefined) {
+      channel.write(stdin);
+      channel.closeStdin();
+    }
+    channel.status.then((status) => {
+      if (settled) return;
+      settled = true;
+      timer.clear();
+      // stopped by the pod's own deadline (activeDeadlineSeconds) a moment before our timer fired
+      const code = status === null ? undefined : exitCodeOf(status);
+      if (
+        budget.bound === 'deadline' &&
+        Date.now() >= target.handle.deadlineMs &&
+        (code === undefined || code >= 128)
+      ) {
+        reject(timeoutError(budget, { result: result() }));
+        return;
+      }
+      try {
+        resolve({ ...result(), exitCode: outcome(target, status, stderr.bytes()) });
+      } catch (error) {
+        reject(error);
+      }
+    });
+  });
+}
+
+export async function startStream(
+  target: SandboxTarget,
+  argv: string[],
+  options: StreamOptions,
+  pty: boolean,
+): Promise<ExecStream> {
+  const budget = commandBudget(target.handle, undefined);
+  const execId = randomBytes(8).toString('hex');
+  const env = { ...options.env };
+  if (options.size) {
+    env.COLUMNS = String(options.size.cols);
+    env.LINES = String(options.size.rows);
+  }
+  const tty = options.tty && pty;
+  const channel = await open(
+    target,
+    () => wrapCommand(argv, { execId, cwd: options.cwd, env, stdinBytes: undefined, tty }),
+    true,
+    tty,
+  );
+  if (tty && options.size) channel.resize(options.size.cols, options.size.rows);
+  let killed = false;
+  let expired = false;
+  const timer = after(budget.ms, () => {
+    expired = true;
+    void kill(target, execId).then(() => channel.close());
+  });
+  const stdin = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      channel.write(chunk);
+      callback();
+    },
+    final(callback) {
+      channel.closeStdin();
+      callback();
+    },
+  });
+  const exit: Promise<StreamExit> = channel.status.then((status) => {
+    timer.clear();
+    if (expired) throw timeoutError(budget);
+    if (killed) return { exitCode: null, signal: 'SIGKILL' };
+    return { exitCode: outcome(target, status, new Uint8Array()), signal: null };
+  });
+  exit.catch(() => undefined);
+  return {
+    stdin,
+    stdout: channel.stdout,
+    stderr: channel.stderr,
+    pty: tty,
+    resize: (size) => {
+      if (!tty) return false;
+      channel.resize(size.cols, size.rows);
+      return true;
+    },
+    kill: () => {
+      if (killed) return;
+      killed = true;
+      void kill(target, execId).then(() => channel.close());
+    },
+    exit,
+  };
+}

@@ -1,0 +1,96 @@
+// A watch response: one JSON `{type, object}` per line over a chunked HTTP/1.1 body, from a resourceVersion
+// on; BOOKMARK events (when asked for) carry only the version reached; a version older than the history
+// answers a single ERROR event whose object is a 410 Expired Status, as the apiserver's watch cache does.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ObjectStore, WatchEvent, WatchFilter } from './object-store.js';
+import { groupVersion } from './resources.js';
+import { StatusError } from './status.js';
+import { toTable } from './table.js';
+
+export interface WatchOptions {
+  fromResourceVersion: string | undefined;
+  bookmarks: boolean;
+  bookmarkIntervalMs: number;
+  timeoutSeconds: number | undefined;
+  table: boolean;
+  includeObject: string | null;
+}
+
+export interface OpenWatch {
+  /** End the stream as an apiserver restart or request timeout does (the client sees a clean end). */
+  end(): void;
+}
+
+export function serveWatch(
+  req: IncomingMessage,
+  res: ServerResponse,
+  store: ObjectStore,
+  filter: WatchFilter,
+  options: WatchOptions,
+  registry: Set<OpenWatch>,
+): void {
+  res.writeHead(200, {
+    'Content-Type': options.table ? 'application/json;as=Table;v=v1;g=meta.k8s.io' : 'application/json',
+    'Transfer-Encoding': 'chunked',
+    'Cache-Control': 'no-cache, private',
+  });
+  res.flushHeaders();
+  let firstTable = true;
+  const write = (event: { type: string; object: unknown }) => {
+    if (!res.writableEnded) res.write(`${JSON.stringify(event)}\n`);
+  };
+  const deliver = (event: WatchEvent) => {
+    if (!options.table) return write(event);
+    const table = toTable(
+      filter.type,
+      [event.object],
+      String(event.object.metadata.resourceVersion),
+      options.includeObject,
+      firstTable,
+    );
+    firstTable = false;
+    write({ type: event.type, object: table });
+  };
+
+  let unsubscribe: () => void = () => {};
+  try {
+    unsubscribe = store.watch(filter, options.fromResourceVersion, deliver);
+  } catch (error) {
+    if (!(error instanceof StatusError)) throw error;
+    write({ type: 'ERROR', object: error.status });
+    res.end();
+    return;
+  }
+
+  let bookmarkTimer: NodeJS.Timeout | undefined;
+  let timeoutTimer: NodeJS.Timeout | undefined;
+  const watch: OpenWatch = {
+    end: () => {
+      unsubscribe();
+      clearTimeout(bookmarkTimer);
+      clearTimeout(timeoutTimer);
+      registry.delete(watch);
+      if (!res.writableEnded) res.end();
+    },
+  };
+  registry.add(watch);
+  if (options.bookmarks) {
+    const bookmark = () => {
+      write({
+        type: 'BOOKMARK',
+        object: {
+          kind: filter.type.kind,
+          apiVersion: groupVersion(filter.type),
+          metadata: { resourceVersion: store.resourceVersion, creationTimestamp: null },
+        },
+      });
+      bookmarkTimer = setTimeout(bookmark, options.bookmarkIntervalMs);
+    };
+    bookmarkTimer = setTimeout(bookmark, options.bookmarkIntervalMs);
+  }
+  if (options.timeoutSeconds !== undefined && options.timeoutSeconds > 0) {
+    timeoutTimer = setTimeout(() => watch.end(), options.timeoutSeconds * 1000);
+  }
+  req.on('close', () => watch.end());
+  res.on('close', () => watch.end());
+}

@@ -1,0 +1,120 @@
+// cgroup v1: the memory, pids and cpuacct controllers (required) and cpu (optional, for `cpus`), each
+// a hierarchy of its own (or co-mounted). A sandbox has one directory per controller:
+// <mount>/<parent>/<id>. OOM kills are memory.oom_control's `oom_kill`; refused forks pids.events' `max`.
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ResourceLimits } from '@everdict/placement';
+import { killAndRemove, pidsIn, readSync, readText, write } from './cgroup-fs.js';
+import { keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
+
+export type V1Controller = 'memory' | 'pids' | 'cpuacct' | 'cpu';
+export type V1Mounts = Readonly<Partial<Record<V1Controller, string>>> & {
+  readonly memory: string;
+  readonly pids: string;
+  readonly cpuacct: string;
+};
+
+const CFS_PERIOD_US = 100_000;
+
+export class CgroupV1Backend implements LimitBackend {
+  readonly mechanism = 'cgroup-v1' as const;
+
+  constructor(
+    private readonly mounts: V1Mounts,
+    private readonly parent: string,
+  ) {}
+
+  /** One directory per controller; the cpu controller only when a `cpus` share is asked for. */
+  private dirs(id: string, limits: ResourceLimits): Map<V1Controller, string> {
+    const out = new Map<V1Controller, string>();
+    for (const c of ['memory', 'pids', 'cpuacct', 'cpu'] as const) {
+      const m = this.mounts[c];
+      if (m !== undefined && (c !== 'cpu' || limits.cpus !== undefined)) out.set(c, join(m, this.parent, id));
+    }
+    return out;
+  }
+
+  plan(id: string, limits: ResourceLimits): string[] {
+    return [...new Set(this.dirs(id, limits).values())];
+  }
+
+  async create(id: string, limits: ResourceLimits): Promise<SandboxLimits> {
+    const dirs = this.dirs(id, limits);
+    for (const dir of new Set(dirs.values())) mkdirSync(dir, { recursive: true });
+    const mem = dirs.get('memory')!;
+    write(`${mem}/memory.limit_in_bytes`, String(limits.memoryBytes));
+    if (existsSync(`${mem}/memory.memsw.limit_in_bytes`)) {
+      write(`${mem}/memory.memsw.limit_in_bytes`, String(limits.memoryBytes));
+    }
+    write(`${dirs.get('pids')!}/pids.max`, String(limits.pids));
+    const cpu = dirs.get('cpu');
+    if (cpu !== undefined && limits.cpus !== undefined) {
+      write(`${cpu}/cpu.cfs_period_us`, String(CFS_PERIOD_US));
+      write(`${cpu}/cpu.cfs_quota_us`, String(Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US))));
+    }
+    return new V1Sandbox(dirs);
+  }
+
+  open(paths: readonly string[]): SandboxLimits {
+    const dirs = new Map<V1Controller, string>();
+    for (const p of paths) {
+      for (const c of ['memory', 'pids', 'cpuacct', 'cpu'] as const) {
+        const m = this.mounts[c];
+        if (m !== undefined && p.startsWith(`${m}/`)) dirs.set(c, p);
+      }
+    }
+    return new V1Sandbox(dirs);
+  }
+}
+
+class V1Sandbox implements SandboxLimits {
+  readonly mechanism = 'cgroup-v1' as const;
+  readonly wrapper: readonly string[] = [];
+  readonly joinsByPid = true;
+  private readonly unique: string[];
+
+  constructor(private readonly dirs: Map<V1Controller, string>) {
+    this.unique = [...new Set(dirs.values())];
+  }
+
+  join(pid: number): void {
+    for (const dir of this.unique) write(`${dir}/cgroup.procs`, String(pid));
+  }
+
+  async counters() {
+    const mem = this.dirs.get('memory');
+    const pids = this.dirs.get('pids');
+    return {
+      oomKills: mem ? keyedCount(readSync(`${mem}/memory.oom_control`), 'oom_kill') : 0,
+      pidsRefused: pids ? keyedCount(readSync(`${pids}/pids.events`), 'max') : 0,
+    };
+  }
+
+  async usage() {
+    const acct = this.dirs.get('cpuacct');
+    const mem = this.dirs.get('memory');
+    const ns = acct ? (await readText(`${acct}/cpuacct.usage`)).trim() : '';
+    const peak = mem ? (await readText(`${mem}/memory.max_usage_in_bytes`)).trim() : '';
+    return {
+      cpuTimeMs: ns === '' ? null : Number(ns) / 1e6,
+      peakMemoryBytes: peak === '' ? null : Number(peak),
+    };
+  }
+
+  async processes(): Promise<number[]> {
+    const all = new Set<number>();
+    for (const dir of this.unique) for (const pid of await pidsIn(dir)) all.add(pid);
+    return [...all];
+  }
+
+  async remove(): Promise<string[]> {
+    const removed: string[] = [];
+    const seen = new Set<string>();
+    for (const [c, dir] of this.dirs) {
+      if (seen.has(dir)) continue;
+      seen.add(dir);
+      if (await killAndRemove(dir)) removed.push(`cgroup:${c}`);
+    }
+    return removed;
+  }
+}

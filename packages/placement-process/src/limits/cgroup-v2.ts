@@ -1,0 +1,95 @@
+// cgroup v2: one directory per sandbox, <mount>/<parent>/<id>, with memory, pids and cpu enabled down
+// the path. OOM kills are memory.events' `oom_kill`; refused forks pids.events' `max`; cgroup.kill ends
+// everything at once. (This host mounts the v1 controllers, so this backend is not exercised here.)
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ResourceLimits } from '@everdict/placement';
+import { killAndRemove, pidsIn, readSync, readText, write } from './cgroup-fs.js';
+import { keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
+
+const CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
+const CFS_PERIOD_US = 100_000;
+
+export class CgroupV2Backend implements LimitBackend {
+  readonly mechanism = 'cgroup-v2' as const;
+
+  constructor(
+    private readonly mount: string,
+    private readonly parent: string,
+  ) {}
+
+  plan(id: string): string[] {
+    return [join(this.mount, this.parent, id)];
+  }
+
+  /** Enables the controllers in every cgroup from the mount down to the parent (children inherit none by default). */
+  private enableDown(): void {
+    let dir = this.mount;
+    for (const part of ['', ...this.parent.split('/')]) {
+      if (part !== '') {
+        dir = join(dir, part);
+        mkdirSync(dir, { recursive: true });
+      }
+      const have = readSync(`${dir}/cgroup.subtree_control`).split(/\s+/);
+      const missing = CONTROLLERS.filter((c) => !have.includes(c));
+      if (missing.length > 0) write(`${dir}/cgroup.subtree_control`, missing.map((c) => `+${c}`).join(' '));
+    }
+  }
+
+  async create(id: string, limits: ResourceLimits): Promise<SandboxLimits> {
+    this.enableDown();
+    const dir = join(this.mount, this.parent, id);
+    mkdirSync(dir, { recursive: true });
+    write(`${dir}/memory.max`, String(limits.memoryBytes));
+    if (existsSync(`${dir}/memory.swap.max`)) write(`${dir}/memory.swap.max`, '0');
+    write(`${dir}/pids.max`, String(limits.pids));
+    if (limits.cpus !== undefined) {
+      write(`${dir}/cpu.max`, `${Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US))} ${CFS_PERIOD_US}`);
+    }
+    return new V2Sandbox(dir);
+  }
+
+  open(paths: readonly string[]): SandboxLimits {
+    return new V2Sandbox(paths[0] ?? join(this.mount, this.parent, 'missing'));
+  }
+}
+
+class V2Sandbox implements SandboxLimits {
+  readonly mechanism = 'cgroup-v2' as const;
+  readonly wrapper: readonly string[] = [];
+  readonly joinsByPid = true;
+
+  constructor(private readonly dir: string) {}
+
+  join(pid: number): void {
+    write(`${this.dir}/cgroup.procs`, String(pid));
+  }
+
+  async counters() {
+    return {
+      oomKills: keyedCount(readSync(`${this.dir}/memory.events`), 'oom_kill'),
+      pidsRefused: keyedCount(readSync(`${this.dir}/pids.events`), 'max'),
+    };
+  }
+
+  async usage() {
+    const usec = keyedCount(await readText(`${this.dir}/cpu.stat`), 'usage_usec');
+    const peak = (await readText(`${this.dir}/memory.peak`)).trim();
+    return { cpuTimeMs: usec / 1000, peakMemoryBytes: peak === '' ? null : Number(peak) };
+  }
+
+  processes(): Promise<number[]> {
+    return pidsIn(this.dir);
+  }
+
+  async remove(): Promise<string[]> {
+    if (existsSync(`${this.dir}/cgroup.kill`)) {
+      try {
+        write(`${this.dir}/cgroup.kill`, '1');
+      } catch {
+        // already empty or gone
+      }
+    }
+    return (await killAndRemove(this.dir)) ? ['cgroup'] : [];
+  }
+}

@@ -1,0 +1,50 @@
+// The limit mechanism of a sandbox: cgroup v2, the cgroup v1 controllers, or rlimits. One interface, one
+// file per mechanism (cgroup-v2.ts, cgroup-v1.ts, rlimit.ts); detect.ts picks the one this host allows.
+import type { LimitMechanism, ResourceLimits } from '@everdict/placement';
+
+export interface LimitCounters {
+  /** Processes the kernel's OOM killer killed in this sandbox so far. */
+  readonly oomKills: number;
+  /** Forks refused for the pid limit so far. */
+  readonly pidsRefused: number;
+}
+
+export interface MeasuredUsage {
+  readonly cpuTimeMs: number | null;
+  readonly peakMemoryBytes: number | null;
+}
+
+/** One sandbox's limits, created or reopened from its label file. */
+export interface SandboxLimits {
+  readonly mechanism: LimitMechanism;
+  /** Extra argv put before bubblewrap's (rlimits: `prlimit …`); empty for cgroups. */
+  readonly wrapper: readonly string[];
+  /** Whether each command's namespace init must be moved in by pid (cgroups) before it runs. */
+  readonly joinsByPid: boolean;
+  /** Moves a process (and so everything it forks later) into the sandbox's cgroups. Synchronous: it runs while the command is held. */
+  join(pid: number): void;
+  counters(): Promise<LimitCounters>;
+  usage(): Promise<MeasuredUsage>;
+  /** Processes in the sandbox now (cgroups), or [] when the mechanism cannot list them. */
+  processes(): Promise<number[]>;
+  /** Removes what the mechanism created; returns words for what was removed (`cgroup:memory`, …). */
+  remove(): Promise<string[]>;
+}
+
+export interface LimitBackend {
+  readonly mechanism: LimitMechanism;
+  /** The paths a sandbox of this id will have (written to its label file before they exist). */
+  plan(id: string, limits: ResourceLimits): string[];
+  create(id: string, limits: ResourceLimits): Promise<SandboxLimits>;
+  /** Reopens a sandbox's limits from the paths its label file recorded (adopt, reap). */
+  open(paths: readonly string[], limits: ResourceLimits): SandboxLimits;
+}
+
+/** A counter line `name N` in a cgroup file of `key value` lines; 0 when absent. */
+export function keyedCount(text: string, key: string): number {
+  for (const line of text.split('\n')) {
+    const [k, v] = line.trim().split(/\s+/);
+    if (k === key && v !== undefined) return Number(v);
+  }
+  return 0;
+}

@@ -1,0 +1,50 @@
+// Configuration of the process driver, parsed with zod. Every path has an environment-variable default
+// so a host configures it once: EVERDICT_PLACEMENT_DIR (state: label files, workspaces, logs),
+// EVERDICT_IMAGES_DIR (named root filesystems), EVERDICT_BWRAP (the bubblewrap binary).
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+
+export const LimitsMode = z.enum(['auto', 'cgroup-v2', 'cgroup-v1', 'rlimit']);
+export type LimitsMode = z.infer<typeof LimitsMode>;
+
+export const ProcessDriverConfig = z.strictObject({
+  /** Label files, workspaces and logs live here (one directory per host; `reap` reads it). */
+  stateDir: z
+    .string()
+    .min(1)
+    .default(() => process.env.EVERDICT_PLACEMENT_DIR ?? join(tmpdir(), 'everdict-placement')),
+  /** Named root filesystems: `<imagesDir>/<name>/` (see importImage). */
+  imagesDir: z
+    .string()
+    .min(1)
+    .default(() => process.env.EVERDICT_IMAGES_DIR ?? join(tmpdir(), 'everdict-images')),
+  bwrap: z
+    .string()
+    .min(1)
+    .default(() => process.env.EVERDICT_BWRAP ?? 'bwrap'),
+  /** Sandboxes this driver holds at once. */
+  slots: z.int().positive().default(32),
+  /**
+   * The host user the sandbox runs as (bubblewrap is started as it, so the sandbox is unprivileged on the
+   * host even if the driver runs as root). Ignored when the driver is not root.
+   */
+  sandboxUid: z.int().nonnegative().default(65534),
+  sandboxGid: z.int().nonnegative().default(65534),
+  /** Which limit mechanism to use: `auto` picks cgroup v2, then the v1 controllers, then rlimits. */
+  limits: LimitsMode.default('auto'),
+  /** The cgroup (relative to each hierarchy's root) under which sandbox cgroups are made. */
+  cgroupParent: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/)
+    .default('everdict'),
+  /** The log of a sandbox keeps at most this many bytes (then it notes the cut and stops growing). */
+  logCapBytes: z
+    .int()
+    .positive()
+    .default(16 * 1024 * 1024),
+  /** How often a command's CPU time is checked against `limits.cpuTimeMs`. */
+  cpuPollMs: z.int().positive().default(100),
+});
+export type ProcessDriverConfig = z.output<typeof ProcessDriverConfig>;
+export type ProcessDriverConfigInput = z.input<typeof ProcessDriverConfig>;

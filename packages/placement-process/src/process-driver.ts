@@ -1,0 +1,325 @@
+// The process driver: each sandbox is a private workspace directory, a set of cgroups (or rlimits) and a
+// label file; each command runs in a fresh bubblewrap sandbox over them (see bwrap-args.ts and
+// sandbox-command.ts). The embedded default rung for command, eval and sandbox runs.
+import { chownSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import {
+  blake3Hex,
+  type Capacity,
+  type Command,
+  type Driver,
+  type DriverDescription,
+  type ExecOptionsInput,
+  type ExecResult,
+  type ExecStream,
+  environmentOf,
+  type LabelSelector,
+  LogOptions,
+  type LogOptionsInput,
+  matchesLabels,
+  PlacementError,
+  ProvisionSpec,
+  type ProvisionSpecInput,
+  placementOf,
+  type ReapedSandbox,
+  restoreDirectory,
+  type SandboxHandle,
+  type SandboxUsage,
+  type Snapshot,
+  type StreamOptionsInput,
+  sandboxId,
+} from '@everdict/placement';
+import { sandboxArgs } from './bwrap-args.js';
+import { resolveImage } from './images.js';
+import { detectLimits } from './limits/detect.js';
+import type { LimitBackend, SandboxLimits } from './limits/limits.js';
+import { ProcessDriverConfig, type ProcessDriverConfigInput } from './process-driver-config.js';
+import { execIn, streamIn } from './run-commands.js';
+import type { SandboxCommand } from './sandbox-command.js';
+import { SandboxLog } from './sandbox-log.js';
+import { removeSandbox } from './sandbox-removal.js';
+import {
+  currentOwner,
+  ensureLayout,
+  hasRecord,
+  listRecords,
+  ownerAlive,
+  readRecord,
+  type SandboxRecord,
+  type StateLayout,
+  writeRecord,
+} from './sandbox-state.js';
+import { archiveWorkspace } from './workspace-archive.js';
+
+export const PROCESS_DRIVER = 'process';
+
+/** A sandbox this driver holds: its record, limits, log, bubblewrap arguments and running commands. */
+export interface Sandbox {
+  readonly record: SandboxRecord;
+  readonly limits: SandboxLimits;
+  readonly log: SandboxLog;
+  readonly args: readonly string[];
+  readonly running: Set<SandboxCommand>;
+  disposed: boolean;
+}
+
+export class ProcessDriver implements Driver {
+  readonly config: ProcessDriverConfig;
+  private readonly backend: LimitBackend;
+  private readonly sandboxes = new Map<string, Sandbox>();
+  private readonly pending = new Map<string, Promise<Sandbox>>();
+  private layout: StateLayout | undefined;
+  private stateTag: string | undefined;
+  private readonly user: { uid: number; gid: number } | null;
+
+  constructor(input: ProcessDriverConfigInput = {}) {
+    this.config = ProcessDriverConfig.parse(input);
+    this.backend = detectLimits(this.config.limits, this.config.cgroupParent);
+    this.user =
+      process.getuid?.() === 0 ? { uid: this.config.sandboxUid, gid: this.config.sandboxGid } : null;
+  }
+
+  /**
+   * A sandbox's cgroup name: its id plus a tag of the state directory, so two hosts' drivers (or two test
+   * runs) on one kernel never share a cgroup even for the same (tenant, run).
+   */
+  private cgroupName(id: string): string {
+    this.stateTag ??= blake3Hex(new TextEncoder().encode(resolve(this.config.stateDir))).slice(0, 8);
+    return `${id}-${this.stateTag}`;
+  }
+
+  describe(): DriverDescription {
+    return {
+      driver: PROCESS_DRIVER,
+      placement: placementOf('process'),
+      capabilities: {
+        exec: true,
+        stream: true,
+        pty: false,
+        logs: true,
+        snapshot: true,
+        restore: true,
+        usage: true,
+        reap: true,
+        network: true,
+        images: true,
+      },
+      mechanism: this.backend.mechanism,
+    };
+  }
+
+  private async state(): Promise<StateLayout> {
+    this.layout ??= await ensureLayout(this.config.stateDir);
+    return this.layout;
+  }
+
+  async provision(input: ProvisionSpecInput): Promise<SandboxHandle> {
+    const spec = ProvisionSpec.parse(input);
+    const id = sandboxId('pd', spec.labels);
+    const held = this.sandboxes.get(id) ?? (await this.pending.get(id));
+    if (held) return held.record.handle;
+    const l = await this.state();
+    const existing = hasRecord(l, id) ? await readRecord(l, id) : null;
+    if (existing) return (await this.adopt(existing)).record.handle;
+    if (this.sandboxes.size + this.pending.size >= this.config.slots) {
+      throw new PlacementError('capacity', `all ${this.config.slots} process sandbox slots are taken`, {
+        slots: this.config.slots,
+      });
+    }
+    const making = this.create(id, spec, l);
+    this.pending.set(id, making);
+    try {
+      return (await making).record.handle;
+    } finally {
+      this.pending.delete(id);
+    }
+  }
+
+  private async create(id: string, spec: ProvisionSpec, l: StateLayout): Promise<Sandbox> {
+    const image = await resolveImage(this.config.imagesDir, spec.image);
+    const createdAtMs = Date.now();
+    const handle: SandboxHandle = {
+      id,
+      driver: PROCESS_DRIVER,
+      labels: spec.labels,
+      environment: environmentOf(PROCESS_DRIVER, image.ref, image.digest),
+      limits: spec.limits,
+      network: spec.network,
+      createdAtMs,
+      deadlineMs: createdAtMs + spec.limits.wallTimeoutMs,
+    };
+    const record: SandboxRecord = {
+      version: 1,
+      handle,
+      env: spec.env,
+      imageRoot: image.kind === 'named' ? image.root : null,
+      workspace: join(l.workspaces, id),
+      log: join(l.logs, `${id}.log`),
+      limits: {
+        mechanism: this.backend.mechanism,
+        paths: this.backend.plan(this.cgroupName(id), spec.limits),
+      },
+      owner: currentOwner(),
+    };
+    writeRecord(l, record);
+    try {
+      mkdirSync(record.workspace, { mode: 0o700 });
+      if (this.user) chownSync(record.workspace, this.user.uid, this.user.gid);
+      const limits = await this.backend.create(this.cgroupName(id), spec.limits);
+      const box = this.hold(record, limits);
+      if (spec.workspace) await restoreDirectory(record.workspace, spec.workspace, this.owner());
+      return box;
+    } catch (e) {
+      await removeSandbox(await this.state(), record, this.backend.open(record.limits.paths, spec.limits));
+      this.sandboxes.delete(id);
+      if (e instanceof PlacementError) throw e;
+      throw new PlacementError('spawn_failed', `could not set up sandbox ${id}: ${(e as Error).message}`, {
+        id,
+      });
+    }
+  }
+
+  private owner() {
+    return this.user ? { owner: this.user } : {};
+  }
+
+  private hold(record: SandboxRecord, limits: SandboxLimits): Sandbox {
+    const image =
+      record.imageRoot === null
+        ? ({ kind: 'default', ref: 'default', digest: null } as const)
+        : ({
+            kind: 'named',
+            ref: record.handle.environment.image,
+            root: record.imageRoot,
+            digest: record.handle.environment.imageDigest ?? '',
+          } as const);
+    const box: Sandbox = {
+      record,
+      limits,
+      log: new SandboxLog(record.log, this.config.logCapBytes),
+      args: sandboxArgs(image, record.workspace, record.handle.network),
+      running: new Set(),
+      disposed: false,
+    };
+    this.sandboxes.set(record.handle.id, box);
+    return box;
+  }
+
+  /** Takes over a sandbox another instance (or a crashed process) left: this process becomes its owner. */
+  private async adopt(record: SandboxRecord): Promise<Sandbox> {
+    const owned: SandboxRecord = { ...record, owner: currentOwner() };
+    writeRecord(await this.state(), owned);
+    return this.hold(owned, this.backend.open(record.limits.paths, record.handle.limits));
+  }
+
+  /** The sandbox behind a handle: held here, or adopted from its label file; `gone` otherwise. */
+  async sandbox(handle: SandboxHandle): Promise<Sandbox> {
+    const held = this.sandboxes.get(handle.id);
+    const l = await this.state();
+    if (held && !held.disposed) {
+      if (hasRecord(l, handle.id)) return held;
+      await this.disposeHeld(held); // another instance disposed (or reaped) it: what is left here goes too
+      throw new PlacementError('gone', `sandbox ${handle.id} was removed by another driver instance`, {
+        id: handle.id,
+      });
+    }
+    const record = held ? null : await readRecord(l, handle.id);
+    if (!record) throw new PlacementError('gone', `sandbox ${handle.id} does not exist`, { id: handle.id });
+    return this.adopt(record);
+  }
+
+  private setup(box: Sandbox) {
+    return {
+      bwrap: this.config.bwrap,
+      args: box.args,
+      limits: box.limits,
+      user: this.user,
+      cpuTimeMs: box.record.handle.limits.cpuTimeMs,
+      pollMs: this.config.cpuPollMs,
+    };
+  }
+
+  async exec(handle: SandboxHandle, cmd: Command, options: ExecOptionsInput = {}): Promise<ExecResult> {
+    const box = await this.sandbox(handle);
+    return execIn(box, this.setup(box), cmd, options);
+  }
+
+  async stream(handle: SandboxHandle, cmd: Command, options: StreamOptionsInput = {}): Promise<ExecStream> {
+    const box = await this.sandbox(handle);
+    return streamIn(box, this.setup(box), cmd, options);
+  }
+
+  async *logs(handle: SandboxHandle, input: LogOptionsInput = {}): AsyncGenerator<Uint8Array> {
+    const opts = LogOptions.parse(input);
+    const box = await this.sandbox(handle);
+    yield* box.log.read(opts.follow, opts.signal);
+  }
+
+  async snapshot(handle: SandboxHandle): Promise<Snapshot> {
+    const box = await this.sandbox(handle);
+    return archiveWorkspace({ bwrap: this.config.bwrap, user: this.user }, box.record.workspace);
+  }
+
+  async restore(handle: SandboxHandle, snapshot: Snapshot): Promise<void> {
+    const box = await this.sandbox(handle);
+    await restoreDirectory(box.record.workspace, snapshot, this.owner());
+  }
+
+  async usage(handle: SandboxHandle): Promise<SandboxUsage> {
+    const box = await this.sandbox(handle);
+    const measured = await box.limits.usage();
+    return {
+      ...measured,
+      wallTimeMs: Math.max(0, Date.now() - box.record.handle.createdAtMs),
+      mechanism: box.limits.mechanism,
+    };
+  }
+
+  async dispose(handle: SandboxHandle): Promise<void> {
+    const held = this.sandboxes.get(handle.id);
+    if (held) {
+      await this.disposeHeld(held);
+      return;
+    }
+    const record = await readRecord(await this.state(), handle.id);
+    if (record)
+      await removeSandbox(
+        await this.state(),
+        record,
+        this.backend.open(record.limits.paths, record.handle.limits),
+      );
+  }
+
+  private async disposeHeld(box: Sandbox): Promise<string[]> {
+    if (box.disposed) return [];
+    box.disposed = true;
+    box.log.close();
+    for (const c of box.running) c.kill({ kind: 'gone' });
+    const removed = await removeSandbox(await this.state(), box.record, box.limits);
+    await Promise.all([...box.running].map((c) => c.exited));
+    this.sandboxes.delete(box.record.handle.id);
+    return removed;
+  }
+
+  async reap(selector: { labels: LabelSelector }): Promise<ReapedSandbox[]> {
+    const out: ReapedSandbox[] = [];
+    for (const record of await listRecords(await this.state())) {
+      const { id, labels } = record.handle;
+      if (!matchesLabels(labels, selector.labels)) continue;
+      if (this.sandboxes.has(id) || this.pending.has(id) || ownerAlive(record.owner)) continue;
+      const limits = this.backend.open(record.limits.paths, record.handle.limits);
+      const removed = await removeSandbox(await this.state(), record, limits, { leftovers: true });
+      out.push({ id, labels, removed });
+    }
+    return out;
+  }
+
+  async capacity(): Promise<Capacity> {
+    const used = this.sandboxes.size + this.pending.size;
+    return {
+      slotsTotal: this.config.slots,
+      slotsFree: Math.max(0, this.config.slots - used),
+      mechanism: this.backend.mechanism,
+    };
+  }
+}

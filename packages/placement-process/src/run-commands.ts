@@ -1,0 +1,154 @@
+// exec and stream on a held sandbox: environment, budget, output capture (capped, and teed into the
+// sandbox's log), and the translation of how a command ended into a result or a PlacementError.
+import { PassThrough } from 'node:stream';
+import {
+  CappedOutput,
+  Command,
+  commandBudget,
+  ExecOptions,
+  type ExecOptionsInput,
+  type ExecResult,
+  type ExecStream,
+  PlacementError,
+  type StreamExit,
+  StreamOptions,
+  type StreamOptionsInput,
+  toBytes,
+  unsupported,
+} from '@everdict/placement';
+import { DEFAULT_PATH, WORKSPACE } from './bwrap-args.js';
+import type { Sandbox } from './process-driver.js';
+import { bwrapFailure, type CommandSetup, SandboxCommand, stopError } from './sandbox-command.js';
+
+function commandEnv(box: Sandbox, extra: Record<string, string>): Record<string, string> {
+  return { PATH: DEFAULT_PATH, HOME: WORKSPACE, ...box.record.env, ...extra };
+}
+
+function gone(box: Sandbox): PlacementError {
+  return new PlacementError('gone', `sandbox ${box.record.handle.id} was disposed`, {
+    id: box.record.handle.id,
+  });
+}
+
+export async function execIn(
+  box: Sandbox,
+  setup: CommandSetup,
+  cmd: Command,
+  input: ExecOptionsInput,
+): Promise<ExecResult> {
+  const argv = Command.parse(cmd);
+  const opts = ExecOptions.parse(input);
+  const budget = commandBudget(box.record.handle, opts.timeoutMs);
+  const before = await box.limits.counters();
+  if (box.disposed) throw gone(box);
+  const startedAtMs = Date.now();
+  const c = new SandboxCommand(setup, argv, commandEnv(box, opts.env), opts.cwd, budget, before);
+  box.running.add(c);
+  const stdout = new CappedOutput(opts.outputCapBytes);
+  const stderr = new CappedOutput(opts.outputCapBytes);
+  const capture = (out: CappedOutput) => (chunk: Buffer) => {
+    box.log.append(chunk);
+    if (out.push(chunk) && opts.onOutputCap === 'kill') c.kill({ kind: 'output_capped' });
+  };
+  c.stdout.on('data', capture(stdout));
+  c.stderr.on('data', capture(stderr));
+  c.stdin.end(Buffer.from(toBytes(opts.stdin)));
+  const exit = await c.exited;
+  box.running.delete(c);
+  const endedAtMs = Date.now();
+  const result: ExecResult = {
+    exitCode: exit.exitCode ?? 128 + signalNumber(exit.signal),
+    signal: exit.signal,
+    stdout: stdout.bytes(),
+    stderr: stderr.bytes(),
+    truncated: stdout.truncated || stderr.truncated,
+    timing: { startedAtMs, endedAtMs, wallMs: endedAtMs - startedAtMs },
+  };
+  if (c.failedToSpawn) {
+    throw new PlacementError('spawn_failed', `could not start the sandbox: ${c.failedToSpawn.message}`, {
+      command: argv[0],
+    });
+  }
+  if (box.disposed) throw gone(box);
+  if (exit.stop) throw stopError(exit.stop, budget, { result });
+  const after = await box.limits.counters();
+  if (after.oomKills > before.oomKills) throw stopError({ kind: 'oom' }, budget, { result });
+  if (after.pidsRefused > before.pidsRefused) throw stopError({ kind: 'pids_exhausted' }, budget, { result });
+  const failure = bwrapFailure(exit.exitCode, result.stderr);
+  if (failure) throw new PlacementError('spawn_failed', failure, { command: argv[0] });
+  return result;
+}
+
+export async function streamIn(
+  box: Sandbox,
+  setup: CommandSetup,
+  cmd: Command,
+  input: StreamOptionsInput,
+): Promise<ExecStream> {
+  const argv = Command.parse(cmd);
+  const opts = StreamOptions.parse(input);
+  if (opts.tty) throw unsupported('process', 'a pseudo-terminal (streams are pipes: pty false)');
+  const budget = commandBudget(box.record.handle, undefined);
+  const before = await box.limits.counters();
+  if (box.disposed) throw gone(box);
+  const size: Record<string, string> = opts.size
+    ? { COLUMNS: String(opts.size.cols), LINES: String(opts.size.rows) }
+    : {};
+  const c = new SandboxCommand(
+    setup,
+    argv,
+    commandEnv(box, { ...size, ...opts.env }),
+    opts.cwd,
+    budget,
+    before,
+  );
+  box.running.add(c);
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let stderrHead = Buffer.alloc(0);
+  c.stdout.on('data', (chunk: Buffer) => box.log.append(chunk));
+  c.stderr.on('data', (chunk: Buffer) => {
+    box.log.append(chunk);
+    if (stderrHead.length < 512) stderrHead = Buffer.concat([stderrHead, chunk]);
+  });
+  c.stdout.pipe(stdout);
+  c.stderr.pipe(stderr);
+  const exit: Promise<StreamExit> = c.exited.then(async (e) => {
+    box.running.delete(c);
+    if (c.failedToSpawn)
+      throw new PlacementError('spawn_failed', c.failedToSpawn.message, { command: argv[0] });
+    if (box.disposed) throw gone(box);
+    if (e.stop && e.stop.kind !== 'killed') throw stopError(e.stop, budget, {});
+    const after = await box.limits.counters();
+    if (after.oomKills > before.oomKills) throw stopError({ kind: 'oom' }, budget, {});
+    if (after.pidsRefused > before.pidsRefused) throw stopError({ kind: 'pids_exhausted' }, budget, {});
+    const failure = bwrapFailure(e.exitCode, stderrHead);
+    if (failure) throw new PlacementError('spawn_failed', failure, { command: argv[0] });
+    return { exitCode: e.exitCode, signal: e.signal };
+  });
+  exit.catch(() => undefined);
+  return {
+    stdin: c.stdin,
+    stdout,
+    stderr,
+    pty: false,
+    resize: () => false,
+    kill: () => c.kill({ kind: 'killed' }),
+    exit,
+  };
+}
+
+const SIGNALS: Record<string, number> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGABRT: 6,
+  SIGKILL: 9,
+  SIGSEGV: 11,
+  SIGPIPE: 13,
+  SIGTERM: 15,
+};
+
+function signalNumber(signal: string | null): number {
+  return signal === null ? 0 : (SIGNALS[signal] ?? 0);
+}

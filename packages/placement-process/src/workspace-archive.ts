@@ -1,0 +1,42 @@
+// A snapshot of a live workspace is read from inside a sandbox, as the sandbox user: GNU tar runs in a
+// fresh bubblewrap sandbox (the host's system directories, the workspace bound read-only) and its output
+// is re-packed into the canonical archive. Reading the workspace as root from the host instead would let
+// a command still running in the sandbox swap a directory for a symlink mid-walk and have root read host
+// files into the snapshot; from inside, a symlink can only lead to what the sandbox itself can see.
+import { spawn } from 'node:child_process';
+import { canonicalTar, PlacementError, type Snapshot, snapshotAddress } from '@everdict/placement';
+import { HOST_ENV, sandboxArgs, WORKSPACE } from './bwrap-args.js';
+
+export interface ArchiveSetup {
+  readonly bwrap: string;
+  readonly user: { readonly uid: number; readonly gid: number } | null;
+}
+
+/** The canonical snapshot of `workspace`, read by `tar` inside a read-only sandbox as the sandbox user. */
+export async function archiveWorkspace(setup: ArchiveSetup, workspace: string): Promise<Snapshot> {
+  const args = sandboxArgs({ kind: 'default', ref: 'default', digest: null }, workspace, 'none');
+  const bind = args.lastIndexOf('--bind');
+  args[bind] = '--ro-bind';
+  const child = spawn(
+    setup.bwrap,
+    [...args, '--clearenv', '--chdir', WORKSPACE, '--', 'tar', '-C', WORKSPACE, '-cf', '-', '.'],
+    { detached: true, env: HOST_ENV, stdio: ['ignore', 'pipe', 'pipe'], ...(setup.user ?? {}) },
+  );
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout.on('data', (c: Buffer) => out.push(c));
+  child.stderr.on('data', (c: Buffer) => err.push(c));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', resolve);
+  }).catch((e: Error) => {
+    throw new PlacementError('spawn_failed', `could not start the archiver: ${e.message}`);
+  });
+  if (code !== 0) {
+    throw new PlacementError('spawn_failed', `the workspace could not be archived (tar exit ${code})`, {
+      stderr: Buffer.concat(err).toString('utf8').slice(0, 2000),
+    });
+  }
+  const bytes = await canonicalTar(Buffer.concat(out), { skipSpecial: true });
+  return { address: snapshotAddress(bytes), bytes };
+}

@@ -1,0 +1,11 @@
+import { defineConfig } from 'tsup';
+
+export default defineConfig({
+  entry: ['src/index.ts', 'src/cli.ts'],
+  format: ['esm'],
+  dts: { entry: 'src/index.ts' },
+  clean: true,
+  sourcemap: true,
+  target: 'node20',
+  banner: ({ format }) => (format === 'esm' ? {} : {}),
+});

@@ -1,0 +1,99 @@
+// Contract: exec — output, exit codes, stdin, env, caps, timeouts, the deadline, the workspace.
+import { expect, it } from 'vitest';
+import { ExecResult } from '../exec.js';
+import { utf8 } from '../output.js';
+import { out, refusal, type SuiteHarness } from './harness.js';
+
+export function execTests(h: () => SuiteHarness): void {
+  const cmd = () => h().fixture.commands;
+
+  it('runs a command: stdout and stderr apart, exit code, timing', async () => {
+    const d = await h().driver();
+    const handle = await h().provision(d);
+    if (!d.describe().capabilities.exec) {
+      await refusal(d.exec(handle, cmd().echo('x')), 'unsupported');
+      return;
+    }
+    const r = ExecResult.parse(await d.exec(handle, cmd().echo('hello world')));
+    expect(r).toMatchObject({ exitCode: 0, signal: null, truncated: false });
+    expect(out(r)).toBe('hello world');
+    expect(r.stderr.byteLength).toBe(0);
+    expect(r.timing.endedAtMs).toBeGreaterThanOrEqual(r.timing.startedAtMs);
+    expect(r.timing.wallMs).toBeGreaterThanOrEqual(0);
+    const e = await d.exec(handle, cmd().echoErr('to stderr'));
+    expect(utf8(e.stderr)).toBe('to stderr');
+    expect(e.stdout.byteLength).toBe(0);
+  });
+
+  it('returns a non-zero exit as a result, not an error', async () => {
+    const d = await h().driver();
+    const handle = await h().provision(d);
+    expect((await d.exec(handle, cmd().exit(3))).exitCode).toBe(3);
+    expect((await d.exec(handle, cmd().exit(0))).exitCode).toBe(0);
+  });
+
+  it('feeds stdin', async () => {
+    const d = await h().driver();
+    const handle = await h().provision(d);
+    expect(out(await d.exec(handle, cmd().cat(), { stdin: 'line one\nline two\n' }))).toBe(
+      'line one\nline two\n',
+    );
+    const bytes = new Uint8Array([0, 1, 2, 250, 255]);
+    expect([...(await d.exec(handle, cmd().cat(), { stdin: bytes })).stdout]).toEqual([...bytes]);
+  });
+
+  it('passes the sandbox env and the exec env (the exec wins)', async () => {
+    const d = await h().driver();
+    const handle = await h().provision(d, { env: { FROM_SPEC: 'spec', BOTH: 'spec' } });
+    expect(out(await d.exec(handle, cmd().printEnv('FROM_SPEC')))).toBe('spec');
+    expect(out(await d.exec(handle, cmd().printEnv('BOTH'), { env: { BOTH: 'exec' } }))).toBe('exec');
+    expect(out(await d.exec(handle, cmd().printEnv('BOTH')))).toBe('spec');
+  });
+
+  it('caps output: keeps the prefix and says truncated, or stops the command with output_capped', async () => {
+    const d = await h().driver();
+    const handle = await h().provision(d);
+    const r = await d.exec(handle, cmd().flood(50_000), { outputCapBytes: 1000 });
+    expect(r.exitCode).toBe(0);
+    expect(r.truncated).toBe(true);
+    expect(r.stdout.byteLength).toBe(1000);
+    expect(out(r)).toBe('x'.repeat(1000));
+    const err = await refusal(
+      d.exec(handle, cmd().flood(50_000), { outputCapBytes: 1000, onOutputCap: 'kill' }),
+      'output_capped',
+    );
+    expect(err.detail).toHaveProperty('result');
+    expect(out(await d.exec(handle, cmd().flood(10), { outputCapBytes: 10 }))).toBe('x'.repeat(10));
+  });
+
+  it('stops a command at its timeout with timeout; the sandbox still works', async () => {
+    const d = await h().driver();
+    const handle = await h().provision(d);
+    const err = await refusal(d.exec(handle, cmd().sleep(60_000), { timeoutMs: 400 }), 'timeout');
+    expect(err.detail).toMatchObject({ bound: 'exec' });
+    expect(out(await d.exec(handle, cmd().echo('after')))).toBe('after');
+  });
+
+  it("stops a command at the sandbox's wall deadline", async () => {
+    const d = await h().driver();
+    const handle = await h().provision(d, { limits: { wallTimeoutMs: 3000 } });
+    const err = await refusal(d.exec(handle, cmd().sleep(60_000), { timeoutMs: 120_000 }), 'timeout');
+    expect(err.detail).toMatchObject({ bound: 'deadline' });
+    await refusal(d.exec(handle, cmd().echo('late')), 'timeout');
+  });
+
+  it('keeps the workspace across commands, private to the sandbox', async () => {
+    const d = await h().driver();
+    const a = await h().provision(d);
+    const b = await h().provision(d);
+    expect((await d.exec(a, cmd().writeFile('notes/a.txt', 'kept'))).exitCode).toBe(0);
+    expect(out(await d.exec(a, cmd().readFile('notes/a.txt')))).toBe('kept');
+    expect((await d.exec(b, cmd().readFile('notes/a.txt'))).exitCode).not.toBe(0);
+  });
+
+  it('refuses a program that does not exist with spawn_failed', async () => {
+    const d = await h().driver();
+    const handle = await h().provision(d);
+    await refusal(d.exec(handle, ['everdict-no-such-program-4711']), 'spawn_failed');
+  });
+}

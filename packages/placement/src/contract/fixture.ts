@@ -1,0 +1,51 @@
+// What a driver hands the contract suite: how to make it, which commands do what on it, and which image
+// it lacks. POSIX drivers (process, kubernetes) use `posixCommands`.
+import type { Driver } from '../driver.js';
+import type { Command } from '../exec.js';
+
+/** Commands the suite runs. Paths are relative to the workspace (the default working directory). */
+export interface ContractCommands {
+  /** Prints `text` to stdout, no newline. */
+  echo(text: string): Command;
+  /** Prints `text` to stderr, no newline. */
+  echoErr(text: string): Command;
+  exit(code: number): Command;
+  /** Copies stdin to stdout. */
+  cat(): Command;
+  /** Prints the value of an environment variable, no newline. */
+  printEnv(name: string): Command;
+  sleep(ms: number): Command;
+  /** Prints `bytes` bytes to stdout. */
+  flood(bytes: number): Command;
+  /** Writes `content` to `path` (parents made). */
+  writeFile(path: string, content: string): Command;
+  /** Prints the content of `path`. */
+  readFile(path: string): Command;
+}
+
+export interface DriverFixture {
+  /** A fresh driver; when `slots` is given its capacity() must total exactly that many slots. */
+  make(options: { slots?: number }): Driver | Promise<Driver>;
+  /** Called after every test with each driver made for it (after the suite disposed what it provisioned). */
+  close?(driver: Driver): void | Promise<void>;
+  commands: ContractCommands;
+  /** An image reference this driver does not have (provision must refuse `image_not_found`), or null. */
+  missingImage: string | null;
+  /** Tenant label prefix for the sandboxes the suite makes (default "contract"). */
+  tenant?: string;
+}
+
+const sh = (script: string, ...args: string[]): Command => ['sh', '-c', script, 'sh', ...args];
+
+/** The suite's commands for a driver whose images have a POSIX shell. */
+export const posixCommands: ContractCommands = {
+  echo: (text) => sh('printf %s "$1"', text),
+  echoErr: (text) => sh('printf %s "$1" >&2', text),
+  exit: (code) => sh('exit "$1"', String(code)),
+  cat: () => ['cat'],
+  printEnv: (name) => sh('printf %s "$(printenv "$1")"', name),
+  sleep: (ms) => ['sleep', (ms / 1000).toFixed(3)],
+  flood: (bytes) => sh('head -c "$1" /dev/zero | tr "\\0" x', String(bytes)),
+  writeFile: (path, content) => sh('mkdir -p "$(dirname "$1")" && printf %s "$2" > "$1"', path, content),
+  readFile: (path) => ['cat', path],
+};

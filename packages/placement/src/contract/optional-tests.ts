@@ -1,0 +1,152 @@
+// Contract: the optional operations — stream, logs, snapshot/restore, usage. Each either behaves as
+// below or, when describe().capabilities says the driver lacks it, refuses with `unsupported`.
+import { expect, it } from 'vitest';
+import { blake3Hex } from '../address.js';
+import { SandboxUsage } from '../observe.js';
+import { isCanonicalTar, readTar } from '../tar/tar-reader.js';
+import { collect, out, refusal, type SuiteHarness } from './harness.js';
+
+export function streamTests(h: () => SuiteHarness): void {
+  const cmd = () => h().fixture.commands;
+
+  it('streams: stdin in, stdout out, the exit code at the end', async () => {
+    const d = await h().driver();
+    const handle = await h().provision(d);
+    if (!d.describe().capabilities.stream) {
+      await refusal(d.stream(handle, cmd().cat()), 'unsupported');
+      return;
+    }
+    const s = await d.stream(handle, cmd().cat());
+    const stdout = collect(s.stdout);
+    const stderr = collect(s.stderr);
+    s.stdin.write('ping\n');
+    s.stdin.end('pong\n');
+    expect(await s.exit).toEqual({ exitCode: 0, signal: null });
+    expect(await stdout).toBe('ping\npong\n');
+    expect(await stderr).toBe('');
+    expect(typeof s.resize({ cols: 100, rows: 30 })).toBe('boolean');
+    const code = await d.stream(handle, cmd().exit(7));
+    code.stdin.end();
+    expect((await code.exit).exitCode).toBe(7);
+  });
+
+  it('kills a stream on request, and refuses a pty it does not have', async () => {
+    const d = await h().driver();
+    const handle = await h().provision(d);
+    if (!d.describe().capabilities.stream) return;
+    const s = await d.stream(handle, cmd().sleep(60_000));
+    s.kill();
+    const exit = await s.exit;
+    expect(exit.exitCode === null || exit.exitCode !== 0).toBe(true);
+    if (!d.describe().capabilities.pty)
+      await refusal(d.stream(handle, cmd().cat(), { tty: true }), 'unsupported');
+    expect(out(await d.exec(handle, cmd().echo('alive')))).toBe('alive');
+  });
+}
+
+export function logTests(h: () => SuiteHarness): void {
+  const cmd = () => h().fixture.commands;
+
+  it('logs what commands printed; follow tails until dispose', async () => {
+    const d = await h().driver();
+    const handle = await h().provision(d);
+    if (!d.describe().capabilities.logs) {
+      await refusal(async () => collect(d.logs(handle)), 'unsupported');
+      return;
+    }
+    await d.exec(handle, cmd().echo('alpha-line'));
+    expect(await collect(d.logs(handle))).toContain('alpha-line');
+    const seen: string[] = [];
+    let resolveBeta!: () => void;
+    const sawBeta = new Promise<void>((r) => {
+      resolveBeta = r;
+    });
+    const tail = (async () => {
+      for await (const c of d.logs(handle, { follow: true })) {
+        seen.push(Buffer.from(c).toString('utf8'));
+        if (seen.join('').includes('beta-line')) resolveBeta();
+      }
+    })();
+    await d.exec(handle, cmd().echo('beta-line'));
+    await sawBeta;
+    await d.dispose(handle);
+    await tail;
+    expect(seen.join('')).toContain('alpha-line');
+  });
+}
+
+export function snapshotTests(h: () => SuiteHarness): void {
+  const cmd = () => h().fixture.commands;
+
+  it('snapshots the workspace as a canonical tar addressed by BLAKE3; restore reproduces it', async () => {
+    const d = await h().driver();
+    const a = await h().provision(d);
+    const caps = d.describe().capabilities;
+    if (!caps.snapshot) {
+      await refusal(d.snapshot(a), 'unsupported');
+      if (!caps.restore)
+        await refusal(d.restore(a, { address: '0'.repeat(64), bytes: new Uint8Array() }), 'unsupported');
+      return;
+    }
+    await d.exec(a, cmd().writeFile('top.txt', 'top'));
+    await d.exec(a, cmd().writeFile('dir/inner/deep.txt', 'deep'));
+    const snap = await d.snapshot(a);
+    expect(snap.address).toBe(blake3Hex(snap.bytes));
+    expect(await isCanonicalTar(snap.bytes)).toBe(true);
+    const entries = await readTar(snap.bytes);
+    const byPath = new Map(entries.map((e) => [e.path, e]));
+    const top = byPath.get('top.txt');
+    expect(top?.type === 'file' && Buffer.from(top.data).toString()).toBe('top');
+    expect(byPath.get('dir/inner')?.type).toBe('directory');
+    if (!caps.restore) return;
+    const b = await h().provision(d);
+    await d.exec(b, cmd().writeFile('stale.txt', 'stale'));
+    await d.restore(b, snap);
+    expect(out(await d.exec(b, cmd().readFile('dir/inner/deep.txt')))).toBe('deep');
+    expect((await d.exec(b, cmd().readFile('stale.txt'))).exitCode).not.toBe(0);
+    expect((await d.snapshot(b)).address).toBe(snap.address);
+    const seeded = await h().provision(d, { workspace: snap });
+    expect(out(await d.exec(seeded, cmd().readFile('top.txt')))).toBe('top');
+  });
+
+  it('refuses a snapshot whose bytes do not hash to its address, leaving the workspace as it was', async () => {
+    const d = await h().driver();
+    const a = await h().provision(d);
+    if (!d.describe().capabilities.restore) return;
+    await d.exec(a, cmd().writeFile('keep.txt', 'original'));
+    const snap = await d.snapshot(a);
+    const tampered = new Uint8Array(snap.bytes);
+    tampered[tampered.length - 1100] = (tampered[tampered.length - 1100]! + 1) & 0xff;
+    const b = await h().provision(d);
+    await d.exec(b, cmd().writeFile('keep.txt', 'untouched'));
+    const err = await refusal(d.restore(b, { address: snap.address, bytes: tampered }), 'snapshot_mismatch');
+    expect(err.detail).toMatchObject({ offered: snap.address });
+    await refusal(
+      d.restore(b, { address: blake3Hex(new Uint8Array([1])), bytes: snap.bytes }),
+      'snapshot_mismatch',
+    );
+    expect(out(await d.exec(b, cmd().readFile('keep.txt')))).toBe('untouched');
+  });
+}
+
+export function usageTests(h: () => SuiteHarness): void {
+  const cmd = () => h().fixture.commands;
+
+  it('reports usage as measured: wall time, and CPU/peak memory or null', async () => {
+    const d = await h().driver();
+    const handle = await h().provision(d);
+    if (!d.describe().capabilities.usage) {
+      await refusal(d.usage(handle), 'unsupported');
+      return;
+    }
+    await d.exec(handle, cmd().flood(200_000));
+    const u = SandboxUsage.parse(await d.usage(handle));
+    expect(u.mechanism).toBe(d.describe().mechanism);
+    expect(u.wallTimeMs).toBeGreaterThanOrEqual(0);
+    await d.exec(handle, cmd().echo('more'));
+    const later = await d.usage(handle);
+    expect(later.wallTimeMs).toBeGreaterThanOrEqual(u.wallTimeMs);
+    if (u.cpuTimeMs !== null) expect(later.cpuTimeMs).toBeGreaterThanOrEqual(u.cpuTimeMs);
+    if (u.peakMemoryBytes !== null) expect(u.peakMemoryBytes).toBeGreaterThan(0);
+  });
+}

@@ -1,0 +1,64 @@
+// The one error class of @everdict/placement and of every driver: a stable `code` from a closed list.
+// Input that does not parse is not a placement outcome: the boundary parsers throw zod's ZodError for it
+// (a caller's bug, the same on every driver), so the ten codes below stay exactly the driver outcomes.
+
+export const PLACEMENT_ERROR_CODES = [
+  'image_not_found', // the image reference names nothing this driver can run
+  'timeout', // a wall timeout (the exec's, or the sandbox's deadline) or the CPU-time limit ran out
+  'output_capped', // output passed the cap and the caller asked for the command to be stopped there
+  'oom', // the sandbox's memory limit was hit and the kernel killed a process of the command
+  'pids_exhausted', // a fork was refused because the sandbox's pid limit was reached
+  'gone', // the handle no longer exists (disposed, reaped, or never provisioned here)
+  'capacity', // no slot is free
+  'spawn_failed', // the sandbox or the command could not be started
+  'snapshot_mismatch', // snapshot bytes do not hash to the address they were offered under
+  'unsupported', // this driver lacks the capability (see describe().capabilities)
+] as const;
+
+export type PlacementErrorCode = (typeof PLACEMENT_ERROR_CODES)[number];
+
+// One HTTP status per code, for hosts that surface driver outcomes over HTTP (the house statuses:
+// 404 not found, 413 too large, 422 valid but not placeable/executable here, 429 caps, 503 dependency down).
+const STATUS: Record<PlacementErrorCode, number> = {
+  image_not_found: 422,
+  timeout: 422,
+  output_capped: 413,
+  oom: 422,
+  pids_exhausted: 422,
+  gone: 404,
+  capacity: 429,
+  spawn_failed: 503,
+  snapshot_mismatch: 409,
+  unsupported: 422,
+};
+
+export class PlacementError extends Error {
+  readonly code: PlacementErrorCode;
+  readonly httpStatus: number;
+  /** What was observed when the error happened (for example the partial output of a capped exec). */
+  readonly detail: Readonly<Record<string, unknown>>;
+
+  constructor(code: PlacementErrorCode, message: string, detail: Record<string, unknown> = {}) {
+    super(message);
+    this.name = 'PlacementError';
+    this.code = code;
+    this.httpStatus = STATUS[code];
+    this.detail = detail;
+  }
+}
+
+export function isPlacementError(e: unknown, code?: PlacementErrorCode): e is PlacementError {
+  return e instanceof PlacementError && (code === undefined || e.code === code);
+}
+
+export function httpStatusOf(code: PlacementErrorCode): number {
+  return STATUS[code];
+}
+
+/** The refusal of a driver lacking an optional operation. */
+export function unsupported(driver: string, operation: string): PlacementError {
+  return new PlacementError('unsupported', `the ${driver} driver does not support ${operation}`, {
+    driver,
+    operation,
+  });
+}

@@ -1,0 +1,129 @@
+// Run artifacts (the files a run writes under `out/`), content-addressed: stored once per tenant at their
+// BLAKE3 address, streamed in (hashed on the way, never held whole) and verified on the way out.
+import { randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { ArtifactRef } from '@everdict/run-model';
+import { z } from 'zod';
+import type { ObjectBackend } from './backend.js';
+import { type Digest, isDigest, StreamingDigest } from './digest.js';
+import { parseOrThrow, TrajectoryStoreError } from './errors.js';
+import { checkTenant, layout } from './keys.js';
+
+/** A stored artifact as the run lists it: its path under `out/`, its address, its size in bytes. */
+export interface ArtifactEntry {
+  readonly path: string;
+  readonly address: Digest;
+  readonly size: number;
+}
+
+/** A relative POSIX path without `.`/`..` segments, empty segments or a leading slash. */
+export const ArtifactPath = z
+  .string()
+  .min(1)
+  .max(1024)
+  .refine(
+    (p) =>
+      !p.startsWith('/') &&
+      p.split('/').every((s) => s !== '' && s !== '.' && s !== '..') &&
+      !p.includes('\0'),
+    'a relative path without empty, . or .. segments',
+  );
+
+type Body = Uint8Array | AsyncIterable<Uint8Array>;
+
+async function* pieces(body: Body): AsyncGenerator<Uint8Array> {
+  if (body instanceof Uint8Array) yield body;
+  else yield* body;
+}
+
+export async function putArtifact(
+  backend: ObjectBackend,
+  tenant: string,
+  artifact: { path: string; body: Body },
+): Promise<ArtifactEntry> {
+  checkTenant(tenant);
+  const relPath = parseOrThrow(ArtifactPath, artifact.path, 'artifact path');
+  const hasher = await StreamingDigest.create();
+  async function* hashed(): AsyncGenerator<Uint8Array> {
+    for await (const piece of pieces(artifact.body)) {
+      hasher.update(piece);
+      yield piece;
+    }
+  }
+  const upload = { tenant, path: layout.upload(randomBytes(12).toString('hex')) };
+  const written = await backend.putStream(upload, hashed());
+  const address = hasher.digest();
+  const target = { tenant, path: layout.artifact(address.slice(7)) };
+  if (await backend.stat(target)) await backend.delete(upload);
+  else await backend.move(upload, target);
+  return { path: relPath, address, size: written.size };
+}
+
+/** Stores every file under `dir` (recursively, sorted by path); the listing `outputs.artifacts` draws on. */
+export async function putArtifactsFromDir(
+  backend: ObjectBackend,
+  tenant: string,
+  dir: string,
+): Promise<ArtifactEntry[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  const files = entries
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
+    .sort();
+  const out: ArtifactEntry[] = [];
+  for (const rel of files)
+    out.push(await putArtifact(backend, tenant, { path: rel, body: createReadStream(path.join(dir, rel)) }));
+  return out;
+}
+
+/**
+ * The artifact's bytes as a stream, hashed as they pass: if they do not match the address the stream fails
+ * with `integrity_failed` after the last piece — a consumer acts only on a stream that ended cleanly.
+ */
+export async function readArtifact(
+  backend: ObjectBackend,
+  tenant: string,
+  address: string,
+): Promise<AsyncIterable<Uint8Array>> {
+  checkTenant(tenant);
+  if (!isDigest(address))
+    throw new TrajectoryStoreError('bad_request', 'an artifact address is blake3:<64 hex>');
+  const body = await backend.getStream({ tenant, path: layout.artifact(address.slice(7)) });
+  if (!body) throw new TrajectoryStoreError('not_found', `no artifact ${address}`);
+  const hasher = await StreamingDigest.create();
+  return (async function* () {
+    for await (const piece of body) {
+      hasher.update(piece);
+      yield piece;
+    }
+    if (hasher.digest() !== address)
+      throw new TrajectoryStoreError(
+        'integrity_failed',
+        `artifact ${address}: bytes do not match their address`,
+      );
+  })();
+}
+
+/** The whole artifact, verified against its address before it is returned. */
+export async function readArtifactBytes(
+  backend: ObjectBackend,
+  tenant: string,
+  address: string,
+): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const piece of await readArtifact(backend, tenant, address)) parts.push(Buffer.from(piece));
+  return Buffer.concat(parts);
+}
+
+/** run-model's ArtifactRef for an entry: name = path, uri = address, bytes = size, digest = address. */
+export function toArtifactRef(entry: ArtifactEntry, contentType?: string): ArtifactRef {
+  return {
+    name: entry.path,
+    uri: entry.address,
+    bytes: entry.size,
+    digest: entry.address,
+    ...(contentType ? { contentType } : {}),
+  };
+}

@@ -1,0 +1,19 @@
+export {
+  type Attributes,
+  type AttributeValue,
+  decodeOtlpJson,
+  decodeOtlpProtobuf,
+  decodeOtlpRequest,
+  encodeOtlpResponse,
+  type OtlpSpan,
+  type OtlpSpanEvent,
+} from './otlp-decode.js';
+export {
+  groupSpans,
+  ingestOtlp,
+  type OtlpIngestOptions,
+  type OtlpIngestResult,
+  type SpanGroups,
+  spanBatchKey,
+} from './otlp-ingest.js';
+export { nanosToIso, runIdOf, spansToDrafts } from './otlp-map.js';
