@@ -3,15 +3,15 @@
 // OpenAPI document generated from the routes' zod schemas. Built from services; starts nothing.
 import { randomUUID } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import { bodyLimit } from 'hono/body-limit';
 import { routePath } from 'hono/route';
 import { CHALLENGE, requireApiKey, requireInternalToken } from './auth/middleware.js';
+import { bodyLimit } from './http/body-limit.js';
 import type { RouteDeps } from './http/deps.js';
 import type { AppEnv } from './http/env.js';
 import { groupRoutes } from './http/groups.js';
 import { internalRoutes } from './http/internal.js';
+import { guardJsonBodies } from './http/json-guard.js';
 import { Lifecycle } from './http/lifecycle.js';
-import { rejectNul } from './http/nul-guard.js';
 import { createRouter, openApiDocument } from './http/openapi.js';
 import { errorToProblem, problem, sendProblem } from './http/problem.js';
 import { runRoutes } from './http/runs.js';
@@ -30,6 +30,8 @@ export interface AppOptions {
   readonly health: () => Promise<{ ok: boolean; dialect: string }>;
   /** EVERDICT_INTERNAL_TOKEN; unset → /internal/* refuses every call. */
   readonly internalToken?: string | undefined;
+  /** EVERDICT_METRICS_TOKEN; /metrics shows per-tenant series only to a bearer of it (else aggregates). */
+  readonly metricsToken?: string | undefined;
   readonly maxBodyBytes?: number;
   readonly log?: Logger;
   readonly metrics?: Metrics;
@@ -61,7 +63,8 @@ export function buildApp(opts: AppOptions): BuiltApp {
   };
   const app = createRouter();
 
-  // 1. Request id, request logger, per-route metrics (route pattern, never the raw path).
+  // 1. Request id, request logger, per-route metrics (route pattern, never the raw path); every response
+  //    (refusals and streams included) says its content type is not to be sniffed.
   app.use('*', async (c, next) => {
     const started = performance.now();
     const inbound = c.req.header('x-request-id');
@@ -70,6 +73,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
     c.set('log', log.child({ requestId }));
     await next();
     c.header('x-request-id', requestId);
+    c.header('x-content-type-options', 'nosniff');
     const route =
       c.res.status === 404 && routePath(c, -1) === '*' ? 'unmatched' : routePath(c, -1) || 'unmatched';
     const seconds = (performance.now() - started) / 1000;
@@ -81,24 +85,10 @@ export function buildApp(opts: AppOptions): BuiltApp {
   });
   // 2. Draining: refuse writes, count in-flight requests.
   app.use('*', lifecycle.middleware());
-  // 3. Bodies beyond the limit are a 413 problem, counted before anything reads them.
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: opts.maxBodyBytes ?? 1024 * 1024,
-      onError: (c) =>
-        sendProblem(
-          c,
-          problem(
-            413,
-            'body_too_large',
-            `request bodies are limited to ${opts.maxBodyBytes ?? 1048576} bytes`,
-          ),
-        ),
-    }),
-  );
-  // 4. NUL characters cannot reach PostgreSQL: refuse them as bad input.
-  app.use('*', rejectNul());
+  // 3. Bodies beyond the limit are a 413 problem, counted before anything reads them (the connection stays usable).
+  app.use('*', bodyLimit(opts.maxBodyBytes ?? 1024 * 1024));
+  // 4. What PostgreSQL cannot store (NUL, lone surrogates, nesting past 128) is refused as bad input.
+  app.use('*', guardJsonBodies());
   // 5. Auth by path: API keys on the public API, the service token on /internal/*.
   const apiKey = requireApiKey(opts.services.auth);
   for (const prefix of PUBLIC_PREFIXES) app.use(prefix, apiKey).use(`${prefix}/*`, apiKey);
@@ -110,7 +100,17 @@ export function buildApp(opts: AppOptions): BuiltApp {
     return cachedDocument;
   };
 
-  app.route('/', systemRoutes({ metrics, lifecycle, health: opts.health, document, version: API_VERSION }));
+  app.route(
+    '/',
+    systemRoutes({
+      metrics,
+      lifecycle,
+      health: opts.health,
+      document,
+      version: API_VERSION,
+      metricsToken: opts.metricsToken,
+    }),
+  );
   app.route('/', runRoutes(deps));
   app.route('/', groupRoutes(deps));
   app.route('/', subscriptionRoutes(deps));
@@ -118,18 +118,16 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.route('/', internalRoutes(deps));
 
   app.notFound((c) =>
-    sendProblem(c, problem(404, 'route_not_found', `no route for ${c.req.method} ${c.req.path}`)),
+    sendProblem(c, problem('route_not_found', `no route for ${c.req.method} ${c.req.path}`)),
   );
   app.onError((err, c) => {
-    const { problem: p, unexpected } = errorToProblem(err);
+    const mapped = errorToProblem(err);
+    const { problem: p, unexpected } = mapped;
     const reqLog = c.get('log') ?? log;
     if (unexpected) reqLog.error({ err, method: c.req.method, path: c.req.path }, 'unhandled error');
     const headers: Record<string, string> = {};
     if (p.status === 401) Object.assign(headers, CHALLENGE);
-    const retryAfterMs = (p.details as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
-    if (p.status === 429 && typeof retryAfterMs === 'number' && retryAfterMs > 0) {
-      headers['retry-after'] = String(Math.ceil(retryAfterMs / 1000));
-    }
+    if (mapped.retryAfterSeconds !== undefined) headers['retry-after'] = String(mapped.retryAfterSeconds);
     return sendProblem(c, p, headers);
   });
 

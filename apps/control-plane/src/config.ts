@@ -16,6 +16,7 @@ const EnvSchema = z.object({
   EVERDICT_DATA_DIR: optionalString,
   EVERDICT_BOOTSTRAP_API_KEY: optionalString.pipe(z.string().min(16).max(512).optional()),
   EVERDICT_INTERNAL_TOKEN: optionalString.pipe(z.string().min(16).max(512).optional()),
+  EVERDICT_METRICS_TOKEN: optionalString.pipe(z.string().min(16).max(512).optional()),
   EVERDICT_MAX_BODY_BYTES: z.coerce
     .number()
     .int()
@@ -38,6 +39,8 @@ export interface Config {
   readonly bootstrapApiKey: string | undefined;
   /** Service token for `/internal/*`; unset → internal endpoints refuse every call. */
   readonly internalToken: string | undefined;
+  /** Bearer token for per-tenant series on /metrics; unset → /metrics shows aggregates only. */
+  readonly metricsToken: string | undefined;
   readonly maxBodyBytes: number;
   readonly shutdownGraceMs: number;
   /** Who decides `judge` graders: the built-in deterministic `scripted` judge, or `none` (a 400). */
@@ -65,6 +68,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     dataDir: path.resolve(cwd, e.EVERDICT_DATA_DIR ?? '.everdict'),
     bootstrapApiKey: e.EVERDICT_BOOTSTRAP_API_KEY,
     internalToken: e.EVERDICT_INTERNAL_TOKEN,
+    metricsToken: e.EVERDICT_METRICS_TOKEN,
     maxBodyBytes: e.EVERDICT_MAX_BODY_BYTES,
     shutdownGraceMs: e.EVERDICT_SHUTDOWN_GRACE_MS,
     judge: e.EVERDICT_JUDGE,

@@ -1,23 +1,88 @@
-// The one error class of the control plane. Every refusal carries a stable `code` mapping to one HTTP status.
+import type { RefusalRule } from '@everdict/admission';
 
-export const ERROR_STATUS = {
-  bad_request: 400,
-  /** A string holds U+0000, which PostgreSQL text/jsonb cannot store (same code as the HTTP edge's). */
-  nul_character: 400,
-  /** A `judge` grader was asked for, but this control plane has no Judge configured. */
-  judge_unavailable: 400,
-  unauthorized: 401,
-  forbidden: 403,
-  envelope_exhausted: 402,
-  not_found: 404,
-  conflict: 409,
-  capacity_exceeded: 429,
-  record_invalid: 500,
-  internal: 500,
-  not_implemented: 501,
-} as const;
+// The one error class of the control plane, and the one vocabulary of refusals: every code the app answers
+// with (from the HTTP edge or from the core) is in REFUSALS, with its one HTTP status. The README's refusal
+// table is checked against this list (src/http/refusal-table.test.ts).
 
-export type ControlPlaneErrorCode = keyof typeof ERROR_STATUS;
+export const REFUSALS = {
+  bad_request: { status: 400, when: 'the core refuses the input (e.g. an analysis run not placed inline)' },
+  validation_failed: { status: 400, when: 'the request does not match its schema (`issues` lists why)' },
+  malformed_json: { status: 400, when: 'the body is not JSON' },
+  out_of_range: {
+    status: 400,
+    when: "every offending field is a number (or event position) outside its bounds — the ledger columns' ranges",
+  },
+  invalid_cursor: { status: 400, when: 'a list `cursor` this API did not issue' },
+  invalid_unicode: {
+    status: 400,
+    when: 'a string or key holds a lone UTF-16 surrogate (PostgreSQL cannot store it)',
+  },
+  too_deep: { status: 400, when: 'a JSON body nests deeper than 128 levels (decided before parsing)' },
+  nul_character: {
+    status: 400,
+    when: 'a string, key, path or query holds U+0000 (PostgreSQL cannot store it)',
+  },
+  judge_unavailable: { status: 400, when: 'a `judge` grader, but no judge is configured' },
+  unauthenticated: { status: 401, when: 'no API key (`Authorization: Bearer <key>`)' },
+  unauthorized: { status: 401, when: 'an unknown or revoked API key' },
+  invalid_service_token: { status: 401, when: '`/internal/*` without the service token' },
+  internal_disabled: { status: 401, when: '`/internal/*` while `EVERDICT_INTERNAL_TOKEN` is unset' },
+  envelope_exhausted: { status: 402, when: 'admission rule `envelope`: an envelope on the path is spent' },
+  forbidden: { status: 403, when: 'a member key on an admin route' },
+  not_found: {
+    status: 404,
+    when: "no such resource in the caller's tenant (another tenant's, or a causer run the key may not name)",
+  },
+  route_not_found: { status: 404, when: 'no route for this method and path' },
+  conflict: { status: 409, when: 'the state does not allow it (terminal run, agent disabled, …)' },
+  body_too_large: { status: 413, when: 'the body is larger than `EVERDICT_MAX_BODY_BYTES`' },
+  unsupported_media_type: { status: 415, when: 'a body that is not `application/json`' },
+  capacity_exceeded: { status: 429, when: 'an admission cap (`rule`: see below)' },
+  internal: { status: 500, when: 'a defect of ours (logged with its stack; never bad input)' },
+  shutting_down: { status: 503, when: 'the process is draining: writes are refused' },
+  database_unavailable: { status: 503, when: 'the ledger database does not answer' },
+} as const satisfies Record<string, { status: number; when: string }>;
+
+export type ControlPlaneErrorCode = keyof typeof REFUSALS;
+
+/**
+ * The admission gate's rules (@everdict/admission), as a refusal names them in `rule`, with the code and
+ * status they answer and whether a `Retry-After` comes with them (only when the gate knows a time).
+ */
+export const ADMISSION_RULES = {
+  agent_disabled: { code: 'conflict', retryAfter: false, when: 'the agent being activated is disabled' },
+  envelope: {
+    code: 'envelope_exhausted',
+    retryAfter: false,
+    when: 'the drawn envelope or an ancestor up to the tenant root has no usd / tokens / runs left',
+  },
+  queue_depth: { code: 'capacity_exceeded', retryAfter: true, when: "the tenant's queue is at `maxQueued`" },
+  session_cap: {
+    code: 'capacity_exceeded',
+    retryAfter: true,
+    when: 'the tenant or global session pool is full',
+  },
+  concurrency: {
+    code: 'capacity_exceeded',
+    retryAfter: true,
+    when: "an envelope on the path is at its `inFlightCap` (the root's: the tenant policy's)",
+  },
+  children: {
+    code: 'capacity_exceeded',
+    retryAfter: false,
+    when: 'the causer already caused `maxChildren` runs',
+  },
+  depth: { code: 'capacity_exceeded', retryAfter: false, when: 'the causal tree would pass `maxDepth`' },
+} as const satisfies Record<RefusalRule, { code: ControlPlaneErrorCode; retryAfter: boolean; when: string }>;
+
+/** code → HTTP status, from REFUSALS. */
+export const ERROR_STATUS = Object.fromEntries(
+  Object.entries(REFUSALS).map(([code, r]) => [code, r.status]),
+) as { readonly [C in ControlPlaneErrorCode]: (typeof REFUSALS)[C]['status'] };
+
+export function isRefusalCode(code: string): code is ControlPlaneErrorCode {
+  return Object.hasOwn(REFUSALS, code);
+}
 
 export class ControlPlaneError extends Error {
   readonly code: ControlPlaneErrorCode;
@@ -45,5 +110,5 @@ export function isControlPlaneError(e: unknown): e is ControlPlaneError {
 export const notFound = (what: string, id: string): ControlPlaneError =>
   new ControlPlaneError('not_found', `${what} ${id} not found`, { id });
 
-export const notImplemented = (what: string): ControlPlaneError =>
-  new ControlPlaneError('not_implemented', `${what} is not implemented yet`);
+export const invalidCursor = (): ControlPlaneError =>
+  new ControlPlaneError('invalid_cursor', 'this cursor was not issued by this API (pass nextCursor as is)');

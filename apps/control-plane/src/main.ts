@@ -64,6 +64,7 @@ async function main(): Promise<void> {
     services: core.services,
     health: () => core.health(),
     internalToken: config.internalToken,
+    metricsToken: config.metricsToken,
     maxBodyBytes: config.maxBodyBytes,
     log: log.child({ component: 'http' }),
     metrics,

@@ -168,12 +168,18 @@ describe('RunSpec and createRun', () => {
   it('rejects unknown top-level fields', () => {
     expect(RunSpec.safeParse({ ...SPECS.eval, colour: 'red' }).success).toBe(false);
   });
+  it('an envelope in-flight cap is a positive integer', () => {
+    for (const inFlightCap of [0, -1, 1.5]) {
+      const spec = { ...SPECS.eval, envelope: { id: 'env_1', inFlightCap } };
+      expect(RunSpec.safeParse(spec).success, String(inFlightCap)).toBe(false);
+    }
+  });
   it('carries group, lineage and envelope through', () => {
     const spec = {
       ...SPECS.eval,
       group: { id: 'g_1', role: 'case' },
       lineage: { retryOf: 'run_0' },
-      envelope: { id: 'env_1', capUsd: 2.5, capTokens: 10_000, capRuns: 20 },
+      envelope: { id: 'env_1', capUsd: 2.5, capTokens: 10_000, capRuns: 20, inFlightCap: 4 },
     } as const;
     expect(createRun(spec, ctx).run).toMatchObject({
       group: spec.group,

@@ -27,12 +27,16 @@ export const Placement = z.strictObject({
 });
 export type Placement = z.infer<typeof Placement>;
 
-/** The causal budget this run draws from and delegates (not the ownership TaskEnvelope). */
+/**
+ * The causal budget this run draws from and delegates (not the ownership TaskEnvelope). `inFlightCap`: how
+ * many runs drawing from it may be admitted and unsettled at once (the run itself included).
+ */
 export const EnvelopeRef = z.strictObject({
   id: Id,
   capUsd: Usd.optional(),
   capTokens: Tokens.optional(),
   capRuns: z.int().nonnegative().optional(),
+  inFlightCap: z.int().positive().optional(),
 });
 export type EnvelopeRef = z.infer<typeof EnvelopeRef>;
 

@@ -19,7 +19,7 @@ export function requireApiKey(keys: ApiKeyAuthenticator): MiddlewareHandler<AppE
     if (!secret) {
       return sendProblem(
         c,
-        problem(401, 'unauthenticated', 'an API key is required: Authorization: Bearer <key>'),
+        problem('unauthenticated', 'an API key is required: Authorization: Bearer <key>'),
         CHALLENGE,
       );
     }
@@ -31,7 +31,7 @@ export function requireApiKey(keys: ApiKeyAuthenticator): MiddlewareHandler<AppE
 export function requireRole(role: Role): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (role === 'admin' && c.get('principal').role !== 'admin') {
-      return sendProblem(c, problem(403, 'forbidden', 'this operation needs an admin key'));
+      return sendProblem(c, problem('forbidden', 'this operation needs an admin key'));
     }
     await next();
   };
@@ -46,21 +46,13 @@ export function requireInternalToken(expected: string | undefined): MiddlewareHa
     if (expected === undefined) {
       return sendProblem(
         c,
-        problem(
-          401,
-          'internal_disabled',
-          'internal endpoints are disabled: EVERDICT_INTERNAL_TOKEN is not set',
-        ),
+        problem('internal_disabled', 'internal endpoints are disabled: EVERDICT_INTERNAL_TOKEN is not set'),
       );
     }
     const presented =
       bearerSecret(c.req.header('authorization')) ?? c.req.header('x-everdict-internal-token');
     if (presented === undefined || !constantTimeEqual(presented, expected)) {
-      return sendProblem(
-        c,
-        problem(401, 'invalid_service_token', 'a valid service token is required'),
-        CHALLENGE,
-      );
+      return sendProblem(c, problem('invalid_service_token', 'a valid service token is required'), CHALLENGE);
     }
     await next();
   };

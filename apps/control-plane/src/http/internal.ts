@@ -2,7 +2,7 @@
 // compare, in app.ts). The agent service reports agent run transitions here; the control plane owns
 // the record. The tenant rides a header, since the token itself is not a tenant's.
 import { createRoute, z } from '@hono/zod-openapi';
-import { AgentRunEventInput, type Principal } from '../services/types.js';
+import { AgentRunEventInput, servicePrincipal } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
 import { createRouter, INTERNAL_SECURITY } from './openapi.js';
 import { problemResponses } from './problem.js';
@@ -37,11 +37,6 @@ const agentRunEvents = createRoute({
     ...problemResponses(400, 401, 402, 404, 409, 413, 415, 429),
   },
 });
-
-/** The principal an internal call acts as: the agent service, inside the named tenant. */
-export function servicePrincipal(tenantId: string): Principal {
-  return { tenantId, keyId: 'internal', role: 'member', actor: 'service:agent' };
-}
 
 export function internalRoutes({ services }: RouteDeps) {
   const app = createRouter();

@@ -30,7 +30,7 @@ export class Lifecycle {
       if (this.#draining && !READ_METHODS.has(c.req.method)) {
         return sendProblem(
           c,
-          problem(503, 'shutting_down', 'the control plane is shutting down; retry elsewhere'),
+          problem('shutting_down', 'the control plane is shutting down; retry elsewhere'),
           {
             'retry-after': '5',
             connection: 'close',

@@ -1,28 +1,24 @@
 // /metrics on the real core: the core reports admissions (API, groups, subscriptions, agent bridge all pass
 // its gate) and dispatch latency; queue depth is read from the ledger at scrape time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../app.js';
-import { createMetrics } from '../observability/metrics.js';
-import { type Core, startCore } from '../services/index.js';
-import { ADMIN_KEY } from './testing/harness.js';
+import { ADMIN_KEY, METRICS_TOKEN, type TestApp, testApp } from './testing/harness.js';
 
-let core: Core;
-let app: ReturnType<typeof buildApp>['app'];
+let t: TestApp;
+let app: TestApp['app'];
 const auth = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
+const scrape = async (token?: string) =>
+  (await app.request('/metrics', token ? { headers: { authorization: `Bearer ${token}` } } : {})).text();
 
 beforeAll(async () => {
-  const metrics = createMetrics();
-  core = await startCore({
-    bootstrapKey: ADMIN_KEY,
+  t = await testApp({
     policy: { maxQueued: 3 },
     scheduler: { enabled: true, pollMs: 25 },
-    metrics: metrics.coreObserver(),
+    metricsToken: METRICS_TOKEN,
   });
-  metrics.setQueueDepthSource(() => core.queueDepth());
-  ({ app } = buildApp({ services: core.services, health: () => core.health(), metrics }));
-});
+  app = t.app;
+}, 300_000); // a PGlite template is made per file: minutes on a loaded 2-core machine
 afterAll(async () => {
-  await core?.close();
+  await t?.close();
 });
 
 const post = (path: string, body: unknown) =>
@@ -54,7 +50,7 @@ describe('GET /metrics on the real core', () => {
     const deadline = Date.now() + 10_000;
     let text = '';
     for (;;) {
-      text = await (await app.request('/metrics')).text();
+      text = await scrape(METRICS_TOKEN);
       const n = sample(text, 'everdict_dispatch_latency_seconds_count', { class: 'interactive' });
       if ((n ?? 0) >= 4 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 50));
@@ -87,4 +83,23 @@ describe('GET /metrics on the real core', () => {
       .reduce((a, b) => a + b, 0);
     expect(depth).toBe(codes.filter((c) => c === 201).length);
   }, 20_000);
+
+  it('names no tenant unless called with EVERDICT_METRICS_TOKEN: aggregates only', async () => {
+    await t.tenant('secret-customer-name');
+    const perTenant = await scrape(METRICS_TOKEN);
+    expect(perTenant).toContain('tenant="default"');
+    const byTenant = ['interactive', 'background', 'batch'].map(
+      (c) => sample(perTenant, 'everdict_queue_depth', { tenant: 'default', class: c }) ?? 0,
+    );
+    for (const text of [await scrape(), await scrape('not-the-metrics-token-000'), await scrape(ADMIN_KEY)]) {
+      expect(text).not.toMatch(/tenant="/);
+      expect(text).not.toContain('default');
+      expect(text).not.toContain('secret-customer-name');
+      const byClass = ['interactive', 'background', 'batch'].map(
+        (c) => sample(text, 'everdict_queue_depth', { class: c }) ?? 0,
+      );
+      expect(byClass.reduce((a, b) => a + b, 0)).toBe(byTenant.reduce((a, b) => a + b, 0));
+      expect(text).toContain('everdict_admissions_total');
+    }
+  });
 });

@@ -1,7 +1,7 @@
 // One router factory for every route group: validation failures become problem+json 400s with the
 // zod issues, and the OpenAPI document is generated from the same zod schemas the routes validate with.
 import { JsonValue } from '@everdict/run-model';
-import { OpenAPIHono } from '@hono/zod-openapi';
+import { OpenAPIHono, z } from '@hono/zod-openapi';
 import type { AppEnv } from './env.js';
 import { sendProblem, validationProblem } from './problem.js';
 
@@ -17,10 +17,21 @@ export function createRouter(): OpenAPIHono<AppEnv> {
 export const API_KEY_SECURITY = [{ apiKey: [] }];
 export const INTERNAL_SECURITY = [{ internalToken: [] }];
 
+/**
+ * `schema.openapi(refId)` for a schema built by another package. @hono/zod-openapi extends zod when it is
+ * loaded, and zod copies that method onto each schema when the schema is built: a schema built before
+ * (run-model's, which the bundle evaluates first) has no `.openapi` of its own — calling it was the 500 on
+ * `GET /openapi.json` in the built server. The extension's method is applied to the schema instead, so
+ * import order no longer matters (and the named instance is the one its recursion refers to).
+ */
+export function named<T extends z.ZodType>(schema: T, refId: string): T {
+  return z.ZodType.prototype.openapi.call(schema, refId) as T;
+}
+
 /** The whole document; built once per app (the schemas do not change at run time). */
 export function openApiDocument(app: OpenAPIHono<AppEnv>, version: string): unknown {
   // run-model's JSON values are recursive: a named component turns the recursion into a $ref.
-  app.openAPIRegistry.register('JsonValue', JsonValue);
+  app.openAPIRegistry.register('JsonValue', named(JsonValue, 'JsonValue'));
   app.openAPIRegistry.registerComponent('securitySchemes', 'apiKey', {
     type: 'http',
     scheme: 'bearer',
@@ -30,6 +41,11 @@ export function openApiDocument(app: OpenAPIHono<AppEnv>, version: string): unkn
     type: 'http',
     scheme: 'bearer',
     description: 'The service token (EVERDICT_INTERNAL_TOKEN), for /internal/* only.',
+  });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'metricsToken', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'EVERDICT_METRICS_TOKEN: GET /metrics then includes per-tenant series.',
   });
   return app.getOpenAPIDocument({
     openapi: '3.0.3',

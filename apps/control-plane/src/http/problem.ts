@@ -1,11 +1,14 @@
 // RFC 9457 problem details: every refusal leaves this app as `application/problem+json` with a
-// stable `code`. This module owns the shape, its zod schema (for the OpenAPI doc) and the mapping
-// from thrown errors to problems. Unknown errors become a 500 problem without a stack (logged).
+// stable `code` of the one vocabulary (src/errors.ts: code → status). This module owns the shape, its zod
+// schema (for the OpenAPI doc) and the mapping from thrown errors to problems. Unknown errors become a 500
+// problem without a stack (logged).
 import { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ZodError } from 'zod';
+import { ControlPlaneError, type ControlPlaneErrorCode, REFUSALS } from '../errors.js';
+import { isRangeIssue, toControlPlaneError } from '../services/boundary.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -48,12 +51,13 @@ const TITLES: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
+/** A problem of the one vocabulary (src/errors.ts): the status is the code's. */
 export function problem(
-  status: number,
-  code: string,
+  code: ControlPlaneErrorCode,
   detail?: string,
   extra: Record<string, unknown> = {},
 ): Problem {
+  const status = REFUSALS[code].status;
   return {
     type: `urn:everdict:problem:${code}`,
     title: TITLES[status] ?? 'Error',
@@ -80,73 +84,11 @@ export function zodIssues(error: ZodError): z.infer<typeof IssueSchema>[] {
   }));
 }
 
+/** A schema refusal: `out_of_range` when every issue is a number outside its bounds, else `validation_failed`. */
 export function validationProblem(error: ZodError, where?: string): Problem {
-  return problem(400, 'validation_failed', where ? `invalid ${where}` : 'invalid request', {
-    issues: zodIssues(error),
-  });
-}
-
-/**
- * A typed error from any layer: `ControlPlaneError` and the packages' errors all carry a string
- * `code`; those with an `httpStatus` map to it, the others through `STATUS_BY_CODE`.
- */
-interface CodedError {
-  readonly code: string;
-  readonly message: string;
-  readonly httpStatus?: number;
-  readonly status?: number;
-  readonly rule?: unknown;
-  /** Structured context (AdmissionError's `detail`, others' `details`): echoed as `details`. */
-  readonly detail?: unknown;
-  readonly details?: unknown;
-}
-
-function isCodedError(e: unknown): e is CodedError {
-  if (!(e instanceof Error)) return false;
-  const code: unknown = (e as { code?: unknown }).code;
-  return typeof code === 'string' && /^[a-z][a-z0-9_]{0,63}$/.test(code);
-}
-
-/** Codes of errors that carry no httpStatus of their own (the packages' errors all do). */
-const STATUS_BY_CODE: Record<string, number> = {
-  not_found: 404,
-  invalid_transition: 409,
-  illegal_transition: 409,
-  conflict: 409,
-  already_terminal: 409,
-  envelope_exhausted: 402,
-  budget_exhausted: 402,
-  queue_cap: 429,
-  tenant_queue_cap: 429,
-  global_queue_cap: 429,
-  concurrency_cap: 429,
-  fan_out: 429,
-  fan_out_cap: 429,
-  depth_cap: 429,
-  causal_depth: 429,
-  self_cause: 429,
-  cooldown: 429,
-  unauthorized: 401,
-  forbidden: 403,
-  invalid: 400,
-  invalid_spec: 400,
-  validation_failed: 400,
-  verify_failed: 422,
-  chain_broken: 422,
-};
-
-function statusOf(e: CodedError): number {
-  for (const s of [e.httpStatus, e.status]) {
-    if (typeof s === 'number' && Number.isInteger(s) && s >= 400 && s <= 599) return s;
-  }
-  // A coded error nobody mapped is a bug of ours, not the caller's: 500 (and logged).
-  return STATUS_BY_CODE[e.code] ?? 500;
-}
-
-export interface MappedError {
-  readonly problem: Problem;
-  /** True when the error was not one we expected: log it with its stack. */
-  readonly unexpected: boolean;
+  const code =
+    error.issues.length > 0 && error.issues.every(isRangeIssue) ? 'out_of_range' : 'validation_failed';
+  return problem(code, where ? `invalid ${where}` : 'invalid request', { issues: zodIssues(error) });
 }
 
 /** Throw a ready-made problem from a handler (app.onError renders it as is). */
@@ -157,37 +99,58 @@ export class ProblemError extends Error {
   }
 }
 
-export function errorToProblem(err: unknown): MappedError {
-  if (err instanceof ProblemError) return { problem: err.problem, unexpected: false };
-  if (err instanceof HTTPException) {
-    const status = err.status;
-    const code =
-      status === 413
-        ? 'body_too_large'
-        : status === 415
-          ? 'unsupported_media_type'
-          : status === 400 && /json/i.test(err.message)
-            ? 'malformed_json'
-            : `http_${status}`;
-    return { problem: problem(status, code, err.message || undefined), unexpected: status >= 500 };
+export interface MappedError {
+  readonly problem: Problem;
+  /** True when the error was not one we expected: log it with its stack. */
+  readonly unexpected: boolean;
+  /** Seconds for a `Retry-After` header, when the refusal knows when a retry can pass. */
+  readonly retryAfterSeconds?: number;
+}
+
+const HTTP_CODES: Readonly<Record<number, ControlPlaneErrorCode>> = {
+  400: 'malformed_json',
+  413: 'body_too_large',
+  415: 'unsupported_media_type',
+};
+
+/**
+ * Any thrown value → a problem of the one vocabulary. Errors of the packages are first translated by the
+ * services' boundary (one mapping); a value nobody mapped is a defect of ours: 500, logged, no detail.
+ */
+export function errorToProblem(thrown: unknown): MappedError {
+  if (thrown instanceof ProblemError) return { problem: thrown.problem, unexpected: false };
+  if (thrown instanceof HTTPException) {
+    const status = thrown.status;
+    if (status >= 500) return { problem: problem('internal', 'internal error'), unexpected: true };
+    const code = HTTP_CODES[status] ?? 'bad_request';
+    return { problem: problem(code, thrown.message || undefined), unexpected: false };
   }
-  if (err instanceof ZodError) return { problem: validationProblem(err), unexpected: false };
-  if (isCodedError(err)) {
-    const status = statusOf(err);
-    const extra: Record<string, unknown> = {};
-    const ctx = [err.details, err.detail].find((d) => typeof d === 'object' && d !== null && isPlainJson(d));
-    if (ctx !== undefined) extra.details = ctx;
-    const ctxRule = (ctx as { rule?: unknown } | undefined)?.rule;
-    if (typeof err.rule === 'string') extra.rule = err.rule;
-    else if (typeof ctxRule === 'string') extra.rule = ctxRule;
-    else if (status === 402 || status === 429) extra.rule = err.code;
-    if (status >= 500) return { problem: problem(status, err.code, 'internal error'), unexpected: true };
-    return { problem: problem(status, err.code, err.message, extra), unexpected: false };
+  if (thrown instanceof ZodError) return { problem: validationProblem(thrown), unexpected: false };
+  if (thrown instanceof SyntaxError) {
+    return { problem: problem('malformed_json', 'request body is not valid JSON'), unexpected: false };
   }
-  if (err instanceof SyntaxError) {
-    return { problem: problem(400, 'malformed_json', 'request body is not valid JSON'), unexpected: false };
+  const err = toControlPlaneError(thrown);
+  if (!(err instanceof ControlPlaneError) || err.httpStatus >= 500) {
+    return { problem: problem('internal', 'internal error'), unexpected: true };
   }
-  return { problem: problem(500, 'internal', 'internal error'), unexpected: true };
+  const extra: Record<string, unknown> = {};
+  const details = err.details;
+  if (Object.keys(details).length > 0 && isPlainJson(details)) extra.details = details;
+  if (typeof details.rule === 'string') extra.rule = details.rule;
+  const seconds = retryAfterSeconds(details.retry);
+  return {
+    problem: problem(err.code, err.message, extra),
+    unexpected: false,
+    ...(seconds === undefined ? {} : { retryAfterSeconds: seconds }),
+  };
+}
+
+/** The gate's retry hint (`details.retry`, admission's RetryHint) as whole seconds, when it names a time. */
+function retryAfterSeconds(retry: unknown): number | undefined {
+  if (typeof retry !== 'object' || retry === null) return undefined;
+  const { when, retryAfterMs } = retry as { when?: unknown; retryAfterMs?: unknown };
+  if (when !== 'at' || typeof retryAfterMs !== 'number' || !Number.isFinite(retryAfterMs)) return undefined;
+  return Math.max(1, Math.ceil(retryAfterMs / 1000));
 }
 
 function isPlainJson(v: unknown): boolean {

@@ -1,7 +1,7 @@
 // /runs — submit any kind through the one gate, list/filter, read, cancel (cascading), the run's
 // record (verified on read) and its facts (JSON page, or SSE when asked for text/event-stream).
 import { createRoute, z } from '@hono/zod-openapi';
-import { CreateRunInput, ListRunsQuery, type RecordView } from '../services/types.js';
+import { CreateRunInput, EventPosition, ListRunsQuery, type RecordView } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
 import { API_KEY_SECURITY, createRouter } from './openapi.js';
 import { problemResponses } from './problem.js';
@@ -103,12 +103,17 @@ const getRecord = createRoute({
 });
 
 export const EventsQuery = z.object({
-  after: z
-    .string()
-    .regex(/^\d{1,19}$/)
-    .optional()
-    .openapi({ description: 'Outbox position to resume after (an event id).' }),
+  after: EventPosition.optional().openapi({
+    description: 'Outbox position to resume after (an event id; at most the bigint maximum).',
+  }),
   limit: z.coerce.number().int().min(1).max(1000).default(200),
+});
+
+/** SSE resumption: `Last-Event-ID` is an event id this API sent (validated like `after`). */
+const LastEventIdHeader = z.object({
+  'last-event-id': EventPosition.optional().openapi({
+    description: 'With Accept: text/event-stream: resume after this event id (overrides `after`).',
+  }),
 });
 
 const runEvents = createRoute({
@@ -117,7 +122,7 @@ const runEvents = createRoute({
   tags: ['runs'],
   summary: "The run's facts, oldest first. With Accept: text/event-stream: replay, then tail live (SSE).",
   security: API_KEY_SECURITY,
-  request: { params: IdParam, query: EventsQuery },
+  request: { params: IdParam, query: EventsQuery, headers: LastEventIdHeader },
   responses: {
     200: {
       description: 'A page of facts (JSON), or an SSE stream whose event ids are outbox positions.',
@@ -171,8 +176,7 @@ export function runRoutes(deps: RouteDeps) {
     const { id } = c.req.valid('param');
     const { after, limit } = c.req.valid('query');
     if (wantsEventStream(c.req.header('accept'))) {
-      const resumeFrom = c.req.header('last-event-id');
-      const from = resumeFrom && /^\d{1,19}$/.test(resumeFrom) ? resumeFrom : after;
+      const from = c.req.valid('header')['last-event-id'] ?? after;
       return streamRunEvents(c, deps, principal, id, from);
     }
     const page = await services.runs.events(principal, id, { ...(after ? { after } : {}), limit });

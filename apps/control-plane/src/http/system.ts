@@ -1,5 +1,7 @@
-// Unauthenticated system routes: liveness/readiness, Prometheus metrics, and the OpenAPI document.
+// Unauthenticated system routes: liveness/readiness, Prometheus metrics (tenant ids only for the bearer of
+// the metrics token), and the OpenAPI document.
 import { createRoute, z } from '@hono/zod-openapi';
+import { bearerSecret, constantTimeEqual } from '../auth/secrets.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Lifecycle } from './lifecycle.js';
 import { createRouter } from './openapi.js';
@@ -11,6 +13,8 @@ export interface SystemDeps {
   readonly health: () => Promise<{ ok: boolean; dialect: string }>;
   readonly document: () => unknown;
   readonly version: string;
+  /** EVERDICT_METRICS_TOKEN: its bearer sees per-tenant series; everyone else sees aggregates only. */
+  readonly metricsToken?: string | undefined;
 }
 
 const HealthSchema = z
@@ -32,7 +36,9 @@ const metricsRoute = createRoute({
   method: 'get',
   path: '/metrics',
   tags: ['system'],
-  summary: 'Prometheus exposition: queue depth per tenant/class, admissions by outcome, dispatch latency.',
+  summary:
+    'Prometheus exposition: queue depth per class (per tenant too, with the metrics token), admissions by outcome, dispatch latency.',
+  security: [{}, { metricsToken: [] }],
   responses: {
     200: { description: 'Prometheus text format.', content: { 'text/plain': { schema: z.string() } } },
   },
@@ -42,7 +48,7 @@ export function systemRoutes(deps: SystemDeps) {
   const app = createRouter();
 
   app.openapi(healthz, async (c) => {
-    if (deps.lifecycle.draining) throw new ProblemError(problem(503, 'shutting_down', 'draining'));
+    if (deps.lifecycle.draining) throw new ProblemError(problem('shutting_down', 'draining'));
     let health: { ok: boolean; dialect: string };
     try {
       health = await deps.health();
@@ -50,12 +56,17 @@ export function systemRoutes(deps: SystemDeps) {
       health = { ok: false, dialect: 'unknown' };
     }
     if (!health.ok)
-      throw new ProblemError(problem(503, 'database_unavailable', 'the ledger database does not answer'));
+      throw new ProblemError(problem('database_unavailable', 'the ledger database does not answer'));
     return c.json({ status: 'ok' as const, version: deps.version, database: health.dialect }, 200);
   });
 
   app.openapi(metricsRoute, async (c) => {
-    const { contentType, body } = await deps.metrics.render();
+    const presented = bearerSecret(c.req.header('authorization'));
+    const perTenant =
+      deps.metricsToken !== undefined &&
+      presented !== undefined &&
+      constantTimeEqual(presented, deps.metricsToken);
+    const { contentType, body } = await deps.metrics.render({ perTenant });
     return c.text(body, 200, { 'content-type': contentType });
   });
 

@@ -83,12 +83,15 @@ const revokeKey = createRoute({
 
 export function tenantRoutes({ services }: RouteDeps) {
   const app = createRouter();
-  app.openapi(createTenant, async (c) =>
-    c.json(await services.auth.createTenant(c.get('principal'), c.req.valid('json')), 201),
-  );
-  app.openapi(createKey, async (c) =>
-    c.json(await services.auth.createKey(c.get('principal'), c.req.valid('json')), 201),
-  );
+  // A raw key is in these two responses: no cache (a proxy's, a browser's) may keep a copy.
+  app.openapi(createTenant, async (c) => {
+    const created = await services.auth.createTenant(c.get('principal'), c.req.valid('json'));
+    return c.json(created, 201, { 'cache-control': 'no-store' });
+  });
+  app.openapi(createKey, async (c) => {
+    const created = await services.auth.createKey(c.get('principal'), c.req.valid('json'));
+    return c.json(created, 201, { 'cache-control': 'no-store' });
+  });
   app.openapi(listKeys, async (c) =>
     c.json({ items: await services.auth.listKeys(c.get('principal')) }, 200),
   );

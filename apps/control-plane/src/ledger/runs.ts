@@ -185,13 +185,21 @@ export function encodeCursor(r: RunRow | { created_at: Date | string; id: string
   return Buffer.from(JSON.stringify([iso(r.created_at), r.id])).toString('base64url');
 }
 
+/** What `encodeCursor` writes: a `Date#toISOString()` and an id. Anything else was not issued by us. */
+const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const CURSOR_ID = /^[\x21-\x7e]{1,200}$/;
+
+/** A cursor this API issued → its keyset position; anything else (crafted, garbled, foreign) → null. */
 export function decodeCursor(c: string): { createdAt: string; id: string } | null {
   try {
     const v: unknown = JSON.parse(Buffer.from(c, 'base64url').toString('utf8'));
-    if (Array.isArray(v) && typeof v[0] === 'string' && typeof v[1] === 'string')
-      return { createdAt: v[0], id: v[1] };
+    if (!Array.isArray(v) || v.length !== 2) return null;
+    const [createdAt, id] = v as unknown[];
+    if (typeof createdAt !== 'string' || typeof id !== 'string') return null;
+    if (!CURSOR_TIME.test(createdAt) || Number.isNaN(Date.parse(createdAt)) || !CURSOR_ID.test(id))
+      return null;
+    return { createdAt, id };
   } catch {
-    /* fallthrough */
+    return null;
   }
-  return null;
 }

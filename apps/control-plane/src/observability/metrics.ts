@@ -1,6 +1,8 @@
-// Prometheus metrics (prom-client) on a registry of our own, never the global one, so every app
+// Prometheus metrics (prom-client) on registries of our own, never the global one, so every app
 // instance (tests build many) has its own. Queue depth is read from the ledger at scrape time —
 // a count derived from the ledger, not a counter kept in memory that a second replica would contradict.
+// Tenant ids are the one label that says who uses the service: they are rendered only when asked for
+// (`render({ perTenant: true })`, /metrics with EVERDICT_METRICS_TOKEN); otherwise queue depth is by class.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 export interface QueueDepthRow {
@@ -30,7 +32,8 @@ export interface Metrics {
   recordHttp(method: string, route: string, status: number, seconds: number): void;
   /** Tell the queue-depth gauge where to read from (set once the services exist). */
   setQueueDepthSource(source: () => Promise<readonly QueueDepthRow[]>): void;
-  render(): Promise<{ contentType: string; body: string }>;
+  /** The exposition; `perTenant` adds the series labelled by tenant id (queue depth per tenant and class). */
+  render(opts?: { perTenant?: boolean }): Promise<{ contentType: string; body: string }>;
 }
 
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics {
@@ -38,11 +41,28 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'everdict_' });
 
   let depthSource: (() => Promise<readonly QueueDepthRow[]>) | undefined;
+  // Queue depth lives in two registries of its own: by class (always rendered) and by tenant and class
+  // (rendered only when per-tenant series are asked for). Each is read from the ledger when rendered.
+  const byClassRegistry = new Registry();
+  const byTenantRegistry = new Registry();
+  new Gauge({
+    name: 'everdict_queue_depth',
+    help: 'Queued runs per scheduling class (all tenants), read from the ledger at scrape time.',
+    labelNames: ['class'] as const,
+    registers: [byClassRegistry],
+    async collect() {
+      this.reset();
+      if (!depthSource) return;
+      const sums = new Map<string, number>();
+      for (const row of await depthSource()) sums.set(row.class, (sums.get(row.class) ?? 0) + row.depth);
+      for (const [runClass, depth] of sums) this.set({ class: runClass }, depth);
+    },
+  });
   new Gauge({
     name: 'everdict_queue_depth',
     help: 'Queued runs per tenant and scheduling class, read from the ledger at scrape time.',
     labelNames: ['tenant', 'class'] as const,
-    registers: [registry],
+    registers: [byTenantRegistry],
     async collect() {
       this.reset();
       if (!depthSource) return;
@@ -96,8 +116,10 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     setQueueDepthSource(source) {
       depthSource = source;
     },
-    async render() {
-      return { contentType: registry.contentType, body: await registry.metrics() };
+    async render(opts = {}) {
+      const depth = opts.perTenant ? byTenantRegistry : byClassRegistry;
+      const [main, queue] = await Promise.all([registry.metrics(), depth.metrics()]);
+      return { contentType: registry.contentType, body: `${main}${queue}` };
     },
   };
 }

@@ -10,6 +10,7 @@ import { readSettled } from '../ledger/events.js';
 import { rowToRun } from '../ledger/runs.js';
 import type { Deps } from '../services/context.js';
 import { createRunTx } from '../services/lifecycle.js';
+import { unstorable } from '../services/storable-guard.js';
 import { toModelSubscription } from '../services/subscriptions.js';
 import { CreateRunInput } from '../services/types.js';
 
@@ -62,9 +63,13 @@ export async function consumeOnce(deps: Deps, limit = 200): Promise<number> {
       .execute();
     for (const { event } of batch) {
       for (const row of subs) {
-        const sub = toModelSubscription(row);
-        if (!matchEvent(sub, event)) continue;
-        await fire(deps, tx, row.id, sub, event);
+        const selector = { eventKind: row.selector_kind, filter: row.selector_filter as Selector['filter'] };
+        if (!matchEvent({ tenant: row.tenant_id, selector }, event)) continue;
+        const sub = modelOf(row);
+        // A stored spec that no longer parses (written by an older version) is skipped with a recorded
+        // refusal: the cursor moves on, and every other subscription, of every tenant, still fires.
+        if (!sub) await recordFiring(deps, tx, row.id, event, null, 'refused:invalid_spec');
+        else await fire(deps, tx, row.id, sub, event);
       }
     }
     const last = batch.at(-1)!.pos;
@@ -75,6 +80,33 @@ export async function consumeOnce(deps: Deps, limit = 200): Promise<number> {
       .execute();
     return batch.length;
   });
+}
+
+type Selector = ReturnType<typeof toModelSubscription>['selector'];
+
+/** The run-model subscription of a stored row, or null when its spec no longer parses. */
+function modelOf(row: Parameters<typeof toModelSubscription>[0]) {
+  try {
+    return toModelSubscription(row);
+  } catch {
+    return null;
+  }
+}
+
+/** One (subscription, event) outcome: the run it created, or why not (`refused:…`). Written once. */
+function recordFiring(
+  deps: Deps,
+  tx: Tx,
+  subId: string,
+  event: PlatformEvent,
+  runId: string | null,
+  outcome: string,
+) {
+  return tx
+    .insertInto('subscription_firings')
+    .values({ subscription_id: subId, event_id: event.id, run_id: runId, outcome, created_at: deps.clock() })
+    .onConflict((oc) => oc.columns(['subscription_id', 'event_id']).doNothing())
+    .execute();
 }
 
 async function fire(
@@ -103,16 +135,17 @@ async function fire(
     now: at,
   });
   const record = (runId: string | null, outcome: string) =>
-    tx
-      .insertInto('subscription_firings')
-      .values({ subscription_id: subId, event_id: event.id, run_id: runId, outcome, created_at: at })
-      .onConflict((oc) => oc.columns(['subscription_id', 'event_id']).doNothing())
-      .execute();
+    recordFiring(deps, tx, subId, event, runId, outcome);
   if (!verdict.allowed) {
     await record(null, `refused:${verdict.reason}`);
     return;
   }
-  const spec = CreateRunInput.parse(current.run_spec);
+  const parsed = CreateRunInput.safeParse(current.run_spec);
+  if (!parsed.success || unstorable(parsed.data) !== null) {
+    await record(null, 'refused:invalid_spec');
+    return;
+  }
+  const spec = parsed.data;
   const scheduleId =
     event.kind === SCHEDULE_FIRED && typeof event.data.scheduleId === 'string'
       ? event.data.scheduleId

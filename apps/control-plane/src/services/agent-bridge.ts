@@ -43,14 +43,8 @@ function extrasOf(input: Input): TransitionExtras {
   const exitCode = input.outputs?.exitCode;
   return {
     ...(input.outputs ? { outputs: { ...input.outputs } } : {}),
-    ...(input.usage
-      ? {
-          usage: {
-            ...(input.usage.costUsd !== undefined ? { costUsd: input.usage.costUsd } : {}),
-            ...(input.usage.tokens !== undefined ? { outputTokens: input.usage.tokens } : {}),
-          },
-        }
-      : {}),
+    // run-model's Usage, validated by AgentRunEventInput (non-negative, finite): never a credit.
+    ...(input.usage ? { usage: { ...input.usage } } : {}),
     ...(input.transcript ? { transcript: input.transcript } : {}),
     interval: {
       meter: 'agent-wallclock-model',

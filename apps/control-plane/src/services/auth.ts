@@ -38,6 +38,7 @@ export function admissionPolicy(policy: TenantPolicy) {
   return {
     maxQueued: policy.maxQueued,
     maxConcurrent: policy.maxInFlight,
+    inFlightCap: policy.inFlightCap,
     maxChildrenPerRun: policy.maxChildren,
     maxCausalDepth: policy.maxDepth,
     budget: policy.budgetUsd === null ? {} : { usd: policy.budgetUsd },

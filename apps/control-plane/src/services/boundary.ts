@@ -2,7 +2,7 @@
 import { AdmissionError } from '@everdict/admission';
 import { RunModelError } from '@everdict/run-model';
 import { isRunRecordError } from '@everdict/runrecord';
-import { ZodError } from 'zod';
+import { ZodError, type z } from 'zod';
 import { ControlPlaneError, type ControlPlaneErrorCode } from '../errors.js';
 
 const ADMISSION_CODES: Record<string, ControlPlaneErrorCode> = {
@@ -18,12 +18,27 @@ const ADMISSION_CODES: Record<string, ControlPlaneErrorCode> = {
   capacity_refused: 'capacity_exceeded',
 };
 
+/**
+ * A zod issue that says "a number outside its bounds": a range check on a number, an infinite number (JSON's
+ * `1e400`), or a custom check that names itself `out_of_range` (an event position past bigint).
+ */
+export function isRangeIssue(i: z.core.$ZodIssue): boolean {
+  if (i.code === 'too_big' || i.code === 'too_small') {
+    return i.origin === 'number' || i.origin === 'int' || i.origin === 'bigint';
+  }
+  if (i.code === 'invalid_type') {
+    const received = (i as { received?: unknown }).received;
+    return received === 'Infinity' || received === '-Infinity';
+  }
+  return i.code === 'custom' && (i.params as { code?: unknown } | undefined)?.code === 'out_of_range';
+}
+
 export function toControlPlaneError(e: unknown): unknown {
   if (e instanceof ControlPlaneError) return e;
   if (e instanceof ZodError) {
     const issues = e.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
     return new ControlPlaneError(
-      'bad_request',
+      e.issues.length > 0 && e.issues.every(isRangeIssue) ? 'out_of_range' : 'bad_request',
       `invalid input: ${issues[0]?.path ?? ''} ${issues[0]?.message ?? ''}`.trim(),
       { issues },
     );

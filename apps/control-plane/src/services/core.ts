@@ -10,10 +10,10 @@ import { type BootstrapOutcome, bootstrapTenant } from './bootstrap.js';
 import { type Deps, defaultIds } from './context.js';
 import { eventFeed } from './events-feed.js';
 import { groupService } from './groups.js';
-import { withNulGuard } from './nul-guard.js';
 import { type CoreOptions, DEFAULT_POLICY, NO_OBSERVER } from './options.js';
 import { type QueueDepthRow, queueDepth } from './queue-depth.js';
 import { runService } from './runs.js';
+import { withStorableGuard } from './storable-guard.js';
 import { subscriptionService } from './subscriptions.js';
 
 export interface Core {
@@ -54,7 +54,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     await ldb.close();
     throw e;
   }
-  const services: ControlPlaneServices = withNulGuard({
+  const services: ControlPlaneServices = withStorableGuard({
     auth: authService(deps, policy),
     runs: runService(deps),
     events: eventFeed(deps, options.scheduler?.pollMs ?? 1000),

@@ -1,14 +1,21 @@
 // Tenant events from the outbox, and a live feed woken by NOTIFY with a poll fallback.
 import { EVENTS_CHANNEL, listEvents } from '../ledger/events.js';
 import type { EventFeed } from './api.js';
+import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
+import { EventPosition } from './types.js';
+
+/** A caller's `after`: an outbox position within bigint (400 `out_of_range` beyond), or undefined. */
+export function eventPosition(after: string | undefined): string | undefined {
+  return after === undefined ? undefined : asControlPlaneError(() => EventPosition.parse(after));
+}
 
 export function eventFeed(deps: Deps, pollMs = 1000): EventFeed {
   return {
     async list(p, opts = {}) {
       const limit = Math.min(Math.max(opts.limit ?? 100, 1), 1000);
       const items = await listEvents(deps.db, p.tenantId, {
-        after: opts.after,
+        after: eventPosition(opts.after),
         runId: opts.runId,
         kind: opts.kind,
         limit,
@@ -16,7 +23,7 @@ export function eventFeed(deps: Deps, pollMs = 1000): EventFeed {
       return { items, nextCursor: items.length === limit ? (items.at(-1)?.id ?? null) : null };
     },
     async subscribe(p, opts, onEvent) {
-      let after = opts.after;
+      let after = eventPosition(opts.after);
       if (after === undefined) {
         const row = await deps.db
           .selectFrom('events')

@@ -3,7 +3,7 @@ import type { Selectable } from 'kysely';
 import { iso, json } from '../db/numeric.js';
 import type { RunGroupsTable } from '../db/schema.js';
 import { type Executor, isUniqueViolation, withTx } from '../db/tx.js';
-import { ControlPlaneError, notFound } from '../errors.js';
+import { ControlPlaneError, invalidCursor, notFound } from '../errors.js';
 import { decodeCursor, encodeCursor, rowToView } from '../ledger/runs.js';
 import type { GroupService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
@@ -117,6 +117,7 @@ export function groupService(deps: Deps, judge?: Judge): GroupService {
           const runs = await deps.db
             .selectFrom('runs')
             .selectAll()
+            .where('tenant_id', '=', p.tenantId)
             .where('group_id', '=', g.id)
             .orderBy('id')
             .execute();
@@ -133,7 +134,7 @@ export function groupService(deps: Deps, judge?: Judge): GroupService {
       let sel = deps.db.selectFrom('run_groups').selectAll().where('tenant_id', '=', p.tenantId);
       if (q.kind) sel = sel.where('kind', '=', q.kind);
       const b = q.cursor ? decodeCursor(q.cursor) : null;
-      if (q.cursor && !b) throw new ControlPlaneError('bad_request', 'bad cursor');
+      if (q.cursor && !b) throw invalidCursor();
       if (b) {
         const t = new Date(b.createdAt);
         sel = sel.where((eb) =>

@@ -125,6 +125,7 @@ export function prepareCreate(
             envelope: {
               id: deps.ids('env'),
               caps: { usd: caps.capUsd, tokens: caps.capTokens, runs: caps.capRuns },
+              ...(caps.inFlightCap !== undefined ? { inFlightCap: caps.inFlightCap } : {}),
             },
           }
         : {}),
@@ -145,6 +146,7 @@ export function prepareCreate(
         ...(caps?.capUsd !== undefined ? { capUsd: caps.capUsd } : {}),
         ...(caps?.capTokens !== undefined ? { capTokens: caps.capTokens } : {}),
         ...(caps?.capRuns !== undefined ? { capRuns: caps.capRuns } : {}),
+        ...(caps?.inFlightCap !== undefined ? { inFlightCap: caps.inFlightCap } : {}),
       };
       return asControlPlaneError(() =>
         createRun(

@@ -4,22 +4,26 @@ export type Clock = () => Date;
 /** `ids('run')` → `run_<sortable unique>`. */
 export type IdGen = (prefix: string) => string;
 
+/** A tenant's admission policy; the refusals name admission's rules (`rule` in the 402/429 problem). */
 export interface TenantPolicy {
-  /** Queued runs per tenant (429 `tenant.queue_depth` beyond). */
+  /** Queued runs per tenant (429, rule `queue_depth`, beyond). */
   maxQueued: number;
-  /** Runs dispatched at once per tenant (the dispatch loop holds the rest queued). */
+  /** Runs dispatched at once per tenant (the dispatch loop holds the rest queued; never a refusal). */
   maxInFlight: number;
-  /** Children a single run may cause (429 `fanout.children`). */
+  /** The root envelope's in-flight cap: runs admitted and unsettled at once (429, rule `concurrency`). */
+  inFlightCap: number;
+  /** Children a single run may cause (429, rule `children`). */
   maxChildren: number;
-  /** Causal depth limit (429 `causal.depth`). */
+  /** Causal depth limit (429, rule `depth`). */
   maxDepth: number;
-  /** The tenant's root envelope (402 `envelope.usd` once spent); null = unlimited. */
+  /** The tenant's root envelope (402, rule `envelope`, once spent); null = unlimited. */
   budgetUsd: number | null;
 }
 
 export const DEFAULT_POLICY: TenantPolicy = {
   maxQueued: 10_000,
   maxInFlight: 64,
+  inFlightCap: 100_000,
   maxChildren: 1_000,
   maxDepth: 8,
   budgetUsd: null,

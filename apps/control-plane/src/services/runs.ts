@@ -3,7 +3,7 @@ import { cascade } from '@everdict/admission';
 import type { RunCause, RunStatus } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { withTx } from '../db/tx.js';
-import { ControlPlaneError, notFound } from '../errors.js';
+import { invalidCursor, notFound } from '../errors.js';
 import { listEvents } from '../ledger/events.js';
 import { readRecord } from '../ledger/records.js';
 import { decodeCursor, encodeCursor, findRun, listRuns, rowToView } from '../ledger/runs.js';
@@ -11,8 +11,15 @@ import type { RunService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
 import { createCombiner } from './create-combiner.js';
+import { eventPosition } from './events-feed.js';
 import { transitionTx } from './lifecycle.js';
-import { ListRunsQuery, type Principal } from './types.js';
+import {
+  type CreateRunContext,
+  CreateRunInput,
+  isServicePrincipal,
+  ListRunsQuery,
+  type Principal,
+} from './types.js';
 
 export const who = (p: Principal) => ({ tenant: p.tenantId, actor: p.actor });
 
@@ -62,19 +69,55 @@ export async function cancelTree(
   });
 }
 
+/**
+ * What a caller may say about a run's cause. An API key names at most a causer run — one its own principal
+ * created, or any of the tenant's when the key is an admin (otherwise 404, as for a run that does not exist:
+ * nobody spends an envelope they may not name). Activations (event, schedule, subscription causes) are the
+ * service's to state: they come from the service-token path (or the core's own consumers) only.
+ */
+async function attributionOf(deps: Deps, p: Principal, ctx: CreateRunContext): Promise<CreateRunContext> {
+  if (isServicePrincipal(p)) return ctx;
+  const causer = ctx.causedByRunId;
+  if (causer === undefined) return {};
+  const row = await deps.db
+    .selectFrom('runs')
+    .select('created_by')
+    .where('tenant_id', '=', p.tenantId)
+    .where('id', '=', causer)
+    .executeTakeFirst();
+  if (!row || (p.role !== 'admin' && row.created_by !== p.actor)) throw notFound('run', causer);
+  return { causedByRunId: causer };
+}
+
+/** A run's `group` must be a group of the caller's tenant (another tenant's, or none: 404). */
+export async function groupOfTenant(deps: Deps, p: Principal, input: unknown): Promise<void> {
+  const parsed = CreateRunInput.shape.group.safeParse((input as { group?: unknown } | null)?.group);
+  const id = parsed.success ? parsed.data?.id : undefined;
+  if (id === undefined) return; // none, or malformed: the create's own parse answers the 400
+  const g = await deps.db
+    .selectFrom('run_groups')
+    .select('id')
+    .where('tenant_id', '=', p.tenantId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!g) throw notFound('group', id);
+}
+
 export function runService(deps: Deps): RunService {
   const combine = createCombiner(deps);
   return {
-    async create(p, input, ctx) {
+    async create(p, input, ctx = {}) {
+      const attribution = await attributionOf(deps, p, ctx);
+      await groupOfTenant(deps, p, input);
       // Combined: creates arriving while a create transaction is in flight are admitted together in the
       // next one (create-combiner.ts); each still gets exactly the decision a sequential create would.
-      const { row, admission } = await combine(who(p), input, ctx);
+      const { row, admission } = await combine(who(p), input, attribution);
       return { run: rowToView(row), admission };
     },
     async list(p, query) {
       const q = asControlPlaneError(() => ListRunsQuery.parse(query));
       const before = q.cursor ? decodeCursor(q.cursor) : undefined;
-      if (q.cursor && !before) throw new ControlPlaneError('bad_request', 'bad cursor');
+      if (q.cursor && !before) throw invalidCursor();
       const rows = await listRuns(deps.db, p.tenantId, {
         ...q,
         limit: q.limit + 1,
@@ -107,7 +150,8 @@ export function runService(deps: Deps): RunService {
       const row = await findRun(deps.db, p.tenantId, runId);
       if (!row) throw notFound('run', runId);
       const limit = Math.min(Math.max(opts.limit ?? 100, 1), 1000);
-      const items = await listEvents(deps.db, p.tenantId, { runId, after: opts.after, limit });
+      const after = eventPosition(opts.after);
+      const items = await listEvents(deps.db, p.tenantId, { runId, after, limit });
       return { items, nextCursor: items.length === limit ? (items.at(-1)?.id ?? null) : null };
     },
   };

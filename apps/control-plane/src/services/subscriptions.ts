@@ -1,6 +1,6 @@
 // One registry for every trigger: event subscriptions and schedules (subscriptions to their own
 // `schedule.fired` slots). Consumers read the outbox from durable cursors (scheduler/).
-import { SCHEDULE_FIRED, type Subscription } from '@everdict/run-model';
+import { SCHEDULE_FIRED, Subscription } from '@everdict/run-model';
 import { CronExpressionParser } from 'cron-parser';
 import type { Selectable } from 'kysely';
 import { iso, json } from '../db/numeric.js';
@@ -9,6 +9,8 @@ import { ControlPlaneError, notFound } from '../errors.js';
 import type { SubscriptionService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
+import { prepareCreate } from './lifecycle.js';
+import { groupOfTenant, who } from './runs.js';
 import { CreateRunInput, CreateSubscriptionInput, type SubscriptionView } from './types.js';
 
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
@@ -30,8 +32,23 @@ export function subscriptionView(r: SubscriptionRow): SubscriptionView {
   };
 }
 
-/** The run-model Subscription the causation rules read (the template is projected, never the raw spec). */
-export function toModelSubscription(r: SubscriptionRow): Subscription {
+type ModelFields = Pick<
+  SubscriptionRow,
+  | 'id'
+  | 'tenant_id'
+  | 'selector_kind'
+  | 'selector_filter'
+  | 'run_spec'
+  | 'enabled'
+  | 'cooldown_sec'
+  | 'max_depth'
+>;
+
+/**
+ * The run-model Subscription the causation rules read (the template is projected, never the raw spec).
+ * Throws (a ZodError, or run-model's) when the stored spec no longer parses.
+ */
+export function toModelSubscription(r: ModelFields): Subscription {
   const spec = CreateRunInput.parse(r.run_spec);
   return {
     id: r.id,
@@ -77,6 +94,30 @@ export function subscriptionService(deps: Deps): SubscriptionService {
       const selector = input.schedule
         ? { kind: SCHEDULE_FIRED, filter: { scheduleId: id } }
         : input.selector!;
+      // Checked now, as every firing will check it — never first when it fires (nothing is saved otherwise).
+      asControlPlaneError(() =>
+        Subscription.parse(
+          toModelSubscription({
+            id,
+            tenant_id: p.tenantId,
+            selector_kind: selector.kind,
+            selector_filter: selector.filter,
+            run_spec: input.runSpec,
+            enabled: input.enabled,
+            cooldown_sec: input.cooldownSec,
+            max_depth: input.maxDepth,
+          }),
+        ),
+      );
+      prepareCreate(
+        deps,
+        who(p),
+        input.runSpec,
+        input.schedule
+          ? { cause: 'schedule', scheduleId: id, eventId: '0', eventKind: SCHEDULE_FIRED }
+          : { cause: 'event', eventId: '0', eventKind: selector.kind },
+      );
+      await groupOfTenant(deps, p, input.runSpec);
       const row = await deps.db
         .insertInto('subscriptions')
         .values({
@@ -98,7 +139,6 @@ export function subscriptionService(deps: Deps): SubscriptionService {
         })
         .returningAll()
         .executeTakeFirstOrThrow();
-      asControlPlaneError(() => toModelSubscription(row));
       return subscriptionView(row);
     },
     async list(p) {

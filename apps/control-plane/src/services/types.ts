@@ -13,6 +13,7 @@ import {
   RunStatus,
   type Score,
   type Scoring,
+  Usage,
 } from '@everdict/run-model';
 import { z } from 'zod';
 
@@ -28,6 +29,34 @@ export const Role = z.enum(['member', 'admin']);
 export type Role = z.infer<typeof Role>;
 
 const Json = z.record(z.string(), z.unknown());
+
+// ---- the ledger's real bounds: inputs that land in a column carry its range (400 out_of_range beyond) ----
+/** PostgreSQL `integer`. */
+export const INT4_MAX = 2_147_483_647;
+/** PostgreSQL `bigint` (event positions). */
+export const INT8_MAX = 9_223_372_036_854_775_807n;
+
+/** An outbox position (`events.id`, a bigserial): decimal digits, at most the bigint maximum. */
+export const EventPosition = z
+  .string()
+  .regex(/^\d{1,40}$/, 'an event position: decimal digits')
+  .refine((s) => !/^\d{1,40}$/.test(s) || BigInt(s) <= INT8_MAX, {
+    message: `an event position is at most ${INT8_MAX}`,
+    params: { code: 'out_of_range' },
+  });
+
+/** Is `tz` a time zone this runtime knows (IANA names, `UTC`)? */
+export function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A list cursor as the API issues it (opaque; decoded and checked by the service: 400 invalid_cursor). */
+const Cursor = z.string().min(1).max(512);
 
 /**
  * POST /runs body: a run-model RunSpec without `origin` (the server stamps who/why) and with placement
@@ -47,15 +76,21 @@ export const CreateRunInput = z.object({
     })
     .optional(),
   attach: z.array(AttachInput).default([]),
-  /** Caps of a delegated envelope this run opens (it and its descendants draw from it). */
+  /**
+   * Caps of a delegated envelope this run opens (it and its descendants draw from it): run-model's
+   * EnvelopeRef caps, with the ledger's column ranges (`cap_runs`, `in_flight_cap` are integers; `cap_tokens`
+   * is a double, exact to 2^53). `inFlightCap`: runs of the slice admitted and unsettled at once.
+   */
   envelope: z
     .object({
       capUsd: z.number().nonnegative().optional(),
-      capTokens: z.number().int().nonnegative().optional(),
-      capRuns: z.number().int().nonnegative().optional(),
+      capTokens: z.int().nonnegative().optional(),
+      capRuns: z.int().nonnegative().max(INT4_MAX).optional(),
+      inFlightCap: z.int().positive().max(INT4_MAX).optional(),
     })
     .optional(),
-  group: z.object({ id: z.string(), role: z.enum(['case', 'turn', 'child']) }).optional(),
+  /** A group of the caller's tenant (another tenant's, or none: 404). */
+  group: z.object({ id: z.string().min(1).max(200), role: z.enum(['case', 'turn', 'child']) }).optional(),
   lineage: z
     .object({
       retryOf: z.string().optional(),
@@ -65,7 +100,8 @@ export const CreateRunInput = z.object({
     .optional(),
   /** Hard expiry (sessions need one): an ISO timestamp, or ttlSec from now. */
   expiresAt: z.iso.datetime({ offset: true }).optional(),
-  ttlSec: z.number().int().positive().optional(),
+  /** At most 2^31 − 1 s (68 years): `now + ttlSec` stays a timestamp and `ttlSec × 1000` an exact integer. */
+  ttlSec: z.int().positive().max(INT4_MAX).optional(),
   /** Idempotency key: the same (tenant, requestId) returns the first run instead of a second. */
   requestId: z.string().min(1).max(200).optional(),
 });
@@ -89,7 +125,7 @@ export const ListRunsQuery = z.object({
   causedBy: z.string().optional(),
   createdBy: z.string().optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
-  cursor: z.string().optional(),
+  cursor: Cursor.optional(),
 });
 export type ListRunsQuery = z.input<typeof ListRunsQuery>;
 
@@ -99,6 +135,18 @@ export interface Principal {
   role: Role;
   /** Who acts: `key_…` ids for API keys. Stamped on runs as createdBy / origin.actor. */
   actor: string;
+}
+
+/** The key id of the service principal (the internal routes, behind the service token): never an API key's. */
+export const SERVICE_KEY_ID = 'internal';
+
+/** The principal an internal call acts as: the agent service, inside the named tenant. */
+export function servicePrincipal(tenantId: string): Principal {
+  return { tenantId, keyId: SERVICE_KEY_ID, role: 'member', actor: 'service:agent' };
+}
+
+export function isServicePrincipal(p: Principal): boolean {
+  return p.keyId === SERVICE_KEY_ID;
 }
 
 /** A score row: run-model's `Score` (one per settled run × grader; `rescoreOf` names the scoring it re-does). */
@@ -194,7 +242,7 @@ export type PromoteGroupInput = z.input<typeof PromoteGroupInput>;
 export const ListGroupsQuery = z.object({
   kind: z.enum(['experiment', 'scorecard', 'conversation', 'batch']).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
-  cursor: z.string().optional(),
+  cursor: Cursor.optional(),
 });
 export type ListGroupsQuery = z.input<typeof ListGroupsQuery>;
 
@@ -205,9 +253,17 @@ export const CreateSubscriptionInput = z
     /** Event selector: kind (exact, or prefix with `*`, e.g. `run.*`) + payload equality filter. */
     selector: z.object({ kind: z.string().min(1), filter: Json.default({}) }).optional(),
     /** A schedule: the subscription listens to its own `schedule.fired` slots. */
-    schedule: z.object({ cron: z.string().min(1), timezone: z.string().default('UTC') }).optional(),
+    schedule: z
+      .object({
+        cron: z.string().min(1).max(200),
+        /** An IANA time zone (`Europe/Berlin`, `UTC`). */
+        timezone: z.string().max(100).refine(isTimeZone, 'an IANA time zone').default('UTC'),
+      })
+      .optional(),
+    /** Checked when the subscription is created, exactly as a firing will check it. */
     runSpec: CreateRunInput,
-    cooldownSec: z.number().int().min(0).default(0),
+    /** `cooldown_sec` is an integer column. */
+    cooldownSec: z.int().min(0).max(INT4_MAX).default(0),
     maxDepth: z.number().int().min(0).max(32).default(3),
     enabled: z.boolean().default(true),
   })
@@ -261,12 +317,16 @@ export const AgentRunEventInput = z.object({
     .strictObject({
       summary: z.string().optional(),
       result: JsonValue.optional(),
-      exitCode: z.int().optional(),
+      /** A process exit code: 32-bit, as the run record's attestation holds it. */
+      exitCode: z
+        .int()
+        .min(-(INT4_MAX + 1))
+        .max(INT4_MAX)
+        .optional(),
     })
     .optional(),
-  usage: z
-    .object({ costUsd: z.number().nonnegative().optional(), tokens: z.number().int().optional() })
-    .optional(),
+  /** What the run used, in run-model's `Usage` terms (each field non-negative and finite); any subset. */
+  usage: Usage.partial().optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 });
 export type AgentRunEventInput = z.input<typeof AgentRunEventInput>;

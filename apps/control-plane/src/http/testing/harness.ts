@@ -1,33 +1,85 @@
-// Test helpers: build the real app over the in-memory fake services, and call it in-process.
+// Test helpers: the real app on the real core (a migrated PGlite clone per app; live PostgreSQL with
+// EVERDICT_TEST_DATABASE_URL), called in-process. No fake services: every refusal is the core's own.
+import { testDatabase } from '../../../test/db.js';
 import { type BuiltApp, buildApp } from '../../app.js';
-import { createMetrics } from '../../observability/metrics.js';
-import { fakeServices } from './fake-services.js';
+import { createMetrics, type Metrics } from '../../observability/metrics.js';
+import type { ControlPlaneServices } from '../../services/api.js';
+import { ensureTenant } from '../../services/auth.js';
+import {
+  type Core,
+  DEFAULT_POLICY,
+  type SchedulerOptions,
+  startCore,
+  type TenantPolicy,
+} from '../../services/index.js';
 
 export const ADMIN_KEY = 'evd_test_admin_key_0123456789abcdef';
 export const INTERNAL_TOKEN = 'internal-token-0123456789abcdef';
+export const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
 
-export type FakeServices = ReturnType<typeof fakeServices>;
+export interface TestApp extends BuiltApp {
+  readonly core: Core;
+  readonly metrics: Metrics;
+  /** A new key of tenant `default` (`member` or `admin`). */
+  key(role?: 'member' | 'admin'): Promise<string>;
+  /**
+   * A new tenant; answers its first admin key. With `policy`, the tenant's admission policy is set the way
+   * the core sets every tenant's (`ensureTenant` → `configureTenant`), so one core serves many policies.
+   */
+  tenant(id: string, policy?: Partial<TenantPolicy>): Promise<string>;
+  close(): Promise<void>;
+}
 
-export function fakeApp(
-  opts: { maxQueued?: number; maxBodyBytes?: number; heartbeatMs?: number } = {},
-): BuiltApp & {
-  services: FakeServices;
-} {
+export interface TestAppOptions {
+  readonly policy?: Partial<TenantPolicy>;
+  /** Default: the scheduler does not run (runs stay queued); pass options to run it. */
+  readonly scheduler?: SchedulerOptions;
+  readonly maxBodyBytes?: number;
+  readonly heartbeatMs?: number;
+  readonly metricsToken?: string;
+  /** Wrap the core's services (e.g. to make one method throw what no input can). */
+  readonly wrap?: (services: ControlPlaneServices) => ControlPlaneServices;
+}
+
+export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const metrics = createMetrics();
-  const services = fakeServices({
+  const database = await testDatabase();
+  const core = await startCore({
+    database,
     bootstrapKey: ADMIN_KEY,
-    observe: metrics.coreObserver(),
-    ...(opts.maxQueued ? { maxQueued: opts.maxQueued } : {}),
+    ...(opts.policy ? { policy: opts.policy } : {}),
+    scheduler: opts.scheduler ?? { enabled: false },
+    metrics: metrics.coreObserver(),
   });
+  metrics.setQueueDepthSource(() => core.queueDepth());
   const built = buildApp({
-    services,
+    services: opts.wrap ? opts.wrap(core.services) : core.services,
     metrics,
-    health: async () => ({ ok: true, dialect: 'fake' }),
+    health: () => core.health(),
     internalToken: INTERNAL_TOKEN,
+    metricsToken: opts.metricsToken,
     maxBodyBytes: opts.maxBodyBytes ?? 64 * 1024,
     heartbeatMs: opts.heartbeatMs ?? 50,
   });
-  return { ...built, services };
+  const admin = await core.services.auth.authenticate(ADMIN_KEY);
+  return {
+    ...built,
+    core,
+    metrics,
+    key: async (role = 'member') => (await core.services.auth.createKey(admin, { role })).key,
+    tenant: async (id, policy) => {
+      const key = (await core.services.auth.createTenant(admin, { id })).key.key;
+      if (policy) {
+        const deps = core.internals.deps;
+        await ensureTenant(deps, id, id, { ...DEFAULT_POLICY, ...opts.policy, ...policy });
+      }
+      return key;
+    },
+    close: async () => {
+      await core.close();
+      await database.dispose().catch(() => undefined);
+    },
+  };
 }
 
 type Fetcher = { request(input: string, init?: RequestInit): Response | Promise<Response> };
@@ -53,4 +105,15 @@ export async function call(
   let parsed: Record<string, unknown> = {};
   if (type.includes('json') && text) parsed = JSON.parse(text) as Record<string, unknown>;
   return { status: res.status, type, body: parsed, headers: res.headers };
+}
+
+/** Poll until `check` returns a value (not undefined) or time runs out. */
+export async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }
