@@ -189,7 +189,7 @@ describe('property: random event sequences from any state', () => {
         });
         const shape = facts.join(' ');
         expect(shape).toMatch(
-          /^(run\.started run\.requeued ?)*(run\.started( run\.awaiting_input run\.resumed)*( run\.awaiting_input)?)?( ?run\.settled)?$/,
+          /^(run\.started( run\.awaiting_input run\.resumed)* run\.requeued ?)*(run\.started( run\.awaiting_input run\.resumed)*( run\.awaiting_input)?)?( ?run\.settled)?$/,
         );
         expect(facts.filter((f) => f === 'run.settled').length).toBeLessThanOrEqual(1);
       }),
