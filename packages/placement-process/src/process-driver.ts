@@ -95,7 +95,7 @@ export class ProcessDriver implements Driver {
       capabilities: {
         exec: true,
         stream: true,
-        pty: false,
+        pty: true,
         logs: true,
         snapshot: true,
         restore: true,

@@ -3,7 +3,13 @@
 // placement mapping onto run-model, and the inline driver. The contract suite is '@everdict/placement/contract'.
 
 export { blake3Hex, canonicalJson, environmentManifest, environmentOf, snapshotAddress } from './address.js';
-export { type CommandBudget, commandBudget, timeoutError } from './deadline.js';
+export {
+  type CommandBudget,
+  commandBudget,
+  MAX_TIMER_MS,
+  timeoutError,
+  wallTimer,
+} from './deadline.js';
 export type { Driver } from './driver.js';
 export {
   httpStatusOf,
@@ -52,6 +58,7 @@ export { restoreDirectory, snapshotDirectory, verifiedSnapshotEntries } from './
 export {
   Bytes,
   DEFAULT_LIMITS,
+  MAX_WALL_TIMEOUT_MS,
   DriverName,
   Env,
   Environment,

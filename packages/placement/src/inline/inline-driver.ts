@@ -4,7 +4,7 @@
 // or CPU limit and no network rule (mechanism "none"), and has no filesystem, so stream, logs, snapshot,
 // restore and reap are `unsupported`. Only the `default` image exists here.
 import { environmentOf } from '../address.js';
-import { commandBudget, timeoutError } from '../deadline.js';
+import { commandBudget, timeoutError, wallTimer } from '../deadline.js';
 import type { Driver } from '../driver.js';
 import { PlacementError, unsupported } from '../errors.js';
 import { Command, ExecOptions, type ExecOptionsInput, type ExecResult, type ExecStream } from '../exec.js';
@@ -129,12 +129,12 @@ export class InlineDriver implements Driver {
     const abort = new AbortController();
     const onDispose = () => abort.abort();
     box.abort.signal.addEventListener('abort', onDispose);
-    let timer: NodeJS.Timeout | undefined;
+    let timer: { clear(): void } | undefined;
     const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
+      timer = wallTimer(budget.ms, () => {
         abort.abort();
         reject(timeoutError(budget));
-      }, budget.ms);
+      });
     });
     const disposed = new Promise<never>((_, reject) => {
       abort.signal.addEventListener('abort', () => {
@@ -158,7 +158,7 @@ export class InlineDriver implements Driver {
         disposed,
       ]);
     } finally {
-      clearTimeout(timer);
+      timer?.clear();
       box.abort.signal.removeEventListener('abort', onDispose);
     }
     const stdout = new CappedOutput(opts.outputCapBytes);
