@@ -90,7 +90,10 @@ export async function streamIn(
   const argv = Command.parse(cmd);
   const opts = StreamOptions.parse(input);
   if (opts.tty && !(await ptyToolsIn(box.record.imageRoot ?? '/'))) {
-    throw unsupported('process', `a pseudo-terminal in image ${box.record.handle.environment.image} (it needs script, sh and stty)`);
+    throw unsupported(
+      'process',
+      `a pseudo-terminal in image ${box.record.handle.environment.image} (it needs script, sh and stty)`,
+    );
   }
   const budget = commandBudget(box.record.handle, undefined);
   const before = await box.limits.counters();
@@ -99,9 +102,7 @@ export async function streamIn(
     ? { COLUMNS: String(opts.size.cols), LINES: String(opts.size.rows) }
     : {};
   const env = commandEnv(box, { ...size, ...opts.env });
-  const run = opts.tty
-    ? ptyArgv(argv, opts.size ?? DEFAULT_TERMINAL_SIZE, env.SHELL)
-    : argv;
+  const run = opts.tty ? ptyArgv(argv, opts.size ?? DEFAULT_TERMINAL_SIZE, env.SHELL) : argv;
   const c = new SandboxCommand(
     setup,
     run,

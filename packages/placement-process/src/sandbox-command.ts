@@ -85,7 +85,11 @@ export class SandboxCommand {
         'pipe',
         'pipe',
         'pipe',
-        ...(limits.joinsByPid ? (['pipe', 'pipe'] as const) : withControl ? (['ignore', 'ignore'] as const) : []),
+        ...(limits.joinsByPid
+          ? (['pipe', 'pipe'] as const)
+          : withControl
+            ? (['ignore', 'ignore'] as const)
+            : []),
         ...(withControl ? (['pipe'] as const) : []),
       ],
       ...(setup.user ?? {}),

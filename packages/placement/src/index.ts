@@ -58,12 +58,12 @@ export { restoreDirectory, snapshotDirectory, verifiedSnapshotEntries } from './
 export {
   Bytes,
   DEFAULT_LIMITS,
-  MAX_WALL_TIMEOUT_MS,
   DriverName,
   Env,
   Environment,
   LabelSelector,
   Labels,
+  MAX_WALL_TIMEOUT_MS,
   NetworkGrant,
   ProvisionSpec,
   type ProvisionSpecInput,

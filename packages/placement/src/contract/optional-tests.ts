@@ -52,18 +52,24 @@ export function streamTests(h: () => SuiteHarness): void {
     const s = await d.stream(handle, probe(), { tty: true, size: { cols: 100, rows: 30 } });
     expect(s.pty).toBe(true);
     const seen = textOf(s.stdout);
-    await seen.until('size 30 100');
+    // The size may arrive as the start size or (Kubernetes sends it on the resize channel) as a first resize.
+    await seen.until(' 30 100');
     expect(seen.text()).toContain('is-a-tty');
     expect(s.resize({ cols: 132, rows: 50 })).toBe(true);
     await seen.until('winch 50 132'); // SIGWINCH reached the program, and stty reads the new size
     s.stdin.end('q\n');
     expect(await s.exit).toEqual({ exitCode: 0, signal: null });
+    await seen.ended;
     expect(s.resize({ cols: 80, rows: 24 })).toBe(false); // nothing left to resize
   });
 }
 
 /** Everything a stream printed so far, and a wait for a text to appear in it (or the stream to end without it). */
-function textOf(stream: NodeJS.ReadableStream): { text(): string; until(needle: string): Promise<void> } {
+function textOf(stream: NodeJS.ReadableStream): {
+  text(): string;
+  until(needle: string): Promise<void>;
+  ended: Promise<void>;
+} {
   let text = '';
   let ended = false;
   const waiters = new Set<() => void>();
@@ -71,11 +77,15 @@ function textOf(stream: NodeJS.ReadableStream): { text(): string; until(needle: 
     text += c.toString();
     for (const w of waiters) w();
   });
-  stream.on('end', () => {
-    ended = true;
-    for (const w of waiters) w();
+  const endedP = new Promise<void>((resolve) => {
+    stream.on('end', () => {
+      ended = true;
+      for (const w of waiters) w();
+      resolve();
+    });
   });
   return {
+    ended: endedP,
     text: () => text,
     until: (needle) =>
       new Promise<void>((resolve, reject) => {
@@ -85,7 +95,11 @@ function textOf(stream: NodeJS.ReadableStream): { text(): string; until(needle: 
             resolve();
           } else if (ended) {
             waiters.delete(check);
-            reject(new Error(`the stream ended without ${JSON.stringify(needle)}; it printed ${JSON.stringify(text)}`));
+            reject(
+              new Error(
+                `the stream ended without ${JSON.stringify(needle)}; it printed ${JSON.stringify(text)}`,
+              ),
+            );
           }
         };
         waiters.add(check);

@@ -12,7 +12,13 @@ import { sandboxId } from '../ids.js';
 import type { Capacity, DriverDescription, ReapedSandbox, SandboxUsage } from '../observe.js';
 import { CappedOutput, toBytes } from '../output.js';
 import { placementOf } from '../placement-map.js';
-import { ProvisionSpec, type ProvisionSpecInput, type SandboxHandle, type Snapshot } from '../spec.js';
+import {
+  ProvisionSpec,
+  type ProvisionSpecInput,
+  parseHandle,
+  type SandboxHandle,
+  type Snapshot,
+} from '../spec.js';
 
 /** What an inline function is called with. `sandbox.state` lives as long as the sandbox (its only "workspace"). */
 export interface InlineCall {
@@ -111,7 +117,8 @@ export class InlineDriver implements Driver {
     return handle;
   }
 
-  private held(handle: SandboxHandle): InlineSandbox {
+  private held(input: SandboxHandle): InlineSandbox {
+    const handle = parseHandle(input);
     const box = this.sandboxes.get(handle.id);
     if (!box) throw new PlacementError('gone', `sandbox ${handle.id} does not exist`, { id: handle.id });
     return box;
@@ -208,7 +215,8 @@ export class InlineDriver implements Driver {
     };
   }
 
-  async dispose(handle: SandboxHandle): Promise<void> {
+  async dispose(input: SandboxHandle): Promise<void> {
+    const handle = parseHandle(input);
     const box = this.sandboxes.get(handle.id);
     if (!box) return;
     this.sandboxes.delete(handle.id);
