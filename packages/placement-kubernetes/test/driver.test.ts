@@ -192,9 +192,7 @@ describe('the driver against the default test server (bubblewrap pods)', () => {
     expect(rest.map((r) => r.id)).toEqual([handles[1]?.id]);
     for (const h of handles) expect(f.server.getObject('v1', 'pods', ns, h.id)).toBeUndefined();
     await reaper.close();
-    // It waits on conditions only; a child node process, two pods and a lease lapse need more than the
-    // default 30 s when the 2-core machine is loaded (seen at load average 30), so it gets 120 s.
-  }, 120_000);
+  });
 });
 
 describe('the driver against a v4-only, signal-faithful test server', () => {
