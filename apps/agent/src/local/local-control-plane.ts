@@ -117,7 +117,9 @@ export class LocalControlPlane implements ControlPlane {
           caps: {
             ...(agent.envelope.usd !== undefined ? { usd: agent.envelope.usd } : {}),
             ...(agent.envelope.tokens !== undefined ? { tokens: agent.envelope.tokens } : {}),
-            ...(agent.envelope.runs !== undefined ? { runs: agent.envelope.runs } : {}),
+            // The gate counts the activation itself against the slice it opens: `runs` is what the turn
+            // may CAUSE, so the slice holds one more (the turn).
+            ...(agent.envelope.runs !== undefined ? { runs: agent.envelope.runs + 1 } : {}),
           },
           ...(agent.envelope.inFlight !== undefined ? { inFlightCap: agent.envelope.inFlight } : {}),
         },
