@@ -50,6 +50,7 @@ export function priceCall(
   const fresh = Math.max(0, usage.inputTokens - cached);
   const cachedPrice = pricing.cacheReadUsdPerMTok ?? pricing.inputUsdPerMTok;
   return (
-    (fresh * pricing.inputUsdPerMTok + cached * cachedPrice + usage.outputTokens * pricing.outputUsdPerMTok) / 1e6
+    (fresh * pricing.inputUsdPerMTok + cached * cachedPrice + usage.outputTokens * pricing.outputUsdPerMTok) /
+    1e6
   );
 }

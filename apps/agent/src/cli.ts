@@ -42,7 +42,10 @@ async function work(argv: string[]): Promise<void> {
   let provider: ModelProvider;
   if (values.script) provider = scriptedProviderFromFile(values.script);
   else if (env.EVERDICT_MODEL_BASE_URL)
-    provider = new OpenAiProvider({ baseURL: env.EVERDICT_MODEL_BASE_URL, apiKey: env.EVERDICT_MODEL_API_KEY ?? '' });
+    provider = new OpenAiProvider({
+      baseURL: env.EVERDICT_MODEL_BASE_URL,
+      apiKey: env.EVERDICT_MODEL_API_KEY ?? '',
+    });
   else throw new AgentError('bad_request', 'no model: pass --script FILE or set EVERDICT_MODEL_BASE_URL');
   const store = storeAt(dir);
   const controlPlane = new LocalControlPlane({ dir, store });
@@ -78,7 +81,9 @@ async function demo(argv: string[]): Promise<void> {
   });
   const provider = new ScriptedProvider([
     { toolCalls: [{ tool: 'ask_approval', args: { question: 'Ship 1.4.0 to production?' } }] },
-    (m) => ({ content: `Decision received: ${[...m].reverse().find((x) => x.role === 'tool')?.content ?? ''}. Shipping.` }),
+    (m) => ({
+      content: `Decision received: ${[...m].reverse().find((x) => x.role === 'tool')?.content ?? ''}. Shipping.`,
+    }),
   ]);
   const options = {
     controlPlane: cp,
@@ -88,7 +93,11 @@ async function demo(argv: string[]): Promise<void> {
     storageWattsPerGb: env.EVERDICT_STORAGE_W_PER_GB,
     agentWatts: env.EVERDICT_AGENT_WATTS,
   };
-  const { runId } = await cp.startTurn({ tenant: 'demo', agentId: 'releaser', text: 'Release 1.4.0 please.' });
+  const { runId } = await cp.startTurn({
+    tenant: 'demo',
+    agentId: 'releaser',
+    text: 'Release 1.4.0 please.',
+  });
   const [first] = await workOnce(options);
   console.log('interval 1:', JSON.stringify(first));
   const callId = cp.turn(runId)!.outstanding[0]!;
@@ -97,7 +106,14 @@ async function demo(argv: string[]): Promise<void> {
   console.log('interval 2:', JSON.stringify(second));
   const r = verifyWire(cp.turn(runId)!.record);
   if (!r.ok) throw new AgentError('record_refused', r.error);
-  console.log('record:', r.phase, 'account', r.account.verdict, 'cost µJ', JSON.stringify(costToJson(r.cost)));
+  console.log(
+    'record:',
+    r.phase,
+    'account',
+    r.account.verdict,
+    'cost µJ',
+    JSON.stringify(costToJson(r.cost)),
+  );
   console.log('state dir:', dir);
   await store.close();
 }
@@ -106,12 +122,16 @@ async function main(): Promise<void> {
   const [command, ...rest] = process.argv.slice(2);
   if (command === 'work') return work(rest);
   if (command === 'demo') return demo(rest);
-  process.stderr.write('usage: everdict-agent work --dir DIR [--holder NAME] [--script FILE] [--mode blocking] | demo [--dir DIR]\n');
+  process.stderr.write(
+    'usage: everdict-agent work --dir DIR [--holder NAME] [--script FILE] [--mode blocking] | demo [--dir DIR]\n',
+  );
   process.exitCode = 2;
 }
 
 main().catch((e: unknown) => {
   const err = isAgentError(e) ? e : new AgentError('bad_request', String(e));
-  process.stderr.write(`${JSON.stringify({ error: err.code, status: err.httpStatus, message: err.message })}\n`);
+  process.stderr.write(
+    `${JSON.stringify({ error: err.code, status: err.httpStatus, message: err.message })}\n`,
+  );
   process.exitCode = 1;
 });

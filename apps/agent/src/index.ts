@@ -35,7 +35,7 @@ export type {
   ToolCall,
   ToolSpec,
 } from './model/provider.js';
-export { type ScriptedReply, ScriptedProvider, type ScriptStep } from './model/scripted-provider.js';
+export { ScriptedProvider, type ScriptedReply, type ScriptStep } from './model/scripted-provider.js';
 export {
   ACTIVE_METER,
   activeEnergyUj,

@@ -46,7 +46,9 @@ export async function startChatServer(responses: WireResponse[]): Promise<ChatSe
     requests.push(request);
     const r = responses[next++];
     if (!r) {
-      res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"no response left"}}');
+      res
+        .writeHead(500, { 'content-type': 'application/json' })
+        .end('{"error":{"message":"no response left"}}');
       return;
     }
     if ('status' in r) {
@@ -60,19 +62,26 @@ export async function startChatServer(responses: WireResponse[]): Promise<ChatSe
       `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1764547200, model, choices, ...extra })}\n\n`;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     res.write(chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]));
-    for (const p of r.text ? pieces(r.text, 5) : []) res.write(chunk([{ index: 0, delta: { content: p }, finish_reason: null }]));
+    for (const p of r.text ? pieces(r.text, 5) : [])
+      res.write(chunk([{ index: 0, delta: { content: p }, finish_reason: null }]));
     (r.toolCalls ?? []).forEach((c, index) => {
       res.write(
         chunk([
           {
             index: 0,
-            delta: { tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] },
+            delta: {
+              tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }],
+            },
             finish_reason: null,
           },
         ]),
       );
       for (const p of pieces(c.arguments, 7))
-        res.write(chunk([{ index: 0, delta: { tool_calls: [{ index, function: { arguments: p } }] }, finish_reason: null }]));
+        res.write(
+          chunk([
+            { index: 0, delta: { tool_calls: [{ index, function: { arguments: p } }] }, finish_reason: null },
+          ]),
+        );
     });
     const finish = r.toolCalls?.length ? 'tool_calls' : 'stop';
     res.write(chunk([{ index: 0, delta: {}, finish_reason: finish }]));

@@ -43,7 +43,8 @@ describe('an agent envelope of 5 runs', () => {
     }
 
     // The caused runs settle; the turn resumes and the model reads 50 results: 5 outputs, 45 refusals.
-    for (const r of caused) await cp.settleRun(r.runId, { status: 'succeeded', outputs: { exitCode: 0 }, usd: 0.01 });
+    for (const r of caused)
+      await cp.settleRun(r.runId, { status: 'succeeded', outputs: { exitCode: 0 }, usd: 0.01 });
     const [next] = await workOnce({ controlPlane: cp, store, provider: () => provider, holder: 'h2' });
     expect(next).toMatchObject({ result: 'succeeded', summary: 'done' });
     expect(seen).toHaveLength(50);
@@ -95,9 +96,9 @@ describe('an agent envelope of 5 runs', () => {
     const results = (await store.read('acme', runId, { offset: 0, limit: 100 })).items.filter(
       (e) => e.type === 'tool_result',
     );
-    expect(results.map((r) => r.type === 'tool_result' && (r.output as { error: { code: string } }).error.code)).toEqual(
-      ['tool_unavailable', 'tool_unavailable', 'bad_request'],
-    );
+    expect(
+      results.map((r) => r.type === 'tool_result' && (r.output as { error: { code: string } }).error.code),
+    ).toEqual(['tool_unavailable', 'tool_unavailable', 'bad_request']);
     expect(cp.causedRuns(runId)).toEqual([]);
   });
 });

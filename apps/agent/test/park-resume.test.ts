@@ -42,7 +42,16 @@ describe('a turn waiting on an approval', () => {
     writeFileSync(script, JSON.stringify(APPROVAL_SCRIPT));
     const { runId } = await cp.startTurn({ tenant: 'acme', agentId: 'releaser', text: 'Release 1.4.0.' });
 
-    const first = await run(process.execPath, [cli, 'work', '--dir', dir, '--holder', 'host-a', '--script', script]);
+    const first = await run(process.execPath, [
+      cli,
+      'work',
+      '--dir',
+      dir,
+      '--holder',
+      'host-a',
+      '--script',
+      script,
+    ]);
     const parked = JSON.parse(first.stdout.trim());
     expect(parked).toMatchObject({ result: 'parked', runId, outstanding: ['call_0_0'] });
     // The process is gone (execFile resolved on its exit, code 0); the turn shows awaiting_input, parked.
@@ -57,7 +66,16 @@ describe('a turn waiting on an approval', () => {
     expect(await cp.lease({ free: 1, holder: 'nobody' })).toEqual([]);
 
     cp.resolveInput(runId, { callId: 'call_0_0', approved: true, note: 'ship it', by: 'member:alice' });
-    const second = await run(process.execPath, [cli, 'work', '--dir', dir, '--holder', 'host-b', '--script', script]);
+    const second = await run(process.execPath, [
+      cli,
+      'work',
+      '--dir',
+      dir,
+      '--holder',
+      'host-b',
+      '--script',
+      script,
+    ]);
     const done = JSON.parse(second.stdout.trim());
     expect(done.pid).not.toBe(parked.pid);
     expect(done).toMatchObject({ result: 'succeeded', runId });
@@ -73,10 +91,10 @@ describe('a turn waiting on an approval', () => {
     const segments = decodeWire(turn.record).segments;
     expect(segments.map((s) => s.kind)).toEqual(['executed', 'suspended', 'resumed', 'executed', 'closed']);
     const [exec1, , resumed, exec2] = segments;
-    expect(exec1!.kind === 'executed' && exec1.account).toEqual({ dispatched: ['call_0_0'], resolved: [] });
-    expect(exec2!.kind === 'executed' && exec2.account).toEqual({ dispatched: [], resolved: ['call_0_0'] });
-    expect(resumed!.kind === 'resumed' && resumed.idleProvenance).toBe('estimated');
-    expect(resumed!.kind === 'resumed' && resumed.snapshot).toEqual({ transcript: parked.transcript });
+    expect(exec1?.kind === 'executed' && exec1.account).toEqual({ dispatched: ['call_0_0'], resolved: [] });
+    expect(exec2?.kind === 'executed' && exec2.account).toEqual({ dispatched: [], resolved: ['call_0_0'] });
+    expect(resumed?.kind === 'resumed' && resumed.idleProvenance).toBe('estimated');
+    expect(resumed?.kind === 'resumed' && resumed.snapshot).toEqual({ transcript: parked.transcript });
 
     // The transcript is the trajectory: sealed now, with the park's label and priced model calls in it.
     const page = await store.read('acme', runId, { offset: 0, limit: 100 });
@@ -86,7 +104,7 @@ describe('a turn waiting on an approval', () => {
       transcript: parked.transcript,
       provenance: 'estimated',
       meter: PARK_METER,
-      idleUj: (resumed!.kind === 'resumed' ? resumed.idleUj : 0n).toString(),
+      idleUj: (resumed?.kind === 'resumed' ? resumed.idleUj : 0n).toString(),
     });
     const llm = page.items.filter((e) => e.type === 'llm_call');
     expect(llm).toHaveLength(2);
@@ -95,17 +113,22 @@ describe('a turn waiting on an approval', () => {
       expect(e.costUsd).toBeGreaterThan(0);
     }
     const approvals = page.items.filter((e) => e.type === 'extension' && e.ext === 'approval');
-    expect(approvals.map((e) => e.type === 'extension' && (e.data as { decision: string }).decision)).toEqual([
-      'requested',
-      'approved',
-    ]);
+    expect(approvals.map((e) => e.type === 'extension' && (e.data as { decision: string }).decision)).toEqual(
+      ['requested', 'approved'],
+    );
   }, 120_000);
 
   it('the same turn awaited inside one interval verifies blocking', async () => {
     const { cp, store } = await localSetup();
     const { runId } = await cp.startTurn({ tenant: 'acme', agentId: 'releaser', text: 'Release 1.4.0.' });
     const provider = new ScriptedProvider(APPROVAL_SCRIPT);
-    const working = workOnce({ controlPlane: cp, store, provider: () => provider, holder: 'h', mode: 'blocking' });
+    const working = workOnce({
+      controlPlane: cp,
+      store,
+      provider: () => provider,
+      holder: 'h',
+      mode: 'blocking',
+    });
     await until(() => (cp.turn(runId)?.outstanding.length ? true : undefined), 'the approval request');
     cp.resolveInput(runId, { callId: 'call_0_0', approved: false, note: 'not today' });
     const [out] = await working;
@@ -132,17 +155,26 @@ describe('resuming refuses what the park did not record', () => {
     const before = cp.turn(runId)!.record;
     const head = await store.head('acme', runId);
     await store.append('acme', runId, [
-      { type: 'message', seq: head.lastSeq + 1, ts: new Date().toISOString(), runId, role: 'user', content: 'sneaked in' },
+      {
+        type: 'message',
+        seq: head.lastSeq + 1,
+        ts: new Date().toISOString(),
+        runId,
+        role: 'user',
+        content: 'sneaked in',
+      },
     ]);
     const [lease] = await cp.lease({ free: 1, holder: 'b' });
-    const err = await runInterval(lease!, { controlPlane: cp, store, provider: () => provider }).catch((e: unknown) => e);
+    const err = await runInterval(lease!, { controlPlane: cp, store, provider: () => provider }).catch(
+      (e: unknown) => e,
+    );
     expect(isAgentError(err) && err.code).toBe('record_refused');
     expect(isAgentError(err) && err.detail.recordCode).toBe('SnapshotMismatch');
     expect(cp.turn(runId)!.record).toEqual(before);
   });
 
   it('a process configured otherwise (another manifest) is a ManifestMismatch', async () => {
-    const { cp, store, runId, provider } = await parkedTurn();
+    const { cp, store, provider } = await parkedTurn();
     const [lease] = await cp.lease({ free: 1, holder: 'b' });
     const err = await runInterval(lease!, {
       controlPlane: cp,

@@ -99,7 +99,8 @@ export class LocalControlPlane implements ControlPlane {
     cause?: 'member' | 'event';
   }): Promise<{ runId: string }> {
     const entry = this.ledger.read().agents[input.agentId];
-    if (!entry || entry.tenant !== input.tenant) throw new AgentError('not_found', `agent ${input.agentId} not found`);
+    if (!entry || entry.tenant !== input.tenant)
+      throw new AgentError('not_found', `agent ${input.agentId} not found`);
     const agent = entry.spec;
     const runId = `turn_${randomUUID()}`;
     const decision = await admit(
@@ -147,12 +148,15 @@ export class LocalControlPlane implements ControlPlane {
   }
 
   /** POST /runs/:id/input: resolve a pending approval; the parked turn becomes ready to resume. */
-  resolveInput(runId: string, input: { callId: string; approved: boolean; note?: string; by?: string }): TurnRow {
+  resolveInput(
+    runId: string,
+    input: { callId: string; approved: boolean; note?: string; by?: string },
+  ): TurnRow {
     return this.ledger.update((l) => {
       const turn = l.turns[runId];
       if (!turn) throw new AgentError('not_found', `run ${runId} not found`);
       const call = turn.calls[input.callId];
-      if (!call || call.tool !== 'ask_approval')
+      if (call?.tool !== 'ask_approval')
         throw new AgentError('not_found', `run ${runId} has no approval call ${input.callId}`);
       if (!isActive(turn.status)) throw new AgentError('state_conflict', `run ${runId} is ${turn.status}`);
       if (!turn.outstanding.includes(input.callId) || turn.resolutions.some((r) => r.callId === input.callId))
@@ -280,10 +284,11 @@ export class LocalControlPlane implements ControlPlane {
       const lost: string[] = [];
       for (const ref of leases) {
         const t = l.turns[ref.runId];
-        if (!t || t.status !== 'running' || t.holder !== holder || t.epoch !== ref.epoch) lost.push(ref.runId);
+        if (t?.status !== 'running' || t.holder !== holder || t.epoch !== ref.epoch)
+          lost.push(ref.runId);
         else t.leaseExpiresAt = now + this.#leaseMs;
       }
-      return lost.length === 0 ? { lost } : { lost };
+      return { lost };
     });
   }
 
@@ -292,7 +297,8 @@ export class LocalControlPlane implements ControlPlane {
     this.ledger.update((l) => {
       const t = this.#held(l, ref);
       const verdict = verifyWire(report.record);
-      if (!verdict.ok) throw new AgentError('record_refused', `the reported record does not verify: ${verdict.error}`);
+      if (!verdict.ok)
+        throw new AgentError('record_refused', `the reported record does not verify: ${verdict.error}`);
       const next = decodeWire(report.record);
       if (next.unitId !== t.unitId || next.grantsId !== t.grantsId)
         throw new AgentError('identity_mismatch', 'the reported record names another unit or grant set');
@@ -329,7 +335,10 @@ export class LocalControlPlane implements ControlPlane {
           tenant: turn.tenant,
           runId: ref.runId,
           status: report.event,
-          actuals: { usd: report.usage.costUsd, tokens: report.usage.inputTokens + report.usage.outputTokens },
+          actuals: {
+            usd: report.usage.costUsd,
+            tokens: report.usage.inputTokens + report.usage.outputTokens,
+          },
         },
         now,
       ).catch(() => undefined);
@@ -337,7 +346,10 @@ export class LocalControlPlane implements ControlPlane {
   }
 
   async startCommandRun(ref: LeaseRef, callId: string, spec: CommandRunSpec): Promise<{ runId: string }> {
-    return this.#caused(ref, callId, 'command', { command: [...spec.command], ...(spec.image ? { image: spec.image } : {}) });
+    return this.#caused(ref, callId, 'command', {
+      command: [...spec.command],
+      ...(spec.image ? { image: spec.image } : {}),
+    });
   }
 
   async startExperiment(_ref: LeaseRef, _callId: string, spec: ExperimentSpec): Promise<{ runId: string }> {
@@ -405,7 +417,12 @@ export class LocalControlPlane implements ControlPlane {
     if (t.outstanding.every((id) => t.resolutions.some((r) => r.callId === id))) t.status = 'queued';
   }
 
-  async #caused(ref: LeaseRef, callId: string, kind: 'command' | 'eval', spec: JsonValue): Promise<{ runId: string }> {
+  async #caused(
+    ref: LeaseRef,
+    callId: string,
+    kind: 'command' | 'eval',
+    spec: JsonValue,
+  ): Promise<{ runId: string }> {
     const turn = this.#held(this.ledger.read(), ref);
     const runId = `run_${randomUUID()}`;
     const decision = await admit(
@@ -422,7 +439,10 @@ export class LocalControlPlane implements ControlPlane {
     ).catch((e: unknown) => {
       const code = (e as { code?: string }).code;
       if (code === 'unknown_run' || code === 'unknown_tenant')
-        throw new AgentError('not_found', `the gate does not know turn ${ref.runId} (admitted by another process?)`);
+        throw new AgentError(
+          'not_found',
+          `the gate does not know turn ${ref.runId} (admitted by another process?)`,
+        );
       throw e;
     });
     if (decision.outcome === 'refused') throw refusal(decision.status, decision.detail, decision.rule);
@@ -438,7 +458,10 @@ export class LocalControlPlane implements ControlPlane {
         spec,
         status: 'queued',
       };
-      t.calls[callId] = { tool: kind === 'command' ? 'run_command' : 'start_experiment', causedRunId: admittedId };
+      t.calls[callId] = {
+        tool: kind === 'command' ? 'run_command' : 'start_experiment',
+        causedRunId: admittedId,
+      };
       t.outstanding = [...new Set([...t.outstanding, callId])];
     });
     return { runId: admittedId };

@@ -36,13 +36,23 @@ export interface IntervalOptions {
 }
 
 export type IntervalOutcome =
-  | { readonly result: 'parked'; readonly runId: string; readonly outstanding: string[]; readonly transcript: string }
+  | {
+      readonly result: 'parked';
+      readonly runId: string;
+      readonly outstanding: string[];
+      readonly transcript: string;
+    }
   | { readonly result: 'succeeded'; readonly runId: string; readonly summary: string }
   | { readonly result: 'failed'; readonly runId: string; readonly error: { code: string; message: string } };
 
 function reportUsage(events: readonly TraceEvent[]): TurnReport['usage'] {
   const u = usageFromTrace(events);
-  return { inputTokens: u.inputTokens, outputTokens: u.outputTokens, costUsd: u.costUsd, llmCalls: u.llmCalls };
+  return {
+    inputTokens: u.inputTokens,
+    outputTokens: u.outputTokens,
+    costUsd: u.costUsd,
+    llmCalls: u.llmCalls,
+  };
 }
 
 export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise<IntervalOutcome> {
@@ -63,9 +73,16 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
   // 1. Un-park from the transcript alone: its address is recomputed from the store, never carried over.
   if (record.phase === 'parked') {
     if (lease.parkedAtMs === undefined)
-      throw new AgentError('state_conflict', `turn ${lease.runId} is parked but the lease names no park time`);
+      throw new AgentError(
+        'state_conflict',
+        `turn ${lease.runId} is parked but the lease names no park time`,
+      );
     const name = await transcript.name();
-    const energy = parkEnergy(name.bytes, startedMs - lease.parkedAtMs, o.storageWattsPerGb ?? DEFAULT_STORAGE_W_PER_GB);
+    const energy = parkEnergy(
+      name.bytes,
+      startedMs - lease.parkedAtMs,
+      o.storageWattsPerGb ?? DEFAULT_STORAGE_W_PER_GB,
+    );
     record.resume(name.address, manifest, energy);
     await transcript.append([
       {
@@ -91,7 +108,8 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
 
   try {
     // 2. The opening message, then results that arrived for outstanding calls.
-    if (transcript.length === 0 && lease.input) await transcript.append([{ type: 'message', role: 'user', content: lease.input.text }]);
+    if (transcript.length === 0 && lease.input)
+      await transcript.append([{ type: 'message', role: 'user', content: lease.input.text }]);
     const open = new Set(outstandingCalls(transcript.events).map((c) => c.callId));
     for (const r of lease.resolutions) {
       if (!open.has(r.callId)) continue;
@@ -109,6 +127,7 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
         failure = { code: 'max_steps', message: `no answer after ${step} model calls in one interval` };
         break;
       }
+      if (o.signal?.aborted) throw new AgentError('stale_lease', `the lease on ${lease.runId} was lost`);
       const t0 = now();
       const completion = await provider.complete({
         model: agent.model,
@@ -118,7 +137,11 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
         ...(o.onText ? { onText: (d: string) => o.onText?.(lease.runId, d) } : {}),
       });
       const usage = completion.usage;
-      if (!usage) throw new AgentError('model_failed', 'the provider reported no usage: a spent call cannot be counted as zero');
+      if (!usage)
+        throw new AgentError(
+          'model_failed',
+          'the provider reported no usage: a spent call cannot be counted as zero',
+        );
       const costUsd = priceCall(agent.pricing, usage);
       await transcript.append([
         {
@@ -159,7 +182,9 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
     }
   } catch (e) {
     if (isAgentError(e) && (e.code === 'stale_lease' || e.code === 'control_plane_unavailable')) throw e;
-    failure = isAgentError(e) ? { code: e.code, message: e.message } : { code: 'agent_failed', message: String(e) };
+    failure = isAgentError(e)
+      ? { code: e.code, message: e.message }
+      : { code: 'agent_failed', message: String(e) };
   }
 
   // 4. End the interval: executed (with its account), then park, close or fail.
@@ -187,13 +212,20 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
     });
     return { result: 'parked', runId: lease.runId, outstanding, transcript: name.address };
   }
+  // The report goes first: a stale lease is refused there, and then nothing is sealed.
   record.close(outcome === 'succeeded' ? 'completed' : 'failed');
-  await transcript.seal();
   if (outcome === 'succeeded') {
-    await cp.report(ref, { event: 'succeeded', record: record.toWire(), outputs: { summary: summary ?? '' }, usage });
+    await cp.report(ref, {
+      event: 'succeeded',
+      record: record.toWire(),
+      outputs: { summary: summary ?? '' },
+      usage,
+    });
+    await transcript.seal();
     return { result: 'succeeded', runId: lease.runId, summary: summary ?? '' };
   }
   const error = failure ?? { code: 'agent_failed', message: 'failed' };
   await cp.report(ref, { event: 'failed', record: record.toWire(), usage, error });
+  await transcript.seal();
   return { result: 'failed', runId: lease.runId, error };
 }

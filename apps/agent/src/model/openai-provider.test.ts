@@ -20,7 +20,11 @@ describe('OpenAiProvider over the chat-completions wire format', () => {
         text: 'Checking the last run first.',
         toolCalls: [
           { id: 'call_a', name: 'read_run', arguments: JSON.stringify({ runId: 'run_1', what: 'outputs' }) },
-          { id: 'call_b', name: 'ask_approval', arguments: JSON.stringify({ question: 'Ship it to production?' }) },
+          {
+            id: 'call_b',
+            name: 'ask_approval',
+            arguments: JSON.stringify({ question: 'Ship it to production?' }),
+          },
         ],
         usage: { prompt_tokens: 1234, completion_tokens: 56, cached_tokens: 1000 },
       },
@@ -32,7 +36,11 @@ describe('OpenAiProvider over the chat-completions wire format', () => {
       messages: [
         { role: 'system', content: 'be brief' },
         { role: 'user', content: 'release' },
-        { role: 'assistant', content: '', toolCalls: [{ callId: 'c0', tool: 'read_run', argumentsJson: '{"runId":"r0"}' }] },
+        {
+          role: 'assistant',
+          content: '',
+          toolCalls: [{ callId: 'c0', tool: 'read_run', argumentsJson: '{"runId":"r0"}' }],
+        },
         { role: 'tool', callId: 'c0', content: '{"status":"succeeded"}' },
       ],
       tools: [{ name: 'read_run', description: 'read', parameters: { type: 'object' } }],
@@ -52,7 +60,10 @@ describe('OpenAiProvider over the chat-completions wire format', () => {
     expect(sent.stream).toBe(true);
     expect(sent.stream_options).toEqual({ include_usage: true });
     expect(sent.tools).toEqual([
-      { type: 'function', function: { name: 'read_run', description: 'read', parameters: { type: 'object' } } },
+      {
+        type: 'function',
+        function: { name: 'read_run', description: 'read', parameters: { type: 'object' } },
+      },
     ]);
     expect(sent.messages).toEqual([
       { role: 'system', content: 'be brief' },
@@ -60,7 +71,9 @@ describe('OpenAiProvider over the chat-completions wire format', () => {
       {
         role: 'assistant',
         content: null,
-        tool_calls: [{ id: 'c0', type: 'function', function: { name: 'read_run', arguments: '{"runId":"r0"}' } }],
+        tool_calls: [
+          { id: 'c0', type: 'function', function: { name: 'read_run', arguments: '{"runId":"r0"}' } },
+        ],
       },
       { role: 'tool', tool_call_id: 'c0', content: '{"status":"succeeded"}' },
     ]);
@@ -85,7 +98,11 @@ describe('OpenAiProvider over the chat-completions wire format', () => {
       { text: 'That run does not exist.', usage: { prompt_tokens: 360, completion_tokens: 8 } },
     ]);
     const { cp, store } = await localSetup({ tools: ['read_run'] });
-    const { runId } = await cp.startTurn({ tenant: 'acme', agentId: 'releaser', text: 'How did run nope go?' });
+    const { runId } = await cp.startTurn({
+      tenant: 'acme',
+      agentId: 'releaser',
+      text: 'How did run nope go?',
+    });
     const provider = new OpenAiProvider({ baseURL: server.baseURL, apiKey: 'k', maxRetries: 0 });
     const [out] = await workOnce({ controlPlane: cp, store, provider: () => provider, holder: 'h1' });
     expect(out).toMatchObject({ result: 'succeeded', summary: 'That run does not exist.' });

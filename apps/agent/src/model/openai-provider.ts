@@ -80,7 +80,10 @@ export class OpenAiProvider implements ModelProvider {
       const toolCalls: ToolCall[] = [];
       for (const c of choice.message.tool_calls ?? []) {
         if (c.type !== 'function')
-          throw new AgentError('model_failed', `the model made a ${c.type} tool call (only functions are offered)`);
+          throw new AgentError(
+            'model_failed',
+            `the model made a ${c.type} tool call (only functions are offered)`,
+          );
         toolCalls.push({ callId: c.id, tool: c.function.name, argumentsJson: c.function.arguments || '{}' });
       }
       const u = done.usage;

@@ -10,7 +10,13 @@ import { ScriptedProvider, type ScriptStep } from './scripted-provider.js';
 const Reply = z.strictObject({
   content: z.string().optional(),
   toolCalls: z
-    .array(z.strictObject({ tool: z.string().min(1), args: z.json().optional(), callId: z.string().min(1).optional() }))
+    .array(
+      z.strictObject({
+        tool: z.string().min(1),
+        args: z.json().optional(),
+        callId: z.string().min(1).optional(),
+      }),
+    )
     .optional(),
 });
 export const ScriptFile = z.array(Reply).min(1);

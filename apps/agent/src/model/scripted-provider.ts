@@ -6,7 +6,11 @@ import type { ChatMessage, Completion, CompletionRequest, ModelProvider } from '
 
 export interface ScriptedReply {
   readonly content?: string;
-  readonly toolCalls?: readonly { readonly tool: string; readonly args?: unknown; readonly callId?: string | undefined }[];
+  readonly toolCalls?: readonly {
+    readonly tool: string;
+    readonly args?: unknown;
+    readonly callId?: string | undefined;
+  }[];
 }
 
 /** One scripted step: a fixed reply, or a function of the messages (e.g. to read a tool result). */

@@ -28,9 +28,13 @@ function parseArgs(call: ToolCall): unknown {
   }
 }
 
-function argsOf<T>(schema: { safeParse(v: unknown): { success: boolean; data?: T; error?: { message: string } } }, call: ToolCall): T {
+function argsOf<T>(
+  schema: { safeParse(v: unknown): { success: boolean; data?: T; error?: { message: string } } },
+  call: ToolCall,
+): T {
   const r = schema.safeParse(parseArgs(call));
-  if (!r.success) throw new AgentError('bad_request', `${call.tool}: ${r.error?.message ?? 'invalid arguments'}`);
+  if (!r.success)
+    throw new AgentError('bad_request', `${call.tool}: ${r.error?.message ?? 'invalid arguments'}`);
   return r.data as T;
 }
 
@@ -72,14 +76,20 @@ export async function carryOut(
             {
               type: 'extension',
               ext: 'approval',
-              data: { requestId: call.callId, decision: 'requested', tool: 'ask_approval', callId: call.callId },
+              data: {
+                requestId: call.callId,
+                decision: 'requested',
+                tool: 'ask_approval',
+                callId: call.callId,
+              },
             },
           ],
         };
       }
     }
   } catch (e) {
-    if (isAgentError(e) && e.code !== 'stale_lease' && e.code !== 'control_plane_unavailable') return refused(call, e);
+    if (isAgentError(e) && e.code !== 'stale_lease' && e.code !== 'control_plane_unavailable')
+      return refused(call, e);
     throw e;
   }
   return refused(call, new AgentError('tool_unavailable', `unknown tool ${call.tool}`));
@@ -115,7 +125,11 @@ export function resolutionEvents(r: Resolution): TranscriptDraft[] {
     {
       type: 'tool_result',
       callId: r.callId,
-      output: { runId: r.runId, status: r.status, ...(r.outputs !== undefined ? { outputs: r.outputs } : {}) },
+      output: {
+        runId: r.runId,
+        status: r.status,
+        ...(r.outputs !== undefined ? { outputs: r.outputs } : {}),
+      },
       ...(r.status !== 'succeeded' ? { isError: true } : {}),
     },
   ];

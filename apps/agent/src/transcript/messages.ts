@@ -15,7 +15,8 @@ export function messagesOf(systemPrompt: string, events: readonly TraceEvent[]):
     } else if (e.type === 'tool_call') {
       const last = out.at(-1);
       const call: ToolCall = { callId: e.callId, tool: e.tool, argumentsJson: JSON.stringify(e.input) };
-      if (last?.role === 'assistant') out[out.length - 1] = { ...last, toolCalls: [...(last.toolCalls ?? []), call] };
+      if (last?.role === 'assistant')
+        out[out.length - 1] = { ...last, toolCalls: [...(last.toolCalls ?? []), call] };
       else out.push({ role: 'assistant', content: '', toolCalls: [call] });
     } else if (e.type === 'tool_result') {
       out.push({ role: 'tool', callId: e.callId, content: JSON.stringify(e.output) });
