@@ -284,8 +284,7 @@ export class LocalControlPlane implements ControlPlane {
       const lost: string[] = [];
       for (const ref of leases) {
         const t = l.turns[ref.runId];
-        if (t?.status !== 'running' || t.holder !== holder || t.epoch !== ref.epoch)
-          lost.push(ref.runId);
+        if (t?.status !== 'running' || t.holder !== holder || t.epoch !== ref.epoch) lost.push(ref.runId);
         else t.leaseExpiresAt = now + this.#leaseMs;
       }
       return { lost };
