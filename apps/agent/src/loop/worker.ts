@@ -2,6 +2,7 @@
 // its interval runs, stop at once when the control plane says it is lost (no report, no segment: an
 // interval nobody reported is not recorded), and run one interval per lease.
 import type { ControlPlane, LeaseRef, TurnLease } from '../control-plane.js';
+import { isAgentError } from '../errors.js';
 import { type IntervalOptions, type IntervalOutcome, runInterval } from './interval.js';
 
 export interface WorkerOptions extends IntervalOptions {
@@ -30,10 +31,12 @@ async function withHeartbeat<T>(
   }, lease.heartbeatMs);
   timer.unref();
   try {
-    const out = await run(abort.signal);
-    return abort.signal.aborted ? 'lost' : out;
+    // A completed interval was reported and accepted; a heartbeat answering `lost` after that (the report
+    // released the lease) changes nothing.
+    return await run(abort.signal);
   } catch (e) {
-    if (abort.signal.aborted) return 'lost';
+    // Lost: the heartbeat said so, or a call about the turn found the lease gone first.
+    if (abort.signal.aborted || (isAgentError(e) && e.code === 'stale_lease')) return 'lost';
     throw e;
   } finally {
     clearInterval(timer);
