@@ -35,6 +35,10 @@ export const REFUSALS = {
   },
   route_not_found: { status: 404, when: 'no route for this method and path' },
   conflict: { status: 409, when: 'the state does not allow it (terminal run, agent disabled, …)' },
+  stale_lease: {
+    status: 409,
+    when: "a result or heartbeat from a superseded attempt: its lease epoch is not the run's current one",
+  },
   body_too_large: { status: 413, when: 'the body is larger than `EVERDICT_MAX_BODY_BYTES`' },
   unsupported_media_type: { status: 415, when: 'a body that is not `application/json`' },
   capacity_exceeded: { status: 429, when: 'an admission cap (`rule`: see below)' },
