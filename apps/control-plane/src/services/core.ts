@@ -2,6 +2,7 @@
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
+import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from '../executors/registry.js';
 import { KeyRing } from '../keys/registry.js';
 import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from '../keys/signer.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
@@ -31,6 +32,8 @@ export interface Core {
   close(): Promise<void>;
   /** The public keys verifiers may trust (GET /keys): this control plane's own first. */
   keys: KeyRing;
+  /** The executors every create door consults (register a runner's lane here). */
+  executors: ExecutorRegistry;
   /** The ledger's internals, for tests and tooling (not for the HTTP layer). */
   internals: { deps: Deps; ldb: LedgerDatabase; dispatch: DispatchLoop | null; triggers: TriggerLoop | null };
 }
@@ -57,6 +60,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       options.log?.('warn', 'queue statistics refresh failed', { error: String(e) }),
     ),
     signer,
+    executors: new ExecutorRegistry([INLINE_ANALYSIS, AGENT_BRIDGE, ...(options.executors ?? [])]),
   };
   const policy = { ...DEFAULT_POLICY, ...options.policy };
   let bootstrap: BootstrapOutcome | null;
@@ -102,6 +106,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     },
     queueDepth: () => queueDepth(deps.db),
     keys: new KeyRing(signer),
+    executors: deps.executors,
     async close() {
       await dispatch?.stop();
       await triggers?.stop();

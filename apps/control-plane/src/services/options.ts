@@ -73,6 +73,11 @@ export interface CoreOptions {
    */
   signingKey?: { secretKey: Uint8Array } | { file: string };
   /**
+   * Executors beyond the built-in ones (inline analysis, agent bridge), e.g. `declaredRunner(...)` for a
+   * registered runner; more can be added later through `Core.executors.register`.
+   */
+  executors?: readonly import('../executors/registry.js').ExecutorLane[];
+  /**
    * An explicit admin key of tenant `default` (EVERDICT_BOOTSTRAP_API_KEY): installed if its hash is not
    * stored yet, so the same key on every start adds no row. Tenant `default` is created if missing.
    */

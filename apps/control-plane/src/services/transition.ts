@@ -137,9 +137,13 @@ export async function transitionTx(
     // The OFFERED snapshot and the resuming environment's manifest: runrecord refuses a mismatch
     // (SnapshotMismatch / ManifestMismatch → 409 snapshot_mismatch / manifest_mismatch, nothing written).
     if (!extras.transcript)
-      throw new ControlPlaneError('bad_request', 'a resume offers the snapshot it resumes (transcript address)', {
-        reason: 'snapshot_required',
-      });
+      throw new ControlPlaneError(
+        'bad_request',
+        'a resume offers the snapshot it resumes (transcript address)',
+        {
+          reason: 'snapshot_required',
+        },
+      );
     const parkedMs = Math.max(1, nowMs - row.updated_at.getTime());
     // A transcript park draws storage power: ~0.5 mW for the bytes kept (estimated, never zero).
     ops.push({
