@@ -5,7 +5,7 @@
 // counts — the run queues.
 //
 // Today's executors: the inline analysis lane (kind `analysis`, placement `inline`) and the agent bridge
-// (kind `agent`, placement `runtime` / `agent-service`: the agent service runs it and reports). A runner
+// (kind `agent`, placement `runtime`: the agent service runs it and reports). A runner
 // registry extends this with `register(declaredRunner(...))` for each registered runner's declared kinds
 // (and images); `register` returns the function that removes the lane again.
 import { ControlPlaneError } from '../errors.js';
@@ -29,7 +29,7 @@ export const INLINE_ANALYSIS: ExecutorLane = {
 /** The agent bridge: agent runs the agent service executes and reports (/internal/agent-run-events). */
 export const AGENT_BRIDGE: ExecutorLane = {
   name: 'agent-bridge',
-  accepts: (kind, p) => kind === 'agent' && p.where === 'runtime' && p.target === 'agent-service',
+  accepts: (kind, p) => kind === 'agent' && p.where === 'runtime',
 };
 
 /**
