@@ -21,7 +21,7 @@ let t: TestApp;
 beforeAll(async () => {
   // turbo builds runrecord before this package's tests (`test` dependsOn `^build`).
   expect(existsSync(CLI), `${CLI}: build @everdict/runrecord first`).toBe(true);
-  t = await testApp({ scheduler: { enabled: true, pollMs: 25 }, executors: [] });
+  t = await testApp({ scheduler: { enabled: true, pollMs: 25, inlineTimeoutMs: 600_000 }, executors: [] });
 }, 120_000);
 afterAll(async () => {
   await t?.close();
@@ -150,4 +150,32 @@ describe('nothing admitted that can never run (no runner registered)', () => {
     expect(s.status, JSON.stringify(s.body)).toBe(422);
     expect(s.body).toMatchObject({ code: 'no_placement' });
   });
+});
+
+describe('cancelling a running run stops its execution', () => {
+  it('aborts the inline executor (a 60 s analysis ends long before its time), not only its settle', async () => {
+    const dispatch = t.core.internals.dispatch!;
+    const created = await call(t.app, 'POST', '/runs', {
+      body: { kind: 'analysis', subject: { config: { fn: 'sleep', ms: 60_000 } } },
+    });
+    const id = (created.body.run as { id: string }).id;
+    const deadline = Date.now() + 45_000; // a hang guard well under the analysis' 60 s
+    while (
+      (await call(t.app, 'GET', `/runs/${id}`)).body.status !== 'running' ||
+      dispatch.executingCount === 0
+    ) {
+      expect(Date.now()).toBeLessThan(deadline);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const cancelled = await call(t.app, 'POST', `/runs/${id}/cancel`, { body: { reason: 'stop it' } });
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    while (dispatch.executingCount > 0) {
+      expect(Date.now(), 'the execution was not aborted').toBeLessThan(deadline);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const run = await call(t.app, 'GET', `/runs/${id}`);
+    expect(run.body.status).toBe('cancelled');
+    const rec = await call(t.app, 'GET', `/runs/${id}/record`);
+    expect(rec.body.verify).toMatchObject({ ok: true, phase: 'closed' });
+  }, 120_000);
 });
