@@ -1,10 +1,10 @@
 // Composition root of the ledger + application layer: open the database, bootstrap, services, scheduler.
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
-import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from '../executors/registry.js';
 import { KeyRing } from '../keys/registry.js';
 import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from '../keys/signer.js';
+import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
 import { agentBridgeService } from './agent-bridge.js';
 import type { ControlPlaneServices } from './api.js';

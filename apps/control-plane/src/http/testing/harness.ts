@@ -2,8 +2,8 @@
 // EVERDICT_TEST_DATABASE_URL), called in-process. No fake services: every refusal is the core's own.
 import { OFFLINE_RUNNER } from '../../../test/core.js';
 import { testDatabase } from '../../../test/db.js';
-import type { ExecutorLane } from '../../executors/registry.js';
 import { type BuiltApp, buildApp } from '../../app.js';
+import type { ExecutorLane } from '../../executors/registry.js';
 import { createMetrics, type Metrics } from '../../observability/metrics.js';
 import type { ControlPlaneServices } from '../../services/api.js';
 import { ensureTenant } from '../../services/auth.js';
