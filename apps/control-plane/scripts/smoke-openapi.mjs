@@ -145,7 +145,11 @@ try {
   const sub = (
     await request('POST', '/subscriptions', {
       token: ADMIN_KEY,
-      body: json({ name: 'smoke', selector: { kind: 'run.settled', filter: { kind: 'command' } }, runSpec: cmd }),
+      body: json({
+        name: 'smoke',
+        selector: { kind: 'run.settled', filter: { kind: 'command' } },
+        runSpec: cmd,
+      }),
     })
   ).json();
   const agent = (

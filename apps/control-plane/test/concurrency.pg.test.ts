@@ -5,8 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgAdmissionStore } from '../src/admission-store/pg-admission-store.js';
 import { numeric } from '../src/db/numeric.js';
 import { type Core, type Principal, startCore } from '../src/services/index.js';
-import { OFFLINE_RUNNER } from './core.js';
-import { eventually } from './core.js';
+import { eventually, OFFLINE_RUNNER } from './core.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
 
 announceSkippedLiveSuite('test/concurrency.pg.test.ts');
