@@ -250,6 +250,7 @@ describe('system routes', () => {
         '/groups/{id}/score',
         '/healthz',
         '/internal/agent-run-events',
+        '/keys',
         '/metrics',
         '/runs',
         '/runs/{id}',

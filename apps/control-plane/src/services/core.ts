@@ -3,6 +3,9 @@
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
 import { leasePolicy } from '../leases/policy.js';
+import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from '../executors/registry.js';
+import { KeyRing } from '../keys/registry.js';
+import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from '../keys/signer.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
 import { agentBridgeService } from './agent-bridge.js';
@@ -30,11 +33,22 @@ export interface Core {
   queueDepth(): Promise<QueueDepthRow[]>;
   /** Stops the scheduler loops (gracefully) and closes the database. */
   close(): Promise<void>;
+  /** The public keys verifiers may trust (GET /keys): this control plane's own first. */
+  keys: KeyRing;
+  /** The executors every create door consults (register a runner's lane here). */
+  executors: ExecutorRegistry;
   /** The ledger's internals, for tests and tooling (not for the HTTP layer). */
   internals: { deps: Deps; ldb: LedgerDatabase; dispatch: DispatchLoop | null; triggers: TriggerLoop | null };
 }
 
+function signerFor(options: CoreOptions): Signer {
+  const k = options.signingKey;
+  if (k && 'secretKey' in k) return signerOf(k.secretKey);
+  return k ? signerOf(loadOrCreateSecret(k.file)) : ephemeralSigner();
+}
+
 export async function startCore(options: CoreOptions = {}): Promise<Core> {
+  const signer = signerFor(options); // before the database: a bad key file fails the start cleanly
   const ldb =
     options.database ?? (await openDatabase({ databaseUrl: options.databaseUrl, dataDir: options.dataDir }));
   const clock = options.clock ?? (() => new Date());
@@ -48,6 +62,8 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     queueStats: new QueueStats(ldb.db, (e) =>
       options.log?.('warn', 'queue statistics refresh failed', { error: String(e) }),
     ),
+    signer,
+    executors: new ExecutorRegistry([INLINE_ANALYSIS, AGENT_BRIDGE, ...(options.executors ?? [])]),
   };
   const policy = { ...DEFAULT_POLICY, ...options.policy };
   let bootstrap: BootstrapOutcome | null;
@@ -99,6 +115,8 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       }
     },
     queueDepth: () => queueDepth(deps.db),
+    keys: new KeyRing(signer),
+    executors: deps.executors,
     async close() {
       await dispatch?.stop();
       await triggers?.stop();
