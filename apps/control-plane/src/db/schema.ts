@@ -271,8 +271,22 @@ export interface RunLeasesTable {
   expires_at_ms: Int8;
 }
 
+export interface CascadeJobsTable {
+  id: string;
+  tenant_id: string;
+  root_run_id: string;
+  reason: string;
+  skip_kinds: Jsonb<string[]>;
+  skip_causes: Jsonb<string[]>;
+  batches: ColumnType<number, number | undefined, number>;
+  cancelled: ColumnType<number, number | undefined, number>;
+  created_at: Ts;
+  done_at: Ts | null;
+}
+
 export interface Database {
   run_leases: RunLeasesTable;
+  cascade_jobs: CascadeJobsTable;
   adm_global: AdmGlobalTable;
   adm_tenants: AdmTenantsTable;
   adm_agents: AdmAgentsTable;

@@ -42,6 +42,7 @@ export function admissionPolicy(policy: TenantPolicy) {
     maxChildrenPerRun: policy.maxChildren,
     maxCausalDepth: policy.maxDepth,
     budget: policy.budgetUsd === null ? {} : { usd: policy.budgetUsd },
+    ...(policy.cascade ? { cascade: policy.cascade } : {}),
   };
 }
 

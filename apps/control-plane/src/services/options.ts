@@ -18,6 +18,8 @@ export interface TenantPolicy {
   maxDepth: number;
   /** The tenant's root envelope (402, rule `envelope`, once spent); null = unlimited. */
   budgetUsd: number | null;
+  /** Cascade opt-out (spec §5.5, O8): descendants of these kinds / causes survive a cancel. */
+  cascade?: { skipKinds: string[]; skipCauses: import('@everdict/run-model').RunCause[] };
 }
 
 export const DEFAULT_POLICY: TenantPolicy = {
@@ -93,6 +95,8 @@ export interface CoreOptions {
   ids?: IdGen;
   policy?: Partial<TenantPolicy>;
   scheduler?: SchedulerOptions;
+  /** Cascade cancellation: batch size (≤ 500) and a hook after each committed batch (tests). */
+  cascade?: import('./cascade.js').CascadeOptions;
   /** Admission / dispatch observer (metrics). */
   metrics?: CoreObserver;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
