@@ -51,7 +51,7 @@ export interface BuiltApp {
 }
 
 /** Paths behind an API key. Anything else is a system route, internal, or a 404 problem. */
-const PUBLIC_PREFIXES = ['/runs', '/groups', '/subscriptions', '/tenants', '/api-keys'] as const;
+const PUBLIC_PREFIXES = ['/runs', '/groups', '/subscriptions', '/tenants', '/tenant', '/api-keys'] as const;
 
 export function buildApp(opts: AppOptions): BuiltApp {
   const log = opts.log ?? silentLogger();

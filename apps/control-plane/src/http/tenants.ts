@@ -83,8 +83,9 @@ const revokeKey = createRoute({
   responses: { 200: json(ApiKeySchema, 'The revoked key.'), ...problemResponses(400, 401, 403, 404) },
 });
 
-const TenantPolicySchema = TenantPolicy.openapi('TenantPolicy');
-const TenantPolicyPatchSchema = TenantPolicyPatch.openapi('TenantPolicyPatch');
+// Admission's and the service's own schemas: one definition, validated here and described in /openapi.json.
+const TenantPolicySchema = TenantPolicy;
+const TenantPolicyPatchSchema = TenantPolicyPatch;
 
 const getPolicy = createRoute({
   method: 'get',
