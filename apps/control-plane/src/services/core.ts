@@ -3,6 +3,8 @@ import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
+import { TrajectoryJobs } from '../trajectory/jobs.js';
+import { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { agentBridgeService } from './agent-bridge.js';
 import type { ControlPlaneServices } from './api.js';
 import { authService } from './auth.js';
@@ -25,6 +27,10 @@ export interface Core {
   health(): Promise<{ ok: boolean; dialect: 'postgres' | 'pglite' }>;
   /** Queued runs per tenant and class, read from the ledger (every replica agrees). For /metrics. */
   queueDepth(): Promise<QueueDepthRow[]>;
+  /** Runs' trajectories (append/read/tail/seal), or null when no trajectory store was given. */
+  trajectories: RunTrajectories | null;
+  /** The trajectory background jobs (seal queue, retention), or null without a store. */
+  trajectoryJobs: TrajectoryJobs | null;
   /** Stops the scheduler loops (gracefully) and closes the database. */
   close(): Promise<void>;
   /** The ledger's internals, for tests and tooling (not for the HTTP layer). */
@@ -62,6 +68,10 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     subscriptions: subscriptionService(deps),
     agentBridge: agentBridgeService(deps),
   });
+  const trajectories = options.trajectories ? new RunTrajectories(options.trajectories, ldb) : null;
+  const trajectoryJobs = trajectories
+    ? new TrajectoryJobs(deps, trajectories, options.trajectoryJobs ?? {})
+    : null;
   const sched = options.scheduler ?? {};
   let dispatch: DispatchLoop | null = null;
   let triggers: TriggerLoop | null = null;
@@ -76,10 +86,13 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     await dispatch.start();
     await triggers.start();
   }
+  if (trajectoryJobs && sched.enabled !== false) trajectoryJobs.start();
   return {
     services,
     dialect: ldb.dialect,
     bootstrap,
+    trajectories,
+    trajectoryJobs,
     async health() {
       try {
         await deps.db.selectFrom('tenants').select('id').limit(1).execute();
@@ -92,7 +105,9 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     async close() {
       await dispatch?.stop();
       await triggers?.stop();
+      await trajectoryJobs?.stop();
       await deps.queueStats.settled();
+      await options.trajectories?.close();
       await ldb.close();
     },
     internals: { deps, ldb, dispatch, triggers },
