@@ -77,6 +77,7 @@ async function main(): Promise<void> {
     health: () => core.health(),
     internalToken: config.internalToken,
     metricsToken: config.metricsToken,
+    trajectories: core.trajectoryService,
     maxBodyBytes: config.maxBodyBytes,
     log: log.child({ component: 'http' }),
     metrics,

@@ -5,6 +5,7 @@ import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
 import { TrajectoryJobs } from '../trajectory/jobs.js';
 import { RunTrajectories } from '../trajectory/run-trajectories.js';
+import { TrajectoryService } from '../trajectory/service.js';
 import { agentBridgeService } from './agent-bridge.js';
 import type { ControlPlaneServices } from './api.js';
 import { authService } from './auth.js';
@@ -29,6 +30,8 @@ export interface Core {
   queueDepth(): Promise<QueueDepthRow[]>;
   /** Runs' trajectories (append/read/tail/seal), or null when no trajectory store was given. */
   trajectories: RunTrajectories | null;
+  /** Trajectories per principal (the HTTP routes), or null without a store. */
+  trajectoryService: TrajectoryService | null;
   /** The trajectory background jobs (seal queue, retention), or null without a store. */
   trajectoryJobs: TrajectoryJobs | null;
   /** Stops the scheduler loops (gracefully) and closes the database. */
@@ -72,6 +75,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   const trajectoryJobs = trajectories
     ? new TrajectoryJobs(deps, trajectories, options.trajectoryJobs ?? {})
     : null;
+  const trajectoryService = trajectories ? new TrajectoryService(deps, trajectories, options.judge) : null;
   const sched = options.scheduler ?? {};
   let dispatch: DispatchLoop | null = null;
   let triggers: TriggerLoop | null = null;
@@ -93,6 +97,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     bootstrap,
     trajectories,
     trajectoryJobs,
+    trajectoryService,
     async health() {
       try {
         await deps.db.selectFrom('tenants').select('id').limit(1).execute();

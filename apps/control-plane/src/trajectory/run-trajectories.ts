@@ -1,7 +1,7 @@
 // A run's trajectory in the control plane: append (one writer per run, only while the run is not
 // terminal), read, tail, seal (its ref stored on the run as `run.trajectory`). Tenant-scoped: another
 // tenant's run is `not_found`. This is the API runner endpoints append through.
-import { isTerminalStatus, type TraceEvent, type TrajectoryRef } from '@everdict/run-model';
+import { isTerminalStatus, type RunStatus, type TraceEvent, type TrajectoryRef } from '@everdict/run-model';
 import type {
   AppendResult,
   TailItem,
@@ -79,7 +79,7 @@ export class RunTrajectories {
   async seal(tenant: string, runId: string): Promise<TrajectoryRef | null> {
     return this.locks.run(tenant, runId, async (ex) => {
       const row = await this.run(ex, tenant, runId);
-      if (!isTerminalStatus(row.status as never))
+      if (!isTerminalStatus(row.status as RunStatus))
         throw new ControlPlaneError(
           'conflict',
           `run ${runId} is ${row.status}: its trajectory is sealed at its end`,
@@ -107,7 +107,7 @@ export class RunTrajectories {
   async #write(tenant: string, runId: string, fn: () => Promise<AppendResult>): Promise<AppendResult> {
     return this.locks.run(tenant, runId, async (ex) => {
       const row = await this.run(ex, tenant, runId);
-      if (isTerminalStatus(row.status as never) || row.trajectory)
+      if (isTerminalStatus(row.status as RunStatus) || row.trajectory)
         throw new ControlPlaneError(
           'trajectory_sealed',
           `run ${runId} is ${row.status}: its trajectory takes no events`,
