@@ -2,8 +2,8 @@
 // (`POST /v1/traces`, JSON and protobuf), imported trajectories and their scores, the tenant's retention
 // policy and the deletions it made. Tenant-scoped by the API key: another tenant's run is a 404.
 import { TraceEvent } from '@everdict/run-model';
-import { createRoute, z } from '@hono/zod-openapi';
 import { decodeOtlpRequest, encodeOtlpResponse } from '@everdict/trajectory-store';
+import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { ControlPlaneError, isControlPlaneError } from '../errors.js';
@@ -110,7 +110,8 @@ const OtlpJsonBody = z
   .object({ resourceSpans: z.array(z.record(z.string(), z.unknown())).optional() })
   .catchall(z.unknown())
   .openapi('ExportTraceServiceRequest', {
-    description: 'OTLP/HTTP ExportTraceServiceRequest (JSON encoding: hex ids, string or number 64-bit ints).',
+    description:
+      'OTLP/HTTP ExportTraceServiceRequest (JSON encoding: hex ids, string or number 64-bit ints).',
   });
 
 const runTrajectory = createRoute({
@@ -156,7 +157,9 @@ const postTraces = createRoute({
     200: {
       description: 'ExportTraceServiceResponse, in the request’s encoding.',
       content: {
-        'application/json': { schema: z.object({}).catchall(z.unknown()).openapi('ExportTraceServiceResponse') },
+        'application/json': {
+          schema: z.object({}).catchall(z.unknown()).openapi('ExportTraceServiceResponse'),
+        },
         'application/x-protobuf': { schema: z.string().openapi({ format: 'binary' }) },
       },
     },
@@ -187,7 +190,11 @@ const getTrajectory = createRoute({
   responses: {
     200: json(
       z
-        .object({ trajectory: ImportedSchema, items: z.array(TraceEventSchema), nextOffset: z.number().int() })
+        .object({
+          trajectory: ImportedSchema,
+          items: z.array(TraceEventSchema),
+          nextOffset: z.number().int(),
+        })
         .openapi('ImportedTrajectoryPage'),
       'The trajectory and a page of its events.',
     ),
@@ -206,7 +213,10 @@ const scoreTrajectory = createRoute({
     body: { required: true, content: { 'application/json': { schema: ScoreBody } } },
   },
   responses: {
-    200: json(z.object({ scores: z.array(TrajectoryScoreSchema) }).openapi('TrajectoryScores'), 'The scores.'),
+    200: json(
+      z.object({ scores: z.array(TrajectoryScoreSchema) }).openapi('TrajectoryScores'),
+      'The scores.',
+    ),
     ...problemResponses(400, 401, 404, 413, 415, 503),
   },
 });
@@ -227,7 +237,10 @@ const putPolicy = createRoute({
   summary: 'Sets `trajectoryRetentionDays` (admin key).',
   security: API_KEY_SECURITY,
   request: { body: { required: true, content: { 'application/json': { schema: PolicySchema } } } },
-  responses: { 200: json(PolicySchema, 'The policy now.'), ...problemResponses(400, 401, 403, 413, 415, 503) },
+  responses: {
+    200: json(PolicySchema, 'The policy now.'),
+    ...problemResponses(400, 401, 403, 413, 415, 503),
+  },
 });
 
 const listDeletions = createRoute({

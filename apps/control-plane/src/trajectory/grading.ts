@@ -32,7 +32,14 @@ export async function gradedDocument(
   let lastAssistant: string | undefined;
   let errors = 0;
   let toolCalls = 0;
-  const usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, llmCalls: 0 };
+  const usage = {
+    inputTokens: 0,
+    outputTokens: 0,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    costUsd: 0,
+    llmCalls: 0,
+  };
   let offset = 0;
   for (;;) {
     const page = await mapStoreErrors(() =>
@@ -88,7 +95,8 @@ export async function gradeDocument(
   const out: GradedVerdict[] = [];
   for (const g of graders) {
     if (g.type === 'judge') {
-      if (!judge) throw new ControlPlaneError('judge_unavailable', 'no judge is configured for judge graders');
+      if (!judge)
+        throw new ControlPlaneError('judge_unavailable', 'no judge is configured for judge graders');
       const v = await judge.grade({ run: doc, grader: g });
       out.push({
         grader: graderName(g),
@@ -100,7 +108,13 @@ export async function gradeDocument(
       continue;
     }
     const v = evaluateGrader(g as DeterministicGrader, doc);
-    out.push({ grader: graderName(g), graderType: g.type, value: v.value, passed: v.passed ?? null, detail: v.detail });
+    out.push({
+      grader: graderName(g),
+      graderType: g.type,
+      value: v.value,
+      passed: v.passed ?? null,
+      detail: v.detail,
+    });
   }
   return out;
 }

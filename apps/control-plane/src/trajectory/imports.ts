@@ -7,9 +7,9 @@ import {
   type ImportedTrajectory,
   importTrajectory,
   type OtlpSpan,
+  runIdOf,
   spanBatchKey,
   spansToDrafts,
-  runIdOf,
 } from '@everdict/trajectory-store';
 import type { Db } from '../db/tx.js';
 import { isControlPlaneError } from '../errors.js';

@@ -72,9 +72,16 @@ export class TrajectoryService {
     return importOtlpSpans(this.deps.db, this.runs, p.tenantId, spans, this.deps.clock());
   }
 
-  async listImported(p: Principal, q: { source: string; externalId: string }): Promise<{ items: ImportedView[] }> {
+  async listImported(
+    p: Principal,
+    q: { source: string; externalId: string },
+  ): Promise<{ items: ImportedView[] }> {
     const items = await mapStoreErrors(() => listImported(this.runs.store, p.tenantId, q));
-    return { items: await Promise.all(items.map(async (i) => ({ ...i, scores: await this.scores(p, i.trajectoryId) }))) };
+    return {
+      items: await Promise.all(
+        items.map(async (i) => ({ ...i, scores: await this.scores(p, i.trajectoryId) })),
+      ),
+    };
   }
 
   async getImported(
@@ -92,7 +99,11 @@ export class TrajectoryService {
   }
 
   /** Scores our copy of an imported trajectory with run-model graders; the scores persist with its digest. */
-  async score(p: Principal, id: string, input: { graders: unknown }): Promise<{ scores: TrajectoryScoreView[] }> {
+  async score(
+    p: Principal,
+    id: string,
+    input: { graders: unknown },
+  ): Promise<{ scores: TrajectoryScoreView[] }> {
     const parsed = GraderList.safeParse(input.graders);
     if (!parsed.success)
       throw new ControlPlaneError('validation_failed', 'graders do not match their schema', {
@@ -144,7 +155,8 @@ export class TrajectoryService {
     p: Principal,
     input: { trajectoryRetentionDays: number | null },
   ): Promise<{ trajectoryRetentionDays: number | null }> {
-    if (p.role !== 'admin') throw new ControlPlaneError('forbidden', 'setting the retention policy needs an admin key');
+    if (p.role !== 'admin')
+      throw new ControlPlaneError('forbidden', 'setting the retention policy needs an admin key');
     await this.deps.db
       .insertInto('trajectory_policies')
       .values({
@@ -162,7 +174,10 @@ export class TrajectoryService {
     return { trajectoryRetentionDays: input.trajectoryRetentionDays };
   }
 
-  async deletions(p: Principal, q: { limit: number; trajectoryId?: string | undefined }): Promise<{ items: DeletionView[] }> {
+  async deletions(
+    p: Principal,
+    q: { limit: number; trajectoryId?: string | undefined },
+  ): Promise<{ items: DeletionView[] }> {
     let query = this.deps.db
       .selectFrom('trajectory_deletions')
       .selectAll()

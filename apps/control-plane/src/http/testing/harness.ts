@@ -56,7 +56,11 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'cp-trajectories-'));
   const core = await startCore({
     database,
-    trajectories: openTrajectoryStore({ dataDir, tailPollMs: 50, ...(opts.clock ? { now: opts.clock } : {}) }),
+    trajectories: openTrajectoryStore({
+      dataDir,
+      tailPollMs: 50,
+      ...(opts.clock ? { now: opts.clock } : {}),
+    }),
     ...(opts.clock ? { clock: opts.clock } : {}),
     bootstrapKey: ADMIN_KEY,
     ...(opts.policy ? { policy: opts.policy } : {}),
