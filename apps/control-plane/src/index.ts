@@ -3,3 +3,5 @@
 export { PgAdmissionStore } from './admission-store/index.js';
 export { type LedgerDatabase, openDatabase } from './db/database.js';
 export * from './services/index.js';
+export { buildApp } from './app.js';
+export { openTrajectoryStore } from './trajectory/store.js';

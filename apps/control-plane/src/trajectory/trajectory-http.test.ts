@@ -29,11 +29,11 @@ beforeAll(async () => {
   dataDir = mkdtempSync(path.join(os.tmpdir(), 'cp-traj-test-'));
   t = await testApp({ dataDir });
   otherKey = await t.tenant('other');
-});
+}, 300_000);
 afterAll(async () => {
   await t.close();
   rmSync(dataDir, { recursive: true, force: true });
-});
+}, 60_000);
 
 async function newRun(): Promise<string> {
   const r = await call(t.app, 'POST', '/runs', { body: cmd });
@@ -73,7 +73,7 @@ async function readSse(res: Response, max = 1_000) {
   return out;
 }
 
-describe('run trajectories over HTTP', () => {
+describe('run trajectories over HTTP', { timeout: 120_000 }, () => {
   it('pages a live trajectory by offset; another tenant gets a 404', async () => {
     const runId = await newRun();
     const tr = t.core.trajectories!;
@@ -168,7 +168,7 @@ describe('run trajectories over HTTP', () => {
   });
 });
 
-describe('POST /v1/traces', () => {
+describe('POST /v1/traces', { timeout: 300_000 }, () => {
   it('routes spans naming a live run to its trajectory, in JSON and protobuf alike', async () => {
     const runJson = await newRun();
     const runProto = await newRun();
