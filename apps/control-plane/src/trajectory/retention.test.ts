@@ -56,7 +56,9 @@ describe('trajectory retention', { timeout: 300_000 }, () => {
     await t.core.trajectoryJobs!.sealDue();
     expect((await call(t.app, 'GET', `/runs/${runId}`)).body.trajectory).toBeDefined();
 
-    expect((await call(t.app, 'PUT', '/trajectory-policy', { body: { trajectoryRetentionDays: 7 } })).body).toEqual({
+    expect(
+      (await call(t.app, 'PUT', '/trajectory-policy', { body: { trajectoryRetentionDays: 7 } })).body,
+    ).toEqual({
       trajectoryRetentionDays: 7,
     });
     // Within the retention period nothing goes.
