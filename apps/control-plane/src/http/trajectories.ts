@@ -15,6 +15,7 @@ import type { AppEnv } from './env.js';
 import { API_KEY_SECURITY, createRouter, named } from './openapi.js';
 import { ProblemError, problem, problemResponses } from './problem.js';
 import { IdParam } from './schemas.js';
+import { wantsEventStream } from './sse.js';
 
 const json = <T extends z.ZodType>(schema: T, description: string) => ({
   description,
@@ -128,11 +129,18 @@ const runTrajectoryStream = createRoute({
   method: 'get',
   path: '/runs/{id}/trajectory/stream',
   tags: ['trajectories'],
-  summary: "Tails the run's trajectory over SSE: event `trajectory.event`, id = offset; ends once sealed.",
+  summary:
+    "With Accept: text/event-stream, tails the run's trajectory over SSE (event `trajectory.event`, id = offset; ends once sealed); otherwise one JSON page from the same position.",
   security: API_KEY_SECURITY,
   request: { params: IdParam, query: StreamQuery, headers: StreamHeaders },
   responses: {
-    200: { description: 'An SSE stream.', content: { 'text/event-stream': { schema: z.string() } } },
+    200: {
+      description: 'An SSE stream, or (without Accept: text/event-stream) one page.',
+      content: {
+        'text/event-stream': { schema: z.string() },
+        'application/json': { schema: TrajectoryPageSchema },
+      },
+    },
     ...problemResponses(400, 401, 404, 503),
   },
 });
@@ -293,6 +301,12 @@ export function trajectoryRoutes(deps: RouteDeps) {
       const { offset, limit } = c.req.valid('query');
       const last = c.req.valid('header')['last-event-id'];
       const from = last === undefined ? offset : Number(last) + 1;
+      // Without Accept: text/event-stream the same position answers as one JSON page (as /runs/:id/events).
+      if (!wantsEventStream(c.req.header('accept')))
+        return c.json(
+          await svc().runPage(c.get('principal'), id, { offset: from, limit: Math.min(limit, 1000) }),
+          200,
+        ) as never;
       return streamTrajectory(c, deps, svc(), id, from, limit);
     }),
   );

@@ -33,7 +33,9 @@ export class RunLocks {
   async #locked<T>(key: string, fn: (ex: Executor) => Promise<T>): Promise<T> {
     if (this.ldb.dialect === 'pglite') return fn(this.ldb.db);
     return this.ldb.db.transaction().execute(async (tx) => {
-      await sql`SELECT pg_advisory_xact_lock(${LOCK_SPACE}, hashtext(${key}))`.execute(tx);
+      // The in-process key holds U+0000, which PostgreSQL text refuses: the lock hashes a JSON pair instead.
+      const lockKey = JSON.stringify(key.split('\u0000'));
+      await sql`SELECT pg_advisory_xact_lock(${LOCK_SPACE}, hashtext(${lockKey}))`.execute(tx);
       return fn(tx);
     });
   }

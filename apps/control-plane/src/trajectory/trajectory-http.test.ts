@@ -154,14 +154,20 @@ describe('run trajectories over HTTP', { timeout: 120_000 }, () => {
     expect(got.at(-1)?.event).toBe('end');
 
     const resumed = await t.app.request(`/runs/${runId}/trajectory/stream`, {
-      headers: { authorization: `Bearer ${await t.key('admin')}`, 'last-event-id': '1' },
+      headers: {
+        authorization: `Bearer ${await t.key('admin')}`,
+        accept: 'text/event-stream',
+        'last-event-id': '1',
+      },
     });
     const again = (await readSse(resumed)).filter((m) => m.event === 'trajectory.event');
     expect(again.map((m) => m.id)).toEqual(['2', '3']);
 
     const bounded = await t.app.request(`/runs/${runId}/trajectory/stream?limit=1`, {
-      headers: { authorization: `Bearer ${await t.key('admin')}` },
+      headers: { authorization: `Bearer ${await t.key('admin')}`, accept: 'text/event-stream' },
     });
+    const asPage = await call(t.app, 'GET', `/runs/${runId}/trajectory/stream?offset=3`);
+    expect((asPage.body.items as TraceEvent[]).map((e) => e.seq)).toEqual([4]);
     const one = await readSse(bounded);
     expect(one.filter((m) => m.event === 'trajectory.event').map((m) => m.id)).toEqual(['0']);
     expect(JSON.parse(one.at(-1)!.data!)).toMatchObject({ status: 'limit' });
