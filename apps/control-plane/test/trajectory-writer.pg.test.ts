@@ -68,7 +68,7 @@ describe.runIf(LIVE_PG)('one writer per run trajectory across two replicas', { t
     );
     const page = await a.trajectories!.read('default', run.id, { offset: 0, limit: 1000 });
     expect(page.eventCount).toBe(BATCHES * PER);
-    expect(page.items.map((e) => e.seq)).toEqual(Array.from({ length: BATCHES * PER }, (_, i) => i + 1));
+    expect(page.items.map((e) => e.seq)).toEqual(Array.from({ length: BATCHES * PER }, (_, i) => i));
     // Each batch is contiguous: its five lines follow one another.
     const messages = page.items.map((e) => (e as { message: string }).message);
     for (let k = 0; k < BATCHES; k++) {

@@ -58,7 +58,9 @@ export class RunTrajectories {
     runId: string,
     page: { offset: number; limit: number },
   ): Promise<TrajectoryPage> {
-    await this.run(this.ldb.db, tenant, runId);
+    const row = await this.run(this.ldb.db, tenant, runId);
+    // Another replica may have appended: a live trajectory's head is re-read from storage (a sealed one is final).
+    if (this.ldb.dialect === 'postgres' && !row.trajectory) this.store.forget(tenant, runId);
     return mapStoreErrors(() => this.store.read(tenant, runId, page));
   }
 
