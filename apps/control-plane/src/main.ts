@@ -38,6 +38,7 @@ async function main(): Promise<void> {
   const beforeCore = performance.now();
   const core = await startCore({
     database,
+    signingKey: { file: config.signingKeyFile },
     // An explicit key is installed idempotently; otherwise one is generated only on a first start.
     ...(config.bootstrapApiKey
       ? { bootstrapKey: config.bootstrapApiKey }
@@ -53,6 +54,7 @@ async function main(): Promise<void> {
         EVERDICT_S3_REGION: config.trajectoryStorage.s3Region,
       },
     }),
+    scheduler: { lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts } },
   });
   metrics.setQueueDepthSource(() => core.queueDepth());
   log.info(
@@ -74,6 +76,7 @@ async function main(): Promise<void> {
 
   const { app, lifecycle } = buildApp({
     services: core.services,
+    keys: () => core.keys.list(),
     health: () => core.health(),
     internalToken: config.internalToken,
     metricsToken: config.metricsToken,

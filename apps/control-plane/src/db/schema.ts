@@ -60,6 +60,8 @@ export interface RunsTable {
   interval_head: string | null;
   /** The sealed trajectory's ref (run-model TrajectoryRef); null until sealed (migration 0009). */
   trajectory: ColumnType<J | null, string | null | undefined, string | null>;
+  /** Starts of this run (0007): the epoch of its current lease. */
+  attempt: ColumnType<number, number | undefined, number>;
 }
 
 export interface RunGroupsTable {
@@ -300,7 +302,18 @@ export interface TrajectoryScoresTable {
   created_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
+export interface RunLeasesTable {
+  run_id: string;
+  tenant: string;
+  holder: string;
+  epoch: Int8;
+  granted_at_ms: Int8;
+  renewed_at_ms: Int8;
+  expires_at_ms: Int8;
+}
+
 export interface Database {
+  run_leases: RunLeasesTable;
   adm_global: AdmGlobalTable;
   adm_tenants: AdmTenantsTable;
   adm_agents: AdmAgentsTable;

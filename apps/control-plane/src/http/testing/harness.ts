@@ -3,8 +3,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { OFFLINE_RUNNER } from '../../../test/core.js';
 import { testDatabase } from '../../../test/db.js';
 import { type BuiltApp, buildApp } from '../../app.js';
+import type { ExecutorLane } from '../../executors/registry.js';
 import { createMetrics, type Metrics } from '../../observability/metrics.js';
 import type { ControlPlaneServices } from '../../services/api.js';
 import { ensureTenant } from '../../services/auth.js';
@@ -47,6 +49,8 @@ export interface TestAppOptions {
   readonly clock?: () => Date;
   /** The trajectory store's data directory (default: a fresh temporary one, removed on close). */
   readonly dataDir?: string;
+  /** Executors beyond the built-in ones. Default: OFFLINE_RUNNER (command/eval/sandbox queue); `[]`: none. */
+  readonly executors?: readonly ExecutorLane[];
 }
 
 export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
@@ -63,6 +67,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     }),
     ...(opts.clock ? { clock: opts.clock } : {}),
     bootstrapKey: ADMIN_KEY,
+    executors: opts.executors ?? [OFFLINE_RUNNER],
     ...(opts.policy ? { policy: opts.policy } : {}),
     scheduler: opts.scheduler ?? { enabled: false },
     metrics: metrics.coreObserver(),
@@ -72,6 +77,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     services: opts.wrap ? opts.wrap(core.services) : core.services,
     metrics,
     health: () => core.health(),
+    keys: () => core.keys.list(),
     internalToken: INTERNAL_TOKEN,
     metricsToken: opts.metricsToken,
     maxBodyBytes: opts.maxBodyBytes ?? 64 * 1024,
