@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Core, type Principal, startCore } from '../src/services/index.js';
 import { openTrajectoryStore } from '../src/trajectory/store.js';
+import { OFFLINE_RUNNER } from './core.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
 
 announceSkippedLiveSuite('test/trajectory-writer.pg.test.ts');
@@ -27,12 +28,14 @@ describe.runIf(LIVE_PG)('one writer per run trajectory across two replicas', { t
     a = await startCore({
       databaseUrl: live.url,
       bootstrapKey: KEY,
+      executors: [OFFLINE_RUNNER],
       scheduler: { enabled: false },
       trajectories: openTrajectoryStore({ dataDir: dir }),
     });
     b = await startCore({
       databaseUrl: live.url,
       bootstrapKey: KEY,
+      executors: [OFFLINE_RUNNER],
       scheduler: { enabled: false },
       trajectories: openTrajectoryStore({ dataDir: dir }),
     });
