@@ -259,6 +259,7 @@ describe('system routes', () => {
         '/runs/{id}/record',
         '/subscriptions',
         '/subscriptions/{id}',
+        '/tenant/policy',
         '/tenants',
         '/runs/{id}/trajectory',
         '/runs/{id}/trajectory/stream',
