@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { routePath } from 'hono/route';
 import { CHALLENGE, requireApiKey, requireInternalToken } from './auth/middleware.js';
+import type { PublicKeyEntry } from './keys/registry.js';
 import { bodyLimit } from './http/body-limit.js';
 import type { RouteDeps } from './http/deps.js';
 import type { AppEnv } from './http/env.js';
@@ -32,6 +33,8 @@ export interface AppOptions {
   readonly internalToken?: string | undefined;
   /** EVERDICT_METRICS_TOKEN; /metrics shows per-tenant series only to a bearer of it (else aggregates). */
   readonly metricsToken?: string | undefined;
+  /** The public keys GET /keys lists (Core.keys.list). */
+  readonly keys?: () => Promise<readonly PublicKeyEntry[]>;
   readonly maxBodyBytes?: number;
   readonly log?: Logger;
   readonly metrics?: Metrics;
@@ -109,6 +112,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
       document,
       version: API_VERSION,
       metricsToken: opts.metricsToken,
+      keys: opts.keys,
     }),
   );
   app.route('/', runRoutes(deps));

@@ -2,6 +2,8 @@
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
+import { KeyRing } from '../keys/registry.js';
+import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from '../keys/signer.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
 import { agentBridgeService } from './agent-bridge.js';
 import type { ControlPlaneServices } from './api.js';
@@ -27,11 +29,20 @@ export interface Core {
   queueDepth(): Promise<QueueDepthRow[]>;
   /** Stops the scheduler loops (gracefully) and closes the database. */
   close(): Promise<void>;
+  /** The public keys verifiers may trust (GET /keys): this control plane's own first. */
+  keys: KeyRing;
   /** The ledger's internals, for tests and tooling (not for the HTTP layer). */
   internals: { deps: Deps; ldb: LedgerDatabase; dispatch: DispatchLoop | null; triggers: TriggerLoop | null };
 }
 
+function signerFor(options: CoreOptions): Signer {
+  const k = options.signingKey;
+  if (k && 'secretKey' in k) return signerOf(k.secretKey);
+  return k ? signerOf(loadOrCreateSecret(k.file)) : ephemeralSigner();
+}
+
 export async function startCore(options: CoreOptions = {}): Promise<Core> {
+  const signer = signerFor(options); // before the database: a bad key file fails the start cleanly
   const ldb =
     options.database ?? (await openDatabase({ databaseUrl: options.databaseUrl, dataDir: options.dataDir }));
   const clock = options.clock ?? (() => new Date());
@@ -45,6 +56,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     queueStats: new QueueStats(ldb.db, (e) =>
       options.log?.('warn', 'queue statistics refresh failed', { error: String(e) }),
     ),
+    signer,
   };
   const policy = { ...DEFAULT_POLICY, ...options.policy };
   let bootstrap: BootstrapOutcome | null;
@@ -89,6 +101,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       }
     },
     queueDepth: () => queueDepth(deps.db),
+    keys: new KeyRing(signer),
     async close() {
       await dispatch?.stop();
       await triggers?.stop();

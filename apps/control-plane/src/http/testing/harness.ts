@@ -56,6 +56,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     services: opts.wrap ? opts.wrap(core.services) : core.services,
     metrics,
     health: () => core.health(),
+    keys: () => core.keys.list(),
     internalToken: INTERNAL_TOKEN,
     metricsToken: opts.metricsToken,
     maxBodyBytes: opts.maxBodyBytes ?? 64 * 1024,
