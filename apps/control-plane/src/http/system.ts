@@ -39,7 +39,7 @@ const keysRoute = createRoute({
   path: '/keys',
   tags: ['system'],
   summary:
-    'The Ed25519 public keys that sign attestations: the control plane\'s own (`kind: control-plane`), then registered runners\'. Pass them to `everdict-runrecord verify --trust-key`.',
+    "The Ed25519 public keys that sign attestations: the control plane's own (`kind: control-plane`), then registered runners'. Pass them to `everdict-runrecord verify --trust-key`.",
   responses: {
     200: { description: 'The keys.', content: { 'application/json': { schema: KeysSchema } } },
   },

@@ -59,4 +59,3 @@ export function loadOrCreateSecret(file: string): Uint8Array {
   if (!SECRET_HEX.test(text)) throw new Error(`signing key ${file} is not 64 lowercase hex characters`);
   return new Uint8Array(Buffer.from(text, 'hex'));
 }
-

@@ -16,9 +16,9 @@ import {
   type Outcome,
   reopenRecord,
   verifyWire,
-  type WireRecord,
   type WireAttestation,
   type WireAttestations,
+  type WireRecord,
   type WireSegment,
 } from '@everdict/runrecord';
 import { json } from '../db/numeric.js';

@@ -34,7 +34,12 @@ const view = (r: Row): HarnessView => ({
 const sameBody = (a: Harness, b: Harness) =>
   a.image === b.image && JSON.stringify(a.command) === JSON.stringify(b.command);
 
-async function find(ex: Executor, tenant: string, id: string, version: string): Promise<HarnessView | undefined> {
+async function find(
+  ex: Executor,
+  tenant: string,
+  id: string,
+  version: string,
+): Promise<HarnessView | undefined> {
   const row = await ex
     .selectFrom('harnesses')
     .selectAll()
@@ -100,7 +105,12 @@ export async function listHarnesses(deps: Deps, p: Principal): Promise<HarnessVi
 }
 
 /** A tenant's harness version, or 404. */
-export async function resolveHarness(ex: Executor, tenant: string, id: string, version: string): Promise<Harness> {
+export async function resolveHarness(
+  ex: Executor,
+  tenant: string,
+  id: string,
+  version: string,
+): Promise<Harness> {
   const h = await find(ex, tenant, id, version);
   if (!h) throw notFound('harness', `${id}@${version}`);
   return { id: h.id, version: h.version, image: h.image, command: h.command };

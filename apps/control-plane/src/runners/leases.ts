@@ -102,7 +102,9 @@ async function leaseOf(tx: Tx, r: RunRow, epoch: number): Promise<Lease> {
   const subject = r.subject as Record<string, unknown>;
   const ref = subject.harness as { id?: string; version?: string } | undefined;
   const harness =
-    r.kind === 'eval' && ref?.id && ref.version ? await resolveHarness(tx, r.tenant_id, ref.id, ref.version) : undefined;
+    r.kind === 'eval' && ref?.id && ref.version
+      ? await resolveHarness(tx, r.tenant_id, ref.id, ref.version)
+      : undefined;
   return {
     runId: r.id,
     tenant: r.tenant_id,
@@ -146,7 +148,10 @@ export async function heartbeat(
       AND l.expires_at_ms >= ${nowMs}::bigint AND r.id = l.run_id AND r.status = 'running'
     RETURNING l.run_id`.execute(deps.db);
   const alive = new Set(kept.rows.map((k) => k.run_id));
-  return { lost: held.filter((h) => !alive.has(h.runId)).map((h) => h.runId), draining: runner.state === 'draining' };
+  return {
+    lost: held.filter((h) => !alive.has(h.runId)).map((h) => h.runId),
+    draining: runner.state === 'draining',
+  };
 }
 
 /** The runner's current lease of a run under `epoch`, locked; anything else is 409 `stale_lease`. */
@@ -179,7 +184,13 @@ export const staleLease = (runId: string, epoch: number) =>
  * its admission time, so aging puts it ahead). The interval nobody reported leaves no segment. The lease row
  * is deactivated; a run no longer running (settled, cancelled) only loses its lease.
  */
-export async function requeueRun(tx: Tx, deps: Deps, tenant: string, runId: string, reason: string): Promise<boolean> {
+export async function requeueRun(
+  tx: Tx,
+  deps: Deps,
+  tenant: string,
+  runId: string,
+  reason: string,
+): Promise<boolean> {
   const row = await lockRun(tx, tenant, runId);
   await tx.updateTable('runner_leases').set({ active: false }).where('run_id', '=', runId).execute();
   if (!row || row.status !== 'running') return false;
@@ -195,7 +206,13 @@ export async function requeueRun(tx: Tx, deps: Deps, tenant: string, runId: stri
   const cls = slot.class as RunClass;
   await tx
     .updateTable('runs')
-    .set({ status: 'queued', updated_at: now, started_at: null, interval_started_at: null, interval_head: null })
+    .set({
+      status: 'queued',
+      updated_at: now,
+      started_at: null,
+      interval_started_at: null,
+      interval_head: null,
+    })
     .where('id', '=', runId)
     .execute();
   await tx
@@ -228,7 +245,8 @@ export async function expireRunnerLeases(tx: Tx, deps: Deps, runnerId: string): 
     .orderBy('run_id')
     .execute();
   const out: string[] = [];
-  for (const l of leases) if (await requeueRun(tx, deps, l.tenant_id, l.run_id, 'runner_revoked')) out.push(l.run_id);
+  for (const l of leases)
+    if (await requeueRun(tx, deps, l.tenant_id, l.run_id, 'runner_revoked')) out.push(l.run_id);
   return out;
 }
 

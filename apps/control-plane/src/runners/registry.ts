@@ -11,7 +11,7 @@ import { ControlPlaneError, notFound } from '../errors.js';
 import type { PublicKeyEntry } from '../keys/registry.js';
 import type { Deps } from '../services/context.js';
 import type { Principal } from '../services/types.js';
-import { Capabilities, PairingTokenInput, PairInput } from './schemas.js';
+import { Capabilities, PairInput, PairingTokenInput } from './schemas.js';
 
 /** A pairing token is good for this long, once. */
 export const PAIRING_TOKEN_TTL_MS = 15 * 60 * 1000;
@@ -71,7 +71,10 @@ function requireAdmin(p: Principal): void {
   if (p.role !== 'admin') throw new ControlPlaneError('forbidden', 'admin role required');
 }
 
-const parse = <T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: unknown } }, v: unknown): T => {
+const parse = <T>(
+  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: unknown } },
+  v: unknown,
+): T => {
   const r = schema.safeParse(v);
   if (!r.success) throw r.error;
   return r.data;
@@ -107,7 +110,9 @@ export async function mintPairingToken(
 /** The index rows of a runner's capabilities: one per kind × image. */
 function imageRows(runnerId: string, tenantId: string | null, caps: Capabilities) {
   const images = [...new Set(caps.images)];
-  return caps.kinds.flatMap((kind) => images.map((image) => ({ runner_id: runnerId, tenant_id: tenantId, kind, image })));
+  return caps.kinds.flatMap((kind) =>
+    images.map((image) => ({ runner_id: runnerId, tenant_id: tenantId, kind, image })),
+  );
 }
 
 /** Redeem a pairing token (single use, before it expires): a runner id and its credential (shown once). */
@@ -143,7 +148,10 @@ export async function pair(deps: Deps, raw: unknown): Promise<{ runnerId: string
         revoked_at: null,
       })
       .execute();
-    await tx.insertInto('runner_images').values(imageRows(runnerId, claimed.tenant_id, input.capabilities)).execute();
+    await tx
+      .insertInto('runner_images')
+      .values(imageRows(runnerId, claimed.tenant_id, input.capabilities))
+      .execute();
     return { runnerId, credential };
   });
 }
@@ -173,11 +181,7 @@ export async function listRunners(deps: Deps, p: Principal): Promise<RunnerView[
     .selectFrom('runner_leases')
     .select(['runner_id', sql<number>`count(*)::int`.as('n')])
     .where('active', '=', true)
-    .where(
-      'runner_id',
-      'in',
-      rows.length === 0 ? [''] : rows.map((r) => r.id),
-    )
+    .where('runner_id', 'in', rows.length === 0 ? [''] : rows.map((r) => r.id))
     .groupBy('runner_id')
     .execute();
   const counts = new Map(held.map((h) => [h.runner_id, Number(h.n)]));

@@ -1,9 +1,13 @@
 // Composition root of the ledger + application layer: open the database, bootstrap, services, scheduler.
+
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
-import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { KeyRing } from '../keys/registry.js';
 import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from '../keys/signer.js';
+import { LeaseWaiters, runnerService } from '../runners/service.js';
+import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
 import { agentBridgeService } from './agent-bridge.js';
 import type { ControlPlaneServices } from './api.js';
@@ -66,14 +70,28 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     await ldb.close();
     throw e;
   }
+  const placement = options.placement ?? 'runners';
+  const waiters = new LeaseWaiters(deps, options.scheduler?.pollMs ?? 1000);
+  const runners = runnerService(deps, waiters, {
+    artifactsDir:
+      options.artifactsDir ??
+      (options.dataDir
+        ? path.join(options.dataDir, 'artifacts')
+        : path.join(tmpdir(), `everdict-artifacts-${process.pid}`)),
+    pollMs: options.scheduler?.pollMs ?? 1000,
+  });
   const services: ControlPlaneServices = withStorableGuard({
     auth: authService(deps, policy),
-    runs: runService(deps),
+    runs: runService(deps, placement),
     events: eventFeed(deps, options.scheduler?.pollMs ?? 1000),
-    groups: groupService(deps, options.judge),
+    groups: groupService(deps, options.judge, placement),
     subscriptions: subscriptionService(deps),
     agentBridge: agentBridgeService(deps),
+    runners,
   });
+  await waiters.start();
+  const keys = new KeyRing(signer);
+  keys.addSource(() => runners.keys());
   const sched = options.scheduler ?? {};
   let dispatch: DispatchLoop | null = null;
   let triggers: TriggerLoop | null = null;
@@ -101,8 +119,9 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       }
     },
     queueDepth: () => queueDepth(deps.db),
-    keys: new KeyRing(signer),
+    keys,
     async close() {
+      await waiters.stop();
       await dispatch?.stop();
       await triggers?.stop();
       await deps.queueStats.settled();

@@ -82,6 +82,13 @@ export interface CoreOptions {
    * make the key to install; `Core.bootstrap.generatedKey` then carries it, to be shown once.
    */
   generateBootstrapKey?: () => string;
+  /**
+   * `runners` (default): a command/eval/sandbox run is refused 422 `no_placement` unless a registered,
+   * non-revoked runner declares its kind and image; `open`: no such check (tests of other parts).
+   */
+  placement?: import('../runners/placement.js').PlacementMode;
+  /** Where runners' artifacts are stored (default: `<dataDir>/artifacts`, else a temporary directory). */
+  artifactsDir?: string;
   /** Decides `judge` graders (model-based grading). Absent → such graders are a 400 judge_unavailable. */
   judge?: import('@everdict/run-model').Judge;
   clock?: Clock;
