@@ -65,6 +65,9 @@ export async function appendRunnerEvents(
   raw: unknown,
 ): Promise<{ eventCount: number }> {
   const input = parse(EventsInput, raw);
+  const foreign = input.events.find((e) => e.runId !== runId);
+  if (foreign)
+    throw new ControlPlaneError('bad_request', `an event of run ${foreign.runId} reported for run ${runId}`);
   return withTx(deps.db, async (tx) => {
     await lockLease(tx, runner, runId, input.epoch, deps.clock().getTime());
     const last = await tx
