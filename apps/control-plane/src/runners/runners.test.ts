@@ -13,8 +13,9 @@ import {
 } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, call, INTERNAL_TOKEN, type TestApp, testApp } from '../http/testing/harness.js';
+import { leasePolicy } from '../leases/policy.js';
 import { journalRootOf } from './intervals.js';
-import { reapExpiredLeases } from './leases.js';
+import { sweep } from './leases.js';
 
 let t: TestApp;
 let offsetMs = 0;
@@ -280,7 +281,7 @@ describe('runners', { timeout: 120_000 }, () => {
     expect(keys.find((k) => k.id === a.id)?.revokedAt).toBeTruthy();
     // A lease nobody heartbeats expires and its run requeues (the clock moves past leaseMs).
     offsetMs += 11_000;
-    expect(await reapExpiredLeases(t.core.internals.deps)).toContain(runId);
+    expect(await sweep(t.core.internals.deps, leasePolicy())).toContain(runId);
     expect((await call(t.app, 'GET', `/runs/${runId}`)).body.status).toBe('queued');
     const late = await call(t.app, 'POST', `/runner/v1/runs/${runId}/events`, {
       key: c.credential,

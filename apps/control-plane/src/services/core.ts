@@ -6,6 +6,7 @@ import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
 import { KeyRing } from '../keys/registry.js';
 import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from '../keys/signer.js';
+import { leasePolicy } from '../leases/policy.js';
 import { LeaseWaiters, runnerService } from '../runners/service.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
@@ -28,7 +29,8 @@ export interface Core {
   /** What this start did to tenant `default` (null when neither a key nor a generator was given). */
   bootstrap: BootstrapOutcome | null;
   /** Liveness of the ledger database. */
-  health(): Promise<{ ok: boolean; dialect: 'postgres' | 'pglite' }>;
+  /** Does the ledger answer within 3 s? `reason` says why not. */
+  health(): Promise<{ ok: boolean; dialect: 'postgres' | 'pglite'; reason?: string }>;
   /** Queued runs per tenant and class, read from the ledger (every replica agrees). For /metrics. */
   queueDepth(): Promise<QueueDepthRow[]>;
   /** Stops the scheduler loops (gracefully) and closes the database. */
@@ -71,7 +73,8 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     throw e;
   }
   const placement = options.placement ?? 'runners';
-  const waiters = new LeaseWaiters(deps, options.scheduler?.pollMs ?? 1000);
+  const lease = leasePolicy(options.scheduler?.lease ?? {});
+  const waiters = new LeaseWaiters(deps, lease);
   const runners = runnerService(deps, waiters, {
     artifactsDir:
       options.artifactsDir ??
@@ -79,6 +82,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
         ? path.join(options.dataDir, 'artifacts')
         : path.join(tmpdir(), `everdict-artifacts-${process.pid}`)),
     pollMs: options.scheduler?.pollMs ?? 1000,
+    lease,
   });
   const services: ControlPlaneServices = withStorableGuard({
     auth: authService(deps, policy),
@@ -100,7 +104,8 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       pollMs: sched.pollMs ?? 1000,
       concurrency: sched.inlineConcurrency ?? 8,
       timeoutMs: sched.inlineTimeoutMs ?? 30_000,
-      ...(sched.inlineReapAfterMs === undefined ? {} : { reapAfterMs: sched.inlineReapAfterMs }),
+      lease,
+      ...(sched.replicaId === undefined ? {} : { holder: sched.replicaId }),
     });
     triggers = new TriggerLoop(deps, sched.pollMs ?? 1000);
     await dispatch.start();
@@ -111,11 +116,17 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     dialect: ldb.dialect,
     bootstrap,
     async health() {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('no answer within 3 s')), 3_000);
+      });
       try {
-        await deps.db.selectFrom('tenants').select('id').limit(1).execute();
+        await Promise.race([deps.db.selectFrom('tenants').select('id').limit(1).execute(), late]);
         return { ok: true, dialect: ldb.dialect };
-      } catch {
-        return { ok: false, dialect: ldb.dialect };
+      } catch (e) {
+        return { ok: false, dialect: ldb.dialect, reason: e instanceof Error ? e.message : String(e) };
+      } finally {
+        clearTimeout(timer);
       }
     },
     queueDepth: () => queueDepth(deps.db),

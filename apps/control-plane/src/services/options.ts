@@ -38,8 +38,8 @@ export interface SchedulerOptions {
   inlineConcurrency?: number;
   /** Inline analysis timeout. Default 30 s. */
   inlineTimeoutMs?: number;
-  /** Fail inline runs still running this long after their start: their executor is gone. Default 2 × timeout + 30 s. */
-  inlineReapAfterMs?: number;
+  /** The lease rule (leases/): `leaseMs` (EVERDICT_LEASE_MS), `maxAttempts` (EVERDICT_MAX_ATTEMPTS), heartbeat, sweep. */
+  lease?: import('../leases/policy.js').LeasePolicyInput;
   /** Names this replica in logs and lease columns. */
   replicaId?: string;
 }
