@@ -39,6 +39,8 @@ export const BACKLOG_FACTOR = 4;
 
 export class DispatchLoop {
   private readonly executing = new Set<Promise<void>>();
+  /** The executions in flight by run id: aborted when their run stops running (a cancel, on any replica). */
+  private readonly controllers = new Map<string, AbortController>();
   private readonly settling = new Set<Promise<void>>();
   private readonly loop: WakeLoop;
   private readonly settler: SettleBatcher;
@@ -97,7 +99,28 @@ export class DispatchLoop {
     return Math.min(slots, backlog);
   }
 
+  /** Executions in flight in this replica. */
+  get executingCount(): number {
+    return this.executing.size;
+  }
+
+  /**
+   * Abort the executions whose run is no longer running (cancelled: the cancel's NOTIFY on the dispatch
+   * channel wakes every replica; the poll catches the rest).
+   */
+  private async abortStopped(): Promise<void> {
+    if (this.controllers.size === 0) return;
+    const rows = await this.deps.db
+      .selectFrom('runs')
+      .select(['id', 'status'])
+      .where('id', 'in', [...this.controllers.keys()])
+      .where('status', '!=', 'running')
+      .execute();
+    for (const r of rows) this.controllers.get(r.id)?.abort(`run ${r.status}`);
+  }
+
   private async cycle(): Promise<void> {
+    await this.abortStopped();
     await this.sweepIfDue();
     for (;;) {
       const capacity = this.capacity();
@@ -129,11 +152,14 @@ export class DispatchLoop {
   }
 
   private execute(tenant: string, runId: string, epoch: number, subject: unknown): void {
-    const run = executeInline(this.deps, tenant, runId, subject, this.opts.timeoutMs);
+    const cancel = new AbortController();
+    this.controllers.set(runId, cancel);
+    const run = executeInline(this.deps, tenant, runId, subject, this.opts.timeoutMs, cancel.signal);
     const slot = run
       .then((f) => this.handOver({ ...f, epoch }))
       .catch((e: unknown) => this.deps.log('error', 'inline execution failed', { error: String(e) }))
       .finally(() => {
+        this.controllers.delete(runId);
         this.executing.delete(slot);
         this.wakeSoon();
       });

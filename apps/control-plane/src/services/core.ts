@@ -4,9 +4,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
+import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from '../executors/registry.js';
 import { KeyRing } from '../keys/registry.js';
 import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from '../keys/signer.js';
 import { leasePolicy } from '../leases/policy.js';
+import { RUNNER_INDEX } from '../runners/placement.js';
 import { LeaseWaiters, runnerService } from '../runners/service.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
@@ -37,6 +39,8 @@ export interface Core {
   close(): Promise<void>;
   /** The public keys verifiers may trust (GET /keys): this control plane's own first. */
   keys: KeyRing;
+  /** The executors every create door consults (register a runner's lane here). */
+  executors: ExecutorRegistry;
   /** The ledger's internals, for tests and tooling (not for the HTTP layer). */
   internals: { deps: Deps; ldb: LedgerDatabase; dispatch: DispatchLoop | null; triggers: TriggerLoop | null };
 }
@@ -63,6 +67,12 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       options.log?.('warn', 'queue statistics refresh failed', { error: String(e) }),
     ),
     signer,
+    executors: new ExecutorRegistry([
+      INLINE_ANALYSIS,
+      AGENT_BRIDGE,
+      RUNNER_INDEX,
+      ...(options.executors ?? []),
+    ]),
   };
   const policy = { ...DEFAULT_POLICY, ...options.policy };
   let bootstrap: BootstrapOutcome | null;
@@ -72,7 +82,6 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     await ldb.close();
     throw e;
   }
-  const placement = options.placement ?? 'runners';
   const lease = leasePolicy(options.scheduler?.lease ?? {});
   const waiters = new LeaseWaiters(deps, lease);
   const runners = runnerService(deps, waiters, {
@@ -86,9 +95,9 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   });
   const services: ControlPlaneServices = withStorableGuard({
     auth: authService(deps, policy),
-    runs: runService(deps, placement),
+    runs: runService(deps),
     events: eventFeed(deps, options.scheduler?.pollMs ?? 1000),
-    groups: groupService(deps, options.judge, placement),
+    groups: groupService(deps, options.judge),
     subscriptions: subscriptionService(deps),
     agentBridge: agentBridgeService(deps),
     runners,
@@ -131,6 +140,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     },
     queueDepth: () => queueDepth(deps.db),
     keys,
+    executors: deps.executors,
     async close() {
       await waiters.stop();
       await dispatch?.stop();
