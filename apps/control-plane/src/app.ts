@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { routePath } from 'hono/route';
 import { CHALLENGE, requireApiKey, requireInternalToken } from './auth/middleware.js';
+import { ControlPlaneError } from './errors.js';
 import { bodyLimit } from './http/body-limit.js';
 import type { RouteDeps } from './http/deps.js';
 import type { AppEnv } from './http/env.js';
@@ -14,10 +15,12 @@ import { guardJsonBodies } from './http/json-guard.js';
 import { Lifecycle } from './http/lifecycle.js';
 import { createRouter, openApiDocument } from './http/openapi.js';
 import { errorToProblem, problem, sendProblem } from './http/problem.js';
+import { requireRunner, runnerRoutes } from './http/runners.js';
 import { runRoutes } from './http/runs.js';
 import { subscriptionRoutes } from './http/subscriptions.js';
 import { systemRoutes } from './http/system.js';
 import { tenantRoutes } from './http/tenants.js';
+import type { PublicKeyEntry } from './keys/registry.js';
 import { type Logger, silentLogger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import type { ControlPlaneServices } from './services/api.js';
@@ -32,6 +35,8 @@ export interface AppOptions {
   readonly internalToken?: string | undefined;
   /** EVERDICT_METRICS_TOKEN; /metrics shows per-tenant series only to a bearer of it (else aggregates). */
   readonly metricsToken?: string | undefined;
+  /** The public keys GET /keys lists (Core.keys.list). */
+  readonly keys?: () => Promise<readonly PublicKeyEntry[]>;
   readonly maxBodyBytes?: number;
   readonly log?: Logger;
   readonly metrics?: Metrics;
@@ -48,7 +53,19 @@ export interface BuiltApp {
 }
 
 /** Paths behind an API key. Anything else is a system route, internal, or a 404 problem. */
-const PUBLIC_PREFIXES = ['/runs', '/groups', '/subscriptions', '/tenants', '/api-keys'] as const;
+const PUBLIC_PREFIXES = [
+  '/runs',
+  '/groups',
+  '/subscriptions',
+  '/tenants',
+  '/api-keys',
+  '/runners',
+  '/harnesses',
+] as const;
+/** Under a public prefix but authenticated by what it carries (the pairing token is the credential). */
+const NO_API_KEY = new Set(['/runners/pair']);
+/** Streamed uploads: never buffered by the body limit. */
+const STREAMED = /^\/runner\/v1\/runs\/[^/]+\/artifacts$/;
 
 export function buildApp(opts: AppOptions): BuiltApp {
   const log = opts.log ?? silentLogger();
@@ -86,13 +103,23 @@ export function buildApp(opts: AppOptions): BuiltApp {
   // 2. Draining: refuse writes, count in-flight requests.
   app.use('*', lifecycle.middleware());
   // 3. Bodies beyond the limit are a 413 problem, counted before anything reads them (the connection stays usable).
-  app.use('*', bodyLimit(opts.maxBodyBytes ?? 1024 * 1024));
+  const limit = bodyLimit(opts.maxBodyBytes ?? 1024 * 1024);
+  app.use('*', (c, next) => (c.req.method === 'PUT' && STREAMED.test(c.req.path) ? next() : limit(c, next)));
   // 4. What PostgreSQL cannot store (NUL, lone surrogates, nesting past 128) is refused as bad input.
   app.use('*', guardJsonBodies());
   // 5. Auth by path: API keys on the public API, the service token on /internal/*.
-  const apiKey = requireApiKey(opts.services.auth);
+  const keyed = requireApiKey(opts.services.auth);
+  const apiKey: typeof keyed = (c, next) => (NO_API_KEY.has(c.req.path) ? next() : keyed(c, next));
   for (const prefix of PUBLIC_PREFIXES) app.use(prefix, apiKey).use(`${prefix}/*`, apiKey);
   app.use('/internal/*', requireInternalToken(opts.internalToken));
+  app.use(
+    '/runner/v1/*',
+    requireRunner(() => {
+      if (!opts.services.runners)
+        throw new ControlPlaneError('route_not_found', 'this control plane has no runners');
+      return opts.services.runners;
+    }),
+  );
 
   let cachedDocument: unknown;
   const document = () => {
@@ -109,6 +136,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
       document,
       version: API_VERSION,
       metricsToken: opts.metricsToken,
+      keys: opts.keys,
     }),
   );
   app.route('/', runRoutes(deps));
@@ -116,6 +144,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.route('/', subscriptionRoutes(deps));
   app.route('/', tenantRoutes(deps));
   app.route('/', internalRoutes(deps));
+  app.route('/', runnerRoutes(deps));
 
   app.notFound((c) =>
     sendProblem(c, problem('route_not_found', `no route for ${c.req.method} ${c.req.path}`)),

@@ -14,6 +14,7 @@ const EnvSchema = z.object({
   HOST: optionalString,
   DATABASE_URL: optionalString,
   EVERDICT_DATA_DIR: optionalString,
+  EVERDICT_SIGNING_KEY_FILE: optionalString,
   EVERDICT_BOOTSTRAP_API_KEY: optionalString.pipe(z.string().min(16).max(512).optional()),
   EVERDICT_INTERNAL_TOKEN: optionalString.pipe(z.string().min(16).max(512).optional()),
   EVERDICT_METRICS_TOKEN: optionalString.pipe(z.string().min(16).max(512).optional()),
@@ -35,6 +36,8 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   /** Where PGlite's files and local objects live. */
   readonly dataDir: string;
+  /** The control plane's Ed25519 key file (created mode 0600 on first start): default `<dataDir>/keys/control-plane.ed25519`. */
+  readonly signingKeyFile: string;
   /** When set, a first start creates tenant `default` with this admin key; unset → one is generated. */
   readonly bootstrapApiKey: string | undefined;
   /** Service token for `/internal/*`; unset → internal endpoints refuse every call. */
@@ -66,6 +69,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     host: e.HOST,
     databaseUrl: e.DATABASE_URL,
     dataDir: path.resolve(cwd, e.EVERDICT_DATA_DIR ?? '.everdict'),
+    signingKeyFile: e.EVERDICT_SIGNING_KEY_FILE
+      ? path.resolve(cwd, e.EVERDICT_SIGNING_KEY_FILE)
+      : path.join(path.resolve(cwd, e.EVERDICT_DATA_DIR ?? '.everdict'), 'keys', 'control-plane.ed25519'),
     bootstrapApiKey: e.EVERDICT_BOOTSTRAP_API_KEY,
     internalToken: e.EVERDICT_INTERNAL_TOKEN,
     metricsToken: e.EVERDICT_METRICS_TOKEN,

@@ -37,6 +37,7 @@ async function main(): Promise<void> {
   const beforeCore = performance.now();
   const core = await startCore({
     database,
+    signingKey: { file: config.signingKeyFile },
     // An explicit key is installed idempotently; otherwise one is generated only on a first start.
     ...(config.bootstrapApiKey
       ? { bootstrapKey: config.bootstrapApiKey }
@@ -62,6 +63,7 @@ async function main(): Promise<void> {
 
   const { app, lifecycle } = buildApp({
     services: core.services,
+    keys: () => core.keys.list(),
     health: () => core.health(),
     internalToken: config.internalToken,
     metricsToken: config.metricsToken,

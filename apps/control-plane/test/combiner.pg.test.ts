@@ -20,7 +20,12 @@ describe.runIf(LIVE_PG)('two replicas combining creates on one PostgreSQL', () =
 
   beforeAll(async () => {
     live = await createLiveDatabase();
-    const opts = { databaseUrl: live.url, bootstrapKey: KEY, scheduler: { pollMs: 100 } };
+    const opts = {
+      databaseUrl: live.url,
+      bootstrapKey: KEY,
+      placement: 'open' as const,
+      scheduler: { pollMs: 100 },
+    };
     a = await startCore(opts);
     b = await startCore(opts);
     pa = await a.services.auth.authenticate(KEY);

@@ -22,6 +22,7 @@ describe.runIf(LIVE_PG)('two replicas on one PostgreSQL', () => {
     const opts = {
       databaseUrl: live.url,
       bootstrapKey: KEY,
+      placement: 'open' as const,
       policy: { maxInFlight: 4, maxQueued: 2_000 },
       scheduler: { pollMs: 100, inlineConcurrency: 12 },
     };

@@ -18,6 +18,8 @@ export async function testCore(
   const { poolSize, ...coreOptions } = options;
   const database = await testDatabase(poolSize === undefined ? {} : { poolSize });
   const core = await startCore({
+    // Tests of other parts queue driver runs nobody takes; runner tests pass `placement: 'runners'`.
+    placement: 'open',
     ...coreOptions,
     database,
     bootstrapKey: BOOTSTRAP_KEY,

@@ -259,7 +259,82 @@ export interface AdmVtimeTable {
   v: number;
 }
 
+// ---- runners (0008) ----
+export interface RunnersTable {
+  id: string;
+  /** null: a shared runner (paired through the service token). */
+  tenant_id: string | null;
+  name: string;
+  public_key: string;
+  credential_hash: string;
+  capabilities: Jsonb<J>;
+  state: 'active' | 'draining' | 'revoked';
+  created_at: Ts;
+  last_heartbeat_at: Ts | null;
+  revoked_at: Ts | null;
+}
+
+export interface RunnerPairingTokensTable {
+  token_hash: string;
+  tenant_id: string | null;
+  name: string;
+  created_by: string;
+  created_at: Ts;
+  expires_at: Ts;
+  used_at: Ts | null;
+  runner_id: string | null;
+}
+
+export interface RunnerImagesTable {
+  runner_id: string;
+  tenant_id: string | null;
+  kind: string;
+  image: string;
+}
+
+export interface RunnerLeasesTable {
+  run_id: string;
+  tenant_id: string;
+  runner_id: string;
+  epoch: number;
+  active: boolean;
+  granted_at_ms: Int8;
+  expires_at_ms: Int8;
+}
+
+export interface RunnerEventsTable {
+  run_id: string;
+  epoch: number;
+  seq: number;
+  event: Jsonb<J>;
+}
+
+export interface RunnerArtifactsTable {
+  run_id: string;
+  epoch: number;
+  path: string;
+  address: string;
+  size: Int8;
+}
+
+export interface HarnessesTable {
+  tenant_id: string;
+  id: string;
+  version: string;
+  image: string;
+  command: Jsonb<string[]>;
+  created_by: string;
+  created_at: Ts;
+}
+
 export interface Database {
+  runners: RunnersTable;
+  runner_pairing_tokens: RunnerPairingTokensTable;
+  runner_images: RunnerImagesTable;
+  runner_leases: RunnerLeasesTable;
+  runner_events: RunnerEventsTable;
+  runner_artifacts: RunnerArtifactsTable;
+  harnesses: HarnessesTable;
   adm_global: AdmGlobalTable;
   adm_tenants: AdmTenantsTable;
   adm_agents: AdmAgentsTable;

@@ -2,6 +2,7 @@
 // the metrics token), and the OpenAPI document.
 import { createRoute, z } from '@hono/zod-openapi';
 import { bearerSecret, constantTimeEqual } from '../auth/secrets.js';
+import type { PublicKeyEntry } from '../keys/registry.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Lifecycle } from './lifecycle.js';
 import { createRouter } from './openapi.js';
@@ -15,7 +16,34 @@ export interface SystemDeps {
   readonly version: string;
   /** EVERDICT_METRICS_TOKEN: its bearer sees per-tenant series; everyone else sees aggregates only. */
   readonly metricsToken?: string | undefined;
+  /** The public keys verifiers may trust (Core.keys.list); absent → an empty list. */
+  readonly keys?: (() => Promise<readonly PublicKeyEntry[]>) | undefined;
 }
+
+const KeysSchema = z
+  .object({
+    keys: z.array(
+      z.object({
+        kind: z.enum(['control-plane', 'runner']),
+        id: z.string(),
+        name: z.string().optional(),
+        key: z.string().regex(/^[0-9a-f]{64}$/),
+        revokedAt: z.string().optional(),
+      }),
+    ),
+  })
+  .openapi('Keys');
+
+const keysRoute = createRoute({
+  method: 'get',
+  path: '/keys',
+  tags: ['system'],
+  summary:
+    "The Ed25519 public keys that sign attestations: the control plane's own (`kind: control-plane`), then registered runners'. Pass them to `everdict-runrecord verify --trust-key`.",
+  responses: {
+    200: { description: 'The keys.', content: { 'application/json': { schema: KeysSchema } } },
+  },
+});
 
 const HealthSchema = z
   .object({ status: z.literal('ok'), version: z.string(), database: z.string() })
@@ -69,6 +97,8 @@ export function systemRoutes(deps: SystemDeps) {
     const { contentType, body } = await deps.metrics.render({ perTenant });
     return c.text(body, 200, { 'content-type': contentType });
   });
+
+  app.openapi(keysRoute, async (c) => c.json({ keys: [...((await deps.keys?.()) ?? [])] }, 200));
 
   // The document is generated from the route schemas, not declared as a route of its own.
   app.get('/openapi.json', (c) => c.json(deps.document() as object));

@@ -19,7 +19,7 @@ import { EVENTS_CHANNEL } from '../ledger/events.js';
 import { appendOps, intervalAttestation } from '../ledger/records.js';
 import { type RunRow, rowToRun } from '../ledger/runs.js';
 import { type Deps, nowIso } from '../services/context.js';
-import { factsToEvents, type TransitionExtras } from '../services/transition.js';
+import { factsToEvents, observedAccount, type TransitionExtras } from '../services/transition.js';
 
 const DEFAULT_METER = { watts: 5, meter: 'inline-wallclock-model' };
 /** Re-reads of runs whose row changed between read and write before giving up on them (and logging). */
@@ -93,8 +93,10 @@ export async function planSettle(
         exitCode: it.extras.interval?.exitCode ?? (outcome === 'failed' ? 1 : 0),
         journal: it.extras.interval?.journal ?? { outputs, facts },
         intervalHead: row.interval_head ?? row.record_head,
+        account: observedAccount(row.kind, it.extras.account),
       },
       at,
+      deps.signer,
     );
     const close = { op: 'close', reason: outcome === 'succeeded' ? 'completed' : 'failed' } as const;
     const rec = appendOps(row, row.segments ?? [], [a.op, close], at);

@@ -46,6 +46,8 @@ function extrasOf(input: Input): TransitionExtras {
     // run-model's Usage, validated by AgentRunEventInput (non-negative, finite): never a credit.
     ...(input.usage ? { usage: { ...input.usage } } : {}),
     ...(input.transcript ? { transcript: input.transcript } : {}),
+    ...(input.manifest ? { manifest: input.manifest } : {}),
+    ...(input.account ? { account: input.account } : {}),
     interval: {
       meter: 'agent-wallclock-model',
       watts: 2,

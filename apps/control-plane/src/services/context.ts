@@ -2,6 +2,7 @@
 import type { LedgerDatabase } from '../db/database.js';
 import type { QueueStats } from '../db/queue-stats.js';
 import type { Db } from '../db/tx.js';
+import type { Signer } from '../keys/signer.js';
 import type { Clock, CoreObserver, CoreOptions, IdGen } from './options.js';
 
 export interface Deps {
@@ -14,6 +15,8 @@ export interface Deps {
   observe: CoreObserver;
   /** Told how many entries each create enqueued; keeps the queue's planner statistics current. */
   queueStats: QueueStats;
+  /** The control plane's Ed25519 key: signs the attestations of the intervals it executes inline. */
+  signer: Signer;
 }
 
 export const DISPATCH_CHANNEL = 'everdict_dispatch';

@@ -1,6 +1,12 @@
 // Composition root of the ledger + application layer: open the database, bootstrap, services, scheduler.
+
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
+import { KeyRing } from '../keys/registry.js';
+import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from '../keys/signer.js';
+import { LeaseWaiters, runnerService } from '../runners/service.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
 import { agentBridgeService } from './agent-bridge.js';
@@ -27,11 +33,20 @@ export interface Core {
   queueDepth(): Promise<QueueDepthRow[]>;
   /** Stops the scheduler loops (gracefully) and closes the database. */
   close(): Promise<void>;
+  /** The public keys verifiers may trust (GET /keys): this control plane's own first. */
+  keys: KeyRing;
   /** The ledger's internals, for tests and tooling (not for the HTTP layer). */
   internals: { deps: Deps; ldb: LedgerDatabase; dispatch: DispatchLoop | null; triggers: TriggerLoop | null };
 }
 
+function signerFor(options: CoreOptions): Signer {
+  const k = options.signingKey;
+  if (k && 'secretKey' in k) return signerOf(k.secretKey);
+  return k ? signerOf(loadOrCreateSecret(k.file)) : ephemeralSigner();
+}
+
 export async function startCore(options: CoreOptions = {}): Promise<Core> {
+  const signer = signerFor(options); // before the database: a bad key file fails the start cleanly
   const ldb =
     options.database ?? (await openDatabase({ databaseUrl: options.databaseUrl, dataDir: options.dataDir }));
   const clock = options.clock ?? (() => new Date());
@@ -45,6 +60,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     queueStats: new QueueStats(ldb.db, (e) =>
       options.log?.('warn', 'queue statistics refresh failed', { error: String(e) }),
     ),
+    signer,
   };
   const policy = { ...DEFAULT_POLICY, ...options.policy };
   let bootstrap: BootstrapOutcome | null;
@@ -54,14 +70,28 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     await ldb.close();
     throw e;
   }
+  const placement = options.placement ?? 'runners';
+  const waiters = new LeaseWaiters(deps, options.scheduler?.pollMs ?? 1000);
+  const runners = runnerService(deps, waiters, {
+    artifactsDir:
+      options.artifactsDir ??
+      (options.dataDir
+        ? path.join(options.dataDir, 'artifacts')
+        : path.join(tmpdir(), `everdict-artifacts-${process.pid}`)),
+    pollMs: options.scheduler?.pollMs ?? 1000,
+  });
   const services: ControlPlaneServices = withStorableGuard({
     auth: authService(deps, policy),
-    runs: runService(deps),
+    runs: runService(deps, placement),
     events: eventFeed(deps, options.scheduler?.pollMs ?? 1000),
-    groups: groupService(deps, options.judge),
+    groups: groupService(deps, options.judge, placement),
     subscriptions: subscriptionService(deps),
     agentBridge: agentBridgeService(deps),
+    runners,
   });
+  await waiters.start();
+  const keys = new KeyRing(signer);
+  keys.addSource(() => runners.keys());
   const sched = options.scheduler ?? {};
   let dispatch: DispatchLoop | null = null;
   let triggers: TriggerLoop | null = null;
@@ -89,7 +119,9 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       }
     },
     queueDepth: () => queueDepth(deps.db),
+    keys,
     async close() {
+      await waiters.stop();
       await dispatch?.stop();
       await triggers?.stop();
       await deps.queueStats.settled();

@@ -67,6 +67,12 @@ export interface CoreOptions {
   /** PGlite data directory; absent (with no databaseUrl) → in-memory PGlite. */
   dataDir?: string;
   /**
+   * The control plane's Ed25519 signing key: `secretKey` (32 bytes) as is, or a `file` (64 hex chars, mode
+   * 0600) created on first start and reused after. Absent → a fresh in-memory key (tests); the process entry
+   * always passes `{ file: EVERDICT_SIGNING_KEY_FILE ?? <EVERDICT_DATA_DIR>/keys/control-plane.ed25519 }`.
+   */
+  signingKey?: { secretKey: Uint8Array } | { file: string };
+  /**
    * An explicit admin key of tenant `default` (EVERDICT_BOOTSTRAP_API_KEY): installed if its hash is not
    * stored yet, so the same key on every start adds no row. Tenant `default` is created if missing.
    */
@@ -76,6 +82,13 @@ export interface CoreOptions {
    * make the key to install; `Core.bootstrap.generatedKey` then carries it, to be shown once.
    */
   generateBootstrapKey?: () => string;
+  /**
+   * `runners` (default): a command/eval/sandbox run is refused 422 `no_placement` unless a registered,
+   * non-revoked runner declares its kind and image; `open`: no such check (tests of other parts).
+   */
+  placement?: import('../runners/placement.js').PlacementMode;
+  /** Where runners' artifacts are stored (default: `<dataDir>/artifacts`, else a temporary directory). */
+  artifactsDir?: string;
   /** Decides `judge` graders (model-based grading). Absent → such graders are a 400 judge_unavailable. */
   judge?: import('@everdict/run-model').Judge;
   clock?: Clock;

@@ -39,6 +39,10 @@ export interface TestAppOptions {
   readonly metricsToken?: string;
   /** Wrap the core's services (e.g. to make one method throw what no input can). */
   readonly wrap?: (services: ControlPlaneServices) => ControlPlaneServices;
+  /** Default `open` (driver runs queue with no runner); runner tests pass `runners`. */
+  readonly placement?: 'runners' | 'open';
+  /** The core's clock (default: the wall clock). */
+  readonly clock?: () => Date;
 }
 
 export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
@@ -47,6 +51,8 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const core = await startCore({
     database,
     bootstrapKey: ADMIN_KEY,
+    placement: opts.placement ?? 'open',
+    ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.policy ? { policy: opts.policy } : {}),
     scheduler: opts.scheduler ?? { enabled: false },
     metrics: metrics.coreObserver(),
@@ -56,6 +62,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     services: opts.wrap ? opts.wrap(core.services) : core.services,
     metrics,
     health: () => core.health(),
+    keys: () => core.keys.list(),
     internalToken: INTERNAL_TOKEN,
     metricsToken: opts.metricsToken,
     maxBodyBytes: opts.maxBodyBytes ?? 64 * 1024,
