@@ -6,6 +6,7 @@ export { RUNNER_ERROR_CODES, RunnerError, type RunnerErrorCode } from './errors.
 export { executeInterval, type IntervalDeps, type IntervalEnd } from './interval.js';
 export { Journal, type JournalOptions } from './journal.js';
 export { MAX_LINE_BYTES, pumpOutput, TAIL_BYTES, Tail } from './output.js';
+export { HttpRunnerApi, pairRunner } from './http-api.js';
 export type { RunnerApi } from './port.js';
 export * from './protocol.js';
 export { defaultStateDir, KEY_FILE, loadOrCreateKey, loadPairing, PAIRING_FILE, Pairing, savePairing } from './state.js';

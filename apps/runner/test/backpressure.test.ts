@@ -9,7 +9,15 @@ describe('back-pressure', () => {
     const script = fileURLToPath(new URL('./fixtures/print-100mb.mjs', import.meta.url));
     const run = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 280_000 });
     expect(run.status, run.stderr).toBe(0);
-    const r = JSON.parse(run.stdout.trim().split('\n').pop()!) as Record<string, number>;
+    const r = JSON.parse(run.stdout.trim().split('\n').pop()!) as {
+      bytes: number;
+      sentBytes: number;
+      batches: number;
+      events: number;
+      exitCode: number;
+      tail: number;
+      maxRssKb: number;
+    };
     expect(r.exitCode).toBe(0);
     // 100 MB of 'a' folded into lines: every character arrives as a log message, in lines of ≤ 4095.
     expect(r.events).toBe(Math.ceil(100_000_000 / 4095));
