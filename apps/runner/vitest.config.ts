@@ -3,4 +3,6 @@
 import { packageTestConfig } from '../../tooling/vitest.shared.js';
 
 // End-to-end files start a real control plane (PGlite's first start is slow on a loaded machine).
-export default packageTestConfig({ test: { hookTimeout: 300_000, testTimeout: 300_000, fileParallelism: false } });
+export default packageTestConfig({
+  test: { hookTimeout: 300_000, testTimeout: 300_000, fileParallelism: false },
+});

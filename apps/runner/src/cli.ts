@@ -53,7 +53,9 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = positionals;
   const stateDir = values['state-dir'] ?? defaultStateDir();
   const slots = Number(values.slots ?? process.env.EVERDICT_RUNNER_SLOTS ?? 4);
-  const driverKind = (values.driver ?? process.env.EVERDICT_RUNNER_DRIVER ?? 'process') as 'process' | 'kubernetes';
+  const driverKind = (values.driver ?? process.env.EVERDICT_RUNNER_DRIVER ?? 'process') as
+    | 'process'
+    | 'kubernetes';
   if (!Number.isInteger(slots) || slots < 1) throw new RunnerError('usage', '--slots is a positive integer');
   if (driverKind !== 'process' && driverKind !== 'kubernetes')
     throw new RunnerError('usage', '--driver is process or kubernetes');
@@ -69,7 +71,13 @@ async function main(argv: string[]): Promise<number> {
       name,
       capabilities: capabilitiesOf(driverKind, slots),
     });
-    await savePairing(stateDir, { url, runnerId: paired.runnerId, credential: paired.credential, publicKey: key.publicKey, name });
+    await savePairing(stateDir, {
+      url,
+      runnerId: paired.runnerId,
+      credential: paired.credential,
+      publicKey: key.publicKey,
+      name,
+    });
     process.stdout.write(`${JSON.stringify({ runnerId: paired.runnerId, publicKey: key.publicKey })}\n`);
     return 0;
   }
@@ -88,7 +96,12 @@ async function main(argv: string[]): Promise<number> {
       log,
     });
     daemon.start();
-    log('info', 'runner started', { runnerId: pairing.runnerId, url: pairing.url, slots, driver: driverKind });
+    log('info', 'runner started', {
+      runnerId: pairing.runnerId,
+      url: pairing.url,
+      slots,
+      driver: driverKind,
+    });
     await new Promise<void>((resolve) => {
       const stop = (signal: string) => {
         log('info', 'draining', { signal });

@@ -101,21 +101,23 @@ export class RunnerDaemon {
 
   #run(lease: Lease): void {
     const abort = new AbortController();
-    const done = executeInterval(lease, this.#o, abort.signal).then(
-      (how) => {
-        this.ended[how] += 1;
-        this.#log('info', `interval ${how}`, { runId: lease.runId, epoch: lease.epoch });
-      },
-      (err: unknown) => {
-        this.ended.failed += 1;
-        this.#log('error', 'interval failed', { runId: lease.runId, epoch: lease.epoch, err: String(err) });
-      },
-    ).finally(() => {
-      this.#held.delete(lease.runId);
-      const wake = this.#slotFreed;
-      this.#slotFreed = undefined;
-      wake?.();
-    });
+    const done = executeInterval(lease, this.#o, abort.signal)
+      .then(
+        (how) => {
+          this.ended[how] += 1;
+          this.#log('info', `interval ${how}`, { runId: lease.runId, epoch: lease.epoch });
+        },
+        (err: unknown) => {
+          this.ended.failed += 1;
+          this.#log('error', 'interval failed', { runId: lease.runId, epoch: lease.epoch, err: String(err) });
+        },
+      )
+      .finally(() => {
+        this.#held.delete(lease.runId);
+        const wake = this.#slotFreed;
+        this.#slotFreed = undefined;
+        wake?.();
+      });
     this.#held.set(lease.runId, { lease, abort, done });
   }
 

@@ -6,7 +6,13 @@ import { Readable as NodeReadable } from 'node:stream';
 import { createClient, dataOf, type EverdictClient, errorFromResponse } from '@everdict/client';
 import type { TraceEvent } from '@everdict/run-model';
 import type { RunnerApi } from './port.js';
-import { type Capabilities, type CompleteBody, HeartbeatAnswer, type Lease, LeasesAnswer } from './protocol.js';
+import {
+  type Capabilities,
+  type CompleteBody,
+  HeartbeatAnswer,
+  type Lease,
+  LeasesAnswer,
+} from './protocol.js';
 
 export class HttpRunnerApi implements RunnerApi {
   readonly #client: EverdictClient;
@@ -26,7 +32,9 @@ export class HttpRunnerApi implements RunnerApi {
   }
 
   async heartbeat(leases: { runId: string; epoch: number }[]) {
-    return HeartbeatAnswer.parse(dataOf(await this.#client.POST('/runner/v1/heartbeat', { body: { leases } })));
+    return HeartbeatAnswer.parse(
+      dataOf(await this.#client.POST('/runner/v1/heartbeat', { body: { leases } })),
+    );
   }
 
   async events(runId: string, epoch: number, events: TraceEvent[]): Promise<void> {
@@ -37,7 +45,9 @@ export class HttpRunnerApi implements RunnerApi {
   }
 
   async artifact(runId: string, epoch: number, path: string, body: Readable) {
-    const url = new URL(`${this.baseUrl.replace(/\/+$/, '')}/runner/v1/runs/${encodeURIComponent(runId)}/artifacts`);
+    const url = new URL(
+      `${this.baseUrl.replace(/\/+$/, '')}/runner/v1/runs/${encodeURIComponent(runId)}/artifacts`,
+    );
     url.searchParams.set('epoch', String(epoch));
     url.searchParams.set('path', path);
     const response = await fetch(url, {

@@ -12,7 +12,14 @@ import { RunnerError } from './errors.js';
 import { Journal, type JournalOptions } from './journal.js';
 import { pumpOutput, Tail } from './output.js';
 import type { RunnerApi } from './port.js';
-import { type Artifact, CommandSubject, type CompleteBody, EvalSubject, HarnessOutputs, type Lease } from './protocol.js';
+import {
+  type Artifact,
+  CommandSubject,
+  type CompleteBody,
+  EvalSubject,
+  HarnessOutputs,
+  type Lease,
+} from './protocol.js';
 
 export interface IntervalDeps {
   readonly api: RunnerApi;
@@ -42,7 +49,11 @@ function planOf(lease: Lease): Plan {
     const s = EvalSubject.safeParse(lease.spec.subject);
     if (!s.success) throw new RunnerError('bad_lease', `eval subject: ${s.error.message}`);
     if (!lease.harness) throw new RunnerError('bad_lease', 'an eval lease carries its resolved harness');
-    const caseFile = JSON.stringify({ runId: lease.runId, caseId: s.data.caseId, caseSpec: s.data.caseSpec ?? {} });
+    const caseFile = JSON.stringify({
+      runId: lease.runId,
+      caseId: s.data.caseId,
+      caseSpec: s.data.caseSpec ?? {},
+    });
     return { image: lease.harness.image, argv: lease.harness.command, eval: { caseFile } };
   }
   throw new RunnerError('bad_lease', `this runner does not execute ${lease.kind} runs`);
@@ -50,7 +61,11 @@ function planOf(lease: Lease): Plan {
 
 const aborted = (signal: AbortSignal) => signal.aborted;
 
-export async function executeInterval(lease: Lease, deps: IntervalDeps, signal: AbortSignal): Promise<IntervalEnd> {
+export async function executeInterval(
+  lease: Lease,
+  deps: IntervalDeps,
+  signal: AbortSignal,
+): Promise<IntervalEnd> {
   const plan = planOf(lease);
   const startedMs = Date.now();
   const meter = deps.meter();
@@ -71,7 +86,8 @@ export async function executeInterval(lease: Lease, deps: IntervalDeps, signal: 
       stdin: plan.eval?.caseFile ?? '{}',
       timeoutMs: 60_000,
     });
-    if (prep.exitCode !== 0) throw new RunnerError('bad_state', `could not prepare the workspace: ${utf8(prep.stderr)}`);
+    if (prep.exitCode !== 0)
+      throw new RunnerError('bad_state', `could not prepare the workspace: ${utf8(prep.stderr)}`);
     if (!plan.eval) await deps.driver.exec(handle, ['rm', '-f', 'case.json'], { timeoutMs: 60_000 });
 
     const stream = await deps.driver.stream(handle, plan.argv);
@@ -173,7 +189,8 @@ async function readHarnessResults(
   let outputs: HarnessOutputs;
   try {
     const parsed = HarnessOutputs.safeParse(JSON.parse(raw));
-    if (!parsed.success) return { problem: `out/outputs.json: ${parsed.error.issues[0]?.message ?? 'invalid'}` };
+    if (!parsed.success)
+      return { problem: `out/outputs.json: ${parsed.error.issues[0]?.message ?? 'invalid'}` };
     outputs = parsed.data;
   } catch {
     return { problem: 'out/outputs.json is not JSON' };
@@ -207,7 +224,12 @@ async function uploadOut(deps: IntervalDeps, lease: Lease, handle: SandboxHandle
     if (e.type !== 'file' || !e.path.startsWith('out/')) continue;
     const path = e.path.slice('out/'.length);
     if (path === '') continue;
-    const stored = await deps.api.artifact(lease.runId, lease.epoch, path, Readable.from([Buffer.from(e.data)]));
+    const stored = await deps.api.artifact(
+      lease.runId,
+      lease.epoch,
+      path,
+      Readable.from([Buffer.from(e.data)]),
+    );
     out.push({ name: path, uri: `artifact:${stored.address}`, bytes: stored.size, digest: stored.address });
   }
   return out;

@@ -15,7 +15,11 @@ export interface JournalOptions {
 }
 
 /** An event before the journal numbers it. */
-export type EventDraft = TraceEvent extends infer E ? (E extends unknown ? Omit<E, 'seq' | 'runId' | 'ts'> & { ts?: string } : never) : never;
+export type EventDraft = TraceEvent extends infer E
+  ? E extends unknown
+    ? Omit<E, 'seq' | 'runId' | 'ts'> & { ts?: string }
+    : never
+  : never;
 
 export class Journal {
   readonly #api: Pick<RunnerApi, 'events'>;
@@ -32,7 +36,13 @@ export class Journal {
   #failure: unknown;
   #timer: NodeJS.Timeout;
 
-  private constructor(api: Pick<RunnerApi, 'events'>, runId: string, epoch: number, digest: StreamingDigest, o: JournalOptions) {
+  private constructor(
+    api: Pick<RunnerApi, 'events'>,
+    runId: string,
+    epoch: number,
+    digest: StreamingDigest,
+    o: JournalOptions,
+  ) {
     this.#api = api;
     this.#runId = runId;
     this.#epoch = epoch;
@@ -45,7 +55,12 @@ export class Journal {
     this.#timer.unref();
   }
 
-  static async open(api: Pick<RunnerApi, 'events'>, runId: string, epoch: number, options: JournalOptions = {}): Promise<Journal> {
+  static async open(
+    api: Pick<RunnerApi, 'events'>,
+    runId: string,
+    epoch: number,
+    options: JournalOptions = {},
+  ): Promise<Journal> {
     return new Journal(api, runId, epoch, await StreamingDigest.create(), options);
   }
 
@@ -57,7 +72,12 @@ export class Journal {
   /** Appends one event; resolves at once unless the batch is full, then when it is on its way (back-pressure). */
   async append(draft: EventDraft): Promise<void> {
     if (this.#failure !== undefined) throw this.#failure;
-    const event = { ts: new Date().toISOString(), ...draft, seq: this.#seq, runId: this.#runId } as TraceEvent;
+    const event = {
+      ts: new Date().toISOString(),
+      ...draft,
+      seq: this.#seq,
+      runId: this.#runId,
+    } as TraceEvent;
     this.#seq += 1;
     const line = canonicalLine(event);
     this.#batch.push(event);

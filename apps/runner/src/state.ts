@@ -54,7 +54,10 @@ export async function loadPairing(dir: string): Promise<Pairing> {
   try {
     text = await readFile(join(dir, PAIRING_FILE), 'utf8');
   } catch {
-    throw new RunnerError('not_paired', `no pairing in ${dir}: run \`everdict-runner pair <url> <token>\` first`);
+    throw new RunnerError(
+      'not_paired',
+      `no pairing in ${dir}: run \`everdict-runner pair <url> <token>\` first`,
+    );
   }
   const parsed = Pairing.safeParse(JSON.parse(text));
   if (!parsed.success) throw new RunnerError('bad_state', `${join(dir, PAIRING_FILE)} is not a pairing`);

@@ -24,12 +24,20 @@ async function runOf(id: string) {
     id: string;
     status: string;
     attempt?: number;
-    outputs?: { exitCode?: number; result?: { stdout: string; stderr: string; truncated: boolean }; artifacts?: unknown[] };
+    outputs?: {
+      exitCode?: number;
+      result?: { stdout: string; stderr: string; truncated: boolean };
+      artifacts?: unknown[];
+    };
   };
 }
 
-async function wireRecord(id: string): Promise<{ segments: { kind?: string; body?: { kind?: string } }[] } & Record<string, unknown>> {
-  const r = await fetch(`${cp.url}/runs/${id}/record?view=wire`, { headers: { authorization: `Bearer ${cp.apiKey}` } });
+async function wireRecord(
+  id: string,
+): Promise<{ segments: { kind?: string; body?: { kind?: string } }[] } & Record<string, unknown>> {
+  const r = await fetch(`${cp.url}/runs/${id}/record?view=wire`, {
+    headers: { authorization: `Bearer ${cp.apiKey}` },
+  });
   expect(r.status).toBe(200);
   return (await r.json()) as never;
 }
@@ -47,7 +55,9 @@ async function runnerKey(name: string): Promise<string> {
 
 async function createCommandRun(command: string[]): Promise<string> {
   const created = dataOf(
-    await admin(cp.url, cp.apiKey).POST('/runs', { body: { kind: 'command', subject: { command } } as never }),
+    await admin(cp.url, cp.apiKey).POST('/runs', {
+      body: { kind: 'command', subject: { command } } as never,
+    }),
   ) as { id?: string; run?: { id: string } };
   const id = created.run?.id ?? created.id;
   if (!id) throw new Error(`no run id in ${JSON.stringify(created)}`);
@@ -62,7 +72,11 @@ describe('everdict-runner against the real control plane', () => {
     const runner = startRunner(dir);
     runners.push(runner);
 
-    const id = await createCommandRun(['sh', '-c', 'echo hello; echo oops >&2; mkdir -p out; printf art > out/a.txt']);
+    const id = await createCommandRun([
+      'sh',
+      '-c',
+      'echo hello; echo oops >&2; mkdir -p out; printf art > out/a.txt',
+    ]);
     const run = await waitFor('the command run to settle', async () => {
       const r = await runOf(id);
       return ['succeeded', 'failed', 'cancelled'].includes(r.status) ? r : undefined;
@@ -83,7 +97,9 @@ describe('everdict-runner against the real control plane', () => {
     expect(verify.stdout).toContain(key);
 
     // The same record with one attested field altered no longer verifies.
-    const tampered = JSON.parse(JSON.stringify(wire)) as { attestations: Record<string, { exit_code: number }> };
+    const tampered = JSON.parse(JSON.stringify(wire)) as {
+      attestations: Record<string, { exit_code: number }>;
+    };
     const first = Object.values(tampered.attestations)[0]!;
     first.exit_code = 7;
     const bad = spawnSync(process.execPath, [RUNRECORD_CLI, 'verify', '--trust-key', key], {

@@ -21,7 +21,8 @@ function powercap(zones: Record<string, { energy: bigint; max: bigint }>): strin
   }
   return root;
 }
-const setEnergy = (root: string, zone: string, v: bigint) => writeFileSync(join(root, zone, 'energy_uj'), `${v}\n`);
+const setEnergy = (root: string, zone: string, v: bigint) =>
+  writeFileSync(join(root, zone, 'energy_uj'), `${v}\n`);
 
 describe('EnergyMeter', () => {
   it('measures the package zones between begin and end (RAPL → measured)', async () => {

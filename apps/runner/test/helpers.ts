@@ -40,10 +40,25 @@ export function admin(url: string, apiKey: string): EverdictClient {
 export async function pair(url: string, apiKey: string, name: string, slots = 2): Promise<string> {
   const { token } = dataOf(await admin(url, apiKey).POST('/runners/pairing-tokens', { body: { name } }));
   const stateDir = scratch(`runner-${name}-`);
-  const r = spawnSync(process.execPath, [CLI, 'pair', url, token, '--name', name, '--slots', String(slots), '--state-dir', join(stateDir, 'state')], {
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
+  const r = spawnSync(
+    process.execPath,
+    [
+      CLI,
+      'pair',
+      url,
+      token,
+      '--name',
+      name,
+      '--slots',
+      String(slots),
+      '--state-dir',
+      join(stateDir, 'state'),
+    ],
+    {
+      encoding: 'utf8',
+      timeout: 120_000,
+    },
+  );
   if (r.status !== 0) throw new Error(`pair failed (${r.status}): ${r.stderr}`);
   return stateDir;
 }
@@ -55,10 +70,19 @@ export interface RunnerProcess {
 }
 
 export function startRunner(stateDir: string, env: Record<string, string> = {}): RunnerProcess {
-  const child = spawn(process.execPath, [CLI, 'start', '--state-dir', join(stateDir, 'state'), '--grace-ms', '30000'], {
-    env: { ...process.env, EVERDICT_PLACEMENT_DIR: join(stateDir, 'placement'), EVERDICT_IMAGES_DIR: join(stateDir, 'images'), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [CLI, 'start', '--state-dir', join(stateDir, 'state'), '--grace-ms', '30000'],
+    {
+      env: {
+        ...process.env,
+        EVERDICT_PLACEMENT_DIR: join(stateDir, 'placement'),
+        EVERDICT_IMAGES_DIR: join(stateDir, 'images'),
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let log = '';
   child.stdout?.on('data', (c: Buffer) => {
     log += c.toString();

@@ -1,7 +1,8 @@
 // The journal: bounded batches in order, numbered events, and a root equal to the digest of the canonical
 // JSONL of exactly what was sent (what the control plane recomputes from the events it stored).
-import { bytesToHex, blake3 } from '@everdict/runrecord';
+
 import type { TraceEvent } from '@everdict/run-model';
+import { blake3, bytesToHex } from '@everdict/runrecord';
 import { canonicalJsonl } from '@everdict/trajectory-store';
 import { describe, expect, it } from 'vitest';
 import { Journal } from '../src/index.js';

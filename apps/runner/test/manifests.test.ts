@@ -6,6 +6,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startTestApiServer, type TestApiServer } from '@everdict/placement-kubernetes/testing';
 import {
   loadAllYaml,
   type V1Deployment,
@@ -16,7 +17,6 @@ import {
   type V1Secret,
   type V1ServiceAccount,
 } from '@kubernetes/client-node';
-import { startTestApiServer, type TestApiServer } from '@everdict/placement-kubernetes/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const DIR = fileURLToPath(new URL('../../../deploy/kubernetes/', import.meta.url));
@@ -73,7 +73,9 @@ describe('deploy/kubernetes', () => {
 
   it('the Role reaches pods, their logs and exec in its namespace — and the driver’s lease, policy, quotas', () => {
     const role = one<V1Role>('Role');
-    const granted = role.rules!.flatMap((r) => r.resources!.map((res) => `${r.apiGroups![0] || 'core'}/${res}`));
+    const granted = role.rules!.flatMap((r) =>
+      r.resources!.map((res) => `${r.apiGroups![0] || 'core'}/${res}`),
+    );
     expect(granted.sort()).toEqual(
       [
         'core/pods',
@@ -119,7 +121,16 @@ describe('deploy/kubernetes', () => {
       const result = await new Promise<{ code: number; out: string }>((resolve) => {
         execFile(
           process.env.EVERDICT_KUBECTL ?? '/usr/bin/kubectl',
-          ['--kubeconfig', kubeconfig, '--cache-dir', join(dir, 'cache'), 'apply', '--validate=false', '-f', DIR],
+          [
+            '--kubeconfig',
+            kubeconfig,
+            '--cache-dir',
+            join(dir, 'cache'),
+            'apply',
+            '--validate=false',
+            '-f',
+            DIR,
+          ],
           (error, stdout, stderr) => resolve({ code: error ? 1 : 0, out: stdout + stderr }),
         );
       });
@@ -129,7 +140,12 @@ describe('deploy/kubernetes', () => {
         const stored = server.getObject(o.apiVersion, plural, o.metadata.namespace, o.metadata.name);
         expect(stored, `${o.kind}/${o.metadata.name}`).toBeDefined();
       }
-      const deployment = server.getObject('apps/v1', 'deployments', NS, 'everdict-runner') as unknown as V1Deployment;
+      const deployment = server.getObject(
+        'apps/v1',
+        'deployments',
+        NS,
+        'everdict-runner',
+      ) as unknown as V1Deployment;
       expect(deployment.spec?.template.spec?.securityContext?.runAsNonRoot).toBe(true);
     });
   });
