@@ -96,9 +96,9 @@ describe('deploy/kubernetes', () => {
     const np = one<V1NetworkPolicy>('NetworkPolicy');
     expect(np.spec?.policyTypes?.sort()).toEqual(['Egress', 'Ingress']);
     expect(np.spec?.ingress).toEqual([]);
-    expect(np.spec?.podSelector.matchLabels).toEqual({ 'app.kubernetes.io/component': 'runner' });
+    expect(np.spec?.podSelector?.matchLabels).toEqual({ 'app.kubernetes.io/component': 'runner' });
     const d = one<V1Deployment>('Deployment');
-    expect(d.spec!.template.metadata!.labels).toMatchObject(np.spec!.podSelector.matchLabels!);
+    expect(d.spec!.template.metadata!.labels).toMatchObject(np.spec!.podSelector!.matchLabels!);
     const targets = np.spec!.egress!.map((e) => e.to?.[0]?.ipBlock?.cidr ?? 'dns');
     expect(targets).toHaveLength(3);
     for (const e of np.spec!.egress!) expect(e.ports?.length).toBeGreaterThan(0);
