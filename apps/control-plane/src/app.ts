@@ -30,7 +30,7 @@ export const API_VERSION = '0.1.0';
 export interface AppOptions {
   readonly services: ControlPlaneServices;
   /** Liveness of the ledger (Core.health). */
-  readonly health: () => Promise<{ ok: boolean; dialect: string }>;
+  readonly health: () => Promise<{ ok: boolean; dialect: string; reason?: string }>;
   /** EVERDICT_INTERNAL_TOKEN; unset → /internal/* refuses every call. */
   readonly internalToken?: string | undefined;
   /** EVERDICT_METRICS_TOKEN; /metrics shows per-tenant series only to a bearer of it (else aggregates). */

@@ -25,6 +25,8 @@ const EnvSchema = z.object({
     .max(64 * 1024 * 1024)
     .default(1024 * 1024),
   EVERDICT_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  EVERDICT_LEASE_MS: z.coerce.number().int().min(50).max(3_600_000).default(10_000),
+  EVERDICT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(3),
   EVERDICT_JUDGE: z.enum(['scripted', 'none']).default('scripted'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -46,6 +48,10 @@ export interface Config {
   readonly metricsToken: string | undefined;
   readonly maxBodyBytes: number;
   readonly shutdownGraceMs: number;
+  /** A running execution's lease lasts this long without a heartbeat (EVERDICT_LEASE_MS). */
+  readonly leaseMs: number;
+  /** Starts of a run before a lost execution fails it `executor_lost` (EVERDICT_MAX_ATTEMPTS). */
+  readonly maxAttempts: number;
   /** Who decides `judge` graders: the built-in deterministic `scripted` judge, or `none` (a 400). */
   readonly judge: 'scripted' | 'none';
   readonly logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
@@ -77,6 +83,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     metricsToken: e.EVERDICT_METRICS_TOKEN,
     maxBodyBytes: e.EVERDICT_MAX_BODY_BYTES,
     shutdownGraceMs: e.EVERDICT_SHUTDOWN_GRACE_MS,
+    leaseMs: e.EVERDICT_LEASE_MS,
+    maxAttempts: e.EVERDICT_MAX_ATTEMPTS,
     judge: e.EVERDICT_JUDGE,
     logLevel: e.LOG_LEVEL,
   };

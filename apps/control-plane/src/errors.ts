@@ -51,10 +51,6 @@ export const REFUSALS = {
     status: 409,
     when: "the resuming environment's manifest is not the parked one (nothing is written)",
   },
-  stale_lease: {
-    status: 409,
-    when: "a runner's call about a run under an epoch that is not its current lease (gone or re-granted); nothing changes",
-  },
   attestation_mismatch: {
     status: 409,
     when: "a runner's interval attestation that is not signed by its key, not bound to the run, or whose journal root is not the events stored for the epoch; nothing changes",
@@ -62,6 +58,10 @@ export const REFUSALS = {
   harness_conflict: {
     status: 409,
     when: 'a harness version defined again with a different body (versions are immutable)',
+  },
+  stale_lease: {
+    status: 409,
+    when: "a result or heartbeat from a superseded attempt: its lease epoch is not the run's current one",
   },
   body_too_large: { status: 413, when: 'the body is larger than `EVERDICT_MAX_BODY_BYTES`' },
   unsupported_media_type: { status: 415, when: 'a body that is not `application/json`' },

@@ -45,6 +45,7 @@ async function main(): Promise<void> {
     ...(config.judge === 'scripted' ? { judge: scriptedJudge() } : {}),
     log: (level, msg, fields) => coreLog[level](fields ?? {}, msg),
     metrics: metrics.coreObserver(),
+    scheduler: { lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts } },
   });
   metrics.setQueueDepthSource(() => core.queueDepth());
   log.info(

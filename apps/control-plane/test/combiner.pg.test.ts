@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgAdmissionStore } from '../src/admission-store/pg-admission-store.js';
 import { ControlPlaneError } from '../src/errors.js';
 import { type Core, type Principal, startCore } from '../src/services/index.js';
+import { OFFLINE_RUNNER } from './core.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
 
 announceSkippedLiveSuite('test/combiner.pg.test.ts');
@@ -23,7 +24,7 @@ describe.runIf(LIVE_PG)('two replicas combining creates on one PostgreSQL', () =
     const opts = {
       databaseUrl: live.url,
       bootstrapKey: KEY,
-      placement: 'open' as const,
+      executors: [OFFLINE_RUNNER],
       scheduler: { pollMs: 100 },
     };
     a = await startCore(opts);

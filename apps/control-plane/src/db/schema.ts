@@ -58,6 +58,8 @@ export interface RunsTable {
   record_length: number;
   interval_started_at: Ts | null;
   interval_head: string | null;
+  /** Starts of this run (0007): the epoch of its current lease. */
+  attempt: ColumnType<number, number | undefined, number>;
 }
 
 export interface RunGroupsTable {
@@ -259,6 +261,16 @@ export interface AdmVtimeTable {
   v: number;
 }
 
+export interface RunLeasesTable {
+  run_id: string;
+  tenant: string;
+  holder: string;
+  epoch: Int8;
+  granted_at_ms: Int8;
+  renewed_at_ms: Int8;
+  expires_at_ms: Int8;
+}
+
 // ---- runners (0008) ----
 export interface RunnersTable {
   id: string;
@@ -292,16 +304,6 @@ export interface RunnerImagesTable {
   image: string;
 }
 
-export interface RunnerLeasesTable {
-  run_id: string;
-  tenant_id: string;
-  runner_id: string;
-  epoch: number;
-  active: boolean;
-  granted_at_ms: Int8;
-  expires_at_ms: Int8;
-}
-
 export interface RunnerEventsTable {
   run_id: string;
   epoch: number;
@@ -328,10 +330,10 @@ export interface HarnessesTable {
 }
 
 export interface Database {
+  run_leases: RunLeasesTable;
   runners: RunnersTable;
   runner_pairing_tokens: RunnerPairingTokensTable;
   runner_images: RunnerImagesTable;
-  runner_leases: RunnerLeasesTable;
   runner_events: RunnerEventsTable;
   runner_artifacts: RunnerArtifactsTable;
   harnesses: HarnessesTable;

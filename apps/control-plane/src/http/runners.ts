@@ -274,10 +274,10 @@ export function runnerRoutes({ services }: RouteDeps) {
   };
   const noStore = { 'cache-control': 'no-store' };
   app.openapi(mintToken, async (c) =>
-    c.json(await svc().mintPairingToken(c.get('principal'), await optionalJson(c.req.raw)), 201, noStore),
+    c.json(await svc().mintPairingToken(c.get('principal'), optionalJson(await c.req.text())), 201, noStore),
   );
   app.openapi(mintSharedToken, async (c) =>
-    c.json(await svc().mintSharedPairingToken(await optionalJson(c.req.raw)), 201, noStore),
+    c.json(await svc().mintSharedPairingToken(optionalJson(await c.req.text())), 201, noStore),
   );
   app.openapi(pairRoute, async (c) => c.json(await svc().pair(c.req.valid('json')), 201, noStore));
   app.openapi(listRoute, async (c) => c.json({ items: await svc().list(c.get('principal')) }, 200));
@@ -330,7 +330,6 @@ function runnerOf<T>(r: T | undefined): T {
 }
 
 /** An optional JSON body: none (or empty) → `{}`; otherwise parsed by the service. */
-async function optionalJson(req: Request): Promise<unknown> {
-  const text = await req.clone().text();
+function optionalJson(text: string): unknown {
   return text.trim() === '' ? {} : (JSON.parse(text) as unknown);
 }

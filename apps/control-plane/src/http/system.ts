@@ -2,16 +2,17 @@
 // the metrics token), and the OpenAPI document.
 import { createRoute, z } from '@hono/zod-openapi';
 import { bearerSecret, constantTimeEqual } from '../auth/secrets.js';
+import { DATABASE_RETRY_AFTER_SECONDS } from '../db/availability.js';
 import type { PublicKeyEntry } from '../keys/registry.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Lifecycle } from './lifecycle.js';
 import { createRouter } from './openapi.js';
-import { ProblemError, problem, problemResponses } from './problem.js';
+import { ProblemError, problem, problemResponses, sendProblem } from './problem.js';
 
 export interface SystemDeps {
   readonly metrics: Metrics;
   readonly lifecycle: Lifecycle;
-  readonly health: () => Promise<{ ok: boolean; dialect: string }>;
+  readonly health: () => Promise<{ ok: boolean; dialect: string; reason?: string }>;
   readonly document: () => unknown;
   readonly version: string;
   /** EVERDICT_METRICS_TOKEN: its bearer sees per-tenant series; everyone else sees aggregates only. */
@@ -77,14 +78,20 @@ export function systemRoutes(deps: SystemDeps) {
 
   app.openapi(healthz, async (c) => {
     if (deps.lifecycle.draining) throw new ProblemError(problem('shutting_down', 'draining'));
-    let health: { ok: boolean; dialect: string };
+    let health: { ok: boolean; dialect: string; reason?: string };
     try {
       health = await deps.health();
-    } catch {
-      health = { ok: false, dialect: 'unknown' };
+    } catch (e) {
+      health = { ok: false, dialect: 'unknown', reason: e instanceof Error ? e.message : String(e) };
     }
-    if (!health.ok)
-      throw new ProblemError(problem('database_unavailable', 'the ledger database does not answer'));
+    if (!health.ok) {
+      const reason = health.reason ?? 'no answer';
+      return sendProblem(
+        c,
+        problem('database_unavailable', `the ledger database does not answer: ${reason}`, { reason }),
+        { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
+      ) as never;
+    }
     return c.json({ status: 'ok' as const, version: deps.version, database: health.dialect }, 200);
   });
 

@@ -23,11 +23,12 @@ import { json } from '../db/numeric.js';
 import type { Executor } from '../db/tx.js';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
-import { findRun, lockRun, rowToView } from '../ledger/runs.js';
+import { release, staleLease } from '../leases/store.js';
+import { lockRun, rowToView } from '../ledger/runs.js';
 import type { Deps } from '../services/context.js';
 import { transitionTx } from '../services/lifecycle.js';
 import type { RunView } from '../services/types.js';
-import { lockLease, staleLease } from './leases.js';
+import { assertRunnerLease } from './leases.js';
 import type { RunnerIdentity } from './registry.js';
 import { ArtifactQuery, CompleteInput, EventsInput } from './schemas.js';
 
@@ -65,8 +66,11 @@ export async function appendRunnerEvents(
   raw: unknown,
 ): Promise<{ eventCount: number }> {
   const input = parse(EventsInput, raw);
+  const foreign = input.events.find((e) => e.runId !== runId);
+  if (foreign)
+    throw new ControlPlaneError('bad_request', `an event of run ${foreign.runId} reported for run ${runId}`);
   return withTx(deps.db, async (tx) => {
-    await lockLease(tx, runner, runId, input.epoch, deps.clock().getTime());
+    await assertRunnerLease(tx, runner, runId, input.epoch);
     const last = await tx
       .selectFrom('runner_events')
       .select(sql<number>`COALESCE(max(seq), -1)::int`.as('seq'))
@@ -99,7 +103,7 @@ export async function putArtifact(
   body: ReadableStream<Uint8Array> | null,
 ): Promise<{ path: string; address: string; size: number }> {
   const q = parse(ArtifactQuery, query);
-  await withTx(deps.db, (tx) => lockLease(tx, runner, runId, q.epoch, deps.clock().getTime()));
+  await withTx(deps.db, (tx) => assertRunnerLease(tx, runner, runId, q.epoch));
   await mkdir(dir, { recursive: true });
   const tmp = path.join(dir, `.tmp-${deps.ids('art')}`);
   const hash = createHash('sha256');
@@ -118,7 +122,7 @@ export async function putArtifact(
   const address = `sha256:${hash.digest('hex')}`;
   await rename(tmp, path.join(dir, address.replace(':', '-')));
   await withTx(deps.db, async (tx) => {
-    await lockLease(tx, runner, runId, q.epoch, deps.clock().getTime());
+    await assertRunnerLease(tx, runner, runId, q.epoch);
     await tx
       .insertInto('runner_artifacts')
       .values({ run_id: runId, epoch: q.epoch, path: q.path, address, size })
@@ -152,27 +156,23 @@ export async function completeRun(
   }
   const address = attestationAddress(body);
   return withTx(deps.db, async (tx) => {
-    const lease = await tx
-      .selectFrom('runner_leases')
-      .selectAll()
-      .where('run_id', '=', runId)
-      .forUpdate()
-      .executeTakeFirst();
-    if (!lease) throw staleLease(runId, input.epoch);
-    // A repeat of a completion that already settled this epoch.
-    if (!lease.active && lease.runner_id === runner.id && lease.epoch === input.epoch) {
+    const owner = await tx.selectFrom('runs').select('tenant_id').where('id', '=', runId).executeTakeFirst();
+    if (!owner) throw staleLease(runId, input.epoch, null);
+    // Lock order of the lease rule: the run row, then its lease.
+    const row = await lockRun(tx, owner.tenant_id, runId);
+    if (!row) throw staleLease(runId, input.epoch, null);
+    // A repeat of a completion that already settled this run with this very attestation, by this runner.
+    if (row.status !== 'running' && row.attempt === input.epoch && body.signature?.key === runner.publicKey) {
       const done = await tx
         .selectFrom('attestations')
         .select('address')
         .where('run_id', '=', runId)
         .where('address', '=', address)
         .executeTakeFirst();
-      const row = await findRun(tx, lease.tenant_id, runId);
-      if (done && row) return rowToView(row);
+      if (done) return rowToView(row);
     }
-    await lockLease(tx, runner, runId, input.epoch, deps.clock().getTime());
-    const row = await lockRun(tx, lease.tenant_id, runId);
-    if (!row || row.status !== 'running') throw staleLease(runId, input.epoch);
+    await assertRunnerLease(tx, runner, runId, input.epoch);
+    if (row.status !== 'running') throw staleLease(runId, input.epoch, row.attempt);
     const sig = body.signature;
     if (!sig) throw mismatch('the attestation is not signed');
     if (sig.key !== runner.publicKey)
@@ -209,12 +209,12 @@ export async function completeRun(
       ...rest,
       ...(artifacts ? { artifacts } : {}),
     };
-    const { row: settled } = await transitionTx(tx, deps, lease.tenant_id, runId, event, {
+    const { row: settled } = await transitionTx(tx, deps, row.tenant_id, runId, event, {
       outputs,
       ...(input.usage ? { usage: input.usage } : {}),
       attested: { address, body, ...(input.account ? { account: input.account } : {}) },
     });
-    await tx.updateTable('runner_leases').set({ active: false }).where('run_id', '=', runId).execute();
+    await release(tx, runId, input.epoch);
     return rowToView(settled);
   });
 }

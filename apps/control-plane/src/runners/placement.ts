@@ -1,18 +1,27 @@
-// Whether a run can be placed at all: a command/eval/sandbox run is admissible only when some registered,
-// non-revoked runner (the tenant's or a shared one) declares its kind and image — read from the ledger's
-// placement index, so every replica decides alike. Otherwise 422 `no_placement`, before anything is saved.
-// An eval run's image is its harness's (an unknown harness version is 404).
+// Whether a runner-kind run (command, eval, sandbox) can be placed at all. The executor registry
+// (executors/registry.ts, consulted synchronously at every create door) holds the lane RUNNER_INDEX for
+// these kinds: it defers to the DURABLE placement index — `runner_images`, one row per registered,
+// non-revoked runner × kind × image, read from the ledger so every replica decides alike. At the API's
+// create doors (POST /runs, POST /groups) such a run is admissible only when another lane of the registry
+// takes it (a declared in-process runner) or some runner of the tenant, or a shared one, declares its kind
+// and its image; otherwise 422 `no_placement`, before anything is saved. An eval run's image is its
+// harness's (an unknown harness version is 404).
 import { type CommandSubject, commandImage } from '@everdict/run-model';
 import type { Executor } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
+import type { ExecutorLane, Placement } from '../executors/registry.js';
+import type { Deps } from '../services/context.js';
 import { resolveHarness } from './harnesses.js';
 import { placeable } from './registry.js';
 import { RUNNER_KINDS } from './schemas.js';
 
-/** `runners`: the rule above; `open`: no check (tests of other parts that queue driver runs nobody takes). */
-export type PlacementMode = 'runners' | 'open';
-
 const isRunnerKind = (k: string): boolean => (RUNNER_KINDS as readonly string[]).includes(k);
+
+/** The registry lane of paired runners: runner kinds at driver placements; the durable index decides. */
+export const RUNNER_INDEX: ExecutorLane = {
+  name: 'runners',
+  accepts: (kind, p) => isRunnerKind(kind) && p.where !== 'inline' && p.where !== 'runtime',
+};
 
 /** The image a run of `kind` with `subject` executes in (null: not a runner kind, or a subject that does not say). */
 export async function imageOf(
@@ -33,21 +42,22 @@ export async function imageOf(
   return null;
 }
 
-/** Throw 422 `no_placement` unless a runner can take this run (a malformed subject is left to the create's 400). */
-export async function assertPlaceable(
-  ex: Executor,
-  mode: PlacementMode,
-  tenant: string,
-  spec: unknown,
-): Promise<void> {
-  if (mode === 'open' || typeof spec !== 'object' || spec === null) return;
-  const { kind, subject } = spec as { kind?: unknown; subject?: unknown };
+/** Throw 422 `no_placement` unless a runner can take this run (a malformed spec is left to the create's 400). */
+export async function assertPlaceable(deps: Deps, tenant: string, spec: unknown): Promise<void> {
+  if (typeof spec !== 'object' || spec === null) return;
+  const { kind, subject, placement } = spec as { kind?: unknown; subject?: unknown; placement?: unknown };
   if (typeof kind !== 'string' || !isRunnerKind(kind)) return;
-  const image = await imageOf(ex, tenant, kind, subject);
+  const where: Placement =
+    typeof placement === 'object' && placement !== null && typeof (placement as Placement).where === 'string'
+      ? (placement as Placement)
+      : { where: 'driver' };
+  if (deps.executors.takers(kind, where).some((n) => n !== RUNNER_INDEX.name)) return;
+  const image = await imageOf(deps.db, tenant, kind, subject);
   if (image === null) return;
-  if (!(await placeable(ex, tenant, kind, image)))
+  if (!(await placeable(deps.db, tenant, kind, image)))
     throw new ControlPlaneError('no_placement', `no registered runner takes ${kind} runs in image ${image}`, {
       kind,
+      placement: where,
       image,
     });
 }

@@ -178,13 +178,12 @@ export async function listRunners(deps: Deps, p: Principal): Promise<RunnerView[
     .orderBy('id')
     .execute();
   const held = await deps.db
-    .selectFrom('runner_leases')
-    .select(['runner_id', sql<number>`count(*)::int`.as('n')])
-    .where('active', '=', true)
-    .where('runner_id', 'in', rows.length === 0 ? [''] : rows.map((r) => r.id))
-    .groupBy('runner_id')
+    .selectFrom('run_leases')
+    .select(['holder', sql<number>`count(*)::int`.as('n')])
+    .where('holder', 'in', rows.length === 0 ? [''] : rows.map((r) => r.id))
+    .groupBy('holder')
     .execute();
-  const counts = new Map(held.map((h) => [h.runner_id, Number(h.n)]));
+  const counts = new Map(held.map((h) => [h.holder, Number(h.n)]));
   return rows.map((r) => ({
     id: r.id,
     name: r.name,
@@ -225,24 +224,24 @@ export async function drainRunner(deps: Deps, p: Principal, runnerId: string): P
 
 /**
  * Revoke: the credential stops working at once, the runner leaves the placement index, and `expire` (the
- * lease module) ends every lease it holds in the same transaction — their runs requeue.
+ * lease rule) expires every lease it holds in the same transaction (the caller then sweeps: they requeue).
  */
 export async function revokeRunner(
   deps: Deps,
   p: Principal,
   runnerId: string,
   expire: (tx: Tx, runnerId: string) => Promise<string[]>,
-): Promise<{ requeued: string[] }> {
+): Promise<{ expired: string[] }> {
   return withTx(deps.db, async (tx) => {
     const row = await lockOwnRunner(tx, p, runnerId);
-    if (row.state === 'revoked') return { requeued: [] };
+    if (row.state === 'revoked') return { expired: [] };
     await tx
       .updateTable('runners')
       .set({ state: 'revoked', revoked_at: deps.clock() })
       .where('id', '=', runnerId)
       .execute();
     await tx.deleteFrom('runner_images').where('runner_id', '=', runnerId).execute();
-    return { requeued: await expire(tx, runnerId) };
+    return { expired: await expire(tx, runnerId) };
   });
 }
 

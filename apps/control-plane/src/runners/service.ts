@@ -4,12 +4,13 @@
 import type { Db } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import type { PublicKeyEntry } from '../keys/registry.js';
+import type { LeasePolicy } from '../leases/policy.js';
 import type { Deps } from '../services/context.js';
 import { DISPATCH_CHANNEL } from '../services/context.js';
 import type { Principal, RunView } from '../services/types.js';
 import { defineHarness, type HarnessView, listHarnesses } from './harnesses.js';
 import { appendRunnerEvents, completeRun, putArtifact } from './intervals.js';
-import { expireRunnerLeases, grantLeases, heartbeat, type Lease, reapExpiredLeases } from './leases.js';
+import { expireHolder, grantLeases, heartbeat, type Lease, sweep } from './leases.js';
 import {
   authenticateRunner,
   drainRunner,
@@ -51,8 +52,10 @@ export interface RunnerService {
 export interface RunnerServiceOptions {
   /** Where artifacts are stored (content-addressed files). */
   artifactsDir: string;
-  /** Lease requests re-check at least this often while they wait; expired leases are reaped as often. */
+  /** Lease requests re-check at least this often while they wait. */
   pollMs?: number;
+  /** The lease rule's numbers (leases/policy.ts). */
+  lease: LeasePolicy;
 }
 
 /** Wakes every waiting lease request (in-process); started/stopped with the core. */
@@ -63,18 +66,17 @@ export class LeaseWaiters {
 
   constructor(
     private readonly deps: Deps,
-    private readonly pollMs: number,
+    private readonly lease: LeasePolicy,
   ) {}
 
   async start(): Promise<void> {
     this.unlisten = await this.deps.ldb.listen(DISPATCH_CHANNEL, () => this.wake());
+    // The lease rule's sweep, also here: a core without the dispatch loop still requeues lost runner leases.
     this.reaper = setInterval(() => {
-      reapExpiredLeases(this.deps)
-        .then((ids) => {
-          if (ids.length > 0) this.deps.log('warn', 'runner leases expired: runs requeued', { runIds: ids });
-        })
-        .catch((e: unknown) => this.deps.log('error', 'runner lease reaper failed', { error: String(e) }));
-    }, this.pollMs);
+      sweep(this.deps, this.lease).catch((e: unknown) =>
+        this.deps.log('error', 'runner lease sweep failed', { error: String(e) }),
+      );
+    }, this.lease.sweepMs);
     this.reaper.unref?.();
   }
 
@@ -129,7 +131,9 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
       return viewOf(deps, p, id);
     },
     async revoke(p, id) {
-      const { requeued } = await revokeRunner(deps, p, id, (tx, rid) => expireRunnerLeases(tx, deps, rid));
+      const { expired } = await revokeRunner(deps, p, id, (tx, rid) => expireHolder(tx, rid));
+      const swept = expired.length > 0 ? new Set(await sweep(deps, opts.lease)) : new Set<string>();
+      const requeued = expired.filter((r) => swept.has(r));
       if (requeued.length > 0) waiters.wake();
       return { ...(await viewOf(deps, p, id)), requeued };
     },
@@ -140,7 +144,7 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
       const deadline = Date.now() + r.data.waitMs;
       for (;;) {
         // grantLeases reads the runner's state under its row lock: a drain or revoke since is seen.
-        const leases = await grantLeases(deps, runner, r.data.free);
+        const leases = await grantLeases(deps, opts.lease, runner, r.data.free);
         const left = deadline - Date.now();
         if (leases.length > 0 || left <= 0 || signal?.aborted) return { leases };
         await waiters.wait(Math.min(left, pollMs), signal);
@@ -149,7 +153,7 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
     heartbeat: async (runner, raw) => {
       const r = HeartbeatInput.safeParse(raw);
       if (!r.success) throw r.error;
-      return heartbeat(deps, runner, r.data.leases);
+      return heartbeat(deps, opts.lease, runner, r.data.leases);
     },
     events: (runner, runId, input) => appendRunnerEvents(deps, runner, runId, input),
     artifact: (runner, runId, query, body) =>

@@ -4,8 +4,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
+import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from '../executors/registry.js';
 import { KeyRing } from '../keys/registry.js';
 import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from '../keys/signer.js';
+import { leasePolicy } from '../leases/policy.js';
+import { RUNNER_INDEX } from '../runners/placement.js';
 import { LeaseWaiters, runnerService } from '../runners/service.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
@@ -28,13 +31,16 @@ export interface Core {
   /** What this start did to tenant `default` (null when neither a key nor a generator was given). */
   bootstrap: BootstrapOutcome | null;
   /** Liveness of the ledger database. */
-  health(): Promise<{ ok: boolean; dialect: 'postgres' | 'pglite' }>;
+  /** Does the ledger answer within 3 s? `reason` says why not. */
+  health(): Promise<{ ok: boolean; dialect: 'postgres' | 'pglite'; reason?: string }>;
   /** Queued runs per tenant and class, read from the ledger (every replica agrees). For /metrics. */
   queueDepth(): Promise<QueueDepthRow[]>;
   /** Stops the scheduler loops (gracefully) and closes the database. */
   close(): Promise<void>;
   /** The public keys verifiers may trust (GET /keys): this control plane's own first. */
   keys: KeyRing;
+  /** The executors every create door consults (register a runner's lane here). */
+  executors: ExecutorRegistry;
   /** The ledger's internals, for tests and tooling (not for the HTTP layer). */
   internals: { deps: Deps; ldb: LedgerDatabase; dispatch: DispatchLoop | null; triggers: TriggerLoop | null };
 }
@@ -61,6 +67,12 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       options.log?.('warn', 'queue statistics refresh failed', { error: String(e) }),
     ),
     signer,
+    executors: new ExecutorRegistry([
+      INLINE_ANALYSIS,
+      AGENT_BRIDGE,
+      RUNNER_INDEX,
+      ...(options.executors ?? []),
+    ]),
   };
   const policy = { ...DEFAULT_POLICY, ...options.policy };
   let bootstrap: BootstrapOutcome | null;
@@ -70,8 +82,8 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     await ldb.close();
     throw e;
   }
-  const placement = options.placement ?? 'runners';
-  const waiters = new LeaseWaiters(deps, options.scheduler?.pollMs ?? 1000);
+  const lease = leasePolicy(options.scheduler?.lease ?? {});
+  const waiters = new LeaseWaiters(deps, lease);
   const runners = runnerService(deps, waiters, {
     artifactsDir:
       options.artifactsDir ??
@@ -79,12 +91,13 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
         ? path.join(options.dataDir, 'artifacts')
         : path.join(tmpdir(), `everdict-artifacts-${process.pid}`)),
     pollMs: options.scheduler?.pollMs ?? 1000,
+    lease,
   });
   const services: ControlPlaneServices = withStorableGuard({
     auth: authService(deps, policy),
-    runs: runService(deps, placement),
+    runs: runService(deps),
     events: eventFeed(deps, options.scheduler?.pollMs ?? 1000),
-    groups: groupService(deps, options.judge, placement),
+    groups: groupService(deps, options.judge),
     subscriptions: subscriptionService(deps),
     agentBridge: agentBridgeService(deps),
     runners,
@@ -100,7 +113,8 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       pollMs: sched.pollMs ?? 1000,
       concurrency: sched.inlineConcurrency ?? 8,
       timeoutMs: sched.inlineTimeoutMs ?? 30_000,
-      ...(sched.inlineReapAfterMs === undefined ? {} : { reapAfterMs: sched.inlineReapAfterMs }),
+      lease,
+      ...(sched.replicaId === undefined ? {} : { holder: sched.replicaId }),
     });
     triggers = new TriggerLoop(deps, sched.pollMs ?? 1000);
     await dispatch.start();
@@ -111,15 +125,22 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     dialect: ldb.dialect,
     bootstrap,
     async health() {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('no answer within 3 s')), 3_000);
+      });
       try {
-        await deps.db.selectFrom('tenants').select('id').limit(1).execute();
+        await Promise.race([deps.db.selectFrom('tenants').select('id').limit(1).execute(), late]);
         return { ok: true, dialect: ldb.dialect };
-      } catch {
-        return { ok: false, dialect: ldb.dialect };
+      } catch (e) {
+        return { ok: false, dialect: ldb.dialect, reason: e instanceof Error ? e.message : String(e) };
+      } finally {
+        clearTimeout(timer);
       }
     },
     queueDepth: () => queueDepth(deps.db),
     keys,
+    executors: deps.executors,
     async close() {
       await waiters.stop();
       await dispatch?.stop();

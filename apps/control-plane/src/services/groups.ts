@@ -5,7 +5,7 @@ import type { RunGroupsTable } from '../db/schema.js';
 import { type Executor, isUniqueViolation, withTx } from '../db/tx.js';
 import { ControlPlaneError, invalidCursor, notFound } from '../errors.js';
 import { decodeCursor, encodeCursor, rowToView } from '../ledger/runs.js';
-import { assertPlaceable, type PlacementMode } from '../runners/placement.js';
+import { assertPlaceable } from '../runners/placement.js';
 import type { GroupService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
@@ -65,11 +65,11 @@ async function findGroup(ex: Executor, tenant: string, id: string): Promise<Grou
 }
 
 /** `judge` decides `judge` graders; without one they are refused (400 judge_unavailable). */
-export function groupService(deps: Deps, judge?: Judge, placement: PlacementMode = 'runners'): GroupService {
+export function groupService(deps: Deps, judge?: Judge): GroupService {
   return {
     async create(p, raw) {
       const input = asControlPlaneError(() => CreateGroupInput.parse(raw));
-      await assertPlaceable(deps.db, placement, p.tenantId, input.spec);
+      await assertPlaceable(deps, p.tenantId, input.spec);
       try {
         return await withTx(deps.db, async (tx) => {
           const id = deps.ids('grp');

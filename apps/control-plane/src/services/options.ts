@@ -38,8 +38,8 @@ export interface SchedulerOptions {
   inlineConcurrency?: number;
   /** Inline analysis timeout. Default 30 s. */
   inlineTimeoutMs?: number;
-  /** Fail inline runs still running this long after their start: their executor is gone. Default 2 × timeout + 30 s. */
-  inlineReapAfterMs?: number;
+  /** The lease rule (leases/): `leaseMs` (EVERDICT_LEASE_MS), `maxAttempts` (EVERDICT_MAX_ATTEMPTS), heartbeat, sweep. */
+  lease?: import('../leases/policy.js').LeasePolicyInput;
   /** Names this replica in logs and lease columns. */
   replicaId?: string;
 }
@@ -73,6 +73,11 @@ export interface CoreOptions {
    */
   signingKey?: { secretKey: Uint8Array } | { file: string };
   /**
+   * Executors beyond the built-in ones (inline analysis, agent bridge), e.g. `declaredRunner(...)` for a
+   * registered runner; more can be added later through `Core.executors.register`.
+   */
+  executors?: readonly import('../executors/registry.js').ExecutorLane[];
+  /**
    * An explicit admin key of tenant `default` (EVERDICT_BOOTSTRAP_API_KEY): installed if its hash is not
    * stored yet, so the same key on every start adds no row. Tenant `default` is created if missing.
    */
@@ -82,11 +87,6 @@ export interface CoreOptions {
    * make the key to install; `Core.bootstrap.generatedKey` then carries it, to be shown once.
    */
   generateBootstrapKey?: () => string;
-  /**
-   * `runners` (default): a command/eval/sandbox run is refused 422 `no_placement` unless a registered,
-   * non-revoked runner declares its kind and image; `open`: no such check (tests of other parts).
-   */
-  placement?: import('../runners/placement.js').PlacementMode;
   /** Where runners' artifacts are stored (default: `<dataDir>/artifacts`, else a temporary directory). */
   artifactsDir?: string;
   /** Decides `judge` graders (model-based grading). Absent → such graders are a 400 judge_unavailable. */

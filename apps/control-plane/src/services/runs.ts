@@ -7,7 +7,7 @@ import { invalidCursor, notFound } from '../errors.js';
 import { listEvents } from '../ledger/events.js';
 import { readRecord } from '../ledger/records.js';
 import { decodeCursor, encodeCursor, findRun, listRuns, rowToView } from '../ledger/runs.js';
-import { assertPlaceable, type PlacementMode } from '../runners/placement.js';
+import { assertPlaceable } from '../runners/placement.js';
 import type { RunService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
@@ -104,13 +104,13 @@ export async function groupOfTenant(deps: Deps, p: Principal, input: unknown): P
   if (!g) throw notFound('group', id);
 }
 
-export function runService(deps: Deps, placement: PlacementMode = 'runners'): RunService {
+export function runService(deps: Deps): RunService {
   const combine = createCombiner(deps);
   return {
     async create(p, input, ctx = {}) {
       const attribution = await attributionOf(deps, p, ctx);
       await groupOfTenant(deps, p, input);
-      await assertPlaceable(deps.db, placement, p.tenantId, input);
+      await assertPlaceable(deps, p.tenantId, input);
       // Combined: creates arriving while a create transaction is in flight are admitted together in the
       // next one (create-combiner.ts); each still gets exactly the decision a sequential create would.
       const { row, admission } = await combine(who(p), input, attribution);

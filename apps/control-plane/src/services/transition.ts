@@ -24,7 +24,7 @@ import { ControlPlaneError, notFound } from '../errors.js';
 import { appendEvents } from '../ledger/events.js';
 import { addressOf, appendSegments, NO_CALLS, sealInterval } from '../ledger/records.js';
 import { lockRun, type RunRow, rowToRun } from '../ledger/runs.js';
-import { type Deps, nowIso } from './context.js';
+import { type Deps, DISPATCH_CHANNEL, nowIso } from './context.js';
 
 export function factsToEvents(facts: readonly RunFact[]) {
   return facts.map((f) => {
@@ -226,6 +226,11 @@ export async function transitionTx(
   } else if (event.type === 'start' && from === 'queued') {
     await new PgAdmissionLanes(tx).startNow(tenant, runId, nowMs); // no-op when the dispatch claim did it
   }
-  await appendEvents(tx, factsToEvents(facts));
+  // A running run cancelled: wake every replica's dispatch loop, so the one executing it aborts it.
+  await appendEvents(
+    tx,
+    factsToEvents(facts),
+    from === 'running' && event.type === 'cancel' ? DISPATCH_CHANNEL : undefined,
+  );
   return { row: updated, from };
 }

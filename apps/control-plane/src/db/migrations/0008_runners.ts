@@ -1,9 +1,9 @@
 // Runners (issue 13): daemons that lease runs and execute them on compute they own. Pairing tokens and
 // runner credentials are stored as SHA-256 hashes only. `runner_images` is the durable placement index (one
 // row per active runner × kind × image) every replica reads to decide whether a command/eval run can be
-// placed at all. `runner_leases` holds a runner's lease of a run: `epoch` is the fencing token (bumped on
-// every grant of the run); `runner_events` the events a runner reported per epoch (the journal an
-// interval's attestation commits to). `harnesses`: the eval harness registry (versions immutable).
+// placed at all. A runner's leases are rows of `run_leases` (0007, the lease rule; holder = runner id);
+// `runner_events` holds the events a runner reported per epoch (the journal an interval's attestation
+// commits to); `runner_artifacts` the artifacts it uploaded. `harnesses`: the eval harness registry (versions immutable).
 import { type Kysely, sql } from 'kysely';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
@@ -35,16 +35,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     image text NOT NULL,
     PRIMARY KEY (runner_id, kind, image))`.execute(db);
   await sql`CREATE INDEX runner_images_kind ON runner_images (kind, image)`.execute(db);
-  await sql`CREATE TABLE runner_leases (
-    run_id text PRIMARY KEY,
-    tenant_id text NOT NULL,
-    runner_id text NOT NULL,
-    epoch integer NOT NULL,
-    active boolean NOT NULL,
-    granted_at_ms bigint NOT NULL,
-    expires_at_ms bigint NOT NULL)`.execute(db);
-  await sql`CREATE INDEX runner_leases_active ON runner_leases (runner_id) WHERE active`.execute(db);
-  await sql`CREATE INDEX runner_leases_expiry ON runner_leases (expires_at_ms) WHERE active`.execute(db);
   await sql`CREATE TABLE runner_events (
     run_id text NOT NULL,
     epoch integer NOT NULL,
@@ -74,7 +64,6 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     'harnesses',
     'runner_artifacts',
     'runner_events',
-    'runner_leases',
     'runner_images',
     'runner_pairing_tokens',
     'runners',

@@ -1,7 +1,9 @@
 // Test helpers: the real app on the real core (a migrated PGlite clone per app; live PostgreSQL with
 // EVERDICT_TEST_DATABASE_URL), called in-process. No fake services: every refusal is the core's own.
+import { OFFLINE_RUNNER } from '../../../test/core.js';
 import { testDatabase } from '../../../test/db.js';
 import { type BuiltApp, buildApp } from '../../app.js';
+import type { ExecutorLane } from '../../executors/registry.js';
 import { createMetrics, type Metrics } from '../../observability/metrics.js';
 import type { ControlPlaneServices } from '../../services/api.js';
 import { ensureTenant } from '../../services/auth.js';
@@ -39,8 +41,8 @@ export interface TestAppOptions {
   readonly metricsToken?: string;
   /** Wrap the core's services (e.g. to make one method throw what no input can). */
   readonly wrap?: (services: ControlPlaneServices) => ControlPlaneServices;
-  /** Default `open` (driver runs queue with no runner); runner tests pass `runners`. */
-  readonly placement?: 'runners' | 'open';
+  /** Executors beyond the built-in ones. Default: OFFLINE_RUNNER (command/eval/sandbox queue); `[]`: none. */
+  readonly executors?: readonly ExecutorLane[];
   /** The core's clock (default: the wall clock). */
   readonly clock?: () => Date;
 }
@@ -51,7 +53,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const core = await startCore({
     database,
     bootstrapKey: ADMIN_KEY,
-    placement: opts.placement ?? 'open',
+    executors: opts.executors ?? [OFFLINE_RUNNER],
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.policy ? { policy: opts.policy } : {}),
     scheduler: opts.scheduler ?? { enabled: false },
