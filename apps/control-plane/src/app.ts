@@ -20,10 +20,12 @@ import { runRoutes } from './http/runs.js';
 import { subscriptionRoutes } from './http/subscriptions.js';
 import { systemRoutes } from './http/system.js';
 import { tenantRoutes } from './http/tenants.js';
+import { trajectoryRoutes } from './http/trajectories.js';
 import type { PublicKeyEntry } from './keys/registry.js';
 import { type Logger, silentLogger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import type { ControlPlaneServices } from './services/api.js';
+import type { TrajectoryService } from './trajectory/service.js';
 
 export const API_VERSION = '0.1.0';
 
@@ -42,6 +44,8 @@ export interface AppOptions {
   readonly metrics?: Metrics;
   readonly lifecycle?: Lifecycle;
   readonly heartbeatMs?: number;
+  /** Trajectories (Core.trajectoryService); absent → the trajectory routes answer 503. */
+  readonly trajectories?: TrajectoryService | null;
 }
 
 export interface BuiltApp {
@@ -61,6 +65,10 @@ const PUBLIC_PREFIXES = [
   '/api-keys',
   '/runners',
   '/harnesses',
+  '/trajectories',
+  '/trajectory-policy',
+  '/trajectory-deletions',
+  '/v1',
 ] as const;
 /** Under a public prefix but authenticated by what it carries (the pairing token is the credential). */
 const NO_API_KEY = new Set(['/runners/pair']);
@@ -77,6 +85,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
     lifecycle,
     log,
     heartbeatMs: opts.heartbeatMs ?? 15_000,
+    trajectories: opts.trajectories ?? null,
   };
   const app = createRouter();
 
@@ -143,6 +152,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.route('/', groupRoutes(deps));
   app.route('/', subscriptionRoutes(deps));
   app.route('/', tenantRoutes(deps));
+  app.route('/', trajectoryRoutes(deps));
   app.route('/', internalRoutes(deps));
   app.route('/', runnerRoutes(deps));
 

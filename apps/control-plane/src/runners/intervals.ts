@@ -28,6 +28,7 @@ import { lockRun, rowToView } from '../ledger/runs.js';
 import type { Deps } from '../services/context.js';
 import { transitionTx } from '../services/lifecycle.js';
 import type { RunView } from '../services/types.js';
+import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { assertRunnerLease } from './leases.js';
 import type { RunnerIdentity } from './registry.js';
 import { ArtifactQuery, CompleteInput, EventsInput } from './schemas.js';
@@ -64,12 +65,13 @@ export async function appendRunnerEvents(
   runner: RunnerIdentity,
   runId: string,
   raw: unknown,
+  trajectories: RunTrajectories | null = null,
 ): Promise<{ eventCount: number }> {
   const input = parse(EventsInput, raw);
   const foreign = input.events.find((e) => e.runId !== runId);
   if (foreign)
     throw new ControlPlaneError('bad_request', `an event of run ${foreign.runId} reported for run ${runId}`);
-  return withTx(deps.db, async (tx) => {
+  const stored = await withTx(deps.db, async (tx) => {
     await assertRunnerLease(tx, runner, runId, input.epoch);
     const last = await tx
       .selectFrom('runner_events')
@@ -88,6 +90,22 @@ export async function appendRunnerEvents(
     }
     return { eventCount: from + input.events.length };
   });
+  // The run's trajectory (the store the UI and graders read), after the journal the attestation commits to
+  // is stored: a store refusal (e.g. a retried attempt re-using seq numbers) is logged, never lost evidence.
+  if (trajectories && input.events.length > 0) {
+    const owner = await deps.db
+      .selectFrom('runs')
+      .select('tenant_id')
+      .where('id', '=', runId)
+      .executeTakeFirst();
+    if (owner)
+      await trajectories
+        .appendTrusted(owner.tenant_id, runId, input.events)
+        .catch((e: unknown) =>
+          deps.log('warn', 'runner events not appended to the trajectory', { runId, error: String(e) }),
+        );
+  }
+  return { eventCount: stored.eventCount };
 }
 
 /**

@@ -8,6 +8,7 @@ import type { LeasePolicy } from '../leases/policy.js';
 import type { Deps } from '../services/context.js';
 import { DISPATCH_CHANNEL } from '../services/context.js';
 import type { Principal, RunView } from '../services/types.js';
+import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { defineHarness, type HarnessView, listHarnesses } from './harnesses.js';
 import { appendRunnerEvents, completeRun, putArtifact } from './intervals.js';
 import { expireHolder, grantLeases, heartbeat, type Lease, sweep } from './leases.js';
@@ -56,6 +57,8 @@ export interface RunnerServiceOptions {
   pollMs?: number;
   /** The lease rule's numbers (leases/policy.ts). */
   lease: LeasePolicy;
+  /** Runs' trajectories: a runner's events are appended to its run's trajectory too (when configured). */
+  trajectories?: RunTrajectories | null;
 }
 
 /** Wakes every waiting lease request (in-process); started/stopped with the core. */
@@ -155,7 +158,8 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
       if (!r.success) throw r.error;
       return heartbeat(deps, opts.lease, runner, r.data.leases);
     },
-    events: (runner, runId, input) => appendRunnerEvents(deps, runner, runId, input),
+    events: (runner, runId, input) =>
+      appendRunnerEvents(deps, runner, runId, input, opts.trajectories ?? null),
     artifact: (runner, runId, query, body) =>
       putArtifact(deps, opts.artifactsDir, runner, runId, query, body),
     complete: async (runner, runId, input) => ({ run: await completeRun(deps, runner, runId, input) }),

@@ -12,6 +12,9 @@ import { RUNNER_INDEX } from '../runners/placement.js';
 import { LeaseWaiters, runnerService } from '../runners/service.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
+import { TrajectoryJobs } from '../trajectory/jobs.js';
+import { RunTrajectories } from '../trajectory/run-trajectories.js';
+import { TrajectoryService } from '../trajectory/service.js';
 import { agentBridgeService } from './agent-bridge.js';
 import type { ControlPlaneServices } from './api.js';
 import { authService } from './auth.js';
@@ -35,6 +38,12 @@ export interface Core {
   health(): Promise<{ ok: boolean; dialect: 'postgres' | 'pglite'; reason?: string }>;
   /** Queued runs per tenant and class, read from the ledger (every replica agrees). For /metrics. */
   queueDepth(): Promise<QueueDepthRow[]>;
+  /** Runs' trajectories (append/read/tail/seal), or null when no trajectory store was given. */
+  trajectories: RunTrajectories | null;
+  /** Trajectories per principal (the HTTP routes), or null without a store. */
+  trajectoryService: TrajectoryService | null;
+  /** The trajectory background jobs (seal queue, retention), or null without a store. */
+  trajectoryJobs: TrajectoryJobs | null;
   /** Stops the scheduler loops (gracefully) and closes the database. */
   close(): Promise<void>;
   /** The public keys verifiers may trust (GET /keys): this control plane's own first. */
@@ -82,6 +91,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     await ldb.close();
     throw e;
   }
+  const trajectories = options.trajectories ? new RunTrajectories(options.trajectories, ldb) : null;
   const lease = leasePolicy(options.scheduler?.lease ?? {});
   const waiters = new LeaseWaiters(deps, lease);
   const runners = runnerService(deps, waiters, {
@@ -92,6 +102,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
         : path.join(tmpdir(), `everdict-artifacts-${process.pid}`)),
     pollMs: options.scheduler?.pollMs ?? 1000,
     lease,
+    trajectories,
   });
   const services: ControlPlaneServices = withStorableGuard({
     auth: authService(deps, policy),
@@ -102,6 +113,10 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     agentBridge: agentBridgeService(deps),
     runners,
   });
+  const trajectoryJobs = trajectories
+    ? new TrajectoryJobs(deps, trajectories, options.trajectoryJobs ?? {})
+    : null;
+  const trajectoryService = trajectories ? new TrajectoryService(deps, trajectories, options.judge) : null;
   await waiters.start();
   const keys = new KeyRing(signer);
   keys.addSource(() => runners.keys());
@@ -120,10 +135,14 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     await dispatch.start();
     await triggers.start();
   }
+  if (trajectoryJobs && sched.enabled !== false) trajectoryJobs.start();
   return {
     services,
     dialect: ldb.dialect,
     bootstrap,
+    trajectories,
+    trajectoryJobs,
+    trajectoryService,
     async health() {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const late = new Promise<never>((_, reject) => {
@@ -145,7 +164,9 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       await waiters.stop();
       await dispatch?.stop();
       await triggers?.stop();
+      await trajectoryJobs?.stop();
       await deps.queueStats.settled();
+      await options.trajectories?.close();
       await ldb.close();
     },
     internals: { deps, ldb, dispatch, triggers },

@@ -7,6 +7,7 @@ import * as m0004 from './0004_queue_kind.js';
 import * as m0005 from './0005_assert.js';
 import * as m0007 from './0007_leases.js';
 import * as m0008 from './0008_runners.js';
+import * as m0009 from './0009_trajectories.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -16,6 +17,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0005_assert': m0005,
   '0007_leases': m0007,
   '0008_runners': m0008,
+  '0009_trajectories': m0009,
 };
 
 export const migrationProvider: MigrationProvider = {

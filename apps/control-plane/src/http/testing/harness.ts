@@ -1,5 +1,9 @@
 // Test helpers: the real app on the real core (a migrated PGlite clone per app; live PostgreSQL with
 // EVERDICT_TEST_DATABASE_URL), called in-process. No fake services: every refusal is the core's own.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { OFFLINE_RUNNER } from '../../../test/core.js';
 import { testDatabase } from '../../../test/db.js';
 import { type BuiltApp, buildApp } from '../../app.js';
@@ -14,6 +18,7 @@ import {
   startCore,
   type TenantPolicy,
 } from '../../services/index.js';
+import { openTrajectoryStore } from '../../trajectory/store.js';
 
 export const ADMIN_KEY = 'evd_test_admin_key_0123456789abcdef';
 export const INTERNAL_TOKEN = 'internal-token-0123456789abcdef';
@@ -43,18 +48,27 @@ export interface TestAppOptions {
   readonly wrap?: (services: ControlPlaneServices) => ControlPlaneServices;
   /** Executors beyond the built-in ones. Default: OFFLINE_RUNNER (command/eval/sandbox queue); `[]`: none. */
   readonly executors?: readonly ExecutorLane[];
-  /** The core's clock (default: the wall clock). */
+  /** The core's clock (fake time; default: the wall clock). */
   readonly clock?: () => Date;
+  /** The trajectory store's data directory (default: a fresh temporary one, removed on close). */
+  readonly dataDir?: string;
 }
 
 export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const metrics = createMetrics();
   const database = await testDatabase();
+  const ownDir = opts.dataDir === undefined;
+  const dataDir = opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'cp-trajectories-'));
   const core = await startCore({
     database,
+    trajectories: openTrajectoryStore({
+      dataDir,
+      tailPollMs: 50,
+      ...(opts.clock ? { now: opts.clock } : {}),
+    }),
+    ...(opts.clock ? { clock: opts.clock } : {}),
     bootstrapKey: ADMIN_KEY,
     executors: opts.executors ?? [OFFLINE_RUNNER],
-    ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.policy ? { policy: opts.policy } : {}),
     scheduler: opts.scheduler ?? { enabled: false },
     metrics: metrics.coreObserver(),
@@ -69,6 +83,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     metricsToken: opts.metricsToken,
     maxBodyBytes: opts.maxBodyBytes ?? 64 * 1024,
     heartbeatMs: opts.heartbeatMs ?? 50,
+    trajectories: core.trajectoryService,
   });
   const admin = await core.services.auth.authenticate(ADMIN_KEY);
   return {
@@ -87,6 +102,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     close: async () => {
       await core.close();
       await database.dispose().catch(() => undefined);
+      if (ownDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,0 +1,52 @@
+// @everdict/agent — the agent service: a model loop over a provider interface, tools behind the
+// ControlPlane port, transcripts as trajectories, and turns that park as transcripts (never blocking).
+export {
+  AgentEnvelope,
+  AgentSpec,
+  type AgentSpecInput,
+  Pricing,
+  priceCall,
+  TOOL_NAMES,
+  ToolName,
+} from './agent-spec.js';
+export { AgentEnv, agentEnv } from './config.js';
+export {
+  type CommandRunSpec,
+  type ControlPlane,
+  type ExperimentSpec,
+  type LeaseRef,
+  Resolution,
+  type RunView,
+  TurnLease,
+  type TurnReport,
+} from './control-plane.js';
+export { AgentError, type AgentErrorCode, httpStatusOf, isAgentError } from './errors.js';
+export { LedgerFile } from './local/ledger-file.js';
+export { LocalControlPlane, type LocalControlPlaneOptions } from './local/local-control-plane.js';
+export { type IntervalOptions, type IntervalOutcome, runInterval } from './loop/interval.js';
+export { type LeaseOutcome, type WorkerOptions, workOnce } from './loop/worker.js';
+export { OpenAiProvider, type OpenAiProviderOptions } from './model/openai-provider.js';
+export type {
+  ChatMessage,
+  Completion,
+  CompletionRequest,
+  ModelProvider,
+  ModelUsage,
+  ToolCall,
+  ToolSpec,
+} from './model/provider.js';
+export { ScriptedProvider, type ScriptedReply, type ScriptStep } from './model/scripted-provider.js';
+export {
+  ACTIVE_METER,
+  activeEnergyUj,
+  DEFAULT_AGENT_WATTS,
+  DEFAULT_STORAGE_W_PER_GB,
+  PARK_METER,
+  type ParkEnergy,
+  parkEnergy,
+} from './record/energy.js';
+export { AGENT_PROTOCOL, grantsIdOf, manifestOf, unitIdOf } from './record/identity.js';
+export { TurnRecord } from './record/turn-record.js';
+export { TOOLS, toolSpecs } from './tools/catalog.js';
+export { messagesOf, outstandingCalls } from './transcript/messages.js';
+export { nameEvents, Transcript, type TranscriptDraft } from './transcript/transcript.js';
