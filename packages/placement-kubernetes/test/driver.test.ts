@@ -177,7 +177,7 @@ describe('the driver against the default test server (bubblewrap pods)', () => {
     expect(await reaper.reap({ labels: { tenant } })).toEqual([]); // the holder is alive: its lease is fresh
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
-    // the holder's 1 s lease lapses once nothing renews it: reap until it does (a condition, not a sleep)
+    // the holder's 5 s lease lapses once nothing renews it: reap until it does (a condition, not a sleep)
     let commands = await reaper.reap({ labels: { tenant, kind: 'command' } });
     while (commands.length === 0) {
       await new Promise((r) => setTimeout(r, 100));
