@@ -39,7 +39,7 @@ export function admin(url: string, apiKey: string): EverdictClient {
 /** Mints a pairing token and runs `everdict-runner pair`; returns the state directory. */
 export async function pair(url: string, apiKey: string, name: string, slots = 2): Promise<string> {
   const { token } = dataOf(
-    // No body: the name is given at pairing (a JSON body here is a 500 in the control plane at runner-cp@8dcbcf7).
+    // No body: the runner names itself at pairing.
     await admin(url, apiKey).POST('/runners/pairing-tokens', {}),
   );
   const stateDir = scratch(`runner-${name}-`);
