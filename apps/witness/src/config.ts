@@ -7,7 +7,7 @@
 //   --metrics-host H                     EVERDICT_WITNESS_METRICS_HOST default 0.0.0.0
 //   --once                               poll every log once, then exit
 import { readFileSync } from 'node:fs';
-import { keyPairFromSeed, type KeyPair, parseHash } from '@everdict/headlog';
+import { type KeyPair, keyPairFromSeed, parseHash } from '@everdict/headlog';
 import { z } from 'zod';
 import { WitnessError } from './errors.js';
 import type { LogTarget } from './witness.js';

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { WitnessConfig } from './config.js';
 import { readWitnessKey } from './config.js';
 import { WitnessError } from './errors.js';
-import { WitnessMetrics } from './metrics.js';
+import type { WitnessMetrics } from './metrics.js';
 import { loadState } from './state.js';
 import { type PollOutcome, Witness } from './witness.js';
 

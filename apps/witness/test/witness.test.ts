@@ -10,10 +10,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   loadState,
   saveState,
-  WitnessError,
-  WitnessMetrics,
   startMetricsServer,
   Witness,
+  WitnessError,
+  WitnessMetrics,
 } from '../src/index.js';
 import { type Fixture, fixture, head } from './helpers.js';
 

@@ -89,7 +89,6 @@ export {
   verifyTreeHead,
 } from './tree-head.js';
 export { rootFromInclusionProof, verifyConsistency, verifyInclusion } from './verify.js';
-export { verifyTreeHeadExtends } from './witness.js';
 export {
   type CosignatureAccepted,
   type CosignatureSubmission,
@@ -108,11 +107,11 @@ export {
   inclusionQuery,
   type LoggedLeafJson,
   type LoggedLeavesResponse,
+  type LogKeyResponse,
   loggedLeafToWire,
   loggedLeafWire,
   loggedLeavesFromWire,
   loggedLeavesWire,
-  type LogKeyResponse,
   logKeyToWire,
   logKeyWire,
   type Problem,
@@ -122,3 +121,4 @@ export {
   treeSizeQuery,
   WIRE_ROUTES,
 } from './wire.js';
+export { verifyTreeHeadExtends } from './witness.js';
