@@ -132,7 +132,8 @@ try {
   const components = doc.components?.schemas ?? {};
 
   // Something real to address: a run, a group, a subscription, an agent run, a key.
-  const cmd = { kind: 'command', subject: { path: 'x', image: 'alpine:3.20', command: ['true'] } };
+  // (analysis: the only kind the built app alone can run; a command run would be 422 no_placement)
+  const cmd = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'smoke' } } };
   const json = (v) => JSON.stringify(v);
   const run = (await request('POST', '/runs', { token: ADMIN_KEY, body: json(cmd) })).json();
   const group = (
@@ -144,7 +145,11 @@ try {
   const sub = (
     await request('POST', '/subscriptions', {
       token: ADMIN_KEY,
-      body: json({ name: 'smoke', selector: { kind: 'run.settled' }, runSpec: cmd }),
+      body: json({
+        name: 'smoke',
+        selector: { kind: 'run.settled', filter: { kind: 'command' } },
+        runSpec: cmd,
+      }),
     })
   ).json();
   const agent = (

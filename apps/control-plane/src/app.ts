@@ -18,6 +18,7 @@ import { runRoutes } from './http/runs.js';
 import { subscriptionRoutes } from './http/subscriptions.js';
 import { systemRoutes } from './http/system.js';
 import { tenantRoutes } from './http/tenants.js';
+import type { PublicKeyEntry } from './keys/registry.js';
 import { type Logger, silentLogger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import type { ControlPlaneServices } from './services/api.js';
@@ -27,11 +28,13 @@ export const API_VERSION = '0.1.0';
 export interface AppOptions {
   readonly services: ControlPlaneServices;
   /** Liveness of the ledger (Core.health). */
-  readonly health: () => Promise<{ ok: boolean; dialect: string }>;
+  readonly health: () => Promise<{ ok: boolean; dialect: string; reason?: string }>;
   /** EVERDICT_INTERNAL_TOKEN; unset → /internal/* refuses every call. */
   readonly internalToken?: string | undefined;
   /** EVERDICT_METRICS_TOKEN; /metrics shows per-tenant series only to a bearer of it (else aggregates). */
   readonly metricsToken?: string | undefined;
+  /** The public keys GET /keys lists (Core.keys.list). */
+  readonly keys?: () => Promise<readonly PublicKeyEntry[]>;
   readonly maxBodyBytes?: number;
   readonly log?: Logger;
   readonly metrics?: Metrics;
@@ -109,6 +112,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
       document,
       version: API_VERSION,
       metricsToken: opts.metricsToken,
+      keys: opts.keys,
     }),
   );
   app.route('/', runRoutes(deps));

@@ -14,6 +14,7 @@ const EnvSchema = z.object({
   HOST: optionalString,
   DATABASE_URL: optionalString,
   EVERDICT_DATA_DIR: optionalString,
+  EVERDICT_SIGNING_KEY_FILE: optionalString,
   EVERDICT_BOOTSTRAP_API_KEY: optionalString.pipe(z.string().min(16).max(512).optional()),
   EVERDICT_INTERNAL_TOKEN: optionalString.pipe(z.string().min(16).max(512).optional()),
   EVERDICT_METRICS_TOKEN: optionalString.pipe(z.string().min(16).max(512).optional()),
@@ -24,6 +25,8 @@ const EnvSchema = z.object({
     .max(64 * 1024 * 1024)
     .default(1024 * 1024),
   EVERDICT_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
+  EVERDICT_LEASE_MS: z.coerce.number().int().min(50).max(3_600_000).default(10_000),
+  EVERDICT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(3),
   EVERDICT_JUDGE: z.enum(['scripted', 'none']).default('scripted'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -35,6 +38,8 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   /** Where PGlite's files and local objects live. */
   readonly dataDir: string;
+  /** The control plane's Ed25519 key file (created mode 0600 on first start): default `<dataDir>/keys/control-plane.ed25519`. */
+  readonly signingKeyFile: string;
   /** When set, a first start creates tenant `default` with this admin key; unset → one is generated. */
   readonly bootstrapApiKey: string | undefined;
   /** Service token for `/internal/*`; unset → internal endpoints refuse every call. */
@@ -43,6 +48,10 @@ export interface Config {
   readonly metricsToken: string | undefined;
   readonly maxBodyBytes: number;
   readonly shutdownGraceMs: number;
+  /** A running execution's lease lasts this long without a heartbeat (EVERDICT_LEASE_MS). */
+  readonly leaseMs: number;
+  /** Starts of a run before a lost execution fails it `executor_lost` (EVERDICT_MAX_ATTEMPTS). */
+  readonly maxAttempts: number;
   /** Who decides `judge` graders: the built-in deterministic `scripted` judge, or `none` (a 400). */
   readonly judge: 'scripted' | 'none';
   readonly logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
@@ -66,11 +75,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     host: e.HOST,
     databaseUrl: e.DATABASE_URL,
     dataDir: path.resolve(cwd, e.EVERDICT_DATA_DIR ?? '.everdict'),
+    signingKeyFile: e.EVERDICT_SIGNING_KEY_FILE
+      ? path.resolve(cwd, e.EVERDICT_SIGNING_KEY_FILE)
+      : path.join(path.resolve(cwd, e.EVERDICT_DATA_DIR ?? '.everdict'), 'keys', 'control-plane.ed25519'),
     bootstrapApiKey: e.EVERDICT_BOOTSTRAP_API_KEY,
     internalToken: e.EVERDICT_INTERNAL_TOKEN,
     metricsToken: e.EVERDICT_METRICS_TOKEN,
     maxBodyBytes: e.EVERDICT_MAX_BODY_BYTES,
     shutdownGraceMs: e.EVERDICT_SHUTDOWN_GRACE_MS,
+    leaseMs: e.EVERDICT_LEASE_MS,
+    maxAttempts: e.EVERDICT_MAX_ATTEMPTS,
     judge: e.EVERDICT_JUDGE,
     logLevel: e.LOG_LEVEL,
   };

@@ -35,8 +35,24 @@ export const REFUSALS = {
   },
   route_not_found: { status: 404, when: 'no route for this method and path' },
   conflict: { status: 409, when: 'the state does not allow it (terminal run, agent disabled, …)' },
+  stale_lease: {
+    status: 409,
+    when: "a result or heartbeat from a superseded attempt: its lease epoch is not the run's current one",
+  },
+  snapshot_mismatch: {
+    status: 409,
+    when: 'a resume offers a snapshot other than the one parked (nothing is written)',
+  },
+  manifest_mismatch: {
+    status: 409,
+    when: "the resuming environment's manifest is not the parked one (nothing is written)",
+  },
   body_too_large: { status: 413, when: 'the body is larger than `EVERDICT_MAX_BODY_BYTES`' },
   unsupported_media_type: { status: 415, when: 'a body that is not `application/json`' },
+  no_placement: {
+    status: 422,
+    when: 'no configured executor can ever take this kind/placement (`kind`, `placement`); nothing is saved',
+  },
   capacity_exceeded: { status: 429, when: 'an admission cap (`rule`: see below)' },
   internal: { status: 500, when: 'a defect of ours (logged with its stack; never bad input)' },
   shutting_down: { status: 503, when: 'the process is draining: writes are refused' },

@@ -37,6 +37,7 @@ async function main(): Promise<void> {
   const beforeCore = performance.now();
   const core = await startCore({
     database,
+    signingKey: { file: config.signingKeyFile },
     // An explicit key is installed idempotently; otherwise one is generated only on a first start.
     ...(config.bootstrapApiKey
       ? { bootstrapKey: config.bootstrapApiKey }
@@ -44,6 +45,7 @@ async function main(): Promise<void> {
     ...(config.judge === 'scripted' ? { judge: scriptedJudge() } : {}),
     log: (level, msg, fields) => coreLog[level](fields ?? {}, msg),
     metrics: metrics.coreObserver(),
+    scheduler: { lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts } },
   });
   metrics.setQueueDepthSource(() => core.queueDepth());
   log.info(
@@ -62,6 +64,7 @@ async function main(): Promise<void> {
 
   const { app, lifecycle } = buildApp({
     services: core.services,
+    keys: () => core.keys.list(),
     health: () => core.health(),
     internalToken: config.internalToken,
     metricsToken: config.metricsToken,

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgAdmissionStore } from '../src/admission-store/pg-admission-store.js';
 import { ControlPlaneError } from '../src/errors.js';
 import { type Core, type Principal, startCore } from '../src/services/index.js';
+import { OFFLINE_RUNNER } from './core.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
 
 announceSkippedLiveSuite('test/combiner.pg.test.ts');
@@ -20,7 +21,12 @@ describe.runIf(LIVE_PG)('two replicas combining creates on one PostgreSQL', () =
 
   beforeAll(async () => {
     live = await createLiveDatabase();
-    const opts = { databaseUrl: live.url, bootstrapKey: KEY, scheduler: { pollMs: 100 } };
+    const opts = {
+      databaseUrl: live.url,
+      bootstrapKey: KEY,
+      executors: [OFFLINE_RUNNER],
+      scheduler: { pollMs: 100 },
+    };
     a = await startCore(opts);
     b = await startCore(opts);
     pa = await a.services.auth.authenticate(KEY);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgAdmissionStore } from '../src/admission-store/pg-admission-store.js';
 import { numeric } from '../src/db/numeric.js';
 import { type Core, type Principal, startCore } from '../src/services/index.js';
-import { eventually } from './core.js';
+import { eventually, OFFLINE_RUNNER } from './core.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
 
 announceSkippedLiveSuite('test/concurrency.pg.test.ts');
@@ -22,6 +22,7 @@ describe.runIf(LIVE_PG)('two replicas on one PostgreSQL', () => {
     const opts = {
       databaseUrl: live.url,
       bootstrapKey: KEY,
+      executors: [OFFLINE_RUNNER],
       policy: { maxInFlight: 4, maxQueued: 2_000 },
       scheduler: { pollMs: 100, inlineConcurrency: 12 },
     };

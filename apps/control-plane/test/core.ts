@@ -1,8 +1,18 @@
 // A started core on a fresh test database, with a bootstrap admin principal.
 
+import { declaredRunner } from '../src/executors/registry.js';
 import { type Core, type CoreOptions, startCore } from '../src/services/index.js';
 import type { Principal } from '../src/services/types.js';
 import { testDatabase } from './db.js';
+
+/**
+ * The test deployment's executors beyond the built-in ones: a registered runner declaring command, eval
+ * and sandbox that never comes online — runs of those kinds are accepted and stay queued (what a busy or
+ * offline capable executor means). Pass `executors: []` for a deployment with no runner at all.
+ */
+export const OFFLINE_RUNNER = declaredRunner('test-runner (registered, offline)', {
+  kinds: ['command', 'eval', 'sandbox'],
+});
 
 export const BOOTSTRAP_KEY = 'evk_test_bootstrap_key_000000000000';
 
@@ -18,6 +28,7 @@ export async function testCore(
   const { poolSize, ...coreOptions } = options;
   const database = await testDatabase(poolSize === undefined ? {} : { poolSize });
   const core = await startCore({
+    executors: [OFFLINE_RUNNER],
     ...coreOptions,
     database,
     bootstrapKey: BOOTSTRAP_KEY,

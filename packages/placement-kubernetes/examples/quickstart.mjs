@@ -9,7 +9,7 @@ import { startTestApiServer } from '../dist/testing/index.js';
 const server = await startTestApiServer({ namespaces: ['acme'] });
 const kubeConfig = new KubeConfig();
 kubeConfig.loadFromString(server.kubeconfig('acme'));
-const driver = new KubernetesDriver({ kubeConfig, namespace: 'acme', pty: false });
+const driver = new KubernetesDriver({ kubeConfig, namespace: 'acme' });
 
 const handle = await driver.provision({ labels: { tenant: 'acme', runId: 'run-1', kind: 'command' } });
 const result = await driver.exec(handle, ['sh', '-c', 'echo hello > greeting.txt && cat greeting.txt']);

@@ -248,7 +248,9 @@ export async function startStream(
       callback();
     },
   });
+  let ended = false;
   const exit: Promise<StreamExit> = channel.status.then((status) => {
+    ended = true;
     timer.clear();
     if (expired) throw timeoutError(budget);
     if (killed) return { exitCode: null, signal: 'SIGKILL' };
@@ -261,7 +263,7 @@ export async function startStream(
     stderr: channel.stderr,
     pty: tty,
     resize: (size) => {
-      if (!tty) return false;
+      if (!tty || ended) return false;
       channel.resize(size.cols, size.rows);
       return true;
     },

@@ -50,7 +50,6 @@ export class DriverFixture {
     const driver = new KubernetesDriver({
       kubeConfig: this.kc,
       namespace,
-      pty: false,
       terminationGracePeriodSeconds: 2,
       leaseDurationSeconds: 2,
       ...config,

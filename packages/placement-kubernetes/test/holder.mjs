@@ -9,7 +9,7 @@ const driver = new KubernetesDriver({
   kubeConfig: kc,
   namespace: process.env.EVERDICT_TEST_NAMESPACE,
   pty: false,
-  leaseDurationSeconds: 1,
+  leaseDurationSeconds: 5, // 1 s lapsed between renewals at load average 30: the "owner alive" check then failed
   instanceId: 'holder',
 });
 for (const [runId, kind] of [

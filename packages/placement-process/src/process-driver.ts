@@ -13,13 +13,14 @@ import {
   type ExecResult,
   type ExecStream,
   environmentOf,
-  type LabelSelector,
+  LabelSelector,
   LogOptions,
   type LogOptionsInput,
   matchesLabels,
   PlacementError,
   ProvisionSpec,
   type ProvisionSpecInput,
+  parseHandle,
   placementOf,
   type ReapedSandbox,
   restoreDirectory,
@@ -95,7 +96,7 @@ export class ProcessDriver implements Driver {
       capabilities: {
         exec: true,
         stream: true,
-        pty: false,
+        pty: true,
         logs: true,
         snapshot: true,
         restore: true,
@@ -213,7 +214,8 @@ export class ProcessDriver implements Driver {
   }
 
   /** The sandbox behind a handle: held here, or adopted from its label file; `gone` otherwise. */
-  async sandbox(handle: SandboxHandle): Promise<Sandbox> {
+  async sandbox(input: SandboxHandle): Promise<Sandbox> {
+    const handle = parseHandle(input);
     const held = this.sandboxes.get(handle.id);
     const l = await this.state();
     if (held && !held.disposed) {
@@ -275,7 +277,8 @@ export class ProcessDriver implements Driver {
     };
   }
 
-  async dispose(handle: SandboxHandle): Promise<void> {
+  async dispose(input: SandboxHandle): Promise<void> {
+    const handle = parseHandle(input);
     const held = this.sandboxes.get(handle.id);
     if (held) {
       await this.disposeHeld(held);
@@ -302,10 +305,11 @@ export class ProcessDriver implements Driver {
   }
 
   async reap(selector: { labels: LabelSelector }): Promise<ReapedSandbox[]> {
+    const wanted = LabelSelector.parse(selector.labels);
     const out: ReapedSandbox[] = [];
     for (const record of await listRecords(await this.state())) {
       const { id, labels } = record.handle;
-      if (!matchesLabels(labels, selector.labels)) continue;
+      if (!matchesLabels(labels, wanted)) continue;
       if (this.sandboxes.has(id) || this.pending.has(id) || ownerAlive(record.owner)) continue;
       const limits = this.backend.open(record.limits.paths, record.handle.limits);
       const removed = await removeSandbox(await this.state(), record, limits, { leftovers: true });

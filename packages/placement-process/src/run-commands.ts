@@ -1,5 +1,5 @@
 // exec and stream on a held sandbox: environment, budget, output capture (capped, and teed into the
-// sandbox's log), and the translation of how a command ended into a result or a PlacementError.
+// sandbox's log), a pseudo-terminal for `tty` streams (pty.ts), and the translation of how a command ended into a result or a PlacementError.
 import { PassThrough } from 'node:stream';
 import {
   CappedOutput,
@@ -13,11 +13,13 @@ import {
   type StreamExit,
   StreamOptions,
   type StreamOptionsInput,
+  TerminalSize,
   toBytes,
   unsupported,
 } from '@everdict/placement';
 import { DEFAULT_PATH, WORKSPACE } from './bwrap-args.js';
 import type { Sandbox } from './process-driver.js';
+import { DEFAULT_TERMINAL_SIZE, ptyArgv, ptyToolsIn, resizeLine } from './pty.js';
 import { bwrapFailure, type CommandSetup, SandboxCommand, stopError } from './sandbox-command.js';
 
 function commandEnv(box: Sandbox, extra: Record<string, string>): Record<string, string> {
@@ -87,20 +89,28 @@ export async function streamIn(
 ): Promise<ExecStream> {
   const argv = Command.parse(cmd);
   const opts = StreamOptions.parse(input);
-  if (opts.tty) throw unsupported('process', 'a pseudo-terminal (streams are pipes: pty false)');
+  if (opts.tty && !(await ptyToolsIn(box.record.imageRoot ?? '/'))) {
+    throw unsupported(
+      'process',
+      `a pseudo-terminal in image ${box.record.handle.environment.image} (it needs script, sh and stty)`,
+    );
+  }
   const budget = commandBudget(box.record.handle, undefined);
   const before = await box.limits.counters();
   if (box.disposed) throw gone(box);
   const size: Record<string, string> = opts.size
     ? { COLUMNS: String(opts.size.cols), LINES: String(opts.size.rows) }
     : {};
+  const env = commandEnv(box, { ...size, ...opts.env });
+  const run = opts.tty ? ptyArgv(argv, opts.size ?? DEFAULT_TERMINAL_SIZE, env.SHELL) : argv;
   const c = new SandboxCommand(
     setup,
-    argv,
-    commandEnv(box, { ...size, ...opts.env }),
+    run,
+    opts.tty ? { ...env, SHELL: '/bin/sh' } : env,
     opts.cwd,
     budget,
     before,
+    opts.tty,
   );
   box.running.add(c);
   const stdout = new PassThrough();
@@ -113,7 +123,9 @@ export async function streamIn(
   });
   c.stdout.pipe(stdout);
   c.stderr.pipe(stderr);
+  let ended = false;
   const exit: Promise<StreamExit> = c.exited.then(async (e) => {
+    ended = true;
     box.running.delete(c);
     if (c.failedToSpawn)
       throw new PlacementError('spawn_failed', c.failedToSpawn.message, { command: argv[0] });
@@ -131,8 +143,13 @@ export async function streamIn(
     stdin: c.stdin,
     stdout,
     stderr,
-    pty: false,
-    resize: () => false,
+    pty: opts.tty,
+    resize: (input) => {
+      const next = TerminalSize.parse(input);
+      if (!opts.tty || ended || c.control === null || c.control.destroyed) return false;
+      c.control.write(resizeLine(next));
+      return true;
+    },
     kill: () => c.kill({ kind: 'killed' }),
     exit,
   };

@@ -5,7 +5,7 @@
 // refused fork, and records why.
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
-import { type CommandBudget, PlacementError } from '@everdict/placement';
+import { type CommandBudget, PlacementError, wallTimer } from '@everdict/placement';
 import { HOST_ENV, sandboxCwd } from './bwrap-args.js';
 import type { LimitCounters, SandboxLimits } from './limits/limits.js';
 
@@ -16,6 +16,9 @@ export type StopReason =
   | { readonly kind: 'output_capped' }
   | { readonly kind: 'gone' }
   | { readonly kind: 'killed' };
+
+/** The descriptor a command with a control pipe reads it on. */
+export const CONTROL_FD = 5;
 
 export interface CommandSetup {
   readonly bwrap: string;
@@ -39,9 +42,12 @@ export class SandboxCommand {
   readonly stdout: Readable;
   readonly stderr: Readable;
   readonly exited: Promise<CommandExit>;
+  /** The write end of the command's fd 5, when asked for. */
+  readonly control: Writable | null;
   private stopReason: StopReason | null = null;
   private nsInit: number | null = null;
   private timers: NodeJS.Timeout[] = [];
+  private wall: { clear(): void } | undefined;
   private spawnError: Error | null = null;
   private closed = false;
 
@@ -52,6 +58,8 @@ export class SandboxCommand {
     cwd: string | undefined,
     budget: CommandBudget,
     before: LimitCounters,
+    /** Open a pipe the command reads as fd 5 (the pty's resize channel, see pty.ts). */
+    withControl = false,
   ) {
     const { limits } = setup;
     const hold = limits.joinsByPid ? ['--info-fd', '3', '--block-fd', '4'] : [];
@@ -73,13 +81,26 @@ export class SandboxCommand {
     this.child = spawn(full[0]!, full.slice(1), {
       detached: true,
       env: HOST_ENV,
-      stdio: limits.joinsByPid ? ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
+      stdio: [
+        'pipe',
+        'pipe',
+        'pipe',
+        ...(limits.joinsByPid
+          ? (['pipe', 'pipe'] as const)
+          : withControl
+            ? (['ignore', 'ignore'] as const)
+            : []),
+        ...(withControl ? (['pipe'] as const) : []),
+      ],
       ...(setup.user ?? {}),
     });
     this.stdin = this.child.stdin!;
     this.stdout = this.child.stdout!;
     this.stderr = this.child.stderr!;
     this.stdin.on('error', () => undefined); // EPIPE when the command does not read its stdin
+    const stdio = this.child.stdio as unknown as readonly (Writable | Readable | null)[];
+    this.control = withControl ? (stdio[CONTROL_FD] as Writable) : null;
+    this.control?.on('error', () => undefined);
     this.child.on('error', (e) => {
       this.spawnError = e;
     });
@@ -88,6 +109,8 @@ export class SandboxCommand {
       this.child.on('close', (code, signal) => {
         this.closed = true;
         for (const t of this.timers) clearTimeout(t);
+        this.wall?.clear();
+        this.control?.destroy();
         resolve({ exitCode: code, signal, stop: this.stopReason });
       });
     });
@@ -129,7 +152,8 @@ export class SandboxCommand {
   }
 
   private watch(budget: CommandBudget, before: LimitCounters): void {
-    this.timers.push(setTimeout(() => this.kill({ kind: 'timeout', bound: budget.bound }), budget.ms));
+    // wallTimer, not setTimeout: a budget past 2^31 − 1 ms (a long wallTimeoutMs) must not fire at once.
+    this.wall = wallTimer(budget.ms, () => this.kill({ kind: 'timeout', bound: budget.bound }));
     if (!this.setup.limits.joinsByPid) return;
     const poll = async () => {
       if (this.stopReason !== null || this.closed) return;

@@ -75,6 +75,11 @@ describe('images', () => {
     );
     expect((await driver.exec(h, ['/bin/sh', '-c', 'echo x > /etc/motd'])).exitCode).not.toBe(0);
     expect(utf8((await driver.exec(h, ['sh', '-c', 'echo w > f && cat f'])).stdout)).toBe('w\n');
+    // No `script`/`stty` in this image: a pty is refused (unsupported), a pipe stream still runs.
+    await refusal(driver.stream(h, ['cat'], { tty: true }), 'unsupported');
+    const piped = await driver.stream(h, ['cat']);
+    piped.stdin.end('through a pipe');
+    expect(await piped.exit).toEqual({ exitCode: 0, signal: null });
   }, 120_000);
 
   it('refuses any other reference with image_not_found', async () => {

@@ -35,3 +35,19 @@ export function timeoutError(budget: CommandBudget, detail: Record<string, unkno
     ...detail,
   });
 }
+
+/** setTimeout's largest delay (2^31 − 1 ms, about 24.8 days): Node fires a longer one at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A timer for any delay: one longer than setTimeout's range re-arms in steps, so it never fires early. */
+export function wallTimer(ms: number, fn: () => void): { clear(): void } {
+  let timer: NodeJS.Timeout;
+  const arm = (left: number) => {
+    timer = setTimeout(
+      left > MAX_TIMER_MS ? () => arm(left - MAX_TIMER_MS) : fn,
+      Math.max(0, Math.min(left, MAX_TIMER_MS)),
+    );
+  };
+  arm(ms);
+  return { clear: () => clearTimeout(timer) };
+}

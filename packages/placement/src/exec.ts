@@ -1,7 +1,7 @@
 // Running commands in a sandbox: one-shot exec (captured, capped output) and a bidirectional stream.
 import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
-import { Bytes, Env } from './spec.js';
+import { Bytes, Env, MAX_WALL_TIMEOUT_MS } from './spec.js';
 
 /** An argv: the program and its arguments, no shell unless the caller runs one. */
 export const Command = z
@@ -22,7 +22,7 @@ const Cwd = z
 export const ExecOptions = z.strictObject({
   stdin: z.union([z.string(), Bytes]).optional(),
   /** Wall timeout of this command (never past the sandbox's deadline). Reaching it is `timeout`. */
-  timeoutMs: z.int().positive().optional(),
+  timeoutMs: z.int().positive().max(MAX_WALL_TIMEOUT_MS).optional(),
   /** Bytes kept of each of stdout and stderr. */
   outputCapBytes: z.int().nonnegative().default(DEFAULT_OUTPUT_CAP_BYTES),
   /** Past the cap: keep running and drop the rest (`truncated: true`), or stop the command (`output_capped`). */

@@ -3,7 +3,13 @@
 // placement mapping onto run-model, and the inline driver. The contract suite is '@everdict/placement/contract'.
 
 export { blake3Hex, canonicalJson, environmentManifest, environmentOf, snapshotAddress } from './address.js';
-export { type CommandBudget, commandBudget, timeoutError } from './deadline.js';
+export {
+  type CommandBudget,
+  commandBudget,
+  MAX_TIMER_MS,
+  timeoutError,
+  wallTimer,
+} from './deadline.js';
 export type { Driver } from './driver.js';
 export {
   httpStatusOf,
@@ -57,6 +63,7 @@ export {
   Environment,
   LabelSelector,
   Labels,
+  MAX_WALL_TIMEOUT_MS,
   NetworkGrant,
   ProvisionSpec,
   type ProvisionSpecInput,

@@ -5,7 +5,7 @@ import { chmod, chown, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { snapshotAddress } from './address.js';
 import { PlacementError } from './errors.js';
-import type { Snapshot } from './spec.js';
+import { Snapshot } from './spec.js';
 import type { TarEntry } from './tar/tar-entry.js';
 import { readTar } from './tar/tar-reader.js';
 import { writeTar } from './tar/tar-writer.js';
@@ -21,7 +21,8 @@ export async function snapshotDirectory(dir: string): Promise<Snapshot> {
  * The entries of a snapshot, after checking that its bytes hash to its address and are exactly the
  * canonical archive of those entries (so a restore anywhere snapshots back to the same address).
  */
-export async function verifiedSnapshotEntries(snapshot: Snapshot): Promise<TarEntry[]> {
+export async function verifiedSnapshotEntries(input: Snapshot): Promise<TarEntry[]> {
+  const snapshot = Snapshot.parse(input); // malformed input is zod's ZodError, before anything is touched
   const actual = snapshotAddress(snapshot.bytes);
   if (actual !== snapshot.address) {
     throw new PlacementError('snapshot_mismatch', 'snapshot bytes do not hash to the offered address', {

@@ -15,6 +15,13 @@ export type Labels = z.infer<typeof Labels>;
 export const LabelSelector = Labels.partial();
 export type LabelSelector = z.infer<typeof LabelSelector>;
 
+/**
+ * The longest wall timeout a sandbox or a command may ask for: 366 days. Past setTimeout's 2^31 − 1 ms
+ * (24.8 days) drivers wait in steps (deadline.ts `wallTimer`), so every value up to this bound is kept
+ * exactly; the bound keeps deadlines (createdAtMs + wallTimeoutMs) well inside exact integers.
+ */
+export const MAX_WALL_TIMEOUT_MS = 366 * 24 * 60 * 60 * 1000;
+
 export const DEFAULT_LIMITS = Object.freeze({
   memoryBytes: 512 * 1024 * 1024,
   pids: 256,
@@ -32,7 +39,7 @@ export const ResourceLimits = z.strictObject({
   cpus: z.number().positive().max(1024).optional(),
   memoryBytes: z.int().positive().default(DEFAULT_LIMITS.memoryBytes),
   pids: z.int().positive().max(1_000_000).default(DEFAULT_LIMITS.pids),
-  wallTimeoutMs: z.int().positive().default(DEFAULT_LIMITS.wallTimeoutMs),
+  wallTimeoutMs: z.int().positive().max(MAX_WALL_TIMEOUT_MS).default(DEFAULT_LIMITS.wallTimeoutMs),
 });
 export type ResourceLimits = z.output<typeof ResourceLimits>;
 export type ResourceLimitsInput = z.input<typeof ResourceLimits>;

@@ -43,12 +43,22 @@ export const RunSettled = z.strictObject({
 });
 export type RunSettled = z.infer<typeof RunSettled>;
 
+export const RunRequeued = z.strictObject({
+  type: z.literal('run.requeued'),
+  ...factBase,
+  cause: z.literal('executor_lost'),
+  /** The attempt that was lost. */
+  attempt: z.number().int().min(0),
+});
+export type RunRequeued = z.infer<typeof RunRequeued>;
+
 export const RunFact = z.discriminatedUnion('type', [
   RunQueued,
   RunStarted,
   RunAwaitingInput,
   RunResumed,
   RunSettled,
+  RunRequeued,
 ]);
 export type RunFact = z.infer<typeof RunFact>;
 export type RunFactType = RunFact['type'];
@@ -58,6 +68,7 @@ export const RUN_FACT_TYPES = [
   'run.awaiting_input',
   'run.resumed',
   'run.settled',
+  'run.requeued',
 ] as const satisfies readonly RunFactType[];
 
 /** The time event a schedule emits (cron lives in the control plane; the fact's shape lives here). */

@@ -129,6 +129,8 @@ export const Run = z
     updatedAt: Timestamp,
     startedAt: Timestamp.optional(),
     settledAt: Timestamp.optional(),
+    /** How many times the run was started (each start is an attempt; a lost one requeues it). */
+    attempt: z.number().int().min(0).optional(),
   })
   .transform((v, ctx) => {
     sessionNeedsExpiry(v, ctx);

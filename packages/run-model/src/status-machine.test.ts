@@ -27,6 +27,7 @@ const EVENTS: Record<RunEventType, RunEvent> = {
   succeed: { type: 'succeed' },
   fail: { type: 'fail', error: { code: 'boom', message: 'it broke', retryable: true } },
   cancel: { type: 'cancel', reason: 'changed my mind' },
+  requeue: { type: 'requeue', cause: 'executor_lost' },
 };
 
 describe('the transition table', () => {
@@ -42,7 +43,7 @@ describe('the transition table', () => {
   });
   it('legalEvents is the table read by row', () => {
     expect(legalEvents('queued').sort()).toEqual(['cancel', 'fail', 'start']);
-    expect(legalEvents('running').sort()).toEqual(['await_input', 'cancel', 'fail', 'succeed']);
+    expect(legalEvents('running').sort()).toEqual(['await_input', 'cancel', 'fail', 'requeue', 'succeed']);
     expect(legalEvents('awaiting_input').sort()).toEqual(['cancel', 'fail', 'resume_input']);
     for (const s of TERMINAL_STATUSES) expect(legalEvents(s)).toEqual([]);
   });
@@ -60,7 +61,9 @@ describe('every legal transition', () => {
       expect(run).toEqual(before);
       expect(result.run).not.toBe(run);
       expect(result.run.status).toBe(t.to);
-      expect(result.run).toEqual({ ...run, ...result.patch });
+      const { startedAt: _lostStart, ...requeued } = { ...run, ...result.patch };
+      // A requeued run waits again: the lost attempt's start is not its start.
+      expect(result.run).toEqual(t.event === 'requeue' ? requeued : { ...run, ...result.patch });
       expect(result.patch.updatedAt).toBe(now);
       expect(Run.safeParse(result.run).success).toBe(true);
       expect(result.facts).toHaveLength(1);
@@ -73,6 +76,7 @@ describe('every legal transition', () => {
         succeed: 'run.settled',
         fail: 'run.settled',
         cancel: 'run.settled',
+        requeue: 'run.requeued',
       }[t.event];
       expect(fact.type).toBe(expected);
       if (fact.type === 'run.settled') {
@@ -171,7 +175,7 @@ describe('property: random event sequences from any state', () => {
     );
   });
 
-  it('the facts of a run from queued replay as: queued? started, (awaiting_input resumed)*, settled at most once', () => {
+  it('the facts of a run from queued replay as: (started requeued)* started, (awaiting_input resumed)*, settled at most once', () => {
     fc.assert(
       fc.property(fc.array(event, { maxLength: 30 }), (events) => {
         let run = runIn('queued');
@@ -185,7 +189,7 @@ describe('property: random event sequences from any state', () => {
         });
         const shape = facts.join(' ');
         expect(shape).toMatch(
-          /^(run\.started( run\.awaiting_input run\.resumed)*( run\.awaiting_input)?)?( ?run\.settled)?$/,
+          /^(run\.started( run\.awaiting_input run\.resumed)* run\.requeued ?)*(run\.started( run\.awaiting_input run\.resumed)*( run\.awaiting_input)?)?( ?run\.settled)?$/,
         );
         expect(facts.filter((f) => f === 'run.settled').length).toBeLessThanOrEqual(1);
       }),

@@ -7,6 +7,9 @@ import { toMillis } from './primitives.js';
 import type { Run } from './run.js';
 import { isTerminalStatus, type RunStatus } from './vocabulary.js';
 
+/** The one cause a running run goes back to queued for: the lease of its execution was lost. */
+export const REQUEUE_CAUSE = 'executor_lost';
+
 /** What can happen to a run. `fail` carries the error; `await_input` and `cancel` may say why. */
 export const RunEvent = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('start') }),
@@ -15,6 +18,8 @@ export const RunEvent = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('succeed') }),
   z.strictObject({ type: z.literal('fail'), error: RunError }),
   z.strictObject({ type: z.literal('cancel'), reason: z.string().optional() }),
+  /** Its executor was lost (its lease expired): the run waits again for its next attempt. */
+  z.strictObject({ type: z.literal('requeue'), cause: z.literal(REQUEUE_CAUSE) }),
 ]);
 export type RunEvent = z.infer<typeof RunEvent>;
 export type RunEventType = RunEvent['type'];
@@ -25,6 +30,7 @@ export const RUN_EVENT_TYPES = [
   'succeed',
   'fail',
   'cancel',
+  'requeue',
 ] as const satisfies readonly RunEventType[];
 
 export interface TransitionRule {
@@ -38,7 +44,9 @@ export interface TransitionRule {
  * terminal status, `illegal_transition` otherwise.
  *   queued → running → (awaiting_input ⇄ running) → succeeded | failed | cancelled
  * A queued run may fail (it could not be placed) or be cancelled; a parked run may fail (its input
- * never came) or be cancelled; only a running run succeeds.
+ * never came) or be cancelled; only a running run succeeds. A running run whose executor was lost
+ * (`requeue`, cause `executor_lost` only) is queued again: its attempt ended without a result, and its
+ * next start counts the next attempt.
  */
 export const TRANSITIONS = [
   { from: 'queued', event: 'start', to: 'running' },
@@ -48,6 +56,7 @@ export const TRANSITIONS = [
   { from: 'running', event: 'succeed', to: 'succeeded' },
   { from: 'running', event: 'fail', to: 'failed' },
   { from: 'running', event: 'cancel', to: 'cancelled' },
+  { from: 'running', event: 'requeue', to: 'queued' },
   { from: 'awaiting_input', event: 'resume_input', to: 'running' },
   { from: 'awaiting_input', event: 'fail', to: 'failed' },
   { from: 'awaiting_input', event: 'cancel', to: 'cancelled' },
@@ -116,6 +125,8 @@ function factFor(run: Run, event: RunEvent, now: string): RunFact {
       };
     case 'succeed':
       return { type: 'run.settled', ...base, outcome: 'succeeded' };
+    case 'requeue':
+      return { type: 'run.requeued', ...base, cause: event.cause, attempt: run.attempt ?? 0 };
   }
 }
 
@@ -139,7 +150,9 @@ export function transition(run: Run, event: RunEvent, now: string): TransitionRe
   if (event.type === 'start') patch.startedAt = now;
   if (isTerminalStatus(to)) patch.settledAt = now;
   if (event.type === 'fail') patch.error = event.error;
-  return { ok: true, run: { ...run, ...patch }, patch, facts: [factFor(run, event, now)] };
+  const next: Run = { ...run, ...patch };
+  if (event.type === 'requeue') delete next.startedAt;
+  return { ok: true, run: next, patch, facts: [factFor(run, event, now)] };
 }
 
 /** `transition`, throwing the RunModelError on refusal. */

@@ -94,29 +94,92 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
+/** Bounds on waiting for the database, so no request hangs past ~5 s while it is away. */
+export const PG_TIMEOUTS = {
+  /** Waiting for a pool connection (a new one, or a free one): then the request fails 503. */
+  connectMs: 3_000,
+  /** Server-side bound on one statement. */
+  statementMs: 4_000,
+  /** The LISTEN connection's reconnect backoff, first and longest. */
+  reconnectMs: [250, 2_000] as const,
+} as const;
+
 async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {
-  const pool = new pg.Pool({ connectionString: url, max });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    connectionTimeoutMillis: PG_TIMEOUTS.connectMs,
+    statement_timeout: PG_TIMEOUTS.statementMs,
+    keepAlive: true,
+  });
   pool.on('error', () => {
     /* idle client errors surface on the next query */
   });
-  pool.on('connect', prepareMarkedStatements);
+  pool.on('connect', (c) => {
+    // pg-pool listens for 'error' only while a client is idle: a checked-out client whose connection the
+    // server terminates (57P01 on restart, pg_terminate_backend) would emit an unhandled 'error' and end the
+    // process. Its query rejects anyway (→ 503 database_unavailable), and pg-pool drops the broken client
+    // when it is released.
+    c.on('error', () => undefined);
+    prepareMarkedStatements(c);
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   let client: pg.Client | null = null;
   const channels = new Map<string, Set<Listener>>();
   let connecting: Promise<pg.Client> | null = null;
+  let closed = false;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  let backoff: number = PG_TIMEOUTS.reconnectMs[0];
+
+  // The LISTEN connection: when it breaks (the server restarted), it reconnects by itself with backoff and
+  // LISTENs again on every channel; the wake loops' poll fallback covers the gap.
+  const lost = (c: pg.Client) => {
+    if (client === c) client = null;
+    c.end().catch(() => undefined);
+    if (channels.size > 0) lostRetry();
+  };
+  const lostRetry = () => {
+    if (closed || retry) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      ensureClient().then(
+        () => {
+          backoff = PG_TIMEOUTS.reconnectMs[0];
+        },
+        () => {
+          backoff = Math.min(backoff * 2, PG_TIMEOUTS.reconnectMs[1]);
+          lostRetry();
+        },
+      );
+    }, backoff);
+    retry.unref?.();
+  };
 
   const ensureClient = async (): Promise<pg.Client> => {
     if (client) return client;
     if (connecting) return connecting;
     connecting = (async () => {
-      const c = new pg.Client({ connectionString: url });
+      const c = new pg.Client({
+        connectionString: url,
+        connectionTimeoutMillis: PG_TIMEOUTS.connectMs,
+        keepAlive: true,
+      });
       c.on('notification', (n) => {
         for (const fn of channels.get(n.channel) ?? []) fn(n.payload ?? '');
       });
-      c.on('error', () => {
-        client = null; // the next listen() reconnects; the poll fallback covers the gap
-      });
-      await c.connect();
+      c.on('error', () => lost(c));
+      c.on('end', () => lost(c));
+      try {
+        await c.connect();
+        for (const channel of channels.keys()) await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      } catch (e) {
+        c.end().catch(() => undefined);
+        throw e;
+      }
+      if (closed) {
+        await c.end().catch(() => undefined);
+        throw new Error('database closed');
+      }
       client = c;
       return c;
     })();
@@ -131,22 +194,30 @@ async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {
     db,
     dialect: 'postgres',
     async listen(channel, fn) {
-      const c = await ensureClient();
       let set = channels.get(channel);
       if (!set) {
         set = new Set();
         channels.set(channel, set);
-        await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+        try {
+          const c = await ensureClient();
+          await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+        } catch (e) {
+          channels.delete(channel);
+          throw e;
+        }
       }
       set.add(fn);
+      const mine = set;
       return async () => {
-        set.delete(fn);
+        mine.delete(fn);
       };
     },
     async notify(channel, payload = '') {
       await sql`SELECT pg_notify(${channel}, ${payload})`.execute(db);
     },
     async close() {
+      closed = true;
+      if (retry) clearTimeout(retry);
       const c = client;
       client = null;
       if (c) await c.end().catch(() => undefined);

@@ -58,6 +58,8 @@ export interface RunsTable {
   record_length: number;
   interval_started_at: Ts | null;
   interval_head: string | null;
+  /** Starts of this run (0007): the epoch of its current lease. */
+  attempt: ColumnType<number, number | undefined, number>;
 }
 
 export interface RunGroupsTable {
@@ -259,7 +261,18 @@ export interface AdmVtimeTable {
   v: number;
 }
 
+export interface RunLeasesTable {
+  run_id: string;
+  tenant: string;
+  holder: string;
+  epoch: Int8;
+  granted_at_ms: Int8;
+  renewed_at_ms: Int8;
+  expires_at_ms: Int8;
+}
+
 export interface Database {
+  run_leases: RunLeasesTable;
   adm_global: AdmGlobalTable;
   adm_tenants: AdmTenantsTable;
   adm_agents: AdmAgentsTable;

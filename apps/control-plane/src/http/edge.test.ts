@@ -1,5 +1,6 @@
 // The HTTP edge on the real core: auth, problem+json for every refusal, limits, headers, draining, docs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LIVE_PG } from '../../test/db.js';
 import { buildApp } from '../app.js';
 import { REFUSALS } from '../errors.js';
 import { Lifecycle } from './lifecycle.js';
@@ -225,7 +226,7 @@ describe('system routes', () => {
   it('healthz, metrics and the OpenAPI document', async () => {
     const h = await call(t.app, 'GET', '/healthz', { key: null });
     expect(h.status).toBe(200);
-    expect(h.body).toMatchObject({ status: 'ok', database: 'pglite' });
+    expect(h.body).toMatchObject({ status: 'ok', database: LIVE_PG ? 'postgres' : 'pglite' });
     const m = await t.app.request('/metrics');
     expect(m.headers.get('content-type')).toMatch(/^text\/plain/);
     const text = await m.text();
@@ -249,6 +250,7 @@ describe('system routes', () => {
         '/groups/{id}/score',
         '/healthz',
         '/internal/agent-run-events',
+        '/keys',
         '/metrics',
         '/runs',
         '/runs/{id}',

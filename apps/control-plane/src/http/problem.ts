@@ -2,11 +2,13 @@
 // stable `code` of the one vocabulary (src/errors.ts: code → status). This module owns the shape, its zod
 // schema (for the OpenAPI doc) and the mapping from thrown errors to problems. Unknown errors become a 500
 // problem without a stack (logged).
+
 import { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ZodError } from 'zod';
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/availability.js';
 import { ControlPlaneError, type ControlPlaneErrorCode, REFUSALS } from '../errors.js';
 import { isRangeIssue, toControlPlaneError } from '../services/boundary.js';
 
@@ -129,7 +131,21 @@ export function errorToProblem(thrown: unknown): MappedError {
   if (thrown instanceof SyntaxError) {
     return { problem: problem('malformed_json', 'request body is not valid JSON'), unexpected: false };
   }
+  if (isDatabaseUnavailable(thrown)) {
+    return {
+      problem: problem('database_unavailable', 'the ledger database does not answer; retry shortly'),
+      unexpected: false,
+      retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS,
+    };
+  }
   const err = toControlPlaneError(thrown);
+  if (err instanceof ControlPlaneError && err.code === 'database_unavailable') {
+    return {
+      problem: problem(err.code, err.message),
+      unexpected: false,
+      retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS,
+    };
+  }
   if (!(err instanceof ControlPlaneError) || err.httpStatus >= 500) {
     return { problem: problem('internal', 'internal error'), unexpected: true };
   }

@@ -135,7 +135,17 @@ describe('quickstart through the real core', () => {
   });
 
   it('cancels a causal tree from its root', async () => {
-    const sandbox = { kind: 'sandbox', subject: { image: 'alpine:3.20' } };
+    // No runner is registered here: a sandbox run could never execute, so it is refused before admission.
+    const none = await call(app, 'POST', '/runs', {
+      body: { kind: 'sandbox', subject: { image: 'alpine:3.20' } },
+    });
+    expect(none.status, JSON.stringify(none.body)).toBe(422);
+    expect(none.body).toMatchObject({
+      code: 'no_placement',
+      details: { kind: 'sandbox', placement: { where: 'driver' } },
+    });
+    // Analysis runs that sleep: still running (or queued) when the root is cancelled.
+    const sandbox = { kind: 'analysis', subject: { config: { fn: 'sleep', ms: 20_000 } } };
     const root = await call(app, 'POST', '/runs', { body: sandbox });
     expect(root.status, JSON.stringify(root.body)).toBe(201);
     const rootId = (root.body.run as { id: string }).id;

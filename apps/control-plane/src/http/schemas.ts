@@ -64,6 +64,21 @@ export const RecordSchema = z
       error: z.string().optional(),
       index: z.number().optional(),
       phase: z.string().optional(),
+      idleUj: z.string().optional(),
+      account: z.string().optional(),
+      cost: z
+        .object({
+          activeUj: z.string(),
+          idleUj: z.string(),
+          totalUj: z.string(),
+          unresolved: z.number(),
+        })
+        .optional()
+        .openapi({
+          description:
+            'runrecord `costToJson`: microjoules as decimal strings (exact; they may exceed 2^53), `unresolved` = executed segments with no bundled body.',
+        }),
+      signedBy: z.array(z.string()).optional(),
     }),
   })
   .openapi('RunRecord');

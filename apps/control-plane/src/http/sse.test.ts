@@ -56,8 +56,10 @@ describe('run events', () => {
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
     const text = readUntil(res, (s) => s.includes('event: end'));
     await new Promise((r) => setTimeout(r, 50));
-    expect((await report({ runId: id, event: 'awaiting_input' })).status).toBe(200);
-    expect((await report({ runId: id, event: 'resumed' })).status).toBe(200);
+    expect((await report({ runId: id, event: 'awaiting_input', transcript: 'ab'.repeat(32) })).status).toBe(
+      200,
+    );
+    expect((await report({ runId: id, event: 'resumed', transcript: 'ab'.repeat(32) })).status).toBe(200);
     expect((await report({ runId: id, event: 'succeeded' })).status).toBe(200);
     const all = await text;
     expect(kinds(all)).toEqual([

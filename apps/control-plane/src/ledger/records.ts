@@ -1,10 +1,14 @@
 // Each run's `sandbox.runrecord/1` chain: segments stored in wire form, appended through runrecord's host
 // API (which refuses illegal appends), verified from genesis on read.
 import {
+  type Account,
   blake3,
   buildAttestation,
   bytesToHex,
+  costToJson,
+  decodeAttestationBody,
   decodeWire,
+  encodeAttestationBody,
   encodeSegment,
   genesisHead,
   type Hex,
@@ -12,11 +16,14 @@ import {
   type Outcome,
   reopenRecord,
   verifyWire,
+  type WireAttestation,
+  type WireAttestations,
   type WireRecord,
   type WireSegment,
 } from '@everdict/runrecord';
 import { json } from '../db/numeric.js';
 import type { Executor } from '../db/tx.js';
+import type { Signer } from '../keys/signer.js';
 import type { RecordView } from '../services/types.js';
 import type { RunRow } from './runs.js';
 
@@ -111,10 +118,22 @@ export interface IntervalEnd {
   /** Whatever the interval produced (its journal root is this value's address). */
   journal: unknown;
   intervalHead: Hex;
+  /**
+   * The calls the executor REPORTED it dispatched / saw resolved during the interval. Absent → the segment
+   * carries no account (nothing was observed; the record's verdict is `no_verdict`). Inline analysis
+   * dispatches nothing and says so: `{ dispatched: [], resolved: [] }`.
+   */
+  account?: Account | undefined;
 }
 
-/** An executed interval's attestation (the row to store by address) and the execute op — pure. */
-export function intervalAttestation(row: RunRow, end: IntervalEnd, at: string) {
+/** An inline interval's account: it dispatched nothing, and that was observed (the executor is ours). */
+export const NO_CALLS: Account = Object.freeze({ dispatched: [], resolved: [] });
+
+/**
+ * An executed interval's attestation (the row to store by address: its wire body, signed by `signer`) and
+ * the execute op — pure.
+ */
+export function intervalAttestation(row: RunRow, end: IntervalEnd, at: string, signer: Signer) {
   const ms = Math.max(0, end.endedMs - end.startedMs);
   const activeUj = BigInt(Math.max(1, Math.round(ms * end.watts * 1000)));
   const { attestation, address } = buildAttestation({
@@ -130,13 +149,12 @@ export function intervalAttestation(row: RunRow, end: IntervalEnd, at: string) {
     outcome: end.outcome,
     exitCode: end.exitCode,
   });
-  const body = {
-    ...attestation,
-    startedMs: String(attestation.startedMs),
-    endedMs: String(attestation.endedMs),
-    activeUj: String(activeUj),
+  const body: WireAttestation = encodeAttestationBody({ ...attestation, signature: signer.sign(address) });
+  const op: Operation = {
+    op: 'execute',
+    attestation: address,
+    ...(end.account ? { account: end.account } : {}),
   };
-  const op: Operation = { op: 'execute', attestation: address, account: { dispatched: [], resolved: [] } };
   return { row: { address, tenant_id: row.tenant_id, run_id: row.id, body, created_at: at }, op };
 }
 
@@ -146,8 +164,9 @@ export async function sealInterval(
   row: RunRow,
   end: IntervalEnd,
   at: string,
+  signer: Signer,
 ): Promise<Operation> {
-  const a = intervalAttestation(row, end, at);
+  const a = intervalAttestation(row, end, at, signer);
   await ex
     .insertInto('attestations')
     .values({ ...a.row, body: json(a.row.body) })
@@ -190,11 +209,50 @@ export function appendOps(row: RunRow, segments: WireSegment[], ops: readonly Op
   return { rows, head: host.head, length: host.length };
 }
 
+/**
+ * The run's bundle: the stored bodies its segments name, keyed by address. A body stored before bodies
+ * were kept in wire form (or otherwise unreadable) is left out: its segment then counts as `unresolved`
+ * — never as zero energy, and never as signed.
+ */
+async function bundleOf(ex: Executor, runId: string): Promise<WireAttestations> {
+  const rows = await ex
+    .selectFrom('attestations')
+    .select(['address', 'body'])
+    .where('run_id', '=', runId)
+    .orderBy('created_at')
+    .execute();
+  const out: WireAttestations = {};
+  for (const r of rows) {
+    try {
+      decodeAttestationBody(r.body);
+      out[r.address] = r.body as unknown as WireAttestation;
+    } catch {
+      // legacy body shape: not bundled
+    }
+  }
+  return out;
+}
+
+/**
+ * The record with its attestation bundle, verified from genesis (bundle included) by runrecord: `cost`
+ * and `signedBy` are runrecord's (`costToJson`: µJ as decimal strings), not a second copy of the rules.
+ */
 export async function readRecord(ex: Executor, row: RunRow): Promise<RecordView> {
-  const wire = wireOf(row, await segmentsOf(ex, row.id));
+  const bare = wireOf(row, await segmentsOf(ex, row.id));
+  const attestations = await bundleOf(ex, row.id);
+  const wire = Object.keys(attestations).length > 0 ? { ...bare, attestations } : bare;
   const v = verifyWire(wire, { expectHead: row.record_head });
   const verify: RecordView['verify'] = v.ok
-    ? { ok: true, head: v.head, length: v.length, phase: v.phase, idleUj: v.idleUj.toString() }
+    ? {
+        ok: true,
+        head: v.head,
+        length: v.length,
+        phase: v.phase,
+        idleUj: v.idleUj.toString(),
+        account: v.account.verdict,
+        cost: costToJson(v.cost),
+        signedBy: [...v.signedBy],
+      }
     : { ok: false, error: v.error, ...(v.index !== undefined ? { index: v.index } : {}) };
   return { wire, verify };
 }

@@ -15,11 +15,12 @@ import { settleSlotsCtes } from '../admission-store/settle-many.js';
 import { json } from '../db/numeric.js';
 import { prepared } from '../db/prepared.js';
 import type { Executor } from '../db/tx.js';
+import { releaseSettled } from '../leases/store.js';
 import { EVENTS_CHANNEL } from '../ledger/events.js';
 import { appendOps, intervalAttestation } from '../ledger/records.js';
 import { type RunRow, rowToRun } from '../ledger/runs.js';
 import { type Deps, nowIso } from '../services/context.js';
-import { factsToEvents, type TransitionExtras } from '../services/transition.js';
+import { factsToEvents, observedAccount, type TransitionExtras } from '../services/transition.js';
 
 const DEFAULT_METER = { watts: 5, meter: 'inline-wallclock-model' };
 /** Re-reads of runs whose row changed between read and write before giving up on them (and logging). */
@@ -30,6 +31,8 @@ export interface Finished {
   runId: string;
   event: Extract<RunEvent, { type: 'succeed' | 'fail' }>;
   extras: TransitionExtras;
+  /** The lease epoch the result was produced under (leases/): a run at another attempt refuses it. */
+  epoch?: number;
 }
 
 type ReadRow = RunRow & { version: string; segments: WireSegment[] | null };
@@ -75,6 +78,8 @@ export async function planSettle(
   for (const it of items) {
     const row = rows.get(it.runId);
     if (!row || row.tenant_id !== it.tenant || row.status !== 'running') continue;
+    // A superseded attempt's result (its lease was lost and the run requeued): refused, nothing written.
+    if (it.epoch !== undefined && row.attempt !== it.epoch) continue;
     const result = transition(rowToRun(row), it.event, at);
     if (!result.ok) continue;
     const { run, patch, facts } = result;
@@ -93,8 +98,10 @@ export async function planSettle(
         exitCode: it.extras.interval?.exitCode ?? (outcome === 'failed' ? 1 : 0),
         journal: it.extras.interval?.journal ?? { outputs, facts },
         intervalHead: row.interval_head ?? row.record_head,
+        account: observedAccount(row.kind, it.extras.account),
       },
       at,
+      deps.signer,
     );
     const close = { op: 'close', reason: outcome === 'succeeded' ? 'completed' : 'failed' } as const;
     const rec = appendOps(row, row.segments ?? [], [a.op, close], at);
@@ -171,8 +178,11 @@ export async function writeSettle(ex: Executor, p: SettlePlan): Promise<string[]
       RETURNING 1
     ),
     note AS (SELECT pg_notify(${EVENTS_CHANNEL}, '') AS n FROM (SELECT 1 FROM ev LIMIT 1) e),
+    lease AS (${releaseSettled(sql`SELECT id AS run_id FROM ok`)}),
     ${settleSlotsCtes(slots)}
-    SELECT ok.id FROM ok WHERE (SELECT count(*) FROM note) >= 0`.execute(ex);
+    SELECT ok.id FROM ok WHERE (SELECT count(*) FROM note) >= 0 AND (SELECT count(*) FROM lease) >= 0`.execute(
+    ex,
+  );
   return rows.map((r) => r.id);
 }
 

@@ -58,7 +58,8 @@ describe('claimAndStart', () => {
       const result = transition(rowToRun(row), { type: 'start' }, at);
       if (!result.ok) throw result.error;
       const got = after.get(id)!;
-      expect(rowToRun(got)).toEqual({ ...rowToRun(row), ...result.patch });
+      // The start also counts the run's attempt: the epoch of its lease (leases/).
+      expect(rowToRun(got)).toEqual({ ...rowToRun(row), ...result.patch, attempt: row.attempt + 1 });
       expect(iso(got.interval_started_at)).toBe(at);
       expect(got.interval_head).toBe(row.record_head);
       expect(got.record_head).toBe(row.record_head);

@@ -20,6 +20,9 @@
 // it against `transition`). A run whose row was updated after `now` (another replica's clock) is skipped,
 // as `transition` would refuse it.
 //
+// Leases: every start counts the run's attempt (its lease epoch); with `lease`, the lease is granted in the
+// same statement (leases/store.ts leaseUpsert), so no run is ever running without one.
+//
 // Commit: this statement alone commits with `synchronous_commit = off` (set_config(…, true): the setting ends
 // with its transaction — claim-start.test.ts checks the connection is back to `on`). It does not wait for the
 // WAL flush, so it releases the tenant rows it holds one fsync sooner (creates and settles queue on them).
@@ -33,10 +36,13 @@ import { sql } from 'kysely';
 import { dispatchOf } from '../admission-store/claim.js';
 import { prepared } from '../db/prepared.js';
 import type { Executor } from '../db/tx.js';
+import { leaseUpsert, NEXT_ATTEMPT } from '../leases/store.js';
 import { EVENTS_CHANNEL } from '../ledger/events.js';
 
 export interface StartedRun {
   runId: string;
+  /** The run's attempt (this start counted it): its lease epoch. */
+  epoch: number;
   tenant: string;
   class: RunClass;
   enqueuedAt: number;
@@ -50,6 +56,13 @@ interface Row {
   class: string;
   enqueued_at: string | number | bigint;
   subject: unknown;
+  attempt: number;
+}
+
+/** Who holds the leases of the runs this claim starts (leases/), and for how long. */
+export interface ClaimLease {
+  holder: string;
+  leaseMs: number;
 }
 
 const DEFAULT_AGING_MS = globalPolicy().agingMs;
@@ -59,6 +72,7 @@ export async function claimAndStart(
   capacity: number,
   now: Date,
   kinds: readonly string[],
+  lease?: ClaimLease,
 ): Promise<StartedRun[]> {
   if (capacity <= 0 || kinds.length === 0) return [];
   const nowMs = now.getTime();
@@ -155,10 +169,20 @@ export async function claimAndStart(
     ),
     ur AS (
       UPDATE runs r SET status = 'running', updated_at = ${at}::timestamptz, started_at = ${at}::timestamptz,
-        interval_started_at = ${at}::timestamptz, interval_head = r.record_head
+        interval_started_at = ${at}::timestamptz, interval_head = r.record_head, attempt = ${NEXT_ATTEMPT}
       FROM pick p WHERE r.id = p.run_id
-      RETURNING r.id, r.subject, p.tenant, p.class, p.enqueued_at, p.arm, p.pos
+      RETURNING r.id, r.subject, r.attempt, p.tenant, p.class, p.enqueued_at, p.arm, p.pos
     ),
+    lease AS (${
+      lease
+        ? leaseUpsert(
+            sql`SELECT id AS run_id, tenant, attempt::bigint AS epoch FROM ur`,
+            lease.holder,
+            nowMs,
+            nowMs + lease.leaseMs,
+          )
+        : sql`SELECT 1 WHERE false`
+    }),
     ev AS (
       INSERT INTO events (tenant_id, kind, run_id, payload, created_at)
       SELECT p.tenant, 'run.started', p.run_id,
@@ -168,8 +192,9 @@ export async function claimAndStart(
     ),
     note AS (SELECT pg_notify(${EVENTS_CHANNEL}, '') AS n FROM (SELECT 1 FROM ev LIMIT 1) x),
     async AS (SELECT set_config('synchronous_commit', 'off', true) AS s)
-    SELECT ur.id AS run_id, ur.tenant, ur.class, ur.enqueued_at, ur.subject FROM ur
+    SELECT ur.id AS run_id, ur.tenant, ur.class, ur.enqueued_at, ur.subject, ur.attempt FROM ur
     WHERE (SELECT count(*) FROM note) >= 0 AND (SELECT count(*) FROM async) = 1
+      AND (SELECT count(*) FROM lease) >= 0
     ORDER BY ur.arm, ur.pos`.execute(ex);
-  return rows.map((r) => ({ ...dispatchOf(r, nowMs), subject: r.subject }));
+  return rows.map((r) => ({ ...dispatchOf(r, nowMs), subject: r.subject, epoch: r.attempt }));
 }

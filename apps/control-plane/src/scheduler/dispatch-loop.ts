@@ -10,12 +10,14 @@
 // until a flush drains it (the batcher wakes the loop).
 import { TERMINAL_STATUSES } from '@everdict/run-model';
 import { retryOnConflict } from '../db/tx.js';
+import { LeaseKeeper } from '../leases/keeper.js';
+import { type LeasePolicy, leasePolicy } from '../leases/policy.js';
+import { sweepExpiredLeases } from '../leases/sweep.js';
 import { findRun } from '../ledger/runs.js';
 import { type Deps, DISPATCH_CHANNEL } from '../services/context.js';
 import type { Finished } from './batch-transitions.js';
 import { claimAndStart } from './claim-start.js';
 import { executeInline } from './inline-executor.js';
-import { reapAfterMs, reapLostInline } from './inline-reaper.js';
 import { type SettleBatch, SettleBatcher } from './settle-batcher.js';
 import { WakeLoop } from './wake-loop.js';
 
@@ -25,10 +27,10 @@ export interface DispatchLoopOptions {
   timeoutMs: number;
   /** How a batch of results is settled (default: settleMany on the database; tests wrap it). */
   settleBatch?: SettleBatch;
-  /** Fail inline runs still running this long after their start (default: inline-reaper's bound). */
-  reapAfterMs?: number;
-  /** How often to look for them. Default 10 s. */
-  reapEveryMs?: number;
+  /** The lease rule (leases/): heartbeat, expiry, attempts. Default leasePolicy(). */
+  lease?: LeasePolicy;
+  /** This replica's name as a lease holder (default: a fresh id). */
+  holder?: string;
 }
 
 export const INLINE_KINDS = ['analysis'] as const;
@@ -37,13 +39,18 @@ export const BACKLOG_FACTOR = 4;
 
 export class DispatchLoop {
   private readonly executing = new Set<Promise<void>>();
+  /** The executions in flight by run id: aborted when their run stops running (a cancel, on any replica). */
+  private readonly controllers = new Map<string, AbortController>();
   private readonly settling = new Set<Promise<void>>();
   private readonly loop: WakeLoop;
   private readonly settler: SettleBatcher;
   /** The last cycle stopped claiming because the settle backlog was full. */
   private heldBack = false;
   private wakePending = false;
-  private lastReap = 0;
+  private lastSweep = 0;
+  private readonly lease: LeasePolicy;
+  readonly leases: LeaseKeeper;
+  private sweepTimer: ReturnType<typeof setInterval> | undefined;
   dispatched = 0;
 
   constructor(
@@ -54,6 +61,15 @@ export class DispatchLoop {
       if (this.heldBack) this.wake();
     };
     this.settler = new SettleBatcher(deps, drained, opts.settleBatch);
+    this.lease = opts.lease ?? leasePolicy();
+    this.leases = new LeaseKeeper({
+      db: deps.db,
+      holder: opts.holder ?? deps.ids('inline'),
+      policy: this.lease,
+      clock: deps.clock,
+      onLost: (runIds) => deps.log('warn', 'inline leases lost: their results will be refused', { runIds }),
+      onError: (e) => deps.log('warn', 'lease heartbeat failed', { error: String(e) }),
+    });
     this.loop = new WakeLoop({
       ldb: deps.ldb,
       channel: DISPATCH_CHANNEL,
@@ -63,8 +79,12 @@ export class DispatchLoop {
     });
   }
 
-  start(): Promise<void> {
-    return this.loop.start();
+  async start(): Promise<void> {
+    await this.loop.start();
+    this.leases.start();
+    // The sweep also runs on its own timer: with nothing to claim, no cycle would run it.
+    this.sweepTimer = setInterval(() => this.wake(), this.lease.sweepMs);
+    this.sweepTimer.unref?.();
   }
 
   wake(): void {
@@ -79,40 +99,67 @@ export class DispatchLoop {
     return Math.min(slots, backlog);
   }
 
+  /** Executions in flight in this replica. */
+  get executingCount(): number {
+    return this.executing.size;
+  }
+
+  /**
+   * Abort the executions whose run is no longer running (cancelled: the cancel's NOTIFY on the dispatch
+   * channel wakes every replica; the poll catches the rest).
+   */
+  private async abortStopped(): Promise<void> {
+    if (this.controllers.size === 0) return;
+    const rows = await this.deps.db
+      .selectFrom('runs')
+      .select(['id', 'status'])
+      .where('id', 'in', [...this.controllers.keys()])
+      .where('status', '!=', 'running')
+      .execute();
+    for (const r of rows) this.controllers.get(r.id)?.abort(`run ${r.status}`);
+  }
+
   private async cycle(): Promise<void> {
-    await this.reapIfDue();
+    await this.abortStopped();
+    await this.sweepIfDue();
     for (;;) {
       const capacity = this.capacity();
       if (capacity <= 0 || this.loop.isStopped) return;
       const started = await retryOnConflict(() =>
-        claimAndStart(this.deps.db, capacity, this.deps.clock(), INLINE_KINDS),
+        claimAndStart(this.deps.db, capacity, this.deps.clock(), INLINE_KINDS, {
+          holder: this.leases.holder,
+          leaseMs: this.lease.leaseMs,
+        }),
       );
       if (started.length === 0) return;
       this.dispatched += started.length;
       for (const r of started) {
         this.deps.observe.dispatched(r.waitedMs / 1000, r.class);
-        this.execute(r.tenant, r.runId, r.subject);
+        this.leases.track({ runId: r.runId, epoch: r.epoch });
+        this.execute(r.tenant, r.runId, r.epoch, r.subject);
       }
     }
   }
 
-  /** At most every `reapEveryMs`: fail inline runs whose executor is gone (inline-reaper.ts). */
-  private async reapIfDue(): Promise<void> {
+  /** At most every `sweepMs`: requeue (or fail) runs whose lease expired (leases/sweep.ts), any holder's. */
+  private async sweepIfDue(): Promise<void> {
     const now = Date.now();
-    if (now - this.lastReap < (this.opts.reapEveryMs ?? 10_000)) return;
-    this.lastReap = now;
-    const after = this.opts.reapAfterMs ?? reapAfterMs(this.opts.timeoutMs);
-    await reapLostInline(this.deps, INLINE_KINDS, after).catch((e: unknown) =>
-      this.deps.log('error', 'inline reaper failed', { error: String(e) }),
+    if (now - this.lastSweep < this.lease.sweepMs) return;
+    this.lastSweep = now;
+    await sweepExpiredLeases(this.deps, this.lease, this.deps.clock().getTime()).catch((e: unknown) =>
+      this.deps.log('error', 'lease sweep failed', { error: String(e) }),
     );
   }
 
-  private execute(tenant: string, runId: string, subject: unknown): void {
-    const run = executeInline(this.deps, tenant, runId, subject, this.opts.timeoutMs);
+  private execute(tenant: string, runId: string, epoch: number, subject: unknown): void {
+    const cancel = new AbortController();
+    this.controllers.set(runId, cancel);
+    const run = executeInline(this.deps, tenant, runId, subject, this.opts.timeoutMs, cancel.signal);
     const slot = run
-      .then((f) => this.handOver(f))
+      .then((f) => this.handOver({ ...f, epoch }))
       .catch((e: unknown) => this.deps.log('error', 'inline execution failed', { error: String(e) }))
       .finally(() => {
+        this.controllers.delete(runId);
         this.executing.delete(slot);
         this.wakeSoon();
       });
@@ -139,16 +186,21 @@ export class DispatchLoop {
       .catch((e: unknown) =>
         this.deps.log('error', 'inline execution failed to settle', { error: String(e), runId: f.runId }),
       )
-      .finally(() => this.settling.delete(s));
+      .finally(() => {
+        this.settling.delete(s);
+        this.leases.untrack(f.runId);
+      });
     this.settling.add(s);
   }
 
   /** Stop claiming; wait for every execution and every pending settle (graceful shutdown). */
   async stop(): Promise<void> {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
     await this.loop.stop();
     await Promise.all([...this.executing]);
     await Promise.all([...this.settling]);
     await this.settler.idle();
+    await this.leases.stop();
   }
 
   /** Test helper: is a run settled in the ledger? */

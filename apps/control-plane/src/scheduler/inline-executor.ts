@@ -10,9 +10,12 @@ export async function executeInline(
   runId: string,
   subject: unknown,
   timeoutMs: number,
+  /** Aborted when the run stops running meanwhile (cancelled): the analysis stops, its result is dropped. */
+  cancel?: AbortSignal,
 ): Promise<Finished> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort('timeout'), timeoutMs);
+  cancel?.addEventListener('abort', () => controller.abort(cancel.reason), { once: true });
   try {
     const { fn, name, config } = analysisFor(subject);
     const out = await Promise.race([
@@ -20,7 +23,12 @@ export async function executeInline(
       new Promise<never>((_, reject) =>
         controller.signal.addEventListener(
           'abort',
-          () => reject(new AnalysisFailure('timeout', `exceeded ${timeoutMs} ms`)),
+          () =>
+            reject(
+              controller.signal.reason === 'timeout'
+                ? new AnalysisFailure('timeout', `exceeded ${timeoutMs} ms`)
+                : new AnalysisFailure('cancelled', String(controller.signal.reason)),
+            ),
           { once: true },
         ),
       ),

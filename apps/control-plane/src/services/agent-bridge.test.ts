@@ -104,7 +104,7 @@ describe('agent bridge: transitions and record segments', () => {
 
   it('cancelled while parked: no interval was open, so only closed(cancelled)', async () => {
     const run = await started();
-    await report({ runId: run.id, event: 'awaiting_input' });
+    await report({ runId: run.id, event: 'awaiting_input', transcript: TRANSCRIPT });
     const cancelled = await report({ runId: run.id, event: 'cancelled' });
     expect(cancelled.status).toBe('cancelled');
     const segs = await segments(run.id);
@@ -138,9 +138,11 @@ describe('agent bridge: illegal sequences are a 409 and change nothing', () => {
   for (const [name, before, illegal] of cases) {
     it(name, async () => {
       const run = await started();
-      for (const event of before) await report({ runId: run.id, event });
+      for (const event of before) await report({ runId: run.id, event, transcript: TRANSCRIPT });
       const prior = await snapshotOf(run.id);
-      const refused = await report({ runId: run.id, event: illegal }).catch((e: unknown) => e);
+      const refused = await report({ runId: run.id, event: illegal, transcript: TRANSCRIPT }).catch(
+        (e: unknown) => e,
+      );
       expect(refused).toMatchObject({ code: 'conflict', httpStatus: 409 });
       expect(await snapshotOf(run.id)).toEqual(prior);
     });
@@ -228,5 +230,72 @@ describe('NUL at the doors that bypass HTTP: a typed 400, nothing written', () =
         repeat: 1,
       }),
     ).rejects.toMatchObject({ code: 'nul_character' });
+  });
+});
+
+describe('agent bridge: only observed evidence (issue 8 §1)', () => {
+  const executedAccounts = async (runId: string) =>
+    (await segments(runId))
+      .filter((s) => s.kind === 'executed')
+      .map((s) => (s as { account?: unknown }).account);
+
+  it('an interval with no reported account carries none: the verdict is no_verdict', async () => {
+    const run = await started();
+    await report({ runId: run.id, event: 'succeeded' });
+    expect(await executedAccounts(run.id)).toEqual([undefined]);
+    const rec = await t.core.services.runs.record(t.admin, run.id);
+    expect(rec.verify).toMatchObject({ ok: true, account: 'no_verdict' });
+  });
+
+  it('an interval carries exactly the account the agent reports (dispatched / resolved call ids)', async () => {
+    const run = await started();
+    const account = { dispatched: ['tool#1', 'tool#2'], resolved: ['tool#1'] };
+    await report({ runId: run.id, event: 'awaiting_input', transcript: TRANSCRIPT, account });
+    expect(await executedAccounts(run.id)).toEqual([account]);
+    const rec = await t.core.services.runs.record(t.admin, run.id);
+    expect(rec.verify.ok).toBe(true);
+    expect(rec.verify.account).not.toBe('no_verdict');
+  });
+
+  it('a park needs its snapshot: no transcript → 400, nothing written, no address invented', async () => {
+    const run = await started();
+    const prior = await snapshotOf(run.id);
+    await expect(report({ runId: run.id, event: 'suspended' })).rejects.toMatchObject({
+      httpStatus: 400,
+      details: { reason: 'snapshot_required' },
+    });
+    expect(await snapshotOf(run.id)).toEqual(prior);
+  });
+
+  it('a resume offering another snapshot is 409 snapshot_mismatch; nothing written', async () => {
+    const run = await started();
+    await report({ runId: run.id, event: 'suspended', transcript: TRANSCRIPT });
+    const prior = await snapshotOf(run.id);
+    await expect(
+      report({ runId: run.id, event: 'resumed', transcript: 'cd'.repeat(32) }),
+    ).rejects.toMatchObject({
+      code: 'snapshot_mismatch',
+      httpStatus: 409,
+    });
+    await expect(report({ runId: run.id, event: 'resumed' })).rejects.toMatchObject({ httpStatus: 400 });
+    expect(await snapshotOf(run.id)).toEqual(prior);
+    expect((await report({ runId: run.id, event: 'resumed', transcript: TRANSCRIPT })).status).toBe(
+      'running',
+    );
+  });
+
+  it('a resume from another environment (manifest) is 409 manifest_mismatch; nothing written', async () => {
+    const run = await started();
+    const manifest = '12'.repeat(32);
+    await report({ runId: run.id, event: 'suspended', transcript: TRANSCRIPT, manifest });
+    expect((await segments(run.id)).at(-1)?.manifest).toBe(manifest);
+    const prior = await snapshotOf(run.id);
+    await expect(
+      report({ runId: run.id, event: 'resumed', transcript: TRANSCRIPT, manifest: '34'.repeat(32) }),
+    ).rejects.toMatchObject({ code: 'manifest_mismatch', httpStatus: 409 });
+    expect(await snapshotOf(run.id)).toEqual(prior);
+    expect((await report({ runId: run.id, event: 'resumed', transcript: TRANSCRIPT, manifest })).status).toBe(
+      'running',
+    );
   });
 });

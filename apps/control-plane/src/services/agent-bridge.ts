@@ -46,6 +46,8 @@ function extrasOf(input: Input): TransitionExtras {
     // run-model's Usage, validated by AgentRunEventInput (non-negative, finite): never a credit.
     ...(input.usage ? { usage: { ...input.usage } } : {}),
     ...(input.transcript ? { transcript: input.transcript } : {}),
+    ...(input.manifest ? { manifest: input.manifest } : {}),
+    ...(input.account ? { account: input.account } : {}),
     interval: {
       meter: 'agent-wallclock-model',
       watts: 2,
@@ -58,44 +60,47 @@ export function agentBridgeService(deps: Deps): AgentBridgeService {
   return {
     async report(p, raw) {
       const input = asControlPlaneError(() => AgentRunEventInput.parse(raw));
-      const row = await withTx(deps.db, async (tx) => {
-        let runId = input.runId;
-        if (input.event === 'started' && !runId) {
-          if (!input.agent) throw new ControlPlaneError('bad_request', 'started without runId needs agent');
-          const { row } = await createRunTx(
-            tx,
-            deps,
-            who(p),
-            {
-              kind: 'agent',
-              subject: input.agent,
-              placement: { where: 'runtime', target: 'agent-service' },
-              class: input.cause === 'chat' ? 'interactive' : 'background',
-              ...(input.groupId ? { group: { id: input.groupId, role: 'turn' } } : {}),
-              ...(input.requestId ? { requestId: input.requestId } : {}),
-            },
-            input.cause === 'chat'
-              ? { cause: 'member' }
-              : { cause: 'event', eventId: input.eventId ?? 'agent', eventKind: 'agent.activated' },
-          );
-          if (row.status !== 'queued') return row; // a repeated requestId: the first report's run
-          runId = row.id;
-        } else {
-          if (!runId) throw new ControlPlaneError('bad_request', `${input.event} needs runId`);
-          const existing = await findRun(tx, p.tenantId, runId);
-          if (!existing) throw notFound('run', runId);
-          if (existing.kind !== 'agent') {
-            throw new ControlPlaneError(
-              'conflict',
-              `run ${runId} is a ${existing.kind} run, not an agent run`,
+      // runrecord's refusals (SnapshotMismatch → 409 snapshot_mismatch, …) leave as the core's own errors.
+      const row = await asControlPlaneError(() =>
+        withTx(deps.db, async (tx) => {
+          let runId = input.runId;
+          if (input.event === 'started' && !runId) {
+            if (!input.agent) throw new ControlPlaneError('bad_request', 'started without runId needs agent');
+            const { row } = await createRunTx(
+              tx,
+              deps,
+              who(p),
               {
-                reason: 'not_an_agent_run',
+                kind: 'agent',
+                subject: input.agent,
+                placement: { where: 'runtime', target: 'agent-service' },
+                class: input.cause === 'chat' ? 'interactive' : 'background',
+                ...(input.groupId ? { group: { id: input.groupId, role: 'turn' } } : {}),
+                ...(input.requestId ? { requestId: input.requestId } : {}),
               },
+              input.cause === 'chat'
+                ? { cause: 'member' }
+                : { cause: 'event', eventId: input.eventId ?? 'agent', eventKind: 'agent.activated' },
             );
+            if (row.status !== 'queued') return row; // a repeated requestId: the first report's run
+            runId = row.id;
+          } else {
+            if (!runId) throw new ControlPlaneError('bad_request', `${input.event} needs runId`);
+            const existing = await findRun(tx, p.tenantId, runId);
+            if (!existing) throw notFound('run', runId);
+            if (existing.kind !== 'agent') {
+              throw new ControlPlaneError(
+                'conflict',
+                `run ${runId} is a ${existing.kind} run, not an agent run`,
+                {
+                  reason: 'not_an_agent_run',
+                },
+              );
+            }
           }
-        }
-        return (await transitionTx(tx, deps, p.tenantId, runId, eventOf(input), extrasOf(input))).row;
-      });
+          return (await transitionTx(tx, deps, p.tenantId, runId, eventOf(input), extrasOf(input))).row;
+        }),
+      );
       return rowToView(row);
     },
   };

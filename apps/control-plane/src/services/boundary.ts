@@ -57,7 +57,15 @@ export function toControlPlaneError(e: unknown): unknown {
       ...e.detail,
       reason: e.code,
     });
-  if (isRunRecordError(e)) return new ControlPlaneError('conflict', e.message, { reason: e.code });
+  if (isRunRecordError(e)) {
+    const code: ControlPlaneErrorCode =
+      e.code === 'SnapshotMismatch'
+        ? 'snapshot_mismatch'
+        : e.code === 'ManifestMismatch'
+          ? 'manifest_mismatch'
+          : 'conflict';
+    return new ControlPlaneError(code, e.message, { reason: e.code });
+  }
   return e;
 }
 

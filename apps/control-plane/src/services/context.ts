@@ -2,6 +2,8 @@
 import type { LedgerDatabase } from '../db/database.js';
 import type { QueueStats } from '../db/queue-stats.js';
 import type { Db } from '../db/tx.js';
+import type { ExecutorRegistry } from '../executors/registry.js';
+import type { Signer } from '../keys/signer.js';
 import type { Clock, CoreObserver, CoreOptions, IdGen } from './options.js';
 
 export interface Deps {
@@ -14,6 +16,10 @@ export interface Deps {
   observe: CoreObserver;
   /** Told how many entries each create enqueued; keeps the queue's planner statistics current. */
   queueStats: QueueStats;
+  /** The control plane's Ed25519 key: signs the attestations of the intervals it executes inline. */
+  signer: Signer;
+  /** The executors this deployment has: every create door asks it before admission (422 no_placement). */
+  executors: ExecutorRegistry;
 }
 
 export const DISPATCH_CHANNEL = 'everdict_dispatch';

@@ -1,6 +1,11 @@
 // Composition root of the ledger + application layer: open the database, bootstrap, services, scheduler.
+
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
+import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from '../executors/registry.js';
+import { KeyRing } from '../keys/registry.js';
+import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from '../keys/signer.js';
+import { leasePolicy } from '../leases/policy.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
 import { agentBridgeService } from './agent-bridge.js';
@@ -22,16 +27,28 @@ export interface Core {
   /** What this start did to tenant `default` (null when neither a key nor a generator was given). */
   bootstrap: BootstrapOutcome | null;
   /** Liveness of the ledger database. */
-  health(): Promise<{ ok: boolean; dialect: 'postgres' | 'pglite' }>;
+  /** Does the ledger answer within 3 s? `reason` says why not. */
+  health(): Promise<{ ok: boolean; dialect: 'postgres' | 'pglite'; reason?: string }>;
   /** Queued runs per tenant and class, read from the ledger (every replica agrees). For /metrics. */
   queueDepth(): Promise<QueueDepthRow[]>;
   /** Stops the scheduler loops (gracefully) and closes the database. */
   close(): Promise<void>;
+  /** The public keys verifiers may trust (GET /keys): this control plane's own first. */
+  keys: KeyRing;
+  /** The executors every create door consults (register a runner's lane here). */
+  executors: ExecutorRegistry;
   /** The ledger's internals, for tests and tooling (not for the HTTP layer). */
   internals: { deps: Deps; ldb: LedgerDatabase; dispatch: DispatchLoop | null; triggers: TriggerLoop | null };
 }
 
+function signerFor(options: CoreOptions): Signer {
+  const k = options.signingKey;
+  if (k && 'secretKey' in k) return signerOf(k.secretKey);
+  return k ? signerOf(loadOrCreateSecret(k.file)) : ephemeralSigner();
+}
+
 export async function startCore(options: CoreOptions = {}): Promise<Core> {
+  const signer = signerFor(options); // before the database: a bad key file fails the start cleanly
   const ldb =
     options.database ?? (await openDatabase({ databaseUrl: options.databaseUrl, dataDir: options.dataDir }));
   const clock = options.clock ?? (() => new Date());
@@ -45,6 +62,8 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     queueStats: new QueueStats(ldb.db, (e) =>
       options.log?.('warn', 'queue statistics refresh failed', { error: String(e) }),
     ),
+    signer,
+    executors: new ExecutorRegistry([INLINE_ANALYSIS, AGENT_BRIDGE, ...(options.executors ?? [])]),
   };
   const policy = { ...DEFAULT_POLICY, ...options.policy };
   let bootstrap: BootstrapOutcome | null;
@@ -70,7 +89,8 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       pollMs: sched.pollMs ?? 1000,
       concurrency: sched.inlineConcurrency ?? 8,
       timeoutMs: sched.inlineTimeoutMs ?? 30_000,
-      ...(sched.inlineReapAfterMs === undefined ? {} : { reapAfterMs: sched.inlineReapAfterMs }),
+      lease: leasePolicy(sched.lease ?? {}),
+      ...(sched.replicaId === undefined ? {} : { holder: sched.replicaId }),
     });
     triggers = new TriggerLoop(deps, sched.pollMs ?? 1000);
     await dispatch.start();
@@ -81,14 +101,22 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     dialect: ldb.dialect,
     bootstrap,
     async health() {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('no answer within 3 s')), 3_000);
+      });
       try {
-        await deps.db.selectFrom('tenants').select('id').limit(1).execute();
+        await Promise.race([deps.db.selectFrom('tenants').select('id').limit(1).execute(), late]);
         return { ok: true, dialect: ldb.dialect };
-      } catch {
-        return { ok: false, dialect: ldb.dialect };
+      } catch (e) {
+        return { ok: false, dialect: ldb.dialect, reason: e instanceof Error ? e.message : String(e) };
+      } finally {
+        clearTimeout(timer);
       }
     },
     queueDepth: () => queueDepth(deps.db),
+    keys: new KeyRing(signer),
+    executors: deps.executors,
     async close() {
       await dispatch?.stop();
       await triggers?.stop();

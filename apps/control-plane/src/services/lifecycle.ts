@@ -92,6 +92,8 @@ export function prepareCreate(
   if (input.kind === 'analysis' && placement.where !== 'inline') {
     throw new ControlPlaneError('bad_request', 'analysis runs execute inline');
   }
+  // Request validation against the deployment, before admission: a run nothing can ever execute is 422.
+  deps.executors.assertPlaceable(input.kind, placement);
   const expiresAt =
     input.expiresAt ??
     (input.ttlSec ? new Date(now.getTime() + input.ttlSec * 1000).toISOString() : undefined);

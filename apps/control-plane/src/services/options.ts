@@ -38,8 +38,8 @@ export interface SchedulerOptions {
   inlineConcurrency?: number;
   /** Inline analysis timeout. Default 30 s. */
   inlineTimeoutMs?: number;
-  /** Fail inline runs still running this long after their start: their executor is gone. Default 2 × timeout + 30 s. */
-  inlineReapAfterMs?: number;
+  /** The lease rule (leases/): `leaseMs` (EVERDICT_LEASE_MS), `maxAttempts` (EVERDICT_MAX_ATTEMPTS), heartbeat, sweep. */
+  lease?: import('../leases/policy.js').LeasePolicyInput;
   /** Names this replica in logs and lease columns. */
   replicaId?: string;
 }
@@ -66,6 +66,17 @@ export interface CoreOptions {
   databaseUrl?: string;
   /** PGlite data directory; absent (with no databaseUrl) → in-memory PGlite. */
   dataDir?: string;
+  /**
+   * The control plane's Ed25519 signing key: `secretKey` (32 bytes) as is, or a `file` (64 hex chars, mode
+   * 0600) created on first start and reused after. Absent → a fresh in-memory key (tests); the process entry
+   * always passes `{ file: EVERDICT_SIGNING_KEY_FILE ?? <EVERDICT_DATA_DIR>/keys/control-plane.ed25519 }`.
+   */
+  signingKey?: { secretKey: Uint8Array } | { file: string };
+  /**
+   * Executors beyond the built-in ones (inline analysis, agent bridge), e.g. `declaredRunner(...)` for a
+   * registered runner; more can be added later through `Core.executors.register`.
+   */
+  executors?: readonly import('../executors/registry.js').ExecutorLane[];
   /**
    * An explicit admin key of tenant `default` (EVERDICT_BOOTSTRAP_API_KEY): installed if its hash is not
    * stored yet, so the same key on every start adds no row. Tenant `default` is created if missing.

@@ -9,16 +9,16 @@ import {
   totalTokens,
   transition,
 } from '@everdict/run-model';
-import type { Operation } from '@everdict/runrecord';
+import type { Account, Operation } from '@everdict/runrecord';
 import { PgAdmissionLanes } from '../admission-store/lanes.js';
 import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
 import { json } from '../db/numeric.js';
 import type { Tx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import { appendEvents } from '../ledger/events.js';
-import { addressOf, appendSegments, parkedAt, sealInterval } from '../ledger/records.js';
+import { addressOf, appendSegments, NO_CALLS, sealInterval } from '../ledger/records.js';
 import { lockRun, type RunRow, rowToRun } from '../ledger/runs.js';
-import { type Deps, nowIso } from './context.js';
+import { type Deps, DISPATCH_CHANNEL, nowIso } from './context.js';
 
 export function factsToEvents(facts: readonly RunFact[]) {
   return facts.map((f) => {
@@ -32,9 +32,34 @@ export interface TransitionExtras {
   usage?: Record<string, number>;
   /** For an interval that ends here: what the interval produced and the energy model. */
   interval?: { journal?: unknown; watts?: number; meter?: string; exitCode?: number };
-  /** awaiting_input / suspended: the transcript park's address (default: address of the run's outputs). */
+  /**
+   * The calls the executor reported for the interval that ends here. Absent: an inline kind (analysis)
+   * dispatched nothing (`NO_CALLS`, observed by the control plane, its executor); any other kind carries no
+   * account — nothing was reported, so nothing is claimed (verdict `no_verdict`).
+   */
+  account?: Account;
+  /**
+   * awaiting_input / suspended: the snapshot parked (an agent's transcript address) — required, never
+   * invented; resume_input: the snapshot OFFERED, checked by runrecord against the one parked.
+   */
   transcript?: string;
+  /**
+   * The environment manifest at a park (the parking environment's) or at a resume (the RESUMING
+   * environment's). Absent → the run's own manifest (kind + subject).
+   */
+  manifest?: string;
 }
+
+/** Kinds the control plane executes itself (inline): their intervals' accounts are observed, and empty. */
+const INLINE_KINDS = new Set(['analysis']);
+
+/** The account an ended interval carries: only what was observed. */
+export function observedAccount(kind: string, reported: Account | undefined): Account | undefined {
+  return reported ?? (INLINE_KINDS.has(kind) ? NO_CALLS : undefined);
+}
+
+const runManifest = (run: { kind: string; subject: unknown }) =>
+  addressOf({ manifest: run.kind, subject: run.subject });
 
 const DEFAULT_METER = { watts: 5, meter: 'inline-wallclock-model' };
 
@@ -89,32 +114,45 @@ export async function transitionTx(
           exitCode: extras.interval?.exitCode ?? (outcome === 'failed' ? 1 : 0),
           journal: extras.interval?.journal ?? { outputs, facts },
           intervalHead: row.interval_head ?? row.record_head,
+          account: observedAccount(row.kind, extras.account),
         },
         at,
+        deps.signer,
       ),
     );
   }
   if (event.type === 'await_input') {
-    const transcript = extras.transcript ?? addressOf({ run: run.id, outputs, at });
+    // A park holds exactly the snapshot the executor handed over; with none, there is nothing to park.
+    if (!extras.transcript)
+      throw new ControlPlaneError('bad_request', 'a park needs the snapshot it parks (transcript address)', {
+        reason: 'snapshot_required',
+      });
     ops.push({
       op: 'suspend',
-      snapshot: { transcript },
-      manifest: addressOf({ manifest: run.kind, subject: run.subject }),
+      snapshot: { transcript: extras.transcript },
+      manifest: extras.manifest ?? runManifest(run),
     });
   }
-  if (event.type === 'resume_input') {
-    const park = await parkedAt(tx, row);
-    if (park) {
-      const parkedMs = Math.max(1, nowMs - row.updated_at.getTime());
-      // A transcript park draws storage power: ~0.5 mW for the bytes kept (estimated, never zero).
-      ops.push({
-        op: 'resume',
-        snapshot: park.snapshot,
-        manifest: park.manifest,
-        idleUj: BigInt(Math.max(1, Math.round(parkedMs * 0.5))),
-        idleProvenance: 'estimated',
-      });
-    }
+  if (event.type === 'resume_input' && row.record_length > 0) {
+    // The OFFERED snapshot and the resuming environment's manifest: runrecord refuses a mismatch
+    // (SnapshotMismatch / ManifestMismatch → 409 snapshot_mismatch / manifest_mismatch, nothing written).
+    if (!extras.transcript)
+      throw new ControlPlaneError(
+        'bad_request',
+        'a resume offers the snapshot it resumes (transcript address)',
+        {
+          reason: 'snapshot_required',
+        },
+      );
+    const parkedMs = Math.max(1, nowMs - row.updated_at.getTime());
+    // A transcript park draws storage power: ~0.5 mW for the bytes kept (estimated, never zero).
+    ops.push({
+      op: 'resume',
+      snapshot: { transcript: extras.transcript },
+      manifest: extras.manifest ?? runManifest(run),
+      idleUj: BigInt(Math.max(1, Math.round(parkedMs * 0.5))),
+      idleProvenance: 'estimated',
+    });
   }
   if (isTerminal(patch.status)) {
     ops.push({
@@ -156,6 +194,11 @@ export async function transitionTx(
   } else if (event.type === 'start' && from === 'queued') {
     await new PgAdmissionLanes(tx).startNow(tenant, runId, nowMs); // no-op when the dispatch claim did it
   }
-  await appendEvents(tx, factsToEvents(facts));
+  // A running run cancelled: wake every replica's dispatch loop, so the one executing it aborts it.
+  await appendEvents(
+    tx,
+    factsToEvents(facts),
+    from === 'running' && event.type === 'cancel' ? DISPATCH_CHANNEL : undefined,
+  );
   return { row: updated, from };
 }

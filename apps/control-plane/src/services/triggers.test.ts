@@ -74,7 +74,7 @@ describe('agent bridge', () => {
     const transcript = 'ab'.repeat(32);
     await b.report(t.admin, { runId: started.id, event: 'awaiting_input', transcript });
     await new Promise((r) => setTimeout(r, 5));
-    await b.report(t.admin, { runId: started.id, event: 'resumed' });
+    await b.report(t.admin, { runId: started.id, event: 'resumed', transcript });
     const done = await b.report(t.admin, {
       runId: started.id,
       event: 'succeeded',

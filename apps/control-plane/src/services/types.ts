@@ -183,6 +183,12 @@ export interface RecordView {
     length?: number;
     phase?: string;
     idleUj?: string;
+    /** The account walk's verdict (`non_blocking`, `blocking`, `no_verdict`, …). */
+    account?: string;
+    /** runrecord's cost (`costToJson`): microjoules as decimal strings (they may exceed 2^53); `unresolved` a number. */
+    cost?: { activeUj: string; idleUj: string; totalUj: string; unresolved: number };
+    /** Keys whose attestation signatures verified, distinct, in first-seen order. */
+    signedBy?: string[];
     error?: string;
     index?: number;
   };
@@ -307,10 +313,32 @@ export const AgentRunEventInput = z.object({
   eventId: z.string().optional(),
   groupId: z.string().optional(),
   requestId: z.string().optional(),
-  /** Transcript address (64 hex) for a transcript park on awaiting_input/suspended, and again on resumed. */
+  /**
+   * Transcript address (64 hex): REQUIRED on awaiting_input/suspended (the snapshot parked; none is ever
+   * invented) and on resumed (the snapshot offered; a different one is 409 `snapshot_mismatch`).
+   */
   transcript: z
     .string()
     .regex(/^[0-9a-f]{64}$/)
+    .optional(),
+  /**
+   * The agent environment's manifest address (64 hex) at a park and at a resume (the RESUMING
+   * environment's); absent → the run's own (kind + agent). A resume whose manifest differs from the
+   * parked one is 409 `manifest_mismatch`.
+   */
+  manifest: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
+  /**
+   * The calls the agent dispatched / saw resolved during the interval that ends with this report (call
+   * ids). Absent → the interval carries no account and the record's account verdict is `no_verdict`.
+   */
+  account: z
+    .strictObject({
+      dispatched: z.array(z.string().min(1).max(256)).max(10_000),
+      resolved: z.array(z.string().min(1).max(256)).max(10_000),
+    })
     .optional(),
   /** What the run left (run-model outputs: graders read `summary`, `result`, `exitCode`). */
   outputs: z

@@ -2,6 +2,7 @@
 import { expect, it } from 'vitest';
 import { ExecResult } from '../exec.js';
 import { utf8 } from '../output.js';
+import { MAX_WALL_TIMEOUT_MS } from '../spec.js';
 import { out, refusal, type SuiteHarness } from './harness.js';
 
 export function execTests(h: () => SuiteHarness): void {
@@ -80,6 +81,16 @@ export function execTests(h: () => SuiteHarness): void {
     const err = await refusal(d.exec(handle, cmd().sleep(60_000), { timeoutMs: 120_000 }), 'timeout');
     expect(err.detail).toMatchObject({ bound: 'deadline' });
     await refusal(d.exec(handle, cmd().echo('late')), 'timeout');
+  });
+
+  it("keeps wall budgets past setTimeout's 2^31 − 1 ms range: they do not fire at once", async () => {
+    const d = await h().driver();
+    const handle = await h().provision(d, { limits: { wallTimeoutMs: 2 ** 31 + 60_000 } });
+    expect(handle.deadlineMs - handle.createdAtMs).toBe(2 ** 31 + 60_000);
+    expect((await d.exec(handle, cmd().sleep(300))).exitCode).toBe(0);
+    expect((await d.exec(handle, cmd().sleep(300), { timeoutMs: 2 ** 31 + 1 })).exitCode).toBe(0);
+    const longest = await h().provision(d, { limits: { wallTimeoutMs: MAX_WALL_TIMEOUT_MS } });
+    expect(out(await d.exec(longest, cmd().echo('still')))).toBe('still');
   });
 
   it('keeps the workspace across commands, private to the sandbox', async () => {

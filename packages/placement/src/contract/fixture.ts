@@ -21,6 +21,11 @@ export interface ContractCommands {
   writeFile(path: string, content: string): Command;
   /** Prints the content of `path`. */
   readFile(path: string): Command;
+  /**
+   * For drivers with a pty: prints `is-a-tty` if stdin is a terminal, then `size ROWS COLS` (stty size);
+   * on SIGWINCH prints `winch ROWS COLS`; exits 0 on a `q` line or end of input.
+   */
+  ttyProbe?(): Command;
 }
 
 export interface DriverFixture {
@@ -48,4 +53,13 @@ export const posixCommands: ContractCommands = {
   flood: (bytes) => sh('head -c "$1" /dev/zero | tr "\\0" x', String(bytes)),
   writeFile: (path, content) => sh('mkdir -p "$(dirname "$1")" && printf %s "$2" > "$1"', path, content),
   readFile: (path) => ['cat', path],
+  ttyProbe: () =>
+    sh(
+      [
+        'if test -t 0; then echo is-a-tty; fi',
+        `trap 'echo "winch $(stty size)"' WINCH`,
+        'echo "size $(stty size)"',
+        'while :; do read -r l; s=$?; if [ $s -eq 0 ] && [ "$l" = q ]; then exit 0; fi; if [ $s -eq 1 ]; then exit 0; fi; done',
+      ].join('; '),
+    ),
 };

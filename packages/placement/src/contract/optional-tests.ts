@@ -42,6 +42,70 @@ export function streamTests(h: () => SuiteHarness): void {
       await refusal(d.stream(handle, cmd().cat(), { tty: true }), 'unsupported');
     expect(out(await d.exec(handle, cmd().echo('alive')))).toBe('alive');
   });
+
+  it('gives a pty when asked: the program sees a terminal of the size given, and of the size resized to', async () => {
+    const d = await h().driver();
+    const handle = await h().provision(d);
+    if (!d.describe().capabilities.pty) return; // the refusal is asserted above
+    const probe = cmd().ttyProbe;
+    if (!probe) throw new Error('a driver with a pty must give the suite a ttyProbe command');
+    const s = await d.stream(handle, probe(), { tty: true, size: { cols: 100, rows: 30 } });
+    expect(s.pty).toBe(true);
+    const seen = textOf(s.stdout);
+    // The size may arrive as the start size or (Kubernetes sends it on the resize channel) as a first resize.
+    await seen.until(' 30 100');
+    expect(seen.text()).toContain('is-a-tty');
+    expect(s.resize({ cols: 132, rows: 50 })).toBe(true);
+    await seen.until('winch 50 132'); // SIGWINCH reached the program, and stty reads the new size
+    s.stdin.end('q\n');
+    expect(await s.exit).toEqual({ exitCode: 0, signal: null });
+    await seen.ended;
+    expect(s.resize({ cols: 80, rows: 24 })).toBe(false); // nothing left to resize
+  });
+}
+
+/** Everything a stream printed so far, and a wait for a text to appear in it (or the stream to end without it). */
+function textOf(stream: NodeJS.ReadableStream): {
+  text(): string;
+  until(needle: string): Promise<void>;
+  ended: Promise<void>;
+} {
+  let text = '';
+  let ended = false;
+  const waiters = new Set<() => void>();
+  stream.on('data', (c: Buffer | string) => {
+    text += c.toString();
+    for (const w of waiters) w();
+  });
+  const endedP = new Promise<void>((resolve) => {
+    stream.on('end', () => {
+      ended = true;
+      for (const w of waiters) w();
+      resolve();
+    });
+  });
+  return {
+    ended: endedP,
+    text: () => text,
+    until: (needle) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (text.includes(needle)) {
+            waiters.delete(check);
+            resolve();
+          } else if (ended) {
+            waiters.delete(check);
+            reject(
+              new Error(
+                `the stream ended without ${JSON.stringify(needle)}; it printed ${JSON.stringify(text)}`,
+              ),
+            );
+          }
+        };
+        waiters.add(check);
+        check();
+      }),
+  };
 }
 
 export function logTests(h: () => SuiteHarness): void {

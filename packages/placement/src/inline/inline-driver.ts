@@ -4,7 +4,7 @@
 // or CPU limit and no network rule (mechanism "none"), and has no filesystem, so stream, logs, snapshot,
 // restore and reap are `unsupported`. Only the `default` image exists here.
 import { environmentOf } from '../address.js';
-import { commandBudget, timeoutError } from '../deadline.js';
+import { commandBudget, timeoutError, wallTimer } from '../deadline.js';
 import type { Driver } from '../driver.js';
 import { PlacementError, unsupported } from '../errors.js';
 import { Command, ExecOptions, type ExecOptionsInput, type ExecResult, type ExecStream } from '../exec.js';
@@ -12,7 +12,13 @@ import { sandboxId } from '../ids.js';
 import type { Capacity, DriverDescription, ReapedSandbox, SandboxUsage } from '../observe.js';
 import { CappedOutput, toBytes } from '../output.js';
 import { placementOf } from '../placement-map.js';
-import { ProvisionSpec, type ProvisionSpecInput, type SandboxHandle, type Snapshot } from '../spec.js';
+import {
+  ProvisionSpec,
+  type ProvisionSpecInput,
+  parseHandle,
+  type SandboxHandle,
+  type Snapshot,
+} from '../spec.js';
 
 /** What an inline function is called with. `sandbox.state` lives as long as the sandbox (its only "workspace"). */
 export interface InlineCall {
@@ -111,7 +117,8 @@ export class InlineDriver implements Driver {
     return handle;
   }
 
-  private held(handle: SandboxHandle): InlineSandbox {
+  private held(input: SandboxHandle): InlineSandbox {
+    const handle = parseHandle(input);
     const box = this.sandboxes.get(handle.id);
     if (!box) throw new PlacementError('gone', `sandbox ${handle.id} does not exist`, { id: handle.id });
     return box;
@@ -129,12 +136,12 @@ export class InlineDriver implements Driver {
     const abort = new AbortController();
     const onDispose = () => abort.abort();
     box.abort.signal.addEventListener('abort', onDispose);
-    let timer: NodeJS.Timeout | undefined;
+    let timer: { clear(): void } | undefined;
     const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
+      timer = wallTimer(budget.ms, () => {
         abort.abort();
         reject(timeoutError(budget));
-      }, budget.ms);
+      });
     });
     const disposed = new Promise<never>((_, reject) => {
       abort.signal.addEventListener('abort', () => {
@@ -158,7 +165,7 @@ export class InlineDriver implements Driver {
         disposed,
       ]);
     } finally {
-      clearTimeout(timer);
+      timer?.clear();
       box.abort.signal.removeEventListener('abort', onDispose);
     }
     const stdout = new CappedOutput(opts.outputCapBytes);
@@ -208,7 +215,8 @@ export class InlineDriver implements Driver {
     };
   }
 
-  async dispose(handle: SandboxHandle): Promise<void> {
+  async dispose(input: SandboxHandle): Promise<void> {
+    const handle = parseHandle(input);
     const box = this.sandboxes.get(handle.id);
     if (!box) return;
     this.sandboxes.delete(handle.id);

@@ -5,6 +5,7 @@ import * as m0002 from './0002_admission.js';
 import * as m0003 from './0003_scoring_vocabulary.js';
 import * as m0004 from './0004_queue_kind.js';
 import * as m0005 from './0005_assert.js';
+import * as m0007 from './0007_leases.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -12,6 +13,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0003_scoring_vocabulary': m0003,
   '0004_queue_kind': m0004,
   '0005_assert': m0005,
+  '0007_leases': m0007,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,7 +1,9 @@
 // Test helpers: the real app on the real core (a migrated PGlite clone per app; live PostgreSQL with
 // EVERDICT_TEST_DATABASE_URL), called in-process. No fake services: every refusal is the core's own.
+import { OFFLINE_RUNNER } from '../../../test/core.js';
 import { testDatabase } from '../../../test/db.js';
 import { type BuiltApp, buildApp } from '../../app.js';
+import type { ExecutorLane } from '../../executors/registry.js';
 import { createMetrics, type Metrics } from '../../observability/metrics.js';
 import type { ControlPlaneServices } from '../../services/api.js';
 import { ensureTenant } from '../../services/auth.js';
@@ -39,6 +41,8 @@ export interface TestAppOptions {
   readonly metricsToken?: string;
   /** Wrap the core's services (e.g. to make one method throw what no input can). */
   readonly wrap?: (services: ControlPlaneServices) => ControlPlaneServices;
+  /** Executors beyond the built-in ones. Default: OFFLINE_RUNNER (command/eval/sandbox queue); `[]`: none. */
+  readonly executors?: readonly ExecutorLane[];
 }
 
 export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
@@ -47,6 +51,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const core = await startCore({
     database,
     bootstrapKey: ADMIN_KEY,
+    executors: opts.executors ?? [OFFLINE_RUNNER],
     ...(opts.policy ? { policy: opts.policy } : {}),
     scheduler: opts.scheduler ?? { enabled: false },
     metrics: metrics.coreObserver(),
@@ -56,6 +61,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     services: opts.wrap ? opts.wrap(core.services) : core.services,
     metrics,
     health: () => core.health(),
+    keys: () => core.keys.list(),
     internalToken: INTERNAL_TOKEN,
     metricsToken: opts.metricsToken,
     maxBodyBytes: opts.maxBodyBytes ?? 64 * 1024,

@@ -1,0 +1,174 @@
+// The expiry sweep: leases not renewed for leaseMs are lost. Each lost run still running at the lost
+// epoch is requeued (run-model's `requeue`, cause executor_lost: running → queued, no record segment —
+// nothing attested ran) while it has attempts left, else failed `executor_lost` through the ordinary
+// settle path. Leftover leases (the run settled or cancelled meanwhile) are dropped. Replicas may sweep at
+// once: every write is conditional on the run row locked at the lost epoch, so each run moves once.
+import { nextStatus, REQUEUE_CAUSE } from '@everdict/run-model';
+import { sql } from 'kysely';
+import { LANE } from '../admission-store/rows.js';
+import { numeric } from '../db/numeric.js';
+import { retryOnConflict } from '../db/tx.js';
+import { EVENTS_CHANNEL } from '../ledger/events.js';
+import { type Finished, settleMany } from '../scheduler/batch-transitions.js';
+import { type Deps, DISPATCH_CHANNEL } from '../services/context.js';
+import type { LeasePolicy } from './policy.js';
+
+export const LOST_CODE = 'executor_lost';
+
+export interface SweepResult {
+  requeued: string[];
+  failed: string[];
+  /** Leases dropped because their run was no longer running at their epoch. */
+  dropped: number;
+}
+
+interface Expired {
+  run_id: string;
+  tenant: string;
+  epoch: string | number;
+  status: string;
+  attempt: number;
+  lifetime: string;
+}
+
+/** Requeue or fail up to `limit` runs whose lease expired before `nowMs`. */
+export async function sweepExpiredLeases(
+  deps: Deps,
+  policy: Pick<LeasePolicy, 'maxAttempts'>,
+  nowMs: number,
+  limit = 200,
+): Promise<SweepResult> {
+  const { rows } = await sql<Expired>`
+    SELECT l.run_id, l.tenant, l.epoch, r.status, r.attempt, r.lifetime FROM run_leases l
+    JOIN runs r ON r.id = l.run_id
+    WHERE l.expires_at_ms < ${nowMs}::bigint
+    ORDER BY l.expires_at_ms
+    LIMIT ${limit}::int`.execute(deps.db);
+  const out: SweepResult = { requeued: [], failed: [], dropped: 0 };
+  if (rows.length === 0) return out;
+  const live = rows.filter((r) => r.status === 'running' && r.attempt === numeric(r.epoch));
+  const stale = rows.filter((r) => !live.includes(r));
+  const exhausted = live.filter((r) => r.attempt >= policy.maxAttempts || r.lifetime === 'session');
+  const again = live.filter((r) => !exhausted.includes(r));
+
+  if (stale.length > 0) {
+    const r = await sql`DELETE FROM run_leases l
+      USING unnest(${stale.map((x) => x.run_id)}::text[], ${stale.map((x) => numeric(x.epoch))}::bigint[]) AS s(run_id, epoch)
+      WHERE l.run_id = s.run_id AND l.epoch = s.epoch AND l.expires_at_ms < ${nowMs}::bigint`.execute(
+      deps.db,
+    );
+    out.dropped = Number(r.numAffectedRows ?? 0n);
+  }
+  if (again.length > 0) {
+    out.requeued = await retryOnConflict(() => requeueLost(deps, again, nowMs));
+    if (out.requeued.length > 0) {
+      deps.log('warn', 'runs requeued: executor lost', { runIds: out.requeued });
+      await deps.ldb.notify(DISPATCH_CHANNEL).catch(() => undefined);
+    }
+  }
+  if (exhausted.length > 0) {
+    const message = `its executor was lost (lease expired) on attempt ${exhausted[0]?.attempt ?? 0} of ${policy.maxAttempts}`;
+    const items: Finished[] = exhausted.map((r) => ({
+      tenant: r.tenant,
+      runId: r.run_id,
+      epoch: r.attempt,
+      event: { type: 'fail', error: { code: LOST_CODE, message, retryable: true } },
+      extras: {
+        outputs: { summary: message, exitCode: 1 },
+        interval: { journal: { error: LOST_CODE }, watts: 0, meter: 'executor-lost', exitCode: 1 },
+      },
+    }));
+    out.failed = await retryOnConflict(() => settleMany(deps.db, deps, items));
+    if (out.failed.length > 0) deps.log('warn', 'runs failed: executor lost', { runIds: out.failed });
+  }
+  return out;
+}
+
+/**
+ * running → queued (run-model's `requeue`) for runs still running at the lost epoch, in ONE statement, in
+ * the control plane's lock order (runs → leases → slots → tenant rows): the lease dropped, the slot queued
+ * again, the tenant's counters moved back, the queue entry re-inserted at its lane's current virtual time
+ * with its original enqueue time (its tenant was charged its finish tag at admission: the retry is not
+ * charged twice, and it ages from when it was first queued), the run's interval discarded (a lost attempt
+ * attests nothing), and a `run.requeued` fact.
+ */
+async function requeueLost(deps: Deps, lost: readonly Expired[], nowMs: number): Promise<string[]> {
+  if (nextStatus('running', 'requeue') !== 'queued')
+    throw new Error('run-model: requeue is not running → queued');
+  const at = new Date(nowMs).toISOString();
+  const { rows } = await sql<{ id: string }>`
+    WITH want AS (
+      SELECT * FROM unnest(${lost.map((r) => r.run_id)}::text[], ${lost.map((r) => r.attempt)}::int[]) AS w(run_id, epoch)
+    ),
+    lr AS MATERIALIZED (
+      SELECT r.id, r.tenant_id, r.kind, r.attempt FROM runs r JOIN want w ON w.run_id = r.id
+      WHERE r.status = 'running' AND r.attempt = w.epoch AND r.lifetime <> 'session'
+        AND r.updated_at <= ${at}::timestamptz
+      ORDER BY r.id
+      FOR UPDATE OF r SKIP LOCKED
+    ),
+    ll AS MATERIALIZED (
+      SELECT l.run_id FROM run_leases l JOIN lr ON lr.id = l.run_id
+      WHERE l.epoch = lr.attempt AND l.expires_at_ms < ${nowMs}::bigint
+      ORDER BY l.run_id
+      FOR UPDATE OF l
+    ),
+    ls AS MATERIALIZED (
+      SELECT s.tenant, s.run_id, s.class, s.kind, s.admitted_at FROM adm_slots s
+      JOIN lr ON s.tenant = lr.tenant_id AND s.run_id = lr.id
+      WHERE s.status = 'running' AND s.run_id IN (SELECT run_id FROM ll)
+      ORDER BY s.tenant, s.run_id
+      FOR UPDATE OF s
+    ),
+    dl AS (DELETE FROM run_leases l USING ls WHERE l.run_id = ls.run_id RETURNING 1),
+    us AS (
+      UPDATE adm_slots s SET status = 'queued', started_at = NULL FROM ls
+      WHERE s.tenant = ls.tenant AND s.run_id = ls.run_id RETURNING 1
+    ),
+    d AS MATERIALIZED (
+      SELECT tenant, count(*)::int AS n,
+        (count(*) FILTER (WHERE class = 'interactive'))::int AS qi,
+        (count(*) FILTER (WHERE class = 'background'))::int AS qb,
+        (count(*) FILTER (WHERE class = 'batch'))::int AS qh
+      FROM ls GROUP BY tenant
+    ),
+    tl AS MATERIALIZED (
+      SELECT t.tenant FROM adm_tenants t JOIN d ON d.tenant = t.tenant
+      WHERE (SELECT count(*) FROM us) >= 0
+      ORDER BY t.tenant
+      FOR UPDATE OF t
+    ),
+    ut AS (
+      UPDATE adm_tenants t SET running = GREATEST(t.running - d.n, 0), queued = t.queued + d.n,
+        queued_interactive = t.queued_interactive + d.qi, queued_background = t.queued_background + d.qb,
+        queued_batch = t.queued_batch + d.qh
+      FROM d JOIN tl ON tl.tenant = d.tenant WHERE t.tenant = d.tenant RETURNING 1
+    ),
+    q AS (
+      INSERT INTO adm_queue (run_id, tenant, class, lane, finish, enqueued_at, kind)
+      SELECT ls.run_id, ls.tenant, ls.class, x.lane, (SELECT v FROM adm_vtime WHERE lane = x.lane), ls.admitted_at,
+        ls.kind
+      FROM ls CROSS JOIN LATERAL (SELECT CASE ls.class WHEN 'interactive' THEN ${LANE.interactive}::int
+        WHEN 'background' THEN ${LANE.background}::int ELSE ${LANE.batch}::int END AS lane) x
+      RETURNING 1
+    ),
+    ur AS (
+      UPDATE runs r SET status = 'queued', updated_at = ${at}::timestamptz, started_at = NULL,
+        interval_started_at = NULL, interval_head = NULL
+      FROM ls WHERE r.id = ls.run_id
+      RETURNING r.id, r.tenant_id, r.kind, r.attempt
+    ),
+    ev AS (
+      INSERT INTO events (tenant_id, kind, run_id, payload, created_at)
+      SELECT ur.tenant_id, 'run.requeued', ur.id, jsonb_build_object('runId', ur.id, 'kind', ur.kind,
+        'cause', ${REQUEUE_CAUSE}::text, 'attempt', ur.attempt), ${at}::timestamptz
+      FROM ur ORDER BY ur.id
+      RETURNING 1
+    ),
+    note AS (SELECT pg_notify(${EVENTS_CHANNEL}, '') AS n FROM (SELECT 1 FROM ev LIMIT 1) e)
+    SELECT ur.id FROM ur
+    WHERE (SELECT count(*) FROM note) >= 0 AND (SELECT count(*) FROM dl) >= 0 AND (SELECT count(*) FROM ut) >= 0
+      AND (SELECT count(*) FROM q) >= 0
+    ORDER BY ur.id`.execute(deps.db);
+  return rows.map((r) => r.id);
+}
