@@ -168,6 +168,17 @@ describe('witness', () => {
     });
   });
 
+  it('a configured key other than the pinned one is a fork (KeyChanged): a witness never follows a new key', async () => {
+    f = await fixture(2);
+    const { w } = witnessFor(f);
+    expect(await w.poll({ url: f.server.url })).toMatchObject({ kind: 'accepted', treeSize: 2 });
+    const other = bytesToHex(generateKeyPair().publicKey);
+    expect(await w.poll({ url: f.server.url, key: other })).toMatchObject({
+      kind: 'fork',
+      code: 'KeyChanged',
+    });
+  });
+
   it('a state file that does not parse is refused, never replaced', async () => {
     f = await fixture(1);
     const path = join(f.dir, 'state.json');
