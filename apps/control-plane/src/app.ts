@@ -18,10 +18,12 @@ import { runRoutes } from './http/runs.js';
 import { subscriptionRoutes } from './http/subscriptions.js';
 import { systemRoutes } from './http/system.js';
 import { tenantRoutes } from './http/tenants.js';
+import { trajectoryRoutes } from './http/trajectories.js';
 import type { PublicKeyEntry } from './keys/registry.js';
 import { type Logger, silentLogger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import type { ControlPlaneServices } from './services/api.js';
+import type { TrajectoryService } from './trajectory/service.js';
 
 export const API_VERSION = '0.1.0';
 
@@ -40,6 +42,8 @@ export interface AppOptions {
   readonly metrics?: Metrics;
   readonly lifecycle?: Lifecycle;
   readonly heartbeatMs?: number;
+  /** Trajectories (Core.trajectoryService); absent → the trajectory routes answer 503. */
+  readonly trajectories?: TrajectoryService | null;
 }
 
 export interface BuiltApp {
@@ -51,7 +55,17 @@ export interface BuiltApp {
 }
 
 /** Paths behind an API key. Anything else is a system route, internal, or a 404 problem. */
-const PUBLIC_PREFIXES = ['/runs', '/groups', '/subscriptions', '/tenants', '/api-keys'] as const;
+const PUBLIC_PREFIXES = [
+  '/runs',
+  '/groups',
+  '/subscriptions',
+  '/tenants',
+  '/api-keys',
+  '/trajectories',
+  '/trajectory-policy',
+  '/trajectory-deletions',
+  '/v1',
+] as const;
 
 export function buildApp(opts: AppOptions): BuiltApp {
   const log = opts.log ?? silentLogger();
@@ -63,6 +77,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
     lifecycle,
     log,
     heartbeatMs: opts.heartbeatMs ?? 15_000,
+    trajectories: opts.trajectories ?? null,
   };
   const app = createRouter();
 
@@ -119,6 +134,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.route('/', groupRoutes(deps));
   app.route('/', subscriptionRoutes(deps));
   app.route('/', tenantRoutes(deps));
+  app.route('/', trajectoryRoutes(deps));
   app.route('/', internalRoutes(deps));
 
   app.notFound((c) =>

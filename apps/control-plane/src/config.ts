@@ -28,6 +28,9 @@ const EnvSchema = z.object({
   EVERDICT_LEASE_MS: z.coerce.number().int().min(50).max(3_600_000).default(10_000),
   EVERDICT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(3),
   EVERDICT_JUDGE: z.enum(['scripted', 'none']).default('scripted'),
+  EVERDICT_S3_BUCKET: optionalString,
+  EVERDICT_S3_ENDPOINT: optionalString,
+  EVERDICT_S3_REGION: optionalString,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -54,6 +57,8 @@ export interface Config {
   readonly maxAttempts: number;
   /** Who decides `judge` graders: the built-in deterministic `scripted` judge, or `none` (a 400). */
   readonly judge: 'scripted' | 'none';
+  /** Where trajectories live: S3-compatible storage when `s3Bucket` is set, else `<dataDir>/trajectories`. */
+  readonly trajectoryStorage: { s3Bucket?: string; s3Endpoint?: string; s3Region?: string };
   readonly logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
 }
 
@@ -87,5 +92,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     maxAttempts: e.EVERDICT_MAX_ATTEMPTS,
     judge: e.EVERDICT_JUDGE,
     logLevel: e.LOG_LEVEL,
+    trajectoryStorage: {
+      ...(e.EVERDICT_S3_BUCKET ? { s3Bucket: e.EVERDICT_S3_BUCKET } : {}),
+      ...(e.EVERDICT_S3_ENDPOINT ? { s3Endpoint: e.EVERDICT_S3_ENDPOINT } : {}),
+      ...(e.EVERDICT_S3_REGION ? { s3Region: e.EVERDICT_S3_REGION } : {}),
+    },
   };
 }

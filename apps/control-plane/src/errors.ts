@@ -35,6 +35,19 @@ export const REFUSALS = {
   },
   route_not_found: { status: 404, when: 'no route for this method and path' },
   conflict: { status: 409, when: 'the state does not allow it (terminal run, agent disabled, …)' },
+  trajectory_sealed: {
+    status: 409,
+    when: "the run's trajectory is sealed (the run is terminal) or deleted: it takes no more events",
+  },
+  event_conflict: { status: 409, when: 'a trajectory event reuses a stored `seq` with different content' },
+  out_of_order: {
+    status: 409,
+    when: 'a trajectory event whose `seq` is not above the last stored one and was never stored',
+  },
+  trajectory_deleted: {
+    status: 404,
+    when: 'retention deleted this sealed trajectory (`details.deletion` is the deletion record)',
+  },
   stale_lease: {
     status: 409,
     when: "a result or heartbeat from a superseded attempt: its lease epoch is not the run's current one",
@@ -57,6 +70,11 @@ export const REFUSALS = {
   internal: { status: 500, when: 'a defect of ours (logged with its stack; never bad input)' },
   shutting_down: { status: 503, when: 'the process is draining: writes are refused' },
   database_unavailable: { status: 503, when: 'the ledger database does not answer' },
+  storage_unavailable: { status: 503, when: 'the trajectory store (directory or bucket) does not answer' },
+  integrity_failed: {
+    status: 503,
+    when: "a stored trajectory's bytes no longer match its digest: reported, never served as valid",
+  },
 } as const satisfies Record<string, { status: number; when: string }>;
 
 export type ControlPlaneErrorCode = keyof typeof REFUSALS;

@@ -14,6 +14,7 @@ import { announceBootstrap } from './observability/bootstrap-banner.js';
 import { createLogger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
 import { scriptedJudge, startCore } from './services/index.js';
+import { openTrajectoryStore } from './trajectory/store.js';
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
@@ -45,6 +46,14 @@ async function main(): Promise<void> {
     ...(config.judge === 'scripted' ? { judge: scriptedJudge() } : {}),
     log: (level, msg, fields) => coreLog[level](fields ?? {}, msg),
     metrics: metrics.coreObserver(),
+    trajectories: openTrajectoryStore({
+      dataDir: config.dataDir,
+      env: {
+        EVERDICT_S3_BUCKET: config.trajectoryStorage.s3Bucket,
+        EVERDICT_S3_ENDPOINT: config.trajectoryStorage.s3Endpoint,
+        EVERDICT_S3_REGION: config.trajectoryStorage.s3Region,
+      },
+    }),
     scheduler: { lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts } },
   });
   metrics.setQueueDepthSource(() => core.queueDepth());
@@ -53,6 +62,9 @@ async function main(): Promise<void> {
       database: core.dialect,
       dataDir: config.databaseUrl ? undefined : config.dataDir,
       judge: config.judge,
+      trajectories: config.trajectoryStorage.s3Bucket
+        ? { s3Bucket: config.trajectoryStorage.s3Bucket }
+        : { dir: path.join(config.dataDir, 'trajectories') },
       startupMs: {
         ...(database.startup ?? {}),
         bootstrapAndSchedulerMs: Math.round(performance.now() - beforeCore),
@@ -68,6 +80,7 @@ async function main(): Promise<void> {
     health: () => core.health(),
     internalToken: config.internalToken,
     metricsToken: config.metricsToken,
+    trajectories: core.trajectoryService,
     maxBodyBytes: config.maxBodyBytes,
     log: log.child({ component: 'http' }),
     metrics,

@@ -3,7 +3,7 @@
 import path from 'node:path';
 import type { ObjectBackend } from './backend.js';
 import { localBackend } from './local/local-backend.js';
-import { s3Backend } from './s3/s3-backend.js';
+import { s3Backend } from './s3/s3-lazy.js';
 
 export interface StoreEnv {
   readonly EVERDICT_DATA_DIR?: string;

@@ -47,8 +47,9 @@ export {
   type RetentionVerdict,
   retentionVerdict,
 } from './retention.js';
-export { S3Backend, s3Backend } from './s3/s3-backend.js';
+export type { S3Backend } from './s3/s3-backend.js';
 export { S3BackendConfig } from './s3/s3-backend-config.js';
+export { s3Backend } from './s3/s3-lazy.js';
 export type {
   Sealed,
   TailItem,

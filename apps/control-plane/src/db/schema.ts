@@ -58,6 +58,8 @@ export interface RunsTable {
   record_length: number;
   interval_started_at: Ts | null;
   interval_head: string | null;
+  /** The sealed trajectory's ref (run-model TrajectoryRef); null until sealed (migration 0009). */
+  trajectory: ColumnType<J | null, string | null | undefined, string | null>;
   /** Starts of this run (0007): the epoch of its current lease. */
   attempt: ColumnType<number, number | undefined, number>;
 }
@@ -261,6 +263,45 @@ export interface AdmVtimeTable {
   v: number;
 }
 
+export interface TrajectorySealQueueTable {
+  run_id: string;
+  tenant_id: string;
+  enqueued_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  not_before: ColumnType<Date, Date | string | undefined, Date | string>;
+  attempts: ColumnType<number, number | undefined, number>;
+  last_error: string | null;
+}
+
+export interface TrajectoryPoliciesTable {
+  tenant_id: string;
+  retention_days: number | null;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+export interface TrajectoryDeletionsTable {
+  id: GenInt8;
+  tenant_id: string;
+  trajectory_id: string;
+  digest: string;
+  sealed_at: Ts;
+  deleted_at: Ts;
+  reason: string;
+  record: Jsonb<J>;
+}
+
+export interface TrajectoryScoresTable {
+  id: string;
+  tenant_id: string;
+  trajectory_id: string;
+  grader: string;
+  grader_type: string;
+  value: number;
+  passed: boolean | null;
+  detail: Jsonb<unknown>;
+  digest: string;
+  created_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
 export interface RunLeasesTable {
   run_id: string;
   tenant: string;
@@ -295,4 +336,8 @@ export interface Database {
   consumer_cursors: ConsumerCursorsTable;
   record_segments: RecordSegmentsTable;
   attestations: AttestationsTable;
+  trajectory_seal_queue: TrajectorySealQueueTable;
+  trajectory_policies: TrajectoryPoliciesTable;
+  trajectory_deletions: TrajectoryDeletionsTable;
+  trajectory_scores: TrajectoryScoresTable;
 }

@@ -260,6 +260,14 @@ describe('system routes', () => {
         '/subscriptions',
         '/subscriptions/{id}',
         '/tenants',
+        '/runs/{id}/trajectory',
+        '/runs/{id}/trajectory/stream',
+        '/v1/traces',
+        '/trajectories',
+        '/trajectories/{id}',
+        '/trajectories/{id}/score',
+        '/trajectory-policy',
+        '/trajectory-deletions',
       ].sort(),
     );
   });

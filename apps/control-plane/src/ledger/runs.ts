@@ -118,6 +118,7 @@ export function rowToRun(r: RunRow): Run {
   if (r.error) run.error = r.error;
   if (r.started_at) run.startedAt = iso(r.started_at);
   if (r.ended_at) run.settledAt = iso(r.ended_at);
+  if (r.trajectory) run.trajectory = r.trajectory;
   if (r.expires_at) run.expiresAt = iso(r.expires_at);
   if (r.attempt) run.attempt = r.attempt;
   return run as unknown as Run;

@@ -8,6 +8,9 @@ import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from '../k
 import { leasePolicy } from '../leases/policy.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
+import { TrajectoryJobs } from '../trajectory/jobs.js';
+import { RunTrajectories } from '../trajectory/run-trajectories.js';
+import { TrajectoryService } from '../trajectory/service.js';
 import { agentBridgeService } from './agent-bridge.js';
 import type { ControlPlaneServices } from './api.js';
 import { authService } from './auth.js';
@@ -31,6 +34,12 @@ export interface Core {
   health(): Promise<{ ok: boolean; dialect: 'postgres' | 'pglite'; reason?: string }>;
   /** Queued runs per tenant and class, read from the ledger (every replica agrees). For /metrics. */
   queueDepth(): Promise<QueueDepthRow[]>;
+  /** Runs' trajectories (append/read/tail/seal), or null when no trajectory store was given. */
+  trajectories: RunTrajectories | null;
+  /** Trajectories per principal (the HTTP routes), or null without a store. */
+  trajectoryService: TrajectoryService | null;
+  /** The trajectory background jobs (seal queue, retention), or null without a store. */
+  trajectoryJobs: TrajectoryJobs | null;
   /** Stops the scheduler loops (gracefully) and closes the database. */
   close(): Promise<void>;
   /** The public keys verifiers may trust (GET /keys): this control plane's own first. */
@@ -81,6 +90,11 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     subscriptions: subscriptionService(deps),
     agentBridge: agentBridgeService(deps),
   });
+  const trajectories = options.trajectories ? new RunTrajectories(options.trajectories, ldb) : null;
+  const trajectoryJobs = trajectories
+    ? new TrajectoryJobs(deps, trajectories, options.trajectoryJobs ?? {})
+    : null;
+  const trajectoryService = trajectories ? new TrajectoryService(deps, trajectories, options.judge) : null;
   const sched = options.scheduler ?? {};
   let dispatch: DispatchLoop | null = null;
   let triggers: TriggerLoop | null = null;
@@ -96,10 +110,14 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     await dispatch.start();
     await triggers.start();
   }
+  if (trajectoryJobs && sched.enabled !== false) trajectoryJobs.start();
   return {
     services,
     dialect: ldb.dialect,
     bootstrap,
+    trajectories,
+    trajectoryJobs,
+    trajectoryService,
     async health() {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const late = new Promise<never>((_, reject) => {
@@ -120,7 +138,9 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     async close() {
       await dispatch?.stop();
       await triggers?.stop();
+      await trajectoryJobs?.stop();
       await deps.queueStats.settled();
+      await options.trajectories?.close();
       await ldb.close();
     },
     internals: { deps, ldb, dispatch, triggers },

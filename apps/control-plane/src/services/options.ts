@@ -93,6 +93,13 @@ export interface CoreOptions {
   ids?: IdGen;
   policy?: Partial<TenantPolicy>;
   scheduler?: SchedulerOptions;
+  /**
+   * The trajectory store (issue 12): runs' trajectories are appended, tailed and sealed through it
+   * (`Core.trajectories`). Absent → no trajectory routes work (503) and nothing is sealed. The core closes it.
+   */
+  trajectories?: import('@everdict/trajectory-store').TrajectoryStore;
+  /** Trajectory background work (the seal queue, retention). */
+  trajectoryJobs?: import('../trajectory/jobs.js').TrajectoryJobOptions;
   /** Admission / dispatch observer (metrics). */
   metrics?: CoreObserver;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;

@@ -1,5 +1,8 @@
 // Test helpers: the real app on the real core (a migrated PGlite clone per app; live PostgreSQL with
 // EVERDICT_TEST_DATABASE_URL), called in-process. No fake services: every refusal is the core's own.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { OFFLINE_RUNNER } from '../../../test/core.js';
 import { testDatabase } from '../../../test/db.js';
 import { type BuiltApp, buildApp } from '../../app.js';
@@ -14,6 +17,7 @@ import {
   startCore,
   type TenantPolicy,
 } from '../../services/index.js';
+import { openTrajectoryStore } from '../../trajectory/store.js';
 
 export const ADMIN_KEY = 'evd_test_admin_key_0123456789abcdef';
 export const INTERNAL_TOKEN = 'internal-token-0123456789abcdef';
@@ -41,6 +45,10 @@ export interface TestAppOptions {
   readonly metricsToken?: string;
   /** Wrap the core's services (e.g. to make one method throw what no input can). */
   readonly wrap?: (services: ControlPlaneServices) => ControlPlaneServices;
+  /** The core's clock (fake time). */
+  readonly clock?: () => Date;
+  /** The trajectory store's data directory (default: a fresh temporary one, removed on close). */
+  readonly dataDir?: string;
   /** Executors beyond the built-in ones. Default: OFFLINE_RUNNER (command/eval/sandbox queue); `[]`: none. */
   readonly executors?: readonly ExecutorLane[];
 }
@@ -48,8 +56,16 @@ export interface TestAppOptions {
 export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const metrics = createMetrics();
   const database = await testDatabase();
+  const ownDir = opts.dataDir === undefined;
+  const dataDir = opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'cp-trajectories-'));
   const core = await startCore({
     database,
+    trajectories: openTrajectoryStore({
+      dataDir,
+      tailPollMs: 50,
+      ...(opts.clock ? { now: opts.clock } : {}),
+    }),
+    ...(opts.clock ? { clock: opts.clock } : {}),
     bootstrapKey: ADMIN_KEY,
     executors: opts.executors ?? [OFFLINE_RUNNER],
     ...(opts.policy ? { policy: opts.policy } : {}),
@@ -66,6 +82,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     metricsToken: opts.metricsToken,
     maxBodyBytes: opts.maxBodyBytes ?? 64 * 1024,
     heartbeatMs: opts.heartbeatMs ?? 50,
+    trajectories: core.trajectoryService,
   });
   const admin = await core.services.auth.authenticate(ADMIN_KEY);
   return {
@@ -84,6 +101,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     close: async () => {
       await core.close();
       await database.dispose().catch(() => undefined);
+      if (ownDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

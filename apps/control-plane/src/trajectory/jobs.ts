@@ -1,0 +1,205 @@
+// The trajectory background work of one replica: the seal queue (runs made terminal, queued by a trigger
+// in the same transaction as their settle; sealed here, outside the hot settle transaction) and the
+// periodic retention pass. Both are safe on several replicas: a queue entry is leased (FOR UPDATE SKIP
+// LOCKED), a lease that outlives a crashed replica expires and another picks the entry up; retention
+// deletions are idempotent and recorded once per trajectory.
+import { applyRetention, type DeletionRecord, type RetentionCandidate } from '@everdict/trajectory-store';
+import { sql } from 'kysely';
+import { json } from '../db/numeric.js';
+import { isControlPlaneError } from '../errors.js';
+import type { Deps } from '../services/context.js';
+import { mapStoreErrors } from './errors.js';
+import type { RunTrajectories } from './run-trajectories.js';
+
+export interface TrajectoryJobOptions {
+  /** How often the seal queue is polled (default 500 ms). */
+  readonly sealPollMs?: number;
+  /** Entries claimed per pass (default 16). */
+  readonly sealBatch?: number;
+  /** How long a claimed entry is this replica's before another may take it (default 60 s). */
+  readonly sealLeaseMs?: number;
+  /** How often retention runs (default 1 h; the first pass one interval after start). */
+  readonly retentionIntervalMs?: number;
+}
+
+export interface SealPass {
+  readonly sealed: number;
+  readonly empty: number;
+  readonly failed: number;
+}
+
+export class TrajectoryJobs {
+  readonly #abort = new AbortController();
+  readonly #loops: Promise<void>[] = [];
+  readonly #opts: Required<TrajectoryJobOptions>;
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly trajectories: RunTrajectories,
+    options: TrajectoryJobOptions,
+  ) {
+    this.#opts = {
+      sealPollMs: options.sealPollMs ?? 500,
+      sealBatch: options.sealBatch ?? 16,
+      sealLeaseMs: options.sealLeaseMs ?? 60_000,
+      retentionIntervalMs: options.retentionIntervalMs ?? 3_600_000,
+    };
+  }
+
+  start(): void {
+    this.#loops.push(this.#every(this.#opts.sealPollMs, () => this.sealDue().then(() => undefined)));
+    this.#loops.push(this.#every(this.#opts.retentionIntervalMs, () => this.retain().then(() => undefined)));
+  }
+
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await Promise.allSettled(this.#loops);
+  }
+
+  /** One pass over the due seal-queue entries: seal each run's trajectory, store its ref on the run. */
+  async sealDue(): Promise<SealPass> {
+    const { db } = this.deps;
+    const claimed = await sql<{ run_id: string; tenant_id: string }>`
+      UPDATE trajectory_seal_queue
+         SET not_before = now() + make_interval(secs => ${this.#opts.sealLeaseMs / 1000}),
+             attempts = attempts + 1
+       WHERE run_id IN (SELECT run_id FROM trajectory_seal_queue WHERE not_before <= now()
+                         ORDER BY not_before LIMIT ${this.#opts.sealBatch} FOR UPDATE SKIP LOCKED)
+      RETURNING run_id, tenant_id, attempts`.execute(db);
+    let sealed = 0;
+    let empty = 0;
+    let failed = 0;
+    for (const entry of claimed.rows) {
+      try {
+        const ref = await this.trajectories.seal(entry.tenant_id, entry.run_id);
+        if (ref) sealed++;
+        else empty++;
+        await db.deleteFrom('trajectory_seal_queue').where('run_id', '=', entry.run_id).execute();
+      } catch (e) {
+        if (isControlPlaneError(e) && e.code === 'not_found') {
+          await db.deleteFrom('trajectory_seal_queue').where('run_id', '=', entry.run_id).execute();
+          continue;
+        }
+        failed++;
+        this.deps.log('warn', 'trajectory seal failed; retried later', {
+          runId: entry.run_id,
+          error: String(e),
+        });
+        await sql`UPDATE trajectory_seal_queue
+                     SET last_error = ${String(e).slice(0, 2000)},
+                         not_before = now() + make_interval(secs => least(300, 2 * attempts))
+                   WHERE run_id = ${entry.run_id}`.execute(db);
+      }
+    }
+    return { sealed, empty, failed };
+  }
+
+  /** Seal-queue entries not yet done (for tests and /metrics-style checks). */
+  async pendingSeals(): Promise<number> {
+    const r = await sql<{ n: string | number }>`SELECT count(*) AS n FROM trajectory_seal_queue`.execute(
+      this.deps.db,
+    );
+    return Number(r.rows[0]?.n ?? 0);
+  }
+
+  /**
+   * One retention pass over every tenant with a `trajectoryRetentionDays` policy, at the core's clock:
+   * sealed trajectories older than N days are deleted unless they are evidence (a run record names them —
+   * the run's `trajectory.digest` — or they carry scores). Each deletion is recorded in
+   * `trajectory_deletions` (and as the store's tombstone).
+   */
+  async retain(now: Date = this.deps.clock()): Promise<DeletionRecord[]> {
+    const { db } = this.deps;
+    const policies = await db
+      .selectFrom('trajectory_policies')
+      .select(['tenant_id', 'retention_days'])
+      .where('retention_days', 'is not', null)
+      .orderBy('tenant_id')
+      .execute();
+    const all: DeletionRecord[] = [];
+    for (const p of policies) {
+      const deletions = await mapStoreErrors(() =>
+        applyRetention(this.trajectories.store, p.tenant_id, {
+          trajectoryRetentionDays: p.retention_days,
+          now,
+          isEvidence: (c) => this.isEvidence(c),
+        }),
+      );
+      for (const d of deletions) {
+        await db
+          .insertInto('trajectory_deletions')
+          .values({
+            tenant_id: d.tenant,
+            trajectory_id: d.trajectoryId,
+            digest: d.digest,
+            sealed_at: d.sealedAt,
+            deleted_at: d.deletedAt,
+            reason: d.reason,
+            record: json(d),
+          })
+          .onConflict((oc) => oc.columns(['tenant_id', 'trajectory_id']).doNothing())
+          .execute();
+      }
+      if (deletions.length > 0)
+        this.deps.log('info', 'trajectory retention deleted sealed trajectories', {
+          tenant: p.tenant_id,
+          count: deletions.length,
+        });
+      all.push(...deletions);
+    }
+    return all;
+  }
+
+  /** Evidence is never deleted: a run record names it, or it carries scores. */
+  async isEvidence(c: RetentionCandidate): Promise<boolean> {
+    const { db } = this.deps;
+    const scored = await db
+      .selectFrom('trajectory_scores')
+      .select('id')
+      .where('tenant_id', '=', c.tenant)
+      .where('trajectory_id', '=', c.trajectoryId)
+      .limit(1)
+      .executeTakeFirst();
+    if (scored) return true;
+    if (c.provenance) return false; // an imported trajectory is no run's
+    const named = await db
+      .selectFrom('runs')
+      .select('id')
+      .where('tenant_id', '=', c.tenant)
+      .where('id', '=', c.trajectoryId)
+      .where(sql<boolean>`trajectory->>'digest' = ${c.digest}`)
+      .executeTakeFirst();
+    if (named) return true;
+    const runScored = await db
+      .selectFrom('scores')
+      .select('id')
+      .where('tenant_id', '=', c.tenant)
+      .where('run_id', '=', c.trajectoryId)
+      .limit(1)
+      .executeTakeFirst();
+    return runScored !== undefined;
+  }
+
+  async #every(ms: number, fn: () => Promise<void>): Promise<void> {
+    const signal = this.#abort.signal;
+    while (!signal.aborted) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        signal.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(timer);
+            resolve();
+          },
+          { once: true },
+        );
+      });
+      if (signal.aborted) return;
+      try {
+        await fn();
+      } catch (e) {
+        this.deps.log('warn', 'trajectory job failed', { error: String(e) });
+      }
+    }
+  }
+}

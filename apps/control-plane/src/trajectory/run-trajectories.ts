@@ -1,0 +1,141 @@
+// A run's trajectory in the control plane: append (one writer per run, only while the run is not
+// terminal), read, tail, seal (its ref stored on the run as `run.trajectory`). Tenant-scoped: another
+// tenant's run is `not_found`. This is the API runner endpoints append through.
+import { isTerminalStatus, type RunStatus, type TraceEvent, type TrajectoryRef } from '@everdict/run-model';
+import type {
+  AppendResult,
+  TailItem,
+  TraceEventDraft,
+  TrajectoryPage,
+  TrajectoryStore,
+} from '@everdict/trajectory-store';
+import type { LedgerDatabase } from '../db/database.js';
+import { json } from '../db/numeric.js';
+import type { Executor } from '../db/tx.js';
+import { ControlPlaneError, notFound } from '../errors.js';
+import { mapStoreErrors } from './errors.js';
+import { RunLocks } from './run-lock.js';
+
+export interface RunTrajectoryHead {
+  readonly runId: string;
+  readonly status: string;
+  readonly trajectory: TrajectoryRef | null;
+}
+
+export class RunTrajectories {
+  readonly locks: RunLocks;
+
+  constructor(
+    readonly store: TrajectoryStore,
+    private readonly ldb: LedgerDatabase,
+  ) {
+    this.locks = new RunLocks(ldb);
+  }
+
+  /** Appends run-model TraceEvents (zod-validated here; `seq` increasing, re-sent ones skipped). */
+  append(tenant: string, runId: string, events: unknown): Promise<AppendResult> {
+    return this.#write(tenant, runId, () => this.store.append(tenant, runId, events));
+  }
+
+  /** Appends events trusted code already parsed with run-model's TraceEvent schema. */
+  appendTrusted(tenant: string, runId: string, events: readonly TraceEvent[]): Promise<AppendResult> {
+    return this.#write(tenant, runId, () => this.store.appendTrusted(tenant, runId, events));
+  }
+
+  /** Appends drafts numbered after the last stored event; idempotent per `batchKey` (32 lowercase hex). */
+  appendDrafts(
+    tenant: string,
+    runId: string,
+    drafts: readonly TraceEventDraft[],
+    batchKey: string,
+  ): Promise<AppendResult> {
+    return this.#write(tenant, runId, () => this.store.appendDrafts(tenant, runId, drafts, batchKey));
+  }
+
+  /** A page of the run's trajectory (offset counted in events; live or sealed). */
+  async read(
+    tenant: string,
+    runId: string,
+    page: { offset: number; limit: number },
+  ): Promise<TrajectoryPage> {
+    const row = await this.run(this.ldb.db, tenant, runId);
+    // Another replica may have appended: a live trajectory's head is re-read from storage (a sealed one is final).
+    if (this.ldb.dialect === 'postgres' && !row.trajectory) this.store.forget(tenant, runId);
+    return mapStoreErrors(() => this.store.read(tenant, runId, page));
+  }
+
+  /** Follows the run's trajectory from `offset` until it is sealed or `signal` aborts. */
+  async tail(
+    tenant: string,
+    runId: string,
+    opts: { offset: number; signal: AbortSignal },
+  ): Promise<AsyncGenerator<TailItem>> {
+    await this.run(this.ldb.db, tenant, runId);
+    return this.store.tail(tenant, runId, opts);
+  }
+
+  /**
+   * Seals the trajectory of a terminal run and stores its ref on the run (idempotent). A run that recorded
+   * no event has no trajectory: nothing is sealed and `run.trajectory` stays absent (nothing was observed).
+   */
+  async seal(tenant: string, runId: string): Promise<TrajectoryRef | null> {
+    return this.locks.run(tenant, runId, async (ex) => {
+      const row = await this.run(ex, tenant, runId);
+      if (!isTerminalStatus(row.status as RunStatus))
+        throw new ControlPlaneError(
+          'conflict',
+          `run ${runId} is ${row.status}: its trajectory is sealed at its end`,
+        );
+      if (row.trajectory) return row.trajectory;
+      const head = await mapStoreErrors(() => this.store.head(tenant, runId));
+      if (head.status === 'live' && head.eventCount === 0) return null;
+      const { ref } = await mapStoreErrors(() => this.store.seal(tenant, runId));
+      await ex
+        .updateTable('runs')
+        .set({ trajectory: json(ref) })
+        .where('tenant_id', '=', tenant)
+        .where('id', '=', runId)
+        .execute();
+      return ref;
+    });
+  }
+
+  /** The run as far as its trajectory is concerned (`not_found` for another tenant's run). */
+  async head(tenant: string, runId: string): Promise<RunTrajectoryHead> {
+    const row = await this.run(this.ldb.db, tenant, runId);
+    return { runId, status: row.status, trajectory: row.trajectory };
+  }
+
+  async #write(tenant: string, runId: string, fn: () => Promise<AppendResult>): Promise<AppendResult> {
+    return this.locks.run(tenant, runId, async (ex) => {
+      const row = await this.run(ex, tenant, runId);
+      if (isTerminalStatus(row.status as RunStatus) || row.trajectory)
+        throw new ControlPlaneError(
+          'trajectory_sealed',
+          `run ${runId} is ${row.status}: its trajectory takes no events`,
+          {
+            runId,
+            status: row.status,
+          },
+        );
+      // Another replica may have appended since this process last looked: re-read the head from storage.
+      if (this.ldb.dialect === 'postgres') this.store.forget(tenant, runId);
+      return mapStoreErrors(fn);
+    });
+  }
+
+  private async run(
+    ex: Executor,
+    tenant: string,
+    runId: string,
+  ): Promise<{ status: string; trajectory: TrajectoryRef | null }> {
+    const row = await ex
+      .selectFrom('runs')
+      .select(['status', 'trajectory'])
+      .where('tenant_id', '=', tenant)
+      .where('id', '=', runId)
+      .executeTakeFirst();
+    if (!row) throw notFound('run', runId);
+    return { status: row.status, trajectory: (row.trajectory as TrajectoryRef | null) ?? null };
+  }
+}

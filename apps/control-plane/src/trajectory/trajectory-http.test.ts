@@ -1,0 +1,302 @@
+// Trajectories on the real core (PGlite): run trajectory pages and the SSE tail (tenant-scoped, resumable),
+// the seal at terminal status through the durable seal queue, refusal after the seal, OTLP import (JSON and
+// protobuf) routed to live runs or materialized as imported trajectories, scoring, provenance after a restart.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { TraceEvent } from '@everdict/run-model';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, type TestApp, testApp } from '../http/testing/harness.js';
+import { agentTrace, otlpJson, otlpProtobuf } from './otlp-fixtures.js';
+
+const cmd = { kind: 'command', subject: { path: 'x', image: 'alpine:3.20', command: ['true'] } };
+const ts = '2026-12-01T10:00:00.000Z';
+const events = (runId: string, from: number, n: number): TraceEvent[] =>
+  Array.from({ length: n }, (_, i) => ({
+    type: 'message' as const,
+    seq: from + i,
+    ts,
+    runId,
+    role: 'assistant' as const,
+    content: `step ${from + i}`,
+  }));
+
+let t: TestApp;
+let dataDir: string;
+let otherKey: string;
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(path.join(os.tmpdir(), 'cp-traj-test-'));
+  t = await testApp({ dataDir });
+  otherKey = await t.tenant('other');
+}, 300_000);
+afterAll(async () => {
+  await t.close();
+  rmSync(dataDir, { recursive: true, force: true });
+}, 60_000);
+
+async function newRun(): Promise<string> {
+  const r = await call(t.app, 'POST', '/runs', { body: cmd });
+  expect(r.status).toBe(201);
+  return (r.body.run as { id: string }).id;
+}
+
+/** Reads an SSE response until `end` (or `max` events): [{id, event, data}]. */
+async function readSse(res: Response, max = 1_000) {
+  const out: { id?: string; event?: string; data?: string }[] = [];
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += value;
+    let i = buf.indexOf('\n\n');
+    while (i >= 0) {
+      const block = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      const msg: { id?: string; event?: string; data?: string } = {};
+      for (const line of block.split('\n')) {
+        const [k, ...rest] = line.split(':');
+        const v = rest.join(':').trimStart();
+        if (k === 'id') msg.id = v;
+        else if (k === 'event') msg.event = v;
+        else if (k === 'data') msg.data = v;
+      }
+      if (msg.event) out.push(msg);
+      if (msg.event === 'end' || out.length >= max) {
+        await reader.cancel();
+        return out;
+      }
+      i = buf.indexOf('\n\n');
+    }
+  }
+  return out;
+}
+
+describe('run trajectories over HTTP', { timeout: 120_000 }, () => {
+  it('pages a live trajectory by offset; another tenant gets a 404', async () => {
+    const runId = await newRun();
+    const tr = t.core.trajectories!;
+    await tr.append('default', runId, events(runId, 1, 5));
+    const first = await call(t.app, 'GET', `/runs/${runId}/trajectory?offset=0&limit=3`);
+    expect(first.status).toBe(200);
+    expect((first.body.items as TraceEvent[]).map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect(first.body.nextOffset).toBe(3);
+    expect(first.body.sealed).toBe(false);
+    const rest = await call(t.app, 'GET', `/runs/${runId}/trajectory?offset=3&limit=100`);
+    expect((rest.body.items as TraceEvent[]).map((e) => e.seq)).toEqual([4, 5]);
+    expect(rest.body.nextOffset).toBe(5);
+
+    const foreign = await call(t.app, 'GET', `/runs/${runId}/trajectory`, { key: otherKey });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.code).toBe('not_found');
+    const foreignStream = await t.app.request(`/runs/${runId}/trajectory/stream`, {
+      headers: { authorization: `Bearer ${otherKey}` },
+    });
+    expect(foreignStream.status).toBe(404);
+    await expect(tr.append('other', runId, events(runId, 6, 1))).rejects.toMatchObject({ code: 'not_found' });
+    const bad = await call(t.app, 'GET', `/runs/${runId}/trajectory?offset=-1`);
+    expect(bad.status).toBe(400);
+  });
+
+  it('seals at terminal status through the durable queue; appends after it are 409 trajectory_sealed', async () => {
+    const runId = await newRun();
+    const tr = t.core.trajectories!;
+    await tr.append('default', runId, events(runId, 1, 3));
+    expect((await call(t.app, 'POST', `/runs/${runId}/cancel`)).status).toBe(200);
+    // The terminal transition queued the seal in its own transaction; nothing is sealed yet.
+    expect(await t.core.trajectoryJobs!.pendingSeals()).toBeGreaterThanOrEqual(1);
+    await expect(tr.append('default', runId, events(runId, 4, 1))).rejects.toMatchObject({
+      code: 'trajectory_sealed',
+      httpStatus: 409,
+    });
+    // A crashed replica's work is durable: a fresh pass (any replica) seals it.
+    const pass = await t.core.trajectoryJobs!.sealDue();
+    expect(pass.sealed).toBeGreaterThanOrEqual(1);
+    expect(await t.core.trajectoryJobs!.pendingSeals()).toBe(0);
+    const run = await call(t.app, 'GET', `/runs/${runId}`);
+    const ref = run.body.trajectory as { ref: string; digest: string; eventCount: number };
+    expect(ref.ref).toBe(runId);
+    expect(ref.eventCount).toBe(3);
+    expect(ref.digest).toMatch(/^blake3:[0-9a-f]{64}$/);
+    const verified = await t.core.trajectories!.store.verify('default', runId, ref.digest);
+    expect(verified.ok).toBe(true);
+    const page = await call(t.app, 'GET', `/runs/${runId}/trajectory`);
+    expect(page.body.sealed).toBe(true);
+    expect((page.body.items as unknown[]).length).toBe(3);
+    await expect(tr.append('default', runId, events(runId, 4, 1))).rejects.toMatchObject({
+      code: 'trajectory_sealed',
+    });
+    // A run that recorded nothing claims no trajectory.
+    const quiet = await newRun();
+    await call(t.app, 'POST', `/runs/${quiet}/cancel`);
+    const p2 = await t.core.trajectoryJobs!.sealDue();
+    expect(p2.empty).toBeGreaterThanOrEqual(1);
+    expect((await call(t.app, 'GET', `/runs/${quiet}`)).body.trajectory).toBeUndefined();
+  });
+
+  it('tails over SSE (id = offset), resumes after Last-Event-ID, and ends once sealed', async () => {
+    const runId = await newRun();
+    const tr = t.core.trajectories!;
+    await tr.append('default', runId, events(runId, 1, 2));
+    const res = await t.app.request(`/runs/${runId}/trajectory/stream`, {
+      headers: { authorization: `Bearer ${await t.key('admin')}`, accept: 'text/event-stream' },
+    });
+    expect(res.status).toBe(200);
+    const reading = readSse(res);
+    await tr.append('default', runId, events(runId, 3, 2));
+    await call(t.app, 'POST', `/runs/${runId}/cancel`);
+    await t.core.trajectoryJobs!.sealDue();
+    const got = await reading;
+    const data = got.filter((m) => m.event === 'trajectory.event');
+    expect(data.map((m) => m.id)).toEqual(['0', '1', '2', '3']);
+    expect(data.map((m) => (JSON.parse(m.data!) as TraceEvent).seq)).toEqual([1, 2, 3, 4]);
+    expect(got.at(-1)?.event).toBe('end');
+
+    const resumed = await t.app.request(`/runs/${runId}/trajectory/stream`, {
+      headers: {
+        authorization: `Bearer ${await t.key('admin')}`,
+        accept: 'text/event-stream',
+        'last-event-id': '1',
+      },
+    });
+    const again = (await readSse(resumed)).filter((m) => m.event === 'trajectory.event');
+    expect(again.map((m) => m.id)).toEqual(['2', '3']);
+
+    const bounded = await t.app.request(`/runs/${runId}/trajectory/stream?limit=1`, {
+      headers: { authorization: `Bearer ${await t.key('admin')}`, accept: 'text/event-stream' },
+    });
+    const asPage = await call(t.app, 'GET', `/runs/${runId}/trajectory/stream?offset=3`);
+    expect((asPage.body.items as TraceEvent[]).map((e) => e.seq)).toEqual([4]);
+    const one = await readSse(bounded);
+    expect(one.filter((m) => m.event === 'trajectory.event').map((m) => m.id)).toEqual(['0']);
+    expect(JSON.parse(one.at(-1)!.data!)).toMatchObject({ status: 'limit' });
+  });
+});
+
+describe('POST /v1/traces', { timeout: 300_000 }, () => {
+  it('routes spans naming a live run to its trajectory, in JSON and protobuf alike', async () => {
+    const runJson = await newRun();
+    const runProto = await newRun();
+    const spans = agentTrace('a'.repeat(32));
+    const res = await t.app.request('/v1/traces', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await t.key('member')}`, 'content-type': 'application/json' },
+      body: JSON.stringify(otlpJson(spans, { 'everdict.run_id': runJson })),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('application/json');
+    expect(await res.json()).toEqual({});
+    const proto = await t.app.request('/v1/traces', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await t.key('member')}`, 'content-type': 'application/x-protobuf' },
+      body: otlpProtobuf(spans, { 'everdict.run_id': runProto }),
+    });
+    expect(proto.status).toBe(200);
+    expect(proto.headers.get('content-type')).toContain('application/x-protobuf');
+    expect(new Uint8Array(await proto.arrayBuffer()).length).toBe(0); // an empty ExportTraceServiceResponse
+
+    const a = (await call(t.app, 'GET', `/runs/${runJson}/trajectory`)).body.items as TraceEvent[];
+    const b = (await call(t.app, 'GET', `/runs/${runProto}/trajectory`)).body.items as TraceEvent[];
+    expect(a.length).toBeGreaterThan(1);
+    expect(a.some((e) => e.type === 'llm_call')).toBe(true);
+    const strip = (xs: TraceEvent[]) => xs.map(({ runId: _r, ...rest }) => rest);
+    expect(strip(b)).toEqual(strip(a));
+    // Re-sent (an exporter's retry): nothing is appended twice.
+    await t.app.request('/v1/traces', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await t.key('member')}`, 'content-type': 'application/json' },
+      body: JSON.stringify(otlpJson(spans, { 'everdict.run_id': runJson })),
+    });
+    expect(((await call(t.app, 'GET', `/runs/${runJson}/trajectory`)).body.items as unknown[]).length).toBe(
+      a.length,
+    );
+  });
+
+  it('refuses what is not OTLP with typed 4xx problems and no API key with a 401', async () => {
+    const noKey = await t.app.request('/v1/traces', {
+      method: 'POST',
+      body: '{}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(noKey.status).toBe(401);
+    const text = await call(t.app, 'POST', '/v1/traces', {
+      body: 'x',
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect(text.status).toBe(415);
+    expect(text.body.code).toBe('unsupported_media_type');
+    const garbage = await t.app.request('/v1/traces', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await t.key('member')}`, 'content-type': 'application/x-protobuf' },
+      body: new Uint8Array([0xff, 0xff, 0xff, 0x01, 0x02]),
+    });
+    expect(garbage.status).toBe(400);
+    const badJson = await call(t.app, 'POST', '/v1/traces', { body: { resourceSpans: [{ scopeSpans: 7 }] } });
+    expect(badJson.status).toBe(400);
+  });
+
+  it('imports spans of no live run as a trajectory per trace id, scores it, and keeps its provenance across a restart', async () => {
+    const traceId = 'b'.repeat(32);
+    const ended = await newRun();
+    await call(t.app, 'POST', `/runs/${ended}/cancel`);
+    const res = await call(t.app, 'POST', '/v1/traces', {
+      body: otlpJson(agentTrace(traceId), { 'everdict.run_id': ended }),
+    });
+    expect(res.status).toBe(200);
+    const list = await call(t.app, 'GET', `/trajectories?source=otlp&externalId=${traceId}`);
+    expect(list.status).toBe(200);
+    const items = list.body.items as {
+      trajectoryId: string;
+      provenance: Record<string, string>;
+      digest: string;
+    }[];
+    expect(items).toHaveLength(1);
+    const imported = items[0]!;
+    expect(imported.provenance).toMatchObject({ source: 'otlp', externalId: traceId });
+    // Not a run: spec §6, sync operations are edge operations.
+    expect((await call(t.app, 'GET', `/runs/${imported.trajectoryId}`)).status).toBe(404);
+    expect(
+      (await call(t.app, 'GET', `/trajectories/${imported.trajectoryId}`, { key: otherKey })).status,
+    ).toBe(404);
+
+    const scored = await call(t.app, 'POST', `/trajectories/${imported.trajectoryId}/score`, {
+      body: {
+        graders: [
+          { type: 'output_contains', name: 'fixed', text: 'tests pass' },
+          { type: 'numeric_threshold', name: 'tokens', path: 'usage.inputTokens', max: 5000 },
+        ],
+      },
+    });
+    expect(scored.status).toBe(200);
+    const scores = scored.body.scores as { grader: string; passed: boolean; value: number; digest: string }[];
+    expect(scores.map((s) => [s.grader, s.passed])).toEqual([
+      ['fixed', true],
+      ['tokens', true],
+    ]);
+    expect(scores[1]!.value).toBe(1200);
+    expect(scores[0]!.digest).toBe(imported.digest);
+    const one = await call(t.app, 'GET', `/trajectories/${imported.trajectoryId}?limit=10`);
+    expect(one.status).toBe(200);
+    expect((one.body.trajectory as { scores: unknown[] }).scores).toHaveLength(2);
+    expect((one.body.items as TraceEvent[]).some((e) => e.type === 'llm_call')).toBe(true);
+    const badGrader = await call(t.app, 'POST', `/trajectories/${imported.trajectoryId}/score`, {
+      body: { graders: [{ type: 'nope' }] },
+    });
+    expect(badGrader.status).toBe(400);
+
+    // A restart: a new core and store over the same data directory see the same import, same provenance.
+    const again = await testApp({ dataDir });
+    try {
+      const after = await call(again.app, 'GET', `/trajectories/${imported.trajectoryId}`);
+      expect(after.status).toBe(200);
+      const tr = after.body.trajectory as { provenance: unknown; digest: string };
+      expect(tr.provenance).toEqual(imported.provenance);
+      expect(tr.digest).toBe(imported.digest);
+      const listed = await call(again.app, 'GET', `/trajectories?source=otlp&externalId=${traceId}`);
+      expect((listed.body.items as unknown[]).length).toBe(1);
+    } finally {
+      await again.close();
+    }
+  });
+});
