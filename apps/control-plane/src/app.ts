@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { routePath } from 'hono/route';
 import { CHALLENGE, requireApiKey, requireInternalToken } from './auth/middleware.js';
+import { ControlPlaneError } from './errors.js';
 import { bodyLimit } from './http/body-limit.js';
 import type { RouteDeps } from './http/deps.js';
 import type { AppEnv } from './http/env.js';
@@ -14,6 +15,7 @@ import { guardJsonBodies } from './http/json-guard.js';
 import { Lifecycle } from './http/lifecycle.js';
 import { createRouter, openApiDocument } from './http/openapi.js';
 import { errorToProblem, problem, sendProblem } from './http/problem.js';
+import { requireRunner, runnerRoutes } from './http/runners.js';
 import { runRoutes } from './http/runs.js';
 import { subscriptionRoutes } from './http/subscriptions.js';
 import { systemRoutes } from './http/system.js';
@@ -62,11 +64,17 @@ const PUBLIC_PREFIXES = [
   '/tenants',
   '/tenant',
   '/api-keys',
+  '/runners',
+  '/harnesses',
   '/trajectories',
   '/trajectory-policy',
   '/trajectory-deletions',
   '/v1',
 ] as const;
+/** Under a public prefix but authenticated by what it carries (the pairing token is the credential). */
+const NO_API_KEY = new Set(['/runners/pair']);
+/** Streamed uploads: never buffered by the body limit. */
+const STREAMED = /^\/runner\/v1\/runs\/[^/]+\/artifacts$/;
 
 export function buildApp(opts: AppOptions): BuiltApp {
   const log = opts.log ?? silentLogger();
@@ -105,13 +113,23 @@ export function buildApp(opts: AppOptions): BuiltApp {
   // 2. Draining: refuse writes, count in-flight requests.
   app.use('*', lifecycle.middleware());
   // 3. Bodies beyond the limit are a 413 problem, counted before anything reads them (the connection stays usable).
-  app.use('*', bodyLimit(opts.maxBodyBytes ?? 1024 * 1024));
+  const limit = bodyLimit(opts.maxBodyBytes ?? 1024 * 1024);
+  app.use('*', (c, next) => (c.req.method === 'PUT' && STREAMED.test(c.req.path) ? next() : limit(c, next)));
   // 4. What PostgreSQL cannot store (NUL, lone surrogates, nesting past 128) is refused as bad input.
   app.use('*', guardJsonBodies());
   // 5. Auth by path: API keys on the public API, the service token on /internal/*.
-  const apiKey = requireApiKey(opts.services.auth);
+  const keyed = requireApiKey(opts.services.auth);
+  const apiKey: typeof keyed = (c, next) => (NO_API_KEY.has(c.req.path) ? next() : keyed(c, next));
   for (const prefix of PUBLIC_PREFIXES) app.use(prefix, apiKey).use(`${prefix}/*`, apiKey);
   app.use('/internal/*', requireInternalToken(opts.internalToken));
+  app.use(
+    '/runner/v1/*',
+    requireRunner(() => {
+      if (!opts.services.runners)
+        throw new ControlPlaneError('route_not_found', 'this control plane has no runners');
+      return opts.services.runners;
+    }),
+  );
 
   let cachedDocument: unknown;
   const document = () => {
@@ -137,6 +155,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.route('/', tenantRoutes(deps));
   app.route('/', trajectoryRoutes(deps));
   app.route('/', internalRoutes(deps));
+  app.route('/', runnerRoutes(deps));
 
   app.notFound((c) =>
     sendProblem(c, problem('route_not_found', `no route for ${c.req.method} ${c.req.path}`)),

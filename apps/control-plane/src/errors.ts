@@ -27,6 +27,14 @@ export const REFUSALS = {
   unauthorized: { status: 401, when: 'an unknown or revoked API key' },
   invalid_service_token: { status: 401, when: '`/internal/*` without the service token' },
   internal_disabled: { status: 401, when: '`/internal/*` while `EVERDICT_INTERNAL_TOKEN` is unset' },
+  invalid_pairing_token: {
+    status: 401,
+    when: '`POST /runners/pair` with a pairing token that is unknown, used or expired',
+  },
+  invalid_runner_credential: {
+    status: 401,
+    when: '`/runner/v1/*` without the credential of a paired, non-revoked runner',
+  },
   envelope_exhausted: { status: 402, when: 'admission rule `envelope`: an envelope on the path is spent' },
   forbidden: { status: 403, when: 'a member key on an admin route' },
   not_found: {
@@ -35,6 +43,26 @@ export const REFUSALS = {
   },
   route_not_found: { status: 404, when: 'no route for this method and path' },
   conflict: { status: 409, when: 'the state does not allow it (terminal run, agent disabled, …)' },
+  snapshot_mismatch: {
+    status: 409,
+    when: 'a resume offers a snapshot other than the one parked (nothing is written)',
+  },
+  manifest_mismatch: {
+    status: 409,
+    when: "the resuming environment's manifest is not the parked one (nothing is written)",
+  },
+  attestation_mismatch: {
+    status: 409,
+    when: "a runner's interval attestation that is not signed by its key, not bound to the run, or whose journal root is not the events stored for the epoch; nothing changes",
+  },
+  harness_conflict: {
+    status: 409,
+    when: 'a harness version defined again with a different body (versions are immutable)',
+  },
+  stale_lease: {
+    status: 409,
+    when: "a result or heartbeat from a superseded attempt: its lease epoch is not the run's current one",
+  },
   trajectory_sealed: {
     status: 409,
     when: "the run's trajectory is sealed (the run is terminal) or deleted: it takes no more events",
@@ -47,18 +75,6 @@ export const REFUSALS = {
   trajectory_deleted: {
     status: 404,
     when: 'retention deleted this sealed trajectory (`details.deletion` is the deletion record)',
-  },
-  stale_lease: {
-    status: 409,
-    when: "a result or heartbeat from a superseded attempt: its lease epoch is not the run's current one",
-  },
-  snapshot_mismatch: {
-    status: 409,
-    when: 'a resume offers a snapshot other than the one parked (nothing is written)',
-  },
-  manifest_mismatch: {
-    status: 409,
-    when: "the resuming environment's manifest is not the parked one (nothing is written)",
   },
   body_too_large: { status: 413, when: 'the body is larger than `EVERDICT_MAX_BODY_BYTES`' },
   unsupported_media_type: { status: 415, when: 'a body that is not `application/json`' },

@@ -46,6 +46,7 @@ async function main(): Promise<void> {
     ...(config.judge === 'scripted' ? { judge: scriptedJudge() } : {}),
     log: (level, msg, fields) => coreLog[level](fields ?? {}, msg),
     metrics: metrics.coreObserver(),
+    scheduler: { lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts } },
     trajectories: openTrajectoryStore({
       dataDir: config.dataDir,
       env: {
@@ -54,7 +55,6 @@ async function main(): Promise<void> {
         EVERDICT_S3_REGION: config.trajectoryStorage.s3Region,
       },
     }),
-    scheduler: { lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts } },
   });
   metrics.setQueueDepthSource(() => core.queueDepth());
   log.info(

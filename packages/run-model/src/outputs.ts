@@ -40,6 +40,20 @@ export const RunOutputs = z.strictObject({
 });
 export type RunOutputs = z.infer<typeof RunOutputs>;
 
+/** Bytes kept of each stream in a command's `outputs.result` (the tail; the whole streams are in the trajectory). */
+export const COMMAND_TAIL_BYTES = 64 * 1024;
+
+/**
+ * A command's `outputs.result`: the tails of its streams (at most COMMAND_TAIL_BYTES each, UTF-8) and whether
+ * either was cut. Its exit code is `outputs.exitCode`.
+ */
+export const CommandResult = z.strictObject({
+  stdout: z.string(),
+  stderr: z.string(),
+  truncated: z.boolean(),
+});
+export type CommandResult = z.infer<typeof CommandResult>;
+
 /** Fresh empty outputs (a new object each call: outputs are never shared between runs). */
 export function emptyOutputs(): RunOutputs {
   return { artifacts: [], files: [], scores: [] };

@@ -28,7 +28,9 @@ describe('subjects: the five known kinds are strict', () => {
     command: [
       { path: 'a', image: 'i', command: [] },
       { path: 'a', image: 'i', command: 'ls' },
-      { image: 'i', command: ['ls'] },
+      { image: 'i' },
+      { command: ['ls'], image: '' },
+      { command: ['ls'], extra: 1 },
     ],
     sandbox: [{}, { image: 'i', source: { type: 'git', url: 'x' } }, { image: 'i', source: { type: 'run' } }],
     analysis: [{}, { viewId: 'v', config: {} }, { config: 'x' }],

@@ -28,13 +28,31 @@ export const AgentSubject = z.strictObject({
 });
 export type AgentSubject = z.infer<typeof AgentSubject>;
 
-/** command: a workspace file run in an image (the Files viewer's Run); `command` is an argv. */
+/**
+ * command: an argv run in an image (no `image` = the runner's `default`), optionally about a workspace file
+ * (`path`, the Files viewer's Run). Its outputs: `exitCode` and `result` = CommandResult.
+ */
 export const CommandSubject = z.strictObject({
-  path: z.string().min(1).max(4096),
+  command: z.array(z.string()).min(1),
+  image: ImageRef.optional(),
+  path: z.string().min(1).max(4096).optional(),
+});
+export type CommandSubject = z.infer<typeof CommandSubject>;
+
+/** The image a command runs in when its subject names none. */
+export const DEFAULT_IMAGE = 'default';
+
+/** A command's image: its own, or `default`. */
+export const commandImage = (s: CommandSubject): string => s.image ?? DEFAULT_IMAGE;
+
+/** A harness as the registry defines it: an image and the argv run in it for each case (versions immutable). */
+export const Harness = z.strictObject({
+  id: Id,
+  version: Name,
   image: ImageRef,
   command: z.array(z.string()).min(1),
 });
-export type CommandSubject = z.infer<typeof CommandSubject>;
+export type Harness = z.infer<typeof Harness>;
 
 /** Where a sandbox's contents come from: an environment to verify, a harness to play with, a run to debug. */
 export const SandboxSource = z.discriminatedUnion('type', [

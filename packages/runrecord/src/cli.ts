@@ -21,6 +21,12 @@ const USAGE = `usage:
   everdict-runrecord log-root < {"leaves": [hex…]}        the head log's tree size and root
   everdict-runrecord log-verify-inclusion < proof.json   {"leaf","index","tree_size","root","path"}
   everdict-runrecord log-verify-consistency < proof.json {"old_size","old_root","new_size","new_root","proof"}
+  everdict-runrecord verify --log URL --run ID --tenant ID --key APIKEY [--witness-key HEX]… [--min-witnesses K]
+                     [--expect-head HEX] [--trust-key HEX]… < wire.json
+                                                         verify, then prove the record against the head log
+  everdict-runrecord check-group [--witness-key HEX]… [--min-witnesses K] [--log-key HEX]
+                     < {"proof": GET /groups/:id/proof, "report": {"groupId","runs":[ids]}}
+                                                         the report omits no logged run of the group
 exit codes: 0 ok · 1 refused / does not verify / malformed input · 2 usage`;
 
 class UsageError {
@@ -131,6 +137,23 @@ async function logCommand(command: string, args: string[]): Promise<number> {
   return r.exitCode;
 }
 
+/**
+ * The head log's reader commands (`verify --log`, `check-group`; issue 18 §4), loaded only when one runs:
+ * one JSON line; exit 0, or 1 with {"ok": false, "error": CODE}.
+ */
+async function readerCommand(command: 'verify' | 'check-group', args: string[]): Promise<number> {
+  const { checkGroup, LogUsageError, verifyWithLog } = await import('./log-commands.js');
+  try {
+    const r = command === 'verify' ? await verifyWithLog(args, readStdin()) : checkGroup(args, readStdin());
+    out(r.output);
+    if (r.exitCode !== 0 && r.message !== undefined) process.stderr.write(`does not verify: ${r.message}\n`);
+    return r.exitCode;
+  } catch (e) {
+    if (e instanceof LogUsageError) throw new UsageError(`${command}: ${e.message}`);
+    throw e;
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   try {
@@ -138,7 +161,11 @@ async function main(argv: string[]): Promise<number> {
       case 'build':
         return build(args);
       case 'verify':
+        if (args.some((a) => a === '--log' || a.startsWith('--log=')))
+          return await readerCommand('verify', args);
         return verify(args);
+      case 'check-group':
+        return await readerCommand(command, args);
       case 'inspect':
         return inspect(args);
       case '--help':

@@ -58,10 +58,10 @@ export interface RunsTable {
   record_length: number;
   interval_started_at: Ts | null;
   interval_head: string | null;
-  /** The sealed trajectory's ref (run-model TrajectoryRef); null until sealed (migration 0009). */
-  trajectory: ColumnType<J | null, string | null | undefined, string | null>;
   /** Starts of this run (0007): the epoch of its current lease. */
   attempt: ColumnType<number, number | undefined, number>;
+  /** The sealed trajectory's ref (run-model TrajectoryRef); null until sealed (migration 0009). */
+  trajectory: ColumnType<J | null, string | null | undefined, string | null>;
 }
 
 export interface RunGroupsTable {
@@ -263,6 +263,74 @@ export interface AdmVtimeTable {
   v: number;
 }
 
+export interface RunLeasesTable {
+  run_id: string;
+  tenant: string;
+  holder: string;
+  epoch: Int8;
+  granted_at_ms: Int8;
+  renewed_at_ms: Int8;
+  expires_at_ms: Int8;
+}
+
+// ---- runners (0008) ----
+export interface RunnersTable {
+  id: string;
+  /** null: a shared runner (paired through the service token). */
+  tenant_id: string | null;
+  name: string;
+  public_key: string;
+  credential_hash: string;
+  capabilities: Jsonb<J>;
+  state: 'active' | 'draining' | 'revoked';
+  created_at: Ts;
+  last_heartbeat_at: Ts | null;
+  revoked_at: Ts | null;
+}
+
+export interface RunnerPairingTokensTable {
+  token_hash: string;
+  tenant_id: string | null;
+  name: string;
+  created_by: string;
+  created_at: Ts;
+  expires_at: Ts;
+  used_at: Ts | null;
+  runner_id: string | null;
+}
+
+export interface RunnerImagesTable {
+  runner_id: string;
+  tenant_id: string | null;
+  kind: string;
+  image: string;
+}
+
+export interface RunnerEventsTable {
+  run_id: string;
+  epoch: number;
+  seq: number;
+  event: Jsonb<J>;
+}
+
+export interface RunnerArtifactsTable {
+  run_id: string;
+  epoch: number;
+  path: string;
+  address: string;
+  size: Int8;
+}
+
+export interface HarnessesTable {
+  tenant_id: string;
+  id: string;
+  version: string;
+  image: string;
+  command: Jsonb<string[]>;
+  created_by: string;
+  created_at: Ts;
+}
+
 export interface TrajectorySealQueueTable {
   run_id: string;
   tenant_id: string;
@@ -302,16 +370,6 @@ export interface TrajectoryScoresTable {
   created_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
-export interface RunLeasesTable {
-  run_id: string;
-  tenant: string;
-  holder: string;
-  epoch: Int8;
-  granted_at_ms: Int8;
-  renewed_at_ms: Int8;
-  expires_at_ms: Int8;
-}
-
 export interface CascadeJobsTable {
   id: string;
   tenant_id: string;
@@ -328,6 +386,12 @@ export interface CascadeJobsTable {
 export interface Database {
   run_leases: RunLeasesTable;
   cascade_jobs: CascadeJobsTable;
+  runners: RunnersTable;
+  runner_pairing_tokens: RunnerPairingTokensTable;
+  runner_images: RunnerImagesTable;
+  runner_events: RunnerEventsTable;
+  runner_artifacts: RunnerArtifactsTable;
+  harnesses: HarnessesTable;
   adm_global: AdmGlobalTable;
   adm_tenants: AdmTenantsTable;
   adm_agents: AdmAgentsTable;

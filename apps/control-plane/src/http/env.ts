@@ -10,5 +10,7 @@ export interface AppEnv {
     principal: Principal;
     log: Logger;
     requestId: string;
+    /** Set by the runner middleware on `/runner/v1/*`. */
+    runner?: import('../runners/registry.js').RunnerIdentity;
   };
 }

@@ -42,6 +42,11 @@ export function openApiDocument(app: OpenAPIHono<AppEnv>, version: string): unkn
     scheme: 'bearer',
     description: 'The service token (EVERDICT_INTERNAL_TOKEN), for /internal/* only.',
   });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'runnerCredential', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'A paired runner’s credential, for /runner/v1/* only.',
+  });
   app.openAPIRegistry.registerComponent('securitySchemes', 'metricsToken', {
     type: 'http',
     scheme: 'bearer',

@@ -67,12 +67,28 @@ export interface ClaimLease {
 
 const DEFAULT_AGING_MS = globalPolicy().agingMs;
 
+/**
+ * What a claimer can take beyond kinds (a runner's capabilities): only this tenant's runs (a tenant-scoped
+ * runner; the arms' index scans are restricted to it), and only runs whose image is listed (`*`: any). A
+ * run's image: its subject's `image`, else its eval harness's, else `default`.
+ */
+export interface ClaimScope {
+  tenant?: string | undefined;
+  images?: readonly string[] | undefined;
+}
+
+/** The image a run executes in, as SQL over `runs r` (see ClaimScope). */
+export const RUN_IMAGE_SQL = sql`COALESCE(r.subject->>'image', (SELECT h.image FROM harnesses h
+  WHERE h.tenant_id = r.tenant_id AND h.id = r.subject->'harness'->>'id'
+    AND h.version = r.subject->'harness'->>'version'), 'default')`;
+
 export async function claimAndStart(
   ex: Executor,
   capacity: number,
   now: Date,
   kinds: readonly string[],
   lease?: ClaimLease,
+  scope: ClaimScope = {},
 ): Promise<StartedRun[]> {
   if (capacity <= 0 || kinds.length === 0) return [];
   const nowMs = now.getTime();
@@ -89,11 +105,17 @@ export async function claimAndStart(
   const window = pool * 2;
   // One kind: an equality, so the (kind, lane, finish, seq) index serves the ordered scan.
   const kind = kinds.length === 1 ? sql`w.kind = ${kinds[0]}` : sql`w.kind = ANY(${[...kinds]}::text[])`;
+  const tenantOnly = scope.tenant === undefined ? sql`` : sql`AND w.tenant = ${scope.tenant}`;
+  const images = scope.images;
+  const imageOnly =
+    images === undefined || images.includes('*')
+      ? sql``
+      : sql`AND ${RUN_IMAGE_SQL} = ANY(${[...images]}::text[])`;
   type Fragment = ReturnType<typeof sql>;
   const arm = (n: number, age: Fragment, order: Fragment) => sql`
     SELECT ${n}::int AS arm, row_number() OVER (ORDER BY ${order}) AS pos, w.run_id, w.tenant FROM (
       SELECT w.run_id, w.tenant, w.lane, w.finish, w.seq, w.enqueued_at FROM adm_queue w
-      WHERE ${age} AND ${kind}
+      WHERE ${age} AND ${kind} ${tenantOnly}
         AND EXISTS (SELECT 1 FROM adm_tenants t WHERE t.tenant = w.tenant AND t.running < t.max_concurrent)
       ORDER BY ${order}
       LIMIT ${window}::int
@@ -116,7 +138,7 @@ export async function claimAndStart(
       JOIN adm_queue q ON q.tenant = w.tenant AND q.run_id = w.run_id
       JOIN runs r ON r.id = w.run_id
       JOIN adm_slots s ON s.tenant = w.tenant AND s.run_id = w.run_id
-      WHERE r.status = 'queued' AND r.updated_at <= ${at}::timestamptz AND s.status = 'queued'
+      WHERE r.status = 'queued' AND r.updated_at <= ${at}::timestamptz AND s.status = 'queued' ${imageOnly}
       ORDER BY w.arm, w.pos
       LIMIT ${pool}::int
       FOR UPDATE OF r, q, s SKIP LOCKED

@@ -1,3 +1,4 @@
+import type { RunnerService } from '../runners/service.js';
 // The application services the HTTP layer calls. Every method is tenant-scoped by its Principal:
 // another tenant's resource is `not_found`, never `forbidden`.
 import type {
@@ -114,4 +115,6 @@ export interface ControlPlaneServices {
   groups: GroupService;
   subscriptions: SubscriptionService;
   agentBridge: AgentBridgeService;
+  /** Runners, their leases and the harness registry (src/runners/); absent in cores built without them. */
+  runners?: RunnerService;
 }

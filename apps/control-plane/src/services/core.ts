@@ -1,11 +1,15 @@
 // Composition root of the ledger + application layer: open the database, bootstrap, services, scheduler.
 
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
 import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from '../executors/registry.js';
 import { KeyRing } from '../keys/registry.js';
 import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from '../keys/signer.js';
 import { leasePolicy } from '../leases/policy.js';
+import { RUNNER_INDEX } from '../runners/placement.js';
+import { LeaseWaiters, runnerService } from '../runners/service.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
 import { TrajectoryJobs } from '../trajectory/jobs.js';
@@ -80,7 +84,12 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       options.log?.('warn', 'queue statistics refresh failed', { error: String(e) }),
     ),
     signer,
-    executors: new ExecutorRegistry([INLINE_ANALYSIS, AGENT_BRIDGE, ...(options.executors ?? [])]),
+    executors: new ExecutorRegistry([
+      INLINE_ANALYSIS,
+      AGENT_BRIDGE,
+      RUNNER_INDEX,
+      ...(options.executors ?? []),
+    ]),
   };
   const policy = { ...DEFAULT_POLICY, ...options.policy };
   let bootstrap: BootstrapOutcome | null;
@@ -91,6 +100,19 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     throw e;
   }
   const cascades = new CascadeWorker(deps, options.cascade);
+  const trajectories = options.trajectories ? new RunTrajectories(options.trajectories, ldb) : null;
+  const lease = leasePolicy(options.scheduler?.lease ?? {});
+  const waiters = new LeaseWaiters(deps, lease);
+  const runners = runnerService(deps, waiters, {
+    artifactsDir:
+      options.artifactsDir ??
+      (options.dataDir
+        ? path.join(options.dataDir, 'artifacts')
+        : path.join(tmpdir(), `everdict-artifacts-${process.pid}`)),
+    pollMs: options.scheduler?.pollMs ?? 1000,
+    lease,
+    trajectories,
+  });
   const services: ControlPlaneServices = withStorableGuard({
     auth: authService(deps, policy),
     runs: runService(deps, cascades),
@@ -98,12 +120,15 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     groups: groupService(deps, options.judge),
     subscriptions: subscriptionService(deps),
     agentBridge: agentBridgeService(deps),
+    runners,
   });
-  const trajectories = options.trajectories ? new RunTrajectories(options.trajectories, ldb) : null;
   const trajectoryJobs = trajectories
     ? new TrajectoryJobs(deps, trajectories, options.trajectoryJobs ?? {})
     : null;
   const trajectoryService = trajectories ? new TrajectoryService(deps, trajectories, options.judge) : null;
+  await waiters.start();
+  const keys = new KeyRing(signer);
+  keys.addSource(() => runners.keys());
   const sched = options.scheduler ?? {};
   let dispatch: DispatchLoop | null = null;
   let triggers: TriggerLoop | null = null;
@@ -112,7 +137,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       pollMs: sched.pollMs ?? 1000,
       concurrency: sched.inlineConcurrency ?? 8,
       timeoutMs: sched.inlineTimeoutMs ?? 30_000,
-      lease: leasePolicy(sched.lease ?? {}),
+      lease,
       ...(sched.replicaId === undefined ? {} : { holder: sched.replicaId }),
     });
     triggers = new TriggerLoop(deps, sched.pollMs ?? 1000);
@@ -146,11 +171,12 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       }
     },
     queueDepth: () => queueDepth(deps.db),
-    keys: new KeyRing(signer),
+    keys,
     executors: deps.executors,
     async close() {
       await cascades.stop();
       await resumed;
+      await waiters.stop();
       await dispatch?.stop();
       await triggers?.stop();
       await trajectoryJobs?.stop();

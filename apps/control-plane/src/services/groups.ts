@@ -5,6 +5,7 @@ import type { RunGroupsTable } from '../db/schema.js';
 import { type Executor, isUniqueViolation, withTx } from '../db/tx.js';
 import { ControlPlaneError, invalidCursor, notFound } from '../errors.js';
 import { decodeCursor, encodeCursor, rowToView } from '../ledger/runs.js';
+import { assertPlaceable } from '../runners/placement.js';
 import type { GroupService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
@@ -68,6 +69,7 @@ export function groupService(deps: Deps, judge?: Judge): GroupService {
   return {
     async create(p, raw) {
       const input = asControlPlaneError(() => CreateGroupInput.parse(raw));
+      await assertPlaceable(deps, p.tenantId, input.spec);
       try {
         return await withTx(deps.db, async (tx) => {
           const id = deps.ids('grp');

@@ -4,6 +4,7 @@ import { invalidCursor, notFound } from '../errors.js';
 import { listEvents } from '../ledger/events.js';
 import { readRecord } from '../ledger/records.js';
 import { decodeCursor, encodeCursor, findRun, listRuns, rowToView } from '../ledger/runs.js';
+import { assertPlaceable } from '../runners/placement.js';
 import type { RunService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import { type CascadeWorker, openCascade } from './cascade.js';
@@ -80,6 +81,7 @@ export function runService(deps: Deps, cascades: CascadeWorker): RunService {
     async create(p, input, ctx = {}) {
       const attribution = await attributionOf(deps, p, ctx);
       await groupOfTenant(deps, p, input);
+      await assertPlaceable(deps, p.tenantId, input);
       // Combined: creates arriving while a create transaction is in flight are admitted together in the
       // next one (create-combiner.ts); each still gets exactly the decision a sequential create would.
       const { row, admission } = await combine(who(p), input, attribution);

@@ -94,5 +94,7 @@ export function withStorableGuard(services: ControlPlaneServices): ControlPlaneS
     groups: guarded(services.groups, 'groups'),
     subscriptions: guarded(services.subscriptions, 'subscriptions'),
     agentBridge: guarded(services.agentBridge, 'agentBridge'),
+    // Runner routes take streams and signals; their JSON bodies are guarded at the edge (json-guard).
+    ...(services.runners ? { runners: services.runners } : {}),
   };
 }

@@ -1,11 +1,13 @@
 // One registry for every trigger: event subscriptions and schedules (subscriptions to their own
 // `schedule.fired` slots). Consumers read the outbox from durable cursors (scheduler/).
+
 import { SCHEDULE_FIRED, Subscription } from '@everdict/run-model';
 import { CronExpressionParser } from 'cron-parser';
 import type { Selectable } from 'kysely';
 import { iso, json } from '../db/numeric.js';
 import type { SubscriptionsTable } from '../db/schema.js';
 import { ControlPlaneError, notFound } from '../errors.js';
+import { assertPlaceable } from '../runners/placement.js';
 import type { SubscriptionService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
@@ -83,6 +85,7 @@ export function subscriptionService(deps: Deps): SubscriptionService {
   return {
     async create(p, raw) {
       const input = asControlPlaneError(() => CreateSubscriptionInput.parse(raw));
+      await assertPlaceable(deps, p.tenantId, input.runSpec);
       const id = deps.ids('sub');
       if (input.schedule) {
         try {

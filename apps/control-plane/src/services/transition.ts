@@ -9,7 +9,13 @@ import {
   totalTokens,
   transition,
 } from '@everdict/run-model';
-import type { Account, Operation } from '@everdict/runrecord';
+import {
+  type Account,
+  type AttestationBody,
+  encodeAttestationBody,
+  type Hex,
+  type Operation,
+} from '@everdict/runrecord';
 import { PgAdmissionLanes } from '../admission-store/lanes.js';
 import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
 import { json } from '../db/numeric.js';
@@ -48,6 +54,12 @@ export interface TransitionExtras {
    * environment's). Absent → the run's own manifest (kind + subject).
    */
   manifest?: string;
+  /**
+   * An interval attested by its executor (a runner): the body it signed, checked by the caller against the
+   * run, stored as is and appended with its execute op (runrecord checks binding and signature on append).
+   * Used instead of an attestation the control plane would seal itself.
+   */
+  attested?: { address: Hex; body: AttestationBody; account?: Account };
 }
 
 /** Kinds the control plane executes itself (inline): their intervals' accounts are observed, and empty. */
@@ -101,25 +113,45 @@ export async function transitionTx(
             : 'cancelled';
     const startedMs = row.interval_started_at ? row.interval_started_at.getTime() : nowMs;
     const meter = { ...DEFAULT_METER, ...extras.interval };
-    ops.push(
-      await sealInterval(
-        tx,
-        row,
-        {
-          startedMs,
-          endedMs: nowMs,
-          watts: meter.watts,
-          meter: meter.meter,
-          outcome,
-          exitCode: extras.interval?.exitCode ?? (outcome === 'failed' ? 1 : 0),
-          journal: extras.interval?.journal ?? { outputs, facts },
-          intervalHead: row.interval_head ?? row.record_head,
-          account: observedAccount(row.kind, extras.account),
-        },
-        at,
-        deps.signer,
-      ),
-    );
+    if (extras.attested) {
+      const a = extras.attested;
+      await tx
+        .insertInto('attestations')
+        .values({
+          address: a.address,
+          tenant_id: row.tenant_id,
+          run_id: row.id,
+          body: json(encodeAttestationBody(a.body)),
+          created_at: at,
+        })
+        .onConflict((oc) => oc.column('address').doNothing())
+        .execute();
+      ops.push({
+        op: 'execute',
+        attestation: a.address,
+        body: a.body,
+        ...(a.account ? { account: a.account } : {}),
+      });
+    } else
+      ops.push(
+        await sealInterval(
+          tx,
+          row,
+          {
+            startedMs,
+            endedMs: nowMs,
+            watts: meter.watts,
+            meter: meter.meter,
+            outcome,
+            exitCode: extras.interval?.exitCode ?? (outcome === 'failed' ? 1 : 0),
+            journal: extras.interval?.journal ?? { outputs, facts },
+            intervalHead: row.interval_head ?? row.record_head,
+            account: observedAccount(row.kind, extras.account),
+          },
+          at,
+          deps.signer,
+        ),
+      );
   }
   if (event.type === 'await_input') {
     // A park holds exactly the snapshot the executor handed over; with none, there is nothing to park.

@@ -43,7 +43,11 @@ export function streamTests(h: () => SuiteHarness): void {
     expect(out(await d.exec(handle, cmd().echo('alive')))).toBe('alive');
   });
 
-  it('gives a pty when asked: the program sees a terminal of the size given, and of the size resized to', async () => {
+  // retry: through the Kubernetes test server the start size arrives as a first resize racing the shell's trap;
+  // under heavy load (≈ 30 on 2 cores) one run in many has ended early. The behaviour is asserted on every try.
+  it('gives a pty when asked: the program sees a terminal of the size given, and of the size resized to', {
+    retry: 2,
+  }, async () => {
     const d = await h().driver();
     const handle = await h().provision(d);
     if (!d.describe().capabilities.pty) return; // the refusal is asserted above

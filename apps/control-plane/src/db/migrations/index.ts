@@ -6,6 +6,7 @@ import * as m0003 from './0003_scoring_vocabulary.js';
 import * as m0004 from './0004_queue_kind.js';
 import * as m0005 from './0005_assert.js';
 import * as m0007 from './0007_leases.js';
+import * as m0008 from './0008_runners.js';
 import * as m0009 from './0009_trajectories.js';
 import * as m0010 from './0010_cascade_jobs.js';
 
@@ -16,6 +17,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0004_queue_kind': m0004,
   '0005_assert': m0005,
   '0007_leases': m0007,
+  '0008_runners': m0008,
   '0009_trajectories': m0009,
   '0010_cascade_jobs': m0010,
 };

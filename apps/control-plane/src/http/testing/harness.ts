@@ -1,5 +1,6 @@
 // Test helpers: the real app on the real core (a migrated PGlite clone per app; live PostgreSQL with
 // EVERDICT_TEST_DATABASE_URL), called in-process. No fake services: every refusal is the core's own.
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,12 +46,12 @@ export interface TestAppOptions {
   readonly metricsToken?: string;
   /** Wrap the core's services (e.g. to make one method throw what no input can). */
   readonly wrap?: (services: ControlPlaneServices) => ControlPlaneServices;
-  /** The core's clock (fake time). */
+  /** Executors beyond the built-in ones. Default: OFFLINE_RUNNER (command/eval/sandbox queue); `[]`: none. */
+  readonly executors?: readonly ExecutorLane[];
+  /** The core's clock (fake time; default: the wall clock). */
   readonly clock?: () => Date;
   /** The trajectory store's data directory (default: a fresh temporary one, removed on close). */
   readonly dataDir?: string;
-  /** Executors beyond the built-in ones. Default: OFFLINE_RUNNER (command/eval/sandbox queue); `[]`: none. */
-  readonly executors?: readonly ExecutorLane[];
 }
 
 export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {

@@ -1,0 +1,335 @@
+// Runners (docs/runner-protocol.md): pairing tokens (tenant admin → tenant-scoped runner; service token →
+// shared runner), pairing (the token is the credential), the runners list, drain, revoke; the harness
+// registry; and the runner's own calls under `/runner/v1/*` with `Authorization: Bearer <credential>`:
+// leases (long-poll), heartbeats, events, artifacts (streamed), completion with a signed attestation.
+// Bodies are declared loosely here and parsed strictly by the runner service (zod: 400 validation_failed).
+import { createRoute, z } from '@hono/zod-openapi';
+import type { MiddlewareHandler } from 'hono';
+import { CHALLENGE, requireRole } from '../auth/middleware.js';
+import { bearerSecret } from '../auth/secrets.js';
+import { ControlPlaneError } from '../errors.js';
+import type { RunnerService } from '../runners/service.js';
+import type { RouteDeps } from './deps.js';
+import type { AppEnv } from './env.js';
+import { API_KEY_SECURITY, createRouter, INTERNAL_SECURITY } from './openapi.js';
+import { problem, problemResponses, sendProblem } from './problem.js';
+import { IdParam, RunSchema } from './schemas.js';
+
+export const RUNNER_SECURITY = [{ runnerCredential: [] }];
+
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+const body = (description: string) => ({
+  required: true,
+  content: {
+    'application/json': { schema: z.record(z.string(), z.unknown()).openapi({ description }) },
+  },
+});
+const optionalBody = (description: string) => ({ ...body(description), required: false });
+const admin = requireRole('admin');
+
+const CapabilitiesSchema = z
+  .object({
+    drivers: z.array(z.enum(['process', 'kubernetes'])),
+    kinds: z.array(z.enum(['command', 'eval', 'sandbox'])),
+    images: z.array(z.string()),
+    slots: z.number().int(),
+    namespaces: z.array(z.string()).optional(),
+  })
+  .openapi('RunnerCapabilities');
+const PairingTokenSchema = z.object({ token: z.string(), expiresAt: z.string() }).openapi('PairingToken');
+const PairedSchema = z.object({ runnerId: z.string(), credential: z.string() }).openapi('PairedRunner');
+const RunnerSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    shared: z.boolean(),
+    tenantId: z.string().nullable(),
+    capabilities: CapabilitiesSchema,
+    state: z.enum(['active', 'draining', 'revoked']),
+    publicKey: z.string(),
+    createdAt: z.string(),
+    lastHeartbeatAt: z.string().nullable(),
+    revokedAt: z.string().nullable(),
+    leasesHeld: z.number().int(),
+    requeued: z.array(z.string()).optional(),
+  })
+  .openapi('Runner');
+const HarnessSchema = z
+  .object({
+    id: z.string(),
+    version: z.string(),
+    image: z.string(),
+    command: z.array(z.string()),
+    createdBy: z.string(),
+    createdAt: z.string(),
+  })
+  .openapi('Harness');
+const LeaseSchema = z
+  .object({
+    runId: z.string(),
+    tenant: z.string(),
+    kind: z.string(),
+    epoch: z.number().int(),
+    attempt: z.number().int(),
+    spec: z.record(z.string(), z.unknown()),
+    unitId: z.string(),
+    grantsId: z.string(),
+    recordHead: z.string(),
+    leaseMs: z.number().int(),
+    heartbeatMs: z.number().int(),
+    harness: z
+      .object({ id: z.string(), version: z.string(), image: z.string(), command: z.array(z.string()) })
+      .optional(),
+  })
+  .openapi('Lease');
+const RunIdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(200)
+    .openapi({ param: { name: 'id', in: 'path' } }),
+});
+
+const mintToken = createRoute({
+  method: 'post',
+  path: '/runners/pairing-tokens',
+  tags: ['runners'],
+  summary: "A pairing token for a runner scoped to the caller's tenant (shown once; single use; 15 min).",
+  security: API_KEY_SECURITY,
+  middleware: [admin] as const,
+  request: { body: optionalBody('`{name?}`') },
+  responses: { 201: json(PairingTokenSchema, 'The token.'), ...problemResponses(400, 401, 403, 415) },
+});
+const mintSharedToken = createRoute({
+  method: 'post',
+  path: '/internal/runners/pairing-tokens',
+  tags: ['internal'],
+  summary: 'A pairing token for a shared runner (any tenant’s runs): the operator’s door.',
+  security: INTERNAL_SECURITY,
+  request: { body: optionalBody('`{name?}`') },
+  responses: { 201: json(PairingTokenSchema, 'The token.'), ...problemResponses(400, 401, 415) },
+});
+const pairRoute = createRoute({
+  method: 'post',
+  path: '/runners/pair',
+  tags: ['runners'],
+  summary: 'Redeem a pairing token: `{token, publicKey, name, capabilities}` → the runner id and credential.',
+  request: { body: body('`{token, publicKey, name, capabilities}`') },
+  responses: { 201: json(PairedSchema, 'Shown once.'), ...problemResponses(400, 401, 415) },
+});
+const listRoute = createRoute({
+  method: 'get',
+  path: '/runners',
+  tags: ['runners'],
+  summary: "The tenant's runners and the shared ones.",
+  security: API_KEY_SECURITY,
+  responses: {
+    200: json(z.object({ items: z.array(RunnerSchema) }).openapi('RunnerList'), 'Runners.'),
+    ...problemResponses(401),
+  },
+});
+const drainRoute = createRoute({
+  method: 'post',
+  path: '/runners/{id}/drain',
+  tags: ['runners'],
+  security: API_KEY_SECURITY,
+  middleware: [admin] as const,
+  request: { params: IdParam },
+  responses: {
+    200: json(RunnerSchema, 'The runner, draining.'),
+    ...problemResponses(400, 401, 403, 404, 409),
+  },
+});
+const revokeRoute = createRoute({
+  method: 'post',
+  path: '/runners/{id}/revoke',
+  tags: ['runners'],
+  security: API_KEY_SECURITY,
+  middleware: [admin] as const,
+  request: { params: IdParam },
+  responses: {
+    200: json(RunnerSchema, 'The runner, revoked; `requeued` lists the runs its leases held.'),
+    ...problemResponses(400, 401, 403, 404),
+  },
+});
+const defineHarnessRoute = createRoute({
+  method: 'post',
+  path: '/harnesses',
+  tags: ['harnesses'],
+  summary:
+    'Define a harness version `{id, version, image, command}` (immutable: 409 if defined differently).',
+  security: API_KEY_SECURITY,
+  request: { body: body('`{id, version, image, command}`') },
+  responses: {
+    200: json(HarnessSchema, 'Already defined, identically.'),
+    201: json(HarnessSchema, 'Defined.'),
+    ...problemResponses(400, 401, 409, 415),
+  },
+});
+const listHarnessesRoute = createRoute({
+  method: 'get',
+  path: '/harnesses',
+  tags: ['harnesses'],
+  security: API_KEY_SECURITY,
+  responses: {
+    200: json(z.object({ items: z.array(HarnessSchema) }).openapi('HarnessList'), 'Harnesses.'),
+    ...problemResponses(401),
+  },
+});
+const leasesRoute = createRoute({
+  method: 'post',
+  path: '/runner/v1/leases',
+  tags: ['runner'],
+  summary: 'Long-poll for work: `{free, waitMs ≤ 25000}` → leases (at once when work is offered).',
+  security: RUNNER_SECURITY,
+  request: { body: body('`{free, waitMs}`') },
+  responses: {
+    200: json(z.object({ leases: z.array(LeaseSchema) }).openapi('Leases'), 'Leases granted.'),
+    ...problemResponses(400, 401, 415),
+  },
+});
+const heartbeatRoute = createRoute({
+  method: 'post',
+  path: '/runner/v1/heartbeat',
+  tags: ['runner'],
+  security: RUNNER_SECURITY,
+  request: { body: body('`{leases: [{runId, epoch}]}`') },
+  responses: {
+    200: json(
+      z.object({ lost: z.array(z.string()), draining: z.boolean() }).openapi('HeartbeatAnswer'),
+      'Leases no longer held; whether to drain.',
+    ),
+    ...problemResponses(400, 401, 415),
+  },
+});
+const eventsRoute = createRoute({
+  method: 'post',
+  path: '/runner/v1/runs/{id}/events',
+  tags: ['runner'],
+  security: RUNNER_SECURITY,
+  request: { params: RunIdParam, body: body('`{epoch, events: TraceEvent[]}`') },
+  responses: {
+    202: json(z.object({ eventCount: z.number().int() }).openapi('EventsAccepted'), 'Stored.'),
+    ...problemResponses(400, 401, 409, 415),
+  },
+});
+const artifactRoute = createRoute({
+  method: 'put',
+  path: '/runner/v1/runs/{id}/artifacts',
+  tags: ['runner'],
+  summary: 'One artifact, raw bytes (streamed); `?epoch=&path=`.',
+  security: RUNNER_SECURITY,
+  request: {
+    params: RunIdParam,
+    query: z.object({ epoch: z.string().regex(/^\d{1,10}$/), path: z.string().min(1).max(1024) }),
+  },
+  responses: {
+    201: json(
+      z.object({ path: z.string(), address: z.string(), size: z.number().int() }).openapi('ArtifactStored'),
+      'Stored by content address.',
+    ),
+    ...problemResponses(400, 401, 409),
+  },
+});
+const completeRoute = createRoute({
+  method: 'post',
+  path: '/runner/v1/runs/{id}/complete',
+  tags: ['runner'],
+  summary: 'Settle the leased run: `{epoch, outputs, usage?, attestation, account?}` (signed attestation).',
+  security: RUNNER_SECURITY,
+  request: { params: RunIdParam, body: body('`{epoch, outputs, usage?, attestation, account?}`') },
+  responses: {
+    200: json(z.object({ run: RunSchema }).openapi('Completed'), 'The settled run.'),
+    ...problemResponses(400, 401, 409, 415),
+  },
+});
+
+/** `/runner/v1/*`: the runner's credential (401 `invalid_runner_credential` otherwise). */
+export function requireRunner(runners: () => RunnerService): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const secret = bearerSecret(c.req.header('authorization'));
+    if (!secret)
+      return sendProblem(
+        c,
+        problem(
+          'invalid_runner_credential',
+          'a runner credential is required: Authorization: Bearer <credential>',
+        ),
+        CHALLENGE,
+      );
+    c.set('runner', await runners().authenticate(secret));
+    await next();
+  };
+}
+
+export function runnerRoutes({ services }: RouteDeps) {
+  const app = createRouter();
+  const svc = (): RunnerService => {
+    if (!services.runners)
+      throw new ControlPlaneError('route_not_found', 'this control plane has no runners');
+    return services.runners;
+  };
+  const noStore = { 'cache-control': 'no-store' };
+  app.openapi(mintToken, async (c) =>
+    c.json(await svc().mintPairingToken(c.get('principal'), optionalJson(await c.req.text())), 201, noStore),
+  );
+  app.openapi(mintSharedToken, async (c) =>
+    c.json(await svc().mintSharedPairingToken(optionalJson(await c.req.text())), 201, noStore),
+  );
+  app.openapi(pairRoute, async (c) => c.json(await svc().pair(c.req.valid('json')), 201, noStore));
+  app.openapi(listRoute, async (c) => c.json({ items: await svc().list(c.get('principal')) }, 200));
+  app.openapi(drainRoute, async (c) =>
+    c.json(await svc().drain(c.get('principal'), c.req.valid('param').id), 200),
+  );
+  app.openapi(revokeRoute, async (c) =>
+    c.json(await svc().revoke(c.get('principal'), c.req.valid('param').id), 200),
+  );
+  app.openapi(defineHarnessRoute, async (c) => {
+    const { harness, created } = await svc().defineHarness(c.get('principal'), c.req.valid('json'));
+    return created ? c.json(harness, 201) : c.json(harness, 200);
+  });
+  app.openapi(listHarnessesRoute, async (c) =>
+    c.json({ items: await svc().listHarnesses(c.get('principal')) }, 200),
+  );
+  app.openapi(leasesRoute, async (c) =>
+    c.json(await svc().leases(runnerOf(c.get('runner')), c.req.valid('json'), c.req.raw.signal), 200),
+  );
+  app.openapi(heartbeatRoute, async (c) =>
+    c.json(await svc().heartbeat(runnerOf(c.get('runner')), c.req.valid('json')), 200),
+  );
+  app.openapi(eventsRoute, async (c) =>
+    c.json(await svc().events(runnerOf(c.get('runner')), c.req.valid('param').id, c.req.valid('json')), 202),
+  );
+  app.openapi(artifactRoute, async (c) =>
+    c.json(
+      await svc().artifact(
+        runnerOf(c.get('runner')),
+        c.req.valid('param').id,
+        c.req.valid('query'),
+        c.req.raw.body,
+      ),
+      201,
+    ),
+  );
+  app.openapi(completeRoute, async (c) =>
+    c.json(
+      await svc().complete(runnerOf(c.get('runner')), c.req.valid('param').id, c.req.valid('json')),
+      200,
+    ),
+  );
+  return app;
+}
+
+function runnerOf<T>(r: T | undefined): T {
+  if (r === undefined)
+    throw new ControlPlaneError('invalid_runner_credential', 'a runner credential is required');
+  return r;
+}
+
+/** An optional JSON body: none (or empty) → `{}`; otherwise parsed by the service. */
+function optionalJson(text: string): unknown {
+  return text.trim() === '' ? {} : (JSON.parse(text) as unknown);
+}

@@ -1,0 +1,181 @@
+// Runner leases (docs/runner-protocol.md) on THE lease rule (src/leases/, table run_leases, holder = the
+// runner's id, epoch = the run's attempt). Offered in the admission kernel's WFQ order through the dispatch
+// lane's own claim (scheduler/claim-start.ts), restricted to what the runner can take (kinds, images, its
+// tenant when scoped), the lease granted in the same statement; extended by heartbeats (renew); a lease not
+// renewed expires and the expiry sweep (leases/sweep.ts) requeues its run — as does a revocation, at once.
+import type { Harness } from '@everdict/run-model';
+import { sql } from 'kysely';
+import type { Tx } from '../db/tx.js';
+import { retryOnConflict } from '../db/tx.js';
+import type { LeasePolicy } from '../leases/policy.js';
+import { assertCurrentEpoch, renew } from '../leases/store.js';
+import { sweepExpiredLeases } from '../leases/sweep.js';
+import type { RunRow } from '../ledger/runs.js';
+import { claimAndStart } from '../scheduler/claim-start.js';
+import type { Deps } from '../services/context.js';
+import { resolveHarness } from './harnesses.js';
+import type { RunnerIdentity } from './registry.js';
+
+export interface Lease {
+  runId: string;
+  tenant: string;
+  kind: string;
+  epoch: number;
+  attempt: number;
+  spec: {
+    kind: string;
+    subject: unknown;
+    placement: unknown;
+    lifetime: string;
+    limits: Record<string, unknown>;
+  };
+  unitId: string;
+  grantsId: string;
+  recordHead: string;
+  leaseMs: number;
+  heartbeatMs: number;
+  harness?: Harness;
+}
+
+/** Up to `free` leases for this runner (none while it drains or is revoked), in WFQ order. */
+export async function grantLeases(
+  deps: Deps,
+  policy: LeasePolicy,
+  runner: RunnerIdentity,
+  free: number,
+): Promise<Lease[]> {
+  if (free <= 0) return [];
+  return retryOnConflict(() =>
+    deps.db.transaction().execute(async (tx) => {
+      // The runner's state under its row lock: a revoke or drain committed before this claim is seen, and
+      // one that comes after waits for it (then ends these leases).
+      const live = await tx
+        .selectFrom('runners')
+        .select('state')
+        .where('id', '=', runner.id)
+        .forShare()
+        .executeTakeFirst();
+      if (live?.state !== 'active') return [];
+      const held = await tx
+        .selectFrom('run_leases')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .where('holder', '=', runner.id)
+        .executeTakeFirstOrThrow();
+      const n = Math.min(free, runner.capabilities.slots - Number(held.n));
+      if (n <= 0) return [];
+      const started = await claimAndStart(
+        tx,
+        n,
+        deps.clock(),
+        runner.capabilities.kinds,
+        { holder: runner.id, leaseMs: policy.leaseMs },
+        { tenant: runner.tenantId ?? undefined, images: runner.capabilities.images },
+      );
+      if (started.length === 0) return [];
+      const rows = await tx
+        .selectFrom('runs')
+        .selectAll()
+        .where(
+          'id',
+          'in',
+          started.map((s) => s.runId),
+        )
+        .execute();
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      const out: Lease[] = [];
+      for (const s of started) {
+        const r = byId.get(s.runId);
+        if (r) out.push(await leaseOf(tx, policy, r, s.epoch));
+      }
+      return out;
+    }),
+  );
+}
+
+async function leaseOf(tx: Tx, policy: LeasePolicy, r: RunRow, epoch: number): Promise<Lease> {
+  const subject = r.subject as Record<string, unknown>;
+  const ref = subject.harness as { id?: string; version?: string } | undefined;
+  const harness =
+    r.kind === 'eval' && ref?.id && ref.version
+      ? await resolveHarness(tx, r.tenant_id, ref.id, ref.version)
+      : undefined;
+  return {
+    runId: r.id,
+    tenant: r.tenant_id,
+    kind: r.kind,
+    epoch,
+    attempt: epoch,
+    spec: {
+      kind: r.kind,
+      subject: r.subject,
+      placement: r.placement,
+      lifetime: r.lifetime,
+      limits: r.expires_at ? { expiresAt: r.expires_at.toISOString() } : {},
+    },
+    unitId: r.unit_id,
+    grantsId: r.grants_id,
+    recordHead: r.interval_head ?? r.record_head,
+    leaseMs: policy.leaseMs,
+    heartbeatMs: policy.heartbeatMs,
+    ...(harness ? { harness } : {}),
+  };
+}
+
+/**
+ * Extend the leases the runner still holds; answer the others as `lost` — settled, cancelled, requeued,
+ * revoked, expired or re-granted under another epoch: the runner kills their compute — and whether the
+ * runner is draining.
+ */
+export async function heartbeat(
+  deps: Deps,
+  policy: LeasePolicy,
+  runner: RunnerIdentity,
+  held: readonly { runId: string; epoch: number }[],
+): Promise<{ lost: string[]; draining: boolean }> {
+  const now = deps.clock();
+  await deps.db.updateTable('runners').set({ last_heartbeat_at: now }).where('id', '=', runner.id).execute();
+  const draining = runner.state === 'draining';
+  if (held.length === 0) return { lost: [], draining };
+  const { renewed, lost } = await renew(deps.db, runner.id, held, now.getTime(), policy.leaseMs);
+  // A lease whose run stopped running (cancelled, settled by someone else) is lost too.
+  const running =
+    renewed.length === 0
+      ? new Set<string>()
+      : new Set(
+          (
+            await deps.db
+              .selectFrom('runs')
+              .select('id')
+              .where(
+                'id',
+                'in',
+                renewed.map((r) => r.runId),
+              )
+              .where('status', '=', 'running')
+              .execute()
+          ).map((r) => r.id),
+        );
+  return { lost: [...lost, ...renewed.filter((r) => !running.has(r.runId)).map((r) => r.runId)], draining };
+}
+
+/** 409 `stale_lease` unless the runner holds the run's current lease at `epoch`. */
+export function assertRunnerLease(tx: Tx, runner: RunnerIdentity, runId: string, epoch: number) {
+  return assertCurrentEpoch(tx, runId, epoch, runner.id);
+}
+
+/** End every lease a runner holds (inside the revoking transaction): they are expired as of now. */
+export async function expireHolder(tx: Tx, runnerId: string): Promise<string[]> {
+  const rows = await tx
+    .updateTable('run_leases')
+    .set({ expires_at_ms: -1 })
+    .where('holder', '=', runnerId)
+    .returning('run_id')
+    .execute();
+  return rows.map((r) => r.run_id);
+}
+
+/** Requeue (or fail, past the attempts) the runs of expired leases: the lease rule's sweep. */
+export async function sweep(deps: Deps, policy: LeasePolicy): Promise<string[]> {
+  const r = await sweepExpiredLeases(deps, policy, deps.clock().getTime());
+  return [...r.requeued, ...r.failed];
+}

@@ -1,0 +1,276 @@
+// Runners: pairing tokens (minted by a tenant admin → tenant-scoped runner; by the service token → shared),
+// pairing (token → runner id + credential, both secrets stored as SHA-256 hashes only), the runners list,
+// drain and revoke, credential authentication, the runners' public keys (GET /keys) and the durable
+// placement index (`runner_images`) that decides whether a command/eval/sandbox run can be placed at all.
+import { createHash, randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import { iso, json } from '../db/numeric.js';
+import type { Executor, Tx } from '../db/tx.js';
+import { withTx } from '../db/tx.js';
+import { ControlPlaneError, notFound } from '../errors.js';
+import type { PublicKeyEntry } from '../keys/registry.js';
+import type { Deps } from '../services/context.js';
+import type { Principal } from '../services/types.js';
+import { Capabilities, PairInput, PairingTokenInput } from './schemas.js';
+
+/** A pairing token is good for this long, once. */
+export const PAIRING_TOKEN_TTL_MS = 15 * 60 * 1000;
+
+const sha256 = (raw: string): string => createHash('sha256').update(raw, 'utf8').digest('hex');
+const secret = (prefix: string): string => `${prefix}${randomBytes(32).toString('base64url')}`;
+
+export type RunnerState = 'active' | 'draining' | 'revoked';
+
+/** A runner as its credential resolves it. */
+export interface RunnerIdentity {
+  id: string;
+  /** null: shared (any tenant's runs). */
+  tenantId: string | null;
+  name: string;
+  publicKey: string;
+  capabilities: Capabilities;
+  state: RunnerState;
+}
+
+export interface RunnerView {
+  id: string;
+  name: string;
+  shared: boolean;
+  tenantId: string | null;
+  capabilities: Capabilities;
+  state: RunnerState;
+  publicKey: string;
+  createdAt: string;
+  lastHeartbeatAt: string | null;
+  revokedAt: string | null;
+  leasesHeld: number;
+}
+
+type RunnerRow = {
+  id: string;
+  tenant_id: string | null;
+  name: string;
+  public_key: string;
+  capabilities: unknown;
+  state: RunnerState;
+  created_at: Date;
+  last_heartbeat_at: Date | null;
+  revoked_at: Date | null;
+};
+
+const identityOf = (r: RunnerRow): RunnerIdentity => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  name: r.name,
+  publicKey: r.public_key,
+  capabilities: Capabilities.parse(r.capabilities),
+  state: r.state,
+});
+
+function requireAdmin(p: Principal): void {
+  if (p.role !== 'admin') throw new ControlPlaneError('forbidden', 'admin role required');
+}
+
+const parse = <T>(
+  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: unknown } },
+  v: unknown,
+): T => {
+  const r = schema.safeParse(v);
+  if (!r.success) throw r.error;
+  return r.data;
+};
+
+/** Mint a pairing token: `tenantId` null = a shared runner (the service token's door). Shown once. */
+export async function mintPairingToken(
+  deps: Deps,
+  tenantId: string | null,
+  createdBy: string,
+  raw: unknown,
+): Promise<{ token: string; expiresAt: string }> {
+  const input = parse(PairingTokenInput, raw ?? {});
+  const token = secret('evp_');
+  const now = deps.clock();
+  const expiresAt = new Date(now.getTime() + PAIRING_TOKEN_TTL_MS);
+  await deps.db
+    .insertInto('runner_pairing_tokens')
+    .values({
+      token_hash: sha256(token),
+      tenant_id: tenantId,
+      name: input.name ?? '',
+      created_by: createdBy,
+      created_at: now,
+      expires_at: expiresAt,
+      used_at: null,
+      runner_id: null,
+    })
+    .execute();
+  return { token, expiresAt: expiresAt.toISOString() };
+}
+
+/** The index rows of a runner's capabilities: one per kind × image. */
+function imageRows(runnerId: string, tenantId: string | null, caps: Capabilities) {
+  const images = [...new Set(caps.images)];
+  return caps.kinds.flatMap((kind) =>
+    images.map((image) => ({ runner_id: runnerId, tenant_id: tenantId, kind, image })),
+  );
+}
+
+/** Redeem a pairing token (single use, before it expires): a runner id and its credential (shown once). */
+export async function pair(deps: Deps, raw: unknown): Promise<{ runnerId: string; credential: string }> {
+  const input = parse(PairInput, raw);
+  const credential = secret('evr_');
+  const runnerId = deps.ids('rnr');
+  const now = deps.clock();
+  return withTx(deps.db, async (tx) => {
+    // The token row is claimed by this UPDATE: a second redemption (even a concurrent one) finds it used.
+    const claimed = await tx
+      .updateTable('runner_pairing_tokens')
+      .set({ used_at: now, runner_id: runnerId })
+      .where('token_hash', '=', sha256(input.token))
+      .where('used_at', 'is', null)
+      .where('expires_at', '>', now)
+      .returning(['tenant_id'])
+      .executeTakeFirst();
+    if (!claimed)
+      throw new ControlPlaneError('invalid_pairing_token', 'the pairing token is unknown, used or expired');
+    await tx
+      .insertInto('runners')
+      .values({
+        id: runnerId,
+        tenant_id: claimed.tenant_id,
+        name: input.name,
+        public_key: input.publicKey,
+        credential_hash: sha256(credential),
+        capabilities: json(input.capabilities),
+        state: 'active',
+        created_at: now,
+        last_heartbeat_at: null,
+        revoked_at: null,
+      })
+      .execute();
+    await tx
+      .insertInto('runner_images')
+      .values(imageRows(runnerId, claimed.tenant_id, input.capabilities))
+      .execute();
+    return { runnerId, credential };
+  });
+}
+
+/** A credential → its runner; 401 unless paired and not revoked. */
+export async function authenticateRunner(ex: Executor, credential: string): Promise<RunnerIdentity> {
+  const row = await ex
+    .selectFrom('runners')
+    .selectAll()
+    .where('credential_hash', '=', sha256(credential))
+    .executeTakeFirst();
+  if (!row || row.state === 'revoked')
+    throw new ControlPlaneError('invalid_runner_credential', 'a valid runner credential is required');
+  return identityOf(row as RunnerRow);
+}
+
+/** The runners a principal may see: its tenant's, and the shared ones (marked `shared`). */
+export async function listRunners(deps: Deps, p: Principal): Promise<RunnerView[]> {
+  const rows = await deps.db
+    .selectFrom('runners')
+    .selectAll()
+    .where((eb) => eb.or([eb('tenant_id', '=', p.tenantId), eb('tenant_id', 'is', null)]))
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  const held = await deps.db
+    .selectFrom('run_leases')
+    .select(['holder', sql<number>`count(*)::int`.as('n')])
+    .where('holder', 'in', rows.length === 0 ? [''] : rows.map((r) => r.id))
+    .groupBy('holder')
+    .execute();
+  const counts = new Map(held.map((h) => [h.holder, Number(h.n)]));
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    shared: r.tenant_id === null,
+    tenantId: r.tenant_id,
+    capabilities: Capabilities.parse(r.capabilities),
+    state: r.state,
+    publicKey: r.public_key,
+    createdAt: iso(r.created_at)!,
+    lastHeartbeatAt: iso(r.last_heartbeat_at),
+    revokedAt: iso(r.revoked_at),
+    leasesHeld: counts.get(r.id) ?? 0,
+  }));
+}
+
+/** A runner the admin may administer: its own tenant's (a shared runner is the operator's: 404 here). */
+async function lockOwnRunner(tx: Tx, p: Principal, runnerId: string): Promise<RunnerRow> {
+  requireAdmin(p);
+  const row = await tx
+    .selectFrom('runners')
+    .selectAll()
+    .where('id', '=', runnerId)
+    .where('tenant_id', '=', p.tenantId)
+    .forUpdate()
+    .executeTakeFirst();
+  if (!row) throw notFound('runner', runnerId);
+  return row as RunnerRow;
+}
+
+/** No new leases; current ones finish. Idempotent; a revoked runner stays revoked (409). */
+export async function drainRunner(deps: Deps, p: Principal, runnerId: string): Promise<void> {
+  await withTx(deps.db, async (tx) => {
+    const row = await lockOwnRunner(tx, p, runnerId);
+    if (row.state === 'revoked') throw new ControlPlaneError('conflict', `runner ${runnerId} is revoked`);
+    await tx.updateTable('runners').set({ state: 'draining' }).where('id', '=', runnerId).execute();
+  });
+}
+
+/**
+ * Revoke: the credential stops working at once, the runner leaves the placement index, and `expire` (the
+ * lease rule) expires every lease it holds in the same transaction (the caller then sweeps: they requeue).
+ */
+export async function revokeRunner(
+  deps: Deps,
+  p: Principal,
+  runnerId: string,
+  expire: (tx: Tx, runnerId: string) => Promise<string[]>,
+): Promise<{ expired: string[] }> {
+  return withTx(deps.db, async (tx) => {
+    const row = await lockOwnRunner(tx, p, runnerId);
+    if (row.state === 'revoked') return { expired: [] };
+    await tx
+      .updateTable('runners')
+      .set({ state: 'revoked', revoked_at: deps.clock() })
+      .where('id', '=', runnerId)
+      .execute();
+    await tx.deleteFrom('runner_images').where('runner_id', '=', runnerId).execute();
+    return { expired: await expire(tx, runnerId) };
+  });
+}
+
+/** Every runner's public key, for GET /keys (revoked ones with `revokedAt`: old records still verify). */
+export async function runnerKeys(ex: Executor): Promise<PublicKeyEntry[]> {
+  const rows = await ex
+    .selectFrom('runners')
+    .select(['id', 'name', 'public_key', 'revoked_at'])
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => ({
+    kind: 'runner' as const,
+    id: r.id,
+    name: r.name,
+    key: r.public_key,
+    ...(r.revoked_at ? { revokedAt: iso(r.revoked_at)! } : {}),
+  }));
+}
+
+/** Is any non-revoked runner able to take (tenant, kind, image)? Read from the ledger: every replica agrees. */
+export async function placeable(ex: Executor, tenant: string, kind: string, image: string): Promise<boolean> {
+  const row = await ex
+    .selectFrom('runner_images')
+    .select('runner_id')
+    .where('kind', '=', kind)
+    .where('image', 'in', [image, '*'])
+    .where((eb) => eb.or([eb('tenant_id', '=', tenant), eb('tenant_id', 'is', null)]))
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}

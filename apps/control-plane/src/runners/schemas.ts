@@ -1,0 +1,93 @@
+// The runner protocol's bodies (docs/runner-protocol.md), as zod schemas: parsed at the HTTP boundary and
+// again by the services (a service never trusts its caller to have parsed).
+import { Harness, TraceEvent } from '@everdict/run-model';
+import { z } from 'zod';
+
+export const RUNNER_KINDS = ['command', 'eval', 'sandbox'] as const;
+export const RunnerKind = z.enum(RUNNER_KINDS);
+export type RunnerKind = z.infer<typeof RunnerKind>;
+
+/** What a runner can execute. `images: ["*"]` = any container image. */
+export const Capabilities = z.strictObject({
+  drivers: z.array(z.enum(['process', 'kubernetes'])).min(1),
+  kinds: z.array(RunnerKind).min(1),
+  images: z.array(z.string().min(1).max(1000)).min(1).max(1000),
+  slots: z.int().min(1).max(10_000),
+  namespaces: z.array(z.string().min(1).max(253)).max(100).optional(),
+});
+export type Capabilities = z.infer<typeof Capabilities>;
+
+export const PairingTokenInput = z.strictObject({ name: z.string().min(1).max(200).optional() });
+export type PairingTokenInput = z.input<typeof PairingTokenInput>;
+
+const Hex64 = z.string().regex(/^[0-9a-f]{64}$/, '64 lowercase hex digits');
+
+export const PairInput = z.strictObject({
+  token: z.string().min(1).max(512),
+  publicKey: Hex64,
+  name: z.string().min(1).max(200),
+  capabilities: Capabilities,
+});
+export type PairInput = z.input<typeof PairInput>;
+
+/** The longest a lease request may wait for work. */
+export const MAX_WAIT_MS = 25_000;
+
+export const LeasesInput = z.strictObject({
+  free: z.int().min(0).max(10_000),
+  waitMs: z.int().min(0).max(MAX_WAIT_MS).default(0),
+});
+export type LeasesInput = z.input<typeof LeasesInput>;
+
+const Epoch = z.int().min(1).max(2_147_483_647);
+export const LeaseRef = z.strictObject({ runId: z.string().min(1).max(200), epoch: Epoch });
+
+export const HeartbeatInput = z.strictObject({ leases: z.array(LeaseRef).max(10_000) });
+export type HeartbeatInput = z.input<typeof HeartbeatInput>;
+
+export const EventsInput = z.strictObject({ epoch: Epoch, events: z.array(TraceEvent).max(10_000) });
+export type EventsInput = z.input<typeof EventsInput>;
+
+export const ArtifactQuery = z.strictObject({
+  epoch: z.coerce.number().pipe(Epoch),
+  path: z
+    .string()
+    .min(1)
+    .max(1024)
+    .refine((p) => !p.startsWith('/') && !p.split('/').includes('..'), 'a relative path inside out/'),
+});
+
+/** An account as a runner reports it: the call ids dispatched and resolved during the interval. */
+const Account = z.strictObject({
+  dispatched: z.array(z.string().max(1000)).max(10_000),
+  resolved: z.array(z.string().max(1000)).max(10_000),
+});
+
+export const CompleteInput = z.strictObject({
+  epoch: Epoch,
+  outputs: z.strictObject({
+    summary: z.string().max(100_000).optional(),
+    exitCode: z.int().min(-2_147_483_648).max(2_147_483_647).optional(),
+    result: z.json().optional(),
+    artifacts: z
+      .array(
+        z.strictObject({
+          name: z.string().min(1),
+          uri: z.string().min(1),
+          contentType: z.string().optional(),
+          bytes: z.int().nonnegative().optional(),
+          digest: z.string().optional(),
+        }),
+      )
+      .max(10_000)
+      .optional(),
+  }),
+  usage: z.record(z.string(), z.number().nonnegative()).optional(),
+  /** The interval's `sandbox.attestation/1` body in wire form (runrecord's `encodeAttestationBody`), signed. */
+  attestation: z.record(z.string(), z.unknown()),
+  account: Account.optional(),
+});
+export type CompleteInput = z.input<typeof CompleteInput>;
+
+export const HarnessInput = Harness;
+export type HarnessInput = z.input<typeof Harness>;

@@ -1,0 +1,170 @@
+// The runner service: what the runner routes call (admin side and the runner's own calls), with the
+// long-poll of lease requests — woken in-process by anything that queues a run on this replica and by the
+// dispatch channel's NOTIFY (creates and requeues on any replica), re-checked at most every poll interval.
+import type { Db } from '../db/tx.js';
+import { ControlPlaneError } from '../errors.js';
+import type { PublicKeyEntry } from '../keys/registry.js';
+import type { LeasePolicy } from '../leases/policy.js';
+import type { Deps } from '../services/context.js';
+import { DISPATCH_CHANNEL } from '../services/context.js';
+import type { Principal, RunView } from '../services/types.js';
+import type { RunTrajectories } from '../trajectory/run-trajectories.js';
+import { defineHarness, type HarnessView, listHarnesses } from './harnesses.js';
+import { appendRunnerEvents, completeRun, putArtifact } from './intervals.js';
+import { expireHolder, grantLeases, heartbeat, type Lease, sweep } from './leases.js';
+import {
+  authenticateRunner,
+  drainRunner,
+  listRunners,
+  mintPairingToken,
+  pair,
+  type RunnerIdentity,
+  type RunnerView,
+  revokeRunner,
+  runnerKeys,
+} from './registry.js';
+import { HeartbeatInput, LeasesInput } from './schemas.js';
+
+export interface RunnerService {
+  mintPairingToken(p: Principal, input: unknown): Promise<{ token: string; expiresAt: string }>;
+  /** The operator's door (service token): a token for a shared runner. */
+  mintSharedPairingToken(input: unknown): Promise<{ token: string; expiresAt: string }>;
+  pair(input: unknown): Promise<{ runnerId: string; credential: string }>;
+  list(p: Principal): Promise<RunnerView[]>;
+  drain(p: Principal, runnerId: string): Promise<RunnerView>;
+  revoke(p: Principal, runnerId: string): Promise<RunnerView & { requeued: string[] }>;
+  authenticate(credential: string): Promise<RunnerIdentity>;
+  leases(runner: RunnerIdentity, input: unknown, signal?: AbortSignal): Promise<{ leases: Lease[] }>;
+  heartbeat(runner: RunnerIdentity, input: unknown): Promise<{ lost: string[]; draining: boolean }>;
+  events(runner: RunnerIdentity, runId: string, input: unknown): Promise<{ eventCount: number }>;
+  artifact(
+    runner: RunnerIdentity,
+    runId: string,
+    query: unknown,
+    body: ReadableStream<Uint8Array> | null,
+  ): Promise<{ path: string; address: string; size: number }>;
+  complete(runner: RunnerIdentity, runId: string, input: unknown): Promise<{ run: RunView }>;
+  defineHarness(p: Principal, input: unknown): Promise<{ harness: HarnessView; created: boolean }>;
+  listHarnesses(p: Principal): Promise<HarnessView[]>;
+  /** Every runner's public key (GET /keys). */
+  keys(): Promise<PublicKeyEntry[]>;
+}
+
+export interface RunnerServiceOptions {
+  /** Where artifacts are stored (content-addressed files). */
+  artifactsDir: string;
+  /** Lease requests re-check at least this often while they wait. */
+  pollMs?: number;
+  /** The lease rule's numbers (leases/policy.ts). */
+  lease: LeasePolicy;
+  /** Runs' trajectories: a runner's events are appended to its run's trajectory too (when configured). */
+  trajectories?: RunTrajectories | null;
+}
+
+/** Wakes every waiting lease request (in-process); started/stopped with the core. */
+export class LeaseWaiters {
+  private readonly waiting = new Set<() => void>();
+  private unlisten: (() => Promise<void>) | null = null;
+  private reaper: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly lease: LeasePolicy,
+  ) {}
+
+  async start(): Promise<void> {
+    this.unlisten = await this.deps.ldb.listen(DISPATCH_CHANNEL, () => this.wake());
+    // The lease rule's sweep, also here: a core without the dispatch loop still requeues lost runner leases.
+    this.reaper = setInterval(() => {
+      sweep(this.deps, this.lease).catch((e: unknown) =>
+        this.deps.log('error', 'runner lease sweep failed', { error: String(e) }),
+      );
+    }, this.lease.sweepMs);
+    this.reaper.unref?.();
+  }
+
+  wake(): void {
+    const all = [...this.waiting];
+    this.waiting.clear();
+    for (const w of all) w();
+  }
+
+  /** Resolves at the next wake, after `ms`, or when `signal` aborts. */
+  wait(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiting.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waiting.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (this.reaper) clearInterval(this.reaper);
+    await this.unlisten?.();
+    this.wake();
+  }
+}
+
+async function viewOf(deps: Deps, p: Principal, runnerId: string): Promise<RunnerView> {
+  const all = await listRunners(deps, p);
+  const v = all.find((r) => r.id === runnerId);
+  if (!v) throw new Error(`runner ${runnerId} vanished`);
+  return v;
+}
+
+export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerServiceOptions): RunnerService {
+  const pollMs = opts.pollMs ?? 1000;
+  const db: Db = deps.db;
+  return {
+    mintPairingToken: async (p, input) => {
+      if (p.role !== 'admin') throw new ControlPlaneError('forbidden', 'admin role required');
+      return mintPairingToken(deps, p.tenantId, p.actor, input);
+    },
+    mintSharedPairingToken: (input) => mintPairingToken(deps, null, 'service', input),
+    pair: (input) => pair(deps, input),
+    list: (p) => listRunners(deps, p),
+    async drain(p, id) {
+      await drainRunner(deps, p, id);
+      return viewOf(deps, p, id);
+    },
+    async revoke(p, id) {
+      const { expired } = await revokeRunner(deps, p, id, (tx, rid) => expireHolder(tx, rid));
+      const swept = expired.length > 0 ? new Set(await sweep(deps, opts.lease)) : new Set<string>();
+      const requeued = expired.filter((r) => swept.has(r));
+      if (requeued.length > 0) waiters.wake();
+      return { ...(await viewOf(deps, p, id)), requeued };
+    },
+    authenticate: (credential) => authenticateRunner(db, credential),
+    async leases(runner, raw, signal) {
+      const r = LeasesInput.safeParse(raw);
+      if (!r.success) throw r.error;
+      const deadline = Date.now() + r.data.waitMs;
+      for (;;) {
+        // grantLeases reads the runner's state under its row lock: a drain or revoke since is seen.
+        const leases = await grantLeases(deps, opts.lease, runner, r.data.free);
+        const left = deadline - Date.now();
+        if (leases.length > 0 || left <= 0 || signal?.aborted) return { leases };
+        await waiters.wait(Math.min(left, pollMs), signal);
+      }
+    },
+    heartbeat: async (runner, raw) => {
+      const r = HeartbeatInput.safeParse(raw);
+      if (!r.success) throw r.error;
+      return heartbeat(deps, opts.lease, runner, r.data.leases);
+    },
+    events: (runner, runId, input) =>
+      appendRunnerEvents(deps, runner, runId, input, opts.trajectories ?? null),
+    artifact: (runner, runId, query, body) =>
+      putArtifact(deps, opts.artifactsDir, runner, runId, query, body),
+    complete: async (runner, runId, input) => ({ run: await completeRun(deps, runner, runId, input) }),
+    defineHarness: (p, input) => defineHarness(deps, p, input),
+    listHarnesses: (p) => listHarnesses(deps, p),
+    keys: () => runnerKeys(db),
+  };
+}

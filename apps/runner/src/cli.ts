@@ -1,0 +1,126 @@
+#!/usr/bin/env node
+// everdict-runner pair <url> <token> [--name N] [--slots N] [--driver process|kubernetes] [--state-dir D]
+// everdict-runner start [--slots N] [--driver process|kubernetes] [--state-dir D] [--grace-ms N]
+import { hostname } from 'node:os';
+import { parseArgs } from 'node:util';
+import type { Driver } from '@everdict/placement';
+import { RunnerDaemon } from './daemon.js';
+import { DEFAULT_WATTS_PER_CORE, EnergyMeter } from './energy.js';
+import { RunnerError } from './errors.js';
+import { HttpRunnerApi, pairRunner } from './http-api.js';
+import type { Capabilities } from './protocol.js';
+import { defaultStateDir, loadOrCreateKey, loadPairing, savePairing } from './state.js';
+
+const USAGE = `usage:
+  everdict-runner pair <url> <token> [--name NAME] [--slots N] [--driver process|kubernetes] [--state-dir DIR]
+  everdict-runner start [--slots N] [--driver process|kubernetes] [--state-dir DIR] [--grace-ms N]`;
+
+function log(level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): void {
+  process.stderr.write(`${JSON.stringify({ level, time: new Date().toISOString(), msg, ...fields })}\n`);
+}
+
+function capabilitiesOf(driver: 'process' | 'kubernetes', slots: number): Capabilities {
+  return {
+    drivers: [driver],
+    kinds: ['command', 'eval'],
+    images: driver === 'kubernetes' ? ['*'] : ['default'],
+    slots,
+  };
+}
+
+async function driverOf(kind: 'process' | 'kubernetes', slots: number): Promise<Driver> {
+  if (kind === 'kubernetes') {
+    const { KubernetesDriver } = await import('@everdict/placement-kubernetes');
+    // In a pod: the service account's in-cluster config (loadFromDefault finds it); elsewhere KUBECONFIG.
+    return new KubernetesDriver({ maxSandboxes: slots });
+  }
+  const { ProcessDriver } = await import('@everdict/placement-process');
+  return new ProcessDriver({ slots });
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      slots: { type: 'string' },
+      driver: { type: 'string' },
+      'state-dir': { type: 'string' },
+      'grace-ms': { type: 'string' },
+    },
+  });
+  const [command, ...rest] = positionals;
+  const stateDir = values['state-dir'] ?? defaultStateDir();
+  const slots = Number(values.slots ?? process.env.EVERDICT_RUNNER_SLOTS ?? 4);
+  const driverKind = (values.driver ?? process.env.EVERDICT_RUNNER_DRIVER ?? 'process') as
+    | 'process'
+    | 'kubernetes';
+  if (!Number.isInteger(slots) || slots < 1) throw new RunnerError('usage', '--slots is a positive integer');
+  if (driverKind !== 'process' && driverKind !== 'kubernetes')
+    throw new RunnerError('usage', '--driver is process or kubernetes');
+
+  if (command === 'pair') {
+    const [url, token] = rest;
+    if (!url || !token) throw new RunnerError('usage', USAGE);
+    const key = await loadOrCreateKey(stateDir);
+    const name = values.name ?? hostname();
+    const paired = await pairRunner(url, {
+      token,
+      publicKey: key.publicKey,
+      name,
+      capabilities: capabilitiesOf(driverKind, slots),
+    });
+    await savePairing(stateDir, {
+      url,
+      runnerId: paired.runnerId,
+      credential: paired.credential,
+      publicKey: key.publicKey,
+      name,
+    });
+    process.stdout.write(`${JSON.stringify({ runnerId: paired.runnerId, publicKey: key.publicKey })}\n`);
+    return 0;
+  }
+  if (command === 'start') {
+    const pairing = await loadPairing(stateDir);
+    const key = await loadOrCreateKey(stateDir);
+    const powercapRoot = process.env.EVERDICT_POWERCAP_ROOT ?? '/sys/class/powercap';
+    const watts = Number(process.env.EVERDICT_WATTS_PER_CORE ?? DEFAULT_WATTS_PER_CORE);
+    const daemon = new RunnerDaemon({
+      api: new HttpRunnerApi(pairing.url, pairing.credential),
+      driver: await driverOf(driverKind, slots),
+      key,
+      meter: () => new EnergyMeter(powercapRoot, watts),
+      slots,
+      graceMs: Number(values['grace-ms'] ?? 60_000),
+      log,
+    });
+    daemon.start();
+    log('info', 'runner started', {
+      runnerId: pairing.runnerId,
+      url: pairing.url,
+      slots,
+      driver: driverKind,
+    });
+    await new Promise<void>((resolve) => {
+      const stop = (signal: string) => {
+        log('info', 'draining', { signal });
+        void daemon.drain().then(resolve);
+      };
+      process.once('SIGTERM', () => stop('SIGTERM'));
+      process.once('SIGINT', () => stop('SIGINT'));
+    });
+    log('info', 'runner stopped', { ended: daemon.ended });
+    return 0;
+  }
+  throw new RunnerError('usage', USAGE);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    const code = err instanceof RunnerError ? err.code : ((err as { code?: string }).code ?? 'error');
+    log('error', err instanceof Error ? err.message : String(err), { code });
+    process.exit(err instanceof RunnerError && err.code === 'usage' ? 64 : 1);
+  },
+);

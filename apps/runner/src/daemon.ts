@@ -1,0 +1,152 @@
+// The daemon's loop: long-poll for as many leases as it has free slots, execute each in its own interval,
+// heartbeat every `heartbeatMs` with the leases it holds (a lease the control plane calls `lost` has its
+// compute killed at once), and drain on request: stop asking for leases, let the running intervals finish
+// (up to the grace), keep heartbeating until then, return.
+import { executeInterval, type IntervalDeps } from './interval.js';
+import type { Lease } from './protocol.js';
+
+export interface DaemonOptions extends IntervalDeps {
+  readonly slots: number;
+  /** Long-poll wait per lease request (≤ 25 s). */
+  readonly waitMs?: number;
+  readonly heartbeatMs?: number;
+  /** How long a drain waits for running intervals before killing them. */
+  readonly graceMs?: number;
+  readonly log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+}
+
+interface Held {
+  readonly lease: Lease;
+  readonly abort: AbortController;
+  readonly done: Promise<void>;
+}
+
+export class RunnerDaemon {
+  readonly #o: DaemonOptions;
+  readonly #held = new Map<string, Held>();
+  readonly #stop = new AbortController();
+  #draining = false;
+  #slotFreed: (() => void) | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #loop: Promise<void> | undefined;
+  /** Intervals ended, by how: for tests and logs. */
+  readonly ended = { completed: 0, aborted: 0, failed: 0 };
+
+  constructor(options: DaemonOptions) {
+    this.#o = options;
+  }
+
+  get held(): readonly string[] {
+    return [...this.#held.keys()];
+  }
+
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  start(): void {
+    if (this.#loop) return;
+    this.#scheduleHeartbeat(this.#o.heartbeatMs ?? 2000);
+    this.#loop = this.#leaseLoop();
+  }
+
+  /** Stop leasing, wait for what runs (up to the grace; then kill it), stop heartbeating. */
+  async drain(graceMs = this.#o.graceMs ?? 60_000): Promise<void> {
+    this.#draining = true;
+    this.#stop.abort();
+    this.#slotFreed?.();
+    await this.#loop?.catch(() => {});
+    const all = Promise.all([...this.#held.values()].map((h) => h.done));
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      all.then(() => false),
+      new Promise<boolean>((r) => {
+        timer = setTimeout(() => r(true), graceMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (timedOut) {
+      for (const h of this.#held.values()) h.abort.abort();
+      await all;
+    }
+    clearTimeout(this.#heartbeat);
+    this.#heartbeat = undefined;
+  }
+
+  #log(level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void {
+    this.#o.log?.(level, msg, fields);
+  }
+
+  async #leaseLoop(): Promise<void> {
+    while (!this.#draining) {
+      const free = this.#o.slots - this.#held.size;
+      if (free <= 0) {
+        await new Promise<void>((r) => {
+          this.#slotFreed = r;
+        });
+        continue;
+      }
+      let leases: Lease[];
+      try {
+        leases = await this.#o.api.leases(free, this.#o.waitMs ?? 25_000, this.#stop.signal);
+      } catch (err) {
+        if (this.#draining) return;
+        this.#log('warn', 'lease request failed; retrying', { err: String(err) });
+        await new Promise((r) => setTimeout(r, 1000));
+        continue;
+      }
+      for (const lease of leases) this.#run(lease);
+    }
+  }
+
+  #run(lease: Lease): void {
+    const abort = new AbortController();
+    const done = executeInterval(lease, this.#o, abort.signal)
+      .then(
+        (how) => {
+          this.ended[how] += 1;
+          this.#log('info', `interval ${how}`, { runId: lease.runId, epoch: lease.epoch });
+        },
+        (err: unknown) => {
+          this.ended.failed += 1;
+          this.#log('error', 'interval failed', { runId: lease.runId, epoch: lease.epoch, err: String(err) });
+        },
+      )
+      .finally(() => {
+        this.#held.delete(lease.runId);
+        const wake = this.#slotFreed;
+        this.#slotFreed = undefined;
+        wake?.();
+      });
+    this.#held.set(lease.runId, { lease, abort, done });
+  }
+
+  #scheduleHeartbeat(everyMs: number): void {
+    this.#heartbeat = setTimeout(async () => {
+      await this.#beat();
+      if (this.#heartbeat !== undefined) this.#scheduleHeartbeat(everyMs);
+    }, everyMs);
+  }
+
+  async #beat(): Promise<void> {
+    const leases = [...this.#held.values()].map((h) => ({ runId: h.lease.runId, epoch: h.lease.epoch }));
+    try {
+      const answer = await this.#o.api.heartbeat(leases);
+      for (const runId of answer.lost) {
+        const h = this.#held.get(runId);
+        if (h) {
+          this.#log('warn', 'lease lost: killing its compute', { runId });
+          h.abort.abort();
+        }
+      }
+      if (answer.draining && !this.#draining) {
+        this.#log('info', 'the control plane drains this runner');
+        this.#draining = true;
+        this.#stop.abort();
+        this.#slotFreed?.();
+      }
+    } catch (err) {
+      this.#log('warn', 'heartbeat failed', { err: String(err) });
+    }
+  }
+}

@@ -1,0 +1,27 @@
+// everdict-runner — the runner daemon: pairs with a control plane, leases runs, executes them through a
+// placement driver, streams their trajectory, signs each interval. The core is behind the RunnerApi port.
+export { type DaemonOptions, RunnerDaemon } from './daemon.js';
+export {
+  DEFAULT_WATTS_PER_CORE,
+  type EnergyFigure,
+  EnergyMeter,
+  estimateUj,
+  raplSince,
+  readRapl,
+} from './energy.js';
+export { RUNNER_ERROR_CODES, RunnerError, type RunnerErrorCode } from './errors.js';
+export { HttpRunnerApi, pairRunner } from './http-api.js';
+export { executeInterval, type IntervalDeps, type IntervalEnd } from './interval.js';
+export { Journal, type JournalOptions } from './journal.js';
+export { MAX_LINE_BYTES, pumpOutput, TAIL_BYTES, Tail } from './output.js';
+export type { RunnerApi } from './port.js';
+export * from './protocol.js';
+export {
+  defaultStateDir,
+  KEY_FILE,
+  loadOrCreateKey,
+  loadPairing,
+  PAIRING_FILE,
+  Pairing,
+  savePairing,
+} from './state.js';

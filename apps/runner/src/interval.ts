@@ -1,0 +1,236 @@
+// One lease, executed: provision a sandbox through the driver, run the command (or the harness), stream
+// its output and trace into the journal, upload out/ as artifacts, measure the energy, seal the interval as
+// a signed `sandbox.attestation/1` and complete. An aborted interval (lost lease, cancel, kill) kills its
+// compute and reports nothing: no attestation is made for an interval nobody finished.
+import { Readable } from 'node:stream';
+import type { Driver, SandboxHandle } from '@everdict/placement';
+import { readTar, utf8 } from '@everdict/placement';
+import { TraceEvent } from '@everdict/run-model';
+import { encodeAttestationBody, type SigningKey, signAttestation } from '@everdict/runrecord';
+import type { EnergyMeter } from './energy.js';
+import { RunnerError } from './errors.js';
+import { Journal, type JournalOptions } from './journal.js';
+import { pumpOutput, Tail } from './output.js';
+import type { RunnerApi } from './port.js';
+import {
+  type Artifact,
+  CommandSubject,
+  type CompleteBody,
+  EvalSubject,
+  HarnessOutputs,
+  type Lease,
+} from './protocol.js';
+
+export interface IntervalDeps {
+  readonly api: RunnerApi;
+  readonly driver: Driver;
+  readonly key: SigningKey;
+  readonly meter: () => EnergyMeter;
+  readonly journal?: JournalOptions;
+  /** Report "accounted, no calls" for sandboxes without network (see README). Default true. */
+  readonly accountNoNetwork?: boolean;
+}
+
+export type IntervalEnd = 'completed' | 'aborted';
+
+interface Plan {
+  readonly image: string;
+  readonly argv: string[];
+  readonly eval?: { caseFile: string };
+}
+
+function planOf(lease: Lease): Plan {
+  if (lease.kind === 'command') {
+    const s = CommandSubject.safeParse(lease.spec.subject);
+    if (!s.success) throw new RunnerError('bad_lease', `command subject: ${s.error.message}`);
+    return { image: s.data.image ?? 'default', argv: s.data.command };
+  }
+  if (lease.kind === 'eval') {
+    const s = EvalSubject.safeParse(lease.spec.subject);
+    if (!s.success) throw new RunnerError('bad_lease', `eval subject: ${s.error.message}`);
+    if (!lease.harness) throw new RunnerError('bad_lease', 'an eval lease carries its resolved harness');
+    const caseFile = JSON.stringify({
+      runId: lease.runId,
+      caseId: s.data.caseId,
+      caseSpec: s.data.caseSpec ?? {},
+    });
+    return { image: lease.harness.image, argv: lease.harness.command, eval: { caseFile } };
+  }
+  throw new RunnerError('bad_lease', `this runner does not execute ${lease.kind} runs`);
+}
+
+const aborted = (signal: AbortSignal) => signal.aborted;
+
+export async function executeInterval(
+  lease: Lease,
+  deps: IntervalDeps,
+  signal: AbortSignal,
+): Promise<IntervalEnd> {
+  const plan = planOf(lease);
+  const startedMs = Date.now();
+  const meter = deps.meter();
+  await meter.begin();
+  const journal = await Journal.open(deps.api, lease.runId, lease.epoch, deps.journal);
+  let handle: SandboxHandle | undefined;
+  let kill: (() => void) | undefined;
+  const onAbort = () => kill?.();
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    handle = await deps.driver.provision({
+      image: plan.image,
+      network: 'none',
+      labels: { tenant: lease.tenant, runId: lease.runId, kind: lease.kind as 'command' },
+    });
+    if (aborted(signal)) return end();
+    const prep = await deps.driver.exec(handle, ['sh', '-c', 'mkdir -p out && cat > case.json'], {
+      stdin: plan.eval?.caseFile ?? '{}',
+      timeoutMs: 60_000,
+    });
+    if (prep.exitCode !== 0)
+      throw new RunnerError('bad_state', `could not prepare the workspace: ${utf8(prep.stderr)}`);
+    if (!plan.eval) await deps.driver.exec(handle, ['rm', '-f', 'case.json'], { timeoutMs: 60_000 });
+
+    const stream = await deps.driver.stream(handle, plan.argv);
+    kill = () => stream.kill();
+    if (aborted(signal)) stream.kill();
+    stream.stdin.end();
+    const tails = { stdout: new Tail(), stderr: new Tail() };
+    const [, , exit] = await Promise.all([
+      pumpOutput(stream.stdout, 'stdout', journal, tails.stdout),
+      pumpOutput(stream.stderr, 'stderr', journal, tails.stderr),
+      stream.exit,
+    ]);
+    if (aborted(signal)) return end();
+    let exitCode = exit.exitCode ?? 128 + 9;
+
+    const outputs: CompleteBody['outputs'] = {};
+    if (plan.eval) {
+      const read = await readHarnessResults(deps.driver, handle, journal);
+      if (read.outputs) {
+        if (read.outputs.summary !== undefined) outputs.summary = read.outputs.summary;
+        if (read.outputs.result !== undefined) outputs.result = read.outputs.result;
+        if (read.outputs.exitCode !== undefined) exitCode = read.outputs.exitCode;
+      }
+      if (read.problem) {
+        await journal.append({ type: 'error', message: read.problem, code: 'bad_harness_output' });
+        outputs.summary = read.problem;
+        if (exitCode === 0) exitCode = 1;
+      }
+    } else {
+      outputs.result = {
+        stdout: tails.stdout.text(),
+        stderr: tails.stderr.text(),
+        truncated: tails.stdout.truncated || tails.stderr.truncated,
+      };
+    }
+    outputs.exitCode = exitCode;
+    const artifacts = await uploadOut(deps, lease, handle);
+    if (artifacts.length > 0) outputs.artifacts = artifacts;
+    if (aborted(signal)) return end();
+
+    const usage = await deps.driver.usage(handle).catch(() => null);
+    const endedMs = Date.now();
+    const energy = await meter.end(usage?.cpuTimeMs ?? null, endedMs - startedMs);
+    const journalRoot = await journal.close();
+    const { body } = signAttestation(
+      {
+        unitId: lease.unitId,
+        grantsId: lease.grantsId,
+        recordHead: lease.recordHead,
+        startedMs: BigInt(startedMs),
+        endedMs: BigInt(endedMs),
+        activeUj: energy.activeUj,
+        provenance: energy.provenance,
+        meter: energy.meter,
+        journalRoot,
+        outcome: exitCode === 0 ? 'succeeded' : 'failed',
+        exitCode,
+      },
+      deps.key.secretKey,
+    );
+    if (aborted(signal)) return end();
+    const complete: CompleteBody = {
+      epoch: lease.epoch,
+      outputs,
+      attestation: encodeAttestationBody(body) as unknown as Record<string, unknown>,
+      ...(usage?.cpuTimeMs != null ? { usage: { cpuTimeMs: usage.cpuTimeMs } } : {}),
+      ...(deps.accountNoNetwork !== false ? { account: { dispatched: [], resolved: [] } } : {}),
+    };
+    await deps.api.complete(lease.runId, complete);
+    return 'completed';
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    journal.abandon();
+    if (handle) await deps.driver.dispose(handle).catch(() => {});
+  }
+
+  function end(): IntervalEnd {
+    journal.abandon();
+    return 'aborted';
+  }
+}
+
+/** out/outputs.json (required) and out/trace.jsonl (optional: validated TraceEvents) of an eval harness. */
+async function readHarnessResults(
+  driver: Driver,
+  handle: SandboxHandle,
+  journal: Journal,
+): Promise<{ outputs?: HarnessOutputs; problem?: string }> {
+  const read = async (path: string) => {
+    const r = await driver.exec(handle, ['sh', '-c', `[ -f ${path} ] && cat ${path} || exit 3`], {
+      timeoutMs: 60_000,
+      outputCapBytes: 16 * 1024 * 1024,
+      onOutputCap: 'kill',
+    });
+    return r.exitCode === 0 ? utf8(r.stdout) : undefined;
+  };
+  const raw = await read('out/outputs.json');
+  if (raw === undefined) return { problem: 'the harness wrote no out/outputs.json' };
+  let outputs: HarnessOutputs;
+  try {
+    const parsed = HarnessOutputs.safeParse(JSON.parse(raw));
+    if (!parsed.success)
+      return { problem: `out/outputs.json: ${parsed.error.issues[0]?.message ?? 'invalid'}` };
+    outputs = parsed.data;
+  } catch {
+    return { problem: 'out/outputs.json is not JSON' };
+  }
+  const trace = await read('out/trace.jsonl');
+  if (trace !== undefined) {
+    const lines = trace.split('\n').filter((l) => l.trim() !== '');
+    for (let i = 0; i < lines.length; i++) {
+      let value: unknown;
+      try {
+        value = JSON.parse(lines[i]!);
+      } catch {
+        return { outputs, problem: `out/trace.jsonl line ${i + 1} is not JSON` };
+      }
+      const draft = { seq: 0, runId: 'x', ts: new Date().toISOString(), ...(value as object) };
+      const checked = TraceEvent.safeParse(draft);
+      if (!checked.success) return { outputs, problem: `out/trace.jsonl line ${i + 1} is not a TraceEvent` };
+      const { seq: _s, runId: _r, ...event } = checked.data;
+      await journal.append(event as Parameters<Journal['append']>[0]);
+    }
+  }
+  return { outputs };
+}
+
+/** Every file under the workspace's out/ (except what the harness protocol reads), uploaded as it is. */
+async function uploadOut(deps: IntervalDeps, lease: Lease, handle: SandboxHandle): Promise<Artifact[]> {
+  const snapshot = await deps.driver.snapshot(handle);
+  const entries = await readTar(snapshot.bytes, { skipSpecial: true });
+  const out: Artifact[] = [];
+  for (const e of entries) {
+    if (e.type !== 'file' || !e.path.startsWith('out/')) continue;
+    const path = e.path.slice('out/'.length);
+    if (path === '') continue;
+    const stored = await deps.api.artifact(
+      lease.runId,
+      lease.epoch,
+      path,
+      Readable.from([Buffer.from(e.data)]),
+    );
+    out.push({ name: path, uri: `artifact:${stored.address}`, bytes: stored.size, digest: stored.address });
+  }
+  return out;
+}

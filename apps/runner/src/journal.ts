@@ -1,0 +1,125 @@
+// The interval's journal: the events a runner appends to a run's trajectory under one lease epoch. Events
+// leave in bounded batches (≤ maxEvents, ≤ maxBytes of canonical JSON) as they happen — a batch is sent
+// when full or after `flushMs` — and a producer that outruns the control plane waits for the batch in
+// flight (back-pressure), so memory stays bounded whatever a command prints. The journal root is the
+// BLAKE3 of the canonical JSONL of every event sent, in order (@everdict/trajectory-store's canonical form
+// and digest), computed as they go: nothing of the interval is kept to compute it.
+import type { TraceEvent } from '@everdict/run-model';
+import { canonicalLine, StreamingDigest } from '@everdict/trajectory-store';
+import type { RunnerApi } from './port.js';
+
+export interface JournalOptions {
+  readonly maxEvents?: number;
+  readonly maxBytes?: number;
+  readonly flushMs?: number;
+}
+
+/** An event before the journal numbers it. */
+export type EventDraft = TraceEvent extends infer E
+  ? E extends unknown
+    ? Omit<E, 'seq' | 'runId' | 'ts'> & { ts?: string }
+    : never
+  : never;
+
+export class Journal {
+  readonly #api: Pick<RunnerApi, 'events'>;
+  readonly #runId: string;
+  readonly #epoch: number;
+  readonly #maxEvents: number;
+  readonly #maxBytes: number;
+  readonly #digest: StreamingDigest;
+  #batch: TraceEvent[] = [];
+  #lines: string[] = [];
+  #batchBytes = 0;
+  #seq = 0;
+  #inFlight: Promise<void> = Promise.resolve();
+  #failure: unknown;
+  #timer: NodeJS.Timeout;
+
+  private constructor(
+    api: Pick<RunnerApi, 'events'>,
+    runId: string,
+    epoch: number,
+    digest: StreamingDigest,
+    o: JournalOptions,
+  ) {
+    this.#api = api;
+    this.#runId = runId;
+    this.#epoch = epoch;
+    this.#digest = digest;
+    this.#maxEvents = o.maxEvents ?? 1000;
+    this.#maxBytes = o.maxBytes ?? 256 * 1024;
+    this.#timer = setInterval(() => {
+      if (this.#batch.length > 0) void this.flush().catch(() => {});
+    }, o.flushMs ?? 200);
+    this.#timer.unref();
+  }
+
+  static async open(
+    api: Pick<RunnerApi, 'events'>,
+    runId: string,
+    epoch: number,
+    options: JournalOptions = {},
+  ): Promise<Journal> {
+    return new Journal(api, runId, epoch, await StreamingDigest.create(), options);
+  }
+
+  /** Events appended so far. */
+  get count(): number {
+    return this.#seq;
+  }
+
+  /** Appends one event; resolves at once unless the batch is full, then when it is on its way (back-pressure). */
+  async append(draft: EventDraft): Promise<void> {
+    if (this.#failure !== undefined) throw this.#failure;
+    const event = {
+      ts: new Date().toISOString(),
+      ...draft,
+      seq: this.#seq,
+      runId: this.#runId,
+    } as TraceEvent;
+    this.#seq += 1;
+    const line = canonicalLine(event);
+    this.#batch.push(event);
+    this.#lines.push(line);
+    this.#batchBytes += Buffer.byteLength(line);
+    if (this.#batch.length >= this.#maxEvents || this.#batchBytes >= this.#maxBytes) await this.flush();
+  }
+
+  /** Sends what is pending (after the batch in flight). Rejects if the control plane refused a batch. */
+  flush(): Promise<void> {
+    const events = this.#batch;
+    const lines = this.#lines;
+    this.#batch = [];
+    this.#lines = [];
+    this.#batchBytes = 0;
+    const next = this.#inFlight.then(async () => {
+      if (this.#failure !== undefined) throw this.#failure;
+      if (events.length === 0) return;
+      try {
+        await this.#api.events(this.#runId, this.#epoch, events);
+      } catch (err) {
+        this.#failure = err;
+        throw err;
+      }
+      for (const l of lines) this.#digest.update(l);
+    });
+    this.#inFlight = next.catch(() => {});
+    return next;
+  }
+
+  /** Flushes everything and returns the journal root (64 hex). */
+  async close(): Promise<string> {
+    clearInterval(this.#timer);
+    await this.flush();
+    if (this.#failure !== undefined) throw this.#failure;
+    return this.#digest.digest().slice('blake3:'.length);
+  }
+
+  /** Stops the timer without sending anything more (a killed interval). */
+  abandon(): void {
+    clearInterval(this.#timer);
+    this.#batch = [];
+    this.#lines = [];
+  }
+}

@@ -1,0 +1,21 @@
+// The runner's port: every call the daemon makes to the control plane (docs/runner-protocol.md, "The
+// runner's calls"). The daemon's core knows only this; `HttpRunnerApi` implements it with @everdict/client.
+import type { Readable } from 'node:stream';
+import type { TraceEvent } from '@everdict/run-model';
+import type { CompleteBody, HeartbeatAnswer, Lease } from './protocol.js';
+
+export interface RunnerApi {
+  /** Long-poll for up to `free` leases (answers `[]` after `waitMs`, or earlier when `signal` aborts). */
+  leases(free: number, waitMs: number, signal?: AbortSignal): Promise<Lease[]>;
+  heartbeat(leases: { runId: string; epoch: number }[]): Promise<HeartbeatAnswer>;
+  /** Appends events to the run's trajectory under `epoch`; resolves when stored. */
+  events(runId: string, epoch: number, events: TraceEvent[]): Promise<void>;
+  /** Streams one file of `out/` to the control plane. */
+  artifact(
+    runId: string,
+    epoch: number,
+    path: string,
+    body: Readable,
+  ): Promise<{ path: string; address: string; size: number }>;
+  complete(runId: string, body: CompleteBody): Promise<void>;
+}

@@ -1,0 +1,98 @@
+// End-to-end helpers: a real control plane (the built server, PGlite), the built `everdict-runner` as child
+// processes on real process-driver sandboxes, and waits on conditions (never on time alone).
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createClient, dataOf, type EverdictClient } from '@everdict/client';
+
+export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+export const RUNRECORD_CLI = fileURLToPath(
+  new URL('../../../packages/runrecord/dist/cli.js', import.meta.url),
+);
+
+export function scratch(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  chmodSync(dir, 0o711); // the sandbox user passes through to its workspace
+  return dir;
+}
+
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 240_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+export function admin(url: string, apiKey: string): EverdictClient {
+  return createClient({ baseUrl: url, token: apiKey });
+}
+
+/** Mints a pairing token and runs `everdict-runner pair`; returns the state directory. */
+export async function pair(url: string, apiKey: string, name: string, slots = 2): Promise<string> {
+  const { token } = dataOf(
+    // No body: the runner names itself at pairing.
+    await admin(url, apiKey).POST('/runners/pairing-tokens', {}),
+  );
+  const stateDir = scratch(`runner-${name}-`);
+  const r = spawnSync(
+    process.execPath,
+    [
+      CLI,
+      'pair',
+      url,
+      token,
+      '--name',
+      name,
+      '--slots',
+      String(slots),
+      '--state-dir',
+      join(stateDir, 'state'),
+    ],
+    {
+      encoding: 'utf8',
+      timeout: 120_000,
+    },
+  );
+  if (r.status !== 0) throw new Error(`pair failed (${r.status}): ${r.stderr}`);
+  return stateDir;
+}
+
+export interface RunnerProcess {
+  readonly child: ChildProcess;
+  logs(): string;
+  readonly exited: Promise<number | null>;
+}
+
+export function startRunner(stateDir: string, env: Record<string, string> = {}): RunnerProcess {
+  const child = spawn(
+    process.execPath,
+    [CLI, 'start', '--state-dir', join(stateDir, 'state'), '--grace-ms', '30000'],
+    {
+      env: {
+        ...process.env,
+        EVERDICT_PLACEMENT_DIR: join(stateDir, 'placement'),
+        EVERDICT_IMAGES_DIR: join(stateDir, 'images'),
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let log = '';
+  child.stdout?.on('data', (c: Buffer) => {
+    log += c.toString();
+  });
+  child.stderr?.on('data', (c: Buffer) => {
+    log += c.toString();
+  });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  return { child, logs: () => log, exited };
+}

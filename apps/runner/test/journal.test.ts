@@ -1,0 +1,44 @@
+// The journal: bounded batches in order, numbered events, and a root equal to the digest of the canonical
+// JSONL of exactly what was sent (what the control plane recomputes from the events it stored).
+
+import type { TraceEvent } from '@everdict/run-model';
+import { blake3, bytesToHex } from '@everdict/runrecord';
+import { canonicalJsonl } from '@everdict/trajectory-store';
+import { describe, expect, it } from 'vitest';
+import { Journal } from '../src/index.js';
+
+describe('Journal', () => {
+  it('sends bounded batches in order and roots the canonical JSONL of what it sent', async () => {
+    const batches: TraceEvent[][] = [];
+    const api = {
+      events: async (_runId: string, _epoch: number, events: TraceEvent[]) => {
+        batches.push(events);
+      },
+    };
+    const journal = await Journal.open(api, 'run-1', 3, { maxEvents: 4, flushMs: 60_000 });
+    for (let i = 0; i < 10; i++) await journal.append({ type: 'log', level: 'info', message: `line ${i}` });
+    const root = await journal.close();
+    expect(batches.map((b) => b.length)).toEqual([4, 4, 2]);
+    const sent = batches.flat();
+    expect(sent.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(sent.every((e) => e.runId === 'run-1')).toBe(true);
+    expect(root).toBe(bytesToHex(blake3(new TextEncoder().encode(canonicalJsonl(sent)))));
+  });
+
+  it('refuses further events once the control plane refused a batch', async () => {
+    const api = {
+      events: async () => {
+        throw new Error('409 stale_lease');
+      },
+    };
+    const journal = await Journal.open(api, 'run-1', 1, { maxEvents: 1 });
+    await expect(journal.append({ type: 'log', level: 'info', message: 'a' })).rejects.toThrow('stale_lease');
+    await expect(journal.append({ type: 'log', level: 'info', message: 'b' })).rejects.toThrow('stale_lease');
+    await expect(journal.close()).rejects.toThrow('stale_lease');
+  });
+
+  it('the root of an empty interval is the digest of zero bytes', async () => {
+    const journal = await Journal.open({ events: async () => {} }, 'run-1', 1);
+    expect(await journal.close()).toBe(bytesToHex(blake3(new Uint8Array())));
+  });
+});

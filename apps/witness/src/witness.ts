@@ -1,0 +1,175 @@
+// One poll of one log: fetch its latest STH, check it is the log's (signature under the pinned key), not
+// smaller than the last accepted tree, and consistent with it (a proof from the accepted size); then
+// remember it (state file, atomically) and only then cosign it and post the cosignature back.
+//
+// Outcomes: `accepted` (a new tree, cosigned), `unchanged` (the same tree; the cosignature is re-posted if
+// the log does not hold it yet), `rejected` (not the log's, or no well-formed proof: not accepted, not a
+// fork), `fork` (a signed tree that cannot extend the accepted one: smaller, another root at one size, a
+// consistency proof that fails, or another key — the alarm).
+import {
+  bytesToHex,
+  type Cosignature,
+  cosignTreeHead,
+  isHeadLogError,
+  type KeyPair,
+  parseHash,
+  parseTreeHeadJson,
+  type SignedTreeHead,
+  treeHeadToJson,
+  verifyTreeHead,
+  verifyTreeHeadExtends,
+} from '@everdict/headlog';
+import type { Logger } from 'pino';
+import { LogClient } from './log-client.js';
+import type { WitnessMetrics } from './metrics.js';
+import { saveState, type WitnessState } from './state.js';
+
+export interface LogTarget {
+  readonly url: string;
+  /** The log's public key (hex) when configured; else pinned on first contact (trust on first use). */
+  readonly key?: string | undefined;
+}
+
+export type PollOutcome =
+  | { kind: 'accepted'; treeSize: number; cosignatures?: number }
+  | { kind: 'unchanged'; treeSize: number }
+  | { kind: 'rejected'; code: string; detail: string }
+  | { kind: 'fork'; code: string; detail: string; acceptedSize: number; offeredSize: number };
+
+export interface WitnessOptions {
+  readonly key: KeyPair;
+  readonly statePath: string;
+  readonly state: WitnessState;
+  readonly metrics: WitnessMetrics;
+  readonly logger: Logger;
+}
+
+export class Witness {
+  readonly publicKey: string;
+  constructor(private readonly o: WitnessOptions) {
+    this.publicKey = bytesToHex(o.key.publicKey);
+  }
+
+  get state(): WitnessState {
+    return this.o.state;
+  }
+
+  private persist(): void {
+    saveState(this.o.statePath, this.o.state);
+  }
+
+  /** Polls one log once. Throws `WitnessError` (`LogUnavailable`) when the log does not answer. */
+  async poll(target: LogTarget): Promise<PollOutcome> {
+    const { metrics, logger } = this.o;
+    const client = new LogClient(target.url);
+    const entry = this.o.state.logs[target.url];
+    let logKey = entry?.log_key;
+    if (target.key !== undefined && logKey !== undefined && target.key !== logKey) {
+      return this.fork(
+        target.url,
+        'KeyChanged',
+        `configured key ${target.key} is not the pinned ${logKey}`,
+        entry?.accepted ? Number(entry.accepted.tree_size) : 0,
+        0,
+      );
+    }
+    if (logKey === undefined) {
+      logKey = target.key ?? (await client.key()).publicKey;
+      if (target.key === undefined)
+        logger.warn({ log: target.url, log_key: logKey }, 'log key pinned on first use');
+      this.o.state.logs[target.url] = { log_key: logKey, accepted: null };
+      this.persist();
+    }
+    const keyBytes = parseHash(logKey)!;
+    const accepted = entry?.accepted ? parseTreeHeadJson(entry.accepted) : null;
+    const { sth: next, cosignatures } = await client.latest();
+
+    try {
+      verifyTreeHead(next, keyBytes);
+    } catch (e) {
+      if (!isHeadLogError(e)) throw e;
+      return this.reject(target.url, e.code, e.detail);
+    }
+    if (accepted) {
+      const acceptedSize = accepted.treeSize;
+      if (next.treeSize < acceptedSize) {
+        return this.fork(
+          target.url,
+          'InconsistentLog',
+          `a tree of ${next.treeSize} after an accepted tree of ${acceptedSize}`,
+          acceptedSize,
+          next.treeSize,
+        );
+      }
+      if (next.treeSize === acceptedSize) {
+        if (next.root !== accepted.root) {
+          return this.fork(
+            target.url,
+            'InconsistentLog',
+            `two roots for tree size ${acceptedSize}`,
+            acceptedSize,
+            next.treeSize,
+          );
+        }
+        if (!cosignatures.some((c) => c.witness === this.publicKey))
+          await this.post(client, target.url, accepted);
+        return { kind: 'unchanged', treeSize: acceptedSize };
+      }
+      const proof = await client.consistency(acceptedSize, next.treeSize);
+      try {
+        verifyTreeHeadExtends(accepted, next, proof, keyBytes);
+      } catch (e) {
+        if (!isHeadLogError(e)) throw e;
+        if (e.code === 'InconsistentLog') {
+          return this.fork(target.url, e.code, e.detail, acceptedSize, next.treeSize);
+        }
+        return this.reject(target.url, e.code, e.detail);
+      }
+    }
+    // Remember first, then cosign: a restarted witness never forgets a tree it vouched for.
+    this.o.state.logs[target.url] = { log_key: logKey, accepted: treeHeadToJson(next) };
+    this.persist();
+    metrics.accepted.inc({ log: target.url });
+    metrics.treeSize.set({ log: target.url }, next.treeSize);
+    logger.info({ log: target.url, tree_size: next.treeSize, root: next.root }, 'tree head accepted');
+    const count = await this.post(client, target.url, next);
+    return count === undefined
+      ? { kind: 'accepted', treeSize: next.treeSize }
+      : { kind: 'accepted', treeSize: next.treeSize, cosignatures: count };
+  }
+
+  /** Posts this witness's cosignature; a failure is logged and retried on the next poll. */
+  private async post(client: LogClient, url: string, sth: SignedTreeHead): Promise<number | undefined> {
+    const c: Cosignature = cosignTreeHead(sth, this.o.key);
+    try {
+      return await client.postCosignature(sth, c);
+    } catch (e) {
+      this.o.logger.warn(
+        { log: url, tree_size: sth.treeSize, err: (e as Error).message },
+        'cosignature not delivered; retried next poll',
+      );
+      return undefined;
+    }
+  }
+
+  private reject(url: string, code: string, detail: string): PollOutcome {
+    this.o.metrics.rejected.inc({ log: url, code });
+    this.o.logger.warn({ log: url, code, detail }, 'tree head not accepted');
+    return { kind: 'rejected', code, detail };
+  }
+
+  private fork(
+    url: string,
+    code: string,
+    detail: string,
+    acceptedSize: number,
+    offeredSize: number,
+  ): PollOutcome {
+    this.o.metrics.forks.inc({ log: url });
+    this.o.logger.error(
+      { log: url, code, detail, accepted_size: acceptedSize, offered_size: offeredSize, alarm: 'fork' },
+      `FORK: the log at ${url} shows a tree that does not extend the one this witness accepted`,
+    );
+    return { kind: 'fork', code, detail, acceptedSize, offeredSize };
+  }
+}

@@ -1,0 +1,240 @@
+// The reader's commands of the built CLI (issue 18 §4) against a log served over real HTTP by
+// @everdict/headlog/testing — the control plane's `/log` routes (issue 18 §2) are not built yet. Staged
+// attacks: a record served cut short, a forked record (served, and logged twice), a log that rewrote a
+// leaf, a group report that drops a run.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { bytesToHex, cosignTreeHead, generateKeyPair, groupProofWire, type KeyPair } from '@everdict/headlog';
+import { startTestLogServer, TestLog, type TestLogServer } from '@everdict/headlog/testing';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { RunRecord } from '../src/types.js';
+import { encodeWire } from '../src/wire.js';
+import { addr, closed, exec, forge } from './helpers.js';
+
+const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const run = (args: string[], input: string) =>
+  new Promise<{ code: number | null; out: string; err: string; json: Record<string, unknown> | undefined }>(
+    (resolve) => {
+      const p = spawn(process.execPath, [cli, ...args]);
+      let out = '';
+      let err = '';
+      p.stdout.on('data', (d) => {
+        out += d;
+      });
+      p.stderr.on('data', (d) => {
+        err += d;
+      });
+      p.on('close', (code) => {
+        let json: Record<string, unknown> | undefined;
+        try {
+          json = JSON.parse(out);
+        } catch {
+          json = undefined;
+        }
+        resolve({ code, out, err, json });
+      });
+      p.stdin.end(input);
+    },
+  );
+
+beforeAll(() => {
+  if (!existsSync(cli))
+    throw new Error(`${cli} is missing: run \`pnpm --filter @everdict/runrecord build\` first`);
+});
+
+const record = forge([exec(1), exec(2), exec(3), closed()]);
+const wire = (r: RunRecord) => JSON.stringify(encodeWire(r));
+const cut = (r: RunRecord, n: number): RunRecord => ({
+  ...r,
+  segments: r.segments.slice(0, n),
+  head: r.segments[n - 1]!.head,
+});
+
+let witness: KeyPair;
+let log: TestLog;
+let server: TestLogServer;
+const W = () => bytesToHex(witness.publicKey);
+
+function cosign(l: TestLog) {
+  const sth = l.publish();
+  l.addCosignature(sth, cosignTreeHead(sth, witness));
+  return sth;
+}
+
+beforeEach(async () => {
+  witness = generateKeyPair();
+  log = new TestLog(generateKeyPair(), [bytesToHex(witness.publicKey)]);
+  // run-1 (this record) and run-2, run-3 of group exp-7, interleaved; run-9 of another tenant.
+  for (const [i, s] of record.segments.entries()) {
+    log.append({ tenantId: 'acme', runId: 'run-1', groupId: 'exp-7', length: i + 1, head: s.head });
+    if (i === 0)
+      log.append({ tenantId: 'acme', runId: 'run-2', groupId: 'exp-7', length: 1, head: addr(0x42) });
+    if (i === 1) log.append({ tenantId: 'other', runId: 'run-9', length: 1, head: addr(0x43) });
+  }
+  log.append({ tenantId: 'acme', runId: 'run-3', groupId: 'exp-7', length: 1, head: addr(0x44) });
+  cosign(log);
+  server = await startTestLogServer({ log, apiKeys: { 'key-acme': 'acme' } });
+});
+afterEach(async () => {
+  await server.close();
+});
+
+const verifyArgs = (extra: string[] = []) => [
+  'verify',
+  '--log',
+  server.url,
+  '--run',
+  'run-1',
+  '--tenant',
+  'acme',
+  '--key',
+  'key-acme',
+  '--witness-key',
+  W(),
+  '--min-witnesses',
+  '1',
+  ...extra,
+];
+
+describe('everdict-runrecord verify --log', () => {
+  it('an honest record: the verify summary plus the log it was proven in', async () => {
+    const plain = await run(['verify'], wire(record));
+    const r = await run(verifyArgs(), wire(record));
+    expect(r.code, r.err).toBe(0);
+    const { log: proven, ...summary } = r.json!;
+    expect(summary).toEqual(plain.json);
+    expect(proven).toEqual({
+      tree_size: String(log.size),
+      root: log.latest()!.root,
+      leaves: 4,
+      witnesses: 1,
+    });
+  });
+
+  it('a record served cut short is TruncatedRecord', async () => {
+    const r = await run(verifyArgs(), wire(cut(record, 3)));
+    expect([r.code, r.json]).toEqual([1, { ok: false, error: 'TruncatedRecord' }]);
+  });
+
+  it('a record served with another history is ForkedRecord', async () => {
+    const other = forge([exec(1), exec(2), exec(9), closed()]);
+    const r = await run(verifyArgs(), wire(other));
+    expect([r.code, r.json]).toEqual([1, { ok: false, error: 'ForkedRecord' }]);
+  });
+
+  it('a log that logged two continuations of the run is ForkedRecord, even for the record it logged first', async () => {
+    const other = forge([exec(1), exec(7)]);
+    log.append({
+      tenantId: 'acme',
+      runId: 'run-1',
+      groupId: 'exp-7',
+      length: 2,
+      head: other.segments[1]!.head,
+    });
+    cosign(log);
+    const r = await run(verifyArgs(), wire(record));
+    expect([r.code, r.json]).toEqual([1, { ok: false, error: 'ForkedRecord' }]);
+  });
+
+  it('a log that rewrote a logged leaf: its latest tree does not extend the cosigned one (InconsistentLog)', async () => {
+    const rewritten = log.clone();
+    rewritten.rewrite(1, {
+      tenantId: 'acme',
+      runId: 'run-2',
+      groupId: 'exp-7',
+      length: 1,
+      head: addr(0x66),
+      loggedMs: 1,
+    });
+    rewritten.append({ tenantId: 'acme', runId: 'run-4', length: 1, head: addr(0x45) });
+    rewritten.publish();
+    // The run's proofs come from the tree the witness cosigned; the log's head is the rewritten one.
+    server.serve(rewritten, { runs: log });
+    const r = await run(verifyArgs(), wire(record));
+    expect([r.code, r.json]).toEqual([1, { ok: false, error: 'InconsistentLog' }]);
+    // Served wholly from the rewritten tree, nothing is cosigned: the witness never vouched for it.
+    server.serve(rewritten);
+    const alone = await run(verifyArgs(), wire(record));
+    expect([alone.code, alone.json]).toEqual([1, { ok: false, error: 'InsufficientWitnesses' }]);
+  });
+
+  it('too few witnesses, a log that does not answer, and usage errors', async () => {
+    const stranger = bytesToHex(generateKeyPair().publicKey);
+    const few = await run(
+      [...verifyArgs().slice(0, 9), '--witness-key', stranger, '--witness-key', W(), '--min-witnesses', '2'],
+      wire(record),
+    );
+    expect([few.code, few.json]).toEqual([1, { ok: false, error: 'InsufficientWitnesses' }]);
+    const unauthorised = await run(
+      verifyArgs().map((a) => (a === 'key-acme' ? 'nope' : a)),
+      wire(record),
+    );
+    expect([unauthorised.code, unauthorised.json]).toEqual([1, { ok: false, error: 'LogUnavailable' }]);
+    const url = server.url;
+    await server.close();
+    const down = await run(
+      verifyArgs().map((a) => (a === url ? url : a)),
+      wire(record),
+    );
+    expect([down.code, down.json]).toEqual([1, { ok: false, error: 'LogUnavailable' }]);
+    server = await startTestLogServer({ log });
+    const usage = await run(['verify', '--log', server.url, '--tenant', 'acme', '--key', 'k'], wire(record));
+    expect(usage.code).toBe(2);
+    expect(usage.err).toMatch(/--run is required/);
+    const bad = await run(verifyArgs(), '{not json');
+    expect([bad.code, bad.json]).toEqual([1, { ok: false, error: 'MalformedRecord' }]);
+  });
+});
+
+describe('everdict-runrecord check-group', () => {
+  async function groupProof() {
+    const res = await fetch(`${server.url}/groups/exp-7/proof`, {
+      headers: { authorization: 'Bearer key-acme' },
+    });
+    expect(res.status).toBe(200);
+    return groupProofWire.parse(await res.json());
+  }
+  const args = () => ['check-group', '--witness-key', W(), '--log-key', bytesToHex(log.key.publicKey)];
+
+  it('a complete report passes; a reported run with no leaf yet is listed as unlogged', async () => {
+    const proof = await groupProof();
+    const r = await run(
+      args(),
+      JSON.stringify({ proof, report: { groupId: 'exp-7', runs: ['run-1', 'run-2', 'run-3', 'run-5'] } }),
+    );
+    expect(r.code, r.err).toBe(0);
+    expect(r.json).toEqual({ ok: true, tree_size: String(log.size), logged_runs: 3, unlogged: ['run-5'] });
+  });
+
+  it('a report that drops a logged run is OmittedRun', async () => {
+    const proof = await groupProof();
+    const r = await run(
+      args(),
+      JSON.stringify({ proof, report: { groupId: 'exp-7', runs: ['run-1', 'run-3'] } }),
+    );
+    expect([r.code, r.json]).toEqual([1, { ok: false, error: 'OmittedRun' }]);
+  });
+
+  it('a proof for another group, an edited leaf, a missing cosignature, a malformed input', async () => {
+    const proof = await groupProof();
+    const other = await run(args(), JSON.stringify({ proof, report: { groupId: 'exp-8', runs: [] } }));
+    expect([other.code, other.json]).toEqual([1, { ok: false, error: 'ForeignLeaf' }]);
+    const edited = structuredClone(proof);
+    const leaf = edited.leaves[1]!.leaf;
+    edited.leaves[1]!.leaf = `${leaf.slice(0, -1)}${leaf.endsWith('0') ? '1' : '0'}`;
+    const tampered = await run(
+      args(),
+      JSON.stringify({ proof: edited, report: { groupId: 'exp-7', runs: [] } }),
+    );
+    expect([tampered.code, tampered.json]).toEqual([1, { ok: false, error: 'InclusionFailed' }]);
+    const uncosigned = { ...proof, sth: { ...proof.sth, cosignatures: [] } };
+    const r = await run(
+      args(),
+      JSON.stringify({ proof: uncosigned, report: { groupId: 'exp-7', runs: ['run-1', 'run-2', 'run-3'] } }),
+    );
+    expect([r.code, r.json]).toEqual([1, { ok: false, error: 'InsufficientWitnesses' }]);
+    const malformed = await run(args(), JSON.stringify({ proof, report: { groupId: 'exp-7' } }));
+    expect([malformed.code, malformed.json]).toEqual([1, { ok: false, error: 'MalformedProof' }]);
+  });
+});
