@@ -62,6 +62,7 @@ const PUBLIC_PREFIXES = [
   '/groups',
   '/subscriptions',
   '/tenants',
+  '/tenant',
   '/api-keys',
   '/runners',
   '/harnesses',

@@ -1,7 +1,9 @@
 import { isTerminalStatus, RunCause, RunStatus } from '@everdict/run-model';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type CausalNode, cascade } from './cascade.js';
+import { type CausalNode, cascade, cascadeOptOut } from './cascade.js';
+import { AdmissionError } from './errors.js';
+import { tenantPolicy } from './policy.js';
 
 const node = (
   runId: string,
@@ -39,6 +41,22 @@ describe('cascade', () => {
     ];
     expect(cascade(tree, 'root', { causes: ['event'] })).toEqual(['k']);
     expect(cascade(tree, 'root', { kinds: ['eval'] })).toEqual([]);
+  });
+
+  it('reads its opt-out from the tenant policy (`cascade.skipKinds` / `skipCauses`, validated)', () => {
+    const tree = [node('root', null), node('e', 'root', 'running', 'event'), node('k', 'root')];
+    expect(tenantPolicy().cascade).toEqual({ skipKinds: [], skipCauses: [] });
+    const policy = tenantPolicy({ cascade: { skipCauses: ['event'] } });
+    expect(cascade(tree, 'root', cascadeOptOut(policy.cascade))).toEqual(['k']);
+    expect(
+      cascade(tree, 'root', cascadeOptOut(tenantPolicy({ cascade: { skipKinds: ['eval'] } }).cascade)),
+    ).toEqual([]);
+    for (const bad of [
+      { skipCauses: ['nobody'] },
+      { skipKinds: ['Not A Kind'] },
+      { skipKinds: [], extra: 1 },
+    ])
+      expect(() => tenantPolicy({ cascade: bad as never })).toThrow(AdmissionError);
   });
 
   // Reference: x is cancelled iff x ≠ root, x is non-terminal, root is a proper ancestor of x, and no run

@@ -1,6 +1,7 @@
 // Cascade cancellation: the causal tree is the kill switch. Pure: given parent→children edges, statuses
 // and a per-cause (and per-kind) opt-out, the set of runs to cancel.
 import { isTerminalStatus, type RunCause, type RunKind, type RunStatus } from '@everdict/run-model';
+import type { CascadePolicy } from './policy.js';
 
 export interface CausalNode {
   readonly runId: string;
@@ -15,6 +16,11 @@ export interface CascadeOptOut {
   readonly causes?: readonly RunCause[];
   /** Same, by kind. */
   readonly kinds?: readonly RunKind[];
+}
+
+/** A tenant's cascade policy (`TenantPolicy.cascade`) as the kernel's opt-out. */
+export function cascadeOptOut(policy: CascadePolicy): CascadeOptOut {
+  return { kinds: policy.skipKinds, causes: policy.skipCauses };
 }
 
 /**

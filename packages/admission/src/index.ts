@@ -1,7 +1,7 @@
 // @everdict/admission — the one admission gate: envelopes (402), caps and fan-out guards (429), class,
 // tenant-fair WFQ with aging, the session pool, cascade cancellation, and the store they run on.
 
-export { type CascadeOptOut, type CausalNode, cascade } from './cascade.js';
+export { type CascadeOptOut, type CausalNode, cascade, cascadeOptOut } from './cascade.js';
 export { assignClass, DEFAULT_CLASS, isAutonomous } from './class.js';
 export {
   type AdmissionDecision,
@@ -42,6 +42,8 @@ export { admit, admitTrusted, decide, type Verdict } from './gate.js';
 export { IndexedHeap } from './heap.js';
 export { MemoryAdmissionStore } from './memory-store.js';
 export {
+  CascadePolicy,
+  type CascadePolicyInput,
   EnvelopeCaps,
   GlobalPolicy,
   type GlobalPolicyInput,

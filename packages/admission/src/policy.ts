@@ -1,4 +1,5 @@
 // Tenant and global admission policy: zod schemas are the boundary, the inferred types are what kernels read.
+import { RunCause, RunKind } from '@everdict/run-model';
 import { z } from 'zod';
 import { parseOrThrow } from './errors.js';
 
@@ -22,6 +23,19 @@ export const SessionPolicy = z.object({
 });
 export type SessionPolicy = z.infer<typeof SessionPolicy>;
 
+/**
+ * Cascade opt-out (spec §5.5, O8): cancelling a run cancels its non-terminal descendants except those of
+ * these kinds or causes — they survive, and so does everything they caused (the `cascade` kernel).
+ */
+export const CascadePolicy = z
+  .object({
+    skipKinds: z.array(RunKind).max(64).default([]),
+    skipCauses: z.array(RunCause).max(RunCause.options.length).default([]),
+  })
+  .strict();
+export type CascadePolicy = z.infer<typeof CascadePolicy>;
+export type CascadePolicyInput = z.input<typeof CascadePolicy>;
+
 export const TenantPolicy = z
   .object({
     /** WFQ weight: a backlogged tenant's long-run share of dispatches is weight / Σ backlogged weights. */
@@ -39,6 +53,8 @@ export const TenantPolicy = z
     /** In-flight (admitted, unsettled) runs under the root envelope; bounds the root's overshoot. */
     inFlightCap: positiveCount.default(100_000),
     session: SessionPolicy.default({ maxSessions: 8, memberReserve: 2 }),
+    /** Which descendants a cancel's cascade leaves alone. */
+    cascade: CascadePolicy.default({ skipKinds: [], skipCauses: [] }),
   })
   .refine((p) => p.session.memberReserve <= p.session.maxSessions, {
     message: 'session.memberReserve must not exceed session.maxSessions',

@@ -370,8 +370,22 @@ export interface TrajectoryScoresTable {
   created_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
+export interface CascadeJobsTable {
+  id: string;
+  tenant_id: string;
+  root_run_id: string;
+  reason: string;
+  skip_kinds: Jsonb<string[]>;
+  skip_causes: Jsonb<string[]>;
+  batches: ColumnType<number, number | undefined, number>;
+  cancelled: ColumnType<number, number | undefined, number>;
+  created_at: Ts;
+  done_at: Ts | null;
+}
+
 export interface Database {
   run_leases: RunLeasesTable;
+  cascade_jobs: CascadeJobsTable;
   runners: RunnersTable;
   runner_pairing_tokens: RunnerPairingTokensTable;
   runner_images: RunnerImagesTable;

@@ -273,6 +273,7 @@ describe('system routes', () => {
         '/runs/{id}/trajectory/stream',
         '/subscriptions',
         '/subscriptions/{id}',
+        '/tenant/policy',
         '/tenants',
         '/trajectories',
         '/trajectories/{id}',

@@ -1,8 +1,10 @@
 // Tenants and API keys (admin only): create a tenant with its first admin key, mint and revoke keys.
 // A raw key appears in exactly one response — the one that created it; only its hash is stored.
+
+import { TenantPolicy } from '@everdict/admission';
 import { createRoute, z } from '@hono/zod-openapi';
 import { requireRole } from '../auth/middleware.js';
-import { CreateKeyInput } from '../services/types.js';
+import { CreateKeyInput, TenantPolicyPatch } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
 import { API_KEY_SECURITY, createRouter } from './openapi.js';
 import { problemResponses } from './problem.js';
@@ -81,6 +83,35 @@ const revokeKey = createRoute({
   responses: { 200: json(ApiKeySchema, 'The revoked key.'), ...problemResponses(400, 401, 403, 404) },
 });
 
+// Admission's and the service's own schemas: one definition, validated here and described in /openapi.json.
+const TenantPolicySchema = TenantPolicy;
+const TenantPolicyPatchSchema = TenantPolicyPatch;
+
+const getPolicy = createRoute({
+  method: 'get',
+  path: '/tenant/policy',
+  tags: ['admin'],
+  summary: "The caller's tenant policy (admission's, with the cascade opt-out).",
+  security: API_KEY_SECURITY,
+  middleware: [admin] as const,
+  responses: { 200: json(TenantPolicySchema, 'The policy in force.'), ...problemResponses(401, 403, 404) },
+});
+
+const patchPolicy = createRoute({
+  method: 'patch',
+  path: '/tenant/policy',
+  tags: ['admin'],
+  summary:
+    'Set the tenant-settable part of the policy: `cascade: {skipKinds, skipCauses}` — descendants of those kinds or causes (and what they caused) survive a cancel.',
+  security: API_KEY_SECURITY,
+  middleware: [admin] as const,
+  request: { body: { required: true, content: { 'application/json': { schema: TenantPolicyPatchSchema } } } },
+  responses: {
+    200: json(TenantPolicySchema, 'The policy now in force.'),
+    ...problemResponses(400, 401, 403, 404, 415),
+  },
+});
+
 export function tenantRoutes({ services }: RouteDeps) {
   const app = createRouter();
   // A raw key is in these two responses: no cache (a proxy's, a browser's) may keep a copy.
@@ -94,6 +125,10 @@ export function tenantRoutes({ services }: RouteDeps) {
   });
   app.openapi(listKeys, async (c) =>
     c.json({ items: await services.auth.listKeys(c.get('principal')) }, 200),
+  );
+  app.openapi(getPolicy, async (c) => c.json(await services.auth.policy(c.get('principal')), 200));
+  app.openapi(patchPolicy, async (c) =>
+    c.json(await services.auth.setPolicy(c.get('principal'), c.req.valid('json')), 200),
   );
   app.openapi(revokeKey, async (c) =>
     c.json(await services.auth.revokeKey(c.get('principal'), c.req.valid('param').id), 200),

@@ -24,6 +24,8 @@ import type {
   ScoreView,
   ScoringView,
   SubscriptionView,
+  TenantPolicyPatch,
+  TenantPolicyView,
 } from './types.js';
 
 export interface AuthService {
@@ -38,6 +40,10 @@ export interface AuthService {
     p: Principal,
     input: { id: string; name?: string },
   ): Promise<{ tenantId: string; key: CreatedKeyView }>;
+  /** Admin only: the caller's tenant policy, as admission holds it. */
+  policy(p: Principal): Promise<TenantPolicyView>;
+  /** Admin only: set the tenant-settable part of it (`cascade`); returns the policy now in force. */
+  setPolicy(p: Principal, input: TenantPolicyPatch): Promise<TenantPolicyView>;
 }
 
 export interface RunService {

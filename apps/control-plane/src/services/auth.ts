@@ -1,6 +1,6 @@
 // API keys per tenant: only a SHA-256 hash at rest, the raw key shown once. Roles member | admin.
 import { createHash, randomBytes } from 'node:crypto';
-import { configureTenant } from '@everdict/admission';
+import { configureTenant, type TenantPolicyInput, tenantPolicy } from '@everdict/admission';
 import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
 import { iso } from '../db/numeric.js';
 import { withTx } from '../db/tx.js';
@@ -9,7 +9,7 @@ import type { AuthService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
 import type { TenantPolicy } from './options.js';
-import { type ApiKeyView, CreateKeyInput, type Principal, type Role } from './types.js';
+import { type ApiKeyView, CreateKeyInput, type Principal, type Role, TenantPolicyPatch } from './types.js';
 
 export const hashKey = (raw: string): string => createHash('sha256').update(raw, 'utf8').digest('hex');
 
@@ -42,6 +42,7 @@ export function admissionPolicy(policy: TenantPolicy) {
     maxChildrenPerRun: policy.maxChildren,
     maxCausalDepth: policy.maxDepth,
     budget: policy.budgetUsd === null ? {} : { usd: policy.budgetUsd },
+    ...(policy.cascade ? { cascade: policy.cascade } : {}),
   };
 }
 
@@ -152,6 +153,32 @@ export function authService(deps: Deps, policy: TenantPolicy): AuthService {
         tenantId: input.id,
         key: { ...view(await insertKey(deps, input.id, raw, 'admin', 'initial admin')), key: raw },
       };
+    },
+    async policy(p) {
+      requireAdmin(p);
+      const row = await deps.db
+        .selectFrom('adm_tenants')
+        .select('policy')
+        .where('tenant', '=', p.tenantId)
+        .executeTakeFirst();
+      if (!row) throw notFound('tenant', p.tenantId);
+      return tenantPolicy(row.policy as TenantPolicyInput);
+    },
+    async setPolicy(p, input) {
+      requireAdmin(p);
+      const patch = asControlPlaneError(() => TenantPolicyPatch.parse(input));
+      return withTx(deps.db, async (tx) => {
+        const row = await tx
+          .selectFrom('adm_tenants')
+          .select('policy')
+          .where('tenant', '=', p.tenantId)
+          .forUpdate()
+          .executeTakeFirst();
+        if (!row) throw notFound('tenant', p.tenantId);
+        const next = tenantPolicy({ ...(row.policy as TenantPolicyInput), ...patch });
+        await new PgAdmissionStore(tx).putTenant(p.tenantId, next);
+        return next;
+      });
     },
   };
 }

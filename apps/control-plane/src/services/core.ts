@@ -19,6 +19,7 @@ import { agentBridgeService } from './agent-bridge.js';
 import type { ControlPlaneServices } from './api.js';
 import { authService } from './auth.js';
 import { type BootstrapOutcome, bootstrapTenant } from './bootstrap.js';
+import { CascadeWorker } from './cascade.js';
 import { type Deps, defaultIds } from './context.js';
 import { eventFeed } from './events-feed.js';
 import { groupService } from './groups.js';
@@ -51,7 +52,14 @@ export interface Core {
   /** The executors every create door consults (register a runner's lane here). */
   executors: ExecutorRegistry;
   /** The ledger's internals, for tests and tooling (not for the HTTP layer). */
-  internals: { deps: Deps; ldb: LedgerDatabase; dispatch: DispatchLoop | null; triggers: TriggerLoop | null };
+  internals: {
+    deps: Deps;
+    ldb: LedgerDatabase;
+    dispatch: DispatchLoop | null;
+    triggers: TriggerLoop | null;
+    /** Settles when the cascades left open by a previous process have been driven (resumed at start). */
+    cascadesResumed: Promise<void>;
+  };
 }
 
 function signerFor(options: CoreOptions): Signer {
@@ -91,6 +99,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     await ldb.close();
     throw e;
   }
+  const cascades = new CascadeWorker(deps, options.cascade);
   const trajectories = options.trajectories ? new RunTrajectories(options.trajectories, ldb) : null;
   const lease = leasePolicy(options.scheduler?.lease ?? {});
   const waiters = new LeaseWaiters(deps, lease);
@@ -106,7 +115,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   });
   const services: ControlPlaneServices = withStorableGuard({
     auth: authService(deps, policy),
-    runs: runService(deps),
+    runs: runService(deps, cascades),
     events: eventFeed(deps, options.scheduler?.pollMs ?? 1000),
     groups: groupService(deps, options.judge),
     subscriptions: subscriptionService(deps),
@@ -135,6 +144,10 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     await dispatch.start();
     await triggers.start();
   }
+  // Cascades a previous process left halfway (a crash) complete now, in the background.
+  const resumed = cascades
+    .resumePending()
+    .catch((e) => deps.log('error', 'resuming open cascades failed', { error: String(e) }));
   if (trajectoryJobs && sched.enabled !== false) trajectoryJobs.start();
   return {
     services,
@@ -161,6 +174,8 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     keys,
     executors: deps.executors,
     async close() {
+      await cascades.stop();
+      await resumed;
       await waiters.stop();
       await dispatch?.stop();
       await triggers?.stop();
@@ -169,6 +184,6 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       await options.trajectories?.close();
       await ldb.close();
     },
-    internals: { deps, ldb, dispatch, triggers },
+    internals: { deps, ldb, dispatch, triggers, cascadesResumed: resumed },
   };
 }

@@ -18,6 +18,8 @@ export interface TenantPolicy {
   maxDepth: number;
   /** The tenant's root envelope (402, rule `envelope`, once spent); null = unlimited. */
   budgetUsd: number | null;
+  /** Cascade opt-out (spec §5.5, O8): descendants of these kinds / causes survive a cancel. */
+  cascade?: { skipKinds: string[]; skipCauses: import('@everdict/run-model').RunCause[] };
 }
 
 export const DEFAULT_POLICY: TenantPolicy = {
@@ -95,6 +97,8 @@ export interface CoreOptions {
   ids?: IdGen;
   policy?: Partial<TenantPolicy>;
   scheduler?: SchedulerOptions;
+  /** Cascade cancellation: batch size (≤ 500) and a hook after each committed batch (tests). */
+  cascade?: import('./cascade.js').CascadeOptions;
   /**
    * The trajectory store (issue 12): runs' trajectories are appended, tailed and sealed through it
    * (`Core.trajectories`). Absent → no trajectory routes work (503) and nothing is sealed. The core closes it.

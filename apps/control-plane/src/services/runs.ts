@@ -1,7 +1,4 @@
 // RunService: create (one gate), list, get, cancel (cascades), record (verified on read), events.
-import { cascade } from '@everdict/admission';
-import type { RunCause, RunStatus } from '@everdict/run-model';
-import { sql } from 'kysely';
 import { withTx } from '../db/tx.js';
 import { invalidCursor, notFound } from '../errors.js';
 import { listEvents } from '../ledger/events.js';
@@ -10,6 +7,7 @@ import { decodeCursor, encodeCursor, findRun, listRuns, rowToView } from '../led
 import { assertPlaceable } from '../runners/placement.js';
 import type { RunService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
+import { type CascadeWorker, openCascade } from './cascade.js';
 import type { Deps } from './context.js';
 import { createCombiner } from './create-combiner.js';
 import { eventPosition } from './events-feed.js';
@@ -24,50 +22,23 @@ import {
 
 export const who = (p: Principal) => ({ tenant: p.tenantId, actor: p.actor });
 
-/** Cancel a run and its non-terminal causal descendants, each in the same transaction (row locks in id order). */
+/**
+ * Cancel a run, then its non-terminal causal descendants but the tenant's opted-out ones (cascade.ts): the
+ * root and the cascade's job in one transaction, the descendants in bounded batches. Returns every run
+ * this call cancelled (the root first).
+ */
 export async function cancelTree(
   deps: Deps,
+  cascades: CascadeWorker,
   tenant: string,
   runId: string,
   reason: string,
 ): Promise<string[]> {
-  return withTx(deps.db, async (tx) => {
-    const { rows } = await sql<{
-      id: string;
-      caused_by_run_id: string | null;
-      status: string;
-      origin: { cause: string };
-      kind: string;
-    }>`
-      WITH RECURSIVE tree(id) AS (
-        SELECT id FROM runs WHERE tenant_id = ${tenant} AND id = ${runId}
-        UNION
-        SELECT r.id FROM runs r JOIN tree ON r.tenant_id = ${tenant} AND r.caused_by_run_id = tree.id
-      )
-      SELECT r.id, r.caused_by_run_id, r.status, r.origin, r.kind FROM tree JOIN runs r ON r.id = tree.id
-      ORDER BY r.id FOR UPDATE OF r`.execute(tx);
-    const root = rows.find((r) => r.id === runId);
-    if (!root) throw notFound('run', runId);
-    const nodes = rows.map((r) => ({
-      runId: r.id,
-      causedByRunId: r.caused_by_run_id,
-      status: r.status as RunStatus,
-      cause: r.origin.cause as RunCause,
-      kind: r.kind,
-    }));
-    const targets = [runId, ...cascade(nodes, runId)];
-    const done: string[] = [];
-    for (const id of targets) {
-      const status = rows.find((r) => r.id === id)?.status;
-      if (id !== runId && (status === 'succeeded' || status === 'failed' || status === 'cancelled')) continue;
-      await transitionTx(tx, deps, tenant, id, {
-        type: 'cancel',
-        reason: id === runId ? reason : `cascade from ${runId}`,
-      });
-      done.push(id);
-    }
-    return done;
+  const jobId = await withTx(deps.db, async (tx) => {
+    await transitionTx(tx, deps, tenant, runId, { type: 'cancel', reason });
+    return openCascade(tx, deps, tenant, runId, reason);
   });
+  return [runId, ...(await cascades.run(jobId))];
 }
 
 /**
@@ -104,7 +75,7 @@ export async function groupOfTenant(deps: Deps, p: Principal, input: unknown): P
   if (!g) throw notFound('group', id);
 }
 
-export function runService(deps: Deps): RunService {
+export function runService(deps: Deps, cascades: CascadeWorker): RunService {
   const combine = createCombiner(deps);
   return {
     async create(p, input, ctx = {}) {
@@ -138,7 +109,7 @@ export function runService(deps: Deps): RunService {
       return rowToView(row);
     },
     async cancel(p, runId, reason = 'cancelled by request') {
-      const cancelled = await cancelTree(deps, p.tenantId, runId, reason);
+      const cancelled = await cancelTree(deps, cascades, p.tenantId, runId, reason);
       const row = await findRun(deps.db, p.tenantId, runId);
       if (!row) throw notFound('run', runId);
       return { run: rowToView(row), cancelled };

@@ -1,4 +1,6 @@
 // The service contract the HTTP layer codes against: zod inputs (parse at the boundary) and plain views.
+
+import { type TenantPolicy as AdmissionTenantPolicy, CascadePolicy } from '@everdict/admission';
 import {
   AttachChannel,
   GraderList,
@@ -360,6 +362,12 @@ export const AgentRunEventInput = z.object({
 export type AgentRunEventInput = z.input<typeof AgentRunEventInput>;
 
 // ---- keys / tenants ----
+/** What a tenant admin may set of the tenant's policy (PATCH /tenant/policy); the rest is the deployment's. */
+export const TenantPolicyPatch = z.strictObject({ cascade: CascadePolicy });
+export type TenantPolicyPatch = z.input<typeof TenantPolicyPatch>;
+/** The tenant's policy as admission holds it. */
+export type TenantPolicyView = AdmissionTenantPolicy;
+
 export const CreateKeyInput = z.object({
   role: Role.default('member'),
   label: z.string().max(200).default(''),

@@ -8,6 +8,7 @@ import * as m0005 from './0005_assert.js';
 import * as m0007 from './0007_leases.js';
 import * as m0008 from './0008_runners.js';
 import * as m0009 from './0009_trajectories.js';
+import * as m0010 from './0010_cascade_jobs.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -18,6 +19,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0007_leases': m0007,
   '0008_runners': m0008,
   '0009_trajectories': m0009,
+  '0010_cascade_jobs': m0010,
 };
 
 export const migrationProvider: MigrationProvider = {

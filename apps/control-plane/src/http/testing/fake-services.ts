@@ -1,6 +1,7 @@
 // An in-memory ControlPlaneServices that keeps the contract's promises (tenant scoping → 404, admin-only
 // key management, 402/429 refusals with a rule, cascading cancel, an outbox with a live feed). Tests of
 // the HTTP edge use it where the ledger itself is not the point; route tests use the real core.
+import { tenantPolicy } from '@everdict/admission';
 import { EMPTY_USAGE, Run, type RunStatus } from '@everdict/run-model';
 import { ControlPlaneError } from '../../errors.js';
 import type { ControlPlaneServices } from '../../services/api.js';
@@ -35,6 +36,7 @@ export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
   const keys = new Map<string, ApiKeyView & { secret: string }>();
   const runs = new Map<string, RunView>();
   const subs = new Map<string, SubscriptionView>();
+  const policies = new Map<string, ReturnType<typeof tenantPolicy>>();
   const events: EventView[] = [];
   const listeners = new Set<(e: EventView) => void>();
   const maxQueued = opts.maxQueued ?? 1000;
@@ -180,6 +182,16 @@ export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
         if ([...keys.values()].some((k) => k.tenantId === input.id))
           throw new ControlPlaneError('conflict', 'tenant exists');
         return { tenantId: input.id, key: newKey(input.id, 'admin', 'first admin') };
+      },
+      async policy(p) {
+        admin(p);
+        return policies.get(p.tenantId) ?? tenantPolicy();
+      },
+      async setPolicy(p, input) {
+        admin(p);
+        const next = tenantPolicy({ ...(policies.get(p.tenantId) ?? {}), cascade: input.cascade });
+        policies.set(p.tenantId, next);
+        return next;
       },
     },
     runs: {
