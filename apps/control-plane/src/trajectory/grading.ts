@@ -3,13 +3,17 @@
 // `outputs.exitCode` (1 if any error event), `outputs.result` (counts), `usage` (tokens and cost summed over
 // its llm_calls) — and each grader is applied to it. Judge graders go to the core's judge.
 import {
+  addUsage,
   type DeterministicGrader,
+  EMPTY_USAGE,
   evaluateGrader,
   type Grader,
   graderName,
   type Judge,
   type Run,
   type TraceEvent,
+  type Usage,
+  usageFromTrace,
 } from '@everdict/run-model';
 import type { ImportedTrajectory, TrajectoryStore } from '@everdict/trajectory-store';
 import { ControlPlaneError } from '../errors.js';
@@ -32,14 +36,7 @@ export async function gradedDocument(
   let lastAssistant: string | undefined;
   let errors = 0;
   let toolCalls = 0;
-  const usage = {
-    inputTokens: 0,
-    outputTokens: 0,
-    cacheReadTokens: 0,
-    cacheWriteTokens: 0,
-    costUsd: 0,
-    llmCalls: 0,
-  };
+  let usage: Usage = EMPTY_USAGE;
   let offset = 0;
   for (;;) {
     const page = await mapStoreErrors(() =>
@@ -50,15 +47,8 @@ export async function gradedDocument(
         lastAssistant = typeof e.content === 'string' ? e.content : JSON.stringify(e.content);
       else if (e.type === 'error') errors++;
       else if (e.type === 'tool_call') toolCalls++;
-      else if (e.type === 'llm_call') {
-        usage.llmCalls++;
-        usage.inputTokens += e.inputTokens ?? 0;
-        usage.outputTokens += e.outputTokens ?? 0;
-        usage.cacheReadTokens += e.cacheReadTokens ?? 0;
-        usage.cacheWriteTokens += e.cacheWriteTokens ?? 0;
-        usage.costUsd += e.costUsd ?? 0;
-      }
     }
+    usage = addUsage(usage, usageFromTrace(page.items as TraceEvent[])); // run-model's one usage fold
     if (page.items.length === 0 || page.nextOffset >= page.eventCount) break;
     offset = page.nextOffset;
   }
