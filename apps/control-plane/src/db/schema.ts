@@ -1,12 +1,20 @@
 // Kysely table types of the ledger. jsonb columns are written as JSON text (see numeric.ts `json`).
 import type { ColumnType } from 'kysely';
-import type { DbNumeric } from './numeric.js';
-
-type Ts = ColumnType<Date, Date | string, Date | string>;
-type Jsonb<T> = ColumnType<T, string, string>;
-type Int8 = ColumnType<DbNumeric, DbNumeric, DbNumeric>;
-type GenInt8 = ColumnType<DbNumeric, DbNumeric | undefined, never>;
-type J = Record<string, unknown>;
+import type { GenInt8, Int8, J, Jsonb, Ts } from './column-types.js';
+import type {
+  HarnessesTable,
+  RunnerArtifactsTable,
+  RunnerEventsTable,
+  RunnerImagesTable,
+  RunnerPairingTokensTable,
+  RunnersTable,
+} from './schema-runners.js';
+import type {
+  TrajectoryDeletionsTable,
+  TrajectoryPoliciesTable,
+  TrajectoryScoresTable,
+  TrajectorySealQueueTable,
+} from './schema-trajectories.js';
 
 export interface TenantsTable {
   id: string;
@@ -271,103 +279,6 @@ export interface RunLeasesTable {
   granted_at_ms: Int8;
   renewed_at_ms: Int8;
   expires_at_ms: Int8;
-}
-
-// ---- runners (0008) ----
-export interface RunnersTable {
-  id: string;
-  /** null: a shared runner (paired through the service token). */
-  tenant_id: string | null;
-  name: string;
-  public_key: string;
-  credential_hash: string;
-  capabilities: Jsonb<J>;
-  state: 'active' | 'draining' | 'revoked';
-  created_at: Ts;
-  last_heartbeat_at: Ts | null;
-  revoked_at: Ts | null;
-}
-
-export interface RunnerPairingTokensTable {
-  token_hash: string;
-  tenant_id: string | null;
-  name: string;
-  created_by: string;
-  created_at: Ts;
-  expires_at: Ts;
-  used_at: Ts | null;
-  runner_id: string | null;
-}
-
-export interface RunnerImagesTable {
-  runner_id: string;
-  tenant_id: string | null;
-  kind: string;
-  image: string;
-}
-
-export interface RunnerEventsTable {
-  run_id: string;
-  epoch: number;
-  seq: number;
-  event: Jsonb<J>;
-}
-
-export interface RunnerArtifactsTable {
-  run_id: string;
-  epoch: number;
-  path: string;
-  address: string;
-  size: Int8;
-}
-
-export interface HarnessesTable {
-  tenant_id: string;
-  id: string;
-  version: string;
-  image: string;
-  command: Jsonb<string[]>;
-  created_by: string;
-  created_at: Ts;
-}
-
-export interface TrajectorySealQueueTable {
-  run_id: string;
-  tenant_id: string;
-  enqueued_at: ColumnType<Date, Date | string | undefined, Date | string>;
-  not_before: ColumnType<Date, Date | string | undefined, Date | string>;
-  attempts: ColumnType<number, number | undefined, number>;
-  last_error: string | null;
-}
-
-export interface TrajectoryPoliciesTable {
-  tenant_id: string;
-  retention_days: number | null;
-  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
-}
-
-export interface TrajectoryDeletionsTable {
-  id: GenInt8;
-  tenant_id: string;
-  trajectory_id: string;
-  digest: string;
-  sealed_at: Ts;
-  deleted_at: Ts;
-  reason: string;
-  record: Jsonb<J>;
-}
-
-export interface TrajectoryScoresTable {
-  id: string;
-  tenant_id: string;
-  trajectory_id: string;
-  grader: string;
-  grader_type: string;
-  value: number;
-  passed: boolean | null;
-  detail: Jsonb<unknown>;
-  digest: string;
-  created_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
 export interface CascadeJobsTable {
