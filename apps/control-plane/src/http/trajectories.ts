@@ -1,119 +1,33 @@
-// Trajectories at the edge (issue 12): a run's trajectory (JSON pages; SSE tail), OTLP/HTTP import
-// (`POST /v1/traces`, JSON and protobuf), imported trajectories and their scores, the tenant's retention
-// policy and the deletions it made. Tenant-scoped by the API key: another tenant's run is a 404.
-import { TraceEvent } from '@everdict/run-model';
 import { decodeOtlpRequest, encodeOtlpResponse } from '@everdict/trajectory-store';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { ControlPlaneError, isControlPlaneError } from '../errors.js';
-import { GraderSpecs } from '../services/types.js';
 import { fromStoreError } from '../trajectory/errors.js';
 import type { TrajectoryService } from '../trajectory/service.js';
 import type { RouteDeps } from './deps.js';
 import type { AppEnv } from './env.js';
-import { API_KEY_SECURITY, createRouter, named } from './openapi.js';
+import { API_KEY_SECURITY, createRouter } from './openapi.js';
 import { ProblemError, problem, problemResponses } from './problem.js';
 import { IdParam } from './schemas.js';
 import { wantsEventStream } from './sse.js';
 
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
-
-const Ts = z.string().openapi({ format: 'date-time' });
-const Offset = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
-const TraceEventSchema = named(TraceEvent, 'TraceEvent');
-
-export const TrajectoryPageQuery = z.object({
-  offset: Offset.default(0).openapi({ description: 'First event (counted in events from 0).' }),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
-});
-
-const TrajectoryPageSchema = z
-  .object({
-    items: z.array(TraceEventSchema),
-    nextOffset: z.number().int().openapi({ description: 'Pass as `offset` for the next page.' }),
-    eventCount: z.number().int(),
-    sealed: z.boolean(),
-  })
-  .openapi('TrajectoryPage');
-
-const StreamQuery = z.object({
-  offset: Offset.default(0).openapi({ description: 'First event to send (Last-Event-ID overrides).' }),
-  limit: z.coerce.number().int().min(1).max(100_000).default(10_000).openapi({
-    description: 'The stream ends after this many events (reconnect with Last-Event-ID for more).',
-  }),
-});
-const StreamHeaders = z.object({
-  'last-event-id': z
-    .string()
-    .regex(/^\d{1,15}$/)
-    .optional()
-    .openapi({ description: 'Resume after this event id (an offset this stream sent).' }),
-});
-
-const Provenance = z
-  .object({ source: z.string(), externalId: z.string(), pulledAt: Ts })
-  .openapi('TrajectoryProvenance');
-const TrajectoryScoreSchema = z
-  .object({
-    id: z.string(),
-    trajectoryId: z.string(),
-    grader: z.string(),
-    graderType: z.string(),
-    value: z.number(),
-    passed: z.boolean().nullable(),
-    detail: z.unknown(),
-    digest: z.string(),
-    createdAt: Ts,
-  })
-  .openapi('TrajectoryScore');
-const ImportedSchema = z
-  .object({
-    trajectoryId: z.string(),
-    provenance: Provenance,
-    digest: z.string(),
-    eventCount: z.number().int(),
-    sealedAt: Ts,
-    scores: z.array(TrajectoryScoreSchema),
-  })
-  .openapi('ImportedTrajectory');
-
-const Text = z.string().min(1).max(2000);
-export const ImportedQuery = z.object({ source: Text.max(100), externalId: Text });
-const ScoreBody = z.object({ graders: GraderSpecs }).openapi('ScoreTrajectory');
-const PolicySchema = z
-  .object({
-    trajectoryRetentionDays: z.number().int().min(1).max(100_000).nullable().openapi({
-      description: 'Days a sealed trajectory is kept (evidence excepted); null keeps everything.',
-    }),
-  })
-  .openapi('TrajectoryPolicy');
-const DeletionSchema = z
-  .object({
-    id: z.string(),
-    trajectoryId: z.string(),
-    digest: z.string(),
-    sealedAt: Ts,
-    deletedAt: Ts,
-    reason: z.string(),
-    record: z.record(z.string(), z.unknown()),
-  })
-  .openapi('TrajectoryDeletion');
-const DeletionsQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
-  trajectoryId: z.string().min(1).max(200).optional(),
-});
-
-const OtlpJsonBody = z
-  .object({ resourceSpans: z.array(z.record(z.string(), z.unknown())).optional() })
-  .catchall(z.unknown())
-  .openapi('ExportTraceServiceRequest', {
-    description:
-      'OTLP/HTTP ExportTraceServiceRequest (JSON encoding: hex ids, string or number 64-bit ints).',
-  });
+import {
+  DeletionSchema,
+  DeletionsQuery,
+  ImportedQuery,
+  ImportedSchema,
+  json,
+  OtlpJsonBody,
+  PolicySchema,
+  ScoreBody,
+  StreamHeaders,
+  StreamQuery,
+  TraceEventSchema,
+  TrajectoryPageQuery,
+  TrajectoryPageSchema,
+  TrajectoryScoreSchema,
+} from './trajectory-schemas.js';
 
 const runTrajectory = createRoute({
   method: 'get',
