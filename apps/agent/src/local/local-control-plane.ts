@@ -31,6 +31,7 @@ import type {
 import { AgentError } from '../errors.js';
 import { grantsIdOf, unitIdOf } from '../record/identity.js';
 import { TurnRecord } from '../record/turn-record.js';
+import { grantLeases, renewLeases } from './leases.js';
 import { type Ledger, LedgerFile, type TurnRow } from './ledger-file.js';
 
 export interface LocalControlPlaneOptions {
@@ -241,54 +242,13 @@ export class LocalControlPlane implements ControlPlane {
   // ---- the port ----
 
   async lease(request: { free: number; holder: string }): Promise<TurnLease[]> {
-    const now = this.#now();
-    return this.ledger.update((l) => {
-      const out: TurnLease[] = [];
-      for (const t of Object.values(l.turns)) {
-        if (t.status === 'running' && (t.leaseExpiresAt ?? 0) <= now) {
-          t.status = 'queued';
-          delete t.holder;
-        }
-      }
-      for (const t of Object.values(l.turns)) {
-        if (out.length >= request.free) break;
-        if (t.status !== 'queued') continue;
-        const agent = l.agents[t.agentId]?.spec;
-        if (!agent) continue;
-        t.status = 'running';
-        t.epoch += 1;
-        t.holder = request.holder;
-        t.leaseExpiresAt = now + this.#leaseMs;
-        out.push({
-          runId: t.runId,
-          tenant: t.tenant,
-          epoch: t.epoch,
-          leaseMs: this.#leaseMs,
-          heartbeatMs: this.#heartbeatMs,
-          unitId: t.unitId,
-          grantsId: t.grantsId,
-          agent,
-          record: t.record,
-          ...(t.parkedAtMs !== undefined ? { parkedAtMs: t.parkedAtMs } : {}),
-          ...(t.record === null && t.input ? { input: t.input } : {}),
-          resolutions: t.resolutions.filter((r) => t.outstanding.includes(r.callId)),
-        });
-      }
-      return out;
-    });
+    const terms = { now: this.#now(), leaseMs: this.#leaseMs, heartbeatMs: this.#heartbeatMs };
+    return this.ledger.update((l) => grantLeases(l, request, terms));
   }
 
   async heartbeat(holder: string, leases: readonly LeaseRef[]): Promise<{ lost: string[] }> {
     const now = this.#now();
-    return this.ledger.update((l) => {
-      const lost: string[] = [];
-      for (const ref of leases) {
-        const t = l.turns[ref.runId];
-        if (t?.status !== 'running' || t.holder !== holder || t.epoch !== ref.epoch) lost.push(ref.runId);
-        else t.leaseExpiresAt = now + this.#leaseMs;
-      }
-      return { lost };
-    });
+    return this.ledger.update((l) => renewLeases(l, holder, leases, now + this.#leaseMs));
   }
 
   async report(ref: LeaseRef, report: TurnReport): Promise<void> {
