@@ -1,7 +1,8 @@
 // The local seat's lease rules, as the runner protocol states them: an expired lease requeues its turn, a
 // grant bumps the epoch, a heartbeat extends only leases still held under the same holder and epoch.
 import type { LeaseRef, TurnLease } from '../control-plane.js';
-import type { Ledger } from './ledger-file.js';
+import { AgentError } from '../errors.js';
+import type { Ledger, TurnRow } from './ledger-file.js';
 
 export interface LeaseTerms {
   readonly now: number;
@@ -64,4 +65,22 @@ export function renewLeases(
     else t.leaseExpiresAt = expiresAt;
   }
   return { lost };
+}
+
+/** The turn `ref` names, while its lease is still held at that epoch; else `not_found` / `stale_lease`. */
+export function heldTurn(l: Ledger, ref: LeaseRef): TurnRow {
+  const t = l.turns[ref.runId];
+  if (!t) throw new AgentError('not_found', `run ${ref.runId} not found`);
+  if (t.status !== 'running' || t.epoch !== ref.epoch)
+    throw new AgentError('stale_lease', `the lease on ${ref.runId} at epoch ${ref.epoch} is gone`, {
+      epoch: t.epoch,
+      status: t.status,
+    });
+  return t;
+}
+
+/** A parked turn whose every outstanding call has its result goes back to the queue. */
+export function readyIfResolved(t: TurnRow): void {
+  if (t.status !== 'awaiting_input') return;
+  if (t.outstanding.every((id) => t.resolutions.some((r) => r.callId === id))) t.status = 'queued';
 }

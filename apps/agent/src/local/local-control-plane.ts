@@ -31,7 +31,7 @@ import type {
 import { AgentError } from '../errors.js';
 import { grantsIdOf, unitIdOf } from '../record/identity.js';
 import { TurnRecord } from '../record/turn-record.js';
-import { grantLeases, renewLeases } from './leases.js';
+import { grantLeases, heldTurn, readyIfResolved, renewLeases } from './leases.js';
 import { type Ledger, LedgerFile, type TurnRow } from './ledger-file.js';
 
 export interface LocalControlPlaneOptions {
@@ -169,7 +169,7 @@ export class LocalControlPlane implements ControlPlane {
         ...(input.note !== undefined ? { note: input.note } : {}),
         ...(input.by !== undefined ? { by: input.by } : {}),
       });
-      this.#readyIfResolved(turn);
+      readyIfResolved(turn);
       return structuredClone(turn);
     });
   }
@@ -200,7 +200,7 @@ export class LocalControlPlane implements ControlPlane {
         status: result.status,
         ...(result.outputs !== undefined ? { outputs: result.outputs } : {}),
       });
-      this.#readyIfResolved(turn);
+      readyIfResolved(turn);
     });
   }
 
@@ -254,7 +254,7 @@ export class LocalControlPlane implements ControlPlane {
   async report(ref: LeaseRef, report: TurnReport): Promise<void> {
     const now = this.#now();
     this.ledger.update((l) => {
-      const t = this.#held(l, ref);
+      const t = heldTurn(l, ref);
       const verdict = verifyWire(report.record);
       if (!verdict.ok)
         throw new AgentError('record_refused', `the reported record does not verify: ${verdict.error}`);
@@ -277,7 +277,7 @@ export class LocalControlPlane implements ControlPlane {
         t.resolutions = t.resolutions.filter((r) => outstanding.includes(r.callId));
         t.status = 'awaiting_input';
         t.parkedAtMs = now;
-        this.#readyIfResolved(t);
+        readyIfResolved(t);
       } else {
         t.status = report.event;
         t.outstanding = [];
@@ -325,7 +325,7 @@ export class LocalControlPlane implements ControlPlane {
     page: { offset: number; limit: number },
   ): Promise<JsonValue | { events: TraceEvent[]; nextOffset: number }> {
     const l = this.ledger.read();
-    const turn = this.#held(l, ref);
+    const turn = heldTurn(l, ref);
     const run = l.runs[runId];
     const other = l.turns[runId];
     const tenant = run?.tenant ?? other?.tenant;
@@ -342,7 +342,7 @@ export class LocalControlPlane implements ControlPlane {
 
   async requestApproval(ref: LeaseRef, callId: string, _question: string): Promise<void> {
     this.ledger.update((l) => {
-      const t = this.#held(l, ref);
+      const t = heldTurn(l, ref);
       t.calls[callId] = { tool: 'ask_approval' };
       t.outstanding = [...new Set([...t.outstanding, callId])];
     });
@@ -350,7 +350,7 @@ export class LocalControlPlane implements ControlPlane {
 
   async awaitResolution(ref: LeaseRef, callId: string, signal?: AbortSignal): Promise<Resolution> {
     for (;;) {
-      const t = this.#held(this.ledger.read(), ref);
+      const t = heldTurn(this.ledger.read(), ref);
       const r = t.resolutions.find((x) => x.callId === callId);
       if (r) return r;
       if (signal?.aborted) throw new AgentError('stale_lease', 'the lease was lost while waiting');
@@ -360,29 +360,13 @@ export class LocalControlPlane implements ControlPlane {
 
   // ---- internals ----
 
-  #held(l: Ledger, ref: LeaseRef): TurnRow {
-    const t = l.turns[ref.runId];
-    if (!t) throw new AgentError('not_found', `run ${ref.runId} not found`);
-    if (t.status !== 'running' || t.epoch !== ref.epoch)
-      throw new AgentError('stale_lease', `the lease on ${ref.runId} at epoch ${ref.epoch} is gone`, {
-        epoch: t.epoch,
-        status: t.status,
-      });
-    return t;
-  }
-
-  #readyIfResolved(t: TurnRow): void {
-    if (t.status !== 'awaiting_input') return;
-    if (t.outstanding.every((id) => t.resolutions.some((r) => r.callId === id))) t.status = 'queued';
-  }
-
   async #caused(
     ref: LeaseRef,
     callId: string,
     kind: 'command' | 'eval',
     spec: JsonValue,
   ): Promise<{ runId: string }> {
-    const turn = this.#held(this.ledger.read(), ref);
+    const turn = heldTurn(this.ledger.read(), ref);
     const runId = `run_${randomUUID()}`;
     const decision = await admit(
       this.admission,
@@ -407,7 +391,7 @@ export class LocalControlPlane implements ControlPlane {
     if (decision.outcome === 'refused') throw refusal(decision.status, decision.detail, decision.rule);
     const admittedId = decision.runId;
     this.ledger.update((l) => {
-      const t = this.#held(l, ref);
+      const t = heldTurn(l, ref);
       l.runs[admittedId] = {
         runId: admittedId,
         tenant: t.tenant,
