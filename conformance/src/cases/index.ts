@@ -1,6 +1,7 @@
 import { ACCOUNT_CASES } from './account.js';
 import { ATTEST_BUILD_CASES } from './attest.js';
-import { ATTEST_FORGED_CASES, ATTEST_TAMPER_CASES } from './attest-tamper.js';
+import { ATTEST_FORGED_CASES } from './attest-forged.js';
+import { ATTEST_TAMPER_CASES } from './attest-tamper.js';
 import { C6_CASES } from './c6.js';
 import { C6_TAMPER_CASES } from './c6-tamper.js';
 import { C14_CASES } from './c14.js';
