@@ -111,3 +111,4 @@ export {
   type WireSegment,
   type WireSnapshot,
 } from './wire.js';
+export { type AuditChainResult, auditChainInput, verifyAuditChain } from './audit-chain.js';

@@ -7,6 +7,7 @@
 //   GET  /log/key · /log/sth · /log/sth/:size · /log/proof/inclusion · /log/proof/consistency
 //   POST /log/cosignatures
 //   GET  /runs/:id/log · /groups/:id/log · /groups/:id/proof   (API key; `?size=` picks a signed tree head)
+//   GET  /runners/:id/audit                                    (API key; the runner key's audit chain)
 import {
   consistencyProofWire,
   consistencyQuery,
@@ -28,6 +29,7 @@ import { Hono } from 'hono';
 import type { z } from 'zod';
 import type { Db } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
+import { runnerAudit } from '../log/audit-chain.js';
 import type { HeadLog } from '../log/head-log.js';
 import type { AppEnv } from './env.js';
 
@@ -111,5 +113,9 @@ export function logRoutes(log: HeadLog): Hono<AppEnv> {
         : groupProofWire.parse({ group_hash: idHash(groupId), ...body }),
     );
   });
+  // The runner key's audit chain (log/audit-chain.ts): a runner of the caller's tenant, or a shared one.
+  app.get('/runners/:id/audit', async (c) =>
+    c.json(await runnerAudit(db, c.get('principal'), c.req.param('id'))),
+  );
   return app;
 }

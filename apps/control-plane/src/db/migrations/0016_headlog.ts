@@ -54,6 +54,19 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE TRIGGER record_segments_headlog AFTER INSERT ON record_segments
     REFERENCING NEW TABLE AS headlog_new_segments
     FOR EACH STATEMENT EXECUTE FUNCTION headlog_pending_segments()`.execute(db);
+  // The steward's audit chain (issue 18 §4): every attestation a runner's key signed and the control plane
+  // accepted, in signing order; `audit_prev` as the attestation carries it (null: the chain's first link,
+  // or a runner that does not link its attestations — `GET /runners/:id/audit` shows which).
+  await sql`CREATE TABLE runner_audit (
+    runner_id text NOT NULL,
+    seq integer NOT NULL,
+    runner_key text NOT NULL,
+    address text NOT NULL,
+    audit_prev text,
+    tenant_id text NOT NULL,
+    run_id text NOT NULL,
+    created_at timestamptz NOT NULL,
+    PRIMARY KEY (runner_id, seq))`.execute(db);
   await sql`INSERT INTO log_pending (tenant_id, run_id, group_id, length, head)
     SELECT s.tenant_id, s.run_id, r.group_id, s.idx + 1, s.head
     FROM record_segments s JOIN runs r ON r.id = s.run_id
@@ -63,6 +76,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`DROP TRIGGER IF EXISTS record_segments_headlog ON record_segments`.execute(db);
   await sql`DROP FUNCTION IF EXISTS headlog_pending_segments()`.execute(db);
-  for (const t of ['log_cosignatures', 'log_tree_heads', 'log_nodes', 'log_leaves', 'log_pending'])
+  for (const t of ['runner_audit', 'log_cosignatures', 'log_tree_heads', 'log_nodes', 'log_leaves', 'log_pending'])
     await sql.raw(`DROP TABLE IF EXISTS ${t}`).execute(db);
 }

@@ -2,6 +2,7 @@
 // real HTTP, so the BUILT runrecord CLI and the witness read it exactly as they read any log; and the staged
 // attacks a dishonest operator would make directly in its database.
 import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -99,6 +100,51 @@ export async function sequenceAll(log: HeadLog): Promise<number> {
   }
 }
 
+export const WITNESS_CLI = fileURLToPath(new URL('../../../../witness/dist/cli.js', import.meta.url));
+
+/**
+ * One round of the BUILT everdict-witness against the control plane (`--once`, the log key pinned, its state
+ * in `stateFile`): exit 0 accepted/unchanged, 3 a fork. A new process each time: every round is a restart
+ * from the state file.
+ */
+export function witnessOnce(
+  s: ServedLog,
+  stateFile: string,
+): Promise<{ code: number | null; lines: Record<string, unknown>[] }> {
+  const keyFile = `${stateFile}.key`;
+  writeFileSync(keyFile, `${bytesToHex(s.witness.secretKey)}\n`, { mode: 0o600 });
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [
+      WITNESS_CLI,
+      '--log',
+      `${s.url}=${bytesToHex(s.logKey.publicKey)}`,
+      '--key-file',
+      keyFile,
+      '--state-file',
+      stateFile,
+      '--metrics-port',
+      '0',
+      '--metrics-host',
+      '127.0.0.1',
+      '--once',
+    ]);
+    let out = '';
+    p.stdout.on('data', (d) => {
+      out += d;
+    });
+    p.stderr.on('data', (d) => {
+      out += d;
+    });
+    p.on('close', (code) => {
+      const lines = out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      resolve({ code, lines });
+    });
+  });
+}
+
 export interface CliResult {
   code: number | null;
   json: Record<string, unknown> | undefined;
@@ -165,6 +211,7 @@ export async function rebuildAndResign(s: ServedLog): Promise<void> {
     await sql`INSERT INTO log_tree_heads (tree_size, root, timestamp_ms, log_id, signature)
       VALUES (${size}, ${sth.root}, ${sth.timestampMs}, ${sth.logId}, ${sth.signature})`.execute(db);
   }
+  s.log.reload();
 }
 
 /** Rewrites the leaf at `index` in place (UPDATE): same run, another head. */
@@ -174,6 +221,16 @@ export async function rewriteLeaf(s: ServedLog, index: number, head: string): Pr
   const old = decodeLeaf(Uint8Array.from(Buffer.from(rows[0]!.leaf, 'hex')));
   const edited = encodeLeaf({ ...old, head });
   await sql`UPDATE log_leaves SET leaf = decode(${bytesToHex(edited)}, 'hex') WHERE idx = ${index}`.execute(db);
+}
+
+/** Removes a run's leaves and renumbers the rest: the log re-sequenced as if the run had never been logged. */
+export async function dropRunFromLog(s: ServedLog, runId: string): Promise<void> {
+  const db = s.t.core.internals.ldb.db;
+  await sql`DELETE FROM log_leaves WHERE run_id = ${runId}`.execute(db);
+  await sql`UPDATE log_leaves l SET idx = -1 - r.n FROM (
+      SELECT idx, row_number() OVER (ORDER BY idx) - 1 AS n FROM log_leaves) r WHERE l.idx = r.idx`.execute(db);
+  await sql`UPDATE log_leaves SET idx = -1 - idx`.execute(db);
+  await rebuildAndResign(s);
 }
 
 /** Drops every leaf from `size` on (and their nodes and tree heads): the log shown to a later audience. */
