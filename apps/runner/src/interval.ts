@@ -38,9 +38,11 @@ export interface IntervalDeps {
 const unsaved = new Map<string, AuditChain>();
 const chainOf = (deps: IntervalDeps): AuditChain => {
   if (deps.audit) return deps.audit;
-  let c = unsaved.get(deps.key.publicKey);
-  if (!c) unsaved.set(deps.key.publicKey, (c = new AuditChain()));
-  return c;
+  const known = unsaved.get(deps.key.publicKey);
+  if (known) return known;
+  const chain = new AuditChain();
+  unsaved.set(deps.key.publicKey, chain);
+  return chain;
 };
 
 export type IntervalEnd = 'completed' | 'aborted';

@@ -45,7 +45,12 @@ export function verifyAuditChain(json: unknown, opts: { key?: Hex } = {}): Audit
     }
     const address = attestationAddress(body);
     if (address !== link.address)
-      return { ok: false, error: 'AttestationMismatch', index, message: 'the body is not the served address' };
+      return {
+        ok: false,
+        error: 'AttestationMismatch',
+        index,
+        message: 'the body is not the served address',
+      };
     if (!body.signature || body.signature.key !== key || !verifyAddressSignature(address, body.signature))
       return { ok: false, error: 'BadSignature', index, message: 'not signed by the chain’s key' };
     const named = body.auditPrev ?? null;

@@ -59,7 +59,9 @@ export function logRoutes(log: HeadLog): Hono<AppEnv> {
 
   app.get('/log/key', (c) => c.json(logKeyToWire(log.publicKey, log.logId)));
   app.get('/log/sth', async (c) => c.json(await cosigned()));
-  app.get('/log/sth/:size', async (c) => c.json(await cosigned(parse(sizeParam, c.req.param('size'), 'size'))));
+  app.get('/log/sth/:size', async (c) =>
+    c.json(await cosigned(parse(sizeParam, c.req.param('size'), 'size'))),
+  );
   app.get('/log/proof/inclusion', async (c) => {
     const q = parse(inclusionQuery, c.req.query(), 'the query');
     const obj = await log.inclusion(q.index, q.size);

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { bytesToHex, cosignedTreeHeadWire } from '@everdict/headlog';
 import { decodeWire, reopenRecord, type WireRecord } from '@everdict/runrecord';
 import { sql } from 'kysely';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, call } from '../http/testing/harness.js';
 import {
   dropRunFromLog,
@@ -32,14 +32,20 @@ beforeAll(() => {
     expect(existsSync(f), `${f}: build @everdict/runrecord and @everdict/witness first`).toBe(true);
 });
 
+// One control plane for the file: each test stages its attack on runs of its own and starts a witness of
+// its own (a fresh state file: it pins the key and accepts the log as it finds it, then watches it).
 let s: ServedLog;
 let dir: string;
-beforeEach(async () => {
+beforeAll(async () => {
   s = await servedLog();
-  dir = mkdtempSync(join(tmpdir(), 'cp-log-attacks-'));
-}, 120_000);
-afterEach(async () => {
+}, 300_000);
+afterAll(async () => {
   await s?.close();
+});
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'cp-log-attacks-'));
+});
+afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -51,8 +57,18 @@ const wireOf = async (runId: string) =>
 /** `verify --log` for a run as a reader that wants `k` cosignatures from the test's witness. */
 const verifyLog = (runId: string, wire: WireRecord, k = 1) =>
   runrecord(
-    ['verify', '--log', s.url, '--run', runId, '--tenant', 'default', '--key', ADMIN_KEY,
-      ...(k > 0 ? ['--witness-key', W(), '--min-witnesses', String(k)] : [])],
+    [
+      'verify',
+      '--log',
+      s.url,
+      '--run',
+      runId,
+      '--tenant',
+      'default',
+      '--key',
+      ADMIN_KEY,
+      ...(k > 0 ? ['--witness-key', W(), '--min-witnesses', String(k)] : []),
+    ],
     JSON.stringify(wire),
   );
 
@@ -61,8 +77,12 @@ async function groupProof(groupId: string) {
 }
 const checkGroup = (proof: unknown, groupId: string, runs: string[], k = 1) =>
   runrecord(
-    ['check-group', '--log-key', bytesToHex(s.logKey.publicKey),
-      ...(k > 0 ? ['--witness-key', W(), '--min-witnesses', String(k)] : [])],
+    [
+      'check-group',
+      '--log-key',
+      bytesToHex(s.logKey.publicKey),
+      ...(k > 0 ? ['--witness-key', W(), '--min-witnesses', String(k)] : []),
+    ],
     JSON.stringify({ proof, report: { groupId, runs } }),
   );
 
@@ -74,13 +94,15 @@ async function witnessed(state: string) {
   return w;
 }
 
-describe('attacks on a real control plane', () => {
+describe('attacks on a real control plane', { timeout: 300_000 }, () => {
   it('honest: the witness cosigns, the record verifies against the log, the full group report checks', async () => {
     const runId = await finishedRun(s.t);
     const group = await finishedGroup(s.t, 3);
     const state = join(dir, 'w.json');
     await witnessed(state);
-    const sth = cosignedTreeHeadWire.parse((await fetch(`${s.url}/log/sth`).then((r) => r.json())) as unknown);
+    const sth = cosignedTreeHeadWire.parse(
+      (await fetch(`${s.url}/log/sth`).then((r) => r.json())) as unknown,
+    );
     expect(sth.cosignatures.map((c) => c.witness)).toEqual([W()]);
     const ok = await verifyLog(runId, await wireOf(runId));
     expect(ok.code, JSON.stringify(ok.json) + ok.err).toBe(0);
@@ -100,7 +122,9 @@ describe('attacks on a real control plane', () => {
     const full = await wireOf(runId);
     expect(full.segments).toHaveLength(2);
     await sql`DELETE FROM record_segments WHERE run_id = ${runId} AND idx = 1`.execute(db());
-    await sql`UPDATE runs SET record_head = ${full.segments[0]!.head}, record_length = 1 WHERE id = ${runId}`.execute(db());
+    await sql`UPDATE runs SET record_head = ${full.segments[0]!.head}, record_length = 1 WHERE id = ${runId}`.execute(
+      db(),
+    );
     const cut = await wireOf(runId);
     expect(cut.segments).toHaveLength(1);
     const r = await verifyLog(runId, cut);
@@ -124,7 +148,9 @@ describe('attacks on a real control plane', () => {
     await witnessed(state);
     const honest = await wireOf(runId);
     // Reader B is served another continuation after the first segment: closed `abandoned`, not `completed`.
-    const host = reopenRecord(decodeWire({ ...honest, segments: honest.segments.slice(0, 1), head: honest.segments[0]!.head }));
+    const host = reopenRecord(
+      decodeWire({ ...honest, segments: honest.segments.slice(0, 1), head: honest.segments[0]!.head }),
+    );
     host.apply({ op: 'close', reason: 'abandoned' });
     const forked = host.toWire() as unknown as WireRecord;
     const other = { ...forked, attestations: honest.attestations } as WireRecord;
@@ -140,7 +166,9 @@ describe('attacks on a real control plane', () => {
     const size = await s.log.size();
     await truncateLog(s, size - 2);
     await sql`INSERT INTO log_pending (tenant_id, run_id, group_id, length, head)
-      VALUES ('default', ${runId}, NULL, 2, ${other.head}), ('default', 'run_elsewhere', NULL, 1, ${honest.head})`.execute(db());
+      VALUES ('default', ${runId}, NULL, 2, ${other.head}), ('default', 'run_elsewhere', NULL, 1, ${honest.head})`.execute(
+      db(),
+    );
     await sequenceAll(s.log);
     expect(await s.log.size()).toBe(size);
     const w = await witnessOnce(s, state);
@@ -181,7 +209,10 @@ describe('attacks on a real control plane', () => {
     await sequenceAll(s.log);
     const lie = await groupProof(group.id);
     expect((await checkGroup(lie, group.id, report, 0)).json).toMatchObject({ ok: true }); // un-witnessed, it "checks"
-    expect((await checkGroup(lie, group.id, report)).json).toEqual({ ok: false, error: 'InsufficientWitnesses' });
+    expect((await checkGroup(lie, group.id, report)).json).toEqual({
+      ok: false,
+      error: 'InsufficientWitnesses',
+    });
     const w = await witnessOnce(s, state);
     expect(w.code).toBe(3);
     expect(w.lines.find((l) => l.alarm === 'fork')).toBeDefined();

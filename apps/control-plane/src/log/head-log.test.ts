@@ -5,8 +5,8 @@
 import {
   bytesToHex,
   cosignatureAcceptedWire,
-  cosignTreeHead,
   cosignedTreeHeadWire,
+  cosignTreeHead,
   decodeLeaf,
   generateKeyPair,
   groupProofWire,
@@ -29,14 +29,18 @@ import { finishedGroup, finishedRun, type ServedLog, sequenceAll, servedLog } fr
 let s: ServedLog;
 beforeAll(async () => {
   s = await servedLog();
-}, 120_000);
+}, 300_000);
 afterAll(async () => {
   await s?.close();
 });
 
 async function get(path: string, key: string | null = ADMIN_KEY) {
   const res = await fetch(`${s.url}${path}`, { headers: key ? { authorization: `Bearer ${key}` } : {} });
-  return { status: res.status, type: res.headers.get('content-type') ?? '', body: (await res.json()) as unknown };
+  return {
+    status: res.status,
+    type: res.headers.get('content-type') ?? '',
+    body: (await res.json()) as unknown,
+  };
 }
 
 async function segmentCount(): Promise<number> {
@@ -45,7 +49,7 @@ async function segmentCount(): Promise<number> {
   return Number(rows[0]!.n);
 }
 
-describe('the head log in the control plane', () => {
+describe('the head log in the control plane', { timeout: 300_000 }, () => {
   it('logs every committed segment once, in dense index order, and the leaves name the record heads', async () => {
     const runId = await finishedRun(s.t);
     const group = await finishedGroup(s.t, 3);
@@ -125,16 +129,28 @@ describe('the head log in the control plane', () => {
     expect((await get(`/runs/${runId}/log`, other)).status).toBe(404);
     expect((await get(`/groups/${group.id}/proof`, other)).status).toBe(404);
     const r = loggedLeavesWire.parse((await get(`/runs/${runId}/log`)).body);
-    expect(r.leaves.map((l) => decodeLeaf(Uint8Array.from(Buffer.from(l.leaf, 'hex'))).length)).toEqual([1, 2]);
+    expect(r.leaves.map((l) => decodeLeaf(Uint8Array.from(Buffer.from(l.leaf, 'hex'))).length)).toEqual([
+      1, 2,
+    ]);
     for (const l of r.leaves) {
-      const inc = { leaf: l.leaf, index: l.index, tree_size: Number(r.sth.sth.tree_size), root: r.sth.sth.root, path: l.path };
+      const inc = {
+        leaf: l.leaf,
+        index: l.index,
+        tree_size: Number(r.sth.sth.tree_size),
+        root: r.sth.sth.root,
+        path: l.path,
+      };
       expect(runLogCommand('log-verify-inclusion', JSON.stringify(inc)).exitCode).toBe(0);
     }
     const p = groupProofWire.parse((await get(`/groups/${group.id}/proof`)).body);
     expect(p.group_hash).toBe(idHash(group.id));
-    const runs = new Set(p.leaves.map((l) => decodeLeaf(Uint8Array.from(Buffer.from(l.leaf, 'hex'))).runHash));
+    const runs = new Set(
+      p.leaves.map((l) => decodeLeaf(Uint8Array.from(Buffer.from(l.leaf, 'hex'))).runHash),
+    );
     expect(runs).toEqual(new Set(group.runs.map(idHash)));
-    const atSize = loggedLeavesWire.parse((await get(`/groups/${group.id}/log?size=${p.sth.sth.tree_size}`)).body);
+    const atSize = loggedLeavesWire.parse(
+      (await get(`/groups/${group.id}/log?size=${p.sth.sth.tree_size}`)).body,
+    );
     expect(atSize.leaves).toEqual(p.leaves);
   });
 
@@ -150,10 +166,16 @@ describe('the head log in the control plane', () => {
       });
     const ok = await post({ sth: treeHeadToJson(sth), cosignature: cosignTreeHead(sth, s.witness) });
     expect(ok.status).toBe(201);
-    expect(cosignatureAcceptedWire.parse(await ok.json())).toEqual({ tree_size: String(sth.treeSize), cosignatures: 1 });
+    expect(cosignatureAcceptedWire.parse(await ok.json())).toEqual({
+      tree_size: String(sth.treeSize),
+      cosignatures: 1,
+    });
     const again = await post({ sth: treeHeadToJson(sth), cosignature: cosignTreeHead(sth, s.witness) });
     expect(((await again.json()) as { cosignatures: number }).cosignatures).toBe(1);
-    const stranger = await post({ sth: treeHeadToJson(sth), cosignature: cosignTreeHead(sth, generateKeyPair()) });
+    const stranger = await post({
+      sth: treeHeadToJson(sth),
+      cosignature: cosignTreeHead(sth, generateKeyPair()),
+    });
     expect(stranger.status).toBe(403);
     const forged = { ...cosignTreeHead(sth, s.witness), signature: '00'.repeat(64) };
     expect((await post({ sth: treeHeadToJson(sth), cosignature: forged })).status).toBe(400);
@@ -167,7 +189,11 @@ describe('the head log in the control plane', () => {
   it('signs a tree head at most once per interval while leaves arrive, and none when none arrive', async () => {
     await sequenceAll(s.log);
     let now = Date.now() + 10_000_000; // later than every STH so far
-    const h = new HeadLog(s.t.core.internals.ldb.db, { key: s.logKey, sthIntervalMs: 2_000, clock: () => now });
+    const h = new HeadLog(s.t.core.internals.ldb.db, {
+      key: s.logKey,
+      sthIntervalMs: 2_000,
+      clock: () => now,
+    });
     await finishedRun(s.t);
     const a = await h.pass();
     expect(a.sequenced).toBeGreaterThan(0);

@@ -4,8 +4,8 @@
 import {
   type Cosignature,
   consistencyProofObject,
-  type Hex,
   HeadLogError,
+  type Hex,
   inclusionProofObject,
   type KeyPair,
   logIdOf,

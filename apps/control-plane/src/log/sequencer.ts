@@ -5,6 +5,7 @@
 // and pending rows stay pending until a pass commits them. A pending row that commits after a pass read
 // the table is simply taken by the next pass, so indexes follow commit order across passes.
 import {
+  bytesToHex,
   CompactRange,
   encodeLeaf,
   frontierNodes,
@@ -13,7 +14,6 @@ import {
   leafHash,
   type SignedTreeHead,
   type StoredNode,
-  bytesToHex,
   signTreeHead,
 } from '@everdict/headlog';
 import type { Db, Executor } from '../db/tx.js';

@@ -3,13 +3,13 @@
 // same code runs on pg (Buffer) and PGlite (Uint8Array); bigints are read through `Number` (sizes stay
 // below 2^53). Every read that answers a proof is one batch.
 import {
+  bytesToHex,
   type Cosignature,
   type Hex,
   type NodeId,
+  parseHash,
   type SignedTreeHead,
   type StoredNode,
-  bytesToHex,
-  parseHash,
 } from '@everdict/headlog';
 import { sql } from 'kysely';
 import { json } from '../db/numeric.js';
@@ -41,15 +41,17 @@ const hexBytes = (h: string): Uint8Array => parseHash(h) ?? Uint8Array.from(Buff
 
 /** The number of sequenced leaves (the tree's size). */
 export async function treeSize(ex: Executor): Promise<number> {
-  const { rows } = await sql<{ n: unknown }>`SELECT coalesce(max(idx) + 1, 0) AS n FROM log_leaves`.execute(ex);
+  const { rows } = await sql<{ n: unknown }>`SELECT coalesce(max(idx) + 1, 0) AS n FROM log_leaves`.execute(
+    ex,
+  );
   return num(rows[0]?.n ?? 0);
 }
 
 /** Takes the sequencer's lock for this transaction, or says another replica holds it. */
 export async function tryLockSequencer(ex: Executor): Promise<boolean> {
-  const { rows } = await sql<{ ok: boolean }>`SELECT pg_try_advisory_xact_lock(${String(SEQUENCER_LOCK)}::bigint) AS ok`.execute(
-    ex,
-  );
+  const { rows } = await sql<{
+    ok: boolean;
+  }>`SELECT pg_try_advisory_xact_lock(${String(SEQUENCER_LOCK)}::bigint) AS ok`.execute(ex);
   return rows[0]?.ok === true;
 }
 
@@ -62,7 +64,9 @@ export async function pendingLeaves(ex: Executor, limit: number): Promise<Pendin
     group_id: string | null;
     length: unknown;
     head: string;
-  }>`SELECT id, tenant_id, run_id, group_id, length, head FROM log_pending ORDER BY id LIMIT ${limit}`.execute(ex);
+  }>`SELECT id, tenant_id, run_id, group_id, length, head FROM log_pending ORDER BY id LIMIT ${limit}`.execute(
+    ex,
+  );
   return rows.map((r) => ({
     id: String(r.id),
     tenantId: r.tenant_id,
@@ -91,7 +95,9 @@ export async function writeSequenced(
         group_id: l.groupId,
         length: l.length,
       })),
-    )}::jsonb) AS x(idx bigint, leaf text, tenant_id text, run_id text, group_id text, length int)`.execute(ex);
+    )}::jsonb) AS x(idx bigint, leaf text, tenant_id text, run_id text, group_id text, length int)`.execute(
+    ex,
+  );
   await sql`INSERT INTO log_nodes (level, idx, hash)
     SELECT x.level, x.idx, decode(x.hash, 'hex')
     FROM jsonb_to_recordset(${json(
@@ -103,10 +109,7 @@ export async function writeSequenced(
 }
 
 /** The hashes of the named nodes, in the order named; `undefined` for a node not stored. */
-export async function readNodes(
-  ex: Executor,
-  ids: readonly NodeId[],
-): Promise<(Uint8Array | undefined)[]> {
+export async function readNodes(ex: Executor, ids: readonly NodeId[]): Promise<(Uint8Array | undefined)[]> {
   if (ids.length === 0) return [];
   const { rows } = await sql<{ level: unknown; idx: unknown; hash: string }>`
     SELECT n.level, n.idx, encode(n.hash, 'hex') AS hash FROM log_nodes n

@@ -76,6 +76,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`DROP TRIGGER IF EXISTS record_segments_headlog ON record_segments`.execute(db);
   await sql`DROP FUNCTION IF EXISTS headlog_pending_segments()`.execute(db);
-  for (const t of ['runner_audit', 'log_cosignatures', 'log_tree_heads', 'log_nodes', 'log_leaves', 'log_pending'])
+  for (const t of [
+    'runner_audit',
+    'log_cosignatures',
+    'log_tree_heads',
+    'log_nodes',
+    'log_leaves',
+    'log_pending',
+  ])
     await sql.raw(`DROP TABLE IF EXISTS ${t}`).execute(db);
 }

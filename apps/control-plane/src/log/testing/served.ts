@@ -9,13 +9,13 @@ import { fileURLToPath } from 'node:url';
 import {
   bytesToHex,
   CompactRange,
+  decodeLeaf,
   encodeLeaf,
   generateKeyPair,
   type KeyPair,
+  leafFor,
   leafHash,
   signTreeHead,
-  decodeLeaf,
-  leafFor,
 } from '@everdict/headlog';
 import { serve } from '@hono/node-server';
 import { sql } from 'kysely';
@@ -45,7 +45,9 @@ export async function servedLog(): Promise<ServedLog> {
     headLog: { key: logKey, witnessKeys: [bytesToHex(witness.publicKey)], loop: false, sthIntervalMs: 0 },
   });
   const server = await new Promise<Server>((resolve) => {
-    const s = serve({ fetch: t.app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s as Server)) as Server;
+    const s = serve({ fetch: t.app.fetch, port: 0, hostname: '127.0.0.1' }, () =>
+      resolve(s as Server),
+    ) as Server;
   });
   const { port } = server.address() as AddressInfo;
   return {
@@ -205,7 +207,11 @@ export async function rebuildAndResign(s: ServedLog): Promise<void> {
     const size = Number(h.tree_size);
     if (size > rows.length) continue;
     const sth = signTreeHead(
-      { treeSize: size, root: roots.get(size) ?? bytesToHex(CompactRange.empty().root()), timestampMs: Number(h.timestamp_ms) },
+      {
+        treeSize: size,
+        root: roots.get(size) ?? bytesToHex(CompactRange.empty().root()),
+        timestampMs: Number(h.timestamp_ms),
+      },
       s.logKey,
     );
     await sql`INSERT INTO log_tree_heads (tree_size, root, timestamp_ms, log_id, signature)
@@ -217,10 +223,14 @@ export async function rebuildAndResign(s: ServedLog): Promise<void> {
 /** Rewrites the leaf at `index` in place (UPDATE): same run, another head. */
 export async function rewriteLeaf(s: ServedLog, index: number, head: string): Promise<void> {
   const db = s.t.core.internals.ldb.db;
-  const { rows } = await sql<{ leaf: string }>`SELECT encode(leaf, 'hex') AS leaf FROM log_leaves WHERE idx = ${index}`.execute(db);
+  const { rows } = await sql<{
+    leaf: string;
+  }>`SELECT encode(leaf, 'hex') AS leaf FROM log_leaves WHERE idx = ${index}`.execute(db);
   const old = decodeLeaf(Uint8Array.from(Buffer.from(rows[0]!.leaf, 'hex')));
   const edited = encodeLeaf({ ...old, head });
-  await sql`UPDATE log_leaves SET leaf = decode(${bytesToHex(edited)}, 'hex') WHERE idx = ${index}`.execute(db);
+  await sql`UPDATE log_leaves SET leaf = decode(${bytesToHex(edited)}, 'hex') WHERE idx = ${index}`.execute(
+    db,
+  );
 }
 
 /** Removes a run's leaves and renumbers the rest: the log re-sequenced as if the run had never been logged. */
@@ -228,7 +238,9 @@ export async function dropRunFromLog(s: ServedLog, runId: string): Promise<void>
   const db = s.t.core.internals.ldb.db;
   await sql`DELETE FROM log_leaves WHERE run_id = ${runId}`.execute(db);
   await sql`UPDATE log_leaves l SET idx = -1 - r.n FROM (
-      SELECT idx, row_number() OVER (ORDER BY idx) - 1 AS n FROM log_leaves) r WHERE l.idx = r.idx`.execute(db);
+      SELECT idx, row_number() OVER (ORDER BY idx) - 1 AS n FROM log_leaves) r WHERE l.idx = r.idx`.execute(
+    db,
+  );
   await sql`UPDATE log_leaves SET idx = -1 - idx`.execute(db);
   await rebuildAndResign(s);
 }
