@@ -31,6 +31,9 @@ const EnvSchema = z.object({
   EVERDICT_S3_BUCKET: optionalString,
   EVERDICT_S3_ENDPOINT: optionalString,
   EVERDICT_S3_REGION: optionalString,
+  EVERDICT_LOG_KEY_FILE: optionalString,
+  EVERDICT_WITNESS_KEYS: optionalString,
+  EVERDICT_STH_INTERVAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(2_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -60,6 +63,8 @@ export interface Config {
   /** Where trajectories live: S3-compatible storage when `s3Bucket` is set, else `<dataDir>/trajectories`. */
   readonly trajectoryStorage: { s3Bucket?: string; s3Endpoint?: string; s3Region?: string };
   readonly logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
+  /** The head log (issue 18 §2): key file (default `<dataDir>/keys/log.ed25519`), witness keys (hex), STH interval. */
+  readonly headLog: { keyFile: string; witnessKeys: string | undefined; sthIntervalMs: number };
 }
 
 export class ConfigError extends Error {
@@ -92,6 +97,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     maxAttempts: e.EVERDICT_MAX_ATTEMPTS,
     judge: e.EVERDICT_JUDGE,
     logLevel: e.LOG_LEVEL,
+    headLog: {
+      keyFile: e.EVERDICT_LOG_KEY_FILE
+        ? path.resolve(cwd, e.EVERDICT_LOG_KEY_FILE)
+        : path.join(path.resolve(cwd, e.EVERDICT_DATA_DIR ?? '.everdict'), 'keys', 'log.ed25519'),
+      witnessKeys: e.EVERDICT_WITNESS_KEYS,
+      sthIntervalMs: e.EVERDICT_STH_INTERVAL_MS,
+    },
     trajectoryStorage: {
       ...(e.EVERDICT_S3_BUCKET ? { s3Bucket: e.EVERDICT_S3_BUCKET } : {}),
       ...(e.EVERDICT_S3_ENDPOINT ? { s3Endpoint: e.EVERDICT_S3_ENDPOINT } : {}),

@@ -10,6 +10,7 @@ import { buildApp } from './app.js';
 import { generateApiKey } from './auth/secrets.js';
 import { ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './db/database.js';
+import { parseWitnessKeys } from './log/index.js';
 import { announceBootstrap } from './observability/bootstrap-banner.js';
 import { createLogger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
@@ -46,6 +47,11 @@ async function main(): Promise<void> {
     ...(config.judge === 'scripted' ? { judge: scriptedJudge() } : {}),
     log: (level, msg, fields) => coreLog[level](fields ?? {}, msg),
     metrics: metrics.coreObserver(),
+    headLog: {
+      keyFile: config.headLog.keyFile,
+      witnessKeys: parseWitnessKeys(config.headLog.witnessKeys),
+      sthIntervalMs: config.headLog.sthIntervalMs,
+    },
     scheduler: { lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts } },
     trajectories: openTrajectoryStore({
       dataDir: config.dataDir,
@@ -81,6 +87,7 @@ async function main(): Promise<void> {
     internalToken: config.internalToken,
     metricsToken: config.metricsToken,
     trajectories: core.trajectoryService,
+    headLog: core.headLog,
     maxBodyBytes: config.maxBodyBytes,
     log: log.child({ component: 'http' }),
     metrics,

@@ -2,8 +2,10 @@
 // everdict-runner pair <url> <token> [--name N] [--slots N] [--driver process|kubernetes] [--state-dir D]
 // everdict-runner start [--slots N] [--driver process|kubernetes] [--state-dir D] [--grace-ms N]
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Driver } from '@everdict/placement';
+import { AUDIT_HEAD_FILE, AuditChain } from './audit-chain.js';
 import { RunnerDaemon } from './daemon.js';
 import { DEFAULT_WATTS_PER_CORE, EnergyMeter } from './energy.js';
 import { RunnerError } from './errors.js';
@@ -90,6 +92,7 @@ async function main(argv: string[]): Promise<number> {
       api: new HttpRunnerApi(pairing.url, pairing.credential),
       driver: await driverOf(driverKind, slots),
       key,
+      audit: new AuditChain(join(stateDir, AUDIT_HEAD_FILE)),
       meter: () => new EnergyMeter(powercapRoot, watts),
       slots,
       graceMs: Number(values['grace-ms'] ?? 60_000),
