@@ -9,6 +9,7 @@ import { isControlPlaneError } from '../errors.js';
 import { readSettled } from '../ledger/events.js';
 import { rowToRun } from '../ledger/runs.js';
 import type { Deps } from '../services/context.js';
+import { assertPlaceable } from '../runners/placement.js';
 import { createRunTx } from '../services/lifecycle.js';
 import { unstorable } from '../services/storable-guard.js';
 import { toModelSubscription } from '../services/subscriptions.js';
@@ -151,6 +152,10 @@ async function fire(
       ? event.data.scheduleId
       : undefined;
   try {
+    // The durable runner check at the firing too (not only when the subscription was made): a runner kind
+    // no runner of the tenant (or a shared one) takes any more is a recorded refusal, never a run queued
+    // forever.
+    await assertPlaceable(deps, sub.tenant, spec, tx);
     const { row } = await atomically(tx, (t) =>
       createRunTx(
         t,
