@@ -60,6 +60,7 @@ function planOf(lease: Lease): Plan {
 }
 
 const aborted = (signal: AbortSignal) => signal.aborted;
+const networkOf = (lease: Lease): 'none' | 'granted' => lease.grants.network;
 
 export async function executeInterval(
   lease: Lease,
@@ -70,7 +71,10 @@ export async function executeInterval(
   const startedMs = Date.now();
   const meter = deps.meter();
   await meter.begin();
-  const journal = await Journal.open(deps.api, lease.runId, lease.epoch, deps.journal);
+  const journal = await Journal.open(deps.api, lease.runId, lease.epoch, {
+    ...deps.journal,
+    seqFrom: lease.seqFrom,
+  });
   let handle: SandboxHandle | undefined;
   let kill: (() => void) | undefined;
   const onAbort = () => kill?.();
@@ -78,7 +82,8 @@ export async function executeInterval(
   try {
     handle = await deps.driver.provision({
       image: plan.image,
-      network: 'none',
+      // No network unless the run's grants say so (the process driver: --unshare-net, only `lo`).
+      network: networkOf(lease),
       labels: { tenant: lease.tenant, runId: lease.runId, kind: lease.kind as 'command' },
     });
     if (aborted(signal)) return end();
@@ -154,7 +159,10 @@ export async function executeInterval(
       outputs,
       attestation: encodeAttestationBody(body) as unknown as Record<string, unknown>,
       ...(usage?.cpuTimeMs != null ? { usage: { cpuTimeMs: usage.cpuTimeMs } } : {}),
-      ...(deps.accountNoNetwork !== false ? { account: { dispatched: [], resolved: [] } } : {}),
+      // "Accounted, no calls" only where the runner itself built a sandbox with no way out (README).
+      ...(deps.accountNoNetwork !== false && networkOf(lease) === 'none'
+        ? { account: { dispatched: [], resolved: [] } }
+        : {}),
     };
     await deps.api.complete(lease.runId, complete);
     return 'completed';

@@ -18,8 +18,8 @@ describe('subscription firings and runner placement', () => {
   it('a firing after the last capable runner is revoked is a recorded refusal, no run created', async () => {
     const { services, internals } = t.core;
     const db = internals.deps.db;
-    const { token } = await services.runners.mintPairingToken(t.admin, { name: 'only' });
-    const { runnerId } = await services.runners.pair({
+    const { token } = await services.runners!.mintPairingToken(t.admin, { name: 'only' });
+    const { runnerId } = await services.runners!.pair({
       token,
       publicKey: generateSigningKey(randomBytes(32)).publicKey,
       name: 'only',
@@ -41,7 +41,7 @@ describe('subscription firings and runner placement', () => {
       return rows.some((r) => r.outcome === 'created') ? true : undefined;
     }, 30_000);
 
-    await services.runners.revoke(t.admin, runnerId);
+    await services.runners!.revoke(t.admin, runnerId);
     const commandsBefore = (await services.runs.list(t.admin, { kind: 'command' })).items.length;
     const { run: cause } = await services.runs.create(t.admin, {
       kind: 'analysis',
