@@ -87,15 +87,18 @@ export async function executeInterval(
       labels: { tenant: lease.tenant, runId: lease.runId, kind: lease.kind as 'command' },
     });
     if (aborted(signal)) return end();
-    const prep = await deps.driver.exec(handle, ['sh', '-c', 'mkdir -p out && cat > case.json'], {
-      stdin: plan.eval?.caseFile ?? '{}',
-      timeoutMs: 60_000,
-    });
-    if (prep.exitCode !== 0)
-      throw new RunnerError('bad_state', `could not prepare the workspace: ${utf8(prep.stderr)}`);
-    if (!plan.eval) await deps.driver.exec(handle, ['rm', '-f', 'case.json'], { timeoutMs: 60_000 });
-
-    const stream = await deps.driver.stream(handle, plan.argv);
+    // An eval run's workspace is prepared first (out/ and case.json); a command run's `mkdir -p out` is a
+    // prologue of its own sandboxed process (`sh -c 'mkdir -p out && exec "$@"'`): one sandbox start, not two.
+    if (plan.eval) {
+      const prep = await deps.driver.exec(handle, ['sh', '-c', 'mkdir -p out && cat > case.json'], {
+        stdin: plan.eval.caseFile,
+        timeoutMs: 60_000,
+      });
+      if (prep.exitCode !== 0)
+        throw new RunnerError('bad_state', `could not prepare the workspace: ${utf8(prep.stderr)}`);
+    }
+    const argv = plan.eval ? plan.argv : ['sh', '-c', 'mkdir -p out && exec "$@"', 'sh', ...plan.argv];
+    const stream = await deps.driver.stream(handle, argv);
     kill = () => stream.kill();
     if (aborted(signal)) stream.kill();
     stream.stdin.end();

@@ -51,7 +51,8 @@ async function record(cp: ControlPlaneProcess, id: string) {
   return (await r.json()) as { wire: unknown; verify: { ok: boolean; account?: string } };
 }
 
-const executedSegments = (wire: unknown) => JSON.stringify(wire).split('"executed"').length - 1;
+const executedSegments = (wire: unknown) =>
+  (wire as { segments: { kind: string }[] }).segments.filter((s) => s.kind === 'executed').length;
 
 /** Processes whose command line contains `marker` (the sandboxed command, found through /proc). */
 function processesWith(marker: string): number[] {

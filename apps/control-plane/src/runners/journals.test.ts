@@ -180,3 +180,31 @@ describe('runner journals in the trajectory', () => {
     ]);
   });
 });
+
+describe('a cancelled runner interval', () => {
+  it('leaves no executed segment: the record closes cancelled and verifies; the heartbeat answers lost', async () => {
+    const r = await pairRunner('c');
+    const created = await call(t.app, 'POST', '/runs', {
+      key: ADMIN_KEY,
+      body: { kind: 'command', subject: { command: ['sleep', '60'] } },
+    });
+    expect(created.status).toBe(201);
+    const l = await leaseOne(r);
+    const cancel = await call(t.app, 'POST', `/runs/${l.runId}/cancel`, { key: ADMIN_KEY, body: {} });
+    expect(cancel.status).toBe(200);
+    const hb = await post(r, '/runner/v1/heartbeat', { leases: [{ runId: l.runId, epoch: l.epoch }] });
+    expect(hb.body.lost).toEqual([l.runId]);
+    const rec = await call(t.app, 'GET', `/runs/${l.runId}/record`, { key: ADMIN_KEY });
+    const wire = rec.body.wire as { segments: { kind: string; reason?: string }[] };
+    expect(wire.segments.map((s) => s.kind)).toEqual(['closed']);
+    expect(wire.segments[0]?.reason).toBe('cancelled');
+    expect((rec.body.verify as { ok: boolean }).ok).toBe(true);
+    // The cancelled attempt's late completion is refused.
+    const late = await post(r, `/runner/v1/runs/${l.runId}/complete`, {
+      epoch: l.epoch,
+      outputs: {},
+      attestation: signed(r, l, []),
+    });
+    expect(late.status).toBe(409);
+  });
+});
