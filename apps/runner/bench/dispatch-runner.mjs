@@ -166,7 +166,7 @@ export async function benchDispatchRunner({
     // 2. The control plane (built, PostgreSQL) and one runner of 16 slots, as child processes.
     cp = await startControlPlane({
       dataDir: join(work, 'cp'),
-      env: { DATABASE_URL: dbUrl(base, cpDb), LOG_LEVEL: 'warn', EVERDICT_EMBEDDED_RUNNER: '0' },
+      env: { DATABASE_URL: dbUrl(base, cpDb), EVERDICT_EMBEDDED_RUNNER: '0' },
     });
     const { token } = await post(cp.url, cp.apiKey, '/runners/pairing-tokens', {});
     const state = join(work, 'runner-state');
