@@ -74,6 +74,7 @@ function planOf(lease: Lease): Plan {
 }
 
 const aborted = (signal: AbortSignal) => signal.aborted;
+const networkOf = (lease: Lease): 'none' | 'granted' => lease.grants.network;
 
 export async function executeInterval(
   lease: Lease,
@@ -84,7 +85,10 @@ export async function executeInterval(
   const startedMs = Date.now();
   const meter = deps.meter();
   await meter.begin();
-  const journal = await Journal.open(deps.api, lease.runId, lease.epoch, deps.journal);
+  const journal = await Journal.open(deps.api, lease.runId, lease.epoch, {
+    ...deps.journal,
+    seqFrom: lease.seqFrom,
+  });
   let handle: SandboxHandle | undefined;
   let kill: (() => void) | undefined;
   const onAbort = () => kill?.();
@@ -92,19 +96,23 @@ export async function executeInterval(
   try {
     handle = await deps.driver.provision({
       image: plan.image,
-      network: 'none',
+      // No network unless the run's grants say so (the process driver: --unshare-net, only `lo`).
+      network: networkOf(lease),
       labels: { tenant: lease.tenant, runId: lease.runId, kind: lease.kind as 'command' },
     });
     if (aborted(signal)) return end();
-    const prep = await deps.driver.exec(handle, ['sh', '-c', 'mkdir -p out && cat > case.json'], {
-      stdin: plan.eval?.caseFile ?? '{}',
-      timeoutMs: 60_000,
-    });
-    if (prep.exitCode !== 0)
-      throw new RunnerError('bad_state', `could not prepare the workspace: ${utf8(prep.stderr)}`);
-    if (!plan.eval) await deps.driver.exec(handle, ['rm', '-f', 'case.json'], { timeoutMs: 60_000 });
-
-    const stream = await deps.driver.stream(handle, plan.argv);
+    // An eval run's workspace is prepared first (out/ and case.json); a command run's `mkdir -p out` is a
+    // prologue of its own sandboxed process (`sh -c 'mkdir -p out && exec "$@"'`): one sandbox start, not two.
+    if (plan.eval) {
+      const prep = await deps.driver.exec(handle, ['sh', '-c', 'mkdir -p out && cat > case.json'], {
+        stdin: plan.eval.caseFile,
+        timeoutMs: 60_000,
+      });
+      if (prep.exitCode !== 0)
+        throw new RunnerError('bad_state', `could not prepare the workspace: ${utf8(prep.stderr)}`);
+    }
+    const argv = plan.eval ? plan.argv : ['sh', '-c', 'mkdir -p out && exec "$@"', 'sh', ...plan.argv];
+    const stream = await deps.driver.stream(handle, argv);
     kill = () => stream.kill();
     if (aborted(signal)) stream.kill();
     stream.stdin.end();
@@ -171,7 +179,10 @@ export async function executeInterval(
         outputs,
         attestation: encodeAttestationBody(body) as unknown as Record<string, unknown>,
         ...(usage?.cpuTimeMs != null ? { usage: { cpuTimeMs: usage.cpuTimeMs } } : {}),
-        ...(deps.accountNoNetwork !== false ? { account: { dispatched: [], resolved: [] } } : {}),
+        // "Accounted, no calls" only where the runner itself built a sandbox with no way out (README).
+        ...(deps.accountNoNetwork !== false && networkOf(lease) === 'none'
+          ? { account: { dispatched: [], resolved: [] } }
+          : {}),
       };
       await deps.api.complete(lease.runId, complete);
       return { address, result: true };

@@ -1,7 +1,5 @@
 // Composition root of the ledger + application layer: open the database, bootstrap, services, scheduler.
 
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
 import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from '../executors/registry.js';
@@ -107,11 +105,6 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   const lease = leasePolicy(options.scheduler?.lease ?? {});
   const waiters = new LeaseWaiters(deps, lease);
   const runners = runnerService(deps, waiters, {
-    artifactsDir:
-      options.artifactsDir ??
-      (options.dataDir
-        ? path.join(options.dataDir, 'artifacts')
-        : path.join(tmpdir(), `everdict-artifacts-${process.pid}`)),
     pollMs: options.scheduler?.pollMs ?? 1000,
     lease,
     trajectories,

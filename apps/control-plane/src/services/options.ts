@@ -89,8 +89,6 @@ export interface CoreOptions {
    * make the key to install; `Core.bootstrap.generatedKey` then carries it, to be shown once.
    */
   generateBootstrapKey?: () => string;
-  /** Where runners' artifacts are stored (default: `<dataDir>/artifacts`, else a temporary directory). */
-  artifactsDir?: string;
   /** Decides `judge` graders (model-based grading). Absent → such graders are a 400 judge_unavailable. */
   judge?: import('@everdict/run-model').Judge;
   clock?: Clock;
