@@ -34,6 +34,7 @@ import {
   spawnServer,
   until,
   walBetween,
+  walDetail,
 } from './lib/measure.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -46,6 +47,7 @@ const WARM = 50;
 const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
 const tag = `bench_${process.pid}`;
 let seq = 0;
+const r2 = (x) => Math.round(x * 100) / 100;
 
 // --- the two sides: start a server on a fresh database; count settled units; read start times ---------------
 
@@ -55,8 +57,13 @@ async function everdict() {
   const key = `evk_bench_${randomBytes(12).toString('hex')}`;
   const srv = await spawnServer(
     process.execPath,
-    [path.join(here, '..', 'dist', 'main.js')],
-    { DATABASE_URL: db.url, PORT: '0', EVERDICT_DATA_DIR: dataDir, EVERDICT_BOOTSTRAP_API_KEY: key },
+    [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ') ?? []), path.join(here, '..', 'dist', 'main.js')],
+    {
+      DATABASE_URL: db.url,
+      PORT: '0',
+      EVERDICT_DATA_DIR: dataDir,
+      EVERDICT_BOOTSTRAP_API_KEY: key,
+    },
     (line) => (line.includes('"control plane listening"') ? JSON.parse(line).port : undefined),
   );
   const http = client(srv.port, CLIENTS);
@@ -161,9 +168,21 @@ async function shapeHttp(make) {
     await pool(N, CLIENTS, () => side.create());
     await until(async () => (await side.settled()) >= WARM + N);
     const s = (now() - t0) / 1000;
-    const cpuMs = await cpu.take();
-    const wal = await walBetween(side.db, l0, await lsn(side.db));
-    return { rate: N / s, walOwn: wal.own / N, walCluster: wal.cluster / N, cpuMs: cpuMs / N };
+    const used = await cpu.take();
+    const l1 = await lsn(side.db);
+    const wal = await walBetween(side.db, l0, l1);
+    if (process.env.BENCH_WAL_DETAIL)
+      for (const row of await walDetail(side.db, l0, l1))
+        console.error(
+          `WAL ${side.name} ${row.rel} ${row.rt} n/run=${r2(row.n / N)} B/run=${r2(row.bytes / N)} fpi=${r2(row.fpi / N)}`,
+        );
+    return {
+      rate: N / s,
+      walOwn: wal.own / N,
+      walCluster: wal.cluster / N,
+      cpuMs: (used.server + used.db) / N,
+      cpuServerMs: used.server / N,
+    };
   } finally {
     await side.close();
     await side.db.drop();
@@ -241,7 +260,6 @@ try {
     );
 }
 
-const r2 = (x) => Math.round(x * 100) / 100;
 const r0 = (x) => (x >= 100 ? Math.round(x) : r2(x));
 function line(name, rows, pick, unit, extra = '') {
   if (rows.length === 0) return;
@@ -269,6 +287,13 @@ line(
   ` n=${N}`,
 );
 line('dispatch.cpu', results.http, (x) => x.cpuMs, 'ms/run(http shape, server + backends)', ` n=${N}`);
+line(
+  'dispatch.cpu.server',
+  results.http,
+  (x) => x.cpuServerMs,
+  'ms/run(http shape, server process)',
+  ` n=${N}`,
+);
 
 // Runner leases: apps/runner/bench/dispatch-runner.mjs (built by another change) when present.
 const runnerBench = path.join(here, '..', '..', 'runner', 'bench', 'dispatch-runner.mjs');

@@ -63,6 +63,21 @@ export async function walBetween(db, from, to) {
   return r;
 }
 
+/** Where a database's WAL went between two LSNs: bytes by relation (FPIs included) and by record type. */
+export async function walDetail(db, from, to) {
+  return sqlOn(
+    db.url,
+    `WITH r AS (SELECT resource_manager || '/' || record_type AS rt, record_length, fpi_length,
+                       substring(block_ref from 'rel \\d+/' || $3 || '/(\\d+)') AS node
+                FROM pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn) WHERE block_ref LIKE '%/' || $3 || '/%')
+     SELECT COALESCE(c.relname, r.node) AS rel, r.rt, count(*)::int AS n, sum(record_length)::int AS bytes,
+            sum(fpi_length)::int AS fpi
+     FROM r LEFT JOIN pg_class c ON c.relfilenode::text = r.node
+     GROUP BY 1, 2 ORDER BY bytes DESC LIMIT 40`,
+    [from, to, db.oid],
+  );
+}
+
 const TICK = 100; // clock ticks per second (USER_HZ)
 function cpuMsOf(pid) {
   try {
@@ -83,10 +98,11 @@ export async function cpuMeter(db, pid, exclude = []) {
   const base = new Map((await backends()).map((p) => [p, cpuMsOf(p)]));
   const self = cpuMsOf(pid);
   return {
+    /** {server, db}: ms of CPU since the meter started. */
     async take() {
-      let total = cpuMsOf(pid) - self;
-      for (const p of await backends()) total += cpuMsOf(p) - (base.get(p) ?? 0);
-      return total;
+      let db = 0;
+      for (const p of await backends()) db += cpuMsOf(p) - (base.get(p) ?? 0);
+      return { server: cpuMsOf(pid) - self, db };
     },
   };
 }

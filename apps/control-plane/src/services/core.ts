@@ -2,6 +2,7 @@
 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { KEYS_CHANNEL, KeyCache } from '../auth/key-cache.js';
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
 import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from '../executors/registry.js';
@@ -99,6 +100,15 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     await ldb.close();
     throw e;
   }
+  // Verified API keys per replica; a revocation anywhere evicts here (NOTIFY in the revoking transaction).
+  const keyCache = new KeyCache();
+  let unlistenKeys: () => Promise<void>;
+  try {
+    unlistenKeys = await ldb.listen(KEYS_CHANNEL, (hash) => keyCache.evict(hash));
+  } catch (e) {
+    await ldb.close();
+    throw e;
+  }
   const cascades = new CascadeWorker(deps, options.cascade);
   const trajectories = options.trajectories ? new RunTrajectories(options.trajectories, ldb) : null;
   const lease = leasePolicy(options.scheduler?.lease ?? {});
@@ -114,7 +124,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     trajectories,
   });
   const services: ControlPlaneServices = withStorableGuard({
-    auth: authService(deps, policy),
+    auth: authService(deps, policy, keyCache),
     runs: runService(deps, cascades),
     events: eventFeed(deps, options.scheduler?.pollMs ?? 1000),
     groups: groupService(deps, options.judge),
@@ -181,6 +191,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       await triggers?.stop();
       await trajectoryJobs?.stop();
       await deps.queueStats.settled();
+      await unlistenKeys();
       await options.trajectories?.close();
       await ldb.close();
     },
