@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   const metrics = createMetrics({ defaultMetrics: true });
   const database = await openDatabase(
     config.databaseUrl
-      ? { databaseUrl: config.databaseUrl }
+      ? { databaseUrl: config.databaseUrl, poolSize: config.pgPoolMax }
       : { dataDir: path.join(config.dataDir, 'pglite') },
   );
   const beforeCore = performance.now();
@@ -46,7 +46,12 @@ async function main(): Promise<void> {
     ...(config.judge === 'scripted' ? { judge: scriptedJudge() } : {}),
     log: (level, msg, fields) => coreLog[level](fields ?? {}, msg),
     metrics: metrics.coreObserver(),
-    scheduler: { lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts } },
+    scheduler: {
+      lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts },
+      inlineConcurrency: config.executions,
+      pollMs: config.pollMs,
+    },
+    create: { batchMs: config.createBatchMs },
     trajectories: openTrajectoryStore({
       dataDir: config.dataDir,
       env: {

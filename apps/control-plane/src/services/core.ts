@@ -125,7 +125,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   });
   const services: ControlPlaneServices = withStorableGuard({
     auth: authService(deps, policy, keyCache),
-    runs: runService(deps, cascades),
+    runs: runService(deps, cascades, options.create),
     events: eventFeed(deps, options.scheduler?.pollMs ?? 1000),
     groups: groupService(deps, options.judge),
     subscriptions: subscriptionService(deps),

@@ -9,7 +9,7 @@ import type { RunService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import { type CascadeWorker, openCascade } from './cascade.js';
 import type { Deps } from './context.js';
-import { createCombiner } from './create-combiner.js';
+import { type CombinerOptions, createCombiner } from './create-combiner.js';
 import { eventPosition } from './events-feed.js';
 import { transitionTx } from './lifecycle.js';
 import {
@@ -75,8 +75,8 @@ export async function groupOfTenant(deps: Deps, p: Principal, input: unknown): P
   if (!g) throw notFound('group', id);
 }
 
-export function runService(deps: Deps, cascades: CascadeWorker): RunService {
-  const combine = createCombiner(deps);
+export function runService(deps: Deps, cascades: CascadeWorker, combiner: CombinerOptions = {}): RunService {
+  const combine = createCombiner(deps, combiner);
   return {
     async create(p, input, ctx = {}) {
       const attribution = await attributionOf(deps, p, ctx);
