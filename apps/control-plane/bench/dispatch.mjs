@@ -261,7 +261,8 @@ try {
 }
 
 const r0 = (x) => (x >= 100 ? Math.round(x) : r2(x));
-function line(name, rows, pick, unit, extra = '') {
+function line(name, all, pick, unit, extra = '') {
+  const rows = all.filter((p) => Number.isFinite(pick(p.everdict)) && Number.isFinite(pick(p.graphile)));
   if (rows.length === 0) return;
   const e = median(rows.map((p) => pick(p.everdict)));
   const g = median(rows.map((p) => pick(p.graphile)));

@@ -51,6 +51,10 @@ export const lsn = async (db) => (await sqlOn(db.url, 'SELECT pg_current_wal_lsn
  * touching this database's relations plus the records (commits) of the transactions that wrote them.
  */
 export async function walBetween(db, from, to) {
+  const cluster = Number(
+    (await sqlOn(db.url, 'SELECT pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn)::float8 AS d', [from, to]))[0].d,
+  );
+  // On a busy server the segments may be recycled before they are read: then only the cluster figure.
   const [r] = await sqlOn(
     db.url,
     `WITH r AS (SELECT xid, record_length, block_ref FROM pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn)),
@@ -59,7 +63,7 @@ export async function walBetween(db, from, to) {
             COALESCE(sum(record_length) FILTER (WHERE block_ref LIKE $3 OR xid IN (SELECT xid FROM mine)), 0)::float8 AS own
      FROM r`,
     [from, to, `%/${db.oid}/%`],
-  );
+  ).catch(() => [{ cluster, own: Number.NaN }]);
   return r;
 }
 
