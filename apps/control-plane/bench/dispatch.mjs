@@ -47,6 +47,7 @@ const WARM = 50;
 const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
 const tag = `bench_${process.pid}`;
 let seq = 0;
+let retries = 0;
 const r2 = (x) => Math.round(x * 100) / 100;
 
 // --- the two sides: start a server on a fresh database; count settled units; read start times ---------------
@@ -77,7 +78,13 @@ async function everdict() {
     pid: srv.child.pid,
     exclude: [watchPid],
     async create() {
-      const r = await http.request('POST', '/runs', SPEC, auth);
+      let r = await http.request('POST', '/runs', SPEC, auth);
+      // An overloaded database answers 503 (with Retry-After): a client retries, so does the bench.
+      for (let i = 0; r.status === 503 && i < 20; i++) {
+        retries += 1;
+        await sleep(200);
+        r = await http.request('POST', '/runs', SPEC, auth);
+      }
       if (r.status !== 201) throw new Error(`POST /runs ${r.status} ${JSON.stringify(r.json)}`);
       return r.json.run.id;
     },
@@ -273,7 +280,9 @@ function line(name, all, pick, unit, extra = '') {
   );
 }
 const load = (await import('node:os')).loadavg().map(r2).join('/');
-console.log(`# n=${N} latency_n=${M} rounds=${ROUNDS} clients=${CLIENTS} loadavg=${load}`);
+console.log(
+  `# n=${N} latency_n=${M} rounds=${ROUNDS} clients=${CLIENTS} loadavg=${load} everdict_503_retries=${retries}`,
+);
 line('dispatch.http', results.http, (x) => x.rate, 'runs/s', ` n=${N}`);
 line('dispatch.drain', results.drain, (x) => x.rate, 'runs/s', ` n=${N}`);
 line('dispatch.latency', results.latency, (x) => x.p99, 'ms(create→started p99)', ` n=${M}`);
