@@ -63,6 +63,7 @@ export interface BuiltApp {
 /** Paths behind an API key. Anything else is a system route, internal, or a 404 problem. */
 const PUBLIC_PREFIXES = [
   '/runs',
+  '/runs:batch',
   '/groups',
   '/subscriptions',
   '/tenants',

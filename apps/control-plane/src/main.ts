@@ -34,7 +34,7 @@ async function main(): Promise<void> {
   const metrics = createMetrics({ defaultMetrics: true });
   const database = await openDatabase(
     config.databaseUrl
-      ? { databaseUrl: config.databaseUrl }
+      ? { databaseUrl: config.databaseUrl, poolSize: config.pgPoolMax }
       : { dataDir: path.join(config.dataDir, 'pglite') },
   );
   const beforeCore = performance.now();
@@ -53,7 +53,12 @@ async function main(): Promise<void> {
       witnessKeys: parseWitnessKeys(config.headLog.witnessKeys),
       sthIntervalMs: config.headLog.sthIntervalMs,
     },
-    scheduler: { lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts } },
+    scheduler: {
+      lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts },
+      inlineConcurrency: config.executions,
+      pollMs: config.pollMs,
+    },
+    create: { batchMs: config.createBatchMs },
     trajectories: openTrajectoryStore({
       dataDir: config.dataDir,
       env: {

@@ -95,6 +95,8 @@ export interface CoreOptions {
   ids?: IdGen;
   policy?: Partial<TenantPolicy>;
   scheduler?: SchedulerOptions;
+  /** The create combiner: under load a create waits up to `batchMs` (default 0) for company. */
+  create?: { batchMs?: number };
   /** Cascade cancellation: batch size (≤ 500) and a hook after each committed batch (tests). */
   cascade?: import('./cascade.js').CascadeOptions;
   /**
