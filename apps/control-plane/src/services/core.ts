@@ -15,6 +15,7 @@ import { TriggerLoop } from '../scheduler/trigger-loop.js';
 import { TrajectoryJobs } from '../trajectory/jobs.js';
 import { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { TrajectoryService } from '../trajectory/service.js';
+import { agentService } from '../agents/service.js';
 import { agentBridgeService } from './agent-bridge.js';
 import type { ControlPlaneServices } from './api.js';
 import { authService } from './auth.js';
@@ -121,6 +122,11 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     subscriptions: subscriptionService(deps),
     agentBridge: agentBridgeService(deps),
     runners,
+    agents: agentService(deps, {
+      lease,
+      trajectories,
+      ...(options.agents?.storageWattsPerGb ? { storageWattsPerGb: options.agents.storageWattsPerGb } : {}),
+    }),
   });
   const trajectoryJobs = trajectories
     ? new TrajectoryJobs(deps, trajectories, options.trajectoryJobs ?? {})
