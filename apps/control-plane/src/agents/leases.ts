@@ -9,10 +9,12 @@ import { sql } from 'kysely';
 import { numeric } from '../db/numeric.js';
 import { retryOnConflict, type Tx } from '../db/tx.js';
 import type { LeasePolicy } from '../leases/policy.js';
-import { assertCurrentEpoch, leaseUpsert, renew } from '../leases/store.js';
+import { isControlPlaneError } from '../errors.js';
+import { assertCurrentEpoch, leaseUpsert, release, renew } from '../leases/store.js';
 import type { RunRow } from '../ledger/runs.js';
 import { claimAndStart } from '../scheduler/claim-start.js';
 import type { Deps } from '../services/context.js';
+import { transitionTx } from '../services/lifecycle.js';
 import type { TurnLeaseView } from './schemas.js';
 import { turnLeaseOf, WAITING_CALL } from './turns.js';
 
@@ -66,7 +68,18 @@ export async function grantTurnLeases(
       const out: TurnLeaseView[] = [];
       for (const g of granted) {
         const row = byId.get(g.runId);
-        if (row) out.push(await turnLeaseOf(tx, row, g.epoch, policy));
+        if (!row) continue;
+        try {
+          out.push(await turnLeaseOf(tx, row, g.epoch, policy));
+        } catch (e) {
+          if (!isControlPlaneError(e) || e.code !== 'not_found') throw e;
+          // An agent run naming no registered agent (version) can never run here: it fails, once.
+          await transitionTx(tx, deps, row.tenant_id, row.id, {
+            type: 'fail',
+            error: { code: 'agent_not_found', message: e.message },
+          });
+          await release(tx, row.id, g.epoch);
+        }
       }
       return out;
     }),
