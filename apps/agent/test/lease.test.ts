@@ -1,0 +1,77 @@
+// Turn leases on the real control plane follow the runner protocol's rules: a lease not renewed expires and
+// the turn is leased again under a new epoch; the old holder is `lost` and its late report is
+// `stale_lease` (nothing is written). Cancelling a turn mid-interval reaches the agent within a heartbeat:
+// it stops and reports nothing. (EVERDICT_LEASE_MS=1000: heartbeats every 200 ms, expiry found in ~1.2 s.)
+import { dataOf } from '@everdict/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TurnLease } from '../src/control-plane.js';
+import { isAgentError } from '../src/errors.js';
+import { workOnce } from '../src/loop/worker.js';
+import type { ModelProvider } from '../src/model/provider.js';
+import { createAgent, message, recordOf, type Seat, seat } from './support.js';
+
+let s: Seat;
+beforeAll(async () => {
+  s = await seat({ EVERDICT_LEASE_MS: '1000' });
+}, 300_000);
+afterAll(async () => {
+  await s?.stop();
+});
+
+async function leaseOf(holder: string, runId: string): Promise<TurnLease> {
+  for (let i = 0; ; i++) {
+    const leases = await s.agents.lease({ free: 1, holder, waitMs: 2000 });
+    const hit = leases.find((l) => l.runId === runId);
+    if (hit) return hit;
+    if (i > 60) throw new Error(`no lease on ${runId} for ${holder}`);
+  }
+}
+
+describe('turn leases', () => {
+  it('an expired lease is granted again under a new epoch; the old holder is lost and its report is stale', async () => {
+    const agentId = await createAgent(s, { tools: ['ask_approval'] });
+    const runId = await message(s, agentId, 'hello');
+    const first = await leaseOf('host-a', runId);
+    expect(first.epoch).toBe(1);
+    // host-a never heartbeats: the sweep requeues the turn and host-b gets it at epoch 2.
+    const second = await leaseOf('host-b', runId);
+    expect(second.epoch).toBe(2);
+    expect((await s.agents.heartbeat('host-a', [{ runId, epoch: 1 }])).lost).toEqual([runId]);
+    const late = await s.agents
+      .report(
+        { runId, tenant: first.tenant, epoch: 1, holder: 'host-a' },
+        { event: 'succeeded', account: { dispatched: [], resolved: [] } },
+      )
+      .catch((e: unknown) => e);
+    expect(isAgentError(late) && late.code).toBe('stale_lease');
+    const run = dataOf(await s.admin.GET('/runs/{id}', { params: { path: { id: runId } } }));
+    expect(run.status).toBe('running');
+    expect((await recordOf(s, runId)).verify.length).toBe(0);
+    await s.admin.POST('/runs/{id}/cancel', { params: { path: { id: runId } }, body: { reason: 'done' } });
+  }, 120_000);
+
+  it('cancelling a turn mid-interval reaches the agent within a heartbeat: it stops, reports nothing', async () => {
+    const agentId = await createAgent(s, { tools: ['ask_approval'] });
+    const runId = await message(s, agentId, 'think hard');
+    let calling!: () => void;
+    const called = new Promise<void>((r) => {
+      calling = r;
+    });
+    // A model that answers only when its request is aborted (the lease lost): the interval is mid-call.
+    const stuck: ModelProvider = {
+      name: 'stuck',
+      complete: (req) =>
+        new Promise((_, reject) => {
+          calling();
+          req.signal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+        }),
+    };
+    const working = workOnce({ controlPlane: s.agents, provider: () => stuck, holder: 'h', slots: 1 }, 5000);
+    await called;
+    await s.admin.POST('/runs/{id}/cancel', { params: { path: { id: runId } }, body: { reason: 'stop' } });
+    const [out] = await working;
+    expect(out).toEqual({ result: 'lost', runId });
+    const { verify } = await recordOf(s, runId);
+    expect(verify).toMatchObject({ ok: true, phase: 'closed' });
+  }, 120_000);
+});
