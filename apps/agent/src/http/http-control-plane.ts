@@ -3,7 +3,7 @@
 // code: 402 envelope_exhausted, 429 capacity_refused, 409 stale_lease / state_conflict / agent_disabled /
 // record_refused (snapshot_mismatch → SnapshotMismatch, manifest_mismatch → ManifestMismatch), 422
 // no_placement → tool_unavailable, 404 not_found, 400 bad_request, no answer / 5xx → control_plane_unavailable.
-import { type EverdictClient, createClient, dataOf, isClientError } from '@everdict/client';
+import { createClient, dataOf, type EverdictClient, isClientError } from '@everdict/client';
 import type { JsonValue, TraceEvent } from '@everdict/run-model';
 import {
   type CommandRunSpec,

@@ -8,8 +8,8 @@
 import { sql } from 'kysely';
 import { numeric } from '../db/numeric.js';
 import { retryOnConflict, type Tx } from '../db/tx.js';
-import type { LeasePolicy } from '../leases/policy.js';
 import { isControlPlaneError } from '../errors.js';
+import type { LeasePolicy } from '../leases/policy.js';
 import { assertCurrentEpoch, leaseUpsert, release, renew } from '../leases/store.js';
 import type { RunRow } from '../ledger/runs.js';
 import { claimAndStart } from '../scheduler/claim-start.js';

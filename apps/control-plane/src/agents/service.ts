@@ -2,6 +2,7 @@
 // and their turns, approvals (POST /runs/:id/input), and what the agent service calls with the service
 // token — leases, heartbeats, tool calls, transcript reads and writes, leased reports.
 import type { LeasePolicy } from '../leases/policy.js';
+import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import type { GroupView, Principal, RunView } from '../services/types.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
@@ -18,7 +19,6 @@ import {
   type Resolution,
   type TurnLeaseView,
 } from './schemas.js';
-import { asControlPlaneError } from '../services/boundary.js';
 
 export interface AgentService {
   create(p: Principal, input: unknown): Promise<AgentView>;

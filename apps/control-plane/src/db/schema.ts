@@ -1,7 +1,7 @@
 // Kysely table types of the ledger. jsonb columns are written as JSON text (see numeric.ts `json`).
 import type { ColumnType } from 'kysely';
 import type { GenInt8, Int8, J, Jsonb, Ts } from './column-types.js';
-import type { AgentCallsTable, AgentTurnsTable, AgentVersionsTable, AgentsTable } from './schema-agents.js';
+import type { AgentCallsTable, AgentsTable, AgentTurnsTable, AgentVersionsTable } from './schema-agents.js';
 import type {
   HarnessesTable,
   RunnerArtifactsTable,

@@ -2,6 +2,7 @@
 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { agentService } from '../agents/service.js';
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
 import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from '../executors/registry.js';
@@ -15,7 +16,6 @@ import { TriggerLoop } from '../scheduler/trigger-loop.js';
 import { TrajectoryJobs } from '../trajectory/jobs.js';
 import { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { TrajectoryService } from '../trajectory/service.js';
-import { agentService } from '../agents/service.js';
 import { agentBridgeService } from './agent-bridge.js';
 import type { ControlPlaneServices } from './api.js';
 import { authService } from './auth.js';
