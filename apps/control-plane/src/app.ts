@@ -6,6 +6,7 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import { routePath } from 'hono/route';
 import { CHALLENGE, requireApiKey, requireInternalToken } from './auth/middleware.js';
 import { ControlPlaneError } from './errors.js';
+import { agentRoutes } from './http/agents.js';
 import { bodyLimit } from './http/body-limit.js';
 import type { RouteDeps } from './http/deps.js';
 import type { AppEnv } from './http/env.js';
@@ -70,6 +71,8 @@ const PUBLIC_PREFIXES = [
   '/tenant',
   '/api-keys',
   '/runners',
+  '/agents',
+  '/conversations',
   '/harnesses',
   '/trajectories',
   '/trajectory-policy',
@@ -162,6 +165,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.route('/', internalRoutes(deps));
   app.route('/', runnerRoutes(deps));
   if (opts.headLog) app.route('/', logRoutes(opts.headLog));
+  app.route('/', agentRoutes(deps));
 
   app.notFound((c) =>
     sendProblem(c, problem('route_not_found', `no route for ${c.req.method} ${c.req.path}`)),

@@ -1,6 +1,7 @@
 // Kysely table types of the ledger. jsonb columns are written as JSON text (see numeric.ts `json`).
 import type { ColumnType } from 'kysely';
 import type { GenInt8, Int8, J, Jsonb, Ts } from './column-types.js';
+import type { AgentCallsTable, AgentsTable, AgentTurnsTable, AgentVersionsTable } from './schema-agents.js';
 import type {
   HarnessesTable,
   RunnerArtifactsTable,
@@ -297,6 +298,10 @@ export interface CascadeJobsTable {
 }
 
 export interface Database {
+  agents: AgentsTable;
+  agent_versions: AgentVersionsTable;
+  agent_turns: AgentTurnsTable;
+  agent_calls: AgentCallsTable;
   run_leases: RunLeasesTable;
   cascade_jobs: CascadeJobsTable;
   runners: RunnersTable;

@@ -3,6 +3,7 @@
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { KEYS_CHANNEL, KeyCache } from '../auth/key-cache.js';
+import { agentService } from '../agents/service.js';
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
 import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from '../executors/registry.js';
@@ -129,6 +130,11 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     subscriptions: subscriptionService(deps),
     agentBridge: agentBridgeService(deps),
     runners,
+    agents: agentService(deps, {
+      lease,
+      trajectories,
+      ...(options.agents?.storageWattsPerGb ? { storageWattsPerGb: options.agents.storageWattsPerGb } : {}),
+    }),
   });
   const trajectoryJobs = trajectories
     ? new TrajectoryJobs(deps, trajectories, options.trajectoryJobs ?? {})

@@ -99,6 +99,8 @@ export interface CoreOptions {
   create?: { batchMs?: number };
   /** Cascade cancellation: batch size (≤ 500) and a hook after each committed batch (tests). */
   cascade?: import('./cascade.js').CascadeOptions;
+  /** The agent service's side (src/agents/): EVERDICT_STORAGE_W_PER_GB for transcript parks (default: env, else 0.0012). */
+  agents?: { storageWattsPerGb?: number };
   /**
    * The trajectory store (issue 12): runs' trajectories are appended, tailed and sealed through it
    * (`Core.trajectories`). Absent → no trajectory routes work (503) and nothing is sealed. The core closes it.
