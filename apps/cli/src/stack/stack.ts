@@ -116,7 +116,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     logDir,
   );
   // A build of the agent without a serve mode answers usage (2) at once: report it and carry on.
-  const early = await Promise.race([agent.exited, new Promise<null>((r) => setTimeout(() => r(null), 1500))]);
+  const early = await Promise.race([agent.exited, firstOutput(agent, 10_000)]);
   if (early === null) {
     parts.unshift(agent);
     status(`agent service: running (log ${agent.logFile})`);
@@ -160,4 +160,20 @@ async function listeningPort(cp: Part, asked: number, timeoutMs: number): Promis
       throw new StackError(`the control plane did not listen in time:\n${cp.tail()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** Resolves null once the part has said something (a serve mode logs its start) or after `ms`. */
+function firstOutput(part: Part, ms: number): Promise<null> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(null), ms);
+    const said = () => {
+      // Give a usage message's exit a moment to land first.
+      setTimeout(() => {
+        clearTimeout(timer);
+        resolve(null);
+      }, 300);
+    };
+    part.child.stdout?.once('data', said);
+    part.child.stderr?.once('data', said);
+  });
 }
