@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { routePath } from 'hono/route';
 import { CHALLENGE, requireApiKey, requireInternalToken } from './auth/middleware.js';
+import { consoleRoutes } from './console/routes.js';
+import type { ConsoleSource } from './console/source.js';
 import { ControlPlaneError } from './errors.js';
 import { bodyLimit } from './http/body-limit.js';
 import type { RouteDeps } from './http/deps.js';
@@ -46,6 +48,8 @@ export interface AppOptions {
   readonly heartbeatMs?: number;
   /** Trajectories (Core.trajectoryService); absent → the trajectory routes answer 503. */
   readonly trajectories?: TrajectoryService | null;
+  /** What the activity console reads beyond the services (envelopes, the queue): src/console/source.ts. */
+  readonly console?: ConsoleSource;
 }
 
 export interface BuiltApp {
@@ -156,6 +160,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.route('/', trajectoryRoutes(deps));
   app.route('/', internalRoutes(deps));
   app.route('/', runnerRoutes(deps));
+  app.route('/', consoleRoutes(deps, opts.console));
 
   app.notFound((c) =>
     sendProblem(c, problem('route_not_found', `no route for ${c.req.method} ${c.req.path}`)),

@@ -225,7 +225,8 @@ class Demo {
     const signers = new Map<string, number>();
     for (const id of this.made) {
       const plain = await verifyRun(this.ctx, id);
-      const r = plain.ok && plain.signers.length > 0 ? await verifyRun(this.ctx, id, { trustListed: true }) : plain;
+      const r =
+        plain.ok && plain.signers.length > 0 ? await verifyRun(this.ctx, id, { trustListed: true }) : plain;
       if (!r.ok) {
         bad++;
         for (const l of describeVerdict(r)) this.say(`   ${l}`);
@@ -238,9 +239,12 @@ class Demo {
       }
     }
     this.say(`   ${this.made.length - bad} verified, ${bad} did not`);
-    for (const [who, n] of signers) this.say(`   signed by ${who}: ${n} record(s), each verified trusting only that key`);
+    for (const [who, n] of signers)
+      this.say(`   signed by ${who}: ${n} record(s), each verified trusting only that key`);
     if (unattested.length > 0)
-      this.say(`   unattested (chain verifies, no interval signed): ${unattested.length} — ${unattested.slice(0, 3).join(', ')}${unattested.length > 3 ? ', …' : ''}`);
+      this.say(
+        `   unattested (chain verifies, no interval signed): ${unattested.length} — ${unattested.slice(0, 3).join(', ')}${unattested.length > 3 ? ', …' : ''}`,
+      );
     return bad;
   }
 }

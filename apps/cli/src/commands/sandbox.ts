@@ -20,7 +20,10 @@ const path = (id: string, action?: string) =>
   `/sandboxes/${encodeURIComponent(id)}${action ? `/${action}` : ''}`;
 
 function show(ctx: Context, a: SandboxAnswer, json?: boolean): void {
-  if (json) return line(ctx.io.stdout, JSON.stringify(a));
+  if (json) {
+    line(ctx.io.stdout, JSON.stringify(a));
+    return;
+  }
   const run = a.run ?? (a as { id: string; status: string; expiresAt?: string });
   line(ctx.io.stdout, `${run.id} ${run.status}${run.expiresAt ? ` (expires ${run.expiresAt})` : ''}`);
 }

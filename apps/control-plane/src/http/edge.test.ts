@@ -274,6 +274,8 @@ describe('system routes', () => {
         '/subscriptions',
         '/subscriptions/{id}',
         '/tenant/policy',
+        '/tenant/queue',
+        '/envelopes',
         '/tenants',
         '/trajectories',
         '/trajectories/{id}',
