@@ -96,7 +96,7 @@ export async function runCommand(
   if (o.json && !o.wait && !o.follow) line(ctx.io.stdout, JSON.stringify(created));
   else
     line(
-      o.follow ? ctx.io.stderr : ctx.io.stdout,
+      o.follow || o.json ? ctx.io.stderr : ctx.io.stdout,
       `${id} ${created.run.status} (${created.admission.class})`,
     );
   if (!o.wait && !o.follow) return 0;
