@@ -1,8 +1,11 @@
 // The connection every command shares: base URL and API key from flags or the environment
 // (EVERDICT_URL / EVERDICT, EVERDICT_API_KEY / KEY — the names `pnpm start` prints), the typed client,
 // and a raw JSON call for routes newer than the generated types.
+
+import path from 'node:path';
 import { ClientError, createClient, type EverdictClient, errorFromResponse } from '@everdict/client';
 import type { Io } from './io.js';
+import { readStackFile } from './stack/secrets.js';
 
 export interface GlobalOptions {
   url?: string;
@@ -20,12 +23,17 @@ export interface Context {
 
 export const DEFAULT_URL = 'http://localhost:8787';
 
+/**
+ * Flags, then the environment, then the running main job's file (`<EVERDICT_DATA_DIR or .everdict>/
+ * main-job.json`, written by `everdict start`), then the default URL.
+ */
 export function resolveConnection(
   opts: GlobalOptions,
   env: NodeJS.ProcessEnv,
 ): { url: string; key?: string } {
-  const url = (opts.url ?? env.EVERDICT_URL ?? env.EVERDICT ?? DEFAULT_URL).replace(/\/+$/, '');
-  const key = opts.key ?? env.EVERDICT_API_KEY ?? env.KEY;
+  const stack = readStackFile(path.resolve(env.EVERDICT_DATA_DIR ?? '.everdict'));
+  const url = (opts.url ?? env.EVERDICT_URL ?? env.EVERDICT ?? stack.url ?? DEFAULT_URL).replace(/\/+$/, '');
+  const key = opts.key ?? env.EVERDICT_API_KEY ?? env.KEY ?? stack.apiKey;
   return key ? { url, key } : { url };
 }
 
