@@ -106,10 +106,11 @@ export function envelopesView(items) {
 export function runnersView(items) {
   if (!items.length) return '<p class="muted">none paired (embedded execution only)</p>';
   return `<ul>${items
-    .map(
-      (r) =>
-        `<li>${esc(r.name ?? r.id)} ${statusBadge(r.status ?? 'unknown')} <span class="muted">${esc((r.kinds ?? r.capabilities?.kinds ?? []).join(', '))}</span></li>`,
-    )
+    .map((r) => {
+      const kinds = r.capabilities?.kinds ?? [];
+      const beat = r.lastHeartbeatAt ? ago(r.lastHeartbeatAt) : 'never';
+      return `<li>${esc(r.name ?? r.id)} ${statusBadge(r.state ?? 'unknown')} <span class="muted">${esc(kinds.join(', '))} · ${r.leasesHeld ?? 0} leases · beat ${esc(beat)}</span></li>`;
+    })
     .join('')}</ul>`;
 }
 
