@@ -160,7 +160,13 @@ describe('experiment, score, runs', () => {
 
   it('score --rescore links the new scoring to the last one', async () => {
     const r = await everdict(
-      ['score', groupId, '--rescore', '--grader', '{"name":"greets","type":"output_regex","pattern":"hel+o"}'],
+      [
+        'score',
+        groupId,
+        '--rescore',
+        '--grader',
+        '{"name":"greets","type":"output_regex","pattern":"hel+o"}',
+      ],
       env,
     );
     expect(r.code).toBe(0);
@@ -198,7 +204,10 @@ describe('record verify', () => {
 
   it('--json prints the runrecord verdict; a key that did not sign does not verify (exit 1)', async () => {
     const keys = (await (await fetch(`${cp.url}/keys`)).json()) as { keys: { key: string }[] };
-    const good = await everdict(['record', 'verify', runId, '--json', '--trust-key', keys.keys[0]?.key ?? ''], env);
+    const good = await everdict(
+      ['record', 'verify', runId, '--json', '--trust-key', keys.keys[0]?.key ?? ''],
+      env,
+    );
     expect(good.code).toBe(0);
     expect(JSON.parse(good.out)).toMatchObject({ ok: true, phase: 'closed' });
     const stranger = 'ab'.repeat(32);
