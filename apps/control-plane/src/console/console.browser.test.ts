@@ -197,4 +197,33 @@ describe('console routes', () => {
     expect(q.status).toBe(200);
     expect((q.body.queued as { total: number }).total).toBeGreaterThanOrEqual(1);
   });
+  it("GET /console/feed streams the tenant's own facts live, never another tenant's", async () => {
+    const other = await app.tenant('feed-other');
+    const res = await app.app.request('/console/feed', { headers: { authorization: `Bearer ${other}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    const readUntil = async (pattern: RegExp) => {
+      while (!pattern.test(text)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`feed ended before ${pattern}`);
+        text += decoder.decode(value, { stream: true });
+      }
+    };
+    await readUntil(/event: ready/);
+    const mine = await call(app.app, 'POST', '/runs', {
+      body: { kind: 'analysis', subject: { config: { fn: 'echo' } } },
+    });
+    const theirs = await call(app.app, 'POST', '/runs', {
+      key: other,
+      body: { kind: 'analysis', subject: { config: { fn: 'echo' } } },
+    });
+    const theirId = (theirs.body.run as { id: string }).id;
+    await readUntil(new RegExp(`${theirId}`));
+    expect(text).toMatch(/event: run\.queued/);
+    expect(text).not.toContain((mine.body.run as { id: string }).id);
+    await reader.cancel();
+  });
 });
