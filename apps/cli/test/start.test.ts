@@ -97,5 +97,5 @@ describe('everdict start (the main job)', () => {
     expect(await exited).toBe(0);
     for (const pid of kids) expect(alive(pid)).toBe(false);
     expect(out).toMatch(/stopped/);
-  });
+  }, 600_000); // PGlite's first start alone takes minutes on a loaded 2-core machine
 });

@@ -115,22 +115,24 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     },
     logDir,
   );
-  // A build of the agent without a serve mode answers usage (2) at once: report it and carry on.
-  const early = await Promise.race([agent.exited, firstOutput(agent, 10_000)]);
-  if (early === null) {
-    parts.unshift(agent);
-    status(`agent service: running (log ${agent.logFile})`);
-  } else {
-    backing['agent model'] =
-      'none: this build of everdict-agent has no `serve` mode (agent runs are refused 422)';
-    status(`agent service: not started (everdict-agent serve exited ${early}; see ${agent.logFile})`);
-  }
-
+  // A build of everdict-agent without a serve mode answers usage (exit 2): that part is then reported as
+  // not available and the rest keeps running. Any other exit of a part stops the main job.
+  parts.unshift(agent);
+  status(`agent service: starting (log ${agent.logFile})`);
+  const optional = new Map<Part, (code: number | string) => boolean>([[agent, (code) => code === 2]]);
   let stopping = false;
   const failed = new Promise<{ part: string; code: number | string; tail: string }>((resolve) => {
     for (const p of parts)
       void p.exited.then((code) => {
-        if (!stopping) resolve({ part: p.name, code, tail: p.tail() });
+        if (stopping) return;
+        if (optional.get(p)?.(code)) {
+          backing['agent model'] = 'none: this build of everdict-agent has no `serve` mode';
+          status(
+            `agent service: not available (everdict-agent serve exited ${code}: no serve mode in this build)`,
+          );
+          return;
+        }
+        resolve({ part: p.name, code, tail: p.tail() });
       });
   });
   return {
@@ -160,20 +162,4 @@ async function listeningPort(cp: Part, asked: number, timeoutMs: number): Promis
       throw new StackError(`the control plane did not listen in time:\n${cp.tail()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-/** Resolves null once the part has said something (a serve mode logs its start) or after `ms`. */
-function firstOutput(part: Part, ms: number): Promise<null> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(null), ms);
-    const said = () => {
-      // Give a usage message's exit a moment to land first.
-      setTimeout(() => {
-        clearTimeout(timer);
-        resolve(null);
-      }, 300);
-    };
-    part.child.stdout?.once('data', said);
-    part.child.stderr?.once('data', said);
-  });
 }
