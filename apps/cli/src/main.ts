@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 // `everdict` — the command line of the platform. Exit codes: 0 ok, 1 the run failed or its record did not
 // verify, 2 usage, 3 refused (4xx), 4 unavailable (5xx, network).
-import { registerDemo } from './commands/demo.js';
 import { registerStart } from './commands/start.js';
 import { processIo } from './io.js';
 import { runCli } from './program.js';
@@ -18,9 +17,8 @@ process.on('SIGTERM', onSignal);
 
 const io = processIo(abort.signal);
 const code = await runCli(process.argv.slice(2), io, {
-  register(program, ctx, done) {
+  register(program, _ctx, done) {
     registerStart(program, io, done);
-    registerDemo(program, ctx, done);
   },
 });
 process.exit(code);

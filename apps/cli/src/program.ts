@@ -2,6 +2,7 @@
 // it (0 ok, 1 the run failed or did not verify, 2 usage, 3 refused, 4 unavailable). Runs in-process.
 import { Command, CommanderError } from 'commander';
 import { registerAgent } from './commands/agent.js';
+import { registerDemo } from './commands/demo.js';
 import { registerExperiment } from './commands/experiment.js';
 import { registerRecord } from './commands/record.js';
 import { registerRun } from './commands/run.js';
@@ -12,7 +13,7 @@ import { describeError, EXIT } from './errors.js';
 import { type Io, line } from './io.js';
 
 export interface ProgramExtras {
-  /** Commands registered by the entry point (`start`, `demo`): they bring their own process concerns. */
+  /** Commands registered by the entry point (`start`): they bring their own process concerns. */
   register?(program: Command, ctx: () => Context, done: Done): void;
 }
 
@@ -47,6 +48,7 @@ export function buildProgram(
   registerRecord(program, ctx, done);
   registerSandbox(program, ctx, done);
   registerAgent(program, ctx, done);
+  registerDemo(program, ctx, done);
   extras.register?.(program, ctx, done);
   return { program, result: () => work };
 }

@@ -85,7 +85,7 @@ describe('run', () => {
   it('--follow tails the trajectory (spans exported for the live run) until the run settles', async () => {
     const ac = new AbortController();
     const following = everdict(
-      ['run', 'analysis', '--config', '{"fn":"sleep","ms":4000}', '--follow'],
+      ['run', 'analysis', '--config', '{"fn":"sleep","ms":15000}', '--follow'],
       env,
       ac.signal,
     );
@@ -94,7 +94,7 @@ describe('run', () => {
     for (let i = 0; i < 200 && !runId; i++) {
       const runs = await everdict(['runs', '--json', '--status', 'running', '--kind', 'analysis'], env);
       runId = (JSON.parse(runs.out) as { id: string; subject: { config: { ms?: number } } }[]).find(
-        (r) => r.subject.config.ms === 4000,
+        (r) => r.subject.config.ms === 15000,
       )?.id;
       if (!runId) await new Promise((r) => setTimeout(r, 50));
     }
@@ -231,4 +231,18 @@ describe('sandbox and agent (thin over routes this control plane may not have ye
     const chat = await everdict(['agent', 'chat', 'releaser', '-m', 'hello'], env);
     expect([0, 1, 3]).toContain(chat.code);
   });
+});
+
+describe('demo', () => {
+  it('runs every step it can against this control plane and exits 0 with every record verified', async () => {
+    const r = await everdict(['demo'], env);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/group grp_\w+: succeeded \{"succeeded":20\}/);
+    expect(r.out).toMatch(/re-scoring scoring_\w+ \(rescoreOf scoring_\w+\)/);
+    expect(r.out).toMatch(/cancelled 3 run\(s\)/);
+    expect(r.out).toMatch(/refused: 402 envelope_exhausted \(rule envelope\)/);
+    expect(r.out).toMatch(/(\d+) verified, 0 did not/);
+    expect(r.out).toMatch(/signed by control-plane [0-9a-f]{16}…/);
+    expect(r.out).toMatch(/demo: every record verified/);
+  }, 600_000);
 });
