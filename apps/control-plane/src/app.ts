@@ -15,6 +15,7 @@ import { groupRoutes } from './http/groups.js';
 import { internalRoutes } from './http/internal.js';
 import { guardJsonBodies } from './http/json-guard.js';
 import { Lifecycle } from './http/lifecycle.js';
+import { logRoutes } from './http/log.js';
 import { createRouter, openApiDocument } from './http/openapi.js';
 import { errorToProblem, problem, sendProblem } from './http/problem.js';
 import { requireRunner, runnerRoutes } from './http/runners.js';
@@ -24,6 +25,7 @@ import { systemRoutes } from './http/system.js';
 import { tenantRoutes } from './http/tenants.js';
 import { trajectoryRoutes } from './http/trajectories.js';
 import type { PublicKeyEntry } from './keys/registry.js';
+import type { HeadLog } from './log/head-log.js';
 import { type Logger, silentLogger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import type { ControlPlaneServices } from './services/api.js';
@@ -50,6 +52,8 @@ export interface AppOptions {
   readonly trajectories?: TrajectoryService | null;
   /** What the activity console reads beyond the services (envelopes, the queue): src/console/source.ts. */
   readonly console?: ConsoleSource;
+  /** The head log (Core.headLog): its `/log/*`, `/runs/:id/log`, `/groups/:id/{log,proof}` routes. */
+  readonly headLog?: HeadLog | null;
 }
 
 export interface BuiltApp {
@@ -161,6 +165,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.route('/', internalRoutes(deps));
   app.route('/', runnerRoutes(deps));
   app.route('/', consoleRoutes(deps, opts.console));
+  if (opts.headLog) app.route('/', logRoutes(opts.headLog));
 
   app.notFound((c) =>
     sendProblem(c, problem('route_not_found', `no route for ${c.req.method} ${c.req.path}`)),
