@@ -286,6 +286,8 @@ describe('system routes', () => {
         '/subscriptions',
         '/subscriptions/{id}',
         '/tenant/policy',
+        '/tenant/queue',
+        '/envelopes',
         '/tenants',
         '/trajectories',
         '/trajectories/{id}',
