@@ -2,8 +2,8 @@
 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { KEYS_CHANNEL, KeyCache } from '../auth/key-cache.js';
 import { agentService } from '../agents/service.js';
+import { KEYS_CHANNEL, KeyCache } from '../auth/key-cache.js';
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
 import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from '../executors/registry.js';
