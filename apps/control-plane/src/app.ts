@@ -5,7 +5,10 @@ import { randomUUID } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { routePath } from 'hono/route';
 import { CHALLENGE, requireApiKey, requireInternalToken } from './auth/middleware.js';
+import { consoleRoutes } from './console/routes.js';
+import type { ConsoleSource } from './console/source.js';
 import { ControlPlaneError } from './errors.js';
+import { agentRoutes } from './http/agents.js';
 import { bodyLimit } from './http/body-limit.js';
 import type { RouteDeps } from './http/deps.js';
 import type { AppEnv } from './http/env.js';
@@ -48,6 +51,8 @@ export interface AppOptions {
   readonly heartbeatMs?: number;
   /** Trajectories (Core.trajectoryService); absent → the trajectory routes answer 503. */
   readonly trajectories?: TrajectoryService | null;
+  /** What the activity console reads beyond the services (envelopes, the queue): src/console/source.ts. */
+  readonly console?: ConsoleSource;
   /** The head log (Core.headLog): its `/log/*`, `/runs/:id/log`, `/groups/:id/{log,proof}` routes. */
   readonly headLog?: HeadLog | null;
 }
@@ -63,12 +68,15 @@ export interface BuiltApp {
 /** Paths behind an API key. Anything else is a system route, internal, or a 404 problem. */
 const PUBLIC_PREFIXES = [
   '/runs',
+  '/runs:batch',
   '/groups',
   '/subscriptions',
   '/tenants',
   '/tenant',
   '/api-keys',
   '/runners',
+  '/agents',
+  '/conversations',
   '/harnesses',
   '/trajectories',
   '/trajectory-policy',
@@ -160,7 +168,9 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.route('/', trajectoryRoutes(deps));
   app.route('/', internalRoutes(deps));
   app.route('/', runnerRoutes(deps));
+  app.route('/', consoleRoutes(deps, opts.console));
   if (opts.headLog) app.route('/', logRoutes(opts.headLog));
+  app.route('/', agentRoutes(deps));
 
   app.notFound((c) =>
     sendProblem(c, problem('route_not_found', `no route for ${c.req.method} ${c.req.path}`)),

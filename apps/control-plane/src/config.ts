@@ -27,6 +27,10 @@ const EnvSchema = z.object({
   EVERDICT_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   EVERDICT_LEASE_MS: z.coerce.number().int().min(50).max(3_600_000).default(10_000),
   EVERDICT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(3),
+  EVERDICT_EXECUTIONS: z.coerce.number().int().min(1).max(1024).default(16),
+  EVERDICT_PG_POOL_MAX: z.coerce.number().int().min(2).max(1000).default(10),
+  EVERDICT_CREATE_BATCH_MS: z.coerce.number().int().min(0).max(1000).default(0),
+  EVERDICT_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
   EVERDICT_JUDGE: z.enum(['scripted', 'none']).default('scripted'),
   EVERDICT_S3_BUCKET: optionalString,
   EVERDICT_S3_ENDPOINT: optionalString,
@@ -61,6 +65,14 @@ export interface Config {
   readonly leaseMs: number;
   /** Starts of a run before a lost execution fails it `executor_lost` (EVERDICT_MAX_ATTEMPTS). */
   readonly maxAttempts: number;
+  /** Inline executions at once in this process (EVERDICT_EXECUTIONS). */
+  readonly executions: number;
+  /** PostgreSQL pool size (EVERDICT_PG_POOL_MAX); ignored on PGlite. */
+  readonly pgPoolMax: number;
+  /** Under load, how long a create waits for company before its batch is written (EVERDICT_CREATE_BATCH_MS). */
+  readonly createBatchMs: number;
+  /** The dispatch/trigger loops' poll fallback when no NOTIFY arrives (EVERDICT_POLL_MS). */
+  readonly pollMs: number;
   /** Who decides `judge` graders: the built-in deterministic `scripted` judge, or `none` (a 400). */
   readonly judge: 'scripted' | 'none';
   /** Where trajectories live: S3-compatible storage when `s3Bucket` is set, else `<dataDir>/trajectories`. */
@@ -104,6 +116,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     shutdownGraceMs: e.EVERDICT_SHUTDOWN_GRACE_MS,
     leaseMs: e.EVERDICT_LEASE_MS,
     maxAttempts: e.EVERDICT_MAX_ATTEMPTS,
+    executions: e.EVERDICT_EXECUTIONS,
+    pgPoolMax: e.EVERDICT_PG_POOL_MAX,
+    createBatchMs: e.EVERDICT_CREATE_BATCH_MS,
+    pollMs: e.EVERDICT_POLL_MS,
     judge: e.EVERDICT_JUDGE,
     logLevel: e.LOG_LEVEL,
     headLog: {

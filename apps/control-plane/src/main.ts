@@ -9,6 +9,7 @@ import { serve } from '@hono/node-server';
 import { buildApp } from './app.js';
 import { generateApiKey } from './auth/secrets.js';
 import { ConfigError, loadConfig } from './config.js';
+import { consoleSource } from './console/source.js';
 import { openDatabase } from './db/database.js';
 import { parseWitnessKeys } from './log/index.js';
 import { announceBootstrap } from './observability/bootstrap-banner.js';
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
   const metrics = createMetrics({ defaultMetrics: true });
   const database = await openDatabase(
     config.databaseUrl
-      ? { databaseUrl: config.databaseUrl }
+      ? { databaseUrl: config.databaseUrl, poolSize: config.pgPoolMax }
       : { dataDir: path.join(config.dataDir, 'pglite') },
   );
   const beforeCore = performance.now();
@@ -53,7 +54,12 @@ async function main(): Promise<void> {
       witnessKeys: parseWitnessKeys(config.headLog.witnessKeys),
       sthIntervalMs: config.headLog.sthIntervalMs,
     },
-    scheduler: { lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts } },
+    scheduler: {
+      lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts },
+      inlineConcurrency: config.executions,
+      pollMs: config.pollMs,
+    },
+    create: { batchMs: config.createBatchMs },
     trajectories: openTrajectoryStore({
       dataDir: config.dataDir,
       env: {
@@ -88,6 +94,7 @@ async function main(): Promise<void> {
     internalToken: config.internalToken,
     metricsToken: config.metricsToken,
     trajectories: core.trajectoryService,
+    console: consoleSource(core),
     headLog: core.headLog,
     maxBodyBytes: config.maxBodyBytes,
     log: log.child({ component: 'http' }),

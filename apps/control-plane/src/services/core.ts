@@ -1,5 +1,9 @@
 // Composition root of the ledger + application layer: open the database, bootstrap, services, scheduler.
 
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { agentService } from '../agents/service.js';
+import { KEYS_CHANNEL, KeyCache } from '../auth/key-cache.js';
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
 import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from '../executors/registry.js';
@@ -100,6 +104,15 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     await ldb.close();
     throw e;
   }
+  // Verified API keys per replica; a revocation anywhere evicts here (NOTIFY in the revoking transaction).
+  const keyCache = new KeyCache();
+  let unlistenKeys: () => Promise<void>;
+  try {
+    unlistenKeys = await ldb.listen(KEYS_CHANNEL, (hash) => keyCache.evict(hash));
+  } catch (e) {
+    await ldb.close();
+    throw e;
+  }
   const cascades = new CascadeWorker(deps, options.cascade);
   const trajectories = options.trajectories ? new RunTrajectories(options.trajectories, ldb) : null;
   const lease = leasePolicy(options.scheduler?.lease ?? {});
@@ -110,13 +123,18 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     trajectories,
   });
   const services: ControlPlaneServices = withStorableGuard({
-    auth: authService(deps, policy),
-    runs: runService(deps, cascades),
+    auth: authService(deps, policy, keyCache),
+    runs: runService(deps, cascades, options.create),
     events: eventFeed(deps, options.scheduler?.pollMs ?? 1000),
     groups: groupService(deps, options.judge),
     subscriptions: subscriptionService(deps),
     agentBridge: agentBridgeService(deps),
     runners,
+    agents: agentService(deps, {
+      lease,
+      trajectories,
+      ...(options.agents?.storageWattsPerGb ? { storageWattsPerGb: options.agents.storageWattsPerGb } : {}),
+    }),
   });
   const trajectoryJobs = trajectories
     ? new TrajectoryJobs(deps, trajectories, options.trajectoryJobs ?? {})
@@ -180,6 +198,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       await triggers?.stop();
       await trajectoryJobs?.stop();
       await deps.queueStats.settled();
+      await unlistenKeys();
       await options.trajectories?.close();
       await ldb.close();
     },

@@ -60,6 +60,8 @@ export interface TransitionExtras {
    * Used instead of an attestation the control plane would seal itself.
    */
   attested?: { address: Hex; body: AttestationBody; account?: Account };
+  /** resume_input: the park's idle energy as its executor's model prices it (agents/energy.ts); estimated. */
+  idleUj?: bigint;
 }
 
 /**
@@ -189,7 +191,7 @@ export async function transitionTx(
       op: 'resume',
       snapshot: { transcript: extras.transcript },
       manifest: extras.manifest ?? runManifest(run),
-      idleUj: BigInt(Math.max(1, Math.round(parkedMs * 0.5))),
+      idleUj: extras.idleUj ?? BigInt(Math.max(1, Math.round(parkedMs * 0.5))),
       idleProvenance: 'estimated',
     });
   }
