@@ -17,6 +17,7 @@ import { createRouter, openApiDocument } from './http/openapi.js';
 import { errorToProblem, problem, sendProblem } from './http/problem.js';
 import { requireRunner, runnerRoutes } from './http/runners.js';
 import { runRoutes } from './http/runs.js';
+import { sandboxRoutes } from './http/sandboxes.js';
 import { subscriptionRoutes } from './http/subscriptions.js';
 import { systemRoutes } from './http/system.js';
 import { tenantRoutes } from './http/tenants.js';
@@ -65,6 +66,7 @@ const PUBLIC_PREFIXES = [
   '/tenant',
   '/api-keys',
   '/runners',
+  '/sandboxes',
   '/harnesses',
   '/trajectories',
   '/trajectory-policy',
@@ -73,6 +75,8 @@ const PUBLIC_PREFIXES = [
 ] as const;
 /** Under a public prefix but authenticated by what it carries (the pairing token is the credential). */
 const NO_API_KEY = new Set(['/runners/pair']);
+/** The terminal's ticket is its credential (a browser cannot set headers on a WebSocket). */
+const TICKETED = /^\/runs\/[^/]+\/terminal$/;
 /** Streamed uploads: never buffered by the body limit. */
 const STREAMED = /^\/runner\/v1\/runs\/[^/]+\/artifacts$/;
 
@@ -119,7 +123,8 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.use('*', guardJsonBodies());
   // 5. Auth by path: API keys on the public API, the service token on /internal/*.
   const keyed = requireApiKey(opts.services.auth);
-  const apiKey: typeof keyed = (c, next) => (NO_API_KEY.has(c.req.path) ? next() : keyed(c, next));
+  const apiKey: typeof keyed = (c, next) =>
+    NO_API_KEY.has(c.req.path) || TICKETED.test(c.req.path) ? next() : keyed(c, next);
   for (const prefix of PUBLIC_PREFIXES) app.use(prefix, apiKey).use(`${prefix}/*`, apiKey);
   app.use('/internal/*', requireInternalToken(opts.internalToken));
   app.use(
@@ -156,6 +161,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.route('/', trajectoryRoutes(deps));
   app.route('/', internalRoutes(deps));
   app.route('/', runnerRoutes(deps));
+  app.route('/', sandboxRoutes(deps));
 
   app.notFound((c) =>
     sendProblem(c, problem('route_not_found', `no route for ${c.req.method} ${c.req.path}`)),

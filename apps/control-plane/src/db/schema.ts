@@ -9,6 +9,7 @@ import type {
   RunnerPairingTokensTable,
   RunnersTable,
 } from './schema-runners.js';
+import type { SessionsTable, TerminalTicketsTable } from './schema-sessions.js';
 import type {
   TrajectoryDeletionsTable,
   TrajectoryPoliciesTable,
@@ -295,6 +296,8 @@ export interface CascadeJobsTable {
 }
 
 export interface Database {
+  sessions: SessionsTable;
+  terminal_tickets: TerminalTicketsTable;
   run_leases: RunLeasesTable;
   cascade_jobs: CascadeJobsTable;
   runners: RunnersTable;

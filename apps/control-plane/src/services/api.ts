@@ -117,4 +117,6 @@ export interface ControlPlaneServices {
   agentBridge: AgentBridgeService;
   /** Runners, their leases and the harness registry (src/runners/); absent in cores built without them. */
   runners?: RunnerService;
+  /** Held-open sandboxes (src/sessions/); absent when the core has no embedded placement. */
+  sessions?: import('../sessions/service.js').SessionService;
 }

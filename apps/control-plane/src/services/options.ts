@@ -106,6 +106,11 @@ export interface CoreOptions {
   trajectories?: import('@everdict/trajectory-store').TrajectoryStore;
   /** Trajectory background work (the seal queue, retention). */
   trajectoryJobs?: import('../trajectory/jobs.js').TrajectoryJobOptions;
+  /**
+   * Sessions (src/sessions/): held-open sandbox runs on the embedded placement (`driver`, locally the process
+   * driver). Absent → POST /sandboxes answers 404 and a session sandbox run goes to the runners' queue.
+   */
+  sessions?: import('../sessions/index.js').SessionOptions;
   /** Admission / dispatch observer (metrics). */
   metrics?: CoreObserver;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;

@@ -367,7 +367,11 @@ export const TenantPolicyPatch = z
   .strictObject({
     cascade: CascadePolicy.optional(),
     /** Sessions: the longest a session may be held open from now (a touch extends up to it). */
-    maxSessionTtlSec: z.int().positive().max(366 * 24 * 60 * 60).optional(),
+    maxSessionTtlSec: z
+      .int()
+      .positive()
+      .max(366 * 24 * 60 * 60)
+      .optional(),
     /** Sessions: USD per hour open or parked, charged against the budget at settle. */
     sessionUsdPerHour: z.number().nonnegative().max(1_000_000).optional(),
   })
