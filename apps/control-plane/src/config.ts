@@ -31,6 +31,9 @@ const EnvSchema = z.object({
   EVERDICT_S3_BUCKET: optionalString,
   EVERDICT_S3_ENDPOINT: optionalString,
   EVERDICT_S3_REGION: optionalString,
+  EVERDICT_SESSIONS: z.enum(['process', 'off']).default('process'),
+  EVERDICT_SESSION_SWEEP_MS: z.coerce.number().int().min(50).max(3_600_000).default(1_000),
+  EVERDICT_PLACEMENT_DIR: optionalString,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -60,6 +63,8 @@ export interface Config {
   /** Where trajectories live: S3-compatible storage when `s3Bucket` is set, else `<dataDir>/trajectories`. */
   readonly trajectoryStorage: { s3Bucket?: string; s3Endpoint?: string; s3Region?: string };
   readonly logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
+  /** Held-open sandboxes: `process` (the embedded process driver, state in `placementDir`) or `off`. */
+  readonly sessions: { driver: 'process' | 'off'; sweepMs: number; placementDir: string };
 }
 
 export class ConfigError extends Error {
@@ -92,6 +97,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     maxAttempts: e.EVERDICT_MAX_ATTEMPTS,
     judge: e.EVERDICT_JUDGE,
     logLevel: e.LOG_LEVEL,
+    sessions: {
+      driver: e.EVERDICT_SESSIONS,
+      sweepMs: e.EVERDICT_SESSION_SWEEP_MS,
+      placementDir: e.EVERDICT_PLACEMENT_DIR
+        ? path.resolve(cwd, e.EVERDICT_PLACEMENT_DIR)
+        : path.join(path.resolve(cwd, e.EVERDICT_DATA_DIR ?? '.everdict'), 'placement'),
+    },
     trajectoryStorage: {
       ...(e.EVERDICT_S3_BUCKET ? { s3Bucket: e.EVERDICT_S3_BUCKET } : {}),
       ...(e.EVERDICT_S3_ENDPOINT ? { s3Endpoint: e.EVERDICT_S3_ENDPOINT } : {}),

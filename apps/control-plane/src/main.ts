@@ -5,6 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import path from 'node:path';
+import { ProcessDriver } from '@everdict/placement-process';
 import { serve } from '@hono/node-server';
 import { buildApp } from './app.js';
 import { generateApiKey } from './auth/secrets.js';
@@ -14,6 +15,7 @@ import { announceBootstrap } from './observability/bootstrap-banner.js';
 import { createLogger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
 import { scriptedJudge, startCore } from './services/index.js';
+import { terminalServer } from './sessions/terminal.js';
 import { openTrajectoryStore } from './trajectory/store.js';
 
 async function main(): Promise<void> {
@@ -47,6 +49,14 @@ async function main(): Promise<void> {
     log: (level, msg, fields) => coreLog[level](fields ?? {}, msg),
     metrics: metrics.coreObserver(),
     scheduler: { lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts } },
+    ...(config.sessions.driver === 'process'
+      ? {
+          sessions: {
+            driver: new ProcessDriver({ stateDir: config.sessions.placementDir }),
+            reaper: { sweepMs: config.sessions.sweepMs },
+          },
+        }
+      : {}),
     trajectories: openTrajectoryStore({
       dataDir: config.dataDir,
       env: {
@@ -94,6 +104,13 @@ async function main(): Promise<void> {
       if (!config.internalToken) log.warn('EVERDICT_INTERNAL_TOKEN unset: /internal/* refuses every call');
     },
   ) as Server;
+  // Terminals: GET /runs/:id/terminal?ticket=… upgrades to a WebSocket (sessions/terminal.ts).
+  const terminals = core.services.sessions
+    ? terminalServer(core.services.sessions, { onError: (err) => log.warn({ err }, 'terminal') })
+    : null;
+  server.on('upgrade', (req, socket, head) => {
+    if (!terminals?.upgrade(req, socket, head)) socket.destroy();
+  });
 
   let stopping = false;
   const shutdown = async (signal: string) => {
