@@ -77,7 +77,12 @@ export function terminalServer(sessions: SessionService, opts: TerminalOptions =
     );
     return true;
   };
-  return { upgrade, close: () => new Promise<void>((r) => wss.close(() => r())) };
+  const close = () =>
+    new Promise<void>((r) => {
+      for (const c of wss.clients) c.terminate();
+      wss.close(() => r());
+    });
+  return { upgrade, close };
 }
 
 async function attach(
@@ -90,7 +95,13 @@ async function attach(
 ): Promise<void> {
   const { deps, compute, log } = sessions.core;
   const { tenant } = grant;
+  // Frames a client sends right after the upgrade arrive before the shell is up: held, then replayed.
+  type Frame = [Buffer | ArrayBuffer | Buffer[], boolean];
+  const early: Frame[] = [];
+  const hold = (data: Frame[0], isBinary: boolean) => early.push([data, isBinary]);
+  ws.on('message', hold);
   const stream = await compute.driver.stream(grant.handle, [...command], { tty: true, size });
+  ws.off('message', hold);
   let lastMark = 0;
   const traffic = () => {
     const now = deps.clock();
@@ -129,7 +140,7 @@ async function attach(
     record('out', chunk);
     if (ws.readyState === ws.OPEN) ws.send(chunk, { binary: true });
   });
-  ws.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
+  const onFrame = (data: Frame[0], isBinary: boolean) => {
     const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
     traffic();
     if (isBinary) {
@@ -149,7 +160,9 @@ async function attach(
       return;
     }
     stream.resize({ cols: control.data.cols, rows: control.data.rows });
-  });
+  };
+  for (const [data, isBinary] of early.splice(0)) onFrame(data, isBinary);
+  ws.on('message', onFrame);
   ws.on('close', () => stream.kill());
   ws.on('error', () => stream.kill());
   const exit = await stream.exit;
