@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLiveDatabase, LIVE_PG } from './db.js';
-import { passableDir, sandboxesIn, workspacesIn } from './sessions.js';
+import { type Json, passableDir, sandboxesIn, workspacesIn } from './sessions.js';
 
 const main = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const KEY = 'evd_crash_test_admin_key_0123456789abcdef';
@@ -95,7 +95,7 @@ describe('a control plane killed with open sessions', () => {
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
-      return { status: res.status, body: (await res.json().catch(() => ({}))) as Record<string, any> };
+      return { status: res.status, body: (await res.json().catch(() => ({}))) as Json };
     };
     const healthy = async () => ((await fetch(`${base}/healthz`)).status === 200 ? true : undefined);
 

@@ -4,11 +4,11 @@
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { type TenantPolicyInput, tenantPolicy } from '@everdict/admission';
 import { ProcessDriver } from '@everdict/placement-process';
+import { PgAdmissionStore } from '../src/admission-store/pg-admission-store.js';
 import { type BuiltApp, buildApp } from '../src/app.js';
 import type { LedgerDatabase } from '../src/db/database.js';
-import { tenantPolicy, type TenantPolicyInput } from '@everdict/admission';
-import { PgAdmissionStore } from '../src/admission-store/pg-admission-store.js';
 import { type Core, startCore, type TenantPolicy } from '../src/services/index.js';
 import { openTrajectoryStore } from '../src/trajectory/store.js';
 import { testDatabase } from './db.js';
@@ -123,3 +123,7 @@ export async function sessionTestApp(
     },
   };
 }
+
+/** A parsed JSON answer, read loosely by tests (the schemas are checked elsewhere). */
+// biome-ignore lint/suspicious/noExplicitAny: test-side JSON access
+export type Json = Record<string, any>;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SandboxSubject } from './subject.js';
 import { extendExpiry, SessionLifetime, SessionResult, sessionDeadlines, sessionDue } from './session.js';
+import { SandboxSubject } from './subject.js';
 
 const T0 = '2026-01-01T00:00:00.000Z';
 const at = (ms: number) => new Date(Date.parse(T0) + ms).toISOString();

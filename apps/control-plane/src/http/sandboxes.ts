@@ -3,8 +3,8 @@
 // /runs/:id/terminal (the upgrade itself is the node server's `upgrade` listener, sessions/terminal.ts).
 import { createRoute, z } from '@hono/zod-openapi';
 import { ControlPlaneError } from '../errors.js';
-import type { SessionService } from '../sessions/service.js';
 import { resumeSession, suspendSession } from '../sessions/park.js';
+import type { SessionService } from '../sessions/service.js';
 import {
   ExecInput,
   ExecView,

@@ -3,8 +3,7 @@
 // is stored on the session row, so any replica on the same host (same driver state directory) can use it
 // (the process driver adopts), and a runner holding a Kubernetes pod could hold it the same way (`holder`
 // says who; only `embedded:*` holders are driven from here today).
-import { type Driver, isPlacementError, SandboxHandle } from '@everdict/placement';
-import { MAX_WALL_TIMEOUT_MS } from '@everdict/placement';
+import { type Driver, isPlacementError, MAX_WALL_TIMEOUT_MS, SandboxHandle } from '@everdict/placement';
 import { ControlPlaneError } from '../errors.js';
 
 export interface SessionCompute {

@@ -10,10 +10,10 @@ import { type ReaperOptions, SessionReaper } from './reaper.js';
 import { SessionService } from './service.js';
 import { objectSnapshots } from './snapshots.js';
 
-export { isSessionSandbox, SessionService } from './service.js';
-export { SessionReaper } from './reaper.js';
-export { terminalServer } from './terminal.js';
 export { resumeSession, suspendSession } from './park.js';
+export { SessionReaper } from './reaper.js';
+export { isSessionSandbox, SessionService } from './service.js';
+export { terminalServer } from './terminal.js';
 
 export interface SessionOptions {
   /** The embedded placement: a driver this process holds (locally `ProcessDriver`). */

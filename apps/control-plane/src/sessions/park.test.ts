@@ -6,7 +6,13 @@ import path from 'node:path';
 import { ProcessDriver } from '@everdict/placement-process';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { passableDir, type SessionTestApp, sandboxRuns, sessionTestApp } from '../../test/sessions.js';
+import {
+  type Json,
+  passableDir,
+  type SessionTestApp,
+  sandboxRuns,
+  sessionTestApp,
+} from '../../test/sessions.js';
 import { call } from '../http/testing/harness.js';
 import type { Principal } from '../services/types.js';
 import { embeddedCompute } from './compute.js';
@@ -60,7 +66,7 @@ async function openWithFiles(): Promise<{ id: string; digest: string }> {
   expect(d.body.exitCode).toBe(0);
   return { id, digest: d.body.stdout as string };
 }
-const record = async (id: string) => (await api('GET', `/runs/${id}/record`)).body as Record<string, any>;
+const record = async (id: string) => (await api('GET', `/runs/${id}/record`)).body as Json;
 
 describe('image park', () => {
   it('suspend → resume on a second runner restores the workspace byte for byte; idle energy and money are metered', async () => {
@@ -70,9 +76,7 @@ describe('image park', () => {
     expect(parked.status, JSON.stringify(parked.body)).toBe(200);
     expect(parked.body.status).toBe('awaiting_input');
     expect(sandboxRuns(t.stateDir)).not.toContain(id); // compute released
-    const listed = ((await api('GET', '/sandboxes')).body.items as Record<string, any>[]).find(
-      (s) => s.id === id,
-    );
+    const listed = ((await api('GET', '/sandboxes')).body.items as Json[]).find((s) => s.id === id);
     expect(listed).toMatchObject({ state: 'parked', status: 'awaiting_input' });
     expect(listed?.snapshot).toMatch(/^[0-9a-f]{64}$/);
     const atPark = await record(id);
@@ -105,7 +109,7 @@ describe('image park', () => {
     const { id } = await openWithFiles();
     expect((await api('POST', `/sandboxes/${id}/suspend`)).status).toBe(200);
     const before = await record(id);
-    const run = async () => (await api('GET', `/runs/${id}`)).body as Record<string, any>;
+    const run = async () => (await api('GET', `/runs/${id}`)).body as Json;
     const runBefore = await run();
 
     const forged = await api('POST', `/sandboxes/${id}/resume`, { snapshot: 'f'.repeat(64) });

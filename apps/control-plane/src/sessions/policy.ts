@@ -1,5 +1,5 @@
 // The tenant's session policy, as admission holds it (adm_tenants.policy): the TTL ceiling and the price.
-import { tenantPolicy, type TenantPolicyInput } from '@everdict/admission';
+import { type TenantPolicyInput, tenantPolicy } from '@everdict/admission';
 import type { Executor } from '../db/tx.js';
 import { notFound } from '../errors.js';
 

@@ -3,11 +3,12 @@
 // reaper (TTL, idle, cancel) and the record each ending leaves.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  type Json,
   SESSION_ADMIN_KEY,
   type SessionTestApp,
   sandboxesIn,
+  sandboxRuns,
   sessionTestApp,
-  workspacesIn,
 } from '../../test/sessions.js';
 import { call as rawCall, until } from '../http/testing/harness.js';
 
@@ -27,13 +28,13 @@ async function open(body: Record<string, unknown> = {}, key?: string) {
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return (r.body.run as { id: string }).id;
 }
-const run = async (id: string) => (await call('GET', `/runs/${id}`)).body as Record<string, any>;
+const run = async (id: string) => (await call('GET', `/runs/${id}`)).body as Json;
 
 describe('sessions', () => {
   it('opens running (compute first), execs, touches, lists, and closes succeeded with endReason closed', async () => {
     const r = await call('POST', '/sandboxes', { ttlSec: 600, idleTimeoutSec: 300 });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
-    const created = r.body.run as Record<string, any>;
+    const created = r.body.run as Json;
     expect(created).toMatchObject({
       kind: 'sandbox',
       lifetime: 'session',
@@ -62,7 +63,7 @@ describe('sessions', () => {
     expect((big.body.stdout as string).length).toBe(1024 * 1024);
 
     const listed = await call('GET', '/sandboxes');
-    const mine = (listed.body.items as Record<string, any>[]).find((s) => s.id === id);
+    const mine = (listed.body.items as Json[]).find((s) => s.id === id);
     expect(mine).toMatchObject({ state: 'open', status: 'running', burn: { provenance: 'estimated' } });
     expect(mine?.ttlLeftSec).toBeGreaterThan(500);
 
@@ -189,7 +190,7 @@ describe('the reaper', () => {
     try {
       const ttl = await open({ ttlSec: 2, idleTimeoutSec: 600 });
       const idle = await open({ ttlSec: 600, idleTimeoutSec: 1 });
-      const deadlines = (await call('GET', '/sandboxes')).body.items as Record<string, any>[];
+      const deadlines = (await call('GET', '/sandboxes')).body.items as Json[];
       const ttlAt = Date.parse(deadlines.find((s) => s.id === ttl)?.expiresAt);
       const idleAt = Date.parse(deadlines.find((s) => s.id === idle)?.idleDeadline);
       // Nothing is due yet: a sweep settles neither.
@@ -213,18 +214,17 @@ describe('the reaper', () => {
       (await run(id)).status === 'succeeded' ? true : undefined,
     );
     const c = await open();
-    const before = sandboxesIn(t.stateDir).length;
+    expect(sandboxRuns(t.stateDir)).toContain(c);
     expect((await call('POST', `/runs/${c}/cancel`, {})).status).toBe(200);
     await until('cancelled session disposed', async () =>
-      (await call('GET', '/sandboxes')).body.items && sandboxesIn(t.stateDir).length < before
-        ? true
-        : undefined,
+      sandboxRuns(t.stateDir).includes(c) ? undefined : true,
     );
     const record = await call('GET', `/runs/${c}/record`);
     expect(JSON.stringify(record.body.wire)).toContain('cancelled');
     expect((await run(c)).status).toBe('cancelled');
-    await until('nothing left', async () =>
-      sandboxesIn(t.stateDir).length === 0 && workspacesIn(t.stateDir).length === 0 ? true : undefined,
+    expect(sandboxRuns(t.stateDir)).not.toContain(id);
+    expect((await call('GET', '/sandboxes')).body.items).not.toContainEqual(
+      expect.objectContaining({ id: c }),
     );
   }, 60_000);
 });

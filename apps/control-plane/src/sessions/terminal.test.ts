@@ -1,8 +1,9 @@
 // The terminal over a real node server: a ticket (creator or admin), the WebSocket upgrade, a shell in the
 // sandbox's pty — binary frames raw, text frames resize / exit — and the ticket's single use: a second
 // redemption, an expired ticket and another run's ticket are refused 401. Terminal bytes land in the trajectory.
-import type { AddressInfo } from 'node:net';
+
 import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -87,7 +88,9 @@ describe('terminal', () => {
     const decoded = (dir: string) =>
       terminal
         .filter((e) => (e as unknown as { data: { dir: string } }).data.dir === dir)
-        .map((e) => Buffer.from((e as unknown as { data: { data: string } }).data.data, 'base64').toString('utf8'))
+        .map((e) =>
+          Buffer.from((e as unknown as { data: { data: string } }).data.data, 'base64').toString('utf8'),
+        )
         .join('');
     expect(decoded('in')).toContain('echo hi-$((1+2))');
     expect(decoded('out')).toContain('hi-3');
