@@ -28,9 +28,9 @@ const body = <T extends z.ZodType>(schema: T, required = true) => ({
 });
 
 const SessionListSchema = z.object({ items: z.array(SessionView) }).openapi('SessionList');
-const ExecSchema = ExecView.openapi('SessionExec');
-const SessionSchema = SessionView.openapi('Session');
-const TicketSchema = TicketView.openapi('TerminalTicket');
+const ExecSchema = ExecView;
+const SessionSchema = SessionView;
+const TicketSchema = TicketView;
 
 const open = createRoute({
   method: 'post',
@@ -39,7 +39,7 @@ const open = createRoute({
   summary:
     'Open a held-open sandbox (a session run): admitted on the session lane, compute provisioned first.',
   security: API_KEY_SECURITY,
-  request: body(OpenSandboxInput.openapi('OpenSandbox')),
+  request: body(OpenSandboxInput),
   responses: {
     201: json(CreatedRunSchema, 'Open (running); the run id is the sandbox id.'),
     ...problemResponses(400, 401, 402, 409, 413, 415, 422, 429, 503),
@@ -67,7 +67,7 @@ const exec = createRoute({
   tags: ['sandboxes'],
   summary: 'Run a command to completion in the session (creator or admin); 1 MiB kept per stream.',
   security: API_KEY_SECURITY,
-  request: { params: IdParam, ...body(ExecInput.openapi('SessionExecInput')) },
+  request: { params: IdParam, ...body(ExecInput) },
   responses: {
     200: json(ExecSchema, 'The result (a non-zero exit or a limit reached is a result).'),
     ...problemResponses(400, 401, 403, 404, 409, 415, 503),
@@ -79,7 +79,7 @@ const touch = createRoute({
   tags: ['sandboxes'],
   summary: "Extend the expiry to ttlSec from now, up to the tenant's maxSessionTtlSec; never shortens.",
   security: API_KEY_SECURITY,
-  request: { params: IdParam, ...body(TouchInput.openapi('SessionTouch')) },
+  request: { params: IdParam, ...body(TouchInput) },
   responses: { 200: json(SessionSchema, 'The session.'), ...problemResponses(400, 401, 403, 404, 409, 415) },
 });
 const action = (path: string, summary: string, withBody = false) =>
@@ -89,7 +89,7 @@ const action = (path: string, summary: string, withBody = false) =>
     tags: ['sandboxes'],
     summary,
     security: API_KEY_SECURITY,
-    request: { params: IdParam, ...(withBody ? body(ResumeInput.openapi('SessionResume'), false) : {}) },
+    request: { params: IdParam, ...(withBody ? body(ResumeInput, false) : {}) },
     responses: { 200: json(RunSchema, 'The run.'), ...problemResponses(400, 401, 403, 404, 409, 415, 503) },
   });
 const close = action('/sandboxes/{id}/close', 'Close: compute disposed, run succeeded (endReason closed).');

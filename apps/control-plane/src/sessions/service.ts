@@ -44,6 +44,17 @@ export interface SessionCore extends SettleContext {
   readonly log: SessionLog;
 }
 
+/** A cheap look at the tenant's session pool (the gate decides; this only spares a doomed provision). */
+async function poolLooksFull(db: Deps['db'], tenant: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('adm_tenants')
+    .select(['sessions', 'policy'])
+    .where('tenant', '=', tenant)
+    .executeTakeFirst();
+  const max = (row?.policy as { session?: { maxSessions?: number } } | undefined)?.session?.maxSessions;
+  return row !== undefined && typeof max === 'number' && row.sessions >= max;
+}
+
 /** Whether a POST /runs body asks for a session sandbox (then the sessions module opens it). */
 export function isSessionSandbox(input: unknown): input is CreateRunInput {
   const i = input as { kind?: unknown; lifetime?: unknown } | null;
@@ -104,44 +115,49 @@ export class SessionService {
         },
       );
     const image = (input.subject as { image?: string } | undefined)?.image ?? 'default';
+    // The run id is chosen first, so the compute can be provisioned (labelled with it) BEFORE any
+    // transaction: no connection or admission lock is held while a sandbox comes up. A crash between the
+    // provision and the commit leaves a labelled sandbox with no row, which the start-up reap removes.
+    const runId = deps.ids('run');
+    const withId = { ...deps, ids: (prefix: string) => (prefix === 'run' ? runId : deps.ids(prefix)) };
     let handle: Awaited<ReturnType<typeof provisionSession>> | null = null;
+    let kept = false;
     try {
-      // One transaction, not retried: the gate's session slot, the compute, the run started and the session
-      // row commit together — a failed provision (or a refusal) leaves nothing behind.
-      return await withTx(
-        deps.db,
-        async (tx) => {
-          const created = await createRunTx(tx, deps, who(p), { ...input, placement }, ctx);
-          if (created.admission.decision === 'duplicate')
-            return { run: rowToView(created.row), admission: created.admission };
-          const runId = created.row.id;
-          handle = await provisionSession(compute, p.tenantId, runId, image);
-          const { row } = await transitionTx(tx, deps, p.tenantId, runId, { type: 'start' });
-          const now = deps.clock();
-          await tx
-            .insertInto('sessions')
-            .values({
-              tenant_id: p.tenantId,
-              run_id: runId,
-              created_by: p.actor,
-              image,
-              state: 'open',
-              idle_timeout_sec: idleTimeoutSec,
-              opened_at: now,
-              expires_at: row.expires_at ?? new Date(now.getTime() + ttlSec * 1000),
-              idle_deadline: new Date(now.getTime() + idleTimeoutSec * 1000),
-              last_activity_at: now,
-              holder: compute.holder,
-              handle: JSON.stringify(handle),
-            })
-            .execute();
-          return { run: rowToView(row), admission: created.admission };
-        },
-        1,
-      );
-    } catch (e) {
-      if (handle) await compute.driver.dispose(handle).catch(() => undefined);
-      throw e;
+      // A pool already full is refused by the gate below without a sandbox brought up for nothing.
+      if (!(await poolLooksFull(deps.db, p.tenantId)))
+        handle = await provisionSession(compute, p.tenantId, runId, image);
+      // One transaction: the gate's session slot, the run started and the session row commit together — a
+      // refusal or a failed provision leaves nothing behind (the compute is disposed below).
+      const out = await withTx(deps.db, async (tx) => {
+        const created = await createRunTx(tx, withId, who(p), { ...input, placement }, ctx);
+        if (created.admission.decision === 'duplicate')
+          return { run: rowToView(created.row), admission: created.admission };
+        handle ??= await provisionSession(compute, p.tenantId, runId, image); // a slot freed meanwhile
+        const { row } = await transitionTx(tx, deps, p.tenantId, runId, { type: 'start' });
+        const now = deps.clock();
+        await tx
+          .insertInto('sessions')
+          .values({
+            tenant_id: p.tenantId,
+            run_id: runId,
+            created_by: p.actor,
+            image,
+            state: 'open',
+            idle_timeout_sec: idleTimeoutSec,
+            opened_at: now,
+            expires_at: row.expires_at ?? new Date(now.getTime() + ttlSec * 1000),
+            idle_deadline: new Date(now.getTime() + idleTimeoutSec * 1000),
+            last_activity_at: now,
+            holder: compute.holder,
+            handle: JSON.stringify(handle),
+          })
+          .execute();
+        return { run: rowToView(row), admission: created.admission, kept: true };
+      });
+      kept = 'kept' in out;
+      return { run: out.run, admission: out.admission };
+    } finally {
+      if (handle && !kept) await compute.driver.dispose(handle).catch(() => undefined);
     }
   }
 
