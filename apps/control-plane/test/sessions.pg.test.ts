@@ -49,8 +49,13 @@ describe.runIf(LIVE_PG)('sessions on two replicas of one PostgreSQL', () => {
       ),
     );
     const statuses = results.map((r) => r.status);
-    const odd = JSON.stringify(results.filter((r) => r.status !== 201 && r.status !== 429).map((r) => r.body));
-    expect(statuses.filter((s) => s === 201), odd).toHaveLength(7);
+    const odd = JSON.stringify(
+      results.filter((r) => r.status !== 201 && r.status !== 429).map((r) => r.body),
+    );
+    expect(
+      statuses.filter((s) => s === 201),
+      odd,
+    ).toHaveLength(7);
     expect(
       statuses.filter((s) => s !== 201).every((s) => s === 429),
       JSON.stringify(results.filter((r) => r.status !== 201 && r.status !== 429).map((r) => r.body)),
