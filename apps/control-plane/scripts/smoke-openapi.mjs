@@ -39,6 +39,7 @@ const server = spawn(process.execPath, [main], {
     EVERDICT_METRICS_TOKEN: METRICS_TOKEN,
     // Sessions would hold real sandboxes the fuzzed requests never close (their tests are src/sessions/).
     EVERDICT_SESSIONS: 'off',
+    EVERDICT_EMBEDDED_RUNNER: '0',
     LOG_LEVEL: 'info',
   },
   stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,11 +1,12 @@
 // Kysely table types of the ledger. jsonb columns are written as JSON text (see numeric.ts `json`).
 import type { ColumnType } from 'kysely';
 import type { GenInt8, Int8, J, Jsonb, Ts } from './column-types.js';
+import type { AgentCallsTable, AgentsTable, AgentTurnsTable, AgentVersionsTable } from './schema-agents.js';
 import type {
   HarnessesTable,
   RunnerArtifactsTable,
-  RunnerEventsTable,
   RunnerImagesTable,
+  RunnerJournalsTable,
   RunnerPairingTokensTable,
   RunnersTable,
 } from './schema-runners.js';
@@ -69,6 +70,8 @@ export interface RunsTable {
   interval_head: string | null;
   /** Starts of this run (0007): the epoch of its current lease. */
   attempt: ColumnType<number, number | undefined, number>;
+  /** The run recorded a trajectory event (0013): its terminal transition queues the seal. */
+  trajectory_open: ColumnType<boolean, boolean | undefined, boolean>;
   /** The sealed trajectory's ref (run-model TrajectoryRef); null until sealed (migration 0009). */
   trajectory: ColumnType<J | null, string | null | undefined, string | null>;
 }
@@ -298,12 +301,16 @@ export interface CascadeJobsTable {
 export interface Database {
   sessions: SessionsTable;
   terminal_tickets: TerminalTicketsTable;
+  agents: AgentsTable;
+  agent_versions: AgentVersionsTable;
+  agent_turns: AgentTurnsTable;
+  agent_calls: AgentCallsTable;
   run_leases: RunLeasesTable;
   cascade_jobs: CascadeJobsTable;
   runners: RunnersTable;
   runner_pairing_tokens: RunnerPairingTokensTable;
   runner_images: RunnerImagesTable;
-  runner_events: RunnerEventsTable;
+  runner_journals: RunnerJournalsTable;
   runner_artifacts: RunnerArtifactsTable;
   harnesses: HarnessesTable;
   adm_global: AdmGlobalTable;

@@ -242,6 +242,18 @@ describe('system routes', () => {
     const paths = Object.keys(doc.body.paths as object).sort();
     expect(paths).toEqual(
       [
+        // agents (src/agents/)
+        '/agents',
+        '/agents/{id}',
+        '/conversations',
+        '/conversations/{id}/messages',
+        '/internal/agent/v1/heartbeat',
+        '/internal/agent/v1/leases',
+        '/internal/agent/v1/runs/{id}/calls',
+        '/internal/agent/v1/runs/{id}/read',
+        '/internal/agent/v1/runs/{id}/resolutions',
+        '/internal/agent/v1/runs/{id}/transcript',
+        '/runs/{id}/input',
         '/api-keys',
         '/api-keys/{id}/revoke',
         '/groups',
@@ -283,6 +295,8 @@ describe('system routes', () => {
         '/subscriptions',
         '/subscriptions/{id}',
         '/tenant/policy',
+        '/tenant/queue',
+        '/envelopes',
         '/tenants',
         '/trajectories',
         '/trajectories/{id}',

@@ -89,16 +89,18 @@ export interface CoreOptions {
    * make the key to install; `Core.bootstrap.generatedKey` then carries it, to be shown once.
    */
   generateBootstrapKey?: () => string;
-  /** Where runners' artifacts are stored (default: `<dataDir>/artifacts`, else a temporary directory). */
-  artifactsDir?: string;
   /** Decides `judge` graders (model-based grading). Absent → such graders are a 400 judge_unavailable. */
   judge?: import('@everdict/run-model').Judge;
   clock?: Clock;
   ids?: IdGen;
   policy?: Partial<TenantPolicy>;
   scheduler?: SchedulerOptions;
+  /** The create combiner: under load a create waits up to `batchMs` (default 0) for company. */
+  create?: { batchMs?: number };
   /** Cascade cancellation: batch size (≤ 500) and a hook after each committed batch (tests). */
   cascade?: import('./cascade.js').CascadeOptions;
+  /** The agent service's side (src/agents/): EVERDICT_STORAGE_W_PER_GB for transcript parks (default: env, else 0.0012). */
+  agents?: { storageWattsPerGb?: number };
   /**
    * The trajectory store (issue 12): runs' trajectories are appended, tailed and sealed through it
    * (`Core.trajectories`). Absent → no trajectory routes work (503) and nothing is sealed. The core closes it.
@@ -111,6 +113,8 @@ export interface CoreOptions {
    * driver). Absent → POST /sandboxes answers 404 and a session sandbox run goes to the runners' queue.
    */
   sessions?: import('../sessions/index.js').SessionOptions;
+  /** The head log (issue 18 §2): its key (file), witness keys, STH interval. Absent → no log is sequenced. */
+  headLog?: import('../log/index.js').StartHeadLogOptions;
   /** Admission / dispatch observer (metrics). */
   metrics?: CoreObserver;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;

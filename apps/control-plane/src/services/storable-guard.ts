@@ -97,5 +97,6 @@ export function withStorableGuard(services: ControlPlaneServices): ControlPlaneS
     // Runner routes take streams and signals; their JSON bodies are guarded at the edge (json-guard).
     ...(services.runners ? { runners: services.runners } : {}),
     ...(services.sessions ? { sessions: guarded(services.sessions, 'sessions') } : {}),
+    ...(services.agents ? { agents: guarded(services.agents, 'agents') } : {}),
   };
 }

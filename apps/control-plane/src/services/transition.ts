@@ -67,7 +67,16 @@ export interface TransitionExtras {
   image?: { root: Hex; idleUj?: bigint };
   /** The record's close reason when it is not the status's own (a lost host closes `abandoned`). */
   closeReason?: 'completed' | 'abandoned' | 'failed' | 'cancelled';
+  /** resume_input: the park's idle energy as its executor's model prices it (agents/energy.ts); estimated. */
+  idleUj?: bigint;
 }
+
+/**
+ * Kinds a runner executes and attests (issue 13): an interval of theirs is recorded only from the runner's
+ * signed attestation. One that ends without it (a cancel, a lost runner) leaves no `executed` segment —
+ * the control plane did not run it and invents no evidence for it; the record just closes.
+ */
+const RUNNER_ATTESTED_KINDS = new Set(['command', 'eval']);
 
 /** Kinds the control plane executes itself (inline): their intervals' accounts are observed, and empty. */
 const INLINE_KINDS = new Set(['analysis']);
@@ -139,7 +148,7 @@ export async function transitionTx(
         body: a.body,
         ...(a.account ? { account: a.account } : {}),
       });
-    } else
+    } else if (!RUNNER_ATTESTED_KINDS.has(row.kind))
       ops.push(
         await sealInterval(
           tx,
@@ -189,7 +198,7 @@ export async function transitionTx(
       op: 'resume',
       snapshot: extras.image ? { root: extras.image.root } : { transcript: extras.transcript as string },
       manifest: extras.manifest ?? runManifest(run),
-      idleUj: extras.image?.idleUj ?? BigInt(Math.max(1, Math.round(parkedMs * 0.5))),
+      idleUj: extras.image?.idleUj ?? extras.idleUj ?? BigInt(Math.max(1, Math.round(parkedMs * 0.5))),
       idleProvenance: 'estimated',
     });
   }

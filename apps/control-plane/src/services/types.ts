@@ -75,6 +75,8 @@ export const CreateRunInput = z.object({
       where: z.enum(['inline', 'driver', 'runtime']),
       target: z.string().optional(),
       isolation: z.enum(['none', 'process', 'container', 'vm']).optional(),
+      /** A network grant for the run's sandbox (runner kinds); absent: no network. */
+      network: z.enum(['none', 'granted']).optional(),
     })
     .optional(),
   attach: z.array(AttachInput).default([]),
@@ -358,6 +360,11 @@ export const AgentRunEventInput = z.object({
   /** What the run used, in run-model's `Usage` terms (each field non-negative and finite); any subset. */
   usage: Usage.partial().optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
+  /** A leased turn (src/agents/): the lease's epoch and holder; a stale one is 409 `stale_lease`. */
+  epoch: z.int().positive().max(INT4_MAX).optional(),
+  holder: z.string().min(1).max(200).optional(),
+  /** A transcript park: the canonical bytes of the transcript parked (its idle energy's input). */
+  transcriptBytes: z.int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional(),
 });
 export type AgentRunEventInput = z.input<typeof AgentRunEventInput>;
 

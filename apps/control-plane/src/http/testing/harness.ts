@@ -7,6 +7,7 @@ import path from 'node:path';
 import { OFFLINE_RUNNER } from '../../../test/core.js';
 import { testDatabase } from '../../../test/db.js';
 import { type BuiltApp, buildApp } from '../../app.js';
+import { consoleSource } from '../../console/source.js';
 import type { ExecutorLane } from '../../executors/registry.js';
 import { createMetrics, type Metrics } from '../../observability/metrics.js';
 import type { ControlPlaneServices } from '../../services/api.js';
@@ -52,6 +53,8 @@ export interface TestAppOptions {
   readonly clock?: () => Date;
   /** The trajectory store's data directory (default: a fresh temporary one, removed on close). */
   readonly dataDir?: string;
+  /** The head log (issue 18 §2); absent → no `/log` routes. */
+  readonly headLog?: import('../../log/index.js').StartHeadLogOptions;
 }
 
 export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
@@ -72,6 +75,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     ...(opts.policy ? { policy: opts.policy } : {}),
     scheduler: opts.scheduler ?? { enabled: false },
     metrics: metrics.coreObserver(),
+    ...(opts.headLog ? { headLog: opts.headLog } : {}),
   });
   metrics.setQueueDepthSource(() => core.queueDepth());
   const built = buildApp({
@@ -84,6 +88,8 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     maxBodyBytes: opts.maxBodyBytes ?? 64 * 1024,
     heartbeatMs: opts.heartbeatMs ?? 50,
     trajectories: core.trajectoryService,
+    console: consoleSource(core),
+    headLog: core.headLog,
   });
   const admin = await core.services.auth.authenticate(ADMIN_KEY);
   return {
