@@ -21,6 +21,7 @@ import { createRouter, openApiDocument } from './http/openapi.js';
 import { errorToProblem, problem, sendProblem } from './http/problem.js';
 import { requireRunner, runnerRoutes } from './http/runners.js';
 import { runRoutes } from './http/runs.js';
+import { sandboxRoutes } from './http/sandboxes.js';
 import { subscriptionRoutes } from './http/subscriptions.js';
 import { systemRoutes } from './http/system.js';
 import { tenantRoutes } from './http/tenants.js';
@@ -75,6 +76,7 @@ const PUBLIC_PREFIXES = [
   '/tenant',
   '/api-keys',
   '/runners',
+  '/sandboxes',
   '/agents',
   '/conversations',
   '/harnesses',
@@ -85,6 +87,8 @@ const PUBLIC_PREFIXES = [
 ] as const;
 /** Under a public prefix but authenticated by what it carries (the pairing token is the credential). */
 const NO_API_KEY = new Set(['/runners/pair']);
+/** The terminal's ticket is its credential (a browser cannot set headers on a WebSocket). */
+const TICKETED = /^\/runs\/[^/]+\/terminal$/;
 /** Streamed uploads: never buffered by the body limit. */
 const STREAMED = /^\/runner\/v1\/runs\/[^/]+\/artifacts$/;
 
@@ -131,7 +135,8 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.use('*', guardJsonBodies());
   // 5. Auth by path: API keys on the public API, the service token on /internal/*.
   const keyed = requireApiKey(opts.services.auth);
-  const apiKey: typeof keyed = (c, next) => (NO_API_KEY.has(c.req.path) ? next() : keyed(c, next));
+  const apiKey: typeof keyed = (c, next) =>
+    NO_API_KEY.has(c.req.path) || TICKETED.test(c.req.path) ? next() : keyed(c, next);
   for (const prefix of PUBLIC_PREFIXES) app.use(prefix, apiKey).use(`${prefix}/*`, apiKey);
   app.use('/internal/*', requireInternalToken(opts.internalToken));
   app.use(
@@ -168,6 +173,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.route('/', trajectoryRoutes(deps));
   app.route('/', internalRoutes(deps));
   app.route('/', runnerRoutes(deps));
+  app.route('/', sandboxRoutes(deps));
   app.route('/', consoleRoutes(deps, opts.console));
   if (opts.headLog) app.route('/', logRoutes(opts.headLog));
   app.route('/', agentRoutes(deps));

@@ -10,6 +10,7 @@ import type {
   RunnerPairingTokensTable,
   RunnersTable,
 } from './schema-runners.js';
+import type { SessionsTable, TerminalTicketsTable } from './schema-sessions.js';
 import type {
   TrajectoryDeletionsTable,
   TrajectoryPoliciesTable,
@@ -298,6 +299,8 @@ export interface CascadeJobsTable {
 }
 
 export interface Database {
+  sessions: SessionsTable;
+  terminal_tickets: TerminalTicketsTable;
   agents: AgentsTable;
   agent_versions: AgentVersionsTable;
   agent_turns: AgentTurnsTable;

@@ -126,6 +126,8 @@ export interface ControlPlaneServices {
   agentBridge: AgentBridgeService;
   /** Runners, their leases and the harness registry (src/runners/); absent in cores built without them. */
   runners?: RunnerService;
+  /** Held-open sandboxes (src/sessions/); absent when the core has no embedded placement. */
+  sessions?: import('../sessions/service.js').SessionService;
   /** Agents, conversations, approvals and the agent service's leases (src/agents/). */
   agents?: AgentService;
 }

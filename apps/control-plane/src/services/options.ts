@@ -108,6 +108,11 @@ export interface CoreOptions {
   trajectories?: import('@everdict/trajectory-store').TrajectoryStore;
   /** Trajectory background work (the seal queue, retention). */
   trajectoryJobs?: import('../trajectory/jobs.js').TrajectoryJobOptions;
+  /**
+   * Sessions (src/sessions/): held-open sandbox runs on the embedded placement (`driver`, locally the process
+   * driver). Absent → POST /sandboxes answers 404 and a session sandbox run goes to the runners' queue.
+   */
+  sessions?: import('../sessions/index.js').SessionOptions;
   /** The head log (issue 18 §2): its key (file), witness keys, STH interval. Absent → no log is sequenced. */
   headLog?: import('../log/index.js').StartHeadLogOptions;
   /** Admission / dispatch observer (metrics). */

@@ -370,7 +370,19 @@ export type AgentRunEventInput = z.input<typeof AgentRunEventInput>;
 
 // ---- keys / tenants ----
 /** What a tenant admin may set of the tenant's policy (PATCH /tenant/policy); the rest is the deployment's. */
-export const TenantPolicyPatch = z.strictObject({ cascade: CascadePolicy });
+export const TenantPolicyPatch = z
+  .strictObject({
+    cascade: CascadePolicy.optional(),
+    /** Sessions: the longest a session may be held open from now (a touch extends up to it). */
+    maxSessionTtlSec: z
+      .int()
+      .positive()
+      .max(366 * 24 * 60 * 60)
+      .optional(),
+    /** Sessions: USD per hour open or parked, charged against the budget at settle. */
+    sessionUsdPerHour: z.number().nonnegative().max(1_000_000).optional(),
+  })
+  .refine((p) => Object.values(p).some((v) => v !== undefined), { message: 'nothing to change' });
 export type TenantPolicyPatch = z.input<typeof TenantPolicyPatch>;
 /** The tenant's policy as admission holds it. */
 export type TenantPolicyView = AdmissionTenantPolicy;
