@@ -10,6 +10,7 @@ import { buildApp } from './app.js';
 import { generateApiKey } from './auth/secrets.js';
 import { ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './db/database.js';
+import { parseWitnessKeys } from './log/index.js';
 import { announceBootstrap } from './observability/bootstrap-banner.js';
 import { createLogger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
@@ -33,7 +34,7 @@ async function main(): Promise<void> {
   const metrics = createMetrics({ defaultMetrics: true });
   const database = await openDatabase(
     config.databaseUrl
-      ? { databaseUrl: config.databaseUrl }
+      ? { databaseUrl: config.databaseUrl, poolSize: config.pgPoolMax }
       : { dataDir: path.join(config.dataDir, 'pglite') },
   );
   const beforeCore = performance.now();
@@ -47,7 +48,17 @@ async function main(): Promise<void> {
     ...(config.judge === 'scripted' ? { judge: scriptedJudge() } : {}),
     log: (level, msg, fields) => coreLog[level](fields ?? {}, msg),
     metrics: metrics.coreObserver(),
-    scheduler: { lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts } },
+    headLog: {
+      keyFile: config.headLog.keyFile,
+      witnessKeys: parseWitnessKeys(config.headLog.witnessKeys),
+      sthIntervalMs: config.headLog.sthIntervalMs,
+    },
+    scheduler: {
+      lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts },
+      inlineConcurrency: config.executions,
+      pollMs: config.pollMs,
+    },
+    create: { batchMs: config.createBatchMs },
     trajectories: openTrajectoryStore({
       dataDir: config.dataDir,
       env: {
@@ -82,6 +93,7 @@ async function main(): Promise<void> {
     internalToken: config.internalToken,
     metricsToken: config.metricsToken,
     trajectories: core.trajectoryService,
+    headLog: core.headLog,
     maxBodyBytes: config.maxBodyBytes,
     log: log.child({ component: 'http' }),
     metrics,

@@ -3,8 +3,10 @@
 // everdict-runner start [--slots N] [--driver process|kubernetes] [--state-dir D] [--grace-ms N] [--url U]
 //                       [--exit-with-stdin]
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Driver } from '@everdict/placement';
+import { AUDIT_HEAD_FILE, AuditChain } from './audit-chain.js';
 import { RunnerDaemon } from './daemon.js';
 import { DEFAULT_WATTS_PER_CORE, EnergyMeter } from './energy.js';
 import { RunnerError } from './errors.js';
@@ -96,6 +98,7 @@ async function main(argv: string[]): Promise<number> {
       api: new HttpRunnerApi(url, pairing.credential),
       driver: await driverOf(driverKind, slots),
       key,
+      audit: new AuditChain(join(stateDir, AUDIT_HEAD_FILE)),
       meter: () => new EnergyMeter(powercapRoot, watts),
       slots,
       graceMs: Number(values['grace-ms'] ?? 60_000),

@@ -68,6 +68,8 @@ export interface RunsTable {
   interval_head: string | null;
   /** Starts of this run (0007): the epoch of its current lease. */
   attempt: ColumnType<number, number | undefined, number>;
+  /** The run recorded a trajectory event (0013): its terminal transition queues the seal. */
+  trajectory_open: ColumnType<boolean, boolean | undefined, boolean>;
   /** The sealed trajectory's ref (run-model TrajectoryRef); null until sealed (migration 0009). */
   trajectory: ColumnType<J | null, string | null | undefined, string | null>;
 }

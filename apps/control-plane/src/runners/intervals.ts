@@ -24,7 +24,8 @@ import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import { release, staleLease } from '../leases/store.js';
 import { lockRun, rowToView } from '../ledger/runs.js';
-import type { Deps } from '../services/context.js';
+import { linkRunnerAudit } from '../log/audit-chain.js';
+import { type Deps, nowIso } from '../services/context.js';
 import { transitionTx } from '../services/lifecycle.js';
 import type { RunView } from '../services/types.js';
 import { mapStoreErrors } from '../trajectory/errors.js';
@@ -270,6 +271,8 @@ export async function completeRun(
           : (() => {
               throw mismatch(`a runner's interval ends succeeded or failed, not ${body.outcome}`);
             })();
+    // The runner key's audit chain (log/audit-chain.ts): audit_prev must be its previous attestation.
+    await linkRunnerAudit(tx, runner, body, address, { tenantId: row.tenant_id, runId, now: nowIso(deps) });
     const { artifacts, ...rest } = input.outputs;
     const outputs = {
       exitCode: body.exitCode,

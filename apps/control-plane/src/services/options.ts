@@ -95,6 +95,8 @@ export interface CoreOptions {
   ids?: IdGen;
   policy?: Partial<TenantPolicy>;
   scheduler?: SchedulerOptions;
+  /** The create combiner: under load a create waits up to `batchMs` (default 0) for company. */
+  create?: { batchMs?: number };
   /** Cascade cancellation: batch size (≤ 500) and a hook after each committed batch (tests). */
   cascade?: import('./cascade.js').CascadeOptions;
   /**
@@ -104,6 +106,8 @@ export interface CoreOptions {
   trajectories?: import('@everdict/trajectory-store').TrajectoryStore;
   /** Trajectory background work (the seal queue, retention). */
   trajectoryJobs?: import('../trajectory/jobs.js').TrajectoryJobOptions;
+  /** The head log (issue 18 §2): its key (file), witness keys, STH interval. Absent → no log is sequenced. */
+  headLog?: import('../log/index.js').StartHeadLogOptions;
   /** Admission / dispatch observer (metrics). */
   metrics?: CoreObserver;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
