@@ -1,7 +1,5 @@
 // Composition root of the ledger + application layer: open the database, bootstrap, services, scheduler.
 
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { KEYS_CHANNEL, KeyCache } from '../auth/key-cache.js';
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
