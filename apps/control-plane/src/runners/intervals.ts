@@ -125,8 +125,15 @@ export async function appendRunnerEvents(
         .executeTakeFirst();
       if (!lease || Number(lease.epoch) !== input.epoch || lease.holder !== runner.id)
         throw staleLease(runId, input.epoch, lease ? Number(lease.epoch) : null);
-      const run = await tx.selectFrom('runs').select('status').where('id', '=', runId).executeTakeFirst();
+      const run = await tx
+        .selectFrom('runs')
+        .select(['status', 'trajectory_open'])
+        .where('id', '=', runId)
+        .executeTakeFirst();
       if (run?.status !== 'running') throw staleLease(runId, input.epoch, null);
+      // The first append marks the run, so its terminal transition queues the trajectory's seal (0013).
+      if (!run.trajectory_open && input.events.length > 0)
+        await tx.updateTable('runs').set({ trajectory_open: true }).where('id', '=', runId).execute();
       const j = await tx
         .selectFrom('runner_journals')
         .select(['seq_from', 'event_count'])
