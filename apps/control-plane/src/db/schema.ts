@@ -4,8 +4,8 @@ import type { GenInt8, Int8, J, Jsonb, Ts } from './column-types.js';
 import type {
   HarnessesTable,
   RunnerArtifactsTable,
-  RunnerEventsTable,
   RunnerImagesTable,
+  RunnerJournalsTable,
   RunnerPairingTokensTable,
   RunnersTable,
 } from './schema-runners.js';
@@ -302,7 +302,7 @@ export interface Database {
   runners: RunnersTable;
   runner_pairing_tokens: RunnerPairingTokensTable;
   runner_images: RunnerImagesTable;
-  runner_events: RunnerEventsTable;
+  runner_journals: RunnerJournalsTable;
   runner_artifacts: RunnerArtifactsTable;
   harnesses: HarnessesTable;
   adm_global: AdmGlobalTable;
