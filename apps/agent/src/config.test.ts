@@ -1,25 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { agentEnv } from './config.js';
 import { isAgentError } from './errors.js';
-import { DEFAULT_AGENT_WATTS, DEFAULT_STORAGE_W_PER_GB } from './record/energy.js';
 
 describe('the agent environment', () => {
-  it('defaults the documented wattages', () => {
-    const env = agentEnv({});
-    expect(env.EVERDICT_STORAGE_W_PER_GB).toBe(DEFAULT_STORAGE_W_PER_GB);
-    expect(env.EVERDICT_AGENT_WATTS).toBe(DEFAULT_AGENT_WATTS);
+  it('reads the control plane and the model endpoint', () => {
+    const env = agentEnv({ EVERDICT_URL: 'http://127.0.0.1:8787', EVERDICT_INTERNAL_TOKEN: 't' });
+    expect(env).toMatchObject({ EVERDICT_URL: 'http://127.0.0.1:8787', EVERDICT_INTERNAL_TOKEN: 't' });
   });
 
-  it('a zero or unreadable storage draw is a typed 400 (a park must never be priced at zero)', () => {
-    for (const bad of ['0', '-1', 'abc']) {
-      const err = (() => {
-        try {
-          agentEnv({ EVERDICT_STORAGE_W_PER_GB: bad });
-        } catch (e) {
-          return e;
-        }
-      })();
-      expect(isAgentError(err) && [err.code, err.httpStatus]).toEqual(['bad_request', 400]);
-    }
+  it('a URL that is not one is a typed 400', () => {
+    const err = (() => {
+      try {
+        agentEnv({ EVERDICT_URL: 'not a url' });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(isAgentError(err) && [err.code, err.httpStatus]).toEqual(['bad_request', 400]);
   });
 });

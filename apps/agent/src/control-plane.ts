@@ -1,23 +1,23 @@
 // The ControlPlane port: every call the agent service makes to the control plane, in the domain's words.
-// Two seats: `LocalControlPlane` (a directory ledger for the local demo and the tests, admission by
-// @everdict/admission's real gate) and the HTTP adapter over the control plane's agent routes, to be wired
-// once they exist (README, "What waits for the control plane"). A refusal is always an AgentError with its
-// code and status — a 402 from the envelope reaches the model as a tool error, never as a pretend result.
+// Its seat is `HttpControlPlane` (src/http/http-control-plane.ts) over the control plane's agent routes,
+// through @everdict/client. The control plane owns the turn's record: the agent reports transitions (with
+// its lease's epoch and each interval's account) and the control plane appends the segments. A refusal is
+// always an AgentError with its code and status — a 402 from the envelope reaches the model as a tool
+// error, never as a pretend result.
 import type { JsonValue, TraceEvent } from '@everdict/run-model';
-import type { WireRecord } from '@everdict/runrecord';
 import { z } from 'zod';
 import { AgentSpec } from './agent-spec.js';
 
 /** What a parked call waits for, once it arrives. */
 export const Resolution = z.discriminatedUnion('kind', [
-  z.strictObject({
+  z.object({
     kind: z.literal('approval'),
     callId: z.string().min(1),
     approved: z.boolean(),
     note: z.string().max(10_000).optional(),
     by: z.string().min(1).optional(),
   }),
-  z.strictObject({
+  z.object({
     kind: z.literal('run'),
     callId: z.string().min(1),
     runId: z.string().min(1),
@@ -28,7 +28,7 @@ export const Resolution = z.discriminatedUnion('kind', [
 export type Resolution = z.infer<typeof Resolution>;
 
 /** A leased turn: the same lease/heartbeat/epoch rules as a runner's (docs/runner-protocol.md). */
-export const TurnLease = z.strictObject({
+export const TurnLease = z.object({
   runId: z.string().min(1),
   tenant: z.string().min(1),
   epoch: z.int().positive(),
@@ -37,32 +37,38 @@ export const TurnLease = z.strictObject({
   unitId: z.string().regex(/^[0-9a-f]{64}$/),
   grantsId: z.string().regex(/^[0-9a-f]{64}$/),
   agent: AgentSpec,
-  /** The record so far (wire form), or null for a turn that never ran. */
+  /** The record so far (wire form, the control plane's), or null for a turn that never ran. */
   record: z.unknown().nullable(),
   /** When the turn parked (epoch ms), if it is resuming a park. */
   parkedAtMs: z.int().nonnegative().optional(),
-  /** The member's message that opened the turn (first interval only). */
-  input: z.strictObject({ text: z.string() }).optional(),
-  /** Results that arrived for the turn's outstanding calls. */
+  /** The message (or event) that opened the turn (first interval only). */
+  input: z.object({ text: z.string() }).optional(),
+  /** Results that arrived for the turn's dispatched calls. */
   resolutions: z.array(Resolution),
 });
 export type TurnLease = z.infer<typeof TurnLease>;
 
+/** Who holds which turn at which epoch: every call about a turn names it (a stale one is `stale_lease`). */
 export interface LeaseRef {
   readonly runId: string;
+  readonly tenant: string;
   readonly epoch: number;
+  readonly holder: string;
 }
 
 /** A transition the agent reports (POST /internal/agent-run-events, with the lease's epoch). */
 export interface TurnReport {
-  readonly event: 'awaiting_input' | 'succeeded' | 'failed';
-  /** The record after the interval (the control plane verifies it extends the one it holds). */
-  readonly record: WireRecord;
-  /** The transcript address the park recorded (awaiting_input). */
+  readonly event: 'resumed' | 'awaiting_input' | 'succeeded' | 'failed';
+  /** The transcript's address: parked (awaiting_input) or offered (resumed). */
   readonly transcript?: string;
-  readonly outstanding?: readonly string[];
+  /** The transcript's canonical bytes at the park (its idle energy's input). */
+  readonly transcriptBytes?: number;
+  /** This process's manifest (parking, or resuming). */
+  readonly manifest?: string;
+  /** The interval that ends with this report: the call ids it dispatched and resolved. */
+  readonly account?: { dispatched: readonly string[]; resolved: readonly string[] };
   readonly outputs?: { summary?: string };
-  readonly usage: { inputTokens: number; outputTokens: number; costUsd: number; llmCalls: number };
+  readonly usage?: { inputTokens: number; outputTokens: number; costUsd: number; llmCalls: number };
   readonly error?: { code: string; message: string };
 }
 
@@ -78,17 +84,28 @@ export interface ExperimentSpec {
 
 export type RunView = 'outputs' | 'trajectory';
 
+export interface TranscriptPage {
+  readonly events: TraceEvent[];
+  readonly nextOffset: number;
+  readonly eventCount: number;
+}
+
 export interface ControlPlane {
   /** Long-poll for ready turns (new, or a park whose calls are all resolved). */
   lease(request: { free: number; holder: string; waitMs?: number }): Promise<TurnLease[]>;
   /** Keep leases; `lost` lists those no longer this holder's (stop working on them at once). */
-  heartbeat(holder: string, leases: readonly LeaseRef[]): Promise<{ lost: string[] }>;
+  heartbeat(holder: string, leases: readonly { runId: string; epoch: number }[]): Promise<{ lost: string[] }>;
   /** Report a transition; a stale epoch is `stale_lease` and changes nothing. */
   report(lease: LeaseRef, report: TurnReport): Promise<void>;
 
+  /** A page of the turn's transcript (its trajectory). */
+  readTranscript(runId: string, page: { offset: number; limit: number }): Promise<TranscriptPage>;
+  /** Append events (numbered by the caller) to the leased turn's transcript. */
+  appendTranscript(lease: LeaseRef, events: readonly TraceEvent[]): Promise<void>;
+
   /** A caused `command` run through the one gate, drawing from the turn's envelope (402/429 refusals). */
   startCommandRun(lease: LeaseRef, callId: string, spec: CommandRunSpec): Promise<{ runId: string }>;
-  /** A caused `eval` experiment through the gate. */
+  /** A caused `eval` run of a registered harness version through the gate. */
   startExperiment(lease: LeaseRef, callId: string, spec: ExperimentSpec): Promise<{ runId: string }>;
   /** A run's outputs or a page of its trajectory (same tenant only). */
   readRun(
@@ -96,7 +113,7 @@ export interface ControlPlane {
     runId: string,
     view: RunView,
     page: { offset: number; limit: number },
-  ): Promise<JsonValue | { events: TraceEvent[]; nextOffset: number }>;
+  ): Promise<JsonValue>;
   /** Ask a person; the answer arrives as a Resolution (POST /runs/:id/input). */
   requestApproval(lease: LeaseRef, callId: string, question: string): Promise<void>;
   /** Wait for one call's result inside the interval — only the blocking mode does this. */

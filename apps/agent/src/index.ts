@@ -17,14 +17,14 @@ export {
   type LeaseRef,
   Resolution,
   type RunView,
+  type TranscriptPage,
   TurnLease,
   type TurnReport,
 } from './control-plane.js';
 export { AgentError, type AgentErrorCode, httpStatusOf, isAgentError } from './errors.js';
-export { LedgerFile } from './local/ledger-file.js';
-export { LocalControlPlane, type LocalControlPlaneOptions } from './local/local-control-plane.js';
+export { HttpControlPlane, type HttpControlPlaneOptions, toAgentError } from './http/http-control-plane.js';
 export { type IntervalOptions, type IntervalOutcome, runInterval } from './loop/interval.js';
-export { type LeaseOutcome, type WorkerOptions, workOnce } from './loop/worker.js';
+export { type LeaseOutcome, serve, type WorkerOptions, workOnce } from './loop/worker.js';
 export { OpenAiProvider, type OpenAiProviderOptions } from './model/openai-provider.js';
 export type {
   ChatMessage,
@@ -36,17 +36,8 @@ export type {
   ToolSpec,
 } from './model/provider.js';
 export { ScriptedProvider, type ScriptedReply, type ScriptStep } from './model/scripted-provider.js';
-export {
-  ACTIVE_METER,
-  activeEnergyUj,
-  DEFAULT_AGENT_WATTS,
-  DEFAULT_STORAGE_W_PER_GB,
-  PARK_METER,
-  type ParkEnergy,
-  parkEnergy,
-} from './record/energy.js';
-export { AGENT_PROTOCOL, grantsIdOf, manifestOf, unitIdOf } from './record/identity.js';
-export { TurnRecord } from './record/turn-record.js';
+export { AGENT_PROTOCOL, manifestOf } from './record/identity.js';
+export { phaseOf, type TurnPhase } from './record/turn-record.js';
 export { TOOLS, toolSpecs } from './tools/catalog.js';
 export { messagesOf, outstandingCalls } from './transcript/messages.js';
 export { nameEvents, Transcript, type TranscriptDraft } from './transcript/transcript.js';

@@ -1,104 +1,87 @@
-// The envelope through the port: an agent with a 5-run envelope asking for 50 caused runs gets 5 admitted
-// by the real admission gate; the other 45 calls come back to the model as typed 402 tool errors (never a
-// pretend result). Cancelling the turn cancels what it caused; a disabled agent is not activated.
-import { verifyWire } from '@everdict/runrecord';
-import { describe, expect, it } from 'vitest';
-import { isAgentError } from '../src/errors.js';
+// Issue 16's proof, the envelope half, on a REAL control plane (the built dist, embedded PGlite): an agent
+// whose envelope affords 5 caused runs asks for 50 in one step — the one gate admits 5 and refuses 45 with
+// 402, which the model sees as tool errors; the turn parks on the 5. Cancelling the turn cancels its
+// non-terminal descendants and closes its record. A disabled agent is not activated.
+import { dataOf, isClientError } from '@everdict/client';
+import type { TraceEvent } from '@everdict/run-model';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workOnce } from '../src/loop/worker.js';
 import { ScriptedProvider } from '../src/model/scripted-provider.js';
-import { localSetup } from './fixtures.js';
+import { createAgent, message, pairCommandRunner, recordOf, type Seat, seat } from './support.js';
 
-const fifty = Array.from({ length: 50 }, (_, i) => ({
+let s: Seat;
+beforeAll(async () => {
+  s = await seat();
+  await pairCommandRunner(s);
+}, 300_000);
+afterAll(async () => {
+  await s?.stop();
+});
+
+const FIFTY = Array.from({ length: 50 }, (_, i) => ({
   tool: 'run_command',
-  args: { command: ['make', `shard-${i}`] },
-  callId: `run_${i}`,
+  args: { command: ['echo', String(i)] },
 }));
 
 describe('an agent envelope of 5 runs', () => {
-  it('admits 5 of 50 caused runs; 45 are 402 tool errors the model sees; the turn parks on the 5', async () => {
-    const { cp, store } = await localSetup({ envelope: { runs: 5, usd: 5 } });
-    const { runId } = await cp.startTurn({ tenant: 'acme', agentId: 'releaser', text: 'Build every shard.' });
-    let seen: string[] = [];
-    const provider = new ScriptedProvider([
-      { toolCalls: fifty },
-      (messages) => {
-        seen = messages.filter((m) => m.role === 'tool').map((m) => m.content);
-        return { content: 'done' };
-      },
-    ]);
-    const [out] = await workOnce({ controlPlane: cp, store, provider: () => provider, holder: 'h' });
-    expect(out).toMatchObject({ result: 'parked' });
-    const caused = cp.causedRuns(runId);
-    expect(caused).toHaveLength(5);
-    expect(caused.every((r) => r.kind === 'command' && r.status === 'queued')).toBe(true);
-    expect(cp.turn(runId)!.outstanding).toEqual(['run_0', 'run_1', 'run_2', 'run_3', 'run_4']);
+  it('admits 5 of 50 caused runs (45 are 402 tool errors); cancelling the turn cancels the 5', async () => {
+    const agentId = await createAgent(s, { tools: ['run_command'], envelope: { runs: 5, usd: 5 } });
+    const runId = await message(s, agentId, 'Run fifty commands.');
+    const provider = new ScriptedProvider([{ content: 'Fifty, please.', toolCalls: FIFTY }]);
+    const [out] = await workOnce({ controlPlane: s.agents, provider: () => provider, holder: 'h' }, 5000);
+    expect(out).toMatchObject({ result: 'parked', runId });
+    expect(out?.result === 'parked' && out.outstanding).toHaveLength(5);
 
-    const events = (await store.read('acme', runId, { offset: 0, limit: 1000 })).items;
-    const refusals = events.filter((e) => e.type === 'tool_result' && e.isError);
-    expect(refusals).toHaveLength(45);
-    for (const r of refusals) {
+    const page = dataOf(
+      await s.admin.GET('/runs/{id}/trajectory', { params: { path: { id: runId }, query: { limit: 1000 } } }),
+    );
+    const results = (page.items as TraceEvent[]).filter((e) => e.type === 'tool_result');
+    expect(results).toHaveLength(45);
+    for (const r of results) {
+      expect(r.type === 'tool_result' && r.isError).toBe(true);
       expect(r.type === 'tool_result' && r.output).toMatchObject({
         error: { code: 'envelope_exhausted', status: 402 },
       });
     }
-
-    // The caused runs settle; the turn resumes and the model reads 50 results: 5 outputs, 45 refusals.
-    for (const r of caused)
-      await cp.settleRun(r.runId, { status: 'succeeded', outputs: { exitCode: 0 }, usd: 0.01 });
-    const [next] = await workOnce({ controlPlane: cp, store, provider: () => provider, holder: 'h2' });
-    expect(next).toMatchObject({ result: 'succeeded', summary: 'done' });
-    expect(seen).toHaveLength(50);
-    expect(seen.filter((s) => s.includes('"status":402'))).toHaveLength(45);
-    const v = verifyWire(cp.turn(runId)!.record);
-    expect(v.ok && v.account.verdict).toBe('non_blocking');
-  });
-
-  it('cancelling the turn cancels its non-terminal caused runs and closes the parked record', async () => {
-    const { cp, store } = await localSetup({ envelope: { runs: 5 } });
-    const { runId } = await cp.startTurn({ tenant: 'acme', agentId: 'releaser', text: 'Build.' });
-    const provider = new ScriptedProvider([{ toolCalls: fifty.slice(0, 3) }]);
-    await workOnce({ controlPlane: cp, store, provider: () => provider, holder: 'h' });
-    const caused = cp.causedRuns(runId);
-    await cp.settleRun(caused[0]!.runId, { status: 'succeeded' });
-    const { cancelled } = await cp.cancelTurn(runId);
-    expect(new Set(cancelled)).toEqual(new Set([runId, caused[1]!.runId, caused[2]!.runId]));
-    expect(cp.causedRuns(runId).map((r) => r.status)).toEqual(['succeeded', 'cancelled', 'cancelled']);
-    const v = verifyWire(cp.turn(runId)!.record);
-    expect(v.ok && v.phase).toBe('closed');
-    // Nothing left to lease: a cancelled turn is never resumed.
-    expect(await cp.lease({ free: 5, holder: 'x' })).toEqual([]);
-  });
-
-  it('a disabled agent is not activated by an event (409 agent_disabled), and nothing is created', async () => {
-    const { cp } = await localSetup({ enabled: false });
-    const err = await cp
-      .startTurn({ tenant: 'acme', agentId: 'releaser', text: 'wake up', cause: 'event' })
-      .catch((e: unknown) => e);
-    expect(isAgentError(err) && [err.code, err.httpStatus]).toEqual(['agent_disabled', 409]);
-    expect(cp.ledger.read().turns).toEqual({});
-  });
-
-  it('a tool this deployment cannot run yet is refused with a typed error, and so is an ungranted one', async () => {
-    const { cp, store } = await localSetup({ tools: ['start_experiment', 'read_run'] });
-    const { runId } = await cp.startTurn({ tenant: 'acme', agentId: 'releaser', text: 'Evaluate.' });
-    const provider = new ScriptedProvider([
-      {
-        toolCalls: [
-          { tool: 'start_experiment', args: { harness: 'swe-lite' } },
-          { tool: 'run_command', args: { command: ['ls'] } },
-          { tool: 'read_run', args: { runId: 42 } },
-        ],
-      },
-      { content: 'cannot' },
-    ]);
-    const [out] = await workOnce({ controlPlane: cp, store, provider: () => provider, holder: 'h' });
-    expect(out).toMatchObject({ result: 'succeeded' });
-    const results = (await store.read('acme', runId, { offset: 0, limit: 100 })).items.filter(
-      (e) => e.type === 'tool_result',
-    );
+    const caused = dataOf(await s.admin.GET('/runs', { params: { query: { causedBy: runId, limit: 500 } } }));
+    expect(caused.items).toHaveLength(5);
     expect(
-      results.map((r) => r.type === 'tool_result' && (r.output as { error: { code: string } }).error.code),
-    ).toEqual(['tool_unavailable', 'tool_unavailable', 'bad_request']);
-    expect(cp.causedRuns(runId)).toEqual([]);
-  });
+      caused.items.every((r) => r.kind === 'command' && r.status === 'queued' && r.origin.cause === 'run'),
+    ).toBe(true);
+    const parked = await recordOf(s, runId);
+    expect(parked.verify).toMatchObject({ ok: true, phase: 'parked' });
+
+    const cancelled = dataOf(
+      await s.admin.POST('/runs/{id}/cancel', {
+        params: { path: { id: runId } },
+        body: { reason: 'enough' },
+      }),
+    );
+    expect(cancelled.run.status).toBe('cancelled');
+    for (let i = 0; ; i++) {
+      const now = dataOf(await s.admin.GET('/runs', { params: { query: { causedBy: runId, limit: 500 } } }));
+      if (now.items.every((r) => r.status === 'cancelled')) break;
+      if (i > 400) throw new Error(`caused runs not cancelled: ${now.items.map((r) => r.status)}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const closed = await recordOf(s, runId);
+    expect(closed.verify).toMatchObject({ ok: true, phase: 'closed' });
+    expect(await s.agents.lease({ free: 4, holder: 'late' })).toEqual([]);
+  }, 180_000);
+
+  it('a disabled agent is not activated: its message is refused 409 and no turn is created', async () => {
+    const agentId = await createAgent(s, { tools: ['run_command'] });
+    await s.admin.PATCH('/agents/{id}', { params: { path: { id: agentId } }, body: { enabled: false } });
+    const conv = dataOf(await s.admin.POST('/conversations', { body: { agentId } }));
+    const err = await s.admin
+      .POST('/conversations/{id}/messages', { params: { path: { id: conv.group.id } }, body: { text: 'hi' } })
+      .catch((e: unknown) => e);
+    expect(isClientError(err) && [err.status, err.code, err.problem?.rule]).toEqual([
+      409,
+      'conflict',
+      'agent_disabled',
+    ]);
+    const turns = dataOf(await s.admin.GET('/runs', { params: { query: { groupId: conv.group.id } } }));
+    expect(turns.items).toEqual([]);
+  }, 60_000);
 });

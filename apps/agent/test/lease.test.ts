@@ -1,58 +1,77 @@
-// Leases of turns follow the runner protocol's rules: a grant bumps the epoch, heartbeats keep it, an
-// expired lease requeues under a new epoch, and a stale epoch is `stale_lease` that changes nothing.
-import { describe, expect, it } from 'vitest';
+// Turn leases on the real control plane follow the runner protocol's rules: a lease not renewed expires and
+// the turn is leased again under a new epoch; the old holder is `lost` and its late report is
+// `stale_lease` (nothing is written). Cancelling a turn mid-interval reaches the agent within a heartbeat:
+// it stops and reports nothing. (EVERDICT_LEASE_MS=1000: heartbeats every 200 ms, expiry found in ~1.2 s.)
+import { dataOf } from '@everdict/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TurnLease } from '../src/control-plane.js';
 import { isAgentError } from '../src/errors.js';
-import { runInterval } from '../src/loop/interval.js';
 import { workOnce } from '../src/loop/worker.js';
-import { ScriptedProvider } from '../src/model/scripted-provider.js';
-import { localSetup } from './fixtures.js';
+import type { ModelProvider } from '../src/model/provider.js';
+import { createAgent, message, recordOf, type Seat, seat } from './support.js';
+
+let s: Seat;
+beforeAll(async () => {
+  s = await seat({ EVERDICT_LEASE_MS: '1000' });
+}, 300_000);
+afterAll(async () => {
+  await s?.stop();
+});
+
+async function leaseOf(holder: string, runId: string): Promise<TurnLease> {
+  for (let i = 0; ; i++) {
+    const leases = await s.agents.lease({ free: 1, holder, waitMs: 2000 });
+    const hit = leases.find((l) => l.runId === runId);
+    if (hit) return hit;
+    if (i > 60) throw new Error(`no lease on ${runId} for ${holder}`);
+  }
+}
 
 describe('turn leases', () => {
-  it('an expired lease requeues under a new epoch; the old holder is lost and its report is stale', async () => {
-    let clock = 1_000_000;
-    const { cp, store } = await localSetup({}, { now: () => clock, leaseMs: 10_000 });
-    const { runId } = await cp.startTurn({ tenant: 'acme', agentId: 'releaser', text: 'Hi.' });
-    const [a] = await cp.lease({ free: 1, holder: 'a' });
-    expect(a!.epoch).toBe(1);
-    clock += 5_000;
-    expect(await cp.heartbeat('a', [{ runId, epoch: 1 }])).toEqual({ lost: [] });
-    clock += 9_000; // the heartbeat extended it: still a's
-    expect(await cp.lease({ free: 1, holder: 'b' })).toEqual([]);
-    clock += 10_001; // no heartbeat for a whole lease: it requeues
-    const [b] = await cp.lease({ free: 1, holder: 'b' });
-    expect(b!.epoch).toBe(2);
-    expect(await cp.heartbeat('a', [{ runId, epoch: 1 }])).toEqual({ lost: [runId] });
-
-    // a's interval finishes late: its report is refused and the turn stays b's, record untouched.
-    const provider = new ScriptedProvider([{ content: 'hello' }]);
-    const err = await runInterval(a!, {
-      controlPlane: cp,
-      store,
-      provider: () => provider,
-      now: () => clock,
-    }).catch((e: unknown) => e);
-    expect(isAgentError(err) && [err.code, err.httpStatus]).toEqual(['stale_lease', 409]);
-    expect(cp.turn(runId)).toMatchObject({ status: 'running', holder: 'b', epoch: 2, record: null });
-    expect((await store.head('acme', runId)).status).toBe('live');
-  });
+  it('an expired lease is granted again under a new epoch; the old holder is lost and its report is stale', async () => {
+    const agentId = await createAgent(s, { tools: ['ask_approval'] });
+    const runId = await message(s, agentId, 'hello');
+    const first = await leaseOf('host-a', runId);
+    expect(first.epoch).toBe(1);
+    // host-a never heartbeats: the sweep requeues the turn and host-b gets it at epoch 2.
+    const second = await leaseOf('host-b', runId);
+    expect(second.epoch).toBe(2);
+    expect((await s.agents.heartbeat('host-a', [{ runId, epoch: 1 }])).lost).toEqual([runId]);
+    const late = await s.agents
+      .report(
+        { runId, tenant: first.tenant, epoch: 1, holder: 'host-a' },
+        { event: 'succeeded', account: { dispatched: [], resolved: [] } },
+      )
+      .catch((e: unknown) => e);
+    expect(isAgentError(late) && late.code).toBe('stale_lease');
+    const run = dataOf(await s.admin.GET('/runs/{id}', { params: { path: { id: runId } } }));
+    expect(run.status).toBe('running');
+    expect((await recordOf(s, runId)).verify.length).toBe(0);
+    await s.admin.POST('/runs/{id}/cancel', { params: { path: { id: runId } }, body: { reason: 'done' } });
+  }, 120_000);
 
   it('cancelling a turn mid-interval reaches the agent within a heartbeat: it stops, reports nothing', async () => {
-    const { cp, store } = await localSetup({}, { heartbeatMs: 20 });
-    const { runId } = await cp.startTurn({ tenant: 'acme', agentId: 'releaser', text: 'Release.' });
-    const provider = new ScriptedProvider([
-      { toolCalls: [{ tool: 'ask_approval', args: { question: 'ok?' } }] },
-    ]);
-    const working = workOnce({
-      controlPlane: cp,
-      store,
-      provider: () => provider,
-      holder: 'h',
-      mode: 'blocking',
+    const agentId = await createAgent(s, { tools: ['ask_approval'] });
+    const runId = await message(s, agentId, 'think hard');
+    let calling!: () => void;
+    const called = new Promise<void>((r) => {
+      calling = r;
     });
-    for (let i = 0; i < 2000 && !cp.turn(runId)?.outstanding.length; i++)
-      await new Promise((r) => setTimeout(r, 10));
-    await cp.cancelTurn(runId);
-    expect(await working).toEqual([{ result: 'lost', runId }]);
-    expect(cp.turn(runId)).toMatchObject({ status: 'cancelled', record: null });
-  });
+    // A model that answers only when its request is aborted (the lease lost): the interval is mid-call.
+    const stuck: ModelProvider = {
+      name: 'stuck',
+      complete: (req) =>
+        new Promise((_, reject) => {
+          calling();
+          req.signal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+        }),
+    };
+    const working = workOnce({ controlPlane: s.agents, provider: () => stuck, holder: 'h', slots: 1 }, 5000);
+    await called;
+    await s.admin.POST('/runs/{id}/cancel', { params: { path: { id: runId } }, body: { reason: 'stop' } });
+    const [out] = await working;
+    expect(out).toEqual({ result: 'lost', runId });
+    const { verify } = await recordOf(s, runId);
+    expect(verify).toMatchObject({ ok: true, phase: 'closed' });
+  }, 120_000);
 });

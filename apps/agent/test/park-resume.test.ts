@@ -1,21 +1,24 @@
-// Issue 16's proof, agent half: a turn whose tool call waits on an approval. The first agent process (a
-// real child process) ends the interval, parks the turn as its transcript and EXITS; the approval arrives
-// (POST /runs/:id/input's local seat); a second process, which shares nothing with the first but the
-// store and the ledger, resumes from the transcript alone. The record verifies `non_blocking` with a
-// nonzero, labelled idle energy. The variant that awaits the approval inside one interval verifies `blocking`.
+// Issue 16's proof, on a REAL control plane (the built dist, a child process, embedded PGlite): a turn whose
+// tool call waits on an approval. The first agent process (a real child process talking HTTP) ends the
+// interval; the control plane parks the turn as its transcript; the process EXITS. The approval arrives
+// through POST /runs/:id/input; a second process, which shares nothing with the first, resumes from the
+// transcript alone. The record — the control plane's — verifies `non_blocking`, with a nonzero idle energy
+// estimated and labelled. The variant that awaits the approval inside one interval verifies `blocking`.
 import { execFile } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { decodeWire, verifyWire } from '@everdict/runrecord';
-import { describe, expect, it } from 'vitest';
+import { dataOf } from '@everdict/client';
+import type { TraceEvent } from '@everdict/run-model';
+import { decodeWire } from '@everdict/runrecord';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isAgentError } from '../src/errors.js';
 import { runInterval } from '../src/loop/interval.js';
 import { workOnce } from '../src/loop/worker.js';
 import { ScriptedProvider } from '../src/model/scripted-provider.js';
-import { PARK_METER } from '../src/record/energy.js';
-import { localSetup } from './fixtures.js';
+import { createAgent, message, recordOf, type Seat, seat } from './support.js';
 
 const run = promisify(execFile);
 const cli = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli.js');
@@ -25,174 +28,168 @@ const APPROVAL_SCRIPT = [
   { content: 'Answer was {{last_tool_result}} — shipping.' },
 ];
 
-async function until<T>(probe: () => T | undefined, what: string): Promise<T> {
-  for (let i = 0; i < 2000; i++) {
-    const v = probe();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+let s: Seat;
+let script: string;
+beforeAll(async () => {
+  s = await seat();
+  script = path.join(mkdtempSync(path.join(os.tmpdir(), 'everdict-agent-test-')), 'script.json');
+  writeFileSync(script, JSON.stringify(APPROVAL_SCRIPT));
+}, 300_000);
+afterAll(async () => {
+  await s?.stop();
+});
+
+const agentProcess = (holder: string) =>
+  run(process.execPath, [
+    cli,
+    'work',
+    '--url',
+    s.cp.url,
+    '--token',
+    s.cp.internalToken,
+    '--holder',
+    holder,
+    '--script',
+    script,
+    '--wait-ms',
+    '5000',
+  ]);
+
+const getRun = async (id: string) => dataOf(await s.admin.GET('/runs/{id}', { params: { path: { id } } }));
+const answer = (id: string, body: { callId: string; approved: boolean; note?: string }) =>
+  s.admin.POST('/runs/{id}/input', { params: { path: { id } }, body });
+
+async function trajectory(id: string): Promise<TraceEvent[]> {
+  const page = dataOf(
+    await s.admin.GET('/runs/{id}/trajectory', { params: { path: { id }, query: { limit: 1000 } } }),
+  );
+  return page.items as TraceEvent[];
 }
 
 describe('a turn waiting on an approval', () => {
   it('parks as a transcript, the first process exits, a second resumes from the transcript alone: non_blocking', async () => {
     expect(existsSync(cli), `build first: ${cli}`).toBe(true);
-    const { dir, cp, store } = await localSetup();
-    const script = path.join(dir, 'script.json');
-    writeFileSync(script, JSON.stringify(APPROVAL_SCRIPT));
-    const { runId } = await cp.startTurn({ tenant: 'acme', agentId: 'releaser', text: 'Release 1.4.0.' });
+    const agentId = await createAgent(s, { tools: ['ask_approval', 'read_run'] });
+    const runId = await message(s, agentId, 'Release 1.4.0.');
 
-    const first = await run(process.execPath, [
-      cli,
-      'work',
-      '--dir',
-      dir,
-      '--holder',
-      'host-a',
-      '--script',
-      script,
-    ]);
+    const first = await agentProcess('host-a');
     const parked = JSON.parse(first.stdout.trim());
     expect(parked).toMatchObject({ result: 'parked', runId, outstanding: ['call_0_0'] });
     // The process is gone (execFile resolved on its exit, code 0); the turn shows awaiting_input, parked.
-    const atPark = cp.turn(runId)!;
-    expect(atPark.status).toBe('awaiting_input');
-    expect(atPark.holder).toBeUndefined();
-    const parkedRecord = verifyWire(atPark.record);
-    expect(parkedRecord.ok && parkedRecord.phase).toBe('parked');
-    const suspended = decodeWire(atPark.record).segments.at(-1)!;
+    expect((await getRun(runId)).status).toBe('awaiting_input');
+    const atPark = await recordOf(s, runId);
+    expect(atPark.verify).toMatchObject({ ok: true, phase: 'parked' });
+    const suspended = decodeWire(atPark.wire).segments.at(-1)!;
     expect(suspended.kind === 'suspended' && suspended.snapshot).toEqual({ transcript: parked.transcript });
     // Nothing is ready until the person answers.
-    expect(await cp.lease({ free: 1, holder: 'nobody' })).toEqual([]);
+    expect(await s.agents.lease({ free: 1, holder: 'nobody' })).toEqual([]);
 
-    cp.resolveInput(runId, { callId: 'call_0_0', approved: true, note: 'ship it', by: 'member:alice' });
-    const second = await run(process.execPath, [
-      cli,
-      'work',
-      '--dir',
-      dir,
-      '--holder',
-      'host-b',
-      '--script',
-      script,
-    ]);
+    expect(
+      (await answer(runId, { callId: 'call_0_0', approved: true, note: 'ship it' })).response.status,
+    ).toBe(200);
+    const second = await agentProcess('host-b');
     const done = JSON.parse(second.stdout.trim());
     expect(done.pid).not.toBe(parked.pid);
     expect(done).toMatchObject({ result: 'succeeded', runId });
     expect(done.summary).toBe('Answer was {"approved":true,"note":"ship it"} — shipping.');
 
-    const turn = cp.turn(runId)!;
-    expect(turn.status).toBe('succeeded');
-    const verdict = verifyWire(turn.record);
-    if (!verdict.ok) throw new Error(verdict.error);
-    expect(verdict.phase).toBe('closed');
-    expect(verdict.account).toEqual({ verdict: 'non_blocking' });
-    expect(verdict.idleUj).toBeGreaterThan(0n);
-    const segments = decodeWire(turn.record).segments;
-    expect(segments.map((s) => s.kind)).toEqual(['executed', 'suspended', 'resumed', 'executed', 'closed']);
+    const settled = await getRun(runId);
+    expect(settled.status).toBe('succeeded');
+    expect(settled.usage).toMatchObject({ llmCalls: 2 });
+    expect(settled.usage.costUsd ?? 0).toBeGreaterThan(0);
+    const { wire, verify } = await recordOf(s, runId);
+    expect(verify).toMatchObject({ ok: true, phase: 'closed', account: 'non_blocking' });
+    expect(BigInt(verify.idleUj ?? '0')).toBeGreaterThan(0n);
+    const segments = decodeWire(wire).segments;
+    expect(segments.map((x) => x.kind)).toEqual(['executed', 'suspended', 'resumed', 'executed', 'closed']);
     const [exec1, , resumed, exec2] = segments;
     expect(exec1?.kind === 'executed' && exec1.account).toEqual({ dispatched: ['call_0_0'], resolved: [] });
     expect(exec2?.kind === 'executed' && exec2.account).toEqual({ dispatched: [], resolved: ['call_0_0'] });
     expect(resumed?.kind === 'resumed' && resumed.idleProvenance).toBe('estimated');
     expect(resumed?.kind === 'resumed' && resumed.snapshot).toEqual({ transcript: parked.transcript });
 
-    // The transcript is the trajectory: sealed now, with the park's label and priced model calls in it.
-    const page = await store.read('acme', runId, { offset: 0, limit: 100 });
-    expect(page.sealed).toBe(true);
-    const label = page.items.find((e) => e.type === 'extension' && e.ext === 'everdict/park');
-    expect(label && label.type === 'extension' && label.data).toMatchObject({
+    // The transcript is the trajectory: the park's label, priced model calls, the approval's two events.
+    const events = await trajectory(runId);
+    const label = events.find((e) => e.type === 'extension' && e.ext === 'everdict/park');
+    expect(label?.type === 'extension' && label.data).toMatchObject({
       transcript: parked.transcript,
       provenance: 'estimated',
-      meter: PARK_METER,
+      meter: 'storage-bytes-x-seconds-x-w-per-gb',
+      wattsPerGb: 0.0012,
       idleUj: (resumed?.kind === 'resumed' ? resumed.idleUj : 0n).toString(),
     });
-    const llm = page.items.filter((e) => e.type === 'llm_call');
+    expect((label?.type === 'extension' && (label.data as { bytes: number }).bytes) || 0).toBeGreaterThan(0);
+    const llm = events.filter((e) => e.type === 'llm_call');
     expect(llm).toHaveLength(2);
     for (const e of llm) {
       expect(e.inputTokens).toBeGreaterThan(0);
       expect(e.costUsd).toBeGreaterThan(0);
     }
-    const approvals = page.items.filter((e) => e.type === 'extension' && e.ext === 'approval');
+    const approvals = events.filter((e) => e.type === 'extension' && e.ext === 'approval');
     expect(approvals.map((e) => e.type === 'extension' && (e.data as { decision: string }).decision)).toEqual(
       ['requested', 'approved'],
     );
-  }, 120_000);
+  }, 180_000);
 
   it('the same turn awaited inside one interval verifies blocking', async () => {
-    const { cp, store } = await localSetup();
-    const { runId } = await cp.startTurn({ tenant: 'acme', agentId: 'releaser', text: 'Release 1.4.0.' });
+    const agentId = await createAgent(s, { tools: ['ask_approval'] });
+    const runId = await message(s, agentId, 'Release 1.4.0.');
     const provider = new ScriptedProvider(APPROVAL_SCRIPT);
-    const working = workOnce({
-      controlPlane: cp,
-      store,
-      provider: () => provider,
-      holder: 'h',
-      mode: 'blocking',
-    });
-    await until(() => (cp.turn(runId)?.outstanding.length ? true : undefined), 'the approval request');
-    cp.resolveInput(runId, { callId: 'call_0_0', approved: false, note: 'not today' });
+    const working = workOnce(
+      { controlPlane: s.agents, provider: () => provider, holder: 'h', mode: 'blocking' },
+      5000,
+    );
+    // The call exists once the interval dispatched it; answer it while the interval waits.
+    for (let i = 0; ; i++) {
+      const r = await answer(runId, { callId: 'call_0_0', approved: false, note: 'not today' }).catch(
+        (e: unknown) => e,
+      );
+      if (!(r instanceof Error)) break;
+      if (i > 400) throw r;
+      await new Promise((res) => setTimeout(res, 25));
+    }
     const [out] = await working;
     expect(out).toMatchObject({ result: 'succeeded' });
-    const verdict = verifyWire(cp.turn(runId)!.record);
-    if (!verdict.ok) throw new Error(verdict.error);
-    expect(verdict.account).toEqual({ verdict: 'blocking', index: 0, callId: 'call_0_0' });
-    expect(decodeWire(cp.turn(runId)!.record).segments.map((s) => s.kind)).toEqual(['executed', 'closed']);
-  });
+    const { wire, verify } = await recordOf(s, runId);
+    expect(verify).toMatchObject({ ok: true, account: 'blocking' });
+    expect(decodeWire(wire).segments.map((x) => x.kind)).toEqual(['executed', 'closed']);
+  }, 120_000);
 });
 
 describe('resuming refuses what the park did not record', () => {
-  async function parkedTurn() {
-    const setup = await localSetup();
-    const { runId } = await setup.cp.startTurn({ tenant: 'acme', agentId: 'releaser', text: 'Release.' });
+  async function parkedLease() {
+    const agentId = await createAgent(s, { tools: ['ask_approval'] });
+    const runId = await message(s, agentId, 'Release.');
     const provider = new ScriptedProvider(APPROVAL_SCRIPT);
-    await workOnce({ controlPlane: setup.cp, store: setup.store, provider: () => provider, holder: 'a' });
-    setup.cp.resolveInput(runId, { callId: 'call_0_0', approved: true });
-    return { ...setup, runId, provider };
+    const [out] = await workOnce({ controlPlane: s.agents, provider: () => provider, holder: 'a' }, 5000);
+    expect(out).toMatchObject({ result: 'parked', runId });
+    await answer(runId, { callId: 'call_0_0', approved: true });
+    const [lease] = await s.agents.lease({ free: 1, holder: 'b', waitMs: 5000 });
+    expect(lease?.runId).toBe(runId);
+    return { runId, lease: lease!, provider };
   }
 
-  it('a transcript changed while parked is a SnapshotMismatch; the record is unchanged', async () => {
-    const { cp, store, runId, provider } = await parkedTurn();
-    const before = cp.turn(runId)!.record;
-    const head = await store.head('acme', runId);
-    await store.append('acme', runId, [
-      {
-        type: 'message',
-        seq: head.lastSeq + 1,
-        ts: new Date().toISOString(),
-        runId,
-        role: 'user',
-        content: 'sneaked in',
-      },
-    ]);
-    const [lease] = await cp.lease({ free: 1, holder: 'b' });
-    const err = await runInterval(lease!, { controlPlane: cp, store, provider: () => provider }).catch(
-      (e: unknown) => e,
-    );
-    expect(isAgentError(err) && err.code).toBe('record_refused');
-    expect(isAgentError(err) && err.detail.recordCode).toBe('SnapshotMismatch');
-    expect(cp.turn(runId)!.record).toEqual(before);
-  });
-
-  it('a process configured otherwise (another manifest) is a ManifestMismatch', async () => {
-    const { cp, store, provider } = await parkedTurn();
-    const [lease] = await cp.lease({ free: 1, holder: 'b' });
-    const err = await runInterval(lease!, {
-      controlPlane: cp,
-      store,
+  it('a process configured otherwise (another manifest) is a ManifestMismatch; the turn stays parked', async () => {
+    const { runId, lease, provider } = await parkedLease();
+    const err = await runInterval(lease, {
+      controlPlane: s.agents,
       provider: () => provider,
+      holder: 'b',
       protocol: 'everdict-agent/transcript/2',
     }).catch((e: unknown) => e);
+    expect(isAgentError(err) && err.code).toBe('record_refused');
     expect(isAgentError(err) && err.detail.recordCode).toBe('ManifestMismatch');
-  });
+    expect((await getRun(runId)).status).toBe('awaiting_input');
+    expect((await recordOf(s, runId)).verify.phase).toBe('parked');
+  }, 120_000);
 
-  it('a record naming another unit than the lease is an identity_mismatch', async () => {
-    const { cp, store, runId, provider } = await parkedTurn();
-    const [lease] = await cp.lease({ free: 1, holder: 'b' });
+  it('a record naming another unit than the lease is an identity_mismatch; nothing is reported', async () => {
+    const { runId, lease, provider } = await parkedLease();
     const err = await runInterval(
-      { ...lease!, unitId: 'a'.repeat(64) },
-      { controlPlane: cp, store, provider: () => provider },
+      { ...lease, unitId: 'a'.repeat(64) },
+      { controlPlane: s.agents, provider: () => provider, holder: 'b' },
     ).catch((e: unknown) => e);
     expect(isAgentError(err) && err.code).toBe('identity_mismatch');
-    expect(cp.turn(runId)!.status).toBe('running');
-  });
+    expect((await getRun(runId)).status).toBe('awaiting_input');
+  }, 120_000);
 });

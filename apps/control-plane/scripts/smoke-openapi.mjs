@@ -37,6 +37,8 @@ const server = spawn(process.execPath, [main], {
     EVERDICT_BOOTSTRAP_API_KEY: ADMIN_KEY,
     EVERDICT_INTERNAL_TOKEN: INTERNAL_TOKEN,
     EVERDICT_METRICS_TOKEN: METRICS_TOKEN,
+    // Sessions would hold real sandboxes the fuzzed requests never close (their tests are src/sessions/).
+    EVERDICT_SESSIONS: 'off',
     EVERDICT_EMBEDDED_RUNNER: '0',
     LOG_LEVEL: 'info',
   },

@@ -5,7 +5,10 @@ import { randomUUID } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { routePath } from 'hono/route';
 import { CHALLENGE, requireApiKey, requireInternalToken } from './auth/middleware.js';
+import { consoleRoutes } from './console/routes.js';
+import type { ConsoleSource } from './console/source.js';
 import { ControlPlaneError } from './errors.js';
+import { agentRoutes } from './http/agents.js';
 import { bodyLimit } from './http/body-limit.js';
 import type { RouteDeps } from './http/deps.js';
 import type { AppEnv } from './http/env.js';
@@ -18,6 +21,7 @@ import { createRouter, openApiDocument } from './http/openapi.js';
 import { errorToProblem, problem, sendProblem } from './http/problem.js';
 import { requireRunner, runnerRoutes } from './http/runners.js';
 import { runRoutes } from './http/runs.js';
+import { sandboxRoutes } from './http/sandboxes.js';
 import { subscriptionRoutes } from './http/subscriptions.js';
 import { systemRoutes } from './http/system.js';
 import { tenantRoutes } from './http/tenants.js';
@@ -48,6 +52,8 @@ export interface AppOptions {
   readonly heartbeatMs?: number;
   /** Trajectories (Core.trajectoryService); absent → the trajectory routes answer 503. */
   readonly trajectories?: TrajectoryService | null;
+  /** What the activity console reads beyond the services (envelopes, the queue): src/console/source.ts. */
+  readonly console?: ConsoleSource;
   /** The head log (Core.headLog): its `/log/*`, `/runs/:id/log`, `/groups/:id/{log,proof}` routes. */
   readonly headLog?: HeadLog | null;
 }
@@ -70,6 +76,9 @@ const PUBLIC_PREFIXES = [
   '/tenant',
   '/api-keys',
   '/runners',
+  '/sandboxes',
+  '/agents',
+  '/conversations',
   '/harnesses',
   '/trajectories',
   '/trajectory-policy',
@@ -78,6 +87,8 @@ const PUBLIC_PREFIXES = [
 ] as const;
 /** Under a public prefix but authenticated by what it carries (the pairing token is the credential). */
 const NO_API_KEY = new Set(['/runners/pair']);
+/** The terminal's ticket is its credential (a browser cannot set headers on a WebSocket). */
+const TICKETED = /^\/runs\/[^/]+\/terminal$/;
 /** Streamed uploads: never buffered by the body limit. */
 const STREAMED = /^\/runner\/v1\/runs\/[^/]+\/artifacts$/;
 
@@ -124,7 +135,8 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.use('*', guardJsonBodies());
   // 5. Auth by path: API keys on the public API, the service token on /internal/*.
   const keyed = requireApiKey(opts.services.auth);
-  const apiKey: typeof keyed = (c, next) => (NO_API_KEY.has(c.req.path) ? next() : keyed(c, next));
+  const apiKey: typeof keyed = (c, next) =>
+    NO_API_KEY.has(c.req.path) || TICKETED.test(c.req.path) ? next() : keyed(c, next);
   for (const prefix of PUBLIC_PREFIXES) app.use(prefix, apiKey).use(`${prefix}/*`, apiKey);
   app.use('/internal/*', requireInternalToken(opts.internalToken));
   app.use(
@@ -161,7 +173,10 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.route('/', trajectoryRoutes(deps));
   app.route('/', internalRoutes(deps));
   app.route('/', runnerRoutes(deps));
+  app.route('/', sandboxRoutes(deps));
+  app.route('/', consoleRoutes(deps, opts.console));
   if (opts.headLog) app.route('/', logRoutes(opts.headLog));
+  app.route('/', agentRoutes(deps));
 
   app.notFound((c) =>
     sendProblem(c, problem('route_not_found', `no route for ${c.req.method} ${c.req.path}`)),

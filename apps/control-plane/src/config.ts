@@ -35,6 +35,9 @@ const EnvSchema = z.object({
   EVERDICT_S3_BUCKET: optionalString,
   EVERDICT_S3_ENDPOINT: optionalString,
   EVERDICT_S3_REGION: optionalString,
+  EVERDICT_SESSIONS: z.enum(['process', 'off']).default('process'),
+  EVERDICT_SESSION_SWEEP_MS: z.coerce.number().int().min(50).max(3_600_000).default(1_000),
+  EVERDICT_PLACEMENT_DIR: optionalString,
   EVERDICT_LOG_KEY_FILE: optionalString,
   EVERDICT_WITNESS_KEYS: optionalString,
   EVERDICT_STH_INTERVAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(2_000),
@@ -84,6 +87,8 @@ export interface Config {
    */
   readonly embeddedRunner: { enabled: boolean; slots: number; cli?: string };
   readonly logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
+  /** Held-open sandboxes: `process` (the embedded process driver, state in `placementDir`) or `off`. */
+  readonly sessions: { driver: 'process' | 'off'; sweepMs: number; placementDir: string };
   /** The head log (issue 18 §2): key file (default `<dataDir>/keys/log.ed25519`), witness keys (hex), STH interval. */
   readonly headLog: { keyFile: string; witnessKeys: string | undefined; sthIntervalMs: number };
 }
@@ -122,6 +127,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     pollMs: e.EVERDICT_POLL_MS,
     judge: e.EVERDICT_JUDGE,
     logLevel: e.LOG_LEVEL,
+    sessions: {
+      driver: e.EVERDICT_SESSIONS,
+      sweepMs: e.EVERDICT_SESSION_SWEEP_MS,
+      placementDir: e.EVERDICT_PLACEMENT_DIR
+        ? path.resolve(cwd, e.EVERDICT_PLACEMENT_DIR)
+        : path.join(path.resolve(cwd, e.EVERDICT_DATA_DIR ?? '.everdict'), 'placement'),
+    },
     headLog: {
       keyFile: e.EVERDICT_LOG_KEY_FILE
         ? path.resolve(cwd, e.EVERDICT_LOG_KEY_FILE)

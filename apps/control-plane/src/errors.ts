@@ -82,9 +82,25 @@ export const REFUSALS = {
     status: 422,
     when: 'no configured executor can ever take this kind/placement (`kind`, `placement`); nothing is saved',
   },
+  image_not_found: {
+    status: 422,
+    when: "a sandbox's image is not one the embedded placement has (`image`); nothing is saved",
+  },
+  upgrade_required: {
+    status: 426,
+    when: '`GET /runs/:id/terminal` without a WebSocket upgrade',
+  },
+  invalid_terminal_ticket: {
+    status: 401,
+    when: 'a terminal ticket that is unknown, already redeemed, expired, or for another run',
+  },
   capacity_exceeded: { status: 429, when: 'an admission cap (`rule`: see below)' },
   internal: { status: 500, when: 'a defect of ours (logged with its stack; never bad input)' },
   shutting_down: { status: 503, when: 'the process is draining: writes are refused' },
+  sandbox_unavailable: {
+    status: 503,
+    when: "the embedded placement could not provision or reach a session's compute (`reason`: the driver's code)",
+  },
   database_unavailable: { status: 503, when: 'the ledger database does not answer' },
   storage_unavailable: { status: 503, when: 'the trajectory store (directory or bucket) does not answer' },
   integrity_failed: {

@@ -5,10 +5,12 @@
 import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import path from 'node:path';
+import { ProcessDriver } from '@everdict/placement-process';
 import { serve } from '@hono/node-server';
 import { buildApp } from './app.js';
 import { generateApiKey } from './auth/secrets.js';
 import { ConfigError, loadConfig } from './config.js';
+import { consoleSource } from './console/source.js';
 import { openDatabase } from './db/database.js';
 import { parseWitnessKeys } from './log/index.js';
 import { announceBootstrap } from './observability/bootstrap-banner.js';
@@ -16,6 +18,7 @@ import { createLogger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
 import { type EmbeddedRunner, pairEmbeddedRunner } from './runners/embedded.js';
 import { scriptedJudge, startCore } from './services/index.js';
+import { terminalServer } from './sessions/terminal.js';
 import { openTrajectoryStore } from './trajectory/store.js';
 
 async function main(): Promise<void> {
@@ -59,6 +62,14 @@ async function main(): Promise<void> {
       pollMs: config.pollMs,
     },
     create: { batchMs: config.createBatchMs },
+    ...(config.sessions.driver === 'process'
+      ? {
+          sessions: {
+            driver: new ProcessDriver({ stateDir: config.sessions.placementDir }),
+            reaper: { sweepMs: config.sessions.sweepMs },
+          },
+        }
+      : {}),
     trajectories: openTrajectoryStore({
       dataDir: config.dataDir,
       env: {
@@ -93,6 +104,7 @@ async function main(): Promise<void> {
     internalToken: config.internalToken,
     metricsToken: config.metricsToken,
     trajectories: core.trajectoryService,
+    console: consoleSource(core),
     headLog: core.headLog,
     maxBodyBytes: config.maxBodyBytes,
     log: log.child({ component: 'http' }),
@@ -124,6 +136,13 @@ async function main(): Promise<void> {
       embedded?.start(`http://${loopbackOf(info.address)}:${info.port}`);
     },
   ) as Server;
+  // Terminals: GET /runs/:id/terminal?ticket=… upgrades to a WebSocket (sessions/terminal.ts).
+  const terminals = core.services.sessions
+    ? terminalServer(core.services.sessions, { onError: (err) => log.warn({ err }, 'terminal') })
+    : null;
+  server.on('upgrade', (req, socket, head) => {
+    if (!terminals?.upgrade(req, socket, head)) socket.destroy();
+  });
 
   let stopping = false;
   const shutdown = async (signal: string) => {

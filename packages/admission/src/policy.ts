@@ -53,6 +53,10 @@ export const TenantPolicy = z
     /** In-flight (admitted, unsettled) runs under the root envelope; bounds the root's overshoot. */
     inFlightCap: positiveCount.default(100_000),
     session: SessionPolicy.default({ maxSessions: 8, memberReserve: 2 }),
+    /** The longest a session may be held open from now: a touch extends up to this, never past it. */
+    maxSessionTtlSec: positiveCount.max(366 * 24 * 60 * 60).default(86_400),
+    /** What an open or parked session costs per hour, charged against the budget when it settles. */
+    sessionUsdPerHour: z.number().nonnegative().max(1_000_000).default(0),
     /** Which descendants a cancel's cascade leaves alone. */
     cascade: CascadePolicy.default({ skipKinds: [], skipCauses: [] }),
   })

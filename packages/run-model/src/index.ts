@@ -8,6 +8,7 @@ export * from './outputs.js';
 export * from './primitives.js';
 export * from './run.js';
 export * from './scoring.js';
+export * from './session.js';
 export * from './status-machine.js';
 export * from './subject.js';
 export * from './subscription.js';

@@ -32,7 +32,11 @@ describe('subjects: the five known kinds are strict', () => {
       { command: ['ls'], image: '' },
       { command: ['ls'], extra: 1 },
     ],
-    sandbox: [{}, { image: 'i', source: { type: 'git', url: 'x' } }, { image: 'i', source: { type: 'run' } }],
+    sandbox: [
+      { image: '' },
+      { image: 'i', source: { type: 'git', url: 'x' } },
+      { image: 'i', source: { type: 'run' } },
+    ],
     analysis: [{}, { viewId: 'v', config: {} }, { config: 'x' }],
   };
   for (const [kind, spec] of Object.entries(SPECS)) {

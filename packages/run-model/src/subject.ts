@@ -62,8 +62,11 @@ export const SandboxSource = z.discriminatedUnion('type', [
 ]);
 export type SandboxSource = z.infer<typeof SandboxSource>;
 
-/** sandbox: an environment image brought up to be poked at. */
-export const SandboxSubject = z.strictObject({ image: ImageRef, source: SandboxSource.optional() });
+/** sandbox: an environment image brought up to be poked at (no `image` = the runner's `default`). */
+export const SandboxSubject = z.strictObject({
+  image: ImageRef.default('default'),
+  source: SandboxSource.optional(),
+});
 export type SandboxSubject = z.infer<typeof SandboxSubject>;
 
 /** analysis: a saved view, or an inline configuration — exactly one of the two. */

@@ -3,7 +3,9 @@
 // accepted, in signing order, each naming the one before in `audit_prev`. `verify-audit` checks, link by
 // link: the body decodes (`MalformedRecord`), its address is the one served (`AttestationMismatch`), it
 // is signed by the chain's key (`BadSignature`), and its `audit_prev` is the previous link's address
-// (`AuditChainBroken`; the first link names none). A deleted, reordered or inserted interval breaks it.
+// (`AuditChainBroken`). A deleted, reordered or inserted interval breaks it. The first link names none (the
+// key's genesis) or a predecessor the serving ledger never saw (the chain began against an earlier ledger):
+// then the result's `from` says where the served chain starts, so it cannot pass for a chain from genesis.
 import { z } from 'zod';
 import { attestationAddress } from './attestation.js';
 import { decodeAttestationBody } from './bundle.js';
@@ -25,7 +27,7 @@ export const auditChainInput = z.object({
 });
 
 export type AuditChainResult =
-  | { ok: true; length: number; head: Hex | null }
+  | { ok: true; length: number; head: Hex | null; from: Hex | null }
   | { ok: false; error: string; index?: number; message: string };
 
 /** Verifies a served audit chain; `key` (when given) must be the chain's key. */
@@ -35,7 +37,8 @@ export function verifyAuditChain(json: unknown, opts: { key?: Hex } = {}): Audit
   const { key, links } = r.data;
   if (opts.key !== undefined && opts.key !== key)
     return { ok: false, error: 'UntrustedAttestation', message: `the chain is of key ${key}` };
-  let prev: Hex | null = null;
+  const from: Hex | null = links[0]?.audit_prev ?? null;
+  let prev: Hex | null = from;
   for (const [index, link] of links.entries()) {
     let body: ReturnType<typeof decodeAttestationBody>;
     try {
@@ -63,5 +66,5 @@ export function verifyAuditChain(json: unknown, opts: { key?: Hex } = {}): Audit
       };
     prev = address;
   }
-  return { ok: true, length: links.length, head: prev };
+  return { ok: true, length: links.length, head: links.length === 0 ? null : prev, from };
 }

@@ -172,7 +172,7 @@ async function verifyAudit(args: string[]): Promise<number> {
   }
   const r = verifyAuditChain(json, key === undefined ? {} : { key });
   if (r.ok) {
-    out({ ok: true, length: r.length, head: r.head });
+    out({ ok: true, length: r.length, head: r.head, from: r.from });
     return 0;
   }
   out({ ok: false, error: r.error, ...(r.index === undefined ? {} : { index: r.index }) });

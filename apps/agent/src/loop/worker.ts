@@ -1,12 +1,11 @@
 // The agent service's work loop: lease ready turns (like a runner leases runs), heartbeat each lease while
 // its interval runs, stop at once when the control plane says it is lost (no report, no segment: an
 // interval nobody reported is not recorded), and run one interval per lease.
-import type { ControlPlane, LeaseRef, TurnLease } from '../control-plane.js';
+import type { ControlPlane, TurnLease } from '../control-plane.js';
 import { isAgentError } from '../errors.js';
 import { type IntervalOptions, type IntervalOutcome, runInterval } from './interval.js';
 
 export interface WorkerOptions extends IntervalOptions {
-  readonly holder: string;
   /** Turns run at once. */
   readonly slots?: number;
 }
@@ -20,7 +19,7 @@ async function withHeartbeat<T>(
   run: (signal: AbortSignal) => Promise<T>,
 ): Promise<T | 'lost'> {
   const abort = new AbortController();
-  const ref: LeaseRef = { runId: lease.runId, epoch: lease.epoch };
+  const ref = { runId: lease.runId, epoch: lease.epoch };
   const timer = setInterval(() => {
     cp.heartbeat(holder, [ref]).then(
       ({ lost }) => {
@@ -43,7 +42,7 @@ async function withHeartbeat<T>(
   }
 }
 
-/** Leases what is ready now and runs one interval of each; returns what happened to each lease. */
+/** Leases what is ready (waiting up to `waitMs`) and runs one interval of each; what happened to each. */
 export async function workOnce(options: WorkerOptions, waitMs = 0): Promise<LeaseOutcome[]> {
   const cp = options.controlPlane;
   const leases = await cp.lease({ free: options.slots ?? 4, holder: options.holder, waitMs });
@@ -55,4 +54,18 @@ export async function workOnce(options: WorkerOptions, waitMs = 0): Promise<Leas
       return out === 'lost' ? { result: 'lost', runId: lease.runId } : out;
     }),
   );
+}
+
+/** The service: lease, work, repeat until `signal` aborts. */
+export async function serve(
+  options: WorkerOptions & { readonly signal: AbortSignal },
+  onOutcome?: (o: LeaseOutcome) => void,
+) {
+  while (!options.signal.aborted) {
+    const outs = await workOnce(options, 20_000).catch((e: unknown) => {
+      if (options.signal.aborted) return [];
+      throw e;
+    });
+    for (const o of outs) onOutcome?.(o);
+  }
 }

@@ -1,16 +1,22 @@
 // The OpenAI-compatible provider against a local HTTP server speaking the chat-completions wire format:
 // streamed chunks, tool-call arguments in pieces, usage in the last chunk — and a whole turn driven by it.
-import { afterEach, describe, expect, it } from 'vitest';
+import { dataOf } from '@everdict/client';
+import type { TraceEvent } from '@everdict/run-model';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type ChatServer, startChatServer } from '../../test/chat-server.js';
-import { localSetup } from '../../test/fixtures.js';
+import { createAgent, message, type Seat, seat } from '../../test/support.js';
 import { isAgentError } from '../errors.js';
 import { workOnce } from '../loop/worker.js';
 import { OpenAiProvider } from './openai-provider.js';
 
 let server: ChatServer | undefined;
+let cp: Seat | undefined;
 afterEach(async () => {
   await server?.close();
   server = undefined;
+});
+afterAll(async () => {
+  await cp?.stop();
 });
 
 describe('OpenAiProvider over the chat-completions wire format', () => {
@@ -97,30 +103,29 @@ describe('OpenAiProvider over the chat-completions wire format', () => {
       },
       { text: 'That run does not exist.', usage: { prompt_tokens: 360, completion_tokens: 8 } },
     ]);
-    const { cp, store } = await localSetup({ tools: ['read_run'] });
-    const { runId } = await cp.startTurn({
-      tenant: 'acme',
-      agentId: 'releaser',
-      text: 'How did run nope go?',
-    });
+    cp = await seat();
+    const s = cp;
+    const agentId = await createAgent(s, { tools: ['read_run'] });
+    const runId = await message(s, agentId, 'How did run nope go?');
     const provider = new OpenAiProvider({ baseURL: server.baseURL, apiKey: 'k', maxRetries: 0 });
-    const [out] = await workOnce({ controlPlane: cp, store, provider: () => provider, holder: 'h1' });
+    const [out] = await workOnce({ controlPlane: s.agents, provider: () => provider, holder: 'h1' }, 5000);
     expect(out).toMatchObject({ result: 'succeeded', summary: 'That run does not exist.' });
     // The second request carried the tool result the first call produced (a typed 404 the model saw).
     const second = server.requests[1]!.messages as { role: string; content: string; tool_call_id?: string }[];
     const tool = second.find((m) => m.role === 'tool')!;
     expect(tool.tool_call_id).toBe('call_r');
-    expect(JSON.parse(tool.content)).toEqual({
-      error: { code: 'not_found', status: 404, message: 'run nope not found' },
-    });
-    const events = (await store.read('acme', runId, { offset: 0, limit: 100 })).items;
-    const calls = events.filter((e) => e.type === 'llm_call');
+    expect(JSON.parse(tool.content)).toMatchObject({ error: { code: 'not_found', status: 404 } });
+    const page = dataOf(
+      await s.admin.GET('/runs/{id}/trajectory', { params: { path: { id: runId }, query: { limit: 100 } } }),
+    );
+    const calls = (page.items as TraceEvent[]).filter((e) => e.type === 'llm_call');
     expect(calls.map((c) => [c.inputTokens, c.outputTokens])).toEqual([
       [300, 20],
       [360, 8],
     ]);
     expect(calls.every((c) => (c.costUsd ?? 0) > 0)).toBe(true);
     expect(calls[0]!.costUsd).toBeCloseTo((300 * 3 + 20 * 15) / 1e6, 12);
-    expect(cp.turn(runId)!.usage).toMatchObject({ inputTokens: 660, outputTokens: 28, llmCalls: 2 });
-  });
+    const settled = dataOf(await s.admin.GET('/runs/{id}', { params: { path: { id: runId } } }));
+    expect(settled.usage).toMatchObject({ inputTokens: 660, outputTokens: 28, llmCalls: 2 });
+  }, 300_000);
 });

@@ -1,5 +1,5 @@
-// What binds a turn's record to what ran it. The unit and grant set come from the lease (the control plane
-// names them when it opens the record); the manifest is computed by the agent process from its own
+// What binds a turn's record to what ran it. The unit and grant set are the control plane's (it opens the
+// record; the lease names them); the manifest is computed by the agent process from its own
 // configuration, so a process configured differently (another model, prompt, tool set, agent version or
 // service protocol) cannot resume a park: runrecord refuses it with ManifestMismatch.
 import { blake3, bytesToHex } from '@everdict/runrecord';
@@ -22,14 +22,4 @@ export function manifestOf(agent: AgentSpec, protocol: string = AGENT_PROTOCOL):
     systemPrompt: agent.systemPrompt,
     tools: [...agent.tools].sort(),
   });
-}
-
-/** The unit of a turn: one run of one agent version in one tenant (what a local control plane names). */
-export function unitIdOf(tenant: string, runId: string, agent: AgentSpec): string {
-  return address('everdict.agent.unit/1', { tenant, runId, agentId: agent.id, version: agent.version });
-}
-
-/** The grant set a turn runs under: its tools and its envelope (a continuation wanting others is a new run). */
-export function grantsIdOf(agent: AgentSpec): string {
-  return address('everdict.agent.grants/1', { tools: [...agent.tools].sort(), envelope: agent.envelope });
 }

@@ -1,15 +1,16 @@
-// A turn's transcript IS its trajectory: TraceEvents in the trajectory store under the turn's run id. This
-// module appends to it (numbering events), reads it back whole, and names it: the digest of the transcript
-// is the trajectory store's digest definition (BLAKE3 over canonical JSONL) over the events stored so far —
-// the snapshot a transcript park records, recomputable by any process that can read the store.
+// A turn's transcript IS its trajectory: TraceEvents the control plane stores under the turn's run id. This
+// module appends to it (numbering events) through the port, reads it back whole, and names it: the digest
+// of the transcript is the trajectory store's digest definition (BLAKE3 over canonical JSONL) over the
+// events stored so far — the snapshot a transcript park records, recomputable by any process.
 import type { TraceEvent, TraceEventInput } from '@everdict/run-model';
-import { canonicalJsonl, digestOf, type TrajectoryStore } from '@everdict/trajectory-store';
+import { canonicalJsonl, digestOf } from '@everdict/trajectory-store';
+import type { ControlPlane, LeaseRef } from '../control-plane.js';
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 /** An event before the transcript numbers it (`seq`, `runId` and `ts` are the transcript's). */
 export type TranscriptDraft = DistributiveOmit<TraceEventInput, 'seq' | 'runId' | 'ts'>;
 
-const PAGE = 10_000;
+const PAGE = 1000;
 
 export interface TranscriptName {
   /** 64 lowercase hex (the runrecord address form of the store's `blake3:` digest). */
@@ -20,36 +21,38 @@ export interface TranscriptName {
 }
 
 export class Transcript {
-  readonly #store: TrajectoryStore;
-  readonly tenant: string;
+  readonly #cp: ControlPlane;
   readonly runId: string;
   readonly #now: () => Date;
   #events: TraceEvent[] = [];
 
-  private constructor(store: TrajectoryStore, tenant: string, runId: string, now: () => Date) {
-    this.#store = store;
-    this.tenant = tenant;
+  private constructor(cp: ControlPlane, runId: string, now: () => Date) {
+    this.#cp = cp;
     this.runId = runId;
     this.#now = now;
   }
 
-  /** Reads the whole transcript from the store (empty for a new turn). */
+  /** Reads the whole transcript (empty for a new turn). */
   static async load(
-    store: TrajectoryStore,
-    tenant: string,
+    cp: ControlPlane,
     runId: string,
     now: () => Date = () => new Date(),
   ): Promise<Transcript> {
-    const t = new Transcript(store, tenant, runId, now);
-    const head = await store.head(tenant, runId);
-    let offset = 0;
-    while (offset < head.eventCount) {
-      const page = await store.read(tenant, runId, { offset, limit: PAGE });
-      t.#events.push(...page.items);
-      if (page.items.length === 0) break;
-      offset += page.items.length;
-    }
+    const t = new Transcript(cp, runId, now);
+    await t.reload();
     return t;
+  }
+
+  /** Reads it again from the control plane (it may have appended, e.g. a park's label). */
+  async reload(): Promise<void> {
+    const events: TraceEvent[] = [];
+    for (let offset = 0; ; ) {
+      const page = await this.#cp.readTranscript(this.runId, { offset, limit: PAGE });
+      events.push(...page.events);
+      if (page.events.length === 0 || events.length >= page.eventCount) break;
+      offset = page.nextOffset;
+    }
+    this.#events = events;
   }
 
   get events(): readonly TraceEvent[] {
@@ -60,27 +63,20 @@ export class Transcript {
     return this.#events.length;
   }
 
-  /** Appends drafts as one batch (one store object); returns the events as stored. */
-  async append(drafts: readonly TranscriptDraft[]): Promise<TraceEvent[]> {
+  /** Appends drafts as one batch under the lease; returns the events as stored. */
+  async append(lease: LeaseRef, drafts: readonly TranscriptDraft[]): Promise<TraceEvent[]> {
     if (drafts.length === 0) return [];
     const last = this.#events.at(-1)?.seq ?? -1;
     const ts = this.#now().toISOString();
-    const events = drafts.map((d, i) => ({ ...d, seq: last + 1 + i, runId: this.runId, ts }));
-    await this.#store.append(this.tenant, this.runId, events);
-    const stored = events as TraceEvent[];
-    this.#events.push(...stored);
-    return stored;
+    const events = drafts.map((d, i) => ({ ...d, seq: last + 1 + i, runId: this.runId, ts })) as TraceEvent[];
+    await this.#cp.appendTranscript(lease, events);
+    this.#events.push(...events);
+    return events;
   }
 
   /** The transcript's name now: its address, its size, its length. */
   async name(): Promise<TranscriptName> {
     return nameEvents(this.#events);
-  }
-
-  /** Seals the trajectory (terminal turns only: afterwards appends are refused by the store). */
-  async seal(): Promise<{ digest: string; eventCount: number }> {
-    const { seal } = await this.#store.seal(this.tenant, this.runId);
-    return { digest: seal.digest, eventCount: seal.eventCount };
   }
 }
 

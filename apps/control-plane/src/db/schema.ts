@@ -1,6 +1,7 @@
 // Kysely table types of the ledger. jsonb columns are written as JSON text (see numeric.ts `json`).
 import type { ColumnType } from 'kysely';
 import type { GenInt8, Int8, J, Jsonb, Ts } from './column-types.js';
+import type { AgentCallsTable, AgentsTable, AgentTurnsTable, AgentVersionsTable } from './schema-agents.js';
 import type {
   HarnessesTable,
   RunnerArtifactsTable,
@@ -9,6 +10,7 @@ import type {
   RunnerPairingTokensTable,
   RunnersTable,
 } from './schema-runners.js';
+import type { SessionsTable, TerminalTicketsTable } from './schema-sessions.js';
 import type {
   TrajectoryDeletionsTable,
   TrajectoryPoliciesTable,
@@ -297,6 +299,12 @@ export interface CascadeJobsTable {
 }
 
 export interface Database {
+  sessions: SessionsTable;
+  terminal_tickets: TerminalTicketsTable;
+  agents: AgentsTable;
+  agent_versions: AgentVersionsTable;
+  agent_turns: AgentTurnsTable;
+  agent_calls: AgentCallsTable;
   run_leases: RunLeasesTable;
   cascade_jobs: CascadeJobsTable;
   runners: RunnersTable;

@@ -42,7 +42,11 @@ export function internalRoutes({ services }: RouteDeps) {
   const app = createRouter();
   app.openapi(agentRunEvents, async (c) => {
     const principal = servicePrincipal(c.req.valid('header')['x-everdict-tenant']);
-    return c.json(await services.agentBridge.report(principal, c.req.valid('json')), 200);
+    const body = c.req.valid('json');
+    // A leased turn (epoch + holder) is the agent service's (src/agents/reports.ts); else the bridge's.
+    if (body.epoch !== undefined && services.agents)
+      return c.json(await services.agents.report(principal, body), 200);
+    return c.json(await services.agentBridge.report(principal, body), 200);
   });
   return app;
 }

@@ -102,7 +102,7 @@ const patchPolicy = createRoute({
   path: '/tenant/policy',
   tags: ['admin'],
   summary:
-    'Set the tenant-settable part of the policy: `cascade: {skipKinds, skipCauses}` — descendants of those kinds or causes (and what they caused) survive a cancel.',
+    'Set the tenant-settable part of the policy: `cascade: {skipKinds, skipCauses}` — descendants of those kinds or causes (and what they caused) survive a cancel; `maxSessionTtlSec`, `sessionUsdPerHour` for sessions (any subset).',
   security: API_KEY_SECURITY,
   middleware: [admin] as const,
   request: { body: { required: true, content: { 'application/json': { schema: TenantPolicyPatchSchema } } } },

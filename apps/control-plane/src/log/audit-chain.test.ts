@@ -115,10 +115,11 @@ describe('the runner audit chain', { timeout: 300_000 }, () => {
       ok: true,
       length: 3,
       head: c.address,
+      from: null,
     });
     const cli = await runrecord(['verify-audit', '--key', key.publicKey], JSON.stringify(chain.body));
     expect(cli.code, cli.err).toBe(0);
-    expect(cli.json).toEqual({ ok: true, length: 3, head: c.address });
+    expect(cli.json).toEqual({ ok: true, length: 3, head: c.address, from: null });
     const other = await runrecord(['verify-audit', '--key', 'ab'.repeat(32)], JSON.stringify(chain.body));
     expect(other.json).toMatchObject({ ok: false, error: 'UntrustedAttestation' });
     // Another tenant does not see the runner.

@@ -5,10 +5,13 @@
 // completion's transaction) and keeps it; `GET /runners/:id/audit` serves the chain, and
 // `everdict-runrecord verify-audit` checks it offline.
 //
-// Continuity rule: `audit_prev` must name this runner's last accepted attestation. An attestation without
-// `audit_prev` is accepted only while the runner has never linked one (its first attestation, or a runner
-// that predates the chain); once it has linked, an unlinked attestation is refused like a wrong link —
-// 409 `attestation_mismatch`, nothing written.
+// Continuity rule, per runner KEY (a key paired again keeps its chain): `audit_prev` must name the key's
+// last attestation this ledger accepted. An attestation without `audit_prev` is accepted only while the key
+// has never linked one (its first, or a runner that predates the chain); once it has linked, an unlinked
+// attestation is refused like a wrong link — 409 `attestation_mismatch`, nothing written. The first link
+// this ledger sees may name a predecessor it never saw (a runner whose chain began against an earlier
+// ledger, e.g. a reset database): it is kept as the chain's starting point, and `verify-audit` reports it
+// (`from`), so a served chain never hides that it does not start at the key's genesis.
 import type { AttestationBody, Hex } from '@everdict/runrecord';
 import { sql } from 'kysely';
 import type { Executor } from '../db/tx.js';
@@ -38,21 +41,15 @@ export async function linkRunnerAudit(
   address: Hex,
   at: { tenantId: string; runId: string; now: string },
 ): Promise<void> {
-  await sql`SELECT pg_advisory_xact_lock(${AUDIT_LOCK_CLASS}::int, hashtext(${runner.id}))`.execute(tx);
+  const key = runner.publicKey;
+  await sql`SELECT pg_advisory_xact_lock(${AUDIT_LOCK_CLASS}::int, hashtext(${key}))`.execute(tx);
   const { rows } = await sql<{ seq: number; address: string; linked: boolean }>`
-    SELECT seq, address, EXISTS (SELECT 1 FROM runner_audit WHERE runner_id = ${runner.id}
+    SELECT seq, address, EXISTS (SELECT 1 FROM runner_audit WHERE runner_key = ${key}
       AND audit_prev IS NOT NULL) AS linked
-    FROM runner_audit WHERE runner_id = ${runner.id} ORDER BY seq DESC LIMIT 1`.execute(tx);
+    FROM runner_audit WHERE runner_key = ${key} ORDER BY seq DESC LIMIT 1`.execute(tx);
   const last = rows[0];
   const prev = body.auditPrev;
-  if (last === undefined) {
-    if (prev !== undefined)
-      throw new ControlPlaneError(
-        'attestation_mismatch',
-        'audit_prev names an attestation this runner never completed (its chain is empty)',
-        { expected: null },
-      );
-  } else if (prev === undefined ? last.linked : prev !== last.address) {
+  if (last !== undefined && (prev === undefined ? last.linked : prev !== last.address)) {
     throw new ControlPlaneError(
       'attestation_mismatch',
       "audit_prev is not the runner's previous attestation",
@@ -87,7 +84,7 @@ export async function runnerAudit(
     body: unknown;
   }>`SELECT a.seq, a.address, a.audit_prev, a.tenant_id, a.run_id, a.created_at, t.body
     FROM runner_audit a LEFT JOIN attestations t ON t.address = a.address
-    WHERE a.runner_id = ${runnerId} ORDER BY a.seq`.execute(ex);
+    WHERE a.runner_key = ${runner.public_key} ORDER BY a.seq`.execute(ex);
   return {
     runner: runner.id,
     key: runner.public_key,

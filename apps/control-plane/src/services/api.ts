@@ -1,3 +1,4 @@
+import type { AgentService } from '../agents/service.js';
 import type { RunnerService } from '../runners/service.js';
 // The application services the HTTP layer calls. Every method is tenant-scoped by its Principal:
 // another tenant's resource is `not_found`, never `forbidden`.
@@ -125,4 +126,8 @@ export interface ControlPlaneServices {
   agentBridge: AgentBridgeService;
   /** Runners, their leases and the harness registry (src/runners/); absent in cores built without them. */
   runners?: RunnerService;
+  /** Held-open sandboxes (src/sessions/); absent when the core has no embedded placement. */
+  sessions?: import('../sessions/service.js').SessionService;
+  /** Agents, conversations, approvals and the agent service's leases (src/agents/). */
+  agents?: AgentService;
 }

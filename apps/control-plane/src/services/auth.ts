@@ -186,7 +186,8 @@ export function authService(deps: Deps, policy: TenantPolicy, keys: KeyCache = n
           .forUpdate()
           .executeTakeFirst();
         if (!row) throw notFound('tenant', p.tenantId);
-        const next = tenantPolicy({ ...(row.policy as TenantPolicyInput), ...patch });
+        const set = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+        const next = tenantPolicy({ ...(row.policy as TenantPolicyInput), ...set });
         await new PgAdmissionStore(tx).putTenant(p.tenantId, next);
         return next;
       });

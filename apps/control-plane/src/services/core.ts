@@ -1,5 +1,8 @@
 // Composition root of the ledger + application layer: open the database, bootstrap, services, scheduler.
 
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { agentService } from '../agents/service.js';
 import { KEYS_CHANNEL, KeyCache } from '../auth/key-cache.js';
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
@@ -12,6 +15,7 @@ import { RUNNER_INDEX } from '../runners/placement.js';
 import { LeaseWaiters, runnerService } from '../runners/service.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
 import { TriggerLoop } from '../scheduler/trigger-loop.js';
+import { EMBEDDED_SESSIONS, type Sessions, startSessions } from '../sessions/index.js';
 import { TrajectoryJobs } from '../trajectory/jobs.js';
 import { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { TrajectoryService } from '../trajectory/service.js';
@@ -49,6 +53,8 @@ export interface Core {
   close(): Promise<void>;
   /** The public keys verifiers may trust (GET /keys): this control plane's own first. */
   keys: KeyRing;
+  /** Held-open sandboxes (service, reaper), or null without an embedded placement. */
+  sessions: Sessions | null;
   /** The executors every create door consults (register a runner's lane here). */
   executors: ExecutorRegistry;
   /** The head log (issue 18 §2), or null when not configured (`CoreOptions.headLog`). */
@@ -72,6 +78,7 @@ function signerFor(options: CoreOptions): Signer {
 
 export async function startCore(options: CoreOptions = {}): Promise<Core> {
   const signer = signerFor(options); // before the database: a bad key file fails the start cleanly
+  const sched = options.scheduler ?? {};
   const ldb =
     options.database ?? (await openDatabase({ databaseUrl: options.databaseUrl, dataDir: options.dataDir }));
   const clock = options.clock ?? (() => new Date());
@@ -91,6 +98,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       AGENT_BRIDGE,
       RUNNER_INDEX,
       ...(options.executors ?? []),
+      ...(options.sessions ? [EMBEDDED_SESSIONS] : []),
     ]),
   };
   const policy = { ...DEFAULT_POLICY, ...options.policy };
@@ -112,6 +120,12 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   }
   const cascades = new CascadeWorker(deps, options.cascade);
   const trajectories = options.trajectories ? new RunTrajectories(options.trajectories, ldb) : null;
+  const sessions: Sessions | null = options.sessions
+    ? startSessions(deps, trajectories, {
+        ...options.sessions,
+        ...(sched.enabled === false && options.sessions.sweep === undefined ? { sweep: false } : {}),
+      })
+    : null;
   const lease = leasePolicy(options.scheduler?.lease ?? {});
   const waiters = new LeaseWaiters(deps, lease);
   const runners = runnerService(deps, waiters, {
@@ -121,12 +135,18 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   });
   const services: ControlPlaneServices = withStorableGuard({
     auth: authService(deps, policy, keyCache),
-    runs: runService(deps, cascades, options.create),
+    runs: runService(deps, cascades, options.create, () => sessions?.service),
     events: eventFeed(deps, options.scheduler?.pollMs ?? 1000),
     groups: groupService(deps, options.judge),
     subscriptions: subscriptionService(deps),
     agentBridge: agentBridgeService(deps),
     runners,
+    ...(sessions ? { sessions: sessions.service } : {}),
+    agents: agentService(deps, {
+      lease,
+      trajectories,
+      ...(options.agents?.storageWattsPerGb ? { storageWattsPerGb: options.agents.storageWattsPerGb } : {}),
+    }),
   });
   const trajectoryJobs = trajectories
     ? new TrajectoryJobs(deps, trajectories, options.trajectoryJobs ?? {})
@@ -135,7 +155,6 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   await waiters.start();
   const keys = new KeyRing(signer);
   keys.addSource(() => runners.keys());
-  const sched = options.scheduler ?? {};
   let dispatch: DispatchLoop | null = null;
   let triggers: TriggerLoop | null = null;
   if (sched.enabled !== false) {
@@ -180,8 +199,10 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     queueDepth: () => queueDepth(deps.db),
     keys,
     executors: deps.executors,
+    sessions,
     headLog,
     async close() {
+      await sessions?.stop();
       await headLog?.stop();
       await cascades.stop();
       await resumed;

@@ -12,6 +12,7 @@ import { createRun, RunSpec } from '@everdict/run-model';
 import { commitPlan } from '../admission-store/commit.js';
 import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
 import { abort, atomically, StepAborted } from '../admission-store/scope.js';
+import { agentRunSpec } from '../agents/activation.js';
 import type { Executor, Tx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import { appendEvents } from '../ledger/events.js';
@@ -190,7 +191,8 @@ export async function createRunTx(
   ctx: CreateRunContext = {},
   opts: { ownTx?: boolean } = {},
 ): Promise<{ row: RunRow; admission: AdmissionView }> {
-  const prep = prepareCreate(deps, who, raw, ctx);
+  // An agent activation (conversation, subscription) is completed from the registry: version, envelope.
+  const prep = prepareCreate(deps, who, await agentRunSpec(tx, who.tenant, raw), ctx);
   const { request, now } = prep;
   const input = { kind: prep.kind, requestId: prep.requestId };
   const store = new PgAdmissionStore(tx);

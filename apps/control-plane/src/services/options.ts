@@ -99,6 +99,8 @@ export interface CoreOptions {
   create?: { batchMs?: number };
   /** Cascade cancellation: batch size (≤ 500) and a hook after each committed batch (tests). */
   cascade?: import('./cascade.js').CascadeOptions;
+  /** The agent service's side (src/agents/): EVERDICT_STORAGE_W_PER_GB for transcript parks (default: env, else 0.0012). */
+  agents?: { storageWattsPerGb?: number };
   /**
    * The trajectory store (issue 12): runs' trajectories are appended, tailed and sealed through it
    * (`Core.trajectories`). Absent → no trajectory routes work (503) and nothing is sealed. The core closes it.
@@ -106,6 +108,11 @@ export interface CoreOptions {
   trajectories?: import('@everdict/trajectory-store').TrajectoryStore;
   /** Trajectory background work (the seal queue, retention). */
   trajectoryJobs?: import('../trajectory/jobs.js').TrajectoryJobOptions;
+  /**
+   * Sessions (src/sessions/): held-open sandbox runs on the embedded placement (`driver`, locally the process
+   * driver). Absent → POST /sandboxes answers 404 and a session sandbox run goes to the runners' queue.
+   */
+  sessions?: import('../sessions/index.js').SessionOptions;
   /** The head log (issue 18 §2): its key (file), witness keys, STH interval. Absent → no log is sequenced. */
   headLog?: import('../log/index.js').StartHeadLogOptions;
   /** Admission / dispatch observer (metrics). */

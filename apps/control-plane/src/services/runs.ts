@@ -5,6 +5,7 @@ import { listEvents } from '../ledger/events.js';
 import { readRecord } from '../ledger/records.js';
 import { decodeCursor, encodeCursor, findRun, listRuns, rowToView } from '../ledger/runs.js';
 import { assertPlaceable } from '../runners/placement.js';
+import { isSessionSandbox } from '../sessions/service.js';
 import type { RunService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import { type CascadeWorker, openCascade } from './cascade.js';
@@ -78,12 +79,19 @@ export async function groupOfTenant(deps: Deps, p: Principal, input: unknown): P
   if (!g) throw notFound('group', id);
 }
 
-export function runService(deps: Deps, cascades: CascadeWorker, combiner: CombinerOptions = {}): RunService {
+export function runService(
+  deps: Deps,
+  cascades: CascadeWorker,
+  combiner: CombinerOptions = {},
+  sessions?: () => import('../sessions/service.js').SessionService | undefined,
+): RunService {
   const combine = createCombiner(deps, combiner);
   return {
     async create(p, input, ctx = {}) {
       const attribution = await attributionOf(deps, p, ctx);
       await groupOfTenant(deps, p, input);
+      const held = sessions?.();
+      if (held && isSessionSandbox(input)) return held.openRun(p, input, attribution); // the same gate, session lane
       await assertPlaceable(deps, p.tenantId, input);
       // Combined: creates arriving while a create transaction is in flight are admitted together in the
       // next one (create-combiner.ts); each still gets exactly the decision a sequential create would.

@@ -96,5 +96,7 @@ export function withStorableGuard(services: ControlPlaneServices): ControlPlaneS
     agentBridge: guarded(services.agentBridge, 'agentBridge'),
     // Runner routes take streams and signals; their JSON bodies are guarded at the edge (json-guard).
     ...(services.runners ? { runners: services.runners } : {}),
+    ...(services.sessions ? { sessions: guarded(services.sessions, 'sessions') } : {}),
+    ...(services.agents ? { agents: guarded(services.agents, 'agents') } : {}),
   };
 }

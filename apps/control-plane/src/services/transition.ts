@@ -60,6 +60,15 @@ export interface TransitionExtras {
    * Used instead of an attestation the control plane would seal itself.
    */
   attested?: { address: Hex; body: AttestationBody; account?: Account };
+  /**
+   * An image park (a session's workspace snapshot, by BLAKE3 address) instead of a transcript: parked at
+   * awaiting_input, OFFERED at resume_input. `idleUj` is the park's estimated idle energy (never zero).
+   */
+  image?: { root: Hex; idleUj?: bigint };
+  /** The record's close reason when it is not the status's own (a lost host closes `abandoned`). */
+  closeReason?: 'completed' | 'abandoned' | 'failed' | 'cancelled';
+  /** resume_input: the park's idle energy as its executor's model prices it (agents/energy.ts); estimated. */
+  idleUj?: bigint;
 }
 
 /**
@@ -162,20 +171,20 @@ export async function transitionTx(
   }
   if (event.type === 'await_input') {
     // A park holds exactly the snapshot the executor handed over; with none, there is nothing to park.
-    if (!extras.transcript)
+    if (!extras.transcript && !extras.image)
       throw new ControlPlaneError('bad_request', 'a park needs the snapshot it parks (transcript address)', {
         reason: 'snapshot_required',
       });
     ops.push({
       op: 'suspend',
-      snapshot: { transcript: extras.transcript },
+      snapshot: extras.image ? { root: extras.image.root } : { transcript: extras.transcript as string },
       manifest: extras.manifest ?? runManifest(run),
     });
   }
   if (event.type === 'resume_input' && row.record_length > 0) {
     // The OFFERED snapshot and the resuming environment's manifest: runrecord refuses a mismatch
     // (SnapshotMismatch / ManifestMismatch → 409 snapshot_mismatch / manifest_mismatch, nothing written).
-    if (!extras.transcript)
+    if (!extras.transcript && !extras.image)
       throw new ControlPlaneError(
         'bad_request',
         'a resume offers the snapshot it resumes (transcript address)',
@@ -187,16 +196,18 @@ export async function transitionTx(
     // A transcript park draws storage power: ~0.5 mW for the bytes kept (estimated, never zero).
     ops.push({
       op: 'resume',
-      snapshot: { transcript: extras.transcript },
+      snapshot: extras.image ? { root: extras.image.root } : { transcript: extras.transcript as string },
       manifest: extras.manifest ?? runManifest(run),
-      idleUj: BigInt(Math.max(1, Math.round(parkedMs * 0.5))),
+      idleUj: extras.image?.idleUj ?? extras.idleUj ?? BigInt(Math.max(1, Math.round(parkedMs * 0.5))),
       idleProvenance: 'estimated',
     });
   }
   if (isTerminal(patch.status)) {
     ops.push({
       op: 'close',
-      reason: patch.status === 'succeeded' ? 'completed' : patch.status === 'failed' ? 'failed' : 'cancelled',
+      reason:
+        extras.closeReason ??
+        (patch.status === 'succeeded' ? 'completed' : patch.status === 'failed' ? 'failed' : 'cancelled'),
     });
   }
   const rec = await appendSegments(tx, row, ops, at, { updateRun: false });

@@ -360,12 +360,29 @@ export const AgentRunEventInput = z.object({
   /** What the run used, in run-model's `Usage` terms (each field non-negative and finite); any subset. */
   usage: Usage.partial().optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
+  /** A leased turn (src/agents/): the lease's epoch and holder; a stale one is 409 `stale_lease`. */
+  epoch: z.int().positive().max(INT4_MAX).optional(),
+  holder: z.string().min(1).max(200).optional(),
+  /** A transcript park: the canonical bytes of the transcript parked (its idle energy's input). */
+  transcriptBytes: z.int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional(),
 });
 export type AgentRunEventInput = z.input<typeof AgentRunEventInput>;
 
 // ---- keys / tenants ----
 /** What a tenant admin may set of the tenant's policy (PATCH /tenant/policy); the rest is the deployment's. */
-export const TenantPolicyPatch = z.strictObject({ cascade: CascadePolicy });
+export const TenantPolicyPatch = z
+  .strictObject({
+    cascade: CascadePolicy.optional(),
+    /** Sessions: the longest a session may be held open from now (a touch extends up to it). */
+    maxSessionTtlSec: z
+      .int()
+      .positive()
+      .max(366 * 24 * 60 * 60)
+      .optional(),
+    /** Sessions: USD per hour open or parked, charged against the budget at settle. */
+    sessionUsdPerHour: z.number().nonnegative().max(1_000_000).optional(),
+  })
+  .refine((p) => Object.values(p).some((v) => v !== undefined), { message: 'nothing to change' });
 export type TenantPolicyPatch = z.input<typeof TenantPolicyPatch>;
 /** The tenant's policy as admission holds it. */
 export type TenantPolicyView = AdmissionTenantPolicy;

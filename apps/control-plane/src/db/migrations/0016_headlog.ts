@@ -67,6 +67,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     run_id text NOT NULL,
     created_at timestamptz NOT NULL,
     PRIMARY KEY (runner_id, seq))`.execute(db);
+  await sql`CREATE UNIQUE INDEX runner_audit_key ON runner_audit (runner_key, seq)`.execute(db);
   await sql`INSERT INTO log_pending (tenant_id, run_id, group_id, length, head)
     SELECT s.tenant_id, s.run_id, r.group_id, s.idx + 1, s.head
     FROM record_segments s JOIN runs r ON r.id = s.run_id

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { OFFLINE_RUNNER } from '../../../test/core.js';
 import { testDatabase } from '../../../test/db.js';
 import { type BuiltApp, buildApp } from '../../app.js';
+import { consoleSource } from '../../console/source.js';
 import type { ExecutorLane } from '../../executors/registry.js';
 import { createMetrics, type Metrics } from '../../observability/metrics.js';
 import type { ControlPlaneServices } from '../../services/api.js';
@@ -87,6 +88,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     maxBodyBytes: opts.maxBodyBytes ?? 64 * 1024,
     heartbeatMs: opts.heartbeatMs ?? 50,
     trajectories: core.trajectoryService,
+    console: consoleSource(core),
     headLog: core.headLog,
   });
   const admin = await core.services.auth.authenticate(ADMIN_KEY);

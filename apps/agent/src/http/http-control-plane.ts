@@ -1,0 +1,200 @@
+// The ControlPlane port over HTTP: the control plane's agent routes through @everdict/client (typed by the
+// live OpenAPI document), authenticated by the service token. Refusals become AgentErrors by their problem
+// code: 402 envelope_exhausted, 429 capacity_refused, 409 stale_lease / state_conflict / agent_disabled /
+// record_refused (snapshot_mismatch → SnapshotMismatch, manifest_mismatch → ManifestMismatch), 422
+// no_placement → tool_unavailable, 404 not_found, 400 bad_request, no answer / 5xx → control_plane_unavailable.
+import { createClient, dataOf, type EverdictClient, isClientError } from '@everdict/client';
+import type { JsonValue, TraceEvent } from '@everdict/run-model';
+import {
+  type CommandRunSpec,
+  type ControlPlane,
+  type ExperimentSpec,
+  type LeaseRef,
+  Resolution,
+  type RunView,
+  type TranscriptPage,
+  TurnLease,
+  type TurnReport,
+} from '../control-plane.js';
+import { AgentError, type AgentErrorCode, parseOrThrow } from '../errors.js';
+
+export interface HttpControlPlaneOptions {
+  /** The control plane's base URL, e.g. http://127.0.0.1:8787. */
+  readonly url: string;
+  /** EVERDICT_INTERNAL_TOKEN: the agent service is a service, not a tenant's member. */
+  readonly token: string;
+  readonly fetch?: typeof globalThis.fetch;
+  /** How often a blocking interval looks for a result (default 100 ms). */
+  readonly pollMs?: number;
+}
+
+const RECORD_CODES: Record<string, string> = {
+  snapshot_mismatch: 'SnapshotMismatch',
+  manifest_mismatch: 'ManifestMismatch',
+};
+
+/** A client refusal as the agent's one error (anything else passes through unchanged). */
+export function toAgentError(e: unknown): unknown {
+  if (!isClientError(e)) return e;
+  const rule = typeof e.problem?.rule === 'string' ? e.problem.rule : undefined;
+  const detail = { status: e.status, problem: e.code, ...(rule ? { rule } : {}) };
+  const as = (code: AgentErrorCode, extra: Record<string, unknown> = {}) =>
+    new AgentError(code, e.message, { ...detail, ...extra });
+  if (e.code in RECORD_CODES) return as('record_refused', { recordCode: RECORD_CODES[e.code] });
+  switch (e.code) {
+    case 'stale_lease':
+      return as('stale_lease');
+    case 'envelope_exhausted':
+      return as('envelope_exhausted');
+    case 'capacity_exceeded':
+      return as('capacity_refused');
+    case 'no_placement':
+      return as('tool_unavailable');
+    case 'not_found':
+      return as('not_found');
+    case 'conflict':
+      return as(rule === 'agent_disabled' ? 'agent_disabled' : 'state_conflict');
+  }
+  if (e.status === 0 || e.status >= 500) return as('control_plane_unavailable');
+  if (e.status === 409) return as('state_conflict');
+  return as('bad_request');
+}
+
+async function call<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    throw toAgentError(e);
+  }
+}
+
+const held = (l: LeaseRef) => ({ holder: l.holder, epoch: l.epoch });
+
+export class HttpControlPlane implements ControlPlane {
+  readonly client: EverdictClient;
+  readonly #pollMs: number;
+
+  constructor(o: HttpControlPlaneOptions) {
+    this.client = createClient({ baseUrl: o.url, token: o.token, ...(o.fetch ? { fetch: o.fetch } : {}) });
+    this.#pollMs = o.pollMs ?? 100;
+  }
+
+  async lease(request: { free: number; holder: string; waitMs?: number }): Promise<TurnLease[]> {
+    const body = { holder: request.holder, free: request.free, waitMs: request.waitMs ?? 0 };
+    const out = await call(async () => dataOf(await this.client.POST('/internal/agent/v1/leases', { body })));
+    return out.leases.map((l) => parseOrThrow(TurnLease, l, 'lease'));
+  }
+
+  async heartbeat(holder: string, leases: readonly { runId: string; epoch: number }[]) {
+    return call(async () =>
+      dataOf(
+        await this.client.POST('/internal/agent/v1/heartbeat', { body: { holder, leases: [...leases] } }),
+      ),
+    );
+  }
+
+  async report(lease: LeaseRef, r: TurnReport): Promise<void> {
+    await call(async () =>
+      this.client.POST('/internal/agent-run-events', {
+        params: { header: { 'x-everdict-tenant': lease.tenant } },
+        body: {
+          runId: lease.runId,
+          ...held(lease),
+          event: r.event,
+          ...(r.transcript ? { transcript: r.transcript } : {}),
+          ...(r.transcriptBytes !== undefined ? { transcriptBytes: r.transcriptBytes } : {}),
+          ...(r.manifest ? { manifest: r.manifest } : {}),
+          ...(r.account
+            ? { account: { dispatched: [...r.account.dispatched], resolved: [...r.account.resolved] } }
+            : {}),
+          // (the generated type of a strict object is not assignable from an optional field; the shape is checked server-side)
+          ...(r.outputs ? { outputs: r.outputs as never } : {}),
+          ...(r.usage ? { usage: r.usage } : {}),
+          ...(r.error ? { error: r.error } : {}),
+        },
+      }),
+    );
+  }
+
+  async readTranscript(runId: string, page: { offset: number; limit: number }): Promise<TranscriptPage> {
+    const out = await call(async () =>
+      dataOf(
+        await this.client.GET('/internal/agent/v1/runs/{id}/transcript', {
+          params: { path: { id: runId }, query: page },
+        }),
+      ),
+    );
+    return { events: out.events as TraceEvent[], nextOffset: out.nextOffset, eventCount: out.eventCount };
+  }
+
+  async appendTranscript(lease: LeaseRef, events: readonly TraceEvent[]): Promise<void> {
+    await call(async () =>
+      this.client.POST('/internal/agent/v1/runs/{id}/transcript', {
+        params: { path: { id: lease.runId } },
+        body: { ...held(lease), events: [...events] },
+      }),
+    );
+  }
+
+  async #dispatch(lease: LeaseRef, body: Record<string, unknown>): Promise<string | null> {
+    const out = await call(async () =>
+      dataOf(
+        await this.client.POST('/internal/agent/v1/runs/{id}/calls', {
+          params: { path: { id: lease.runId } },
+          body: { ...held(lease), ...body } as never,
+        }),
+      ),
+    );
+    return out.runId;
+  }
+
+  async startCommandRun(lease: LeaseRef, callId: string, spec: CommandRunSpec): Promise<{ runId: string }> {
+    const input = { command: [...spec.command], ...(spec.image ? { image: spec.image } : {}) };
+    const runId = await this.#dispatch(lease, { callId, tool: 'run_command', input });
+    return { runId: runId ?? '' };
+  }
+
+  async startExperiment(lease: LeaseRef, callId: string, spec: ExperimentSpec): Promise<{ runId: string }> {
+    const input = { harness: spec.harness, ...(spec.dataset ? { dataset: spec.dataset } : {}) };
+    const runId = await this.#dispatch(lease, { callId, tool: 'start_experiment', input });
+    return { runId: runId ?? '' };
+  }
+
+  async requestApproval(lease: LeaseRef, callId: string, question: string): Promise<void> {
+    await this.#dispatch(lease, { callId, tool: 'ask_approval', input: { question } });
+  }
+
+  async readRun(
+    lease: LeaseRef,
+    runId: string,
+    view: RunView,
+    page: { offset: number; limit: number },
+  ): Promise<JsonValue> {
+    const out = await call(async () =>
+      dataOf(
+        await this.client.POST('/internal/agent/v1/runs/{id}/read', {
+          params: { path: { id: lease.runId } },
+          body: { ...held(lease), runId, what: view, ...page },
+        }),
+      ),
+    );
+    return out as JsonValue;
+  }
+
+  async awaitResolution(lease: LeaseRef, callId: string, signal?: AbortSignal): Promise<Resolution> {
+    for (;;) {
+      const out = await call(async () =>
+        dataOf(
+          await this.client.POST('/internal/agent/v1/runs/{id}/resolutions', {
+            params: { path: { id: lease.runId } },
+            body: held(lease),
+          }),
+        ),
+      );
+      const hit = out.resolutions.find((r) => r.callId === callId);
+      if (hit) return parseOrThrow(Resolution, hit, 'resolution');
+      if (signal?.aborted) throw new AgentError('stale_lease', 'the lease was lost while waiting');
+      await new Promise((r) => setTimeout(r, this.#pollMs));
+    }
+  }
+}

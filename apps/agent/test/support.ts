@@ -1,0 +1,82 @@
+// Test support: a REAL control plane (the built apps/control-plane/dist/main.js as a child process, an
+// embedded PGlite ledger in a fresh directory — @everdict/client/testing), its admin API through the typed
+// client, and the agent service's seat of the port over HTTP with the service token.
+import { generateKeyPairSync } from 'node:crypto';
+import { createClient, dataOf, type EverdictClient } from '@everdict/client';
+import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
+import { HttpControlPlane } from '../src/http/http-control-plane.js';
+
+export interface Seat {
+  readonly cp: ControlPlaneProcess;
+  /** The tenant admin's client (API key). */
+  readonly admin: EverdictClient;
+  /** The agent service's port (service token). */
+  readonly agents: HttpControlPlane;
+  stop(): Promise<void>;
+}
+
+export async function seat(env: Record<string, string> = {}): Promise<Seat> {
+  const cp = await startControlPlane({ env });
+  return {
+    cp,
+    admin: createClient({ baseUrl: cp.url, token: cp.apiKey }),
+    agents: new HttpControlPlane({ url: cp.url, token: cp.internalToken, pollMs: 25 }),
+    stop: () => cp.stop(),
+  };
+}
+
+export const PRICING = { inputUsdPerMTok: 3, outputUsdPerMTok: 15 };
+
+export async function createAgent(
+  s: Seat,
+  body: {
+    tools: ('run_command' | 'start_experiment' | 'read_run' | 'ask_approval')[];
+    envelope?: Record<string, number>;
+  },
+): Promise<string> {
+  const out = dataOf(
+    await s.admin.POST('/agents', {
+      body: {
+        name: 'releaser',
+        model: 'scripted-test',
+        systemPrompt: 'You ship releases and ask before you do.',
+        tools: body.tools,
+        envelope: body.envelope ?? { usd: 5 },
+        pricing: PRICING,
+      },
+    }),
+  );
+  return out.agent.id;
+}
+
+/** A conversation with the agent and one message: the queued turn's run id. */
+export async function message(s: Seat, agentId: string, text: string): Promise<string> {
+  const conv = dataOf(await s.admin.POST('/conversations', { body: { agentId } }));
+  const turn = dataOf(
+    await s.admin.POST('/conversations/{id}/messages', {
+      params: { path: { id: conv.group.id } },
+      body: { text },
+    }),
+  );
+  return turn.run.id;
+}
+
+/** The run's record as the control plane verifies it on read. */
+export async function recordOf(s: Seat, runId: string) {
+  return dataOf(await s.admin.GET('/runs/{id}/record', { params: { path: { id: runId } } }));
+}
+
+/** A runner registered for `command` runs, so they are placeable (it never leases: they stay queued). */
+export async function pairCommandRunner(s: Seat): Promise<void> {
+  const { token } = dataOf(await s.admin.POST('/runners/pairing-tokens', { body: {} }));
+  const jwk = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' });
+  const publicKey = Buffer.from(jwk.x ?? '', 'base64url').toString('hex');
+  await s.admin.POST('/runners/pair', {
+    body: {
+      token,
+      publicKey,
+      name: 'idle-runner',
+      capabilities: { drivers: ['process'], kinds: ['command'], images: ['*'], slots: 1 },
+    },
+  });
+}

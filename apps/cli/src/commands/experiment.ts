@@ -1,0 +1,194 @@
+// everdict experiment <kind> [argv…] -n N — N runs of one spec as one group (POST /groups), a progress
+// bar while they run, then the graders applied and the score table printed. Exit 1 when a run failed.
+// everdict score <group> --grader JSON… — (re-)score a group and print the table.
+import type { Command } from 'commander';
+import type { Context, Done } from '../context.js';
+import { CliError } from '../errors.js';
+import { line } from '../io.js';
+import { fmtNumber, progressBar, table } from '../table.js';
+import { collect, parseJsonArray } from './options.js';
+import { type RunOptions, runSpecOf } from './run.js';
+
+export interface GroupSummary {
+  id: string;
+  kind: string;
+  label: string;
+  runIds: string[];
+  rollup: { total: number; byStatus: Record<string, number>; status: string };
+  scoring: ScoringSummary | null;
+}
+
+interface GraderAggregate {
+  grader: string;
+  passRate?: number | null;
+  mean?: number | null;
+  scored?: number;
+  count?: number;
+  n?: number;
+}
+interface ScoringSummary {
+  id: string;
+  rescoreOf?: string | null;
+  aggregate: { graders: GraderAggregate[] };
+}
+
+const SETTLED = ['succeeded', 'failed', 'cancelled'];
+const settledOf = (g: GroupSummary) => SETTLED.reduce((n, s) => n + (g.rollup.byStatus[s] ?? 0), 0);
+
+export const DEFAULT_GRADERS = [{ type: 'exit_code' }];
+
+export function gradersOf(specs: readonly string[] | undefined): unknown[] {
+  if (!specs || specs.length === 0) return DEFAULT_GRADERS;
+  return specs.flatMap((s) => parseJsonArray('--grader', s));
+}
+
+export function scoreTable(scoring: ScoringSummary): string {
+  return table(
+    ['grader', 'pass rate', 'mean', 'scored'],
+    scoring.aggregate.graders.map((g) => [
+      g.grader,
+      g.passRate === undefined || g.passRate === null ? '-' : `${fmtNumber(g.passRate * 100, 1)}%`,
+      fmtNumber(g.mean ?? null, 3),
+      String(g.scored ?? g.count ?? g.n ?? '-'),
+    ]),
+  );
+}
+
+export async function waitGroup(
+  ctx: Context,
+  id: string,
+  opts: { progress: boolean; signal?: AbortSignal; pollMs?: number },
+): Promise<GroupSummary> {
+  const tty = Boolean(ctx.io.stderr.isTTY);
+  let last = '';
+  for (;;) {
+    const g = await ctx.call<GroupSummary>('GET', `/groups/${encodeURIComponent(id)}`);
+    const done = settledOf(g);
+    if (opts.progress) {
+      const running = g.rollup.byStatus.running ?? 0;
+      const failed = (g.rollup.byStatus.failed ?? 0) + (g.rollup.byStatus.cancelled ?? 0);
+      const text = progressBar(done, g.rollup.total, `settled · ${running} running · ${failed} failed`);
+      if (text !== last) {
+        ctx.io.stderr.write(tty ? `\r${text}` : `${text}\n`);
+        last = text;
+      }
+    }
+    if (done >= g.rollup.total || opts.signal?.aborted) {
+      if (opts.progress && tty) ctx.io.stderr.write('\n');
+      return g;
+    }
+    await new Promise((r) => setTimeout(r, opts.pollMs ?? 250));
+  }
+}
+
+export async function scoreGroup(
+  ctx: Context,
+  id: string,
+  graders: unknown[],
+  rescoreOf?: string,
+): Promise<ScoringSummary> {
+  const res = await ctx.call<{ scoring: ScoringSummary }>('POST', `/groups/${encodeURIComponent(id)}/score`, {
+    graders,
+    ...(rescoreOf ? { rescoreOf } : {}),
+  });
+  return res.scoring;
+}
+
+interface ExperimentOptions extends RunOptions {
+  repeat: string;
+  label?: string;
+  grader?: string[];
+  score?: boolean;
+}
+
+export async function experimentCommand(
+  ctx: Context,
+  kind: string,
+  argv: readonly string[],
+  o: ExperimentOptions,
+): Promise<number> {
+  if (!/^\d+$/.test(o.repeat) || Number(o.repeat) < 1) throw new CliError('usage', '-n is a positive number');
+  const spec = runSpecOf(kind, argv, o);
+  const created = await ctx.call<{ group: GroupSummary }>('POST', '/groups', {
+    kind: 'experiment',
+    label: o.label ?? `${kind} ×${o.repeat}`,
+    repeat: Number(o.repeat),
+    spec,
+  });
+  const id = created.group.id;
+  line(ctx.io.stderr, `${id}: ${o.repeat} ${kind} runs queued`);
+  const group = await waitGroup(ctx, id, {
+    progress: !o.json,
+    ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
+  });
+  const scoring = o.score === false ? null : await scoreGroup(ctx, id, gradersOf(o.grader));
+  if (o.json) line(ctx.io.stdout, JSON.stringify({ group: { ...group, scoring }, scoring }));
+  else {
+    line(ctx.io.stdout, `group ${id} ${group.rollup.status} (${JSON.stringify(group.rollup.byStatus)})`);
+    if (scoring) {
+      line(ctx.io.stdout, `scoring ${scoring.id}`);
+      line(ctx.io.stdout, scoreTable(scoring));
+    }
+  }
+  const failed = (group.rollup.byStatus.failed ?? 0) + (group.rollup.byStatus.cancelled ?? 0);
+  if (failed > 0) throw new CliError('run_failed', `${failed} of ${group.rollup.total} runs did not succeed`);
+  return 0;
+}
+
+export async function scoreCommand(
+  ctx: Context,
+  id: string,
+  o: { grader?: string[]; rescoreOf?: string; rescore?: boolean; json?: boolean },
+): Promise<number> {
+  let rescoreOf = o.rescoreOf;
+  if (o.rescore && !rescoreOf) {
+    const g = await ctx.call<GroupSummary>('GET', `/groups/${encodeURIComponent(id)}`);
+    rescoreOf = g.scoring?.id;
+    if (!rescoreOf) throw new CliError('usage', `${id} has no scoring to re-score`);
+  }
+  const scoring = await scoreGroup(ctx, id, gradersOf(o.grader), rescoreOf);
+  if (o.json) line(ctx.io.stdout, JSON.stringify(scoring));
+  else {
+    line(
+      ctx.io.stdout,
+      `scoring ${scoring.id}${scoring.rescoreOf ? ` (re-scores ${scoring.rescoreOf})` : ''}`,
+    );
+    line(ctx.io.stdout, scoreTable(scoring));
+  }
+  return 0;
+}
+
+export function registerExperiment(program: Command, ctx: () => Context, done: Done): void {
+  program
+    .command('experiment')
+    .description('N runs of one spec as an experiment group: progress bar, then the score table')
+    .argument('<kind>', 'the kind of each run (eval, command, analysis, …)')
+    .argument('[argv...]', 'for `command`: the argv (after --)')
+    .requiredOption('-n, --repeat <n>', 'how many runs')
+    .option('--label <label>', "the group's label")
+    .option('--grader <json>', 'a grader spec (repeatable; default {"type":"exit_code"})', collect)
+    .option('--no-score', 'do not score when the runs have settled')
+    .option('--subject <json>', 'the subject as JSON')
+    .option('--image <ref>', 'image of a command')
+    .option('--harness <id@version>', 'eval: the harness')
+    .option('--case <id>', 'eval: the case id')
+    .option('--case-spec <json>', 'eval: an ad-hoc case')
+    .option('--config <json>', 'analysis: the inline configuration')
+    .option('--envelope-runs <n>', 'each run opens an envelope capped at n runs')
+    .option('--json', 'print JSON')
+    .action((kind: string, argv: string[], o: ExperimentOptions) =>
+      done(experimentCommand(ctx(), kind, argv, o)),
+    );
+
+  program
+    .command('score')
+    .description("apply graders to a group's runs (a re-score links to the scoring it re-does)")
+    .argument('<group>', 'the group id')
+    .option('--grader <json>', 'a grader spec (repeatable; default {"type":"exit_code"})', collect)
+    .option('--rescore-of <scoring>', 'the scoring this one re-does')
+    .option('--rescore', "re-do the group's latest scoring")
+    .option('--json', 'print JSON')
+    .action((id: string, o: { grader?: string[]; rescoreOf?: string; rescore?: boolean; json?: boolean }) =>
+      done(scoreCommand(ctx(), id, o)),
+    );
+}

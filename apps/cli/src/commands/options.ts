@@ -1,0 +1,25 @@
+import { CliError } from '../errors.js';
+
+export function parseJsonOption(name: string, text: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new CliError('usage', `${name} is not JSON`);
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new CliError('usage', `${name} is a JSON object`);
+  return v as Record<string, unknown>;
+}
+
+export function parseJsonArray(name: string, text: string): unknown[] {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new CliError('usage', `${name} is not JSON`);
+  }
+  return Array.isArray(v) ? v : [v];
+}
+
+export const collect = (value: string, previous: string[] = []): string[] => [...previous, value];

@@ -1,0 +1,141 @@
+// everdict run <kind> [argv…] — submit one run through the gate; --wait for it to settle, --follow to
+// tail its trajectory while it runs. Exit 1 when a waited-for run did not succeed.
+import type { Command } from 'commander';
+import type { Context, Done } from '../context.js';
+import { CliError } from '../errors.js';
+import { line } from '../io.js';
+import { parseJsonOption } from './options.js';
+import { followTrajectory, waitSettled } from './watch.js';
+
+export interface RunOptions {
+  subject?: string;
+  image?: string;
+  harness?: string;
+  case?: string;
+  caseSpec?: string;
+  config?: string;
+  ttl?: string;
+  lifetime?: string;
+  causedBy?: string;
+  envelopeRuns?: string;
+  inFlightCap?: string;
+  requestId?: string;
+  wait?: boolean;
+  follow?: boolean;
+  json?: boolean;
+}
+
+export function subjectOf(kind: string, argv: readonly string[], o: RunOptions): Record<string, unknown> {
+  if (o.subject) return parseJsonOption('--subject', o.subject);
+  switch (kind) {
+    case 'command':
+      if (argv.length === 0) throw new CliError('usage', 'run command: give the argv after `--`');
+      return { command: [...argv], ...(o.image ? { image: o.image } : {}) };
+    case 'eval': {
+      if (!o.harness || !o.case) throw new CliError('usage', 'run eval: --harness ID@VERSION and --case ID');
+      const at = o.harness.lastIndexOf('@');
+      if (at <= 0) throw new CliError('usage', '--harness is ID@VERSION');
+      return {
+        harness: { id: o.harness.slice(0, at), version: o.harness.slice(at + 1) },
+        caseId: o.case,
+        ...(o.caseSpec ? { caseSpec: parseJsonOption('--case-spec', o.caseSpec) } : {}),
+      };
+    }
+    case 'sandbox':
+      return { image: o.image ?? 'default' };
+    case 'analysis':
+      return {
+        config: o.config ? parseJsonOption('--config', o.config) : { fn: 'echo', value: argv.join(' ') },
+      };
+    default:
+      throw new CliError('usage', `run ${kind}: give --subject JSON`);
+  }
+}
+
+const intOption = (name: string, v: string | undefined): number | undefined => {
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(v)) throw new CliError('usage', `${name} is a whole number`);
+  return Number(v);
+};
+
+export function runSpecOf(kind: string, argv: readonly string[], o: RunOptions): Record<string, unknown> {
+  const ttlSec = intOption('--ttl', o.ttl);
+  const capRuns = intOption('--envelope-runs', o.envelopeRuns);
+  const inFlightCap = intOption('--in-flight-cap', o.inFlightCap);
+  return {
+    kind,
+    subject: subjectOf(kind, argv, o),
+    ...(o.lifetime ? { lifetime: o.lifetime } : {}),
+    ...(ttlSec === undefined ? {} : { ttlSec }),
+    ...(capRuns === undefined && inFlightCap === undefined
+      ? {}
+      : {
+          envelope: {
+            ...(capRuns === undefined ? {} : { capRuns }),
+            ...(inFlightCap === undefined ? {} : { inFlightCap }),
+          },
+        }),
+    ...(o.requestId ? { requestId: o.requestId } : {}),
+  };
+}
+
+export async function runCommand(
+  ctx: Context,
+  kind: string,
+  argv: readonly string[],
+  o: RunOptions,
+): Promise<number> {
+  const spec = runSpecOf(kind, argv, o);
+  const { data } = await ctx.client.POST('/runs', {
+    // The body is checked by the server (zod); the CLI builds it from flags.
+    body: spec as never,
+    ...(o.causedBy ? { headers: { 'x-everdict-caused-by': o.causedBy } } : {}),
+  });
+  const created = data as unknown as { run: { id: string; status: string }; admission: { class: string } };
+  const id = created.run.id;
+  if (o.json && !o.wait && !o.follow) line(ctx.io.stdout, JSON.stringify(created));
+  else
+    line(
+      o.follow || o.json ? ctx.io.stderr : ctx.io.stdout,
+      `${id} ${created.run.status} (${created.admission.class})`,
+    );
+  if (!o.wait && !o.follow) return 0;
+
+  const stop = new AbortController();
+  const outer = ctx.io.signal;
+  outer?.addEventListener('abort', () => stop.abort(), { once: true });
+  const trajectory = o.follow ? followTrajectory(ctx, id, stop.signal) : Promise.resolve(0);
+  const run = await waitSettled(ctx, id, { verbose: false, ...(outer ? { signal: outer } : {}) });
+  // A settled run's trajectory is sealed or was never written: give the tail a moment, then stop it.
+  const grace = setTimeout(() => stop.abort(), 2_000);
+  await trajectory;
+  clearTimeout(grace);
+  if (o.json) line(ctx.io.stdout, JSON.stringify(run));
+  else line(ctx.io.stderr, `${id} ${run.status}`);
+  if (run.status !== 'succeeded') throw new CliError('run_failed', `${id} ended ${run.status}`);
+  return 0;
+}
+
+export function registerRun(program: Command, ctx: () => Context, done: Done): void {
+  program
+    .command('run')
+    .description('submit a run (command, eval, sandbox, analysis, or any kind with --subject)')
+    .argument('<kind>', 'command | eval | sandbox | analysis | agent | …')
+    .argument('[argv...]', 'for `command`: the argv to run (after --)')
+    .option('--subject <json>', 'the subject as JSON (any kind)')
+    .option('--image <ref>', 'image of a command or sandbox')
+    .option('--harness <id@version>', 'eval: the harness')
+    .option('--case <id>', 'eval: the case id')
+    .option('--case-spec <json>', 'eval: an ad-hoc case')
+    .option('--config <json>', 'analysis: the inline configuration')
+    .option('--lifetime <lifetime>', 'task | session | service')
+    .option('--ttl <seconds>', 'hard expiry from now')
+    .option('--caused-by <run>', 'the run that caused this one (draws from its envelope)')
+    .option('--envelope-runs <n>', 'open a delegated envelope capped at n runs')
+    .option('--in-flight-cap <n>', "the envelope's in-flight cap")
+    .option('--request-id <id>', 'idempotency key')
+    .option('--wait', 'wait until the run settles; exit 1 unless it succeeded')
+    .option('-f, --follow', 'tail the trajectory while it runs (implies --wait)')
+    .option('--json', 'print JSON')
+    .action((kind: string, argv: string[], o: RunOptions) => done(runCommand(ctx(), kind, argv, o)));
+}

@@ -1,0 +1,82 @@
+// everdict runs — list and filter runs (newest first): a table, or --json (one page as the API gives it).
+import type { Command } from 'commander';
+import type { Context, Done } from '../context.js';
+import { CliError } from '../errors.js';
+import { line } from '../io.js';
+import { age, table } from '../table.js';
+
+interface RunRow {
+  id: string;
+  kind: string;
+  status: string;
+  lifetime: string;
+  createdAt: string;
+  group?: { id: string } | null;
+  origin?: { causedByRunId?: string | null; cause?: string } | null;
+}
+
+interface ListOptions {
+  kind?: string;
+  status?: string;
+  lifetime?: string;
+  group?: string;
+  causedBy?: string;
+  limit: string;
+  all?: boolean;
+  json?: boolean;
+}
+
+export async function runsCommand(ctx: Context, o: ListOptions): Promise<number> {
+  if (!/^\d+$/.test(o.limit)) throw new CliError('usage', '--limit is a whole number');
+  const base = new URLSearchParams();
+  if (o.kind) base.set('kind', o.kind);
+  if (o.status) base.set('status', o.status);
+  if (o.lifetime) base.set('lifetime', o.lifetime);
+  if (o.group) base.set('groupId', o.group);
+  if (o.causedBy) base.set('causedBy', o.causedBy);
+  base.set('limit', o.limit);
+  const items: RunRow[] = [];
+  let cursor: string | null = null;
+  do {
+    const q = new URLSearchParams(base);
+    if (cursor) q.set('cursor', cursor);
+    const page: { items: RunRow[]; nextCursor: string | null } = await ctx.call('GET', `/runs?${q}`);
+    items.push(...page.items);
+    cursor = o.all ? page.nextCursor : null;
+  } while (cursor);
+  if (o.json) {
+    line(ctx.io.stdout, JSON.stringify(items));
+    return 0;
+  }
+  line(
+    ctx.io.stdout,
+    table(
+      ['id', 'kind', 'status', 'lifetime', 'group', 'caused by', 'age'],
+      items.map((r) => [
+        r.id,
+        r.kind,
+        r.status,
+        r.lifetime,
+        r.group?.id ?? '-',
+        r.origin?.causedByRunId ?? '-',
+        age(r.createdAt),
+      ]),
+    ),
+  );
+  return 0;
+}
+
+export function registerRuns(program: Command, ctx: () => Context, done: Done): void {
+  program
+    .command('runs')
+    .description('list runs, newest first (filters combine)')
+    .option('--kind <kind>', 'eval | agent | command | sandbox | analysis | …')
+    .option('--status <status>', 'queued | running | succeeded | failed | cancelled | …')
+    .option('--lifetime <lifetime>', 'task | session | service')
+    .option('--group <id>', 'runs of one group')
+    .option('--caused-by <run>', 'runs a run caused')
+    .option('--limit <n>', 'page size (1–500)', '50')
+    .option('--all', 'follow the cursor to the last page')
+    .option('--json', 'print the runs as one JSON array')
+    .action((o: ListOptions) => done(runsCommand(ctx(), o)));
+}

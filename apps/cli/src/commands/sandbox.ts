@@ -1,0 +1,161 @@
+// everdict sandbox open|exec|shell|suspend|resume|close — held-open sessions over the sessions routes
+// (`POST /sandboxes`, `/sandboxes/:id/exec|touch|suspend|resume|close`) and, for `shell`, the terminal
+// ticket flow (`POST /runs/:id/terminal-ticket`, then the `GET /runs/:id/terminal?ticket=` WebSocket:
+// binary frames are raw stdin/stdout, text frames JSON `{"type":"resize",cols,rows}` / `{"type":"exit",code}`).
+// Thin by design: every subcommand is one call; the control plane owns the session.
+import type { Command } from 'commander';
+import WebSocket from 'ws';
+import type { Context, Done } from '../context.js';
+import { CliError } from '../errors.js';
+import { line } from '../io.js';
+
+interface SandboxAnswer {
+  run?: { id: string; status: string; expiresAt?: string | null };
+  id?: string;
+  status?: string;
+  [k: string]: unknown;
+}
+
+const path = (id: string, action?: string) =>
+  `/sandboxes/${encodeURIComponent(id)}${action ? `/${action}` : ''}`;
+
+function show(ctx: Context, a: SandboxAnswer, json?: boolean): void {
+  if (json) {
+    line(ctx.io.stdout, JSON.stringify(a));
+    return;
+  }
+  const run = a.run ?? (a as { id: string; status: string; expiresAt?: string });
+  line(ctx.io.stdout, `${run.id} ${run.status}${run.expiresAt ? ` (expires ${run.expiresAt})` : ''}`);
+}
+
+export async function execInSandbox(
+  ctx: Context,
+  id: string,
+  argv: readonly string[],
+  json?: boolean,
+): Promise<number> {
+  if (argv.length === 0) throw new CliError('usage', 'sandbox exec: give the argv after `--`');
+  const r = await ctx.call<{ exitCode?: number; stdout?: string; stderr?: string }>(
+    'POST',
+    path(id, 'exec'),
+    {
+      command: argv,
+    },
+  );
+  if (json) line(ctx.io.stdout, JSON.stringify(r));
+  else {
+    if (r.stdout) ctx.io.stdout.write(r.stdout);
+    if (r.stderr) ctx.io.stderr.write(r.stderr);
+  }
+  if (r.exitCode !== undefined && r.exitCode !== 0)
+    throw new CliError('run_failed', `the command exited ${r.exitCode}`);
+  return 0;
+}
+
+/** An interactive terminal: raw stdin → binary frames, binary frames → stdout; resize on SIGWINCH. */
+export async function openShell(ctx: Context, runId: string): Promise<number> {
+  const { ticket } = await ctx.call<{ ticket: string }>(
+    'POST',
+    `/runs/${encodeURIComponent(runId)}/terminal-ticket`,
+    {},
+  );
+  const wsUrl = `${ctx.url.replace(/^http/, 'ws')}/runs/${encodeURIComponent(runId)}/terminal?ticket=${encodeURIComponent(ticket)}`;
+  const ws = new WebSocket(wsUrl);
+  const { stdin, stdout } = ctx.io;
+  const size = () => ({
+    type: 'resize',
+    cols: (stdout as { columns?: number }).columns ?? 80,
+    rows: (stdout as { rows?: number }).rows ?? 24,
+  });
+  return new Promise<number>((resolve, reject) => {
+    let exitCode = 0;
+    const onData = (chunk: Buffer | string) => {
+      if (ws.readyState === WebSocket.OPEN) ws.send(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+    };
+    const onResize = () => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify(size()));
+    const cleanup = () => {
+      stdin.off('data', onData);
+      process.off('SIGWINCH', onResize);
+      if (stdin.isTTY) stdin.setRawMode?.(false);
+      stdin.pause();
+    };
+    ws.on('open', () => {
+      if (stdin.isTTY) stdin.setRawMode?.(true);
+      stdin.on('data', onData);
+      stdin.resume();
+      process.on('SIGWINCH', onResize);
+      ws.send(JSON.stringify(size()));
+    });
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) {
+        stdout.write(data as Buffer);
+        return;
+      }
+      try {
+        const msg = JSON.parse(String(data)) as { type?: string; code?: number };
+        if (msg.type === 'exit') exitCode = msg.code ?? 0;
+      } catch {
+        /* not ours */
+      }
+    });
+    ws.on('close', () => {
+      cleanup();
+      resolve(exitCode === 0 ? 0 : 1);
+    });
+    ws.on('error', (e) => {
+      cleanup();
+      reject(new CliError('unavailable', `terminal: ${e.message}`));
+    });
+  });
+}
+
+export function registerSandbox(program: Command, ctx: () => Context, done: Done): void {
+  const sandbox = program.command('sandbox').description('held-open sandbox sessions');
+  sandbox
+    .command('open')
+    .description('open a sandbox session (POST /sandboxes)')
+    .option('--image <ref>', 'the image', 'default')
+    .option('--ttl <seconds>', 'hard expiry from now', '3600')
+    .option('--json', 'print JSON')
+    .action((o: { image: string; ttl: string; json?: boolean }) =>
+      done(
+        (async () => {
+          if (!/^\d+$/.test(o.ttl)) throw new CliError('usage', '--ttl is a whole number of seconds');
+          const a = await ctx().call<SandboxAnswer>('POST', '/sandboxes', {
+            image: o.image,
+            ttlSec: Number(o.ttl),
+          });
+          show(ctx(), a, o.json);
+          return 0;
+        })(),
+      ),
+    );
+  sandbox
+    .command('exec')
+    .description('run a command in the session; exit 1 when it exits non-zero')
+    .argument('<id>', 'the session run id')
+    .argument('<argv...>', 'the command (after --)')
+    .option('--json', 'print JSON')
+    .action((id: string, argv: string[], o: { json?: boolean }) =>
+      done(execInSandbox(ctx(), id, argv, o.json)),
+    );
+  sandbox
+    .command('shell')
+    .description('an interactive terminal into the session (ticket + WebSocket)')
+    .argument('<id>', 'the session run id')
+    .action((id: string) => done(openShell(ctx(), id)));
+  for (const action of ['touch', 'suspend', 'resume', 'close'] as const)
+    sandbox
+      .command(action)
+      .description(`${action} the session (POST /sandboxes/:id/${action})`)
+      .argument('<id>', 'the session run id')
+      .option('--json', 'print JSON')
+      .action((id: string, o: { json?: boolean }) =>
+        done(
+          (async () => {
+            show(ctx(), await ctx().call<SandboxAnswer>('POST', path(id, action), {}), o.json);
+            return 0;
+          })(),
+        ),
+      );
+}

@@ -1,0 +1,46 @@
+// The one error of the CLI and the exit code each failure maps to: 0 ok, 1 the run failed or its record
+// did not verify, 2 usage, 3 refused (a 4xx problem), 4 unavailable (a 5xx, or no answer at all).
+import { ClientError } from '@everdict/client';
+
+export const EXIT = { ok: 0, failed: 1, usage: 2, refused: 3, unavailable: 4 } as const;
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+export type CliErrorCode = 'run_failed' | 'not_verified' | 'usage' | 'refused' | 'unavailable';
+
+const EXIT_OF: Record<CliErrorCode, ExitCode> = {
+  run_failed: EXIT.failed,
+  not_verified: EXIT.failed,
+  usage: EXIT.usage,
+  refused: EXIT.refused,
+  unavailable: EXIT.unavailable,
+};
+
+export class CliError extends Error {
+  override readonly name = 'CliError';
+  constructor(
+    readonly code: CliErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+  get exitCode(): ExitCode {
+    return EXIT_OF[this.code];
+  }
+}
+
+/** A ClientError's exit code: 4xx → 3 refused; 5xx and `network` (status 0) → 4 unavailable. */
+export function exitOfClientError(e: ClientError): ExitCode {
+  return e.status >= 400 && e.status < 500 ? EXIT.refused : EXIT.unavailable;
+}
+
+/** One line saying why, for stderr: `refused 402 envelope_exhausted: …`. */
+export function describeError(e: unknown): { line: string; exitCode: ExitCode } {
+  if (e instanceof CliError) return { line: `${e.code}: ${e.message}`, exitCode: e.exitCode };
+  if (e instanceof ClientError) {
+    const exitCode = exitOfClientError(e);
+    const what = exitCode === EXIT.refused ? 'refused' : 'unavailable';
+    const rule = typeof e.problem?.rule === 'string' ? ` (rule ${e.problem.rule})` : '';
+    return { line: `${what} ${e.status || '-'} ${e.code}${rule}: ${e.message}`, exitCode };
+  }
+  return { line: `unavailable: ${e instanceof Error ? e.message : String(e)}`, exitCode: EXIT.unavailable };
+}

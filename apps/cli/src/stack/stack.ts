@@ -1,0 +1,165 @@
+// The main job: the control plane (PGlite in `<dataDir>`, or DATABASE_URL), its embedded runner
+// (EVERDICT_EMBEDDED_RUNNER=1 unless EVERDICT_RUNNER=external) and the agent service (scripted model unless
+// EVERDICT_MODEL_BASE_URL), with a seeded admin key and a generated internal token; waits for health,
+// prints the console URL and the key; stop() (Ctrl-C) stops every part.
+import path from 'node:path';
+import { defaultPaths, type PartPaths, passThrough } from './parts.js';
+import { loadOrCreateSecrets, recordUrl } from './secrets.js';
+import { type Part, startPart, stopParts } from './supervisor.js';
+
+export interface StackOptions {
+  readonly dataDir: string;
+  readonly port: number;
+  readonly host?: string;
+  readonly env: NodeJS.ProcessEnv;
+  readonly paths?: PartPaths;
+  readonly healthTimeoutMs?: number;
+  readonly onStatus?: (line: string) => void;
+}
+
+export interface Stack {
+  readonly url: string;
+  readonly apiKey: string;
+  readonly internalToken: string;
+  readonly parts: readonly Part[];
+  /** What each part is backed by, for the banner. */
+  readonly backing: Record<string, string>;
+  /** Resolves when a part exits on its own (not through stop()). */
+  readonly failed: Promise<{ part: string; code: number | string; tail: string }>;
+  stop(): Promise<void>;
+}
+
+export class StackError extends Error {
+  override readonly name = 'StackError';
+}
+
+async function waitHealthy(url: string, cp: Part, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exited = false;
+  void cp.exited.then(() => {
+    exited = true;
+  });
+  for (;;) {
+    if (exited) throw new StackError(`the control plane exited before it was healthy:\n${cp.tail()}`);
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) return;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline)
+      throw new StackError(`the control plane was not healthy in time:\n${cp.tail()}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** The agent service's serve mode; a build without one exits 2 (usage) at once and is reported, not fatal. */
+function agentArgs(agentMain: string, url: string): string[] {
+  return [agentMain, 'serve', '--control-plane', url];
+}
+
+export async function startStack(o: StackOptions): Promise<Stack> {
+  const paths = o.paths ?? defaultPaths(o.env);
+  const status = o.onStatus ?? (() => undefined);
+  const secrets = loadOrCreateSecrets(o.dataDir, o.env);
+  const logDir = path.join(o.dataDir, 'logs');
+  const embeddedRunner = o.env.EVERDICT_RUNNER !== 'external';
+  const host = o.host ?? '127.0.0.1';
+  const base = passThrough(o.env);
+  const backing: Record<string, string> = {
+    ledger: o.env.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : `PGlite in ${path.join(o.dataDir, 'pglite')}`,
+    trajectories: o.env.EVERDICT_S3_BUCKET
+      ? `S3 bucket ${o.env.EVERDICT_S3_BUCKET}`
+      : `directory ${path.join(o.dataDir, 'trajectories')}`,
+    execution: embeddedRunner
+      ? 'embedded runner (process driver)'
+      : 'external paired runner (EVERDICT_RUNNER=external)',
+    'agent model': o.env.EVERDICT_MODEL_BASE_URL
+      ? `OpenAI-compatible at ${o.env.EVERDICT_MODEL_BASE_URL}`
+      : 'scripted',
+  };
+
+  const cp = startPart(
+    'control-plane',
+    process.execPath,
+    [paths.controlPlane],
+    {
+      ...base,
+      PORT: String(o.port),
+      HOST: host,
+      EVERDICT_DATA_DIR: o.dataDir,
+      EVERDICT_BOOTSTRAP_API_KEY: secrets.apiKey,
+      EVERDICT_INTERNAL_TOKEN: secrets.internalToken,
+      EVERDICT_EMBEDDED_RUNNER: embeddedRunner ? '1' : '0',
+      LOG_LEVEL: o.env.LOG_LEVEL ?? 'info',
+    },
+    logDir,
+  );
+  status(`control plane: starting (log ${cp.logFile})`);
+  const port = await listeningPort(cp, o.port, o.healthTimeoutMs ?? 240_000);
+  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  await waitHealthy(url, cp, o.healthTimeoutMs ?? 240_000);
+  recordUrl(o.dataDir, url);
+  status(`control plane: healthy at ${url}`);
+
+  const parts: Part[] = [cp];
+  const agent = startPart(
+    'agent',
+    process.execPath,
+    agentArgs(paths.agent, url),
+    {
+      ...base,
+      EVERDICT_CONTROL_PLANE_URL: url,
+      EVERDICT_INTERNAL_TOKEN: secrets.internalToken,
+      EVERDICT_DATA_DIR: path.join(o.dataDir, 'agent'),
+    },
+    logDir,
+  );
+  // A build of everdict-agent without a serve mode answers usage (exit 2): that part is then reported as
+  // not available and the rest keeps running. Any other exit of a part stops the main job.
+  parts.unshift(agent);
+  status(`agent service: starting (log ${agent.logFile})`);
+  const optional = new Map<Part, (code: number | string) => boolean>([[agent, (code) => code === 2]]);
+  let stopping = false;
+  const failed = new Promise<{ part: string; code: number | string; tail: string }>((resolve) => {
+    for (const p of parts)
+      void p.exited.then((code) => {
+        if (stopping) return;
+        if (optional.get(p)?.(code)) {
+          backing['agent model'] = 'none: this build of everdict-agent has no `serve` mode';
+          status(
+            `agent service: not available (everdict-agent serve exited ${code}: no serve mode in this build)`,
+          );
+          return;
+        }
+        resolve({ part: p.name, code, tail: p.tail() });
+      });
+  });
+  return {
+    url,
+    apiKey: secrets.apiKey,
+    internalToken: secrets.internalToken,
+    parts,
+    backing,
+    failed,
+    async stop() {
+      stopping = true;
+      // The agent first (it talks to the control plane), then the control plane (it drains, then exits).
+      await stopParts(parts, 15_000);
+    },
+  };
+}
+
+/** The port the control plane says it listens on (PORT=0 picks one). */
+async function listeningPort(cp: Part, asked: number, timeoutMs: number): Promise<number> {
+  if (asked !== 0) return asked;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const m = /"port":(\d+)[^\n]*"msg":"control plane listening"/.exec(cp.tail());
+    if (m) return Number(m[1]);
+    if (cp.child.exitCode !== null) throw new StackError(`the control plane exited:\n${cp.tail()}`);
+    if (Date.now() > deadline)
+      throw new StackError(`the control plane did not listen in time:\n${cp.tail()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

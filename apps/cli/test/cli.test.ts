@@ -1,0 +1,248 @@
+// The CLI against a REAL control plane (the built apps/control-plane/dist/main.js as a child process on
+// embedded PGlite): every command's answer and exit code — 0 ok, 1 failed / did not verify, 2 usage,
+// 3 refused, 4 unavailable.
+import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { everdict } from './capture.js';
+
+let cp: ControlPlaneProcess;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  cp = await startControlPlane();
+  env = { EVERDICT_URL: cp.url, EVERDICT_API_KEY: cp.apiKey };
+}, 300_000);
+afterAll(async () => cp?.stop());
+
+const ECHO = '{"fn":"echo","message":"hello","value":42}';
+
+describe('--help and usage', () => {
+  it.each([
+    [[]],
+    [['run']],
+    [['experiment']],
+    [['score']],
+    [['runs']],
+    [['record', 'verify']],
+    [['sandbox', 'shell']],
+    [['agent', 'chat']],
+  ])('%j --help exits 0 with a usage', async (args) => {
+    const r = await everdict([...args, '--help']);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^Usage: everdict/m);
+  });
+
+  it('usage errors exit 2', async () => {
+    expect((await everdict(['nope'])).code).toBe(2);
+    expect((await everdict(['record', 'verify'])).code).toBe(2); // missing <run>
+    expect((await everdict(['record'])).code).toBe(2); // a group without a subcommand
+    expect((await everdict(['run', 'command'], env)).code).toBe(2); // no argv
+    expect((await everdict(['run', 'analysis', '--ttl', 'soon'], env)).code).toBe(2);
+    expect((await everdict(['run', 'analysis', '--config', '{bad'], env)).code).toBe(2);
+  });
+});
+
+describe('run', () => {
+  it('--wait: a succeeded run exits 0 and says so', async () => {
+    const r = await everdict(['run', 'analysis', '--config', ECHO, '--wait'], env);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^run_\w+ queued/);
+    expect(r.err).toMatch(/succeeded/);
+  });
+
+  it('--wait: a failed run exits 1', async () => {
+    const r = await everdict(['run', 'analysis', '--config', '{"fn":"no_such_analysis"}', '--wait'], env);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/run_failed: run_\w+ ended failed/);
+  });
+
+  it('a refusal exits 3 with its code: no placement for a command, a wrong key', async () => {
+    const noRunner = await everdict(['run', 'command', '--', 'echo', 'hi'], env);
+    expect(noRunner.code).toBe(3);
+    expect(noRunner.err).toMatch(/refused 422 no_placement/);
+    const badKey = await everdict(['runs'], { ...env, EVERDICT_API_KEY: 'evd_wrong_0123456789abcdef' });
+    expect(badKey.code).toBe(3);
+    expect(badKey.err).toMatch(/refused 401/);
+  });
+
+  it('an envelope refusing fan-out exits 3 with the rule', async () => {
+    const root = await everdict(
+      ['run', 'analysis', '--config', '{"fn":"sleep","ms":20000}', '--envelope-runs', '1', '--json'],
+      env,
+    );
+    const id = (JSON.parse(root.out) as { run: { id: string } }).run.id;
+    const child = await everdict(['run', 'analysis', '--config', ECHO, '--caused-by', id], env);
+    expect(child.code).toBe(3);
+    expect(child.err).toMatch(/refused 402 envelope_exhausted \(rule envelope\)/);
+  });
+
+  it('no answer exits 4', async () => {
+    const r = await everdict(['runs', '--url', 'http://127.0.0.1:1'], env);
+    expect(r.code).toBe(4);
+    expect(r.err).toMatch(/unavailable - network/);
+  });
+
+  it('--follow tails the trajectory (spans exported for the live run) until the run settles', async () => {
+    const ac = new AbortController();
+    const following = everdict(
+      ['run', 'analysis', '--config', '{"fn":"sleep","ms":15000}', '--follow'],
+      env,
+      ac.signal,
+    );
+    // Find the run, then export two spans into its trajectory while it runs.
+    let runId: string | undefined;
+    for (let i = 0; i < 200 && !runId; i++) {
+      const runs = await everdict(['runs', '--json', '--status', 'running', '--kind', 'analysis'], env);
+      runId = (JSON.parse(runs.out) as { id: string; subject: { config: { ms?: number } } }[]).find(
+        (r) => r.subject.config.ms === 15000,
+      )?.id;
+      if (!runId) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(runId).toBeDefined();
+    const now = BigInt(Date.now()) * 1_000_000n;
+    const span = (n: number) => ({
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+      spanId: `b7ad6b71692033${String(n).padStart(2, '0')}`,
+      name: `step-${n}`,
+      kind: 1,
+      startTimeUnixNano: String(now),
+      endTimeUnixNano: String(now + 1_000_000n),
+      attributes: [],
+      status: {},
+    });
+    const res = await fetch(`${cp.url}/v1/traces`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${cp.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        resourceSpans: [
+          {
+            resource: { attributes: [{ key: 'everdict.run_id', value: { stringValue: runId } }] },
+            scopeSpans: [{ scope: { name: 'cli-test' }, spans: [span(1), span(2)] }],
+          },
+        ],
+      }),
+    });
+    expect(res.status).toBe(200);
+    const r = await following;
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/step-1/);
+    expect(r.out).toMatch(/step-2/);
+    expect(r.err).toMatch(/succeeded/);
+  });
+});
+
+describe('experiment, score, runs', () => {
+  let groupId = '';
+
+  it('experiment: N runs, a progress line, a score table; exit 0', async () => {
+    const r = await everdict(
+      [
+        'experiment',
+        'analysis',
+        '-n',
+        '4',
+        '--config',
+        ECHO,
+        '--grader',
+        '{"type":"exit_code"}',
+        '--grader',
+        '{"name":"answer","type":"json_field_equals","path":"outputs.result","equals":42}',
+      ],
+      env,
+    );
+    expect(r.code).toBe(0);
+    expect(r.err).toMatch(/\[#+\] 4\/4 settled/);
+    expect(r.out).toMatch(/^group grp_\w+ succeeded/m);
+    expect(r.out).toMatch(/^exit_code\s+100%\s+1\s+4$/m);
+    expect(r.out).toMatch(/^answer\s+100%\s+1\s+4$/m);
+    groupId = /group (grp_\w+)/.exec(r.out)?.[1] ?? '';
+  });
+
+  it('score --rescore links the new scoring to the last one', async () => {
+    const r = await everdict(
+      [
+        'score',
+        groupId,
+        '--rescore',
+        '--grader',
+        '{"name":"greets","type":"output_regex","pattern":"hel+o"}',
+      ],
+      env,
+    );
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/re-scores scoring_/);
+    expect(r.out).toMatch(/^greets\s+100%/m);
+  });
+
+  it('runs: filters, a table or --json', async () => {
+    const json = await everdict(['runs', '--group', groupId, '--json'], env);
+    expect(json.code).toBe(0);
+    const items = JSON.parse(json.out) as { kind: string; status: string }[];
+    expect(items).toHaveLength(4);
+    expect(new Set(items.map((i) => i.status))).toEqual(new Set(['succeeded']));
+    const tableOut = await everdict(['runs', '--status', 'failed'], env);
+    expect(tableOut.out.split('\n')[0]).toMatch(/^id\s+kind\s+status\s+lifetime/);
+    expect(tableOut.out).toMatch(/analysis\s+failed/);
+    expect(tableOut.out).not.toMatch(/succeeded/);
+  });
+});
+
+describe('record verify', () => {
+  let runId = '';
+  beforeAll(async () => {
+    const r = await everdict(['run', 'analysis', '--config', ECHO, '--wait', '--json'], env);
+    runId = (JSON.parse(r.out) as { id: string }).id;
+  });
+
+  it('verifies locally and names the signer from GET /keys', async () => {
+    const r = await everdict(['record', 'verify', runId, '--trust-listed'], env);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/verified/);
+    expect(r.out).toMatch(/signed by [0-9a-f]{16}… \(control-plane\)/);
+    expect(r.out).toMatch(/account\s+non_blocking/);
+  });
+
+  it('--json prints the runrecord verdict; a key that did not sign does not verify (exit 1)', async () => {
+    const keys = (await (await fetch(`${cp.url}/keys`)).json()) as { keys: { key: string }[] };
+    const good = await everdict(
+      ['record', 'verify', runId, '--json', '--trust-key', keys.keys[0]?.key ?? ''],
+      env,
+    );
+    expect(good.code).toBe(0);
+    expect(JSON.parse(good.out)).toMatchObject({ ok: true, phase: 'closed' });
+    const stranger = 'ab'.repeat(32);
+    const bad = await everdict(['record', 'verify', runId, '--trust-key', stranger], env);
+    expect(bad.code).toBe(1);
+    expect(bad.out).toMatch(/DOES NOT VERIFY/);
+  });
+
+  it('an unknown run is refused 404 (exit 3)', async () => {
+    const r = await everdict(['record', 'verify', 'run_nope'], env);
+    expect(r.code).toBe(3);
+    expect(r.err).toMatch(/404 not_found/);
+  });
+});
+
+describe('sandbox and agent (thin over routes this control plane may not have yet)', () => {
+  it('answer the route refusal as a refusal (exit 3), never a crash', async () => {
+    const open = await everdict(['sandbox', 'open'], env);
+    expect([0, 3]).toContain(open.code);
+    if (open.code === 3) expect(open.err).toMatch(/404 route_not_found/);
+    const chat = await everdict(['agent', 'chat', 'releaser', '-m', 'hello'], env);
+    expect([0, 1, 3]).toContain(chat.code);
+  });
+});
+
+describe('demo', () => {
+  it('runs every step it can against this control plane and exits 0 with every record verified', async () => {
+    const r = await everdict(['demo'], env);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/group grp_\w+: succeeded \{"succeeded":20\}/);
+    expect(r.out).toMatch(/re-scoring scoring_\w+ \(rescoreOf scoring_\w+\)/);
+    expect(r.out).toMatch(/cancelled 3 run\(s\)/);
+    expect(r.out).toMatch(/refused: 402 envelope_exhausted \(rule envelope\)/);
+    expect(r.out).toMatch(/(\d+) verified, 0 did not/);
+    expect(r.out).toMatch(/signed by control-plane [0-9a-f]{16}…/);
+    expect(r.out).toMatch(/demo: every record verified/);
+  }, 600_000);
+});

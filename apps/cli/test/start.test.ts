@@ -1,0 +1,101 @@
+// The main job as a user starts it: `everdict start` (what `pnpm start` runs) spawned from the built CLI,
+// waited on until healthy, then SIGINT — every process it started must be gone and it must exit 0.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const require = createRequire(import.meta.url);
+
+const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'everdict-main-job-'));
+const started: number[] = [];
+afterAll(() => {
+  // Only if the test failed half-way: stop what it started, by pid.
+  for (const pid of started)
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** The pids whose parent is `pid` (Linux /proc). */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirProc()) {
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) out.push(Number(entry));
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return out;
+}
+function readdirProc(): string[] {
+  return require('node:fs')
+    .readdirSync('/proc')
+    .filter((d: string) => /^\d+$/.test(d));
+}
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+  } catch {
+    return false;
+  }
+};
+
+describe('everdict start (the main job)', () => {
+  it('starts every part, answers health and the console with the printed key, and Ctrl-C stops them all', async () => {
+    const child = spawn(process.execPath, [MAIN, 'start', '--port', '0', '--data-dir', dataDir], {
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    if (child.pid) started.push(child.pid);
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setInterval(() => {
+        const m = /^READY (\S+)$/m.exec(out);
+        if (m?.[1]) {
+          clearInterval(timer);
+          resolve(m[1]);
+        }
+        if (child.exitCode !== null) {
+          clearInterval(timer);
+          reject(new Error(`exited early:\n${out}`));
+        }
+      }, 50);
+    });
+    const key = /^\s+API key\s+(\S+)/m.exec(out)?.[1] ?? '';
+    expect(key).toMatch(/^evd_/);
+    expect(out).toMatch(/console\s+http:\/\/localhost:\d+\/console/);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${url}/console`)).status).toBe(200);
+    const runs = await fetch(`${url}/runs`, { headers: { authorization: `Bearer ${key}` } });
+    expect(runs.status).toBe(200);
+    // The key and the internal token are kept for the next start (mode 0600).
+    expect(JSON.parse(readFileSync(path.join(dataDir, 'main-job.json'), 'utf8')).apiKey).toBe(key);
+
+    const kids = childrenOf(child.pid ?? -1);
+    started.push(...kids);
+    expect(kids.length).toBeGreaterThanOrEqual(1); // the control plane (and the agent service when it has a serve mode)
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    for (const pid of kids) expect(alive(pid)).toBe(false);
+    expect(out).toMatch(/stopped/);
+  }, 600_000); // PGlite's first start alone takes minutes on a loaded 2-core machine
+});

@@ -1,0 +1,121 @@
+// Agent turn leases, on THE lease rule (src/leases/, table run_leases, epoch = the run's attempt), as a
+// runner leases runs: a queued turn is claimed in the admission kernel's WFQ order and started with its
+// lease in one statement (claimAndStart, kind `agent`); a parked turn whose every dispatched call has its
+// result is READY and is leased where it lies (awaiting_input: attempt + 1 = the new epoch) — the holder's
+// `resumed` report un-parks it. Heartbeats extend; an expired lease on a running turn is requeued by the
+// sweep, on a parked one simply dropped (the turn stays ready for the next holder); every report and call
+// carries the epoch, and a stale one is 409 `stale_lease` that changes nothing.
+import { sql } from 'kysely';
+import { numeric } from '../db/numeric.js';
+import { retryOnConflict, type Tx } from '../db/tx.js';
+import { isControlPlaneError } from '../errors.js';
+import type { LeasePolicy } from '../leases/policy.js';
+import { assertCurrentEpoch, leaseUpsert, release, renew } from '../leases/store.js';
+import type { RunRow } from '../ledger/runs.js';
+import { claimAndStart } from '../scheduler/claim-start.js';
+import type { Deps } from '../services/context.js';
+import { transitionTx } from '../services/lifecycle.js';
+import type { TurnLeaseView } from './schemas.js';
+import { turnLeaseOf, WAITING_CALL } from './turns.js';
+
+/** Parked turns with nothing left to wait for and no live lease, locked, leased to `holder`. */
+async function leaseReadyParks(tx: Tx, holder: string, n: number, nowMs: number, leaseMs: number) {
+  if (n <= 0) return [];
+  const { rows } = await sql<{ run_id: string; tenant: string; epoch: string | number }>`
+    WITH ready AS MATERIALIZED (
+      SELECT r.id FROM runs r
+      WHERE r.kind = 'agent' AND r.status = 'awaiting_input'
+        AND NOT EXISTS (SELECT 1 FROM run_leases l WHERE l.run_id = r.id AND l.expires_at_ms >= ${nowMs}::bigint)
+        AND NOT ${WAITING_CALL}
+      ORDER BY r.updated_at, r.id
+      LIMIT ${n}::int
+      FOR UPDATE OF r SKIP LOCKED
+    ),
+    bumped AS (
+      UPDATE runs r SET attempt = r.attempt + 1 FROM ready WHERE r.id = ready.id
+      RETURNING r.id AS run_id, r.tenant_id AS tenant, r.attempt::bigint AS epoch
+    ),
+    l AS (${leaseUpsert(sql`SELECT run_id, tenant, epoch FROM bumped`, holder, nowMs, nowMs + leaseMs)})
+    SELECT run_id, tenant, epoch FROM l ORDER BY run_id`.execute(tx);
+  return rows.map((r) => ({ runId: r.run_id, epoch: numeric(r.epoch) }));
+}
+
+/** Up to `free` turns for `holder`: new ones first (WFQ order), then ready parks. */
+export async function grantTurnLeases(
+  deps: Deps,
+  policy: LeasePolicy,
+  holder: string,
+  free: number,
+): Promise<TurnLeaseView[]> {
+  if (free <= 0) return [];
+  return retryOnConflict(() =>
+    deps.db.transaction().execute(async (tx) => {
+      const now = deps.clock();
+      const started = await claimAndStart(tx, free, now, ['agent'], { holder, leaseMs: policy.leaseMs });
+      const parks = await leaseReadyParks(tx, holder, free - started.length, now.getTime(), policy.leaseMs);
+      const granted = [...started.map((s) => ({ runId: s.runId, epoch: s.epoch })), ...parks];
+      if (granted.length === 0) return [];
+      const rows = (await tx
+        .selectFrom('runs')
+        .selectAll()
+        .where(
+          'id',
+          'in',
+          granted.map((g) => g.runId),
+        )
+        .execute()) as RunRow[];
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      const out: TurnLeaseView[] = [];
+      for (const g of granted) {
+        const row = byId.get(g.runId);
+        if (!row) continue;
+        try {
+          out.push(await turnLeaseOf(tx, row, g.epoch, policy));
+        } catch (e) {
+          if (!isControlPlaneError(e) || e.code !== 'not_found') throw e;
+          // An agent run naming no registered agent (version) can never run here: it fails, once.
+          await transitionTx(tx, deps, row.tenant_id, row.id, {
+            type: 'fail',
+            error: { code: 'agent_not_found', message: e.message },
+          });
+          await release(tx, row.id, g.epoch);
+        }
+      }
+      return out;
+    }),
+  );
+}
+
+/** Extend the leases `holder` still holds; `lost` lists the others and turns no longer live (settled). */
+export async function heartbeatTurns(
+  deps: Deps,
+  policy: LeasePolicy,
+  holder: string,
+  held: readonly { runId: string; epoch: number }[],
+): Promise<{ lost: string[] }> {
+  if (held.length === 0) return { lost: [] };
+  const { renewed, lost } = await renew(deps.db, holder, held, deps.clock().getTime(), policy.leaseMs);
+  const live =
+    renewed.length === 0
+      ? new Set<string>()
+      : new Set(
+          (
+            await deps.db
+              .selectFrom('runs')
+              .select('id')
+              .where(
+                'id',
+                'in',
+                renewed.map((r) => r.runId),
+              )
+              .where('status', 'in', ['running', 'awaiting_input'])
+              .execute()
+          ).map((r) => r.id),
+        );
+  return { lost: [...lost, ...renewed.filter((r) => !live.has(r.runId)).map((r) => r.runId)] };
+}
+
+/** 409 `stale_lease` unless `holder` holds the turn's lease at `epoch` (call after locking the run). */
+export function assertTurnLease(tx: Tx, runId: string, epoch: number, holder: string) {
+  return assertCurrentEpoch(tx, runId, epoch, holder);
+}

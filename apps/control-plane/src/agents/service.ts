@@ -1,0 +1,103 @@
+// The agent service's control-plane side, composed: the registry (POST/PATCH/GET /agents), conversations
+// and their turns, approvals (POST /runs/:id/input), and what the agent service calls with the service
+// token — leases, heartbeats, tool calls, transcript reads and writes, leased reports.
+import type { LeasePolicy } from '../leases/policy.js';
+import { asControlPlaneError } from '../services/boundary.js';
+import type { Deps } from '../services/context.js';
+import type { GroupView, Principal, RunView } from '../services/types.js';
+import type { RunTrajectories } from '../trajectory/run-trajectories.js';
+import { turnCalls } from './calls.js';
+import { conversations } from './conversations.js';
+import { storageWattsPerGb } from './energy.js';
+import { grantTurnLeases, heartbeatTurns } from './leases.js';
+import { agentRegistry } from './registry.js';
+import { turnReports } from './reports.js';
+import {
+  type AgentView,
+  HeartbeatRequest,
+  LeaseRequest,
+  type Resolution,
+  type TurnLeaseView,
+} from './schemas.js';
+
+export interface AgentService {
+  create(p: Principal, input: unknown): Promise<AgentView>;
+  patch(p: Principal, agentId: string, input: unknown): Promise<AgentView>;
+  get(p: Principal, agentId: string): Promise<AgentView>;
+  list(p: Principal): Promise<AgentView[]>;
+  createConversation(p: Principal, input: unknown): Promise<GroupView>;
+  message(p: Principal, conversationId: string, input: unknown): Promise<RunView>;
+  answer(
+    p: Principal,
+    runId: string,
+    input: unknown,
+  ): Promise<{ run: RunView; callId: string; resolution: { approved: boolean; note?: string; by: string } }>;
+  lease(input: unknown, signal?: AbortSignal): Promise<{ leases: TurnLeaseView[] }>;
+  heartbeat(input: unknown): Promise<{ lost: string[] }>;
+  dispatch(runId: string, input: unknown): Promise<{ callId: string; runId: string | null }>;
+  resolutions(runId: string, input: unknown): Promise<{ resolutions: Resolution[] }>;
+  read(runId: string, input: unknown): Promise<Record<string, unknown>>;
+  append(runId: string, input: unknown): Promise<{ eventCount: number }>;
+  transcript(
+    runId: string,
+    query: unknown,
+  ): Promise<{ events: unknown[]; nextOffset: number; eventCount: number }>;
+  report(p: Principal, input: unknown): Promise<RunView>;
+}
+
+export interface AgentServiceOptions {
+  readonly lease: LeasePolicy;
+  readonly trajectories: RunTrajectories | null;
+  /** How often a waiting lease request looks again (default 200 ms). */
+  readonly pollMs?: number;
+  /** EVERDICT_STORAGE_W_PER_GB (default: the environment's, else 0.0012). */
+  readonly storageWattsPerGb?: number;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+
+export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
+  const registry = agentRegistry(deps);
+  const convs = conversations(deps);
+  const calls = turnCalls(deps, o.trajectories);
+  const reports = turnReports(deps, o.trajectories, o.storageWattsPerGb ?? storageWattsPerGb());
+  const pollMs = o.pollMs ?? 200;
+  return {
+    create: registry.create,
+    patch: registry.patch,
+    get: registry.get,
+    list: registry.list,
+    createConversation: convs.create,
+    message: convs.message,
+    answer: calls.answer,
+    /** Long-poll: answers as soon as a turn is ready, or empty after `waitMs`. */
+    async lease(raw, signal) {
+      const input = asControlPlaneError(() => LeaseRequest.parse(raw));
+      const deadline = Date.now() + input.waitMs;
+      for (;;) {
+        const leases = await grantTurnLeases(deps, o.lease, input.holder, input.free);
+        if (leases.length > 0 || Date.now() >= deadline || signal?.aborted) return { leases };
+        await sleep(Math.min(pollMs, Math.max(1, deadline - Date.now())), signal);
+      }
+    },
+    async heartbeat(raw) {
+      const input = asControlPlaneError(() => HeartbeatRequest.parse(raw));
+      return heartbeatTurns(deps, o.lease, input.holder, input.leases);
+    },
+    dispatch: calls.dispatch,
+    resolutions: calls.resolutions,
+    read: calls.read,
+    append: calls.append,
+    transcript: calls.transcript,
+    report: reports.report,
+  };
+}

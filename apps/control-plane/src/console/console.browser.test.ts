@@ -1,0 +1,229 @@
+// The activity console in headless Chromium (Debian's `chromium`, driven by playwright-core) against the
+// real app on a real core: runs created through the API appear and update live, a group collapses into one
+// row, a held-open session shows its TTL, the detail shows the record's verdict, a refused create shows the
+// refusal (and creates nothing), the keyboard drives it, and neither 1280×800 nor 390×844 scrolls sideways.
+// Screenshots go to docs/screenshots/ (git-ignored; the README's quickstart shows them).
+import { existsSync, mkdirSync } from 'node:fs';
+import type http from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { serve } from '@hono/node-server';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
+
+const CHROMIUM = process.env.EVERDICT_CHROMIUM ?? '/usr/bin/chromium';
+const SHOTS = fileURLToPath(new URL('../../../../docs/screenshots/', import.meta.url));
+
+let t: TestApp;
+let server: http.Server;
+let base = '';
+let browser: Browser;
+let page: Page;
+
+const sleepRun = (ms: number) => ({ kind: 'analysis', subject: { config: { fn: 'sleep', ms } } });
+
+async function noSideScroll(p: Page): Promise<{ scroll: number; client: number }> {
+  // Evaluated in the page (a string: this package's types have no DOM).
+  return p.evaluate<{ scroll: number; client: number }>(
+    '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
+  );
+}
+
+describe.skipIf(!existsSync(CHROMIUM))('activity console (headless Chromium)', () => {
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    t = await testApp({ scheduler: { enabled: true, pollMs: 25 }, heartbeatMs: 1000 });
+    server = serve({ fetch: t.app.fetch, port: 0, hostname: '127.0.0.1' }) as http.Server;
+    await new Promise((r) => server.once('listening', r));
+    base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  }, 300_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    server?.closeAllConnections();
+    await new Promise((r) => server?.close(r));
+    await t?.close();
+  });
+
+  it('asks for the key, refuses a wrong one, keeps a right one in sessionStorage', async () => {
+    await page.goto(`${base}/console`);
+    await page.fill('#key', 'evd_not_a_key_0123456789');
+    await page.click('#login-form button[type=submit]');
+    await expect.poll(() => page.textContent('#login-error')).toMatch(/401 unauthorized/);
+    await page.fill('#key', ADMIN_KEY);
+    await page.click('#login-form button[type=submit]');
+    await page.waitForSelector('#conn.live');
+    expect(await page.evaluate<string | null>("sessionStorage.getItem('everdict.key')")).toBe(ADMIN_KEY);
+  });
+
+  it('shows runs created through the API and updates them live', async () => {
+    const created = await call(t.app, 'POST', '/runs', { body: sleepRun(1500) });
+    expect(created.status).toBe(201);
+    const id = (created.body.run as { id: string }).id;
+    const badge = page.locator(`[data-run="${id}"] .badge`);
+    await badge.waitFor();
+    // It settles without a reload: the tenant feed re-reads it.
+    await expect.poll(() => badge.getAttribute('data-status'), { timeout: 60_000 }).toBe('succeeded');
+  });
+
+  it('collapses a group into one row with its rollup and expands it', async () => {
+    const g = await call(t.app, 'POST', '/groups', {
+      body: { kind: 'experiment', label: 'browser experiment', repeat: 3, spec: sleepRun(10) },
+    });
+    expect(g.status).toBe(201);
+    const gid = (g.body.group as { id: string }).id;
+    const row = page.locator(`[data-group="${gid}"]`);
+    await expect
+      .poll(async () => (await row.count()) > 0 && row.textContent(), { timeout: 60_000 })
+      .toMatch(/3\/3 settled/);
+    await row.click();
+    await expect.poll(() => page.locator(`[data-group="${gid}"] + .children .row`).count()).toBe(3);
+  });
+
+  it('shows a held-open session with its TTL countdown', async () => {
+    const s = await call(t.app, 'POST', '/runs', {
+      body: { kind: 'sandbox', subject: { image: 'default' }, lifetime: 'session', ttlSec: 600 },
+    });
+    expect(s.status).toBe(201);
+    const id = (s.body.run as { id: string }).id;
+    await expect
+      .poll(() => page.locator(`[data-run="${id}"] .when`).textContent(), { timeout: 30_000 })
+      .toMatch(/ttl \d+:\d\d/);
+  });
+
+  it('is keyboard navigable: j moves, Enter opens the detail with the verdict, Esc closes', async () => {
+    await page.locator('body').click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press('j');
+    await page.keyboard.press('j');
+    const focused = await page.evaluate<string | null>(
+      "document.activeElement?.getAttribute('data-run') ?? null",
+    );
+    // Land on a plain run row (skip group rows) and open it.
+    let id = focused;
+    for (let i = 0; i < 10 && !id; i++) {
+      await page.keyboard.press('j');
+      id = await page.evaluate<string | null>("document.activeElement?.getAttribute('data-run') ?? null");
+    }
+    expect(id).toMatch(/^run_/);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#detail:not([hidden])');
+    await expect
+      .poll(() => page.textContent('#d-record'), { timeout: 30_000 })
+      .toMatch(/verified from genesis|unattested|does not verify/);
+    await expect.poll(() => page.textContent('#d-tree')).toContain(id ?? '');
+    await page.screenshot({ path: `${SHOTS}console-1280-detail.png` });
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('#detail', { state: 'hidden' });
+  });
+
+  it('shows a refused create as the refusal, and creates nothing', async () => {
+    const root = await call(t.app, 'POST', '/runs', {
+      body: { ...sleepRun(30_000), envelope: { capRuns: 1 } },
+    });
+    const rootId = (root.body.run as { id: string }).id;
+    const before = await call(t.app, 'GET', '/runs?limit=500');
+    await page.keyboard.press('n');
+    await page.waitForSelector('#new-run[open]');
+    await page.fill('#nr-subject', JSON.stringify({ config: { fn: 'echo', value: 1 } }));
+    await page.fill('#nr-caused-by', rootId);
+    await page.click('#nr-submit');
+    const refusal = page.locator('#nr-refusal');
+    await refusal.waitFor();
+    expect(await refusal.textContent()).toMatch(/refused 402 envelope_exhausted/);
+    const after = await call(t.app, 'GET', '/runs?limit=500');
+    expect((after.body.items as unknown[]).length).toBe((before.body.items as unknown[]).length);
+    await page.click('#nr-cancel');
+    await call(t.app, 'POST', `/runs/${rootId}/cancel`, { body: {} });
+  });
+
+  it('fits 1280×800 and 390×844 without horizontal scroll', async () => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    const wide = await noSideScroll(page);
+    await page.screenshot({ path: `${SHOTS}console-1280.png` });
+    expect(wide.scroll).toBeLessThanOrEqual(wide.client);
+    await page.setViewportSize({ width: 390, height: 844 });
+    const narrow = await noSideScroll(page);
+    await page.screenshot({ path: `${SHOTS}console-390.png`, fullPage: true });
+    expect(narrow.scroll).toBeLessThanOrEqual(narrow.client);
+    // The detail pane open on a phone too.
+    await page.locator('#rows .row[data-run]').first().click();
+    await page.waitForSelector('#detail:not([hidden])');
+    const detail = await noSideScroll(page);
+    expect(detail.scroll).toBeLessThanOrEqual(detail.client);
+  });
+});
+
+describe('console routes', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await testApp();
+  }, 300_000);
+  afterAll(async () => app?.close());
+
+  it('serves the page without a key and its files from a fixed table (xterm from node_modules)', async () => {
+    const page = await app.app.request('/console');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    const xterm = await app.app.request('/console/assets/xterm.mjs');
+    expect(xterm.status).toBe(200);
+    expect(await xterm.text()).toMatch(/Terminal/);
+    const other = await app.app.request('/console/assets/..%2Fpackage.json');
+    expect(other.status).toBe(404);
+  });
+
+  it('GET /envelopes and /tenant/queue need a key and answer the tenant only', async () => {
+    expect((await call(app.app, 'GET', '/envelopes', { key: null })).status).toBe(401);
+    expect((await call(app.app, 'GET', '/console/feed', { key: null })).status).toBe(401);
+    const root = await call(app.app, 'POST', '/runs', {
+      body: {
+        kind: 'analysis',
+        subject: { config: { fn: 'echo' } },
+        envelope: { capRuns: 2, inFlightCap: 1 },
+      },
+    });
+    const id = (root.body.run as { id: string }).id;
+    const env = await call(app.app, 'GET', '/envelopes');
+    expect(env.status).toBe(200);
+    const mine = (env.body.items as { openedBy: string | null; caps: { runs: number } }[]).find(
+      (e) => e.openedBy === id,
+    );
+    expect(mine?.caps.runs).toBe(2);
+    const other = await app.tenant('other-tenant');
+    const theirs = await call(app.app, 'GET', '/envelopes', { key: other });
+    expect((theirs.body.items as { openedBy: string | null }[]).some((e) => e.openedBy === id)).toBe(false);
+    const q = await call(app.app, 'GET', '/tenant/queue');
+    expect(q.status).toBe(200);
+    expect((q.body.queued as { total: number }).total).toBeGreaterThanOrEqual(1);
+  });
+  it("GET /console/feed streams the tenant's own facts live, never another tenant's", async () => {
+    const other = await app.tenant('feed-other');
+    const res = await app.app.request('/console/feed', { headers: { authorization: `Bearer ${other}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    const readUntil = async (pattern: RegExp) => {
+      while (!pattern.test(text)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`feed ended before ${pattern}`);
+        text += decoder.decode(value, { stream: true });
+      }
+    };
+    await readUntil(/event: ready/);
+    const mine = await call(app.app, 'POST', '/runs', {
+      body: { kind: 'analysis', subject: { config: { fn: 'echo' } } },
+    });
+    const theirs = await call(app.app, 'POST', '/runs', {
+      key: other,
+      body: { kind: 'analysis', subject: { config: { fn: 'echo' } } },
+    });
+    const theirId = (theirs.body.run as { id: string }).id;
+    await readUntil(new RegExp(`${theirId}`));
+    expect(text).toMatch(/event: run\.queued/);
+    expect(text).not.toContain((mine.body.run as { id: string }).id);
+    await reader.cancel();
+  });
+});

@@ -1,0 +1,143 @@
+// Rendering: every run of every kind as one row shape with a uniform status badge; groups and conversations
+// as one expandable row (rollup, scores); held-open sessions as healthy sessions with a TTL countdown.
+
+export const esc = (s) =>
+  String(s ?? '').replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c],
+  );
+
+export function ago(iso, now = Date.now()) {
+  if (!iso) return '';
+  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (s < 60) return `${s}s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ago`;
+  return `${Math.floor(s / 86400)}d ago`;
+}
+
+export function countdown(iso, now = Date.now()) {
+  const s = Math.round((Date.parse(iso) - now) / 1000);
+  if (s <= 0) return 'expiring';
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = String(s % 60).padStart(2, '0');
+  return h > 0 ? `${h}h${String(m).padStart(2, '0')}m` : `${m}:${sec}`;
+}
+
+/** A held-open session that is alive is healthy, not stuck work. */
+export const isSession = (run) =>
+  run.lifetime === 'session' && !['succeeded', 'failed', 'cancelled'].includes(run.status);
+
+export function statusBadge(status, extraClass = '') {
+  return `<span class="badge ${esc(status)} ${extraClass}" data-status="${esc(status)}">${esc(status.replace('_', ' '))}</span>`;
+}
+
+function what(run) {
+  const s = run.subject || {};
+  if (run.kind === 'command' && Array.isArray(s.command)) return s.command.join(' ');
+  if (run.kind === 'eval' && s.harness) return `${s.harness.id}@${s.harness.version} · ${s.caseId}`;
+  if (run.kind === 'analysis' && s.config)
+    return `${s.config.fn ?? 'analysis'} ${run.outputs?.summary ?? ''}`;
+  if (run.kind === 'agent')
+    return `${s.agentId ?? 'agent'}${s.conversationId ? ` · ${s.conversationId}` : ''}`;
+  if (run.kind === 'sandbox') return `${s.image ?? 'sandbox'}`;
+  return run.outputs?.summary ?? '';
+}
+
+export function runRow(run, selectedId) {
+  const session = isSession(run);
+  const when = session && run.expiresAt ? `ttl ${countdown(run.expiresAt)}` : ago(run.createdAt);
+  const badge = session
+    ? statusBadge(run.status === 'running' ? 'session' : run.status, 'session')
+    : statusBadge(run.status);
+  return `<li><button type="button" class="row" data-run="${esc(run.id)}" aria-current="${run.id === selectedId}"
+    aria-label="${esc(`${run.kind} run ${run.id} ${run.status}`)}">
+    ${badge}<span class="kind">${esc(run.kind)}</span>
+    <span class="what"><span class="id mono">${esc(run.id)}</span> <span class="muted">${esc(what(run))}</span></span>
+    <span class="when" ${session && run.expiresAt ? `data-expires="${esc(run.expiresAt)}"` : ''}>${esc(when)}</span>
+  </button></li>`;
+}
+
+function scoreLine(scoring) {
+  if (!scoring) return '';
+  return scoring.aggregate.graders
+    .map(
+      (g) =>
+        `${g.grader} ${g.passRate === null || g.passRate === undefined ? '-' : `${Math.round(g.passRate * 100)}%`}`,
+    )
+    .join(' · ');
+}
+
+export function groupRow(group, runs, expanded, selectedId) {
+  const r = group.rollup;
+  const done = ['succeeded', 'failed', 'cancelled'].reduce((n, s) => n + (r.byStatus[s] ?? 0), 0);
+  const children = expanded
+    ? `<ul class="children">${runs.map((x) => runRow(x, selectedId)).join('')}</ul>`
+    : '';
+  return `<li><button type="button" class="row group" data-group="${esc(group.id)}" aria-expanded="${expanded}"
+    aria-label="${esc(`${group.kind} ${group.label} ${r.status}, ${done} of ${r.total} settled`)}">
+    ${statusBadge(r.status)}<span class="kind">${esc(group.kind)}</span>
+    <span class="what"><span class="id">${expanded ? '▾' : '▸'} ${esc(group.label || group.id)}</span>
+      <span class="muted">${done}/${r.total} settled${group.scoring ? ` · ${esc(scoreLine(group.scoring))}` : ''}</span></span>
+    <span class="when">${esc(ago(group.createdAt))}</span>
+  </button>${children}</li>`;
+}
+
+export function queueView(q) {
+  return `<dl class="mono">
+    <div>queued <b data-q="queued">${q.queued.total}</b> (interactive ${q.queued.interactive} · background ${q.queued.background} · batch ${q.queued.batch})</div>
+    <div>running <b data-q="running">${q.running}</b> · sessions ${q.sessions}</div>
+    <div class="muted">caps: ${q.caps.maxQueued} queued · ${q.caps.maxConcurrent} concurrent</div>
+  </dl>`;
+}
+
+export function envelopesView(items) {
+  if (!items.length) return '<p class="muted">none</p>';
+  return `<ul>${items
+    .slice(0, 6)
+    .map(
+      (e) =>
+        `<li><span class="mono">${esc(e.id)}</span>${e.openedBy ? ` <span class="muted">by ${esc(e.openedBy)}</span>` : ''}: runs ${e.spent.runs}/${e.caps.runs ?? '∞'} · in flight ${e.inFlight}/${e.caps.inFlight}${e.caps.usd !== null ? ` · $${e.spent.usd.toFixed(2)}/${e.caps.usd}` : ''}</li>`,
+    )
+    .join('')}</ul>${items.length > 6 ? `<p class="muted">+${items.length - 6} more</p>` : ''}`;
+}
+
+export function runnersView(items) {
+  if (!items.length) return '<p class="muted">none paired (embedded execution only)</p>';
+  return `<ul>${items
+    .map((r) => {
+      const kinds = r.capabilities?.kinds ?? [];
+      const beat = r.lastHeartbeatAt ? ago(r.lastHeartbeatAt) : 'never';
+      return `<li>${esc(r.name ?? r.id)} ${statusBadge(r.state ?? 'unknown')} <span class="muted">${esc(kinds.join(', '))} · ${r.leasesHeld ?? 0} leases · beat ${esc(beat)}</span></li>`;
+    })
+    .join('')}</ul>`;
+}
+
+export function verdictView(v, keys) {
+  if (!v) return '<p class="muted">…</p>';
+  if (!v.ok)
+    return `<p class="verdict bad">does not verify: ${esc(v.error)}${v.index !== undefined ? ` at segment ${v.index}` : ''}</p>`;
+  const signer = (k) => {
+    const known = keys.find((x) => x.key === k);
+    return `<span class="mono">${esc(k.slice(0, 16))}…</span> (${esc(known ? known.kind + (known.name ? ` ${known.name}` : '') : 'unknown key')})`;
+  };
+  return `<dl>
+    <dt>verdict</dt><dd class="verdict ok">verified from genesis</dd>
+    <dt>head</dt><dd class="mono">${esc(v.head)} (${v.length} segments, ${esc(v.phase)})</dd>
+    <dt>signed by</dt><dd>${v.signedBy?.length ? v.signedBy.map(signer).join(', ') : '<span class="muted">no signatures (unattested)</span>'}</dd>
+    <dt>account</dt><dd>${esc(v.account)}</dd>
+    <dt>energy</dt><dd>active ${esc(v.cost?.activeUj ?? '-')} µJ · idle ${esc(v.cost?.idleUj ?? v.idleUj ?? '-')} µJ${v.cost?.unresolved ? ` · ${v.cost.unresolved} unresolved` : ''}</dd>
+  </dl>`;
+}
+
+export function treeView(node, selectedId) {
+  const self =
+    node.id === selectedId
+      ? `<b class="mono">${esc(node.id)}</b>`
+      : `<button type="button" data-open="${esc(node.id)}" class="mono">${esc(node.id)}</button>`;
+  const kids = node.children?.length
+    ? `<ul>${node.children.map((c) => treeView(c, selectedId)).join('')}</ul>`
+    : '';
+  return `<li>${self} <span class="kind">${esc(node.kind)}</span> ${statusBadge(node.status)}${kids}</li>`;
+}

@@ -1,0 +1,46 @@
+// Kysely table types of the agent service's ledger side (migration 0015): agents, versions, turns, calls.
+import type { ColumnType } from 'kysely';
+import type { Int8, J, Jsonb, Ts } from './column-types.js';
+
+export interface AgentsTable {
+  tenant_id: string;
+  id: string;
+  name: string;
+  version: number;
+  enabled: boolean;
+  created_by: string;
+  created_at: Ts;
+  updated_at: Ts;
+}
+
+export interface AgentVersionsTable {
+  tenant_id: string;
+  agent_id: string;
+  version: number;
+  spec: Jsonb<J>;
+  created_by: string;
+  created_at: Ts;
+}
+
+export interface AgentTurnsTable {
+  run_id: string;
+  tenant_id: string;
+  agent_id: string;
+  agent_version: number;
+  input_text: string | null;
+  parked_at_ms: Int8 | null;
+  transcript_bytes: Int8 | null;
+  created_at: Ts;
+}
+
+export interface AgentCallsTable {
+  turn_id: string;
+  call_id: string;
+  tenant_id: string;
+  tool: string;
+  caused_run_id: string | null;
+  question: string | null;
+  resolution: ColumnType<J | null, string | null | undefined, string | null>;
+  created_at: Ts;
+  resolved_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}

@@ -1,0 +1,345 @@
+// The sessions service: open (through the one gate, on the session lane), exec, touch, close, list, and
+// terminal tickets. Park/resume are in park.ts, the reaper in reaper.ts, the WebSocket in terminal.ts.
+import { isPlacementError } from '@everdict/placement';
+import { extendExpiry } from '@everdict/run-model';
+import { withTx } from '../db/tx.js';
+import { ControlPlaneError } from '../errors.js';
+import { rowToView } from '../ledger/runs.js';
+import { asControlPlaneError } from '../services/boundary.js';
+import type { Deps } from '../services/context.js';
+import { createRunTx, transitionTx } from '../services/lifecycle.js';
+import type {
+  AdmissionView,
+  CreateRunContext,
+  CreateRunInput,
+  Principal,
+  RunView,
+} from '../services/types.js';
+import { handleOf, placementProblem, provisionSession, type SessionCompute } from './compute.js';
+import type { SessionLog } from './log.js';
+import { openEnergyUj, sessionUsd } from './meter.js';
+import { sessionPolicy } from './policy.js';
+import { markActive, resetIdle, type SessionRow, sessionOf } from './rows.js';
+import { type SettleContext, settleSession } from './settle.js';
+import type { SnapshotStore } from './snapshots.js';
+import { mintTicket, redeemTicket } from './tickets.js';
+import {
+  DEFAULT_IDLE_TIMEOUT_SEC,
+  EXEC_OUTPUT_CAP,
+  ExecInput,
+  type ExecView,
+  OpenSandboxInput,
+  type SessionView,
+  type TicketView,
+  TouchInput,
+} from './types.js';
+
+const who = (p: Principal) => ({ tenant: p.tenantId, actor: p.actor });
+const utf8 = (b: Uint8Array) => Buffer.from(b).toString('utf8');
+
+export interface SessionCore extends SettleContext {
+  readonly deps: Deps;
+  readonly compute: SessionCompute;
+  readonly snapshots: SnapshotStore;
+  readonly log: SessionLog;
+}
+
+/** A cheap look at the tenant's session pool (the gate decides; this only spares a doomed provision). */
+async function poolLooksFull(db: Deps['db'], tenant: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('adm_tenants')
+    .select(['sessions', 'policy'])
+    .where('tenant', '=', tenant)
+    .executeTakeFirst();
+  const max = (row?.policy as { session?: { maxSessions?: number } } | undefined)?.session?.maxSessions;
+  return row !== undefined && typeof max === 'number' && row.sessions >= max;
+}
+
+/** Whether a POST /runs body asks for a session sandbox (then the sessions module opens it). */
+export function isSessionSandbox(input: unknown): input is CreateRunInput {
+  const i = input as { kind?: unknown; lifetime?: unknown } | null;
+  return typeof i === 'object' && i !== null && i.kind === 'sandbox' && i.lifetime === 'session';
+}
+
+export class SessionService {
+  constructor(readonly core: SessionCore) {}
+
+  /** POST /sandboxes. */
+  open(p: Principal, raw: unknown, ctx: CreateRunContext = {}) {
+    const input = asControlPlaneError(() => OpenSandboxInput.parse(raw));
+    const run: CreateRunInput = {
+      kind: 'sandbox',
+      subject: { image: input.image ?? 'default' },
+      lifetime: 'session',
+      attach: input.attach ?? ['exec', 'terminal'],
+      ...(input.placement ? { placement: input.placement } : {}),
+      ttlSec: input.ttlSec,
+      ...(input.requestId ? { requestId: input.requestId } : {}),
+    };
+    return this.#open(p, run, input.ttlSec, input.idleTimeoutSec, ctx);
+  }
+
+  /** POST /runs with kind sandbox, lifetime session: the same path (idle timeout 15 min, or the TTL). */
+  openRun(p: Principal, input: CreateRunInput, ctx: CreateRunContext = {}) {
+    const now = this.core.deps.clock().getTime();
+    const ttlSec =
+      input.ttlSec ?? (input.expiresAt ? Math.ceil((Date.parse(input.expiresAt) - now) / 1000) : undefined);
+    if (ttlSec === undefined || !(ttlSec > 0))
+      throw new ControlPlaneError('bad_request', 'a session run needs ttlSec (or a future expiresAt)');
+    return this.#open(p, input, ttlSec, Math.min(ttlSec, DEFAULT_IDLE_TIMEOUT_SEC), ctx);
+  }
+
+  async #open(
+    p: Principal,
+    input: CreateRunInput,
+    ttlSec: number,
+    idleTimeoutSec: number,
+    ctx: CreateRunContext,
+  ): Promise<{ run: RunView; admission: AdmissionView }> {
+    const { deps, compute } = this.core;
+    const placement = input.placement ?? { where: 'driver', isolation: 'process' };
+    if (placement.where !== 'driver' || (placement.isolation ?? 'process') !== 'process')
+      throw new ControlPlaneError(
+        'no_placement',
+        'sessions are held by the embedded process placement here (placement {where: driver, isolation: process})',
+        { kind: 'sandbox', placement },
+      );
+    const policy = await sessionPolicy(deps.db, p.tenantId);
+    if (ttlSec > policy.maxSessionTtlSec)
+      throw new ControlPlaneError(
+        'out_of_range',
+        `ttlSec is above the tenant's maxSessionTtlSec (${policy.maxSessionTtlSec})`,
+        {
+          field: 'ttlSec',
+          max: policy.maxSessionTtlSec,
+        },
+      );
+    const image = (input.subject as { image?: string } | undefined)?.image ?? 'default';
+    // The run id is chosen first, so the compute can be provisioned (labelled with it) BEFORE any
+    // transaction: no connection or admission lock is held while a sandbox comes up. A crash between the
+    // provision and the commit leaves a labelled sandbox with no row, which the start-up reap removes.
+    const runId = deps.ids('run');
+    const withId = { ...deps, ids: (prefix: string) => (prefix === 'run' ? runId : deps.ids(prefix)) };
+    let handle: Awaited<ReturnType<typeof provisionSession>> | null = null;
+    let kept = false;
+    try {
+      // A pool already full is refused by the gate below without a sandbox brought up for nothing.
+      if (!(await poolLooksFull(deps.db, p.tenantId)))
+        handle = await provisionSession(compute, p.tenantId, runId, image);
+      // One transaction: the gate's session slot, the run started and the session row commit together — a
+      // refusal or a failed provision leaves nothing behind (the compute is disposed below).
+      const out = await withTx(deps.db, async (tx) => {
+        const created = await createRunTx(tx, withId, who(p), { ...input, placement }, ctx);
+        if (created.admission.decision === 'duplicate')
+          return { run: rowToView(created.row), admission: created.admission };
+        handle ??= await provisionSession(compute, p.tenantId, runId, image); // a slot freed meanwhile
+        const { row } = await transitionTx(tx, deps, p.tenantId, runId, { type: 'start' });
+        const now = deps.clock();
+        await tx
+          .insertInto('sessions')
+          .values({
+            tenant_id: p.tenantId,
+            run_id: runId,
+            created_by: p.actor,
+            image,
+            state: 'open',
+            idle_timeout_sec: idleTimeoutSec,
+            opened_at: now,
+            expires_at: row.expires_at ?? new Date(now.getTime() + ttlSec * 1000),
+            idle_deadline: new Date(now.getTime() + idleTimeoutSec * 1000),
+            last_activity_at: now,
+            holder: compute.holder,
+            handle: JSON.stringify(handle),
+          })
+          .execute();
+        return { run: rowToView(row), admission: created.admission, kept: true };
+      });
+      kept = 'kept' in out;
+      return { run: out.run, admission: out.admission };
+    } finally {
+      if (handle && !kept) await compute.driver.dispose(handle).catch(() => undefined);
+    }
+  }
+
+  /** POST /sandboxes/:id/exec: runs to completion; 1 MiB kept per stream. */
+  async exec(p: Principal, runId: string, raw: unknown): Promise<ExecView> {
+    const input = asControlPlaneError(() => ExecInput.parse(raw));
+    const { deps, compute, log } = this.core;
+    const { session } = await sessionOf(deps.db, p, runId, { state: 'open' });
+    const handle = handleOf(session.handle);
+    const timeoutMs = input.timeoutMs ?? 60_000;
+    // A command still running is traffic: the idle deadline covers its timeout.
+    await markActive(deps.db, p.tenantId, runId, deps.clock(), timeoutMs);
+    const started = performance.now();
+    let view: ExecView;
+    try {
+      const r = await compute.driver.exec(handle, input.command, {
+        timeoutMs,
+        outputCapBytes: EXEC_OUTPUT_CAP,
+      });
+      view = {
+        exitCode: r.exitCode,
+        signal: r.signal,
+        stdout: utf8(r.stdout),
+        stderr: utf8(r.stderr),
+        truncated: r.truncated,
+        outcome: 'exited',
+        durationMs: Math.round(performance.now() - started),
+      };
+    } catch (e) {
+      const partial = isPlacementError(e)
+        ? (e.detail.result as Record<string, unknown> | undefined)
+        : undefined;
+      if (isPlacementError(e) && ['timeout', 'oom', 'pids_exhausted', 'output_capped'].includes(e.code)) {
+        view = {
+          exitCode: typeof partial?.exitCode === 'number' ? partial.exitCode : null,
+          signal: typeof partial?.signal === 'string' ? partial.signal : null,
+          stdout: partial?.stdout instanceof Uint8Array ? utf8(partial.stdout) : '',
+          stderr: partial?.stderr instanceof Uint8Array ? utf8(partial.stderr) : '',
+          truncated: partial?.truncated === true,
+          outcome: e.code as ExecView['outcome'],
+          durationMs: Math.round(performance.now() - started),
+        };
+      } else if (isPlacementError(e, 'gone')) {
+        // The compute vanished under a live row: the host lost it. Settle it so, and say so.
+        await settleSession(this.core, p.tenantId, runId, 'lost');
+        throw placementProblem(e);
+      } else throw placementProblem(e);
+    }
+    await resetIdle(deps.db, p.tenantId, runId, deps.clock());
+    await log.exec(p.tenantId, runId, p.actor, input.command, view);
+    return view;
+  }
+
+  /** POST /sandboxes/:id/touch: extends the expiry up to the tenant's maxSessionTtlSec from now; never shortens. */
+  async touch(p: Principal, runId: string, raw: unknown): Promise<SessionView> {
+    const input = asControlPlaneError(() => TouchInput.parse(raw));
+    const { deps } = this.core;
+    const row = await withTx(deps.db, async (tx) => {
+      const { session } = await sessionOf(tx, p, runId, { lock: true });
+      const policy = await sessionPolicy(tx, p.tenantId);
+      const now = deps.clock();
+      const next = new Date(
+        extendExpiry(
+          session.expires_at.toISOString(),
+          input.ttlSec,
+          policy.maxSessionTtlSec,
+          now.toISOString(),
+        ),
+      );
+      await tx
+        .updateTable('runs')
+        .set({ expires_at: next })
+        .where('tenant_id', '=', p.tenantId)
+        .where('id', '=', runId)
+        .execute();
+      await tx
+        .updateTable('sessions')
+        .set({ expires_at: next })
+        .where('tenant_id', '=', p.tenantId)
+        .where('run_id', '=', runId)
+        .execute();
+      await markActive(tx, p.tenantId, runId, now);
+      return tx
+        .selectFrom('sessions')
+        .selectAll()
+        .where('tenant_id', '=', p.tenantId)
+        .where('run_id', '=', runId)
+        .executeTakeFirstOrThrow();
+    });
+    return this.#view(row, 'running', (await sessionPolicy(deps.db, p.tenantId)).sessionUsdPerHour);
+  }
+
+  /** POST /sandboxes/:id/close: disposed and settled succeeded (endReason closed). */
+  async close(p: Principal, runId: string): Promise<RunView> {
+    await sessionOf(this.core.deps.db, p, runId);
+    await settleSession(this.core, p.tenantId, runId, 'closed');
+    return this.#run(p, runId);
+  }
+
+  /** GET /sandboxes: the tenant's open and parked sessions, with TTL left and what they burn. */
+  async list(p: Principal): Promise<SessionView[]> {
+    const { deps } = this.core;
+    const rows = await deps.db
+      .selectFrom('sessions')
+      .innerJoin('runs', 'runs.id', 'sessions.run_id')
+      .selectAll('sessions')
+      .select('runs.status as status')
+      .where('sessions.tenant_id', '=', p.tenantId)
+      .where('runs.status', 'not in', ['succeeded', 'failed', 'cancelled'])
+      .orderBy('sessions.opened_at', 'desc')
+      .limit(1000)
+      .execute();
+    const { sessionUsdPerHour } = await sessionPolicy(deps.db, p.tenantId);
+    return rows.map((r) => this.#view(r, r.status, sessionUsdPerHour));
+  }
+
+  async get(p: Principal, runId: string): Promise<SessionView> {
+    const { run, session } = await sessionOf(this.core.deps.db, p, runId);
+    return this.#view(
+      session,
+      run.status,
+      (await sessionPolicy(this.core.deps.db, p.tenantId)).sessionUsdPerHour,
+    );
+  }
+
+  /** POST /runs/:id/terminal-ticket: creator or admin; single use, 30 s, bound to the run and the caller. */
+  async terminalTicket(p: Principal, runId: string): Promise<TicketView> {
+    const { deps } = this.core;
+    await sessionOf(deps.db, p, runId, { state: 'open' });
+    return mintTicket(deps.db, p.tenantId, runId, p.actor, deps.clock());
+  }
+
+  /** Redeem a terminal ticket (any replica, exactly once): the open session's handle and who attaches. */
+  async redeemTerminal(runId: string, ticket: string) {
+    const { deps } = this.core;
+    const { tenant, actor } = await redeemTicket(deps.db, runId, ticket, deps.clock());
+    const s = await deps.db
+      .selectFrom('sessions')
+      .selectAll()
+      .where('tenant_id', '=', tenant)
+      .where('run_id', '=', runId)
+      .executeTakeFirst();
+    if (s?.state !== 'open' || !s.handle)
+      throw new ControlPlaneError('conflict', `session ${runId} is not open`, { reason: 'session_not_open' });
+    return { tenant, actor, handle: handleOf(s.handle) };
+  }
+
+  async #run(p: Principal, runId: string): Promise<RunView> {
+    const row = await this.core.deps.db
+      .selectFrom('runs')
+      .selectAll()
+      .where('tenant_id', '=', p.tenantId)
+      .where('id', '=', runId)
+      .executeTakeFirstOrThrow();
+    return rowToView(row);
+  }
+
+  #view(s: SessionRow, status: string, usdPerHour: number): SessionView {
+    const now = this.core.deps.clock().getTime();
+    const heldMs = now - s.opened_at.getTime();
+    const park = s.park as { address?: string } | null;
+    return {
+      id: s.run_id,
+      status,
+      state: s.state,
+      image: s.image,
+      createdBy: s.created_by,
+      holder: s.holder,
+      openedAt: s.opened_at.toISOString(),
+      expiresAt: s.expires_at.toISOString(),
+      ttlLeftSec: Math.max(0, (s.expires_at.getTime() - now) / 1000),
+      idleTimeoutSec: s.idle_timeout_sec,
+      idleDeadline: s.idle_deadline.toISOString(),
+      idleLeftSec: s.state === 'open' ? Math.max(0, (s.idle_deadline.getTime() - now) / 1000) : null,
+      lastActivityAt: s.last_activity_at.toISOString(),
+      burn: {
+        usdPerHour,
+        usd: sessionUsd(heldMs, usdPerHour),
+        energyUj: openEnergyUj(heldMs),
+        provenance: 'estimated',
+      },
+      snapshot: park?.address ?? null,
+    };
+  }
+}

@@ -1,0 +1,125 @@
+// How a session ends, in one transaction: the session row locked (SKIP LOCKED for the reaper: another
+// replica already has it), the compute disposed, the run settled with its metered cost and energy, and the
+// row deleted — so a session is settled exactly once, by whichever replica got the row. After the commit:
+// the park's snapshot object is deleted and the trajectory sealed.
+//   closed | expired | idle → succeeded, outputs.result.endReason, record closed(completed)
+//   lost                    → failed executor_lost, record closed(abandoned)
+//   (cancelled)             → the cancel already settled the run (closed(cancelled)); this disposes and forgets
+import { isTerminalStatus, type RunStatus, type SessionEndReason } from '@everdict/run-model';
+import type { Hex } from '@everdict/runrecord';
+import { withTx } from '../db/tx.js';
+import { rowToRun } from '../ledger/runs.js';
+import type { Deps } from '../services/context.js';
+import { transitionTx } from '../services/lifecycle.js';
+import { disposeQuietly, handleOf, type SessionCompute } from './compute.js';
+import type { SessionLog } from './log.js';
+import { OPEN_SESSION_WATTS, parkEnergyUj, SESSION_METER, sessionUsd } from './meter.js';
+import { sessionPolicy } from './policy.js';
+import type { Park, SessionRow } from './rows.js';
+import type { SnapshotStore } from './snapshots.js';
+
+export type SessionEnd = SessionEndReason | 'lost' | 'cancelled';
+
+export interface SettleContext {
+  readonly deps: Deps;
+  readonly compute: SessionCompute;
+  readonly snapshots: SnapshotStore;
+  readonly log: SessionLog;
+}
+
+/** Settle one session; false when there was no row (already settled) or another replica holds it. */
+export async function settleSession(
+  ctx: SettleContext,
+  tenant: string,
+  runId: string,
+  end: SessionEnd,
+  opts: {
+    skipLocked?: boolean;
+    /** Re-decided under the row lock (a touch may have moved a deadline since the sweep looked): null = leave it. */
+    decide?: (s: SessionRow, runStatus: string) => SessionEnd | null;
+  } = {},
+): Promise<boolean> {
+  const { deps } = ctx;
+  const park = await withTx(deps.db, async (tx) => {
+    let q = tx.selectFrom('sessions').selectAll().where('tenant_id', '=', tenant).where('run_id', '=', runId);
+    q = opts.skipLocked ? q.forUpdate().skipLocked() : q.forUpdate();
+    const s = await q.executeTakeFirst();
+    if (!s) return undefined;
+    const row = await tx
+      .selectFrom('runs')
+      .selectAll()
+      .where('tenant_id', '=', tenant)
+      .where('id', '=', runId)
+      .executeTakeFirstOrThrow();
+    const why = opts.decide ? opts.decide(s, row.status) : end;
+    if (why === null) return undefined;
+    end = why;
+    const parked = s.park as Park | null;
+    if (!isTerminalStatus(row.status as RunStatus)) {
+      const now = deps.clock();
+      const policy = await sessionPolicy(tx, tenant);
+      const usage = rowToRun(row).usage;
+      const cost = {
+        costUsd: usage.costUsd + sessionUsd(now.getTime() - s.opened_at.getTime(), policy.sessionUsdPerHour),
+      };
+      if (end === 'lost') {
+        await transitionTx(
+          tx,
+          deps,
+          tenant,
+          runId,
+          {
+            type: 'fail',
+            error: {
+              code: 'executor_lost',
+              message: 'the host holding this session was lost',
+              retryable: false,
+            },
+          },
+          {
+            usage: cost,
+            closeReason: 'abandoned',
+            interval: { watts: OPEN_SESSION_WATTS, meter: SESSION_METER },
+          },
+        );
+      } else {
+        if (row.status === 'awaiting_input' && parked) {
+          // A parked session ends: the record resumes the park it holds (its idle energy counted) and closes.
+          const parkedMs = now.getTime() - (s.parked_at ?? now).getTime();
+          await transitionTx(
+            tx,
+            deps,
+            tenant,
+            runId,
+            { type: 'resume_input' },
+            {
+              image: { root: parked.address as Hex, idleUj: parkEnergyUj(parkedMs, parked.bytes) },
+              manifest: parked.manifest,
+            },
+          );
+        }
+        await transitionTx(
+          tx,
+          deps,
+          tenant,
+          runId,
+          { type: 'succeed' },
+          {
+            outputs: { result: { endReason: end === 'cancelled' ? 'closed' : end } },
+            usage: cost,
+            interval: { watts: OPEN_SESSION_WATTS, meter: SESSION_METER },
+          },
+        );
+      }
+    }
+    await tx.deleteFrom('sessions').where('tenant_id', '=', tenant).where('run_id', '=', runId).execute();
+    // Disposal before the commit: a commit that fails leaves a row whose compute is gone (the next exec or
+    // sweep settles it lost) rather than compute with no row.
+    if (s.handle) await disposeQuietly(ctx.compute, handleOf(s.handle));
+    return parked;
+  });
+  if (park === undefined) return false;
+  if (park) await ctx.snapshots.delete(tenant, park.path).catch(() => undefined);
+  await ctx.log.seal(tenant, runId);
+  return true;
+}

@@ -1,0 +1,123 @@
+// The terminal over a real node server: a ticket (creator or admin), the WebSocket upgrade, a shell in the
+// sandbox's pty — binary frames raw, text frames resize / exit — and the ticket's single use: a second
+// redemption, an expired ticket and another run's ticket are refused 401. Terminal bytes land in the trajectory.
+
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { SESSION_ADMIN_KEY, type SessionTestApp, sessionTestApp } from '../../test/sessions.js';
+import { call, until } from '../http/testing/harness.js';
+import { terminalServer } from './terminal.js';
+
+let t: SessionTestApp;
+let server: Server;
+let port: number;
+let closeTerminals: () => Promise<void>;
+beforeAll(async () => {
+  t = await sessionTestApp({ sweep: false });
+  const terminals = terminalServer(t.core.services.sessions!);
+  closeTerminals = terminals.close;
+  server = serve({ fetch: t.app.fetch, port: 0, hostname: '127.0.0.1' }) as Server;
+  server.on('upgrade', (req, socket, head) => {
+    if (!terminals.upgrade(req, socket, head)) socket.destroy();
+  });
+  await new Promise<void>((r) => (server.listening ? r() : server.once('listening', () => r())));
+  port = (server.address() as AddressInfo).port;
+}, 240_000);
+afterAll(async () => {
+  await closeTerminals?.();
+  await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+  await t?.close();
+});
+
+const api = (method: string, p: string, body?: unknown, key = SESSION_ADMIN_KEY) =>
+  call(t.app, method, p, { key, ...(body === undefined ? {} : { body }) });
+async function openSession(key = SESSION_ADMIN_KEY) {
+  const r = await api('POST', '/sandboxes', { ttlSec: 600, idleTimeoutSec: 600 }, key);
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return (r.body.run as { id: string }).id;
+}
+async function ticketFor(id: string, key = SESSION_ADMIN_KEY) {
+  const r = await api('POST', `/runs/${id}/terminal-ticket`, undefined, key);
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body as { ticket: string; expiresAt: string };
+}
+const url = (id: string, ticket: string, q = '') =>
+  `ws://127.0.0.1:${port}/runs/${id}/terminal?ticket=${encodeURIComponent(ticket)}${q}`;
+
+/** Connects; resolves with the socket, or rejects with the refused upgrade's status. */
+function connect(u: string): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(u);
+    ws.once('open', () => resolve(ws));
+    ws.once('unexpected-response', (_req, res) => reject(new Error(`status ${res.statusCode}`)));
+    ws.once('error', reject);
+  });
+}
+
+describe('terminal', () => {
+  it('a shell over the WebSocket: raw bytes, resize, exit; the ticket is spent; the trajectory has the bytes', async () => {
+    const id = await openSession();
+    const { ticket, expiresAt } = await ticketFor(id);
+    expect(Date.parse(expiresAt) - Date.now()).toBeLessThanOrEqual(31_000);
+    const ws = await connect(url(id, ticket, '&cols=100&rows=30'));
+    let out = '';
+    const texts: string[] = [];
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) out += Buffer.from(data as Buffer).toString('utf8');
+      else texts.push(Buffer.from(data as Buffer).toString('utf8'));
+    });
+    ws.send(Buffer.from('stty size; echo hi-$((1+2))\n'), { binary: true });
+    await until('first output', async () =>
+      out.includes('hi-3') && out.includes('30 100') ? true : undefined,
+    );
+    ws.send(JSON.stringify({ type: 'resize', cols: 120, rows: 40 }));
+    ws.send(Buffer.from('sleep 0.2; stty size\n'), { binary: true });
+    await until('resized', async () => (out.includes('40 120') ? true : undefined));
+    const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
+    ws.send(Buffer.from('exit 7\n'), { binary: true });
+    expect(await closed).toBe(1000);
+    expect(texts.map((s) => JSON.parse(s))).toContainEqual({ type: 'exit', code: 7 });
+
+    await expect(connect(url(id, ticket))).rejects.toThrow('status 401'); // single use
+
+    const page = await t.core.trajectories!.read('default', id, { offset: 0, limit: 1000 });
+    const terminal = page.items.filter((e) => e.type === 'extension' && e.ext === 'everdict/terminal');
+    const decoded = (dir: string) =>
+      terminal
+        .filter((e) => (e as unknown as { data: { dir: string } }).data.dir === dir)
+        .map((e) =>
+          Buffer.from((e as unknown as { data: { data: string } }).data.data, 'base64').toString('utf8'),
+        )
+        .join('');
+    expect(decoded('in')).toContain('echo hi-$((1+2))');
+    expect(decoded('out')).toContain('hi-3');
+    await api('POST', `/sandboxes/${id}/close`);
+  }, 120_000);
+
+  it('an expired ticket, another run’s ticket and a junk ticket are refused 401; a non-creator cannot mint one', async () => {
+    const a = await openSession();
+    const b = await openSession();
+    const forA = await ticketFor(a);
+    await expect(connect(url(b, forA.ticket))).rejects.toThrow('status 401');
+    await expect(connect(url(a, 'evt_junk'))).rejects.toThrow('status 401');
+    const late = await ticketFor(a);
+    t.advance(31_000);
+    try {
+      await expect(connect(url(a, late.ticket))).rejects.toThrow('status 401');
+    } finally {
+      t.advance(-31_000);
+    }
+    // The ticket for A that was offered to B was not spent by that refusal.
+    const ws = await connect(url(a, forA.ticket));
+    ws.close();
+    const member = await t.key('member');
+    expect((await api('POST', `/runs/${a}/terminal-ticket`, undefined, member)).status).toBe(403);
+    const own = await openSession(member);
+    expect((await api('POST', `/runs/${own}/terminal-ticket`, undefined, member)).status).toBe(201);
+    for (const id of [a, b]) await api('POST', `/sandboxes/${id}/close`);
+    await api('POST', `/sandboxes/${own}/close`, undefined, member);
+  }, 120_000);
+});
