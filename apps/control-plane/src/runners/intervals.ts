@@ -150,6 +150,17 @@ export async function appendRunnerEvents(
           `event seq ${below.seq} is before this interval's journal (it starts at ${from})`,
           { seqFrom: from },
         );
+      // The first append marks the run so its terminal transition queues the seal (migration 0013); only
+      // while it is still running, on the latest row version.
+      if (!run.trajectory_open) {
+        const marked = await tx
+          .updateTable('runs')
+          .set({ trajectory_open: true })
+          .where('id', '=', runId)
+          .where('status', '=', 'running')
+          .executeTakeFirst();
+        if (Number(marked.numUpdatedRows) === 0) throw staleLease(runId, input.epoch, null);
+      }
       // Another replica may have appended since this process last looked: re-read the head from storage.
       if (deps.ldb.dialect === 'postgres') trajectories.store.forget(tenant, runId);
       await mapStoreErrors(() => trajectories.store.appendTrusted(tenant, runId, input.events));
