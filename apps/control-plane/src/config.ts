@@ -27,10 +27,20 @@ const EnvSchema = z.object({
   EVERDICT_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   EVERDICT_LEASE_MS: z.coerce.number().int().min(50).max(3_600_000).default(10_000),
   EVERDICT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(3),
+  EVERDICT_EXECUTIONS: z.coerce.number().int().min(1).max(1024).default(16),
+  EVERDICT_PG_POOL_MAX: z.coerce.number().int().min(2).max(1000).default(10),
+  EVERDICT_CREATE_BATCH_MS: z.coerce.number().int().min(0).max(1000).default(0),
+  EVERDICT_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
   EVERDICT_JUDGE: z.enum(['scripted', 'none']).default('scripted'),
   EVERDICT_S3_BUCKET: optionalString,
   EVERDICT_S3_ENDPOINT: optionalString,
   EVERDICT_S3_REGION: optionalString,
+  EVERDICT_LOG_KEY_FILE: optionalString,
+  EVERDICT_WITNESS_KEYS: optionalString,
+  EVERDICT_STH_INTERVAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(2_000),
+  EVERDICT_EMBEDDED_RUNNER: z.enum(['0', '1']).default('1'),
+  EVERDICT_EMBEDDED_RUNNER_SLOTS: z.coerce.number().int().min(1).max(256).default(4),
+  EVERDICT_RUNNER_CLI: optionalString,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -55,11 +65,27 @@ export interface Config {
   readonly leaseMs: number;
   /** Starts of a run before a lost execution fails it `executor_lost` (EVERDICT_MAX_ATTEMPTS). */
   readonly maxAttempts: number;
+  /** Inline executions at once in this process (EVERDICT_EXECUTIONS). */
+  readonly executions: number;
+  /** PostgreSQL pool size (EVERDICT_PG_POOL_MAX); ignored on PGlite. */
+  readonly pgPoolMax: number;
+  /** Under load, how long a create waits for company before its batch is written (EVERDICT_CREATE_BATCH_MS). */
+  readonly createBatchMs: number;
+  /** The dispatch/trigger loops' poll fallback when no NOTIFY arrives (EVERDICT_POLL_MS). */
+  readonly pollMs: number;
   /** Who decides `judge` graders: the built-in deterministic `scripted` judge, or `none` (a 400). */
   readonly judge: 'scripted' | 'none';
   /** Where trajectories live: S3-compatible storage when `s3Bucket` is set, else `<dataDir>/trajectories`. */
   readonly trajectoryStorage: { s3Bucket?: string; s3Endpoint?: string; s3Region?: string };
+  /**
+   * The embedded runner (runners/embedded.ts): on by default (EVERDICT_EMBEDDED_RUNNER=1), so command and eval
+   * runs execute on a fresh machine; `0` turns it off. `slots` = EVERDICT_EMBEDDED_RUNNER_SLOTS (default 4);
+   * `cli` = EVERDICT_RUNNER_CLI (default: the workspace's built apps/runner/dist/cli.js).
+   */
+  readonly embeddedRunner: { enabled: boolean; slots: number; cli?: string };
   readonly logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
+  /** The head log (issue 18 §2): key file (default `<dataDir>/keys/log.ed25519`), witness keys (hex), STH interval. */
+  readonly headLog: { keyFile: string; witnessKeys: string | undefined; sthIntervalMs: number };
 }
 
 export class ConfigError extends Error {
@@ -90,8 +116,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     shutdownGraceMs: e.EVERDICT_SHUTDOWN_GRACE_MS,
     leaseMs: e.EVERDICT_LEASE_MS,
     maxAttempts: e.EVERDICT_MAX_ATTEMPTS,
+    executions: e.EVERDICT_EXECUTIONS,
+    pgPoolMax: e.EVERDICT_PG_POOL_MAX,
+    createBatchMs: e.EVERDICT_CREATE_BATCH_MS,
+    pollMs: e.EVERDICT_POLL_MS,
     judge: e.EVERDICT_JUDGE,
     logLevel: e.LOG_LEVEL,
+    headLog: {
+      keyFile: e.EVERDICT_LOG_KEY_FILE
+        ? path.resolve(cwd, e.EVERDICT_LOG_KEY_FILE)
+        : path.join(path.resolve(cwd, e.EVERDICT_DATA_DIR ?? '.everdict'), 'keys', 'log.ed25519'),
+      witnessKeys: e.EVERDICT_WITNESS_KEYS,
+      sthIntervalMs: e.EVERDICT_STH_INTERVAL_MS,
+    },
+    embeddedRunner: {
+      enabled: e.EVERDICT_EMBEDDED_RUNNER === '1',
+      slots: e.EVERDICT_EMBEDDED_RUNNER_SLOTS,
+      ...(e.EVERDICT_RUNNER_CLI ? { cli: path.resolve(cwd, e.EVERDICT_RUNNER_CLI) } : {}),
+    },
     trajectoryStorage: {
       ...(e.EVERDICT_S3_BUCKET ? { s3Bucket: e.EVERDICT_S3_BUCKET } : {}),
       ...(e.EVERDICT_S3_ENDPOINT ? { s3Endpoint: e.EVERDICT_S3_ENDPOINT } : {}),

@@ -15,6 +15,8 @@ export type ApiKeyAuthenticator = Pick<AuthService, 'authenticate'>;
 
 export function requireApiKey(keys: ApiKeyAuthenticator): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
+    // `/runs` and `/runs/*` both match `/runs`: the key is verified once per request.
+    if (c.get('principal') !== undefined) return next();
     const secret = bearerSecret(c.req.header('authorization'));
     if (!secret) {
       return sendProblem(

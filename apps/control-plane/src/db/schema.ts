@@ -5,8 +5,8 @@ import type { AgentCallsTable, AgentsTable, AgentTurnsTable, AgentVersionsTable 
 import type {
   HarnessesTable,
   RunnerArtifactsTable,
-  RunnerEventsTable,
   RunnerImagesTable,
+  RunnerJournalsTable,
   RunnerPairingTokensTable,
   RunnersTable,
 } from './schema-runners.js';
@@ -69,6 +69,8 @@ export interface RunsTable {
   interval_head: string | null;
   /** Starts of this run (0007): the epoch of its current lease. */
   attempt: ColumnType<number, number | undefined, number>;
+  /** The run recorded a trajectory event (0013): its terminal transition queues the seal. */
+  trajectory_open: ColumnType<boolean, boolean | undefined, boolean>;
   /** The sealed trajectory's ref (run-model TrajectoryRef); null until sealed (migration 0009). */
   trajectory: ColumnType<J | null, string | null | undefined, string | null>;
 }
@@ -305,7 +307,7 @@ export interface Database {
   runners: RunnersTable;
   runner_pairing_tokens: RunnerPairingTokensTable;
   runner_images: RunnerImagesTable;
-  runner_events: RunnerEventsTable;
+  runner_journals: RunnerJournalsTable;
   runner_artifacts: RunnerArtifactsTable;
   harnesses: HarnessesTable;
   adm_global: AdmGlobalTable;

@@ -4,8 +4,9 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { CreateRunInput, EventPosition, ListRunsQuery, type RecordView } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
 import { API_KEY_SECURITY, createRouter } from './openapi.js';
-import { problemResponses } from './problem.js';
+import { errorToProblem, ProblemSchema, problemResponses, validationProblem } from './problem.js';
 import {
+  AdmissionSchema,
   CancelledSchema,
   CreatedRunSchema,
   EventListSchema,
@@ -43,6 +44,43 @@ const createRun = createRoute({
   responses: {
     201: json(CreatedRunSchema, 'Queued (or the earlier run, for a repeated requestId).'),
     ...problemResponses(400, 401, 402, 404, 409, 413, 415, 429),
+  },
+});
+
+export const RunsBatchBody = z
+  .object({
+    runs: z
+      .array(z.unknown().openapi({ description: 'A run spec (CreateRun), validated on its own.' }))
+      .min(1)
+      .max(1000)
+      .openapi({ description: '1 to 1,000 run specs, decided by the gate in this order.' }),
+  })
+  .openapi('CreateRunsBatch');
+
+export const RunsBatchResult = z
+  .object({
+    results: z.array(
+      z.union([
+        z.object({ status: z.literal(201), run: RunSchema, admission: AdmissionSchema }),
+        z.object({ status: z.number().int().min(400).max(599), problem: ProblemSchema }),
+      ]),
+    ),
+  })
+  .openapi('RunsBatchResult');
+
+const createRunsBatch = createRoute({
+  method: 'post',
+  path: '/runs:batch',
+  tags: ['runs'],
+  summary: 'Submit up to 1,000 runs: one gate decision each, in input order; a result per item.',
+  security: API_KEY_SECURITY,
+  request: { body: { required: true, content: { 'application/json': { schema: RunsBatchBody } } } },
+  responses: {
+    200: json(
+      RunsBatchResult,
+      'One result per spec, in input order: 201 with the run and its admission, or the refusal as a problem.',
+    ),
+    ...problemResponses(400, 401, 413, 415),
   },
 });
 
@@ -148,6 +186,27 @@ export function runRoutes(deps: RouteDeps) {
       causedByRunId ? { causedByRunId } : {},
     );
     return c.json(created, 201);
+  });
+
+  app.openapi(createRunsBatch, async (c) => {
+    // Each spec is validated on its own, as POST /runs validates one (a 400 validation_failed for that item);
+    // the valid ones go to the gate together, in input order.
+    const parsed = c.req.valid('json').runs.map((spec) => CreateRunInput.safeParse(spec));
+    const valid = parsed.flatMap((p) => (p.success ? [p.data] : []));
+    const out = valid.length > 0 ? await services.runs.createMany(c.get('principal'), valid) : [];
+    let next = 0;
+    const results = parsed.map((p) => {
+      if (!p.success) {
+        const problem = validationProblem(p.error);
+        return { status: problem.status, problem };
+      }
+      const o = out[next++];
+      if (o && 'created' in o) return { status: 201 as const, ...o.created };
+      const mapped = errorToProblem(o?.error);
+      if (mapped.unexpected) c.get('log').error({ err: o?.error }, 'a batch item failed');
+      return { status: mapped.problem.status, problem: mapped.problem };
+    });
+    return c.json({ results }, 200);
   });
 
   app.openapi(listRuns, async (c) =>

@@ -8,6 +8,7 @@ import { type Tx, withTx } from '../db/tx.js';
 import { isControlPlaneError } from '../errors.js';
 import { readSettled } from '../ledger/events.js';
 import { rowToRun } from '../ledger/runs.js';
+import { assertPlaceable } from '../runners/placement.js';
 import type { Deps } from '../services/context.js';
 import { createRunTx } from '../services/lifecycle.js';
 import { unstorable } from '../services/storable-guard.js';
@@ -17,19 +18,36 @@ import { CreateRunInput } from '../services/types.js';
 export const SUBSCRIPTIONS_CONSUMER = 'subscriptions';
 
 /**
- * Is any settled event past the cursor? One autocommit read (the same visibility rule as readSettled), so a
- * wake with nothing to consume costs one statement, not a transaction. No cursor row yet counts as position 0.
+ * The trigger loop's first (and, without subscriptions, only) statement of a cycle. When no subscription is
+ * enabled anywhere, nothing could fire: the cursor moves past every settled event in this one statement
+ * (forward only, created if missing), so the outbox costs no transaction and no event read. Otherwise it
+ * answers whether any settled event is past the cursor (`consumeOnce` then does the work).
  */
-export async function hasSettledEvents(deps: Deps): Promise<boolean> {
-  const { rows } = await sql<{ pending: boolean }>`
-    SELECT EXISTS (
-      SELECT 1 FROM events e
-      WHERE (e.tx, e.id) > (
-          SELECT COALESCE(max(c.tx), 0), COALESCE(max(c.event_id), 0) FROM consumer_cursors c
-          WHERE c.consumer = ${SUBSCRIPTIONS_CONSUMER})
+export async function skipOrPending(deps: Deps): Promise<'skipped' | 'pending' | 'idle'> {
+  const { rows } = await sql<{ subscribed: boolean; pending: boolean }>`
+    WITH subscribed AS (
+      SELECT EXISTS (SELECT 1 FROM subscriptions WHERE enabled AND deleted_at IS NULL) AS yes),
+    cur AS (
+      SELECT COALESCE(max(c.tx), 0) AS tx, COALESCE(max(c.event_id), 0) AS id FROM consumer_cursors c
+      WHERE c.consumer = ${SUBSCRIPTIONS_CONSUMER}),
+    last AS (
+      SELECT e.tx, e.id FROM events e, cur
+      WHERE (e.tx, e.id) > (cur.tx, cur.id)
         AND e.tx < (pg_snapshot_xmin(pg_current_snapshot())::text)::bigint
-    ) AS pending`.execute(deps.db);
-  return rows[0]?.pending === true;
+      ORDER BY e.tx DESC, e.id DESC LIMIT 1),
+    skip AS (
+      INSERT INTO consumer_cursors (consumer, tx, event_id, updated_at)
+      SELECT ${SUBSCRIPTIONS_CONSUMER}, last.tx, last.id, ${deps.clock()}::timestamptz
+      FROM last, subscribed WHERE NOT subscribed.yes
+      ON CONFLICT (consumer) DO UPDATE
+        SET tx = EXCLUDED.tx, event_id = EXCLUDED.event_id, updated_at = EXCLUDED.updated_at
+        WHERE (consumer_cursors.tx, consumer_cursors.event_id) < (EXCLUDED.tx, EXCLUDED.event_id)
+      RETURNING 1)
+    SELECT (SELECT yes FROM subscribed) AS subscribed, EXISTS (SELECT 1 FROM last) AS pending,
+           (SELECT count(*) FROM skip) AS skipped`.execute(deps.db);
+  const r = rows[0];
+  if (!r?.pending) return 'idle';
+  return r.subscribed ? 'pending' : 'skipped';
 }
 
 /** Process up to `limit` settled events; returns how many were consumed (0 = caught up or another replica holds the cursor). */
@@ -151,6 +169,10 @@ async function fire(
       ? event.data.scheduleId
       : undefined;
   try {
+    // The durable runner check at the firing too (not only when the subscription was made): a runner kind
+    // no runner of the tenant (or a shared one) takes any more is a recorded refusal, never a run queued
+    // forever.
+    await assertPlaceable(deps, sub.tenant, spec, tx);
     const { row } = await atomically(tx, (t) =>
       createRunTx(
         t,

@@ -8,7 +8,7 @@
 import { EVENTS_CHANNEL } from '../ledger/events.js';
 import type { Deps } from '../services/context.js';
 import { tickSchedules } from './schedule-ticker.js';
-import { consumeOnce, hasSettledEvents } from './subscriptions-consumer.js';
+import { consumeOnce, skipOrPending } from './subscriptions-consumer.js';
 import { WakeLoop } from './wake-loop.js';
 
 export const MIN_GAP_MS = 50;
@@ -47,8 +47,9 @@ export class TriggerLoop {
       this.tickedSecond = second;
       await tickSchedules(this.deps);
     }
-    // One read to learn whether anything is pending; the consuming transaction only when it is.
-    if (!(await hasSettledEvents(this.deps))) return;
+    // One statement: without any subscription it moves the cursor past everything settled (nothing could
+    // fire); otherwise it says whether anything is pending, and the consuming transaction runs only then.
+    if ((await skipOrPending(this.deps)) !== 'pending') return;
     // A short batch means caught up (or another replica holds the cursor): no empty transaction after it.
     while (!this.loop.isStopped && (await consumeOnce(this.deps, BATCH)) === BATCH) {
       /* drain the outbox */

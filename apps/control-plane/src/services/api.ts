@@ -54,6 +54,14 @@ export interface RunService {
     input: CreateRunInput,
     ctx?: CreateRunContext,
   ): Promise<{ run: RunView; admission: AdmissionView }>;
+  /**
+   * Up to 1,000 creates in input order, one gate decision each (as if sent one after another): per item,
+   * `created` or the `error` that refused it (nothing saved for that item). A malformed batch throws.
+   */
+  createMany(
+    p: Principal,
+    inputs: readonly unknown[],
+  ): Promise<Array<{ created: { run: RunView; admission: AdmissionView } } | { error: unknown }>>;
   list(p: Principal, query: ListRunsQuery): Promise<Page<RunView>>;
   get(p: Principal, runId: string): Promise<RunView>;
   /** Cancels the run and its non-terminal causal descendants; `conflict` (409) if already terminal. */

@@ -1,7 +1,9 @@
 // API keys per tenant: only a SHA-256 hash at rest, the raw key shown once. Roles member | admin.
 import { createHash, randomBytes } from 'node:crypto';
 import { configureTenant, type TenantPolicyInput, tenantPolicy } from '@everdict/admission';
+import { sql } from 'kysely';
 import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
+import { KEYS_CHANNEL, KeyCache } from '../auth/key-cache.js';
 import { iso } from '../db/numeric.js';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
@@ -96,18 +98,21 @@ export async function insertKey(
 
 export const newRawKey = (): string => `evk_${randomBytes(24).toString('base64url')}`;
 
-export function authService(deps: Deps, policy: TenantPolicy): AuthService {
+/** `keys`: verified keys remembered by this replica (key-cache.ts); the core evicts on KEYS_CHANNEL. */
+export function authService(deps: Deps, policy: TenantPolicy, keys: KeyCache = new KeyCache()): AuthService {
   return {
     async authenticate(rawKey) {
-      const row = rawKey
-        ? await deps.db
-            .selectFrom('api_keys')
-            .selectAll()
-            .where('key_hash', '=', hashKey(rawKey))
-            .executeTakeFirst()
+      const hash = rawKey ? hashKey(rawKey) : undefined;
+      const known = hash === undefined ? undefined : keys.get(hash);
+      if (known) return known;
+      const row = hash
+        ? await deps.db.selectFrom('api_keys').selectAll().where('key_hash', '=', hash).executeTakeFirst()
         : undefined;
-      if (!row || row.revoked_at) throw new ControlPlaneError('unauthorized', 'unknown or revoked API key');
-      return { tenantId: row.tenant_id, keyId: row.id, role: row.role, actor: row.id };
+      if (!hash || !row || row.revoked_at)
+        throw new ControlPlaneError('unauthorized', 'unknown or revoked API key');
+      const principal: Principal = { tenantId: row.tenant_id, keyId: row.id, role: row.role, actor: row.id };
+      keys.set(hash, principal);
+      return principal;
     },
     async createKey(p, input) {
       requireAdmin(p);
@@ -127,14 +132,20 @@ export function authService(deps: Deps, policy: TenantPolicy): AuthService {
     },
     async revokeKey(p, keyId) {
       requireAdmin(p);
-      const row = await deps.db
-        .updateTable('api_keys')
-        .set({ revoked_at: deps.clock() })
-        .where('tenant_id', '=', p.tenantId)
-        .where('id', '=', keyId)
-        .returningAll()
-        .executeTakeFirst();
+      // The NOTIFY rides in the revoking transaction: every listening replica evicts the key at its commit.
+      const row = await withTx(deps.db, async (tx) => {
+        const r = await tx
+          .updateTable('api_keys')
+          .set({ revoked_at: deps.clock() })
+          .where('tenant_id', '=', p.tenantId)
+          .where('id', '=', keyId)
+          .returningAll()
+          .executeTakeFirst();
+        if (r) await sql`SELECT pg_notify(${KEYS_CHANNEL}, ${r.key_hash})`.execute(tx);
+        return r;
+      });
       if (!row) throw notFound('key', keyId);
+      keys.evict(row.key_hash);
       return view(row);
     },
     async createTenant(p, input) {

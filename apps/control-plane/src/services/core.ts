@@ -3,12 +3,14 @@
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { agentService } from '../agents/service.js';
+import { KEYS_CHANNEL, KeyCache } from '../auth/key-cache.js';
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
 import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from '../executors/registry.js';
 import { KeyRing } from '../keys/registry.js';
 import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from '../keys/signer.js';
 import { leasePolicy } from '../leases/policy.js';
+import { type HeadLog, openHeadLog } from '../log/index.js';
 import { RUNNER_INDEX } from '../runners/placement.js';
 import { LeaseWaiters, runnerService } from '../runners/service.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
@@ -52,6 +54,8 @@ export interface Core {
   keys: KeyRing;
   /** The executors every create door consults (register a runner's lane here). */
   executors: ExecutorRegistry;
+  /** The head log (issue 18 §2), or null when not configured (`CoreOptions.headLog`). */
+  headLog: HeadLog | null;
   /** The ledger's internals, for tests and tooling (not for the HTTP layer). */
   internals: {
     deps: Deps;
@@ -100,23 +104,27 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     await ldb.close();
     throw e;
   }
+  // Verified API keys per replica; a revocation anywhere evicts here (NOTIFY in the revoking transaction).
+  const keyCache = new KeyCache();
+  let unlistenKeys: () => Promise<void>;
+  try {
+    unlistenKeys = await ldb.listen(KEYS_CHANNEL, (hash) => keyCache.evict(hash));
+  } catch (e) {
+    await ldb.close();
+    throw e;
+  }
   const cascades = new CascadeWorker(deps, options.cascade);
   const trajectories = options.trajectories ? new RunTrajectories(options.trajectories, ldb) : null;
   const lease = leasePolicy(options.scheduler?.lease ?? {});
   const waiters = new LeaseWaiters(deps, lease);
   const runners = runnerService(deps, waiters, {
-    artifactsDir:
-      options.artifactsDir ??
-      (options.dataDir
-        ? path.join(options.dataDir, 'artifacts')
-        : path.join(tmpdir(), `everdict-artifacts-${process.pid}`)),
     pollMs: options.scheduler?.pollMs ?? 1000,
     lease,
     trajectories,
   });
   const services: ControlPlaneServices = withStorableGuard({
-    auth: authService(deps, policy),
-    runs: runService(deps, cascades),
+    auth: authService(deps, policy, keyCache),
+    runs: runService(deps, cascades, options.create),
     events: eventFeed(deps, options.scheduler?.pollMs ?? 1000),
     groups: groupService(deps, options.judge),
     subscriptions: subscriptionService(deps),
@@ -155,6 +163,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     .resumePending()
     .catch((e) => deps.log('error', 'resuming open cascades failed', { error: String(e) }));
   if (trajectoryJobs && sched.enabled !== false) trajectoryJobs.start();
+  const headLog = options.headLog ? openHeadLog(ldb.db, { log: deps.log, ...options.headLog }) : null;
   return {
     services,
     dialect: ldb.dialect,
@@ -179,7 +188,9 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     queueDepth: () => queueDepth(deps.db),
     keys,
     executors: deps.executors,
+    headLog,
     async close() {
+      await headLog?.stop();
       await cascades.stop();
       await resumed;
       await waiters.stop();
@@ -187,6 +198,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       await triggers?.stop();
       await trajectoryJobs?.stop();
       await deps.queueStats.settled();
+      await unlistenKeys();
       await options.trajectories?.close();
       await ldb.close();
     },

@@ -68,13 +68,34 @@ const combinable = (p: PreparedCreate): boolean =>
   p.request.envelope === undefined &&
   p.request.agentId === undefined;
 
+export interface CombinerOptions {
+  /**
+   * Under load — the previous batch ended less than `batchMs` ago — a create waits up to `batchMs` (or until
+   * a batch is full) for company before its batch is written. Idle, it is written at once. Default 0: a
+   * batch is whatever arrived while the previous one was in flight (EVERDICT_CREATE_BATCH_MS).
+   */
+  batchMs?: number;
+}
+
 /** The combined create: call it like `createOne`; `stats` counts batches (tests, tooling). */
-export function createCombiner(deps: Deps) {
+export function createCombiner(deps: Deps, options: CombinerOptions = {}) {
+  const batchMs = options.batchMs ?? 0;
   let queue: Item[] = [];
   let busy = false;
+  let lastEnd = Number.NEGATIVE_INFINITY;
+  let full: (() => void) | undefined;
   const drain = async () => {
     busy = true;
     try {
+      if (batchMs > 0 && performance.now() - lastEnd < batchMs && queue.length < MAX_BATCH)
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, batchMs);
+          full = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      full = undefined;
       while (queue.length > 0) {
         const batch = queue.slice(0, MAX_BATCH);
         queue = queue.slice(MAX_BATCH);
@@ -87,6 +108,7 @@ export function createCombiner(deps: Deps) {
       }
     } finally {
       busy = false;
+      lastEnd = performance.now();
     }
   };
   const stats = { batches: 0, largest: 0 };
@@ -103,6 +125,7 @@ export function createCombiner(deps: Deps) {
       }
       queue.push({ who, raw, ctx, prep, resolve, reject });
       if (!busy) void drain();
+      else if (queue.length >= MAX_BATCH) full?.();
     });
   return Object.assign(submit, { stats });
 }

@@ -1,6 +1,6 @@
 // RunService: create (one gate), list, get, cancel (cascades), record (verified on read), events.
 import { withTx } from '../db/tx.js';
-import { invalidCursor, notFound } from '../errors.js';
+import { ControlPlaneError, invalidCursor, notFound } from '../errors.js';
 import { listEvents } from '../ledger/events.js';
 import { readRecord } from '../ledger/records.js';
 import { decodeCursor, encodeCursor, findRun, listRuns, rowToView } from '../ledger/runs.js';
@@ -9,7 +9,7 @@ import type { RunService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import { type CascadeWorker, openCascade } from './cascade.js';
 import type { Deps } from './context.js';
-import { createCombiner } from './create-combiner.js';
+import { type CombinerOptions, createCombiner } from './create-combiner.js';
 import { eventPosition } from './events-feed.js';
 import { transitionTx } from './lifecycle.js';
 import {
@@ -19,6 +19,9 @@ import {
   ListRunsQuery,
   type Principal,
 } from './types.js';
+
+/** Run specs one `POST /runs:batch` may carry. */
+export const MAX_RUNS_BATCH = 1000;
 
 export const who = (p: Principal) => ({ tenant: p.tenantId, actor: p.actor });
 
@@ -75,8 +78,8 @@ export async function groupOfTenant(deps: Deps, p: Principal, input: unknown): P
   if (!g) throw notFound('group', id);
 }
 
-export function runService(deps: Deps, cascades: CascadeWorker): RunService {
-  const combine = createCombiner(deps);
+export function runService(deps: Deps, cascades: CascadeWorker, combiner: CombinerOptions = {}): RunService {
+  const combine = createCombiner(deps, combiner);
   return {
     async create(p, input, ctx = {}) {
       const attribution = await attributionOf(deps, p, ctx);
@@ -86,6 +89,33 @@ export function runService(deps: Deps, cascades: CascadeWorker): RunService {
       // next one (create-combiner.ts); each still gets exactly the decision a sequential create would.
       const { row, admission } = await combine(who(p), input, attribution);
       return { run: rowToView(row), admission };
+    },
+    async createMany(p, inputs) {
+      if (!Array.isArray(inputs) || inputs.length < 1 || inputs.length > MAX_RUNS_BATCH)
+        throw new ControlPlaneError('bad_request', `a batch holds 1 to ${MAX_RUNS_BATCH} run specs`);
+      // The per-item reads (group, placement) first; then every item is handed to the combiner in input
+      // order, in one synchronous pass, so the gate decides them in that order (each against the ones
+      // before it), and each gets its own outcome — a refusal refuses that item only.
+      const checked = await Promise.all(
+        inputs.map((input) =>
+          groupOfTenant(deps, p, input)
+            .then(() => assertPlaceable(deps, p.tenantId, input))
+            .then(
+              () => null,
+              (e: unknown) => ({ error: e }),
+            ),
+        ),
+      );
+      return Promise.all(
+        inputs.map((input, i) =>
+          checked[i]
+            ? Promise.resolve(checked[i])
+            : combine(who(p), input, {}).then(
+                ({ row, admission }) => ({ created: { run: rowToView(row), admission } }),
+                (e: unknown) => ({ error: e }),
+              ),
+        ),
+      );
     },
     async list(p, query) {
       const q = asControlPlaneError(() => ListRunsQuery.parse(query));

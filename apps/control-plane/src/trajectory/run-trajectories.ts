@@ -118,6 +118,26 @@ export class RunTrajectories {
             status: row.status,
           },
         );
+      // The first append marks the run, so its terminal transition queues the seal (0013). The mark is taken
+      // only while the run is not terminal — on the latest row version, waiting for a settle in flight — so a
+      // run that settled since the read above refuses the append instead of missing its seal.
+      if (!row.open) {
+        const marked = await ex
+          .updateTable('runs')
+          .set({ trajectory_open: true })
+          .where('tenant_id', '=', tenant)
+          .where('id', '=', runId)
+          .where('status', 'not in', ['succeeded', 'failed', 'cancelled'])
+          .executeTakeFirst();
+        if (Number(marked.numUpdatedRows) === 0)
+          throw new ControlPlaneError(
+            'trajectory_sealed',
+            `run ${runId} is terminal: its trajectory takes no events`,
+            {
+              runId,
+            },
+          );
+      }
       // Another replica may have appended since this process last looked: re-read the head from storage.
       if (this.ldb.dialect === 'postgres') this.store.forget(tenant, runId);
       return mapStoreErrors(fn);
@@ -128,14 +148,18 @@ export class RunTrajectories {
     ex: Executor,
     tenant: string,
     runId: string,
-  ): Promise<{ status: string; trajectory: TrajectoryRef | null }> {
+  ): Promise<{ status: string; trajectory: TrajectoryRef | null; open: boolean }> {
     const row = await ex
       .selectFrom('runs')
-      .select(['status', 'trajectory'])
+      .select(['status', 'trajectory', 'trajectory_open'])
       .where('tenant_id', '=', tenant)
       .where('id', '=', runId)
       .executeTakeFirst();
     if (!row) throw notFound('run', runId);
-    return { status: row.status, trajectory: (row.trajectory as TrajectoryRef | null) ?? null };
+    return {
+      status: row.status,
+      trajectory: (row.trajectory as TrajectoryRef | null) ?? null,
+      open: row.trajectory_open,
+    };
   }
 }

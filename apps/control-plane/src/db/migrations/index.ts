@@ -9,7 +9,10 @@ import * as m0007 from './0007_leases.js';
 import * as m0008 from './0008_runners.js';
 import * as m0009 from './0009_trajectories.js';
 import * as m0010 from './0010_cascade_jobs.js';
+import * as m0012 from './0012_runner_journals.js';
+import * as m0013 from './0013_hot_runs.js';
 import * as m0015 from './0015_agents.js';
+import * as m0016 from './0016_headlog.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -21,7 +24,10 @@ const MIGRATIONS: Record<string, Migration> = {
   '0008_runners': m0008,
   '0009_trajectories': m0009,
   '0010_cascade_jobs': m0010,
+  '0012_runner_journals': m0012,
+  '0013_hot_runs': m0013,
   '0015_agents': m0015,
+  '0016_headlog': m0016,
 };
 
 export const migrationProvider: MigrationProvider = {

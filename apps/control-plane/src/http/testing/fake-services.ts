@@ -207,6 +207,16 @@ export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
           },
         };
       },
+      async createMany(p, inputs) {
+        return Promise.all(
+          inputs.map((input) =>
+            this.create(p, input as CreateRunInput).then(
+              (created) => ({ created }),
+              (error: unknown) => ({ error }),
+            ),
+          ),
+        );
+      },
       async list(p, q) {
         const limit = q.limit ?? 50;
         const all = [...runs.values()]

@@ -1,0 +1,219 @@
+// Measuring helpers of bench/dispatch.mjs: databases, child servers, keep-alive HTTP, WAL and CPU.
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import pg from 'pg';
+
+export const BASE =
+  process.env.EVERDICT_BENCH_DATABASE_URL ??
+  process.env.EVERDICT_TEST_DATABASE_URL ??
+  'postgres://postgres@127.0.0.1:5432/postgres';
+
+export function dbUrl(database) {
+  const u = new URL(BASE);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+export async function sqlOn(url, text, values) {
+  const c = new pg.Client({ connectionString: url });
+  c.on('error', () => undefined);
+  await c.connect();
+  try {
+    return (await c.query(text, values)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+/** A fresh database with pg_walinspect (to attribute WAL to it); dropped by `drop()`. */
+export async function freshDatabase(name) {
+  await sqlOn(BASE, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await sqlOn(BASE, `CREATE DATABASE ${name}`);
+  const url = dbUrl(name);
+  await sqlOn(url, 'CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+  const [{ oid }] = await sqlOn(
+    url,
+    'SELECT oid::text AS oid FROM pg_database WHERE datname = current_database()',
+  );
+  return {
+    name,
+    url,
+    oid,
+    drop: () => sqlOn(BASE, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}
+
+export const lsn = async (db) => (await sqlOn(db.url, 'SELECT pg_current_wal_lsn()::text AS l'))[0].l;
+
+/**
+ * WAL between two LSNs: `cluster` = every byte (other sessions on this server included), `own` = the records
+ * touching this database's relations plus the records (commits) of the transactions that wrote them.
+ */
+export async function walBetween(db, from, to) {
+  const cluster = Number(
+    (await sqlOn(db.url, 'SELECT pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn)::float8 AS d', [from, to]))[0].d,
+  );
+  // On a busy server the segments may be recycled before they are read: then only the cluster figure.
+  const [r] = await sqlOn(
+    db.url,
+    `WITH r AS (SELECT xid, record_length, block_ref FROM pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn)),
+          mine AS (SELECT DISTINCT xid FROM r WHERE block_ref LIKE $3 AND xid::text <> '0')
+     SELECT pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn)::float8 AS cluster,
+            COALESCE(sum(record_length) FILTER (WHERE block_ref LIKE $3 OR xid IN (SELECT xid FROM mine)), 0)::float8 AS own
+     FROM r`,
+    [from, to, `%/${db.oid}/%`],
+  ).catch(() => [{ cluster, own: Number.NaN }]);
+  return r;
+}
+
+/** Where a database's WAL went between two LSNs: bytes by relation (FPIs included) and by record type. */
+export async function walDetail(db, from, to) {
+  return sqlOn(
+    db.url,
+    `WITH r AS (SELECT resource_manager || '/' || record_type AS rt, record_length, fpi_length,
+                       substring(block_ref from 'rel \\d+/' || $3 || '/(\\d+)') AS node
+                FROM pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn) WHERE block_ref LIKE '%/' || $3 || '/%')
+     SELECT COALESCE(c.relname, r.node) AS rel, r.rt, count(*)::int AS n, sum(record_length)::int AS bytes,
+            sum(fpi_length)::int AS fpi
+     FROM r LEFT JOIN pg_class c ON c.relfilenode::text = r.node
+     GROUP BY 1, 2 ORDER BY bytes DESC LIMIT 40`,
+    [from, to, db.oid],
+  );
+}
+
+const TICK = 100; // clock ticks per second (USER_HZ)
+function cpuMsOf(pid) {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+    return ((Number(rest[11]) + Number(rest[12])) * 1000) / TICK; // utime + stime
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU of a process and of the database's backends, as a counter: `take()` → ms since `cpuMeter()`. */
+export async function cpuMeter(db, pid, exclude = []) {
+  const backends = async () =>
+    (await sqlOn(BASE, 'SELECT pid FROM pg_stat_activity WHERE datname = $1', [db.name]))
+      .map((r) => r.pid)
+      .filter((p) => !exclude.includes(p));
+  const base = new Map((await backends()).map((p) => [p, cpuMsOf(p)]));
+  const self = cpuMsOf(pid);
+  return {
+    /** {server, db}: ms of CPU since the meter started. */
+    async take() {
+      let db = 0;
+      for (const p of await backends()) db += cpuMsOf(p) - (base.get(p) ?? 0);
+      return { server: cpuMsOf(pid) - self, db };
+    },
+  };
+}
+
+/** Spawn a server; resolves when a stdout line matches `ready` (returning the port it names). */
+export function spawnServer(cmd, args, env, ready) {
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d) => {
+    err = (err + d).slice(-4000);
+  });
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    const onData = (d) => {
+      buf += d;
+      for (;;) {
+        const nl = buf.indexOf('\n');
+        if (nl < 0) break;
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        const port = ready(line);
+        if (port) {
+          child.stdout.off('data', onData);
+          child.stdout.resume();
+          resolve({ child, port, stop: () => stopChild(child) });
+        }
+      }
+    };
+    child.stdout.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${err}`)));
+  });
+}
+
+function stopChild(child) {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGCONT');
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), 15_000).unref();
+  });
+}
+
+/** A keep-alive JSON client: `request(method, path, body?, headers?)` → {status, json}. */
+export function client(port, sockets = 16) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
+  const request = (method, path, body, headers = {}) =>
+    new Promise((resolve, reject) => {
+      const text = body === undefined ? undefined : JSON.stringify(body);
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port,
+          method,
+          path,
+          agent,
+          headers: {
+            ...headers,
+            ...(text
+              ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }
+              : {}),
+          },
+        },
+        (res) => {
+          const chunks = [];
+          res.on('data', (c) => chunks.push(c));
+          res.on('end', () => {
+            const raw = Buffer.concat(chunks).toString();
+            resolve({ status: res.statusCode, json: raw ? JSON.parse(raw) : null });
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end(text);
+    });
+  return { request, close: () => agent.destroy() };
+}
+
+export const now = () => performance.timeOrigin + performance.now();
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** `n` items through `workers` concurrent loops. */
+export async function pool(n, workers, fn) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
+}
+
+export async function until(check, everyMs = 20, timeoutMs = 600_000) {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('bench: timed out waiting');
+    await sleep(everyMs);
+  }
+}
+
+export function quantile(xs, q) {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return Number.NaN;
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
+}
+
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+}

@@ -1,0 +1,69 @@
+// The cached key check: a verified key asks the ledger once, a revocation is refused at once on the revoking
+// core and, by NOTIFY, on a core that did not revoke it; unknown keys are never remembered.
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, type TestCore, testCore } from '../../test/core.js';
+import { hashKey } from '../services/auth.js';
+import { KEYS_CHANNEL, KeyCache } from './key-cache.js';
+
+describe('KeyCache', () => {
+  it('forgets an entry after its lifetime, on eviction, and everything on "*"', () => {
+    let t = 0;
+    const cache = new KeyCache(() => t, 100);
+    const p = { tenantId: 't', keyId: 'k', role: 'admin' as const, actor: 'k' };
+    cache.set('a', p);
+    cache.set('b', p);
+    expect(cache.get('a')).toEqual(p);
+    t = 100;
+    expect(cache.get('a')).toBeUndefined();
+    cache.set('a', p);
+    cache.evict('a');
+    expect(cache.get('a')).toBeUndefined();
+    cache.set('a', p);
+    cache.set('b', p);
+    cache.evict('*');
+    expect(cache.get('b')).toBeUndefined();
+  });
+});
+
+describe('authenticate with the key cache (PGlite core)', () => {
+  let t: TestCore;
+  beforeAll(async () => {
+    t = await testCore({ scheduler: { enabled: false } });
+  });
+  afterAll(() => t.close());
+
+  it('a verified key costs no key query on its next requests', async () => {
+    const made = await t.core.services.auth.createKey(t.admin, { role: 'member', label: 'cached' });
+    const first = await t.core.services.auth.authenticate(made.key);
+    // Mark the key revoked behind the core's back (no NOTIFY): the cached principal still answers...
+    await sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${made.id}`.execute(t.core.internals.deps.db);
+    expect(await t.core.services.auth.authenticate(made.key)).toEqual(first);
+    // ...until the revocation's NOTIFY (what another replica's revokeKey sends at its commit) arrives.
+    await t.core.internals.ldb.notify(KEYS_CHANNEL, hashKey(made.key));
+    await eventually(() =>
+      t.core.services.auth.authenticate(made.key).then(
+        () => undefined,
+        (e: { code?: string }) => e.code,
+      ),
+    );
+    await expect(t.core.services.auth.authenticate(made.key)).rejects.toMatchObject({ code: 'unauthorized' });
+  });
+
+  it('revokeKey refuses the key at once on the revoking core', async () => {
+    const made = await t.core.services.auth.createKey(t.admin, { role: 'member', label: 'revoked' });
+    await t.core.services.auth.authenticate(made.key);
+    await t.core.services.auth.revokeKey(t.admin, made.id);
+    await expect(t.core.services.auth.authenticate(made.key)).rejects.toMatchObject({ code: 'unauthorized' });
+  });
+
+  it('an unknown key is never remembered: once inserted, it is accepted', async () => {
+    const raw = 'evk_test_not_yet_inserted_0000000001';
+    await expect(t.core.services.auth.authenticate(raw)).rejects.toMatchObject({ code: 'unauthorized' });
+    await sql`INSERT INTO api_keys (id, tenant_id, key_hash, role, label, created_at)
+              VALUES ('key_late', 'default', ${hashKey(raw)}, 'member', 'late', now())`.execute(
+      t.core.internals.deps.db,
+    );
+    expect((await t.core.services.auth.authenticate(raw)).keyId).toBe('key_late');
+  });
+});
