@@ -283,6 +283,7 @@ describe('system routes', () => {
         '/runs/{id}/record',
         '/runs/{id}/trajectory',
         '/runs/{id}/trajectory/stream',
+        '/runs:batch',
         '/subscriptions',
         '/subscriptions/{id}',
         '/tenant/policy',
