@@ -285,6 +285,7 @@ describe('system routes', () => {
         '/runs/{id}/terminal-ticket',
         '/runs/{id}/trajectory',
         '/runs/{id}/trajectory/stream',
+        '/runs:batch',
         '/sandboxes',
         '/sandboxes/{id}',
         '/sandboxes/{id}/close',
