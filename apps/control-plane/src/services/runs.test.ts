@@ -1,3 +1,4 @@
+import { isTerminalStatus } from '@everdict/run-model';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { eventually, type TestCore, testCore } from '../../test/core.js';
 import { ControlPlaneError } from '../errors.js';
@@ -13,7 +14,7 @@ afterEach(async () => {
 const echo = (message: string) => ({ kind: 'analysis', subject: { config: { fn: 'echo', message } } });
 const settled = (id: string) => async () => {
   const r = await t.core.services.runs.get(t.admin, id);
-  return ['succeeded', 'failed', 'cancelled'].includes(r.status) ? r : undefined;
+  return isTerminalStatus(r.status) ? r : undefined;
 };
 
 describe('runs: gate, dispatch, record', () => {
