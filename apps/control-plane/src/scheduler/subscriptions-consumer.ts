@@ -130,7 +130,6 @@ async function fire(
     sub,
     event,
     ...(causing ? { causingRun: rowToRun(causing) } : {}),
-    causalDepth: causing?.causal_depth ?? 0,
     ...(current.last_fired_at ? { lastFiredAt: current.last_fired_at.toISOString() } : {}),
     now: at,
   });
@@ -164,6 +163,7 @@ async function fire(
           subscriptionId: subId,
           ...(scheduleId ? { scheduleId } : {}),
           ...(causing ? { causedByRunId: causing.id } : {}),
+          maxCausalDepth: sub.maxDepth,
         },
       ),
     );

@@ -117,6 +117,8 @@ export interface CreateRunContext {
   eventKind?: string;
   scheduleId?: string;
   subscriptionId?: string;
+  /** A tighter causal-depth bound from the cause (a subscription's maxDepth), for admission's depth guard. */
+  maxCausalDepth?: number;
 }
 
 export const ListRunsQuery = z.object({
