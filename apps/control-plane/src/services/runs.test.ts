@@ -63,7 +63,9 @@ describe('runs: gate, dispatch, record', () => {
       kind: 'command',
       subject: { path: 'a.sh', image: 'alpine', command: ['sh', 'a.sh'] },
     });
-    await new Promise((r) => setTimeout(r, 300));
+    // The inline dispatcher has served the queue past it: a later analysis run settles, the command stays queued.
+    const later = await t.core.services.runs.create(t.admin, echo('after'));
+    await eventually(settled(later.run.id));
     expect((await t.core.services.runs.get(t.admin, run.id)).status).toBe('queued');
   });
 
