@@ -37,6 +37,7 @@ const server = spawn(process.execPath, [main], {
     EVERDICT_BOOTSTRAP_API_KEY: ADMIN_KEY,
     EVERDICT_INTERNAL_TOKEN: INTERNAL_TOKEN,
     EVERDICT_METRICS_TOKEN: METRICS_TOKEN,
+    EVERDICT_EMBEDDED_RUNNER: '0',
     LOG_LEVEL: 'info',
   },
   stdio: ['ignore', 'pipe', 'pipe'],

@@ -13,6 +13,7 @@ import { groupRoutes } from './http/groups.js';
 import { internalRoutes } from './http/internal.js';
 import { guardJsonBodies } from './http/json-guard.js';
 import { Lifecycle } from './http/lifecycle.js';
+import { logRoutes } from './http/log.js';
 import { createRouter, openApiDocument } from './http/openapi.js';
 import { errorToProblem, problem, sendProblem } from './http/problem.js';
 import { requireRunner, runnerRoutes } from './http/runners.js';
@@ -22,6 +23,7 @@ import { systemRoutes } from './http/system.js';
 import { tenantRoutes } from './http/tenants.js';
 import { trajectoryRoutes } from './http/trajectories.js';
 import type { PublicKeyEntry } from './keys/registry.js';
+import type { HeadLog } from './log/head-log.js';
 import { type Logger, silentLogger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import type { ControlPlaneServices } from './services/api.js';
@@ -46,6 +48,8 @@ export interface AppOptions {
   readonly heartbeatMs?: number;
   /** Trajectories (Core.trajectoryService); absent → the trajectory routes answer 503. */
   readonly trajectories?: TrajectoryService | null;
+  /** The head log (Core.headLog): its `/log/*`, `/runs/:id/log`, `/groups/:id/{log,proof}` routes. */
+  readonly headLog?: HeadLog | null;
 }
 
 export interface BuiltApp {
@@ -156,6 +160,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.route('/', trajectoryRoutes(deps));
   app.route('/', internalRoutes(deps));
   app.route('/', runnerRoutes(deps));
+  if (opts.headLog) app.route('/', logRoutes(opts.headLog));
 
   app.notFound((c) =>
     sendProblem(c, problem('route_not_found', `no route for ${c.req.method} ${c.req.path}`)),

@@ -31,6 +31,12 @@ const EnvSchema = z.object({
   EVERDICT_S3_BUCKET: optionalString,
   EVERDICT_S3_ENDPOINT: optionalString,
   EVERDICT_S3_REGION: optionalString,
+  EVERDICT_LOG_KEY_FILE: optionalString,
+  EVERDICT_WITNESS_KEYS: optionalString,
+  EVERDICT_STH_INTERVAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(2_000),
+  EVERDICT_EMBEDDED_RUNNER: z.enum(['0', '1']).default('1'),
+  EVERDICT_EMBEDDED_RUNNER_SLOTS: z.coerce.number().int().min(1).max(256).default(4),
+  EVERDICT_RUNNER_CLI: optionalString,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -59,7 +65,15 @@ export interface Config {
   readonly judge: 'scripted' | 'none';
   /** Where trajectories live: S3-compatible storage when `s3Bucket` is set, else `<dataDir>/trajectories`. */
   readonly trajectoryStorage: { s3Bucket?: string; s3Endpoint?: string; s3Region?: string };
+  /**
+   * The embedded runner (runners/embedded.ts): on by default (EVERDICT_EMBEDDED_RUNNER=1), so command and eval
+   * runs execute on a fresh machine; `0` turns it off. `slots` = EVERDICT_EMBEDDED_RUNNER_SLOTS (default 4);
+   * `cli` = EVERDICT_RUNNER_CLI (default: the workspace's built apps/runner/dist/cli.js).
+   */
+  readonly embeddedRunner: { enabled: boolean; slots: number; cli?: string };
   readonly logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
+  /** The head log (issue 18 §2): key file (default `<dataDir>/keys/log.ed25519`), witness keys (hex), STH interval. */
+  readonly headLog: { keyFile: string; witnessKeys: string | undefined; sthIntervalMs: number };
 }
 
 export class ConfigError extends Error {
@@ -92,6 +106,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     maxAttempts: e.EVERDICT_MAX_ATTEMPTS,
     judge: e.EVERDICT_JUDGE,
     logLevel: e.LOG_LEVEL,
+    headLog: {
+      keyFile: e.EVERDICT_LOG_KEY_FILE
+        ? path.resolve(cwd, e.EVERDICT_LOG_KEY_FILE)
+        : path.join(path.resolve(cwd, e.EVERDICT_DATA_DIR ?? '.everdict'), 'keys', 'log.ed25519'),
+      witnessKeys: e.EVERDICT_WITNESS_KEYS,
+      sthIntervalMs: e.EVERDICT_STH_INTERVAL_MS,
+    },
+    embeddedRunner: {
+      enabled: e.EVERDICT_EMBEDDED_RUNNER === '1',
+      slots: e.EVERDICT_EMBEDDED_RUNNER_SLOTS,
+      ...(e.EVERDICT_RUNNER_CLI ? { cli: path.resolve(cwd, e.EVERDICT_RUNNER_CLI) } : {}),
+    },
     trajectoryStorage: {
       ...(e.EVERDICT_S3_BUCKET ? { s3Bucket: e.EVERDICT_S3_BUCKET } : {}),
       ...(e.EVERDICT_S3_ENDPOINT ? { s3Endpoint: e.EVERDICT_S3_ENDPOINT } : {}),

@@ -10,9 +10,11 @@ import { buildApp } from './app.js';
 import { generateApiKey } from './auth/secrets.js';
 import { ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './db/database.js';
+import { parseWitnessKeys } from './log/index.js';
 import { announceBootstrap } from './observability/bootstrap-banner.js';
 import { createLogger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
+import { type EmbeddedRunner, pairEmbeddedRunner } from './runners/embedded.js';
 import { scriptedJudge, startCore } from './services/index.js';
 import { openTrajectoryStore } from './trajectory/store.js';
 
@@ -46,6 +48,11 @@ async function main(): Promise<void> {
     ...(config.judge === 'scripted' ? { judge: scriptedJudge() } : {}),
     log: (level, msg, fields) => coreLog[level](fields ?? {}, msg),
     metrics: metrics.coreObserver(),
+    headLog: {
+      keyFile: config.headLog.keyFile,
+      witnessKeys: parseWitnessKeys(config.headLog.witnessKeys),
+      sthIntervalMs: config.headLog.sthIntervalMs,
+    },
     scheduler: { lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts } },
     trajectories: openTrajectoryStore({
       dataDir: config.dataDir,
@@ -81,17 +88,35 @@ async function main(): Promise<void> {
     internalToken: config.internalToken,
     metricsToken: config.metricsToken,
     trajectories: core.trajectoryService,
+    headLog: core.headLog,
     maxBodyBytes: config.maxBodyBytes,
     log: log.child({ component: 'http' }),
     metrics,
   });
 
+  // The embedded runner is paired before the server listens: a command run posted at once is placeable.
+  let embedded: EmbeddedRunner | undefined;
+  const runnerService = core.services.runners;
+  if (config.embeddedRunner.enabled && runnerService) {
+    const runnerLog = log.child({ component: 'embedded-runner' });
+    embedded = await pairEmbeddedRunner({
+      stateDir: path.join(config.dataDir, 'runner'),
+      slots: config.embeddedRunner.slots,
+      ...(config.embeddedRunner.cli ? { cli: config.embeddedRunner.cli } : {}),
+      mintToken: () => runnerService.mintSharedPairingToken({ name: 'embedded' }),
+      pair: (input) => runnerService.pair(input),
+      ledger: core.internals.deps.db,
+      log: (level, msg, fields) => runnerLog[level](fields ?? {}, msg),
+      graceMs: config.shutdownGraceMs,
+    });
+  }
   const server = serve(
     { fetch: app.fetch, port: config.port, ...(config.host ? { hostname: config.host } : {}) },
     (info) => {
       log.info({ port: info.port, address: info.address }, 'control plane listening');
       announceBootstrap(log, core.bootstrap, `http://localhost:${info.port}`);
       if (!config.internalToken) log.warn('EVERDICT_INTERNAL_TOKEN unset: /internal/* refuses every call');
+      embedded?.start(`http://${loopbackOf(info.address)}:${info.port}`);
     },
   ) as Server;
 
@@ -109,6 +134,8 @@ async function main(): Promise<void> {
     );
     force.unref();
     try {
+      // 0. The embedded runner drains first: its running intervals complete through this server.
+      await embedded?.stop();
       // 1. Stop admitting and wait for in-flight requests (their writes commit before they answer).
       const drained = await lifecycle.drain(config.shutdownGraceMs);
       if (!drained.drained)
@@ -129,6 +156,12 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** A listening address as a loopback client reaches it (a wildcard → 127.0.0.1: Node's `::` is dual-stack). */
+function loopbackOf(address: string): string {
+  if (address === '0.0.0.0' || address === '::' || address === '') return '127.0.0.1';
+  return address.includes(':') ? `[${address}]` : address;
 }
 
 main().catch((err: unknown) => {

@@ -31,7 +31,14 @@ class Server {
   async start(): Promise<void> {
     this.exited = null;
     const p = spawn(process.execPath, [MAIN], {
-      env: { ...process.env, ...this.env, PORT: String(this.port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+      env: {
+        ...process.env,
+        ...this.env,
+        PORT: String(this.port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+        EVERDICT_EMBEDDED_RUNNER: '0',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     p.stdout?.on('data', (d) => {

@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // everdict-runner pair <url> <token> [--name N] [--slots N] [--driver process|kubernetes] [--state-dir D]
-// everdict-runner start [--slots N] [--driver process|kubernetes] [--state-dir D] [--grace-ms N]
+// everdict-runner start [--slots N] [--driver process|kubernetes] [--state-dir D] [--grace-ms N] [--url U]
+//                       [--exit-with-stdin]
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Driver } from '@everdict/placement';
+import { AUDIT_HEAD_FILE, AuditChain } from './audit-chain.js';
 import { RunnerDaemon } from './daemon.js';
 import { DEFAULT_WATTS_PER_CORE, EnergyMeter } from './energy.js';
 import { RunnerError } from './errors.js';
@@ -13,7 +16,8 @@ import { defaultStateDir, loadOrCreateKey, loadPairing, savePairing } from './st
 
 const USAGE = `usage:
   everdict-runner pair <url> <token> [--name NAME] [--slots N] [--driver process|kubernetes] [--state-dir DIR]
-  everdict-runner start [--slots N] [--driver process|kubernetes] [--state-dir DIR] [--grace-ms N]`;
+  everdict-runner start [--slots N] [--driver process|kubernetes] [--state-dir DIR] [--grace-ms N] [--url URL]
+                        [--exit-with-stdin]`;
 
 function log(level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): void {
   process.stderr.write(`${JSON.stringify({ level, time: new Date().toISOString(), msg, ...fields })}\n`);
@@ -48,6 +52,8 @@ async function main(argv: string[]): Promise<number> {
       driver: { type: 'string' },
       'state-dir': { type: 'string' },
       'grace-ms': { type: 'string' },
+      url: { type: 'string' },
+      'exit-with-stdin': { type: 'boolean' },
     },
   });
   const [command, ...rest] = positionals;
@@ -86,10 +92,13 @@ async function main(argv: string[]): Promise<number> {
     const key = await loadOrCreateKey(stateDir);
     const powercapRoot = process.env.EVERDICT_POWERCAP_ROOT ?? '/sys/class/powercap';
     const watts = Number(process.env.EVERDICT_WATTS_PER_CORE ?? DEFAULT_WATTS_PER_CORE);
+    // --url: the control plane moved (an embedded runner's parent restarted on another port).
+    const url = values.url ?? pairing.url;
     const daemon = new RunnerDaemon({
-      api: new HttpRunnerApi(pairing.url, pairing.credential),
+      api: new HttpRunnerApi(url, pairing.credential),
       driver: await driverOf(driverKind, slots),
       key,
+      audit: new AuditChain(join(stateDir, AUDIT_HEAD_FILE)),
       meter: () => new EnergyMeter(powercapRoot, watts),
       slots,
       graceMs: Number(values['grace-ms'] ?? 60_000),
@@ -98,7 +107,7 @@ async function main(argv: string[]): Promise<number> {
     daemon.start();
     log('info', 'runner started', {
       runnerId: pairing.runnerId,
-      url: pairing.url,
+      url,
       slots,
       driver: driverKind,
     });
@@ -109,6 +118,15 @@ async function main(argv: string[]): Promise<number> {
       };
       process.once('SIGTERM', () => stop('SIGTERM'));
       process.once('SIGINT', () => stop('SIGINT'));
+      if (values['exit-with-stdin']) {
+        // A child of its control plane (the embedded runner): when the parent dies, even by kill -9, the
+        // pipe closes — the runner kills its compute at once (no grace) and exits: it never outlives it.
+        process.stdin.resume();
+        process.stdin.once('close', () => {
+          log('warn', 'parent gone (stdin closed): killing running intervals and exiting');
+          void daemon.drain(0).then(resolve);
+        });
+      }
     });
     log('info', 'runner stopped', { ended: daemon.ended });
     return 0;

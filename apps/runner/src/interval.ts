@@ -7,6 +7,7 @@ import type { Driver, SandboxHandle } from '@everdict/placement';
 import { readTar, utf8 } from '@everdict/placement';
 import { TraceEvent } from '@everdict/run-model';
 import { encodeAttestationBody, type SigningKey, signAttestation } from '@everdict/runrecord';
+import { AuditChain } from './audit-chain.js';
 import type { EnergyMeter } from './energy.js';
 import { RunnerError } from './errors.js';
 import { Journal, type JournalOptions } from './journal.js';
@@ -29,7 +30,20 @@ export interface IntervalDeps {
   readonly journal?: JournalOptions;
   /** Report "accounted, no calls" for sandboxes without network (see README). Default true. */
   readonly accountNoNetwork?: boolean;
+  /** The key's audit chain (audit-chain.ts); absent → one in-memory chain per process. */
+  readonly audit?: AuditChain;
 }
+
+/** Chains of keys given no `audit` (one per key, in memory). */
+const unsaved = new Map<string, AuditChain>();
+const chainOf = (deps: IntervalDeps): AuditChain => {
+  if (deps.audit) return deps.audit;
+  const known = unsaved.get(deps.key.publicKey);
+  if (known) return known;
+  const chain = new AuditChain();
+  unsaved.set(deps.key.publicKey, chain);
+  return chain;
+};
 
 export type IntervalEnd = 'completed' | 'aborted';
 
@@ -60,6 +74,7 @@ function planOf(lease: Lease): Plan {
 }
 
 const aborted = (signal: AbortSignal) => signal.aborted;
+const networkOf = (lease: Lease): 'none' | 'granted' => lease.grants.network;
 
 export async function executeInterval(
   lease: Lease,
@@ -70,7 +85,10 @@ export async function executeInterval(
   const startedMs = Date.now();
   const meter = deps.meter();
   await meter.begin();
-  const journal = await Journal.open(deps.api, lease.runId, lease.epoch, deps.journal);
+  const journal = await Journal.open(deps.api, lease.runId, lease.epoch, {
+    ...deps.journal,
+    seqFrom: lease.seqFrom,
+  });
   let handle: SandboxHandle | undefined;
   let kill: (() => void) | undefined;
   const onAbort = () => kill?.();
@@ -78,19 +96,23 @@ export async function executeInterval(
   try {
     handle = await deps.driver.provision({
       image: plan.image,
-      network: 'none',
+      // No network unless the run's grants say so (the process driver: --unshare-net, only `lo`).
+      network: networkOf(lease),
       labels: { tenant: lease.tenant, runId: lease.runId, kind: lease.kind as 'command' },
     });
     if (aborted(signal)) return end();
-    const prep = await deps.driver.exec(handle, ['sh', '-c', 'mkdir -p out && cat > case.json'], {
-      stdin: plan.eval?.caseFile ?? '{}',
-      timeoutMs: 60_000,
-    });
-    if (prep.exitCode !== 0)
-      throw new RunnerError('bad_state', `could not prepare the workspace: ${utf8(prep.stderr)}`);
-    if (!plan.eval) await deps.driver.exec(handle, ['rm', '-f', 'case.json'], { timeoutMs: 60_000 });
-
-    const stream = await deps.driver.stream(handle, plan.argv);
+    // An eval run's workspace is prepared first (out/ and case.json); a command run's `mkdir -p out` is a
+    // prologue of its own sandboxed process (`sh -c 'mkdir -p out && exec "$@"'`): one sandbox start, not two.
+    if (plan.eval) {
+      const prep = await deps.driver.exec(handle, ['sh', '-c', 'mkdir -p out && cat > case.json'], {
+        stdin: plan.eval.caseFile,
+        timeoutMs: 60_000,
+      });
+      if (prep.exitCode !== 0)
+        throw new RunnerError('bad_state', `could not prepare the workspace: ${utf8(prep.stderr)}`);
+    }
+    const argv = plan.eval ? plan.argv : ['sh', '-c', 'mkdir -p out && exec "$@"', 'sh', ...plan.argv];
+    const stream = await deps.driver.stream(handle, argv);
     kill = () => stream.kill();
     if (aborted(signal)) stream.kill();
     stream.stdin.end();
@@ -132,31 +154,40 @@ export async function executeInterval(
     const endedMs = Date.now();
     const energy = await meter.end(usage?.cpuTimeMs ?? null, endedMs - startedMs);
     const journalRoot = await journal.close();
-    const { body } = signAttestation(
-      {
-        unitId: lease.unitId,
-        grantsId: lease.grantsId,
-        recordHead: lease.recordHead,
-        startedMs: BigInt(startedMs),
-        endedMs: BigInt(endedMs),
-        activeUj: energy.activeUj,
-        provenance: energy.provenance,
-        meter: energy.meter,
-        journalRoot,
-        outcome: exitCode === 0 ? 'succeeded' : 'failed',
-        exitCode,
-      },
-      deps.key.secretKey,
-    );
-    if (aborted(signal)) return end();
-    const complete: CompleteBody = {
-      epoch: lease.epoch,
-      outputs,
-      attestation: encodeAttestationBody(body) as unknown as Record<string, unknown>,
-      ...(usage?.cpuTimeMs != null ? { usage: { cpuTimeMs: usage.cpuTimeMs } } : {}),
-      ...(deps.accountNoNetwork !== false ? { account: { dispatched: [], resolved: [] } } : {}),
-    };
-    await deps.api.complete(lease.runId, complete);
+    // One link of the key's audit chain (audit-chain.ts): audit_prev = the attestation signed before.
+    const delivered = await chainOf(deps).link(async (auditPrev) => {
+      const { body, address } = signAttestation(
+        {
+          unitId: lease.unitId,
+          grantsId: lease.grantsId,
+          recordHead: lease.recordHead,
+          startedMs: BigInt(startedMs),
+          endedMs: BigInt(endedMs),
+          activeUj: energy.activeUj,
+          provenance: energy.provenance,
+          meter: energy.meter,
+          journalRoot,
+          outcome: exitCode === 0 ? 'succeeded' : 'failed',
+          exitCode,
+          ...(auditPrev === undefined ? {} : { auditPrev }),
+        },
+        deps.key.secretKey,
+      );
+      if (aborted(signal)) return { address: null, result: false };
+      const complete: CompleteBody = {
+        epoch: lease.epoch,
+        outputs,
+        attestation: encodeAttestationBody(body) as unknown as Record<string, unknown>,
+        ...(usage?.cpuTimeMs != null ? { usage: { cpuTimeMs: usage.cpuTimeMs } } : {}),
+        // "Accounted, no calls" only where the runner itself built a sandbox with no way out (README).
+        ...(deps.accountNoNetwork !== false && networkOf(lease) === 'none'
+          ? { account: { dispatched: [], resolved: [] } }
+          : {}),
+      };
+      await deps.api.complete(lease.runId, complete);
+      return { address, result: true };
+    });
+    if (!delivered) return end();
     return 'completed';
   } finally {
     signal.removeEventListener('abort', onAbort);

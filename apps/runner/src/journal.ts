@@ -12,6 +12,8 @@ export interface JournalOptions {
   readonly maxEvents?: number;
   readonly maxBytes?: number;
   readonly flushMs?: number;
+  /** The seq of the first event (the lease's `seqFrom`: the run's trajectory continues across attempts). */
+  readonly seqFrom?: number;
 }
 
 /** An event before the journal numbers it. */
@@ -32,6 +34,7 @@ export class Journal {
   #lines: string[] = [];
   #batchBytes = 0;
   #seq = 0;
+  readonly #first: number;
   #inFlight: Promise<void> = Promise.resolve();
   #failure: unknown;
   #timer: NodeJS.Timeout;
@@ -47,6 +50,8 @@ export class Journal {
     this.#runId = runId;
     this.#epoch = epoch;
     this.#digest = digest;
+    this.#seq = o.seqFrom ?? 0;
+    this.#first = this.#seq;
     this.#maxEvents = o.maxEvents ?? 1000;
     this.#maxBytes = o.maxBytes ?? 256 * 1024;
     this.#timer = setInterval(() => {
@@ -66,7 +71,7 @@ export class Journal {
 
   /** Events appended so far. */
   get count(): number {
-    return this.#seq;
+    return this.#seq - this.#first;
   }
 
   /** Appends one event; resolves at once unless the batch is full, then when it is on its way (back-pressure). */

@@ -31,6 +31,10 @@ export const Lease = z.object({
   recordHead: Hex64,
   leaseMs: z.int().positive(),
   heartbeatMs: z.int().positive(),
+  /** What the run's grants allow its sandbox (absent from an older control plane: nothing). */
+  grants: z.object({ network: z.enum(['none', 'granted']) }).default({ network: 'none' }),
+  /** The trajectory seq this interval's first event takes (the events of earlier attempts come before). */
+  seqFrom: z.int().min(0).default(0),
   harness: HarnessSpec.optional(),
 });
 export type Lease = z.infer<typeof Lease>;

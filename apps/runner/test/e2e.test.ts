@@ -1,11 +1,20 @@
 // The runner end to end against a real control plane: pair → a command run executes in a process-driver
 // sandbox → its record verifies offline with the runner's key (the built runrecord CLI); kill -9 of a runner
-// mid-run → the run completes on a second runner, settled once, with exactly one executed segment.
+// mid-run → the run completes on a second runner, settled once, with exactly one executed segment, and the
+// superseded attempt's late settle is refused (409 stale_lease) and changes nothing.
 import { spawnSync } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { dataOf, isClientError } from '@everdict/client';
 import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
+import {
+  buildAttestation,
+  encodeAttestationBody,
+  generateSigningKey,
+  type Hex,
+  hexToBytes,
+  signAttestation,
+} from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, pair, RUNRECORD_CLI, type RunnerProcess, startRunner, waitFor } from './helpers.js';
 
@@ -144,6 +153,54 @@ describe('everdict-runner against the real control plane', () => {
       encoding: 'utf8',
     });
     expect(verify.status, verify.stdout + verify.stderr).toBe(0);
+
+    // The superseded attempt's late settle (bravo's credential and key, epoch 1): 409 stale_lease, and so
+    // are its late events — the run, its outputs and its record are unchanged.
+    const bravo = JSON.parse(readFileSync(join(dirA, 'state', 'runner.json'), 'utf8')) as {
+      credential: string;
+    };
+    const bravoKey = generateSigningKey(
+      hexToBytes(readFileSync(join(dirA, 'state', 'signing.key'), 'utf8').trim()),
+    );
+    const w = wire as unknown as { unit_id: Hex; grants_id: Hex; head: Hex };
+    const { attestation } = buildAttestation({
+      unitId: w.unit_id,
+      grantsId: w.grants_id,
+      recordHead: w.head,
+      startedMs: 1n,
+      endedMs: 2n,
+      activeUj: 1n,
+      provenance: 'estimated',
+      meter: 'cgroup-cpu-model:10W-per-core',
+      journalRoot: '0'.repeat(64) as Hex,
+      outcome: 'succeeded',
+      exitCode: 0,
+    });
+    const late = await fetch(`${cp.url}/runner/v1/runs/${id}/complete`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bravo.credential}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        epoch: 1,
+        outputs: { exitCode: 0 },
+        attestation: encodeAttestationBody(signAttestation(attestation, bravoKey.secretKey).body),
+      }),
+    });
+    expect(late.status).toBe(409);
+    expect(((await late.json()) as { code: string }).code).toBe('stale_lease');
+    const lateEvents = await fetch(`${cp.url}/runner/v1/runs/${id}/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bravo.credential}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ epoch: 1, events: [] }),
+    });
+    expect(lateEvents.status).toBe(409);
+    const after = await runOf(id);
+    expect({ status: after.status, attempt: after.attempt, outputs: after.outputs }).toEqual({
+      status: run.status,
+      attempt: run.attempt,
+      outputs: run.outputs,
+    });
+    expect(await wireRecord(id)).toEqual(wire);
+
     b.child.kill('SIGTERM');
     expect(await b.exited).toBe(0);
   });

@@ -3,7 +3,7 @@
 // PGlite ledger in a fresh directory (or `DATABASE_URL`), a known admin key and service token.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +28,11 @@ export interface StartControlPlaneOptions {
   /** Keep the ledger here (a restart on the same directory keeps its state); default a fresh temp dir. */
   readonly dataDir?: string;
   readonly startTimeoutMs?: number;
+  /**
+   * Keep the control plane's embedded runner (EVERDICT_EMBEDDED_RUNNER left at its default, on). Default
+   * false: the helper sets EVERDICT_EMBEDDED_RUNNER=0 so tests choose their runners themselves.
+   */
+  readonly embeddedRunner?: boolean;
 }
 
 const DEFAULT_MAIN = fileURLToPath(new URL('../../../apps/control-plane/dist/main.js', import.meta.url));
@@ -37,6 +42,8 @@ export async function startControlPlane(
 ): Promise<ControlPlaneProcess> {
   const ownDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'everdict-cp-'));
+  // The embedded runner's sandboxes live under the data directory: their user passes through it.
+  if (options.embeddedRunner && ownDir) chmodSync(dataDir, 0o711);
   const apiKey = `evd_test_${randomBytes(16).toString('hex')}`;
   const internalToken = `internal-${randomBytes(16).toString('hex')}`;
   const child = spawn(process.execPath, [options.mainPath ?? DEFAULT_MAIN], {
@@ -49,6 +56,7 @@ export async function startControlPlane(
       EVERDICT_INTERNAL_TOKEN: internalToken,
       EVERDICT_SHUTDOWN_GRACE_MS: '2000',
       LOG_LEVEL: 'info',
+      ...(options.embeddedRunner ? {} : { EVERDICT_EMBEDDED_RUNNER: '0' }),
       ...(options.env ?? {}),
     },
     stdio: ['ignore', 'pipe', 'pipe'],

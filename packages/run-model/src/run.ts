@@ -19,11 +19,16 @@ import {
   RunStatus,
 } from './vocabulary.js';
 
-/** placement = { where, target?, isolation? }: whose compute and how isolated. A field, not a kind. */
+/**
+ * placement = { where, target?, isolation?, network? }: whose compute, how isolated, and whether its sandbox
+ * is granted the network (`granted`; absent or `none`: no network at all). A field, not a kind; part of the
+ * run's grants, so the record binds it.
+ */
 export const Placement = z.strictObject({
   where: PlacementWhere,
   target: Id.optional(),
   isolation: PlacementIsolation.optional(),
+  network: z.enum(['none', 'granted']).optional(),
 });
 export type Placement = z.infer<typeof Placement>;
 

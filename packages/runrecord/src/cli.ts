@@ -24,6 +24,7 @@ const USAGE = `usage:
   everdict-runrecord verify --log URL --run ID --tenant ID --key APIKEY [--witness-key HEX]… [--min-witnesses K]
                      [--expect-head HEX] [--trust-key HEX]… < wire.json
                                                          verify, then prove the record against the head log
+  everdict-runrecord verify-audit [--key HEX] < chain.json  a runner key's audit chain (GET /runners/:id/audit) is unbroken
   everdict-runrecord check-group [--witness-key HEX]… [--min-witnesses K] [--log-key HEX]
                      < {"proof": GET /groups/:id/proof, "report": {"groupId","runs":[ids]}}
                                                          the report omits no logged run of the group
@@ -154,6 +155,31 @@ async function readerCommand(command: 'verify' | 'check-group', args: string[]):
   }
 }
 
+/** `verify-audit [--key HEX] < chain.json`: a runner key's audit chain (GET /runners/:id/audit) is unbroken. */
+async function verifyAudit(args: string[]): Promise<number> {
+  const { verifyAuditChain } = await import('./audit-chain.js');
+  let key: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--key' && args[i + 1] !== undefined && key === undefined) key = args[++i]!.toLowerCase();
+    else throw new UsageError(`verify-audit: unexpected argument ${args[i]}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(readStdin());
+  } catch {
+    out({ ok: false, error: 'MalformedRecord' });
+    return 1;
+  }
+  const r = verifyAuditChain(json, key === undefined ? {} : { key });
+  if (r.ok) {
+    out({ ok: true, length: r.length, head: r.head });
+    return 0;
+  }
+  out({ ok: false, error: r.error, ...(r.index === undefined ? {} : { index: r.index }) });
+  process.stderr.write(`does not verify: ${r.message}\n`);
+  return 1;
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   try {
@@ -166,6 +192,8 @@ async function main(argv: string[]): Promise<number> {
         return verify(args);
       case 'check-group':
         return await readerCommand(command, args);
+      case 'verify-audit':
+        return await verifyAudit(args);
       case 'inspect':
         return inspect(args);
       case '--help':

@@ -14,6 +14,7 @@ export {
   MemoryAttestationStore,
   type Outcome,
 } from './attestation.js';
+export { type AuditChainResult, auditChainInput, verifyAuditChain } from './audit-chain.js';
 export {
   type BundleInput,
   decodeAttestationBody,

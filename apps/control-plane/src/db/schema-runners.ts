@@ -32,11 +32,12 @@ export interface RunnerImagesTable {
   image: string;
 }
 
-export interface RunnerEventsTable {
+/** Where an interval's journal sits in the run's trajectory (migration 0012): first seq, events appended. */
+export interface RunnerJournalsTable {
   run_id: string;
   epoch: number;
-  seq: number;
-  event: Jsonb<J>;
+  seq_from: number;
+  event_count: number;
 }
 
 export interface RunnerArtifactsTable {

@@ -5,8 +5,8 @@ import type { DbNumeric } from './numeric.js';
 import type {
   HarnessesTable,
   RunnerArtifactsTable,
-  RunnerEventsTable,
   RunnerImagesTable,
+  RunnerJournalsTable,
   RunnerPairingTokensTable,
   RunnersTable,
 } from './schema-runners.js';
@@ -308,7 +308,7 @@ export interface Database {
   runners: RunnersTable;
   runner_pairing_tokens: RunnerPairingTokensTable;
   runner_images: RunnerImagesTable;
-  runner_events: RunnerEventsTable;
+  runner_journals: RunnerJournalsTable;
   runner_artifacts: RunnerArtifactsTable;
   harnesses: HarnessesTable;
   adm_global: AdmGlobalTable;

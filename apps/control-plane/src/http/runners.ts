@@ -80,6 +80,8 @@ const LeaseSchema = z
     recordHead: z.string(),
     leaseMs: z.number().int(),
     heartbeatMs: z.number().int(),
+    grants: z.object({ network: z.enum(['none', 'granted']) }),
+    seqFrom: z.number().int(),
     harness: z
       .object({ id: z.string(), version: z.string(), image: z.string(), command: z.array(z.string()) })
       .optional(),

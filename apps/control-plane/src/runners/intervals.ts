@@ -1,13 +1,9 @@
-// What a runner reports about the interval it holds a lease for: its events (stored per epoch: the journal
-// its attestation commits to), its artifacts, and its completion — the signed `sandbox.attestation/1`,
+// What a runner reports about the interval it holds a lease for: its events (appended to the run's
+// trajectory; `runner_journals` says where each epoch's journal sits in it — what its attestation commits
+// to), its artifacts (in the trajectory store), and its completion — the signed `sandbox.attestation/1`,
 // checked against the runner's registered key, the run's unit/grants/interval head and the events stored
 // for this epoch, then appended as the `executed` segment and the run settled, in one transaction.
-import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
-import path from 'node:path';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { RunEvent } from '@everdict/run-model';
 import {
   type AttestationBody,
@@ -17,17 +13,22 @@ import {
   decodeAttestationBody,
   verifyAddressSignature,
 } from '@everdict/runrecord';
-import { canonicalJsonl } from '@everdict/trajectory-store';
-import { sql } from 'kysely';
-import { json } from '../db/numeric.js';
-import type { Executor } from '../db/tx.js';
+import {
+  canonicalJsonl,
+  canonicalLine,
+  StreamingDigest,
+  putArtifact as storeArtifact,
+} from '@everdict/trajectory-store';
+import type { Executor, Tx } from '../db/tx.js';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import { release, staleLease } from '../leases/store.js';
 import { lockRun, rowToView } from '../ledger/runs.js';
-import type { Deps } from '../services/context.js';
+import { linkRunnerAudit } from '../log/audit-chain.js';
+import { type Deps, nowIso } from '../services/context.js';
 import { transitionTx } from '../services/lifecycle.js';
 import type { RunView } from '../services/types.js';
+import { mapStoreErrors } from '../trajectory/errors.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { assertRunnerLease } from './leases.js';
 import type { RunnerIdentity } from './registry.js';
@@ -42,16 +43,36 @@ const parse = <T>(
   return r.data;
 };
 
-/** The events a runner stored for (run, epoch), in order. */
-async function epochEvents(ex: Executor, runId: string, epoch: number): Promise<unknown[]> {
-  const rows = await ex
-    .selectFrom('runner_events')
-    .select('event')
+/** The events an interval appended to the run's trajectory (its journal), in order, read back page by page. */
+async function journalRootFromTrajectory(
+  ex: Executor,
+  trajectories: RunTrajectories,
+  tenant: string,
+  runId: string,
+  epoch: number,
+): Promise<string> {
+  const j = await ex
+    .selectFrom('runner_journals')
+    .select(['seq_from', 'event_count'])
     .where('run_id', '=', runId)
     .where('epoch', '=', epoch)
-    .orderBy('seq')
-    .execute();
-  return rows.map((r) => r.event);
+    .executeTakeFirst();
+  const digest = await StreamingDigest.create();
+  const from = j ? Number(j.seq_from) : 0;
+  const count = j ? Number(j.event_count) : 0;
+  // Offsets are seqs: a runner kind's trajectory is written by its runners only, attempt after attempt.
+  for (let at = from; at < from + count; ) {
+    const page = await mapStoreErrors(() =>
+      trajectories.store.read(tenant, runId, { offset: at, limit: Math.min(1000, from + count - at) }),
+    );
+    if (page.items.length === 0) break;
+    for (const e of page.items) {
+      if (e.seq !== at) throw mismatch("the run's trajectory is not the journal this epoch appended", { at });
+      digest.update(canonicalLine(e));
+      at += 1;
+    }
+  }
+  return digest.digest().slice('blake3:'.length);
 }
 
 /** An interval's journal root: BLAKE3 of the canonical JSONL of the events it appended (64 hex). */
@@ -59,7 +80,22 @@ export function journalRootOf(events: readonly unknown[]): string {
   return bytesToHex(blake3(new TextEncoder().encode(canonicalJsonl(events))));
 }
 
-/** Append events under the runner's current lease (else 409 `stale_lease`). Answers the epoch's count. */
+const noStore = () =>
+  new ControlPlaneError(
+    'storage_unavailable',
+    'this control plane has no trajectory store for runner events',
+  );
+
+const inTx = <T>(ex: Executor, fn: (tx: Tx) => Promise<T>): Promise<T> =>
+  ex.isTransaction ? fn(ex as Tx) : ex.transaction().execute(fn);
+
+/**
+ * Append events to the run's trajectory under the runner's current lease (else 409 `stale_lease`) — the
+ * trajectory store is where they live (nothing is copied into the ledger). The run's trajectory writer
+ * lock is held, and the lease row locked, while they are written: a grant of the next epoch waits, then
+ * sees how far this journal went. Events carry the trajectory's seqs from the lease's `seqFrom` on; a
+ * re-sent batch is skipped by the store (same bytes) and anything else out of place is refused.
+ */
 export async function appendRunnerEvents(
   deps: Deps,
   runner: RunnerIdentity,
@@ -71,50 +107,64 @@ export async function appendRunnerEvents(
   const foreign = input.events.find((e) => e.runId !== runId);
   if (foreign)
     throw new ControlPlaneError('bad_request', `an event of run ${foreign.runId} reported for run ${runId}`);
-  const stored = await withTx(deps.db, async (tx) => {
-    await assertRunnerLease(tx, runner, runId, input.epoch);
-    const last = await tx
-      .selectFrom('runner_events')
-      .select(sql<number>`COALESCE(max(seq), -1)::int`.as('seq'))
-      .where('run_id', '=', runId)
-      .where('epoch', '=', input.epoch)
-      .executeTakeFirstOrThrow();
-    const from = Number(last.seq) + 1;
-    if (input.events.length > 0) {
-      await tx
-        .insertInto('runner_events')
-        .values(
-          input.events.map((e, i) => ({ run_id: runId, epoch: input.epoch, seq: from + i, event: json(e) })),
-        )
-        .execute();
-    }
-    return { eventCount: from + input.events.length };
-  });
-  // The run's trajectory (the store the UI and graders read), after the journal the attestation commits to
-  // is stored: a store refusal (e.g. a retried attempt re-using seq numbers) is logged, never lost evidence.
-  if (trajectories && input.events.length > 0) {
-    const owner = await deps.db
-      .selectFrom('runs')
-      .select('tenant_id')
-      .where('id', '=', runId)
-      .executeTakeFirst();
-    if (owner)
-      await trajectories
-        .appendTrusted(owner.tenant_id, runId, input.events)
-        .catch((e: unknown) =>
-          deps.log('warn', 'runner events not appended to the trajectory', { runId, error: String(e) }),
+  if (!trajectories) throw noStore();
+  const owner = await deps.db
+    .selectFrom('runs')
+    .select('tenant_id')
+    .where('id', '=', runId)
+    .executeTakeFirst();
+  if (!owner) throw staleLease(runId, input.epoch, null);
+  const tenant = owner.tenant_id;
+  return trajectories.locks.run(tenant, runId, (ex) =>
+    inTx(ex, async (tx) => {
+      const lease = await tx
+        .selectFrom('run_leases')
+        .select(['epoch', 'holder'])
+        .where('run_id', '=', runId)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!lease || Number(lease.epoch) !== input.epoch || lease.holder !== runner.id)
+        throw staleLease(runId, input.epoch, lease ? Number(lease.epoch) : null);
+      const run = await tx.selectFrom('runs').select('status').where('id', '=', runId).executeTakeFirst();
+      if (run?.status !== 'running') throw staleLease(runId, input.epoch, null);
+      const j = await tx
+        .selectFrom('runner_journals')
+        .select(['seq_from', 'event_count'])
+        .where('run_id', '=', runId)
+        .where('epoch', '=', input.epoch)
+        .executeTakeFirst();
+      const from = j ? Number(j.seq_from) : 0;
+      const count = j ? Number(j.event_count) : 0;
+      if (input.events.length === 0) return { eventCount: count };
+      const below = input.events.find((e) => e.seq < from);
+      if (below)
+        throw new ControlPlaneError(
+          'out_of_order',
+          `event seq ${below.seq} is before this interval's journal (it starts at ${from})`,
+          { seqFrom: from },
         );
-  }
-  return { eventCount: stored.eventCount };
+      // Another replica may have appended since this process last looked: re-read the head from storage.
+      if (deps.ldb.dialect === 'postgres') trajectories.store.forget(tenant, runId);
+      await mapStoreErrors(() => trajectories.store.appendTrusted(tenant, runId, input.events));
+      const last = input.events[input.events.length - 1]!.seq;
+      const eventCount = Math.max(count, last + 1 - from);
+      await tx
+        .insertInto('runner_journals')
+        .values({ run_id: runId, epoch: input.epoch, seq_from: from, event_count: eventCount })
+        .onConflict((oc) => oc.columns(['run_id', 'epoch']).doUpdateSet({ event_count: eventCount }))
+        .execute();
+      return { eventCount };
+    }),
+  );
 }
 
 /**
- * Store one artifact under the runner's current lease, streamed (never held whole): written to a temporary
- * file while hashed, then renamed to its content address `sha256:<hex>` (file `dir/sha256-<hex>`).
+ * Store one artifact under the runner's current lease in the trajectory store (content-addressed, per
+ * tenant: `blake3:<hex>`), streamed — never held whole — and list it for the epoch in `runner_artifacts`.
  */
 export async function putArtifact(
   deps: Deps,
-  dir: string,
+  trajectories: RunTrajectories | null,
   runner: RunnerIdentity,
   runId: string,
   query: unknown,
@@ -122,23 +172,21 @@ export async function putArtifact(
 ): Promise<{ path: string; address: string; size: number }> {
   const q = parse(ArtifactQuery, query);
   await withTx(deps.db, (tx) => assertRunnerLease(tx, runner, runId, q.epoch));
-  await mkdir(dir, { recursive: true });
-  const tmp = path.join(dir, `.tmp-${deps.ids('art')}`);
-  const hash = createHash('sha256');
-  let size = 0;
+  if (!trajectories) throw noStore();
+  const owner = await deps.db
+    .selectFrom('runs')
+    .select('tenant_id')
+    .where('id', '=', runId)
+    .executeTakeFirst();
+  if (!owner) throw staleLease(runId, q.epoch, null);
   const source = body ? Readable.fromWeb(body as Parameters<typeof Readable.fromWeb>[0]) : Readable.from([]);
-  source.on('data', (chunk: Buffer) => {
-    hash.update(chunk);
-    size += chunk.length;
-  });
-  try {
-    await pipeline(source, createWriteStream(tmp, { mode: 0o600 }));
-  } catch (e) {
-    await rm(tmp, { force: true });
-    throw e;
-  }
-  const address = `sha256:${hash.digest('hex')}`;
-  await rename(tmp, path.join(dir, address.replace(':', '-')));
+  const stored = await mapStoreErrors(() =>
+    storeArtifact(trajectories.store.backend, owner.tenant_id, {
+      path: q.path,
+      body: source as AsyncIterable<Uint8Array>,
+    }),
+  );
+  const { address, size } = stored;
   await withTx(deps.db, async (tx) => {
     await assertRunnerLease(tx, runner, runId, q.epoch);
     await tx
@@ -156,11 +204,12 @@ const mismatch = (message: string, details: Record<string, unknown> = {}) =>
 /**
  * Settle a run from its runner's signed interval. Refused with nothing written: 409 `stale_lease` (not the
  * runner's current lease), 409 `attestation_mismatch` (unsigned, another key, not bound to this run's unit,
- * grants or interval head, or a journal root other than the events stored for this epoch). Idempotent: the
+ * grants or interval head, or a journal root other than the events this epoch appended to the trajectory). Idempotent: the
  * same epoch and attestation again answers the settled run.
  */
 export async function completeRun(
   deps: Deps,
+  trajectories: RunTrajectories | null,
   runner: RunnerIdentity,
   runId: string,
   raw: unknown,
@@ -205,7 +254,8 @@ export async function completeRun(
       throw mismatch('the attestation is not bound to the record head at the start of this lease', {
         expected: head,
       });
-    const root = journalRootOf(await epochEvents(tx, runId, input.epoch));
+    if (!trajectories) throw noStore();
+    const root = await journalRootFromTrajectory(tx, trajectories, row.tenant_id, runId, input.epoch);
     if (body.journalRoot !== root)
       throw mismatch('journal_root is not the digest of the events stored for this epoch', {
         expected: root,
@@ -221,6 +271,8 @@ export async function completeRun(
           : (() => {
               throw mismatch(`a runner's interval ends succeeded or failed, not ${body.outcome}`);
             })();
+    // The runner key's audit chain (log/audit-chain.ts): audit_prev must be its previous attestation.
+    await linkRunnerAudit(tx, runner, body, address, { tenantId: row.tenant_id, runId, now: nowIso(deps) });
     const { artifacts, ...rest } = input.outputs;
     const outputs = {
       exitCode: body.exitCode,

@@ -34,6 +34,10 @@ export interface Lease {
   recordHead: string;
   leaseMs: number;
   heartbeatMs: number;
+  /** The trajectory seq of this interval's first event (earlier attempts' events come before). */
+  seqFrom: number;
+  /** What the run's grants allow its sandbox: `network: 'granted'` only when its placement says so. */
+  grants: { network: 'none' | 'granted' };
   harness?: Harness;
 }
 
@@ -82,17 +86,59 @@ export async function grantLeases(
         )
         .execute();
       const byId = new Map(rows.map((r) => [r.id, r]));
+      const seqFrom = await openJournals(tx, started);
       const out: Lease[] = [];
       for (const s of started) {
         const r = byId.get(s.runId);
-        if (r) out.push(await leaseOf(tx, policy, r, s.epoch));
+        if (r) out.push(await leaseOf(tx, policy, r, s.epoch, seqFrom.get(s.runId) ?? 0));
       }
       return out;
     }),
   );
 }
 
-async function leaseOf(tx: Tx, policy: LeasePolicy, r: RunRow, epoch: number): Promise<Lease> {
+/**
+ * Each granted interval's journal in the run's trajectory starts where the previous attempts' ended (a
+ * killed attempt's events stay: they happened). Read after the claim, which waited for any append still
+ * holding the lease row, so every event an earlier epoch stored is counted.
+ */
+async function openJournals(
+  tx: Tx,
+  started: readonly { runId: string; epoch: number }[],
+): Promise<Map<string, number>> {
+  const prior = await tx
+    .selectFrom('runner_journals')
+    .select(['run_id', sql<number>`max(seq_from + event_count)::int`.as('next')])
+    .where(
+      'run_id',
+      'in',
+      started.map((s) => s.runId),
+    )
+    .groupBy('run_id')
+    .execute();
+  const next = new Map(prior.map((p) => [p.run_id, Number(p.next)]));
+  await tx
+    .insertInto('runner_journals')
+    .values(
+      started.map((s) => ({
+        run_id: s.runId,
+        epoch: s.epoch,
+        seq_from: next.get(s.runId) ?? 0,
+        event_count: 0,
+      })),
+    )
+    .onConflict((oc) => oc.columns(['run_id', 'epoch']).doNothing())
+    .execute();
+  return next;
+}
+
+async function leaseOf(
+  tx: Tx,
+  policy: LeasePolicy,
+  r: RunRow,
+  epoch: number,
+  seqFrom: number,
+): Promise<Lease> {
   const subject = r.subject as Record<string, unknown>;
   const ref = subject.harness as { id?: string; version?: string } | undefined;
   const harness =
@@ -117,6 +163,10 @@ async function leaseOf(tx: Tx, policy: LeasePolicy, r: RunRow, epoch: number): P
     recordHead: r.interval_head ?? r.record_head,
     leaseMs: policy.leaseMs,
     heartbeatMs: policy.heartbeatMs,
+    seqFrom,
+    grants: {
+      network: (r.placement as { network?: string } | null)?.network === 'granted' ? 'granted' : 'none',
+    },
     ...(harness ? { harness } : {}),
   };
 }

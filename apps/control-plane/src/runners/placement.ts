@@ -42,8 +42,17 @@ export async function imageOf(
   return null;
 }
 
-/** Throw 422 `no_placement` unless a runner can take this run (a malformed spec is left to the create's 400). */
-export async function assertPlaceable(deps: Deps, tenant: string, spec: unknown): Promise<void> {
+/**
+ * Throw 422 `no_placement` unless a runner can take this run (a malformed spec is left to the create's 400).
+ * `ex`: the transaction a subscription firing creates its run in (the durable index read there, so a runner
+ * revoked since the subscription was made is seen, and the firing is recorded as refused).
+ */
+export async function assertPlaceable(
+  deps: Deps,
+  tenant: string,
+  spec: unknown,
+  ex: Executor = deps.db,
+): Promise<void> {
   if (typeof spec !== 'object' || spec === null) return;
   const { kind, subject, placement } = spec as { kind?: unknown; subject?: unknown; placement?: unknown };
   if (typeof kind !== 'string' || !isRunnerKind(kind)) return;
@@ -52,9 +61,9 @@ export async function assertPlaceable(deps: Deps, tenant: string, spec: unknown)
       ? (placement as Placement)
       : { where: 'driver' };
   if (deps.executors.takers(kind, where).some((n) => n !== RUNNER_INDEX.name)) return;
-  const image = await imageOf(deps.db, tenant, kind, subject);
+  const image = await imageOf(ex, tenant, kind, subject);
   if (image === null) return;
-  if (!(await placeable(deps.db, tenant, kind, image)))
+  if (!(await placeable(ex, tenant, kind, image)))
     throw new ControlPlaneError('no_placement', `no registered runner takes ${kind} runs in image ${image}`, {
       kind,
       placement: where,

@@ -51,13 +51,11 @@ export interface RunnerService {
 }
 
 export interface RunnerServiceOptions {
-  /** Where artifacts are stored (content-addressed files). */
-  artifactsDir: string;
   /** Lease requests re-check at least this often while they wait. */
   pollMs?: number;
   /** The lease rule's numbers (leases/policy.ts). */
   lease: LeasePolicy;
-  /** Runs' trajectories: a runner's events are appended to its run's trajectory too (when configured). */
+  /** Runs' trajectories: where a runner's events and artifacts are stored (without one: 503). */
   trajectories?: RunTrajectories | null;
 }
 
@@ -161,8 +159,10 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
     events: (runner, runId, input) =>
       appendRunnerEvents(deps, runner, runId, input, opts.trajectories ?? null),
     artifact: (runner, runId, query, body) =>
-      putArtifact(deps, opts.artifactsDir, runner, runId, query, body),
-    complete: async (runner, runId, input) => ({ run: await completeRun(deps, runner, runId, input) }),
+      putArtifact(deps, opts.trajectories ?? null, runner, runId, query, body),
+    complete: async (runner, runId, input) => ({
+      run: await completeRun(deps, opts.trajectories ?? null, runner, runId, input),
+    }),
     defineHarness: (p, input) => defineHarness(deps, p, input),
     listHarnesses: (p) => listHarnesses(deps, p),
     keys: () => runnerKeys(db),

@@ -8,6 +8,7 @@ import { type Tx, withTx } from '../db/tx.js';
 import { isControlPlaneError } from '../errors.js';
 import { readSettled } from '../ledger/events.js';
 import { rowToRun } from '../ledger/runs.js';
+import { assertPlaceable } from '../runners/placement.js';
 import type { Deps } from '../services/context.js';
 import { createRunTx } from '../services/lifecycle.js';
 import { unstorable } from '../services/storable-guard.js';
@@ -150,6 +151,10 @@ async function fire(
       ? event.data.scheduleId
       : undefined;
   try {
+    // The durable runner check at the firing too (not only when the subscription was made): a runner kind
+    // no runner of the tenant (or a shared one) takes any more is a recorded refusal, never a run queued
+    // forever.
+    await assertPlaceable(deps, sub.tenant, spec, tx);
     const { row } = await atomically(tx, (t) =>
       createRunTx(
         t,

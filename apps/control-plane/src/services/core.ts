@@ -1,13 +1,12 @@
 // Composition root of the ledger + application layer: open the database, bootstrap, services, scheduler.
 
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { type LedgerDatabase, openDatabase } from '../db/database.js';
 import { QueueStats } from '../db/queue-stats.js';
 import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from '../executors/registry.js';
 import { KeyRing } from '../keys/registry.js';
 import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from '../keys/signer.js';
 import { leasePolicy } from '../leases/policy.js';
+import { type HeadLog, openHeadLog } from '../log/index.js';
 import { RUNNER_INDEX } from '../runners/placement.js';
 import { LeaseWaiters, runnerService } from '../runners/service.js';
 import { DispatchLoop } from '../scheduler/dispatch-loop.js';
@@ -51,6 +50,8 @@ export interface Core {
   keys: KeyRing;
   /** The executors every create door consults (register a runner's lane here). */
   executors: ExecutorRegistry;
+  /** The head log (issue 18 §2), or null when not configured (`CoreOptions.headLog`). */
+  headLog: HeadLog | null;
   /** The ledger's internals, for tests and tooling (not for the HTTP layer). */
   internals: {
     deps: Deps;
@@ -104,11 +105,6 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   const lease = leasePolicy(options.scheduler?.lease ?? {});
   const waiters = new LeaseWaiters(deps, lease);
   const runners = runnerService(deps, waiters, {
-    artifactsDir:
-      options.artifactsDir ??
-      (options.dataDir
-        ? path.join(options.dataDir, 'artifacts')
-        : path.join(tmpdir(), `everdict-artifacts-${process.pid}`)),
     pollMs: options.scheduler?.pollMs ?? 1000,
     lease,
     trajectories,
@@ -149,6 +145,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     .resumePending()
     .catch((e) => deps.log('error', 'resuming open cascades failed', { error: String(e) }));
   if (trajectoryJobs && sched.enabled !== false) trajectoryJobs.start();
+  const headLog = options.headLog ? openHeadLog(ldb.db, { log: deps.log, ...options.headLog }) : null;
   return {
     services,
     dialect: ldb.dialect,
@@ -173,7 +170,9 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     queueDepth: () => queueDepth(deps.db),
     keys,
     executors: deps.executors,
+    headLog,
     async close() {
+      await headLog?.stop();
       await cascades.stop();
       await resumed;
       await waiters.stop();

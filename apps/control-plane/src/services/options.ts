@@ -89,8 +89,6 @@ export interface CoreOptions {
    * make the key to install; `Core.bootstrap.generatedKey` then carries it, to be shown once.
    */
   generateBootstrapKey?: () => string;
-  /** Where runners' artifacts are stored (default: `<dataDir>/artifacts`, else a temporary directory). */
-  artifactsDir?: string;
   /** Decides `judge` graders (model-based grading). Absent → such graders are a 400 judge_unavailable. */
   judge?: import('@everdict/run-model').Judge;
   clock?: Clock;
@@ -106,6 +104,8 @@ export interface CoreOptions {
   trajectories?: import('@everdict/trajectory-store').TrajectoryStore;
   /** Trajectory background work (the seal queue, retention). */
   trajectoryJobs?: import('../trajectory/jobs.js').TrajectoryJobOptions;
+  /** The head log (issue 18 §2): its key (file), witness keys, STH interval. Absent → no log is sequenced. */
+  headLog?: import('../log/index.js').StartHeadLogOptions;
   /** Admission / dispatch observer (metrics). */
   metrics?: CoreObserver;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;

@@ -62,6 +62,13 @@ export interface TransitionExtras {
   attested?: { address: Hex; body: AttestationBody; account?: Account };
 }
 
+/**
+ * Kinds a runner executes and attests (issue 13): an interval of theirs is recorded only from the runner's
+ * signed attestation. One that ends without it (a cancel, a lost runner) leaves no `executed` segment —
+ * the control plane did not run it and invents no evidence for it; the record just closes.
+ */
+const RUNNER_ATTESTED_KINDS = new Set(['command', 'eval']);
+
 /** Kinds the control plane executes itself (inline): their intervals' accounts are observed, and empty. */
 const INLINE_KINDS = new Set(['analysis']);
 
@@ -132,7 +139,7 @@ export async function transitionTx(
         body: a.body,
         ...(a.account ? { account: a.account } : {}),
       });
-    } else
+    } else if (!RUNNER_ATTESTED_KINDS.has(row.kind))
       ops.push(
         await sealInterval(
           tx,

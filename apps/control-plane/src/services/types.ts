@@ -75,6 +75,8 @@ export const CreateRunInput = z.object({
       where: z.enum(['inline', 'driver', 'runtime']),
       target: z.string().optional(),
       isolation: z.enum(['none', 'process', 'container', 'vm']).optional(),
+      /** A network grant for the run's sandbox (runner kinds); absent: no network. */
+      network: z.enum(['none', 'granted']).optional(),
     })
     .optional(),
   attach: z.array(AttachInput).default([]),

@@ -10,6 +10,8 @@ import * as m0008 from './0008_runners.js';
 import * as m0009 from './0009_trajectories.js';
 import * as m0010 from './0010_cascade_jobs.js';
 import * as m0011 from './0011_aged_wfq.js';
+import * as m0012 from './0012_runner_journals.js';
+import * as m0016 from './0016_headlog.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -22,6 +24,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '0009_trajectories': m0009,
   '0010_cascade_jobs': m0010,
   '0011_aged_wfq': m0011,
+  '0012_runner_journals': m0012,
+  '0016_headlog': m0016,
 };
 
 export const migrationProvider: MigrationProvider = {

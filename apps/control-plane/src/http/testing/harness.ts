@@ -52,6 +52,8 @@ export interface TestAppOptions {
   readonly clock?: () => Date;
   /** The trajectory store's data directory (default: a fresh temporary one, removed on close). */
   readonly dataDir?: string;
+  /** The head log (issue 18 §2); absent → no `/log` routes. */
+  readonly headLog?: import('../../log/index.js').StartHeadLogOptions;
 }
 
 export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
@@ -72,6 +74,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     ...(opts.policy ? { policy: opts.policy } : {}),
     scheduler: opts.scheduler ?? { enabled: false },
     metrics: metrics.coreObserver(),
+    ...(opts.headLog ? { headLog: opts.headLog } : {}),
   });
   metrics.setQueueDepthSource(() => core.queueDepth());
   const built = buildApp({
@@ -84,6 +87,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     maxBodyBytes: opts.maxBodyBytes ?? 64 * 1024,
     heartbeatMs: opts.heartbeatMs ?? 50,
     trajectories: core.trajectoryService,
+    headLog: core.headLog,
   });
   const admin = await core.services.auth.authenticate(ADMIN_KEY);
   return {

@@ -1,0 +1,137 @@
+// The runner key's audit chain on the real core: each completion's attestation must name the runner's
+// previous one in `audit_prev` (a wrong or — once linked — missing link is 409 attestation_mismatch and
+// changes nothing); `GET /runners/:id/audit` serves the chain, which the BUILT `everdict-runrecord
+// verify-audit` accepts — and refuses with `AuditChainBroken` once an interval is deleted from it.
+import { randomBytes } from 'node:crypto';
+import {
+  buildAttestation,
+  encodeAttestationBody,
+  generateSigningKey,
+  type Hex,
+  signAttestation,
+  verifyAuditChain,
+  verifyWire,
+} from '@everdict/runrecord';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, type TestApp, testApp } from '../http/testing/harness.js';
+import { journalRootOf } from '../runners/intervals.js';
+import { runrecord } from './testing/served.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await testApp({ executors: [], headLog: { loop: false } });
+}, 300_000);
+afterAll(async () => {
+  await t?.close();
+});
+
+interface LeaseBody {
+  runId: string;
+  epoch: number;
+  unitId: Hex;
+  grantsId: Hex;
+  recordHead: Hex;
+}
+
+const CAPS = { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 8 };
+
+describe('the runner audit chain', { timeout: 300_000 }, () => {
+  it('links every completion to the one before; the served chain verifies; a deleted interval breaks it', async () => {
+    const key = generateSigningKey(randomBytes(32));
+    const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { body: { name: 'audited' } });
+    const paired = await call(t.app, 'POST', '/runners/pair', {
+      key: null,
+      body: { token: minted.body.token, publicKey: key.publicKey, name: 'audited', capabilities: CAPS },
+    });
+    expect(paired.status, JSON.stringify(paired.body)).toBe(201);
+    const runner = { id: String(paired.body.runnerId), credential: String(paired.body.credential) };
+    for (let i = 0; i < 3; i++) {
+      const r = await call(t.app, 'POST', '/runs', {
+        body: { kind: 'command', subject: { command: ['true'] } },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+    }
+    const got = await call(t.app, 'POST', '/runner/v1/leases', {
+      key: runner.credential,
+      body: { free: 3, waitMs: 0 },
+    });
+    const leases = got.body.leases as LeaseBody[];
+    expect(leases).toHaveLength(3);
+    const sign = (l: LeaseBody, auditPrev?: Hex) => {
+      const { attestation } = buildAttestation({
+        unitId: l.unitId,
+        grantsId: l.grantsId,
+        recordHead: l.recordHead,
+        startedMs: 1_764_547_200_000n,
+        endedMs: 1_764_547_200_250n,
+        activeUj: 1_000n,
+        provenance: 'estimated',
+        meter: 'test',
+        journalRoot: journalRootOf([]) as Hex,
+        outcome: 'succeeded',
+        exitCode: 0,
+        ...(auditPrev ? { auditPrev } : {}),
+      });
+      return signAttestation(attestation, key.secretKey);
+    };
+    const complete = (l: LeaseBody, body: ReturnType<typeof sign>['body']) =>
+      call(t.app, 'POST', `/runner/v1/runs/${l.runId}/complete`, {
+        key: runner.credential,
+        body: { epoch: l.epoch, outputs: {}, attestation: encodeAttestationBody(body) },
+      });
+    const [l1, l2, l3] = leases as [LeaseBody, LeaseBody, LeaseBody];
+
+    const a = sign(l1); // the chain's first link names none
+    expect((await complete(l1, a.body)).status).toBe(200);
+    const wrong = await complete(l2, sign(l2, l3.recordHead).body);
+    expect(wrong.status).toBe(409);
+    expect(wrong.body.code).toBe('attestation_mismatch');
+    expect((await call(t.app, 'GET', `/runs/${l2.runId}`)).body.status).toBe('running');
+    const b = sign(l2, a.address);
+    expect((await complete(l2, b.body)).status).toBe(200);
+    // Linked now: an attestation that names no previous one is refused like a wrong link.
+    const unlinked = await complete(l3, sign(l3).body);
+    expect(unlinked.status).toBe(409);
+    expect(unlinked.body.details).toMatchObject({ expected: b.address });
+    const c = sign(l3, b.address);
+    expect((await complete(l3, c.body)).status).toBe(200);
+
+    // The record carries the link in its bundle and still verifies with the runner's key.
+    const wire = (await call(t.app, 'GET', `/runs/${l3.runId}/record?view=wire`)).body as {
+      attestations: Record<string, { audit_prev?: string }>;
+    };
+    expect(wire.attestations[c.address]?.audit_prev).toBe(b.address);
+    expect(verifyWire(JSON.parse(JSON.stringify(wire)), { trustKeys: [key.publicKey] }).ok).toBe(true);
+
+    const chain = await call(t.app, 'GET', `/runners/${runner.id}/audit`);
+    expect(chain.status).toBe(200);
+    expect((chain.body.links as { address: string }[]).map((l) => l.address)).toEqual([
+      a.address,
+      b.address,
+      c.address,
+    ]);
+    expect(verifyAuditChain(chain.body, { key: key.publicKey })).toEqual({
+      ok: true,
+      length: 3,
+      head: c.address,
+    });
+    const cli = await runrecord(['verify-audit', '--key', key.publicKey], JSON.stringify(chain.body));
+    expect(cli.code, cli.err).toBe(0);
+    expect(cli.json).toEqual({ ok: true, length: 3, head: c.address });
+    const other = await runrecord(['verify-audit', '--key', 'ab'.repeat(32)], JSON.stringify(chain.body));
+    expect(other.json).toMatchObject({ ok: false, error: 'UntrustedAttestation' });
+    // Another tenant does not see the runner.
+    const stranger = await t.tenant('audit-stranger');
+    expect((await call(t.app, 'GET', `/runners/${runner.id}/audit`, { key: stranger })).status).toBe(404);
+
+    // The operator deletes the middle interval from the runner's history: the chain no longer links.
+    await sql`DELETE FROM runner_audit WHERE runner_id = ${runner.id} AND seq = 1`.execute(
+      t.core.internals.ldb.db,
+    );
+    const cut = await call(t.app, 'GET', `/runners/${runner.id}/audit`);
+    const broken = await runrecord(['verify-audit', '--key', key.publicKey], JSON.stringify(cut.body));
+    expect(broken.code).toBe(1);
+    expect(broken.json).toEqual({ ok: false, error: 'AuditChainBroken', index: 1 });
+  });
+});

@@ -1,0 +1,103 @@
+// The steward's audit chain (issue 18 §4; durable-run-records.md "Relation to the audit chain"): a runner
+// sets each attestation's `audit_prev` to the address of the attestation it signed before — one chain per
+// runner key, in signing order across its slots — so an interval deleted from a runner's history breaks
+// the chain. On every accepted completion the control plane checks the link (`linkRunnerAudit`, inside the
+// completion's transaction) and keeps it; `GET /runners/:id/audit` serves the chain, and
+// `everdict-runrecord verify-audit` checks it offline.
+//
+// Continuity rule: `audit_prev` must name this runner's last accepted attestation. An attestation without
+// `audit_prev` is accepted only while the runner has never linked one (its first attestation, or a runner
+// that predates the chain); once it has linked, an unlinked attestation is refused like a wrong link —
+// 409 `attestation_mismatch`, nothing written.
+import type { AttestationBody, Hex } from '@everdict/runrecord';
+import { sql } from 'kysely';
+import type { Executor } from '../db/tx.js';
+import { ControlPlaneError } from '../errors.js';
+import type { RunnerIdentity } from '../runners/registry.js';
+import type { Principal } from '../services/types.js';
+
+/** advisory lock class of the per-runner chain (the object id is hashtext(runner id)) */
+const AUDIT_LOCK_CLASS = 0x4155; // "AU"
+
+export interface AuditLink {
+  seq: number;
+  address: Hex;
+  audit_prev: Hex | null;
+  /** The run the interval belongs to — only for runs of the caller's tenant (null otherwise). */
+  run_id: string | null;
+  created_at: string;
+  /** The stored attestation body (wire form), for offline verification. */
+  attestation: unknown;
+}
+
+/** Checks and keeps one link of the runner's chain (call inside the completion's transaction). */
+export async function linkRunnerAudit(
+  tx: Executor,
+  runner: RunnerIdentity,
+  body: AttestationBody,
+  address: Hex,
+  at: { tenantId: string; runId: string; now: string },
+): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(${AUDIT_LOCK_CLASS}::int, hashtext(${runner.id}))`.execute(tx);
+  const { rows } = await sql<{ seq: number; address: string; linked: boolean }>`
+    SELECT seq, address, EXISTS (SELECT 1 FROM runner_audit WHERE runner_id = ${runner.id}
+      AND audit_prev IS NOT NULL) AS linked
+    FROM runner_audit WHERE runner_id = ${runner.id} ORDER BY seq DESC LIMIT 1`.execute(tx);
+  const last = rows[0];
+  const prev = body.auditPrev;
+  if (last === undefined) {
+    if (prev !== undefined)
+      throw new ControlPlaneError(
+        'attestation_mismatch',
+        'audit_prev names an attestation this runner never completed (its chain is empty)',
+        { expected: null },
+      );
+  } else if (prev === undefined ? last.linked : prev !== last.address) {
+    throw new ControlPlaneError(
+      'attestation_mismatch',
+      "audit_prev is not the runner's previous attestation",
+      { expected: last.address },
+    );
+  }
+  await sql`INSERT INTO runner_audit (runner_id, seq, runner_key, address, audit_prev, tenant_id, run_id, created_at)
+    VALUES (${runner.id}, ${(last?.seq ?? -1) + 1}, ${runner.publicKey}, ${address}, ${prev ?? null},
+      ${at.tenantId}, ${at.runId}, ${at.now})`.execute(tx);
+}
+
+/** The chain of a runner the caller may see (its tenant's, or a shared one), with the stored bodies. */
+export async function runnerAudit(
+  ex: Executor,
+  p: Principal,
+  runnerId: string,
+): Promise<{ runner: string; key: Hex; links: AuditLink[] }> {
+  const runner = await ex
+    .selectFrom('runners')
+    .select(['id', 'public_key', 'tenant_id'])
+    .where('id', '=', runnerId)
+    .executeTakeFirst();
+  if (!runner || (runner.tenant_id !== null && runner.tenant_id !== p.tenantId))
+    throw new ControlPlaneError('not_found', `no runner ${runnerId}`);
+  const { rows } = await sql<{
+    seq: number;
+    address: string;
+    audit_prev: string | null;
+    tenant_id: string;
+    run_id: string;
+    created_at: Date | string;
+    body: unknown;
+  }>`SELECT a.seq, a.address, a.audit_prev, a.tenant_id, a.run_id, a.created_at, t.body
+    FROM runner_audit a LEFT JOIN attestations t ON t.address = a.address
+    WHERE a.runner_id = ${runnerId} ORDER BY a.seq`.execute(ex);
+  return {
+    runner: runner.id,
+    key: runner.public_key,
+    links: rows.map((r) => ({
+      seq: Number(r.seq),
+      address: r.address,
+      audit_prev: r.audit_prev,
+      run_id: r.tenant_id === p.tenantId ? r.run_id : null,
+      created_at: new Date(r.created_at).toISOString(),
+      attestation: r.body,
+    })),
+  };
+}

@@ -1,0 +1,213 @@
+// The head log inside the real control plane (PGlite core, scheduler on): every committed segment — the
+// single-run paths and the batch settle statement alike — becomes one leaf, sequenced with dense indexes;
+// the routes answer headlog's wire contract over real HTTP, every proof verifies with headlog's own
+// verifier against a MemoryTree recomputed from the served leaves; cosignatures only from configured keys.
+import {
+  bytesToHex,
+  cosignatureAcceptedWire,
+  cosignedTreeHeadWire,
+  cosignTreeHead,
+  decodeLeaf,
+  generateKeyPair,
+  groupProofWire,
+  idHash,
+  inclusionProofWire,
+  loggedLeavesWire,
+  logKeyWire,
+  MemoryTree,
+  parseTreeHeadJson,
+  runLogCommand,
+  treeHeadToJson,
+  verifyTreeHead,
+} from '@everdict/headlog';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_KEY } from '../http/testing/harness.js';
+import { HeadLog } from './head-log.js';
+import { finishedGroup, finishedRun, type ServedLog, sequenceAll, servedLog } from './testing/served.js';
+
+let s: ServedLog;
+beforeAll(async () => {
+  s = await servedLog();
+}, 300_000);
+afterAll(async () => {
+  await s?.close();
+});
+
+async function get(path: string, key: string | null = ADMIN_KEY) {
+  const res = await fetch(`${s.url}${path}`, { headers: key ? { authorization: `Bearer ${key}` } : {} });
+  return {
+    status: res.status,
+    type: res.headers.get('content-type') ?? '',
+    body: (await res.json()) as unknown,
+  };
+}
+
+async function segmentCount(): Promise<number> {
+  const db = s.t.core.internals.ldb.db;
+  const { rows } = await sql<{ n: unknown }>`SELECT count(*) AS n FROM record_segments`.execute(db);
+  return Number(rows[0]!.n);
+}
+
+describe('the head log in the control plane', { timeout: 300_000 }, () => {
+  it('logs every committed segment once, in dense index order, and the leaves name the record heads', async () => {
+    const runId = await finishedRun(s.t);
+    const group = await finishedGroup(s.t, 3);
+    const size = await sequenceAll(s.log);
+    expect(size).toBe(await segmentCount());
+    const db = s.t.core.internals.ldb.db;
+    const { rows } = await sql<{ idx: unknown; leaf: string; run_id: string }>`
+      SELECT idx, encode(leaf, 'hex') AS leaf, run_id FROM log_leaves ORDER BY idx`.execute(db);
+    expect(rows.map((r) => Number(r.idx))).toEqual([...Array(size).keys()]);
+    const { rows: pending } = await sql`SELECT 1 FROM log_pending`.execute(db);
+    expect(pending).toEqual([]);
+    // Every segment's head is a leaf of its run at its length.
+    const { rows: segs } = await sql<{ run_id: string; idx: number; head: string; tenant_id: string }>`
+      SELECT run_id, idx, head, tenant_id FROM record_segments`.execute(db);
+    const leaves = rows.map((r) => decodeLeaf(Uint8Array.from(Buffer.from(r.leaf, 'hex'))));
+    for (const seg of segs) {
+      const match = leaves.filter(
+        (l) => l.runHash === idHash(seg.run_id) && l.length === seg.idx + 1 && l.head === seg.head,
+      );
+      expect(match, `${seg.run_id}#${seg.idx}`).toHaveLength(1);
+      expect(match[0]!.tenantHash).toBe(idHash(seg.tenant_id));
+    }
+    const grouped = leaves.filter((l) => l.groupHash === idHash(group.id));
+    expect(new Set(grouped.map((l) => l.runHash))).toEqual(new Set(group.runs.map(idHash)));
+    expect(leaves.find((l) => l.runHash === idHash(runId))?.groupHash).toBeNull();
+  });
+
+  it('serves the wire contract: key, STH, proofs that verify against the recomputed tree', async () => {
+    const before = await sequenceAll(s.log);
+    await finishedRun(s.t);
+    const size = await sequenceAll(s.log);
+    const key = await get('/log/key', null);
+    expect(key.status).toBe(200);
+    expect(logKeyWire.parse(key.body).public_key).toBe(bytesToHex(s.logKey.publicKey));
+    const sthRes = await get('/log/sth', null);
+    const sth = parseTreeHeadJson(cosignedTreeHeadWire.parse(sthRes.body).sth);
+    expect(sth.treeSize).toBe(size);
+    verifyTreeHead(sth, s.logKey.publicKey);
+    // Recompute the tree from the served leaves; the signed root must be its root.
+    const tree = new MemoryTree();
+    for (let i = 0; i < size; i++) {
+      const raw = (await get(`/log/proof/inclusion?index=${i}&size=${size}`, null)).body;
+      expect(runLogCommand('log-verify-inclusion', JSON.stringify(raw)).exitCode).toBe(0);
+      tree.appendLeaf(inclusionProofWire.parse(raw).leaf);
+    }
+    expect(bytesToHex(tree.root())).toBe(sth.root);
+    for (const from of [0, 1, 2, size - 1, size]) {
+      const c = (await get(`/log/proof/consistency?from=${from}&to=${size}`, null)).body;
+      expect(runLogCommand('log-verify-consistency', JSON.stringify(c)).exitCode, `from ${from}`).toBe(0);
+      expect((c as { old_root: string }).old_root).toBe(bytesToHex(tree.rootAt(from)));
+    }
+    // Past STHs stay provable, and each is kept.
+    const first = cosignedTreeHeadWire.parse((await get(`/log/sth/${before}`, null)).body);
+    expect(first.sth.tree_size).toBe(String(before));
+    expect(first.sth.root).toBe(bytesToHex(tree.rootAt(before)));
+    // Refusals: problem+json, never 500.
+    for (const [path, status] of [
+      [`/log/proof/inclusion?index=${size}&size=${size}`, 404],
+      [`/log/proof/inclusion?index=0&size=${size + 5}`, 404],
+      ['/log/proof/inclusion?index=-1&size=2', 400],
+      ['/log/proof/consistency?from=3&to=2', 404],
+      ['/log/sth/999999', 404],
+      ['/log/sth/01', 400],
+    ] as const) {
+      const r = await get(path, null);
+      expect(r.status, path).toBe(status);
+      expect(r.type).toContain('application/problem+json');
+    }
+  });
+
+  it('a run’s and a group’s leaves need the key, are the tenant’s only, and verify in one STH', async () => {
+    const runId = await finishedRun(s.t);
+    const group = await finishedGroup(s.t, 2);
+    await sequenceAll(s.log);
+    expect((await get(`/runs/${runId}/log`, null)).status).toBe(401);
+    const other = await s.t.tenant('other-tenant');
+    expect((await get(`/runs/${runId}/log`, other)).status).toBe(404);
+    expect((await get(`/groups/${group.id}/proof`, other)).status).toBe(404);
+    const r = loggedLeavesWire.parse((await get(`/runs/${runId}/log`)).body);
+    expect(r.leaves.map((l) => decodeLeaf(Uint8Array.from(Buffer.from(l.leaf, 'hex'))).length)).toEqual([
+      1, 2,
+    ]);
+    for (const l of r.leaves) {
+      const inc = {
+        leaf: l.leaf,
+        index: l.index,
+        tree_size: Number(r.sth.sth.tree_size),
+        root: r.sth.sth.root,
+        path: l.path,
+      };
+      expect(runLogCommand('log-verify-inclusion', JSON.stringify(inc)).exitCode).toBe(0);
+    }
+    const p = groupProofWire.parse((await get(`/groups/${group.id}/proof`)).body);
+    expect(p.group_hash).toBe(idHash(group.id));
+    const runs = new Set(
+      p.leaves.map((l) => decodeLeaf(Uint8Array.from(Buffer.from(l.leaf, 'hex'))).runHash),
+    );
+    expect(runs).toEqual(new Set(group.runs.map(idHash)));
+    const atSize = loggedLeavesWire.parse(
+      (await get(`/groups/${group.id}/log?size=${p.sth.sth.tree_size}`)).body,
+    );
+    expect(atSize.leaves).toEqual(p.leaves);
+  });
+
+  it('keeps cosignatures from configured witnesses only, once each', async () => {
+    await finishedRun(s.t);
+    await sequenceAll(s.log);
+    const sth = parseTreeHeadJson(cosignedTreeHeadWire.parse((await get('/log/sth', null)).body).sth);
+    const post = (body: unknown) =>
+      fetch(`${s.url}/log/cosignatures`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const ok = await post({ sth: treeHeadToJson(sth), cosignature: cosignTreeHead(sth, s.witness) });
+    expect(ok.status).toBe(201);
+    expect(cosignatureAcceptedWire.parse(await ok.json())).toEqual({
+      tree_size: String(sth.treeSize),
+      cosignatures: 1,
+    });
+    const again = await post({ sth: treeHeadToJson(sth), cosignature: cosignTreeHead(sth, s.witness) });
+    expect(((await again.json()) as { cosignatures: number }).cosignatures).toBe(1);
+    const stranger = await post({
+      sth: treeHeadToJson(sth),
+      cosignature: cosignTreeHead(sth, generateKeyPair()),
+    });
+    expect(stranger.status).toBe(403);
+    const forged = { ...cosignTreeHead(sth, s.witness), signature: '00'.repeat(64) };
+    expect((await post({ sth: treeHeadToJson(sth), cosignature: forged })).status).toBe(400);
+    const other = { ...treeHeadToJson(sth), root: 'ab'.repeat(32) };
+    expect((await post({ sth: other, cosignature: cosignTreeHead(sth, s.witness) })).status).toBe(409);
+    expect((await post({ nonsense: true })).status).toBe(400);
+    const served = cosignedTreeHeadWire.parse((await get('/log/sth', null)).body);
+    expect(served.cosignatures).toEqual([cosignTreeHead(sth, s.witness)]);
+  });
+
+  it('signs a tree head at most once per interval while leaves arrive, and none when none arrive', async () => {
+    await sequenceAll(s.log);
+    let now = Date.now() + 10_000_000; // later than every STH so far
+    const h = new HeadLog(s.t.core.internals.ldb.db, {
+      key: s.logKey,
+      sthIntervalMs: 2_000,
+      clock: () => now,
+    });
+    await finishedRun(s.t);
+    const a = await h.pass();
+    expect(a.sequenced).toBeGreaterThan(0);
+    expect(a.signed?.treeSize).toBe(a.size);
+    await finishedRun(s.t);
+    now += 1_000;
+    const b = await h.pass();
+    expect(b.sequenced).toBeGreaterThan(0);
+    expect(b.signed).toBeNull(); // inside the interval: the leaves wait for the next STH
+    now += 1_000;
+    const c = await h.pass();
+    expect(c).toMatchObject({ sequenced: 0, size: b.size });
+    expect(c.signed?.treeSize).toBe(b.size);
+    now += 60_000;
+    expect((await h.pass()).signed).toBeNull(); // nothing new: no STH
+  });
+});

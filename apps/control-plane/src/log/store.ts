@@ -1,0 +1,199 @@
+// The head log's rows (migration 0016): pending leaves, sequenced leaves, write-once perfect nodes, signed
+// tree heads and cosignatures. Hashes cross the SQL boundary as lowercase hex (`encode`/`decode`), so the
+// same code runs on pg (Buffer) and PGlite (Uint8Array); bigints are read through `Number` (sizes stay
+// below 2^53). Every read that answers a proof is one batch.
+import {
+  bytesToHex,
+  type Cosignature,
+  type Hex,
+  type NodeId,
+  parseHash,
+  type SignedTreeHead,
+  type StoredNode,
+} from '@everdict/headlog';
+import { sql } from 'kysely';
+import { json } from '../db/numeric.js';
+import type { Executor } from '../db/tx.js';
+
+/** The advisory lock one sequencer holds (per transaction) across every replica of one database. */
+export const SEQUENCER_LOCK = 0x6865_6164_6c6f_67n; // "headlog"
+
+export interface PendingLeaf {
+  id: string;
+  tenantId: string;
+  runId: string;
+  groupId: string | null;
+  length: number;
+  head: Hex;
+}
+
+export interface SequencedLeaf {
+  index: number;
+  leaf: Uint8Array;
+  tenantId: string;
+  runId: string;
+  groupId: string | null;
+  length: number;
+}
+
+const num = (v: unknown): number => Number(v);
+const hexBytes = (h: string): Uint8Array => parseHash(h) ?? Uint8Array.from(Buffer.from(h, 'hex'));
+
+/** The number of sequenced leaves (the tree's size). */
+export async function treeSize(ex: Executor): Promise<number> {
+  const { rows } = await sql<{ n: unknown }>`SELECT coalesce(max(idx) + 1, 0) AS n FROM log_leaves`.execute(
+    ex,
+  );
+  return num(rows[0]?.n ?? 0);
+}
+
+/** Takes the sequencer's lock for this transaction, or says another replica holds it. */
+export async function tryLockSequencer(ex: Executor): Promise<boolean> {
+  const { rows } = await sql<{
+    ok: boolean;
+  }>`SELECT pg_try_advisory_xact_lock(${String(SEQUENCER_LOCK)}::bigint) AS ok`.execute(ex);
+  return rows[0]?.ok === true;
+}
+
+/** The oldest pending leaves (commit order, approximated by their sequence within what is visible). */
+export async function pendingLeaves(ex: Executor, limit: number): Promise<PendingLeaf[]> {
+  const { rows } = await sql<{
+    id: unknown;
+    tenant_id: string;
+    run_id: string;
+    group_id: string | null;
+    length: unknown;
+    head: string;
+  }>`SELECT id, tenant_id, run_id, group_id, length, head FROM log_pending ORDER BY id LIMIT ${limit}`.execute(
+    ex,
+  );
+  return rows.map((r) => ({
+    id: String(r.id),
+    tenantId: r.tenant_id,
+    runId: r.run_id,
+    groupId: r.group_id,
+    length: num(r.length),
+    head: r.head,
+  }));
+}
+
+/** Writes sequenced leaves and the nodes they completed, and removes their pending rows (one transaction). */
+export async function writeSequenced(
+  ex: Executor,
+  pendingIds: readonly string[],
+  leaves: readonly SequencedLeaf[],
+  nodes: readonly StoredNode[],
+): Promise<void> {
+  await sql`INSERT INTO log_leaves (idx, leaf, tenant_id, run_id, group_id, length)
+    SELECT x.idx, decode(x.leaf, 'hex'), x.tenant_id, x.run_id, x.group_id, x.length
+    FROM jsonb_to_recordset(${json(
+      leaves.map((l) => ({
+        idx: l.index,
+        leaf: bytesToHex(l.leaf),
+        tenant_id: l.tenantId,
+        run_id: l.runId,
+        group_id: l.groupId,
+        length: l.length,
+      })),
+    )}::jsonb) AS x(idx bigint, leaf text, tenant_id text, run_id text, group_id text, length int)`.execute(
+    ex,
+  );
+  await sql`INSERT INTO log_nodes (level, idx, hash)
+    SELECT x.level, x.idx, decode(x.hash, 'hex')
+    FROM jsonb_to_recordset(${json(
+      nodes.map((n) => ({ level: n.level, idx: n.index, hash: bytesToHex(n.hash) })),
+    )}::jsonb) AS x(level smallint, idx bigint, hash text)`.execute(ex);
+  await sql`DELETE FROM log_pending WHERE id IN (SELECT unnest(${pendingIds.map(String)}::bigint[]))`.execute(
+    ex,
+  );
+}
+
+/** The hashes of the named nodes, in the order named; `undefined` for a node not stored. */
+export async function readNodes(ex: Executor, ids: readonly NodeId[]): Promise<(Uint8Array | undefined)[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await sql<{ level: unknown; idx: unknown; hash: string }>`
+    SELECT n.level, n.idx, encode(n.hash, 'hex') AS hash FROM log_nodes n
+    JOIN jsonb_to_recordset(${json(ids.map((i) => ({ level: i.level, idx: i.index })))}::jsonb)
+      AS x(level smallint, idx bigint) ON n.level = x.level AND n.idx = x.idx`.execute(ex);
+  const byId = new Map(rows.map((r) => [`${num(r.level)}:${num(r.idx)}`, hexBytes(r.hash)]));
+  return ids.map((i) => byId.get(`${i.level}:${i.index}`));
+}
+
+/** Leaf bytes by index (the named ones that exist). */
+export async function readLeaf(ex: Executor, index: number): Promise<Uint8Array | undefined> {
+  const { rows } = await sql<{ leaf: string }>`
+    SELECT encode(leaf, 'hex') AS leaf FROM log_leaves WHERE idx = ${index}`.execute(ex);
+  return rows[0] ? Uint8Array.from(Buffer.from(rows[0].leaf, 'hex')) : undefined;
+}
+
+/** A tenant's run's (or group's) leaves below `size`, in index order. */
+export async function leavesOf(
+  ex: Executor,
+  by: { tenantId: string; runId: string } | { tenantId: string; groupId: string },
+  size: number,
+): Promise<{ index: number; leaf: Uint8Array }[]> {
+  const where =
+    'runId' in by
+      ? sql`tenant_id = ${by.tenantId} AND run_id = ${by.runId}`
+      : sql`tenant_id = ${by.tenantId} AND group_id = ${by.groupId}`;
+  const { rows } = await sql<{ idx: unknown; leaf: string }>`
+    SELECT idx, encode(leaf, 'hex') AS leaf FROM log_leaves WHERE ${where} AND idx < ${size}
+    ORDER BY idx`.execute(ex);
+  return rows.map((r) => ({ index: num(r.idx), leaf: Uint8Array.from(Buffer.from(r.leaf, 'hex')) }));
+}
+
+interface TreeHeadRow {
+  tree_size: unknown;
+  root: string;
+  timestamp_ms: unknown;
+  log_id: string;
+  signature: string;
+}
+const toTreeHead = (r: TreeHeadRow): SignedTreeHead => ({
+  treeSize: num(r.tree_size),
+  root: r.root,
+  timestampMs: num(r.timestamp_ms),
+  logId: r.log_id,
+  signature: r.signature,
+});
+
+export async function insertTreeHead(ex: Executor, sth: SignedTreeHead): Promise<void> {
+  await sql`INSERT INTO log_tree_heads (tree_size, root, timestamp_ms, log_id, signature)
+    VALUES (${sth.treeSize}, ${sth.root}, ${sth.timestampMs}, ${sth.logId}, ${sth.signature})
+    ON CONFLICT (tree_size) DO NOTHING`.execute(ex);
+}
+
+/** The newest STH (`cosigned`: the newest one holding at least one cosignature). */
+export async function latestTreeHead(
+  ex: Executor,
+  opts: { cosigned?: boolean } = {},
+): Promise<SignedTreeHead | undefined> {
+  const { rows } = opts.cosigned
+    ? await sql<TreeHeadRow>`SELECT h.* FROM log_tree_heads h
+        WHERE EXISTS (SELECT 1 FROM log_cosignatures c WHERE c.tree_size = h.tree_size)
+        ORDER BY h.tree_size DESC LIMIT 1`.execute(ex)
+    : await sql<TreeHeadRow>`SELECT * FROM log_tree_heads ORDER BY tree_size DESC LIMIT 1`.execute(ex);
+  return rows[0] ? toTreeHead(rows[0]) : undefined;
+}
+
+export async function treeHeadAt(ex: Executor, size: number): Promise<SignedTreeHead | undefined> {
+  const { rows } = await sql<TreeHeadRow>`SELECT * FROM log_tree_heads WHERE tree_size = ${size}`.execute(ex);
+  return rows[0] ? toTreeHead(rows[0]) : undefined;
+}
+
+export async function cosignaturesOf(ex: Executor, size: number): Promise<Cosignature[]> {
+  const { rows } = await sql<{ witness: string; signature: string }>`
+    SELECT witness, signature FROM log_cosignatures WHERE tree_size = ${size} ORDER BY created_at, witness`.execute(
+    ex,
+  );
+  return rows.map((r) => ({ witness: r.witness, signature: r.signature }));
+}
+
+/** Keeps a cosignature once per witness; answers how many the STH now holds. */
+export async function addCosignature(ex: Executor, size: number, c: Cosignature): Promise<number> {
+  await sql`INSERT INTO log_cosignatures (tree_size, witness, signature) VALUES (${size}, ${c.witness}, ${c.signature})
+    ON CONFLICT (tree_size, witness) DO NOTHING`.execute(ex);
+  const { rows } = await sql<{ n: unknown }>`
+    SELECT count(*) AS n FROM log_cosignatures WHERE tree_size = ${size}`.execute(ex);
+  return num(rows[0]?.n ?? 0);
+}

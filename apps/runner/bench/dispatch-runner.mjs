@@ -1,0 +1,254 @@
+#!/usr/bin/env node
+// Benchmark `dispatch.runner`: command runs (`true`) created → leased → executed → settled per second by ONE
+// everdict-runner of 16 slots against the built control plane on PostgreSQL, side by side, in the same
+// process, with (1) a raw loop of the same `bwrap … true` sandboxes (16 at a time) and (2) graphile-worker
+// 0.17.3 running the same `bwrap … true` jobs (concurrency 16) on the same PostgreSQL server; then queued →
+// started latency (p50/p99) of runs created one at a time with the runner idle.
+//
+// Needs: the built control plane, runner and client (`pnpm --filter @everdict/runner... --filter
+// @everdict/control-plane... build`), bubblewrap, and a live PostgreSQL (EVERDICT_BENCH_DATABASE_URL, else
+// EVERDICT_TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test) — each side gets a fresh database
+// created on that server and dropped after. BENCH_RUNS (default 200), BENCH_LATENCY_RUNS (default 40).
+//
+// `benchDispatchRunner(options)` is exported for apps/control-plane/bench/dispatch.mjs; run directly it
+// prints one line: BENCH dispatch.runner {…}.
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startControlPlane } from '@everdict/client/testing';
+import { sandboxArgs } from '@everdict/placement-process';
+
+// graphile-worker and pg are the control plane's (dev)dependencies: resolved from there, same versions.
+const cpRequire = createRequire(new URL('../../control-plane/package.json', import.meta.url));
+const pg = cpRequire('pg');
+const graphile = await import(cpRequire.resolve('graphile-worker'));
+
+const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const SLOTS = 16;
+
+function scratch(prefix) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  chmodSync(dir, 0o711);
+  return dir;
+}
+
+async function onServer(base, sql) {
+  const c = new pg.Client({ connectionString: base });
+  await c.connect();
+  try {
+    return await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+function dbUrl(base, database) {
+  const u = new URL(base);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+
+/** N × `bwrap <the process driver's sandbox args> true`, `concurrency` at a time. */
+function bwrapTrue(workspace) {
+  const args = [...sandboxArgs({ kind: 'default' }, workspace, 'none'), '--chdir', '/workspace', 'true'];
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.env.EVERDICT_BWRAP ?? 'bwrap', args, { stdio: 'ignore' });
+    p.once('error', reject);
+    p.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bwrap exited ${code}`))));
+  });
+}
+
+async function pool(n, concurrency, fn) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
+}
+
+async function rawBwrap(n, workspace) {
+  const t0 = performance.now();
+  await pool(n, SLOTS, () => bwrapTrue(workspace));
+  return n / ((performance.now() - t0) / 1000);
+}
+
+async function graphileBwrap(connectionString, n, workspace) {
+  const quiet = new graphile.Logger(() => () => undefined);
+  let done = 0;
+  let finished;
+  const all = new Promise((r) => {
+    finished = r;
+  });
+  const runner = await graphile.run({
+    connectionString,
+    concurrency: SLOTS,
+    noHandleSignals: true,
+    pollInterval: 1000,
+    logger: quiet,
+    taskList: {
+      bwrap: async () => {
+        await bwrapTrue(workspace);
+        done += 1;
+        if (done === n) finished();
+      },
+    },
+  });
+  const utils = await graphile.makeWorkerUtils({ connectionString, logger: quiet });
+  try {
+    const t0 = performance.now();
+    await pool(n, SLOTS, () => utils.addJob('bwrap', {}));
+    await all;
+    return n / ((performance.now() - t0) / 1000);
+  } finally {
+    await utils.release();
+    await runner.stop();
+  }
+}
+
+async function post(url, key, path, body) {
+  const r = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const json = await r.json();
+  if (r.status >= 300) throw new Error(`${path}: ${r.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function waitCount(client, sql, target) {
+  for (;;) {
+    const { rows } = await client.query(sql);
+    if (Number(rows[0].n) >= target) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * Runs the three measurements; returns the figures (runs/s of each side, the ratios, the latency).
+ * `base`: a PostgreSQL server URL (a database on it is created per side and dropped).
+ */
+export async function benchDispatchRunner({
+  base = process.env.EVERDICT_BENCH_DATABASE_URL ??
+    process.env.EVERDICT_TEST_DATABASE_URL ??
+    'postgres://postgres@127.0.0.1:5432/test',
+  runs = Number(process.env.BENCH_RUNS ?? 200),
+  latencyRuns = Number(process.env.BENCH_LATENCY_RUNS ?? 40),
+  log = () => {},
+} = {}) {
+  const suffix = randomBytes(4).toString('hex');
+  const cpDb = `everdict_bench_runner_${suffix}`;
+  const gwDb = `everdict_bench_graphile_${suffix}`;
+  const work = scratch('everdict-bench-runner-');
+  const workspace = join(work, 'ws');
+  mkdirSync(workspace, { mode: 0o777 });
+  chmodSync(workspace, 0o777);
+  await onServer(base, `CREATE DATABASE ${cpDb}`);
+  await onServer(base, `CREATE DATABASE ${gwDb}`);
+  let cp;
+  let runner;
+  const db = new pg.Client({ connectionString: dbUrl(base, cpDb) });
+  try {
+    // 1. Baselines first (nothing else running): the raw bwrap loop, then graphile-worker.
+    await rawBwrap(SLOTS, workspace); // warm the page cache
+    const bwrapPerSec = await rawBwrap(runs, workspace);
+    log(`raw bwrap: ${bwrapPerSec.toFixed(1)}/s`);
+    const graphilePerSec = await graphileBwrap(dbUrl(base, gwDb), runs, workspace);
+    log(`graphile-worker: ${graphilePerSec.toFixed(1)}/s`);
+
+    // 2. The control plane (built, PostgreSQL) and one runner of 16 slots, as child processes.
+    cp = await startControlPlane({
+      dataDir: join(work, 'cp'),
+      env: { DATABASE_URL: dbUrl(base, cpDb), EVERDICT_EMBEDDED_RUNNER: '0' },
+    });
+    const { token } = await post(cp.url, cp.apiKey, '/runners/pairing-tokens', {});
+    const state = join(work, 'runner-state');
+    const paired = spawnSync(
+      process.execPath,
+      [CLI, 'pair', cp.url, token, '--name', 'bench', '--slots', String(SLOTS), '--state-dir', state],
+      { encoding: 'utf8' },
+    );
+    if (paired.status !== 0) throw new Error(`pair: ${paired.stderr}`);
+    runner = spawn(process.execPath, [CLI, 'start', '--state-dir', state, '--slots', String(SLOTS)], {
+      env: { ...process.env, EVERDICT_PLACEMENT_DIR: join(work, 'placement') },
+      stdio: ['ignore', 'ignore', process.env.BENCH_DEBUG ? 'inherit' : 'ignore'],
+    });
+    await db.connect();
+    const settledSql = `SELECT count(*) AS n FROM runs WHERE kind = 'command' AND status IN ('succeeded', 'failed')`;
+    const create = () =>
+      post(cp.url, cp.apiKey, '/runs', { kind: 'command', subject: { command: ['true'] } });
+
+    // Warm-up: the runner connected, a sandbox made, the code paths hot.
+    for (let i = 0; i < SLOTS; i++) await create();
+    await waitCount(db, settledSql, SLOTS);
+
+    // 3. Throughput: N runs created (16 clients), until the last one settled.
+    const t0 = performance.now();
+    await pool(runs, SLOTS, create);
+    await waitCount(db, settledSql, SLOTS + runs);
+    const runnerPerSec = runs / ((performance.now() - t0) / 1000);
+    const { rows: bad } = await db.query(
+      `SELECT count(*) AS n FROM runs WHERE kind = 'command' AND status <> 'succeeded'`,
+    );
+    log(`runner: ${runnerPerSec.toFixed(1)}/s (${bad[0].n} not succeeded)`);
+
+    // 4. Latency with the runner idle: one run at a time, created_at → started_at.
+    const lat = [];
+    for (let i = 0; i < latencyRuns; i++) {
+      const { run } = await create();
+      for (;;) {
+        const { rows } = await db.query(
+          'SELECT status, extract(epoch FROM (started_at - created_at)) * 1000 AS ms FROM runs WHERE id = $1',
+          [run.id],
+        );
+        if (rows[0].status === 'succeeded' || rows[0].status === 'failed') {
+          lat.push(Number(rows[0].ms));
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    }
+    lat.sort((a, b) => a - b);
+    return {
+      runs,
+      slots: SLOTS,
+      runnerPerSec: Math.round(runnerPerSec * 10) / 10,
+      bwrapPerSec: Math.round(bwrapPerSec * 10) / 10,
+      graphilePerSec: Math.round(graphilePerSec * 10) / 10,
+      vsGraphile: Math.round((runnerPerSec / graphilePerSec) * 100) / 100,
+      vsBwrap: Math.round((runnerPerSec / bwrapPerSec) * 100) / 100,
+      notSucceeded: Number(bad[0].n),
+      queuedToStartedMs: {
+        p50: Math.round(quantile(lat, 0.5) * 10) / 10,
+        p99: Math.round(quantile(lat, 0.99) * 10) / 10,
+        n: lat.length,
+      },
+    };
+  } finally {
+    await db.end().catch(() => {});
+    if (runner && runner.exitCode === null) {
+      const exited = new Promise((r) => runner.once('exit', r));
+      runner.kill('SIGTERM');
+      await exited;
+    }
+    await cp?.stop().catch(() => {});
+    await onServer(base, `DROP DATABASE IF EXISTS ${cpDb} WITH (FORCE)`).catch(() => {});
+    await onServer(base, `DROP DATABASE IF EXISTS ${gwDb} WITH (FORCE)`).catch(() => {});
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const figures = await benchDispatchRunner({
+    log: (m) => process.stderr.write(`${m}\n`),
+  });
+  process.stdout.write(`BENCH dispatch.runner ${JSON.stringify(figures)}\n`);
+  process.exit(0);
+}
