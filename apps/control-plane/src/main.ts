@@ -9,13 +9,14 @@ import { serve } from '@hono/node-server';
 import { buildApp } from './app.js';
 import { generateApiKey } from './auth/secrets.js';
 import { ConfigError, loadConfig } from './config.js';
+import { startCore } from './core.js';
 import { openDatabase } from './db/database.js';
 import { parseWitnessKeys } from './log/index.js';
 import { announceBootstrap } from './observability/bootstrap-banner.js';
 import { createLogger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
 import { type EmbeddedRunner, pairEmbeddedRunner } from './runners/embedded.js';
-import { scriptedJudge, startCore } from './services/index.js';
+import { scriptedJudge } from './services/index.js';
 import { openTrajectoryStore } from './trajectory/store.js';
 
 async function main(): Promise<void> {
