@@ -11,13 +11,14 @@ import { buildApp } from './app.js';
 import { generateApiKey } from './auth/secrets.js';
 import { ConfigError, loadConfig } from './config.js';
 import { consoleSource } from './console/source.js';
+import { startCore } from './core.js';
 import { openDatabase } from './db/database.js';
 import { parseWitnessKeys } from './log/index.js';
 import { announceBootstrap } from './observability/bootstrap-banner.js';
 import { createLogger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
 import { type EmbeddedRunner, pairEmbeddedRunner } from './runners/embedded.js';
-import { scriptedJudge, startCore } from './services/index.js';
+import { scriptedJudge } from './services/index.js';
 import { terminalServer } from './sessions/terminal.js';
 import { openTrajectoryStore } from './trajectory/store.js';
 

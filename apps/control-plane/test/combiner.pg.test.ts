@@ -3,8 +3,9 @@
 import { tenantPolicy } from '@everdict/admission';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgAdmissionStore } from '../src/admission-store/pg-admission-store.js';
+import { type Core, startCore } from '../src/core.js';
 import { ControlPlaneError } from '../src/errors.js';
-import { type Core, type Principal, startCore } from '../src/services/index.js';
+import type { Principal } from '../src/services/index.js';
 import { OFFLINE_RUNNER } from './core.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
 

@@ -3,8 +3,9 @@
 import { configureTenant } from '@everdict/admission';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgAdmissionStore } from '../src/admission-store/pg-admission-store.js';
+import { type Core, startCore } from '../src/core.js';
 import { numeric } from '../src/db/numeric.js';
-import { type Core, type Principal, startCore } from '../src/services/index.js';
+import type { Principal } from '../src/services/index.js';
 import { eventually, OFFLINE_RUNNER } from './core.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
 

@@ -1,7 +1,8 @@
 // A started core on a fresh test database, with a bootstrap admin principal.
 
+import { type Core, startCore } from '../src/core.js';
 import { declaredRunner } from '../src/executors/registry.js';
-import { type Core, type CoreOptions, startCore } from '../src/services/index.js';
+import type { CoreOptions } from '../src/services/index.js';
 import type { Principal } from '../src/services/types.js';
 import { testDatabase } from './db.js';
 

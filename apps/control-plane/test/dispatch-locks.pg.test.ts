@@ -4,10 +4,11 @@
 // READ COMMITTED the locked row is re-read at its latest version). Runs only with EVERDICT_TEST_DATABASE_URL.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Core, startCore } from '../src/core.js';
 import { type Finished, planSettle, writeSettle } from '../src/scheduler/batch-transitions.js';
 import { claimAndStart } from '../src/scheduler/claim-start.js';
 import { INLINE_KINDS } from '../src/scheduler/dispatch-loop.js';
-import { type Core, type Principal, startCore } from '../src/services/index.js';
+import type { Principal } from '../src/services/index.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
 
 announceSkippedLiveSuite('test/dispatch-locks.pg.test.ts');

@@ -12,7 +12,7 @@ import {
 } from '@everdict/headlog';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Core, startCore } from '../src/services/index.js';
+import { type Core, startCore } from '../src/core.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
 
 announceSkippedLiveSuite('test/headlog-replicas.pg.test.ts');

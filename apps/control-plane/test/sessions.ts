@@ -8,8 +8,9 @@ import { type TenantPolicyInput, tenantPolicy } from '@everdict/admission';
 import { ProcessDriver } from '@everdict/placement-process';
 import { PgAdmissionStore } from '../src/admission-store/pg-admission-store.js';
 import { type BuiltApp, buildApp } from '../src/app.js';
+import { type Core, startCore } from '../src/core.js';
 import type { LedgerDatabase } from '../src/db/database.js';
-import { type Core, startCore, type TenantPolicy } from '../src/services/index.js';
+import type { TenantPolicy } from '../src/services/index.js';
 import { openTrajectoryStore } from '../src/trajectory/store.js';
 import { testDatabase } from './db.js';
 

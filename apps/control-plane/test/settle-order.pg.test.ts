@@ -3,10 +3,11 @@
 // rows), so no transaction may ever end in a deadlock (40P01). Runs only with EVERDICT_TEST_DATABASE_URL.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Core, startCore } from '../src/core.js';
 import { type Finished, settleMany } from '../src/scheduler/batch-transitions.js';
 import { claimAndStart } from '../src/scheduler/claim-start.js';
 import { INLINE_KINDS } from '../src/scheduler/dispatch-loop.js';
-import { type Core, type Principal, startCore } from '../src/services/index.js';
+import type { Principal } from '../src/services/index.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
 
 announceSkippedLiveSuite('test/settle-order.pg.test.ts');

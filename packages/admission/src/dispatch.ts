@@ -1,5 +1,6 @@
 // Dispatch and settle around the store: dequeue honors WFQ, class priority + aging and per-tenant quotas
 // (all inside the store's one atomic claim); release settles a run; cancelTree applies the cascade.
+import type { TerminalStatus } from '@everdict/run-model';
 import { type CascadeOptOut, cascade } from './cascade.js';
 import type { Actuals } from './envelope.js';
 import { AdmissionError } from './errors.js';
@@ -37,7 +38,7 @@ export function dequeue(store: AdmissionStore, capacity: number, now: number): P
 export interface Release {
   readonly tenant: string;
   readonly runId: string;
-  readonly status: 'succeeded' | 'failed' | 'cancelled';
+  readonly status: TerminalStatus;
   /** Actual usd/tokens the run spent; charged to its envelope and every ancestor. */
   readonly actuals?: Partial<Actuals>;
 }

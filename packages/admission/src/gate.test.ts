@@ -95,6 +95,15 @@ describe('the gate order', () => {
     });
   });
 
+  it('refuses depth at the tighter of the tenant bound and the bound of the cause (a subscription maxDepth)', () => {
+    // Causer at depth 0 (snapshot 6): the new run has depth 1, within the tenant's bound of 2.
+    const at = (maxCausalDepth: number) => {
+      const v = decide(snapshot(6), parseAdmissionRequest({ ...request, maxCausalDepth }), NOW);
+      return 'prior' in v ? 'prior' : v.decision.outcome === 'refused' ? v.decision.rule : 'admitted';
+    };
+    expect([at(0), at(1), at(5)]).toEqual(['depth', 'admitted', 'admitted']);
+  });
+
   it('checks the session pool instead of the queue for held-open runs', () => {
     const session = parseAdmissionRequest(
       task('t', 's1', { kind: 'sandbox', lifetime: 'session', cause: 'event' }),

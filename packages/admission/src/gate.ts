@@ -137,13 +137,9 @@ export function decide(
     );
   }
   const depth = causer ? causer.depth + 1 : 0;
-  if (depth > policy.maxCausalDepth) {
-    return refuse(
-      request,
-      'depth',
-      { when: 'never' },
-      `causal depth ${depth} exceeds ${policy.maxCausalDepth}`,
-    );
+  const maxDepth = Math.min(policy.maxCausalDepth, request.maxCausalDepth ?? policy.maxCausalDepth);
+  if (depth > maxDepth) {
+    return refuse(request, 'depth', { when: 'never' }, `causal depth ${depth} exceeds ${maxDepth}`);
   }
 
   // 4. class assignment.

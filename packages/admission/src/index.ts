@@ -37,7 +37,7 @@ export {
   settleOnPath,
 } from './envelope.js';
 export { AdmissionError, type AdmissionErrorCode, httpStatusOf } from './errors.js';
-export { FairQueue, type QueueItem } from './fair-queue.js';
+export { FairQueue, LANE, type QueueItem } from './fair-queue.js';
 export { admit, admitTrusted, decide, type Verdict } from './gate.js';
 export { IndexedHeap } from './heap.js';
 export { MemoryAdmissionStore } from './memory-store.js';
@@ -65,8 +65,10 @@ export type {
   Dispatch,
   RunSlot,
   Settlement,
+  SettleRefusal,
   SettleResult,
   SyncAdmissionSteps,
   TenantLoad,
 } from './store.js';
-export { hasSyncSteps } from './store.js';
+export { hasSyncSteps, settleRefusal } from './store.js';
+export { AGED_LANE, finishTag, isContinuing } from './wfq.js';

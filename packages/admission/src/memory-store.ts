@@ -2,7 +2,6 @@
 // same unit a SQL store gets from one transaction. For tests, demos and one process. The async methods
 // are the `AdmissionStore` interface; the `…Sync` twins (`SyncAdmissionSteps`) are the same steps
 // without a promise, which the gate uses when it sees them.
-import { isTerminalStatus } from '@everdict/run-model';
 import type { CausalNode } from './cascade.js';
 import { admittedEnvelope, type Envelope, rootEnvelope, settledEnvelope } from './envelope.js';
 import { blocks, type EnvNode, NO_LOAD, pathBlocks, pathOf, TenantState } from './memory-tenant.js';
@@ -10,17 +9,18 @@ import { type GlobalPolicy, globalPolicy, type TenantPolicy } from './policy.js'
 import { RunIndex } from './run-index.js';
 import { RunTable } from './run-table.js';
 import { adjust, type SessionLoad, sessionBlock } from './session-pool.js';
-import type {
-  AdmissionKey,
-  AdmissionPlan,
-  AdmissionSnapshot,
-  AdmissionStore,
-  CommitResult,
-  Dispatch,
-  RunSlot,
-  Settlement,
-  SettleResult,
-  SyncAdmissionSteps,
+import {
+  type AdmissionKey,
+  type AdmissionPlan,
+  type AdmissionSnapshot,
+  type AdmissionStore,
+  type CommitResult,
+  type Dispatch,
+  type RunSlot,
+  type Settlement,
+  type SettleResult,
+  type SyncAdmissionSteps,
+  settleRefusal,
 } from './store.js';
 import { Wfq } from './wfq.js';
 
@@ -244,9 +244,8 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
     if (!t || r < 0) return { settled: false, reason: 'unknown_run' };
     const table = this.table;
     const from = table.statusOf(r);
-    if (isTerminalStatus(from)) return { settled: false, reason: 'already_settled' };
-    if (s.ifStatus !== undefined && from !== s.ifStatus) return { settled: false, reason: 'status_changed' };
-    if (from === 'queued' && s.status === 'succeeded') return { settled: false, reason: 'not_started' };
+    const refused = settleRefusal(from, s);
+    if (refused !== null) return { settled: false, reason: refused };
     const member = table.member[r] === 1;
     if (from === 'queued') {
       this.queue.remove(t.queue, r);

@@ -29,6 +29,11 @@ export const AdmissionRequest = z.object({
   estimate: z
     .object({ usd: z.number().nonnegative().default(0), tokens: z.number().nonnegative().default(0) })
     .optional(),
+  /**
+   * A tighter causal-depth bound from whatever causes this run (a subscription's maxDepth): the gate's one
+   * depth guard refuses at min(this, the tenant's maxCausalDepth).
+   */
+  maxCausalDepth: z.number().int().nonnegative().optional(),
   /** Expected run time once dispatched (a session's TTL); feeds 429 retry hints. */
   expectedDurationMs: z.number().int().positive().optional(),
 });

@@ -2,7 +2,15 @@
 // or one transaction — so a PostgreSQL store can implement it with conditional UPDATEs
 // (`… WHERE in_flight < in_flight_cap`) and `FOR UPDATE SKIP LOCKED` claims. Kernels decide; stores apply.
 // Every method is tenant-scoped except the global claim and global policy.
-import type { RunCause, RunClass, RunKind, RunLifetime, RunStatus } from '@everdict/run-model';
+import {
+  isTerminalStatus,
+  type RunCause,
+  type RunClass,
+  type RunKind,
+  type RunLifetime,
+  type RunStatus,
+  type TerminalStatus,
+} from '@everdict/run-model';
 import type { CausalNode } from './cascade.js';
 import type { Admitted } from './decision.js';
 import type { Actuals, Envelope } from './envelope.js';
@@ -113,18 +121,31 @@ export interface Dispatch {
 export interface Settlement {
   readonly tenant: string;
   readonly runId: string;
-  readonly status: 'succeeded' | 'failed' | 'cancelled';
+  readonly status: TerminalStatus;
   readonly actuals: Actuals;
   readonly now: number;
   /** Settle only if the run is still in this status (e.g. cancel a queued run unless it was claimed). */
   readonly ifStatus?: RunStatus;
 }
 
+export type SettleRefusal = 'already_settled' | 'status_changed' | 'not_started';
+
+/** The one settle rule, every store's: why a run in status `from` may not settle as `s` asks (null: it may). */
+export function settleRefusal(
+  from: RunStatus,
+  s: Pick<Settlement, 'status' | 'ifStatus'>,
+): SettleRefusal | null {
+  if (isTerminalStatus(from)) return 'already_settled';
+  if (s.ifStatus !== undefined && from !== s.ifStatus) return 'status_changed';
+  if (from === 'queued' && s.status === 'succeeded') return 'not_started';
+  return null;
+}
+
 export type SettleResult =
   | { readonly settled: true; readonly from: RunStatus; readonly slot: RunSlot }
   | {
       readonly settled: false;
-      readonly reason: 'unknown_run' | 'already_settled' | 'status_changed' | 'not_started';
+      readonly reason: 'unknown_run' | SettleRefusal;
     };
 
 export interface AdmissionStore {

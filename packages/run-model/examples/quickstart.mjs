@@ -83,7 +83,7 @@ export function main() {
     maxDepth: 3,
   });
   const verdict = matchEvent(sub, event)
-    ? causationCheck({ sub, event, causingRun: failed.run, causalDepth: 0, now: now(5) })
+    ? causationCheck({ sub, event, causingRun: failed.run, now: now(5) })
     : undefined;
 
   return {

@@ -10,7 +10,7 @@ describe('examples/quickstart.mjs (the README example)', () => {
       secondSettle: 'already_terminal',
       group: { kind: 'scorecard', status: 'failed' },
       passRates: ['exit_code=0', 'output_contains=1'],
-      trigger: { allowed: true, depth: 1 },
+      trigger: { allowed: true },
     });
   });
 });

@@ -77,9 +77,9 @@ export function matchEvent(sub: Pick<Subscription, 'tenant' | 'selector'>, event
   return Object.entries(sub.selector.filter).every(([path, want]) => read(event.data, path) === want);
 }
 
-export type CausationRefusal = 'disabled' | 'self_cause' | 'depth_exceeded' | 'cooldown';
+export type CausationRefusal = 'disabled' | 'self_cause' | 'cooldown';
 export type CausationVerdict =
-  | { allowed: true; depth: number }
+  | { allowed: true }
   | { allowed: false; reason: CausationRefusal; detail: string };
 
 export interface CausationCheck {
@@ -87,8 +87,6 @@ export interface CausationCheck {
   event: PlatformEvent;
   /** The run the event is about, when the event came from a run. */
   causingRun?: Pick<Run, 'id' | 'kind' | 'subject' | 'origin'>;
-  /** The causing run's depth in the causal tree (0 for a root run); see `causalDepth`. */
-  causalDepth: number;
   /** When this subscription last fired, if ever. */
   lastFiredAt?: string;
   now: string;
@@ -105,8 +103,9 @@ function agentOf(run: { kind: string; subject: unknown }): string | undefined {
  *   disabled        the subscription is switched off
  *   self_cause      the causing run was created by this same subscription, or is a run of the very
  *                   agent the subscription would activate (an agent never wakes itself)
- *   depth_exceeded  the new run's depth (causing run's depth + 1; 0 without a causing run) > maxDepth
  *   cooldown        the subscription fired less than cooldownMs ago
+ * Causal depth is not checked here: the subscription's `maxDepth` goes to admission with the run it
+ * creates (`maxCausalDepth` of the admission request), whose one depth guard refuses past it.
  */
 export function causationCheck(check: CausationCheck): CausationVerdict {
   const { sub, causingRun } = check;
@@ -125,10 +124,6 @@ export function causationCheck(check: CausationCheck): CausationVerdict {
       return { allowed: false, reason: 'self_cause', detail: `agent ${agent} would wake itself` };
     }
   }
-  const depth = causingRun ? check.causalDepth + 1 : 0;
-  if (depth > sub.maxDepth) {
-    return { allowed: false, reason: 'depth_exceeded', detail: `depth ${depth} > maxDepth ${sub.maxDepth}` };
-  }
   if (check.lastFiredAt !== undefined) {
     const since = toMillis(check.now) - toMillis(check.lastFiredAt);
     if (since < sub.cooldownMs) {
@@ -139,7 +134,7 @@ export function causationCheck(check: CausationCheck): CausationVerdict {
       };
     }
   }
-  return { allowed: true, depth };
+  return { allowed: true };
 }
 
 /** A refused verdict as the package's error (`causation_refused`, 429), for callers that throw. */
@@ -151,27 +146,6 @@ export function causationError(
     reason: verdict.reason,
     subscriptionId: subId,
   });
-}
-
-/**
- * A run's causal depth: how many `origin.causedByRunId` edges lead up from it to a root. `lookup`
- * returns a run's origin by id (undefined when unknown: the walk stops there). A cycle is bad data and
- * is reported as Infinity, which no maxDepth admits.
- */
-export function causalDepth(
-  run: Pick<Run, 'id' | 'origin'>,
-  lookup: (runId: string) => Pick<Run, 'id' | 'origin'> | undefined,
-): number {
-  const seen = new Set<string>([run.id]);
-  let depth = 0;
-  let parentId = run.origin.causedByRunId;
-  while (parentId !== undefined) {
-    if (seen.has(parentId)) return Number.POSITIVE_INFINITY;
-    seen.add(parentId);
-    depth += 1;
-    parentId = lookup(parentId)?.origin.causedByRunId;
-  }
-  return depth;
 }
 
 /**

@@ -1,99 +1,244 @@
-// claim (the AdmissionStore's `claim`): up to `capacity` queued runs in fair-queue order — aged items first
-// (oldest first), then interactive > background > batch by least finish tag — skipping tenants at their
-// concurrency quota. Candidate rows are locked with FOR UPDATE SKIP LOCKED (queue row and slot together),
-// quotas re-checked under the tenant row's lock: two replicas never dispatch one run twice, nor past a quota.
-// Waits happen only on tenant rows (sorted) and virtual-time rows (sorted by lane), after every skip-locked
-// row. The control plane's dispatch lane does not come here: scheduler/claim-start.ts claims and starts its
-// runs in one statement, locking each candidate's `runs` row before its queue row.
-import { type Dispatch, globalPolicy } from '@everdict/admission';
+// The claim: up to `capacity` queued runs in admission's dispatch order (its kernel, wfq.ts `Wfq.next`), in
+// ONE statement. The admission store's `claim` runs it alone; the dispatch lanes' claimAndStart
+// (scheduler/claim-start.ts) runs it with the ledger's half (`ClaimLedger`: the run rows locked with the
+// queue rows, then started) — one order, one set of locks and writes, whoever claims.
+//
+// Order — the kernel's, from the same state (wfq.ts explains the rules):
+//   arm 0, aged: the tenants whose oldest visible queued entry waited ≥ the stored `agingMs` (below their
+//     quota). Each starts at aged_start (still aged: `isContinuing`) or, promoted now, at
+//     max(aged_start + aged_n / weight, the aged clock) with aged_n = 0; its j-th aged entry (oldest first)
+//     is tagged start + (aged_n + j) / weight; entries in (tag, seq) order. Only the `window` tenants with the
+//     least first tags can hold the first `window` entries, so only they are expanded.
+//   arm 1, young: lane (interactive > background > batch), least finish tag, seq — one ordered index scan.
+// A tenant gets at most `max_concurrent − running` (read from its locked row), so reaching its quota mid-claim
+// drops its later entries, as the kernel's blocking does. `now` must not go backwards between claims.
+//
+// Locks, in the control plane's lock order (settle-many.ts): the ledger's run rows (if any), queue rows and
+// slots FOR UPDATE … SKIP LOCKED (a row another claim or a settle holds is skipped, never waited for); then
+// the tenant rows, sorted (the only waits) — the candidates' and the newly promoted tenants'; then the
+// virtual-time rows, sorted by lane (lane 3: the aged clock), gated behind the tenant rows.
+//
+// Writes: queue entries deleted, slots → running since `now`, tenant counters (running +k, queued −k per
+// class), aged state (promotion, aged_n + served, aged_at = now; NULL once at quota — blocking forgets it),
+// class clocks GREATEST(v, finish) and the aged clock GREATEST(v, tag).
+import { AGED_LANE, type Dispatch, globalPolicy } from '@everdict/admission';
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
-import { json, numeric } from '../db/numeric.js';
+import { numeric } from '../db/numeric.js';
+import { prepared } from '../db/prepared.js';
 import type { Executor, Tx } from '../db/tx.js';
 import { QUEUED_COLUMN } from './rows.js';
 
-interface Candidate {
+type Fragment = ReturnType<typeof sql>;
+
+const DEFAULT_AGING_MS = globalPolicy().agingMs;
+
+/** What a claim can take: these kinds (all when undefined), this tenant only, extra conditions on `runs r`. */
+export interface ClaimFilter {
+  kinds?: readonly string[] | undefined;
+  tenant?: string | undefined;
+}
+
+/** The ledger's half of a claim (scheduler/claim-start.ts): its run rows, locked and started with the claim. */
+export interface ClaimLedger {
+  /** Joined into the candidates: `JOIN runs r …` and conditions on it (`AND …`). */
+  join: Fragment;
+  where: Fragment;
+  /** The tables locked with the queue rows and slots, before them: e.g. `r,`. */
+  lockFirst: Fragment;
+  /** The candidate's tenant as its run row says (a mismatch is never claimed). */
+  runTenant: Fragment;
+  /** CTEs after the admission writes (reading `pick`), each followed by a comma. */
+  ctes: Fragment;
+  /** The statement's final SELECT. */
+  select: Fragment;
+  /** Statement name for the prepared-statement cache. */
+  name: string;
+}
+
+/** One claimed row as the final SELECT of a store claim returns it. */
+export interface ClaimedRow {
   run_id: string;
   tenant: string;
   class: string;
-  lane: number;
-  finish: number;
   enqueued_at: string | number | bigint;
 }
 
-async function candidates(tx: Tx, limit: number, cutoff: number, aged: boolean): Promise<Candidate[]> {
-  const age = aged ? sql`q.enqueued_at <= ${cutoff}` : sql`q.enqueued_at > ${cutoff}`;
-  const order = aged ? sql`q.enqueued_at, q.seq` : sql`q.lane, q.finish, q.seq`;
-  // One ordered scan of the queue; the slot rows are locked next.
-  const { rows } = await sql<Candidate>`
-    SELECT q.run_id, q.tenant, q.class, q.lane, q.finish, q.enqueued_at
-    FROM adm_queue q
-    WHERE ${age}
-      AND EXISTS (SELECT 1 FROM adm_tenants t WHERE t.tenant = q.tenant AND t.running < t.max_concurrent)
-    ORDER BY ${order}
-    LIMIT ${limit}
-    FOR UPDATE OF q SKIP LOCKED`.execute(tx);
-  return rows;
+/**
+ * The claim statement. Its CTE `pick` lists the claimed entries (run_id, tenant, class, lane, finish,
+ * enqueued_at, kind, lifetime, arm, pos), in dispatch order by (arm, pos).
+ */
+export function claimStatement(
+  capacity: number,
+  nowMs: number,
+  filter: ClaimFilter = {},
+  ledger?: ClaimLedger,
+): Fragment {
+  // Over-select: candidates of tenants found at quota under the lock are dropped.
+  const pool = capacity * 2 + 8;
+  // The window: each arm's head of the queue, read alone (no lock); then ONE scan locks rows of the window
+  // only, in order (arm, position). It keeps that plan a few primary-key lookups per candidate whatever the
+  // statistics say, and is wider than the pool so that rows another replica holds (skipped) rarely leave this
+  // claim short.
+  const window = pool * 2;
+  const kinds = filter.kinds;
+  const kindOf = (alias: string) =>
+    kinds === undefined
+      ? sql``
+      : kinds.length === 1
+        ? sql`AND ${sql.ref(`${alias}.kind`)} = ${kinds[0]}`
+        : sql`AND ${sql.ref(`${alias}.kind`)} = ANY(${[...kinds]}::text[])`;
+  const tenantOf = (alias: string) =>
+    filter.tenant === undefined ? sql`` : sql`AND ${sql.ref(`${alias}.tenant`)} = ${filter.tenant}`;
+  const name = ledger ? ledger.name : 'claim';
+  // Promoted now (on the locked row): aged, and not still aged since its last aged event.
+  const promote = sql`(d.aged AND NOT COALESCE(d.oldest_at <= t.aged_at - (SELECT aging FROM cfg), false))`;
+  return sql`${sql.raw(prepared(name))}
+    WITH cfg AS MATERIALIZED (
+      SELECT COALESCE((SELECT (g.policy->>'agingMs')::bigint FROM adm_global g WHERE g.id = 1),
+        ${DEFAULT_AGING_MS}::bigint) AS aging
+    ),
+    aclock AS MATERIALIZED (SELECT v FROM adm_vtime WHERE lane = ${AGED_LANE}::int),
+    agedt AS MATERIALIZED (
+      SELECT a.*,
+        CASE WHEN a.cont THEN a.aged_start
+          ELSE GREATEST(a.aged_start + a.aged_n / a.weight, COALESCE((SELECT v FROM aclock), 0)) END AS s,
+        CASE WHEN a.cont THEN a.aged_n ELSE 0 END AS n
+      FROM (
+        SELECT t.tenant, t.weight, t.aged_start, t.aged_n, o.enqueued_at AS oldest_at, o.seq AS oldest_seq,
+          COALESCE(o.enqueued_at <= t.aged_at - (SELECT aging FROM cfg), false) AS cont
+        FROM adm_tenants t
+        CROSS JOIN LATERAL (
+          SELECT w.enqueued_at, w.seq FROM adm_queue w WHERE w.tenant = t.tenant ${kindOf('w')}
+          ORDER BY w.enqueued_at, w.seq LIMIT 1
+        ) o
+        WHERE t.running < t.max_concurrent AND t.queued > 0 ${tenantOf('t')}
+          AND o.enqueued_at <= ${nowMs}::bigint - (SELECT aging FROM cfg)
+          AND EXISTS (SELECT 1 FROM adm_queue x
+            WHERE x.enqueued_at <= ${nowMs}::bigint - (SELECT aging FROM cfg) ${kindOf('x')} ${tenantOf('x')})
+      ) a
+    ),
+    agedtop AS MATERIALIZED (
+      SELECT * FROM agedt ORDER BY s + (n + 1) / weight, oldest_seq LIMIT ${window}::int
+    ),
+    win AS MATERIALIZED (
+      SELECT 0 AS arm, row_number() OVER (ORDER BY x.tag, x.seq) AS pos, x.run_id, x.tenant, x.tag FROM (
+        SELECT e.run_id, e.tenant, e.seq, a.s + (a.n + e.j) / a.weight AS tag
+        FROM agedtop a CROSS JOIN LATERAL (
+          SELECT w.run_id, w.tenant, w.seq, row_number() OVER (ORDER BY w.enqueued_at, w.seq) AS j FROM (
+            SELECT w.run_id, w.tenant, w.seq, w.enqueued_at FROM adm_queue w
+            WHERE w.tenant = a.tenant AND w.enqueued_at <= ${nowMs}::bigint - (SELECT aging FROM cfg) ${kindOf('w')}
+            ORDER BY w.enqueued_at, w.seq LIMIT ${window}::int
+          ) w
+        ) e
+        ORDER BY tag, e.seq LIMIT ${window}::int
+      ) x
+      UNION ALL
+      SELECT 1 AS arm, row_number() OVER (ORDER BY w.lane, w.finish, w.seq) AS pos, w.run_id, w.tenant,
+        NULL::float8 AS tag FROM (
+        SELECT w.run_id, w.tenant, w.lane, w.finish, w.seq FROM adm_queue w
+        WHERE w.enqueued_at > ${nowMs}::bigint - (SELECT aging FROM cfg) ${kindOf('w')} ${tenantOf('w')}
+          AND EXISTS (SELECT 1 FROM adm_tenants t WHERE t.tenant = w.tenant AND t.running < t.max_concurrent)
+        ORDER BY w.lane, w.finish, w.seq
+        LIMIT ${window}::int
+      ) w
+    ),
+    cand AS MATERIALIZED (
+      SELECT w.arm, w.pos, w.tag, q.run_id, q.tenant, q.class, q.lane, q.finish, q.enqueued_at, s.kind,
+        s.lifetime, ${ledger ? ledger.runTenant : sql`q.tenant`} AS run_tenant
+      FROM win w
+      ${ledger ? ledger.join : sql``}
+      JOIN adm_queue q ON q.tenant = w.tenant AND q.run_id = w.run_id
+      JOIN adm_slots s ON s.tenant = w.tenant AND s.run_id = w.run_id
+      WHERE s.status = 'queued' ${ledger ? ledger.where : sql``}
+      ORDER BY w.arm, w.pos
+      LIMIT ${pool}::int
+      FOR UPDATE OF ${ledger ? ledger.lockFirst : sql``} q, s SKIP LOCKED
+    ),
+    ten AS MATERIALIZED (
+      SELECT t.tenant, t.max_concurrent - t.running AS room FROM adm_tenants t
+      WHERE t.tenant IN (SELECT c.tenant FROM cand c WHERE c.run_tenant = c.tenant)
+        OR t.tenant IN (SELECT a.tenant FROM agedt a WHERE NOT a.cont)
+      ORDER BY t.tenant
+      FOR UPDATE OF t
+    ),
+    pick AS MATERIALIZED (
+      SELECT c.run_id, c.tenant, c.class, c.lane, c.finish, c.tag, c.enqueued_at, c.kind, c.lifetime, c.arm,
+        c.pos
+      FROM (
+        SELECT c.*, row_number() OVER (PARTITION BY c.tenant ORDER BY c.arm, c.pos) AS k FROM cand c
+        WHERE c.run_tenant = c.tenant
+      ) c
+      JOIN ten ON ten.tenant = c.tenant
+      WHERE c.k <= ten.room
+      ORDER BY c.arm, c.pos
+      LIMIT ${capacity}::int
+    ),
+    dq AS (DELETE FROM adm_queue q USING pick p WHERE q.tenant = p.tenant AND q.run_id = p.run_id RETURNING 1),
+    us AS (
+      UPDATE adm_slots s SET status = 'running', started_at = ${nowMs}::bigint
+      FROM pick p WHERE s.tenant = p.tenant AND s.run_id = p.run_id RETURNING 1
+    ),
+    ut AS (
+      UPDATE adm_tenants t SET running = t.running + d.n, queued = t.queued - d.n,
+        queued_interactive = t.queued_interactive - d.qi, queued_background = t.queued_background - d.qb,
+        queued_batch = t.queued_batch - d.qh,
+        aged_start = CASE WHEN ${promote} THEN
+          GREATEST(t.aged_start + t.aged_n / t.weight, COALESCE((SELECT v FROM aclock), 0)) ELSE t.aged_start END,
+        aged_n = CASE WHEN ${promote} THEN 0 ELSE t.aged_n END + d.na,
+        aged_at = CASE WHEN t.running + d.n >= t.max_concurrent THEN NULL
+          WHEN ${promote} OR d.na > 0 THEN ${nowMs}::bigint ELSE t.aged_at END
+      FROM (
+        SELECT ten.tenant, COALESCE(p.n, 0) AS n, COALESCE(p.na, 0) AS na, COALESCE(p.qi, 0) AS qi,
+          COALESCE(p.qb, 0) AS qb, COALESCE(p.qh, 0) AS qh, a.tenant IS NOT NULL AS aged, a.oldest_at
+        FROM ten
+        LEFT JOIN agedt a ON a.tenant = ten.tenant
+        LEFT JOIN (
+          SELECT tenant, count(*)::int AS n, (count(*) FILTER (WHERE arm = 0))::int AS na,
+            (count(*) FILTER (WHERE class = 'interactive'))::int AS qi,
+            (count(*) FILTER (WHERE class = 'background'))::int AS qb,
+            (count(*) FILTER (WHERE class = 'batch'))::int AS qh
+          FROM pick GROUP BY tenant
+        ) p ON p.tenant = ten.tenant
+      ) d
+      WHERE t.tenant = d.tenant RETURNING 1
+    ),
+    vmax AS MATERIALIZED (
+      SELECT lane, max(finish) AS f FROM pick GROUP BY lane
+      UNION ALL
+      SELECT ${AGED_LANE}::int, max(tag) FROM pick WHERE arm = 0 HAVING count(*) > 0
+    ),
+    vlock AS MATERIALIZED (
+      SELECT v.lane FROM adm_vtime v
+      WHERE v.lane IN (SELECT lane FROM vmax) AND (SELECT count(*) FROM ten) >= 0
+      ORDER BY v.lane
+      FOR UPDATE OF v
+    ),
+    uv AS (
+      UPDATE adm_vtime v SET v = GREATEST(v.v, m.f)
+      FROM vmax m JOIN vlock l ON l.lane = m.lane
+      WHERE v.lane = m.lane RETURNING 1
+    ),
+    ${ledger ? ledger.ctes : sql``}
+    done AS (SELECT (SELECT count(*) FROM ut) + (SELECT count(*) FROM uv) AS n)
+    ${
+      ledger
+        ? ledger.select
+        : sql`SELECT p.run_id, p.tenant, p.class, p.enqueued_at FROM pick p
+    WHERE (SELECT n FROM done) >= 0 ORDER BY p.arm, p.pos`
+    }`;
 }
 
-/** The aging bound of the stored global policy (admission's default where none is stored yet). */
-export async function storedAgingMs(ex: Executor): Promise<number> {
-  const g = await ex.selectFrom('adm_global').select('policy').where('id', '=', 1).executeTakeFirst();
-  return (g ? globalPolicy(g.policy) : globalPolicy()).agingMs;
-}
-
+/** The admission store's claim: the claim statement alone (no ledger rows). */
 export async function claimQueued(
-  tx: Tx,
+  ex: Executor,
   capacity: number,
   now: number,
-  agingMs: number,
+  filter: ClaimFilter = {},
 ): Promise<Dispatch[]> {
-  const limit = capacity * 2 + 8;
-  const cutoff = now - agingMs;
-  const pool = await candidates(tx, limit, cutoff, true);
-  if (pool.length < limit) pool.push(...(await candidates(tx, limit - pool.length, cutoff, false)));
-  if (pool.length === 0) return [];
-  // Lock the candidates' slots too (skipping any a settle/cancel holds): queue row + slot, as before.
-  const slotKeys = pool.map((c) => ({ tenant: c.tenant, run_id: c.run_id }));
-  const locked = await sql<{ tenant: string; run_id: string }>`
-    SELECT s.tenant, s.run_id FROM adm_slots s
-    JOIN jsonb_to_recordset(${json(slotKeys)}::jsonb) AS k(tenant text, run_id text)
-      ON s.tenant = k.tenant AND s.run_id = k.run_id
-    WHERE s.status = 'queued'
-    FOR UPDATE OF s SKIP LOCKED`.execute(tx);
-  const lockedKeys = new Set(locked.rows.map((r) => `${r.tenant}\u0000${r.run_id}`));
-  const usable = pool.filter((c) => lockedKeys.has(`${c.tenant}\u0000${c.run_id}`));
-  if (usable.length === 0) return [];
-
-  const tenants = [...new Set(usable.map((c) => c.tenant))].sort();
-  const quota = await tx
-    .selectFrom('adm_tenants')
-    .select(['tenant', 'running', 'max_concurrent'])
-    .where('tenant', 'in', tenants)
-    .orderBy('tenant')
-    .forUpdate()
-    .execute();
-  const left = new Map(quota.map((q) => [q.tenant, Math.max(0, q.max_concurrent - q.running)]));
-
-  const taken: Candidate[] = [];
-  for (const c of usable) {
-    if (taken.length >= capacity) break;
-    const n = left.get(c.tenant) ?? 0;
-    if (n <= 0) continue;
-    left.set(c.tenant, n - 1);
-    taken.push(c);
-  }
-  if (taken.length === 0) return [];
-
-  const byTenant = new Map<string, Candidate[]>();
-  for (const c of taken) byTenant.set(c.tenant, [...(byTenant.get(c.tenant) ?? []), c]);
-  for (const [tenant, list] of byTenant) await markStarted(tx, tenant, list, now);
-  const maxFinish = new Map<number, number>();
-  for (const c of taken) maxFinish.set(c.lane, Math.max(maxFinish.get(c.lane) ?? 0, c.finish));
-  for (const [lane, v] of [...maxFinish].sort((x, y) => x[0] - y[0])) {
-    await sql`UPDATE adm_vtime SET v = GREATEST(v, ${v}::float8) WHERE lane = ${lane}`.execute(tx);
-  }
-  return taken.map((c) => dispatchOf(c, now));
+  if (capacity <= 0) return [];
+  const { rows } = await sql<ClaimedRow>`${claimStatement(capacity, now, filter)}`.execute(ex);
+  return rows.map((r) => dispatchOf(r, now));
 }
 
 /** A claimed queue entry as admission's Dispatch (how long it waited, as of `now`). */
@@ -112,8 +257,9 @@ export function dispatchOf(
 }
 
 /**
- * Queued → running for some of one tenant's runs whose slots the caller holds: queue entries dropped, slots
- * running since `now`, the tenant's queued counters (per class) moved to running.
+ * Queued → running for some of one tenant's runs whose slots the caller holds, outside the dispatch order (a
+ * run started elsewhere): queue entries dropped, slots running since `now`, the tenant's queued counters (per
+ * class) moved to running; at its quota the tenant's aged state is forgotten, as a claim does.
  */
 export async function markStarted(
   tx: Tx,
@@ -134,6 +280,7 @@ export async function markStarted(
   await sql`UPDATE adm_tenants SET running = running + ${runs.length}::int, queued = queued - ${runs.length}::int,
       ${sql.ref(QUEUED_COLUMN.interactive)} = ${sql.ref(QUEUED_COLUMN.interactive)} - ${perClass.interactive}::int,
       ${sql.ref(QUEUED_COLUMN.background)} = ${sql.ref(QUEUED_COLUMN.background)} - ${perClass.background}::int,
-      ${sql.ref(QUEUED_COLUMN.batch)} = ${sql.ref(QUEUED_COLUMN.batch)} - ${perClass.batch}::int
+      ${sql.ref(QUEUED_COLUMN.batch)} = ${sql.ref(QUEUED_COLUMN.batch)} - ${perClass.batch}::int,
+      aged_at = CASE WHEN running + ${runs.length}::int >= max_concurrent THEN NULL ELSE aged_at END
     WHERE tenant = ${tenant}`.execute(tx);
 }

@@ -11,14 +11,15 @@
 // Lock order is the one every transaction follows (settle-many.ts): envelopes by (tenant, id) → tenant rows
 // by tenant. Sub-statements run in the order the final SELECT first reads them (left to right), so the
 // inserts go first and the hot rows are held only for the tail of the statement and its commit.
-import type { AdmissionPlan } from '@everdict/admission';
+import { type AdmissionPlan, LANE } from '@everdict/admission';
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { ASSERT_SQLSTATE } from '../db/migrations/0005_assert.js';
 import { json } from '../db/numeric.js';
 import { prepared } from '../db/prepared.js';
 import { type Executor, isRetryable } from '../db/tx.js';
-import { LANE, slotRow } from './rows.js';
+import { slotRow } from './rows.js';
+import { wfqTagUpsert } from './wfq-tags.js';
 
 /** A write carried by the admission statement: a data-modifying query that must touch exactly `rows` rows. */
 export interface Rider {
@@ -109,21 +110,14 @@ export async function commitBatch<R>(
       WHERE a.tenant = t.tenant AND (t.max IS NULL OR a.queued + t.k <= t.max) AND o.n = t.npath
       RETURNING a.tenant, a.weight
     ),
-    f AS (
-      INSERT INTO adm_wfq (tenant, lane, last_finish)
-      SELECT l.tenant, l.lane, (SELECT v FROM adm_vtime WHERE lane = l.lane) + l.k / ten.weight
+    f AS (${wfqTagUpsert(sql`SELECT l.tenant, l.lane, l.k, ten.weight
       FROM jsonb_to_recordset(${json(hot.lanes)}::jsonb) AS l(tenant text, lane int, k int)
-      JOIN ten ON ten.tenant = l.tenant
-      ON CONFLICT (tenant, lane) DO UPDATE
-        SET last_finish = GREATEST(adm_wfq.last_finish, (SELECT v FROM adm_vtime WHERE lane = EXCLUDED.lane))
-          + (EXCLUDED.last_finish - (SELECT v FROM adm_vtime WHERE lane = EXCLUDED.lane))
-      RETURNING tenant, lane, last_finish
-    ),
+      JOIN ten ON ten.tenant = l.tenant`)}),
     q AS (
       INSERT INTO adm_queue (run_id, tenant, class, lane, finish, enqueued_at, kind)
-      SELECT e.run_id, e.tenant, e.class, e.lane, f.last_finish - e.back / ten.weight, e.at, e.kind
+      SELECT e.run_id, e.tenant, e.class, e.lane, f.start_v + (f.n - e.back) / ten.weight, e.at, e.kind
       FROM jsonb_to_recordset(${json(hot.entries)}::jsonb)
-        AS e(ord int, run_id text, tenant text, class text, lane int, back float8, at bigint, kind text)
+        AS e(ord int, run_id text, tenant text, class text, lane int, back int, at bigint, kind text)
       JOIN ten ON ten.tenant = e.tenant JOIN f ON f.tenant = e.tenant AND f.lane = e.lane
       ORDER BY e.ord
       RETURNING run_id
@@ -146,6 +140,16 @@ export async function commitBatch<R>(
     if (isAssertFailure(e) || isRetryable(e)) return 'raced';
     throw e;
   }
+}
+
+/** What the batch statement carries: a task drawing on its tenant's root path (no slice, causer or agent). */
+export function isBatchable(plan: AdmissionPlan): boolean {
+  return (
+    plan.slot.lifetime === 'task' &&
+    plan.slot.causedByRunId === null &&
+    plan.slice === null &&
+    plan.slot.agentId === null
+  );
 }
 
 /** The hot statement's inputs: per envelope, per tenant, per (tenant, lane), per queue entry. */

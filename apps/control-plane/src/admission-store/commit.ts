@@ -2,12 +2,13 @@
 // envelope path, bump the causer, insert the slot, enqueue. Lock order (all steps): causer run row (the
 // caller) → causer slot → envelopes (by id, locked by a sorted `FOR UPDATE` before they are updated) →
 // tenant row → WFQ row → global row: the global order settle and claim take them in (settle-many.ts).
-import type { AdmissionPlan, Admitted, CommitResult } from '@everdict/admission';
+import { type AdmissionPlan, type Admitted, type CommitResult, LANE } from '@everdict/admission';
 import { sql } from 'kysely';
 import { json } from '../db/numeric.js';
 import type { Tx } from '../db/tx.js';
-import { envelopeRow, LANE, QUEUED_COLUMN, slotRow } from './rows.js';
+import { envelopeRow, QUEUED_COLUMN, slotRow } from './rows.js';
 import { abort } from './scope.js';
+import { wfqTagUpsert } from './wfq-tags.js';
 
 const RACED: CommitResult = { status: 'raced' };
 
@@ -120,17 +121,11 @@ export async function commitPlan(tx: Tx, plan: AdmissionPlan): Promise<CommitRes
         AND (SELECT count(*) FROM env) = ${envIds.length}
       RETURNING weight
     ),
-    f AS (
-      INSERT INTO adm_wfq (tenant, lane, last_finish)
-      SELECT ${tenant}, ${lane}, (SELECT v FROM adm_vtime WHERE lane = ${lane}) + 1 / ten.weight FROM ten
-      ON CONFLICT (tenant, lane) DO UPDATE
-        SET last_finish = GREATEST(adm_wfq.last_finish, (SELECT v FROM adm_vtime WHERE lane = ${lane}))
-          + (EXCLUDED.last_finish - (SELECT v FROM adm_vtime WHERE lane = ${lane}))
-      RETURNING last_finish
-    ),
+    f AS (${wfqTagUpsert(sql`SELECT ${tenant}::text AS tenant, ${lane}::int AS lane, 1 AS k, ten.weight FROM ten`)}),
     q AS (
       INSERT INTO adm_queue (run_id, tenant, class, lane, finish, enqueued_at, kind)
-      SELECT ${slot.runId}, ${tenant}, ${slot.class}, ${lane}, f.last_finish, ${slot.admittedAt}, ${slot.kind} FROM f
+      SELECT ${slot.runId}, ${tenant}, ${slot.class}, ${lane}, f.start_v + f.n / ten.weight, ${slot.admittedAt}, ${slot.kind}
+      FROM f, ten
       RETURNING run_id
     )
     SELECT (SELECT count(*) FROM env) AS envs, (SELECT count(*) FROM q) AS queued`.execute(tx);

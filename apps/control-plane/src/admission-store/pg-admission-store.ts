@@ -22,12 +22,13 @@ import type { RunCause, RunStatus } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { json } from '../db/numeric.js';
 import type { Executor } from '../db/tx.js';
-import { claimQueued, storedAgingMs } from './claim.js';
+import { claimQueued } from './claim.js';
 import { commitPlan } from './commit.js';
+import { commitBatch, isBatchable } from './commit-batch.js';
 import { snapshotOf } from './load-batch.js';
 import { envelopeOf, envelopeRow, slotOf } from './rows.js';
-import { atomically } from './scope.js';
-import { settleSlot } from './settle.js';
+import { abort, atomically } from './scope.js';
+import { settleOne } from './settle-many.js';
 
 export class PgAdmissionStore implements AdmissionStore {
   constructor(private readonly exec: Executor) {}
@@ -39,6 +40,19 @@ export class PgAdmissionStore implements AdmissionStore {
 
   async putTenant(tenant: string, policy: TenantPolicy): Promise<void> {
     await atomically(this.exec, async (tx) => {
+      // A new weight applies from the next tag: the last tags are rebased first (admission's Wfq.setWeight).
+      const was = await tx
+        .selectFrom('adm_tenants')
+        .select('weight')
+        .where('tenant', '=', tenant)
+        .forUpdate()
+        .executeTakeFirst();
+      if (was && was.weight !== policy.weight) {
+        await sql`UPDATE adm_wfq SET start_v = start_v + n / ${was.weight}::float8, n = 0
+          WHERE tenant = ${tenant}`.execute(tx);
+        await sql`UPDATE adm_tenants SET aged_start = aged_start + aged_n / ${was.weight}::float8, aged_n = 0
+          WHERE tenant = ${tenant}`.execute(tx);
+      }
       const cols = {
         policy: json(policy),
         weight: policy.weight,
@@ -60,6 +74,10 @@ export class PgAdmissionStore implements AdmissionStore {
         })
         .onConflict((oc) => oc.column('tenant').doUpdateSet(cols))
         .execute();
+      // At its quota it is blocked: blocking forgets its aged state (admission's Wfq.setBlocked).
+      await sql`UPDATE adm_tenants SET aged_at = NULL WHERE tenant = ${tenant} AND running >= max_concurrent`.execute(
+        tx,
+      );
       const root = envelopeRow({
         id: rootEnvelopeId(tenant),
         parentId: null,
@@ -171,18 +189,28 @@ export class PgAdmissionStore implements AdmissionStore {
     });
   }
 
-  commitAdmission(plan: AdmissionPlan): Promise<CommitResult> {
+  /**
+   * The create path's statement (commit-batch.ts) for what it carries — a task on its tenant's root path —
+   * else, or when it answers 'raced', the one-by-one commit (commit.ts), which tells duplicate / run_exists
+   * / raced apart: what the create combiner does.
+   */
+  async commitAdmission(plan: AdmissionPlan): Promise<CommitResult> {
+    if (isBatchable(plan)) {
+      const r = await atomically(this.exec, async (tx) => {
+        const out = await commitBatch(tx, [[plan]], [], 'q');
+        return out === 'raced' ? abort<'raced'>('raced') : 'committed';
+      });
+      if (r === 'committed') return { status: 'committed', decision: plan.decision };
+    }
     return atomically(this.exec, (tx) => commitPlan(tx, plan));
   }
 
   async claim(capacity: number, now: number): Promise<Dispatch[]> {
-    if (capacity <= 0) return [];
-    const agingMs = await storedAgingMs(this.exec);
-    return atomically(this.exec, (tx) => claimQueued(tx, capacity, now, agingMs));
+    return claimQueued(this.exec, capacity, now);
   }
 
   settle(s: Settlement): Promise<SettleResult> {
-    return atomically(this.exec, (tx) => settleSlot(tx, s));
+    return atomically(this.exec, (tx) => settleOne(tx, s));
   }
 
   async getRun(tenant: string, runId: string): Promise<RunSlot | null> {

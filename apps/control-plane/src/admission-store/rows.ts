@@ -5,7 +5,6 @@ import type { Selectable } from 'kysely';
 import { numeric } from '../db/numeric.js';
 import type { AdmEnvelopesTable, AdmSlotsTable } from '../db/schema.js';
 
-export const LANE: Readonly<Record<RunClass, number>> = { interactive: 0, background: 1, batch: 2 };
 export const QUEUED_COLUMN = {
   interactive: 'queued_interactive',
   background: 'queued_background',

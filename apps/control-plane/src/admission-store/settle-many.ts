@@ -10,7 +10,11 @@
 // and each set's lock waits for the previous set through a one-time filter (`WHERE (SELECT count(*) FROM
 // prev) >= 0`, an InitPlan evaluated before the scan starts). The hot rows (envelopes, tenants, global) come
 // last, so they are held only for the rest of this statement and its commit.
+import { type Settlement, type SettleResult, settleRefusal } from '@everdict/admission';
+import { TERMINAL_STATUSES } from '@everdict/run-model';
 import { sql } from 'kysely';
+import type { Tx } from '../db/tx.js';
+import { slotOf } from './rows.js';
 
 /**
  * The CTEs (`ss_old`, …, `ss_global`) settling the slots listed by `source`: a SELECT of (tenant text,
@@ -25,7 +29,7 @@ export function settleSlotsCtes(source: ReturnType<typeof sql>) {
       SELECT s.tenant, s.run_id, s.status, s.class, s.lifetime, s.member, s.envelope_id,
         i.status AS next, i.usd, i.tokens
       FROM adm_slots s JOIN ss_in i ON s.tenant = i.tenant AND s.run_id = i.run_id
-      WHERE s.status NOT IN ('succeeded', 'failed', 'cancelled')
+      WHERE s.status NOT IN (${sql.join(TERMINAL_STATUSES.map((t) => sql.lit(t)))})
         AND NOT (s.status = 'queued' AND i.status = 'succeeded')
       ORDER BY s.tenant, s.run_id
       FOR UPDATE OF s
@@ -89,4 +93,26 @@ export function settleSlotsCtes(source: ReturnType<typeof sql>) {
       FROM (SELECT sum(sessions)::int AS sessions, sum(members)::int AS members FROM ss_delta) d
       WHERE g.id = 1 AND d.sessions > 0 AND (SELECT count(*) FROM ss_ten) >= 0 RETURNING 1
     )`;
+}
+
+/**
+ * The admission store's `settle`: settle-many of one (the same CTEs), after admission's one settle rule
+ * (`settleRefusal`) read on the slot row locked here. Lock order: slot → envelopes → tenant → global.
+ */
+export async function settleOne(tx: Tx, s: Settlement): Promise<SettleResult> {
+  const row = await tx
+    .selectFrom('adm_slots')
+    .selectAll()
+    .where('tenant', '=', s.tenant)
+    .where('run_id', '=', s.runId)
+    .forUpdate()
+    .executeTakeFirst();
+  if (!row) return { settled: false, reason: 'unknown_run' };
+  const slot = slotOf(row);
+  const refused = settleRefusal(slot.status, s);
+  if (refused !== null) return { settled: false, reason: refused };
+  const source = sql`SELECT ${s.tenant}::text AS tenant, ${s.runId}::text AS run_id, ${s.status}::text AS status,
+    ${s.actuals.usd}::float8 AS usd, ${s.actuals.tokens}::float8 AS tokens`;
+  await sql`WITH RECURSIVE ${settleSlotsCtes(source)} SELECT (SELECT count(*) FROM ss_old) AS n`.execute(tx);
+  return { settled: true, from: slot.status, slot: { ...slot, status: s.status } };
 }

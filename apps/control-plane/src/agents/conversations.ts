@@ -3,12 +3,13 @@
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import { rowToView } from '../ledger/runs.js';
+import type { RunView } from '../ledger/views.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import { groupService } from '../services/groups.js';
 import { createRunTx } from '../services/lifecycle.js';
 import { who } from '../services/runs.js';
-import type { GroupView, Principal, RunView } from '../services/types.js';
+import type { GroupView, Principal } from '../services/types.js';
 import { findAgent } from './registry.js';
 import { CreateConversationInput, MessageInput } from './schemas.js';
 

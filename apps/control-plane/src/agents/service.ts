@@ -2,9 +2,10 @@
 // and their turns, approvals (POST /runs/:id/input), and what the agent service calls with the service
 // token — leases, heartbeats, tool calls, transcript reads and writes, leased reports.
 import type { LeasePolicy } from '../leases/policy.js';
+import type { RunView } from '../ledger/views.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
-import type { GroupView, Principal, RunView } from '../services/types.js';
+import type { GroupView, Principal } from '../services/types.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { turnCalls } from './calls.js';
 import { conversations } from './conversations.js';

@@ -1,8 +1,8 @@
 // What the console reads that no service exposes: the tenant's envelopes (spent against caps, in flight)
 // and its admission queue (queued and running by class, caps). Read-only, tenant-scoped queries.
 
+import type { Core } from '../core.js';
 import { numeric as num } from '../db/numeric.js';
-import type { Core } from '../services/index.js';
 
 export interface EnvelopeView {
   id: string;

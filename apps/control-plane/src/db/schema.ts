@@ -1,6 +1,7 @@
 // Kysely table types of the ledger. jsonb columns are written as JSON text (see numeric.ts `json`).
 import type { ColumnType } from 'kysely';
 import type { GenInt8, Int8, J, Jsonb, Ts } from './column-types.js';
+import type { DbNumeric } from './numeric.js';
 import type { AgentCallsTable, AgentsTable, AgentTurnsTable, AgentVersionsTable } from './schema-agents.js';
 import type {
   HarnessesTable,
@@ -204,6 +205,11 @@ export interface AdmTenantsTable {
   running: number;
   sessions: number;
   member_sessions: number;
+  /** Aged service (admission's wfq.ts): tags finishTag(aged_start, aged_n + j, weight). */
+  aged_start: ColumnType<number, number | undefined, number>;
+  aged_n: ColumnType<DbNumeric, DbNumeric | undefined, DbNumeric>;
+  /** Epoch ms of its last promotion or aged service; null once blocked. */
+  aged_at: ColumnType<DbNumeric | null, DbNumeric | null | undefined, DbNumeric | null>;
 }
 
 export interface AdmAgentsTable {
@@ -267,7 +273,9 @@ export interface AdmQueueTable {
 export interface AdmWfqTable {
   tenant: string;
   lane: number;
-  last_finish: number;
+  /** The lane's last finish tag is finishTag(start_v, n, weight). */
+  start_v: number;
+  n: Int8;
 }
 
 export interface AdmVtimeTable {

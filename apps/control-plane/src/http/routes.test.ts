@@ -4,8 +4,9 @@
 import { verifyWire } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../app.js';
+import { type Core, startCore } from '../core.js';
 import { createMetrics } from '../observability/metrics.js';
-import { type Core, scriptedJudge, startCore } from '../services/index.js';
+import { scriptedJudge } from '../services/index.js';
 import { ADMIN_KEY, call } from './testing/harness.js';
 
 let core: Core;

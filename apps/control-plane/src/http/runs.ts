@@ -1,7 +1,8 @@
 // /runs — submit any kind through the one gate, list/filter, read, cancel (cascading), the run's
 // record (verified on read) and its facts (JSON page, or SSE when asked for text/event-stream).
 import { createRoute, z } from '@hono/zod-openapi';
-import { CreateRunInput, EventPosition, ListRunsQuery, type RecordView } from '../services/types.js';
+import type { RecordView } from '../ledger/views.js';
+import { CreateRunInput, EventPosition, ListRunsQuery } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
 import { API_KEY_SECURITY, createRouter } from './openapi.js';
 import { errorToProblem, ProblemSchema, problemResponses, validationProblem } from './problem.js';

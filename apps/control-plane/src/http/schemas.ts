@@ -1,8 +1,10 @@
 // Response shapes for the OpenAPI document, mirroring the service views. Request bodies and queries are
 // the services' own zod inputs (src/services/types.ts), so validation and docs cannot drift apart; the
 // assertions at the bottom make the type checker flag a view that drifts from its documented shape.
+
 import { GroupStatus, PlatformEvent, Run, Score, Scoring } from '@everdict/run-model';
 import { z } from '@hono/zod-openapi';
+import type { RecordView, RunView } from '../ledger/views.js';
 import type {
   AdmissionView,
   ApiKeyView,
@@ -10,8 +12,6 @@ import type {
   EventView,
   GroupView,
   Page,
-  RecordView,
-  RunView,
   ScoringView,
   SubscriptionView,
 } from '../services/types.js';

@@ -2,13 +2,12 @@
 // the service's live feed. Event ids are outbox positions, so a client that reconnects with
 // Last-Event-ID resumes exactly after the last fact it saw. The stream ends when the run settles,
 // when the client goes away, or when the process starts draining.
+import { isTerminalStatus } from '@everdict/run-model';
 import type { Context } from 'hono';
 import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
 import type { EventView, Principal } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
 import type { AppEnv } from './env.js';
-
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 
 export function wantsEventStream(accept: string | undefined): boolean {
   return accept !== undefined && /(^|,)\s*text\/event-stream\b/i.test(accept);
@@ -50,7 +49,7 @@ export async function streamRunEvents(
     }
     // The run was read before the replay, and its facts are written with its transitions: a run
     // already settled has nothing left to say.
-    if (settled || TERMINAL.has(run.status)) {
+    if (settled || isTerminalStatus(run.status)) {
       await stream.writeSSE({ event: 'end', data: JSON.stringify({ runId, status: 'settled' }) });
       return;
     }
@@ -117,7 +116,7 @@ async function tail(
       await stream.write(': keep-alive\n\n');
       // Belt and braces for facts whose names we do not recognise: a quiet, settled run ends the stream.
       const run = await deps.services.runs.get(principal, runId);
-      if (TERMINAL.has(run.status) && queue.length === 0) {
+      if (isTerminalStatus(run.status) && queue.length === 0) {
         const rest = await deps.services.runs.events(principal, runId, { after: last(), limit: 500 });
         for (const e of rest.items) await send(e);
         markSettled();

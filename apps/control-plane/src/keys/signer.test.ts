@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { blake3, bytesToHex, publicKeyOf, signAddress, verifyAddressSignature } from '@everdict/runrecord';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startCore } from '../services/index.js';
+import { startCore } from '../core.js';
 import { loadOrCreateSecret, signerOf } from './signer.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'everdict-key-'));

@@ -3,9 +3,9 @@
 // nothing attested ran) while it has attempts left, else failed `executor_lost` through the ordinary
 // settle path. Leftover leases (the run settled or cancelled meanwhile) are dropped. Replicas may sweep at
 // once: every write is conditional on the run row locked at the lost epoch, so each run moves once.
+import { LANE } from '@everdict/admission';
 import { nextStatus, REQUEUE_CAUSE } from '@everdict/run-model';
 import { sql } from 'kysely';
-import { LANE } from '../admission-store/rows.js';
 import { numeric } from '../db/numeric.js';
 import { retryOnConflict } from '../db/tx.js';
 import { EVENTS_CHANNEL } from '../ledger/events.js';

@@ -24,8 +24,8 @@ import {
 import { json } from '../db/numeric.js';
 import type { Executor } from '../db/tx.js';
 import type { Signer } from '../keys/signer.js';
-import type { RecordView } from '../services/types.js';
 import type { RunRow } from './runs.js';
+import type { RecordView } from './views.js';
 
 const enc = new TextEncoder();
 export const addressOf = (value: unknown): Hex => bytesToHex(blake3(enc.encode(JSON.stringify(value))));

@@ -4,7 +4,7 @@ import { type Selectable, sql } from 'kysely';
 import { iso, json } from '../db/numeric.js';
 import type { RunsTable } from '../db/schema.js';
 import type { Executor } from '../db/tx.js';
-import type { RunView } from '../services/types.js';
+import type { RunView } from './views.js';
 
 export type RunRow = Selectable<RunsTable>;
 

@@ -1,7 +1,7 @@
 // claimAndStart (one statement) against what the claim + transition path wrote before it: the run rows and
 // `run.started` facts equal run-model's `transition(start)` of the queued rows; the admission rows move as a
 // claim moves them; WFQ order, the stored aging bound and per-tenant quotas hold.
-import { configureGlobal } from '@everdict/admission';
+import { configureGlobal, finishTag } from '@everdict/admission';
 import { transition } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -100,7 +100,8 @@ describe('claimAndStart', () => {
     const vtime = new Map(
       (await db().selectFrom('adm_vtime').selectAll().execute()).map((v) => [v.lane, v.v]),
     );
-    for (const w of wfq) expect(vtime.get(w.lane)).toBeGreaterThanOrEqual(w.last_finish);
+    // Each lane's clock reached the last finish tag served (weight 1: finishTag(start_v, n, 1)).
+    for (const w of wfq) expect(vtime.get(w.lane)).toBe(finishTag(w.start_v, Number(w.n), 1));
 
     // Nothing left: a second claim starts nothing and writes nothing.
     expect(await claimAndStart(db(), 10, new Date(now.getTime() + 1), INLINE_KINDS)).toEqual([]);
@@ -145,9 +146,9 @@ describe('claimAndStart', () => {
     t = await testCore({ scheduler: { enabled: false } });
     if (agingMs !== undefined) await configureGlobal(new PgAdmissionStore(db()), { agingMs });
     const batch = await create('batch');
-    await new Promise((r) => setTimeout(r, 30));
     const interactive = await create('interactive');
-    const [claim] = await claimAndStart(db(), 1, new Date(), INLINE_KINDS);
+    // A claim one second on: both have waited past a 10 ms bound (not the default 30 s one).
+    const [claim] = await claimAndStart(db(), 1, new Date(Date.now() + 1000), INLINE_KINDS);
     return { batch, interactive, first: claim?.runId ?? 'none' };
   }
 

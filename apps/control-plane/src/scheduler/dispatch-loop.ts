@@ -8,7 +8,7 @@
 // and counts in its tenant's `running` counter, so quotas are unaffected. The settle backlog is bounded:
 // executing + queued/flushing settles ≤ BACKLOG_FACTOR × concurrency, and past it the loop stops claiming
 // until a flush drains it (the batcher wakes the loop).
-import { TERMINAL_STATUSES } from '@everdict/run-model';
+import { isTerminalStatus, type RunStatus } from '@everdict/run-model';
 import { retryOnConflict } from '../db/tx.js';
 import { LeaseKeeper } from '../leases/keeper.js';
 import { type LeasePolicy, leasePolicy } from '../leases/policy.js';
@@ -206,6 +206,6 @@ export class DispatchLoop {
   /** Test helper: is a run settled in the ledger? */
   async isSettled(tenant: string, runId: string): Promise<boolean> {
     const r = await findRun(this.deps.db, tenant, runId);
-    return r !== undefined && TERMINAL_STATUSES.some((s) => s === r.status);
+    return r !== undefined && isTerminalStatus(r.status as RunStatus);
   }
 }

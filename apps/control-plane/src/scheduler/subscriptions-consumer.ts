@@ -148,7 +148,6 @@ async function fire(
     sub,
     event,
     ...(causing ? { causingRun: rowToRun(causing) } : {}),
-    causalDepth: causing?.causal_depth ?? 0,
     ...(current.last_fired_at ? { lastFiredAt: current.last_fired_at.toISOString() } : {}),
     now: at,
   });
@@ -186,6 +185,7 @@ async function fire(
           subscriptionId: subId,
           ...(scheduleId ? { scheduleId } : {}),
           ...(causing ? { causedByRunId: causing.id } : {}),
+          maxCausalDepth: sub.maxDepth,
         },
       ),
     );

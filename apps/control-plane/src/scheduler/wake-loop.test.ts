@@ -1,9 +1,10 @@
 // WakeLoop: wakes coalesce into one extra cycle; with minGapMs, cycles start at most once per gap (wakes in
-// between are deferred to the end of the gap, not dropped); stop() cancels a deferred cycle.
-import { describe, expect, it } from 'vitest';
+// between are deferred to the end of the gap, not dropped); stop() cancels a deferred cycle. Fake timers
+// (setTimeout, setInterval and performance.now): time moves only when the test moves it, so "nothing
+// started" is exact, never a guess after a sleep.
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { WakeLoop } from './wake-loop.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const noListen = { listen: async () => async () => undefined };
 
 function counting(minGapMs?: number, cycleMs = 0) {
@@ -14,7 +15,7 @@ function counting(minGapMs?: number, cycleMs = 0) {
     pollMs: 60_000,
     cycle: async () => {
       starts.push(performance.now());
-      if (cycleMs > 0) await sleep(cycleMs);
+      if (cycleMs > 0) await new Promise((r) => setTimeout(r, cycleMs));
     },
     onError: (e) => {
       throw e;
@@ -25,25 +26,38 @@ function counting(minGapMs?: number, cycleMs = 0) {
 }
 
 describe('WakeLoop', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance'],
+    });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('runs one more cycle for any number of wakes during a cycle', async () => {
     const { loop, starts } = counting(undefined, 30);
     await loop.start();
     for (let i = 0; i < 10; i++) loop.wake();
-    await sleep(120);
-    await loop.stop();
+    await vi.advanceTimersByTimeAsync(30); // cycle 1 ends; the folded wakes start exactly one more
     expect(starts).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(starts).toHaveLength(2);
+    await loop.stop();
   });
 
   it('with minGapMs, starts cycles at most once per gap and defers (never drops) a wake inside it', async () => {
     const { loop, starts } = counting(50);
     await loop.start(); // cycle 1
-    await sleep(5);
+    await vi.advanceTimersByTimeAsync(5);
     for (let i = 0; i < 20; i++) loop.wake(); // all folded into cycle 2, at the end of the gap
-    await sleep(150);
+    await vi.advanceTimersByTimeAsync(44);
+    expect(starts).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
     expect(starts).toHaveLength(2);
-    expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(45);
+    expect(starts[1]! - starts[0]!).toBe(50);
+    await vi.advanceTimersByTimeAsync(100);
     loop.wake(); // the gap has passed: at once
-    await sleep(5);
     expect(starts).toHaveLength(3);
     await loop.stop();
   });
@@ -51,10 +65,11 @@ describe('WakeLoop', () => {
   it('stop() cancels a deferred cycle', async () => {
     const { loop, starts } = counting(50);
     await loop.start();
-    await sleep(5);
+    await vi.advanceTimersByTimeAsync(5);
     loop.wake();
     await loop.stop();
-    await sleep(80);
+    await vi.advanceTimersByTimeAsync(1_000);
     expect(starts).toHaveLength(1);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });

@@ -4,7 +4,8 @@ import { AgentSubject } from '@everdict/run-model';
 import { verifyWire } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestCore, testCore } from '../../test/core.js';
-import type { AgentRunEventInput, RunView } from './types.js';
+import type { RunView } from '../ledger/views.js';
+import type { AgentRunEventInput } from './types.js';
 
 let t: TestCore;
 beforeAll(async () => {

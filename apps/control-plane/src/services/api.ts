@@ -1,4 +1,5 @@
 import type { AgentService } from '../agents/service.js';
+import type { RecordView, RunView } from '../ledger/views.js';
 import type { RunnerService } from '../runners/service.js';
 // The application services the HTTP layer calls. Every method is tenant-scoped by its Principal:
 // another tenant's resource is `not_found`, never `forbidden`.
@@ -19,8 +20,6 @@ import type {
   Page,
   Principal,
   PromoteGroupInput,
-  RecordView,
-  RunView,
   ScoreGroupInput,
   ScoreView,
   ScoringView,

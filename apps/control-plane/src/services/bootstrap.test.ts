@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLiveDatabase, LIVE_PG } from '../../test/db.js';
-import { type Core, type CoreOptions, startCore } from './index.js';
+import { type Core, startCore } from '../core.js';
+import type { CoreOptions } from './index.js';
 
 type Place = Pick<CoreOptions, 'databaseUrl' | 'dataDir'>;
 const places: { place: Place; drop(): Promise<void> }[] = [];

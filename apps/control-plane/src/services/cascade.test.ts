@@ -6,8 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BOOTSTRAP_KEY, OFFLINE_RUNNER } from '../../test/core.js';
+import { type Core, startCore } from '../core.js';
 import { MAX_CASCADE_BATCH } from './cascade.js';
-import { type Core, type CoreOptions, startCore } from './index.js';
+import type { CoreOptions } from './index.js';
 import { servicePrincipal } from './types.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'everdict-cascade-'));

@@ -16,7 +16,6 @@ export type {
   SubscriptionService,
 } from './api.js';
 export { BOOTSTRAP_TENANT, type BootstrapOutcome } from './bootstrap.js';
-export { type Core, startCore } from './core.js';
 export { type Judge, type JudgeScript, type JudgeVerdict, keywordVerdict, scriptedJudge } from './judge.js';
 export {
   type Clock,

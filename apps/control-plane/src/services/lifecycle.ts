@@ -122,6 +122,7 @@ export function prepareCreate(
       ...(input.class ? { class: input.class } : {}),
       lifetime: input.lifetime,
       ...(ctx.causedByRunId ? { causedByRunId: ctx.causedByRunId } : {}),
+      ...(ctx.maxCausalDepth !== undefined ? { maxCausalDepth: ctx.maxCausalDepth } : {}),
       ...(input.kind === 'agent' && typeof subject.agentId === 'string' ? { agentId: subject.agentId } : {}),
       ...(caps
         ? {

@@ -1,3 +1,4 @@
+import { isTerminalStatus } from '@everdict/run-model';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { eventually, type TestCore, testCore } from '../../test/core.js';
 import { ControlPlaneError } from '../errors.js';
@@ -13,7 +14,7 @@ afterEach(async () => {
 const echo = (message: string) => ({ kind: 'analysis', subject: { config: { fn: 'echo', message } } });
 const settled = (id: string) => async () => {
   const r = await t.core.services.runs.get(t.admin, id);
-  return ['succeeded', 'failed', 'cancelled'].includes(r.status) ? r : undefined;
+  return isTerminalStatus(r.status) ? r : undefined;
 };
 
 describe('runs: gate, dispatch, record', () => {
@@ -62,7 +63,9 @@ describe('runs: gate, dispatch, record', () => {
       kind: 'command',
       subject: { path: 'a.sh', image: 'alpine', command: ['sh', 'a.sh'] },
     });
-    await new Promise((r) => setTimeout(r, 300));
+    // The inline dispatcher has served the queue past it: a later analysis run settles, the command stays queued.
+    const later = await t.core.services.runs.create(t.admin, echo('after'));
+    await eventually(settled(later.run.id));
     expect((await t.core.services.runs.get(t.admin, run.id)).status).toBe('queued');
   });
 

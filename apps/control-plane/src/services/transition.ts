@@ -237,7 +237,7 @@ export async function transitionTx(
     await new PgAdmissionStore(tx).settle({
       tenant,
       runId,
-      status: patch.status as 'succeeded' | 'failed' | 'cancelled',
+      status: patch.status,
       actuals: { usd: u.costUsd ?? 0, tokens: totalTokens(u) || 0 },
       now: nowMs,
     });

@@ -36,8 +36,17 @@ describe('subscriptions and schedules', () => {
     await eventually(async () =>
       (await t.core.services.runs.get(t.admin, follow.id)).status === 'failed' ? true : undefined,
     );
-    await new Promise((r) => setTimeout(r, 400));
-    // The follow-up failed too, but it was created by this subscription: self_cause, no third run.
+    // The follow-up failed too, but it was created by this subscription: the consumer records the refusal
+    // (self_cause) for its settle event, and no third run exists.
+    await eventually(async () => {
+      const refused = await t.core.internals.deps.db
+        .selectFrom('subscription_firings')
+        .select('outcome')
+        .where('subscription_id', '=', sub.id)
+        .where('outcome', '=', 'refused:self_cause')
+        .executeTakeFirst();
+      return refused ?? undefined;
+    });
     expect((await t.core.services.runs.list(t.admin, { causedBy: follow.id })).items).toHaveLength(0);
     await t.core.services.subscriptions.setEnabled(t.admin, sub.id, false);
   });

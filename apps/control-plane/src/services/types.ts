@@ -8,7 +8,6 @@ import {
   JsonValue,
   PermissionMode,
   type PlatformEvent,
-  type Run,
   RunClass,
   RunKind,
   RunLifetime,
@@ -119,6 +118,8 @@ export interface CreateRunContext {
   eventKind?: string;
   scheduleId?: string;
   subscriptionId?: string;
+  /** A tighter causal-depth bound from the cause (a subscription's maxDepth), for admission's depth guard. */
+  maxCausalDepth?: number;
 }
 
 export const ListRunsQuery = z.object({
@@ -156,12 +157,6 @@ export function isServicePrincipal(p: Principal): boolean {
 /** A score row: run-model's `Score` (one per settled run × grader; `rescoreOf` names the scoring it re-does). */
 export type ScoreView = Score;
 
-/** A run as the API shows it: the run-model `Run` plus ledger facts. */
-export type RunView = Run & {
-  causalDepth: number;
-  record: { head: string; length: number };
-};
-
 export interface Page<T> {
   items: T[];
   nextCursor: string | null;
@@ -176,27 +171,6 @@ export interface AdmissionView {
 
 /** An outbox event as subscriptions see it (run-model PlatformEvent); `id` is the outbox position. */
 export type EventView = PlatformEvent;
-
-export interface RecordView {
-  /** The `sandbox.runrecord/1` wire form (spec/runrecord.md). */
-  wire: unknown;
-  /** The verifier's summary, computed on this read from genesis. */
-  verify: {
-    ok: boolean;
-    head?: string;
-    length?: number;
-    phase?: string;
-    idleUj?: string;
-    /** The account walk's verdict (`non_blocking`, `blocking`, `no_verdict`, …). */
-    account?: string;
-    /** runrecord's cost (`costToJson`): microjoules as decimal strings (they may exceed 2^53); `unresolved` a number. */
-    cost?: { activeUj: string; idleUj: string; totalUj: string; unresolved: number };
-    /** Keys whose attestation signatures verified, distinct, in first-seen order. */
-    signedBy?: string[];
-    error?: string;
-    index?: number;
-  };
-}
 
 // ---- groups ----
 /**

@@ -5,16 +5,11 @@ import { extendExpiry } from '@everdict/run-model';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import { rowToView } from '../ledger/runs.js';
+import type { RunView } from '../ledger/views.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import { createRunTx, transitionTx } from '../services/lifecycle.js';
-import type {
-  AdmissionView,
-  CreateRunContext,
-  CreateRunInput,
-  Principal,
-  RunView,
-} from '../services/types.js';
+import type { AdmissionView, CreateRunContext, CreateRunInput, Principal } from '../services/types.js';
 import { handleOf, placementProblem, provisionSession, type SessionCompute } from './compute.js';
 import type { SessionLog } from './log.js';
 import { openEnergyUj, sessionUsd } from './meter.js';

@@ -9,6 +9,7 @@ import * as m0007 from './0007_leases.js';
 import * as m0008 from './0008_runners.js';
 import * as m0009 from './0009_trajectories.js';
 import * as m0010 from './0010_cascade_jobs.js';
+import * as m0011 from './0011_aged_wfq.js';
 import * as m0012 from './0012_runner_journals.js';
 import * as m0013 from './0013_hot_runs.js';
 import * as m0014 from './0014_sessions.js';
@@ -25,6 +26,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0008_runners': m0008,
   '0009_trajectories': m0009,
   '0010_cascade_jobs': m0010,
+  '0011_aged_wfq': m0011,
   '0014_sessions': m0014,
   '0012_runner_journals': m0012,
   '0013_hot_runs': m0013,

@@ -1,17 +1,14 @@
 // The fake's run groups (experiment / batch → rollup, scoring with run-model's graders, promotion), over the
 // fake's runs: the part of `fakeServices` the HTTP edge tests exercise through /groups.
-import { applyGraders } from '@everdict/run-model';
-import { ControlPlaneError } from '../../errors.js';
-import type { ControlPlaneServices } from '../../services/api.js';
-import {
-  CreateGroupInput,
-  type GroupView,
-  type Principal,
-  type RunView,
-  ScoreGroupInput,
-} from '../../services/types.js';
 
-export const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+import { applyGraders, TERMINAL_STATUSES } from '@everdict/run-model';
+import { ControlPlaneError } from '../../errors.js';
+import type { RunView } from '../../ledger/views.js';
+import type { ControlPlaneServices } from '../../services/api.js';
+import { CreateGroupInput, type GroupView, type Principal, ScoreGroupInput } from '../../services/types.js';
+
+/** run-model's terminal statuses, as a set of strings for the fakes' loose status fields. */
+export const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_STATUSES);
 
 /** What the groups share with the rest of the fake. */
 export interface FakeGroupsContext {

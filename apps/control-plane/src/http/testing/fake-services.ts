@@ -1,9 +1,11 @@
 // An in-memory ControlPlaneServices that keeps the contract's promises (tenant scoping → 404, admin-only
 // key management, 402/429 refusals with a rule, cascading cancel, an outbox with a live feed). Tests of
 // the HTTP edge use it where the ledger itself is not the point; route tests use the real core.
+
 import { tenantPolicy } from '@everdict/admission';
 import { EMPTY_USAGE, Run, type RunStatus } from '@everdict/run-model';
 import { ControlPlaneError } from '../../errors.js';
+import type { RunView } from '../../ledger/views.js';
 import type { ControlPlaneServices } from '../../services/api.js';
 import type { CoreObserver } from '../../services/options.js';
 import {
@@ -14,7 +16,6 @@ import {
   CreateSubscriptionInput,
   type EventView,
   type Principal,
-  type RunView,
   type SubscriptionView,
 } from '../../services/types.js';
 import { fakeGroups, TERMINAL } from './fake-groups.js';

@@ -8,17 +8,12 @@ import { OFFLINE_RUNNER } from '../../../test/core.js';
 import { testDatabase } from '../../../test/db.js';
 import { type BuiltApp, buildApp } from '../../app.js';
 import { consoleSource } from '../../console/source.js';
+import { type Core, startCore } from '../../core.js';
 import type { ExecutorLane } from '../../executors/registry.js';
 import { createMetrics, type Metrics } from '../../observability/metrics.js';
 import type { ControlPlaneServices } from '../../services/api.js';
 import { ensureTenant } from '../../services/auth.js';
-import {
-  type Core,
-  DEFAULT_POLICY,
-  type SchedulerOptions,
-  startCore,
-  type TenantPolicy,
-} from '../../services/index.js';
+import { DEFAULT_POLICY, type SchedulerOptions, type TenantPolicy } from '../../services/index.js';
 import { openTrajectoryStore } from '../../trajectory/store.js';
 
 export const ADMIN_KEY = 'evd_test_admin_key_0123456789abcdef';

@@ -1,0 +1,161 @@
+// One dispatch order: the SQL claim (claim.ts — the statement claimAndStart runs too) serves exactly what
+// admission's kernel (`Wfq.next`, through the memory store) serves, over random multi-tenant queues with
+// weights (3 included: tags are finishTag floats, never running sums), classes, quotas, cancellations,
+// settles and aging. The clock is a parameter (epoch ms), so "waited" is exact and nothing sleeps.
+import {
+  type AdmissionStore,
+  admit,
+  configureGlobal,
+  configureTenant,
+  dequeue,
+  MemoryAdmissionStore,
+  release,
+} from '@everdict/admission';
+import type { RunClass } from '@everdict/run-model';
+import fc from 'fast-check';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type TestDatabase, testDatabase } from '../../test/db.js';
+import { PgAdmissionStore } from './pg-admission-store.js';
+
+const AGING = 100;
+const T0 = 1_700_000_000_000;
+
+type Op =
+  | { op: 'admit'; tenant: number; cls: RunClass; n: number }
+  | { op: 'wait'; dt: number }
+  | { op: 'claim'; capacity: number }
+  | { op: 'settle'; pick: number }
+  | { op: 'cancel'; pick: number }
+  | { op: 'weight'; tenant: number; weight: number };
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('admit' as const),
+      tenant: fc.integer({ min: 0, max: 3 }),
+      cls: fc.constantFrom<RunClass>('interactive', 'background', 'batch'),
+      n: fc.integer({ min: 1, max: 4 }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({ op: fc.constant('wait' as const), dt: fc.integer({ min: 0, max: 80 }) }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({ op: fc.constant('claim' as const), capacity: fc.integer({ min: 1, max: 5 }) }),
+  },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('settle' as const), pick: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('cancel' as const), pick: fc.nat() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('weight' as const),
+      tenant: fc.integer({ min: 0, max: 3 }),
+      weight: fc.integer({ min: 1, max: 4 }),
+    }),
+  },
+);
+
+const tenantsArb = fc.array(
+  fc.record({ weight: fc.integer({ min: 1, max: 4 }), maxConcurrent: fc.integer({ min: 1, max: 6 }) }),
+  { minLength: 4, maxLength: 4 },
+);
+
+describe('aged order: the SQL claim equals the kernel', () => {
+  let d: TestDatabase;
+  beforeAll(async () => {
+    d = await testDatabase({ poolSize: 2 });
+  });
+  afterAll(async () => d.dispose());
+
+  async function reset(): Promise<PgAdmissionStore> {
+    await sql`TRUNCATE adm_global, adm_tenants, adm_agents, adm_envelopes, adm_admissions, adm_slots, adm_queue,
+      adm_wfq`.execute(d.db);
+    await sql`UPDATE adm_vtime SET v = 0`.execute(d.db);
+    return new PgAdmissionStore(d.db);
+  }
+
+  it('dispatches the same runs in the same order at every claim (property)', async () => {
+    let round = 0;
+    await fc.assert(
+      fc.asyncProperty(tenantsArb, fc.array(opArb, { minLength: 5, maxLength: 45 }), async (tenants, ops) => {
+        round++;
+        const pg = await reset();
+        const mem = new MemoryAdmissionStore();
+        const stores: AdmissionStore[] = [mem, pg];
+        for (const s of stores) {
+          await configureGlobal(s, { agingMs: AGING });
+          for (const [i, t] of tenants.entries()) await configureTenant(s, `t${i}`, t);
+        }
+        let now = T0;
+        let id = 0;
+        const queued: { tenant: string; runId: string }[] = [];
+        const running: { tenant: string; runId: string }[] = [];
+        const weights = tenants.map((t) => t.weight);
+        for (const o of ops) {
+          if (o.op === 'wait') now += o.dt;
+          else if (o.op === 'admit') {
+            for (let k = 0; k < o.n; k++) {
+              const runId = `r${round}-${id++}`;
+              const request = {
+                requestId: runId,
+                runId,
+                tenant: `t${o.tenant}`,
+                kind: 'eval',
+                cause: 'api' as const,
+              };
+              for (const s of stores) {
+                const got = await admit(s, { ...request, class: o.cls }, now);
+                expect(got.outcome).toBe('admitted');
+              }
+              queued.push({ tenant: `t${o.tenant}`, runId });
+            }
+          } else if (o.op === 'claim') {
+            const want = await dequeue(mem, o.capacity, now);
+            const got = await dequeue(pg, o.capacity, now);
+            expect(got.map((x) => x.runId)).toEqual(want.map((x) => x.runId));
+            expect(got).toEqual(want);
+            for (const x of want) {
+              queued.splice(
+                queued.findIndex((q) => q.runId === x.runId),
+                1,
+              );
+              running.push({ tenant: x.tenant, runId: x.runId });
+            }
+          } else if (o.op === 'settle' || o.op === 'cancel') {
+            const from = o.op === 'settle' ? running : queued;
+            if (from.length === 0) continue;
+            const [r] = from.splice(o.pick % from.length, 1);
+            const status = o.op === 'settle' ? 'succeeded' : 'cancelled';
+            for (const s of stores) {
+              const res = await release(s, { tenant: r!.tenant, runId: r!.runId, status }, now);
+              expect(res.settled).toBe(true);
+            }
+          } else {
+            weights[o.tenant] = o.weight;
+            for (const s of stores)
+              await configureTenant(s, `t${o.tenant}`, { ...tenants[o.tenant], weight: o.weight });
+          }
+        }
+        // Drain: far past the bound, then just after it, everything left comes out in the same order.
+        for (const s of [...running]) {
+          for (const st of stores) await release(st, { ...s, status: 'succeeded' }, now);
+        }
+        now += AGING / 2;
+        for (;;) {
+          const want = await dequeue(mem, 3, now);
+          const got = await dequeue(pg, 3, now);
+          expect(got.map((x) => x.runId)).toEqual(want.map((x) => x.runId));
+          if (want.length === 0) break;
+          for (const x of want)
+            for (const st of stores) await release(st, { ...x, status: 'succeeded' }, now);
+          now += 7;
+        }
+      }),
+      { numRuns: Number(process.env.AGED_ORDER_RUNS ?? 30) },
+    );
+  }, 600_000);
+});
