@@ -223,11 +223,21 @@ describe('record verify', () => {
   });
 });
 
-describe('sandbox and agent (thin over routes this control plane may not have yet)', () => {
-  it('answer the route refusal as a refusal (exit 3), never a crash', async () => {
-    const open = await everdict(['sandbox', 'open'], env);
-    expect([0, 3]).toContain(open.code);
-    if (open.code === 3) expect(open.err).toMatch(/404 route_not_found/);
+describe('sandbox (over the sessions routes) and agent chat', () => {
+  it('opens a session, executes in it and closes it; agent chat answers without a crash', async () => {
+    const open = await everdict(['sandbox', 'open', '--ttl', '600', '--idle', '300', '--json'], env);
+    expect(open.code).toBe(0);
+    const id = (JSON.parse(open.out) as { run: { id: string } }).run.id;
+    const exec = await everdict(
+      ['sandbox', 'exec', id, '--json', '--', 'sh', '-c', 'echo hi-from-sandbox'],
+      env,
+    );
+    expect(exec.code).toBe(0);
+    expect(exec.out).toContain('hi-from-sandbox');
+    const close = await everdict(['sandbox', 'close', id], env);
+    expect(close.code).toBe(0);
+    const bad = await everdict(['sandbox', 'open', '--idle', 'soon'], env);
+    expect(bad.code).toBe(2);
     const chat = await everdict(['agent', 'chat', 'releaser', '-m', 'hello'], env);
     expect([0, 1, 3]).toContain(chat.code);
   });

@@ -20,6 +20,7 @@ import { createMetrics } from './observability/metrics.js';
 import { type EmbeddedRunner, pairEmbeddedRunner } from './runners/embedded.js';
 import { scriptedJudge } from './services/index.js';
 import { terminalServer } from './sessions/terminal.js';
+import { makeTraversable } from './sessions/traversable.js';
 import { openTrajectoryStore } from './trajectory/store.js';
 
 async function main(): Promise<void> {
@@ -35,6 +36,7 @@ async function main(): Promise<void> {
   const started = performance.now();
 
   if (!config.databaseUrl) mkdirSync(config.dataDir, { recursive: true });
+  if (config.sessions.driver === 'process') makeTraversable(config.sessions.placementDir);
   const metrics = createMetrics({ defaultMetrics: true });
   const database = await openDatabase(
     config.databaseUrl

@@ -149,41 +149,46 @@ class Demo {
     await this.ctx.call('POST', `/runs/${root}/cancel`, { reason: 'demo done' });
   }
 
-  /** 4. An agent conversation (when the agent routes exist): a tool call parks, an approval resumes it. */
+  /**
+   * 4. An agent conversation: the turn is queued for an agent service (`everdict-agent serve`, which
+   * `everdict start` runs). Without one leasing turns within 30 s the step says so and cancels the turn.
+   */
   async agent(): Promise<void> {
-    this.say('== 4. agent conversation: park on an approval, resume');
+    this.say('== 4. agent conversation: a turn for the agent service');
     try {
-      await this.ctx.call('POST', '/agents', {
-        id: 'releaser',
-        version: '1',
-        name: 'releaser',
+      const created = await this.ctx.call<{ agent: { id: string } }>('POST', '/agents', {
+        name: `releaser-${Date.now().toString(36)}`,
         model: 'scripted-demo',
         systemPrompt: 'You ship releases, and ask before you do.',
         tools: ['ask_approval'],
+        envelope: { runs: 5 },
+        enabled: true,
       });
-      const conv = await this.ctx.call<{ id?: string; conversation?: { id: string } }>(
+      const conv = await this.ctx.call<{ group: { id: string } }>('POST', '/conversations', {
+        agentId: created.agent.id,
+      });
+      const turn = await this.ctx.call<{ run: { id: string } }>(
         'POST',
-        '/conversations',
-        {
-          agentId: 'releaser',
-        },
-      );
-      const convId = conv.conversation?.id ?? conv.id ?? '';
-      const turn = await this.ctx.call<{ run?: { id: string }; runId?: string }>(
-        'POST',
-        `/conversations/${convId}/messages`,
+        `/conversations/${conv.group.id}/messages`,
         { text: 'Release 1.4.0 please.' },
       );
-      const runId = turn.run?.id ?? turn.runId ?? '';
+      const runId = turn.run.id;
+      this.say(`   conversation ${conv.group.id}: turn ${runId} queued`);
+      const seen = await waitStatus(this.ctx, runId, (s) => s !== 'queued', 30_000).catch(() => null);
+      if (!seen) {
+        await this.ctx.call('POST', `/runs/${runId}/cancel`, { reason: 'no agent service' });
+        this.say(
+          '   skipped: no agent service leased the turn within 30 s (run `everdict start`); turn cancelled',
+        );
+        this.skipped.push('agent conversation (no agent service leasing turns)');
+        return;
+      }
       this.made.push(runId);
-      const parked = await waitStatus(this.ctx, runId, (s) => s === 'awaiting_input' || TERMINAL.has(s));
-      this.say(`   turn ${runId}: ${parked.status}`);
-      await this.ctx.call('POST', `/runs/${runId}/input`, { approved: true, note: 'go ahead' });
-      const done = await waitTerminal(this.ctx, runId);
-      this.say(`   after the approval: ${done.status}`);
+      const after = await waitStatus(this.ctx, runId, (s) => s === 'awaiting_input' || TERMINAL.has(s));
+      this.say(`   turn ${runId}: ${after.status}`);
     } catch (e) {
       if (!missingRoute(e)) throw e;
-      this.say('   skipped: this control plane has no agent routes yet (POST /agents → 404 route_not_found)');
+      this.say('   skipped: this control plane has no agent routes (POST /agents → 404 route_not_found)');
       this.skipped.push('agent conversation (no agent routes)');
     }
   }
@@ -195,6 +200,7 @@ class Demo {
       const opened = await this.ctx.call<{ run?: { id: string }; id?: string }>('POST', '/sandboxes', {
         image: 'default',
         ttlSec: 600,
+        idleTimeoutSec: 300,
       });
       const id = opened.run?.id ?? opened.id ?? '';
       this.made.push(id);

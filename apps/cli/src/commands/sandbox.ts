@@ -116,14 +116,17 @@ export function registerSandbox(program: Command, ctx: () => Context, done: Done
     .description('open a sandbox session (POST /sandboxes)')
     .option('--image <ref>', 'the image', 'default')
     .option('--ttl <seconds>', 'hard expiry from now', '3600')
+    .option('--idle <seconds>', 'closed after this long without exec or terminal traffic', '900')
     .option('--json', 'print JSON')
-    .action((o: { image: string; ttl: string; json?: boolean }) =>
+    .action((o: { image: string; ttl: string; idle: string; json?: boolean }) =>
       done(
         (async () => {
           if (!/^\d+$/.test(o.ttl)) throw new CliError('usage', '--ttl is a whole number of seconds');
+          if (!/^\d+$/.test(o.idle)) throw new CliError('usage', '--idle is a whole number of seconds');
           const a = await ctx().call<SandboxAnswer>('POST', '/sandboxes', {
             image: o.image,
             ttlSec: Number(o.ttl),
+            idleTimeoutSec: Number(o.idle),
           });
           show(ctx(), a, o.json);
           return 0;

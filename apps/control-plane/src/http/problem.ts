@@ -146,9 +146,18 @@ export function errorToProblem(thrown: unknown): MappedError {
       retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS,
     };
   }
-  if (!(err instanceof ControlPlaneError) || err.httpStatus >= 500) {
+  if (!(err instanceof ControlPlaneError) || err.code === 'internal') {
     return { problem: problem('internal', 'internal error'), unexpected: true };
   }
+  if (err.httpStatus === 503) {
+    // A part we depend on is unavailable (sandbox compute, storage, draining): a named 503, not a defect.
+    return {
+      problem: problem(err.code, err.message),
+      unexpected: false,
+      retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS,
+    };
+  }
+  if (err.httpStatus >= 500) return { problem: problem('internal', 'internal error'), unexpected: true };
   const extra: Record<string, unknown> = {};
   const details = err.details;
   if (Object.keys(details).length > 0 && isPlainJson(details)) extra.details = details;
