@@ -53,14 +53,19 @@ class Demo {
     this.say('== 1. experiment: 20 eval runs, scored and re-scored');
     await this.ctx.call('POST', '/harnesses', {
       id: 'demo-echo',
-      version: '1',
+      version: '2',
       image: 'default',
-      command: ['sh', '-c', 'cat case.json && echo " answer=42"'],
+      // A harness reads case.json and writes out/outputs.json ({summary?, result?, exitCode?}).
+      command: [
+        'sh',
+        '-c',
+        'mkdir -p out && printf \'{"summary":"answer=42","result":{"case":%s,"answer":42},"exitCode":0}\' "$(cat case.json)" > out/outputs.json',
+      ],
     });
     const evalSpec = {
       kind: 'eval',
       subject: {
-        harness: { id: 'demo-echo', version: '1' },
+        harness: { id: 'demo-echo', version: '2' },
         caseId: 'case-1',
         caseSpec: { q: 'six times seven' },
       },

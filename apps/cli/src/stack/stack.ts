@@ -2,6 +2,7 @@
 // (EVERDICT_EMBEDDED_RUNNER=1 unless EVERDICT_RUNNER=external) and the agent service (scripted model unless
 // EVERDICT_MODEL_BASE_URL), with a seeded admin key and a generated internal token; waits for health,
 // prints the console URL and the key; stop() (Ctrl-C) stops every part.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { defaultPaths, type PartPaths, passThrough } from './parts.js';
 import { loadOrCreateSecrets, recordUrl } from './secrets.js';
@@ -53,9 +54,24 @@ async function waitHealthy(url: string, cp: Part, timeoutMs: number): Promise<vo
   }
 }
 
-/** The agent service's serve mode; a build without one exits 2 (usage) at once and is reported, not fatal. */
-function agentArgs(agentMain: string, url: string): string[] {
-  return [agentMain, 'serve', '--control-plane', url];
+/**
+ * The agent service's serve mode. Without `EVERDICT_MODEL_BASE_URL` it runs the scripted model: a script
+ * written into its data dir that asks a person for approval (the turn parks as a transcript) and then answers
+ * with the approval it got.
+ */
+function agentArgs(agentMain: string, url: string, dataDir: string, env: NodeJS.ProcessEnv): string[] {
+  const args = [agentMain, 'serve', '--url', url];
+  if (env.EVERDICT_MODEL_BASE_URL) return args;
+  const script = path.join(dataDir, 'agent-script.json');
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(
+    script,
+    JSON.stringify([
+      { toolCalls: [{ tool: 'ask_approval', args: { question: 'May I ship this release?' } }] },
+      { content: 'Approval answered: {{last_tool_result}}' },
+    ]),
+  );
+  return [...args, '--script', script];
 }
 
 export async function startStack(o: StackOptions): Promise<Stack> {
@@ -106,7 +122,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   const agent = startPart(
     'agent',
     process.execPath,
-    agentArgs(paths.agent, url),
+    agentArgs(paths.agent, url, path.join(o.dataDir, 'agent'), o.env),
     {
       ...base,
       EVERDICT_CONTROL_PLANE_URL: url,
