@@ -10,7 +10,7 @@ import { numeric } from '../db/numeric.js';
 import { retryOnConflict, type Tx } from '../db/tx.js';
 import { isControlPlaneError } from '../errors.js';
 import type { LeasePolicy } from '../leases/policy.js';
-import { assertCurrentEpoch, leaseUpsert, release, renew } from '../leases/store.js';
+import { assertCurrentEpoch, leaseUpsert, release, renewLive } from '../leases/store.js';
 import type { RunRow } from '../ledger/runs.js';
 import { claimAndStart } from '../scheduler/claim-start.js';
 import type { Deps } from '../services/context.js';
@@ -94,25 +94,8 @@ export async function heartbeatTurns(
   held: readonly { runId: string; epoch: number }[],
 ): Promise<{ lost: string[] }> {
   if (held.length === 0) return { lost: [] };
-  const { renewed, lost } = await renew(deps.db, holder, held, deps.clock().getTime(), policy.leaseMs);
-  const live =
-    renewed.length === 0
-      ? new Set<string>()
-      : new Set(
-          (
-            await deps.db
-              .selectFrom('runs')
-              .select('id')
-              .where(
-                'id',
-                'in',
-                renewed.map((r) => r.runId),
-              )
-              .where('status', 'in', ['running', 'awaiting_input'])
-              .execute()
-          ).map((r) => r.id),
-        );
-  return { lost: [...lost, ...renewed.filter((r) => !live.has(r.runId)).map((r) => r.runId)] };
+  const now = deps.clock().getTime();
+  return { lost: await renewLive(deps.db, holder, held, now, policy.leaseMs, ['running', 'awaiting_input']) };
 }
 
 /** 409 `stale_lease` unless `holder` holds the turn's lease at `epoch` (call after locking the run). */

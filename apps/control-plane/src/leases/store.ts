@@ -114,6 +114,29 @@ export async function renew(
   };
 }
 
+/**
+ * A heartbeat that also drops leases whose run left the statuses its holder executes in (cancelled,
+ * settled by someone else): `lost` = the leases not renewed + the renewed ones no longer live.
+ */
+export async function renewLive(
+  ex: Executor,
+  holder: string,
+  held: readonly HeldLease[],
+  nowMs: number,
+  leaseMs: number,
+  liveStatuses: readonly string[],
+): Promise<string[]> {
+  const { renewed, lost } = await renew(ex, holder, held, nowMs, leaseMs);
+  if (renewed.length === 0) return lost;
+  const { rows } = await sql<{ id: string }>`
+    SELECT id FROM runs
+    WHERE id = ANY(${renewed.map((r) => r.runId)}::text[]) AND status = ANY(${[...liveStatuses]}::text[])`.execute(
+    ex,
+  );
+  const live = new Set(rows.map((r) => r.id));
+  return [...lost, ...renewed.filter((r) => !live.has(r.runId)).map((r) => r.runId)];
+}
+
 /** The stale-lease refusal: typed, 409, with the run and the epoch offered. */
 export function staleLease(runId: string, epoch: number, current: number | null): ControlPlaneError {
   return new ControlPlaneError(

@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import type { Tx } from '../db/tx.js';
 import { retryOnConflict } from '../db/tx.js';
 import type { LeasePolicy } from '../leases/policy.js';
-import { assertCurrentEpoch, renew } from '../leases/store.js';
+import { assertCurrentEpoch, renewLive } from '../leases/store.js';
 import { sweepExpiredLeases } from '../leases/sweep.js';
 import type { RunRow } from '../ledger/runs.js';
 import { claimAndStart } from '../scheduler/claim-start.js';
@@ -186,26 +186,9 @@ export async function heartbeat(
   await deps.db.updateTable('runners').set({ last_heartbeat_at: now }).where('id', '=', runner.id).execute();
   const draining = runner.state === 'draining';
   if (held.length === 0) return { lost: [], draining };
-  const { renewed, lost } = await renew(deps.db, runner.id, held, now.getTime(), policy.leaseMs);
   // A lease whose run stopped running (cancelled, settled by someone else) is lost too.
-  const running =
-    renewed.length === 0
-      ? new Set<string>()
-      : new Set(
-          (
-            await deps.db
-              .selectFrom('runs')
-              .select('id')
-              .where(
-                'id',
-                'in',
-                renewed.map((r) => r.runId),
-              )
-              .where('status', '=', 'running')
-              .execute()
-          ).map((r) => r.id),
-        );
-  return { lost: [...lost, ...renewed.filter((r) => !running.has(r.runId)).map((r) => r.runId)], draining };
+  const lost = await renewLive(deps.db, runner.id, held, now.getTime(), policy.leaseMs, ['running']);
+  return { lost, draining };
 }
 
 /** 409 `stale_lease` unless the runner holds the run's current lease at `epoch`. */
