@@ -7,41 +7,16 @@
 // sequencer started. `HEADLOG_BENCH=off|on|both` (default both) picks the sides; BENCH_RUNS (default 2000),
 // BENCH_ROUNDS (default 3). Needs a live PostgreSQL (as bench/run.mjs) and the built app.
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { startCore } from '../dist/index.js';
+import { BASE, dbUrl, pool, sqlOn } from './lib/measure.mjs';
 
-const BASE =
-  process.env.EVERDICT_BENCH_DATABASE_URL ??
-  process.env.EVERDICT_TEST_DATABASE_URL ??
-  'postgres://postgres@127.0.0.1:5432/postgres';
 const N = Number(process.env.BENCH_RUNS ?? 2000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const MODE = process.env.HEADLOG_BENCH ?? 'both';
 const CLIENTS = 16;
 const WORKERS = 16;
 
-async function admin(sql) {
-  const c = new pg.Client({ connectionString: BASE });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
-function dbUrl(database) {
-  const u = new URL(BASE);
-  u.pathname = `/${database}`;
-  return u.toString();
-}
-async function pool(n, fn) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CLIENTS }, async () => {
-      while (next < n) await fn(next++);
-    }),
-  );
-}
+const admin = (sql) => sqlOn(BASE, sql);
 const count = async (db, sql) => Number((await db.executeQuery(sql)).rows[0].n);
 
 async function measure(withLog) {
@@ -61,7 +36,7 @@ async function measure(withLog) {
     if (!withLog) await sql`ALTER TABLE record_segments DISABLE TRIGGER record_segments_headlog`.execute(db);
     const principal = await core.services.auth.authenticate(key);
     const t0 = performance.now();
-    await pool(N, () =>
+    await pool(N, CLIENTS, () =>
       core.services.runs.create(principal, {
         kind: 'analysis',
         subject: { config: { fn: 'echo', message: 'b' } },
