@@ -24,7 +24,7 @@ describe.runIf(LIVE_PG)('two replicas on one PostgreSQL', () => {
       databaseUrl: live.url,
       bootstrapKey: KEY,
       executors: [OFFLINE_RUNNER],
-      policy: { maxInFlight: 4, maxQueued: 2_000 },
+      policy: { maxConcurrent: 4, maxQueued: 2_000 },
       scheduler: { pollMs: 100, inlineConcurrency: 12 },
     };
     a = await startCore(opts);
