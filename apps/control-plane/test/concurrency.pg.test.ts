@@ -2,7 +2,7 @@
 // settles. Runs only with EVERDICT_TEST_DATABASE_URL (CI sets it); says so loudly otherwise.
 import { configureTenant } from '@everdict/admission';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PgAdmissionStore } from '../src/admission-store/pg-admission-store.js';
+import { PgAdmissionStore } from '../src/admission-store/sql/store.js';
 import { type Core, startCore } from '../src/core.js';
 import { numeric } from '../src/db/numeric.js';
 import type { Principal } from '../src/services/index.js';

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { type TenantPolicyInput, tenantPolicy } from '@everdict/admission';
 import { ProcessDriver } from '@everdict/placement-process';
-import { PgAdmissionStore } from '../src/admission-store/pg-admission-store.js';
+import { PgAdmissionStore } from '../src/admission-store/sql/store.js';
 import { type BuiltApp, buildApp } from '../src/app.js';
 import { type Core, startCore } from '../src/core.js';
 import type { LedgerDatabase } from '../src/db/database.js';

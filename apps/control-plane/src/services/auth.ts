@@ -2,7 +2,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { configureTenant, type TenantPolicyInput, tenantPolicy } from '@everdict/admission';
 import { sql } from 'kysely';
-import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
+import { PgAdmissionStore } from '../admission-store/sql/store.js';
 import { KEYS_CHANNEL, KeyCache } from '../auth/key-cache.js';
 import { iso } from '../db/numeric.js';
 import { withTx } from '../db/tx.js';
