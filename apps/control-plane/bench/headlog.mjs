@@ -27,7 +27,7 @@ async function measure(withLog) {
     const core = await startCore({
       databaseUrl: dbUrl(name),
       bootstrapKey: key,
-      policy: { maxQueued: 1_000_000, maxInFlight: 1_000 },
+      policy: { maxQueued: 1_000_000, maxConcurrent: 1_000 },
       scheduler: { pollMs: 100, inlineConcurrency: WORKERS },
       ...(withLog ? { headLog: { sthIntervalMs: 2_000 } } : {}),
     });

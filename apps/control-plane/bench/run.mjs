@@ -32,7 +32,7 @@ async function benchEverdict(databaseUrl, tenants) {
   const core = await startCore({
     databaseUrl,
     bootstrapKey: key,
-    policy: { maxQueued: 1_000_000, maxInFlight: 1_000 },
+    policy: { maxQueued: 1_000_000, maxConcurrent: 1_000 },
     scheduler: { pollMs: 100, inlineConcurrency: WORKERS },
   });
   const admin = await core.services.auth.authenticate(key);

@@ -67,7 +67,7 @@ describe.runIf(LIVE_PG)('settle batches on two replicas', () => {
     const opts = {
       databaseUrl: live.url,
       bootstrapKey: KEY,
-      policy: { maxInFlight: 1_000, maxQueued: 10_000 },
+      policy: { maxConcurrent: 1_000, maxQueued: 10_000 },
       scheduler: { enabled: false },
     };
     a = await startCore(opts);

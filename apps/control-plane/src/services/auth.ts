@@ -2,7 +2,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { configureTenant, type TenantPolicyInput, tenantPolicy } from '@everdict/admission';
 import { sql } from 'kysely';
-import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
+import { PgAdmissionStore } from '../admission-store/sql/store.js';
 import { KEYS_CHANNEL, KeyCache } from '../auth/key-cache.js';
 import { iso } from '../db/numeric.js';
 import { withTx } from '../db/tx.js';
@@ -10,7 +10,6 @@ import { ControlPlaneError, notFound } from '../errors.js';
 import type { AuthService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
-import type { TenantPolicy } from './options.js';
 import { type ApiKeyView, CreateKeyInput, type Principal, type Role, TenantPolicyPatch } from './types.js';
 
 export const hashKey = (raw: string): string => createHash('sha256').update(raw, 'utf8').digest('hex');
@@ -45,24 +44,12 @@ const view = (r: KeyRow): ApiKeyView => ({
   revokedAt: iso(r.revoked_at),
 });
 
-export function admissionPolicy(policy: TenantPolicy) {
-  return {
-    maxQueued: policy.maxQueued,
-    maxConcurrent: policy.maxInFlight,
-    inFlightCap: policy.inFlightCap,
-    maxChildrenPerRun: policy.maxChildren,
-    maxCausalDepth: policy.maxDepth,
-    budget: policy.budgetUsd === null ? {} : { usd: policy.budgetUsd },
-    ...(policy.cascade ? { cascade: policy.cascade } : {}),
-  };
-}
-
 /** Create a tenant (idempotent) with its admission policy; insert one key. */
 export async function ensureTenant(
   deps: Deps,
   tenantId: string,
   name: string,
-  policy: TenantPolicy,
+  policy: TenantPolicyInput,
 ): Promise<void> {
   await withTx(deps.db, async (tx) => {
     await tx
@@ -70,7 +57,7 @@ export async function ensureTenant(
       .values({ id: tenantId, name, created_at: deps.clock() })
       .onConflict((oc) => oc.column('id').doNothing())
       .execute();
-    await configureTenant(new PgAdmissionStore(tx), tenantId, admissionPolicy(policy));
+    await configureTenant(new PgAdmissionStore(tx), tenantId, policy);
   });
 }
 
@@ -108,7 +95,11 @@ export async function insertKey(
 export const newRawKey = (): string => `evk_${randomBytes(24).toString('base64url')}`;
 
 /** `keys`: verified keys remembered by this replica (key-cache.ts); the core evicts on KEYS_CHANNEL. */
-export function authService(deps: Deps, policy: TenantPolicy, keys: KeyCache = new KeyCache()): AuthService {
+export function authService(
+  deps: Deps,
+  policy: TenantPolicyInput,
+  keys: KeyCache = new KeyCache(),
+): AuthService {
   return {
     async authenticate(rawKey) {
       const hash = rawKey ? hashKey(rawKey) : undefined;

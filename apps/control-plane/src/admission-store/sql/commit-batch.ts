@@ -8,16 +8,16 @@
 //   3. `everdict_assert` over every count: a guard short anywhere (a cross-replica race, a request id
 //      admitted meanwhile) raises EV001 and the whole statement — riders included — rolls back ('raced';
 //      the caller decides one by one).
-// Lock order is the one every transaction follows (settle-many.ts): envelopes by (tenant, id) → tenant rows
+// Lock order is the one every transaction follows (admission-store/sql/settle.ts): envelopes by (tenant, id) → tenant rows
 // by tenant. Sub-statements run in the order the final SELECT first reads them (left to right), so the
 // inserts go first and the hot rows are held only for the tail of the statement and its commit.
 import { type AdmissionPlan, LANE } from '@everdict/admission';
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
-import { ASSERT_SQLSTATE } from '../db/migrations/0005_assert.js';
-import { json } from '../db/numeric.js';
-import { prepared } from '../db/prepared.js';
-import { type Executor, isRetryable } from '../db/tx.js';
+import { ASSERT_SQLSTATE } from '../../db/migrations/0005_assert.js';
+import { json } from '../../db/numeric.js';
+import { prepared } from '../../db/prepared.js';
+import { type Executor, isRetryable } from '../../db/tx.js';
 import { slotRow } from './rows.js';
 import { wfqTagUpsert } from './wfq-tags.js';
 
