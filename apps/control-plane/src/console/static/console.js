@@ -210,7 +210,9 @@ function render() {
       const members = g.runIds.map((id) => state.runs.get(id)).filter(Boolean);
       if (!members.some(matches) && !(g.label || '').toLowerCase().includes(state.filter.toLowerCase()))
         continue;
-      items.push(groupRow(g, members, state.expanded.has(gid), state.selected));
+      // A filter narrows an expanded group to its matching runs (all of them when only its label matches).
+      const shown = members.filter(matches);
+      items.push(groupRow(g, shown.length ? shown : members, state.expanded.has(gid), state.selected));
     } else if (matches(run)) items.push(runRow(run, state.selected));
   }
   const focused = document.activeElement?.dataset;
@@ -455,6 +457,12 @@ document.addEventListener('keydown', (e) => {
   const typing = ['INPUT', 'TEXTAREA', 'SELECT'].includes(document.activeElement?.tagName);
   if (e.key === 'Escape') {
     if ($('new-run').open) return; // the dialog closes itself
+    if (document.activeElement === $('filter')) {
+      // Esc leaves the filter and clears it (as a search box does natively, but here the rows follow).
+      $('filter').value = '';
+      state.filter = '';
+      render();
+    }
     if (typing) return document.activeElement.blur();
     if (state.selected) return closeDetail();
   }
