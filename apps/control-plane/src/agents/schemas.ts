@@ -131,7 +131,7 @@ export const ExperimentInput = z
     harness: z.string().min(1).max(200),
     dataset: z.string().min(1).max(200).optional(),
     repeat: z.int().min(1).max(1000).optional(),
-    cases: z.array(z.record(z.string(), z.json())).min(1).max(1000).optional(),
+    cases: z.array(z.record(z.string(), z.unknown())).min(1).max(1000).optional(),
   })
   .refine((e) => e.repeat === undefined || e.cases === undefined, 'at most one of repeat or cases');
 export type ExperimentInput = z.infer<typeof ExperimentInput>;
