@@ -296,7 +296,7 @@ describe('with the agent service: agent chat and the demo', () => {
     const agentId = ((await created.json()) as { agent: { id: string } }).agent.id;
     const r = await everdict(['agent', 'chat', agentId, '-m', 'ship 1.4', '--approve'], env);
     expect(r.code, `${r.err}\n${agentLog}`).toBe(0);
-    expect(r.err).toMatch(/^conversation grp_\w+$/m);
+    expect(r.err).toMatch(/^conversation \w+$/m);
     expect(r.err).toMatch(/^waiting: call_0_0 approval: May I ship this release\?$/m);
     expect(r.err).toMatch(/^call_0_0 approved$/m);
     expect(r.err).toMatch(/^run_\w+ succeeded$/m);
