@@ -107,6 +107,7 @@ async function measure(withLog) {
 
 const off = [];
 const on = [];
+const pairRatios = []; // each round's on/off: the two sides measured back to back, under the same load
 for (let round = 0; round < ROUNDS; round++) {
   // Alternate which side goes first, so a drifting machine load does not favour one side.
   const order = round % 2 === 0 ? [false, true] : [true, false];
@@ -116,6 +117,7 @@ for (let round = 0; round < ROUNDS; round++) {
     (withLog ? on : off).push(m);
     if (process.env.BENCH_DEBUG) console.error(withLog ? 'log on ' : 'log off', JSON.stringify(m));
   }
+  if (on.length === off.length && on.length > 0) pairRatios.push(on.at(-1).runsPerS / off.at(-1).runsPerS);
 }
 const best = (xs) => Math.max(...xs.map((x) => x.runsPerS));
 const median = (xs) => {
@@ -123,6 +125,7 @@ const median = (xs) => {
   return s[Math.floor(s.length / 2)];
 };
 const line = {
+  loadavg: (await import('node:os')).loadavg().map((l) => Math.round(l * 10) / 10),
   name: 'headlog.append',
   n: N,
   rounds: ROUNDS,
@@ -143,6 +146,9 @@ const line = {
         ratio: Math.round((best(on) / best(off)) * 1000) / 1000,
         cost_pct: Math.round((1 - best(on) / best(off)) * 1000) / 10,
         median_ratio: Math.round((median(on) / median(off)) * 1000) / 1000,
+        round_ratios: pairRatios.map((r) => Math.round(r * 100) / 100),
+        median_round_ratio:
+          Math.round([...pairRatios].sort((a, b) => a - b)[Math.floor(pairRatios.length / 2)] * 1000) / 1000,
       }
     : {}),
 };

@@ -52,6 +52,8 @@ export class DispatchLoop {
   readonly leases: LeaseKeeper;
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
   dispatched = 0;
+  /** Cycles that started nothing because the settle backlog was full (a recorded refusal, for tests). */
+  heldBackCycles = 0;
 
   constructor(
     private readonly deps: Deps,
@@ -124,7 +126,10 @@ export class DispatchLoop {
     await this.sweepIfDue();
     for (;;) {
       const capacity = this.capacity();
-      if (capacity <= 0 || this.loop.isStopped) return;
+      if (capacity <= 0 || this.loop.isStopped) {
+        if (capacity <= 0 && this.heldBack) this.heldBackCycles++;
+        return;
+      }
       const started = await retryOnConflict(() =>
         claimAndStart(this.deps.db, capacity, this.deps.clock(), INLINE_KINDS, {
           holder: this.leases.holder,

@@ -19,6 +19,15 @@ function requireAdmin(p: Principal): void {
   if (p.role !== 'admin') throw new ControlPlaneError('forbidden', 'admin role required');
 }
 
+/** The deployment's operator tenant: its admins alone create tenants (bootstrap.ts installs it). */
+export const OPERATOR_TENANT = 'default';
+
+function requireOperator(p: Principal): void {
+  requireAdmin(p);
+  if (p.tenantId !== OPERATOR_TENANT)
+    throw new ControlPlaneError('forbidden', `only an admin of tenant ${OPERATOR_TENANT} creates tenants`);
+}
+
 type KeyRow = {
   id: string;
   tenant_id: string;
@@ -149,7 +158,7 @@ export function authService(deps: Deps, policy: TenantPolicy, keys: KeyCache = n
       return view(row);
     },
     async createTenant(p, input) {
-      requireAdmin(p);
+      requireOperator(p);
       if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(input.id))
         throw new ControlPlaneError('bad_request', 'tenant id must be [a-z0-9_-]');
       const exists = await deps.db

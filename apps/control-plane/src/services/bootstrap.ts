@@ -4,11 +4,11 @@
 // at once install one generated key, not two.
 import { sql } from 'kysely';
 import { withTx } from '../db/tx.js';
-import { ensureTenant, hashKey, insertKey } from './auth.js';
+import { ensureTenant, hashKey, insertKey, OPERATOR_TENANT } from './auth.js';
 import type { Deps } from './context.js';
 import type { CoreOptions, TenantPolicy } from './options.js';
 
-export const BOOTSTRAP_TENANT = 'default';
+export const BOOTSTRAP_TENANT = OPERATOR_TENANT;
 
 export interface BootstrapOutcome {
   tenantId: typeof BOOTSTRAP_TENANT;

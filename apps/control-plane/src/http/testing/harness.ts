@@ -1,4 +1,4 @@
-// Test helpers: the real app on the real core (a migrated PGlite clone per app; live PostgreSQL with
+// Test helpers: the real app on the real core (a PGlite loaded from the run's migrated template per app; live PostgreSQL with
 // EVERDICT_TEST_DATABASE_URL), called in-process. No fake services: every refusal is the core's own.
 
 import { mkdtempSync, rmSync } from 'node:fs';
