@@ -6,6 +6,7 @@
 // (`embedded:<driver>` | `runner:<id>`), and every operation on a session goes to the compute its holder names.
 import type { Placement } from '@everdict/run-model';
 import { type Driver, isPlacementError, MAX_WALL_TIMEOUT_MS, SandboxHandle } from '@everdict/placement';
+import type { Executor } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import { runnerHolder, runnerOfHolder } from '../runners/sessions/hub.js';
 
@@ -22,8 +23,16 @@ export function embeddedCompute(driver: Driver): SessionCompute {
 /** Paired runners as session compute (runners/sessions/hub.ts): placement and each runner's driver. */
 export interface RunnerComputes {
   /** A connected, capable runner for new compute (the least loaded), or null. */
-  place(tenant: string, driver: string, image: string, target?: string): Promise<string | null>;
+  place(
+    tenant: string,
+    driver: string,
+    image: string,
+    target?: string,
+    ex?: Executor,
+  ): Promise<string | null>;
   driver(runnerId: string): Driver;
+  /** Whether this replica holds the runner's channel open right now (what it observes on the socket). */
+  connected(runnerId: string): boolean;
 }
 
 /** What a session core holds compute with: the embedded driver and/or the paired runners. */
@@ -80,14 +89,15 @@ export async function placeCompute(
   tenant: string,
   placement: Placement,
   image: string,
-  onRunner = false,
+  opts: { onRunner?: boolean; ex?: Executor } = {},
 ): Promise<SessionCompute> {
+  const onRunner = opts.onRunner === true;
   const driver = driverFor(placement);
   const embedded = src.compute;
   if (!onRunner && !placement.target && embedded && embedded.driver.describe().driver === driver)
     return embedded;
   const runners = src.runners;
-  const runnerId = runners ? await runners.place(tenant, driver, image, placement.target) : null;
+  const runnerId = runners ? await runners.place(tenant, driver, image, placement.target, opts.ex) : null;
   if (runnerId === null || !runners)
     throw new ControlPlaneError(
       'no_placement',

@@ -97,7 +97,10 @@ export async function resumeSession(
           where: 'driver',
           isolation: 'process',
         }) as Placement;
-        compute = await placeCompute(core, p.tenantId, placement, session.image, isRunnerHolder(session.holder));
+        compute = await placeCompute(core, p.tenantId, placement, session.image, {
+          onRunner: isRunnerHolder(session.holder),
+          ex: tx,
+        });
         handle = await provisionSession(compute, p.tenantId, runId, session.image);
         const now = deps.clock();
         const parkedMs = now.getTime() - (session.parked_at ?? now).getTime();

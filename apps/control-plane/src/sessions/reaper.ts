@@ -12,7 +12,7 @@ import type { Driver, ReapedSandbox } from '@everdict/placement';
 import { isTerminalStatus, type RunStatus, sessionDue } from '@everdict/run-model';
 import { sql } from 'kysely';
 import type { Executor } from '../db/tx.js';
-import { runnerHolder } from '../runners/sessions/hub.js';
+import { runnerHolder, runnerOfHolder } from '../runners/sessions/hub.js';
 import { SESSION_KIND } from './compute.js';
 import type { SessionCore } from './service.js';
 import { type SessionEnd, settleSession } from './settle.js';
@@ -93,6 +93,9 @@ export class SessionReaper {
         decide: async (s, status, tx: Executor) => {
           if (isTerminalStatus(status as RunStatus)) return 'cancelled';
           if (s.state !== 'open') return null;
+          // This replica sees the runner's channel open: not lost, whatever a delayed seen_at says.
+          const runnerId = runnerOfHolder(s.holder);
+          if (runnerId !== null && this.core.runners?.connected(runnerId)) return null;
           const { rows: gone } = await sql<{ gone: boolean }>`SELECT ${stale(s.holder)} AS gone`.execute(tx);
           return gone[0]?.gone ? 'lost' : null;
         },

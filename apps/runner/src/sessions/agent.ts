@@ -112,8 +112,10 @@ export class SessionAgent {
       ws.terminate();
     });
     ws.on('error', (err) => this.#log('warn', 'session channel error', { err: String(err) }));
-    ws.on('close', () => {
+    ws.on('close', (code, reason) => {
       if (this.#ws === ws) this.#ws = null;
+      if (!this.#stopped)
+        this.#log('warn', 'session channel closed; reconnecting', { code, reason: String(reason) });
       for (const s of this.#streams.values()) s.kill();
       this.#streams.clear();
       if (this.#stopped) return;

@@ -197,7 +197,10 @@ export class RunnerChannel {
       this.#calls.delete(parsed.id);
       clearTimeout(call.timer);
       if (parsed.ok) call.resolve(decodeBytes(parsed.value));
-      else call.reject(problemError(parsed.error));
+      else
+        call.reject(
+          problemError(parsed.error ?? { code: 'internal', message: 'the runner refused', detail: {} }),
+        );
     } else if (parsed.t === 'exit') {
       const s = this.#streams.get(parsed.sid);
       if (!s) return;

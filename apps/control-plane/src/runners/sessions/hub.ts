@@ -12,6 +12,7 @@ import { DriverDescription } from '@everdict/placement';
 import { sql } from 'kysely';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { json } from '../../db/numeric.js';
+import type { Executor } from '../../db/tx.js';
 import { ControlPlaneError } from '../../errors.js';
 import type { Deps } from '../../services/context.js';
 import { authenticateRunner } from '../registry.js';
@@ -82,6 +83,10 @@ export class RunnerSessionHub implements ChannelLookup {
 
   channel(runnerId: string): RunnerChannel | undefined {
     return this.#channels.get(runnerId);
+  }
+
+  connected(runnerId: string): boolean {
+    return this.#channels.get(runnerId)?.isOpen === true;
   }
 
   driver(runnerId: string): RemoteDriver {
@@ -207,9 +212,15 @@ export class RunnerSessionHub implements ChannelLookup {
   /**
    * A runner for a new session's compute: active, of the tenant (or shared), seen within the lease, offering
    * `driver` and `image` — the one holding the fewest open sessions, this replica's channels first. Null
-   * when none.
+   * when none. `ex`: the caller's transaction, when it has one (PGlite is one connection).
    */
-  async place(tenant: string, driver: string, image: string, target?: string): Promise<string | null> {
+  async place(
+    tenant: string,
+    driver: string,
+    image: string,
+    target?: string,
+    ex: Executor = this.deps.db,
+  ): Promise<string | null> {
     const since = new Date(this.deps.clock().getTime() - this.opts.leaseMs);
     const { rows } = await sql<{ runner_id: string }>`
       SELECT c.runner_id FROM session_channels c JOIN runners r ON r.id = c.runner_id
@@ -220,7 +231,7 @@ export class RunnerSessionHub implements ChannelLookup {
       ORDER BY (c.replica = ${this.replica}) DESC,
         (SELECT count(*) FROM sessions s WHERE s.holder = 'runner:' || c.runner_id AND s.state = 'open'),
         c.runner_id
-      LIMIT 1`.execute(this.deps.db);
+      LIMIT 1`.execute(ex);
     return rows[0]?.runner_id ?? null;
   }
 

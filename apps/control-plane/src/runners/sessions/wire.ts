@@ -37,8 +37,14 @@ export const RunnerFrame = z.discriminatedUnion('t', [
     images: z.array(z.string().min(1).max(1000)).min(1).max(1000),
     slots: z.int().min(1).max(10_000),
   }),
-  z.object({ t: z.literal('result'), id: z.string().min(1).max(100), ok: z.literal(true), value: z.unknown() }),
-  z.object({ t: z.literal('result'), id: z.string().min(1).max(100), ok: z.literal(false), error: Problem }),
+  /** `ok: true` with the operation's `value`, or `ok: false` with the driver's refusal. */
+  z.object({
+    t: z.literal('result'),
+    id: z.string().min(1).max(100),
+    ok: z.boolean(),
+    value: z.unknown().optional(),
+    error: Problem.optional(),
+  }),
   z.object({
     t: z.literal('exit'),
     sid: z.int().nonnegative(),
