@@ -11,8 +11,8 @@ import { RunnerDaemon } from './daemon.js';
 import { DEFAULT_WATTS_PER_CORE, EnergyMeter } from './energy.js';
 import { RunnerError } from './errors.js';
 import { HttpRunnerApi, pairRunner } from './http-api.js';
-import { SessionAgent } from './sessions/agent.js';
 import type { Capabilities } from './protocol.js';
+import { SessionAgent } from './sessions/agent.js';
 import { defaultStateDir, loadOrCreateKey, loadPairing, savePairing } from './state.js';
 
 const USAGE = `usage:

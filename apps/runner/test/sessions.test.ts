@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { pair, type RunnerProcess, startRunner, waitFor } from './helpers.js';
 
-type Json = Record<string, any>; // biome-ignore lint/suspicious/noExplicitAny: test JSON
+// biome-ignore lint/suspicious/noExplicitAny: answers are read as loose JSON in assertions
+type Json = Record<string, any>;
 
 let cp: ControlPlaneProcess;
 const runners: RunnerProcess[] = [];
@@ -55,7 +56,7 @@ const connected = (r: RunnerProcess, times = 1) =>
 
 beforeAll(async () => {
   cp = await startControlPlane({
-    env: { EVERDICT_SESSIONS: 'runner', EVERDICT_LEASE_MS: '3000', EVERDICT_SESSION_SWEEP_MS: '500' },
+    env: { EVERDICT_SESSIONS: 'runner', EVERDICT_LEASE_MS: '5000', EVERDICT_SESSION_SWEEP_MS: '500' },
   });
   dirA = await pair(cp.url, cp.apiKey, 'sess-a');
   dirB = await pair(cp.url, cp.apiKey, 'sess-b');
@@ -67,7 +68,8 @@ beforeAll(async () => {
   await connected(runnerB);
 }, 300_000);
 afterAll(async () => {
-  for (const r of runners) if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGKILL');
+  for (const r of runners)
+    if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGKILL');
   await cp?.stop();
 });
 
@@ -114,7 +116,10 @@ const DIGEST = [
 describe('sessions held by runners', () => {
   it('placed on runner A: exec works, the terminal echoes, close disposes the sandbox on A', async () => {
     const id = await open(idA);
-    expect((await api('GET', `/sandboxes/${id}`)).body).toMatchObject({ holder: `runner:${idA}`, state: 'open' });
+    expect((await api('GET', `/sandboxes/${id}`)).body).toMatchObject({
+      holder: `runner:${idA}`,
+      state: 'open',
+    });
     expect(sandboxRuns(dirA)).toContain(id);
     expect(sandboxRuns(dirB)).not.toContain(id);
 
@@ -185,7 +190,10 @@ describe('sessions held by runners', () => {
     const resumed = await api('POST', `/sandboxes/${id}/resume`, {});
     expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
     expect(resumed.body.status).toBe('running');
-    expect((await api('GET', `/sandboxes/${id}`)).body).toMatchObject({ holder: `runner:${idB}`, state: 'open' });
+    expect((await api('GET', `/sandboxes/${id}`)).body).toMatchObject({
+      holder: `runner:${idB}`,
+      state: 'open',
+    });
     expect(sandboxRuns(dirB)).toContain(id);
     expect((await exec(id, DIGEST)).stdout).toBe(digest);
     const rec = await record(id);
@@ -216,10 +224,14 @@ describe('sessions held by runners', () => {
 
     const restarted = launch(dirB);
     await connected(restarted);
-    await waitFor('the orphan reaped by label', async () => (sandboxRuns(dirB).includes(id) ? undefined : true));
-    expect(existsSync(join(dirB, 'placement', 'workspaces'))
-      ? readdirSync(join(dirB, 'placement', 'workspaces'))
-      : []).toEqual([]);
+    await waitFor('the orphan reaped by label', async () =>
+      sandboxRuns(dirB).includes(id) ? undefined : true,
+    );
+    expect(
+      existsSync(join(dirB, 'placement', 'workspaces'))
+        ? readdirSync(join(dirB, 'placement', 'workspaces'))
+        : [],
+    ).toEqual([]);
     restarted.child.kill('SIGTERM');
     expect(await restarted.exited).toBe(0);
   }, 240_000);

@@ -4,8 +4,9 @@
 // (the process driver adopts). Or a paired runner (`everdict-runner`, its process or Kubernetes driver),
 // driven over the runner's session channel (runners/sessions/): the row's `holder` says which
 // (`embedded:<driver>` | `runner:<id>`), and every operation on a session goes to the compute its holder names.
-import type { Placement } from '@everdict/run-model';
+
 import { type Driver, isPlacementError, MAX_WALL_TIMEOUT_MS, SandboxHandle } from '@everdict/placement';
+import type { Placement } from '@everdict/run-model';
 import type { Executor } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import { runnerHolder, runnerOfHolder } from '../runners/sessions/hub.js';

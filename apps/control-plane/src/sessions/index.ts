@@ -2,8 +2,8 @@
 import type { Driver } from '@everdict/placement';
 import { backendFromEnv, type ObjectBackend } from '@everdict/trajectory-store';
 import type { ExecutorLane } from '../executors/registry.js';
-import type { Deps } from '../services/context.js';
 import type { RunnerSessionHub } from '../runners/sessions/hub.js';
+import type { Deps } from '../services/context.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { embeddedCompute } from './compute.js';
 import { SessionLog, TRAJECTORY_CAP_BYTES } from './log.js';

@@ -4,7 +4,7 @@
 // reap, and `held` (what it holds, for the control plane's reconciliation). The channel reconnects with
 // backoff; a control plane that loses it settles the sessions lost after its lease. `stop()` disposes every
 // session sandbox this process provisioned (a killed process leaves them to the next start's reap).
-import { isPlacementError, parseHandle, type Driver, type ExecStream, Snapshot } from '@everdict/placement';
+import { type Driver, type ExecStream, isPlacementError, parseHandle, Snapshot } from '@everdict/placement';
 import WebSocket from 'ws';
 import { ZodError, z } from 'zod';
 import {
@@ -15,10 +15,10 @@ import {
   type Problem,
   parseStreamFrame,
   type RunnerFrame,
+  type SessionOp,
   STDERR,
   STDIN,
   STDOUT,
-  type SessionOp,
   streamFrame,
 } from './wire.js';
 
@@ -37,8 +37,14 @@ export interface SessionAgentOptions {
 
 const SESSION_KIND = 'sandbox';
 const Args = {
-  provision: z.object({ spec: z.object({ labels: z.object({ kind: z.literal(SESSION_KIND) }).passthrough() }).passthrough() }),
-  exec: z.object({ handle: z.unknown(), cmd: z.array(z.string()).min(1), options: z.record(z.string(), z.unknown()).optional() }),
+  provision: z.object({
+    spec: z.object({ labels: z.object({ kind: z.literal(SESSION_KIND) }).passthrough() }).passthrough(),
+  }),
+  exec: z.object({
+    handle: z.unknown(),
+    cmd: z.array(z.string()).min(1),
+    options: z.record(z.string(), z.unknown()).optional(),
+  }),
   stream: z.object({
     handle: z.unknown(),
     cmd: z.array(z.string()).min(1),
@@ -220,10 +226,12 @@ export class SessionAgent {
     s.stdout.on('data', out(STDOUT));
     s.stderr.on('data', out(STDERR));
     s.stdin.on('error', () => undefined);
-    s.exit.then(
-      (x) => this.#send({ t: 'exit', sid, exitCode: x.exitCode, signal: x.signal }),
-      (e: unknown) => this.#send({ t: 'exit', sid, error: problemOf(e) }),
-    ).finally(() => this.#streams.delete(sid));
+    s.exit
+      .then(
+        (x) => this.#send({ t: 'exit', sid, exitCode: x.exitCode, signal: x.signal }),
+        (e: unknown) => this.#send({ t: 'exit', sid, error: problemOf(e) }),
+      )
+      .finally(() => this.#streams.delete(sid));
   }
 
   /** Stop reconnecting, close the channel, dispose every session sandbox this process provisioned. */

@@ -9,13 +9,27 @@ export const STDIN = 0;
 export const STDOUT = 1;
 export const STDERR = 2;
 
-export const SessionOp = z.enum(['provision', 'exec', 'stream', 'snapshot', 'restore', 'dispose', 'reap', 'held']);
+export const SessionOp = z.enum([
+  'provision',
+  'exec',
+  'stream',
+  'snapshot',
+  'restore',
+  'dispose',
+  'reap',
+  'held',
+]);
 export type SessionOp = z.infer<typeof SessionOp>;
 
 /** Control plane → runner. */
 export const ControlFrame = z.discriminatedUnion('t', [
   z.object({ t: z.literal('call'), id: z.string().min(1).max(100), op: SessionOp, args: z.unknown() }),
-  z.object({ t: z.literal('resize'), sid: z.int().nonnegative(), cols: z.int().positive(), rows: z.int().positive() }),
+  z.object({
+    t: z.literal('resize'),
+    sid: z.int().nonnegative(),
+    cols: z.int().positive(),
+    rows: z.int().positive(),
+  }),
   z.object({ t: z.literal('eof'), sid: z.int().nonnegative() }),
   z.object({ t: z.literal('kill'), sid: z.int().nonnegative() }),
 ]);

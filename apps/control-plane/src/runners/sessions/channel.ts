@@ -20,10 +20,10 @@ import {
   type Problem,
   parseStreamFrame,
   RunnerFrame,
+  type SessionOp,
   STDERR,
   STDIN,
   STDOUT,
-  type SessionOp,
   streamFrame,
 } from './wire.js';
 

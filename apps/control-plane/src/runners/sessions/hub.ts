@@ -42,7 +42,12 @@ export interface SessionHubOptions {
 type Listener = (runnerId: string) => Promise<unknown>;
 
 function refuse(socket: Duplex, status: number, code: string, message: string): void {
-  const body = JSON.stringify({ type: `https://everdict.dev/problems/${code}`, title: code, status, detail: message });
+  const body = JSON.stringify({
+    type: `https://everdict.dev/problems/${code}`,
+    title: code,
+    status,
+    detail: message,
+  });
   socket.end(
     `HTTP/1.1 ${status} ${code}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );

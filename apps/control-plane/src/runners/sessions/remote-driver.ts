@@ -12,8 +12,8 @@ import {
   type ExecStream,
   PlacementError,
   ReapedSandbox,
-  type SandboxUsage,
   SandboxHandle,
+  type SandboxUsage,
   Snapshot,
   type StreamOptionsInput,
   unsupported,
@@ -112,7 +112,11 @@ export class RemoteDriver implements Driver {
 
   async capacity(): Promise<Capacity> {
     const ch = this.#ch();
-    return { slotsTotal: ch.hello.slots, slotsFree: ch.hello.slots, mechanism: ch.hello.description.mechanism };
+    return {
+      slotsTotal: ch.hello.slots,
+      slotsFree: ch.hello.slots,
+      mechanism: ch.hello.description.mechanism,
+    };
   }
 
   /** The session sandboxes the runner holds (for the holding replica's reconciliation). */
