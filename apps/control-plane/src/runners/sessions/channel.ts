@@ -3,6 +3,7 @@
 // (binary frames by stream id; see wire.ts). A closed channel refuses everything with `spawn_failed`
 // (503 sandbox_unavailable): the runner's sandboxes may still be alive — the lease rule decides they are lost.
 import { PassThrough, Writable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import {
   type DriverDescription,
   type ExecStream,
@@ -123,7 +124,12 @@ export class RunnerChannel {
         stdout.end();
         stderr.end();
         if (x instanceof PlacementError) reject(x);
-        else resolve(x);
+        // As the contract says: exit resolves once both output streams have ended (their bytes delivered).
+        else
+          void Promise.all([finished(stdout), finished(stderr)]).then(
+            () => resolve(x),
+            () => resolve(x),
+          );
       };
     });
     exit.catch(() => undefined);

@@ -227,8 +227,8 @@ export class RunnerSessionHub implements ChannelLookup {
     ex: Executor = this.deps.db,
   ): Promise<string | null> {
     const since = new Date(this.deps.clock().getTime() - this.opts.leaseMs);
-    const { rows } = await sql<{ runner_id: string }>`
-      SELECT c.runner_id FROM session_channels c JOIN runners r ON r.id = c.runner_id
+    const { rows } = await sql<{ runner_id: string; replica: string }>`
+      SELECT c.runner_id, c.replica FROM session_channels c JOIN runners r ON r.id = c.runner_id
       WHERE r.state = 'active' AND (r.tenant_id = ${tenant} OR r.tenant_id IS NULL)
         AND c.driver = ${driver} AND c.seen_at > ${since}
         AND (c.images @> jsonb_build_array(${image}::text) OR c.images @> '["*"]'::jsonb)
@@ -236,8 +236,10 @@ export class RunnerSessionHub implements ChannelLookup {
       ORDER BY (c.replica = ${this.replica}) DESC,
         (SELECT count(*) FROM sessions s WHERE s.holder = 'runner:' || c.runner_id AND s.state = 'open'),
         c.runner_id
-      LIMIT 1`.execute(ex);
-    return rows[0]?.runner_id ?? null;
+      LIMIT 50`.execute(ex);
+    // A channel of this replica that closed since (seen_at not yet stale) is not a candidate: this replica saw it close.
+    const pick = rows.find((r) => r.replica !== this.replica || this.connected(r.runner_id));
+    return pick?.runner_id ?? null;
   }
 
   async close(): Promise<void> {
