@@ -35,7 +35,7 @@ const EnvSchema = z.object({
   EVERDICT_S3_BUCKET: optionalString,
   EVERDICT_S3_ENDPOINT: optionalString,
   EVERDICT_S3_REGION: optionalString,
-  EVERDICT_SESSIONS: z.enum(['process', 'off']).default('process'),
+  EVERDICT_SESSIONS: z.enum(['process', 'runner', 'off']).default('process'),
   EVERDICT_SESSION_SWEEP_MS: z.coerce.number().int().min(50).max(3_600_000).default(1_000),
   EVERDICT_PLACEMENT_DIR: optionalString,
   EVERDICT_LOG_KEY_FILE: optionalString,
@@ -87,8 +87,11 @@ export interface Config {
    */
   readonly embeddedRunner: { enabled: boolean; slots: number; cli?: string };
   readonly logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
-  /** Held-open sandboxes: `process` (the embedded process driver, state in `placementDir`) or `off`. */
-  readonly sessions: { driver: 'process' | 'off'; sweepMs: number; placementDir: string };
+  /**
+   * Held-open sandboxes: `process` (the embedded process driver, state in `placementDir`, and paired runners),
+   * `runner` (paired runners only: this process holds no sandbox) or `off`.
+   */
+  readonly sessions: { driver: 'process' | 'runner' | 'off'; sweepMs: number; placementDir: string };
   /** The head log (issue 18 §2): key file (default `<dataDir>/keys/log.ed25519`), witness keys (hex), STH interval. */
   readonly headLog: { keyFile: string; witnessKeys: string | undefined; sthIntervalMs: number };
 }

@@ -9,6 +9,7 @@ import { leasePolicy } from './leases/policy.js';
 import { type HeadLog, openHeadLog } from './log/index.js';
 import { RUNNER_INDEX } from './runners/placement.js';
 import { LeaseWaiters, runnerService } from './runners/service.js';
+import { RunnerSessionHub } from './runners/sessions/hub.js';
 import { DispatchLoop } from './scheduler/dispatch-loop.js';
 import { TriggerLoop } from './scheduler/trigger-loop.js';
 import { agentBridgeService } from './services/agent-bridge.js';
@@ -51,6 +52,8 @@ export interface Core {
   keys: KeyRing;
   /** Held-open sandboxes (service, reaper), or null without an embedded placement. */
   sessions: Sessions | null;
+  /** Runners' session channels (the node server's upgrade listener `hub.upgrade`), or null without sessions. */
+  sessionHub: RunnerSessionHub | null;
   /** The executors every create door consults (register a runner's lane here). */
   executors: ExecutorRegistry;
   /** The head log (issue 18 §2), or null when not configured (`CoreOptions.headLog`). */
@@ -116,13 +119,22 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   }
   const cascades = new CascadeWorker(deps, options.cascade);
   const trajectories = options.trajectories ? new RunTrajectories(options.trajectories, ldb) : null;
+  const lease = leasePolicy(options.scheduler?.lease ?? {});
+  // Runners' session channels (held by whichever replica each runner connected to): sessions on runners.
+  const hub = options.sessions
+    ? new RunnerSessionHub(deps, {
+        leaseMs: lease.leaseMs,
+        ...(sched.replicaId === undefined ? {} : { replica: sched.replicaId }),
+      })
+    : null;
+  hub?.start();
   const sessions: Sessions | null = options.sessions
     ? startSessions(deps, trajectories, {
+        ...(hub ? { hub } : {}),
         ...options.sessions,
         ...(sched.enabled === false && options.sessions.sweep === undefined ? { sweep: false } : {}),
       })
     : null;
-  const lease = leasePolicy(options.scheduler?.lease ?? {});
   const waiters = new LeaseWaiters(deps, lease);
   const runners = runnerService(deps, waiters, {
     pollMs: options.scheduler?.pollMs ?? 1000,
@@ -196,8 +208,10 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     keys,
     executors: deps.executors,
     sessions,
+    sessionHub: hub,
     headLog,
     async close() {
+      await hub?.close();
       await sessions?.stop();
       await headLog?.stop();
       await cascades.stop();

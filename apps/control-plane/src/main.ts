@@ -65,14 +65,16 @@ async function main(): Promise<void> {
       pollMs: config.pollMs,
     },
     create: { batchMs: config.createBatchMs },
-    ...(config.sessions.driver === 'process'
-      ? {
+    ...(config.sessions.driver === 'off'
+      ? {}
+      : {
           sessions: {
-            driver: new ProcessDriver({ stateDir: config.sessions.placementDir }),
+            ...(config.sessions.driver === 'process'
+              ? { driver: new ProcessDriver({ stateDir: config.sessions.placementDir }) }
+              : {}),
             reaper: { sweepMs: config.sessions.sweepMs },
           },
-        }
-      : {}),
+        }),
     trajectories: openTrajectoryStore({
       dataDir: config.dataDir,
       env: {
@@ -143,8 +145,12 @@ async function main(): Promise<void> {
   const terminals = core.services.sessions
     ? terminalServer(core.services.sessions, { onError: (err) => log.warn({ err }, 'terminal') })
     : null;
+  // Runners' session channels: GET /runner/v1/sessions upgrades to a WebSocket (runners/sessions/hub.ts).
+  const channels = core.sessionHub;
   server.on('upgrade', (req, socket, head) => {
-    if (!terminals?.upgrade(req, socket, head)) socket.destroy();
+    if (terminals?.upgrade(req, socket, head)) return;
+    if (channels?.upgrade(req, socket, head)) return;
+    socket.destroy();
   });
 
   let stopping = false;

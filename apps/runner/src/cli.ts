@@ -12,6 +12,7 @@ import { DEFAULT_WATTS_PER_CORE, EnergyMeter } from './energy.js';
 import { RunnerError } from './errors.js';
 import { HttpRunnerApi, pairRunner } from './http-api.js';
 import type { Capabilities } from './protocol.js';
+import { SessionAgent } from './sessions/agent.js';
 import { defaultStateDir, loadOrCreateKey, loadPairing, savePairing } from './state.js';
 
 const USAGE = `usage:
@@ -94,9 +95,10 @@ async function main(argv: string[]): Promise<number> {
     const watts = Number(process.env.EVERDICT_WATTS_PER_CORE ?? DEFAULT_WATTS_PER_CORE);
     // --url: the control plane moved (an embedded runner's parent restarted on another port).
     const url = values.url ?? pairing.url;
+    const driver = await driverOf(driverKind, slots);
     const daemon = new RunnerDaemon({
       api: new HttpRunnerApi(url, pairing.credential),
-      driver: await driverOf(driverKind, slots),
+      driver,
       key,
       audit: new AuditChain(join(stateDir, AUDIT_HEAD_FILE)),
       meter: () => new EnergyMeter(powercapRoot, watts),
@@ -105,6 +107,19 @@ async function main(argv: string[]): Promise<number> {
       log,
     });
     daemon.start();
+    // Held-open sandboxes (session runs) over an outbound WebSocket, on the same driver (src/sessions/).
+    const sessions =
+      process.env.EVERDICT_RUNNER_SESSIONS === '0'
+        ? null
+        : new SessionAgent({
+            url,
+            credential: pairing.credential,
+            driver,
+            images: capabilitiesOf(driverKind, slots).images,
+            slots,
+            log,
+          });
+    sessions?.start();
     log('info', 'runner started', {
       runnerId: pairing.runnerId,
       url,
@@ -114,7 +129,10 @@ async function main(argv: string[]): Promise<number> {
     await new Promise<void>((resolve) => {
       const stop = (signal: string) => {
         log('info', 'draining', { signal });
-        void daemon.drain().then(resolve);
+        void daemon
+          .drain()
+          .then(() => sessions?.stop())
+          .then(resolve);
       };
       process.once('SIGTERM', () => stop('SIGTERM'));
       process.once('SIGINT', () => stop('SIGINT'));
@@ -124,7 +142,10 @@ async function main(argv: string[]): Promise<number> {
         process.stdin.resume();
         process.stdin.once('close', () => {
           log('warn', 'parent gone (stdin closed): killing running intervals and exiting');
-          void daemon.drain(0).then(resolve);
+          void daemon
+            .drain(0)
+            .then(() => sessions?.stop())
+            .then(resolve);
         });
       }
     });

@@ -16,6 +16,7 @@ export { Journal, type JournalOptions } from './journal.js';
 export { MAX_LINE_BYTES, pumpOutput, TAIL_BYTES, Tail } from './output.js';
 export type { RunnerApi } from './port.js';
 export * from './protocol.js';
+export { SessionAgent, type SessionAgentOptions } from './sessions/agent.js';
 export {
   defaultStateDir,
   KEY_FILE,

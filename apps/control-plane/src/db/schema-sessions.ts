@@ -34,3 +34,14 @@ export interface TerminalTicketsTable {
   expires_at: Ts;
   redeemed_at: Ts | null;
 }
+
+/** A runner's session channel (migration 0018): who holds it and when it was last seen open. */
+export interface SessionChannelsTable {
+  runner_id: string;
+  replica: string;
+  driver: string;
+  images: Jsonb<J>;
+  slots: number;
+  connected_at: Ts;
+  seen_at: Ts;
+}

@@ -11,7 +11,7 @@ import type {
   RunnerPairingTokensTable,
   RunnersTable,
 } from './schema-runners.js';
-import type { SessionsTable, TerminalTicketsTable } from './schema-sessions.js';
+import type { SessionChannelsTable, SessionsTable, TerminalTicketsTable } from './schema-sessions.js';
 import type {
   TrajectoryDeletionsTable,
   TrajectoryPoliciesTable,
@@ -308,6 +308,7 @@ export interface CascadeJobsTable {
 
 export interface Database {
   sessions: SessionsTable;
+  session_channels: SessionChannelsTable;
   terminal_tickets: TerminalTicketsTable;
   agents: AgentsTable;
   agent_versions: AgentVersionsTable;

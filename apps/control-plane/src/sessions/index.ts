@@ -2,6 +2,7 @@
 import type { Driver } from '@everdict/placement';
 import { backendFromEnv, type ObjectBackend } from '@everdict/trajectory-store';
 import type { ExecutorLane } from '../executors/registry.js';
+import type { RunnerSessionHub } from '../runners/sessions/hub.js';
 import type { Deps } from '../services/context.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { embeddedCompute } from './compute.js';
@@ -16,8 +17,10 @@ export { isSessionSandbox, SessionService } from './service.js';
 export { terminalServer } from './terminal.js';
 
 export interface SessionOptions {
-  /** The embedded placement: a driver this process holds (locally `ProcessDriver`). */
-  readonly driver: Driver;
+  /** The embedded placement: a driver this process holds (locally `ProcessDriver`); absent: runners only. */
+  readonly driver?: Driver;
+  /** Paired runners' session channels (runners/sessions/hub.ts): sessions held by runners. */
+  readonly hub?: RunnerSessionHub;
   /** Where parks' snapshots go; default: the trajectory store's backend, else `<snapshotDir>`. */
   readonly objects?: ObjectBackend;
   readonly snapshotDir?: string;
@@ -54,12 +57,23 @@ export function startSessions(
     backendFromEnv({}, { dataDir: options.snapshotDir ?? '.everdict/sessions' });
   const core = {
     deps,
-    compute: embeddedCompute(options.driver),
+    compute: options.driver ? embeddedCompute(options.driver) : null,
+    runners: options.hub ?? null,
     snapshots: objectSnapshots(objects),
     log: new SessionLog(deps.db, trajectories, options.trajectoryCapBytes ?? TRAJECTORY_CAP_BYTES, onError),
   };
   const service = new SessionService(core);
-  const reaper = new SessionReaper(core, { onError, ...options.reaper });
+  const reaper = new SessionReaper(core, {
+    onError,
+    ...(options.hub ? { runnerLeaseMs: options.hub.opts.leaseMs } : {}),
+    ...options.reaper,
+  });
+  // Each runner channel that (re)connects: what an earlier process of that runner left is reaped by label.
+  options.hub?.onConnect((runnerId) =>
+    reaper.recoverRunner(runnerId).then((r) => {
+      if (r.removed > 0) deps.log('info', 'sessions: runner orphans reaped', { runnerId, ...r });
+    }, onError),
+  );
   const orphans = reaper.recoverOrphans().then((r) => {
     if (r.removed > 0) deps.log('info', 'sessions: orphans reaped', { ...r });
     if (options.sweep !== false) reaper.start();

@@ -4,6 +4,7 @@
 // compute, offers the snapshot to the record — runrecord refuses another snapshot or manifest (409, the
 // transaction rolls back: nothing changes) — restores the workspace (the driver refuses bytes that do not
 // hash to the address), and records the park's idle energy (estimated, labelled, never zero).
+import type { Placement } from '@everdict/run-model';
 import type { Hex } from '@everdict/runrecord';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
@@ -12,19 +13,28 @@ import type { RunView } from '../ledger/views.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import { transitionTx } from '../services/lifecycle.js';
 import type { Principal } from '../services/types.js';
-import { handleOf, placementProblem, provisionSession } from './compute.js';
+import {
+  computeOf,
+  handleOf,
+  isRunnerHolder,
+  placeCompute,
+  placementProblem,
+  provisionSession,
+  type SessionCompute,
+} from './compute.js';
 import { OPEN_SESSION_WATTS, parkEnergyUj, SESSION_METER } from './meter.js';
 import { type Park, sessionOf } from './rows.js';
 import type { SessionCore } from './service.js';
 import { ResumeInput } from './types.js';
 
 export async function suspendSession(core: SessionCore, p: Principal, runId: string): Promise<RunView> {
-  const { deps, compute, snapshots } = core;
+  const { deps, snapshots } = core;
   const row = await withTx(
     deps.db,
     async (tx) => {
       const { session } = await sessionOf(tx, p, runId, { lock: true, state: 'open' });
       const handle = handleOf(session.handle);
+      const compute = computeOf(core, session.holder);
       const snap = await compute.driver.snapshot(handle).catch((e: unknown) => {
         throw placementProblem(e);
       });
@@ -71,15 +81,26 @@ export async function resumeSession(
   raw: unknown,
 ): Promise<RunView> {
   const input = asControlPlaneError(() => ResumeInput.parse(raw ?? {}));
-  const { deps, compute, snapshots } = core;
+  const { deps, snapshots } = core;
   let handle: Awaited<ReturnType<typeof provisionSession>> | null = null;
+  let compute: Awaited<ReturnType<typeof placeCompute>> | null = null;
   try {
     const { resumed: row, path } = await withTx(
       deps.db,
       async (tx) => {
-        const { session } = await sessionOf(tx, p, runId, { lock: true, state: 'parked' });
+        const { run, session } = await sessionOf(tx, p, runId, { lock: true, state: 'parked' });
         const park = session.park as unknown as Park;
         const offered = input.snapshot ?? park.address;
+        // Fresh compute on ANY capable holder of the same driver: a park a runner made resumes on whichever
+        // connected runner offers that driver (the one that parked it may be gone); the manifest decides.
+        const { target: _pinned, ...placement } = (run.placement ?? {
+          where: 'driver',
+          isolation: 'process',
+        }) as Placement;
+        compute = await placeCompute(core, p.tenantId, placement, session.image, {
+          onRunner: isRunnerHolder(session.holder),
+          ex: tx,
+        });
         handle = await provisionSession(compute, p.tenantId, runId, session.image);
         const now = deps.clock();
         const parkedMs = now.getTime() - (session.parked_at ?? now).getTime();
@@ -111,6 +132,7 @@ export async function resumeSession(
           .updateTable('sessions')
           .set({
             state: 'open',
+            holder: compute.holder,
             handle: JSON.stringify(handle),
             park: null,
             parked_at: null,
@@ -128,7 +150,9 @@ export async function resumeSession(
     await snapshots.delete(p.tenantId, path).catch(() => undefined);
     return rowToView(row);
   } catch (e) {
-    if (handle) await compute.driver.dispose(handle).catch(() => undefined);
+    // (Assigned inside the transaction's callback: TypeScript cannot see it.)
+    const held = compute as SessionCompute | null;
+    if (handle && held) await held.driver.dispose(handle).catch(() => undefined);
     throw e;
   }
 }

@@ -5,8 +5,14 @@
 // On start, orphans are found by label: the driver's `reap` removes every session sandbox whose owning
 // process is dead (workspace, cgroups, label file) — with or without a row — and each such sandbox's open
 // row is settled lost (failed executor_lost, record closed(abandoned)).
+// Runner-held sessions: a runner whose session channel has not been seen for the lease (`runnerLeaseMs`) is
+// gone — each sweep settles the sessions it held open lost; and each time a runner's channel (re)connects, its
+// driver's `reap` removes what a previous runner process left (recoverRunner), those rows settled lost too.
+import type { Driver, ReapedSandbox } from '@everdict/placement';
 import { isTerminalStatus, type RunStatus, sessionDue } from '@everdict/run-model';
 import { sql } from 'kysely';
+import type { Executor } from '../db/tx.js';
+import { runnerHolder, runnerOfHolder } from '../runners/sessions/hub.js';
 import { SESSION_KIND } from './compute.js';
 import type { SessionCore } from './service.js';
 import { type SessionEnd, settleSession } from './settle.js';
@@ -17,6 +23,8 @@ export interface ReaperOptions {
   /** Rows looked at per sweep (default 100). */
   readonly batch?: number;
   readonly onError?: (e: unknown) => void;
+  /** A runner whose session channel was not seen for this long has lost its open sessions (default 10 s). */
+  readonly runnerLeaseMs?: number;
 }
 
 export class SessionReaper {
@@ -53,6 +61,7 @@ export class SessionReaper {
         OR r.status IN ('succeeded', 'failed', 'cancelled')
       ORDER BY LEAST(s.expires_at, s.idle_deadline) LIMIT ${this.opts.batch ?? 100}::int`.execute(deps.db);
     const settled: string[] = [];
+    if (this.core.runners) settled.push(...(await this.#sweepLostRunners()));
     for (const r of rows) {
       const done = await settleSession(this.core, r.tenant_id, r.run_id, 'expired', {
         skipLocked: true,
@@ -66,17 +75,68 @@ export class SessionReaper {
     return settled;
   }
 
+  /** Open sessions of runners not seen within the lease, settled lost (re-checked under the row lock). */
+  async #sweepLostRunners(): Promise<string[]> {
+    const { deps } = this.core;
+    const since = new Date(deps.clock().getTime() - (this.opts.runnerLeaseMs ?? 10_000));
+    const stale = (holder: string) => sql<boolean>`NOT EXISTS (SELECT 1 FROM session_channels c
+        WHERE 'runner:' || c.runner_id = ${holder} AND c.seen_at > ${since})`;
+    const { rows } = await sql<{ tenant_id: string; run_id: string }>`
+      SELECT s.tenant_id, s.run_id FROM sessions s
+      WHERE s.state = 'open' AND s.holder LIKE 'runner:%' AND NOT EXISTS (SELECT 1 FROM session_channels c
+        WHERE 'runner:' || c.runner_id = s.holder AND c.seen_at > ${since})
+      LIMIT ${this.opts.batch ?? 100}::int`.execute(deps.db);
+    const settled: string[] = [];
+    for (const r of rows) {
+      const done = await settleSession(this.core, r.tenant_id, r.run_id, 'lost', {
+        skipLocked: true,
+        decide: async (s, status, tx: Executor) => {
+          if (isTerminalStatus(status as RunStatus)) return 'cancelled';
+          if (s.state !== 'open') return null;
+          // This replica sees the runner's channel open: not lost, whatever a delayed seen_at says.
+          const runnerId = runnerOfHolder(s.holder);
+          if (runnerId !== null && this.core.runners?.connected(runnerId)) return null;
+          const { rows: gone } = await sql<{ gone: boolean }>`SELECT ${stale(s.holder)} AS gone`.execute(tx);
+          return gone[0]?.gone ? 'lost' : null;
+        },
+      }).catch((e: unknown) => {
+        this.opts.onError?.(e);
+        return false;
+      });
+      if (done) settled.push(r.run_id);
+    }
+    return settled;
+  }
+
   /** Start-up: what a dead process left behind, removed by label and its rows settled lost. */
   async recoverOrphans(): Promise<{ removed: number; settled: string[] }> {
     const { compute } = this.core;
-    const reaped = await compute.driver.reap({ labels: { kind: SESSION_KIND } });
+    if (!compute) return { removed: 0, settled: [] };
+    return this.#settleReaped(compute.holder, compute.driver);
+  }
+
+  /** A runner's channel (re)connected: what a previous process of it left, reaped by label; rows settled lost. */
+  async recoverRunner(runnerId: string): Promise<{ removed: number; settled: string[] }> {
+    const { runners } = this.core;
+    if (!runners) return { removed: 0, settled: [] };
+    return this.#settleReaped(runnerHolder(runnerId), runners.driver(runnerId));
+  }
+
+  async #settleReaped(holder: string, driver: Driver): Promise<{ removed: number; settled: string[] }> {
+    const reaped: ReapedSandbox[] = await driver.reap({ labels: { kind: SESSION_KIND } });
     const settled: string[] = [];
     for (const r of reaped) {
       const { tenant, runId } = r.labels;
       const done = await settleSession(this.core, tenant, runId, 'lost', {
         skipLocked: true,
+        // An orphan of this holder: its row is lost only if this holder still holds it open (a session
+        // resumed elsewhere since is not).
         decide: (s, status) =>
-          isTerminalStatus(status as RunStatus) ? 'cancelled' : s.state === 'open' ? 'lost' : null,
+          isTerminalStatus(status as RunStatus)
+            ? 'cancelled'
+            : s.state === 'open' && s.holder === holder
+              ? 'lost'
+              : null,
       }).catch((e: unknown) => {
         this.opts.onError?.(e);
         return false;

@@ -10,7 +10,14 @@ import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import { createRunTx, transitionTx } from '../services/lifecycle.js';
 import type { AdmissionView, CreateRunContext, CreateRunInput, Principal } from '../services/types.js';
-import { handleOf, placementProblem, provisionSession, type SessionCompute } from './compute.js';
+import {
+  type ComputeSources,
+  computeOf,
+  handleOf,
+  placeCompute,
+  placementProblem,
+  provisionSession,
+} from './compute.js';
 import type { SessionLog } from './log.js';
 import { openEnergyUj, sessionUsd } from './meter.js';
 import { sessionPolicy } from './policy.js';
@@ -32,9 +39,8 @@ import {
 const who = (p: Principal) => ({ tenant: p.tenantId, actor: p.actor });
 const utf8 = (b: Uint8Array) => Buffer.from(b).toString('utf8');
 
-export interface SessionCore extends SettleContext {
+export interface SessionCore extends SettleContext, ComputeSources {
   readonly deps: Deps;
-  readonly compute: SessionCompute;
   readonly snapshots: SnapshotStore;
   readonly log: SessionLog;
 }
@@ -91,14 +97,11 @@ export class SessionService {
     idleTimeoutSec: number,
     ctx: CreateRunContext,
   ): Promise<{ run: RunView; admission: AdmissionView }> {
-    const { deps, compute } = this.core;
+    const { deps } = this.core;
     const placement = input.placement ?? { where: 'driver', isolation: 'process' };
-    if (placement.where !== 'driver' || (placement.isolation ?? 'process') !== 'process')
-      throw new ControlPlaneError(
-        'no_placement',
-        'sessions are held by the embedded process placement here (placement {where: driver, isolation: process})',
-        { kind: 'sandbox', placement },
-      );
+    const image = (input.subject as { image?: string } | undefined)?.image ?? 'default';
+    // The embedded driver, or a connected runner offering the placement's driver and the image (422 if none).
+    const compute = await placeCompute(this.core, p.tenantId, placement, image);
     const policy = await sessionPolicy(deps.db, p.tenantId);
     if (ttlSec > policy.maxSessionTtlSec)
       throw new ControlPlaneError(
@@ -109,7 +112,6 @@ export class SessionService {
           max: policy.maxSessionTtlSec,
         },
       );
-    const image = (input.subject as { image?: string } | undefined)?.image ?? 'default';
     // The run id is chosen first, so the compute can be provisioned (labelled with it) BEFORE any
     // transaction: no connection or admission lock is held while a sandbox comes up. A crash between the
     // provision and the commit leaves a labelled sandbox with no row, which the start-up reap removes.
@@ -159,9 +161,10 @@ export class SessionService {
   /** POST /sandboxes/:id/exec: runs to completion; 1 MiB kept per stream. */
   async exec(p: Principal, runId: string, raw: unknown): Promise<ExecView> {
     const input = asControlPlaneError(() => ExecInput.parse(raw));
-    const { deps, compute, log } = this.core;
+    const { deps, log } = this.core;
     const { session } = await sessionOf(deps.db, p, runId, { state: 'open' });
     const handle = handleOf(session.handle);
+    const compute = computeOf(this.core, session.holder);
     const timeoutMs = input.timeoutMs ?? 60_000;
     // A command still running is traffic: the idle deadline covers its timeout.
     await markActive(deps.db, p.tenantId, runId, deps.clock(), timeoutMs);
@@ -297,7 +300,7 @@ export class SessionService {
       .executeTakeFirst();
     if (s?.state !== 'open' || !s.handle)
       throw new ControlPlaneError('conflict', `session ${runId} is not open`, { reason: 'session_not_open' });
-    return { tenant, actor, handle: handleOf(s.handle) };
+    return { tenant, actor, handle: handleOf(s.handle), compute: computeOf(this.core, s.holder) };
   }
 
   async #run(p: Principal, runId: string): Promise<RunView> {

@@ -7,11 +7,11 @@
 //   (cancelled)             → the cancel already settled the run (closed(cancelled)); this disposes and forgets
 import { isTerminalStatus, type RunStatus, type SessionEndReason } from '@everdict/run-model';
 import type { Hex } from '@everdict/runrecord';
-import { withTx } from '../db/tx.js';
+import { type Executor, withTx } from '../db/tx.js';
 import { rowToRun } from '../ledger/runs.js';
 import type { Deps } from '../services/context.js';
 import { transitionTx } from '../services/lifecycle.js';
-import { disposeQuietly, handleOf, type SessionCompute } from './compute.js';
+import { type ComputeSources, computeOf, disposeQuietly, handleOf } from './compute.js';
 import type { SessionLog } from './log.js';
 import { OPEN_SESSION_WATTS, parkEnergyUj, SESSION_METER, sessionUsd } from './meter.js';
 import { sessionPolicy } from './policy.js';
@@ -20,9 +20,8 @@ import type { SnapshotStore } from './snapshots.js';
 
 export type SessionEnd = SessionEndReason | 'lost' | 'cancelled';
 
-export interface SettleContext {
+export interface SettleContext extends ComputeSources {
   readonly deps: Deps;
-  readonly compute: SessionCompute;
   readonly snapshots: SnapshotStore;
   readonly log: SessionLog;
 }
@@ -36,7 +35,11 @@ export async function settleSession(
   opts: {
     skipLocked?: boolean;
     /** Re-decided under the row lock (a touch may have moved a deadline since the sweep looked): null = leave it. */
-    decide?: (s: SessionRow, runStatus: string) => SessionEnd | null;
+    decide?: (
+      s: SessionRow,
+      runStatus: string,
+      tx: Executor,
+    ) => SessionEnd | null | Promise<SessionEnd | null>;
   } = {},
 ): Promise<boolean> {
   const { deps } = ctx;
@@ -51,7 +54,7 @@ export async function settleSession(
       .where('tenant_id', '=', tenant)
       .where('id', '=', runId)
       .executeTakeFirstOrThrow();
-    const why = opts.decide ? opts.decide(s, row.status) : end;
+    const why = opts.decide ? await opts.decide(s, row.status, tx) : end;
     if (why === null) return undefined;
     end = why;
     const parked = s.park as Park | null;
@@ -115,7 +118,16 @@ export async function settleSession(
     await tx.deleteFrom('sessions').where('tenant_id', '=', tenant).where('run_id', '=', runId).execute();
     // Disposal before the commit: a commit that fails leaves a row whose compute is gone (the next exec or
     // sweep settles it lost) rather than compute with no row.
-    if (s.handle) await disposeQuietly(ctx.compute, handleOf(s.handle));
+    if (s.handle) {
+      const compute = (() => {
+        try {
+          return computeOf(ctx, s.holder);
+        } catch {
+          return null; // no driver here for that holder: reconciliation or the holder's reap removes it
+        }
+      })();
+      if (compute) await disposeQuietly(compute, handleOf(s.handle));
+    }
     return parked;
   });
   if (park === undefined) return false;

@@ -93,8 +93,8 @@ async function attach(
   command: readonly string[],
   size: { cols: number; rows: number },
 ): Promise<void> {
-  const { deps, compute, log } = sessions.core;
-  const { tenant } = grant;
+  const { deps, log } = sessions.core;
+  const { tenant, compute } = grant;
   // Frames a client sends right after the upgrade arrive before the shell is up: held, then replayed.
   type Frame = [Buffer | ArrayBuffer | Buffer[], boolean];
   const early: Frame[] = [];

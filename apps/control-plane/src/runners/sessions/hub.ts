@@ -1,0 +1,251 @@
+// The session channels of the runners connected to this replica. A runner opens `GET /runner/v1/sessions`
+// (WebSocket upgrade on the node server, `Authorization: Bearer <runner credential>`) — outbound from its
+// side, so it needs no inbound port — and says hello (its driver's description, images, slots). While the
+// channel is open this replica advances the runner's `session_channels.seen_at`; placement reads that table.
+// On every connect the hub's listeners run (the sessions module reaps the runner's orphans by label), and
+// every `reconcileMs` it disposes what the runner holds that no open session row names (compute settled by
+// another replica, or provisioned for an open that never committed).
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { DriverDescription } from '@everdict/placement';
+import { sql } from 'kysely';
+import { type WebSocket, WebSocketServer } from 'ws';
+import { json } from '../../db/numeric.js';
+import type { Executor } from '../../db/tx.js';
+import { ControlPlaneError } from '../../errors.js';
+import type { Deps } from '../../services/context.js';
+import { authenticateRunner } from '../registry.js';
+import { RunnerChannel, type RunnerHello } from './channel.js';
+import { type ChannelLookup, RemoteDriver } from './remote-driver.js';
+import { MAX_FRAME_BYTES, RunnerFrame } from './wire.js';
+
+export const SESSION_CHANNEL_PATH = '/runner/v1/sessions';
+/** A session row's holder for a runner. */
+export const runnerHolder = (runnerId: string): string => `runner:${runnerId}`;
+export const runnerOfHolder = (holder: string): string | null =>
+  holder.startsWith('runner:') ? holder.slice('runner:'.length) : null;
+
+export interface SessionHubOptions {
+  /** This replica's name in `session_channels.replica` (default: random). */
+  readonly replica?: string;
+  /** A runner not seen for this long is gone (the lease rule's number). */
+  readonly leaseMs: number;
+  /** How often `seen_at` is advanced (default leaseMs / 3). */
+  readonly touchMs?: number;
+  /** How often held compute is reconciled against the rows (default 5 s; 0 = never). */
+  readonly reconcileMs?: number;
+  /** A held sandbox younger than this is never disposed by reconciliation (an open in flight; default 120 s). */
+  readonly reconcileGraceMs?: number;
+}
+
+type Listener = (runnerId: string) => Promise<unknown>;
+
+function refuse(socket: Duplex, status: number, code: string, message: string): void {
+  const body = JSON.stringify({
+    type: `https://everdict.dev/problems/${code}`,
+    title: code,
+    status,
+    detail: message,
+  });
+  socket.end(
+    `HTTP/1.1 ${status} ${code}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+export class RunnerSessionHub implements ChannelLookup {
+  readonly replica: string;
+  readonly #channels = new Map<string, RunnerChannel>();
+  readonly #wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
+  readonly #listeners: Listener[] = [];
+  #touch: ReturnType<typeof setInterval> | null = null;
+  #reconcile: ReturnType<typeof setInterval> | null = null;
+
+  constructor(
+    private readonly deps: Deps,
+    readonly opts: SessionHubOptions,
+  ) {
+    this.replica = opts.replica ?? `replica-${randomBytes(6).toString('hex')}`;
+  }
+
+  #warn = (e: unknown) => this.deps.log('warn', 'runner session channel', { error: String(e) });
+
+  start(): void {
+    const touchMs = this.opts.touchMs ?? Math.max(50, Math.floor(this.opts.leaseMs / 3));
+    this.#touch = setInterval(() => void this.#touchAll().catch(this.#warn), touchMs);
+    this.#touch.unref?.();
+    const every = this.opts.reconcileMs ?? 5_000;
+    if (every > 0) {
+      this.#reconcile = setInterval(() => void this.reconcile().catch(this.#warn), every);
+      this.#reconcile.unref?.();
+    }
+  }
+
+  /** Called with a runner's id each time its channel (re)connects, after the hello. */
+  onConnect(listener: Listener): void {
+    this.#listeners.push(listener);
+  }
+
+  channel(runnerId: string): RunnerChannel | undefined {
+    return this.#channels.get(runnerId);
+  }
+
+  connected(runnerId: string): boolean {
+    return this.#channels.get(runnerId)?.isOpen === true;
+  }
+
+  driver(runnerId: string): RemoteDriver {
+    return new RemoteDriver(this, runnerId);
+  }
+
+  /** The node server's upgrade listener; false (socket untouched) for any other path. */
+  upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): boolean => {
+    const url = new URL(req.url ?? '/', 'http://runner');
+    if (url.pathname !== SESSION_CHANNEL_PATH) return false;
+    const auth = req.headers.authorization ?? '';
+    const credential = auth.startsWith('Bearer ') ? auth.slice(7).trim() : '';
+    authenticateRunner(this.deps.db, credential).then(
+      (runner) => {
+        this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(runner.id, ws));
+      },
+      (e: unknown) => {
+        if (e instanceof ControlPlaneError) refuse(socket, e.httpStatus, e.code, e.message);
+        else {
+          this.#warn(e);
+          refuse(socket, 503, 'unavailable', 'the runner could not be authenticated now');
+        }
+      },
+    );
+    return true;
+  };
+
+  #accept(runnerId: string, ws: WebSocket): void {
+    const timer = setTimeout(() => ws.close(1008, 'no hello'), 10_000);
+    ws.once('message', (data, isBinary) => {
+      clearTimeout(timer);
+      let hello: RunnerHello;
+      try {
+        if (isBinary) throw new Error('the first frame is the hello');
+        const f = RunnerFrame.parse(JSON.parse(String(data)));
+        if (f.t !== 'hello') throw new Error('the first frame is the hello');
+        hello = { description: DriverDescription.parse(f.description), images: f.images, slots: f.slots };
+      } catch (e) {
+        ws.close(1008, String(e).slice(0, 100));
+        return;
+      }
+      const channel = new RunnerChannel(runnerId, hello, ws, this.#warn);
+      this.#channels.get(runnerId)?.close(1000, 'replaced by a newer channel');
+      this.#channels.set(runnerId, channel);
+      void channel.closed.then(() => {
+        if (this.#channels.get(runnerId) === channel) this.#channels.delete(runnerId);
+      });
+      void this.#register(runnerId, hello)
+        .then(() => Promise.all(this.#listeners.map((l) => l(runnerId))))
+        .catch(this.#warn);
+    });
+  }
+
+  async #register(runnerId: string, hello: RunnerHello): Promise<void> {
+    const now = this.deps.clock();
+    const row = {
+      runner_id: runnerId,
+      replica: this.replica,
+      driver: hello.description.driver,
+      images: json([...hello.images]),
+      slots: hello.slots,
+      connected_at: now,
+      seen_at: now,
+    };
+    await this.deps.db
+      .insertInto('session_channels')
+      .values(row)
+      .onConflict((oc) =>
+        oc.column('runner_id').doUpdateSet({
+          replica: row.replica,
+          driver: row.driver,
+          images: row.images,
+          slots: row.slots,
+          connected_at: now,
+          seen_at: now,
+        }),
+      )
+      .execute();
+  }
+
+  async #touchAll(): Promise<void> {
+    const live = [...this.#channels.values()].filter((c) => c.isOpen).map((c) => c.runnerId);
+    if (live.length === 0) return;
+    await this.deps.db
+      .updateTable('session_channels')
+      .set({ seen_at: this.deps.clock() })
+      .where('runner_id', 'in', live)
+      .where('replica', '=', this.replica)
+      .execute();
+  }
+
+  /** Disposes what each connected runner holds that no open session row of it names (past the grace). */
+  async reconcile(): Promise<number> {
+    const grace = this.opts.reconcileGraceMs ?? 120_000;
+    let disposed = 0;
+    for (const ch of [...this.#channels.values()]) {
+      if (!ch.isOpen) continue;
+      const driver = this.driver(ch.runnerId);
+      const held = await driver.held();
+      const stale = held.filter((h) => h.ageMs >= grace);
+      if (stale.length === 0) continue;
+      const rows = await this.deps.db
+        .selectFrom('sessions')
+        .select(['run_id', 'handle'])
+        .where('holder', '=', runnerHolder(ch.runnerId))
+        .where('state', '=', 'open')
+        .where(
+          'run_id',
+          'in',
+          stale.map((h) => h.handle.labels.runId),
+        )
+        .execute();
+      const named = new Set(rows.map((r) => (r.handle as { id?: string } | null)?.id));
+      for (const h of stale) {
+        if (named.has(h.handle.id)) continue;
+        await driver.dispose(h.handle).catch(this.#warn);
+        disposed += 1;
+      }
+    }
+    return disposed;
+  }
+
+  /**
+   * A runner for a new session's compute: active, of the tenant (or shared), seen within the lease, offering
+   * `driver` and `image` — the one holding the fewest open sessions, this replica's channels first. Null
+   * when none. `ex`: the caller's transaction, when it has one (PGlite is one connection).
+   */
+  async place(
+    tenant: string,
+    driver: string,
+    image: string,
+    target?: string,
+    ex: Executor = this.deps.db,
+  ): Promise<string | null> {
+    const since = new Date(this.deps.clock().getTime() - this.opts.leaseMs);
+    const { rows } = await sql<{ runner_id: string; replica: string }>`
+      SELECT c.runner_id, c.replica FROM session_channels c JOIN runners r ON r.id = c.runner_id
+      WHERE r.state = 'active' AND (r.tenant_id = ${tenant} OR r.tenant_id IS NULL)
+        AND c.driver = ${driver} AND c.seen_at > ${since}
+        AND (c.images @> jsonb_build_array(${image}::text) OR c.images @> '["*"]'::jsonb)
+        ${target ? sql`AND c.runner_id = ${target}` : sql``}
+      ORDER BY (c.replica = ${this.replica}) DESC,
+        (SELECT count(*) FROM sessions s WHERE s.holder = 'runner:' || c.runner_id AND s.state = 'open'),
+        c.runner_id
+      LIMIT 50`.execute(ex);
+    // A channel of this replica that closed since (seen_at not yet stale) is not a candidate: this replica saw it close.
+    const pick = rows.find((r) => r.replica !== this.replica || this.connected(r.runner_id));
+    return pick?.runner_id ?? null;
+  }
+
+  async close(): Promise<void> {
+    if (this.#touch) clearInterval(this.#touch);
+    if (this.#reconcile) clearInterval(this.#reconcile);
+    for (const c of this.#channels.values()) c.close(1001, 'control plane stopping');
+    await new Promise<void>((r) => this.#wss.close(() => r()));
+  }
+}

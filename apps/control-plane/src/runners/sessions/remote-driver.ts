@@ -1,0 +1,126 @@
+// A runner's placement driver, seen from the control plane: the Driver contract over the runner's session
+// channel. Each operation is one call (answers parsed with the contract's own schemas); `stream` is a
+// terminal multiplexed on the channel. A runner not connected to this replica refuses with `spawn_failed`
+// (reason `runner_unreachable`) — never `gone`, which would mean the sandbox is known to be lost.
+import {
+  type Capacity,
+  type Command,
+  type Driver,
+  type DriverDescription,
+  type ExecOptionsInput,
+  ExecResult,
+  type ExecStream,
+  PlacementError,
+  ReapedSandbox,
+  SandboxHandle,
+  type SandboxUsage,
+  Snapshot,
+  type StreamOptionsInput,
+  unsupported,
+} from '@everdict/placement';
+import { z } from 'zod';
+import type { RunnerChannel } from './channel.js';
+
+/** A session sandbox the runner holds, and how long it has held it (its own clock). */
+export const HeldSandbox = z.object({ handle: SandboxHandle, ageMs: z.number().nonnegative() });
+export type HeldSandbox = z.infer<typeof HeldSandbox>;
+
+/** How long a call may take beyond the command's own timeout. */
+const SLACK_MS = 30_000;
+const SLOW_MS = 300_000;
+
+export interface ChannelLookup {
+  channel(runnerId: string): RunnerChannel | undefined;
+}
+
+export class RemoteDriver implements Driver {
+  constructor(
+    private readonly channels: ChannelLookup,
+    readonly runnerId: string,
+  ) {}
+
+  #ch(): RunnerChannel {
+    const ch = this.channels.channel(this.runnerId);
+    if (!ch?.isOpen)
+      throw new PlacementError(
+        'spawn_failed',
+        `runner ${this.runnerId} has no session channel on this replica`,
+        { runnerId: this.runnerId, reason: 'runner_unreachable' },
+      );
+    return ch;
+  }
+
+  describe(): DriverDescription {
+    const ch = this.channels.channel(this.runnerId);
+    if (ch) return ch.hello.description;
+    return {
+      driver: 'runner',
+      placement: { where: 'driver' },
+      capabilities: {
+        exec: false,
+        stream: false,
+        pty: false,
+        logs: false,
+        snapshot: false,
+        restore: false,
+        usage: false,
+        reap: false,
+        network: false,
+        images: false,
+      },
+      mechanism: 'none',
+    };
+  }
+
+  async provision(spec: unknown): Promise<SandboxHandle> {
+    return SandboxHandle.parse(await this.#ch().call('provision', { spec }, SLOW_MS));
+  }
+
+  async exec(handle: SandboxHandle, cmd: Command, options: ExecOptionsInput = {}): Promise<ExecResult> {
+    const wait = (options.timeoutMs ?? 60_000) + SLACK_MS;
+    return ExecResult.parse(await this.#ch().call('exec', { handle, cmd, options }, wait));
+  }
+
+  stream(handle: SandboxHandle, cmd: Command, options: StreamOptionsInput = {}): Promise<ExecStream> {
+    return this.#ch().stream({ handle, cmd, options });
+  }
+
+  // biome-ignore lint/correctness/useYield: the contract's optional operation, refused
+  async *logs(): AsyncIterable<Uint8Array> {
+    throw unsupported('runner', 'logs over the session channel');
+  }
+
+  async snapshot(handle: SandboxHandle): Promise<Snapshot> {
+    return Snapshot.parse(await this.#ch().call('snapshot', { handle }, SLOW_MS));
+  }
+
+  async restore(handle: SandboxHandle, snapshot: Snapshot): Promise<void> {
+    await this.#ch().call('restore', { handle, snapshot }, SLOW_MS);
+  }
+
+  async usage(): Promise<SandboxUsage> {
+    throw unsupported('runner', 'usage over the session channel');
+  }
+
+  async dispose(handle: SandboxHandle): Promise<void> {
+    await this.#ch().call('dispose', { handle }, SLOW_MS);
+  }
+
+  async reap(selector: { labels: Record<string, string> }): Promise<ReapedSandbox[]> {
+    return z.array(ReapedSandbox).parse(await this.#ch().call('reap', selector, SLOW_MS));
+  }
+
+  async capacity(): Promise<Capacity> {
+    const ch = this.#ch();
+    return {
+      slotsTotal: ch.hello.slots,
+      slotsFree: ch.hello.slots,
+      mechanism: ch.hello.description.mechanism,
+    };
+  }
+
+  /** The session sandboxes the runner holds (for the holding replica's reconciliation). */
+  async held(): Promise<HeldSandbox[]> {
+    return z.array(HeldSandbox).parse(await this.#ch().call('held', {}, SLOW_MS));
+  }
+}

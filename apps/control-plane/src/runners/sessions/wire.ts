@@ -1,0 +1,105 @@
+// The session channel's frames (`GET /runner/v1/sessions`, a WebSocket the runner opens — outbound only).
+// Text frames are JSON (below); binary frames carry a terminal stream's bytes:
+//   [kind: u8 — 0 stdin (control plane → runner), 1 stdout, 2 stderr (runner → control plane)][sid: u32 BE][bytes]
+// Bytes inside JSON (snapshots, exec output, partial output in an error's detail) are `{"$bytes": base64}`.
+// apps/runner/src/sessions/wire.ts is the runner's copy of this file (the two apps share no source).
+import { z } from 'zod';
+
+/** Operations the control plane calls on a runner's placement driver. */
+export const SESSION_OPS = [
+  'provision',
+  'exec',
+  'stream',
+  'snapshot',
+  'restore',
+  'dispose',
+  'reap',
+  'held',
+] as const;
+export type SessionOp = (typeof SESSION_OPS)[number];
+
+/** The largest frame either side accepts (a workspace snapshot travels in one frame, base64). */
+export const MAX_FRAME_BYTES = 256 * 1024 * 1024;
+
+const Problem = z.object({
+  code: z.string().max(100),
+  message: z.string().max(10_000),
+  detail: z.record(z.string(), z.unknown()).default({}),
+});
+export type Problem = z.infer<typeof Problem>;
+
+/** Runner → control plane. */
+export const RunnerFrame = z.discriminatedUnion('t', [
+  z.object({
+    t: z.literal('hello'),
+    /** The driver's describe() (checked loosely here: the control plane only reads `driver`). */
+    description: z.object({ driver: z.string().min(1).max(32) }).passthrough(),
+    images: z.array(z.string().min(1).max(1000)).min(1).max(1000),
+    slots: z.int().min(1).max(10_000),
+  }),
+  /** `ok: true` with the operation's `value`, or `ok: false` with the driver's refusal. */
+  z.object({
+    t: z.literal('result'),
+    id: z.string().min(1).max(100),
+    ok: z.boolean(),
+    value: z.unknown().optional(),
+    error: Problem.optional(),
+  }),
+  z.object({
+    t: z.literal('exit'),
+    sid: z.int().nonnegative(),
+    exitCode: z.int().nullable().optional(),
+    signal: z.string().nullable().optional(),
+    error: Problem.optional(),
+  }),
+]);
+export type RunnerFrame = z.infer<typeof RunnerFrame>;
+
+/** Control plane → runner. */
+export type ControlFrame =
+  | { t: 'call'; id: string; op: SessionOp; args: unknown }
+  | { t: 'resize'; sid: number; cols: number; rows: number }
+  | { t: 'eof'; sid: number }
+  | { t: 'kill'; sid: number };
+
+export const STDIN = 0;
+export const STDOUT = 1;
+export const STDERR = 2;
+
+export function streamFrame(kind: number, sid: number, bytes: Uint8Array): Buffer {
+  const head = Buffer.alloc(5);
+  head.writeUInt8(kind, 0);
+  head.writeUInt32BE(sid, 1);
+  return Buffer.concat([head, bytes]);
+}
+
+export function parseStreamFrame(buf: Buffer): { kind: number; sid: number; bytes: Buffer } | null {
+  if (buf.length < 5) return null;
+  return { kind: buf.readUInt8(0), sid: buf.readUInt32BE(1), bytes: buf.subarray(5) };
+}
+
+/** Uint8Arrays (anywhere in a value) → `{$bytes: base64}`, for JSON. */
+export function encodeBytes(v: unknown): unknown {
+  if (v instanceof Uint8Array) return { $bytes: Buffer.from(v).toString('base64') };
+  if (Array.isArray(v)) return v.map(encodeBytes);
+  if (v && typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) if (x !== undefined) out[k] = encodeBytes(x);
+    return out;
+  }
+  return v;
+}
+
+/** The inverse of encodeBytes. */
+export function decodeBytes(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(decodeBytes);
+  if (v && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    if (typeof o.$bytes === 'string' && Object.keys(o).length === 1)
+      return new Uint8Array(Buffer.from(o.$bytes, 'base64'));
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(o)) out[k] = decodeBytes(x);
+    return out;
+  }
+  return v;
+}
