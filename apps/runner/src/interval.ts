@@ -47,6 +47,11 @@ const chainOf = (deps: IntervalDeps): AuditChain => {
 
 export type IntervalEnd = 'completed' | 'aborted';
 
+/** Milliseconds each step of an interval took (filled as it goes; for the daemon's log and the bench). */
+export type IntervalSteps = Partial<
+  Record<'provision' | 'command' | 'outputs' | 'artifacts' | 'usage' | 'complete' | 'dispose', number>
+>;
+
 interface Plan {
   readonly image: string;
   readonly argv: string[];
@@ -80,9 +85,16 @@ export async function executeInterval(
   lease: Lease,
   deps: IntervalDeps,
   signal: AbortSignal,
+  steps: IntervalSteps = {},
 ): Promise<IntervalEnd> {
   const plan = planOf(lease);
   const startedMs = Date.now();
+  let mark = performance.now();
+  const step = (name: keyof IntervalSteps) => {
+    const now = performance.now();
+    steps[name] = Math.round((now - mark) * 10) / 10;
+    mark = now;
+  };
   const meter = deps.meter();
   await meter.begin();
   const journal = await Journal.open(deps.api, lease.runId, lease.epoch, {
@@ -100,6 +112,7 @@ export async function executeInterval(
       network: networkOf(lease),
       labels: { tenant: lease.tenant, runId: lease.runId, kind: lease.kind as 'command' },
     });
+    step('provision');
     if (aborted(signal)) return end();
     // An eval run's workspace is prepared first (out/ and case.json); a command run's `mkdir -p out` is a
     // prologue of its own sandboxed process (`sh -c 'mkdir -p out && exec "$@"'`): one sandbox start, not two.
@@ -122,6 +135,7 @@ export async function executeInterval(
       pumpOutput(stream.stderr, 'stderr', journal, tails.stderr),
       stream.exit,
     ]);
+    step('command');
     if (aborted(signal)) return end();
     let exitCode = exit.exitCode ?? 128 + 9;
 
@@ -146,11 +160,14 @@ export async function executeInterval(
       };
     }
     outputs.exitCode = exitCode;
+    step('outputs');
     const artifacts = await uploadOut(deps, lease, handle);
     if (artifacts.length > 0) outputs.artifacts = artifacts;
+    step('artifacts');
     if (aborted(signal)) return end();
 
     const usage = await deps.driver.usage(handle).catch(() => null);
+    step('usage');
     const endedMs = Date.now();
     const energy = await meter.end(usage?.cpuTimeMs ?? null, endedMs - startedMs);
     const journalRoot = await journal.close();
@@ -187,12 +204,16 @@ export async function executeInterval(
       await deps.api.complete(lease.runId, complete);
       return { address, result: true };
     });
+    step('complete');
     if (!delivered) return end();
     return 'completed';
   } finally {
     signal.removeEventListener('abort', onAbort);
     journal.abandon();
-    if (handle) await deps.driver.dispose(handle).catch(() => {});
+    if (handle) {
+      await deps.driver.dispose(handle).catch(() => {});
+      step('dispose');
+    }
   }
 
   function end(): IntervalEnd {
