@@ -8,6 +8,7 @@ import { readTar, utf8 } from '@everdict/placement';
 import { TraceEvent } from '@everdict/run-model';
 import { encodeAttestationBody, type SigningKey, signAttestation } from '@everdict/runrecord';
 import { AuditChain } from './audit-chain.js';
+import { Completions } from './completions.js';
 import type { EnergyMeter } from './energy.js';
 import { RunnerError } from './errors.js';
 import { Journal, type JournalOptions } from './journal.js';
@@ -43,6 +44,17 @@ const chainOf = (deps: IntervalDeps): AuditChain => {
   const chain = new AuditChain();
   unsaved.set(deps.key.publicKey, chain);
   return chain;
+};
+/** One completion queue per chain (it delivers the chain's links in order). */
+const queues = new WeakMap<AuditChain, Completions>();
+const completionsOf = (deps: IntervalDeps): Completions => {
+  const chain = chainOf(deps);
+  let queue = queues.get(chain);
+  if (!queue) {
+    queue = new Completions(deps.api, chain);
+    queues.set(chain, queue);
+  }
+  return queue;
 };
 
 export type IntervalEnd = 'completed' | 'aborted';
@@ -171,38 +183,41 @@ export async function executeInterval(
     const endedMs = Date.now();
     const energy = await meter.end(usage?.cpuTimeMs ?? null, endedMs - startedMs);
     const journalRoot = await journal.close();
-    // One link of the key's audit chain (audit-chain.ts): audit_prev = the attestation signed before.
-    const delivered = await chainOf(deps).link(async (auditPrev) => {
-      const { body, address } = signAttestation(
-        {
-          unitId: lease.unitId,
-          grantsId: lease.grantsId,
-          recordHead: lease.recordHead,
-          startedMs: BigInt(startedMs),
-          endedMs: BigInt(endedMs),
-          activeUj: energy.activeUj,
-          provenance: energy.provenance,
-          meter: energy.meter,
-          journalRoot,
-          outcome: exitCode === 0 ? 'succeeded' : 'failed',
-          exitCode,
-          ...(auditPrev === undefined ? {} : { auditPrev }),
-        },
-        deps.key.secretKey,
-      );
-      if (aborted(signal)) return { address: null, result: false };
-      const complete: CompleteBody = {
-        epoch: lease.epoch,
-        outputs,
-        attestation: encodeAttestationBody(body) as unknown as Record<string, unknown>,
-        ...(usage?.cpuTimeMs != null ? { usage: { cpuTimeMs: usage.cpuTimeMs } } : {}),
-        // "Accounted, no calls" only where the runner itself built a sandbox with no way out (README).
-        ...(deps.accountNoNetwork !== false && networkOf(lease) === 'none'
-          ? { account: { dispatched: [], resolved: [] } }
-          : {}),
-      };
-      await deps.api.complete(lease.runId, complete);
-      return { address, result: true };
+    // One link of the key's audit chain (audit-chain.ts): audit_prev = the attestation signed before,
+    // delivered in order with whatever else finished meanwhile (completions.ts).
+    const delivered = await completionsOf(deps).submit({
+      runId: lease.runId,
+      sign: (auditPrev) => {
+        if (aborted(signal)) return null;
+        const { body, address } = signAttestation(
+          {
+            unitId: lease.unitId,
+            grantsId: lease.grantsId,
+            recordHead: lease.recordHead,
+            startedMs: BigInt(startedMs),
+            endedMs: BigInt(endedMs),
+            activeUj: energy.activeUj,
+            provenance: energy.provenance,
+            meter: energy.meter,
+            journalRoot,
+            outcome: exitCode === 0 ? 'succeeded' : 'failed',
+            exitCode,
+            ...(auditPrev === undefined ? {} : { auditPrev }),
+          },
+          deps.key.secretKey,
+        );
+        const complete: CompleteBody = {
+          epoch: lease.epoch,
+          outputs,
+          attestation: encodeAttestationBody(body) as unknown as Record<string, unknown>,
+          ...(usage?.cpuTimeMs != null ? { usage: { cpuTimeMs: usage.cpuTimeMs } } : {}),
+          // "Accounted, no calls" only where the runner itself built a sandbox with no way out (README).
+          ...(deps.accountNoNetwork !== false && networkOf(lease) === 'none'
+            ? { account: { dispatched: [], resolved: [] } }
+            : {}),
+        };
+        return { address, body: complete };
+      },
     });
     step('complete');
     if (!delivered) return end();
