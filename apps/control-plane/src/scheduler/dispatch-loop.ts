@@ -43,6 +43,8 @@ export class DispatchLoop {
   private readonly controllers = new Map<string, AbortController>();
   private readonly settling = new Set<Promise<void>>();
   private readonly loop: WakeLoop;
+  /** The NOTIFY payload of this loop's own creates (Deps.localDispatch): they wake it in-process instead. */
+  readonly wakeToken = `dispatch:${globalThis.crypto.randomUUID()}`;
   private readonly settler: SettleBatcher;
   /** The last cycle stopped claiming because the settle backlog was full. */
   private heldBack = false;
@@ -78,6 +80,7 @@ export class DispatchLoop {
       pollMs: opts.pollMs,
       cycle: () => this.cycle(),
       onError: (e) => deps.log('error', 'dispatch cycle failed', { error: String(e) }),
+      ownPayload: this.wakeToken,
     });
   }
 

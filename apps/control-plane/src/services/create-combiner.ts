@@ -211,9 +211,11 @@ async function decideAndWrite(
         { name: 'facts', query: insertEventsSql(events), rows: events.length },
       ],
       'run_rows',
-      [EVENTS_CHANNEL, DISPATCH_CHANNEL],
+      [EVENTS_CHANNEL, [DISPATCH_CHANNEL, deps.localDispatch?.token ?? '']],
     );
     if (written === 'raced') return 'raced';
+    // Committed: this process's dispatch loop claims now, without waiting for its NOTIFY to come back.
+    deps.localDispatch?.wake();
     deps.queueStats.noteEnqueued(built.length);
     const byId = new Map(written.committed.map((r) => [r.id, r]));
     for (const b of built) rows.set(`${b.g}:${b.i}`, byId.get(b.run.id)!);

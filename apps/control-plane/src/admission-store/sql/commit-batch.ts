@@ -36,14 +36,15 @@ const isAssertFailure = (e: unknown): boolean =>
 
 /**
  * `groups`: one non-empty list of plans per tenant, each in decision order. `yieldFrom` names the rider whose
- * RETURNING rows the statement returns. `notify`: channels to NOTIFY (delivered at commit).
+ * RETURNING rows the statement returns. `notify`: channels to NOTIFY (delivered at commit), each with an
+ * optional payload (`[channel, payload]`).
  */
 export async function commitBatch<R>(
   ex: Executor,
   groups: readonly (readonly AdmissionPlan[])[],
   riders: readonly Rider[],
   yieldFrom: string,
-  notify: readonly string[] = [],
+  notify: readonly (string | readonly [string, string])[] = [],
 ): Promise<BatchResult<R>> {
   const plans = groups.flat();
   const k = plans.length;
@@ -59,7 +60,9 @@ export async function commitBatch<R>(
     sql`TRUE`,
     ...riders.map((r) => sql`(SELECT count(*) FROM ${sql.id(r.name)}) = ${r.rows}`),
   ];
-  const notifies = notify.map((c) => sql`pg_notify(${c}, '')`);
+  const notifies = notify.map((n) =>
+    typeof n === 'string' ? sql`pg_notify(${n}, '')` : sql`pg_notify(${n[0]}, ${n[1]})`,
+  );
   const statement = sql<R>`${sql.raw(prepared('create_write'))}
     WITH adm AS (
       INSERT INTO adm_admissions (tenant, request_id, run_id, decision)
