@@ -14,6 +14,7 @@ import {
 } from '@everdict/admission';
 import { isTerminalStatus, type RunCause, type RunStatus } from '@everdict/run-model';
 import { sql } from 'kysely';
+import { PgAdmissionStore } from '../admission-store/index.js';
 import { json } from '../db/numeric.js';
 import { type Executor, type Tx, withTx } from '../db/tx.js';
 import type { Deps } from './context.js';
@@ -71,30 +72,12 @@ export async function openCascade(
   return id;
 }
 
-/** The root's causal subtree (no locks: the batches lock what they change). */
-async function subtree(ex: Executor, tenant: string, rootRunId: string): Promise<CausalNode[]> {
-  const { rows } = await sql<{
-    id: string;
-    caused_by_run_id: string | null;
-    status: string;
-    origin: { cause: string };
-    kind: string;
-  }>`
-    WITH RECURSIVE tree(id) AS (
-      SELECT id FROM runs WHERE tenant_id = ${tenant} AND id = ${rootRunId}
-      UNION
-      SELECT r.id FROM runs r JOIN tree ON r.tenant_id = ${tenant} AND r.caused_by_run_id = tree.id
-    )
-    SELECT r.id, r.caused_by_run_id, r.status, r.origin, r.kind FROM tree JOIN runs r ON r.id = tree.id`.execute(
-    ex,
-  );
-  return rows.map((r) => ({
-    runId: r.id,
-    causedByRunId: r.caused_by_run_id,
-    status: r.status as RunStatus,
-    cause: r.origin.cause as RunCause,
-    kind: r.kind,
-  }));
+/**
+ * The root's causal subtree (no locks: the batches lock what they change): admission's one walk of the causal
+ * tree (`causalSubtree` over `adm_slots`, whose status turns terminal in the transaction that settles the run).
+ */
+function subtree(ex: Executor, tenant: string, rootRunId: string): Promise<CausalNode[]> {
+  return new PgAdmissionStore(ex).causalSubtree(tenant, rootRunId);
 }
 
 export class CascadeWorker {
