@@ -33,6 +33,8 @@ export class Completions {
   readonly #chain: AuditChain;
   readonly #max: number;
   #waiting: Waiting[] = [];
+  /** Links sent in a call that got no answer: the control plane may have accepted some of them. */
+  readonly #unanswered = new Set<Hex>();
   #sending = false;
   /** Batches sent, for tests and logs. */
   batches = 0;
@@ -88,7 +90,10 @@ export class Completions {
       if (results.length !== batch.length)
         throw new RunnerError('bad_state', `${results.length} results for ${batch.length} completions`);
     } catch (err) {
-      for (const b of batch) b.w.reject(err);
+      for (const b of batch) {
+        this.#unanswered.add(b.address);
+        b.w.reject(err);
+      }
       return;
     }
     const again: Waiting[] = [];
@@ -99,11 +104,25 @@ export class Completions {
         this.#chain.advance(b.address);
         b.w.resolve(true);
       } else if (r?.outcome === 'refused') {
-        b.w.reject(r.error);
+        const accepted = acceptedLink(r.error);
+        if (accepted !== undefined && this.#unanswered.has(accepted)) {
+          // A call that got no answer (the control plane died mid-batch) had this link of ours accepted:
+          // the chain continues from it, and this completion is signed again after it.
+          this.#unanswered.clear();
+          this.#chain.advance(accepted);
+          again.push(b.w);
+        } else b.w.reject(r.error);
       } else {
         again.push(b.w); // skipped after a refusal (or not answered): signed again with the chain's head
       }
     }
     this.#waiting.unshift(...again);
   }
+}
+
+/** The link the control plane holds as this key's last, from an `attestation_mismatch` refusal of `audit_prev`. */
+function acceptedLink(err: Error): Hex | undefined {
+  const problem = (err as { problem?: { code?: unknown; details?: { expected?: unknown } } }).problem;
+  const expected = problem?.details?.expected;
+  return problem?.code === 'attestation_mismatch' && typeof expected === 'string' ? expected : undefined;
 }

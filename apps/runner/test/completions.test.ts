@@ -109,4 +109,40 @@ describe('Completions', () => {
     await expect(q.submit(request('r1', 1))).rejects.toThrow('network');
     expect(chain.head).toBeUndefined();
   });
+
+  it('after a call that got no answer, a refusal naming one of its links as accepted resumes the chain there', async () => {
+    const chain = new AuditChain();
+    let call = 0;
+    const sent: { runId: string; prev: unknown }[][] = [];
+    const mismatch = Object.assign(new Error('409 attestation_mismatch'), {
+      problem: { code: 'attestation_mismatch', details: { expected: addr(1) } },
+    });
+    const q = new Completions(
+      {
+        completeMany: async (items: Item[]) => {
+          call += 1;
+          sent.push(items.map((i) => ({ runId: i.runId, prev: i.attestation.prev })));
+          if (call === 1) throw new Error('socket hang up'); // the control plane settled r1, then died
+          if (call === 2) return [{ outcome: 'refused', error: mismatch }];
+          return [{ outcome: 'settled' }];
+        },
+      },
+      chain,
+    );
+    await expect(q.submit(request('r1', 1))).rejects.toThrow('socket hang up');
+    expect(await q.submit(request('r2', 2))).toBe(true);
+    expect(sent).toEqual([
+      [{ runId: 'r1', prev: null }],
+      [{ runId: 'r2', prev: null }],
+      [{ runId: 'r2', prev: addr(1) }],
+    ]);
+    expect(chain.head).toBe(addr(2));
+    // A mismatch naming a link this runner never sent unanswered fails its interval.
+    const other = Object.assign(new Error('409'), {
+      problem: { code: 'attestation_mismatch', details: { expected: addr(9) } },
+    });
+    const q2 = new Completions({ completeMany: async () => [{ outcome: 'refused', error: other }] }, chain);
+    await expect(q2.submit(request('r3', 3))).rejects.toBe(other);
+    expect(chain.head).toBe(addr(2));
+  });
 });
