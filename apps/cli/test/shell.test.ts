@@ -83,6 +83,7 @@ describe('sandbox shell through a real pty (script -qec)', () => {
         'the remote shell',
         () => out.includes('ready-42'),
         () => out,
+        120_000,
       );
       expect(out).toContain('30 100'); // the local pty's size at connect is the remote pty's
       // Raw mode: Ctrl-C is a byte for the remote shell (it interrupts the remote sleep), not a SIGINT for
