@@ -4,14 +4,14 @@
 // in every segment's transaction, the sequencer and signer running in the same process — against the same
 // load with the log off, in the same process, interleaved round by round on fresh databases. The log is
 // switched off for the baseline ONLY here: the trigger disabled (`ALTER TABLE … DISABLE TRIGGER`) and no
-// sequencer started. `HEADLOG_BENCH=off|on|both` (default both) picks the sides; BENCH_RUNS (default 2000),
-// BENCH_ROUNDS (default 3). Needs a live PostgreSQL (as bench/run.mjs) and the built app.
+// sequencer started. `HEADLOG_BENCH=off|on|both` (default both) picks the sides; BENCH_RUNS (default 1000),
+// BENCH_ROUNDS (default 9). Needs a live PostgreSQL (as bench/run.mjs) and the built app.
 import { randomBytes } from 'node:crypto';
 import { startCore } from '../dist/index.js';
 import { BASE, dbUrl, pool, sqlOn } from './lib/measure.mjs';
 
-const N = Number(process.env.BENCH_RUNS ?? 2000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const N = Number(process.env.BENCH_RUNS ?? 1000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const MODE = process.env.HEADLOG_BENCH ?? 'both';
 const CLIENTS = 16;
 const WORKERS = 16;
