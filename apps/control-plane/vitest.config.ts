@@ -2,4 +2,4 @@
 // bundler, and Node 20 cannot load a .ts file; a relative path gets bundled.
 import { packageTestConfig } from '../../tooling/vitest.shared.js';
 
-export default packageTestConfig();
+export default packageTestConfig({ test: { globalSetup: ['test/global-setup.ts'] } });

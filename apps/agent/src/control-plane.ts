@@ -24,6 +24,16 @@ export const Resolution = z.discriminatedUnion('kind', [
     status: z.enum(['succeeded', 'failed', 'cancelled']),
     outputs: z.json().optional(),
   }),
+  z.object({
+    /** An experiment group: resolved once every run of it has settled (outputs: read_run per run). */
+    kind: z.literal('experiment'),
+    callId: z.string().min(1),
+    groupId: z.string().min(1),
+    status: z.enum(['succeeded', 'partial', 'failed', 'cancelled']),
+    runs: z.array(
+      z.object({ runId: z.string().min(1), status: z.enum(['succeeded', 'failed', 'cancelled']) }),
+    ),
+  }),
 ]);
 export type Resolution = z.infer<typeof Resolution>;
 
@@ -78,8 +88,13 @@ export interface CommandRunSpec {
 }
 
 export interface ExperimentSpec {
+  /** `id@version` of a registered harness. */
   readonly harness: string;
   readonly dataset?: string;
+  /** N runs of one case … */
+  readonly repeat?: number;
+  /** … or one run per case. */
+  readonly cases?: readonly Record<string, JsonValue>[];
 }
 
 export type RunView = 'outputs' | 'trajectory';
@@ -105,8 +120,12 @@ export interface ControlPlane {
 
   /** A caused `command` run through the one gate, drawing from the turn's envelope (402/429 refusals). */
   startCommandRun(lease: LeaseRef, callId: string, spec: CommandRunSpec): Promise<{ runId: string }>;
-  /** A caused `eval` run of a registered harness version through the gate. */
-  startExperiment(lease: LeaseRef, callId: string, spec: ExperimentSpec): Promise<{ runId: string }>;
+  /** An experiment group of eval runs of a registered harness version, each caused by the turn through the gate. */
+  startExperiment(
+    lease: LeaseRef,
+    callId: string,
+    spec: ExperimentSpec,
+  ): Promise<{ groupId: string; runIds: string[] }>;
   /** A run's outputs or a page of its trajectory (same tenant only). */
   readRun(
     lease: LeaseRef,

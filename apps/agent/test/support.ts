@@ -66,8 +66,8 @@ export async function recordOf(s: Seat, runId: string) {
   return dataOf(await s.admin.GET('/runs/{id}/record', { params: { path: { id: runId } } }));
 }
 
-/** A runner registered for `command` runs, so they are placeable (it never leases: they stay queued). */
-export async function pairCommandRunner(s: Seat): Promise<void> {
+/** A runner registered for `kinds` (default `command`) runs, so they are placeable (it never leases: they stay queued). */
+export async function pairCommandRunner(s: Seat, kinds: ('command' | 'eval')[] = ['command']): Promise<void> {
   const { token } = dataOf(await s.admin.POST('/runners/pairing-tokens', { body: {} }));
   const jwk = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' });
   const publicKey = Buffer.from(jwk.x ?? '', 'base64url').toString('hex');
@@ -76,7 +76,7 @@ export async function pairCommandRunner(s: Seat): Promise<void> {
       token,
       publicKey,
       name: 'idle-runner',
-      capabilities: { drivers: ['process'], kinds: ['command'], images: ['*'], slots: 1 },
+      capabilities: { drivers: ['process'], kinds, images: ['*'], slots: 1 },
     },
   });
 }

@@ -1,6 +1,11 @@
 // The CLI against a REAL control plane (the built apps/control-plane/dist/main.js as a child process on
 // embedded PGlite): every command's answer and exit code — 0 ok, 1 failed / did not verify, 2 usage,
 // 3 refused, 4 unavailable.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { everdict } from './capture.js';
@@ -243,14 +248,75 @@ describe('sandbox (over the sessions routes) and agent chat', () => {
   });
 });
 
-describe('demo', () => {
-  it('runs every step it can against this control plane and exits 0 with every record verified', async () => {
+describe('with the agent service: agent chat and the demo', () => {
+  // The agent service as `everdict start` runs it: the built everdict-agent, `serve`, a scripted model that
+  // asks for approval and then answers with what it got. A real child process, stopped by its pid.
+  let agent: ChildProcess | undefined;
+  let agentLog = '';
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'everdict-cli-agent-'));
+  beforeAll(() => {
+    const script = path.join(dir, 'script.json');
+    writeFileSync(
+      script,
+      JSON.stringify([
+        { toolCalls: [{ tool: 'ask_approval', args: { question: 'May I ship this release?' } }] },
+        { content: 'Approval answered: {{last_tool_result}}' },
+      ]),
+    );
+    const main = fileURLToPath(new URL('../../agent/dist/cli.js', import.meta.url));
+    agent = spawn(
+      process.execPath,
+      [main, 'serve', '--url', cp.url, '--token', cp.internalToken, '--script', script],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    agent.stdout?.on('data', (c: Buffer) => {
+      agentLog += c.toString();
+    });
+    agent.stderr?.on('data', (c: Buffer) => {
+      agentLog += c.toString();
+    });
+  });
+  afterAll(async () => {
+    if (agent?.pid && agent.exitCode === null) {
+      const gone = new Promise((r) => agent?.once('exit', r));
+      agent.kill('SIGTERM');
+      await gone;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('agent chat: the parked turn lists its call (GET /runs/:id/input), --approve answers it by id, the turn finishes', async () => {
+    const created = await fetch(`${cp.url}/agents`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${cp.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'chat-releaser', model: 'scripted', tools: ['ask_approval'] }),
+    });
+    const agentId = ((await created.json()) as { agent: { id: string } }).agent.id;
+    const r = await everdict(['agent', 'chat', agentId, '-m', 'ship 1.4', '--approve'], env);
+    expect(r.code, `${r.err}\n${agentLog}`).toBe(0);
+    expect(r.err).toMatch(/^conversation \w+$/m);
+    expect(r.err).toMatch(/^waiting: call_0_0 approval: May I ship this release\?$/m);
+    expect(r.err).toMatch(/^call_0_0 approved$/m);
+    expect(r.err).toMatch(/^run_\w+ succeeded$/m);
+  }, 120_000);
+
+  it('demo: runs every step it can, the agent turn parks, is approved and resumes; every record verifies', async () => {
     const r = await everdict(['demo'], env);
-    expect(r.code).toBe(0);
+    expect(r.code, `${r.out}\n${r.err}\n${agentLog}`).toBe(0);
     expect(r.out).toMatch(/group grp_\w+: succeeded \{"succeeded":20\}/);
     expect(r.out).toMatch(/re-scoring scoring_\w+ \(rescoreOf scoring_\w+\)/);
     expect(r.out).toMatch(/cancelled 3 run\(s\)/);
     expect(r.out).toMatch(/refused: 402 envelope_exhausted \(rule envelope\)/);
+    expect(r.out).toMatch(/turn run_\w+: awaiting_input — parked as its transcript/);
+    expect(r.out).toMatch(/waiting: call_0_0 approval: May I ship this release\?/);
+    expect(r.out).toMatch(/approved call_0_0 \(POST \/runs\/run_\w+\/input\)/);
+    expect(r.out).toMatch(
+      /turn run_\w+: succeeded — "Approval answered: \{"approved":true,"note":"approved by the demo"\}"/,
+    );
+    expect(r.out).toMatch(/record: closed, account non_blocking, idle [1-9]\d* µJ while parked/);
+    expect(r.out).not.toMatch(/agent conversation \(no agent service/);
     expect(r.out).toMatch(/(\d+) verified, 0 did not/);
     expect(r.out).toMatch(/signed by control-plane [0-9a-f]{16}…/);
     expect(r.out).toMatch(/demo: every record verified/);

@@ -7,41 +7,16 @@
 // sequencer started. `HEADLOG_BENCH=off|on|both` (default both) picks the sides; BENCH_RUNS (default 2000),
 // BENCH_ROUNDS (default 3). Needs a live PostgreSQL (as bench/run.mjs) and the built app.
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { startCore } from '../dist/index.js';
+import { BASE, dbUrl, pool, sqlOn } from './lib/measure.mjs';
 
-const BASE =
-  process.env.EVERDICT_BENCH_DATABASE_URL ??
-  process.env.EVERDICT_TEST_DATABASE_URL ??
-  'postgres://postgres@127.0.0.1:5432/postgres';
 const N = Number(process.env.BENCH_RUNS ?? 2000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const MODE = process.env.HEADLOG_BENCH ?? 'both';
 const CLIENTS = 16;
 const WORKERS = 16;
 
-async function admin(sql) {
-  const c = new pg.Client({ connectionString: BASE });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
-function dbUrl(database) {
-  const u = new URL(BASE);
-  u.pathname = `/${database}`;
-  return u.toString();
-}
-async function pool(n, fn) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CLIENTS }, async () => {
-      while (next < n) await fn(next++);
-    }),
-  );
-}
+const admin = (sql) => sqlOn(BASE, sql);
 const count = async (db, sql) => Number((await db.executeQuery(sql)).rows[0].n);
 
 async function measure(withLog) {
@@ -52,7 +27,7 @@ async function measure(withLog) {
     const core = await startCore({
       databaseUrl: dbUrl(name),
       bootstrapKey: key,
-      policy: { maxQueued: 1_000_000, maxInFlight: 1_000 },
+      policy: { maxQueued: 1_000_000, maxConcurrent: 1_000 },
       scheduler: { pollMs: 100, inlineConcurrency: WORKERS },
       ...(withLog ? { headLog: { sthIntervalMs: 2_000 } } : {}),
     });
@@ -61,7 +36,7 @@ async function measure(withLog) {
     if (!withLog) await sql`ALTER TABLE record_segments DISABLE TRIGGER record_segments_headlog`.execute(db);
     const principal = await core.services.auth.authenticate(key);
     const t0 = performance.now();
-    await pool(N, () =>
+    await pool(N, CLIENTS, () =>
       core.services.runs.create(principal, {
         kind: 'analysis',
         subject: { config: { fn: 'echo', message: 'b' } },
@@ -107,6 +82,7 @@ async function measure(withLog) {
 
 const off = [];
 const on = [];
+const pairRatios = []; // each round's on/off: the two sides measured back to back, under the same load
 for (let round = 0; round < ROUNDS; round++) {
   // Alternate which side goes first, so a drifting machine load does not favour one side.
   const order = round % 2 === 0 ? [false, true] : [true, false];
@@ -116,6 +92,7 @@ for (let round = 0; round < ROUNDS; round++) {
     (withLog ? on : off).push(m);
     if (process.env.BENCH_DEBUG) console.error(withLog ? 'log on ' : 'log off', JSON.stringify(m));
   }
+  if (on.length === off.length && on.length > 0) pairRatios.push(on.at(-1).runsPerS / off.at(-1).runsPerS);
 }
 const best = (xs) => Math.max(...xs.map((x) => x.runsPerS));
 const median = (xs) => {
@@ -123,6 +100,7 @@ const median = (xs) => {
   return s[Math.floor(s.length / 2)];
 };
 const line = {
+  loadavg: (await import('node:os')).loadavg().map((l) => Math.round(l * 10) / 10),
   name: 'headlog.append',
   n: N,
   rounds: ROUNDS,
@@ -143,6 +121,9 @@ const line = {
         ratio: Math.round((best(on) / best(off)) * 1000) / 1000,
         cost_pct: Math.round((1 - best(on) / best(off)) * 1000) / 10,
         median_ratio: Math.round((median(on) / median(off)) * 1000) / 1000,
+        round_ratios: pairRatios.map((r) => Math.round(r * 100) / 100),
+        median_round_ratio:
+          Math.round([...pairRatios].sort((a, b) => a - b)[Math.floor(pairRatios.length / 2)] * 1000) / 1000,
       }
     : {}),
 };

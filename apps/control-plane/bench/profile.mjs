@@ -49,7 +49,7 @@ const u = new URL(BASE);
 u.pathname = `/${name}`;
 await admin(`CREATE DATABASE ${name}`);
 const key = `evk_bench_${randomBytes(12).toString('hex')}`;
-const policy = { maxQueued: 1_000_000, maxInFlight: 1_000 };
+const policy = { maxQueued: 1_000_000, maxConcurrent: 1_000 };
 try {
   const creator = await startCore({
     databaseUrl: u.toString(),

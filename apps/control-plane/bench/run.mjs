@@ -14,51 +14,25 @@ const quiet = new Logger(() => () => undefined);
 
 import pg from 'pg';
 import { startCore } from '../dist/index.js';
+import { BASE, dbUrl, pool, sqlOn } from './lib/measure.mjs';
 
-const BASE =
-  process.env.EVERDICT_BENCH_DATABASE_URL ??
-  process.env.EVERDICT_TEST_DATABASE_URL ??
-  'postgres://postgres@127.0.0.1:5432/postgres';
 const N = Number(process.env.BENCH_RUNS ?? 2000);
 // The same load on both sides: CLIENTS concurrent adders, WORKERS concurrent executions.
 const CLIENTS = 16;
 const WORKERS = 16;
 const TENANTS = 16;
 
-async function admin(sql) {
-  const c = new pg.Client({ connectionString: BASE });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
-
-function dbUrl(database) {
-  const u = new URL(BASE);
-  u.pathname = `/${database}`;
-  return u.toString();
-}
+const admin = (sql) => sqlOn(BASE, sql);
 const name = `everdict_bench_${randomBytes(4).toString('hex')}`;
 const url = dbUrl(name);
 const tenantsName = `${name}_tenants`;
-
-async function pool(n, fn) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CLIENTS }, async () => {
-      while (next < n) await fn(next++);
-    }),
-  );
-}
 
 async function benchEverdict(databaseUrl, tenants) {
   const key = `evk_bench_${randomBytes(12).toString('hex')}`;
   const core = await startCore({
     databaseUrl,
     bootstrapKey: key,
-    policy: { maxQueued: 1_000_000, maxInFlight: 1_000 },
+    policy: { maxQueued: 1_000_000, maxConcurrent: 1_000 },
     scheduler: { pollMs: 100, inlineConcurrency: WORKERS },
   });
   const admin = await core.services.auth.authenticate(key);
@@ -70,7 +44,7 @@ async function benchEverdict(databaseUrl, tenants) {
   }
   const db = core.internals.deps.db;
   const t0 = performance.now();
-  await pool(N, (i) =>
+  await pool(N, CLIENTS, (i) =>
     core.services.runs.create(principals[i % principals.length], {
       kind: 'analysis',
       subject: { config: { fn: 'echo', message: 'b' } },
@@ -116,7 +90,7 @@ async function benchGraphile() {
     },
   });
   const t0 = performance.now();
-  await pool(N, (i) => utils.addJob('noop', { i }));
+  await pool(N, CLIENTS, (i) => utils.addJob('noop', { i }));
   await all;
   const s = (performance.now() - t0) / 1000;
   await runner.stop();

@@ -175,6 +175,8 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     });
     triggers = new TriggerLoop(deps, sched.pollMs ?? 1000);
     await dispatch.start();
+    const local = dispatch;
+    deps.localDispatch = { token: local.wakeToken, wake: () => local.wake() };
     await triggers.start();
   }
   // Cascades a previous process left halfway (a crash) complete now, in the background.

@@ -136,9 +136,13 @@ export const ADMISSION_RULES = {
   children: {
     code: 'capacity_exceeded',
     retryAfter: false,
-    when: 'the causer already caused `maxChildren` runs',
+    when: 'the causer already caused `maxChildrenPerRun` runs',
   },
-  depth: { code: 'capacity_exceeded', retryAfter: false, when: 'the causal tree would pass `maxDepth`' },
+  depth: {
+    code: 'capacity_exceeded',
+    retryAfter: false,
+    when: 'the causal tree would pass `maxCausalDepth`',
+  },
 } as const satisfies Record<RefusalRule, { code: ControlPlaneErrorCode; retryAfter: boolean; when: string }>;
 
 /** code → HTTP status, from REFUSALS. */

@@ -2,7 +2,7 @@
 // Command runs stay queued (no driver), so the queue cap and the root in-flight cap are exact end states.
 import { tenantPolicy } from '@everdict/admission';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PgAdmissionStore } from '../src/admission-store/pg-admission-store.js';
+import { PgAdmissionStore } from '../src/admission-store/sql/store.js';
 import { type Core, startCore } from '../src/core.js';
 import { ControlPlaneError } from '../src/errors.js';
 import type { Principal } from '../src/services/index.js';

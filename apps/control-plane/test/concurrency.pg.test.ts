@@ -2,7 +2,7 @@
 // settles. Runs only with EVERDICT_TEST_DATABASE_URL (CI sets it); says so loudly otherwise.
 import { configureTenant } from '@everdict/admission';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PgAdmissionStore } from '../src/admission-store/pg-admission-store.js';
+import { PgAdmissionStore } from '../src/admission-store/sql/store.js';
 import { type Core, startCore } from '../src/core.js';
 import { numeric } from '../src/db/numeric.js';
 import type { Principal } from '../src/services/index.js';
@@ -24,7 +24,7 @@ describe.runIf(LIVE_PG)('two replicas on one PostgreSQL', () => {
       databaseUrl: live.url,
       bootstrapKey: KEY,
       executors: [OFFLINE_RUNNER],
-      policy: { maxInFlight: 4, maxQueued: 2_000 },
+      policy: { maxConcurrent: 4, maxQueued: 2_000 },
       scheduler: { pollMs: 100, inlineConcurrency: 12 },
     };
     a = await startCore(opts);

@@ -1,9 +1,9 @@
 // Test databases: PGlite in-memory by default; with EVERDICT_TEST_DATABASE_URL, a fresh uniquely named
 // database on that server (dropped after). A set-but-unreachable server FAILS loudly — never skips.
 import { randomBytes } from 'node:crypto';
-import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { type LedgerDatabase, openDatabase } from '../src/db/database.js';
+import { migratedPglite } from './pglite-template.js';
 
 export const TEST_DATABASE_URL = process.env.EVERDICT_TEST_DATABASE_URL?.trim() || undefined;
 export const LIVE_PG = TEST_DATABASE_URL !== undefined;
@@ -48,22 +48,11 @@ export async function createLiveDatabase(): Promise<{ url: string; drop(): Promi
   };
 }
 
-let template: Promise<PGlite> | null = null;
-/** One migrated PGlite per test file; every test database is a clone of it (migrations run once). */
-function pgliteTemplate(): Promise<PGlite> {
-  template ??= (async () => {
-    const pglite = new PGlite();
-    await openDatabase({ pglite }); // migrated; its Kysely handle is dropped without closing PGlite
-    return pglite;
-  })();
-  return template;
-}
-
 /** A fresh migrated ledger database. */
 export async function testDatabase(opts: { poolSize?: number } = {}): Promise<TestDatabase> {
   if (!TEST_DATABASE_URL) {
     const handle = await openDatabase({
-      pglite: await pgliteTemplate().then((t) => t.clone() as Promise<PGlite>),
+      pglite: await migratedPglite(),
       migrate: false,
     });
     return { ...handle, dispose: () => handle.close() };

@@ -30,7 +30,7 @@ describe.runIf(LIVE_PG)('the head log on two replicas', { timeout: 300_000 }, ()
     const opts = (replicaId: string) => ({
       databaseUrl: live.url,
       bootstrapKey: KEY,
-      policy: { maxInFlight: 1_000, maxQueued: 10_000 },
+      policy: { maxConcurrent: 1_000, maxQueued: 10_000 },
       scheduler: { pollMs: 50, replicaId },
       headLog: { key: logKey, sequenceMs: 20, sthIntervalMs: 50, batch: 17 },
     });

@@ -6,11 +6,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { type TenantPolicyInput, tenantPolicy } from '@everdict/admission';
 import { ProcessDriver } from '@everdict/placement-process';
-import { PgAdmissionStore } from '../src/admission-store/pg-admission-store.js';
+import { PgAdmissionStore } from '../src/admission-store/sql/store.js';
 import { type BuiltApp, buildApp } from '../src/app.js';
 import { type Core, startCore } from '../src/core.js';
 import type { LedgerDatabase } from '../src/db/database.js';
-import type { TenantPolicy } from '../src/services/index.js';
 import { openTrajectoryStore } from '../src/trajectory/store.js';
 import { testDatabase } from './db.js';
 
@@ -70,7 +69,7 @@ export async function sessionTestApp(
     sweepMs?: number;
     sweep?: boolean;
     trajectoryCapBytes?: number;
-    policy?: Partial<TenantPolicy>;
+    policy?: TenantPolicyInput;
   } = {},
 ): Promise<SessionTestApp> {
   const database = opts.database ?? (await testDatabase());

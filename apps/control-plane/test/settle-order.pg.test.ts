@@ -15,6 +15,26 @@ const KEY = 'evk_settle_order_test_key_000000000';
 const TENANTS = 8;
 const ROUNDS = 12;
 
+/** Resolves once no backend but the caller's is connected to this database (generous deadline). */
+async function backendsGone(url: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const r = await c.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+      );
+      if (r.rows[0]?.n === 0) return;
+      if (Date.now() > deadline) throw new Error(`${r.rows[0]?.n} backends still connected`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    await c.end();
+  }
+}
+
 async function deadlocksOf(url: string): Promise<number> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
@@ -47,7 +67,7 @@ describe.runIf(LIVE_PG)('settle batches on two replicas', () => {
     const opts = {
       databaseUrl: live.url,
       bootstrapKey: KEY,
-      policy: { maxInFlight: 1_000, maxQueued: 10_000 },
+      policy: { maxConcurrent: 1_000, maxQueued: 10_000 },
       scheduler: { enabled: false },
     };
     a = await startCore(opts);
@@ -128,7 +148,8 @@ describe.runIf(LIVE_PG)('settle batches on two replicas', () => {
     closed = true;
     await a.close();
     await b.close();
-    await new Promise((r) => setTimeout(r, 1_500));
+    // A backend reports its counters when it exits: wait until every backend of the replicas has gone.
+    await backendsGone(live.url);
     expect((await deadlocksOf(live.url)) - before).toBe(0);
   }, 120_000);
 });

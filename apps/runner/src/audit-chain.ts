@@ -36,16 +36,19 @@ export class AuditChain {
   link<T>(sign: (prev: Hex | undefined) => Promise<{ address: Hex | null; result: T }>): Promise<T> {
     const run = this.#queue.then(async () => {
       const { address, result } = await sign(this.#head);
-      if (address !== null) {
-        this.#head = address;
-        if (this.file) {
-          writeFileSync(`${this.file}.tmp`, `${address}\n`, { mode: 0o600 });
-          renameSync(`${this.file}.tmp`, this.file);
-        }
-      }
+      if (address !== null) this.advance(address);
       return result;
     });
     this.#queue = run.catch(() => undefined);
     return run;
+  }
+
+  /** The control plane accepted the link at `address` (whose `audit_prev` was the head): it is the head now. */
+  advance(address: Hex): void {
+    this.#head = address;
+    if (this.file) {
+      writeFileSync(`${this.file}.tmp`, `${address}\n`, { mode: 0o600 });
+      renameSync(`${this.file}.tmp`, this.file);
+    }
   }
 }

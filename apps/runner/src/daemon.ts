@@ -2,7 +2,7 @@
 // heartbeat every `heartbeatMs` with the leases it holds (a lease the control plane calls `lost` has its
 // compute killed at once), and drain on request: stop asking for leases, let the running intervals finish
 // (up to the grace), keep heartbeating until then, return.
-import { executeInterval, type IntervalDeps } from './interval.js';
+import { executeInterval, type IntervalDeps, type IntervalSteps } from './interval.js';
 import type { Lease } from './protocol.js';
 
 export interface DaemonOptions extends IntervalDeps {
@@ -101,11 +101,12 @@ export class RunnerDaemon {
 
   #run(lease: Lease): void {
     const abort = new AbortController();
-    const done = executeInterval(lease, this.#o, abort.signal)
+    const steps: IntervalSteps = {};
+    const done = executeInterval(lease, this.#o, abort.signal, steps)
       .then(
         (how) => {
           this.ended[how] += 1;
-          this.#log('info', `interval ${how}`, { runId: lease.runId, epoch: lease.epoch });
+          this.#log('info', `interval ${how}`, { runId: lease.runId, epoch: lease.epoch, steps });
         },
         (err: unknown) => {
           this.ended.failed += 1;

@@ -3,12 +3,20 @@
 // because the document declares no body for them: the bytes are raw); refusals are ClientErrors either way.
 import type { Readable } from 'node:stream';
 import { Readable as NodeReadable } from 'node:stream';
-import { createClient, dataOf, type EverdictClient, errorFromResponse } from '@everdict/client';
+import {
+  ClientError,
+  createClient,
+  dataOf,
+  type EverdictClient,
+  errorFromResponse,
+  Problem,
+} from '@everdict/client';
 import type { TraceEvent } from '@everdict/run-model';
-import type { RunnerApi } from './port.js';
+import type { CompletionResult, RunnerApi } from './port.js';
 import {
   type Capabilities,
   type CompleteBody,
+  CompletionsAnswer,
   HeartbeatAnswer,
   type Lease,
   LeasesAnswer,
@@ -68,6 +76,25 @@ export class HttpRunnerApi implements RunnerApi {
       body: body as unknown as Record<string, unknown>,
     });
   }
+
+  async completeMany(items: (CompleteBody & { runId: string })[]): Promise<CompletionResult[]> {
+    const answer = await this.#client.POST('/runner/v1/completions', {
+      body: { items } as unknown as Record<string, unknown>,
+    });
+    return CompletionsAnswer.parse(dataOf(answer)).results.map(resultOf);
+  }
+}
+
+/** One result of `POST /runner/v1/completions` for the port: a refusal becomes the ClientError it would have thrown alone. */
+function resultOf(r: CompletionsAnswer['results'][number]): CompletionResult {
+  if (r.outcome !== 'refused') return { outcome: r.outcome };
+  const p = Problem.safeParse(r.problem);
+  return {
+    outcome: 'refused',
+    error: p.success
+      ? new ClientError(p.data.code, r.status, p.data.detail ?? p.data.title ?? p.data.code, p.data)
+      : new ClientError('bad_response', r.status, `completion of ${r.runId} refused without a problem`),
+  };
 }
 
 /** Pairs with a control plane: the token is the credential of this one call. */

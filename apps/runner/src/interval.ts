@@ -8,6 +8,7 @@ import { readTar, utf8 } from '@everdict/placement';
 import { TraceEvent } from '@everdict/run-model';
 import { encodeAttestationBody, type SigningKey, signAttestation } from '@everdict/runrecord';
 import { AuditChain } from './audit-chain.js';
+import { Completions } from './completions.js';
 import type { EnergyMeter } from './energy.js';
 import { RunnerError } from './errors.js';
 import { Journal, type JournalOptions } from './journal.js';
@@ -44,8 +45,24 @@ const chainOf = (deps: IntervalDeps): AuditChain => {
   unsaved.set(deps.key.publicKey, chain);
   return chain;
 };
+/** One completion queue per chain (it delivers the chain's links in order). */
+const queues = new WeakMap<AuditChain, Completions>();
+const completionsOf = (deps: IntervalDeps): Completions => {
+  const chain = chainOf(deps);
+  let queue = queues.get(chain);
+  if (!queue) {
+    queue = new Completions(deps.api, chain);
+    queues.set(chain, queue);
+  }
+  return queue;
+};
 
 export type IntervalEnd = 'completed' | 'aborted';
+
+/** Milliseconds each step of an interval took (filled as it goes; for the daemon's log and the bench). */
+export type IntervalSteps = Partial<
+  Record<'provision' | 'command' | 'outputs' | 'artifacts' | 'usage' | 'complete' | 'dispose', number>
+>;
 
 interface Plan {
   readonly image: string;
@@ -80,9 +97,16 @@ export async function executeInterval(
   lease: Lease,
   deps: IntervalDeps,
   signal: AbortSignal,
+  steps: IntervalSteps = {},
 ): Promise<IntervalEnd> {
   const plan = planOf(lease);
   const startedMs = Date.now();
+  let mark = performance.now();
+  const step = (name: keyof IntervalSteps) => {
+    const now = performance.now();
+    steps[name] = Math.round((now - mark) * 10) / 10;
+    mark = now;
+  };
   const meter = deps.meter();
   await meter.begin();
   const journal = await Journal.open(deps.api, lease.runId, lease.epoch, {
@@ -100,6 +124,7 @@ export async function executeInterval(
       network: networkOf(lease),
       labels: { tenant: lease.tenant, runId: lease.runId, kind: lease.kind as 'command' },
     });
+    step('provision');
     if (aborted(signal)) return end();
     // An eval run's workspace is prepared first (out/ and case.json); a command run's `mkdir -p out` is a
     // prologue of its own sandboxed process (`sh -c 'mkdir -p out && exec "$@"'`): one sandbox start, not two.
@@ -122,6 +147,7 @@ export async function executeInterval(
       pumpOutput(stream.stderr, 'stderr', journal, tails.stderr),
       stream.exit,
     ]);
+    step('command');
     if (aborted(signal)) return end();
     let exitCode = exit.exitCode ?? 128 + 9;
 
@@ -146,53 +172,63 @@ export async function executeInterval(
       };
     }
     outputs.exitCode = exitCode;
+    step('outputs');
     const artifacts = await uploadOut(deps, lease, handle);
     if (artifacts.length > 0) outputs.artifacts = artifacts;
+    step('artifacts');
     if (aborted(signal)) return end();
 
     const usage = await deps.driver.usage(handle).catch(() => null);
+    step('usage');
     const endedMs = Date.now();
     const energy = await meter.end(usage?.cpuTimeMs ?? null, endedMs - startedMs);
     const journalRoot = await journal.close();
-    // One link of the key's audit chain (audit-chain.ts): audit_prev = the attestation signed before.
-    const delivered = await chainOf(deps).link(async (auditPrev) => {
-      const { body, address } = signAttestation(
-        {
-          unitId: lease.unitId,
-          grantsId: lease.grantsId,
-          recordHead: lease.recordHead,
-          startedMs: BigInt(startedMs),
-          endedMs: BigInt(endedMs),
-          activeUj: energy.activeUj,
-          provenance: energy.provenance,
-          meter: energy.meter,
-          journalRoot,
-          outcome: exitCode === 0 ? 'succeeded' : 'failed',
-          exitCode,
-          ...(auditPrev === undefined ? {} : { auditPrev }),
-        },
-        deps.key.secretKey,
-      );
-      if (aborted(signal)) return { address: null, result: false };
-      const complete: CompleteBody = {
-        epoch: lease.epoch,
-        outputs,
-        attestation: encodeAttestationBody(body) as unknown as Record<string, unknown>,
-        ...(usage?.cpuTimeMs != null ? { usage: { cpuTimeMs: usage.cpuTimeMs } } : {}),
-        // "Accounted, no calls" only where the runner itself built a sandbox with no way out (README).
-        ...(deps.accountNoNetwork !== false && networkOf(lease) === 'none'
-          ? { account: { dispatched: [], resolved: [] } }
-          : {}),
-      };
-      await deps.api.complete(lease.runId, complete);
-      return { address, result: true };
+    // One link of the key's audit chain (audit-chain.ts): audit_prev = the attestation signed before,
+    // delivered in order with whatever else finished meanwhile (completions.ts).
+    const delivered = await completionsOf(deps).submit({
+      runId: lease.runId,
+      sign: (auditPrev) => {
+        if (aborted(signal)) return null;
+        const { body, address } = signAttestation(
+          {
+            unitId: lease.unitId,
+            grantsId: lease.grantsId,
+            recordHead: lease.recordHead,
+            startedMs: BigInt(startedMs),
+            endedMs: BigInt(endedMs),
+            activeUj: energy.activeUj,
+            provenance: energy.provenance,
+            meter: energy.meter,
+            journalRoot,
+            outcome: exitCode === 0 ? 'succeeded' : 'failed',
+            exitCode,
+            ...(auditPrev === undefined ? {} : { auditPrev }),
+          },
+          deps.key.secretKey,
+        );
+        const complete: CompleteBody = {
+          epoch: lease.epoch,
+          outputs,
+          attestation: encodeAttestationBody(body) as unknown as Record<string, unknown>,
+          ...(usage?.cpuTimeMs != null ? { usage: { cpuTimeMs: usage.cpuTimeMs } } : {}),
+          // "Accounted, no calls" only where the runner itself built a sandbox with no way out (README).
+          ...(deps.accountNoNetwork !== false && networkOf(lease) === 'none'
+            ? { account: { dispatched: [], resolved: [] } }
+            : {}),
+        };
+        return { address, body: complete };
+      },
     });
+    step('complete');
     if (!delivered) return end();
     return 'completed';
   } finally {
     signal.removeEventListener('abort', onAbort);
     journal.abandon();
-    if (handle) await deps.driver.dispose(handle).catch(() => {});
+    if (handle) {
+      await deps.driver.dispose(handle).catch(() => {});
+      step('dispose');
+    }
   }
 
   function end(): IntervalEnd {

@@ -18,4 +18,14 @@ export interface RunnerApi {
     body: Readable,
   ): Promise<{ path: string; address: string; size: number }>;
   complete(runId: string, body: CompleteBody): Promise<void>;
+  /**
+   * Several completions, in the audit chain's order: one result per item — settled, refused (the control
+   * plane's refusal as an error) or skipped (after a refusal; nothing was done with it).
+   */
+  completeMany(items: (CompleteBody & { runId: string })[]): Promise<CompletionResult[]>;
 }
+
+export type CompletionResult =
+  | { readonly outcome: 'settled' }
+  | { readonly outcome: 'refused'; readonly error: Error }
+  | { readonly outcome: 'skipped' };

@@ -42,6 +42,18 @@ export type Lease = z.infer<typeof Lease>;
 export const LeasesAnswer = z.object({ leases: z.array(Lease) });
 export const HeartbeatAnswer = z.object({ lost: z.array(z.string()), draining: z.boolean() });
 export type HeartbeatAnswer = z.infer<typeof HeartbeatAnswer>;
+/** `POST /runner/v1/completions`: one result per item, in order (the settled run itself is not needed here). */
+export const CompletionsAnswer = z.object({
+  results: z.array(
+    z.object({
+      runId: z.string(),
+      status: z.number().int(),
+      outcome: z.enum(['settled', 'refused', 'skipped']),
+      problem: z.unknown().optional(),
+    }),
+  ),
+});
+export type CompletionsAnswer = z.infer<typeof CompletionsAnswer>;
 
 /** A command run's subject: an argv, and an image (`default` when absent). */
 export const CommandSubject = z.object({

@@ -1,7 +1,6 @@
 // deploy/kubernetes/: parsed with @kubernetes/client-node's model types, the restricted Pod Security fields
 // asserted, the RBAC kept to the runner's namespace, and the whole directory applied with
 // `kubectl apply --validate=false` to the test API server of @everdict/placement-kubernetes.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -117,23 +116,7 @@ describe('deploy/kubernetes', () => {
     });
 
     it('kubectl apply --validate=false -f deploy/kubernetes/ creates every object', async () => {
-      const kubeconfig = await server.writeKubeconfig(dir, NS);
-      const result = await new Promise<{ code: number; out: string }>((resolve) => {
-        execFile(
-          process.env.EVERDICT_KUBECTL ?? '/usr/bin/kubectl',
-          [
-            '--kubeconfig',
-            kubeconfig,
-            '--cache-dir',
-            join(dir, 'cache'),
-            'apply',
-            '--validate=false',
-            '-f',
-            DIR,
-          ],
-          (error, stdout, stderr) => resolve({ code: error ? 1 : 0, out: stdout + stderr }),
-        );
-      });
+      const result = await server.kubectlApply(dir, NS, DIR);
       expect(result.code, result.out).toBe(0);
       for (const o of objects) {
         const plural = `${o.kind.toLowerCase().replace(/y$/, 'ie')}s`;

@@ -1,7 +1,6 @@
 // deploy/kubernetes/witness/: parsed with @kubernetes/client-node's model types, the restricted Pod Security
 // fields asserted, the ConfigMap read by the witness's own configuration parser, and the whole directory
 // applied with `kubectl apply --validate=false` to the test API server of @everdict/placement-kubernetes.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -112,23 +111,7 @@ describe('deploy/kubernetes/witness', () => {
     });
 
     it('kubectl apply --validate=false -f deploy/kubernetes/witness/ creates every object', async () => {
-      const kubeconfig = await server.writeKubeconfig(dir, NS);
-      const result = await new Promise<{ code: number; out: string }>((resolve) => {
-        execFile(
-          process.env.EVERDICT_KUBECTL ?? '/usr/bin/kubectl',
-          [
-            '--kubeconfig',
-            kubeconfig,
-            '--cache-dir',
-            join(dir, 'cache'),
-            'apply',
-            '--validate=false',
-            '-f',
-            DIR,
-          ],
-          (error, stdout, stderr) => resolve({ code: error ? 1 : 0, out: stdout + stderr }),
-        );
-      });
+      const result = await server.kubectlApply(dir, NS, DIR);
       expect(result.code, result.out).toBe(0);
       const plural: Record<string, string> = { PersistentVolumeClaim: 'persistentvolumeclaims' };
       for (const o of objects) {

@@ -12,7 +12,7 @@ import {
   settleOnPath,
 } from './envelope.js';
 import { admit } from './gate.js';
-import { MemoryAdmissionStore } from './memory-store.js';
+import { MemoryAdmissionStore } from './memory/index.js';
 
 describe('envelope kernels', () => {
   const root = rootEnvelope('t', { usd: 10, tokens: 100, runs: 3 }, 2);

@@ -4,7 +4,7 @@ import { configureGlobal, configureTenant, dequeue, release } from './dispatch.j
 import { rootEnvelope } from './envelope.js';
 import { AdmissionError } from './errors.js';
 import { admit, decide } from './gate.js';
-import { MemoryAdmissionStore } from './memory-store.js';
+import { MemoryAdmissionStore } from './memory/index.js';
 import { globalPolicy, type TenantPolicyInput, tenantPolicy } from './policy.js';
 import { parseAdmissionRequest } from './request.js';
 import type { AdmissionSnapshot, RunSlot } from './store.js';

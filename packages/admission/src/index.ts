@@ -40,7 +40,7 @@ export { AdmissionError, type AdmissionErrorCode, httpStatusOf } from './errors.
 export { FairQueue, LANE, type QueueItem } from './fair-queue.js';
 export { admit, admitTrusted, decide, type Verdict } from './gate.js';
 export { IndexedHeap } from './heap.js';
-export { MemoryAdmissionStore } from './memory-store.js';
+export { MemoryAdmissionStore } from './memory/index.js';
 export {
   CascadePolicy,
   type CascadePolicyInput,

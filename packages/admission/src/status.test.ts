@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { task } from './contract.js';
 import { cancelTree, configureTenant, dequeue, release } from './dispatch.js';
 import { admit } from './gate.js';
-import { MemoryAdmissionStore } from './memory-store.js';
+import { MemoryAdmissionStore } from './memory/index.js';
 
 // Legal means a row of run-model's status machine. Admission births tasks queued and sessions running.
 const BORN: Readonly<Record<'task' | 'session', RunStatus>> = { task: 'queued', session: 'running' };

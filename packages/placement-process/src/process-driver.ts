@@ -29,6 +29,7 @@ import {
   type Snapshot,
   type StreamOptionsInput,
   sandboxId,
+  snapshotDirectory,
 } from '@everdict/placement';
 import { sandboxArgs } from './bwrap-args.js';
 import { resolveImage } from './images.js';
@@ -51,6 +52,7 @@ import {
   writeRecord,
 } from './sandbox-state.js';
 import { archiveWorkspace } from './workspace-archive.js';
+import { onlyReadableDirectories } from './workspace-directories.js';
 
 export const PROCESS_DRIVER = 'process';
 
@@ -259,6 +261,12 @@ export class ProcessDriver implements Driver {
 
   async snapshot(handle: SandboxHandle): Promise<Snapshot> {
     const box = await this.sandbox(handle);
+    // Nothing runs in the sandbox and its workspace is only directories: the same archive, read here
+    // without a second bubblewrap start (workspace-directories.ts); otherwise tar inside a sandbox.
+    const idle = box.running.size === 0 && (await box.limits.processes()).length === 0;
+    if (idle && (await onlyReadableDirectories(box.record.workspace, this.user))) {
+      return snapshotDirectory(box.record.workspace);
+    }
     return archiveWorkspace({ bwrap: this.config.bwrap, user: this.user }, box.record.workspace);
   }
 

@@ -136,8 +136,11 @@ export class HttpControlPlane implements ControlPlane {
     );
   }
 
-  async #dispatch(lease: LeaseRef, body: Record<string, unknown>): Promise<string | null> {
-    const out = await call(async () =>
+  async #dispatch(
+    lease: LeaseRef,
+    body: Record<string, unknown>,
+  ): Promise<{ runId: string | null; groupId?: string | undefined; runIds?: string[] | undefined }> {
+    return call(async () =>
       dataOf(
         await this.client.POST('/internal/agent/v1/runs/{id}/calls', {
           params: { path: { id: lease.runId } },
@@ -145,19 +148,27 @@ export class HttpControlPlane implements ControlPlane {
         }),
       ),
     );
-    return out.runId;
   }
 
   async startCommandRun(lease: LeaseRef, callId: string, spec: CommandRunSpec): Promise<{ runId: string }> {
     const input = { command: [...spec.command], ...(spec.image ? { image: spec.image } : {}) };
-    const runId = await this.#dispatch(lease, { callId, tool: 'run_command', input });
-    return { runId: runId ?? '' };
+    const out = await this.#dispatch(lease, { callId, tool: 'run_command', input });
+    return { runId: out.runId ?? '' };
   }
 
-  async startExperiment(lease: LeaseRef, callId: string, spec: ExperimentSpec): Promise<{ runId: string }> {
-    const input = { harness: spec.harness, ...(spec.dataset ? { dataset: spec.dataset } : {}) };
-    const runId = await this.#dispatch(lease, { callId, tool: 'start_experiment', input });
-    return { runId: runId ?? '' };
+  async startExperiment(
+    lease: LeaseRef,
+    callId: string,
+    spec: ExperimentSpec,
+  ): Promise<{ groupId: string; runIds: string[] }> {
+    const input = {
+      harness: spec.harness,
+      ...(spec.dataset ? { dataset: spec.dataset } : {}),
+      ...(spec.repeat !== undefined ? { repeat: spec.repeat } : {}),
+      ...(spec.cases ? { cases: [...spec.cases] } : {}),
+    };
+    const out = await this.#dispatch(lease, { callId, tool: 'start_experiment', input });
+    return { groupId: out.groupId ?? '', runIds: out.runIds ?? [] };
   }
 
   async requestApproval(lease: LeaseRef, callId: string, question: string): Promise<void> {

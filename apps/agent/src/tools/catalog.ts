@@ -9,10 +9,14 @@ export const RunCommandArgs = z.strictObject({
   command: z.array(z.string().min(1).max(10_000)).min(1).max(256),
   image: z.string().min(1).max(500).optional(),
 });
-export const StartExperimentArgs = z.strictObject({
-  harness: z.string().min(1).max(200),
-  dataset: z.string().min(1).max(200).optional(),
-});
+export const StartExperimentArgs = z
+  .strictObject({
+    harness: z.string().min(1).max(200),
+    dataset: z.string().min(1).max(200).optional(),
+    repeat: z.int().min(1).max(1000).optional(),
+    cases: z.array(z.record(z.string(), z.json())).min(1).max(1000).optional(),
+  })
+  .refine((a) => a.repeat === undefined || a.cases === undefined, 'at most one of repeat or cases');
 export const ReadRunArgs = z.strictObject({
   runId: z.string().min(1).max(200),
   what: z.enum(['outputs', 'trajectory']).default('outputs'),
@@ -54,10 +58,16 @@ export const TOOLS: Record<ToolName, ToolEntry> = {
     args: StartExperimentArgs,
     spec: {
       name: 'start_experiment',
-      description: 'Start an eval experiment of a harness (optionally on a dataset), caused by this turn.',
+      description:
+        'Start an eval experiment: a group of eval runs of a registered harness version ("id@version") — `repeat` runs of one case, or one run per entry of `cases` — caused by this turn, each drawing from your envelope. The result (later) is the group id and its runs with their statuses; read a run\'s outputs with read_run.',
       parameters: {
         type: 'object',
-        properties: { harness: { type: 'string' }, dataset: { type: 'string' } },
+        properties: {
+          harness: { type: 'string', description: 'id@version' },
+          dataset: { type: 'string', description: 'the case id and the group label' },
+          repeat: { type: 'integer', minimum: 1, maximum: 1000 },
+          cases: { type: 'array', items: { type: 'object' }, minItems: 1, maxItems: 1000 },
+        },
         required: ['harness'],
         additionalProperties: false,
       },

@@ -64,8 +64,18 @@ export async function carryOut(
       }
       case 'start_experiment': {
         const a = argsOf<ReturnType<typeof StartExperimentArgs.parse>>(StartExperimentArgs, call);
-        await cp.startExperiment(lease, call.callId, a);
-        return { kind: 'dispatched', events: [] };
+        const started = await cp.startExperiment(lease, call.callId, a);
+        // The group it started is in the transcript at once; its result arrives when every run settled.
+        return {
+          kind: 'dispatched',
+          events: [
+            {
+              type: 'extension',
+              ext: 'everdict/experiment',
+              data: { callId: call.callId, groupId: started.groupId, runIds: started.runIds },
+            },
+          ],
+        };
       }
       case 'ask_approval': {
         const a = argsOf<ReturnType<typeof AskApprovalArgs.parse>>(AskApprovalArgs, call);
@@ -119,6 +129,15 @@ export function resolutionEvents(r: Resolution): TranscriptDraft[] {
         type: 'tool_result',
         callId: r.callId,
         output: { approved: r.approved, ...(r.note ? { note: r.note } : {}) },
+      },
+    ];
+  if (r.kind === 'experiment')
+    return [
+      {
+        type: 'tool_result',
+        callId: r.callId,
+        output: { groupId: r.groupId, status: r.status, runs: r.runs.map((x) => ({ ...x })) },
+        ...(r.status === 'failed' || r.status === 'cancelled' ? { isError: true } : {}),
       },
     ];
   return [

@@ -1,6 +1,8 @@
 // everdict agent chat <agent> — a conversation with an agent over the agent routes (`POST /conversations`,
-// `POST /conversations/:id/messages`, `POST /runs/:id/input`). Each message is a turn (a run); the CLI
-// tails its trajectory, and when the turn parks awaiting input (an approval), asks y/n and answers it.
+// `POST /conversations/:id/messages`, `GET` + `POST /runs/:id/input`). Each message is a turn (a run); the
+// CLI tails its trajectory, and when the turn parks awaiting input it lists what the turn waits on
+// (`GET /runs/:id/input`: each pending call with its id) and asks y/n for each approval, answering it by its
+// call id. A turn waiting only on caused runs (or an experiment) is followed until it resumes.
 // Thin by design: the agent service and the control plane own the loop.
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
@@ -13,6 +15,45 @@ import { followTrajectory, getRun, TERMINAL } from './watch.js';
 interface Turn {
   run?: { id: string; status: string };
   runId?: string;
+}
+
+/** One call a parked turn waits on (`GET /runs/:id/input`). */
+export interface PendingCall {
+  callId: string;
+  kind: 'approval' | 'run' | 'experiment';
+  tool: string;
+  prompt?: string;
+  runId?: string;
+  groupId?: string;
+  waitingOn?: string[];
+  since: string;
+}
+
+/** What a parked turn waits on, each call with its id (the turn's creator or an admin may ask). */
+export async function pendingInput(ctx: Context, runId: string): Promise<PendingCall[]> {
+  const r = await ctx.call<{ pending: PendingCall[] }>('GET', `/runs/${encodeURIComponent(runId)}/input`);
+  return r.pending;
+}
+
+export function describePending(p: PendingCall): string {
+  if (p.kind === 'approval') return `${p.callId} approval: ${p.prompt ?? '(no question)'}`;
+  if (p.kind === 'run') return `${p.callId} ${p.tool}: waits on run ${p.runId}`;
+  return `${p.callId} ${p.tool}: waits on group ${p.groupId} (${p.waitingOn?.length ?? 0} run(s) unsettled)`;
+}
+
+/** Answer one pending approval by its call id. */
+export async function answer(
+  ctx: Context,
+  runId: string,
+  callId: string,
+  approved: boolean,
+  note?: string,
+): Promise<void> {
+  await ctx.call('POST', `/runs/${encodeURIComponent(runId)}/input`, {
+    callId,
+    approved,
+    ...(note !== undefined ? { note } : {}),
+  });
 }
 
 export async function sendMessage(ctx: Context, conversationId: string, text: string): Promise<string> {
@@ -46,8 +87,7 @@ export async function chat(
 ): Promise<number> {
   const conversationId =
     o.conversation ??
-    (await ctx.call<{ id?: string; conversation?: { id: string } }>('POST', '/conversations', { agentId }))
-      .conversation?.id;
+    (await ctx.call<{ group?: { id: string } }>('POST', '/conversations', { agentId })).group?.id;
   if (!conversationId) throw new CliError('unavailable', 'no conversation id came back');
   line(ctx.io.stderr, `conversation ${conversationId}`);
   const scripted = o.message !== undefined;
@@ -56,7 +96,8 @@ export async function chat(
     for (let i = 0; ; i++) {
       const text = scripted ? o.message?.[i] : await rl?.question('> ').catch(() => undefined);
       if (text === undefined || text === '/exit') return 0;
-      let runId = await sendMessage(ctx, conversationId, text);
+      const runId = await sendMessage(ctx, conversationId, text);
+      const answered = new Set<string>();
       for (;;) {
         const status = await followTurn(ctx, runId);
         if (status !== 'awaiting_input') {
@@ -64,11 +105,19 @@ export async function chat(
           if (status !== 'succeeded') throw new CliError('run_failed', `${runId} ended ${status}`);
           break;
         }
-        const approved = scripted
-          ? o.approve === true
-          : /^y/i.test((await rl?.question('approve? [y/N] ')) ?? '');
-        await ctx.call('POST', `/runs/${encodeURIComponent(runId)}/input`, { approved });
-        runId = (await getRun(ctx, runId)).id;
+        const pending = await pendingInput(ctx, runId);
+        for (const p of pending) line(ctx.io.stderr, `waiting: ${describePending(p)}`);
+        const approvals = pending.filter((p) => p.kind === 'approval' && !answered.has(p.callId));
+        for (const a of approvals) {
+          const approved = scripted
+            ? o.approve === true
+            : /^y/i.test((await rl?.question(`approve ${a.callId}? [y/N] `)) ?? '');
+          await answer(ctx, runId, a.callId, approved);
+          answered.add(a.callId);
+          line(ctx.io.stderr, `${a.callId} ${approved ? 'approved' : 'denied'}`);
+        }
+        // The turn resumes when EVERY call has its result; until then it stays awaiting_input.
+        await waitWhileParked(ctx, runId, answered);
       }
     }
   } finally {
@@ -76,11 +125,27 @@ export async function chat(
   }
 }
 
+/**
+ * Until the turn leaves `awaiting_input` (an agent process resumed it), or parks again on an approval not
+ * answered here, or the user interrupts.
+ */
+async function waitWhileParked(ctx: Context, runId: string, answered: ReadonlySet<string>): Promise<void> {
+  for (;;) {
+    const run = await getRun(ctx, runId);
+    if (run.status !== 'awaiting_input' || ctx.io.signal?.aborted) return;
+    const pending = await pendingInput(ctx, runId);
+    if (pending.some((p) => p.kind === 'approval' && !answered.has(p.callId))) return;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
 export function registerAgent(program: Command, ctx: () => Context, done: Done): void {
   const agent = program.command('agent').description('agents');
   agent
     .command('chat')
-    .description('a conversation: each message is a turn; parked approvals are asked here')
+    .description(
+      'a conversation: each message is a turn; what a parked turn waits on is listed, approvals asked here',
+    )
     .argument('<agent>', 'the agent id')
     .option('--conversation <id>', 'continue this conversation')
     .option('-m, --message <text>', 'send this instead of reading stdin (repeatable)', collect)

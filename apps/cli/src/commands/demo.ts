@@ -1,6 +1,7 @@
 // everdict demo (`pnpm demo`) — against the running main job: an experiment of 20 eval runs scored and
 // re-scored, a causal tree cancelled in one cascade, an envelope refusing fan-out, and — where this control
-// plane has the routes — an agent conversation that parks for an approval and resumes, and a sandbox with
+// plane has the routes — an agent conversation that parks for an approval (listed by GET /runs/:id/input,
+// approved by POST) and resumes, and a sandbox with
 // exec. It prints what happened, then verifies EVERY record it made, locally, trusting the keys of the
 // signers GET /keys lists. Exit 0 only if every step ran and every record verifies.
 import { ClientError } from '@everdict/client';
@@ -8,6 +9,7 @@ import type { Command } from 'commander';
 import type { Context, Done } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { line } from '../io.js';
+import { answer, describePending, pendingInput } from './agent.js';
 import { type GroupSummary, scoreGroup, scoreTable, waitGroup } from './experiment.js';
 import { describeVerdict, verifyRun } from './record.js';
 import { getRun, TERMINAL } from './watch.js';
@@ -156,10 +158,13 @@ class Demo {
 
   /**
    * 4. An agent conversation: the turn is queued for an agent service (`everdict-agent serve`, which
-   * `everdict start` runs). Without one leasing turns within 30 s the step says so and cancels the turn.
+   * `everdict start` runs with a scripted model that asks for approval). The turn parks as a transcript
+   * (`awaiting_input`); the demo lists what it waits on (`GET /runs/:id/input`, each call with its id),
+   * approves it (`POST /runs/:id/input`), and the turn resumes and finishes; its record must account the
+   * park `non_blocking`. Without an agent service leasing turns within 30 s the step says so and cancels.
    */
   async agent(): Promise<void> {
-    this.say('== 4. agent conversation: a turn for the agent service');
+    this.say('== 4. agent conversation: a turn parks for an approval and resumes');
     try {
       const created = await this.ctx.call<{ agent: { id: string } }>('POST', '/agents', {
         name: `releaser-${Date.now().toString(36)}`,
@@ -190,7 +195,34 @@ class Demo {
       }
       this.made.push(runId);
       const after = await waitStatus(this.ctx, runId, (s) => s === 'awaiting_input' || TERMINAL.has(s));
-      this.say(`   turn ${runId}: ${after.status}`);
+      if (after.status !== 'awaiting_input') {
+        this.say(`   turn ${runId}: ${after.status} without asking for anything (no park to show)`);
+        if (after.status !== 'succeeded')
+          throw new CliError('run_failed', `turn ${runId} ended ${after.status}`);
+        this.skipped.push('agent park (the model finished without a tool call to wait on)');
+        return;
+      }
+      this.say(`   turn ${runId}: awaiting_input — parked as its transcript; no agent process holds it`);
+      const pending = await pendingInput(this.ctx, runId);
+      for (const p of pending) this.say(`   waiting: ${describePending(p)}`);
+      const approvals = pending.filter((p) => p.kind === 'approval');
+      if (approvals.length === 0)
+        throw new CliError('run_failed', `turn ${runId} is parked but waits on no approval`);
+      for (const a of approvals) {
+        await answer(this.ctx, runId, a.callId, true, 'approved by the demo');
+        this.say(`   approved ${a.callId} (POST /runs/${runId}/input)`);
+      }
+      const done = await waitTerminal(this.ctx, runId);
+      const summary = (done as { outputs?: { summary?: string } }).outputs?.summary;
+      this.say(`   turn ${runId}: ${done.status}${summary ? ` — "${summary}"` : ''}`);
+      if (done.status !== 'succeeded') throw new CliError('run_failed', `turn ${runId} ended ${done.status}`);
+      const v = (await verifyRun(this.ctx, runId)).verdict;
+      if (!v.ok) throw new CliError('not_verified', `turn ${runId}: ${v.error}`);
+      this.say(
+        `   record: ${v.phase}, account ${v.account}, idle ${v.cost.idle_uj} µJ while parked (estimated)`,
+      );
+      if (v.account !== 'non_blocking')
+        throw new CliError('run_failed', `turn ${runId}'s record accounts ${v.account}, not non_blocking`);
     } catch (e) {
       if (!missingRoute(e)) throw e;
       this.say('   skipped: this control plane has no agent routes (POST /agents → 404 route_not_found)');

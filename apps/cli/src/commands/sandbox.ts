@@ -2,12 +2,12 @@
 // (`POST /sandboxes`, `/sandboxes/:id/exec|touch|suspend|resume|close`) and, for `shell`, the terminal
 // ticket flow (`POST /runs/:id/terminal-ticket`, then the `GET /runs/:id/terminal?ticket=` WebSocket:
 // binary frames are raw stdin/stdout, text frames JSON `{"type":"resize",cols,rows}` / `{"type":"exit",code}`).
-// Thin by design: every subcommand is one call; the control plane owns the session.
+// Thin by design: every subcommand is one call; the control plane owns the session. `shell` is in shell.ts.
 import type { Command } from 'commander';
-import WebSocket from 'ws';
 import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
+import { openShell } from './shell.js';
 
 interface SandboxAnswer {
   run?: { id: string; status: string; expiresAt?: string | null };
@@ -52,63 +52,6 @@ export async function execInSandbox(
   return 0;
 }
 
-/** An interactive terminal: raw stdin → binary frames, binary frames → stdout; resize on SIGWINCH. */
-export async function openShell(ctx: Context, runId: string): Promise<number> {
-  const { ticket } = await ctx.call<{ ticket: string }>(
-    'POST',
-    `/runs/${encodeURIComponent(runId)}/terminal-ticket`,
-    {},
-  );
-  const wsUrl = `${ctx.url.replace(/^http/, 'ws')}/runs/${encodeURIComponent(runId)}/terminal?ticket=${encodeURIComponent(ticket)}`;
-  const ws = new WebSocket(wsUrl);
-  const { stdin, stdout } = ctx.io;
-  const size = () => ({
-    type: 'resize',
-    cols: (stdout as { columns?: number }).columns ?? 80,
-    rows: (stdout as { rows?: number }).rows ?? 24,
-  });
-  return new Promise<number>((resolve, reject) => {
-    let exitCode = 0;
-    const onData = (chunk: Buffer | string) => {
-      if (ws.readyState === WebSocket.OPEN) ws.send(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-    };
-    const onResize = () => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify(size()));
-    const cleanup = () => {
-      stdin.off('data', onData);
-      process.off('SIGWINCH', onResize);
-      if (stdin.isTTY) stdin.setRawMode?.(false);
-      stdin.pause();
-    };
-    ws.on('open', () => {
-      if (stdin.isTTY) stdin.setRawMode?.(true);
-      stdin.on('data', onData);
-      stdin.resume();
-      process.on('SIGWINCH', onResize);
-      ws.send(JSON.stringify(size()));
-    });
-    ws.on('message', (data, isBinary) => {
-      if (isBinary) {
-        stdout.write(data as Buffer);
-        return;
-      }
-      try {
-        const msg = JSON.parse(String(data)) as { type?: string; code?: number };
-        if (msg.type === 'exit') exitCode = msg.code ?? 0;
-      } catch {
-        /* not ours */
-      }
-    });
-    ws.on('close', () => {
-      cleanup();
-      resolve(exitCode === 0 ? 0 : 1);
-    });
-    ws.on('error', (e) => {
-      cleanup();
-      reject(new CliError('unavailable', `terminal: ${e.message}`));
-    });
-  });
-}
-
 export function registerSandbox(program: Command, ctx: () => Context, done: Done): void {
   const sandbox = program.command('sandbox').description('held-open sandbox sessions');
   sandbox
@@ -144,7 +87,9 @@ export function registerSandbox(program: Command, ctx: () => Context, done: Done
     );
   sandbox
     .command('shell')
-    .description('an interactive terminal into the session (ticket + WebSocket)')
+    .description(
+      "an interactive terminal into the session (ticket + WebSocket); exits with the remote shell's status",
+    )
     .argument('<id>', 'the session run id')
     .action((id: string) => done(openShell(ctx(), id)));
   for (const action of ['touch', 'suspend', 'resume', 'close'] as const)

@@ -1,4 +1,4 @@
-// Measuring helpers of bench/dispatch.mjs: databases, child servers, keep-alive HTTP, WAL and CPU.
+// Measuring helpers of the benches (dispatch, headlog, run): databases, child servers, keep-alive HTTP, WAL and CPU.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';

@@ -126,6 +126,24 @@ describe('agents: a turn parks as a transcript and resumes after an approval', (
     expect(parked.body.status).toBe('awaiting_input');
     // Not ready until a person answers; a member who did not start the turn may not answer it.
     expect(await leaseOne('host-b')).toBeUndefined();
+    // What it waits on, with the call's id: listed for its creator or an admin, nobody else.
+    const waiting = await call(t.app, 'GET', `/runs/${run.id}/input`);
+    expect(waiting.status).toBe(200);
+    expect(waiting.body).toEqual({
+      runId: run.id,
+      status: 'awaiting_input',
+      pending: [
+        {
+          callId: 'call_1',
+          kind: 'approval',
+          tool: 'ask_approval',
+          prompt: 'ship?',
+          since: expect.any(String),
+        },
+      ],
+    });
+    expect((await call(t.app, 'GET', `/runs/${run.id}/input`, { key: member })).status).toBe(403);
+    expect((await call(t.app, 'GET', '/runs/run_nope/input')).status).toBe(404);
     const foreign = await call(t.app, 'POST', `/runs/${run.id}/input`, {
       key: member,
       body: { callId: 'call_1', approved: true },
@@ -143,6 +161,7 @@ describe('agents: a turn parks as a transcript and resumes after an approval', (
       (await call(t.app, 'POST', `/runs/${run.id}/input`, { body: { callId: 'call_1', approved: false } }))
         .status,
     ).toBe(409);
+    expect((await call(t.app, 'GET', `/runs/${run.id}/input`)).body.pending).toEqual([]);
 
     const again = await leaseOne('host-b');
     expect(again).toMatchObject({ runId: run.id, epoch: 2 });
@@ -236,6 +255,121 @@ describe('agents: a turn parks as a transcript and resumes after an approval', (
     const record = await call(t.app, 'GET', `/runs/${run.id}/record`);
     expect((record.body.verify as { account: string }).account).toBe('blocking');
   });
+});
+
+describe('agents: start_experiment starts an experiment group', () => {
+  it('one group of N eval runs caused by the turn, drawing from its envelope; resolved when all settle', async () => {
+    const h = { id: 'agent-echo', version: '1', image: 'default', command: ['true'] };
+    expect((await call(t.app, 'POST', '/harnesses', { body: h })).status).toBe(201);
+    const id = await agent({ tools: ['start_experiment', 'read_run'], envelope: { runs: 4 } });
+    const { run } = await turn(id);
+    const lease = await leaseOne('host-e');
+    const held = { holder: 'host-e', epoch: lease!.epoch };
+    const start = (callId: string, input: Record<string, unknown>) =>
+      internal('POST', `/internal/agent/v1/runs/${run.id}/calls`, {
+        ...held,
+        callId,
+        tool: 'start_experiment',
+        input,
+      });
+    const experiments = async () =>
+      ((await call(t.app, 'GET', '/groups?kind=experiment')).body.items as unknown[]).length;
+    const before = await experiments();
+    const started = await start('x1', {
+      harness: 'agent-echo@1',
+      dataset: 'smoke',
+      cases: [{ id: 'a' }, { id: 'b' }, { id: 'c' }],
+    });
+    expect(started.status, JSON.stringify(started.body)).toBe(201);
+    const { groupId, runIds } = started.body as { groupId: string; runIds: string[] };
+    expect(started.body).toMatchObject({
+      callId: 'x1',
+      runId: null,
+      groupId: expect.stringMatching(/^grp_/),
+    });
+    expect(runIds).toHaveLength(3);
+    // The same call again is the same group (idempotent per call id).
+    expect((await start('x1', { harness: 'agent-echo@1', repeat: 1 })).body).toEqual(started.body);
+    const group = await call(t.app, 'GET', `/groups/${groupId}`);
+    expect(group.body).toMatchObject({ kind: 'experiment', label: 'smoke', runIds: [...runIds].sort() });
+    for (const rid of runIds) {
+      const r = await call(t.app, 'GET', `/runs/${rid}`);
+      expect(r.body).toMatchObject({
+        kind: 'eval',
+        group: { id: groupId, role: 'case' },
+        origin: { cause: 'run', causedByRunId: run.id },
+      });
+    }
+    // The envelope has one caused run left: a 2-run experiment is refused whole — no group, no call.
+    const refused = await start('x2', { harness: 'agent-echo@1', repeat: 2 });
+    expect(refused.status).toBe(402);
+    expect(refused.body).toMatchObject({ code: 'envelope_exhausted', rule: 'envelope' });
+    expect(await experiments()).toBe(before + 1);
+    // An unknown harness version is refused, not a 500.
+    const unknown = await start('x3', { harness: 'nope@1' });
+    expect(unknown.status, JSON.stringify(unknown.body)).toBe(404);
+    expect((await start('x4', { harness: 'agent-echo@1', repeat: 1, cases: [{}] })).status).toBe(400);
+
+    const parked = await internal('POST', '/internal/agent-run-events', {
+      runId: run.id,
+      event: 'awaiting_input',
+      ...held,
+      transcript: HEX_A,
+      transcriptBytes: 100,
+      manifest: MANIFEST,
+      account: { dispatched: ['x1'], resolved: [] },
+    });
+    expect(parked.status).toBe(200);
+    const pending = await call(t.app, 'GET', `/runs/${run.id}/input`);
+    expect(pending.body.pending).toEqual([
+      {
+        callId: 'x1',
+        kind: 'experiment',
+        tool: 'start_experiment',
+        groupId,
+        waitingOn: [...runIds].sort(),
+        since: expect.any(String),
+      },
+    ]);
+    // A run that is not a turn waits on nothing a person answers.
+    expect((await call(t.app, 'GET', `/runs/${runIds[0]}/input`)).status).toBe(404);
+    // Not ready while any run of the group is unsettled.
+    const [first, ...rest] = [...runIds].sort();
+    await call(t.app, 'POST', `/runs/${first}/cancel`, { body: { reason: 'one' } });
+    expect(await leaseOne('host-f')).toBeUndefined();
+    expect((await call(t.app, 'GET', `/runs/${run.id}/input`)).body.pending).toMatchObject([
+      { callId: 'x1', waitingOn: rest },
+    ]);
+    for (const rid of rest) await call(t.app, 'POST', `/runs/${rid}/cancel`, { body: { reason: 'rest' } });
+    const again = await leaseOne('host-f');
+    expect(again?.runId).toBe(run.id);
+    expect(again?.resolutions).toEqual([
+      {
+        kind: 'experiment',
+        callId: 'x1',
+        groupId,
+        status: 'cancelled',
+        runs: [...runIds].sort().map((runId) => ({ runId, status: 'cancelled' })),
+      },
+    ]);
+    // Resumed, its runs' outputs are read with the read tool.
+    const held2 = { holder: 'host-f', epoch: again!.epoch };
+    const resumed = await internal('POST', '/internal/agent-run-events', {
+      runId: run.id,
+      event: 'resumed',
+      ...held2,
+      transcript: HEX_A,
+      manifest: MANIFEST,
+    });
+    expect(resumed.status).toBe(200);
+    const read = await internal('POST', `/internal/agent/v1/runs/${run.id}/read`, {
+      ...held2,
+      runId: first,
+      what: 'outputs',
+    });
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ runId: first, kind: 'eval', status: 'cancelled' });
+  }, 60_000);
 });
 
 describe('agents: the envelope and the causal tree', () => {

@@ -6,21 +6,25 @@
 import { type Tx, withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import { lockRun, type RunRow, rowToView } from '../ledger/runs.js';
+import { resolveHarness } from '../runners/harnesses.js';
+import { assertPlaceable } from '../runners/placement.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
+import { createGroupTx } from '../services/groups.js';
 import { createRunTx } from '../services/lifecycle.js';
-import type { Principal } from '../services/types.js';
+import { CreateGroupInput, type Principal } from '../services/types.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { assertTurnLease } from './leases.js';
 import {
   CallInput,
+  type ExperimentInput,
   HeldLease,
   InputAnswer,
   ReadInput,
   TranscriptAppend,
   TranscriptQuery,
 } from './schemas.js';
-import { resolutionsOf } from './turns.js';
+import { pendingOf, resolutionsOf } from './turns.js';
 
 /** The agent run `runId`, whatever its tenant (the service token is the agent service's, not a tenant's). */
 export async function turnOf(ex: Tx | Deps['db'], runId: string): Promise<RunRow> {
@@ -56,6 +60,51 @@ function harnessRef(s: string): { id: string; version: string } {
   return { id: s.slice(0, at), version: s.slice(at + 1) };
 }
 
+/** What a dispatch answers: the caused run, or the experiment group and its runs (ids in id order). */
+export interface Dispatched {
+  callId: string;
+  runId: string | null;
+  groupId?: string;
+  runIds?: string[];
+}
+
+async function dispatched(
+  ex: Tx,
+  tenant: string,
+  call: { call_id: string; caused_run_id: string | null; caused_group_id: string | null },
+): Promise<Dispatched> {
+  if (!call.caused_group_id) return { callId: call.call_id, runId: call.caused_run_id };
+  const runs = await ex
+    .selectFrom('runs')
+    .select('id')
+    .where('tenant_id', '=', tenant)
+    .where('group_id', '=', call.caused_group_id)
+    .orderBy('id')
+    .execute();
+  return { callId: call.call_id, runId: null, groupId: call.caused_group_id, runIds: runs.map((r) => r.id) };
+}
+
+/** A `start_experiment` call as a POST /groups input: kind `experiment`, eval runs of one harness version. */
+function experimentGroup(turnId: string, callId: string, e: ExperimentInput) {
+  const raw = {
+    kind: 'experiment',
+    label: e.dataset ?? `agent turn ${turnId} ${callId}`,
+    spec: {
+      kind: 'eval',
+      subject: { harness: harnessRef(e.harness), caseId: e.dataset ?? 'experiment' },
+    },
+    ...(e.cases ? { cases: e.cases } : { repeat: e.repeat ?? 1 }),
+    requestId: `call:${turnId}:${callId}`,
+  };
+  return parse(CreateGroupInput, raw);
+}
+
+/** Only the turn's creator, or an admin of its tenant, sees and answers what it waits on. */
+function assertMayAnswer(p: Principal, row: RunRow): void {
+  if (row.created_by !== p.actor && p.role !== 'admin')
+    throw new ControlPlaneError('forbidden', 'only the turn’s creator or an admin may answer it');
+}
+
 export function turnCalls(deps: Deps, trajectories: RunTrajectories | null) {
   const store = (): RunTrajectories => {
     if (!trajectories)
@@ -63,45 +112,47 @@ export function turnCalls(deps: Deps, trajectories: RunTrajectories | null) {
     return trajectories;
   };
   return {
-    /** Dispatch one tool call (idempotent per (turn, callId)): 201 `{callId, runId?}`. */
-    async dispatch(runId: string, raw: unknown): Promise<{ callId: string; runId: string | null }> {
+    /** Dispatch one tool call (idempotent per (turn, callId)): 201 `{callId, runId, groupId?, runIds?}`. */
+    async dispatch(runId: string, raw: unknown): Promise<Dispatched> {
       const input = parse(CallInput, raw);
       return withTx(deps.db, async (tx) => {
         const turn = await heldTurn(tx, runId, input);
         const prior = await tx
           .selectFrom('agent_calls')
-          .select(['call_id', 'caused_run_id'])
+          .select(['call_id', 'caused_run_id', 'caused_group_id'])
           .where('turn_id', '=', runId)
           .where('call_id', '=', input.callId)
           .executeTakeFirst();
-        if (prior) return { callId: prior.call_id, runId: prior.caused_run_id };
+        if (prior) return dispatched(tx, turn.tenant_id, prior);
+        const actor = { tenant: turn.tenant_id, actor: turn.created_by };
         let caused: string | null = null;
-        if (input.tool !== 'ask_approval') {
-          const spec =
-            input.tool === 'run_command'
-              ? {
-                  kind: 'command' as const,
-                  subject: {
-                    command: input.input.command,
-                    ...(input.input.image ? { image: input.input.image } : {}),
-                  },
-                }
-              : {
-                  kind: 'eval' as const,
-                  subject: {
-                    harness: harnessRef(input.input.harness),
-                    caseId: input.input.dataset ?? 'experiment',
-                  },
-                };
+        let group: string | null = null;
+        if (input.tool === 'run_command') {
           // Through the one gate, caused by the turn: its envelope pays (402 when spent), its depth counts.
           const { row } = await createRunTx(
             tx,
             deps,
-            { tenant: turn.tenant_id, actor: turn.created_by },
-            { ...spec, requestId: `call:${runId}:${input.callId}` },
+            actor,
+            {
+              kind: 'command',
+              subject: {
+                command: input.input.command,
+                ...(input.input.image ? { image: input.input.image } : {}),
+              },
+              requestId: `call:${runId}:${input.callId}`,
+            },
             { causedByRunId: runId },
           );
           caused = row.id;
+        } else if (input.tool === 'start_experiment') {
+          // One experiment group (the POST /groups rule): N eval runs, each caused by the turn through the
+          // gate — the envelope pays for every one; a refusal of any leaves no group and no call.
+          const g = experimentGroup(runId, input.callId, input.input);
+          const h = harnessRef(input.input.harness);
+          await resolveHarness(tx, turn.tenant_id, h.id, h.version); // an unknown version is 404, whatever lane
+          await assertPlaceable(deps, turn.tenant_id, g.spec, tx);
+          const created = await createGroupTx(tx, deps, actor, g, { causedByRunId: runId });
+          group = created.group.id;
         }
         await tx
           .insertInto('agent_calls')
@@ -111,13 +162,18 @@ export function turnCalls(deps: Deps, trajectories: RunTrajectories | null) {
             tenant_id: turn.tenant_id,
             tool: input.tool,
             caused_run_id: caused,
+            caused_group_id: group,
             question: input.tool === 'ask_approval' ? input.input.question : null,
             resolution: null,
             created_at: deps.clock(),
             resolved_at: null,
           })
           .execute();
-        return { callId: input.callId, runId: caused };
+        return dispatched(tx, turn.tenant_id, {
+          call_id: input.callId,
+          caused_run_id: caused,
+          caused_group_id: group,
+        });
       });
     },
 
@@ -168,14 +224,26 @@ export function turnCalls(deps: Deps, trajectories: RunTrajectories | null) {
       return { events: page.items, nextOffset: page.nextOffset, eventCount: page.eventCount };
     },
 
+    /** GET /runs/:id/input: the turn's calls still waiting, with their ids (the turn's creator, or an admin). */
+    async pending(p: Principal, runId: string) {
+      const row = await deps.db
+        .selectFrom('runs')
+        .selectAll()
+        .where('tenant_id', '=', p.tenantId)
+        .where('id', '=', runId)
+        .executeTakeFirst();
+      if (row?.kind !== 'agent') throw notFound('run', runId);
+      assertMayAnswer(p, row);
+      return { runId, status: row.status, pending: await pendingOf(deps.db, p.tenantId, runId) };
+    },
+
     /** POST /runs/:id/input: a person answers a pending approval (the turn's creator, or an admin). */
     async answer(p: Principal, runId: string, raw: unknown) {
       const input = parse(InputAnswer, raw);
       return withTx(deps.db, async (tx) => {
         const row = await lockRun(tx, p.tenantId, runId);
         if (row?.kind !== 'agent') throw notFound('run', runId);
-        if (row.created_by !== p.actor && p.role !== 'admin')
-          throw new ControlPlaneError('forbidden', 'only the turn’s creator or an admin may answer it');
+        assertMayAnswer(p, row);
         if (['succeeded', 'failed', 'cancelled'].includes(row.status))
           throw new ControlPlaneError('conflict', `turn ${runId} is ${row.status}`, { reason: 'terminal' });
         const call = await tx

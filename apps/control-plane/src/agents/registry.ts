@@ -3,7 +3,7 @@
 // `agentVersion`), so the record of an old turn keeps meaning what it meant. `enabled` is held by the gate
 // too (admission's adm_agents): a disabled agent is refused at activation (409, rule `agent_disabled`),
 // whichever door the activation came through — a conversation message or a subscription's event.
-import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
+import { PgAdmissionStore } from '../admission-store/sql/store.js';
 import { iso, json } from '../db/numeric.js';
 import type { Executor, Tx } from '../db/tx.js';
 import { withTx } from '../db/tx.js';

@@ -121,6 +121,21 @@ export const TranscriptQuery = z.object({
   offset: z.coerce.number().int().min(0).default(0),
   limit: z.coerce.number().int().min(1).max(10_000).default(1000),
 });
+/**
+ * `start_experiment`: an experiment GROUP of eval runs of one registered harness version — `repeat` runs of
+ * one case, or one run per entry of `cases` (neither: one run). `dataset` names the case (and labels the group).
+ */
+export const ExperimentInput = z
+  .strictObject({
+    /** `id@version` (a registered harness version). */
+    harness: z.string().min(1).max(200),
+    dataset: z.string().min(1).max(200).optional(),
+    repeat: z.int().min(1).max(1000).optional(),
+    cases: z.array(z.record(z.string(), z.unknown())).min(1).max(1000).optional(),
+  })
+  .refine((e) => e.repeat === undefined || e.cases === undefined, 'at most one of repeat or cases');
+export type ExperimentInput = z.infer<typeof ExperimentInput>;
+
 export const CallInput = z.discriminatedUnion('tool', [
   z.strictObject({
     holder: Holder,
@@ -137,11 +152,7 @@ export const CallInput = z.discriminatedUnion('tool', [
     epoch: Epoch,
     callId: z.string().min(1).max(256),
     tool: z.literal('start_experiment'),
-    input: z.strictObject({
-      /** `id@version` (a registered harness version). */
-      harness: z.string().min(1).max(200),
-      dataset: z.string().min(1).max(200).optional(),
-    }),
+    input: ExperimentInput,
   }),
   z.strictObject({
     holder: Holder,
@@ -169,7 +180,31 @@ export type Resolution =
       runId: string;
       status: 'succeeded' | 'failed' | 'cancelled';
       outputs?: unknown;
+    }
+  | {
+      /** An experiment group: resolved when every run of it has settled; outputs are read with read_run. */
+      kind: 'experiment';
+      callId: string;
+      groupId: string;
+      /** run-model's group rollup of the settled runs. */
+      status: 'succeeded' | 'partial' | 'failed' | 'cancelled';
+      runs: { runId: string; status: 'succeeded' | 'failed' | 'cancelled' }[];
     };
+
+/** A dispatched call still waiting: what `GET /runs/:id/input` lists for a person. */
+export interface PendingCall {
+  callId: string;
+  kind: 'approval' | 'run' | 'experiment';
+  tool: string;
+  /** An approval's question. */
+  prompt?: string;
+  /** The caused run a `run` call waits on. */
+  runId?: string;
+  /** The experiment group an `experiment` call waits on, and its runs not yet settled. */
+  groupId?: string;
+  waitingOn?: string[];
+  since: string;
+}
 
 /** What a lease hands the agent service: everything a process needs to run the turn's next interval. */
 export interface TurnLeaseView {

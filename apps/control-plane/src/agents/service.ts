@@ -1,5 +1,5 @@
 // The agent service's control-plane side, composed: the registry (POST/PATCH/GET /agents), conversations
-// and their turns, approvals (POST /runs/:id/input), and what the agent service calls with the service
+// and their turns, approvals (GET + POST /runs/:id/input), and what the agent service calls with the service
 // token — leases, heartbeats, tool calls, transcript reads and writes, leased reports.
 import type { LeasePolicy } from '../leases/policy.js';
 import type { RunView } from '../ledger/views.js';
@@ -7,7 +7,7 @@ import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import type { GroupView, Principal } from '../services/types.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
-import { turnCalls } from './calls.js';
+import { type Dispatched, turnCalls } from './calls.js';
 import { conversations } from './conversations.js';
 import { storageWattsPerGb } from './energy.js';
 import { grantTurnLeases, heartbeatTurns } from './leases.js';
@@ -17,6 +17,7 @@ import {
   type AgentView,
   HeartbeatRequest,
   LeaseRequest,
+  type PendingCall,
   type Resolution,
   type TurnLeaseView,
 } from './schemas.js';
@@ -33,9 +34,10 @@ export interface AgentService {
     runId: string,
     input: unknown,
   ): Promise<{ run: RunView; callId: string; resolution: { approved: boolean; note?: string; by: string } }>;
+  pending(p: Principal, runId: string): Promise<{ runId: string; status: string; pending: PendingCall[] }>;
   lease(input: unknown, signal?: AbortSignal): Promise<{ leases: TurnLeaseView[] }>;
   heartbeat(input: unknown): Promise<{ lost: string[] }>;
-  dispatch(runId: string, input: unknown): Promise<{ callId: string; runId: string | null }>;
+  dispatch(runId: string, input: unknown): Promise<Dispatched>;
   resolutions(runId: string, input: unknown): Promise<{ resolutions: Resolution[] }>;
   read(runId: string, input: unknown): Promise<Record<string, unknown>>;
   append(runId: string, input: unknown): Promise<{ eventCount: number }>;
@@ -80,6 +82,7 @@ export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
     createConversation: convs.create,
     message: convs.message,
     answer: calls.answer,
+    pending: calls.pending,
     /** Long-poll: answers as soon as a turn is ready, or empty after `waitMs`. */
     async lease(raw, signal) {
       const input = asControlPlaneError(() => LeaseRequest.parse(raw));

@@ -2,51 +2,33 @@
 // real app on a real core: runs created through the API appear and update live, a group collapses into one
 // row, a held-open session shows its TTL, the detail shows the record's verdict, a refused create shows the
 // refusal (and creates nothing), the keyboard drives it, and neither 1280×800 nor 390×844 scrolls sideways.
-// Screenshots go to docs/screenshots/ (git-ignored; the README's quickstart shows them).
-import { existsSync, mkdirSync } from 'node:fs';
-import type http from 'node:http';
-import { fileURLToPath } from 'node:url';
-import { serve } from '@hono/node-server';
-import { type Browser, chromium, type Page } from 'playwright-core';
+// Screenshots go to .test-results/screenshots/ (git-ignored; the root README's quickstart links them).
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
-
-const CHROMIUM = process.env.EVERDICT_CHROMIUM ?? '/usr/bin/chromium';
-const SHOTS = fileURLToPath(new URL('../../../../docs/screenshots/', import.meta.url));
+import { DESKTOP, launchChromium, listen, PHONE, shot, sideScroll } from '../../test/console-browser.js';
+import { ADMIN_KEY, call, type TestApp, testApp, until } from '../http/testing/harness.js';
 
 let t: TestApp;
-let server: http.Server;
+let server: { base: string; close(): Promise<void> };
 let base = '';
 let browser: Browser;
 let page: Page;
 
 const sleepRun = (ms: number) => ({ kind: 'analysis', subject: { config: { fn: 'sleep', ms } } });
 
-async function noSideScroll(p: Page): Promise<{ scroll: number; client: number }> {
-  // Evaluated in the page (a string: this package's types have no DOM).
-  return p.evaluate<{ scroll: number; client: number }>(
-    '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
-  );
-}
-
 describe('activity console (headless Chromium)', () => {
   beforeAll(async () => {
     // Never skipped: without Chromium this suite fails, saying how to get it (.ci/run installs it).
-    if (!existsSync(CHROMIUM))
-      throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium, or set EVERDICT_CHROMIUM`);
-    mkdirSync(SHOTS, { recursive: true });
+    browser = await launchChromium();
     t = await testApp({ scheduler: { enabled: true, pollMs: 25 }, heartbeatMs: 1000 });
-    server = serve({ fetch: t.app.fetch, port: 0, hostname: '127.0.0.1' }) as http.Server;
-    await new Promise((r) => server.once('listening', r));
-    base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    server = await listen(t.app.fetch);
+    base = server.base;
+    page = await browser.newPage({ viewport: DESKTOP });
   }, 300_000);
 
   afterAll(async () => {
     await browser?.close();
-    server?.closeAllConnections();
-    await new Promise((r) => server?.close(r));
+    await server?.close();
     await t?.close();
   });
 
@@ -114,11 +96,101 @@ describe('activity console (headless Chromium)', () => {
     await page.waitForSelector('#detail:not([hidden])');
     await expect
       .poll(() => page.textContent('#d-record'), { timeout: 30_000 })
-      .toMatch(/verified from genesis|unattested|does not verify/);
+      .toMatch(/verified from genesis/);
     await expect.poll(() => page.textContent('#d-tree')).toContain(id ?? '');
-    await page.screenshot({ path: `${SHOTS}console-1280-detail.png` });
+    await page.screenshot({ path: shot('console-1280-detail') });
     await page.keyboard.press('Escape');
     await page.waitForSelector('#detail', { state: 'hidden' });
+    // Esc gives the focus back to the row it opened; k moves up from it.
+    const focusedRun =
+      "document.activeElement?.getAttribute('data-run') ?? document.activeElement?.getAttribute('data-group') ?? null";
+    expect(await page.evaluate<string | null>(focusedRun)).toBe(id);
+    const order = await page.evaluate<string[]>(
+      "[...document.querySelectorAll('#rows .row')].map((r) => r.dataset.run ?? r.dataset.group)",
+    );
+    await page.keyboard.press('k');
+    expect(await page.evaluate<string | null>(focusedRun)).toBe(order[order.indexOf(id ?? '') - 1]);
+    // `/` focuses the filter: typing narrows the rows to that run.
+    await page.keyboard.press('/');
+    expect(await page.evaluate<string | null>('document.activeElement?.id ?? null')).toBe('filter');
+    await page.keyboard.type(id ?? '');
+    await expect
+      .poll(() =>
+        page.evaluate<string[]>(
+          "[...document.querySelectorAll('#rows .row[data-run]')].map((r) => r.dataset.run)",
+        ),
+      )
+      .toEqual([id]);
+    // Esc leaves the filter and clears it: every row is back.
+    await page.keyboard.press('Escape');
+    expect(await page.evaluate<string | null>('document.activeElement?.id ?? null')).not.toBe('filter');
+    expect(await page.inputValue('#filter')).toBe('');
+    await expect.poll(() => page.locator('#rows .row').count()).toBe(order.length);
+  });
+
+  it("the detail's record verdict is the API's: head, length, signers named from GET /keys, account, energy", async () => {
+    const created = await call(t.app, 'POST', '/runs', {
+      body: { kind: 'analysis', subject: { config: { fn: 'echo', value: 7 } } },
+    });
+    const id = (created.body.run as { id: string }).id;
+    await until(
+      'the run settled',
+      async () => ((await call(t.app, 'GET', `/runs/${id}`)).body.status === 'succeeded' ? true : undefined),
+      60_000,
+    );
+    const rec = await call(t.app, 'GET', `/runs/${id}/record`);
+    const v = rec.body.verify as {
+      ok: boolean;
+      head: string;
+      length: number;
+      phase: string;
+      account: string;
+      signedBy: string[];
+      cost: { activeUj: string; idleUj: string };
+    };
+    expect(v.ok).toBe(true);
+    const keys = (await (await t.app.request('/keys')).json()) as { keys: { key: string; kind: string }[] };
+    await page.locator(`#rows [data-run="${id}"]`).click();
+    await page.waitForSelector('#detail:not([hidden])');
+    const record = page.locator('#d-record');
+    await expect.poll(() => record.textContent(), { timeout: 30_000 }).toMatch(/verified from genesis/);
+    const text = (await record.textContent()) ?? '';
+    expect(text).toContain(`${v.head} (${v.length} segments, ${v.phase})`);
+    expect(text).toContain(`account${v.account}`);
+    expect(text).toContain(`active ${v.cost.activeUj} µJ · idle ${v.cost.idleUj} µJ`);
+    // An inline analysis interval is signed by the control plane: its key, named by the kind GET /keys gives.
+    const cpKey = keys.keys.find((k) => k.kind === 'control-plane')?.key ?? '';
+    expect(v.signedBy).toEqual([cpKey]);
+    expect(text).toContain(`signed by${cpKey.slice(0, 16)}… (control-plane`);
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('#detail', { state: 'hidden' });
+  });
+
+  it('the causal tree: up to the root, down to the grandchild; a node opens its run', async () => {
+    const make = async (causedBy?: string) => {
+      const r = await call(t.app, 'POST', '/runs', {
+        body: sleepRun(30_000),
+        ...(causedBy ? { headers: { 'x-everdict-caused-by': causedBy } } : {}),
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      return (r.body.run as { id: string }).id;
+    };
+    const root = await make();
+    const child = await make(root);
+    const grandchild = await make(child);
+    await page.locator(`#rows [data-run="${child}"]`).click();
+    await page.waitForSelector('#detail:not([hidden])');
+    // root (a link) › child (this run, bold) › grandchild (a link), nested as the causation is.
+    const tree = page.locator('#d-tree');
+    await tree.locator(`:scope > li > button[data-open="${root}"]`).waitFor({ timeout: 30_000 });
+    expect(await tree.locator(':scope > li > ul > li > b').textContent()).toBe(child);
+    const leaf = tree.locator(`:scope > li > ul > li > ul > li > button[data-open="${grandchild}"]`);
+    await leaf.waitFor({ timeout: 30_000 });
+    await leaf.click();
+    await expect.poll(() => page.textContent('#d-head h2')).toBe(grandchild);
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('#detail', { state: 'hidden' });
+    expect((await call(t.app, 'POST', `/runs/${root}/cancel`, { body: {} })).status).toBe(200);
   });
 
   it('shows a refused create as the refusal, and creates nothing', async () => {
@@ -142,18 +214,18 @@ describe('activity console (headless Chromium)', () => {
   });
 
   it('fits 1280×800 and 390×844 without horizontal scroll', async () => {
-    await page.setViewportSize({ width: 1280, height: 800 });
-    const wide = await noSideScroll(page);
-    await page.screenshot({ path: `${SHOTS}console-1280.png` });
+    await page.setViewportSize(DESKTOP);
+    const wide = await sideScroll(page);
+    await page.screenshot({ path: shot('console-1280') });
     expect(wide.scroll).toBeLessThanOrEqual(wide.client);
-    await page.setViewportSize({ width: 390, height: 844 });
-    const narrow = await noSideScroll(page);
-    await page.screenshot({ path: `${SHOTS}console-390.png`, fullPage: true });
+    await page.setViewportSize(PHONE);
+    const narrow = await sideScroll(page);
+    await page.screenshot({ path: shot('console-390'), fullPage: true });
     expect(narrow.scroll).toBeLessThanOrEqual(narrow.client);
     // The detail pane open on a phone too.
     await page.locator('#rows .row[data-run]').first().click();
     await page.waitForSelector('#detail:not([hidden])');
-    const detail = await noSideScroll(page);
+    const detail = await sideScroll(page);
     expect(detail.scroll).toBeLessThanOrEqual(detail.client);
   });
 });

@@ -1,4 +1,4 @@
-// Kysely table types of the agent service's ledger side (migration 0015): agents, versions, turns, calls.
+// Kysely table types of the agent service's ledger side (migrations 0015, 0019): agents, versions, turns, calls.
 import type { ColumnType } from 'kysely';
 import type { Int8, J, Jsonb, Ts } from './column-types.js';
 
@@ -39,6 +39,8 @@ export interface AgentCallsTable {
   tenant_id: string;
   tool: string;
   caused_run_id: string | null;
+  /** The experiment group a `start_experiment` call caused (migration 0019). */
+  caused_group_id: ColumnType<string | null, string | null | undefined, string | null>;
   question: string | null;
   resolution: ColumnType<J | null, string | null | undefined, string | null>;
   created_at: Ts;

@@ -1,4 +1,5 @@
-// Agents (issue 16): the registry (versioned), conversations and their turns, approvals — behind an API key;
+// Agents (issue 16): the registry (versioned), conversations and their turns, approvals (GET /runs/:id/input
+// lists what a turn waits on, POST answers an approval) — behind an API key;
 // and the agent service's side behind the service token (/internal/agent/v1/*): turn leases (long-poll),
 // heartbeats, tool calls, transcript reads/writes. Leased transition reports go to
 // /internal/agent-run-events with `epoch` + `holder` (internal.ts hands them to the agent service).
@@ -68,16 +69,35 @@ export const AgentSchema = z
   .openapi('Agent');
 const ResolutionSchema = z
   .object({
-    kind: z.enum(['approval', 'run']),
+    kind: z.enum(['approval', 'run', 'experiment']),
     callId: z.string(),
     approved: z.boolean().optional(),
     note: z.string().optional(),
     by: z.string().optional(),
     runId: z.string().optional(),
-    status: z.enum(['succeeded', 'failed', 'cancelled']).optional(),
+    status: z.enum(['succeeded', 'partial', 'failed', 'cancelled']).optional(),
     outputs: z.unknown().optional(),
+    groupId: z.string().optional(),
+    runs: z
+      .array(z.object({ runId: z.string(), status: z.enum(['succeeded', 'failed', 'cancelled']) }))
+      .optional(),
   })
   .openapi('CallResolution');
+const PendingCallSchema = z
+  .object({
+    callId: z.string(),
+    kind: z.enum(['approval', 'run', 'experiment']),
+    tool: z.string(),
+    prompt: z.string().optional().openapi({ description: 'An approval’s question.' }),
+    runId: z.string().optional().openapi({ description: 'The caused run a `run` call waits on.' }),
+    groupId: z
+      .string()
+      .optional()
+      .openapi({ description: 'The experiment group an `experiment` call waits on.' }),
+    waitingOn: z.array(z.string()).optional().openapi({ description: 'Its runs not settled yet.' }),
+    since: z.string(),
+  })
+  .openapi('PendingCall');
 const TurnLeaseSchema = z
   .object({
     runId: z.string(),
@@ -161,6 +181,24 @@ const routes = {
       ...problemResponses(400, 401, 402, 404, 409, 413, 415, 429),
     },
   }),
+  pending: createRoute({
+    method: 'get',
+    path: '/runs/{id}/input',
+    tags: ['agents'],
+    summary:
+      'What a turn waits on (its creator or an admin): each dispatched call not resolved yet, with its id — answer an approval with POST.',
+    security: API_KEY_SECURITY,
+    request: { params: RunIdParam },
+    responses: {
+      200: json(
+        z
+          .object({ runId: z.string(), status: z.string(), pending: z.array(PendingCallSchema) })
+          .openapi('PendingInput'),
+        'The calls still waiting, in dispatch order.',
+      ),
+      ...problemResponses(401, 403, 404),
+    },
+  }),
   input: createRoute({
     method: 'post',
     path: '/runs/{id}/input',
@@ -214,7 +252,14 @@ const routes = {
     request: { params: RunIdParam, body: body(CallInput) },
     responses: {
       201: json(
-        z.object({ callId: z.string(), runId: z.string().nullable() }).openapi('CallDispatched'),
+        z
+          .object({
+            callId: z.string(),
+            runId: z.string().nullable(),
+            groupId: z.string().optional(),
+            runIds: z.array(z.string()).optional(),
+          })
+          .openapi('CallDispatched'),
         'Dispatched.',
       ),
       ...problemResponses(400, 401, 402, 404, 409, 415, 422, 429),
@@ -304,6 +349,9 @@ export function agentRoutes({ services }: RouteDeps) {
       { run: await svc().message(c.get('principal'), c.req.valid('param').id, c.req.valid('json')) },
       202,
     ),
+  );
+  app.openapi(routes.pending, async (c) =>
+    c.json(await svc().pending(c.get('principal'), c.req.valid('param').id), 200),
   );
   app.openapi(routes.input, async (c) =>
     c.json(await svc().answer(c.get('principal'), c.req.valid('param').id, c.req.valid('json')), 200),

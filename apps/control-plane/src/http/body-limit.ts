@@ -36,15 +36,21 @@ export function bodyLimit(maxBytes: number): MiddlewareHandler<AppEnv> {
       keepAlive ? {} : { connection: 'close' },
     );
   return async (c, next) => {
-    const body = c.req.raw.body;
-    if (!body) return next();
+    // The headers decide first: touching `c.req.raw.body` makes @hono/node-server build a whole web Request
+    // around the socket (a ReadableStream, an AbortController), which a body within its declared length never
+    // needs — the JSON validator reads it straight off the socket. GET and HEAD carry no body.
+    if (c.req.method === 'GET' || c.req.method === 'HEAD') return next();
     const declared = c.req.header('content-length');
     if (declared !== undefined && !c.req.raw.headers.has('transfer-encoding')) {
       const size = Number(declared);
       if (size <= maxBytes) return next(); // the HTTP parser holds the body to its declared length
       if (size > DRAIN_LIMIT_BYTES) return tooLarge(c, false);
+      const body = c.req.raw.body;
+      if (!body) return next();
       return tooLarge(c, await drained(body.getReader(), 0));
     }
+    const body = c.req.raw.body;
+    if (!body) return next();
     const reader = body.getReader();
     const chunks: Uint8Array[] = [];
     let size = 0;

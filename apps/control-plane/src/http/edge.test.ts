@@ -266,6 +266,7 @@ describe('system routes', () => {
         '/internal/runners/pairing-tokens',
         '/keys',
         '/metrics',
+        '/runner/v1/completions',
         '/runner/v1/heartbeat',
         '/runner/v1/leases',
         '/runner/v1/runs/{id}/artifacts',

@@ -80,7 +80,7 @@ describe('the gate refuses with its own rules', () => {
   });
 
   it('429 depth and children, without Retry-After (retrying never helps)', async () => {
-    const key = await t.tenant('f1', { maxDepth: 1, maxChildren: 1 });
+    const key = await t.tenant('f1', { maxCausalDepth: 1, maxChildrenPerRun: 1 });
     const root = await call(t.app, 'POST', '/runs', { key, body: cmd });
     const child = await call(t.app, 'POST', '/runs', { key, body: cmd, headers: causedBy(runId(root)) });
     expect(child.status).toBe(201);

@@ -184,6 +184,12 @@ describe('quickstart through the real core', () => {
     const member = String(keys.body.key);
     expect((await call(app, 'POST', '/api-keys', { key: member, body: {} })).status).toBe(403);
     expect((await call(app, 'GET', '/runs', { key: member })).status).toBe(200);
+    // Creating tenants is the operator's (tenant `default`'s admins): acme's admin is refused, nothing made.
+    const foreign = await call(app, 'POST', '/tenants', { key: acme, body: { id: 'acme-child' } });
+    expect(foreign.status).toBe(403);
+    expect(foreign.body.code).toBe('forbidden');
+    const again = await call(app, 'POST', '/tenants', { body: { id: 'acme-child' } });
+    expect(again.status).toBe(201);
   });
 
   it('subscriptions: an event selector and a schedule', async () => {

@@ -12,7 +12,7 @@ import type { RunnerService } from '../runners/service.js';
 import type { RouteDeps } from './deps.js';
 import type { AppEnv } from './env.js';
 import { API_KEY_SECURITY, createRouter, INTERNAL_SECURITY } from './openapi.js';
-import { problem, problemResponses, sendProblem } from './problem.js';
+import { errorToProblem, ProblemSchema, problem, problemResponses, sendProblem } from './problem.js';
 import { IdParam, RunSchema } from './schemas.js';
 
 export const RUNNER_SECURITY = [{ runnerCredential: [] }];
@@ -248,6 +248,34 @@ const completeRoute = createRoute({
     ...problemResponses(400, 401, 409, 415),
   },
 });
+const completionsRoute = createRoute({
+  method: 'post',
+  path: '/runner/v1/completions',
+  tags: ['runner'],
+  summary:
+    'Settle several leased runs in the audit chain’s order: `{items: [{runId, epoch, outputs, usage?, attestation, account?}]}` (≤ 64). Each item is settled as `…/complete` settles one; the first refusal ends the batch and the rest are `skipped`.',
+  security: RUNNER_SECURITY,
+  request: { body: body('`{items: [{runId, epoch, outputs, usage?, attestation, account?}]}`') },
+  responses: {
+    200: json(
+      z
+        .object({
+          results: z.array(
+            z.object({
+              runId: z.string(),
+              status: z.number().int().openapi({ description: '200 settled, 409 skipped, else the refusal' }),
+              outcome: z.enum(['settled', 'refused', 'skipped']),
+              run: RunSchema.optional(),
+              problem: ProblemSchema.optional(),
+            }),
+          ),
+        })
+        .openapi('Completions'),
+      'One result per item, in order.',
+    ),
+    ...problemResponses(400, 401, 415),
+  },
+});
 
 /** `/runner/v1/*`: the runner's credential (401 `invalid_runner_credential` otherwise). */
 export function requireRunner(runners: () => RunnerService): MiddlewareHandler<AppEnv> {
@@ -322,6 +350,22 @@ export function runnerRoutes({ services }: RouteDeps) {
       200,
     ),
   );
+  app.openapi(completionsRoute, async (c) => {
+    const outcomes = await svc().completeMany(runnerOf(c.get('runner')), c.req.valid('json'));
+    const results = outcomes.map((o) => {
+      if ('run' in o) return { runId: o.runId, status: 200, outcome: 'settled' as const, run: o.run };
+      if ('skipped' in o) return { runId: o.runId, status: 409, outcome: 'skipped' as const };
+      const mapped = errorToProblem(o.error);
+      if (mapped.unexpected) c.get('log').error({ err: o.error }, 'a completion failed');
+      return {
+        runId: o.runId,
+        status: mapped.problem.status,
+        outcome: 'refused' as const,
+        problem: mapped.problem,
+      };
+    });
+    return c.json({ results }, 200);
+  });
   return app;
 }
 

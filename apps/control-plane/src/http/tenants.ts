@@ -35,7 +35,8 @@ const createTenant = createRoute({
   method: 'post',
   path: '/tenants',
   tags: ['admin'],
-  summary: 'Create a tenant and its first admin key (shown once).',
+  summary:
+    'Create a tenant and its first admin key (shown once). Operator only: an admin of tenant `default`.',
   security: API_KEY_SECURITY,
   middleware: [admin] as const,
   request: { body: { required: true, content: { 'application/json': { schema: CreateTenantInput } } } },

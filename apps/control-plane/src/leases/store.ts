@@ -2,7 +2,7 @@
 // `attempt` (incremented by every start): a holder proves it is the current attempt by its epoch, and a
 // result or heartbeat carrying an older one is refused (`stale_lease`, 409) and changes nothing.
 //
-// Lock order: runs (by id) → run_leases (by run_id) → the admission rows (settle-many.ts). grant locks the
+// Lock order: runs (by id) → run_leases (by run_id) → the admission rows (admission-store/sql/settle.ts). grant locks the
 // run first; renew touches leases only; the sweep (sweep.ts) locks runs, then leases.
 import { sql } from 'kysely';
 import { numeric } from '../db/numeric.js';

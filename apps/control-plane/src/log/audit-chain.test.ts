@@ -135,4 +135,111 @@ describe('the runner audit chain', { timeout: 300_000 }, () => {
     expect(broken.code).toBe(1);
     expect(broken.json).toEqual({ ok: false, error: 'AuditChainBroken', index: 1 });
   });
+
+  it('POST /runner/v1/completions settles in chain order; the first refusal skips the rest, untouched', async () => {
+    const key = generateSigningKey(randomBytes(32));
+    const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { body: { name: 'batched' } });
+    const paired = await call(t.app, 'POST', '/runners/pair', {
+      key: null,
+      body: { token: minted.body.token, publicKey: key.publicKey, name: 'batched', capabilities: CAPS },
+    });
+    const credential = String(paired.body.credential);
+    for (let i = 0; i < 4; i++) {
+      const r = await call(t.app, 'POST', '/runs', {
+        body: { kind: 'command', subject: { command: ['true'] } },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+    }
+    const got = await call(t.app, 'POST', '/runner/v1/leases', {
+      key: credential,
+      body: { free: 4, waitMs: 0 },
+    });
+    const [l1, l2, l3, l4] = got.body.leases as [LeaseBody, LeaseBody, LeaseBody, LeaseBody];
+    const sign = (l: LeaseBody, auditPrev?: Hex) =>
+      signAttestation(
+        buildAttestation({
+          unitId: l.unitId,
+          grantsId: l.grantsId,
+          recordHead: l.recordHead,
+          startedMs: 1_764_547_200_000n,
+          endedMs: 1_764_547_200_250n,
+          activeUj: 2_000n, // not the first test's bodies: an address names the body, whoever signed it
+          provenance: 'estimated',
+          meter: 'test',
+          journalRoot: journalRootOf([]) as Hex,
+          outcome: 'succeeded',
+          exitCode: 0,
+          ...(auditPrev ? { auditPrev } : {}),
+        }).attestation,
+        key.secretKey,
+      );
+    const item = (l: LeaseBody, signed: ReturnType<typeof sign>, epoch = l.epoch) => ({
+      runId: l.runId,
+      epoch,
+      outputs: {},
+      attestation: encodeAttestationBody(signed.body),
+    });
+    const status = async (l: LeaseBody) => (await call(t.app, 'GET', `/runs/${l.runId}`)).body.status;
+    const a = sign(l1);
+    const b = sign(l2, a.address);
+    const c = sign(l3, b.address);
+    // l2 is sent under an epoch it does not hold: settled, refused, skipped.
+    const first = await call(t.app, 'POST', '/runner/v1/completions', {
+      key: credential,
+      body: { items: [item(l1, a), item(l2, b, 2), item(l3, c)] },
+    });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    const results = first.body.results as {
+      runId: string;
+      status: number;
+      outcome: string;
+      problem?: { code: string };
+      run?: { status: string };
+    }[];
+    expect(results.map((r) => [r.runId, r.status, r.outcome])).toEqual([
+      [l1.runId, 200, 'settled'],
+      [l2.runId, 409, 'refused'],
+      [l3.runId, 409, 'skipped'],
+    ]);
+    expect(results[0]!.run?.status).toBe('succeeded');
+    expect(results[1]!.problem?.code).toBe('stale_lease');
+    expect([await status(l1), await status(l2), await status(l3)]).toEqual([
+      'succeeded',
+      'running',
+      'running',
+    ]);
+    // Signed again after the last accepted link, the rest settle in one call.
+    const b2 = sign(l2, a.address);
+    const c2 = sign(l3, b2.address);
+    const d = sign(l4, c2.address);
+    const second = await call(t.app, 'POST', '/runner/v1/completions', {
+      key: credential,
+      body: { items: [item(l2, b2), item(l3, c2), item(l4, d)] },
+    });
+    expect((second.body.results as { outcome: string }[]).map((r) => r.outcome)).toEqual([
+      'settled',
+      'settled',
+      'settled',
+    ]);
+    const chain = await call(t.app, 'GET', `/runners/${String(paired.body.runnerId)}/audit`);
+    expect((chain.body.links as { address: string }[]).map((l) => l.address)).toEqual([
+      a.address,
+      b2.address,
+      c2.address,
+      d.address,
+    ]);
+    expect(verifyAuditChain(chain.body, { key: key.publicKey })).toEqual({
+      ok: true,
+      length: 4,
+      head: d.address,
+      from: null,
+    });
+    // An empty or oversized batch, or a malformed item, is refused whole (400), nothing settled.
+    const empty = await call(t.app, 'POST', '/runner/v1/completions', {
+      key: credential,
+      body: { items: [] },
+    });
+    expect(empty.status).toBe(400);
+    expect(empty.body.code).toBe('validation_failed');
+  });
 });

@@ -89,5 +89,16 @@ export const CompleteInput = z.strictObject({
 });
 export type CompleteInput = z.input<typeof CompleteInput>;
 
+/** Most completions one `POST /runner/v1/completions` carries. */
+export const MAX_COMPLETIONS = 64;
+
+/** Several completions of one runner, in its audit chain's order (each names the one before). */
+export const CompletionsInput = z.strictObject({
+  items: z
+    .array(CompleteInput.extend({ runId: z.string().min(1).max(200) }))
+    .min(1)
+    .max(MAX_COMPLETIONS),
+});
+
 export const HarnessInput = Harness;
 export type HarnessInput = z.input<typeof Harness>;

@@ -24,7 +24,7 @@ import {
   revokeRunner,
   runnerKeys,
 } from './registry.js';
-import { HeartbeatInput, LeasesInput } from './schemas.js';
+import { CompletionsInput, HeartbeatInput, LeasesInput } from './schemas.js';
 
 export interface RunnerService {
   mintPairingToken(p: Principal, input: unknown): Promise<{ token: string; expiresAt: string }>;
@@ -45,11 +45,23 @@ export interface RunnerService {
     body: ReadableStream<Uint8Array> | null,
   ): Promise<{ path: string; address: string; size: number }>;
   complete(runner: RunnerIdentity, runId: string, input: unknown): Promise<{ run: RunView }>;
+  /**
+   * Several completions in order, each settled as `complete` settles one (its own transaction). The first
+   * refusal ends the batch: the items after it are `skipped` (their `audit_prev` names a link the control
+   * plane did not accept), untouched, for the runner to sign again.
+   */
+  completeMany(runner: RunnerIdentity, input: unknown): Promise<CompletionOutcome[]>;
   defineHarness(p: Principal, input: unknown): Promise<{ harness: HarnessView; created: boolean }>;
   listHarnesses(p: Principal): Promise<HarnessView[]>;
   /** Every runner's public key (GET /keys). */
   keys(): Promise<PublicKeyEntry[]>;
 }
+
+/** One item of `completeMany`: settled (the run), refused (the error, as `complete` throws it) or skipped. */
+export type CompletionOutcome =
+  | { runId: string; run: RunView }
+  | { runId: string; error: unknown }
+  | { runId: string; skipped: true };
 
 export interface RunnerServiceOptions {
   /** Lease requests re-check at least this often while they wait. */
@@ -164,6 +176,25 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
     complete: async (runner, runId, input) => ({
       run: await completeRun(deps, opts.trajectories ?? null, runner, runId, input),
     }),
+    async completeMany(runner, raw) {
+      const input = CompletionsInput.safeParse(raw);
+      if (!input.success) throw input.error;
+      const out: CompletionOutcome[] = [];
+      let refused = false;
+      for (const { runId, ...item } of input.data.items) {
+        if (refused) {
+          out.push({ runId, skipped: true });
+          continue;
+        }
+        try {
+          out.push({ runId, run: await completeRun(deps, opts.trajectories ?? null, runner, runId, item) });
+        } catch (error) {
+          refused = true;
+          out.push({ runId, error });
+        }
+      }
+      return out;
+    },
     defineHarness: (p, input) => defineHarness(deps, p, input),
     listHarnesses: (p) => listHarnesses(deps, p),
     keys: () => runnerKeys(db),

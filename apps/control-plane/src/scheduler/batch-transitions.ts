@@ -1,6 +1,6 @@
 // Settle K finished runs in TWO autocommit statements, whatever K (the start side is claim-start.ts): the same
 // writes as transitionTx — the status machine's {patch, facts}, the record segments (interval attestation +
-// close), the outbox, the admission slot and counters (settle-many.ts), the hot rows last.
+// close), the outbox, the admission slot and counters (admission-store/sql/settle.ts), the hot rows last.
 //
 // 1. Read the runs and their record segments, without locks (one statement).
 // 2. In JS: each run's transition, attestation and record ops (runrecord hashes the chain).
@@ -11,7 +11,7 @@
 import { type RunEvent, totalTokens, transition } from '@everdict/run-model';
 import type { WireSegment } from '@everdict/runrecord';
 import { sql } from 'kysely';
-import { settleSlotsCtes } from '../admission-store/settle-many.js';
+import { settleSlotsCtes } from '../admission-store/sql/settle.js';
 import { json } from '../db/numeric.js';
 import { prepared } from '../db/prepared.js';
 import type { Executor } from '../db/tx.js';

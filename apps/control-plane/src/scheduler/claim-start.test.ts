@@ -6,7 +6,7 @@ import { transition } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestCore, testCore } from '../../test/core.js';
-import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
+import { PgAdmissionStore } from '../admission-store/sql/store.js';
 import { iso } from '../db/numeric.js';
 import { rowToRun } from '../ledger/runs.js';
 import { factsToEvents } from '../services/transition.js';

@@ -3,7 +3,7 @@
 // claim.ts: its order — admission's kernel's —, locks and writes) with the ledger's half joined in.
 //
 // The ledger's half: each candidate's run row is locked FOR UPDATE … SKIP LOCKED before its queue row and
-// slot (the control plane's lock order, see settle-many.ts — a run a cancel holds is skipped, never waited
+// slot (the control plane's lock order, see admission-store/sql/settle.ts — a run a cancel holds is skipped, never waited
 // for); runs → running (the status machine's start patch: updatedAt = startedAt = now, and the interval opens
 // at now from the current record head), `run.started` facts + NOTIFY. The fact's data is run-model's
 // `eventFromFact` of the `run.started` fact: {runId, kind, lifetime} (claim-start.test.ts checks it against
@@ -24,7 +24,7 @@
 // caused by `run.started`) flushes the WAL up to itself, the claim's commit record included.
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
-import { claimStatement, dispatchOf } from '../admission-store/claim.js';
+import { claimStatement, dispatchOf } from '../admission-store/sql/claim.js';
 import type { Executor } from '../db/tx.js';
 import { leaseUpsert, NEXT_ATTEMPT } from '../leases/store.js';
 import { EVENTS_CHANNEL } from '../ledger/events.js';

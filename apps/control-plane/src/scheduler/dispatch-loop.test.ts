@@ -7,19 +7,22 @@ import { settleMany } from './batch-transitions.js';
 import { BACKLOG_FACTOR, DispatchLoop } from './dispatch-loop.js';
 import type { SettleBatch } from './settle-batcher.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** A settle that waits for `open()` before settling for real. */
+/** A settle that waits for `open()` before settling for real; `steps` records what happened, in order. */
 function heldSettle() {
   let open: () => void = () => undefined;
   const gate = new Promise<void>((r) => {
     open = r;
   });
+  const steps: string[] = [];
+  let entered = 0;
   const settleBatch: SettleBatch = async (deps, items) => {
+    entered += items.length;
     await gate;
-    return settleMany(deps.db, deps, items);
+    const out = await settleMany(deps.db, deps, items);
+    steps.push(`settled ${items.length}`);
+    return out;
   };
-  return { settleBatch, open: () => open() };
+  return { settleBatch, open: () => open(), steps, entered: () => entered };
 }
 
 describe('DispatchLoop', () => {
@@ -60,7 +63,9 @@ describe('DispatchLoop', () => {
     await loop.start();
     const bound = BACKLOG_FACTOR * concurrency;
     await eventually(async () => (loop?.dispatched === bound ? true : undefined));
-    await sleep(200); // polls and wakes meanwhile start nothing more
+    // Two more cycles (polls, wakes) refused to claim because the backlog was full, and started nothing.
+    const refusals = loop.heldBackCycles;
+    await eventually(async () => ((loop?.heldBackCycles ?? 0) >= refusals + 2 ? true : undefined));
     expect(loop.dispatched).toBe(bound);
     // Unsettled runs stay running in the ledger and count against their tenant's quota.
     expect(await statuses()).toEqual({ running: bound, queued: 12 - bound });
@@ -94,14 +99,18 @@ describe('DispatchLoop', () => {
     });
     await loop.start();
     await eventually(async () => (loop?.dispatched === 3 ? true : undefined));
-    let stopped = false;
     const stopping = loop.stop().then(() => {
-      stopped = true;
+      held.steps.push('stopped');
     });
-    await sleep(100);
-    expect(stopped).toBe(false);
+    // Every execution returned and the first settle is held: stop() can only be waiting for settles now.
+    await eventually(async () => (loop?.executingCount === 0 && held.entered() > 0 ? true : undefined));
+    expect(held.steps).toEqual([]);
     held.open();
     await stopping;
+    // stop() resolved only after every settle committed.
+    expect(held.steps.at(-1)).toBe('stopped');
+    const settledBefore = held.steps.slice(0, -1).map((s) => Number(s.replace('settled ', '')));
+    expect(settledBefore.reduce((a, b) => a + b, 0)).toBe(3);
     expect(await statuses()).toEqual({ succeeded: 3 });
   });
 });

@@ -43,6 +43,8 @@ export class DispatchLoop {
   private readonly controllers = new Map<string, AbortController>();
   private readonly settling = new Set<Promise<void>>();
   private readonly loop: WakeLoop;
+  /** The NOTIFY payload of this loop's own creates (Deps.localDispatch): they wake it in-process instead. */
+  readonly wakeToken = `dispatch:${globalThis.crypto.randomUUID()}`;
   private readonly settler: SettleBatcher;
   /** The last cycle stopped claiming because the settle backlog was full. */
   private heldBack = false;
@@ -52,6 +54,8 @@ export class DispatchLoop {
   readonly leases: LeaseKeeper;
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
   dispatched = 0;
+  /** Cycles that started nothing because the settle backlog was full (a recorded refusal, for tests). */
+  heldBackCycles = 0;
 
   constructor(
     private readonly deps: Deps,
@@ -76,6 +80,7 @@ export class DispatchLoop {
       pollMs: opts.pollMs,
       cycle: () => this.cycle(),
       onError: (e) => deps.log('error', 'dispatch cycle failed', { error: String(e) }),
+      ownPayload: this.wakeToken,
     });
   }
 
@@ -124,7 +129,10 @@ export class DispatchLoop {
     await this.sweepIfDue();
     for (;;) {
       const capacity = this.capacity();
-      if (capacity <= 0 || this.loop.isStopped) return;
+      if (capacity <= 0 || this.loop.isStopped) {
+        if (capacity <= 0 && this.heldBack) this.heldBackCycles++;
+        return;
+      }
       const started = await retryOnConflict(() =>
         claimAndStart(this.deps.db, capacity, this.deps.clock(), INLINE_KINDS, {
           holder: this.leases.holder,

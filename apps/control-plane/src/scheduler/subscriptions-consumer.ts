@@ -3,7 +3,7 @@
 // cursor, so each (subscription, event) fires exactly once. Causation rules come from run-model.
 import { causationCheck, matchEvent, type PlatformEvent, SCHEDULE_FIRED } from '@everdict/run-model';
 import { sql } from 'kysely';
-import { atomically } from '../admission-store/scope.js';
+import { atomically } from '../admission-store/sql/scope.js';
 import { type Tx, withTx } from '../db/tx.js';
 import { isControlPlaneError } from '../errors.js';
 import { readSettled } from '../ledger/events.js';

@@ -72,4 +72,36 @@ describe('WakeLoop', () => {
     expect(starts).toHaveLength(1);
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  it('a NOTIFY carrying its own payload does not wake it; any other payload does', async () => {
+    let notify: (payload: string) => void = () => undefined;
+    const starts: number[] = [];
+    const loop = new WakeLoop({
+      ldb: {
+        listen: async (_channel, fn) => {
+          notify = fn;
+          return async () => undefined;
+        },
+      },
+      channel: 'test',
+      pollMs: 60_000,
+      cycle: async () => {
+        starts.push(performance.now());
+      },
+      onError: (e) => {
+        throw e;
+      },
+      ownPayload: 'dispatch:me',
+    });
+    await loop.start(); // cycle 1
+    await vi.advanceTimersByTimeAsync(1);
+    notify('dispatch:me'); // its own create's echo: it was woken in-process already
+    expect(starts).toHaveLength(1);
+    notify('dispatch:other'); // another replica's create
+    expect(starts).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1);
+    notify(''); // a cancel, a sweep
+    expect(starts).toHaveLength(3);
+    await loop.stop();
+  });
 });

@@ -13,6 +13,8 @@ export interface WakeLoopOptions {
   onError: (e: unknown) => void;
   /** Least time between the starts of two cycles (0: none). */
   minGapMs?: number;
+  /** A NOTIFY with this payload does not wake the loop (this process's own, already woken in-process). */
+  ownPayload?: string;
 }
 
 export class WakeLoop {
@@ -32,7 +34,10 @@ export class WakeLoop {
 
   async start(): Promise<void> {
     this.stopped = false;
-    this.unlisten = await this.opts.ldb.listen(this.opts.channel, () => this.wake());
+    const own = this.opts.ownPayload;
+    this.unlisten = await this.opts.ldb.listen(this.opts.channel, (payload) => {
+      if (own === undefined || payload !== own) this.wake();
+    });
     this.poll = setInterval(() => this.wake(), this.opts.pollMs);
     this.poll.unref?.();
     this.wake();

@@ -2,7 +2,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { configureTenant, type TenantPolicyInput, tenantPolicy } from '@everdict/admission';
 import { sql } from 'kysely';
-import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
+import { PgAdmissionStore } from '../admission-store/sql/store.js';
 import { KEYS_CHANNEL, KeyCache } from '../auth/key-cache.js';
 import { iso } from '../db/numeric.js';
 import { withTx } from '../db/tx.js';
@@ -10,13 +10,21 @@ import { ControlPlaneError, notFound } from '../errors.js';
 import type { AuthService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
-import type { TenantPolicy } from './options.js';
 import { type ApiKeyView, CreateKeyInput, type Principal, type Role, TenantPolicyPatch } from './types.js';
 
 export const hashKey = (raw: string): string => createHash('sha256').update(raw, 'utf8').digest('hex');
 
 function requireAdmin(p: Principal): void {
   if (p.role !== 'admin') throw new ControlPlaneError('forbidden', 'admin role required');
+}
+
+/** The deployment's operator tenant: its admins alone create tenants (bootstrap.ts installs it). */
+export const OPERATOR_TENANT = 'default';
+
+function requireOperator(p: Principal): void {
+  requireAdmin(p);
+  if (p.tenantId !== OPERATOR_TENANT)
+    throw new ControlPlaneError('forbidden', `only an admin of tenant ${OPERATOR_TENANT} creates tenants`);
 }
 
 type KeyRow = {
@@ -36,24 +44,12 @@ const view = (r: KeyRow): ApiKeyView => ({
   revokedAt: iso(r.revoked_at),
 });
 
-export function admissionPolicy(policy: TenantPolicy) {
-  return {
-    maxQueued: policy.maxQueued,
-    maxConcurrent: policy.maxInFlight,
-    inFlightCap: policy.inFlightCap,
-    maxChildrenPerRun: policy.maxChildren,
-    maxCausalDepth: policy.maxDepth,
-    budget: policy.budgetUsd === null ? {} : { usd: policy.budgetUsd },
-    ...(policy.cascade ? { cascade: policy.cascade } : {}),
-  };
-}
-
 /** Create a tenant (idempotent) with its admission policy; insert one key. */
 export async function ensureTenant(
   deps: Deps,
   tenantId: string,
   name: string,
-  policy: TenantPolicy,
+  policy: TenantPolicyInput,
 ): Promise<void> {
   await withTx(deps.db, async (tx) => {
     await tx
@@ -61,7 +57,7 @@ export async function ensureTenant(
       .values({ id: tenantId, name, created_at: deps.clock() })
       .onConflict((oc) => oc.column('id').doNothing())
       .execute();
-    await configureTenant(new PgAdmissionStore(tx), tenantId, admissionPolicy(policy));
+    await configureTenant(new PgAdmissionStore(tx), tenantId, policy);
   });
 }
 
@@ -99,7 +95,11 @@ export async function insertKey(
 export const newRawKey = (): string => `evk_${randomBytes(24).toString('base64url')}`;
 
 /** `keys`: verified keys remembered by this replica (key-cache.ts); the core evicts on KEYS_CHANNEL. */
-export function authService(deps: Deps, policy: TenantPolicy, keys: KeyCache = new KeyCache()): AuthService {
+export function authService(
+  deps: Deps,
+  policy: TenantPolicyInput,
+  keys: KeyCache = new KeyCache(),
+): AuthService {
   return {
     async authenticate(rawKey) {
       const hash = rawKey ? hashKey(rawKey) : undefined;
@@ -149,7 +149,7 @@ export function authService(deps: Deps, policy: TenantPolicy, keys: KeyCache = n
       return view(row);
     },
     async createTenant(p, input) {
-      requireAdmin(p);
+      requireOperator(p);
       if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(input.id))
         throw new ControlPlaneError('bad_request', 'tenant id must be [a-z0-9_-]');
       const exists = await deps.db

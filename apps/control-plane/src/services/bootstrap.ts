@@ -2,13 +2,14 @@
 // identity); a generated key is made only while the tenant has no active admin key — so restarts of
 // the same database print nothing new. The tenant row is locked while deciding: two replicas starting
 // at once install one generated key, not two.
+import type { TenantPolicyInput } from '@everdict/admission';
 import { sql } from 'kysely';
 import { withTx } from '../db/tx.js';
-import { ensureTenant, hashKey, insertKey } from './auth.js';
+import { ensureTenant, hashKey, insertKey, OPERATOR_TENANT } from './auth.js';
 import type { Deps } from './context.js';
-import type { CoreOptions, TenantPolicy } from './options.js';
+import type { CoreOptions } from './options.js';
 
-export const BOOTSTRAP_TENANT = 'default';
+export const BOOTSTRAP_TENANT = OPERATOR_TENANT;
 
 export interface BootstrapOutcome {
   tenantId: typeof BOOTSTRAP_TENANT;
@@ -22,7 +23,7 @@ export interface BootstrapOutcome {
 
 export async function bootstrapTenant(
   deps: Deps,
-  policy: TenantPolicy,
+  policy: TenantPolicyInput,
   options: Pick<CoreOptions, 'bootstrapKey' | 'generateBootstrapKey'>,
 ): Promise<BootstrapOutcome | null> {
   if (!options.bootstrapKey && !options.generateBootstrapKey) return null;

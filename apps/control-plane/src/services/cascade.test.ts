@@ -23,7 +23,11 @@ const start = (cascade: CoreOptions['cascade']): Promise<Core> =>
     bootstrapKey: BOOTSTRAP_KEY,
     executors: [OFFLINE_RUNNER],
     scheduler: { enabled: false },
-    policy: { maxQueued: 5_000, maxChildren: 1_000, cascade: { skipKinds: ['eval'], skipCauses: ['event'] } },
+    policy: {
+      maxQueued: 5_000,
+      maxChildrenPerRun: 1_000,
+      cascade: { skipKinds: ['eval'], skipCauses: ['event'] },
+    },
     cascade,
   });
 

@@ -20,6 +20,18 @@ export interface Deps {
   signer: Signer;
   /** The executors this deployment has: every create door asks it before admission (422 no_placement). */
   executors: ExecutorRegistry;
+  /**
+   * This process's dispatch loop, when it runs one (core.ts sets it once started): a create that committed
+   * runs wakes it in-process at once, and its NOTIFY carries `token` so that loop skips its own echo (other
+   * replicas and the runner service still wake on it).
+   */
+  localDispatch?: LocalDispatch;
+}
+
+export interface LocalDispatch {
+  /** The NOTIFY payload of this process's own dispatch wakes. */
+  token: string;
+  wake(): void;
 }
 
 export const DISPATCH_CHANNEL = 'everdict_dispatch';

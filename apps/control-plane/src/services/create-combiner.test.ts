@@ -3,7 +3,7 @@
 import { type TenantPolicyInput, tenantPolicy } from '@everdict/admission';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestCore, testCore } from '../../test/core.js';
-import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
+import { PgAdmissionStore } from '../admission-store/sql/store.js';
 import { ControlPlaneError } from '../errors.js';
 import { createCombiner, createOne } from './create-combiner.js';
 import type { CreateRunInput } from './types.js';

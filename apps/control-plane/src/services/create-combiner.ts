@@ -1,6 +1,6 @@
 // The create combiner (runs.create only): creates arriving while a batch is in flight are admitted together
 // in the next one, whatever their tenants. A batch is TWO statements, whatever its size and tenant count:
-// ONE read of every tenant's admission snapshot (load-batch.ts), the gate decisions in order in memory (each
+// ONE read of every tenant's admission snapshot (admission-store/sql/load.ts), the gate decisions in order in memory (each
 // sees the previous ones' effects, so caps stay exact and decisions equal sequential creates'), then ONE
 // autocommit write (commit-batch.ts) carrying admissions, slots, run rows, facts and the hot rows, all or
 // nothing. Refusals are returned to their callers only. Items a batch cannot carry (caused runs, slices,
@@ -13,8 +13,8 @@ import {
   decide,
   type Envelope,
 } from '@everdict/admission';
-import { commitBatch } from '../admission-store/commit-batch.js';
-import { loadTaskSnapshots, type TaskSnapshot } from '../admission-store/load-batch.js';
+import { commitBatch } from '../admission-store/sql/commit-batch.js';
+import { loadTaskSnapshots, type TaskSnapshot } from '../admission-store/sql/load.js';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import { EVENTS_CHANNEL, insertEventsSql } from '../ledger/events.js';
@@ -211,9 +211,11 @@ async function decideAndWrite(
         { name: 'facts', query: insertEventsSql(events), rows: events.length },
       ],
       'run_rows',
-      [EVENTS_CHANNEL, DISPATCH_CHANNEL],
+      [EVENTS_CHANNEL, [DISPATCH_CHANNEL, deps.localDispatch?.token ?? '']],
     );
     if (written === 'raced') return 'raced';
+    // Committed: this process's dispatch loop claims now, without waiting for its NOTIFY to come back.
+    deps.localDispatch?.wake();
     deps.queueStats.noteEnqueued(built.length);
     const byId = new Map(written.committed.map((r) => [r.id, r]));
     for (const b of built) rows.set(`${b.g}:${b.i}`, byId.get(b.run.id)!);

@@ -170,13 +170,21 @@ describe('groups: fan-out, rollup, score, promote', () => {
   });
 
   it('creates a batch of N runs of one spec, all-or-nothing under the queue cap', async () => {
-    const { runs } = await t.core.services.groups.create(t.admin, {
+    const { group, runs } = await t.core.services.groups.create(t.admin, {
       kind: 'batch',
       spec: { kind: 'command', subject: { path: 'a', image: 'i', command: ['x'] } },
       repeat: 4,
     });
     expect(runs).toHaveLength(4);
     const list = await t.core.services.groups.list(t.admin, { kind: 'batch' });
-    expect(list.items.length).toBeGreaterThanOrEqual(1);
+    // Exactly the tenant's batch groups in the ledger, this one among them.
+    const stored = await t.core.internals.deps.db
+      .selectFrom('run_groups')
+      .select('id')
+      .where('tenant_id', '=', t.admin.tenantId)
+      .where('kind', '=', 'batch')
+      .execute();
+    expect(list.items.map((g) => g.id).sort()).toEqual(stored.map((g) => g.id).sort());
+    expect(list.items.filter((g) => g.id === group.id)).toHaveLength(1);
   });
 });

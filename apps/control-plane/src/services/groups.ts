@@ -2,18 +2,20 @@ import { type Judge, RunStatus, rollupStatus } from '@everdict/run-model';
 import type { Selectable } from 'kysely';
 import { iso, json } from '../db/numeric.js';
 import type { RunGroupsTable } from '../db/schema.js';
-import { type Executor, isUniqueViolation, withTx } from '../db/tx.js';
+import { type Executor, isUniqueViolation, type Tx, withTx } from '../db/tx.js';
 import { ControlPlaneError, invalidCursor, notFound } from '../errors.js';
 import { decodeCursor, encodeCursor, rowToView } from '../ledger/runs.js';
+import type { RunView } from '../ledger/views.js';
 import { assertPlaceable } from '../runners/placement.js';
 import type { GroupService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
-import { createRunTx } from './lifecycle.js';
+import { type Actor, createRunTx } from './lifecycle.js';
 import { who } from './runs.js';
 import { scoreTx, scoringView } from './scoring.js';
 import {
   CreateGroupInput,
+  type CreateRunContext,
   type GroupView,
   ListGroupsQuery,
   PromoteGroupInput,
@@ -64,6 +66,56 @@ async function findGroup(ex: Executor, tenant: string, id: string): Promise<Grou
   return g;
 }
 
+/**
+ * One group and its N runs in the caller's transaction — every door that starts a group goes through here
+ * (`POST /groups`; an agent's `start_experiment`, whose runs are caused by its turn: `ctx.causedByRunId`).
+ * Each run goes through the one gate; a refusal throws and the caller's transaction leaves nothing.
+ */
+export async function createGroupTx(
+  tx: Tx,
+  deps: Deps,
+  actor: Actor,
+  input: ReturnType<typeof CreateGroupInput.parse>,
+  ctx: CreateRunContext = {},
+): Promise<{ group: GroupView; runs: RunView[] }> {
+  const id = deps.ids('grp');
+  const at = deps.clock();
+  await tx
+    .insertInto('run_groups')
+    .values({
+      id,
+      tenant_id: actor.tenant,
+      kind: input.kind,
+      label: input.label,
+      spec: json({ ...input.spec, repeat: input.repeat ?? null, cases: input.cases?.length ?? null }),
+      scoring_id: null,
+      request_id: input.requestId ?? null,
+      created_by: actor.actor,
+      created_at: at,
+      updated_at: at,
+    })
+    .execute();
+  const role = input.kind === 'experiment' ? 'case' : 'child';
+  const n = input.repeat ?? input.cases?.length ?? 0;
+  const runs: RunView[] = [];
+  for (let i = 0; i < n; i++) {
+    const c = input.cases?.[i];
+    const baseSubject = (input.spec.subject ?? {}) as Record<string, unknown>;
+    const subject = c === undefined ? baseSubject : mergeCase(input.spec.kind, baseSubject, c);
+    const { requestId: _r, ...spec } = input.spec;
+    const { row } = await createRunTx(
+      tx,
+      deps,
+      actor,
+      { ...spec, class: spec.class ?? 'batch', subject, group: { id, role } },
+      ctx,
+    );
+    runs.push(rowToView(row));
+  }
+  const g = await findGroup(tx, actor.tenant, id);
+  return { group: await groupView(tx, g), runs };
+}
+
 /** `judge` decides `judge` graders; without one they are refused (400 judge_unavailable). */
 export function groupService(deps: Deps, judge?: Judge): GroupService {
   return {
@@ -71,43 +123,7 @@ export function groupService(deps: Deps, judge?: Judge): GroupService {
       const input = asControlPlaneError(() => CreateGroupInput.parse(raw));
       await assertPlaceable(deps, p.tenantId, input.spec);
       try {
-        return await withTx(deps.db, async (tx) => {
-          const id = deps.ids('grp');
-          const at = deps.clock();
-          await tx
-            .insertInto('run_groups')
-            .values({
-              id,
-              tenant_id: p.tenantId,
-              kind: input.kind,
-              label: input.label,
-              spec: json({ ...input.spec, repeat: input.repeat ?? null, cases: input.cases?.length ?? null }),
-              scoring_id: null,
-              request_id: input.requestId ?? null,
-              created_by: p.actor,
-              created_at: at,
-              updated_at: at,
-            })
-            .execute();
-          const role = input.kind === 'experiment' ? 'case' : 'child';
-          const n = input.repeat ?? input.cases?.length ?? 0;
-          const runs = [];
-          for (let i = 0; i < n; i++) {
-            const c = input.cases?.[i];
-            const baseSubject = (input.spec.subject ?? {}) as Record<string, unknown>;
-            const subject = c === undefined ? baseSubject : mergeCase(input.spec.kind, baseSubject, c);
-            const { requestId: _r, ...spec } = input.spec;
-            const { row } = await createRunTx(tx, deps, who(p), {
-              ...spec,
-              class: spec.class ?? 'batch',
-              subject,
-              group: { id, role },
-            });
-            runs.push(rowToView(row));
-          }
-          const g = await findGroup(tx, p.tenantId, id);
-          return { group: await groupView(tx, g), runs };
-        });
+        return await withTx(deps.db, (tx) => createGroupTx(tx, deps, who(p), input));
       } catch (e) {
         if (input.requestId && isUniqueViolation(e)) {
           const g = await deps.db

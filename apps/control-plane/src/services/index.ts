@@ -23,6 +23,5 @@ export {
   DEFAULT_POLICY,
   type IdGen,
   type SchedulerOptions,
-  type TenantPolicy,
 } from './options.js';
 export * from './types.js';

@@ -9,9 +9,9 @@ import {
   parseAdmissionRequest,
 } from '@everdict/admission';
 import { createRun, RunSpec } from '@everdict/run-model';
-import { commitPlan } from '../admission-store/commit.js';
-import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
-import { abort, atomically, StepAborted } from '../admission-store/scope.js';
+import { commitPlan } from '../admission-store/sql/commit.js';
+import { abort, atomically, StepAborted } from '../admission-store/sql/scope.js';
+import { PgAdmissionStore } from '../admission-store/sql/store.js';
 import { agentRunSpec } from '../agents/activation.js';
 import type { Executor, Tx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';

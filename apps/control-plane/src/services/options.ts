@@ -1,35 +1,17 @@
 // How the core is started. The HTTP layer's config.ts maps env vars onto this.
 
+import type { TenantPolicyInput } from '@everdict/admission';
+
 export type Clock = () => Date;
 /** `ids('run')` → `run_<sortable unique>`. */
 export type IdGen = (prefix: string) => string;
 
-/** A tenant's admission policy; the refusals name admission's rules (`rule` in the 402/429 problem). */
-export interface TenantPolicy {
-  /** Queued runs per tenant (429, rule `queue_depth`, beyond). */
-  maxQueued: number;
-  /** Runs dispatched at once per tenant (the dispatch loop holds the rest queued; never a refusal). */
-  maxInFlight: number;
-  /** The root envelope's in-flight cap: runs admitted and unsettled at once (429, rule `concurrency`). */
-  inFlightCap: number;
-  /** Children a single run may cause (429, rule `children`). */
-  maxChildren: number;
-  /** Causal depth limit (429, rule `depth`). */
-  maxDepth: number;
-  /** The tenant's root envelope (402, rule `envelope`, once spent); null = unlimited. */
-  budgetUsd: number | null;
-  /** Cascade opt-out (spec §5.5, O8): descendants of these kinds / causes survive a cancel. */
-  cascade?: { skipKinds: string[]; skipCauses: import('@everdict/run-model').RunCause[] };
-}
-
-export const DEFAULT_POLICY: TenantPolicy = {
-  maxQueued: 10_000,
-  maxInFlight: 64,
-  inFlightCap: 100_000,
-  maxChildren: 1_000,
-  maxDepth: 8,
-  budgetUsd: null,
-};
+/**
+ * The deployment's default for the tenants it creates, as admission's one tenant-policy type
+ * (`@everdict/admission` `TenantPolicyInput`: its schema, names and other defaults are admission's). The
+ * deployment differs from admission's defaults in one rule only: a run may cause up to 1,000 runs.
+ */
+export const DEFAULT_POLICY = { maxChildrenPerRun: 1_000 } as const satisfies TenantPolicyInput;
 
 export interface SchedulerOptions {
   /** Run the dispatch loop, inline executor, subscriptions consumer and schedule ticker. Default true. */
@@ -93,7 +75,8 @@ export interface CoreOptions {
   judge?: import('@everdict/run-model').Judge;
   clock?: Clock;
   ids?: IdGen;
-  policy?: Partial<TenantPolicy>;
+  /** Every tenant's policy at creation, over DEFAULT_POLICY (admission's type; parsed by admission's schema). */
+  policy?: TenantPolicyInput;
   scheduler?: SchedulerOptions;
   /** The create combiner: under load a create waits up to `batchMs` (default 0) for company. */
   create?: { batchMs?: number };

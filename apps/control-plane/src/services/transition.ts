@@ -16,8 +16,8 @@ import {
   type Hex,
   type Operation,
 } from '@everdict/runrecord';
-import { PgAdmissionLanes } from '../admission-store/lanes.js';
-import { PgAdmissionStore } from '../admission-store/pg-admission-store.js';
+import { PgAdmissionLanes } from '../admission-store/sql/lanes.js';
+import { PgAdmissionStore } from '../admission-store/sql/store.js';
 import { json } from '../db/numeric.js';
 import type { Tx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';

@@ -1,6 +1,7 @@
 // The test Kubernetes API server: HTTP + WebSocket on 127.0.0.1, answering the paths the driver and kubectl
 // use with the apiserver's wire shapes. Not a feature: it exists so the Kubernetes driver can be proven
 // against real clients with no cluster in reach.
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -95,6 +96,11 @@ export interface TestApiServer {
   kubeconfig(namespace?: string): string;
   /** Write that kubeconfig into `dir` and return its path. */
   writeKubeconfig(dir: string, namespace?: string): Promise<string>;
+  /**
+   * `kubectl apply --validate=false -f <manifests>` against this server (kubeconfig and cache in `dir`):
+   * the exit code (0 or 1) and kubectl's output. `EVERDICT_KUBECTL` names the binary (`/usr/bin/kubectl`).
+   */
+  kubectlApply(dir: string, namespace: string, manifests: string): Promise<{ code: number; out: string }>;
   /** A stored object, as a GET would return it (undefined when absent). */
   getObject(
     apiVersion: string,
@@ -224,6 +230,12 @@ export async function startTestApiServer(input: TestApiServerOptions = {}): Prom
   const kubeconfig = (namespace?: string) =>
     kubeconfigFor({ server: url, certificate: tls.cert, token, namespace });
 
+  const writeKubeconfig = async (dir: string, namespace?: string): Promise<string> => {
+    const path = join(dir, 'kubeconfig.json');
+    await writeFile(path, kubeconfig(namespace), { mode: 0o600 });
+    return path;
+  };
+
   return {
     url,
     port,
@@ -231,10 +243,17 @@ export async function startTestApiServer(input: TestApiServerOptions = {}): Prom
     requests,
     certificate: tls.cert,
     kubeconfig,
-    writeKubeconfig: async (dir, namespace) => {
-      const path = join(dir, 'kubeconfig.json');
-      await writeFile(path, kubeconfig(namespace), { mode: 0o600 });
-      return path;
+    writeKubeconfig,
+    kubectlApply: async (dir, namespace, manifests) => {
+      const config = await writeKubeconfig(dir, namespace);
+      const args = ['--kubeconfig', config, '--cache-dir', join(dir, 'cache'), 'apply', '--validate=false'];
+      return new Promise((resolve) => {
+        execFile(
+          process.env.EVERDICT_KUBECTL ?? '/usr/bin/kubectl',
+          [...args, '-f', manifests],
+          (error, stdout, stderr) => resolve({ code: error ? 1 : 0, out: stdout + stderr }),
+        );
+      });
     },
     getObject: (apiVersion, resource, namespace, name) => {
       const [group, version] = apiVersion.includes('/')

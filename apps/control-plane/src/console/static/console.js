@@ -4,6 +4,7 @@
 import { ApiError, api } from '/console/assets/live.js';
 import { openTerminal } from '/console/assets/terminal.js';
 import {
+  burnLine,
   countdown,
   envelopesView,
   esc,
@@ -12,6 +13,7 @@ import {
   queueView,
   runnersView,
   runRow,
+  sessionLine,
   statusBadge,
   treeView,
   verdictView,
@@ -30,6 +32,8 @@ const state = {
   detailAbort: null,
   terminal: null,
   filter: '',
+  /** The tenant's open and parked sessions (`GET /sandboxes`): idle deadlines and burn, by run id. */
+  sessions: new Map(),
 };
 
 function setConn(text, live) {
@@ -84,11 +88,14 @@ async function loadAll() {
 }
 
 async function refreshSide() {
-  const [queue, envelopes, runners] = await Promise.all([
+  const [queue, envelopes, runners, sessions] = await Promise.all([
     state.conn.call('GET', '/tenant/queue').catch((e) => ({ error: e })),
     state.conn.call('GET', '/envelopes').catch((e) => ({ error: e })),
     state.conn.call('GET', '/runners').catch((e) => ({ error: e })),
+    state.conn.call('GET', '/sandboxes').catch(() => ({ items: [] })),
   ]);
+  state.sessions = new Map(sessions.items.map((s) => [s.id, s]));
+  paintSessions();
   $('queue').innerHTML = queue.error ? `<p class="muted">${esc(queue.error.code)}</p>` : queueView(queue);
   $('envelopes').innerHTML = envelopes.error
     ? `<p class="muted">${esc(envelopes.error.code)}</p>`
@@ -203,7 +210,9 @@ function render() {
       const members = g.runIds.map((id) => state.runs.get(id)).filter(Boolean);
       if (!members.some(matches) && !(g.label || '').toLowerCase().includes(state.filter.toLowerCase()))
         continue;
-      items.push(groupRow(g, members, state.expanded.has(gid), state.selected));
+      // A filter narrows an expanded group to its matching runs (all of them when only its label matches).
+      const shown = members.filter(matches);
+      items.push(groupRow(g, shown.length ? shown : members, state.expanded.has(gid), state.selected));
     } else if (matches(run)) items.push(runRow(run, state.selected));
   }
   const focused = document.activeElement?.dataset;
@@ -214,12 +223,28 @@ function render() {
       : null;
   $('rows').innerHTML = items.join('');
   $('count').textContent = `(${state.runs.size})`;
+  paintSessions();
   if (focusKey) document.querySelector(focusKey)?.focus();
 }
 
 function tick() {
   for (const el of document.querySelectorAll('[data-expires]'))
     el.textContent = `ttl ${countdown(el.dataset.expires)}`;
+  paintSessions();
+}
+
+/** The sessions' idle countdowns and burn, in their rows and the open detail (from `state.sessions`). */
+function paintSessions() {
+  for (const el of document.querySelectorAll('[data-burn]')) {
+    const s = state.sessions.get(el.dataset.burn);
+    el.textContent = s ? burnLine(s) : '';
+  }
+  const d = $('d-session');
+  if (d) {
+    const s = state.sessions.get(state.selected);
+    $('d-session-section').hidden = !s;
+    d.textContent = s ? sessionLine(s) : '';
+  }
 }
 
 // ---- the detail pane ----
@@ -232,12 +257,13 @@ async function openRun(id) {
   const d = $('detail');
   d.hidden = false;
   d.innerHTML = `<div id="d-head"></div>
+    <section id="d-session-section" hidden><h3>Session</h3><p id="d-session" class="mono"></p></section>
+    <section id="d-term-section" hidden><h3>Terminal <span class="muted" id="d-term-state"></span></h3>
+      <button type="button" id="d-term-open">Open terminal</button><div id="d-term" class="terminal"></div></section>
     <section><h3>Causal tree</h3><ul class="tree" id="d-tree"><li class="muted">…</li></ul></section>
     <section><h3>Record</h3><div id="d-record"><p class="muted">verifying…</p></div></section>
     <section><h3>Trajectory <span class="muted" id="d-traj-state"></span></h3><pre id="d-traj" class="log" aria-live="polite"></pre></section>
-    <section><h3>Facts</h3><pre id="d-facts" class="log"></pre></section>
-    <section id="d-term-section" hidden><h3>Terminal <span class="muted" id="d-term-state"></span></h3>
-      <button type="button" id="d-term-open">Open terminal</button><div id="d-term" class="terminal"></div></section>`;
+    <section><h3>Facts</h3><pre id="d-facts" class="log"></pre></section>`;
   if (!state.runs.has(id)) {
     const run = await state.conn.call('GET', `/runs/${encodeURIComponent(id)}`).catch(() => null);
     if (run) state.runs.set(id, run);
@@ -252,7 +278,7 @@ async function openRun(id) {
   loadFacts(id, signal);
   loadTrajectory(id, signal);
   const run = state.runs.get(id);
-  if (run && (run.kind === 'sandbox' || run.lifetime === 'session')) {
+  if (run && isSession(run)) {
     $('d-term-section').hidden = false;
     $('d-term-open').addEventListener('click', async () => {
       $('d-term-open').hidden = true;
@@ -348,6 +374,19 @@ async function loadFacts(id, signal) {
   }
 }
 
+/** A terminal byte event (`everdict/terminal`, base64) as the text it carries: `in "ls\r"`. */
+function terminalBytes(ev) {
+  if (ev.type !== 'extension' || ev.ext !== 'everdict/terminal' || typeof ev.data?.data !== 'string')
+    return null;
+  let text;
+  try {
+    text = new TextDecoder().decode(Uint8Array.from(atob(ev.data.data), (c) => c.charCodeAt(0)));
+  } catch {
+    return null;
+  }
+  return `terminal ${ev.data.dir} ${JSON.stringify(text)}`;
+}
+
 async function loadTrajectory(id, signal) {
   const out = $('d-traj');
   const status = $('d-traj-state');
@@ -371,7 +410,7 @@ async function loadTrajectory(id, signal) {
         n++;
         const ev = JSON.parse(e.data);
         const { type, ts, ...rest } = ev;
-        const text = JSON.stringify(rest);
+        const text = terminalBytes(ev) ?? JSON.stringify(rest);
         out.textContent += `${String(e.id).padStart(4)} ${type} ${text.length > 300 ? `${text.slice(0, 297)}…` : text}\n`;
         if (n > 500) out.textContent = out.textContent.split('\n').slice(-400).join('\n');
         out.scrollTop = out.scrollHeight;
@@ -418,6 +457,12 @@ document.addEventListener('keydown', (e) => {
   const typing = ['INPUT', 'TEXTAREA', 'SELECT'].includes(document.activeElement?.tagName);
   if (e.key === 'Escape') {
     if ($('new-run').open) return; // the dialog closes itself
+    if (document.activeElement === $('filter')) {
+      // Esc leaves the filter and clears it (as a search box does natively, but here the rows follow).
+      $('filter').value = '';
+      state.filter = '';
+      render();
+    }
     if (typing) return document.activeElement.blur();
     if (state.selected) return closeDetail();
   }

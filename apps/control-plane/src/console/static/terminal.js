@@ -26,6 +26,7 @@ export async function openTerminal(container, runId, conn, onStatus) {
     `${scheme}://${location.host}/runs/${encodeURIComponent(runId)}/terminal?ticket=${encodeURIComponent(ticket)}`,
   );
   ws.binaryType = 'arraybuffer';
+  let exited = null; // the remote shell's `{"type":"exit",code}`: the close that follows keeps saying so
   const encoder = new TextEncoder();
   const resize = () => {
     fit.fit();
@@ -40,7 +41,10 @@ export async function openTerminal(container, runId, conn, onStatus) {
     if (typeof m.data === 'string') {
       try {
         const msg = JSON.parse(m.data);
-        if (msg.type === 'exit') onStatus(`exited ${msg.code}`);
+        if (msg.type === 'exit') {
+          exited = msg.code;
+          onStatus(`exited ${msg.code}`);
+        }
       } catch {
         /* not ours */
       }
@@ -48,7 +52,10 @@ export async function openTerminal(container, runId, conn, onStatus) {
     }
     term.write(new Uint8Array(m.data));
   };
-  ws.onclose = () => onStatus('closed');
+  ws.onclose = (e) => {
+    if (exited === null)
+      onStatus(e.code === 1000 ? 'closed' : `closed (${e.code}${e.reason ? ` ${e.reason}` : ''})`);
+  };
   term.onData((d) => ws.readyState === 1 && ws.send(encoder.encode(d)));
   window.addEventListener('resize', resize);
   return {

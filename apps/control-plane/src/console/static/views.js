@@ -25,6 +25,42 @@ export function countdown(iso, now = Date.now()) {
   return h > 0 ? `${h}h${String(m).padStart(2, '0')}m` : `${m}:${sec}`;
 }
 
+/** Seconds as `m:ss` (or `h:mm:ss`). */
+export function duration(sec) {
+  const s = Math.max(0, Math.round(sec));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const ss = String(s % 60).padStart(2, '0');
+  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${ss}` : `${m}:${ss}`;
+}
+
+/** Microjoules as J, kJ or MJ (one decimal). */
+export function energy(uj) {
+  const j = Number(uj) / 1e6;
+  if (j < 1000) return `${j.toFixed(1)} J`;
+  if (j < 1e6) return `${(j / 1e3).toFixed(1)} kJ`;
+  return `${(j / 1e6).toFixed(1)} MJ`;
+}
+
+/**
+ * A session's row line from `GET /sandboxes`: its idle countdown (closed when it runs out; a parked session
+ * never idles) and what it has burned so far — money and energy, estimated.
+ */
+export function burnLine(s, now = Date.now()) {
+  const idle =
+    s.state === 'parked' ? 'parked' : `idle ${duration((Date.parse(s.idleDeadline) - now) / 1000)}`;
+  return `${idle} · $${s.burn.usd.toFixed(2)} · ${energy(s.burn.energyUj)}`;
+}
+
+/** The detail pane's session line: state, idle left of the idle timeout, burn and its rate. */
+export function sessionLine(s, now = Date.now()) {
+  const idle =
+    s.state === 'parked'
+      ? `parked${s.snapshot ? ` · snapshot ${s.snapshot.slice(0, 12)}…` : ''}`
+      : `open · idle ${duration((Date.parse(s.idleDeadline) - now) / 1000)} of ${duration(s.idleTimeoutSec)}`;
+  return `${idle} · burn $${s.burn.usd.toFixed(2)} ($${s.burn.usdPerHour.toFixed(2)}/h) · ${energy(s.burn.energyUj)} ${s.burn.provenance}`;
+}
+
 /** A held-open session that is alive is healthy, not stuck work. */
 export const isSession = (run) =>
   run.lifetime === 'session' && !['succeeded', 'failed', 'cancelled'].includes(run.status);
@@ -56,6 +92,7 @@ export function runRow(run, selectedId) {
     ${badge}<span class="kind">${esc(run.kind)}</span>
     <span class="what"><span class="id mono">${esc(run.id)}</span> <span class="muted">${esc(what(run))}</span></span>
     <span class="when" ${session && run.expiresAt ? `data-expires="${esc(run.expiresAt)}"` : ''}>${esc(when)}</span>
+    ${session ? `<span class="burn" data-burn="${esc(run.id)}"></span>` : ''}
   </button></li>`;
 }
 

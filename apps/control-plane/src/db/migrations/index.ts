@@ -16,6 +16,7 @@ import * as m0014 from './0014_sessions.js';
 import * as m0015 from './0015_agents.js';
 import * as m0016 from './0016_headlog.js';
 import * as m0018 from './0018_session_channels.js';
+import * as m0019 from './0019_agent_call_groups.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -34,6 +35,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0015_agents': m0015,
   '0016_headlog': m0016,
   '0018_session_channels': m0018,
+  '0019_agent_call_groups': m0019,
 };
 
 export const migrationProvider: MigrationProvider = {

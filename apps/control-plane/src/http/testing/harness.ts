@@ -1,9 +1,10 @@
-// Test helpers: the real app on the real core (a migrated PGlite clone per app; live PostgreSQL with
+// Test helpers: the real app on the real core (a PGlite loaded from the run's migrated template per app; live PostgreSQL with
 // EVERDICT_TEST_DATABASE_URL), called in-process. No fake services: every refusal is the core's own.
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { TenantPolicyInput } from '@everdict/admission';
 import { OFFLINE_RUNNER } from '../../../test/core.js';
 import { testDatabase } from '../../../test/db.js';
 import { type BuiltApp, buildApp } from '../../app.js';
@@ -13,7 +14,7 @@ import type { ExecutorLane } from '../../executors/registry.js';
 import { createMetrics, type Metrics } from '../../observability/metrics.js';
 import type { ControlPlaneServices } from '../../services/api.js';
 import { ensureTenant } from '../../services/auth.js';
-import { DEFAULT_POLICY, type SchedulerOptions, type TenantPolicy } from '../../services/index.js';
+import { DEFAULT_POLICY, type SchedulerOptions } from '../../services/index.js';
 import { openTrajectoryStore } from '../../trajectory/store.js';
 
 export const ADMIN_KEY = 'evd_test_admin_key_0123456789abcdef';
@@ -29,12 +30,12 @@ export interface TestApp extends BuiltApp {
    * A new tenant; answers its first admin key. With `policy`, the tenant's admission policy is set the way
    * the core sets every tenant's (`ensureTenant` → `configureTenant`), so one core serves many policies.
    */
-  tenant(id: string, policy?: Partial<TenantPolicy>): Promise<string>;
+  tenant(id: string, policy?: TenantPolicyInput): Promise<string>;
   close(): Promise<void>;
 }
 
 export interface TestAppOptions {
-  readonly policy?: Partial<TenantPolicy>;
+  readonly policy?: TenantPolicyInput;
   /** Default: the scheduler does not run (runs stay queued); pass options to run it. */
   readonly scheduler?: SchedulerOptions;
   readonly maxBodyBytes?: number;

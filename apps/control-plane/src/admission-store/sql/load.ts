@@ -12,10 +12,10 @@ import {
 } from '@everdict/admission';
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
-import { type DbNumeric, json, numeric } from '../db/numeric.js';
-import { prepared } from '../db/prepared.js';
-import type { AdmEnvelopesTable, AdmGlobalTable, AdmTenantsTable } from '../db/schema.js';
-import type { Executor } from '../db/tx.js';
+import { type DbNumeric, json, numeric } from '../../db/numeric.js';
+import { prepared } from '../../db/prepared.js';
+import type { AdmEnvelopesTable, AdmGlobalTable, AdmTenantsTable } from '../../db/schema.js';
+import type { Executor } from '../../db/tx.js';
 import { envelopeOf } from './rows.js';
 
 interface Ends {

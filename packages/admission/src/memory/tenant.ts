@@ -6,13 +6,13 @@
 // differs from its run id. Envelopes are nodes with parent pointers, so walking a path to the root needs
 // no lookups.
 import type { RunClass } from '@everdict/run-model';
-import { type Envelope, exhaustedResource } from './envelope.js';
-import { IndexedHeap } from './heap.js';
-import type { TenantPolicy } from './policy.js';
+import { type Envelope, exhaustedResource } from '../envelope.js';
+import { IndexedHeap } from '../heap.js';
+import type { TenantPolicy } from '../policy.js';
+import type { SessionLoad } from '../session-pool.js';
+import type { AdmissionPlan, TenantLoad } from '../store.js';
+import type { WfqTenant } from '../wfq.js';
 import type { RunTable } from './run-table.js';
-import type { SessionLoad } from './session-pool.js';
-import type { AdmissionPlan, TenantLoad } from './store.js';
-import type { WfqTenant } from './wfq.js';
 
 /** An envelope row: its current (immutable) value, replaced on every write, and its parent. */
 export interface EnvNode {

@@ -3,14 +3,14 @@
 import { type AdmissionPlan, decide, tenantPolicy } from '@everdict/admission';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type TestCore, testCore } from '../../test/core.js';
-import { insertEventsSql } from '../ledger/events.js';
-import type { RunRow } from '../ledger/runs.js';
-import { DISPATCH_CHANNEL } from '../services/context.js';
-import { factsToEvents, prepareCreate, rowOf } from '../services/lifecycle.js';
+import { type TestCore, testCore } from '../../../test/core.js';
+import { insertEventsSql } from '../../ledger/events.js';
+import type { RunRow } from '../../ledger/runs.js';
+import { DISPATCH_CHANNEL } from '../../services/context.js';
+import { factsToEvents, prepareCreate, rowOf } from '../../services/lifecycle.js';
 import { commitBatch } from './commit-batch.js';
-import { loadTaskSnapshots } from './load-batch.js';
-import { PgAdmissionStore } from './pg-admission-store.js';
+import { loadTaskSnapshots } from './load.js';
+import { PgAdmissionStore } from './store.js';
 
 let core: TestCore | null = null;
 afterEach(async () => {

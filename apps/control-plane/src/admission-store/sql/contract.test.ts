@@ -1,8 +1,8 @@
 // The same contract the in-memory store passes, on PGlite (default) or the live PostgreSQL (CI).
 import { describeAdmissionStoreContract } from '@everdict/admission/contract';
 import { afterAll } from 'vitest';
-import { type TestDatabase, testDatabase } from '../../test/db.js';
-import { PgAdmissionStore } from './pg-admission-store.js';
+import { type TestDatabase, testDatabase } from '../../../test/db.js';
+import { PgAdmissionStore } from './store.js';
 
 const open: TestDatabase[] = [];
 afterAll(async () => {

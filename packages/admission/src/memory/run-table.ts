@@ -6,11 +6,11 @@
 // ids, a hand-made plan's decision) sit in sparse side maps. Decisions are rebuilt from the row on
 // demand: a repeated request gets an equal decision, not the same object.
 import type { RunCause, RunClass, RunKind, RunLifetime, RunStatus } from '@everdict/run-model';
-import type { Admitted } from './decision.js';
-import { LANE } from './fair-queue.js';
-import type { EnvNode } from './memory-tenant.js';
-import type { AdmissionPlan, RunSlot } from './store.js';
-import { grown, WfqNodes } from './wfq-nodes.js';
+import type { Admitted } from '../decision.js';
+import { LANE } from '../fair-queue.js';
+import type { AdmissionPlan, RunSlot } from '../store.js';
+import { grown, WfqNodes } from '../wfq-nodes.js';
+import type { EnvNode } from './tenant.js';
 
 const CLASSES: readonly RunClass[] = ['interactive', 'background', 'batch'];
 

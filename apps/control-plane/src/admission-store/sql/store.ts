@@ -20,15 +20,15 @@ import {
 } from '@everdict/admission';
 import type { RunCause, RunStatus } from '@everdict/run-model';
 import { sql } from 'kysely';
-import { json } from '../db/numeric.js';
-import type { Executor } from '../db/tx.js';
+import { json } from '../../db/numeric.js';
+import type { Executor } from '../../db/tx.js';
 import { claimQueued } from './claim.js';
 import { commitPlan } from './commit.js';
 import { commitBatch, isBatchable } from './commit-batch.js';
-import { snapshotOf } from './load-batch.js';
+import { snapshotOf } from './load.js';
 import { envelopeOf, envelopeRow, slotOf } from './rows.js';
 import { abort, atomically } from './scope.js';
-import { settleOne } from './settle-many.js';
+import { settleOne } from './settle.js';
 
 export class PgAdmissionStore implements AdmissionStore {
   constructor(private readonly exec: Executor) {}

@@ -1,11 +1,11 @@
 // commitAdmission: record the decision, re-check every guard with conditional UPDATEs, count the run on its
 // envelope path, bump the causer, insert the slot, enqueue. Lock order (all steps): causer run row (the
 // caller) → causer slot → envelopes (by id, locked by a sorted `FOR UPDATE` before they are updated) →
-// tenant row → WFQ row → global row: the global order settle and claim take them in (settle-many.ts).
+// tenant row → WFQ row → global row: the global order settle and claim take them in (admission-store/sql/settle.ts).
 import { type AdmissionPlan, type Admitted, type CommitResult, LANE } from '@everdict/admission';
 import { sql } from 'kysely';
-import { json } from '../db/numeric.js';
-import type { Tx } from '../db/tx.js';
+import { json } from '../../db/numeric.js';
+import type { Tx } from '../../db/tx.js';
 import { envelopeRow, QUEUED_COLUMN, slotRow } from './rows.js';
 import { abort } from './scope.js';
 import { wfqTagUpsert } from './wfq-tags.js';

@@ -13,7 +13,7 @@
 // A tenant gets at most `max_concurrent − running` (read from its locked row), so reaching its quota mid-claim
 // drops its later entries, as the kernel's blocking does. `now` must not go backwards between claims.
 //
-// Locks, in the control plane's lock order (settle-many.ts): the ledger's run rows (if any), queue rows and
+// Locks, in the control plane's lock order (admission-store/sql/settle.ts): the ledger's run rows (if any), queue rows and
 // slots FOR UPDATE … SKIP LOCKED (a row another claim or a settle holds is skipped, never waited for); then
 // the tenant rows, sorted (the only waits) — the candidates' and the newly promoted tenants'; then the
 // virtual-time rows, sorted by lane (lane 3: the aged clock), gated behind the tenant rows.
@@ -24,9 +24,9 @@
 import { AGED_LANE, type Dispatch, globalPolicy } from '@everdict/admission';
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
-import { numeric } from '../db/numeric.js';
-import { prepared } from '../db/prepared.js';
-import type { Executor, Tx } from '../db/tx.js';
+import { numeric } from '../../db/numeric.js';
+import { prepared } from '../../db/prepared.js';
+import type { Executor, Tx } from '../../db/tx.js';
 import { QUEUED_COLUMN } from './rows.js';
 
 type Fragment = ReturnType<typeof sql>;

@@ -8,16 +8,16 @@
 //   3. `everdict_assert` over every count: a guard short anywhere (a cross-replica race, a request id
 //      admitted meanwhile) raises EV001 and the whole statement — riders included — rolls back ('raced';
 //      the caller decides one by one).
-// Lock order is the one every transaction follows (settle-many.ts): envelopes by (tenant, id) → tenant rows
+// Lock order is the one every transaction follows (admission-store/sql/settle.ts): envelopes by (tenant, id) → tenant rows
 // by tenant. Sub-statements run in the order the final SELECT first reads them (left to right), so the
 // inserts go first and the hot rows are held only for the tail of the statement and its commit.
 import { type AdmissionPlan, LANE } from '@everdict/admission';
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
-import { ASSERT_SQLSTATE } from '../db/migrations/0005_assert.js';
-import { json } from '../db/numeric.js';
-import { prepared } from '../db/prepared.js';
-import { type Executor, isRetryable } from '../db/tx.js';
+import { ASSERT_SQLSTATE } from '../../db/migrations/0005_assert.js';
+import { json } from '../../db/numeric.js';
+import { prepared } from '../../db/prepared.js';
+import { type Executor, isRetryable } from '../../db/tx.js';
 import { slotRow } from './rows.js';
 import { wfqTagUpsert } from './wfq-tags.js';
 
@@ -36,14 +36,15 @@ const isAssertFailure = (e: unknown): boolean =>
 
 /**
  * `groups`: one non-empty list of plans per tenant, each in decision order. `yieldFrom` names the rider whose
- * RETURNING rows the statement returns. `notify`: channels to NOTIFY (delivered at commit).
+ * RETURNING rows the statement returns. `notify`: channels to NOTIFY (delivered at commit), each with an
+ * optional payload (`[channel, payload]`).
  */
 export async function commitBatch<R>(
   ex: Executor,
   groups: readonly (readonly AdmissionPlan[])[],
   riders: readonly Rider[],
   yieldFrom: string,
-  notify: readonly string[] = [],
+  notify: readonly (string | readonly [string, string])[] = [],
 ): Promise<BatchResult<R>> {
   const plans = groups.flat();
   const k = plans.length;
@@ -59,7 +60,9 @@ export async function commitBatch<R>(
     sql`TRUE`,
     ...riders.map((r) => sql`(SELECT count(*) FROM ${sql.id(r.name)}) = ${r.rows}`),
   ];
-  const notifies = notify.map((c) => sql`pg_notify(${c}, '')`);
+  const notifies = notify.map((n) =>
+    typeof n === 'string' ? sql`pg_notify(${n}, '')` : sql`pg_notify(${n[0]}, ${n[1]})`,
+  );
   const statement = sql<R>`${sql.raw(prepared('create_write'))}
     WITH adm AS (
       INSERT INTO adm_admissions (tenant, request_id, run_id, decision)

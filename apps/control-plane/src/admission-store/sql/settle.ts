@@ -13,7 +13,7 @@
 import { type Settlement, type SettleResult, settleRefusal } from '@everdict/admission';
 import { TERMINAL_STATUSES } from '@everdict/run-model';
 import { sql } from 'kysely';
-import type { Tx } from '../db/tx.js';
+import type { Tx } from '../../db/tx.js';
 import { slotOf } from './rows.js';
 
 /**

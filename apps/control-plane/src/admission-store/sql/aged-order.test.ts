@@ -15,8 +15,8 @@ import type { RunClass } from '@everdict/run-model';
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestDatabase, testDatabase } from '../../test/db.js';
-import { PgAdmissionStore } from './pg-admission-store.js';
+import { type TestDatabase, testDatabase } from '../../../test/db.js';
+import { PgAdmissionStore } from './store.js';
 
 const AGING = 100;
 const T0 = 1_700_000_000_000;

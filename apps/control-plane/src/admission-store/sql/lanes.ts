@@ -1,6 +1,6 @@
 // Lanes: extensions beyond the AdmissionStore interface that the control plane needs (same atomic steps).
 // The dispatch lane's claim is scheduler/claim-start.ts: it claims AND starts runs in one statement.
-import type { Executor } from '../db/tx.js';
+import type { Executor } from '../../db/tx.js';
 import { markStarted } from './claim.js';
 import { atomically } from './scope.js';
 

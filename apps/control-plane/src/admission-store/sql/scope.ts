@@ -1,7 +1,7 @@
 // One atomic step: its own transaction on a database, or a savepoint inside the caller's transaction
 // (so the ledger can admit a run and insert its row in ONE transaction).
 import { sql } from 'kysely';
-import { type Executor, type Tx, withTx } from '../db/tx.js';
+import { type Executor, type Tx, withTx } from '../../db/tx.js';
 
 /** Thrown inside a step to roll it back and report `raced` (a guard no longer held). */
 export class StepAborted<T> extends Error {

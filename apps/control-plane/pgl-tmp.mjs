@@ -1,0 +1,13 @@
+import { PGlite } from '@electric-sql/pglite';
+import { openDatabase } from '/work/main/apps/control-plane/dist/index.js';
+let t=performance.now();
+const p = new PGlite(); await p.waitReady;
+console.log('init', performance.now()-t); t=performance.now();
+const h = await openDatabase({ pglite: p });
+console.log('migrate', performance.now()-t); t=performance.now();
+const dump = await p.dumpDataDir('none');
+console.log('dump', performance.now()-t, dump.size); t=performance.now();
+const q = new PGlite({ loadDataDir: dump }); await q.waitReady;
+console.log('load', performance.now()-t); t=performance.now();
+const c = await p.clone(); 
+console.log('clone', performance.now()-t);

@@ -1,0 +1,109 @@
+// Completions, batched along the key's audit chain: every interval that finished waits here for its turn;
+// whenever no batch is in flight, all that wait (≤ 64) are signed in order — each attestation's
+// `audit_prev` the address of the one before — and sent in ONE `POST /runner/v1/completions`. The control
+// plane settles them in that order and stops at the first refusal; the chain advances over each settled
+// one, a refused one fails its interval, and the ones after it (skipped: they named a link the control
+// plane did not accept) are signed again on the next batch. Serial delivery of one link at a time made
+// the chain the runner's bottleneck (README, "Figures"); batching keeps the order and the rule.
+import type { Hex } from '@everdict/runrecord';
+import type { AuditChain } from './audit-chain.js';
+import { RunnerError } from './errors.js';
+import type { CompletionResult, RunnerApi } from './port.js';
+import type { CompleteBody } from './protocol.js';
+
+export const MAX_BATCH = 64;
+
+export interface CompletionRequest {
+  readonly runId: string;
+  /**
+   * Signs the interval's attestation with `audit_prev = prev` and gives the completion to send and the
+   * attestation's address — or null when the interval was aborted meanwhile (nothing is sent for it).
+   */
+  sign(prev: Hex | undefined): { address: Hex; body: CompleteBody } | null;
+}
+
+interface Waiting {
+  readonly request: CompletionRequest;
+  readonly resolve: (delivered: boolean) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+export class Completions {
+  readonly #api: Pick<RunnerApi, 'completeMany'>;
+  readonly #chain: AuditChain;
+  readonly #max: number;
+  #waiting: Waiting[] = [];
+  #sending = false;
+  /** Batches sent, for tests and logs. */
+  batches = 0;
+
+  constructor(api: Pick<RunnerApi, 'completeMany'>, chain: AuditChain, max = MAX_BATCH) {
+    this.#api = api;
+    this.#chain = chain;
+    this.#max = max;
+  }
+
+  /** Resolves true once the control plane settled the run, false when aborted before sending; rejects with its refusal. */
+  submit(request: CompletionRequest): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.#waiting.push({ request, resolve, reject });
+      void this.#pump();
+    });
+  }
+
+  async #pump(): Promise<void> {
+    if (this.#sending) return;
+    this.#sending = true;
+    try {
+      while (this.#waiting.length > 0) await this.#sendOne();
+    } finally {
+      this.#sending = false;
+    }
+  }
+
+  async #sendOne(): Promise<void> {
+    const taken = this.#waiting.splice(0, this.#max);
+    const batch: { w: Waiting; address: Hex; body: CompleteBody }[] = [];
+    let prev = this.#chain.head;
+    for (const w of taken) {
+      let signed: ReturnType<CompletionRequest['sign']>;
+      try {
+        signed = w.request.sign(prev);
+      } catch (err) {
+        w.reject(err);
+        continue;
+      }
+      if (signed === null) {
+        w.resolve(false);
+        continue;
+      }
+      batch.push({ w, ...signed });
+      prev = signed.address;
+    }
+    if (batch.length === 0) return;
+    this.batches += 1;
+    let results: CompletionResult[];
+    try {
+      results = await this.#api.completeMany(batch.map((b) => ({ runId: b.w.request.runId, ...b.body })));
+      if (results.length !== batch.length)
+        throw new RunnerError('bad_state', `${results.length} results for ${batch.length} completions`);
+    } catch (err) {
+      for (const b of batch) b.w.reject(err);
+      return;
+    }
+    const again: Waiting[] = [];
+    for (let i = 0; i < batch.length; i++) {
+      const b = batch[i]!;
+      const r = results[i];
+      if (r?.outcome === 'settled') {
+        this.#chain.advance(b.address);
+        b.w.resolve(true);
+      } else if (r?.outcome === 'refused') {
+        b.w.reject(r.error);
+      } else {
+        again.push(b.w); // skipped after a refusal (or not answered): signed again with the chain's head
+      }
+    }
+    this.#waiting.unshift(...again);
+  }
+}

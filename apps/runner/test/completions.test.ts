@@ -1,0 +1,112 @@
+// Completions batched along the audit chain: what finishes while a batch is in flight goes in the next one,
+// signed in order (each names the one before); a refusal fails only its interval, the skipped ones after
+// it are signed again from the last accepted link; an interval aborted before its turn sends nothing.
+import { describe, expect, it } from 'vitest';
+import { AuditChain } from '../src/audit-chain.js';
+import { Completions } from '../src/completions.js';
+import type { CompletionResult } from '../src/port.js';
+import type { CompleteBody } from '../src/protocol.js';
+
+const addr = (n: number) => n.toString(16).padStart(64, '0');
+type Item = CompleteBody & { runId: string };
+
+/** A control plane that answers each batch with `answer(items)` once `release()` is called. */
+function fakeApi(answer: (items: Item[]) => CompletionResult[]) {
+  const batches: { runId: string; prev: unknown }[][] = [];
+  let gate: (() => void) | undefined;
+  return {
+    batches,
+    release: () => gate?.(),
+    api: {
+      async completeMany(items: Item[]): Promise<CompletionResult[]> {
+        batches.push(items.map((i) => ({ runId: i.runId, prev: i.attestation.prev })));
+        if (batches.length === 1) await new Promise<void>((r) => (gate = r));
+        return answer(items);
+      },
+    },
+  };
+}
+
+/** A request whose "attestation" records the prev it was signed with; its address is fixed per run. */
+const request = (runId: string, n: number, aborted = () => false) => ({
+  runId,
+  sign: (prev: string | undefined) =>
+    aborted()
+      ? null
+      : { address: addr(n), body: { epoch: 1, outputs: {}, attestation: { prev: prev ?? null } } },
+});
+
+describe('Completions', () => {
+  it('batches what finishes meanwhile, signed in chain order; the chain advances per settled link', async () => {
+    const f = fakeApi((items) => items.map(() => ({ outcome: 'settled' as const })));
+    const chain = new AuditChain();
+    const q = new Completions(f.api, chain);
+    const first = q.submit(request('r1', 1));
+    await new Promise((r) => setImmediate(r));
+    const rest = [q.submit(request('r2', 2)), q.submit(request('r3', 3))];
+    f.release();
+    expect(await Promise.all([first, ...rest])).toEqual([true, true, true]);
+    expect(f.batches).toEqual([
+      [{ runId: 'r1', prev: null }],
+      [
+        { runId: 'r2', prev: addr(1) },
+        { runId: 'r3', prev: addr(2) },
+      ],
+    ]);
+    expect(chain.head).toBe(addr(3));
+    expect(q.batches).toBe(2);
+  });
+
+  it('a refusal fails its interval only; the skipped ones are signed again from the last accepted link', async () => {
+    let round = 0;
+    const refusal = new Error('409 stale_lease');
+    const f = fakeApi((items) => {
+      round += 1;
+      if (round === 1) return items.map(() => ({ outcome: 'settled' as const }));
+      if (round === 2)
+        return [
+          { outcome: 'settled' },
+          { outcome: 'refused', error: refusal },
+          { outcome: 'skipped' },
+        ] as CompletionResult[];
+      return items.map(() => ({ outcome: 'settled' as const }));
+    });
+    const chain = new AuditChain();
+    const q = new Completions(f.api, chain);
+    let abortR5 = false;
+    const first = q.submit(request('r1', 1));
+    await new Promise((r) => setImmediate(r));
+    const r2 = q.submit(request('r2', 2));
+    const r3 = q.submit(request('r3', 3));
+    const r4 = q.submit(request('r4', 4));
+    const r5 = q.submit(request('r5', 5, () => abortR5));
+    abortR5 = true; // aborted before its turn: never signed, never sent
+    f.release();
+    await expect(r3).rejects.toBe(refusal);
+    expect(await Promise.all([first, r2, r4, r5])).toEqual([true, true, true, false]);
+    expect(f.batches).toEqual([
+      [{ runId: 'r1', prev: null }],
+      [
+        { runId: 'r2', prev: addr(1) },
+        { runId: 'r3', prev: addr(2) },
+        { runId: 'r4', prev: addr(3) },
+      ],
+      [{ runId: 'r4', prev: addr(2) }],
+    ]);
+    expect(chain.head).toBe(addr(4));
+  });
+
+  it('a failed call rejects its batch and leaves the chain where it was', async () => {
+    const chain = new AuditChain();
+    const q = new Completions(
+      {
+        completeMany: async () => {
+          throw new Error('network');
+        },
+      },
+      chain,
+    );
+    await expect(q.submit(request('r1', 1))).rejects.toThrow('network');
+    expect(chain.head).toBeUndefined();
+  });
+});

@@ -1,0 +1,4 @@
+import { describeAdmissionStoreContract } from '../contract.js';
+import { MemoryAdmissionStore } from './index.js';
+
+describeAdmissionStoreContract('memory', () => new MemoryAdmissionStore());

@@ -1,0 +1,1 @@
+export { MemoryAdmissionStore } from './store.js';
