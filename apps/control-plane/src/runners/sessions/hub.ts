@@ -184,8 +184,8 @@ export class RunnerSessionHub implements ChannelLookup {
   }
 
   /** Disposes what each connected runner holds that no open session row of it names (past the grace). */
-  async reconcile(): Promise<number> {
-    const grace = this.opts.reconcileGraceMs ?? 120_000;
+  async reconcile(graceMs = this.opts.reconcileGraceMs ?? 120_000): Promise<number> {
+    const grace = graceMs;
     let disposed = 0;
     for (const ch of [...this.#channels.values()]) {
       if (!ch.isOpen) continue;
