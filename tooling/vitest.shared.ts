@@ -7,8 +7,8 @@ export function packageTestConfig(overrides: ViteUserConfig = {}): ViteUserConfi
       test: {
         include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
         reporters: ['default', ['json', { outputFile: '.test-results/vitest.json' }]],
-        testTimeout: 120_000, // a safety net against hangs, not a speed limit: a loaded 2-core machine must not fail a test
-        hookTimeout: 180_000,
+        testTimeout: 300_000, // a safety net against hangs, not a speed limit: a loaded 2-core machine must not fail a test
+        hookTimeout: 300_000,
       },
     }),
     overrides,

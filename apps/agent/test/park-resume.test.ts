@@ -164,9 +164,13 @@ describe('resuming refuses what the park did not record', () => {
     const [out] = await workOnce({ controlPlane: s.agents, provider: () => provider, holder: 'a' }, 5000);
     expect(out).toMatchObject({ result: 'parked', runId });
     await answer(runId, { callId: 'call_0_0', approved: true });
-    const [lease] = await s.agents.lease({ free: 1, holder: 'b', waitMs: 5000 });
-    expect(lease?.runId).toBe(runId);
-    return { runId, lease: lease!, provider };
+    // An earlier test's turn stays parked with its answer: once that test's lease expires (quickly on a
+    // loaded machine) it is offered again too. Take leases until this turn's; the others stay held by 'b'.
+    for (let i = 0; i < 10; i++) {
+      const [lease] = await s.agents.lease({ free: 1, holder: 'b', waitMs: 5000 });
+      if (lease?.runId === runId) return { runId, lease, provider };
+    }
+    throw new Error(`turn ${runId} was never leased`);
   }
 
   it('a process configured otherwise (another manifest) is a ManifestMismatch; the turn stays parked', async () => {

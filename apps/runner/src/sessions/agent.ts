@@ -4,23 +4,27 @@
 // reap, and `held` (what it holds, for the control plane's reconciliation). The channel reconnects with
 // backoff; a control plane that loses it settles the sessions lost after its lease. `stop()` disposes every
 // session sandbox this process provisioned (a killed process leaves them to the next start's reap).
-import { type Driver, type ExecStream, isPlacementError, parseHandle, Snapshot } from '@everdict/placement';
-import WebSocket from 'ws';
-import { ZodError, z } from 'zod';
 import {
   ControlFrame,
+  type Driver,
   decodeBytes,
+  type ExecStream,
   encodeBytes,
+  isPlacementError,
   MAX_FRAME_BYTES,
-  type Problem,
+  type ChannelProblem as Problem,
+  parseHandle,
   parseStreamFrame,
   type RunnerFrame,
   type SessionOp,
+  Snapshot,
   STDERR,
   STDIN,
   STDOUT,
   streamFrame,
-} from './wire.js';
+} from '@everdict/placement';
+import WebSocket from 'ws';
+import { ZodError, z } from 'zod';
 
 export interface SessionAgentOptions {
   /** The control plane's base URL (http[s]://…). */

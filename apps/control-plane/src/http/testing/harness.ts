@@ -135,7 +135,7 @@ export async function call(
 }
 
 /** Poll until `check` returns a value (not undefined) or time runs out. */
-export async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
+export async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 90_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await check();

@@ -5,28 +5,26 @@
 import { PassThrough, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import {
+  type ControlFrame,
   type DriverDescription,
+  decodeBytes,
   type ExecStream,
+  encodeBytes,
   PLACEMENT_ERROR_CODES,
   PlacementError,
   type PlacementErrorCode,
-  type StreamExit,
-  type TerminalSize,
-} from '@everdict/placement';
-import type { WebSocket } from 'ws';
-import {
-  type ControlFrame,
-  decodeBytes,
-  encodeBytes,
-  type Problem,
+  type ChannelProblem as Problem,
   parseStreamFrame,
   RunnerFrame,
   type SessionOp,
   STDERR,
   STDIN,
   STDOUT,
+  type StreamExit,
   streamFrame,
-} from './wire.js';
+  type TerminalSize,
+} from '@everdict/placement';
+import type { WebSocket } from 'ws';
 
 export interface RunnerHello {
   readonly description: DriverDescription;

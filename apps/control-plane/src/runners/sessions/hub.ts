@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { DriverDescription } from '@everdict/placement';
+import { DriverDescription, MAX_FRAME_BYTES, RunnerFrame } from '@everdict/placement';
 import { sql } from 'kysely';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { json } from '../../db/numeric.js';
@@ -18,7 +18,6 @@ import type { Deps } from '../../services/context.js';
 import { authenticateRunner } from '../registry.js';
 import { RunnerChannel, type RunnerHello } from './channel.js';
 import { type ChannelLookup, RemoteDriver } from './remote-driver.js';
-import { MAX_FRAME_BYTES, RunnerFrame } from './wire.js';
 
 export const SESSION_CHANNEL_PATH = '/runner/v1/sessions';
 /** A session row's holder for a runner. */

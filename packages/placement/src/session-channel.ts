@@ -1,8 +1,8 @@
-// The session channel's frames (`GET /runner/v1/sessions`, a WebSocket the runner opens — outbound only).
+// The session channel's frames: how a control plane drives a placement driver held by a runner over one
+// WebSocket the runner opens (outbound only). Both ends import this one definition.
 // Text frames are JSON (below); binary frames carry a terminal stream's bytes:
 //   [kind: u8 — 0 stdin (control plane → runner), 1 stdout, 2 stderr (runner → control plane)][sid: u32 BE][bytes]
 // Bytes inside JSON (snapshots, exec output, partial output in an error's detail) are `{"$bytes": base64}`.
-// apps/runner/src/sessions/wire.ts is the runner's copy of this file (the two apps share no source).
 import { z } from 'zod';
 
 /** Operations the control plane calls on a runner's placement driver. */
@@ -16,23 +16,28 @@ export const SESSION_OPS = [
   'reap',
   'held',
 ] as const;
-export type SessionOp = (typeof SESSION_OPS)[number];
+export const SessionOp = z.enum(SESSION_OPS);
+export type SessionOp = z.infer<typeof SessionOp>;
 
 /** The largest frame either side accepts (a workspace snapshot travels in one frame, base64). */
 export const MAX_FRAME_BYTES = 256 * 1024 * 1024;
 
-const Problem = z.object({
+export const STDIN = 0;
+export const STDOUT = 1;
+export const STDERR = 2;
+
+export const ChannelProblem = z.object({
   code: z.string().max(100),
   message: z.string().max(10_000),
   detail: z.record(z.string(), z.unknown()).default({}),
 });
-export type Problem = z.infer<typeof Problem>;
+export type ChannelProblem = z.infer<typeof ChannelProblem>;
 
 /** Runner → control plane. */
 export const RunnerFrame = z.discriminatedUnion('t', [
   z.object({
     t: z.literal('hello'),
-    /** The driver's describe() (checked loosely here: the control plane only reads `driver`). */
+    /** The driver's describe() (checked loosely: the control plane only reads `driver`). */
     description: z.object({ driver: z.string().min(1).max(32) }).passthrough(),
     images: z.array(z.string().min(1).max(1000)).min(1).max(1000),
     slots: z.int().min(1).max(10_000),
@@ -43,29 +48,33 @@ export const RunnerFrame = z.discriminatedUnion('t', [
     id: z.string().min(1).max(100),
     ok: z.boolean(),
     value: z.unknown().optional(),
-    error: Problem.optional(),
+    error: ChannelProblem.optional(),
   }),
   z.object({
     t: z.literal('exit'),
     sid: z.int().nonnegative(),
     exitCode: z.int().nullable().optional(),
     signal: z.string().nullable().optional(),
-    error: Problem.optional(),
+    error: ChannelProblem.optional(),
   }),
 ]);
-export type RunnerFrame = z.infer<typeof RunnerFrame>;
+export type RunnerFrame = z.input<typeof RunnerFrame>;
 
 /** Control plane → runner. */
-export type ControlFrame =
-  | { t: 'call'; id: string; op: SessionOp; args: unknown }
-  | { t: 'resize'; sid: number; cols: number; rows: number }
-  | { t: 'eof'; sid: number }
-  | { t: 'kill'; sid: number };
+export const ControlFrame = z.discriminatedUnion('t', [
+  z.object({ t: z.literal('call'), id: z.string().min(1).max(100), op: SessionOp, args: z.unknown() }),
+  z.object({
+    t: z.literal('resize'),
+    sid: z.int().nonnegative(),
+    cols: z.int().positive(),
+    rows: z.int().positive(),
+  }),
+  z.object({ t: z.literal('eof'), sid: z.int().nonnegative() }),
+  z.object({ t: z.literal('kill'), sid: z.int().nonnegative() }),
+]);
+export type ControlFrame = z.infer<typeof ControlFrame>;
 
-export const STDIN = 0;
-export const STDOUT = 1;
-export const STDERR = 2;
-
+/** A binary frame: one stream's bytes. */
 export function streamFrame(kind: number, sid: number, bytes: Uint8Array): Buffer {
   const head = Buffer.alloc(5);
   head.writeUInt8(kind, 0);
