@@ -95,9 +95,7 @@ async function everdict() {
       return rows[0].n;
     },
     async starts() {
-      const { rows } = await watch.query(
-        'SELECT id, (extract(epoch FROM started_at) * 1000)::float8 AS ms FROM runs',
-      );
+      const { rows } = await watch.query('SELECT run_id AS id, started_at::float8 AS ms FROM adm_slots');
       return Object.fromEntries(rows.map((r) => [r.id, r.ms]));
     },
     // Drain: the server is stopped (SIGSTOP) while an in-process core (scheduler off) queues N runs.

@@ -50,8 +50,8 @@ try {
   );
   await until(async () => (await settled()) >= 50 + M);
   const { rows } = await watch.query(
-    `SELECT id, extract(epoch FROM created_at) * 1000 AS c, extract(epoch FROM started_at) * 1000 AS s,
-            extract(epoch FROM updated_at) * 1000 AS u FROM runs`,
+    `SELECT r.id, extract(epoch FROM r.created_at) * 1000 AS c, a.started_at::float8 AS s,
+            extract(epoch FROM r.updated_at) * 1000 AS u FROM runs r JOIN adm_slots a ON a.tenant = r.tenant_id AND a.run_id = r.id`,
   );
   const steps = {
     'sent→created': [],

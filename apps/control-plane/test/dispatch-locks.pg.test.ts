@@ -92,7 +92,7 @@ describe.runIf(LIVE_PG)('claim and settle against held rows', () => {
     await other.query('SELECT id FROM runs WHERE id = $1 FOR UPDATE', [x]);
     const writing = writeSettle(deps.db, plan);
     await someoneWaits();
-    await other.query('UPDATE runs SET children_count = children_count + 1 WHERE id = $1', [x]);
+    await other.query("UPDATE runs SET expires_at = '2100-01-01T00:00:00Z' WHERE id = $1", [x]);
     await other.query('COMMIT');
     expect(await writing).toEqual([y]);
     const rows = await deps.db

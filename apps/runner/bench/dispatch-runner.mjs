@@ -205,7 +205,8 @@ export async function benchDispatchRunner({
       const { run } = await create();
       for (;;) {
         const { rows } = await db.query(
-          'SELECT status, extract(epoch FROM (started_at - created_at)) * 1000 AS ms FROM runs WHERE id = $1',
+          `SELECT r.status, a.started_at - extract(epoch FROM r.created_at) * 1000 AS ms
+            FROM runs r JOIN adm_slots a ON a.tenant = r.tenant_id AND a.run_id = r.id WHERE r.id = $1`,
           [run.id],
         );
         if (rows[0].status === 'succeeded' || rows[0].status === 'failed') {

@@ -5,7 +5,7 @@
 // 422 no_placement) leaves no call behind: the model sees the refusal as the tool's result.
 import { type Tx, withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
-import { lockRun, type RunRow, rowToView } from '../ledger/runs.js';
+import { lockRun, type RunRow, rowToView, selectRunRows } from '../ledger/runs.js';
 import { resolveHarness } from '../runners/harnesses.js';
 import { assertPlaceable } from '../runners/placement.js';
 import { asControlPlaneError } from '../services/boundary.js';
@@ -28,7 +28,7 @@ import { pendingOf, resolutionsOf } from './turns.js';
 
 /** The agent run `runId`, whatever its tenant (the service token is the agent service's, not a tenant's). */
 export async function turnOf(ex: Tx | Deps['db'], runId: string): Promise<RunRow> {
-  const row = await ex.selectFrom('runs').selectAll().where('id', '=', runId).executeTakeFirst();
+  const row = await selectRunRows(ex).selectAll().where('id', '=', runId).executeTakeFirst();
   if (!row) throw notFound('run', runId);
   if (row.kind !== 'agent')
     throw new ControlPlaneError('conflict', `run ${runId} is a ${row.kind} run, not an agent turn`, {
@@ -190,8 +190,7 @@ export function turnCalls(deps: Deps, trajectories: RunTrajectories | null) {
     async read(turnId: string, raw: unknown): Promise<Record<string, unknown>> {
       const input = parse(ReadInput, raw);
       const turn = await withTx(deps.db, (tx) => heldTurn(tx, turnId, input));
-      const target = await deps.db
-        .selectFrom('runs')
+      const target = await selectRunRows(deps.db)
         .selectAll()
         .where('tenant_id', '=', turn.tenant_id)
         .where('id', '=', input.runId)
@@ -226,8 +225,7 @@ export function turnCalls(deps: Deps, trajectories: RunTrajectories | null) {
 
     /** GET /runs/:id/input: the turn's calls still waiting, with their ids (the turn's creator, or an admin). */
     async pending(p: Principal, runId: string) {
-      const row = await deps.db
-        .selectFrom('runs')
+      const row = await selectRunRows(deps.db)
         .selectAll()
         .where('tenant_id', '=', p.tenantId)
         .where('id', '=', runId)

@@ -11,7 +11,7 @@ import { retryOnConflict, type Tx } from '../db/tx.js';
 import { isControlPlaneError } from '../errors.js';
 import type { LeasePolicy } from '../leases/policy.js';
 import { assertCurrentEpoch, leaseUpsert, release, renewLive } from '../leases/store.js';
-import type { RunRow } from '../ledger/runs.js';
+import { type RunRow, selectRunRows } from '../ledger/runs.js';
 import { claimAndStart } from '../scheduler/claim-start.js';
 import type { Deps } from '../services/context.js';
 import { transitionTx } from '../services/lifecycle.js';
@@ -55,15 +55,14 @@ export async function grantTurnLeases(
       const parks = await leaseReadyParks(tx, holder, free - started.length, now.getTime(), policy.leaseMs);
       const granted = [...started.map((s) => ({ runId: s.runId, epoch: s.epoch })), ...parks];
       if (granted.length === 0) return [];
-      const rows = (await tx
-        .selectFrom('runs')
+      const rows: RunRow[] = await selectRunRows(tx)
         .selectAll()
         .where(
           'id',
           'in',
           granted.map((g) => g.runId),
         )
-        .execute()) as RunRow[];
+        .execute();
       const byId = new Map(rows.map((r) => [r.id, r]));
       const out: TurnLeaseView[] = [];
       for (const g of granted) {

@@ -47,11 +47,8 @@ export interface RunsTable {
   created_by: string;
   created_at: Ts;
   updated_at: Ts;
-  started_at: Ts | null;
   ended_at: Ts | null;
   expires_at: Ts | null;
-  causal_depth: number;
-  children_count: number;
   envelope_id: string;
   subject: Jsonb<J>;
   origin: Jsonb<J>;
@@ -67,7 +64,8 @@ export interface RunsTable {
   grants_id: string;
   record_head: string;
   record_length: number;
-  interval_started_at: Ts | null;
+  /** The current interval's start, epoch ms (0017); null while not running. */
+  interval_started_at: Int8 | null;
   interval_head: string | null;
   /** Starts of this run (0007): the epoch of its current lease. */
   attempt: ColumnType<number, number | undefined, number>;

@@ -5,7 +5,7 @@ import { transition } from '@everdict/run-model';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestCore, testCore } from '../../test/core.js';
 import { isControlPlaneError } from '../errors.js';
-import { rowToRun } from '../ledger/runs.js';
+import { rowToRun, selectRunRows } from '../ledger/runs.js';
 import type { Finished } from '../scheduler/batch-transitions.js';
 import { settleMany } from '../scheduler/batch-transitions.js';
 import { claimAndStart } from '../scheduler/claim-start.js';
@@ -80,8 +80,7 @@ describe('leases', { timeout: 120_000 }, () => {
       failed: [],
       dropped: 0,
     });
-    const runningRow = await deps.db
-      .selectFrom('runs')
+    const runningRow = await selectRunRows(deps.db)
       .selectAll()
       .where('id', '=', id)
       .executeTakeFirstOrThrow();

@@ -153,7 +153,7 @@ async function requeueLost(deps: Deps, lost: readonly Expired[], nowMs: number):
       RETURNING 1
     ),
     ur AS (
-      UPDATE runs r SET status = 'queued', updated_at = ${at}::timestamptz, started_at = NULL,
+      UPDATE runs r SET status = 'queued', updated_at = ${at}::timestamptz,
         interval_started_at = NULL, interval_head = NULL
       FROM ls WHERE r.id = ls.run_id
       RETURNING r.id, r.tenant_id, r.kind, r.attempt

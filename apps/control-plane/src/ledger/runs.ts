@@ -1,12 +1,42 @@
 // The runs table: a run-model Run per row, with indexed columns for every list filter.
 import type { Run } from '@everdict/run-model';
 import { type Selectable, sql } from 'kysely';
-import { iso, json } from '../db/numeric.js';
+import { type DbNumeric, iso, json, numeric } from '../db/numeric.js';
 import type { RunsTable } from '../db/schema.js';
 import type { Executor } from '../db/tx.js';
 import type { RunView } from './views.js';
 
-export type RunRow = Selectable<RunsTable>;
+/**
+ * A run's row as every read sees it: the ledger's columns and, joined from its admission slot (the one
+ * owner, issue 10 §3), its causal depth and start (epoch ms).
+ */
+export type RunRow = Selectable<RunsTable> & { causal_depth: number; started_ms: DbNumeric | null };
+
+/**
+ * `SELECT … FROM runs` with the slot's depth and start joined, as a table named `runs` (filters, joins and
+ * orders read as on the table). Every read mapped through `rowToRun`/`rowToView` starts here. A lock
+ * (`forUpdate`) on it takes the run row and its slot (the documented order: runs → slots).
+ */
+export function selectRunRows(ex: Executor) {
+  return ex.selectFrom((eb) =>
+    eb
+      .selectFrom('runs as r')
+      .innerJoin('adm_slots as s', (j) =>
+        j.onRef('s.tenant', '=', 'r.tenant_id').onRef('s.run_id', '=', 'r.id'),
+      )
+      .selectAll('r')
+      .select(['s.depth as causal_depth', 's.started_at as started_ms'])
+      .as('runs'),
+  );
+}
+
+/** A run row written with its slot's depth and start alongside (the slot is written in the same transaction). */
+export function withSlot(
+  row: Selectable<RunsTable>,
+  slot: { depth: number; startedMs: number | null },
+): RunRow {
+  return { ...row, causal_depth: slot.depth, started_ms: slot.startedMs };
+}
 
 export interface RecordIdentityRow {
   unitId: string;
@@ -15,10 +45,7 @@ export interface RecordIdentityRow {
 }
 
 /** The run's row with jsonb columns as plain values (one JSON document per row). */
-export function runDocument(
-  run: Run,
-  extra: { causalDepth: number; envelopeId: string } & RecordIdentityRow,
-) {
+export function runDocument(run: Run, extra: { envelopeId: string } & RecordIdentityRow) {
   return {
     id: run.id,
     tenant_id: run.tenant,
@@ -31,11 +58,8 @@ export function runDocument(
     created_by: run.createdBy,
     created_at: run.createdAt,
     updated_at: run.updatedAt,
-    started_at: run.startedAt ?? null,
     ended_at: run.settledAt ?? null,
     expires_at: run.expiresAt ?? null,
-    causal_depth: extra.causalDepth,
-    children_count: 0,
     envelope_id: extra.envelopeId,
     subject: run.subject,
     origin: run.origin,
@@ -74,7 +98,7 @@ type JsonbColumn = (typeof JSONB_COLUMNS)[number];
 /** The row for kysely's insert (jsonb columns passed as JSON text). */
 export function runToRow(
   run: Run,
-  extra: { causalDepth: number; envelopeId: string } & RecordIdentityRow,
+  extra: { envelopeId: string } & RecordIdentityRow,
 ): Omit<RunDocument, JsonbColumn> & Record<JsonbColumn, string> {
   const d = runDocument(run, extra);
   const text = Object.fromEntries(JSONB_COLUMNS.map((c) => [c, json(d[c])])) as Record<JsonbColumn, string>;
@@ -88,7 +112,7 @@ export function insertRunsSql(docs: readonly RunDocument[]) {
   // The columns named are the document's (runDocument builds every row with the same keys, in the same
   // order): a column a later migration adds gets its DEFAULT, not the NULL a missing key would give.
   const cols = sql.join(Object.keys(first).map((k) => sql.id(k)));
-  return sql<RunRow>`INSERT INTO runs (${cols})
+  return sql<Selectable<RunsTable>>`INSERT INTO runs (${cols})
     SELECT ${cols} FROM jsonb_populate_recordset(NULL::runs, ${json(docs)}::jsonb)
     RETURNING *`;
 }
@@ -116,7 +140,7 @@ export function rowToRun(r: RunRow): Run {
   if (r.group_ref) run.group = r.group_ref;
   if (r.lineage) run.lineage = r.lineage;
   if (r.error) run.error = r.error;
-  if (r.started_at) run.startedAt = iso(r.started_at);
+  if (r.started_ms !== null) run.startedAt = new Date(numeric(r.started_ms)).toISOString();
   if (r.ended_at) run.settledAt = iso(r.ended_at);
   if (r.trajectory) run.trajectory = r.trajectory;
   if (r.expires_at) run.expiresAt = iso(r.expires_at);
@@ -133,8 +157,7 @@ export function rowToView(r: RunRow): RunView {
 }
 
 export async function findRun(ex: Executor, tenant: string, id: string): Promise<RunRow | undefined> {
-  return ex
-    .selectFrom('runs')
+  return selectRunRows(ex)
     .selectAll()
     .where('tenant_id', '=', tenant)
     .where('id', '=', id)
@@ -142,8 +165,7 @@ export async function findRun(ex: Executor, tenant: string, id: string): Promise
 }
 
 export async function lockRun(ex: Executor, tenant: string, id: string): Promise<RunRow | undefined> {
-  return ex
-    .selectFrom('runs')
+  return selectRunRows(ex)
     .selectAll()
     .where('tenant_id', '=', tenant)
     .where('id', '=', id)
@@ -164,7 +186,7 @@ export interface ListFilter {
 }
 
 export async function listRuns(ex: Executor, tenant: string, f: ListFilter): Promise<RunRow[]> {
-  let q = ex.selectFrom('runs').selectAll().where('tenant_id', '=', tenant);
+  let q = selectRunRows(ex).selectAll().where('tenant_id', '=', tenant);
   if (f.kind) q = q.where('kind', '=', f.kind);
   if (f.status) q = q.where('status', '=', f.status);
   if (f.lifetime) q = q.where('lifetime', '=', f.lifetime);

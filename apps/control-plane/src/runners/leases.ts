@@ -11,6 +11,7 @@ import type { LeasePolicy } from '../leases/policy.js';
 import { assertCurrentEpoch, renewLive } from '../leases/store.js';
 import { sweepExpiredLeases } from '../leases/sweep.js';
 import type { RunRow } from '../ledger/runs.js';
+import { selectRunRows } from '../ledger/runs.js';
 import { claimAndStart } from '../scheduler/claim-start.js';
 import type { Deps } from '../services/context.js';
 import { resolveHarness } from './harnesses.js';
@@ -76,8 +77,7 @@ export async function grantLeases(
         { tenant: runner.tenantId ?? undefined, images: runner.capabilities.images },
       );
       if (started.length === 0) return [];
-      const rows = await tx
-        .selectFrom('runs')
+      const rows = await selectRunRows(tx)
         .selectAll()
         .where(
           'id',

@@ -72,17 +72,17 @@ describe('settleMany', () => {
     const plan = await planSettle(deps.db, deps, items);
     await deps.db
       .updateTable('runs')
-      .set((eb) => ({ children_count: eb('children_count', '+', 1) }))
+      .set({ expires_at: '2100-01-01T00:00:00.000Z' })
       .where('id', '=', x)
       .execute();
     expect(await writeSettle(deps.db, plan)).toEqual([y]);
     expect(await settleMany(deps.db, deps, items)).toEqual([x]);
     const row = await deps.db
       .selectFrom('runs')
-      .select(['status', 'children_count'])
+      .select(['status', 'expires_at'])
       .where('id', '=', x)
       .executeTakeFirstOrThrow();
-    expect(row).toEqual({ status: 'succeeded', children_count: 1 });
+    expect(row).toEqual({ status: 'succeeded', expires_at: new Date('2100-01-01T00:00:00.000Z') });
     for (const id of [x, y]) {
       expect((await t.core.services.runs.record(t.admin, id)).verify).toMatchObject({ ok: true, length: 2 });
       expect(await settledFacts(id)).toHaveLength(1);

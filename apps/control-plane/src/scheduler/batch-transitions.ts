@@ -12,7 +12,7 @@ import { type RunEvent, totalTokens, transition } from '@everdict/run-model';
 import type { WireSegment } from '@everdict/runrecord';
 import { sql } from 'kysely';
 import { settleSlotsCtes } from '../admission-store/sql/settle.js';
-import { json } from '../db/numeric.js';
+import { json, numeric } from '../db/numeric.js';
 import { prepared } from '../db/prepared.js';
 import type { Executor } from '../db/tx.js';
 import { releaseSettled } from '../leases/store.js';
@@ -41,11 +41,16 @@ type ReadRow = RunRow & { version: string; segments: WireSegment[] | null };
 async function readRuns(ex: Executor, ids: readonly string[]): Promise<Map<string, ReadRow>> {
   const rows = await ex
     .selectFrom('runs as r')
+    .innerJoin('adm_slots as s', (j) =>
+      j.onRef('s.tenant', '=', 'r.tenant_id').onRef('s.run_id', '=', 'r.id'),
+    )
     .selectAll('r')
     .select([
       sql<string>`r.xmin::text`.as('version'),
-      sql<WireSegment[] | null>`(SELECT jsonb_agg(s.payload ORDER BY s.idx) FROM record_segments s
-        WHERE s.run_id = r.id)`.as('segments'),
+      's.depth as causal_depth',
+      's.started_at as started_ms',
+      sql<WireSegment[] | null>`(SELECT jsonb_agg(g.payload ORDER BY g.idx) FROM record_segments g
+        WHERE g.run_id = r.id)`.as('segments'),
     ])
     .where('r.id', 'in', [...ids])
     .execute();
@@ -90,7 +95,7 @@ export async function planSettle(
     const a = intervalAttestation(
       row,
       {
-        startedMs: row.interval_started_at ? row.interval_started_at.getTime() : nowMs,
+        startedMs: row.interval_started_at !== null ? numeric(row.interval_started_at) : nowMs,
         endedMs: nowMs,
         watts: meter.watts,
         meter: meter.meter,

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type TestCore, testCore } from '../../test/core.js';
 import { PgAdmissionStore } from '../admission-store/sql/store.js';
 import { iso } from '../db/numeric.js';
-import { rowToRun } from '../ledger/runs.js';
+import { rowToRun, selectRunRows } from '../ledger/runs.js';
 import { factsToEvents } from '../services/transition.js';
 import { claimAndStart } from './claim-start.js';
 import { INLINE_KINDS } from './dispatch-loop.js';
@@ -31,7 +31,7 @@ describe('claimAndStart', () => {
   it('writes the run rows and run.started facts that transition(start) gives, and moves the admission rows', async () => {
     t = await testCore({ scheduler: { enabled: false } });
     const ids = [await create('interactive'), await create('batch'), await create('background')];
-    const before = await db().selectFrom('runs').selectAll().where('id', 'in', ids).execute();
+    const before = await selectRunRows(db()).selectAll().where('id', 'in', ids).execute();
     const lastEvent = await db()
       .selectFrom('events')
       .select((eb) => eb.fn.max('id').as('id'))
@@ -50,7 +50,7 @@ describe('claimAndStart', () => {
     }
 
     const after = new Map(
-      (await db().selectFrom('runs').selectAll().where('id', 'in', ids).execute()).map((r) => [r.id, r]),
+      (await selectRunRows(db()).selectAll().where('id', 'in', ids).execute()).map((r) => [r.id, r]),
     );
     const expected = [];
     for (const id of started.map((s) => s.runId)) {
@@ -60,7 +60,7 @@ describe('claimAndStart', () => {
       const got = after.get(id)!;
       // The start also counts the run's attempt: the epoch of its lease (leases/).
       expect(rowToRun(got)).toEqual({ ...rowToRun(row), ...result.patch, attempt: row.attempt + 1 });
-      expect(iso(got.interval_started_at)).toBe(at);
+      expect(Number(got.interval_started_at)).toBe(Date.parse(at));
       expect(got.interval_head).toBe(row.record_head);
       expect(got.record_head).toBe(row.record_head);
       expected.push(...factsToEvents(result.facts));

@@ -88,8 +88,8 @@ export async function claimAndStart(
       : sql`AND ${RUN_IMAGE_SQL} = ANY(${[...images]}::text[])`;
   const ctes = sql`
     ur AS (
-      UPDATE runs r SET status = 'running', updated_at = ${at}::timestamptz, started_at = ${at}::timestamptz,
-        interval_started_at = ${at}::timestamptz, interval_head = r.record_head, attempt = ${NEXT_ATTEMPT}
+      UPDATE runs r SET status = 'running', updated_at = ${at}::timestamptz,
+        interval_started_at = ${nowMs}::bigint, interval_head = r.record_head, attempt = ${NEXT_ATTEMPT}
       FROM pick p WHERE r.id = p.run_id
       RETURNING r.id, r.subject, r.attempt, p.tenant, p.class, p.enqueued_at, p.arm, p.pos
     ),

@@ -7,7 +7,7 @@ import { atomically } from '../admission-store/sql/scope.js';
 import { type Tx, withTx } from '../db/tx.js';
 import { isControlPlaneError } from '../errors.js';
 import { readSettled } from '../ledger/events.js';
-import { rowToRun } from '../ledger/runs.js';
+import { rowToRun, selectRunRows } from '../ledger/runs.js';
 import { assertPlaceable } from '../runners/placement.js';
 import type { Deps } from '../services/context.js';
 import { createRunTx } from '../services/lifecycle.js';
@@ -141,7 +141,7 @@ async function fire(
     .forUpdate()
     .executeTakeFirstOrThrow();
   const causing = event.runId
-    ? await tx.selectFrom('runs').selectAll().where('id', '=', event.runId).executeTakeFirst()
+    ? await selectRunRows(tx).selectAll().where('id', '=', event.runId).executeTakeFirst()
     : undefined;
   const at = deps.clock().toISOString();
   const verdict = causationCheck({

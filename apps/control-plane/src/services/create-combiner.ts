@@ -18,7 +18,7 @@ import { loadTaskSnapshots, type TaskSnapshot } from '../admission-store/sql/loa
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import { EVENTS_CHANNEL, insertEventsSql } from '../ledger/events.js';
-import { insertRunsSql, type RunRow } from '../ledger/runs.js';
+import { insertRunsSql, type RunRow, withSlot } from '../ledger/runs.js';
 import { asControlPlaneError } from './boundary.js';
 import { type Deps, DISPATCH_CHANNEL } from './context.js';
 import {
@@ -30,6 +30,7 @@ import {
   type PreparedCreate,
   prepareCreate,
   refusalToError,
+  slotOfDecision,
 } from './lifecycle.js';
 import { factsToEvents } from './transition.js';
 import type { AdmissionView, CreateRunContext, CreateRunInput } from './types.js';
@@ -218,7 +219,8 @@ async function decideAndWrite(
     deps.localDispatch?.wake();
     deps.queueStats.noteEnqueued(built.length);
     const byId = new Map(written.committed.map((r) => [r.id, r]));
-    for (const b of built) rows.set(`${b.g}:${b.i}`, byId.get(b.run.id)!);
+    for (const b of built)
+      rows.set(`${b.g}:${b.i}`, withSlot(byId.get(b.run.id)!, slotOfDecision(b.plan.decision)));
   }
   const out: Outcome[][] = [];
   for (const [g, t] of all.entries()) {

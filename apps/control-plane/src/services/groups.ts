@@ -4,7 +4,7 @@ import { iso, json } from '../db/numeric.js';
 import type { RunGroupsTable } from '../db/schema.js';
 import { type Executor, isUniqueViolation, type Tx, withTx } from '../db/tx.js';
 import { ControlPlaneError, invalidCursor, notFound } from '../errors.js';
-import { decodeCursor, encodeCursor, rowToView } from '../ledger/runs.js';
+import { decodeCursor, encodeCursor, rowToView, selectRunRows } from '../ledger/runs.js';
 import type { RunView } from '../ledger/views.js';
 import { assertPlaceable } from '../runners/placement.js';
 import type { GroupService } from './api.js';
@@ -132,8 +132,7 @@ export function groupService(deps: Deps, judge?: Judge): GroupService {
             .where('tenant_id', '=', p.tenantId)
             .where('request_id', '=', input.requestId)
             .executeTakeFirstOrThrow();
-          const runs = await deps.db
-            .selectFrom('runs')
+          const runs = await selectRunRows(deps.db)
             .selectAll()
             .where('tenant_id', '=', p.tenantId)
             .where('group_id', '=', g.id)

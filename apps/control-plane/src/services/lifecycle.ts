@@ -17,7 +17,7 @@ import type { Executor, Tx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import { appendEvents } from '../ledger/events.js';
 import { recordIdentity } from '../ledger/records.js';
-import { findRun, type RunRow, runDocument, runToRow } from '../ledger/runs.js';
+import { findRun, type RunRow, runDocument, runToRow, withSlot } from '../ledger/runs.js';
 import { asControlPlaneError } from './boundary.js';
 import { type Deps, DISPATCH_CHANNEL } from './context.js';
 import { factsToEvents } from './transition.js';
@@ -164,7 +164,6 @@ export function prepareCreate(
 
 /** The run row for an admitted run. */
 const identityOf = (run: Run, decision: Admitted) => ({
-  causalDepth: decision.depth,
   envelopeId: decision.envelopeId,
   ...recordIdentity(run),
 });
@@ -172,6 +171,12 @@ const identityOf = (run: Run, decision: Admitted) => ({
 export function rowOf(run: Run, decision: Admitted) {
   return runToRow(run, identityOf(run, decision));
 }
+
+/** The slot's depth and start an admitted run's row is read with (a session runs from its admission). */
+export const slotOfDecision = (d: Admitted) => ({
+  depth: d.depth,
+  startedMs: d.lane === 'session' ? d.admittedAt : null,
+});
 
 /** The row as a JSON document (for `insertRunsSql`). */
 export function documentOf(run: Run, decision: Admitted) {
@@ -214,18 +219,10 @@ export async function createRunTx(
     const decision = verdict.decision;
     const { run, facts } = prep.build(decision);
     const write = async (t: Tx): Promise<{ row: RunRow | null; result: CommitResult }> => {
-      const row = await t
-        .insertInto('runs')
-        .values(rowOf(run, decision))
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      if (prep.causedByRunId) {
-        await t
-          .updateTable('runs')
-          .set((eb) => ({ children_count: eb('children_count', '+', 1) }))
-          .where('id', '=', prep.causedByRunId)
-          .execute();
-      }
+      const row = withSlot(
+        await t.insertInto('runs').values(rowOf(run, decision)).returningAll().executeTakeFirstOrThrow(),
+        slotOfDecision(decision),
+      );
       await appendEvents(t, factsToEvents(facts), DISPATCH_CHANNEL);
       const committed = await commitPlan(t, verdict.plan).catch((e: unknown) => {
         if (e instanceof StepAborted) return e.result as CommitResult;

@@ -16,7 +16,7 @@ import type { RunGroupsTable } from '../db/schema.js';
 import { type Executor, withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import { appendEvents } from '../ledger/events.js';
-import { rowToRun } from '../ledger/runs.js';
+import { rowToRun, selectRunRows } from '../ledger/runs.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
 import type { ScoreView, ScoringView } from './types.js';
@@ -78,8 +78,7 @@ export async function scoreTx(
       .executeTakeFirst();
     if (!prev) throw notFound('scoring', req.rescoreOf);
   }
-  const rows = await deps.db
-    .selectFrom('runs')
+  const rows = await selectRunRows(deps.db)
     .selectAll()
     .where('tenant_id', '=', tenant)
     .where('group_id', '=', group.id)
@@ -145,8 +144,7 @@ async function saveScoring(tx: Executor, tenant: string, scoring: ScoringView, s
   // Scores land on runs: refs appended to outputs.scores of the freshly locked row (never a stale copy).
   const scored = [...new Set(scores.map((s) => s.runId))].sort();
   if (scored.length > 0) {
-    const locked = await tx
-      .selectFrom('runs')
+    const locked = await selectRunRows(tx)
       .selectAll()
       .where('tenant_id', '=', tenant)
       .where('id', 'in', scored)

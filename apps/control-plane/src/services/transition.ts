@@ -18,12 +18,12 @@ import {
 } from '@everdict/runrecord';
 import { PgAdmissionLanes } from '../admission-store/sql/lanes.js';
 import { PgAdmissionStore } from '../admission-store/sql/store.js';
-import { json } from '../db/numeric.js';
+import { json, numeric } from '../db/numeric.js';
 import type { Tx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import { appendEvents } from '../ledger/events.js';
 import { addressOf, appendSegments, NO_CALLS, sealInterval } from '../ledger/records.js';
-import { lockRun, type RunRow, rowToRun } from '../ledger/runs.js';
+import { lockRun, type RunRow, rowToRun, withSlot } from '../ledger/runs.js';
 import { type Deps, DISPATCH_CHANNEL, nowIso } from './context.js';
 
 export function factsToEvents(facts: readonly RunFact[]) {
@@ -127,7 +127,7 @@ export async function transitionTx(
           : event.type === 'fail'
             ? 'failed'
             : 'cancelled';
-    const startedMs = row.interval_started_at ? row.interval_started_at.getTime() : nowMs;
+    const startedMs = row.interval_started_at !== null ? numeric(row.interval_started_at) : nowMs;
     const meter = { ...DEFAULT_METER, ...extras.interval };
     if (extras.attested) {
       const a = extras.attested;
@@ -218,20 +218,20 @@ export async function transitionTx(
     .set({
       status: patch.status,
       updated_at: patch.updatedAt,
-      ...(patch.startedAt ? { started_at: patch.startedAt } : {}),
       ...(patch.settledAt ? { ended_at: patch.settledAt } : {}),
       ...(patch.error ? { error: json(patch.error) } : {}),
       outputs: json(outputs),
       usage: json(usage),
       record_head: rec.head,
       record_length: rec.length,
-      interval_started_at: startsInterval ? at : null,
+      interval_started_at: startsInterval ? nowMs : null,
       interval_head: startsInterval ? rec.head : null,
     })
     .where('id', '=', row.id)
     .returningAll()
     .executeTakeFirstOrThrow();
 
+  let startedMs = row.started_ms;
   if (isTerminal(patch.status)) {
     const u = usage as Parameters<typeof totalTokens>[0];
     await new PgAdmissionStore(tx).settle({
@@ -243,6 +243,14 @@ export async function transitionTx(
     });
   } else if (event.type === 'start' && from === 'queued') {
     await new PgAdmissionLanes(tx).startNow(tenant, runId, nowMs); // no-op when the dispatch claim did it
+    // The start is the slot's (its one owner): read back what admission holds.
+    const slot = await tx
+      .selectFrom('adm_slots')
+      .select('started_at')
+      .where('tenant', '=', tenant)
+      .where('run_id', '=', runId)
+      .executeTakeFirstOrThrow();
+    startedMs = slot.started_at;
   }
   // A running run cancelled: wake every replica's dispatch loop, so the one executing it aborts it.
   await appendEvents(
@@ -250,5 +258,11 @@ export async function transitionTx(
     factsToEvents(facts),
     from === 'running' && event.type === 'cancel' ? DISPATCH_CHANNEL : undefined,
   );
-  return { row: updated, from };
+  return {
+    row: withSlot(updated, {
+      depth: row.causal_depth,
+      startedMs: startedMs === null ? null : numeric(startedMs),
+    }),
+    from,
+  };
 }

@@ -4,7 +4,7 @@ import { isPlacementError } from '@everdict/placement';
 import { extendExpiry } from '@everdict/run-model';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
-import { rowToView } from '../ledger/runs.js';
+import { rowToView, selectRunRows } from '../ledger/runs.js';
 import type { RunView } from '../ledger/views.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
@@ -304,8 +304,7 @@ export class SessionService {
   }
 
   async #run(p: Principal, runId: string): Promise<RunView> {
-    const row = await this.core.deps.db
-      .selectFrom('runs')
+    const row = await selectRunRows(this.core.deps.db)
       .selectAll()
       .where('tenant_id', '=', p.tenantId)
       .where('id', '=', runId)

@@ -8,7 +8,7 @@
 import { isTerminalStatus, type RunStatus, type SessionEndReason } from '@everdict/run-model';
 import type { Hex } from '@everdict/runrecord';
 import { type Executor, withTx } from '../db/tx.js';
-import { rowToRun } from '../ledger/runs.js';
+import { rowToRun, selectRunRows } from '../ledger/runs.js';
 import type { Deps } from '../services/context.js';
 import { transitionTx } from '../services/lifecycle.js';
 import { type ComputeSources, computeOf, disposeQuietly, handleOf } from './compute.js';
@@ -48,8 +48,7 @@ export async function settleSession(
     q = opts.skipLocked ? q.forUpdate().skipLocked() : q.forUpdate();
     const s = await q.executeTakeFirst();
     if (!s) return undefined;
-    const row = await tx
-      .selectFrom('runs')
+    const row = await selectRunRows(tx)
       .selectAll()
       .where('tenant_id', '=', tenant)
       .where('id', '=', runId)

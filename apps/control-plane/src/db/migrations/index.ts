@@ -15,6 +15,7 @@ import * as m0013 from './0013_hot_runs.js';
 import * as m0014 from './0014_sessions.js';
 import * as m0015 from './0015_agents.js';
 import * as m0016 from './0016_headlog.js';
+import * as m0017 from './0017_one_owner_columns.js';
 import * as m0018 from './0018_session_channels.js';
 import * as m0019 from './0019_agent_call_groups.js';
 
@@ -34,6 +35,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0013_hot_runs': m0013,
   '0015_agents': m0015,
   '0016_headlog': m0016,
+  '0017_one_owner_columns': m0017,
   '0018_session_channels': m0018,
   '0019_agent_call_groups': m0019,
 };
