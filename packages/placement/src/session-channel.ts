@@ -58,7 +58,7 @@ export const RunnerFrame = z.discriminatedUnion('t', [
     error: ChannelProblem.optional(),
   }),
 ]);
-export type RunnerFrame = z.input<typeof RunnerFrame>;
+export type RunnerFrame = z.infer<typeof RunnerFrame>;
 
 /** Control plane → runner. */
 export const ControlFrame = z.discriminatedUnion('t', [
