@@ -51,7 +51,7 @@ try {
   await until(async () => (await settled()) >= 50 + M);
   const { rows } = await watch.query(
     `SELECT r.id, extract(epoch FROM r.created_at) * 1000 AS c, a.started_at::float8 AS s,
-            extract(epoch FROM r.updated_at) * 1000 AS u FROM runs r JOIN adm_slots a ON a.tenant = r.tenant_id AND a.run_id = r.id`,
+            r.updated_at::float8 AS u FROM runs r JOIN adm_slots a ON a.tenant = r.tenant_id AND a.run_id = r.id`,
   );
   const steps = {
     'sent→created': [],

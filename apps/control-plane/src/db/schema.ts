@@ -46,7 +46,8 @@ export interface RunsTable {
   caused_by_run_id: string | null;
   created_by: string;
   created_at: Ts;
-  updated_at: Ts;
+  /** The last transition, epoch ms (0017): the claim, the sweep and the park order compare it. */
+  updated_at: Int8;
   ended_at: Ts | null;
   expires_at: Ts | null;
   envelope_id: string;

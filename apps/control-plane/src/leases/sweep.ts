@@ -103,7 +103,7 @@ async function requeueLost(deps: Deps, lost: readonly Expired[], nowMs: number):
     lr AS MATERIALIZED (
       SELECT r.id, r.tenant_id, r.kind, r.attempt FROM runs r JOIN want w ON w.run_id = r.id
       WHERE r.status = 'running' AND r.attempt = w.epoch AND r.lifetime <> 'session'
-        AND r.updated_at <= ${at}::timestamptz
+        AND r.updated_at <= ${nowMs}::bigint
       ORDER BY r.id
       FOR UPDATE OF r SKIP LOCKED
     ),
@@ -153,7 +153,7 @@ async function requeueLost(deps: Deps, lost: readonly Expired[], nowMs: number):
       RETURNING 1
     ),
     ur AS (
-      UPDATE runs r SET status = 'queued', updated_at = ${at}::timestamptz,
+      UPDATE runs r SET status = 'queued', updated_at = ${nowMs}::bigint,
         interval_started_at = NULL, interval_head = NULL
       FROM ls WHERE r.id = ls.run_id
       RETURNING r.id, r.tenant_id, r.kind, r.attempt

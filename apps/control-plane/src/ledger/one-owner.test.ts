@@ -23,6 +23,7 @@ describe('one owner per run column', () => {
     for (const dup of ['causal_depth', 'children_count', 'started_at', 'depth', 'children'])
       expect(cols.has(dup)).toBe(false);
     expect(cols.get('interval_started_at')).toBe('bigint');
+    expect(cols.get('updated_at')).toBe('bigint');
   });
 
   it("a run's causalDepth and startedAt are its slot's depth and started_at", async () => {
@@ -55,10 +56,13 @@ describe('one owner per run column', () => {
       expect(run.startedAt).toBe(now.toISOString());
       const row = await db
         .selectFrom('runs')
-        .select('interval_started_at')
+        .select(['interval_started_at', 'updated_at'])
         .where('id', '=', id)
         .executeTakeFirstOrThrow();
       expect(Number(row.interval_started_at)).toBe(now.getTime());
+      // The claim's transition time: epoch ms in the ledger, ISO only in the answer.
+      expect(Number(row.updated_at)).toBe(now.getTime());
+      expect(run.updatedAt).toBe(now.toISOString());
     }
   });
 });

@@ -57,7 +57,7 @@ export function runDocument(run: Run, extra: { envelopeId: string } & RecordIden
     caused_by_run_id: run.origin.causedByRunId ?? null,
     created_by: run.createdBy,
     created_at: run.createdAt,
-    updated_at: run.updatedAt,
+    updated_at: Date.parse(run.updatedAt),
     ended_at: run.settledAt ?? null,
     expires_at: run.expiresAt ?? null,
     envelope_id: extra.envelopeId,
@@ -134,7 +134,7 @@ export function rowToRun(r: RunRow): Run {
     usage: r.usage,
     createdBy: r.created_by,
     createdAt: iso(r.created_at),
-    updatedAt: iso(r.updated_at),
+    updatedAt: new Date(Number(r.updated_at)).toISOString(),
   };
   if (r.envelope) run.envelope = r.envelope;
   if (r.group_ref) run.group = r.group_ref;

@@ -116,7 +116,7 @@ export async function planSettle(
       tenant: row.tenant_id,
       version: row.version,
       status: patch.status,
-      updated_at: patch.updatedAt,
+      updated_at: Date.parse(patch.updatedAt),
       ended_at: patch.settledAt ?? at,
       error: patch.error ?? row.error ?? null,
       outputs,
@@ -143,7 +143,7 @@ export async function writeSettle(ex: Executor, p: SettlePlan): Promise<string[]
   const { rows } = await sql<{ id: string }>`${sql.raw(prepared('settle_write'))}
     WITH RECURSIVE x AS MATERIALIZED (
       SELECT * FROM jsonb_to_recordset(${json(p.runs)}::jsonb) AS x(id text, tenant text, version text,
-        status text, updated_at timestamptz, ended_at timestamptz, error jsonb, outputs jsonb, usage jsonb,
+        status text, updated_at bigint, ended_at timestamptz, error jsonb, outputs jsonb, usage jsonb,
         record_head text, record_length int, att_address text, att_body jsonb, att_at timestamptz,
         usd float8, tokens float8)
     ),

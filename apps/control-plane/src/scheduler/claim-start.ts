@@ -88,7 +88,7 @@ export async function claimAndStart(
       : sql`AND ${RUN_IMAGE_SQL} = ANY(${[...images]}::text[])`;
   const ctes = sql`
     ur AS (
-      UPDATE runs r SET status = 'running', updated_at = ${at}::timestamptz,
+      UPDATE runs r SET status = 'running', updated_at = ${nowMs}::bigint,
         interval_started_at = ${nowMs}::bigint, interval_head = r.record_head, attempt = ${NEXT_ATTEMPT}
       FROM pick p WHERE r.id = p.run_id
       RETURNING r.id, r.subject, r.attempt, p.tenant, p.class, p.enqueued_at, p.arm, p.pos
@@ -123,7 +123,7 @@ export async function claimAndStart(
     {
       name: 'claim_start',
       join: sql`JOIN runs r ON r.id = w.run_id`,
-      where: sql`AND r.status = 'queued' AND r.updated_at <= ${at}::timestamptz ${imageOnly}`,
+      where: sql`AND r.status = 'queued' AND r.updated_at <= ${nowMs}::bigint ${imageOnly}`,
       lockFirst: sql`r,`,
       runTenant: sql`r.tenant_id`,
       ctes,

@@ -192,7 +192,7 @@ export async function transitionTx(
           reason: 'snapshot_required',
         },
       );
-    const parkedMs = Math.max(1, nowMs - row.updated_at.getTime());
+    const parkedMs = Math.max(1, nowMs - Number(row.updated_at));
     // A transcript park draws storage power: ~0.5 mW for the bytes kept (estimated, never zero).
     ops.push({
       op: 'resume',
@@ -217,7 +217,7 @@ export async function transitionTx(
     .updateTable('runs')
     .set({
       status: patch.status,
-      updated_at: patch.updatedAt,
+      updated_at: Date.parse(patch.updatedAt),
       ...(patch.settledAt ? { ended_at: patch.settledAt } : {}),
       ...(patch.error ? { error: json(patch.error) } : {}),
       outputs: json(outputs),

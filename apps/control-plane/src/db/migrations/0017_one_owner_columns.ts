@@ -15,9 +15,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   );
   await sql`ALTER TABLE runs ALTER COLUMN interval_started_at TYPE bigint
     USING (extract(epoch FROM interval_started_at) * 1000)::bigint`.execute(db);
+  // The last transition's time: the claim and the sweep take a run only when it is not in the future, ready
+  // parks are leased in its order and a resume's idle time is measured from it — a scheduling input.
+  await sql`ALTER TABLE runs ALTER COLUMN updated_at TYPE bigint
+    USING (extract(epoch FROM updated_at) * 1000)::bigint`.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await sql`ALTER TABLE runs ALTER COLUMN updated_at TYPE timestamptz
+    USING to_timestamp(updated_at / 1000.0)`.execute(db);
   await sql`ALTER TABLE runs ALTER COLUMN interval_started_at TYPE timestamptz
     USING to_timestamp(interval_started_at / 1000.0)`.execute(db);
   await sql`ALTER TABLE runs ADD COLUMN started_at timestamptz, ADD COLUMN causal_depth integer NOT NULL DEFAULT 0,
