@@ -11,6 +11,7 @@ import { TerminalSize } from '@everdict/placement';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { z } from 'zod';
 import { ControlPlaneError } from '../errors.js';
+import { refuseUpgrade } from '../http/upgrade-refusal.js';
 import { markActive } from './rows.js';
 import type { SessionService } from './service.js';
 
@@ -23,18 +24,6 @@ export interface TerminalOptions {
   /** The shell started in the sandbox (default `sh -i`). */
   readonly command?: readonly string[];
   readonly onError?: (e: unknown) => void;
-}
-
-function refuse(socket: Duplex, status: number, code: string, message: string): void {
-  const body = JSON.stringify({
-    type: `https://everdict.dev/problems/${code}`,
-    title: code,
-    status,
-    detail: message,
-  });
-  socket.end(
-    `HTTP/1.1 ${status} ${code}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
 }
 
 /**
@@ -55,7 +44,7 @@ export function terminalServer(sessions: SessionService, opts: TerminalOptions =
       rows: Number(url.searchParams.get('rows') ?? 24),
     });
     if (!size.success) {
-      refuse(socket, 400, 'validation_failed', 'cols and rows are positive integers ≤ 10000');
+      refuseUpgrade(socket, 400, 'validation_failed', 'cols and rows are positive integers ≤ 10000');
       return true;
     }
     sessions.redeemTerminal(runId, ticket).then(
@@ -68,10 +57,10 @@ export function terminalServer(sessions: SessionService, opts: TerminalOptions =
         });
       },
       (e: unknown) => {
-        if (e instanceof ControlPlaneError) refuse(socket, e.httpStatus, e.code, e.message);
+        if (e instanceof ControlPlaneError) refuseUpgrade(socket, e.httpStatus, e.code, e.message);
         else {
           opts.onError?.(e);
-          refuse(socket, 500, 'internal', 'terminal upgrade failed');
+          refuseUpgrade(socket, 500, 'internal', 'terminal upgrade failed');
         }
       },
     );

@@ -14,6 +14,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import { json } from '../../db/numeric.js';
 import type { Executor } from '../../db/tx.js';
 import { ControlPlaneError } from '../../errors.js';
+import { refuseUpgrade } from '../../http/upgrade-refusal.js';
 import type { Deps } from '../../services/context.js';
 import { authenticateRunner } from '../registry.js';
 import { RunnerChannel, type RunnerHello } from './channel.js';
@@ -39,18 +40,6 @@ export interface SessionHubOptions {
 }
 
 type Listener = (runnerId: string) => Promise<unknown>;
-
-function refuse(socket: Duplex, status: number, code: string, message: string): void {
-  const body = JSON.stringify({
-    type: `https://everdict.dev/problems/${code}`,
-    title: code,
-    status,
-    detail: message,
-  });
-  socket.end(
-    `HTTP/1.1 ${status} ${code}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
-}
 
 export class RunnerSessionHub implements ChannelLookup {
   readonly replica: string;
@@ -108,10 +97,10 @@ export class RunnerSessionHub implements ChannelLookup {
         this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(runner.id, ws));
       },
       (e: unknown) => {
-        if (e instanceof ControlPlaneError) refuse(socket, e.httpStatus, e.code, e.message);
+        if (e instanceof ControlPlaneError) refuseUpgrade(socket, e.httpStatus, e.code, e.message);
         else {
           this.#warn(e);
-          refuse(socket, 503, 'unavailable', 'the runner could not be authenticated now');
+          refuseUpgrade(socket, 503, 'unavailable', 'the runner could not be authenticated now');
         }
       },
     );
