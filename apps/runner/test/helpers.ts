@@ -96,3 +96,25 @@ export function startRunner(stateDir: string, env: Record<string, string> = {}):
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   return { child, logs: () => log, exited };
 }
+
+// biome-ignore lint/suspicious/noExplicitAny: a raw JSON answer, read field by field in the tests
+export type Json = Record<string, any>;
+
+/** A raw call to the control plane's API (status and parsed body), for routes read field by field. */
+export async function apiCall(
+  cp: { url: string; apiKey: string },
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Json }> {
+  const r = await fetch(`${cp.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${cp.apiKey}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await r.text();
+  return { status: r.status, body: text ? (JSON.parse(text) as Json) : {} };
+}

@@ -10,10 +10,7 @@ import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/te
 import { startTestApiServer, type TestApiServer } from '@everdict/placement-kubernetes/testing';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pair, type RunnerProcess, startRunner, waitFor } from './helpers.js';
-
-// biome-ignore lint/suspicious/noExplicitAny: answers are read as loose JSON in assertions
-type Json = Record<string, any>;
+import { apiCall, pair, type RunnerProcess, startRunner, waitFor } from './helpers.js';
 
 const NS = 'everdict-sessions';
 let cp: ControlPlaneProcess;
@@ -41,18 +38,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
-  const r = await fetch(`${cp.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${cp.apiKey}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await r.text();
-  return { status: r.status, body: text ? (JSON.parse(text) as Json) : {} };
-}
+const api = (method: string, path: string, body?: unknown) => apiCall(cp, method, path, body);
 const pods = async () =>
   (await core.listNamespacedPod({ namespace: NS })).items.filter((p) => !p.metadata?.deletionTimestamp);
 

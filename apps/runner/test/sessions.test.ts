@@ -10,10 +10,7 @@ import { join } from 'node:path';
 import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { pair, type RunnerProcess, startRunner, waitFor } from './helpers.js';
-
-// biome-ignore lint/suspicious/noExplicitAny: answers are read as loose JSON in assertions
-type Json = Record<string, any>;
+import { apiCall, pair, type RunnerProcess, startRunner, waitFor } from './helpers.js';
 
 let cp: ControlPlaneProcess;
 const runners: RunnerProcess[] = [];
@@ -73,18 +70,7 @@ afterAll(async () => {
   await cp?.stop();
 });
 
-async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
-  const r = await fetch(`${cp.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${cp.apiKey}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await r.text();
-  return { status: r.status, body: text ? (JSON.parse(text) as Json) : {} };
-}
+const api = (method: string, path: string, body?: unknown) => apiCall(cp, method, path, body);
 
 async function open(target?: string): Promise<string> {
   const r = await api('POST', '/sandboxes', {
