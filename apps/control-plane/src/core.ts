@@ -127,7 +127,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
         ...(sched.replicaId === undefined ? {} : { replica: sched.replicaId }),
       })
     : null;
-  hub?.start();
+  await hub?.start();
   const sessions: Sessions | null = options.sessions
     ? startSessions(deps, trajectories, {
         ...(hub ? { hub } : {}),
