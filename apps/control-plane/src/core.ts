@@ -125,6 +125,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     ? new RunnerSessionHub(deps, {
         leaseMs: lease.leaseMs,
         ...(sched.replicaId === undefined ? {} : { replica: sched.replicaId }),
+        ...(options.sessionRelay === undefined ? {} : { relay: options.sessionRelay }),
       })
     : null;
   await hub?.start();

@@ -214,6 +214,9 @@ describe.runIf(TEST_DATABASE_URL)('a runner held by replica A, driven from repli
   }, 240_000);
 
   it('suspend on B, resume on B and again on A: the workspace byte for byte; idle metered', async () => {
+    // Metered like an embedded session: open and parked time charged at the tenant's sessionUsdPerHour.
+    const policy = await onB('PATCH', '/tenant/policy', { sessionUsdPerHour: 36 });
+    expect(policy.status, JSON.stringify(policy.body)).toBe(200);
     const id = await open(onA);
     expect((await exec(onB, id, WRITE)).exitCode).toBe(0);
     const digest = (await exec(onB, id, DIGEST)).stdout as string;
@@ -239,6 +242,7 @@ describe.runIf(TEST_DATABASE_URL)('a runner held by replica A, driven from repli
 
     const c = await onB('POST', `/sandboxes/${id}/close`);
     expect(c.body.status).toBe('succeeded');
+    expect(c.body.usage.costUsd).toBeGreaterThan(0);
     expect(sandboxRuns(dir)).not.toContain(id);
   }, 240_000);
 
