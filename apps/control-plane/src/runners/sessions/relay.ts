@@ -260,7 +260,12 @@ export class SessionRelay {
           );
           for (const f of batch) f.resolve();
         } catch (e) {
-          for (const f of batch) f.reject(e);
+          // A frame that could not be written breaks its conversation's order: the conversation fails whole.
+          for (const f of batch) {
+            f.reject(e);
+            const c = this.#convs.get(f.conv);
+            c?.fail(this.#lost(c.runnerId, c.peer, `the relay could not be written: ${String(e)}`));
+          }
         }
       }
     } finally {
