@@ -246,6 +246,34 @@ describe.runIf(TEST_DATABASE_URL)('a runner held by replica A, driven from repli
     expect(sandboxRuns(dir)).not.toContain(id);
   }, 240_000);
 
+  it('touch from B extends the expiry; a session opened from B expires and is reaped: the sandbox disposed', async () => {
+    const r = await onB('POST', '/sandboxes', {
+      ttlSec: 3,
+      idleTimeoutSec: 600,
+      placement: { where: 'driver', isolation: 'process', target: runnerId },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const id = r.body.run.id as string;
+    expect(sandboxRuns(dir)).toContain(id);
+    const before = (await onB('GET', `/sandboxes/${id}`)).body.expiresAt as string;
+    const touched = await onB('POST', `/sandboxes/${id}/touch`, { ttlSec: 4 });
+    expect(touched.status, JSON.stringify(touched.body)).toBe(200);
+    expect(Date.parse(touched.body.expiresAt)).toBeGreaterThan(Date.parse(before));
+    // Either replica's reaper settles it; the runner's sandbox goes with it (relayed when B sweeps).
+    const settled = await waitFor(
+      'the expired session settled',
+      async () => {
+        const run = (await onB('GET', `/runs/${id}`)).body;
+        return run.status === 'succeeded' ? run : undefined;
+      },
+      60_000,
+    );
+    expect(settled.outputs.result.endReason).toBe('expired');
+    await waitFor('the sandbox disposed on the runner', async () =>
+      sandboxRuns(dir).includes(id) ? undefined : true,
+    );
+  }, 120_000);
+
   it('the holder replica gone: B answers 503 runner_unreachable and nothing changes', async () => {
     const id = await open(onB);
     const stable = (v: Json) => ({
