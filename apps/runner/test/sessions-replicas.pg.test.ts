@@ -142,6 +142,22 @@ describe.runIf(TEST_DATABASE_URL)('a runner held by replica A, driven from repli
     const big = await exec(onB, id, ['sh', '-c', 'head -c 600000 /dev/zero | tr "\\0" x']);
     expect(big.stdout).toBe('x'.repeat(600_000));
 
+    // What the relay costs an exec: `true` through A (the holder, local) and through B, alternately.
+    const took: Record<'local' | 'relayed', number[]> = { local: [], relayed: [] };
+    for (let i = 0; i < 10; i++)
+      for (const [k, via] of [
+        ['local', onA],
+        ['relayed', onB],
+      ] as const) {
+        const t0 = performance.now();
+        await exec(via, id, ['true']);
+        took[k].push(performance.now() - t0);
+      }
+    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] ?? 0;
+    console.log(
+      `BENCH relay exec median local ${median(took.local).toFixed(1)} ms, relayed ${median(took.relayed).toFixed(1)} ms (10 each)`,
+    );
+
     const t = await onB('POST', `/runs/${id}/terminal-ticket`);
     expect(t.status, JSON.stringify(t.body)).toBe(201);
     const ws = new WebSocket(
@@ -197,7 +213,7 @@ describe.runIf(TEST_DATABASE_URL)('a runner held by replica A, driven from repli
       },
       30_000,
     );
-    expect(events.filter((e) => e.type === 'tool_call')).toHaveLength(2);
+    expect(events.filter((e) => e.type === 'tool_call')).toHaveLength(22);
     const input = events
       .filter((e) => e.ext === 'everdict/terminal' && e.data?.dir === 'in')
       .map((e) => Buffer.from(e.data.data as string, 'base64').toString('utf8'))
