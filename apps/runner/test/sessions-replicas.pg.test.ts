@@ -12,7 +12,16 @@ import { join } from 'node:path';
 import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { apiCall, type Json, pair, type RunnerProcess, scratch, startRunner, waitFor } from './helpers.js';
+import {
+  apiCall,
+  type Json,
+  pair,
+  type RunnerProcess,
+  resizeUntilShown,
+  scratch,
+  startRunner,
+  waitFor,
+} from './helpers.js';
 
 const TEST_DATABASE_URL = process.env.EVERDICT_TEST_DATABASE_URL?.trim() || undefined;
 if (!TEST_DATABASE_URL)
@@ -181,20 +190,7 @@ describe.runIf(TEST_DATABASE_URL)('a runner held by replica A, driven from repli
     await waitFor('the sequence', async () => (/2000,END/.test(out) ? true : undefined), 60_000);
     const seq = Array.from({ length: 2000 }, (_, i) => i + 1).join(',');
     expect(out).toContain(`${seq},END`);
-    // The process driver applies a resize through its own pipe (pty.ts), racing stdin: ask until it shows.
-    ws.send(JSON.stringify({ type: 'resize', cols: 120, rows: 40 }));
-    let asked = 0;
-    await waitFor(
-      'the new size',
-      async () => {
-        if (out.includes('40 120')) return true;
-        asked += 1;
-        ws.send(Buffer.from('stty size\n'), { binary: true });
-        await new Promise((r) => setTimeout(r, 300));
-        return undefined;
-      },
-      60_000,
-    );
+    const asked = await resizeUntilShown(ws, () => out, { cols: 120, rows: 40 });
     ws.send(Buffer.from('exit 0\n'), { binary: true });
     const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
     expect(await closed).toBe(1000);
