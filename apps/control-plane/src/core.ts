@@ -125,9 +125,10 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     ? new RunnerSessionHub(deps, {
         leaseMs: lease.leaseMs,
         ...(sched.replicaId === undefined ? {} : { replica: sched.replicaId }),
+        ...(options.sessionRelay === undefined ? {} : { relay: options.sessionRelay }),
       })
     : null;
-  hub?.start();
+  await hub?.start();
   const sessions: Sessions | null = options.sessions
     ? startSessions(deps, trajectories, {
         ...(hub ? { hub } : {}),

@@ -99,7 +99,7 @@ export const REFUSALS = {
   shutting_down: { status: 503, when: 'the process is draining: writes are refused' },
   sandbox_unavailable: {
     status: 503,
-    when: "the embedded placement could not provision or reach a session's compute (`reason`: the driver's code)",
+    when: "a session's compute could not be provisioned or reached (problem member `reason`: the driver's code, or `runner_unreachable`)",
   },
   database_unavailable: { status: 503, when: 'the ledger database does not answer' },
   storage_unavailable: { status: 503, when: 'the trajectory store (directory or bucket) does not answer' },

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient, dataOf, type EverdictClient } from '@everdict/client';
+import type WebSocket from 'ws';
 
 export const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 export const RUNRECORD_CLI = fileURLToPath(
@@ -117,4 +118,30 @@ export async function apiCall(
   });
   const text = await r.text();
   return { status: r.status, body: text ? (JSON.parse(text) as Json) : {} };
+}
+
+/**
+ * Resizes a terminal (its WebSocket) and waits until `stty size` shows the new size. The process driver applies
+ * a resize through its own pipe (placement-process pty.ts), which races stdin: a `stty size` sent right after
+ * may still see the old size, so it is asked again until the new one shows. Returns how often it was asked.
+ */
+export async function resizeUntilShown(
+  ws: WebSocket,
+  output: () => string,
+  size: { cols: number; rows: number },
+): Promise<number> {
+  ws.send(JSON.stringify({ type: 'resize', cols: size.cols, rows: size.rows }));
+  let asked = 0;
+  await waitFor(
+    'the new terminal size',
+    async () => {
+      if (output().includes(`${size.rows} ${size.cols}`)) return true;
+      asked += 1;
+      ws.send(Buffer.from('stty size\n'), { binary: true });
+      await new Promise((r) => setTimeout(r, 300));
+      return undefined;
+    },
+    60_000,
+  );
+  return asked;
 }

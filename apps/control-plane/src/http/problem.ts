@@ -31,6 +31,10 @@ export const ProblemSchema = z
     detail: z.string().optional(),
     rule: z.string().optional().openapi({ description: 'The admission rule that refused (402/429).' }),
     issues: z.array(IssueSchema).optional(),
+    reason: z
+      .string()
+      .optional()
+      .openapi({ description: 'Why a part is unavailable (503), e.g. runner_unreachable.' }),
   })
   .catchall(z.unknown())
   .openapi('Problem');
@@ -151,8 +155,10 @@ export function errorToProblem(thrown: unknown): MappedError {
   }
   if (err.httpStatus === 503) {
     // A part we depend on is unavailable (sandbox compute, storage, draining): a named 503, not a defect.
+    // Its details stay inside; only a stable `reason` (e.g. runner_unreachable) goes out.
+    const reason = err.details.reason;
     return {
-      problem: problem(err.code, err.message),
+      problem: problem(err.code, err.message, typeof reason === 'string' ? { reason } : {}),
       unexpected: false,
       retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS,
     };

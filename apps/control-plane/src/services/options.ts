@@ -96,6 +96,11 @@ export interface CoreOptions {
    * driver). Absent → POST /sandboxes answers 404 and a session sandbox run goes to the runners' queue.
    */
   sessions?: import('../sessions/index.js').SessionOptions;
+  /**
+   * The cross-replica relay of runners' session channels (runners/sessions/relay.ts): its timings, or `false`
+   * to turn it off. On by default on PostgreSQL; never on PGlite (one process holds every channel).
+   */
+  sessionRelay?: import('../runners/sessions/relay.js').RelayOptions | false;
   /** The head log (issue 18 §2): its key (file), witness keys, STH interval. Absent → no log is sequenced. */
   headLog?: import('../log/index.js').StartHeadLogOptions;
   /** Admission / dispatch observer (metrics). */

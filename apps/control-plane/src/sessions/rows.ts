@@ -75,6 +75,23 @@ export async function markActive(
     WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open'`.execute(ex);
 }
 
+/**
+ * Undoes a markActive at `marked` whose operation was refused (the compute unreachable): the row's activity as
+ * it was before — unless other traffic marked it since.
+ */
+export async function unmarkActive(
+  ex: Executor,
+  tenant: string,
+  runId: string,
+  marked: Date,
+  before: { last_activity_at: Date; idle_deadline: Date },
+): Promise<void> {
+  await sql`UPDATE sessions SET last_activity_at = ${before.last_activity_at}, idle_deadline = ${before.idle_deadline}
+    WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open' AND last_activity_at = ${marked}`.execute(
+    ex,
+  );
+}
+
 /** Like markActive, but the deadline may move earlier (after a long command ends). */
 export async function resetIdle(ex: Executor, tenant: string, runId: string, now: Date): Promise<void> {
   await sql`UPDATE sessions SET last_activity_at = ${now},

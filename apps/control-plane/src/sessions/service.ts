@@ -21,7 +21,7 @@ import {
 import type { SessionLog } from './log.js';
 import { openEnergyUj, sessionUsd } from './meter.js';
 import { sessionPolicy } from './policy.js';
-import { markActive, resetIdle, type SessionRow, sessionOf } from './rows.js';
+import { markActive, resetIdle, type SessionRow, sessionOf, unmarkActive } from './rows.js';
 import { type SettleContext, settleSession } from './settle.js';
 import type { SnapshotStore } from './snapshots.js';
 import { mintTicket, redeemTicket } from './tickets.js';
@@ -167,7 +167,8 @@ export class SessionService {
     const compute = computeOf(this.core, session.holder);
     const timeoutMs = input.timeoutMs ?? 60_000;
     // A command still running is traffic: the idle deadline covers its timeout.
-    await markActive(deps.db, p.tenantId, runId, deps.clock(), timeoutMs);
+    const marked = deps.clock();
+    await markActive(deps.db, p.tenantId, runId, marked, timeoutMs);
     const started = performance.now();
     let view: ExecView;
     try {
@@ -202,7 +203,11 @@ export class SessionService {
         // The compute vanished under a live row: the host lost it. Settle it so, and say so.
         await settleSession(this.core, p.tenantId, runId, 'lost');
         throw placementProblem(e);
-      } else throw placementProblem(e);
+      } else {
+        // Refused (the compute unreachable, say): the row's activity as it was — a refusal changes nothing.
+        await unmarkActive(deps.db, p.tenantId, runId, marked, session).catch(() => undefined);
+        throw placementProblem(e);
+      }
     }
     await resetIdle(deps.db, p.tenantId, runId, deps.clock());
     await log.exec(p.tenantId, runId, p.actor, input.command, view);

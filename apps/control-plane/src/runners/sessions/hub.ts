@@ -5,10 +5,12 @@
 // On every connect the hub's listeners run (the sessions module reaps the runner's orphans by label), and
 // every `reconcileMs` it disposes what the runner holds that no open session row names (compute settled by
 // another replica, or provisioned for an open that never committed).
+// Every other replica sharing the database reaches the runner through this one: the relay (relay.ts) forwards
+// each driver call and terminal stream over PostgreSQL to the replica `session_channels.replica` names.
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { DriverDescription, MAX_FRAME_BYTES, RunnerFrame } from '@everdict/placement';
+import { DriverDescription, MAX_FRAME_BYTES, PlacementError, RunnerFrame } from '@everdict/placement';
 import { sql } from 'kysely';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { json } from '../../db/numeric.js';
@@ -18,7 +20,8 @@ import { refuseUpgrade } from '../../http/upgrade-refusal.js';
 import type { Deps } from '../../services/context.js';
 import { authenticateRunner } from '../registry.js';
 import { RunnerChannel, type RunnerHello } from './channel.js';
-import { type ChannelLookup, RemoteDriver } from './remote-driver.js';
+import { type RelayOptions, SessionRelay } from './relay.js';
+import { type ChannelLookup, RemoteDriver, type SessionLink } from './remote-driver.js';
 
 export const SESSION_CHANNEL_PATH = '/runner/v1/sessions';
 /** A session row's holder for a runner. */
@@ -37,6 +40,11 @@ export interface SessionHubOptions {
   readonly reconcileMs?: number;
   /** A held sandbox younger than this is never disposed by reconciliation (an open in flight; default 120 s). */
   readonly reconcileGraceMs?: number;
+  /**
+   * The cross-replica relay (relay.ts): on PostgreSQL by default; `false` = off (a runner whose channel another
+   * replica holds is then unreachable from here). PGlite is one process: every channel is local, no relay.
+   */
+  readonly relay?: RelayOptions | false;
 }
 
 type Listener = (runnerId: string) => Promise<unknown>;
@@ -46,6 +54,7 @@ export class RunnerSessionHub implements ChannelLookup {
   readonly #channels = new Map<string, RunnerChannel>();
   readonly #wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
   readonly #listeners: Listener[] = [];
+  readonly #relay: SessionRelay | null;
   #touch: ReturnType<typeof setInterval> | null = null;
   #reconcile: ReturnType<typeof setInterval> | null = null;
 
@@ -54,11 +63,21 @@ export class RunnerSessionHub implements ChannelLookup {
     readonly opts: SessionHubOptions,
   ) {
     this.replica = opts.replica ?? `replica-${randomBytes(6).toString('hex')}`;
+    this.#relay =
+      opts.relay !== false && deps.ldb.dialect === 'postgres'
+        ? new SessionRelay(deps, this.replica, this, opts.relay ?? {}, (e) => this.#warn(e))
+        : null;
+  }
+
+  /** The relay to other replicas' runners (null on PGlite or when turned off). */
+  get relay(): SessionRelay | null {
+    return this.#relay;
   }
 
   #warn = (e: unknown) => this.deps.log('warn', 'runner session channel', { error: String(e) });
 
-  start(): void {
+  async start(): Promise<void> {
+    await this.#relay?.start();
     const touchMs = this.opts.touchMs ?? Math.max(50, Math.floor(this.opts.leaseMs / 3));
     this.#touch = setInterval(() => void this.#touchAll().catch(this.#warn), touchMs);
     this.#touch.unref?.();
@@ -80,6 +99,37 @@ export class RunnerSessionHub implements ChannelLookup {
 
   connected(runnerId: string): boolean {
     return this.#channels.get(runnerId)?.isOpen === true;
+  }
+
+  /**
+   * The way to a runner's driver: this replica's open channel; else, through the relay, the replica that
+   * holds it (its `session_channels` row seen within the lease). Refused `spawn_failed` (reason
+   * `runner_unreachable`, 503 sandbox_unavailable) when neither — before anything is sent.
+   */
+  async link(runnerId: string): Promise<SessionLink> {
+    const ch = this.#channels.get(runnerId);
+    if (ch?.isOpen) return ch;
+    const relay = this.#relay;
+    if (relay) {
+      const row = await this.deps.db
+        .selectFrom('session_channels')
+        .select(['replica', 'seen_at'])
+        .where('runner_id', '=', runnerId)
+        .executeTakeFirst();
+      const since = this.deps.clock().getTime() - this.opts.leaseMs;
+      if (row && row.replica !== this.replica && row.seen_at.getTime() > since) {
+        const holder = row.replica;
+        return {
+          call: (op, args, timeoutMs) => relay.call(holder, runnerId, op, args, timeoutMs),
+          stream: (args) => relay.stream(holder, runnerId, args),
+        };
+      }
+    }
+    throw new PlacementError(
+      'spawn_failed',
+      `runner ${runnerId} has no live session channel on any replica`,
+      { runnerId, reason: 'runner_unreachable' },
+    );
   }
 
   driver(runnerId: string): RemoteDriver {
@@ -234,6 +284,7 @@ export class RunnerSessionHub implements ChannelLookup {
     if (this.#touch) clearInterval(this.#touch);
     if (this.#reconcile) clearInterval(this.#reconcile);
     for (const c of this.#channels.values()) c.close(1001, 'control plane stopping');
+    await this.#relay?.close();
     await new Promise<void>((r) => this.#wss.close(() => r()));
   }
 }

@@ -1,7 +1,8 @@
 // A runner's placement driver, seen from the control plane: the Driver contract over the runner's session
 // channel. Each operation is one call (answers parsed with the contract's own schemas); `stream` is a
-// terminal multiplexed on the channel. A runner not connected to this replica refuses with `spawn_failed`
-// (reason `runner_unreachable`) — never `gone`, which would mean the sandbox is known to be lost.
+// terminal multiplexed on the channel. A runner whose channel another replica holds is reached through that
+// replica (relay.ts, over PostgreSQL); one reachable nowhere refuses with `spawn_failed` (reason
+// `runner_unreachable`) — never `gone`, which would mean the sandbox is known to be lost.
 import {
   type Capacity,
   type Command,
@@ -14,6 +15,7 @@ import {
   ReapedSandbox,
   SandboxHandle,
   type SandboxUsage,
+  type SessionOp,
   Snapshot,
   type StreamOptionsInput,
   unsupported,
@@ -29,8 +31,16 @@ export type HeldSandbox = z.infer<typeof HeldSandbox>;
 const SLACK_MS = 30_000;
 const SLOW_MS = 300_000;
 
+/** A way to a runner's driver: its channel on this replica, or the relay to the replica holding it. */
+export interface SessionLink {
+  call(op: SessionOp, args: unknown, timeoutMs: number): Promise<unknown>;
+  stream(args: { handle: unknown; cmd: readonly string[]; options: unknown }): Promise<ExecStream>;
+}
+
 export interface ChannelLookup {
   channel(runnerId: string): RunnerChannel | undefined;
+  /** This replica's open channel to the runner, else the relay to its holder; refuses runner_unreachable. */
+  link(runnerId: string): Promise<SessionLink>;
 }
 
 export class RemoteDriver implements Driver {
@@ -48,6 +58,10 @@ export class RemoteDriver implements Driver {
         { runnerId: this.runnerId, reason: 'runner_unreachable' },
       );
     return ch;
+  }
+
+  #call(op: SessionOp, args: unknown, timeoutMs: number): Promise<unknown> {
+    return this.channels.link(this.runnerId).then((l) => l.call(op, args, timeoutMs));
   }
 
   describe(): DriverDescription {
@@ -73,16 +87,16 @@ export class RemoteDriver implements Driver {
   }
 
   async provision(spec: unknown): Promise<SandboxHandle> {
-    return SandboxHandle.parse(await this.#ch().call('provision', { spec }, SLOW_MS));
+    return SandboxHandle.parse(await this.#call('provision', { spec }, SLOW_MS));
   }
 
   async exec(handle: SandboxHandle, cmd: Command, options: ExecOptionsInput = {}): Promise<ExecResult> {
     const wait = (options.timeoutMs ?? 60_000) + SLACK_MS;
-    return ExecResult.parse(await this.#ch().call('exec', { handle, cmd, options }, wait));
+    return ExecResult.parse(await this.#call('exec', { handle, cmd, options }, wait));
   }
 
   stream(handle: SandboxHandle, cmd: Command, options: StreamOptionsInput = {}): Promise<ExecStream> {
-    return this.#ch().stream({ handle, cmd, options });
+    return this.channels.link(this.runnerId).then((l) => l.stream({ handle, cmd, options }));
   }
 
   // biome-ignore lint/correctness/useYield: the contract's optional operation, refused
@@ -91,11 +105,11 @@ export class RemoteDriver implements Driver {
   }
 
   async snapshot(handle: SandboxHandle): Promise<Snapshot> {
-    return Snapshot.parse(await this.#ch().call('snapshot', { handle }, SLOW_MS));
+    return Snapshot.parse(await this.#call('snapshot', { handle }, SLOW_MS));
   }
 
   async restore(handle: SandboxHandle, snapshot: Snapshot): Promise<void> {
-    await this.#ch().call('restore', { handle, snapshot }, SLOW_MS);
+    await this.#call('restore', { handle, snapshot }, SLOW_MS);
   }
 
   async usage(): Promise<SandboxUsage> {
@@ -103,11 +117,11 @@ export class RemoteDriver implements Driver {
   }
 
   async dispose(handle: SandboxHandle): Promise<void> {
-    await this.#ch().call('dispose', { handle }, SLOW_MS);
+    await this.#call('dispose', { handle }, SLOW_MS);
   }
 
   async reap(selector: { labels: Record<string, string> }): Promise<ReapedSandbox[]> {
-    return z.array(ReapedSandbox).parse(await this.#ch().call('reap', selector, SLOW_MS));
+    return z.array(ReapedSandbox).parse(await this.#call('reap', selector, SLOW_MS));
   }
 
   async capacity(): Promise<Capacity> {
@@ -119,7 +133,7 @@ export class RemoteDriver implements Driver {
     };
   }
 
-  /** The session sandboxes the runner holds (for the holding replica's reconciliation). */
+  /** The session sandboxes the runner holds (for the holding replica's reconciliation: its own channel). */
   async held(): Promise<HeldSandbox[]> {
     return z.array(HeldSandbox).parse(await this.#ch().call('held', {}, SLOW_MS));
   }
