@@ -18,6 +18,7 @@ import * as m0016 from './0016_headlog.js';
 import * as m0017 from './0017_one_owner_columns.js';
 import * as m0018 from './0018_session_channels.js';
 import * as m0019 from './0019_agent_call_groups.js';
+import * as m0021 from './0021_released_counters.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -38,6 +39,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0017_one_owner_columns': m0017,
   '0018_session_channels': m0018,
   '0019_agent_call_groups': m0019,
+  '0021_released_counters': m0021,
 };
 
 export const migrationProvider: MigrationProvider = {
