@@ -121,9 +121,9 @@ describe.runIf(LIVE_PG)('two replicas on one PostgreSQL', () => {
     const byStatus = Object.fromEntries(statuses.map((s) => [s.status, numeric(s.n)]));
     expect(byStatus.cancelled ?? 0).toBeGreaterThanOrEqual(cancelled.size);
     expect((byStatus.succeeded ?? 0) + (byStatus.cancelled ?? 0)).toBe(N);
-    const counters = await db.selectFrom('adm_tenants').select(['queued', 'running']).execute();
+    const counters = await db.selectFrom('adm_tenants_now').select(['queued', 'running']).execute();
     expect(counters.every((c) => c.queued === 0 && c.running === 0)).toBe(true);
-    const inflight = await db.selectFrom('adm_envelopes').select('in_flight').execute();
+    const inflight = await db.selectFrom('adm_envelopes_now').select('in_flight').execute();
     expect(inflight.every((e) => e.in_flight === 0)).toBe(true);
     const dispatchedBoth = (a.internals.dispatch?.dispatched ?? 0) + (b.internals.dispatch?.dispatched ?? 0);
     expect(dispatchedBoth).toBe(perRun.filter((r) => r.kind === 'run.started').length);

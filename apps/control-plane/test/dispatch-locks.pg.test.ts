@@ -115,7 +115,7 @@ describe.runIf(LIVE_PG)('claim and settle against held rows', () => {
     expect(await second).toEqual([x]);
     expect((await core.services.runs.record(admin, x)).verify).toMatchObject({ ok: true, length: 2 });
     const ten = await deps.db
-      .selectFrom('adm_tenants')
+      .selectFrom('adm_tenants_now')
       .select(['running', 'queued'])
       .executeTakeFirstOrThrow();
     expect(ten).toEqual({ running: 0, queued: 0 });

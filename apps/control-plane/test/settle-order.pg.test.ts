@@ -140,9 +140,9 @@ describe.runIf(LIVE_PG)('settle batches on two replicas', () => {
     expect(deadlocks).toBe(0);
     expect(settled).toBe(total);
     const db = a.internals.deps.db;
-    const counters = await db.selectFrom('adm_tenants').select(['running', 'queued']).execute();
+    const counters = await db.selectFrom('adm_tenants_now').select(['running', 'queued']).execute();
     expect(counters.every((c) => c.running === 0 && c.queued === 0)).toBe(true);
-    const inflight = await db.selectFrom('adm_envelopes').select('in_flight').execute();
+    const inflight = await db.selectFrom('adm_envelopes_now').select('in_flight').execute();
     expect(inflight.every((e) => e.in_flight === 0)).toBe(true);
     // The server's own count for this database (a backend reports it when it goes idle or exits).
     closed = true;

@@ -33,7 +33,7 @@ export function consoleSource(core: Pick<Core, 'internals'>): ConsoleSource {
   return {
     async envelopes(tenantId, limit) {
       const rows = await db
-        .selectFrom('adm_envelopes')
+        .selectFrom('adm_envelopes_now')
         .selectAll()
         .where('tenant', '=', tenantId)
         .orderBy('id', 'desc')
@@ -68,7 +68,7 @@ export function consoleSource(core: Pick<Core, 'internals'>): ConsoleSource {
     },
     async queue(tenantId) {
       const t = await db
-        .selectFrom('adm_tenants')
+        .selectFrom('adm_tenants_now')
         .selectAll()
         .where('tenant', '=', tenantId)
         .executeTakeFirst();

@@ -231,6 +231,21 @@ export interface AdmEnvelopesTable {
   in_flight_cap: number;
 }
 
+export interface AdmEnvelopeReleasesTable {
+  tenant: string;
+  id: string;
+  stripe: number;
+  in_flight: number;
+  spent_usd: number;
+  spent_tokens: number;
+}
+
+export interface AdmTenantReleasesTable {
+  tenant: string;
+  stripe: number;
+  running: number;
+}
+
 export interface AdmAdmissionsTable {
   tenant: string;
   request_id: string;
@@ -325,6 +340,12 @@ export interface Database {
   adm_tenants: AdmTenantsTable;
   adm_agents: AdmAgentsTable;
   adm_envelopes: AdmEnvelopesTable;
+  /** Released counters (migration 0021, admission-store/sql/released.ts): what settles gave back, striped. */
+  adm_envelope_releases: AdmEnvelopeReleasesTable;
+  adm_tenant_releases: AdmTenantReleasesTable;
+  /** Views: the main rows less (in flight, running) or plus (spend) their released sums — what to read. */
+  adm_envelopes_now: AdmEnvelopesTable;
+  adm_tenants_now: AdmTenantsTable;
   adm_admissions: AdmAdmissionsTable;
   adm_slots: AdmSlotsTable;
   adm_queue: AdmQueueTable;

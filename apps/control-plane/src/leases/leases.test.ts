@@ -92,7 +92,7 @@ describe('leases', { timeout: 120_000 }, () => {
     expect(run.startedAt).toBeUndefined();
     expect(await segments()).toEqual(before);
     const ten = await deps.db
-      .selectFrom('adm_tenants')
+      .selectFrom('adm_tenants_now')
       .selectAll()
       .where('tenant', '=', tenant)
       .executeTakeFirstOrThrow();
@@ -179,7 +179,7 @@ describe('leases', { timeout: 120_000 }, () => {
     expect(run).toMatchObject({ status: 'failed', attempt: 2, error: { code: 'executor_lost' } });
     expect((await t.core.services.runs.record(t.admin, id)).verify.ok).toBe(true);
     const ten = await deps.db
-      .selectFrom('adm_tenants')
+      .selectFrom('adm_tenants_now')
       .selectAll()
       .where('tenant', '=', t.admin.tenantId)
       .executeTakeFirstOrThrow();

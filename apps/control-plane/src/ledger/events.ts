@@ -31,6 +31,31 @@ export async function appendEvents(
 }
 
 /**
+ * NOTIFY after a durable write has committed, in its own tiny transaction that commits asynchronously
+ * (`synchronous_commit = off` for it alone). PostgreSQL serializes every NOTIFYing commit on one cluster-wide
+ * lock (queue entries go in commit order) and holds it until the commit returns — through the WAL flush of a
+ * synchronous commit. A create or settle that NOTIFYs in its own statement therefore holds that lock for an
+ * fsync, and every other NOTIFYing commit (claims, other creates and settles) queues behind it and cannot share
+ * its flush. Sent here, the lock is held for an unflushed commit record only. A crash can lose such a
+ * notification — never the write it announces: listeners also poll (wake-loop.ts). Never throws: a lost
+ * notification costs a poll interval at most. `[channel, payload]` or a channel with an empty payload.
+ */
+export function notifyAfterCommit(
+  ex: Executor,
+  notifies: readonly (string | readonly [string, string])[],
+  onError?: (e: unknown) => void,
+): Promise<void> {
+  if (notifies.length === 0) return Promise.resolve();
+  const calls = notifies.map((n) =>
+    typeof n === 'string' ? sql`pg_notify(${n}, '')` : sql`pg_notify(${n[0]}, ${n[1]})`,
+  );
+  return sql`SELECT set_config('synchronous_commit', 'off', true), ${sql.join(calls)}`.execute(ex).then(
+    () => undefined,
+    (e: unknown) => onError?.(e),
+  );
+}
+
+/**
  * `INSERT INTO events … RETURNING id` for a CTE of a larger statement (the caller NOTIFYs). The facts go in as
  * one jsonb parameter, in order: the SQL text is the same for any number of facts (preparable).
  */

@@ -57,11 +57,14 @@ describe('settleMany', () => {
     expect((await settledFacts(y)).map((e) => e.payload.outcome)).toEqual(['succeeded']);
     for (const id of [x, y]) expect((await t.core.services.runs.record(t.admin, id)).verify.ok).toBe(true);
     const ten = await deps.db
-      .selectFrom('adm_tenants')
+      .selectFrom('adm_tenants_now')
       .select(['running', 'queued'])
       .executeTakeFirstOrThrow();
     expect(ten).toEqual({ running: 0, queued: 0 });
-    const envelopes = await deps.db.selectFrom('adm_envelopes').select(['in_flight', 'spent_usd']).execute();
+    const envelopes = await deps.db
+      .selectFrom('adm_envelopes_now')
+      .select(['in_flight', 'spent_usd'])
+      .execute();
     expect(envelopes).toEqual([{ in_flight: 0, spent_usd: 0.5 }]);
   });
 
@@ -96,7 +99,10 @@ describe('settleMany', () => {
     expect((await settleMany(deps.db, deps, items)).sort()).toEqual([x, y].sort());
     expect(await settleMany(deps.db, deps, items)).toEqual([]);
     for (const id of [x, y]) expect(await settledFacts(id)).toHaveLength(1);
-    const envelopes = await deps.db.selectFrom('adm_envelopes').select(['in_flight', 'spent_usd']).execute();
+    const envelopes = await deps.db
+      .selectFrom('adm_envelopes_now')
+      .select(['in_flight', 'spent_usd'])
+      .execute();
     expect(envelopes).toEqual([{ in_flight: 0, spent_usd: 1 }]);
   });
 });

@@ -16,7 +16,7 @@ import { json, numeric } from '../db/numeric.js';
 import { prepared } from '../db/prepared.js';
 import type { Executor } from '../db/tx.js';
 import { releaseSettled } from '../leases/store.js';
-import { EVENTS_CHANNEL } from '../ledger/events.js';
+import { EVENTS_CHANNEL, notifyAfterCommit } from '../ledger/events.js';
 import { appendOps, intervalAttestation } from '../ledger/records.js';
 import { type RunRow, rowToRun } from '../ledger/runs.js';
 import { type Deps, nowIso } from '../services/context.js';
@@ -136,6 +136,19 @@ export async function planSettle(
   return out;
 }
 
+/**
+ * The settle's facts are announced on EVENTS_CHANNEL. On a database handle the write has committed: the
+ * NOTIFY goes after it, off its WAL flush (ledger/events.ts notifyAfterCommit), not awaited. Inside a
+ * transaction it is queued there and delivered at the caller's commit.
+ */
+async function notifySettled(ex: Executor, deps: Deps): Promise<void> {
+  if (ex.isTransaction) await sql`SELECT pg_notify(${EVENTS_CHANNEL}, '')`.execute(ex);
+  else
+    void notifyAfterCommit(ex, [EVENTS_CHANNEL], (e) =>
+      deps.log('warn', 'settle: notify failed (listeners poll)', { error: String(e) }),
+    );
+}
+
 /** Step 3, the one write statement; returns the ids it settled (the runs still at the version read). */
 export async function writeSettle(ex: Executor, p: SettlePlan): Promise<string[]> {
   const slots = sql`SELECT x.tenant, x.id AS run_id, x.status, x.usd, x.tokens FROM x
@@ -182,10 +195,9 @@ export async function writeSettle(ex: Executor, p: SettlePlan): Promise<string[]
       ORDER BY e.ord
       RETURNING 1
     ),
-    note AS (SELECT pg_notify(${EVENTS_CHANNEL}, '') AS n FROM (SELECT 1 FROM ev LIMIT 1) e),
     lease AS (${releaseSettled(sql`SELECT id AS run_id FROM ok`)}),
     ${settleSlotsCtes(slots)}
-    SELECT ok.id FROM ok WHERE (SELECT count(*) FROM note) >= 0 AND (SELECT count(*) FROM lease) >= 0`.execute(
+    SELECT ok.id FROM ok WHERE (SELECT count(*) FROM ev) >= 0 AND (SELECT count(*) FROM lease) >= 0`.execute(
     ex,
   );
   return rows.map((r) => r.id);
@@ -203,6 +215,7 @@ export async function settleMany(ex: Executor, deps: Deps, items: readonly Finis
     const p = await planSettle(ex, deps, todo);
     if (p.items.length === 0) return settled;
     const done = new Set(await writeSettle(ex, p));
+    if (done.size > 0) await notifySettled(ex, deps);
     settled.push(...done);
     todo = p.items.filter((i) => !done.has(i.runId));
   }

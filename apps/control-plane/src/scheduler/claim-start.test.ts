@@ -85,7 +85,7 @@ describe('claimAndStart', () => {
     const slots = await db().selectFrom('adm_slots').select(['status', 'started_at']).execute();
     expect(slots.every((s) => s.status === 'running' && Number(s.started_at) === now.getTime())).toBe(true);
     const ten = await db()
-      .selectFrom('adm_tenants')
+      .selectFrom('adm_tenants_now')
       .selectAll()
       .where('tenant', '=', 'default')
       .executeTakeFirstOrThrow();

@@ -70,7 +70,7 @@ describe('DispatchLoop', () => {
     // Unsettled runs stay running in the ledger and count against their tenant's quota.
     expect(await statuses()).toEqual({ running: bound, queued: 12 - bound });
     const ten = await t.core.internals.deps.db
-      .selectFrom('adm_tenants')
+      .selectFrom('adm_tenants_now')
       .select(['running', 'queued'])
       .where('tenant', '=', 'default')
       .executeTakeFirstOrThrow();
@@ -80,7 +80,7 @@ describe('DispatchLoop', () => {
     await eventually(async () => ((await statuses()).succeeded === 12 ? true : undefined));
     expect(loop.dispatched).toBe(12);
     const after = await t.core.internals.deps.db
-      .selectFrom('adm_tenants')
+      .selectFrom('adm_tenants_now')
       .select(['running', 'queued'])
       .where('tenant', '=', 'default')
       .executeTakeFirstOrThrow();

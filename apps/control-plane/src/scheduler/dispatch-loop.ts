@@ -9,6 +9,7 @@
 // executing + queued/flushing settles ≤ BACKLOG_FACTOR × concurrency, and past it the loop stops claiming
 // until a flush drains it (the batcher wakes the loop).
 import { isTerminalStatus, type RunStatus } from '@everdict/run-model';
+import { foldReleases } from '../admission-store/sql/released.js';
 import { retryOnConflict } from '../db/tx.js';
 import { LeaseKeeper } from '../leases/keeper.js';
 import { type LeasePolicy, leasePolicy } from '../leases/policy.js';
@@ -149,13 +150,20 @@ export class DispatchLoop {
     }
   }
 
-  /** At most every `sweepMs`: requeue (or fail) runs whose lease expired (leases/sweep.ts), any holder's. */
+  /**
+   * At most every `sweepMs`: requeue (or fail) runs whose lease expired (leases/sweep.ts), any holder's; fold
+   * released counters past their threshold.
+   */
   private async sweepIfDue(): Promise<void> {
     const now = Date.now();
     if (now - this.lastSweep < this.lease.sweepMs) return;
     this.lastSweep = now;
     await sweepExpiredLeases(this.deps, this.lease, this.deps.clock().getTime()).catch((e: unknown) =>
       this.deps.log('error', 'lease sweep failed', { error: String(e) }),
+    );
+    // Released counters back into their main rows once a stripe has grown large (released.ts).
+    await foldReleases(this.deps.db).catch((e: unknown) =>
+      this.deps.log('warn', 'released counters: fold failed', { error: String(e) }),
     );
   }
 

@@ -17,7 +17,7 @@ import { commitBatch } from '../admission-store/sql/commit-batch.js';
 import { loadTaskSnapshots, type TaskSnapshot } from '../admission-store/sql/load.js';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
-import { EVENTS_CHANNEL, insertEventsSql } from '../ledger/events.js';
+import { EVENTS_CHANNEL, insertEventsSql, notifyAfterCommit } from '../ledger/events.js';
 import { insertRunsSql, type RunRow, withSlot } from '../ledger/runs.js';
 import { asControlPlaneError } from './boundary.js';
 import { type Deps, DISPATCH_CHANNEL } from './context.js';
@@ -212,11 +212,16 @@ async function decideAndWrite(
         { name: 'facts', query: insertEventsSql(events), rows: events.length },
       ],
       'run_rows',
-      [EVENTS_CHANNEL, [DISPATCH_CHANNEL, deps.localDispatch?.token ?? '']],
     );
     if (written === 'raced') return 'raced';
-    // Committed: this process's dispatch loop claims now, without waiting for its NOTIFY to come back.
+    // Committed: this process's dispatch loop claims now, without waiting for its NOTIFY to come back; the
+    // other listeners (replicas, feeds, the trigger loop) are told after the commit, off the commit's flush.
     deps.localDispatch?.wake();
+    void notifyAfterCommit(
+      deps.db,
+      [EVENTS_CHANNEL, [DISPATCH_CHANNEL, deps.localDispatch?.token ?? '']],
+      (e) => deps.log('warn', 'create: notify failed (listeners poll)', { error: String(e) }),
+    );
     deps.queueStats.noteEnqueued(built.length);
     const byId = new Map(written.committed.map((r) => [r.id, r]));
     for (const b of built)

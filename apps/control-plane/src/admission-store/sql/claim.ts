@@ -10,7 +10,8 @@
 //     is tagged start + (aged_n + j) / weight; entries in (tag, seq) order. Only the `window` tenants with the
 //     least first tags can hold the first `window` entries, so only they are expanded.
 //   arm 1, young: lane (interactive > background > batch), least finish tag, seq — one ordered index scan.
-// A tenant gets at most `max_concurrent − running` (read from its locked row), so reaching its quota mid-claim
+// A tenant gets at most `max_concurrent − running` (read from its locked row, less what settles released —
+// released.ts), so reaching its quota mid-claim
 // drops its later entries, as the kernel's blocking does. `now` must not go backwards between claims.
 //
 // Locks, in the control plane's lock order (admission-store/sql/settle.ts): the ledger's run rows (if any), queue rows and
@@ -27,6 +28,7 @@ import { sql } from 'kysely';
 import { numeric } from '../../db/numeric.js';
 import { prepared } from '../../db/prepared.js';
 import type { Executor, Tx } from '../../db/tx.js';
+import { runningOf } from './released.js';
 import { QUEUED_COLUMN } from './rows.js';
 
 type Fragment = ReturnType<typeof sql>;
@@ -112,7 +114,7 @@ export function claimStatement(
           SELECT w.enqueued_at, w.seq FROM adm_queue w WHERE w.tenant = t.tenant ${kindOf('w')}
           ORDER BY w.enqueued_at, w.seq LIMIT 1
         ) o
-        WHERE t.running < t.max_concurrent AND t.queued > 0 ${tenantOf('t')}
+        WHERE ${runningOf('t')} < t.max_concurrent AND t.queued > 0 ${tenantOf('t')}
           AND o.enqueued_at <= ${nowMs}::bigint - (SELECT aging FROM cfg)
           AND EXISTS (SELECT 1 FROM adm_queue x
             WHERE x.enqueued_at <= ${nowMs}::bigint - (SELECT aging FROM cfg) ${kindOf('x')} ${tenantOf('x')})
@@ -138,7 +140,7 @@ export function claimStatement(
         NULL::float8 AS tag FROM (
         SELECT w.run_id, w.tenant, w.lane, w.finish, w.seq FROM adm_queue w
         WHERE w.enqueued_at > ${nowMs}::bigint - (SELECT aging FROM cfg) ${kindOf('w')} ${tenantOf('w')}
-          AND EXISTS (SELECT 1 FROM adm_tenants t WHERE t.tenant = w.tenant AND t.running < t.max_concurrent)
+          AND EXISTS (SELECT 1 FROM adm_tenants t WHERE t.tenant = w.tenant AND ${runningOf('t')} < t.max_concurrent)
         ORDER BY w.lane, w.finish, w.seq
         LIMIT ${window}::int
       ) w
@@ -156,7 +158,7 @@ export function claimStatement(
       FOR UPDATE OF ${ledger ? ledger.lockFirst : sql``} q, s SKIP LOCKED
     ),
     ten AS MATERIALIZED (
-      SELECT t.tenant, t.max_concurrent - t.running AS room FROM adm_tenants t
+      SELECT t.tenant, t.max_concurrent - ${runningOf('t')} AS room FROM adm_tenants t
       WHERE t.tenant IN (SELECT c.tenant FROM cand c WHERE c.run_tenant = c.tenant)
         OR t.tenant IN (SELECT a.tenant FROM agedt a WHERE NOT a.cont)
       ORDER BY t.tenant
@@ -186,7 +188,7 @@ export function claimStatement(
         aged_start = CASE WHEN ${promote} THEN
           GREATEST(t.aged_start + t.aged_n / t.weight, COALESCE((SELECT v FROM aclock), 0)) ELSE t.aged_start END,
         aged_n = CASE WHEN ${promote} THEN 0 ELSE t.aged_n END + d.na,
-        aged_at = CASE WHEN t.running + d.n >= t.max_concurrent THEN NULL
+        aged_at = CASE WHEN ${runningOf('t')} + d.n >= t.max_concurrent THEN NULL
           WHEN ${promote} OR d.na > 0 THEN ${nowMs}::bigint ELSE t.aged_at END
       FROM (
         SELECT ten.tenant, COALESCE(p.n, 0) AS n, COALESCE(p.na, 0) AS na, COALESCE(p.qi, 0) AS qi,
@@ -277,10 +279,10 @@ export async function markStarted(
     .execute();
   const perClass = { interactive: 0, background: 0, batch: 0 } satisfies Record<RunClass, number>;
   for (const c of runs) perClass[c.class as RunClass]++;
-  await sql`UPDATE adm_tenants SET running = running + ${runs.length}::int, queued = queued - ${runs.length}::int,
-      ${sql.ref(QUEUED_COLUMN.interactive)} = ${sql.ref(QUEUED_COLUMN.interactive)} - ${perClass.interactive}::int,
-      ${sql.ref(QUEUED_COLUMN.background)} = ${sql.ref(QUEUED_COLUMN.background)} - ${perClass.background}::int,
-      ${sql.ref(QUEUED_COLUMN.batch)} = ${sql.ref(QUEUED_COLUMN.batch)} - ${perClass.batch}::int,
-      aged_at = CASE WHEN running + ${runs.length}::int >= max_concurrent THEN NULL ELSE aged_at END
-    WHERE tenant = ${tenant}`.execute(tx);
+  await sql`UPDATE adm_tenants t SET running = t.running + ${runs.length}::int, queued = t.queued - ${runs.length}::int,
+      ${sql.ref(QUEUED_COLUMN.interactive)} = t.${sql.ref(QUEUED_COLUMN.interactive)} - ${perClass.interactive}::int,
+      ${sql.ref(QUEUED_COLUMN.background)} = t.${sql.ref(QUEUED_COLUMN.background)} - ${perClass.background}::int,
+      ${sql.ref(QUEUED_COLUMN.batch)} = t.${sql.ref(QUEUED_COLUMN.batch)} - ${perClass.batch}::int,
+      aged_at = CASE WHEN ${runningOf('t')} + ${runs.length}::int >= t.max_concurrent THEN NULL ELSE t.aged_at END
+    WHERE t.tenant = ${tenant}`.execute(tx);
 }

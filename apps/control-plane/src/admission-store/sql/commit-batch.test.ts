@@ -68,12 +68,12 @@ async function setup(policy: Parameters<typeof tenantPolicy>[0]) {
       out[t] = Number(rows[0]?.n);
     }
     const tenantRow = await deps.db
-      .selectFrom('adm_tenants')
+      .selectFrom('adm_tenants_now')
       .select(['queued', 'queued_batch', 'running'])
       .where('tenant', '=', tenant)
       .executeTakeFirstOrThrow();
     const root = await deps.db
-      .selectFrom('adm_envelopes')
+      .selectFrom('adm_envelopes_now')
       .select(['in_flight', 'spent_runs'])
       .where('tenant', '=', tenant)
       .executeTakeFirstOrThrow();

@@ -3,7 +3,7 @@
 // statement, together with the caller's "riders" (the ledger's run rows and facts):
 //   1. the admission records (request ids), the slots and every rider — plain inserts, no existing row locked;
 //   2. the hot rows, last: every tenant's path envelopes locked in (tenant, id) order and charged
-//      (`in_flight + k <= cap`, budget left), then the tenant rows locked in tenant order and their queue cap
+//      (`in_flight + k <= cap`, budget left; in flight and spend less/plus what settles released — released.ts), then the tenant rows locked in tenant order and their queue cap
 //      taken (`queued + k <= max`), the WFQ finish tags per (tenant, lane) and the K queue entries;
 //   3. `everdict_assert` over every count: a guard short anywhere (a cross-replica race, a request id
 //      admitted meanwhile) raises EV001 and the whole statement — riders included — rolls back ('raced';
@@ -18,6 +18,7 @@ import { ASSERT_SQLSTATE } from '../../db/migrations/0005_assert.js';
 import { json } from '../../db/numeric.js';
 import { prepared } from '../../db/prepared.js';
 import { type Executor, isRetryable } from '../../db/tx.js';
+import { envelopeReleases } from './released.js';
 import { slotRow } from './rows.js';
 import { wfqTagUpsert } from './wfq-tags.js';
 
@@ -91,12 +92,14 @@ export async function commitBatch<R>(
       SELECT e.tenant, e.id FROM adm_envelopes e JOIN d ON e.tenant = d.tenant AND e.id = d.id
       ORDER BY e.tenant, e.id FOR UPDATE OF e
     ),
+    rel AS MATERIALIZED (${envelopeReleases('env_lock')}),
     env AS (
       UPDATE adm_envelopes e SET in_flight = e.in_flight + d.k, spent_runs = e.spent_runs + d.k
-      FROM d JOIN env_lock l ON l.tenant = d.tenant AND l.id = d.id
-      WHERE e.tenant = d.tenant AND e.id = d.id AND e.in_flight + d.k <= e.in_flight_cap
-        AND (e.cap_usd IS NULL OR (e.spent_usd < e.cap_usd AND e.cap_usd - e.spent_usd >= d.usd))
-        AND (e.cap_tokens IS NULL OR (e.spent_tokens < e.cap_tokens AND e.cap_tokens - e.spent_tokens >= d.tokens))
+      FROM d JOIN env_lock l ON l.tenant = d.tenant AND l.id = d.id JOIN rel r ON r.tenant = d.tenant AND r.id = d.id
+      WHERE e.tenant = d.tenant AND e.id = d.id AND GREATEST(e.in_flight - r.n, 0) + d.k <= e.in_flight_cap
+        AND (e.cap_usd IS NULL OR (e.spent_usd + r.usd < e.cap_usd AND e.cap_usd - (e.spent_usd + r.usd) >= d.usd))
+        AND (e.cap_tokens IS NULL OR (e.spent_tokens + r.tokens < e.cap_tokens
+          AND e.cap_tokens - (e.spent_tokens + r.tokens) >= d.tokens))
         AND (e.cap_runs IS NULL OR e.spent_runs + d.k <= e.cap_runs)
       RETURNING e.tenant
     ),

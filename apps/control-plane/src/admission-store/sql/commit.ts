@@ -6,6 +6,7 @@ import { type AdmissionPlan, type Admitted, type CommitResult, LANE } from '@eve
 import { sql } from 'kysely';
 import { json } from '../../db/numeric.js';
 import type { Tx } from '../../db/tx.js';
+import { envelopeReleases } from './released.js';
 import { envelopeRow, QUEUED_COLUMN, slotRow } from './rows.js';
 import { abort } from './scope.js';
 import { wfqTagUpsert } from './wfq-tags.js';
@@ -62,16 +63,20 @@ export async function commitPlan(tx: Tx, plan: AdmissionPlan): Promise<CommitRes
   const { usd, tokens } = guards.estimate;
   const envIds = plan.slice ? [plan.slice.id, ...plan.pathIds] : plan.pathIds;
   // The path's rows are locked in id order first (an UPDATE alone locks in scan order), then guarded.
+  // In flight and spend are the main row's less/plus what settles released (released.ts).
   const envelopeLock = sql`env_lock AS MATERIALIZED (
-      SELECT id FROM adm_envelopes WHERE tenant = ${tenant} AND id = ANY(${envIds}::text[])
+      SELECT tenant, id FROM adm_envelopes WHERE tenant = ${tenant} AND id = ANY(${envIds}::text[])
       ORDER BY id FOR UPDATE
-    )`;
-  const envelopeGuard = sql`UPDATE adm_envelopes SET in_flight = in_flight + 1, spent_runs = spent_runs + 1
-      WHERE tenant = ${tenant} AND id IN (SELECT id FROM env_lock) AND in_flight < in_flight_cap
-        AND (cap_usd IS NULL OR (spent_usd < cap_usd AND cap_usd - spent_usd >= ${usd}::float8))
-        AND (cap_tokens IS NULL OR (spent_tokens < cap_tokens AND cap_tokens - spent_tokens >= ${tokens}::float8))
-        AND (cap_runs IS NULL OR spent_runs + 1 <= cap_runs)
-      RETURNING id`;
+    ),
+    rel AS MATERIALIZED (${envelopeReleases('env_lock')})`;
+  const envelopeGuard = sql`UPDATE adm_envelopes e SET in_flight = e.in_flight + 1, spent_runs = e.spent_runs + 1
+      FROM rel r
+      WHERE e.tenant = ${tenant} AND r.tenant = e.tenant AND r.id = e.id AND GREATEST(e.in_flight - r.n, 0) < e.in_flight_cap
+        AND (e.cap_usd IS NULL OR (e.spent_usd + r.usd < e.cap_usd AND e.cap_usd - (e.spent_usd + r.usd) >= ${usd}::float8))
+        AND (e.cap_tokens IS NULL OR (e.spent_tokens + r.tokens < e.cap_tokens
+          AND e.cap_tokens - (e.spent_tokens + r.tokens) >= ${tokens}::float8))
+        AND (e.cap_runs IS NULL OR e.spent_runs + 1 <= e.cap_runs)
+      RETURNING e.id`;
 
   if (slot.lifetime === 'session') {
     const e = await sql`WITH ${envelopeLock} ${envelopeGuard}`.execute(tx);

@@ -1,6 +1,6 @@
 // Admission snapshots for many tenants in ONE statement (the create combiner's read). Only for task runs that
 // draw on their tenant's root envelope (no causer, no slice, no agent): the snapshot is the tenant row, the
-// global row, the root path, the earliest expected ends of running work, and the prior admissions of the
+// global row, the root path (both as the `…_now` views give them: less what settles released), the earliest expected ends of running work, and the prior admissions of the
 // batch's request ids. One statement is one consistent snapshot; the combined write re-checks every cap.
 import {
   type AdmissionSnapshot,
@@ -90,7 +90,7 @@ export async function loadTaskSnapshots(
   const { rows } = await sql<Row>`${sql.raw(prepared('create_snapshots'))}
     WITH k AS (SELECT * FROM jsonb_to_recordset(${json(input)}::jsonb) AS k(tenant text, root text, requests jsonb))
     SELECT k.tenant,
-      (SELECT to_jsonb(t) FROM adm_tenants t WHERE t.tenant = k.tenant) AS tenant_row,
+      (SELECT to_jsonb(t) FROM adm_tenants_now t WHERE t.tenant = k.tenant) AS tenant_row,
       (SELECT to_jsonb(g) FROM adm_global g WHERE g.id = 1) AS global_row,
       (SELECT jsonb_agg(jsonb_build_object('request_id', a.request_id, 'decision', a.decision))
          FROM adm_admissions a
@@ -106,7 +106,7 @@ export async function loadTaskSnapshots(
            UNION ALL
            SELECT e.id, e.parent_id, p.depth + 1 FROM adm_envelopes e JOIN p ON e.tenant = k.tenant AND e.id = p.parent_id
            WHERE p.depth < 64)
-         SELECT jsonb_agg(to_jsonb(e) ORDER BY p.depth) FROM p JOIN adm_envelopes e ON e.tenant = k.tenant AND e.id = p.id
+         SELECT jsonb_agg(to_jsonb(e) ORDER BY p.depth) FROM p JOIN adm_envelopes_now e ON e.tenant = k.tenant AND e.id = p.id
       ) AS path
     FROM k`.execute(ex);
   const out = new Map<string, TaskSnapshot>();

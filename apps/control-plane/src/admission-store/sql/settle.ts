@@ -5,7 +5,12 @@
 //
 // Lock order (the one every transaction of the control plane follows, so two replicas cannot deadlock):
 // runs (by id) → slots (by tenant, run_id) → envelopes (by tenant, id) → tenant rows (by tenant) → the global
-// row. An UPDATE … FROM takes its row locks in whatever order the join yields them, so each set is first
+// row. What a settle releases — in flight and spend on the envelope path, the tenant's running count — is added
+// to the settling connection's stripe of the released rows (released.ts, migration 0021), never to the envelope
+// and tenant rows creates and claims lock: a settle holds no row a create or a claim waits on through its
+// commit's WAL flush. Only a queued run's settle (the tenant's queued counts) and a session's (its pools)
+// still lock the tenant row (then the global row). Order: slots → tenant rows → envelope releases → tenant
+// releases → the global row. An UPDATE … FROM takes its row locks in whatever order the join yields them, so each set is first
 // locked by a MATERIALIZED `SELECT … ORDER BY … FOR UPDATE` (the lock is taken above the sort, so in order),
 // and each set's lock waits for the previous set through a one-time filter (`WHERE (SELECT count(*) FROM
 // prev) >= 0`, an InitPlan evaluated before the scan starts). The hot rows (envelopes, tenants, global) come
@@ -14,6 +19,7 @@ import { type Settlement, type SettleResult, settleRefusal } from '@everdict/adm
 import { TERMINAL_STATUSES } from '@everdict/run-model';
 import { sql } from 'kysely';
 import type { Tx } from '../../db/tx.js';
+import { STRIPE_SQL } from './released.js';
 import { slotOf } from './rows.js';
 
 /**
@@ -52,18 +58,6 @@ export function settleSlotsCtes(source: ReturnType<typeof sql>) {
     ss_agg AS MATERIALIZED (
       SELECT tenant, id, sum(usd) AS usd, sum(tokens) AS tokens, sum(n)::int AS n FROM ss_path GROUP BY tenant, id
     ),
-    ss_env_lock AS MATERIALIZED (
-      SELECT e.tenant, e.id FROM adm_envelopes e JOIN ss_agg a ON e.tenant = a.tenant AND e.id = a.id
-      WHERE (SELECT count(*) FROM ss_old) >= 0
-      ORDER BY e.tenant, e.id
-      FOR UPDATE OF e
-    ),
-    ss_env AS (
-      UPDATE adm_envelopes e SET spent_usd = e.spent_usd + a.usd, spent_tokens = e.spent_tokens + a.tokens,
-        in_flight = GREATEST(e.in_flight - a.n, 0)
-      FROM ss_agg a JOIN ss_env_lock l ON l.tenant = a.tenant AND l.id = a.id
-      WHERE e.tenant = a.tenant AND e.id = a.id RETURNING 1
-    ),
     ss_delta AS MATERIALIZED (
       SELECT tenant,
         (count(*) FILTER (WHERE status <> 'queued' AND lifetime <> 'session'))::int AS running,
@@ -76,22 +70,39 @@ export function settleSlotsCtes(source: ReturnType<typeof sql>) {
     ),
     ss_ten_lock AS MATERIALIZED (
       SELECT a.tenant FROM adm_tenants a JOIN ss_delta t ON a.tenant = t.tenant
-      WHERE (SELECT count(*) FROM ss_env) >= 0
+      WHERE (SELECT count(*) FROM ss_old) >= 0 AND t.qi + t.qb + t.qh + t.sessions > 0
       ORDER BY a.tenant
       FOR UPDATE OF a
     ),
     ss_ten AS (
-      UPDATE adm_tenants a SET running = a.running - t.running, queued = a.queued - (t.qi + t.qb + t.qh),
+      UPDATE adm_tenants a SET queued = a.queued - (t.qi + t.qb + t.qh),
         queued_interactive = a.queued_interactive - t.qi, queued_background = a.queued_background - t.qb,
         queued_batch = a.queued_batch - t.qh, sessions = a.sessions - t.sessions,
         member_sessions = a.member_sessions - t.members
       FROM ss_delta t JOIN ss_ten_lock l ON l.tenant = t.tenant WHERE a.tenant = t.tenant RETURNING 1
     ),
+    ss_env AS (
+      INSERT INTO adm_envelope_releases AS x (tenant, id, stripe, in_flight, spent_usd, spent_tokens)
+      SELECT a.tenant, a.id, ${STRIPE_SQL}, a.n, a.usd, a.tokens FROM ss_agg a
+      WHERE (SELECT count(*) FROM ss_ten) >= 0
+      ORDER BY a.tenant, a.id
+      ON CONFLICT (tenant, id, stripe) DO UPDATE SET in_flight = x.in_flight + EXCLUDED.in_flight,
+        spent_usd = x.spent_usd + EXCLUDED.spent_usd, spent_tokens = x.spent_tokens + EXCLUDED.spent_tokens
+      RETURNING 1
+    ),
+    ss_ten_rel AS (
+      INSERT INTO adm_tenant_releases AS x (tenant, stripe, running)
+      SELECT t.tenant, ${STRIPE_SQL}, t.running FROM ss_delta t
+      WHERE t.running > 0 AND (SELECT count(*) FROM ss_env) >= 0
+      ORDER BY t.tenant
+      ON CONFLICT (tenant, stripe) DO UPDATE SET running = x.running + EXCLUDED.running
+      RETURNING 1
+    ),
     ss_global AS (
       UPDATE adm_global g SET sessions = GREATEST(g.sessions - d.sessions, 0),
         member_sessions = GREATEST(g.member_sessions - d.members, 0)
       FROM (SELECT sum(sessions)::int AS sessions, sum(members)::int AS members FROM ss_delta) d
-      WHERE g.id = 1 AND d.sessions > 0 AND (SELECT count(*) FROM ss_ten) >= 0 RETURNING 1
+      WHERE g.id = 1 AND d.sessions > 0 AND (SELECT count(*) FROM ss_ten_rel) >= 0 RETURNING 1
     )`;
 }
 

@@ -26,6 +26,7 @@ import { claimQueued } from './claim.js';
 import { commitPlan } from './commit.js';
 import { commitBatch, isBatchable } from './commit-batch.js';
 import { snapshotOf } from './load.js';
+import { runningOf } from './released.js';
 import { envelopeOf, envelopeRow, slotOf } from './rows.js';
 import { abort, atomically } from './scope.js';
 import { settleOne } from './settle.js';
@@ -75,7 +76,7 @@ export class PgAdmissionStore implements AdmissionStore {
         .onConflict((oc) => oc.column('tenant').doUpdateSet(cols))
         .execute();
       // At its quota it is blocked: blocking forgets its aged state (admission's Wfq.setBlocked).
-      await sql`UPDATE adm_tenants SET aged_at = NULL WHERE tenant = ${tenant} AND running >= max_concurrent`.execute(
+      await sql`UPDATE adm_tenants t SET aged_at = NULL WHERE t.tenant = ${tenant} AND ${runningOf('t')} >= t.max_concurrent`.execute(
         tx,
       );
       const root = envelopeRow({
@@ -134,7 +135,7 @@ export class PgAdmissionStore implements AdmissionStore {
         .where('tenant', '=', tenant)
         .where('request_id', '=', key.requestId)
         .executeTakeFirst(),
-      ex.selectFrom('adm_tenants').selectAll().where('tenant', '=', tenant).executeTakeFirst(),
+      ex.selectFrom('adm_tenants_now').selectAll().where('tenant', '=', tenant).executeTakeFirst(),
       ex.selectFrom('adm_global').selectAll().where('id', '=', 1).executeTakeFirst(),
       key.causedByRunId === undefined
         ? Promise.resolve(undefined)
@@ -225,7 +226,7 @@ export class PgAdmissionStore implements AdmissionStore {
 
   async getEnvelope(tenant: string, envelopeId: string): Promise<Envelope | null> {
     const r = await this.exec
-      .selectFrom('adm_envelopes')
+      .selectFrom('adm_envelopes_now')
       .selectAll()
       .where('tenant', '=', tenant)
       .where('id', '=', envelopeId)
@@ -271,7 +272,7 @@ export async function envelopePath(ex: Executor, tenant: string, id: string): Pr
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
   const envs = await ex
-    .selectFrom('adm_envelopes')
+    .selectFrom('adm_envelopes_now')
     .selectAll()
     .where('tenant', '=', tenant)
     .where('id', 'in', ids)

@@ -19,6 +19,7 @@ import * as m0017 from './0017_one_owner_columns.js';
 import * as m0018 from './0018_session_channels.js';
 import * as m0019 from './0019_agent_call_groups.js';
 import * as m0020 from './0020_session_relay.js';
+import * as m0021 from './0021_released_counters.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -40,6 +41,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0018_session_channels': m0018,
   '0019_agent_call_groups': m0019,
   '0020_session_relay': m0020,
+  '0021_released_counters': m0021,
 };
 
 export const migrationProvider: MigrationProvider = {
