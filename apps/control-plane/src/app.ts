@@ -114,9 +114,17 @@ export function buildApp(opts: AppOptions): BuiltApp {
     const requestId = inbound && /^[\w.:-]{1,128}$/.test(inbound) ? inbound : randomUUID();
     c.set('requestId', requestId);
     c.set('log', log.child({ requestId }));
-    await next();
+    // Set before the handler, so the response is built with them: `c.header` after it would rebuild the
+    // finished response around a stream of its body (hono), which @hono/node-server then pipes out chunk by
+    // chunk instead of writing the string it holds — that cost a web Response and a stream read per request.
     c.header('x-request-id', requestId);
     c.header('x-content-type-options', 'nosniff');
+    await next();
+    // A handler that returned a Response it built itself (not through `c`) carries none of them: add them.
+    if (!c.res.headers.has('x-request-id')) {
+      c.header('x-request-id', requestId);
+      c.header('x-content-type-options', 'nosniff');
+    }
     const route =
       c.res.status === 404 && routePath(c, -1) === '*' ? 'unmatched' : routePath(c, -1) || 'unmatched';
     const seconds = (performance.now() - started) / 1000;

@@ -175,7 +175,15 @@ export interface CreateRunContext {
 
 /** A new run, born queued, plus its `run.queued` fact. Parses the spec (invalid_input on failure). */
 export function createRun(spec: RunSpecInput, ctx: CreateRunContext): { run: Run; facts: [RunQueued] } {
-  const parsed = parseOrThrow(RunSpec, spec, 'run spec');
+  return createRunFromSpec(parseOrThrow(RunSpec, spec, 'run spec'), ctx);
+}
+
+/**
+ * `createRun` for a spec RunSpec already produced (a caller that parsed it to refuse bad input before
+ * admission, then adds only `class`/`envelope`): not parsed again — the run it builds still is (`Run`,
+ * whose shape holds the spec's fields, `class` and `envelope` included).
+ */
+export function createRunFromSpec(parsed: RunSpec, ctx: CreateRunContext): { run: Run; facts: [RunQueued] } {
   if (parsed.expiresAt !== undefined && toMillis(parsed.expiresAt) <= toMillis(ctx.now)) {
     throw new RunModelError('invalid_input', 'expiresAt is not in the future', {
       expiresAt: parsed.expiresAt,

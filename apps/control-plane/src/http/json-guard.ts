@@ -43,8 +43,10 @@ function decodedHasNul(raw: string): boolean {
 
 export function guardJsonBodies(): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const url = new URL(c.req.url);
-    if (decodedHasNul(url.pathname) || decodedHasNul(url.search)) {
+    // The request line as sent (no URL object built per request): path and query, each decoded on its own.
+    const href = c.req.url;
+    const q = href.indexOf('?');
+    if (decodedHasNul(q < 0 ? href : href.slice(0, q)) || (q >= 0 && decodedHasNul(href.slice(q)))) {
       return sendProblem(c, problem('nul_character', 'the URL contains a NUL character'));
     }
     const type = c.req.header('content-type');

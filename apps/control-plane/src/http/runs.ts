@@ -2,6 +2,7 @@
 // record (verified on read) and its facts (JSON page, or SSE when asked for text/event-stream).
 import { createRoute, z } from '@hono/zod-openapi';
 import type { RecordView } from '../ledger/views.js';
+import { markParsedCreate, safeParseCreate } from '../services/parsed-create.js';
 import { CreateRunInput, EventPosition, ListRunsQuery } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
 import { API_KEY_SECURITY, createRouter } from './openapi.js';
@@ -179,7 +180,7 @@ export function runRoutes(deps: RouteDeps) {
   const app = createRouter();
 
   app.openapi(createRun, async (c) => {
-    const input = c.req.valid('json');
+    const input = markParsedCreate(c.req.valid('json')); // parsed by the route: not again by the lifecycle
     const causedByRunId = c.req.valid('header')['x-everdict-caused-by'];
     const created = await services.runs.create(
       c.get('principal'),
@@ -192,7 +193,7 @@ export function runRoutes(deps: RouteDeps) {
   app.openapi(createRunsBatch, async (c) => {
     // Each spec is validated on its own, as POST /runs validates one (a 400 validation_failed for that item);
     // the valid ones go to the gate together, in input order.
-    const parsed = c.req.valid('json').runs.map((spec) => CreateRunInput.safeParse(spec));
+    const parsed = c.req.valid('json').runs.map((spec) => safeParseCreate(spec));
     const valid = parsed.flatMap((p) => (p.success ? [p.data] : []));
     const out = valid.length > 0 ? await services.runs.createMany(c.get('principal'), valid) : [];
     let next = 0;

@@ -1,5 +1,5 @@
 // API keys per tenant: only a SHA-256 hash at rest, the raw key shown once. Roles member | admin.
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { configureTenant, type TenantPolicyInput, tenantPolicy } from '@everdict/admission';
 import { sql } from 'kysely';
 import { PgAdmissionStore } from '../admission-store/sql/store.js';
@@ -12,7 +12,8 @@ import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
 import { type ApiKeyView, CreateKeyInput, type Principal, type Role, TenantPolicyPatch } from './types.js';
 
-export const hashKey = (raw: string): string => createHash('sha256').update(raw, 'utf8').digest('hex');
+// One-shot `hash` (no Hash object per call): the same SHA-256 hex as createHash(...).update(raw, 'utf8').digest('hex').
+export const hashKey = (raw: string): string => hash('sha256', raw, 'hex');
 
 function requireAdmin(p: Principal): void {
   if (p.role !== 'admin') throw new ControlPlaneError('forbidden', 'admin role required');

@@ -1,4 +1,5 @@
 // What every service shares: the database, the clock, ids, the admission store, a logger.
+import { randomFillSync } from 'node:crypto';
 import type { LedgerDatabase } from '../db/database.js';
 import type { QueueStats } from '../db/queue-stats.js';
 import type { Db } from '../db/tx.js';
@@ -37,6 +38,19 @@ export interface LocalDispatch {
 export const DISPATCH_CHANNEL = 'everdict_dispatch';
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+
+/** 16 fresh CSPRNG bytes, cut from a pool refilled 4 KiB at a time (one call to the CSPRNG per 256 ids). */
+const POOL = new Uint8Array(4096);
+let poolAt = POOL.length;
+function randomBytes16(): Uint8Array {
+  if (poolAt + 16 > POOL.length) {
+    randomFillSync(POOL);
+    poolAt = 0;
+  }
+  const out = POOL.subarray(poolAt, poolAt + 16);
+  poolAt += 16;
+  return out;
+}
 /** `prefix_<10 chars of ms time><16 random chars>`: sortable by creation, unique across replicas. */
 export function defaultIds(clock: Clock = () => new Date()): IdGen {
   return (prefix) => {
@@ -47,8 +61,8 @@ export function defaultIds(clock: Clock = () => new Date()): IdGen {
       t = Math.floor(t / 32);
     }
     let rnd = '';
-    const bytes = crypto.getRandomValues(new Uint8Array(16));
-    for (const b of bytes) rnd += ALPHABET[b % 32];
+    const bytes = randomBytes16();
+    for (let i = 0; i < 16; i++) rnd += ALPHABET[bytes[i]! % 32];
     return `${prefix}_${time}${rnd}`;
   };
 }

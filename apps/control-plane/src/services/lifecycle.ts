@@ -8,7 +8,7 @@ import {
   decide,
   parseAdmissionRequest,
 } from '@everdict/admission';
-import { createRun, RunSpec } from '@everdict/run-model';
+import { type createRun, createRunFromSpec, RunSpec } from '@everdict/run-model';
 import { commitPlan } from '../admission-store/sql/commit.js';
 import { abort, atomically, StepAborted } from '../admission-store/sql/scope.js';
 import { PgAdmissionStore } from '../admission-store/sql/store.js';
@@ -20,9 +20,9 @@ import { recordIdentity } from '../ledger/records.js';
 import { findRun, type RunRow, runDocument, runToRow, withSlot } from '../ledger/runs.js';
 import { asControlPlaneError } from './boundary.js';
 import { type Deps, DISPATCH_CHANNEL } from './context.js';
+import { parseCreateInput } from './parsed-create.js';
 import { factsToEvents } from './transition.js';
 import type { AdmissionView, CreateRunContext, CreateRunInput } from './types.js';
-import { CreateRunInput as CreateRunSchema } from './types.js';
 
 export interface Actor {
   tenant: string;
@@ -71,7 +71,7 @@ export function prepareCreate(
   raw: CreateRunInput,
   ctx: CreateRunContext = {},
 ): PreparedCreate {
-  const input = asControlPlaneError(() => CreateRunSchema.parse(raw));
+  const input = asControlPlaneError(() => parseCreateInput(raw)); // parsed once: at the edge, or here
   const now = deps.clock();
   const at = now.toISOString();
   const runId = deps.ids('run');
@@ -152,9 +152,11 @@ export function prepareCreate(
         ...(caps?.capRuns !== undefined ? { capRuns: caps.capRuns } : {}),
         ...(caps?.inFlightCap !== undefined ? { inFlightCap: caps.inFlightCap } : {}),
       };
+      // The spec was parsed above (its 400s before admission); only class and envelope are added, and the
+      // run built from it is parsed whole by createRunFromSpec.
       return asControlPlaneError(() =>
-        createRun(
-          { ...specBase, class: decision.class, envelope },
+        createRunFromSpec(
+          { ...spec, class: decision.class, envelope },
           { id: runId, tenant: who.tenant, createdBy: who.actor, now: at },
         ),
       );
