@@ -14,7 +14,7 @@
 // prints one line: BENCH dispatch.runner {…}.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,6 +50,24 @@ function dbUrl(base, database) {
   const u = new URL(base);
   u.pathname = `/${database}`;
   return u.toString();
+}
+
+/** CPU time of a process (ms): its own and its reaped children's (/proc/<pid>/stat, clock ticks of 10 ms). */
+function cpuMs(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ms = (i) => Number(f[i]) * 10;
+    return { self: ms(11) + ms(12), kernel: ms(12), children: ms(13) + ms(14) };
+  } catch {
+    return { self: 0, kernel: 0, children: 0 };
+  }
+}
+
+/** CPU time (ms) of the PostgreSQL backends serving `database` now (their pids from pg_stat_activity). */
+async function pgCpuMs(client, database) {
+  const { rows } = await client.query('SELECT pid FROM pg_stat_activity WHERE datname = $1', [database]);
+  return new Map(rows.map((r) => [r.pid, cpuMs(r.pid).self]));
 }
 
 const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
@@ -158,7 +176,9 @@ export async function benchDispatchRunner({
   try {
     // 1. Baselines first (nothing else running): the raw bwrap loop, then graphile-worker.
     await rawBwrap(SLOTS, workspace); // warm the page cache
+    const bw0 = cpuMs(process.pid).children;
     const bwrapPerSec = await rawBwrap(runs, workspace);
+    const bwrapCoreMs = Math.round((cpuMs(process.pid).children - bw0) / runs);
     log(`raw bwrap: ${bwrapPerSec.toFixed(1)}/s`);
     const graphilePerSec = await graphileBwrap(dbUrl(base, gwDb), runs, workspace);
     log(`graphile-worker: ${graphilePerSec.toFixed(1)}/s`);
@@ -166,7 +186,11 @@ export async function benchDispatchRunner({
     // 2. The control plane (built, PostgreSQL) and one runner of 16 slots, as child processes.
     cp = await startControlPlane({
       dataDir: join(work, 'cp'),
-      env: { DATABASE_URL: dbUrl(base, cpDb), EVERDICT_EMBEDDED_RUNNER: '0' },
+      env: {
+        DATABASE_URL: dbUrl(base, cpDb),
+        EVERDICT_EMBEDDED_RUNNER: '0',
+        ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
+      },
     });
     const { token } = await post(cp.url, cp.apiKey, '/runners/pairing-tokens', {});
     const state = join(work, 'runner-state');
@@ -177,7 +201,11 @@ export async function benchDispatchRunner({
     );
     if (paired.status !== 0) throw new Error(`pair: ${paired.stderr}`);
     runner = spawn(process.execPath, [CLI, 'start', '--state-dir', state, '--slots', String(SLOTS)], {
-      env: { ...process.env, EVERDICT_PLACEMENT_DIR: join(work, 'placement') },
+      env: {
+        ...process.env,
+        EVERDICT_PLACEMENT_DIR: join(work, 'placement'),
+        ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
+      },
       stdio: ['ignore', 'ignore', process.env.BENCH_DEBUG ? 'inherit' : 'ignore'],
     });
     await db.connect();
@@ -190,10 +218,25 @@ export async function benchDispatchRunner({
     await waitCount(db, settledSql, SLOTS);
 
     // 3. Throughput: N runs created (16 clients), until the last one settled.
+    const cpu0 = { cp: cpuMs(cp.child.pid), runner: cpuMs(runner.pid), pg: await pgCpuMs(db, cpDb) };
     const t0 = performance.now();
     await pool(runs, SLOTS, create);
     await waitCount(db, settledSql, SLOTS + runs);
     const runnerPerSec = runs / ((performance.now() - t0) / 1000);
+    // Core time per run, by process: where the runner path's CPU goes (the sandboxes are the runner's children).
+    const cpu1 = { cp: cpuMs(cp.child.pid), runner: cpuMs(runner.pid), pg: await pgCpuMs(db, cpDb) };
+    let pgMs = 0;
+    for (const [pid, ms] of cpu1.pg) pgMs += ms - (cpu0.pg.get(pid) ?? 0);
+    const per = (ms) => Math.round(ms / runs);
+    const coreMsPerRun = {
+      controlPlane: per(cpu1.cp.self - cpu0.cp.self),
+      runner: per(cpu1.runner.self - cpu0.runner.self),
+      runnerKernel: per(cpu1.runner.kernel - cpu0.runner.kernel),
+      controlPlaneKernel: per(cpu1.cp.kernel - cpu0.cp.kernel),
+      sandboxes: per(cpu1.runner.children - cpu0.runner.children),
+      postgres: per(pgMs),
+      rawBwrap: bwrapCoreMs,
+    };
     const { rows: bad } = await db.query(
       `SELECT count(*) AS n FROM runs WHERE kind = 'command' AND status <> 'succeeded'`,
     );
@@ -226,6 +269,7 @@ export async function benchDispatchRunner({
       vsGraphile: Math.round((runnerPerSec / graphilePerSec) * 100) / 100,
       vsBwrap: Math.round((runnerPerSec / bwrapPerSec) * 100) / 100,
       notSucceeded: Number(bad[0].n),
+      coreMsPerRun,
       queuedToStartedMs: {
         p50: Math.round(quantile(lat, 0.5) * 10) / 10,
         p99: Math.round(quantile(lat, 0.99) * 10) / 10,

@@ -43,10 +43,19 @@ export class AuditChain {
     return run;
   }
 
-  /** The control plane accepted the link at `address` (whose `audit_prev` was the head): it is the head now. */
-  advance(address: Hex): void {
+  /**
+   * The control plane accepted the link at `address` (whose `audit_prev` was the head): it is the head now.
+   * `persist: false` defers the file to a `persist()` (a batch of links advanced at once writes it once).
+   */
+  advance(address: Hex, persist = true): void {
     this.#head = address;
-    if (this.file) {
+    if (persist) this.persist();
+  }
+
+  /** Writes the head to the chain's file (atomically: a temporary file renamed). */
+  persist(): void {
+    const address = this.#head;
+    if (this.file && address !== undefined) {
       writeFileSync(`${this.file}.tmp`, `${address}\n`, { mode: 0o600 });
       renameSync(`${this.file}.tmp`, this.file);
     }

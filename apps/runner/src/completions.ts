@@ -97,12 +97,13 @@ export class Completions {
       return;
     }
     const again: Waiting[] = [];
+    const settled: Waiting[] = [];
     for (let i = 0; i < batch.length; i++) {
       const b = batch[i]!;
       const r = results[i];
       if (r?.outcome === 'settled') {
-        this.#chain.advance(b.address);
-        b.w.resolve(true);
+        this.#chain.advance(b.address, false); // the head's file is written once, below
+        settled.push(b.w);
       } else if (r?.outcome === 'refused') {
         const accepted = acceptedLink(r.error);
         if (accepted !== undefined && this.#unanswered.has(accepted)) {
@@ -116,6 +117,8 @@ export class Completions {
         again.push(b.w); // skipped after a refusal (or not answered): signed again with the chain's head
       }
     }
+    this.#chain.persist();
+    for (const w of settled) w.resolve(true);
     this.#waiting.unshift(...again);
   }
 }

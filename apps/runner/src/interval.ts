@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import type { Driver, SandboxHandle } from '@everdict/placement';
 import { readTar, utf8 } from '@everdict/placement';
 import { TraceEvent } from '@everdict/run-model';
-import { encodeAttestationBody, type SigningKey, signAttestation } from '@everdict/runrecord';
+import { encodeAttestationBody, type SigningKey } from '@everdict/runrecord';
 import { AuditChain } from './audit-chain.js';
 import { Completions } from './completions.js';
 import type { EnergyMeter } from './energy.js';
@@ -22,6 +22,7 @@ import {
   HarnessOutputs,
   type Lease,
 } from './protocol.js';
+import { attestationSigner } from './signer.js';
 
 export interface IntervalDeps {
   readonly api: RunnerApi;
@@ -189,23 +190,20 @@ export async function executeInterval(
       runId: lease.runId,
       sign: (auditPrev) => {
         if (aborted(signal)) return null;
-        const { body, address } = signAttestation(
-          {
-            unitId: lease.unitId,
-            grantsId: lease.grantsId,
-            recordHead: lease.recordHead,
-            startedMs: BigInt(startedMs),
-            endedMs: BigInt(endedMs),
-            activeUj: energy.activeUj,
-            provenance: energy.provenance,
-            meter: energy.meter,
-            journalRoot,
-            outcome: exitCode === 0 ? 'succeeded' : 'failed',
-            exitCode,
-            ...(auditPrev === undefined ? {} : { auditPrev }),
-          },
-          deps.key.secretKey,
-        );
+        const { body, address } = attestationSigner(deps.key)({
+          unitId: lease.unitId,
+          grantsId: lease.grantsId,
+          recordHead: lease.recordHead,
+          startedMs: BigInt(startedMs),
+          endedMs: BigInt(endedMs),
+          activeUj: energy.activeUj,
+          provenance: energy.provenance,
+          meter: energy.meter,
+          journalRoot,
+          outcome: exitCode === 0 ? 'succeeded' : 'failed',
+          exitCode,
+          ...(auditPrev === undefined ? {} : { auditPrev }),
+        });
         const complete: CompleteBody = {
           epoch: lease.epoch,
           outputs,

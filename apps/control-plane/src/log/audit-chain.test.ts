@@ -234,6 +234,46 @@ describe('the runner audit chain', { timeout: 300_000 }, () => {
       head: d.address,
       from: null,
     });
+    // One transaction settles a batch: a refusal after items that wrote (here a link naming the wrong
+    // audit_prev, found once two links went in) rolls it back, and the items before it are settled again.
+    for (let i = 0; i < 3; i++) {
+      const r = await call(t.app, 'POST', '/runs', {
+        body: { kind: 'command', subject: { command: ['true'] } },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+    }
+    const more = await call(t.app, 'POST', '/runner/v1/leases', {
+      key: credential,
+      body: { free: 3, waitMs: 0 },
+    });
+    const [m1, m2, m3] = more.body.leases as [LeaseBody, LeaseBody, LeaseBody];
+    const e1 = sign(m1, d.address);
+    const e2 = sign(m2, e1.address);
+    const e3 = sign(m3, e1.address); // not the link before it
+    const third = await call(t.app, 'POST', '/runner/v1/completions', {
+      key: credential,
+      body: { items: [item(m1, e1), item(m2, e2), item(m3, e3)] },
+    });
+    const thirdResults = third.body.results as { outcome: string; problem?: { code: string } }[];
+    expect(thirdResults.map((r) => r.outcome)).toEqual(['settled', 'settled', 'refused']);
+    expect(thirdResults[2]!.problem?.code).toBe('attestation_mismatch');
+    expect([await status(m1), await status(m2), await status(m3)]).toEqual([
+      'succeeded',
+      'succeeded',
+      'running',
+    ]);
+    const longer = await call(t.app, 'GET', `/runners/${String(paired.body.runnerId)}/audit`);
+    expect((longer.body.links as { address: string }[]).map((l) => l.address).slice(-3)).toEqual([
+      d.address,
+      e1.address,
+      e2.address,
+    ]);
+    const records = await t.core.internals.ldb.db
+      .selectFrom('attestations')
+      .select('run_id')
+      .where('run_id', 'in', [m1.runId, m2.runId, m3.runId])
+      .execute();
+    expect(records.map((r) => r.run_id).sort()).toEqual([m1.runId, m2.runId].sort());
     // An empty or oversized batch, or a malformed item, is refused whole (400), nothing settled.
     const empty = await call(t.app, 'POST', '/runner/v1/completions', {
       key: credential,

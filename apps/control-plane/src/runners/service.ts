@@ -11,7 +11,13 @@ import { DISPATCH_CHANNEL } from '../services/context.js';
 import type { Principal } from '../services/types.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { defineHarness, type HarnessView, listHarnesses } from './harnesses.js';
-import { appendRunnerEvents, completeRun, putArtifact } from './intervals.js';
+import {
+  appendRunnerEvents,
+  type CompletionOutcome,
+  completeRun,
+  completeRuns,
+  putArtifact,
+} from './intervals.js';
 import { expireHolder, grantLeases, heartbeat, type Lease, sweep } from './leases.js';
 import {
   authenticateRunner,
@@ -46,9 +52,10 @@ export interface RunnerService {
   ): Promise<{ path: string; address: string; size: number }>;
   complete(runner: RunnerIdentity, runId: string, input: unknown): Promise<{ run: RunView }>;
   /**
-   * Several completions in order, each settled as `complete` settles one (its own transaction). The first
-   * refusal ends the batch: the items after it are `skipped` (their `audit_prev` names a link the control
-   * plane did not accept), untouched, for the runner to sign again.
+   * Several completions in order, each checked as `complete` checks one, all settled in one transaction
+   * (intervals.ts `completeRuns`). The first refusal ends the batch: the items after it are `skipped`
+   * (their `audit_prev` names a link the control plane did not accept), untouched, for the runner to sign
+   * again.
    */
   completeMany(runner: RunnerIdentity, input: unknown): Promise<CompletionOutcome[]>;
   defineHarness(p: Principal, input: unknown): Promise<{ harness: HarnessView; created: boolean }>;
@@ -58,10 +65,7 @@ export interface RunnerService {
 }
 
 /** One item of `completeMany`: settled (the run), refused (the error, as `complete` throws it) or skipped. */
-export type CompletionOutcome =
-  | { runId: string; run: RunView }
-  | { runId: string; error: unknown }
-  | { runId: string; skipped: true };
+export type { CompletionOutcome };
 
 export interface RunnerServiceOptions {
   /** Lease requests re-check at least this often while they wait. */
@@ -179,21 +183,12 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
     async completeMany(runner, raw) {
       const input = CompletionsInput.safeParse(raw);
       if (!input.success) throw input.error;
-      const out: CompletionOutcome[] = [];
-      let refused = false;
-      for (const { runId, ...item } of input.data.items) {
-        if (refused) {
-          out.push({ runId, skipped: true });
-          continue;
-        }
-        try {
-          out.push({ runId, run: await completeRun(deps, opts.trajectories ?? null, runner, runId, item) });
-        } catch (error) {
-          refused = true;
-          out.push({ runId, error });
-        }
-      }
-      return out;
+      return completeRuns(
+        deps,
+        opts.trajectories ?? null,
+        runner,
+        input.data.items.map(({ runId, ...item }) => ({ runId, raw: item })),
+      );
     },
     defineHarness: (p, input) => defineHarness(deps, p, input),
     listHarnesses: (p) => listHarnesses(deps, p),
