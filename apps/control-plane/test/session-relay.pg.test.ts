@@ -2,10 +2,23 @@
 // holder that does not hold the runner's channel refuses at once; a stale channel row is refused before any
 // frame is written; a holder replica that is gone fails the call with runner_unreachable after `deadMs`, and
 // the frames addressed to it are swept once stale. A PGlite core has no relay (one process holds every
-// channel). The whole path with a real runner: apps/runner/test/sessions-replicas.pg.test.ts.
-import { isPlacementError, type PlacementError } from '@everdict/placement';
+// channel). A terminal stream through the relay, with a runner's side spoken over a real WebSocket to A by the
+// test: B's unread output stays within the window (the holder waits for acks), then every byte arrives in
+// order, stdin too, and the exit. The whole path with a real runner: apps/runner/test/sessions-replicas.pg.test.ts.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { PassThrough } from 'node:stream';
+import {
+  isPlacementError,
+  type PlacementError,
+  parseStreamFrame,
+  STDIN,
+  STDOUT,
+  streamFrame,
+} from '@everdict/placement';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { type Core, startCore } from '../src/core.js';
 import { openDatabase } from '../src/db/database.js';
 import { until } from '../src/http/testing/harness.js';
@@ -14,7 +27,12 @@ import { migratedPglite } from './pglite-template.js';
 
 announceSkippedLiveSuite('test/session-relay.pg.test.ts');
 
-const RELAY = { pollMs: 200, aliveMs: 100, deadMs: 1_500 };
+const WINDOW = 64 * 1024;
+const RELAY = { pollMs: 200, aliveMs: 100, deadMs: 1_500, windowBytes: WINDOW };
+
+/** `n` bytes numbered from `from` (each byte its index mod 251): any reordering or loss shows. */
+const numbered = (from: number, n: number) =>
+  Buffer.from(Array.from({ length: n }, (_, i) => (from + i) % 251));
 
 async function refusal(p: Promise<unknown>): Promise<PlacementError> {
   const e = await p.then(
@@ -132,4 +150,135 @@ describe.runIf(LIVE_PG)('the session relay between two replicas of one PostgreSQ
     expect(await hubB().relay?.sweep(0)).toBeGreaterThanOrEqual(left);
     expect(await framesTo('relay-dead')).toBe(0);
   });
+
+  it('a terminal through the relay: unread output stays within the window; then every byte in order, stdin too', async () => {
+    const hubA = a.sessionHub;
+    if (!hubA) throw new Error('no hub');
+    const server: Server = createServer();
+    server.on('upgrade', (req, socket, head) => {
+      if (!hubA.upgrade(req, socket, head)) socket.destroy();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    try {
+      const runners = a.services.runners;
+      if (!runners) throw new Error('no runner service');
+      const { token } = await runners.mintSharedPairingToken({});
+      const { runnerId, credential } = await runners.pair({
+        token,
+        publicKey: 'c'.repeat(64),
+        name: 'relay-test',
+        capabilities: { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 1 },
+      });
+      // The runner's side: a stream answers {pty:false}, then 4 MiB of stdout in 16 KiB frames, then exit 0.
+      const ws = await new Promise<WebSocket>((resolve, reject) => {
+        const w = new WebSocket(
+          `ws://127.0.0.1:${(server.address() as AddressInfo).port}/runner/v1/sessions`,
+          {
+            headers: { authorization: `Bearer ${credential}` },
+          },
+        );
+        w.once('open', () => resolve(w));
+        w.once('error', reject);
+      });
+      const CHUNK = 16 * 1024;
+      const TOTAL = 256 * CHUNK;
+      const stdin: Buffer[] = [];
+      let release!: () => void;
+      const released = new Promise<void>((r) => {
+        release = r;
+      });
+      ws.on('message', (data, isBinary) => {
+        const buf = data as Buffer;
+        if (isBinary) {
+          const f = parseStreamFrame(buf);
+          if (f?.kind === STDIN) stdin.push(Buffer.from(f.bytes));
+          return;
+        }
+        const f = JSON.parse(String(buf)) as { t: string; id: string; op: string; args: { sid: number } };
+        void released.then(() => ws.send(JSON.stringify({ t: 'exit', sid: 1, exitCode: 0 })));
+        if (f.t !== 'call') return;
+        if (f.op !== 'stream') {
+          ws.send(JSON.stringify({ t: 'result', id: f.id, ok: true, value: [] }));
+          return;
+        }
+        const sid = f.args.sid;
+        ws.send(JSON.stringify({ t: 'result', id: f.id, ok: true, value: { pty: false } }));
+        for (let at = 0; at < TOTAL; at += CHUNK) ws.send(streamFrame(STDOUT, sid, numbered(at, CHUNK)));
+        void released.then(() => ws.send(JSON.stringify({ t: 'exit', sid, exitCode: 0 })));
+      });
+      ws.send(
+        JSON.stringify({
+          t: 'hello',
+          description: {
+            driver: 'process',
+            placement: { where: 'driver' },
+            capabilities: {
+              exec: true,
+              stream: true,
+              pty: false,
+              logs: false,
+              snapshot: false,
+              restore: false,
+              usage: false,
+              reap: true,
+              network: false,
+              images: false,
+            },
+            mechanism: 'none',
+          },
+          images: ['default'],
+          slots: 1,
+        }),
+      );
+      await until('the channel registered on A', async () => (hubA.connected(runnerId) ? true : undefined));
+      await until('its row', async () => {
+        const row = await db()
+          .selectFrom('session_channels')
+          .select('replica')
+          .where('runner_id', '=', runnerId)
+          .executeTakeFirst();
+        return row?.replica === 'relay-a' ? true : undefined;
+      });
+
+      const link = await hubB().link(runnerId);
+      const stream = await link.stream({ handle: {}, cmd: ['cat'], options: {} });
+      expect(stream.pty).toBe(false);
+      stream.stderr.resume(); // (exit resolves once both output streams have been read to their end)
+      // Nobody reads B's stdout: what B holds is bounded by the window, and nothing waits in the table.
+      const heldOnB = () => stream.stdout.readableLength + (stream.stdout as PassThrough).writableLength;
+      await until('B to hold most of a window', async () => (heldOnB() >= WINDOW / 2 ? true : undefined));
+      await until('the frames to B drained', async () =>
+        (await framesTo('relay-b')) === 0 ? true : undefined,
+      );
+      expect(heldOnB()).toBeLessThanOrEqual(WINDOW + CHUNK);
+      expect(heldOnB()).toBeLessThan(TOTAL / 8);
+
+      // stdin, in order, through the relay's own window.
+      const sent: Buffer[] = [];
+      for (let i = 0; i < 64; i++) {
+        const b = numbered(i * 1000, 1000);
+        sent.push(b);
+        stream.stdin.write(b);
+      }
+      // Now read: all 4 MiB arrive, in order, then the exit.
+      const got: Buffer[] = [];
+      stream.stdout.on('data', (c: Buffer) => got.push(c));
+      await until('all the output', async () =>
+        got.reduce((n, c) => n + c.length, 0) >= TOTAL ? true : undefined,
+      );
+      expect(Buffer.concat(got).equals(numbered(0, TOTAL))).toBe(true);
+      await until('all the input at the runner', async () =>
+        stdin.reduce((n, c) => n + c.length, 0) >= 64_000 ? true : undefined,
+      );
+      expect(Buffer.concat(stdin).equals(Buffer.concat(sent))).toBe(true);
+      release();
+      expect(await stream.exit).toEqual({ exitCode: 0, signal: null });
+      await until('the conversation closed on both', async () =>
+        a.sessionHub?.relay?.open === 0 && b.sessionHub?.relay?.open === 0 ? true : undefined,
+      );
+      ws.close();
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  }, 120_000);
 });
