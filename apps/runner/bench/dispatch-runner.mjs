@@ -27,7 +27,12 @@ const cpRequire = createRequire(new URL('../../control-plane/package.json', impo
 const pg = cpRequire('pg');
 const graphile = await import(cpRequire.resolve('graphile-worker'));
 
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+// BENCH_BUILD_ROOT: measure another checkout's built control plane and runner with this script (A/B).
+const ROOT = process.env.BENCH_BUILD_ROOT;
+const CLI = ROOT
+  ? join(ROOT, 'apps/runner/dist/cli.js')
+  : fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const CP_MAIN = ROOT ? join(ROOT, 'apps/control-plane/dist/main.js') : undefined;
 const SLOTS = 16;
 
 function scratch(prefix) {
@@ -141,8 +146,12 @@ async function post(url, key, path, body) {
   return json;
 }
 
+/** Queries the bench itself sent on its connection (subtracted from the control plane's commits). */
+let polls = 0;
+
 async function waitCount(client, sql, target) {
   for (;;) {
+    polls += 1;
     const { rows } = await client.query(sql);
     if (Number(rows[0].n) >= target) return;
     await new Promise((r) => setTimeout(r, 20));
@@ -185,6 +194,7 @@ export async function benchDispatchRunner({
 
     // 2. The control plane (built, PostgreSQL) and one runner of 16 slots, as child processes.
     cp = await startControlPlane({
+      ...(CP_MAIN ? { mainPath: CP_MAIN } : {}),
       dataDir: join(work, 'cp'),
       env: {
         DATABASE_URL: dbUrl(base, cpDb),
@@ -217,26 +227,65 @@ export async function benchDispatchRunner({
     for (let i = 0; i < SLOTS; i++) await create();
     await waitCount(db, settledSql, SLOTS);
 
+    // Counters of the control plane's side: its database's transactions (the bench's own polls and
+    // statistics queries subtracted), CPU of the control plane, the runner (its reaped children: the
+    // sandboxes) and the PostgreSQL backends of its database.
+    const sample = async () => {
+      const { rows } = await db.query('SELECT xact_commit FROM pg_stat_database WHERE datname = $1', [cpDb]);
+      return {
+        at: performance.now(),
+        commits: Number(rows[0].xact_commit) - polls,
+        cp: cpuMs(cp.child.pid),
+        runner: cpuMs(runner.pid),
+        pg: await pgCpuMs(db, cpDb),
+      };
+    };
+    const delta = (a, b) => {
+      let pg = 0;
+      for (const [pid, ms] of b.pg) pg += ms - (a.pg.get(pid) ?? 0);
+      return {
+        seconds: (b.at - a.at) / 1000,
+        commits: b.commits - a.commits - 2, // the first sample's two statements
+        controlPlane: b.cp.self - a.cp.self,
+        controlPlaneKernel: b.cp.kernel - a.cp.kernel,
+        runner: b.runner.self - a.runner.self,
+        runnerKernel: b.runner.kernel - a.runner.kernel,
+        sandboxes: b.runner.children - a.runner.children,
+        postgres: pg,
+      };
+    };
+    const flush = () => new Promise((r) => setTimeout(r, 1100)); // statistics are flushed about every second
+    // The background (heartbeats, sweeps, long polls) of an idle runner, per second: subtracted below, so the
+    // per-run figures do not grow with a slower run's duration.
+    await flush();
+    const idle0 = await sample();
+    await new Promise((r) => setTimeout(r, 3000));
+    await flush();
+    const idle1 = await sample();
+    const background = delta(idle0, idle1);
+
     // 3. Throughput: N runs created (16 clients), until the last one settled.
-    const cpu0 = { cp: cpuMs(cp.child.pid), runner: cpuMs(runner.pid), pg: await pgCpuMs(db, cpDb) };
     const t0 = performance.now();
     await pool(runs, SLOTS, create);
     await waitCount(db, settledSql, SLOTS + runs);
     const runnerPerSec = runs / ((performance.now() - t0) / 1000);
-    // Core time per run, by process: where the runner path's CPU goes (the sandboxes are the runner's children).
-    const cpu1 = { cp: cpuMs(cp.child.pid), runner: cpuMs(runner.pid), pg: await pgCpuMs(db, cpDb) };
-    let pgMs = 0;
-    for (const [pid, ms] of cpu1.pg) pgMs += ms - (cpu0.pg.get(pid) ?? 0);
-    const per = (ms) => Math.round(ms / runs);
+    await flush();
+    const busy = delta(idle1, await sample());
+    // Per run, net of the idle background over the same seconds: CPU ms by process, transactions.
+    const per = (k, digits = 0) => {
+      const net = busy[k] - (background[k] / background.seconds) * busy.seconds;
+      return Math.round((net / runs) * 10 ** digits) / 10 ** digits;
+    };
     const coreMsPerRun = {
-      controlPlane: per(cpu1.cp.self - cpu0.cp.self),
-      runner: per(cpu1.runner.self - cpu0.runner.self),
-      runnerKernel: per(cpu1.runner.kernel - cpu0.runner.kernel),
-      controlPlaneKernel: per(cpu1.cp.kernel - cpu0.cp.kernel),
-      sandboxes: per(cpu1.runner.children - cpu0.runner.children),
-      postgres: per(pgMs),
+      controlPlane: per('controlPlane'),
+      controlPlaneKernel: per('controlPlaneKernel'),
+      runner: per('runner'),
+      runnerKernel: per('runnerKernel'),
+      sandboxes: per('sandboxes'),
+      postgres: per('postgres'),
       rawBwrap: bwrapCoreMs,
     };
+    const commitsPerRun = per('commits', 1);
     const { rows: bad } = await db.query(
       `SELECT count(*) AS n FROM runs WHERE kind = 'command' AND status <> 'succeeded'`,
     );
@@ -270,6 +319,7 @@ export async function benchDispatchRunner({
       vsBwrap: Math.round((runnerPerSec / bwrapPerSec) * 100) / 100,
       notSucceeded: Number(bad[0].n),
       coreMsPerRun,
+      commitsPerRun,
       queuedToStartedMs: {
         p50: Math.round(quantile(lat, 0.5) * 10) / 10,
         p99: Math.round(quantile(lat, 0.99) * 10) / 10,
