@@ -146,12 +146,8 @@ async function post(url, key, path, body) {
   return json;
 }
 
-/** Queries the bench itself sent on its connection (subtracted from the control plane's commits). */
-let polls = 0;
-
 async function waitCount(client, sql, target) {
   for (;;) {
-    polls += 1;
     const { rows } = await client.query(sql);
     if (Number(rows[0].n) >= target) return;
     await new Promise((r) => setTimeout(r, 20));
@@ -227,25 +223,19 @@ export async function benchDispatchRunner({
     for (let i = 0; i < SLOTS; i++) await create();
     await waitCount(db, settledSql, SLOTS);
 
-    // Counters of the control plane's side: its database's transactions (the bench's own polls and
-    // statistics queries subtracted), CPU of the control plane, the runner (its reaped children: the
-    // sandboxes) and the PostgreSQL backends of its database.
-    const sample = async () => {
-      const { rows } = await db.query('SELECT xact_commit FROM pg_stat_database WHERE datname = $1', [cpDb]);
-      return {
-        at: performance.now(),
-        commits: Number(rows[0].xact_commit) - polls,
-        cp: cpuMs(cp.child.pid),
-        runner: cpuMs(runner.pid),
-        pg: await pgCpuMs(db, cpDb),
-      };
-    };
+    // CPU of the control plane, the runner (its reaped children: the sandboxes) and the PostgreSQL
+    // backends of the control plane's database.
+    const sample = async () => ({
+      at: performance.now(),
+      cp: cpuMs(cp.child.pid),
+      runner: cpuMs(runner.pid),
+      pg: await pgCpuMs(db, cpDb),
+    });
     const delta = (a, b) => {
       let pg = 0;
       for (const [pid, ms] of b.pg) pg += ms - (a.pg.get(pid) ?? 0);
       return {
         seconds: (b.at - a.at) / 1000,
-        commits: b.commits - a.commits - 2, // the first sample's two statements
         controlPlane: b.cp.self - a.cp.self,
         controlPlaneKernel: b.cp.kernel - a.cp.kernel,
         runner: b.runner.self - a.runner.self,
@@ -254,13 +244,10 @@ export async function benchDispatchRunner({
         postgres: pg,
       };
     };
-    const flush = () => new Promise((r) => setTimeout(r, 1100)); // statistics are flushed about every second
     // The background (heartbeats, sweeps, long polls) of an idle runner, per second: subtracted below, so the
     // per-run figures do not grow with a slower run's duration.
-    await flush();
     const idle0 = await sample();
     await new Promise((r) => setTimeout(r, 3000));
-    await flush();
     const idle1 = await sample();
     const background = delta(idle0, idle1);
 
@@ -269,13 +256,9 @@ export async function benchDispatchRunner({
     await pool(runs, SLOTS, create);
     await waitCount(db, settledSql, SLOTS + runs);
     const runnerPerSec = runs / ((performance.now() - t0) / 1000);
-    await flush();
     const busy = delta(idle1, await sample());
-    // Per run, net of the idle background over the same seconds: CPU ms by process, transactions.
-    const per = (k, digits = 0) => {
-      const net = busy[k] - (background[k] / background.seconds) * busy.seconds;
-      return Math.round((net / runs) * 10 ** digits) / 10 ** digits;
-    };
+    // Per run, net of the idle background over the same seconds: CPU ms by process.
+    const per = (k) => Math.round((busy[k] - (background[k] / background.seconds) * busy.seconds) / runs);
     const coreMsPerRun = {
       controlPlane: per('controlPlane'),
       controlPlaneKernel: per('controlPlaneKernel'),
@@ -285,7 +268,6 @@ export async function benchDispatchRunner({
       postgres: per('postgres'),
       rawBwrap: bwrapCoreMs,
     };
-    const commitsPerRun = per('commits', 1);
     const { rows: bad } = await db.query(
       `SELECT count(*) AS n FROM runs WHERE kind = 'command' AND status <> 'succeeded'`,
     );
@@ -319,7 +301,6 @@ export async function benchDispatchRunner({
       vsBwrap: Math.round((runnerPerSec / bwrapPerSec) * 100) / 100,
       notSucceeded: Number(bad[0].n),
       coreMsPerRun,
-      commitsPerRun,
       queuedToStartedMs: {
         p50: Math.round(quantile(lat, 0.5) * 10) / 10,
         p99: Math.round(quantile(lat, 0.99) * 10) / 10,
