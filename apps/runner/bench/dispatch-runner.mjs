@@ -27,7 +27,12 @@ const cpRequire = createRequire(new URL('../../control-plane/package.json', impo
 const pg = cpRequire('pg');
 const graphile = await import(cpRequire.resolve('graphile-worker'));
 
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+// BENCH_BUILD_ROOT: measure another checkout's built control plane and runner with this script (A/B).
+const ROOT = process.env.BENCH_BUILD_ROOT;
+const CLI = ROOT
+  ? join(ROOT, 'apps/runner/dist/cli.js')
+  : fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const CP_MAIN = ROOT ? join(ROOT, 'apps/control-plane/dist/main.js') : undefined;
 const SLOTS = 16;
 
 function scratch(prefix) {
@@ -185,6 +190,7 @@ export async function benchDispatchRunner({
 
     // 2. The control plane (built, PostgreSQL) and one runner of 16 slots, as child processes.
     cp = await startControlPlane({
+      ...(CP_MAIN ? { mainPath: CP_MAIN } : {}),
       dataDir: join(work, 'cp'),
       env: {
         DATABASE_URL: dbUrl(base, cpDb),
@@ -217,24 +223,49 @@ export async function benchDispatchRunner({
     for (let i = 0; i < SLOTS; i++) await create();
     await waitCount(db, settledSql, SLOTS);
 
+    // CPU of the control plane, the runner (its reaped children: the sandboxes) and the PostgreSQL
+    // backends of the control plane's database.
+    const sample = async () => ({
+      at: performance.now(),
+      cp: cpuMs(cp.child.pid),
+      runner: cpuMs(runner.pid),
+      pg: await pgCpuMs(db, cpDb),
+    });
+    const delta = (a, b) => {
+      let pg = 0;
+      for (const [pid, ms] of b.pg) pg += ms - (a.pg.get(pid) ?? 0);
+      return {
+        seconds: (b.at - a.at) / 1000,
+        controlPlane: b.cp.self - a.cp.self,
+        controlPlaneKernel: b.cp.kernel - a.cp.kernel,
+        runner: b.runner.self - a.runner.self,
+        runnerKernel: b.runner.kernel - a.runner.kernel,
+        sandboxes: b.runner.children - a.runner.children,
+        postgres: pg,
+      };
+    };
+    // The background (heartbeats, sweeps, long polls) of an idle runner, per second: subtracted below, so the
+    // per-run figures do not grow with a slower run's duration.
+    const idle0 = await sample();
+    await new Promise((r) => setTimeout(r, 3000));
+    const idle1 = await sample();
+    const background = delta(idle0, idle1);
+
     // 3. Throughput: N runs created (16 clients), until the last one settled.
-    const cpu0 = { cp: cpuMs(cp.child.pid), runner: cpuMs(runner.pid), pg: await pgCpuMs(db, cpDb) };
     const t0 = performance.now();
     await pool(runs, SLOTS, create);
     await waitCount(db, settledSql, SLOTS + runs);
     const runnerPerSec = runs / ((performance.now() - t0) / 1000);
-    // Core time per run, by process: where the runner path's CPU goes (the sandboxes are the runner's children).
-    const cpu1 = { cp: cpuMs(cp.child.pid), runner: cpuMs(runner.pid), pg: await pgCpuMs(db, cpDb) };
-    let pgMs = 0;
-    for (const [pid, ms] of cpu1.pg) pgMs += ms - (cpu0.pg.get(pid) ?? 0);
-    const per = (ms) => Math.round(ms / runs);
+    const busy = delta(idle1, await sample());
+    // Per run, net of the idle background over the same seconds: CPU ms by process.
+    const per = (k) => Math.round((busy[k] - (background[k] / background.seconds) * busy.seconds) / runs);
     const coreMsPerRun = {
-      controlPlane: per(cpu1.cp.self - cpu0.cp.self),
-      runner: per(cpu1.runner.self - cpu0.runner.self),
-      runnerKernel: per(cpu1.runner.kernel - cpu0.runner.kernel),
-      controlPlaneKernel: per(cpu1.cp.kernel - cpu0.cp.kernel),
-      sandboxes: per(cpu1.runner.children - cpu0.runner.children),
-      postgres: per(pgMs),
+      controlPlane: per('controlPlane'),
+      controlPlaneKernel: per('controlPlaneKernel'),
+      runner: per('runner'),
+      runnerKernel: per('runnerKernel'),
+      sandboxes: per('sandboxes'),
+      postgres: per('postgres'),
       rawBwrap: bwrapCoreMs,
     };
     const { rows: bad } = await db.query(

@@ -54,6 +54,7 @@ describe('signatures over "sandbox.attestation.sig/1" ‖ address', () => {
 
   it('verifies its own signature and nothing else: another address, key or bit', () => {
     const s = signAddress(address, KEY_1.secretKey);
+    // Verified once, the triple is remembered: what follows checks the memo admits nothing else.
     expect(verifyAddressSignature(address, s)).toBe(true);
     expect(verifyAddressSignature(hexToBytes(address), s)).toBe(true);
     expect(verifyAddressSignature(addr(0xa8), s)).toBe(false);
@@ -62,6 +63,7 @@ describe('signatures over "sandbox.attestation.sig/1" ‖ address', () => {
       const flipped = s.sig.slice(0, at) + (s.sig[at] === '0' ? '1' : '0') + s.sig.slice(at + 1);
       expect(verifyAddressSignature(address, { ...s, sig: flipped })).toBe(false);
     }
+    expect(verifyAddressSignature(address, s)).toBe(true);
   });
 
   it('never verifies with a small-order key, though ZIP-215 (noble’s default) accepts every one', () => {
