@@ -213,7 +213,24 @@ describe('headers', () => {
     ] as const) {
       const r = await call(t.app, m, p, { key, ...(m === 'POST' ? { body: '{' } : {}) });
       expect(r.headers.get('x-content-type-options'), `${m} ${p} → ${r.status}`).toBe('nosniff');
+      expect(r.headers.get('x-request-id'), `${m} ${p} → ${r.status}`).toMatch(/^[\w.:-]{1,128}$/);
     }
+  });
+
+  it('a request id sent is the one answered, on a created run and on a refusal alike', async () => {
+    const created = await call(t.app, 'POST', '/runs', {
+      body: spec,
+      headers: { 'x-request-id': 'req-1.a:b' },
+    });
+    expect(created.status).toBe(201);
+    expect(created.headers.get('x-request-id')).toBe('req-1.a:b');
+    expect(created.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(created.type).toMatch(/^application\/json/);
+    const refused = await call(t.app, 'POST', '/runs', { body: '{', headers: { 'x-request-id': 'req-2' } });
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get('x-request-id')).toBe('req-2');
+    const invalid = await call(t.app, 'GET', '/runs', { headers: { 'x-request-id': 'not valid!' } });
+    expect(invalid.headers.get('x-request-id')).not.toBe('not valid!');
   });
 
   it('a problem names a code of the one vocabulary with its status', async () => {

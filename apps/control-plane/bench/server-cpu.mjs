@@ -1,0 +1,91 @@
+#!/usr/bin/env node
+// The shipped server's CPU per run, A/B: two builds of `dist/main.js` (BENCH_A, BENCH_B; default: this
+// checkout's against itself), each on a fresh database, in alternating order. Per round: 100 warm-up creates,
+// then BENCH_RUNS (600) `echo` analysis runs POSTed by 16 keep-alive clients until all are settled; CPU of the
+// server process and of its database backends from /proc over that phase. Not the issue's benchmark
+// (dispatch.mjs is): a steadier view of the process alone, for comparing two builds on a loaded machine.
+//   BENCH_A=/work/main/apps/control-plane/dist/main.js node apps/control-plane/bench/server-cpu.mjs
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { client, cpuMeter, freshDatabase, pool, spawnServer, until } from './lib/measure.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const own = path.join(here, '..', 'dist', 'main.js');
+const builds = { A: process.env.BENCH_A ?? own, B: process.env.BENCH_B ?? own };
+const N = Number(process.env.BENCH_RUNS ?? 600);
+const PAIRS = Number(process.env.BENCH_ROUNDS ?? 4);
+const CLIENTS = 16;
+const WARM = 100;
+const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
+let seq = 0;
+
+async function round(main) {
+  const db = await freshDatabase(`bench_cpu_${process.pid}_${seq++}`);
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'everdict-bench-'));
+  const key = `evk_bench_${randomBytes(12).toString('hex')}`;
+  const srv = await spawnServer(
+    process.execPath,
+    [main],
+    { DATABASE_URL: db.url, PORT: '0', EVERDICT_DATA_DIR: dataDir, EVERDICT_BOOTSTRAP_API_KEY: key },
+    (line) => (line.includes('"control plane listening"') ? JSON.parse(line).port : undefined),
+  );
+  const http = client(srv.port, CLIENTS);
+  const watch = new pg.Client({ connectionString: db.url });
+  await watch.connect();
+  try {
+    const [{ pid: watchPid }] = (await watch.query('SELECT pg_backend_pid() AS pid')).rows;
+    const settled = async () =>
+      (await watch.query("SELECT count(*)::int AS n FROM runs WHERE status IN ('succeeded', 'failed')"))
+        .rows[0].n;
+    const auth = { authorization: `Bearer ${key}` };
+    const create = async () => {
+      const r = await http.request('POST', '/runs', SPEC, auth);
+      if (r.status !== 201) throw new Error(`POST /runs ${r.status} ${JSON.stringify(r.json)}`);
+    };
+    await pool(WARM, CLIENTS, create);
+    await until(async () => (await settled()) >= WARM);
+    const cpu = await cpuMeter(db, srv.child.pid, [watchPid]);
+    await pool(N, CLIENTS, create);
+    await until(async () => (await settled()) >= WARM + N);
+    const used = await cpu.take();
+    return { server: used.server / N, db: used.db / N };
+  } finally {
+    http.close();
+    await watch.end();
+    await srv.stop();
+    await db.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const out = { A: [], B: [] };
+for (let i = 0; i < PAIRS; i++) {
+  for (const side of i % 2 ? ['B', 'A'] : ['A', 'B']) {
+    const r = await round(builds[side]);
+    out[side].push(r);
+    console.log(
+      `round ${i + 1} ${side} server=${r.server.toFixed(2)} db=${r.db.toFixed(2)} load=${loadavg()[0].toFixed(1)}`,
+    );
+  }
+}
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const r2 = (x) => Math.round(x * 100) / 100;
+for (const [what, unit] of [
+  ['server', 'ms/run(server process)'],
+  ['db', 'ms/run(database backends)'],
+]) {
+  const a = out.A.map((x) => x[what]);
+  const b = out.B.map((x) => x[what]);
+  console.log(
+    `BENCH server-cpu.${what} a=${r2(median(a))} b=${r2(median(b))} ratio=${r2(median(b) / median(a))} unit=${unit} a_rounds=[${a.map(r2)}] b_rounds=[${b.map(r2)}] n=${N}`,
+  );
+}
+console.log(`# a=${builds.A} b=${builds.B} loadavg=${loadavg().map(r2).join('/')}`);
