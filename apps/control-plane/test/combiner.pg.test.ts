@@ -52,6 +52,8 @@ describe.runIf(LIVE_PG)('two replicas combining creates on one PostgreSQL', () =
         .set({ queued: 0, queued_batch: 0, queued_background: 0, queued_interactive: 0 })
         .execute();
       await db.updateTable('adm_envelopes').set({ in_flight: 0, spent_runs: 0 }).execute();
+      await db.deleteFrom('adm_envelope_releases').execute(); // the released counters are reset with them
+      await db.deleteFrom('adm_tenant_releases').execute();
       await new PgAdmissionStore(db).putTenant(pa.tenantId, tenantPolicy(policy));
       let next = 0;
       let admitted = 0;

@@ -101,7 +101,7 @@ describe('usage an agent reports is run-model Usage', () => {
   const internal = { key: INTERNAL_TOKEN, headers: { 'x-everdict-tenant': 'default' } };
   const rootSpent = async () => {
     const { rows } = await sql<{ spent_tokens: number; spent_usd: number }>`
-      SELECT spent_tokens, spent_usd FROM adm_envelopes WHERE tenant = 'default' AND parent_id IS NULL`.execute(
+      SELECT spent_tokens, spent_usd FROM adm_envelopes_now WHERE tenant = 'default' AND parent_id IS NULL`.execute(
       t.core.internals.deps.db,
     );
     return { tokens: Number(rows[0]?.spent_tokens), usd: Number(rows[0]?.spent_usd) };

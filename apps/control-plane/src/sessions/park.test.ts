@@ -98,7 +98,7 @@ describe('image park', () => {
     expect(closed.usage.costUsd).toBeGreaterThan(0);
     const spent = await sql<{
       spent_usd: number | string;
-    }>`SELECT spent_usd FROM adm_envelopes WHERE tenant = 'park' AND id = 'root:park'`.execute(
+    }>`SELECT spent_usd FROM adm_envelopes_now WHERE tenant = 'park' AND id = 'root:park'`.execute(
       t.core.internals.deps.db,
     );
     expect(Number(spent.rows[0]?.spent_usd)).toBeCloseTo(closed.usage.costUsd, 6);
