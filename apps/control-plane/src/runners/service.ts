@@ -10,14 +10,9 @@ import type { Deps } from '../services/context.js';
 import { DISPATCH_CHANNEL } from '../services/context.js';
 import type { Principal } from '../services/types.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
+import { type CompletionOutcome, completeRun, completeRuns } from './completion.js';
 import { defineHarness, type HarnessView, listHarnesses } from './harnesses.js';
-import {
-  appendRunnerEvents,
-  type CompletionOutcome,
-  completeRun,
-  completeRuns,
-  putArtifact,
-} from './intervals.js';
+import { appendRunnerEvents, putArtifact } from './intervals.js';
 import { expireHolder, grantLeases, heartbeat, type Lease, sweep } from './leases.js';
 import {
   authenticateRunner,
