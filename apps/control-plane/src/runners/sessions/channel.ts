@@ -3,7 +3,6 @@
 // (binary frames by stream id; see wire.ts). A closed channel refuses everything with `spawn_failed`
 // (503 sandbox_unavailable): the runner's sandboxes may still be alive — the lease rule decides they are lost.
 import { PassThrough, Writable } from 'node:stream';
-import { finished } from 'node:stream/promises';
 import {
   type ControlFrame,
   type DriverDescription,
@@ -25,6 +24,7 @@ import {
   type TerminalSize,
 } from '@everdict/placement';
 import type { WebSocket } from 'ws';
+import { endStreams } from './stream-exit.js';
 
 export interface RunnerHello {
   readonly description: DriverDescription;
@@ -119,15 +119,7 @@ export class RunnerChannel {
     const exit = new Promise<StreamExit>((resolve, reject) => {
       settle = (x) => {
         this.#streams.delete(sid);
-        stdout.end();
-        stderr.end();
-        if (x instanceof PlacementError) reject(x);
-        // As the contract says: exit resolves once both output streams have ended (their bytes delivered).
-        else
-          void Promise.all([finished(stdout), finished(stderr)]).then(
-            () => resolve(x),
-            () => resolve(x),
-          );
+        endStreams(stdout, stderr, x, resolve, reject);
       };
     });
     exit.catch(() => undefined);

@@ -17,21 +17,33 @@
 // replica that died are deleted by any replica's sweep once older than `staleMs`.
 import { randomBytes } from 'node:crypto';
 import { PassThrough, Writable } from 'node:stream';
-import { finished } from 'node:stream/promises';
 import {
   decodeBytes,
   type ExecStream,
   encodeBytes,
-  isPlacementError,
   PlacementError,
   type SessionOp,
   type StreamExit,
   type TerminalSize,
 } from '@everdict/placement';
 import { sql } from 'kysely';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Deps } from '../../services/context.js';
 import { problemError, type RunnerChannel } from './channel.js';
+import {
+  AckFrame,
+  CallFrame,
+  ExitFrame,
+  jsonBody,
+  type Kind,
+  OpenFrame,
+  parseBody,
+  problemOf,
+  ResizeFrame,
+  ResultFrame,
+} from './relay-frames.js';
+import { Consumed, Window } from './relay-window.js';
+import { endStreams } from './stream-exit.js';
 
 export const RELAY_CHANNEL = 'everdict_session_relay';
 
@@ -53,21 +65,6 @@ export interface LocalChannels {
   channel(runnerId: string): RunnerChannel | undefined;
 }
 
-type Kind =
-  | 'call'
-  | 'result'
-  | 'open'
-  | 'opened'
-  | 'in'
-  | 'out'
-  | 'err'
-  | 'eof'
-  | 'resize'
-  | 'kill'
-  | 'exit'
-  | 'ack'
-  | 'alive';
-
 interface Row {
   from_replica: string;
   conv: string;
@@ -86,73 +83,6 @@ interface Conversation {
   nextOut: number;
   onFrame(kind: Kind, body: Buffer): void;
   fail(e: PlacementError): void;
-}
-
-const CallFrame = z.object({
-  runnerId: z.string().min(1),
-  op: z.string(),
-  args: z.unknown(),
-  timeoutMs: z.number().int().positive(),
-});
-const OpenFrame = z.object({ runnerId: z.string().min(1), args: z.unknown() });
-const ResultFrame = z.object({
-  ok: z.boolean(),
-  value: z.unknown().optional(),
-  error: z
-    .object({ code: z.string(), message: z.string(), detail: z.record(z.string(), z.unknown()).default({}) })
-    .optional(),
-});
-const ExitFrame = z.object({
-  exitCode: z.number().int().nullable().optional(),
-  signal: z.string().nullable().optional(),
-  error: ResultFrame.shape.error,
-});
-const AckFrame = z.object({ bytes: z.number().nonnegative() });
-const ResizeFrame = z.object({ cols: z.number().int().positive(), rows: z.number().int().positive() });
-
-const jsonBody = (v: unknown): Buffer => Buffer.from(JSON.stringify(v), 'utf8');
-const parseBody = <T>(schema: z.ZodType<T>, body: Buffer): T =>
-  schema.parse(JSON.parse(body.toString('utf8')));
-
-/** A refusal as the frame carries it (the runner's own problem shape; bytes in its detail as `{$bytes}`). */
-function problemOf(e: unknown): { code: string; message: string; detail: Record<string, unknown> } {
-  if (isPlacementError(e))
-    return { code: e.code, message: e.message, detail: encodeBytes(e.detail) as Record<string, unknown> };
-  return { code: 'internal', message: e instanceof Error ? e.message : String(e), detail: {} };
-}
-
-/** The bytes a sender may still have unacknowledged before it waits. */
-class Window {
-  sent = 0;
-  acked = 0;
-  #waiters: (() => void)[] = [];
-  constructor(readonly size: number) {}
-  get open(): boolean {
-    return this.sent - this.acked < this.size;
-  }
-  ack(bytes: number): void {
-    if (bytes > this.acked) this.acked = bytes;
-    if (this.open) for (const w of this.#waiters.splice(0)) w();
-  }
-  whenOpen(): Promise<void> {
-    return this.open ? Promise.resolve() : new Promise((r) => this.#waiters.push(r));
-  }
-  release(): void {
-    for (const w of this.#waiters.splice(0)) w();
-  }
-}
-
-/** Counts consumed bytes and says when an ack is due (each quarter window). */
-class Consumed {
-  bytes = 0;
-  #acked = 0;
-  constructor(private readonly every: number) {}
-  add(n: number): number | null {
-    this.bytes += n;
-    if (this.bytes - this.#acked < this.every) return null;
-    this.#acked = this.bytes;
-    return this.bytes;
-  }
 }
 
 interface Outgoing {
@@ -424,14 +354,7 @@ export class SessionRelay {
         settled = true;
         this.#convs.delete(conv);
         window.release();
-        stdout.end();
-        stderr.end();
-        if (x instanceof PlacementError) reject(x);
-        else
-          void Promise.all([finished(stdout), finished(stderr)]).then(
-            () => resolve(x),
-            () => resolve(x),
-          );
+        endStreams(stdout, stderr, x, resolve, reject);
       };
     });
     exit.catch(() => undefined);
