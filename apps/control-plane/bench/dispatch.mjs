@@ -12,8 +12,8 @@
 //   dispatch.response the same creates: create → response p99
 //   dispatch.wal      WAL per run of the http shape: this database's records + their commits (pg_walinspect)
 //   dispatch.cpu      CPU per run of the http shape: the server process + its database backends
-//   dispatch.runner   runner leases (apps/runner/bench/dispatch-runner.mjs, when present)
-// Env: BENCH_RUNS (N, 1000), BENCH_LATENCY_RUNS (M, 250), BENCH_ROUNDS (2), BENCH_SHAPES (http,drain,latency),
+//   dispatch.runner   runner leases (apps/runner/bench/dispatch-runner.mjs; the `runner` shape, ≈ 10 minutes)
+// Env: BENCH_RUNS (N, 1000), BENCH_LATENCY_RUNS (M, 250), BENCH_ROUNDS (2), BENCH_SHAPES (http,drain,latency,runner),
 // EVERDICT_BENCH_DATABASE_URL; EVERDICT_* settings are passed on to the shipped server.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -41,7 +41,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const N = Number(process.env.BENCH_RUNS ?? 1000);
 const M = Number(process.env.BENCH_LATENCY_RUNS ?? 250);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
-const SHAPES = (process.env.BENCH_SHAPES ?? 'http,drain,latency').split(',');
+const SHAPES = (process.env.BENCH_SHAPES ?? 'http,drain,latency,runner').split(',');
 const CLIENTS = 16;
 const WARM = 50;
 const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
@@ -305,7 +305,9 @@ line(
 
 // Runner leases: apps/runner/bench/dispatch-runner.mjs (built by another change) when present.
 const runnerBench = path.join(here, '..', '..', 'runner', 'bench', 'dispatch-runner.mjs');
-if (existsSync(runnerBench)) {
+if (!SHAPES.includes('runner')) {
+  // not asked for (BENCH_SHAPES without `runner`)
+} else if (existsSync(runnerBench)) {
   const mod = await import(runnerBench);
   const fn = mod.dispatchRunner ?? mod.default ?? Object.values(mod).find((v) => typeof v === 'function');
   const out = fn
