@@ -57,6 +57,26 @@ function connect(u: string): Promise<WebSocket> {
   });
 }
 
+/** The refused upgrade's answer: its status, content type and problem body. */
+function refusal(u: string): Promise<{ status: number; type: string; body: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(u);
+    ws.once('open', () => reject(new Error('the upgrade was accepted')));
+    ws.once('unexpected-response', (_req, res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          type: String(res.headers['content-type']),
+          body: JSON.parse(text) as Record<string, unknown>,
+        }),
+      );
+    });
+    ws.once('error', () => undefined);
+  });
+}
+
 describe('terminal', () => {
   it('a shell over the WebSocket: raw bytes, resize, exit; the ticket is spent; the trajectory has the bytes', async () => {
     const id = await openSession();
@@ -103,6 +123,19 @@ describe('terminal', () => {
     const forA = await ticketFor(a);
     await expect(connect(url(b, forA.ticket))).rejects.toThrow('status 401');
     await expect(connect(url(a, 'evt_junk'))).rejects.toThrow('status 401');
+    // A refused upgrade speaks the one problem vocabulary, like any refused request.
+    const junk = await refusal(url(a, 'evt_junk'));
+    expect(junk.status).toBe(401);
+    expect(junk.type).toBe('application/problem+json');
+    expect(junk.body).toMatchObject({ status: 401, title: 'Unauthorized' });
+    expect(junk.body.type).toBe(`urn:everdict:problem:${String(junk.body.code)}`);
+    const badSize = await refusal(url(a, forA.ticket, '&cols=0'));
+    expect(badSize.status).toBe(400);
+    expect(badSize.body).toMatchObject({
+      type: 'urn:everdict:problem:validation_failed',
+      code: 'validation_failed',
+      title: 'Bad Request',
+    });
     const late = await ticketFor(a);
     t.advance(31_000);
     try {

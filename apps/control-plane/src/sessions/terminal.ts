@@ -10,8 +10,8 @@ import type { Duplex } from 'node:stream';
 import { TerminalSize } from '@everdict/placement';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { z } from 'zod';
-import { ControlPlaneError } from '../errors.js';
-import { refuseUpgrade } from '../http/upgrade-refusal.js';
+import { problem } from '../http/problem.js';
+import { refuseUpgrade, refuseUpgradeFor } from '../http/upgrade-refusal.js';
 import { markActive } from './rows.js';
 import type { SessionService } from './service.js';
 
@@ -44,7 +44,7 @@ export function terminalServer(sessions: SessionService, opts: TerminalOptions =
       rows: Number(url.searchParams.get('rows') ?? 24),
     });
     if (!size.success) {
-      refuseUpgrade(socket, 400, 'validation_failed', 'cols and rows are positive integers ≤ 10000');
+      refuseUpgrade(socket, problem('validation_failed', 'cols and rows are positive integers ≤ 10000'));
       return true;
     }
     sessions.redeemTerminal(runId, ticket).then(
@@ -56,13 +56,7 @@ export function terminalServer(sessions: SessionService, opts: TerminalOptions =
           });
         });
       },
-      (e: unknown) => {
-        if (e instanceof ControlPlaneError) refuseUpgrade(socket, e.httpStatus, e.code, e.message);
-        else {
-          opts.onError?.(e);
-          refuseUpgrade(socket, 500, 'internal', 'terminal upgrade failed');
-        }
-      },
+      (e: unknown) => refuseUpgradeFor(socket, e, (defect) => opts.onError?.(defect)),
     );
     return true;
   };

@@ -15,8 +15,7 @@ import { sql } from 'kysely';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { json } from '../../db/numeric.js';
 import type { Executor } from '../../db/tx.js';
-import { ControlPlaneError } from '../../errors.js';
-import { refuseUpgrade } from '../../http/upgrade-refusal.js';
+import { refuseUpgradeFor } from '../../http/upgrade-refusal.js';
 import type { Deps } from '../../services/context.js';
 import { authenticateRunner } from '../registry.js';
 import { RunnerChannel, type RunnerHello } from './channel.js';
@@ -146,13 +145,7 @@ export class RunnerSessionHub implements ChannelLookup {
       (runner) => {
         this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(runner.id, ws));
       },
-      (e: unknown) => {
-        if (e instanceof ControlPlaneError) refuseUpgrade(socket, e.httpStatus, e.code, e.message);
-        else {
-          this.#warn(e);
-          refuseUpgrade(socket, 503, 'unavailable', 'the runner could not be authenticated now');
-        }
-      },
+      (e: unknown) => refuseUpgradeFor(socket, e, (defect) => this.#warn(defect)),
     );
     return true;
   };
