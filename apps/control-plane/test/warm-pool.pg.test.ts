@@ -84,6 +84,23 @@ describe.runIf(LIVE_PG)('warm pool', () => {
     expect(warmth.stats).toEqual(before);
   });
 
+  it('hands a released connection straight to a waiting request instead of warming it', async () => {
+    const a = await wp.connect();
+    const b = await wp.connect();
+    await a.query(`${prepared('probe_wait')} SELECT $1::int AS v`, [1]);
+    const waiting = wp.connect(); // the pool is full: this one waits
+    await until(() => pool.waitingCount === 1);
+    const before = { ...warmth.stats };
+    b.release();
+    const c = await waiting;
+    expect(c).toBe(b);
+    expect(warmth.stats).toEqual(before);
+    a.release();
+    c.release(); // nobody waits now: warmed on this release (a new connection: the insert and this one)
+    await until(() => pool.idleCount === 2);
+    expect(warmth.stats.named).toBe(before.named + 2);
+  });
+
   it('writes array parameters as pg would send them', () => {
     expect(paramText(['a', 'b "c"', 'd\\e', null])).toBe('{"a","b \\"c\\"","d\\\\e",NULL}');
     expect(

@@ -116,14 +116,18 @@ async function prepareToGeneric(client: pg.PoolClient, text: string, values: Val
   return true;
 }
 
-/** The pool as kysely sees it: every checked-out client warms itself on release, before it is reused. */
+/**
+ * The pool as kysely sees it: a checked-out client that lacks a hot statement warms itself on release, before
+ * it is reused — unless a request is waiting for a connection (then it learns the cold way, in use).
+ */
 export function warmingPool(pool: pg.Pool, warmth: ConnectionWarmth) {
   return {
     async connect(): Promise<pg.PoolClient> {
       const client = await pool.connect();
       const release = client.release;
       client.release = (err?: Error | boolean) => {
-        if (err || !warmth.lacks(client)) return release(err);
+        // A request already waiting for a connection gets this one now: warming never delays anyone.
+        if (err || pool.waitingCount > 0 || !warmth.lacks(client)) return release(err);
         void warmth.warm(client).finally(() => release());
       };
       return client;
