@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Where a lone create's time goes (issue 14, latency shape): the shipped server on a fresh database, one create
 // every 20 ms; per run: sent → created_at (the server's clock at admission) → response → started_at →
-// settled (updated_at of the terminal row). Prints p50/p99 of each step. Env: BENCH_LATENCY_RUNS (200).
+// settled (updated_at of the terminal row). Prints p50/p99 of each step. Env: BENCH_LATENCY_RUNS (200),
+// BENCH_INTERVAL_MS (20), BENCH_WARM (creates before the timed ones, 50).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,7 @@ import { client, freshDatabase, now, pool, quantile, sleep, spawnServer, until }
 const here = path.dirname(fileURLToPath(import.meta.url));
 const M = Number(process.env.BENCH_LATENCY_RUNS ?? 200);
 const EVERY = Number(process.env.BENCH_INTERVAL_MS ?? 20);
+const WARM = Number(process.env.BENCH_WARM ?? 50);
 const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
 const db = await freshDatabase(`bench_trace_${process.pid}`);
 const dataDir = mkdtempSync(path.join(tmpdir(), 'everdict-trace-'));
@@ -35,8 +37,8 @@ const create = async () => {
 const settled = async () =>
   (await watch.query("SELECT count(*)::int AS n FROM runs WHERE status IN ('succeeded','failed')")).rows[0].n;
 try {
-  await pool(50, 16, create);
-  await until(async () => (await settled()) >= 50);
+  await pool(WARM, 16, create);
+  await until(async () => (await settled()) >= WARM);
   await sleep(500);
   const sent = new Map();
   const t0 = now();
@@ -48,7 +50,7 @@ try {
       sent.set(id, { at, resp: now() });
     }),
   );
-  await until(async () => (await settled()) >= 50 + M);
+  await until(async () => (await settled()) >= WARM + M);
   const { rows } = await watch.query(
     `SELECT r.id, extract(epoch FROM r.created_at) * 1000 AS c, a.started_at::float8 AS s,
             r.updated_at::float8 AS u FROM runs r JOIN adm_slots a ON a.tenant = r.tenant_id AND a.run_id = r.id`,

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { migrationProvider } from './migrations/index.js';
 import { prepareMarkedStatements } from './prepared.js';
 import type { Database } from './schema.js';
+import { ConnectionWarmth, warmingPool } from './warm-pool.js';
 
 export type Dialect = 'postgres' | 'pglite';
 export type Listener = (payload: string) => void;
@@ -111,7 +112,10 @@ async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {
     connectionTimeoutMillis: PG_TIMEOUTS.connectMs,
     statement_timeout: PG_TIMEOUTS.statementMs,
     keepAlive: true,
+    // Connections are kept (no idle timeout): a closed one would come back cold (warm-pool.ts).
+    idleTimeoutMillis: 0,
   });
+  const warmth = new ConnectionWarmth();
   pool.on('error', () => {
     /* idle client errors surface on the next query */
   });
@@ -121,9 +125,9 @@ async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {
     // process. Its query rejects anyway (→ 503 database_unavailable), and pg-pool drops the broken client
     // when it is released.
     c.on('error', () => undefined);
-    prepareMarkedStatements(c);
+    prepareMarkedStatements(c, (text, values) => warmth.note(c, text, values));
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: warmingPool(pool, warmth) }) });
   let client: pg.Client | null = null;
   const channels = new Map<string, Set<Listener>>();
   let connecting: Promise<pg.Client> | null = null;

@@ -24,19 +24,33 @@ function fnv(text: string): string {
 
 type QueryFn = (...args: unknown[]) => unknown;
 
-/** Route marked statements of this client through named statements (called once per new connection). */
-export function prepareMarkedStatements(client: pg.PoolClient): void {
+/** The named statement a marked text is sent as (`<marker>_<hash>`), or null for an unmarked text. */
+export function statementName(text: string): string | null {
+  const m = MARKER.exec(text);
+  return m ? `${m[1]}_${fnv(text)}` : null;
+}
+
+/**
+ * Route marked statements of this client through named statements (called once per new connection);
+ * `onMarked` hears each marked statement run (its text and parameters: warm-pool.ts).
+ */
+export function prepareMarkedStatements(
+  client: pg.PoolClient,
+  onMarked?: (text: string, values: readonly unknown[] | undefined) => void,
+): void {
   const names = new Map<string, string>();
   const plain = client.query.bind(client) as QueryFn;
   const routed: QueryFn = (text, values, callback) => {
     if (typeof text === 'string') {
       let name = names.get(text);
       if (name === undefined) {
-        const m = MARKER.exec(text);
-        name = m ? `${m[1]}_${fnv(text)}` : '';
+        name = statementName(text) ?? '';
         names.set(text, name);
       }
-      if (name !== '') return plain({ name, text, values }, callback);
+      if (name !== '') {
+        onMarked?.(text, Array.isArray(values) ? values : undefined);
+        return plain({ name, text, values }, callback);
+      }
     }
     return plain(text, values, callback);
   };
