@@ -15,7 +15,8 @@
 //    snapshot's earliest expected end of a running run that gave a duration — reads `adm_slot_ends` instead:
 //    a row per running slot that has an expected duration (ttlSec), kept in the slot's own transaction by a
 //    trigger that fires only for such slots (WHEN expected_duration_ms IS NOT NULL; a slot without one costs
-//    nothing). `adm_slots` pages keep 30 % free for the new versions.
+//    nothing). `adm_slots` pages keep 30 % free for the new versions, and `status` moves after `started_at`
+//    (the two columns a claim writes; a settle writes `status` alone), for the same reason as in `runs`.
 import { type Kysely, sql } from 'kysely';
 
 /** The tail of `runs`, in its new order: [name, type, NOT NULL, default]. */
@@ -42,6 +43,12 @@ const SEAL_TRIGGER = `CREATE TRIGGER runs_trajectory_seal_on_update AFTER UPDATE
 const ACTIVE = `('running', 'awaiting_input')`;
 
 const SLOT_ENDS = [
+  `DROP INDEX IF EXISTS adm_slots_active`,
+  // `status` last too (after started_at): a claim logs started_at and status, a settle status alone.
+  `ALTER TABLE adm_slots RENAME COLUMN status TO status__old`,
+  `ALTER TABLE adm_slots ADD COLUMN status text`,
+  `UPDATE adm_slots SET status = status__old`,
+  `ALTER TABLE adm_slots DROP COLUMN status__old, ALTER COLUMN status SET NOT NULL`,
   `CREATE TABLE adm_slot_ends (
      tenant text NOT NULL, run_id text NOT NULL, lifetime text NOT NULL, end_ms bigint NOT NULL,
      PRIMARY KEY (tenant, run_id))`,
@@ -65,7 +72,6 @@ const SLOT_ENDS = [
   `INSERT INTO adm_slot_ends (tenant, run_id, lifetime, end_ms)
      SELECT tenant, run_id, lifetime, started_at + expected_duration_ms FROM adm_slots
      WHERE status IN ${ACTIVE} AND started_at IS NOT NULL AND expected_duration_ms IS NOT NULL`,
-  `DROP INDEX IF EXISTS adm_slots_active`,
   `ALTER TABLE adm_slots SET (fillfactor = 70)`,
 ];
 

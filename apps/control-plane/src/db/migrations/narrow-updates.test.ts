@@ -78,6 +78,19 @@ describe('migration 0022 (narrow updates) upgrades a database with data', () => 
     const cols = await sql<{ attname: string }>`SELECT attname FROM pg_attribute
       WHERE attrelid = 'runs'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`.execute(db);
     expect(cols.rows.map((c) => c.attname).slice(-TAIL.length)).toEqual(TAIL);
+    const slotCols = await sql<{ attname: string }>`SELECT attname FROM pg_attribute
+      WHERE attrelid = 'adm_slots'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`.execute(db);
+    expect(slotCols.rows.map((c) => c.attname).slice(-2)).toEqual(['started_at', 'status']);
+    const slots = await sql<{
+      run_id: string;
+      status: string;
+    }>`SELECT run_id, status FROM adm_slots ORDER BY run_id`.execute(db);
+    expect(slots.rows.map((r) => `${r.run_id}:${r.status}`)).toEqual([
+      'r1:queued',
+      'r2:running',
+      'r3:failed',
+      'r4:running',
+    ]);
     const ends = sql<{
       run_id: string;
       end_ms: string;
