@@ -79,7 +79,11 @@ export async function walDetail(db, from, to) {
      FROM r LEFT JOIN pg_class c ON c.relfilenode::text = r.node
      GROUP BY 1, 2 ORDER BY bytes DESC LIMIT $4`,
     [from, to, db.oid, Number(process.env.BENCH_WAL_DETAIL) > 1 ? Number(process.env.BENCH_WAL_DETAIL) : 40],
-  );
+    // On a busy server the segments may be recycled before they are read: then no detail.
+  ).catch((e) => {
+    console.error(`WAL detail unavailable: ${e.message}`);
+    return [];
+  });
 }
 
 const TICK = 100; // clock ticks per second (USER_HZ)
