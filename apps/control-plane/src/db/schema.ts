@@ -272,6 +272,14 @@ export interface AdmSlotsTable {
   started_at: Int8 | null;
 }
 
+/** A running slot's expected end (migration 0022): kept by a trigger on adm_slots, only for slots with a duration. */
+export interface AdmSlotEndsTable {
+  tenant: string;
+  run_id: string;
+  lifetime: string;
+  end_ms: Int8;
+}
+
 export interface AdmQueueTable {
   run_id: string;
   tenant: string;
@@ -348,6 +356,7 @@ export interface Database {
   adm_tenants_now: AdmTenantsTable;
   adm_admissions: AdmAdmissionsTable;
   adm_slots: AdmSlotsTable;
+  adm_slot_ends: AdmSlotEndsTable;
   adm_queue: AdmQueueTable;
   adm_wfq: AdmWfqTable;
   adm_vtime: AdmVtimeTable;

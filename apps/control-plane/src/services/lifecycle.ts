@@ -10,6 +10,7 @@ import {
 } from '@everdict/admission';
 import { type createRun, createRunFromSpec, RunSpec } from '@everdict/run-model';
 import { commitPlan } from '../admission-store/sql/commit.js';
+import { autoRequestId } from '../admission-store/sql/rows.js';
 import { abort, atomically, StepAborted } from '../admission-store/sql/scope.js';
 import { PgAdmissionStore } from '../admission-store/sql/store.js';
 import { agentRunSpec } from '../agents/activation.js';
@@ -114,7 +115,7 @@ export function prepareCreate(
   const caps = input.envelope;
   const request = asControlPlaneError(() =>
     parseAdmissionRequest({
-      requestId: input.requestId ?? `auto:${runId}`,
+      requestId: input.requestId ?? autoRequestId(runId),
       runId,
       tenant: who.tenant,
       kind: input.kind,

@@ -73,7 +73,7 @@ describe('aged order: the SQL claim equals the kernel', () => {
 
   async function reset(): Promise<PgAdmissionStore> {
     await sql`TRUNCATE adm_global, adm_tenants, adm_agents, adm_envelopes, adm_admissions, adm_slots, adm_queue,
-      adm_wfq, adm_envelope_releases, adm_tenant_releases`.execute(d.db);
+      adm_wfq, adm_envelope_releases, adm_tenant_releases, adm_slot_ends`.execute(d.db);
     await sql`UPDATE adm_vtime SET v = 0`.execute(d.db);
     return new PgAdmissionStore(d.db);
   }

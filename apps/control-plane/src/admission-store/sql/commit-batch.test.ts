@@ -26,8 +26,14 @@ async function setup(policy: Parameters<typeof tenantPolicy>[0]) {
   const tenant = core.admin.tenantId;
   await new PgAdmissionStore(deps.db).putTenant(tenant, tenantPolicy(policy));
   const who = { tenant, actor: core.admin.actor };
-  const preps = [0, 1].map(() =>
-    prepareCreate(deps, who, { kind: 'command', subject: { path: 'a', image: 'i', command: ['x'] } }, {}),
+  // Callers' request ids: their decisions are recorded (an auto one is not — auto-request.test.ts).
+  const preps = [0, 1].map((i) =>
+    prepareCreate(
+      deps,
+      who,
+      { kind: 'command', subject: { path: 'a', image: 'i', command: ['x'] }, requestId: `req-${i}` },
+      {},
+    ),
   );
   const snaps = await loadTaskSnapshots(deps.db, [
     { tenant, requestIds: preps.map((p) => p.request.requestId) },

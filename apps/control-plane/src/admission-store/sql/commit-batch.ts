@@ -1,7 +1,7 @@
 // commitBatch: the task admissions of one or more tenants — each tenant's K drawing on its root envelope path
 // (no slice, no causer), decided in order against one snapshot per tenant — written in ONE autocommit
 // statement, together with the caller's "riders" (the ledger's run rows and facts):
-//   1. the admission records (request ids), the slots and every rider — plain inserts, no existing row locked;
+//   1. the admission records (callers' request ids; an auto one is not recorded — rows.ts), the slots and every rider — plain inserts, no existing row locked;
 //   2. the hot rows, last: every tenant's path envelopes locked in (tenant, id) order and charged
 //      (`in_flight + k <= cap`, budget left; in flight and spend less/plus what settles released — released.ts), then the tenant rows locked in tenant order and their queue cap
 //      taken (`queued + k <= max`), the WFQ finish tags per (tenant, lane) and the K queue entries;
@@ -19,7 +19,7 @@ import { json } from '../../db/numeric.js';
 import { prepared } from '../../db/prepared.js';
 import { type Executor, isRetryable } from '../../db/tx.js';
 import { envelopeReleases } from './released.js';
-import { slotRow } from './rows.js';
+import { isRecordedRequest, slotRow } from './rows.js';
 import { wfqTagUpsert } from './wfq-tags.js';
 
 /** A write carried by the admission statement: a data-modifying query that must touch exactly `rows` rows. */
@@ -50,7 +50,7 @@ export async function commitBatch<R>(
   const plans = groups.flat();
   const k = plans.length;
   const hot = hotInputs(groups.filter((g) => g.length > 0));
-  const admissions = plans.map((p) => ({
+  const admissions = plans.filter(isRecordedRequest).map((p) => ({
     tenant: p.slot.tenant,
     request_id: p.decision.requestId,
     run_id: p.slot.runId,
@@ -130,7 +130,7 @@ export async function commitBatch<R>(
     ),
     chk AS (
       SELECT everdict_assert(
-        (SELECT count(*) FROM adm) = ${k} AND (SELECT count(*) FROM slots) = ${k}
+        (SELECT count(*) FROM adm) = ${admissions.length} AND (SELECT count(*) FROM slots) = ${k}
           AND ${sql.join(riderCounts, sql` AND `)} AND (SELECT count(*) FROM n) = 1
           AND (SELECT count(*) FROM env) = ${hot.envelopes.length} AND (SELECT count(*) FROM ten) = ${hot.tenants.length}
           AND (SELECT count(*) FROM q) = ${k},

@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import { json } from '../../db/numeric.js';
 import type { Tx } from '../../db/tx.js';
 import { envelopeReleases } from './released.js';
-import { envelopeRow, QUEUED_COLUMN, slotRow } from './rows.js';
+import { envelopeRow, isRecordedRequest, QUEUED_COLUMN, slotRow } from './rows.js';
 import { abort } from './scope.js';
 import { wfqTagUpsert } from './wfq-tags.js';
 
@@ -17,12 +17,14 @@ export async function commitPlan(tx: Tx, plan: AdmissionPlan): Promise<CommitRes
   const { decision, slot, guards } = plan;
   const tenant = slot.tenant;
 
-  const recorded = await tx
-    .insertInto('adm_admissions')
-    .values({ tenant, request_id: decision.requestId, run_id: slot.runId, decision: json(decision) })
-    .onConflict((oc) => oc.columns(['tenant', 'request_id']).doNothing())
-    .returning('request_id')
-    .executeTakeFirst();
+  const recorded = !isRecordedRequest(plan)
+    ? { request_id: decision.requestId }
+    : await tx
+        .insertInto('adm_admissions')
+        .values({ tenant, request_id: decision.requestId, run_id: slot.runId, decision: json(decision) })
+        .onConflict((oc) => oc.columns(['tenant', 'request_id']).doNothing())
+        .returning('request_id')
+        .executeTakeFirst();
   if (!recorded) {
     const prior = await tx
       .selectFrom('adm_admissions')

@@ -96,11 +96,9 @@ export async function loadTaskSnapshots(
          FROM adm_admissions a
          WHERE a.tenant = k.tenant AND a.request_id IN (SELECT jsonb_array_elements_text(k.requests))) AS priors,
       (SELECT jsonb_build_object(
-           'task_end', min(s.started_at + s.expected_duration_ms) FILTER (WHERE s.lifetime = 'task'),
-           'session_end', min(s.started_at + s.expected_duration_ms) FILTER (WHERE s.lifetime = 'session'))
-         FROM adm_slots s
-         WHERE s.tenant = k.tenant AND s.status IN ('running', 'awaiting_input')
-           AND s.expected_duration_ms IS NOT NULL) AS ends,
+           'task_end', min(s.end_ms) FILTER (WHERE s.lifetime = 'task'),
+           'session_end', min(s.end_ms) FILTER (WHERE s.lifetime = 'session'))
+         FROM adm_slot_ends s WHERE s.tenant = k.tenant) AS ends,
       (WITH RECURSIVE p(id, parent_id, depth) AS (
            SELECT e.id, e.parent_id, 0 FROM adm_envelopes e WHERE e.tenant = k.tenant AND e.id = k.root
            UNION ALL

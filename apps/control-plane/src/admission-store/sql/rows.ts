@@ -84,3 +84,16 @@ export function envelopeRow(e: Envelope) {
     in_flight_cap: e.inFlightCap,
   };
 }
+
+/**
+ * The request id of a create that gave none: its own fresh run id, so no later request can ever repeat it. Its
+ * admission record (`adm_admissions`, the idempotency key's first decision) would never be read: it is not
+ * written (migration 0022's notes; ≈ 0.6 kB of WAL per run).
+ */
+export const autoRequestId = (runId: string): string => `auto:${runId}`;
+
+/** Whether a plan's decision is recorded for idempotency (a caller's request id, not an auto one). */
+export const isRecordedRequest = (plan: {
+  decision: { requestId: string };
+  slot: { runId: string };
+}): boolean => plan.decision.requestId !== autoRequestId(plan.slot.runId);

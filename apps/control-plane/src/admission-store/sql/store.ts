@@ -162,18 +162,12 @@ export class PgAdmissionStore implements AdmissionStore {
             .where('agent_id', '=', key.agentId)
             .executeTakeFirst(),
       ex
-        .selectFrom('adm_slots')
+        .selectFrom('adm_slot_ends')
         .select([
-          sql<string | null>`min(started_at + expected_duration_ms) FILTER (WHERE lifetime = 'task')`.as(
-            'task_end',
-          ),
-          sql<string | null>`min(started_at + expected_duration_ms) FILTER (WHERE lifetime = 'session')`.as(
-            'session_end',
-          ),
+          sql<string | null>`min(end_ms) FILTER (WHERE lifetime = 'task')`.as('task_end'),
+          sql<string | null>`min(end_ms) FILTER (WHERE lifetime = 'session')`.as('session_end'),
         ])
         .where('tenant', '=', tenant)
-        .where('status', 'in', ['running', 'awaiting_input'])
-        .where('expected_duration_ms', 'is not', null)
         .executeTakeFirst(),
     ]);
     const causer = causerRow ? slotOf(causerRow) : null;
