@@ -13,7 +13,10 @@ export interface WakeLoopOptions {
   onError: (e: unknown) => void;
   /** Least time between the starts of two cycles (0: none). */
   minGapMs?: number;
-  /** A NOTIFY with this payload does not wake the loop (this process's own, already woken in-process). */
+  /**
+   * A NOTIFY with this payload, or this payload followed by `;` and a note, does not wake the loop (this
+   * process's own, already woken in-process).
+   */
   ownPayload?: string;
 }
 
@@ -36,7 +39,7 @@ export class WakeLoop {
     this.stopped = false;
     const own = this.opts.ownPayload;
     this.unlisten = await this.opts.ldb.listen(this.opts.channel, (payload) => {
-      if (own === undefined || payload !== own) this.wake();
+      if (own === undefined || (payload !== own && !payload.startsWith(`${own};`))) this.wake();
     });
     this.poll = setInterval(() => this.wake(), this.opts.pollMs);
     this.poll.unref?.();
