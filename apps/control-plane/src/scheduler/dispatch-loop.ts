@@ -147,6 +147,11 @@ export class DispatchLoop {
         this.leases.track({ runId: r.runId, epoch: r.epoch });
         this.execute(r.tenant, r.runId, r.epoch, r.subject);
       }
+      // A claim short of its capacity took every run it could see (the rest is over quota or held by
+      // another claimer): claiming again now would find nothing — that empty claim was every second claim
+      // under load. A run committed since wakes the loop (in-process for this process's creates, NOTIFY for
+      // the rest), and a wake during this cycle runs one more after it (WakeLoop).
+      if (started.length < capacity) return;
     }
   }
 
