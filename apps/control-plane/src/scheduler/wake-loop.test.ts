@@ -110,6 +110,40 @@ describe('WakeLoop', () => {
     await loop.stop();
   });
 
+  it('onHeard: called for a NOTIFY not its own and for each poll, not for its own or an in-process wake', async () => {
+    let notify: (payload: string) => void = () => undefined;
+    let heard = 0;
+    const loop = new WakeLoop({
+      ldb: {
+        listen: async (_channel, fn) => {
+          notify = fn;
+          return async () => undefined;
+        },
+      },
+      channel: 'test',
+      pollMs: 1_000,
+      cycle: async () => undefined,
+      onError: (e) => {
+        throw e;
+      },
+      ownPayload: 'dispatch:me',
+      onHeard: () => {
+        heard++;
+      },
+    });
+    await loop.start();
+    notify('dispatch:me');
+    notify(dispatchPayload('dispatch:me', ['analysis']));
+    loop.wake();
+    expect(heard).toBe(0);
+    notify(''); // a cancel
+    notify(dispatchPayload('dispatch:other', ['analysis']));
+    expect(heard).toBe(2);
+    await vi.advanceTimersByTimeAsync(1_000); // the poll
+    expect(heard).toBe(3);
+    await loop.stop();
+  });
+
   it('tells runners apart from inline-only creates by the payload note', () => {
     expect(dispatchPayload('dispatch:me', ['analysis', 'analysis'])).toBe('dispatch:me;inline');
     expect(dispatchPayload('dispatch:me', ['analysis', 'command'])).toBe('dispatch:me');

@@ -18,6 +18,11 @@ export interface WakeLoopOptions {
    * process's own, already woken in-process).
    */
   ownPayload?: string;
+  /**
+   * Called before the wake of a NOTIFY that is not this process's own, and of each poll: how the loop hears
+   * of what changed elsewhere (a cancel, a requeue), unlike an in-process `wake()`.
+   */
+  onHeard?: () => void;
 }
 
 export class WakeLoop {
@@ -39,9 +44,14 @@ export class WakeLoop {
     this.stopped = false;
     const own = this.opts.ownPayload;
     this.unlisten = await this.opts.ldb.listen(this.opts.channel, (payload) => {
-      if (own === undefined || (payload !== own && !payload.startsWith(`${own};`))) this.wake();
+      if (own !== undefined && (payload === own || payload.startsWith(`${own};`))) return;
+      this.opts.onHeard?.();
+      this.wake();
     });
-    this.poll = setInterval(() => this.wake(), this.opts.pollMs);
+    this.poll = setInterval(() => {
+      this.opts.onHeard?.();
+      this.wake();
+    }, this.opts.pollMs);
     this.poll.unref?.();
     this.wake();
   }
