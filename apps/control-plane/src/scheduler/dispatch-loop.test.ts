@@ -141,6 +141,8 @@ describe('DispatchLoop', () => {
         pollMs: 60_000,
         concurrency: 16,
         timeoutMs: 3_000,
+        // No sweep within the test: only start() wakes the loop.
+        lease: leasePolicy({ leaseMs: 600_000, sweepMs: 600_000 }),
       },
     );
     await loop.start();
