@@ -7,7 +7,7 @@ import type { PublicKeyEntry } from '../keys/registry.js';
 import type { LeasePolicy } from '../leases/policy.js';
 import type { RunView } from '../ledger/views.js';
 import type { Deps } from '../services/context.js';
-import { DISPATCH_CHANNEL } from '../services/context.js';
+import { DISPATCH_CHANNEL, mayWakeRunners } from '../services/context.js';
 import type { Principal } from '../services/types.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { type CompletionOutcome, completeRun, completeRuns } from './completion.js';
@@ -83,7 +83,10 @@ export class LeaseWaiters {
   ) {}
 
   async start(): Promise<void> {
-    this.unlisten = await this.deps.ldb.listen(DISPATCH_CHANNEL, () => this.wake());
+    // An inline-only create (analysis runs: no runner can take them) does not wake the long-polls.
+    this.unlisten = await this.deps.ldb.listen(DISPATCH_CHANNEL, (payload) => {
+      if (mayWakeRunners(payload)) this.wake();
+    });
     // The lease rule's sweep, also here: a core without the dispatch loop still requeues lost runner leases.
     this.reaper = setInterval(() => {
       sweep(this.deps, this.lease).catch((e: unknown) =>

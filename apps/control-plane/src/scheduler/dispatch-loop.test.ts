@@ -1,8 +1,10 @@
 // The dispatch loop frees an execution slot when the execution returns (the settle follows, group-committed),
 // bounds executions + unsettled results to BACKLOG_FACTOR × concurrency, keeps unsettled runs `running` and
 // counted against their tenant, and stop() waits for every pending settle.
+import type { KyselyPlugin } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, type TestCore, testCore } from '../../test/core.js';
+import { leasePolicy } from '../leases/policy.js';
 import { settleMany } from './batch-transitions.js';
 import { BACKLOG_FACTOR, DispatchLoop } from './dispatch-loop.js';
 import type { SettleBatch } from './settle-batcher.js';
@@ -112,5 +114,41 @@ describe('DispatchLoop', () => {
     const settledBefore = held.steps.slice(0, -1).map((s) => Number(s.replace('settled ', '')));
     expect(settledBefore.reduce((a, b) => a + b, 0)).toBe(3);
     expect(await statuses()).toEqual({ succeeded: 3 });
+  });
+
+  it('a claim short of its capacity ends the cycle: no empty claim after it', async () => {
+    t = await testCore({ scheduler: { enabled: false } });
+    for (let i = 0; i < 3; i++)
+      await t.core.services.runs.create(t.admin, {
+        kind: 'analysis',
+        subject: { config: { fn: 'sleep', ms: 60_000 } },
+      });
+    // The creates' NOTIFYs are sent after their commits, unawaited: one query more and they are out, before
+    // the loop listens.
+    await t.core.internals.deps.db.selectFrom('runs').select('id').execute();
+    let claims = 0;
+    const counting: KyselyPlugin = {
+      transformQuery: (args) => {
+        if (JSON.stringify(args.node).includes('prepared:claim_start')) claims++;
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    };
+    const deps = t.core.internals.deps;
+    loop = new DispatchLoop(
+      { ...deps, db: deps.db.withPlugin(counting) },
+      {
+        pollMs: 60_000,
+        concurrency: 16,
+        timeoutMs: 3_000,
+        // No sweep within the test: only start() wakes the loop.
+        lease: leasePolicy({ leaseMs: 600_000, sweepMs: 600_000 }),
+      },
+    );
+    await loop.start();
+    await eventually(async () => (loop?.dispatched === 3 ? true : undefined));
+    // The executions sleep: nothing freed a slot or woke the loop; its one cycle claimed once (3 of 16).
+    expect(await statuses()).toEqual({ running: 3 });
+    expect(claims).toBe(1);
   });
 });

@@ -50,6 +50,11 @@ export class DispatchLoop {
   /** The last cycle stopped claiming because the settle backlog was full. */
   private heldBack = false;
   private wakePending = false;
+  /**
+   * A NOTIFY (or a poll) arrived since the last check for stopped runs: a cancel is announced so, never by an
+   * in-process wake (this process's creates, a freed slot), which then skip that statement.
+   */
+  private heard = true;
   private lastSweep = 0;
   private readonly lease: LeasePolicy;
   readonly leases: LeaseKeeper;
@@ -82,6 +87,9 @@ export class DispatchLoop {
       cycle: () => this.cycle(),
       onError: (e) => deps.log('error', 'dispatch cycle failed', { error: String(e) }),
       ownPayload: this.wakeToken,
+      onHeard: () => {
+        this.heard = true;
+      },
     });
   }
 
@@ -126,7 +134,13 @@ export class DispatchLoop {
   }
 
   private async cycle(): Promise<void> {
-    await this.abortStopped();
+    if (this.heard) {
+      this.heard = false;
+      await this.abortStopped().catch((e: unknown) => {
+        this.heard = true; // checked again next cycle
+        throw e;
+      });
+    }
     await this.sweepIfDue();
     for (;;) {
       const capacity = this.capacity();
@@ -147,6 +161,11 @@ export class DispatchLoop {
         this.leases.track({ runId: r.runId, epoch: r.epoch });
         this.execute(r.tenant, r.runId, r.epoch, r.subject);
       }
+      // A claim short of its capacity took every run it could see (the rest is over quota or held by
+      // another claimer): claiming again now would find nothing — that empty claim was every second claim
+      // under load. A run committed since wakes the loop (in-process for this process's creates, NOTIFY for
+      // the rest), and a wake during this cycle runs one more after it (WakeLoop).
+      if (started.length < capacity) return;
     }
   }
 

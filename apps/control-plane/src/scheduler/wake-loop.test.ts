@@ -3,6 +3,7 @@
 // (setTimeout, setInterval and performance.now): time moves only when the test moves it, so "nothing
 // started" is exact, never a guess after a sleep.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { dispatchPayload, mayWakeRunners } from '../services/context.js';
 import { WakeLoop } from './wake-loop.js';
 
 const noListen = { listen: async () => async () => undefined };
@@ -96,12 +97,58 @@ describe('WakeLoop', () => {
     await loop.start(); // cycle 1
     await vi.advanceTimersByTimeAsync(1);
     notify('dispatch:me'); // its own create's echo: it was woken in-process already
+    notify(dispatchPayload('dispatch:me', ['analysis'])); // its own, with the inline-only note
     expect(starts).toHaveLength(1);
-    notify('dispatch:other'); // another replica's create
+    notify(dispatchPayload('dispatch:other', ['analysis'])); // another replica's create
     expect(starts).toHaveLength(2);
     await vi.advanceTimersByTimeAsync(1);
-    notify(''); // a cancel, a sweep
+    notify('dispatch:mee'); // not its token: a prefix alone is not its own
     expect(starts).toHaveLength(3);
+    await vi.advanceTimersByTimeAsync(1);
+    notify(''); // a cancel, a sweep
+    expect(starts).toHaveLength(4);
     await loop.stop();
+  });
+
+  it('onHeard: called for a NOTIFY not its own and for each poll, not for its own or an in-process wake', async () => {
+    let notify: (payload: string) => void = () => undefined;
+    let heard = 0;
+    const loop = new WakeLoop({
+      ldb: {
+        listen: async (_channel, fn) => {
+          notify = fn;
+          return async () => undefined;
+        },
+      },
+      channel: 'test',
+      pollMs: 1_000,
+      cycle: async () => undefined,
+      onError: (e) => {
+        throw e;
+      },
+      ownPayload: 'dispatch:me',
+      onHeard: () => {
+        heard++;
+      },
+    });
+    await loop.start();
+    notify('dispatch:me');
+    notify(dispatchPayload('dispatch:me', ['analysis']));
+    loop.wake();
+    expect(heard).toBe(0);
+    notify(''); // a cancel
+    notify(dispatchPayload('dispatch:other', ['analysis']));
+    expect(heard).toBe(2);
+    await vi.advanceTimersByTimeAsync(1_000); // the poll
+    expect(heard).toBe(3);
+    await loop.stop();
+  });
+
+  it('tells runners apart from inline-only creates by the payload note', () => {
+    expect(dispatchPayload('dispatch:me', ['analysis', 'analysis'])).toBe('dispatch:me;inline');
+    expect(dispatchPayload('dispatch:me', ['analysis', 'command'])).toBe('dispatch:me');
+    expect(mayWakeRunners(dispatchPayload('', ['analysis']))).toBe(false);
+    expect(mayWakeRunners(dispatchPayload('dispatch:me', ['eval']))).toBe(true);
+    expect(mayWakeRunners('')).toBe(true); // a cancel, a sweep, an older replica
   });
 });

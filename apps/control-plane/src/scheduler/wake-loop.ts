@@ -13,8 +13,16 @@ export interface WakeLoopOptions {
   onError: (e: unknown) => void;
   /** Least time between the starts of two cycles (0: none). */
   minGapMs?: number;
-  /** A NOTIFY with this payload does not wake the loop (this process's own, already woken in-process). */
+  /**
+   * A NOTIFY with this payload, or this payload followed by `;` and a note, does not wake the loop (this
+   * process's own, already woken in-process).
+   */
   ownPayload?: string;
+  /**
+   * Called before the wake of a NOTIFY that is not this process's own, and of each poll: how the loop hears
+   * of what changed elsewhere (a cancel, a requeue), unlike an in-process `wake()`.
+   */
+  onHeard?: () => void;
 }
 
 export class WakeLoop {
@@ -36,9 +44,14 @@ export class WakeLoop {
     this.stopped = false;
     const own = this.opts.ownPayload;
     this.unlisten = await this.opts.ldb.listen(this.opts.channel, (payload) => {
-      if (own === undefined || payload !== own) this.wake();
+      if (own !== undefined && (payload === own || payload.startsWith(`${own};`))) return;
+      this.opts.onHeard?.();
+      this.wake();
     });
-    this.poll = setInterval(() => this.wake(), this.opts.pollMs);
+    this.poll = setInterval(() => {
+      this.opts.onHeard?.();
+      this.wake();
+    }, this.opts.pollMs);
     this.poll.unref?.();
     this.wake();
   }

@@ -37,6 +37,24 @@ export interface LocalDispatch {
 
 export const DISPATCH_CHANNEL = 'everdict_dispatch';
 
+/** The kinds only the inline lane (this control plane's dispatch loop) executes: no runner ever claims them. */
+export const INLINE_LANE_KINDS: ReadonlySet<string> = new Set(['analysis']);
+/** Appended to a dispatch NOTIFY's payload when every run it announces is of the inline lane. */
+export const INLINE_ONLY_NOTE = ';inline';
+
+/**
+ * The payload of a create's NOTIFY on DISPATCH_CHANNEL: the sender's token (its own dispatch loop skips the
+ * echo), and INLINE_ONLY_NOTE when no run of `kinds` is a runner's — then the runners' lease long-polls stay
+ * asleep (a wake would only run a lease transaction that cannot claim anything).
+ */
+export function dispatchPayload(token: string, kinds: Iterable<string>): string {
+  for (const k of kinds) if (!INLINE_LANE_KINDS.has(k)) return token;
+  return `${token}${INLINE_ONLY_NOTE}`;
+}
+
+/** Whether a dispatch NOTIFY may announce work for a runner (anything but an inline-only create). */
+export const mayWakeRunners = (payload: string): boolean => !payload.endsWith(INLINE_ONLY_NOTE);
+
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
 /** 16 fresh CSPRNG bytes, cut from a pool refilled 4 KiB at a time (one call to the CSPRNG per 256 ids). */

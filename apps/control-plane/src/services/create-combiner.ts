@@ -20,7 +20,7 @@ import { ControlPlaneError } from '../errors.js';
 import { EVENTS_CHANNEL, insertEventsSql, notifyAfterCommit } from '../ledger/events.js';
 import { insertRunsSql, type RunRow, withSlot } from '../ledger/runs.js';
 import { asControlPlaneError } from './boundary.js';
-import { type Deps, DISPATCH_CHANNEL } from './context.js';
+import { type Deps, DISPATCH_CHANNEL, dispatchPayload } from './context.js';
 import {
   type Actor,
   AdmissionRaced,
@@ -219,7 +219,16 @@ async function decideAndWrite(
     deps.localDispatch?.wake();
     void notifyAfterCommit(
       deps.db,
-      [EVENTS_CHANNEL, [DISPATCH_CHANNEL, deps.localDispatch?.token ?? '']],
+      [
+        EVENTS_CHANNEL,
+        [
+          DISPATCH_CHANNEL,
+          dispatchPayload(
+            deps.localDispatch?.token ?? '',
+            built.map((b) => b.run.kind),
+          ),
+        ],
+      ],
       (e) => deps.log('warn', 'create: notify failed (listeners poll)', { error: String(e) }),
     );
     deps.queueStats.noteEnqueued(built.length);

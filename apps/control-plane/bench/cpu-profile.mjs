@@ -1,0 +1,105 @@
+#!/usr/bin/env node
+// The shipped server's CPU profile on the http shape: `node --cpu-prof` of a built `dist/main.js` (argv[2],
+// default this checkout's) while 16 keep-alive clients POST BENCH_RUNS (1000) `echo` analysis runs, after 100
+// warm-up creates; then its top self and inclusive costs within the measured phase only (start-up and
+// warm-up left out). Without BENCH_PROFILE_DIR it only prints CPU per run (server process and backends).
+// Not a benchmark (server-cpu.mjs and dispatch.mjs are): where the server's time goes.
+//   BENCH_PROFILE_DIR=/tmp/prof node apps/control-plane/bench/cpu-profile.mjs [dist/main.js]
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { client, cpuMeter, freshDatabase, pool, spawnServer, until } from './lib/measure.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const main = process.argv[2] ?? path.join(here, '..', 'dist', 'main.js');
+const profDir = process.env.BENCH_PROFILE_DIR;
+const N = Number(process.env.BENCH_RUNS ?? 1000);
+const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
+
+const db = await freshDatabase(`bench_prof_${process.pid}`);
+const dataDir = mkdtempSync(path.join(tmpdir(), 'everdict-bench-'));
+const key = `evk_bench_${randomBytes(12).toString('hex')}`;
+const args = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, main] : [main];
+const srv = await spawnServer(
+  process.execPath,
+  args,
+  { DATABASE_URL: db.url, PORT: '0', EVERDICT_DATA_DIR: dataDir, EVERDICT_BOOTSTRAP_API_KEY: key },
+  (line) => (line.includes('"control plane listening"') ? JSON.parse(line).port : undefined),
+);
+const http = client(srv.port, 16);
+const watch = new pg.Client({ connectionString: db.url });
+await watch.connect();
+const settled = async () =>
+  (await watch.query("SELECT count(*)::int AS n FROM runs WHERE status IN ('succeeded', 'failed')")).rows[0]
+    .n;
+const auth = { authorization: `Bearer ${key}` };
+const create = async () => {
+  const r = await http.request('POST', '/runs', SPEC, auth);
+  if (r.status !== 201) throw new Error(`POST /runs ${r.status}`);
+};
+let window;
+try {
+  await pool(100, 16, create);
+  await until(async () => (await settled()) >= 100);
+  const [{ pid: watchPid }] = (await watch.query('SELECT pg_backend_pid() AS pid')).rows;
+  const cpu = await cpuMeter(db, srv.child.pid, [watchPid]);
+  const from = Number(process.hrtime.bigint() / 1000n); // the profile's clock: monotonic µs
+  await pool(N, 16, create);
+  await until(async () => (await settled()) >= 100 + N);
+  const used = await cpu.take();
+  window = [from, Number(process.hrtime.bigint() / 1000n)];
+  console.log(
+    `server=${(used.server / N).toFixed(2)} db=${(used.db / N).toFixed(2)} ms/run load=${loadavg()[0].toFixed(1)}`,
+  );
+} finally {
+  http.close();
+  await watch.end();
+  await srv.stop();
+  await db.drop();
+  rmSync(dataDir, { recursive: true, force: true });
+}
+if (profDir && window) {
+  const file = readdirSync(profDir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .sort()
+    .at(-1);
+  const p = JSON.parse(readFileSync(path.join(profDir, file), 'utf8'));
+  const nodes = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const hits = new Map();
+  let t = p.startTime;
+  p.samples.forEach((s, i) => {
+    t += p.timeDeltas[i];
+    if (t >= window[0] && t <= window[1]) hits.set(s, (hits.get(s) ?? 0) + 1);
+  });
+  const label = (n) =>
+    `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.split('/').slice(-2).join('/')}:${n.callFrame.lineNumber + 1}`;
+  const self = new Map();
+  const incl = new Map();
+  let busy = 0;
+  for (const [id, c] of hits) {
+    if (nodes.get(id).callFrame.functionName === '(idle)') continue;
+    busy += c;
+    self.set(label(nodes.get(id)), (self.get(label(nodes.get(id))) ?? 0) + c);
+    const seen = new Set();
+    for (let cur = id; cur !== undefined; cur = parent.get(cur)) {
+      const l = label(nodes.get(cur));
+      if (seen.has(l)) continue;
+      seen.add(l);
+      incl.set(l, (incl.get(l) ?? 0) + c);
+    }
+  }
+  const top = (m) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 40)
+      .map(([k, v]) => `${((100 * v) / busy).toFixed(1).padStart(5)}% ${k}`)
+      .join('\n');
+  console.log(
+    `# ${file}: ${busy} busy samples in the measured phase\n== self\n${top(self)}\n== inclusive\n${top(incl)}`,
+  );
+}
