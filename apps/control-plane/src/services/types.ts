@@ -105,8 +105,16 @@ export const CreateRunInput = z.object({
   expiresAt: z.iso.datetime({ offset: true }).optional(),
   /** At most 2^31 − 1 s (68 years): `now + ttlSec` stays a timestamp and `ttlSec × 1000` an exact integer. */
   ttlSec: z.int().positive().max(INT4_MAX).optional(),
-  /** Idempotency key: the same (tenant, requestId) returns the first run instead of a second. */
-  requestId: z.string().min(1).max(200).optional(),
+  /**
+   * Idempotency key: the same (tenant, requestId) returns the first run instead of a second. `auto:` is
+   * reserved: a create without one is keyed `auto:<runId>` and is never recorded (nothing can repeat it).
+   */
+  requestId: z
+    .string()
+    .min(1)
+    .max(200)
+    .refine((id) => !id.startsWith('auto:'), 'the requestId prefix `auto:` is reserved')
+    .optional(),
 });
 export type CreateRunInput = z.input<typeof CreateRunInput>;
 

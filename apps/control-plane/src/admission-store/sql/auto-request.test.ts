@@ -1,6 +1,6 @@
 // A create without a request id is admitted under its own fresh run id (`auto:<runId>`), which no later
 // request can repeat: its decision is not recorded (migration 0022's notes). A caller's request id still is,
-// and a repeat still returns the first run.
+// and a repeat still returns the first run; a caller's id may not start with the reserved `auto:`.
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestCore, testCore } from '../../../test/core.js';
@@ -23,9 +23,13 @@ describe('admission records: only callers’ request ids', () => {
     const rows = await sql<{ request_id: string; run_id: string }>`
       SELECT request_id, run_id FROM adm_admissions ORDER BY request_id`.execute(db);
     expect(rows.rows).toEqual([{ request_id: 'req-1', run_id: c.run.id }]);
-    // A client's "auto:…" id naming an existing run is its own request, not that run's.
-    const d = await runs.create(t.admin, { ...echo, requestId: `auto:${a.run.id}` });
-    expect([a.run.id, b.run.id]).not.toContain(d.run.id);
-    expect(d.admission.decision).toBe('admitted');
+    // `auto:` is reserved: a client's "auto:…" id is refused before the gate, and nothing is written.
+    const before = await sql<{ n: string }>`SELECT count(*) AS n FROM runs`.execute(db);
+    await expect(runs.create(t.admin, { ...echo, requestId: `auto:${a.run.id}` })).rejects.toMatchObject({
+      httpStatus: 400,
+    });
+    const after = await sql<{ n: string }>`SELECT count(*) AS n FROM runs`.execute(db);
+    expect(after.rows[0]!.n).toBe(before.rows[0]!.n);
+    expect([a.run.id, b.run.id]).toHaveLength(2);
   });
 });
