@@ -22,8 +22,9 @@ import {
 } from '@everdict/headlog';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_KEY } from '../http/testing/harness.js';
+import { ADMIN_KEY, until } from '../http/testing/harness.js';
 import { HeadLog } from './head-log.js';
+import { treeSize } from './store.js';
 import { finishedGroup, finishedRun, type ServedLog, sequenceAll, servedLog } from './testing/served.js';
 
 let s: ServedLog;
@@ -207,7 +208,54 @@ describe('the head log in the control plane', { timeout: 300_000 }, () => {
     const c = await h.pass();
     expect(c).toMatchObject({ sequenced: 0, size: b.size });
     expect(c.signed?.treeSize).toBe(b.size);
+    expect([a.settled, b.settled, c.settled]).toEqual([false, false, true]);
     now += 60_000;
-    expect((await h.pass()).signed).toBeNull(); // nothing new: no STH
+    const d = await h.pass();
+    expect(d.signed).toBeNull(); // nothing new: no STH
+    expect(d.settled).toBe(true);
+  });
+
+  it('an idle loop probes for pending leaves and opens no sequencing pass until one arrives', async () => {
+    await sequenceAll(s.log);
+    let statements = 0; // every statement the loop sends, counted by a kysely plugin
+    const db = s.t.core.internals.ldb.db.withPlugin({
+      transformQuery: (args) => {
+        statements += 1;
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    });
+    // Its clock is later than every STH so far (the test above signed one far ahead).
+    const h = new HeadLog(db, {
+      key: s.logKey,
+      sthIntervalMs: 0,
+      sequenceMs: 5,
+      clock: () => Date.now() + 20_000_000,
+    });
+    const passes: boolean[] = [];
+    const pass = h.pass.bind(h);
+    h.pass = async (opts) => {
+      const r = await pass(opts);
+      passes.push(r.settled);
+      return r;
+    };
+    h.start();
+    try {
+      await until('settled', async () => (passes.at(-1) === true ? true : undefined));
+      // Settled: 30 more statements go by (30 ticks of one probe each; a pass is six) with no pass.
+      const settledAt = passes.length;
+      const mark = statements;
+      await until('30 idle ticks', async () => (statements >= mark + 30 ? true : undefined));
+      expect(passes.length).toBe(settledAt);
+      // A leaf arrives: the next probe finds it, a pass sequences it and the loop settles again.
+      const size = await treeSize(s.t.core.internals.ldb.db);
+      await finishedRun(s.t);
+      await until('the new leaf sequenced', async () =>
+        (await treeSize(s.t.core.internals.ldb.db)) > size && passes.at(-1) === true ? true : undefined,
+      );
+      expect(passes.length).toBeGreaterThan(settledAt);
+    } finally {
+      await h.stop();
+    }
   });
 });

@@ -22,6 +22,7 @@ import { ControlPlaneError } from '../errors.js';
 import { type PassResult, Sequencer } from './sequencer.js';
 import {
   addCosignature,
+  anyPending,
   cosignaturesOf,
   latestTreeHead,
   leavesOf,
@@ -111,12 +112,20 @@ export class HeadLog {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    // While the log is settled (nothing pending, the whole tree signed), a tick is one probe of
+    // log_pending, not a sequencing transaction of six statements: an idle replica stays nearly silent.
+    let settled = false;
     const loop = async () => {
       this.timer = null;
       let again = false;
       try {
-        again = (await this.pass()).more;
+        if (!settled || (await anyPending(this.db))) {
+          const r = await this.pass();
+          again = r.more;
+          settled = r.settled;
+        }
       } catch (e) {
+        settled = false;
         this.o.log?.('error', 'head log: sequencing pass failed', { error: String(e) });
       }
       if (!this.stopped) this.timer = setTimeout(loop, again ? 0 : this.sequenceMs);

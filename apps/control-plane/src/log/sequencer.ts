@@ -45,6 +45,8 @@ export interface PassResult {
   signed: SignedTreeHead | null;
   /** More pending leaves than one batch: run another pass now. */
   more: boolean;
+  /** Nothing left to do: no leaf was pending and the latest signed head covers the whole tree. */
+  settled: boolean;
 }
 
 export class Sequencer {
@@ -63,7 +65,7 @@ export class Sequencer {
     try {
       return await db.transaction().execute(async (tx) => {
         if (!(await tryLockSequencer(tx)))
-          return { locked: false, sequenced: 0, size: 0, signed: null, more: false };
+          return { locked: false, sequenced: 0, size: 0, signed: null, more: false, settled: false };
         const size = await treeSize(tx);
         const range = await this.rangeAt(tx, size);
         const pending = await pendingLeaves(tx, this.o.batch);
@@ -122,6 +124,7 @@ export class Sequencer {
           size: range.size,
           signed,
           more: pending.length === this.o.batch,
+          settled: leaves.length === 0 && range.size <= (signed ?? last)!.treeSize,
         };
       });
     } catch (e) {

@@ -56,6 +56,12 @@ export async function tryLockSequencer(ex: Executor): Promise<boolean> {
 }
 
 /** The oldest pending leaves (commit order, approximated by their sequence within what is visible). */
+/** Whether any leaf waits to be sequenced (one index probe, no transaction: the idle loop's check). */
+export async function anyPending(ex: Executor): Promise<boolean> {
+  const { rows } = await sql<{ one: number }>`SELECT 1 AS one FROM log_pending LIMIT 1`.execute(ex);
+  return rows.length > 0;
+}
+
 export async function pendingLeaves(ex: Executor, limit: number): Promise<PendingLeaf[]> {
   const { rows } = await sql<{
     id: unknown;
