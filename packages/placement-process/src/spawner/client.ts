@@ -5,7 +5,7 @@
 // (their sandboxes die with it: --die-with-parent) instead of leaving them hanging.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Socket } from 'node:net';
-import type { Readable, Writable } from 'node:stream';
+import { z } from 'zod';
 import { SPAWNER_SCRIPT } from './script.js';
 
 /** What to start: the whole argv, its environment and user, and the hold-and-join of cgroups. */
@@ -29,11 +29,18 @@ export interface SpawnEvents {
   exit(code: number | null, signal: string | null): void;
 }
 
-type Message =
-  | { t: 'pid' | 'init'; id: number; pid: number }
-  | { t: 'fd'; id: number; i: number }
-  | { t: 'failed'; id: number; message: string }
-  | { t: 'exit'; id: number; code: number | null; signal: string | null };
+/** What the spawner sends (script.ts), checked as it arrives. */
+const SpawnerMessage = z.discriminatedUnion('t', [
+  z.object({ t: z.literal('pid'), id: z.int(), pid: z.int().positive() }),
+  z.object({ t: z.literal('init'), id: z.int(), pid: z.int().positive() }),
+  z.object({
+    t: z.literal('fd'),
+    id: z.int(),
+    i: z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(5)]),
+  }),
+  z.object({ t: z.literal('failed'), id: z.int(), message: z.string() }),
+  z.object({ t: z.literal('exit'), id: z.int(), code: z.int().nullable(), signal: z.string().nullable() }),
+]);
 
 /** Node flags of the spawner: a small heap, so its fork copies little. */
 const SPAWNER_FLAGS = ['--max-old-space-size=16', '--max-semi-space-size=1'];
@@ -82,31 +89,28 @@ export class Spawner {
     this.child = child;
     child.unref();
     child.channel?.unref();
-    child.on('message', (m: Message, handle?: unknown) => this.receive(m, handle));
+    child.on('message', (m: unknown, handle?: unknown) => this.receive(m, handle));
     child.on('error', () => undefined);
     child.once('exit', () => this.died(child));
     return child;
   }
 
-  private receive(m: Message, handle: unknown): void {
-    const events = this.waiting.get(m.id);
-    if (!events) {
+  private receive(raw: unknown, handle: unknown): void {
+    const parsed = SpawnerMessage.safeParse(raw);
+    const events = parsed.success ? this.waiting.get(parsed.data.id) : undefined;
+    if (!parsed.success || !events) {
       if (handle) new Socket({ handle } as ConstructorParameters<typeof Socket>[0]).destroy();
       return;
     }
-    switch (m.t) {
-      case 'pid':
-        return events.pid(m.pid);
-      case 'init':
-        return events.init(m.pid);
-      case 'fd':
-        return events.pipe(m.i, pipeSocket(handle, m.i));
-      case 'failed':
-        return events.failed(m.message);
-      case 'exit':
-        this.waiting.delete(m.id);
-        if (this.waiting.size === 0) this.child?.channel?.unref();
-        return events.exit(m.code, m.signal);
+    const m = parsed.data;
+    if (m.t === 'pid') events.pid(m.pid);
+    else if (m.t === 'init') events.init(m.pid);
+    else if (m.t === 'fd') events.pipe(m.i, pipeSocket(handle, m.i));
+    else if (m.t === 'failed') events.failed(m.message);
+    else {
+      this.waiting.delete(m.id);
+      if (this.waiting.size === 0) this.child?.channel?.unref();
+      events.exit(m.code, m.signal);
     }
   }
 
@@ -127,5 +131,3 @@ function pipeSocket(handle: unknown, fd: number): Socket {
   // `handle` is the Pipe wrap Node made for the received descriptor; net.Socket takes it as it is.
   return new Socket({ handle, readable, writable: !readable } as ConstructorParameters<typeof Socket>[0]);
 }
-
-export type PipeStream = Readable | Writable;
