@@ -92,6 +92,22 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
         ready();
         end?.({ code, signal });
       },
+      lost: () => {
+        // bubblewrap's --die-with-parent takes the outer bubblewrap with the spawner, but the namespace
+        // init can outlive it: kill what is known here, stop reading, and report the command failed
+        // (dispose kills whatever is left in the sandbox's cgroups).
+        error ??= new Error('the spawner process exited');
+        for (const target of [pid === undefined ? null : -pid, init]) {
+          try {
+            if (target !== null) process.kill(target, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+        ready();
+        for (const p of pipes.values()) p.destroy();
+        end?.({ code: null, signal: 'SIGKILL' });
+      },
     });
   });
 }

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { utf8 } from '@everdict/placement';
 import { refusal } from '@everdict/placement/contract';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { layout, listRecords } from '../src/sandbox-state.js';
 import { makeDriver, requireBwrap } from './helpers.js';
 
 const sh = (script: string) => ['sh', '-c', script];
@@ -76,7 +77,13 @@ describe('spawner: process', () => {
     const r = await driver.exec(h, sh('echo again'));
     expect(utf8(r.stdout)).toBe('again\n');
     expect(driver.spawner!.pid).not.toBe(first);
+    const usage = await driver.usage(h);
     await driver.dispose(h);
+    // Nothing of the lost commands outlives dispose (their cgroups were emptied and removed).
+    if (usage.mechanism !== 'rlimit') {
+      const record = (await listRecords(layout(driver.config.stateDir))).find((x) => x.handle.id === h.id);
+      expect(record).toBeUndefined();
+    }
   }, 30_000);
 });
 

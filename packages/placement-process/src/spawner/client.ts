@@ -27,6 +27,8 @@ export interface SpawnEvents {
   init(pid: number): void;
   failed(message: string): void;
   exit(code: number | null, signal: string | null): void;
+  /** The spawner died before the process's exit was reported. */
+  lost(): void;
 }
 
 /** What the spawner sends (script.ts), checked as it arrives. */
@@ -42,8 +44,8 @@ const SpawnerMessage = z.discriminatedUnion('t', [
   z.object({ t: z.literal('exit'), id: z.int(), code: z.int().nullable(), signal: z.string().nullable() }),
 ]);
 
-/** Node flags of the spawner: a small heap, so its fork copies little. */
-const SPAWNER_FLAGS = ['--max-old-space-size=16', '--max-semi-space-size=1'];
+/** Node flags of the spawner: a small heap, so its fork copies little; no V8 worker threads. */
+const SPAWNER_FLAGS = ['--max-old-space-size=16', '--max-semi-space-size=1', '--single-threaded'];
 
 export class Spawner {
   private child: ChildProcess | null = null;
@@ -118,10 +120,7 @@ export class Spawner {
     if (this.child === child) this.child = null;
     const lost = [...this.waiting.values()];
     this.waiting.clear();
-    for (const events of lost) {
-      events.failed('the spawner process exited');
-      events.exit(null, 'SIGKILL');
-    }
+    for (const events of lost) events.lost();
   }
 }
 

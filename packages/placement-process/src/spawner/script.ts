@@ -12,7 +12,7 @@
 // channel closes (its parent died), and bubblewrap's --die-with-parent takes the sandboxes with it.
 export const SPAWNER_SCRIPT = String.raw`'use strict';
 const { spawn } = require('node:child_process');
-const { writeFileSync } = require('node:fs');
+const { writeFile } = require('node:fs/promises');
 const send = (m, h) => {
   if (!process.connected) { if (h) h.close(); return; }
   if (h) process.send(m, h, () => h.close()); else process.send(m);
@@ -66,15 +66,18 @@ function start(m) {
       const found = /"child-pid"\s*:\s*(\d+)/.exec(text);
       if (!found) return;
       init = Number(found[1]);
-      try {
-        for (const f of m.join) writeFileSync(f, String(init));
-      } catch (e) {
-        killAll([-c.pid, init]);
-        send({ t: 'failed', id: m.id, message: e.message });
-        return;
-      }
-      send({ t: 'init', id: m.id, pid: init });
-      release.end('1');
+      // Off this thread (libuv's pool): the first write to a v1 cgroup.procs waits for an RCU grace period.
+      const joins = m.join.map((f) => writeFile(f, String(init)));
+      Promise.all(joins).then(
+        () => {
+          send({ t: 'init', id: m.id, pid: init });
+          release.end('1');
+        },
+        (e) => {
+          killAll([-c.pid, init]);
+          send({ t: 'failed', id: m.id, message: e.message });
+        },
+      );
     });
   }
   c.on('exit', (code, signal) => send({ t: 'exit', id: m.id, code, signal }));
