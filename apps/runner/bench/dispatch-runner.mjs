@@ -69,6 +69,23 @@ function cpuMs(pid) {
   }
 }
 
+/**
+ * The runner's spawner (@everdict/placement-process starts bubblewrap from a small Node process, its child):
+ * its pid, or null (a build that forks bubblewrap from the runner itself).
+ */
+function spawnerOf(pid) {
+  try {
+    const kids = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(' ').filter(Boolean);
+    for (const kid of kids) {
+      const argv = readFileSync(`/proc/${kid}/cmdline`, 'utf8').split('\0');
+      if (argv[0] === process.execPath && argv.includes('-e')) return Number(kid);
+    }
+  } catch {
+    // gone
+  }
+  return null;
+}
+
 /** CPU time (ms) of the PostgreSQL backends serving `database` now (their pids from pg_stat_activity). */
 async function pgCpuMs(client, database) {
   const { rows } = await client.query('SELECT pid FROM pg_stat_activity WHERE datname = $1', [database]);
@@ -229,6 +246,10 @@ export async function benchDispatchRunner({
       at: performance.now(),
       cp: cpuMs(cp.child.pid),
       runner: cpuMs(runner.pid),
+      spawner: (() => {
+        const pid = spawnerOf(runner.pid);
+        return pid === null ? { pid, self: 0, kernel: 0, children: 0 } : { pid, ...cpuMs(pid) };
+      })(),
       pg: await pgCpuMs(db, cpDb),
     });
     const delta = (a, b) => {
@@ -240,7 +261,13 @@ export async function benchDispatchRunner({
         controlPlaneKernel: b.cp.kernel - a.cp.kernel,
         runner: b.runner.self - a.runner.self,
         runnerKernel: b.runner.kernel - a.runner.kernel,
-        sandboxes: b.runner.children - a.runner.children,
+        // The spawner's own CPU, counted only while it is the same process at both ends.
+        spawner: a.spawner.pid === b.spawner.pid ? b.spawner.self - a.spawner.self : 0,
+        // bubblewrap's: reaped by the runner (inline spawns) or by its spawner.
+        sandboxes:
+          b.runner.children -
+          a.runner.children +
+          (a.spawner.pid === b.spawner.pid ? b.spawner.children - a.spawner.children : 0),
         postgres: pg,
       };
     };
@@ -264,6 +291,7 @@ export async function benchDispatchRunner({
       controlPlaneKernel: per('controlPlaneKernel'),
       runner: per('runner'),
       runnerKernel: per('runnerKernel'),
+      spawner: per('spawner'),
       sandboxes: per('sandboxes'),
       postgres: per('postgres'),
       rawBwrap: bwrapCoreMs,

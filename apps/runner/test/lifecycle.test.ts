@@ -75,20 +75,26 @@ function processesWith(marker: string): number[] {
 }
 
 /** The bwrap processes whose parent is `pid`. */
+/** bubblewrap processes started for the runner: its children, or its spawner's (placement-process spawner/). */
 function bwrapChildren(pid: number): number[] {
-  const out: number[] = [];
+  const procs: Array<{ pid: number; ppid: number; comm: string }> = [];
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     try {
       const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === pid && comm === 'bwrap') out.push(Number(d));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // A zombie (state Z) is not a running sandbox.
+      if (fields[0] !== 'Z') procs.push({ pid: Number(d), ppid: Number(fields[1]), comm });
     } catch {
       // gone meanwhile
     }
   }
-  return out;
+  const parents = new Set([
+    pid,
+    ...procs.filter((p) => p.ppid === pid && p.comm !== 'bwrap').map((p) => p.pid),
+  ]);
+  return procs.filter((p) => parents.has(p.ppid) && p.comm === 'bwrap').map((p) => p.pid);
 }
 
 async function freePort(): Promise<number> {

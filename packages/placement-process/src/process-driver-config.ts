@@ -43,6 +43,14 @@ export const ProcessDriverConfig = z.strictObject({
     .int()
     .positive()
     .default(16 * 1024 * 1024),
+  /**
+   * How bubblewrap is started: `process` — by the driver's spawner, a small long-lived Node process
+   * (a fork of a few MB instead of the driver's whole process per command; spawner/); `inline` — with
+   * child_process.spawn from the driver's own process. Default: EVERDICT_PLACEMENT_SPAWNER, else `process`.
+   */
+  spawner: z
+    .enum(['process', 'inline'])
+    .default(() => (process.env.EVERDICT_PLACEMENT_SPAWNER === 'inline' ? 'inline' : 'process')),
   /** How often a command's CPU time is checked against `limits.cpuTimeMs`. */
   cpuPollMs: z.int().positive().default(100),
 });

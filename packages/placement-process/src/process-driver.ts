@@ -51,6 +51,7 @@ import {
   type StateLayout,
   writeRecord,
 } from './sandbox-state.js';
+import { Spawner } from './spawner/client.js';
 import { archiveWorkspace } from './workspace-archive.js';
 import { onlyReadableDirectories } from './workspace-directories.js';
 
@@ -74,12 +75,15 @@ export class ProcessDriver implements Driver {
   private layout: StateLayout | undefined;
   private stateTag: string | undefined;
   private readonly user: { uid: number; gid: number } | null;
+  /** Starts bubblewrap for this driver (config `spawner: 'process'`); null: inline spawns. */
+  readonly spawner: Spawner | null;
 
   constructor(input: ProcessDriverConfigInput = {}) {
     this.config = ProcessDriverConfig.parse(input);
     this.backend = detectLimits(this.config.limits, this.config.cgroupParent);
     this.user =
       process.getuid?.() === 0 ? { uid: this.config.sandboxUid, gid: this.config.sandboxGid } : null;
+    this.spawner = this.config.spawner === 'process' ? new Spawner() : null;
   }
 
   /**
@@ -240,6 +244,7 @@ export class ProcessDriver implements Driver {
       user: this.user,
       cpuTimeMs: box.record.handle.limits.cpuTimeMs,
       pollMs: this.config.cpuPollMs,
+      spawner: this.spawner,
     };
   }
 

@@ -1,6 +1,7 @@
 // exec and stream on a held sandbox: environment, budget, output capture (capped, and teed into the
 // sandbox's log), a pseudo-terminal for `tty` streams (pty.ts), and the translation of how a command ended into a result or a PlacementError.
 import { PassThrough } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CappedOutput,
   Command,
@@ -32,6 +33,19 @@ function gone(box: Sandbox): PlacementError {
   });
 }
 
+/**
+ * After a command was stopped (killed), waits (bounded) until its processes have left the sandbox's
+ * cgroups when it was the sandbox's only command: the pipes close as the namespace's processes exit, a
+ * moment before the kernel takes them out of the cgroup.
+ */
+async function drained(box: Sandbox): Promise<void> {
+  if (!box.limits.joinsByPid) return;
+  for (let round = 0; round < 200 && box.running.size === 0; round++) {
+    if ((await box.limits.processes()).length === 0) return;
+    await sleep(5);
+  }
+}
+
 export async function execIn(
   box: Sandbox,
   setup: CommandSetup,
@@ -44,8 +58,9 @@ export async function execIn(
   const before = await box.limits.counters();
   if (box.disposed) throw gone(box);
   const startedAtMs = Date.now();
-  const c = new SandboxCommand(setup, argv, commandEnv(box, opts.env), opts.cwd, budget, before);
+  const c = await SandboxCommand.start(setup, argv, commandEnv(box, opts.env), opts.cwd, budget, before);
   box.running.add(c);
+  if (box.disposed) c.kill({ kind: 'gone' }); // disposed while it started
   const stdout = new CappedOutput(opts.outputCapBytes);
   const stderr = new CappedOutput(opts.outputCapBytes);
   const capture = (out: CappedOutput) => (chunk: Buffer) => {
@@ -57,6 +72,7 @@ export async function execIn(
   c.stdin.end(Buffer.from(toBytes(opts.stdin)));
   const exit = await c.exited;
   box.running.delete(c);
+  if (exit.stop) await drained(box);
   const endedAtMs = Date.now();
   const result: ExecResult = {
     exitCode: exit.exitCode ?? 128 + signalNumber(exit.signal),
@@ -103,7 +119,7 @@ export async function streamIn(
     : {};
   const env = commandEnv(box, { ...size, ...opts.env });
   const run = opts.tty ? ptyArgv(argv, opts.size ?? DEFAULT_TERMINAL_SIZE, env.SHELL) : argv;
-  const c = new SandboxCommand(
+  const c = await SandboxCommand.start(
     setup,
     run,
     opts.tty ? { ...env, SHELL: '/bin/sh' } : env,
@@ -113,6 +129,7 @@ export async function streamIn(
     opts.tty,
   );
   box.running.add(c);
+  if (box.disposed) c.kill({ kind: 'gone' }); // disposed while it started
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   let stderrHead = Buffer.alloc(0);
@@ -127,6 +144,7 @@ export async function streamIn(
   const exit: Promise<StreamExit> = c.exited.then(async (e) => {
     ended = true;
     box.running.delete(c);
+    if (e.stop) await drained(box);
     if (c.failedToSpawn)
       throw new PlacementError('spawn_failed', c.failedToSpawn.message, { command: argv[0] });
     if (box.disposed) throw gone(box);

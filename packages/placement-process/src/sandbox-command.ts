@@ -3,11 +3,12 @@
 // (--info-fd gives its pid), so the command and everything it forks are limited and counted from the
 // first instruction. A watcher ends the command on the wall budget, the CPU-time limit, an OOM kill or a
 // refused fork, and records why.
-import { type ChildProcess, spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { type CommandBudget, PlacementError, wallTimer } from '@everdict/placement';
 import { HOST_ENV, sandboxCwd } from './bwrap-args.js';
+import { type Launch, launchInline, launchViaSpawner } from './launch.js';
 import type { LimitCounters, SandboxLimits } from './limits/limits.js';
+import type { Spawner, SpawnRequest } from './spawner/client.js';
 
 export type StopReason =
   | { readonly kind: 'timeout'; readonly bound: 'exec' | 'deadline' | 'cpu' }
@@ -27,6 +28,8 @@ export interface CommandSetup {
   readonly user: { readonly uid: number; readonly gid: number } | null;
   readonly cpuTimeMs: number | undefined;
   readonly pollMs: number;
+  /** The driver's spawner; null: fork this process (child_process.spawn) for each command. */
+  readonly spawner: Spawner | null;
 }
 
 export interface CommandExit {
@@ -37,7 +40,6 @@ export interface CommandExit {
 
 /** A started command: its stdio, how to stop it, and how it ended. */
 export class SandboxCommand {
-  readonly child: ChildProcess;
   readonly stdin: Writable;
   readonly stdout: Readable;
   readonly stderr: Readable;
@@ -45,14 +47,16 @@ export class SandboxCommand {
   /** The write end of the command's fd 5, when asked for. */
   readonly control: Writable | null;
   private stopReason: StopReason | null = null;
-  private nsInit: number | null = null;
   private timers: NodeJS.Timeout[] = [];
   private wall: { clear(): void } | undefined;
-  private spawnError: Error | null = null;
   private closed = false;
 
-  constructor(
-    private readonly setup: CommandSetup,
+  /**
+   * Starts `argv` in the sandbox: through `spawner` when given (a small process that forks bubblewrap for
+   * the driver), else with a fork of this process. Resolves once the command's pipes are here.
+   */
+  static async start(
+    setup: CommandSetup,
     argv: readonly string[],
     env: Record<string, string>,
     cwd: string | undefined,
@@ -60,7 +64,7 @@ export class SandboxCommand {
     before: LimitCounters,
     /** Open a pipe the command reads as fd 5 (the pty's resize channel, see pty.ts). */
     withControl = false,
-  ) {
+  ): Promise<SandboxCommand> {
     const { limits } = setup;
     const hold = limits.joinsByPid ? ['--info-fd', '3', '--block-fd', '4'] : [];
     // The command's environment goes in as bubblewrap arguments, never into bubblewrap's own environment:
@@ -78,41 +82,36 @@ export class SandboxCommand {
       '--',
       ...argv,
     ];
-    this.child = spawn(full[0]!, full.slice(1), {
-      detached: true,
+    const request: SpawnRequest = {
+      file: full[0]!,
+      args: full.slice(1),
       env: HOST_ENV,
-      stdio: [
-        'pipe',
-        'pipe',
-        'pipe',
-        ...(limits.joinsByPid
-          ? (['pipe', 'pipe'] as const)
-          : withControl
-            ? (['ignore', 'ignore'] as const)
-            : []),
-        ...(withControl ? (['pipe'] as const) : []),
-      ],
-      ...(setup.user ?? {}),
-    });
-    this.stdin = this.child.stdin!;
-    this.stdout = this.child.stdout!;
-    this.stderr = this.child.stderr!;
-    this.stdin.on('error', () => undefined); // EPIPE when the command does not read its stdin
-    const stdio = this.child.stdio as unknown as readonly (Writable | Readable | null)[];
-    this.control = withControl ? (stdio[CONTROL_FD] as Writable) : null;
-    this.control?.on('error', () => undefined);
-    this.child.on('error', (e) => {
-      this.spawnError = e;
-    });
-    if (limits.joinsByPid) this.holdUntilJoined();
-    this.exited = new Promise((resolve) => {
-      this.child.on('close', (code, signal) => {
-        this.closed = true;
-        for (const t of this.timers) clearTimeout(t);
-        this.wall?.clear();
-        this.control?.destroy();
-        resolve({ exitCode: code, signal, stop: this.stopReason });
-      });
+      user: setup.user,
+      join: limits.joinsByPid ? limits.joinFiles : null,
+      control: withControl,
+    };
+    const launch = setup.spawner
+      ? await launchViaSpawner(setup.spawner, request)
+      : launchInline(request, (pid) => limits.join(pid));
+    return new SandboxCommand(setup, launch, budget, before);
+  }
+
+  private constructor(
+    private readonly setup: CommandSetup,
+    private readonly launch: Launch,
+    budget: CommandBudget,
+    before: LimitCounters,
+  ) {
+    this.stdin = launch.stdin;
+    this.stdout = launch.stdout;
+    this.stderr = launch.stderr;
+    this.control = launch.control;
+    this.exited = launch.closed.then(({ code, signal }) => {
+      this.closed = true;
+      for (const t of this.timers) clearTimeout(t);
+      this.wall?.clear();
+      this.control?.destroy();
+      return { exitCode: code, signal, stop: this.stopReason };
     });
     this.watch(budget, before);
   }
@@ -123,32 +122,7 @@ export class SandboxCommand {
   }
 
   get failedToSpawn(): Error | null {
-    return this.spawnError;
-  }
-
-  private holdUntilJoined(): void {
-    const info = this.child.stdio[3] as Readable;
-    const release = this.child.stdio[4] as Writable;
-    release.on('error', () => undefined);
-    info.on('error', () => undefined);
-    let text = '';
-    info.on('data', (chunk: Buffer) => {
-      if (this.nsInit !== null) return;
-      text += chunk.toString('utf8');
-      const m = /"child-pid"\s*:\s*(\d+)/.exec(text);
-      if (!m) return;
-      this.nsInit = Number(m[1]);
-      try {
-        this.setup.limits.join(this.nsInit);
-      } catch (e) {
-        this.spawnError = e as Error;
-        this.kill({ kind: 'killed' });
-        return;
-      }
-      release.end('1');
-      // Keep reading to the end: bubblewrap writes more (namespace ids) after the pid, and a closed
-      // reader would kill it with SIGPIPE before it lets its child run.
-    });
+    return this.launch.error();
   }
 
   private watch(budget: CommandBudget, before: LimitCounters): void {
@@ -174,8 +148,8 @@ export class SandboxCommand {
   kill(reason: StopReason): void {
     if (this.closed) return;
     if (this.stopReason === null) this.stopReason = reason;
-    const pid = this.child.pid;
-    for (const target of [pid === undefined ? null : -pid, this.nsInit]) {
+    const pid = this.launch.pid;
+    for (const target of [pid === undefined ? null : -pid, this.launch.nsInit()]) {
       if (target === null) continue;
       try {
         process.kill(target, 'SIGKILL');

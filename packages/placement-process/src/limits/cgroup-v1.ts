@@ -72,13 +72,15 @@ class V1Sandbox implements SandboxLimits {
   readonly wrapper: readonly string[] = [];
   readonly joinsByPid = true;
   private readonly unique: string[];
+  readonly joinFiles: readonly string[];
 
   constructor(private readonly dirs: Map<V1Controller, string>) {
     this.unique = [...new Set(dirs.values())];
+    this.joinFiles = this.unique.map((dir) => `${dir}/cgroup.procs`);
   }
 
   join(pid: number): void {
-    for (const dir of this.unique) write(`${dir}/cgroup.procs`, String(pid));
+    for (const file of this.joinFiles) write(file, String(pid));
   }
 
   async counters() {

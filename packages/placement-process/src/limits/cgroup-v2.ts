@@ -61,6 +61,10 @@ class V2Sandbox implements SandboxLimits {
 
   constructor(private readonly dir: string) {}
 
+  get joinFiles(): readonly string[] {
+    return [`${this.dir}/cgroup.procs`];
+  }
+
   join(pid: number): void {
     write(`${this.dir}/cgroup.procs`, String(pid));
   }

@@ -23,6 +23,8 @@ export interface SandboxLimits {
   readonly joinsByPid: boolean;
   /** Moves a process (and so everything it forks later) into the sandbox's cgroups. Synchronous: it runs while the command is held. */
   join(pid: number): void;
+  /** The files `join` writes the pid into (`cgroup.procs` of each cgroup): the spawner writes them itself. */
+  readonly joinFiles: readonly string[];
   counters(): Promise<LimitCounters>;
   usage(): Promise<MeasuredUsage>;
   /** Processes in the sandbox now (cgroups), or [] when the mechanism cannot list them. */

@@ -26,6 +26,7 @@ export class RlimitBackend implements LimitBackend {
       wrapper,
       joinsByPid: false,
       join: () => undefined,
+      joinFiles: [],
       counters: async () => ({ oomKills: 0, pidsRefused: 0 }),
       usage: async () => ({ cpuTimeMs: null, peakMemoryBytes: null }),
       processes: async () => [],

@@ -1,0 +1,85 @@
+// The spawner's own program: a few dozen lines of plain CommonJS run with `node -e` in a small process
+// (small heap), so starting bubblewrap forks a process of a few MB of page tables instead of the driver's
+// (≈ 90 MB RSS in the runner; libuv forks with fork(), which copies the parent's page tables and blocks
+// its event loop until the child has exec'd). Kept as a string so it runs the same from src/ (tests) and
+// dist/ with no file to locate. Protocol (JSON over the IPC channel), see client.ts:
+//   → {t:'spawn', id, file, args, env, uid?, gid?, join: string[] | null, control}
+//   ← {t:'pid', id, pid}; {t:'fd', id, i} with the pipe handle of the child's fd i (0, 1, 2, and 5 with
+//     `control`); {t:'init', id, pid} once the namespace init is in the cgroups (`join`); {t:'failed', id,
+//     message}; {t:'exit', id, code, signal}.
+// With `join`, bubblewrap holds its namespace init (--info-fd 3 --block-fd 4): the spawner reads the
+// init's pid, writes it into every `cgroup.procs` of `join`, then releases it. The spawner exits when the
+// channel closes (its parent died), and bubblewrap's --die-with-parent takes the sandboxes with it.
+export const SPAWNER_SCRIPT = String.raw`'use strict';
+const { spawn } = require('node:child_process');
+const { writeFile } = require('node:fs/promises');
+const send = (m, h) => {
+  if (!process.connected) { if (h) h.close(); return; }
+  if (h) process.send(m, h, () => h.close()); else process.send(m);
+};
+const killAll = (pids) => { for (const p of pids) { if (p) try { process.kill(p, 'SIGKILL'); } catch {} } };
+process.on('disconnect', () => process.exit(0));
+process.on('message', (m) => { if (m && m.t === 'spawn') start(m); });
+function detach(s) {
+  const h = s && s._handle;
+  if (!h) return null;
+  if (h.reading) { h.readStop(); h.reading = false; }
+  s._handle = null;
+  return h;
+}
+function start(m) {
+  const hold = m.join !== null;
+  const stdio = ['pipe', 'pipe', 'pipe'];
+  if (hold) stdio.push('pipe', 'pipe'); else if (m.control) stdio.push('ignore', 'ignore');
+  if (m.control) stdio.push('pipe');
+  let c;
+  try {
+    c = spawn(m.file, m.args, Object.assign({ detached: true, env: m.env, stdio }, m.uid === undefined ? {} : { uid: m.uid, gid: m.gid }));
+  } catch (e) {
+    send({ t: 'failed', id: m.id, message: String(e && e.message) });
+    return;
+  }
+  // Take the pipes away from the ChildProcess before the event loop runs: nothing is read here, and
+  // nothing of the ChildProcess closes them; each is sent to the parent and closed here once sent.
+  const pipes = [0, 1, 2, 5].map((i) => [i, detach(c.stdio[i])]);
+  let failed = false;
+  c.on('error', (e) => {
+    if (failed) return;
+    failed = true;
+    for (const [, h] of pipes) if (h) h.close();
+    send({ t: 'failed', id: m.id, message: e.message });
+    if (c.pid === undefined) send({ t: 'exit', id: m.id, code: null, signal: null });
+  });
+  if (c.pid === undefined) return;
+  send({ t: 'pid', id: m.id, pid: c.pid });
+  for (const [i, h] of pipes) if (h) send({ t: 'fd', id: m.id, i }, h);
+  if (hold) {
+    const info = c.stdio[3];
+    const release = c.stdio[4];
+    info.on('error', () => {});
+    release.on('error', () => {});
+    let text = '';
+    let init = null;
+    info.on('data', (chunk) => {
+      if (init !== null) return;
+      text += chunk.toString('utf8');
+      const found = /"child-pid"\s*:\s*(\d+)/.exec(text);
+      if (!found) return;
+      init = Number(found[1]);
+      // Off this thread (libuv's pool): the first write to a v1 cgroup.procs waits for an RCU grace period.
+      const joins = m.join.map((f) => writeFile(f, String(init)));
+      Promise.all(joins).then(
+        () => {
+          send({ t: 'init', id: m.id, pid: init });
+          release.end('1');
+        },
+        (e) => {
+          killAll([-c.pid, init]);
+          send({ t: 'failed', id: m.id, message: e.message });
+        },
+      );
+    });
+  }
+  c.on('exit', (code, signal) => send({ t: 'exit', id: m.id, code, signal }));
+}
+`;
