@@ -20,6 +20,7 @@ import * as m0018 from './0018_session_channels.js';
 import * as m0019 from './0019_agent_call_groups.js';
 import * as m0020 from './0020_session_relay.js';
 import * as m0021 from './0021_released_counters.js';
+import * as m0026 from './0026_agent_hosts.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -42,6 +43,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0019_agent_call_groups': m0019,
   '0020_session_relay': m0020,
   '0021_released_counters': m0021,
+  '0026_agent_hosts': m0026,
 };
 
 export const migrationProvider: MigrationProvider = {
