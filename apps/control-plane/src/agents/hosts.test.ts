@@ -145,7 +145,7 @@ describe('agent hosts: a paired host signs its intervals', () => {
     };
     const before = await runOf(lease.runId);
     // Refused, nothing written: another key, another head, another outcome, another journal, none at all.
-    const refusals: [string, Record<string, unknown> | undefined][] = [
+    const refusals: [string, object | undefined][] = [
       ['other key', attest(lease, lease.recordHead, t1.address, 'yielded', other.secretKey)],
       ['other head', attest(lease, 'd'.repeat(64) as Hex, t1.address, 'yielded', key.secretKey)],
       ['other outcome', attest(lease, lease.recordHead, t1.address, 'succeeded', key.secretKey)],
