@@ -51,18 +51,26 @@ async function pairHost(name: string) {
   return { key, hostId: paired.body.hostId as string };
 }
 
-async function newTurn(holder: string): Promise<Lease> {
+/** A queued turn of the tenant `key` belongs to (default: tenant `default`'s admin): its run id. */
+async function queueTurn(key?: string): Promise<string> {
+  const k = key === undefined ? {} : { key };
   const a = await call(t.app, 'POST', '/agents', {
+    ...k,
     body: { name: 'signer', model: 'scripted', tools: ['ask_approval'] },
   });
   const agentId = (a.body.agent as { id: string }).id;
-  const conv = await call(t.app, 'POST', '/conversations', { body: { agentId } });
+  const conv = await call(t.app, 'POST', '/conversations', { ...k, body: { agentId } });
   const convId = (conv.body.group as { id: string }).id;
-  const msg = await call(t.app, 'POST', `/conversations/${convId}/messages`, { body: { text: 'hi' } });
+  const msg = await call(t.app, 'POST', `/conversations/${convId}/messages`, { ...k, body: { text: 'hi' } });
   expect(msg.status).toBe(202);
+  return (msg.body.run as { id: string }).id;
+}
+
+async function newTurn(holder: string): Promise<Lease> {
+  const runId = await queueTurn();
   const r = await internal('POST', '/internal/agent/v1/leases', { holder, free: 1 });
   const lease = (r.body.leases as Lease[])[0]!;
-  expect(lease.runId).toBe((msg.body.run as { id: string }).id);
+  expect(lease.runId).toBe(runId);
   return lease;
 }
 
@@ -246,5 +254,23 @@ describe('agent hosts: a paired host signs its intervals', () => {
       ok: true,
       signedBy: [keys.find((k) => k.kind === 'control-plane')!.key],
     });
+  });
+
+  it('a tenant-scoped host is offered only its tenant’s turns; a shared host any tenant’s', async () => {
+    const otherAdmin = await t.tenant('hosts-other');
+    const key = generateSigningKey(randomBytes(32));
+    const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { body: {} }); // tenant default's admin
+    const paired = await call(t.app, 'POST', '/agents/hosts/pair', {
+      key: null,
+      body: { token: minted.body.token, publicKey: key.publicKey, name: 'scoped' },
+    });
+    expect(paired.status).toBe(201);
+    const scoped = paired.body.hostId as string;
+    const foreign = await queueTurn(otherAdmin);
+    const r = await internal('POST', '/internal/agent/v1/leases', { holder: scoped, free: 5 });
+    expect((r.body.leases as Lease[]).map((l) => l.runId)).not.toContain(foreign);
+    const { hostId: shared } = await pairHost('shared');
+    const s2 = await internal('POST', '/internal/agent/v1/leases', { holder: shared, free: 5 });
+    expect((s2.body.leases as Lease[]).map((l) => l.runId)).toContain(foreign);
   });
 });
