@@ -8,7 +8,7 @@
 // attestation its host signed: the record verifies offline (`everdict-runrecord verify --trust-key`) with
 // their two keys and with nothing else, and an altered field fails. The variant that awaits the approval
 // inside one interval (unpaired, in-process) verifies `blocking`.
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -69,17 +69,29 @@ const runrecordCli = path.join(
   'dist',
   'cli.js',
 );
-/** `everdict-runrecord verify --trust-key K…` on the wire JSON: its exit code and answer. */
+/**
+ * `everdict-runrecord verify --trust-key K…` on the wire JSON: its exit code and answer. Asynchronous: a
+ * blocked event loop would let the control plane close an idle keep-alive socket under the client's feet.
+ */
 function verifyOffline(wire: unknown, keys: readonly string[]) {
-  const r = spawnSync(
-    process.execPath,
-    [runrecordCli, 'verify', ...keys.flatMap((k) => ['--trust-key', k])],
-    {
-      input: JSON.stringify(wire),
-      encoding: 'utf8',
-    },
-  );
-  return { code: r.status, out: JSON.parse(r.stdout.trim() || '{}') as Record<string, unknown> };
+  return new Promise<{ code: number | null; out: Record<string, unknown> }>((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [runrecordCli, 'verify', ...keys.flatMap((k) => ['--trust-key', k])],
+      {
+        stdio: ['pipe', 'pipe', 'ignore'],
+      },
+    );
+    let stdout = '';
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.once('error', reject);
+    child.once('close', (code) =>
+      resolve({ code, out: JSON.parse(stdout.trim() || '{}') as Record<string, unknown> }),
+    );
+    child.stdin.end(JSON.stringify(wire));
+  });
 }
 
 const getRun = async (id: string) => dataOf(await s.admin.GET('/runs/{id}', { params: { path: { id } } }));
@@ -158,18 +170,21 @@ describe('a turn waiting on an approval', () => {
     });
     expect(verify.signedBy).toEqual([hostA.publicKey, hostB.key]);
     const cpKey = keys.find((k) => k.kind === 'control-plane')!.key;
-    expect(verifyOffline(wire, [hostA.publicKey, hostB.key])).toMatchObject({
+    expect(await verifyOffline(wire, [hostA.publicKey, hostB.key])).toMatchObject({
       code: 0,
       out: { ok: true, phase: 'closed', account: 'non_blocking' },
     });
-    expect(verifyOffline(wire, [hostA.publicKey])).toMatchObject({
+    expect(await verifyOffline(wire, [hostA.publicKey])).toMatchObject({
       code: 1,
       out: { ok: false, error: 'UntrustedAttestation', index: 3 },
     });
-    expect(verifyOffline(wire, [cpKey])).toMatchObject({ code: 1, out: { error: 'UntrustedAttestation' } });
+    expect(await verifyOffline(wire, [cpKey])).toMatchObject({
+      code: 1,
+      out: { error: 'UntrustedAttestation' },
+    });
     const altered = structuredClone(wire) as { attestations: Record<string, Record<string, unknown>> };
     for (const body of Object.values(altered.attestations)) body.meter = 'rapl';
-    expect(verifyOffline(altered, [hostA.publicKey, hostB.key])).toMatchObject({
+    expect(await verifyOffline(altered, [hostA.publicKey, hostB.key])).toMatchObject({
       code: 1,
       out: { ok: false, error: 'AttestationMismatch' },
     });
