@@ -1,22 +1,32 @@
 #!/usr/bin/env node
 // everdict-agent — the agent service's command line.
+//   everdict-agent pair <url> <token> [--name NAME] [--state-dir DIR]
+//       pair this host: its Ed25519 key (made on first use, `signing.key` mode 0600 in the state dir —
+//       EVERDICT_AGENT_DIR, default ~/.everdict-agent) registered with a pairing token; prints the host id.
 //   everdict-agent work  [--url URL] [--token T] [--holder NAME] [--script FILE] [--mode blocking] [--wait-ms N]
+//                        [--state-dir DIR] [--pair] [--name NAME]
 //       one pass: lease the ready turns of the control plane, run one interval of each, print one JSON line
 //       per lease, exit (a parked turn leaves nothing resident: this process simply ends).
 //   everdict-agent serve [same options]
 //       the service: lease, work, repeat until SIGTERM/SIGINT.
+// Paired (a pairing in the state dir the control plane lists, or `--pair`: pair now with a shared token
+// minted by the service token), the host id is the lease holder and every interval it ends is reported with
+// the attestation this host signed. Unpaired, `--holder` names it and the control plane seals its intervals
+// with its own key (the record's `signedBy` says so).
 // URL/token default to EVERDICT_URL / EVERDICT_INTERNAL_TOKEN. The model: --script FILE (scripted), else
 // EVERDICT_MODEL_BASE_URL / EVERDICT_MODEL_API_KEY (OpenAI-compatible).
 import { parseArgs } from 'node:util';
 import { agentEnv } from './config.js';
 import { AgentError, isAgentError } from './errors.js';
+import { defaultStateDir } from './host/host-key.js';
+import { hostIdentity, pairHost } from './host/pairing.js';
 import { HttpControlPlane } from './http/http-control-plane.js';
 import { type LeaseOutcome, serve, workOnce } from './loop/worker.js';
 import { OpenAiProvider } from './model/openai-provider.js';
 import type { ModelProvider } from './model/provider.js';
 import { scriptedProviderFromFile } from './model/script-file.js';
 
-function options(argv: string[]) {
+async function options(argv: string[]) {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -26,6 +36,9 @@ function options(argv: string[]) {
       script: { type: 'string' },
       mode: { type: 'string', default: 'non_blocking' },
       'wait-ms': { type: 'string', default: '0' },
+      'state-dir': { type: 'string' },
+      pair: { type: 'boolean', default: false },
+      name: { type: 'string' },
     },
   });
   const env = agentEnv();
@@ -46,12 +59,23 @@ function options(argv: string[]) {
       apiKey: env.EVERDICT_MODEL_API_KEY ?? '',
     });
   else throw new AgentError('bad_request', 'no model: pass --script FILE or set EVERDICT_MODEL_BASE_URL');
+  const host = await hostIdentity({
+    url,
+    dir: values['state-dir'] ?? defaultStateDir(),
+    name: values.name ?? `agent-host-${process.pid}`,
+    autoPair: values.pair ? { serviceToken: token } : undefined,
+  });
+  if (!host)
+    process.stderr.write(
+      `${JSON.stringify({ unpaired: true, holder: values.holder, note: "no agent-host pairing: the control plane signs this holder's intervals with its own key" })}\n`,
+    );
   return {
     worker: {
       controlPlane: new HttpControlPlane({ url, token }),
       provider: () => provider,
-      holder: values.holder,
+      holder: host?.hostId ?? values.holder,
       mode: values.mode,
+      ...(host ? { signer: host.signer } : {}),
     } as const,
     waitMs,
   };
@@ -61,13 +85,30 @@ const print = (o: LeaseOutcome) => process.stdout.write(`${JSON.stringify({ pid:
 
 async function main(): Promise<void> {
   const [command, ...rest] = process.argv.slice(2);
+  if (command === 'pair') {
+    const { values, positionals } = parseArgs({
+      args: rest,
+      allowPositionals: true,
+      options: { name: { type: 'string' }, 'state-dir': { type: 'string' } },
+    });
+    const [url, token] = positionals;
+    if (!url || !token) throw new AgentError('bad_request', 'usage: everdict-agent pair <url> <token>');
+    const p = await pairHost({
+      url,
+      token,
+      name: values.name ?? `agent-host-${process.pid}`,
+      dir: values['state-dir'] ?? defaultStateDir(),
+    });
+    process.stdout.write(`${JSON.stringify({ hostId: p.hostId, publicKey: p.publicKey })}\n`);
+    return;
+  }
   if (command === 'work') {
-    const { worker, waitMs } = options(rest);
+    const { worker, waitMs } = await options(rest);
     for (const o of await workOnce(worker, waitMs)) print(o);
     return;
   }
   if (command === 'serve') {
-    const { worker } = options(rest);
+    const { worker } = await options(rest);
     const stop = new AbortController();
     process.once('SIGTERM', () => stop.abort());
     process.once('SIGINT', () => stop.abort());
@@ -75,7 +116,7 @@ async function main(): Promise<void> {
     return;
   }
   process.stderr.write(
-    'usage: everdict-agent work|serve [--url URL] [--token T] [--holder NAME] [--script FILE] [--mode blocking] [--wait-ms N]\n',
+    'usage: everdict-agent pair <url> <token> [--name N] [--state-dir D]\n       everdict-agent work|serve [--url URL] [--token T] [--holder NAME] [--script FILE] [--mode blocking] [--wait-ms N] [--state-dir D] [--pair] [--name N]\n',
   );
   process.exitCode = 2;
 }

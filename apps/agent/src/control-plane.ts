@@ -49,6 +49,11 @@ export const TurnLease = z.object({
   agent: AgentSpec,
   /** The record so far (wire form, the control plane's), or null for a turn that never ran. */
   record: z.unknown().nullable(),
+  /**
+   * The record's head now: a running turn's interval starts here; a parked turn's starts at the head its
+   * `resumed` report answers. A paired host's attestation is bound to it.
+   */
+  recordHead: z.string().regex(/^[0-9a-f]{64}$/),
   /** When the turn parked (epoch ms), if it is resuming a park. */
   parkedAtMs: z.int().nonnegative().optional(),
   /** The message (or event) that opened the turn (first interval only). */
@@ -80,6 +85,8 @@ export interface TurnReport {
   readonly outputs?: { summary?: string };
   readonly usage?: { inputTokens: number; outputTokens: number; costUsd: number; llmCalls: number };
   readonly error?: { code: string; message: string };
+  /** A paired host's signed `sandbox.attestation/1` (wire body) of the interval this report ends. */
+  readonly attestation?: Record<string, unknown>;
 }
 
 export interface CommandRunSpec {
@@ -110,8 +117,11 @@ export interface ControlPlane {
   lease(request: { free: number; holder: string; waitMs?: number }): Promise<TurnLease[]>;
   /** Keep leases; `lost` lists those no longer this holder's (stop working on them at once). */
   heartbeat(holder: string, leases: readonly { runId: string; epoch: number }[]): Promise<{ lost: string[] }>;
-  /** Report a transition; a stale epoch is `stale_lease` and changes nothing. */
-  report(lease: LeaseRef, report: TurnReport): Promise<void>;
+  /**
+   * Report a transition; a stale epoch is `stale_lease` and changes nothing. Answers the record's head
+   * after it (after `resumed`: the head the new interval starts at).
+   */
+  report(lease: LeaseRef, report: TurnReport): Promise<{ recordHead: string }>;
 
   /** A page of the turn's transcript (its trajectory). */
   readTranscript(runId: string, page: { offset: number; limit: number }): Promise<TranscriptPage>;

@@ -8,6 +8,8 @@ export type AgentErrorCode =
   | 'state_conflict' // 409: the turn is not in a state that allows this (e.g. resuming a turn that is not ready)
   | 'identity_mismatch' // 409: the record names another unit/grant set than this agent's
   | 'record_refused' // 409: runrecord refused the append (snapshot/manifest mismatch, phase…); detail.recordCode
+  | 'attestation_refused' // 409: the control plane refused this host's interval attestation (key, head, journal)
+  | 'not_paired' // 401: no usable pairing (run `everdict-agent pair`), or the pairing token was refused
   | 'envelope_exhausted' // 402: the agent's envelope cannot afford the caused run
   | 'capacity_refused' // 429: a queue cap, the in-flight cap or a fan-out guard refused the caused run
   | 'agent_disabled' // 409: the agent is disabled: no activation
@@ -22,6 +24,8 @@ const STATUS: Record<AgentErrorCode, number> = {
   state_conflict: 409,
   identity_mismatch: 409,
   record_refused: 409,
+  attestation_refused: 409,
+  not_paired: 401,
   envelope_exhausted: 402,
   capacity_refused: 429,
   agent_disabled: 409,

@@ -22,8 +22,17 @@ export {
   type TurnReport,
 } from './control-plane.js';
 export { AgentError, type AgentErrorCode, httpStatusOf, isAgentError } from './errors.js';
+export {
+  defaultStateDir,
+  HostPairing,
+  type IntervalSigner,
+  intervalSigner,
+  loadOrCreateKey,
+  loadPairing,
+} from './host/host-key.js';
+export { type HostIdentity, hostIdentity, mintSharedToken, pairHost } from './host/pairing.js';
 export { HttpControlPlane, type HttpControlPlaneOptions, toAgentError } from './http/http-control-plane.js';
-export { type IntervalOptions, type IntervalOutcome, runInterval } from './loop/interval.js';
+export { AGENT_METER, type IntervalOptions, type IntervalOutcome, runInterval } from './loop/interval.js';
 export { type LeaseOutcome, serve, type WorkerOptions, workOnce } from './loop/worker.js';
 export { OpenAiProvider, type OpenAiProviderOptions } from './model/openai-provider.js';
 export type {

@@ -3,9 +3,13 @@
 // interval; the control plane parks the turn as its transcript; the process EXITS. The approval arrives
 // through POST /runs/:id/input; a second process, which shares nothing with the first, resumes from the
 // transcript alone. The record — the control plane's — verifies `non_blocking`, with a nonzero idle energy
-// estimated and labelled. The variant that awaits the approval inside one interval verifies `blocking`.
-import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+// estimated and labelled. The two processes are two PAIRED agent hosts (each its own Ed25519 key in its own
+// state dir: one paired with `everdict-agent pair`, one with `work --pair`), and each interval carries the
+// attestation its host signed: the record verifies offline (`everdict-runrecord verify --trust-key`) with
+// their two keys and with nothing else, and an altered field fails. The variant that awaits the approval
+// inside one interval (unpaired, in-process) verifies `blocking`.
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,7 +43,7 @@ afterAll(async () => {
   await s?.stop();
 });
 
-const agentProcess = (holder: string) =>
+const agentProcess = (stateDir: string, ...extra: string[]) =>
   run(process.execPath, [
     cli,
     'work',
@@ -47,13 +51,48 @@ const agentProcess = (holder: string) =>
     s.cp.url,
     '--token',
     s.cp.internalToken,
-    '--holder',
-    holder,
+    '--state-dir',
+    stateDir,
     '--script',
     script,
     '--wait-ms',
     '5000',
+    ...extra,
   ]);
+const stateDir = () => mkdtempSync(path.join(os.tmpdir(), 'everdict-agent-host-'));
+const runrecordCli = path.join(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '..',
+  'node_modules',
+  '@everdict',
+  'runrecord',
+  'dist',
+  'cli.js',
+);
+/**
+ * `everdict-runrecord verify --trust-key K…` on the wire JSON: its exit code and answer. Asynchronous: a
+ * blocked event loop would let the control plane close an idle keep-alive socket under the client's feet.
+ */
+function verifyOffline(wire: unknown, keys: readonly string[]) {
+  return new Promise<{ code: number | null; out: Record<string, unknown> }>((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [runrecordCli, 'verify', ...keys.flatMap((k) => ['--trust-key', k])],
+      {
+        stdio: ['pipe', 'pipe', 'ignore'],
+      },
+    );
+    let stdout = '';
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.once('error', reject);
+    child.once('close', (code) =>
+      resolve({ code, out: JSON.parse(stdout.trim() || '{}') as Record<string, unknown> }),
+    );
+    child.stdin.end(JSON.stringify(wire));
+  });
+}
 
 const getRun = async (id: string) => dataOf(await s.admin.GET('/runs/{id}', { params: { path: { id } } }));
 const answer = (id: string, body: { callId: string; approved: boolean; note?: string }) =>
@@ -72,7 +111,25 @@ describe('a turn waiting on an approval', () => {
     const agentId = await createAgent(s, { tools: ['ask_approval', 'read_run'] });
     const runId = await message(s, agentId, 'Release 1.4.0.');
 
-    const first = await agentProcess('host-a');
+    // Host A pairs with a tenant admin's pairing token; host B pairs itself on start (`--pair`, a shared token).
+    const dirA = stateDir();
+    const dirB = stateDir();
+    const { token } = dataOf(await s.admin.POST('/runners/pairing-tokens', { body: {} }));
+    const pairedA = await run(process.execPath, [
+      cli,
+      'pair',
+      s.cp.url,
+      token,
+      '--name',
+      'host-a',
+      '--state-dir',
+      dirA,
+    ]);
+    const hostA = JSON.parse(pairedA.stdout.trim()) as { hostId: string; publicKey: string };
+    expect(statSync(path.join(dirA, 'signing.key')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(path.join(dirA, 'signing.key'), 'utf8')).not.toContain(hostA.publicKey);
+
+    const first = await agentProcess(dirA);
     const parked = JSON.parse(first.stdout.trim());
     expect(parked).toMatchObject({ result: 'parked', runId, outstanding: ['call_0_0'] });
     // The process is gone (execFile resolved on its exit, code 0); the turn shows awaiting_input, parked.
@@ -87,7 +144,7 @@ describe('a turn waiting on an approval', () => {
     expect(
       (await answer(runId, { callId: 'call_0_0', approved: true, note: 'ship it' })).response.status,
     ).toBe(200);
-    const second = await agentProcess('host-b');
+    const second = await agentProcess(dirB, '--pair', '--name', 'host-b');
     const done = JSON.parse(second.stdout.trim());
     expect(done.pid).not.toBe(parked.pid);
     expect(done).toMatchObject({ result: 'succeeded', runId });
@@ -102,6 +159,35 @@ describe('a turn waiting on an approval', () => {
     expect(BigInt(verify.idleUj ?? '0')).toBeGreaterThan(0n);
     const segments = decodeWire(wire).segments;
     expect(segments.map((x) => x.kind)).toEqual(['executed', 'suspended', 'resumed', 'executed', 'closed']);
+    // Who ran each interval: host A the first, host B the second — each signed by its own key, listed by GET /keys.
+    const keys = dataOf(await s.admin.GET('/keys')).keys;
+    const hostB = keys.find((k) => k.kind === 'agent-host' && k.name === 'host-b')!;
+    expect(keys).toContainEqual({
+      kind: 'agent-host',
+      id: hostA.hostId,
+      name: 'host-a',
+      key: hostA.publicKey,
+    });
+    expect(verify.signedBy).toEqual([hostA.publicKey, hostB.key]);
+    const cpKey = keys.find((k) => k.kind === 'control-plane')!.key;
+    expect(await verifyOffline(wire, [hostA.publicKey, hostB.key])).toMatchObject({
+      code: 0,
+      out: { ok: true, phase: 'closed', account: 'non_blocking' },
+    });
+    expect(await verifyOffline(wire, [hostA.publicKey])).toMatchObject({
+      code: 1,
+      out: { ok: false, error: 'UntrustedAttestation', index: 3 },
+    });
+    expect(await verifyOffline(wire, [cpKey])).toMatchObject({
+      code: 1,
+      out: { error: 'UntrustedAttestation' },
+    });
+    const altered = structuredClone(wire) as { attestations: Record<string, Record<string, unknown>> };
+    for (const body of Object.values(altered.attestations)) body.meter = 'rapl';
+    expect(await verifyOffline(altered, [hostA.publicKey, hostB.key])).toMatchObject({
+      code: 1,
+      out: { ok: false, error: 'AttestationMismatch' },
+    });
     const [exec1, , resumed, exec2] = segments;
     expect(exec1?.kind === 'executed' && exec1.account).toEqual({ dispatched: ['call_0_0'], resolved: [] });
     expect(exec2?.kind === 'executed' && exec2.account).toEqual({ dispatched: [], resolved: ['call_0_0'] });

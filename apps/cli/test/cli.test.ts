@@ -266,7 +266,20 @@ describe('with the agent service: agent chat and the demo', () => {
     const main = fileURLToPath(new URL('../../agent/dist/cli.js', import.meta.url));
     agent = spawn(
       process.execPath,
-      [main, 'serve', '--url', cp.url, '--token', cp.internalToken, '--script', script],
+      [
+        main,
+        'serve',
+        '--url',
+        cp.url,
+        '--token',
+        cp.internalToken,
+        '--script',
+        script,
+        // A paired agent host, as `everdict start` runs it: its own key signs each interval.
+        '--pair',
+        '--state-dir',
+        path.join(dir, 'host'),
+      ],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
@@ -319,6 +332,8 @@ describe('with the agent service: agent chat and the demo', () => {
     expect(r.out).not.toMatch(/agent conversation \(no agent service/);
     expect(r.out).toMatch(/(\d+) verified, 0 did not/);
     expect(r.out).toMatch(/signed by control-plane [0-9a-f]{16}…/);
+    // The agent turn's intervals are signed by the agent host's own key, verified trusting only it.
+    expect(r.out).toMatch(/signed by agent-host [0-9a-f]{16}…: [1-9]\d* record\(s\)/);
     expect(r.out).toMatch(/demo: every record verified/);
   }, 600_000);
 });

@@ -86,7 +86,7 @@ const PUBLIC_PREFIXES = [
   '/v1',
 ] as const;
 /** Under a public prefix but authenticated by what it carries (the pairing token is the credential). */
-const NO_API_KEY = new Set(['/runners/pair']);
+const NO_API_KEY = new Set(['/runners/pair', '/agents/hosts/pair']);
 /** The terminal's ticket is its credential (a browser cannot set headers on a WebSocket). */
 const TICKETED = /^\/runs\/[^/]+\/terminal$/;
 /** Streamed uploads: never buffered by the body limit. */

@@ -164,6 +164,8 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   await waiters.start();
   const keys = new KeyRing(signer);
   keys.addSource(() => runners.keys());
+  const agents = services.agents;
+  if (agents) keys.addSource(() => agents.hostKeys());
   let dispatch: DispatchLoop | null = null;
   let triggers: TriggerLoop | null = null;
   if (sched.enabled !== false) {

@@ -29,7 +29,7 @@ export const REFUSALS = {
   internal_disabled: { status: 401, when: '`/internal/*` while `EVERDICT_INTERNAL_TOKEN` is unset' },
   invalid_pairing_token: {
     status: 401,
-    when: '`POST /runners/pair` with a pairing token that is unknown, used or expired',
+    when: '`POST /runners/pair` (or `/agents/hosts/pair`) with a pairing token that is unknown, used or expired',
   },
   invalid_runner_credential: {
     status: 401,
@@ -53,7 +53,7 @@ export const REFUSALS = {
   },
   attestation_mismatch: {
     status: 409,
-    when: "a runner's interval attestation that is not signed by its key, not bound to the run, or whose journal root is not the events stored for the epoch; nothing changes",
+    when: "a runner's (or paired agent host's) interval attestation that is not signed by its key, not bound to the run, or whose journal root is not the events stored for the epoch; nothing changes",
   },
   harness_conflict: {
     status: 409,

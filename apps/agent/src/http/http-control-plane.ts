@@ -44,6 +44,10 @@ export function toAgentError(e: unknown): unknown {
   switch (e.code) {
     case 'stale_lease':
       return as('stale_lease');
+    case 'attestation_mismatch':
+      return as('attestation_refused');
+    case 'invalid_pairing_token':
+      return as('not_paired');
     case 'envelope_exhausted':
       return as('envelope_exhausted');
     case 'capacity_exceeded':
@@ -93,27 +97,31 @@ export class HttpControlPlane implements ControlPlane {
     );
   }
 
-  async report(lease: LeaseRef, r: TurnReport): Promise<void> {
-    await call(async () =>
-      this.client.POST('/internal/agent-run-events', {
-        params: { header: { 'x-everdict-tenant': lease.tenant } },
-        body: {
-          runId: lease.runId,
-          ...held(lease),
-          event: r.event,
-          ...(r.transcript ? { transcript: r.transcript } : {}),
-          ...(r.transcriptBytes !== undefined ? { transcriptBytes: r.transcriptBytes } : {}),
-          ...(r.manifest ? { manifest: r.manifest } : {}),
-          ...(r.account
-            ? { account: { dispatched: [...r.account.dispatched], resolved: [...r.account.resolved] } }
-            : {}),
-          // (the generated type of a strict object is not assignable from an optional field; the shape is checked server-side)
-          ...(r.outputs ? { outputs: r.outputs as never } : {}),
-          ...(r.usage ? { usage: r.usage } : {}),
-          ...(r.error ? { error: r.error } : {}),
-        },
-      }),
+  async report(lease: LeaseRef, r: TurnReport): Promise<{ recordHead: string }> {
+    const run = await call(async () =>
+      dataOf(
+        await this.client.POST('/internal/agent-run-events', {
+          params: { header: { 'x-everdict-tenant': lease.tenant } },
+          body: {
+            runId: lease.runId,
+            ...held(lease),
+            event: r.event,
+            ...(r.transcript ? { transcript: r.transcript } : {}),
+            ...(r.transcriptBytes !== undefined ? { transcriptBytes: r.transcriptBytes } : {}),
+            ...(r.manifest ? { manifest: r.manifest } : {}),
+            ...(r.account
+              ? { account: { dispatched: [...r.account.dispatched], resolved: [...r.account.resolved] } }
+              : {}),
+            // (the generated type of a strict object is not assignable from an optional field; the shape is checked server-side)
+            ...(r.outputs ? { outputs: r.outputs as never } : {}),
+            ...(r.usage ? { usage: r.usage } : {}),
+            ...(r.error ? { error: r.error } : {}),
+            ...(r.attestation ? { attestation: r.attestation } : {}),
+          },
+        }),
+      ),
     );
+    return { recordHead: run.record.head };
   }
 
   async readTranscript(runId: string, page: { offset: number; limit: number }): Promise<TranscriptPage> {

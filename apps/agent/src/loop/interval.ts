@@ -8,9 +8,11 @@
 // results that arrived are appended, and the interval's account resolves those calls. `mode: 'blocking'`
 // awaits results inside the interval instead; it exists so the verifier can be shown to tell the two apart.
 import { type TraceEvent, usageFromTrace } from '@everdict/run-model';
+import { encodeAttestationBody, type Hex, type Outcome } from '@everdict/runrecord';
 import { type AgentSpec, priceCall } from '../agent-spec.js';
 import type { ControlPlane, LeaseRef, TurnLease, TurnReport } from '../control-plane.js';
 import { AgentError, isAgentError } from '../errors.js';
+import type { IntervalSigner } from '../host/host-key.js';
 import type { ModelProvider } from '../model/provider.js';
 import { AGENT_PROTOCOL, manifestOf } from '../record/identity.js';
 import { phaseOf } from '../record/turn-record.js';
@@ -30,7 +32,15 @@ export interface IntervalOptions {
   readonly now?: () => number;
   readonly signal?: AbortSignal;
   readonly onText?: (runId: string, delta: string) => void;
+  /**
+   * A paired host's signer (host/host-key.ts): each interval this process ends is reported with its
+   * attestation, signed here. Absent (an unpaired holder): the control plane seals it with its own key.
+   */
+  readonly signer?: IntervalSigner;
 }
+
+/** The active interval's energy model: wall-clock × 2 W, estimated (the remote model's is not observable). */
+export const AGENT_METER = { meter: 'agent-wallclock-model', watts: 2 } as const;
 
 export type IntervalOutcome =
   | {
@@ -65,11 +75,38 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
   const transcript = await Transcript.load(cp, lease.runId, () => new Date(now()));
 
   // 1. Un-park from the transcript alone: its address is recomputed from what is stored, never carried over.
+  // The interval starts at the head the resume answers (a new turn's: the lease's).
+  let head = lease.recordHead;
   if (phase === 'parked') {
     const name = await transcript.name();
-    await cp.report(ref, { event: 'resumed', transcript: name.address, manifest });
+    head = (await cp.report(ref, { event: 'resumed', transcript: name.address, manifest })).recordHead;
     await transcript.reload(); // the control plane's label of the park's idle energy
   }
+  const startedMs = now();
+  /** The interval's attestation, signed by this host (journal root: the stored transcript's address). */
+  const attest = async (outcome: Outcome, journalRoot?: string): Promise<Partial<TurnReport>> => {
+    if (!o.signer) return {};
+    let root = journalRoot;
+    if (root === undefined) {
+      await transcript.reload();
+      root = (await transcript.name()).address;
+    }
+    const endedMs = Math.max(startedMs, now());
+    const { body } = o.signer({
+      unitId: lease.unitId as Hex,
+      grantsId: lease.grantsId as Hex,
+      recordHead: head as Hex,
+      startedMs: BigInt(startedMs),
+      endedMs: BigInt(endedMs),
+      activeUj: BigInt(Math.max(1, Math.round((endedMs - startedMs) * AGENT_METER.watts * 1000))),
+      provenance: 'estimated',
+      meter: AGENT_METER.meter,
+      journalRoot: root as Hex,
+      outcome,
+      exitCode: outcome === 'failed' ? 1 : 0,
+    });
+    return { attestation: encodeAttestationBody(body) as unknown as Record<string, unknown> };
+  };
 
   const dispatched: string[] = [];
   const resolved: string[] = [];
@@ -171,13 +208,20 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
       manifest,
       account,
       usage,
+      ...(await attest('yielded', name.address)),
     });
     return { result: 'parked', runId: lease.runId, outstanding, transcript: name.address };
   }
   if (!failure) {
-    await cp.report(ref, { event: 'succeeded', account, outputs: { summary: summary ?? '' }, usage });
+    await cp.report(ref, {
+      event: 'succeeded',
+      account,
+      outputs: { summary: summary ?? '' },
+      usage,
+      ...(await attest('succeeded')),
+    });
     return { result: 'succeeded', runId: lease.runId, summary: summary ?? '' };
   }
-  await cp.report(ref, { event: 'failed', account, usage, error: failure });
+  await cp.report(ref, { event: 'failed', account, usage, error: failure, ...(await attest('failed')) });
   return { result: 'failed', runId: lease.runId, error: failure };
 }

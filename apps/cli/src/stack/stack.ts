@@ -55,12 +55,25 @@ async function waitHealthy(url: string, cp: Part, timeoutMs: number): Promise<vo
 }
 
 /**
- * The agent service's serve mode. Without `EVERDICT_MODEL_BASE_URL` it runs the scripted model: a script
+ * The agent service's serve mode, as a PAIRED agent host: its Ed25519 key and pairing live in
+ * `<dataDir>/host` (`--pair`: on first start, or when this control plane no longer lists it, it pairs with
+ * a shared pairing token minted by the service token), so every interval it runs carries the attestation
+ * it signed (GET /keys lists its key as `agent-host`). Without `EVERDICT_MODEL_BASE_URL` it runs the scripted model: a script
  * written into its data dir that asks a person for approval (the turn parks as a transcript) and then answers
  * with the approval it got.
  */
 function agentArgs(agentMain: string, url: string, dataDir: string, env: NodeJS.ProcessEnv): string[] {
-  const args = [agentMain, 'serve', '--url', url];
+  const args = [
+    agentMain,
+    'serve',
+    '--url',
+    url,
+    '--pair',
+    '--state-dir',
+    path.join(dataDir, 'host'),
+    '--name',
+    'everdict-start',
+  ];
   if (env.EVERDICT_MODEL_BASE_URL) return args;
   const script = path.join(dataDir, 'agent-script.json');
   mkdirSync(dataDir, { recursive: true });

@@ -15,16 +15,25 @@ import { type RunRow, selectRunRows } from '../ledger/runs.js';
 import { claimAndStart } from '../scheduler/claim-start.js';
 import type { Deps } from '../services/context.js';
 import { transitionTx } from '../services/lifecycle.js';
+import { agentHostOf } from './hosts.js';
 import type { TurnLeaseView } from './schemas.js';
 import { turnLeaseOf, WAITING_CALL } from './turns.js';
 
-/** Parked turns with nothing left to wait for and no live lease, locked, leased to `holder`. */
-async function leaseReadyParks(tx: Tx, holder: string, n: number, nowMs: number, leaseMs: number) {
+/** Parked turns with nothing left to wait for and no live lease, locked, leased to `holder` (of `tenant` only, if named). */
+async function leaseReadyParks(
+  tx: Tx,
+  holder: string,
+  n: number,
+  nowMs: number,
+  leaseMs: number,
+  tenant: string | null,
+) {
   if (n <= 0) return [];
+  const ofTenant = tenant === null ? sql`` : sql`AND r.tenant_id = ${tenant}`;
   const { rows } = await sql<{ run_id: string; tenant: string; epoch: string | number }>`
     WITH ready AS MATERIALIZED (
       SELECT r.id FROM runs r
-      WHERE r.kind = 'agent' AND r.status = 'awaiting_input'
+      WHERE r.kind = 'agent' AND r.status = 'awaiting_input' ${ofTenant}
         AND NOT EXISTS (SELECT 1 FROM run_leases l WHERE l.run_id = r.id AND l.expires_at_ms >= ${nowMs}::bigint)
         AND NOT ${WAITING_CALL}
       ORDER BY r.updated_at, r.id
@@ -51,8 +60,27 @@ export async function grantTurnLeases(
   return retryOnConflict(() =>
     deps.db.transaction().execute(async (tx) => {
       const now = deps.clock();
-      const started = await claimAndStart(tx, free, now, ['agent'], { holder, leaseMs: policy.leaseMs });
-      const parks = await leaseReadyParks(tx, holder, free - started.length, now.getTime(), policy.leaseMs);
+      // A paired agent host (agents/hosts.ts) is offered only what it may sign for: its tenant's turns (a
+      // tenant-scoped host), none once revoked.
+      const host = await agentHostOf(tx, holder);
+      if (host?.state === 'revoked') return [];
+      const tenant = host?.tenantId ?? null;
+      const started = await claimAndStart(
+        tx,
+        free,
+        now,
+        ['agent'],
+        { holder, leaseMs: policy.leaseMs },
+        tenant === null ? {} : { tenant },
+      );
+      const parks = await leaseReadyParks(
+        tx,
+        holder,
+        free - started.length,
+        now.getTime(),
+        policy.leaseMs,
+        tenant,
+      );
       const granted = [...started.map((s) => ({ runId: s.runId, epoch: s.epoch })), ...parks];
       if (granted.length === 0) return [];
       const rows: RunRow[] = await selectRunRows(tx)

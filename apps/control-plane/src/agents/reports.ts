@@ -9,6 +9,12 @@
 //   awaiting_input  running → awaiting_input; `executed` (the interval's account: dispatched / resolved
 //                   call ids) + `suspended` (snapshot {transcript: digest}, manifest); the lease is released.
 //   succeeded/failed `executed` (+ account) + `closed`; the lease is released.
+// Who signs an `executed` segment: when the lease holder is a paired agent host (agents/hosts.ts), the
+// attestation its report carries, checked against the host's registered key, unit/grants, the interval's
+// start head, the outcome and the stored transcript (agents/attestation.ts) — a bad one is 409
+// `attestation_mismatch`, nothing written; when the holder is not paired (an embedded or legacy agent
+// service), the control plane seals the interval with its own key, as `signedBy` then says — and an
+// attestation from such a holder is refused (its key is unknown).
 import { blake3, bytesToHex } from '@everdict/runrecord';
 import { numeric } from '../db/numeric.js';
 import { withTx } from '../db/tx.js';
@@ -21,7 +27,9 @@ import type { Deps } from '../services/context.js';
 import { type TransitionExtras, transitionTx } from '../services/lifecycle.js';
 import { AgentRunEventInput, type Principal } from '../services/types.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
+import { checkHostAttestation } from './attestation.js';
 import { type ParkEnergy, parkEnergy } from './energy.js';
+import { agentHostOf } from './hosts.js';
 import { assertTurnLease } from './leases.js';
 
 export const AGENT_METER = { meter: 'agent-wallclock-model', watts: 2 };
@@ -43,6 +51,20 @@ export function turnReports(deps: Deps, trajectories: RunTrajectories | null, wa
               reason: 'not_an_agent_run',
             });
           await assertTurnLease(tx, runId, epoch, holder);
+          const host = await agentHostOf(tx, holder);
+          const ends = input.event !== 'resumed';
+          if (input.attestation !== undefined && (!host || !ends))
+            throw new ControlPlaneError(
+              'attestation_mismatch',
+              host
+                ? 'a resumed report ends no interval: it carries no attestation'
+                : `the lease holder ${holder} is no paired agent host: the attestation's key is unknown`,
+              { reason: host ? 'no_interval' : 'unknown_host' },
+            );
+          const attested =
+            host && ends
+              ? await checkHostAttestation(run, host, input.event, input.attestation, trajectories)
+              : null;
           const extras: TransitionExtras = {
             ...(input.outputs ? { outputs: { ...input.outputs } } : {}),
             ...(input.usage ? { usage: { ...input.usage } } : {}),
@@ -50,6 +72,9 @@ export function turnReports(deps: Deps, trajectories: RunTrajectories | null, wa
             ...(input.manifest ? { manifest: input.manifest } : {}),
             ...(input.account ? { account: input.account } : {}),
             interval: { ...AGENT_METER },
+            ...(attested
+              ? { attested: { ...attested, ...(input.account ? { account: input.account } : {}) } }
+              : {}),
           };
           const nowMs = deps.clock().getTime();
           switch (input.event) {

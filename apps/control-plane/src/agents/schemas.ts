@@ -228,6 +228,11 @@ export interface TurnLeaseView {
     maxStepsPerInterval: number;
   };
   record: unknown;
+  /**
+   * The record's head now: a running turn's interval starts here (a paired host's attestation binds it); a
+   * parked turn's interval starts at the head its `resumed` report answers.
+   */
+  recordHead: string;
   parkedAtMs?: number;
   input?: { text: string };
   resolutions: Resolution[];

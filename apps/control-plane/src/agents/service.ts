@@ -1,6 +1,7 @@
 // The agent service's control-plane side, composed: the registry (POST/PATCH/GET /agents), conversations
 // and their turns, approvals (GET + POST /runs/:id/input), and what the agent service calls with the service
 // token — leases, heartbeats, tool calls, transcript reads and writes, leased reports.
+import type { PublicKeyEntry } from '../keys/registry.js';
 import type { LeasePolicy } from '../leases/policy.js';
 import type { RunView } from '../ledger/views.js';
 import { asControlPlaneError } from '../services/boundary.js';
@@ -10,6 +11,7 @@ import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { type Dispatched, turnCalls } from './calls.js';
 import { conversations } from './conversations.js';
 import { storageWattsPerGb } from './energy.js';
+import { agentHostKeys, pairAgentHost } from './hosts.js';
 import { grantTurnLeases, heartbeatTurns } from './leases.js';
 import { agentRegistry } from './registry.js';
 import { turnReports } from './reports.js';
@@ -46,6 +48,10 @@ export interface AgentService {
     query: unknown,
   ): Promise<{ events: unknown[]; nextOffset: number; eventCount: number }>;
   report(p: Principal, input: unknown): Promise<RunView>;
+  /** POST /agents/hosts/pair: a pairing token + the host's public key → its host id (agents/hosts.ts). */
+  pairHost(input: unknown): Promise<{ hostId: string; publicKey: string }>;
+  /** The paired agent hosts' public keys (GET /keys). */
+  hostKeys(): Promise<PublicKeyEntry[]>;
 }
 
 export interface AgentServiceOptions {
@@ -103,5 +109,7 @@ export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
     append: calls.append,
     transcript: calls.transcript,
     report: reports.report,
+    pairHost: (raw) => pairAgentHost(deps, raw),
+    hostKeys: () => agentHostKeys(deps.db),
   };
 }

@@ -186,6 +186,7 @@ export async function turnLeaseOf(
     grantsId: row.grants_id,
     agent,
     record: row.record_length > 0 ? wire : null,
+    recordHead: row.status === 'running' ? (row.interval_head ?? row.record_head) : row.record_head,
     ...(row.status === 'awaiting_input' && turn?.parked_at_ms != null
       ? { parkedAtMs: numeric(turn.parked_at_ms) }
       : {}),

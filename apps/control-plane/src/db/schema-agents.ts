@@ -46,3 +46,14 @@ export interface AgentCallsTable {
   created_at: Ts;
   resolved_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
+
+/** Migration 0023: paired agent hosts (agents/hosts.ts) — the keys that sign agent intervals. */
+export interface AgentHostsTable {
+  id: string;
+  tenant_id: string | null;
+  name: string;
+  public_key: string;
+  state: 'active' | 'revoked';
+  created_at: Ts;
+  revoked_at: Ts | null;
+}

@@ -2,7 +2,13 @@
 import type { ColumnType } from 'kysely';
 import type { GenInt8, Int8, J, Jsonb, Ts } from './column-types.js';
 import type { DbNumeric } from './numeric.js';
-import type { AgentCallsTable, AgentsTable, AgentTurnsTable, AgentVersionsTable } from './schema-agents.js';
+import type {
+  AgentCallsTable,
+  AgentHostsTable,
+  AgentsTable,
+  AgentTurnsTable,
+  AgentVersionsTable,
+} from './schema-agents.js';
 import type {
   HarnessesTable,
   RunnerArtifactsTable,
@@ -335,6 +341,7 @@ export interface Database {
   agents: AgentsTable;
   agent_versions: AgentVersionsTable;
   agent_turns: AgentTurnsTable;
+  agent_hosts: AgentHostsTable;
   agent_calls: AgentCallsTable;
   run_leases: RunLeasesTable;
   cascade_jobs: CascadeJobsTable;

@@ -4,6 +4,7 @@
 // heartbeats, tool calls, transcript reads/writes. Leased transition reports go to
 // /internal/agent-run-events with `epoch` + `holder` (internal.ts hands them to the agent service).
 import { createRoute, z } from '@hono/zod-openapi';
+import { AgentHostPairInput } from '../agents/hosts.js';
 import {
   CallInput,
   CreateAgentInput,
@@ -109,6 +110,7 @@ const TurnLeaseSchema = z
     grantsId: z.string(),
     agent: z.record(z.string(), z.unknown()),
     record: z.unknown(),
+    recordHead: z.string(),
     parkedAtMs: z.number().int().optional(),
     input: z.object({ text: z.string() }).optional(),
     resolutions: z.array(ResolutionSchema),
@@ -218,6 +220,21 @@ const routes = {
         'The answer, recorded.',
       ),
       ...problemResponses(400, 401, 403, 404, 409, 413, 415),
+    },
+  }),
+  pairHost: createRoute({
+    method: 'post',
+    path: '/agents/hosts/pair',
+    tags: ['agents'],
+    summary:
+      'Pair an agent host: redeem a runner pairing token with the host’s Ed25519 public key → its host id (its lease holder name); the key signs every interval it ends and is listed by GET /keys.',
+    request: { body: body(AgentHostPairInput) },
+    responses: {
+      201: json(
+        z.object({ hostId: z.string(), publicKey: z.string() }).openapi('PairedAgentHost'),
+        'The host id.',
+      ),
+      ...problemResponses(400, 401, 415),
     },
   }),
   lease: createRoute({
@@ -356,6 +373,7 @@ export function agentRoutes({ services }: RouteDeps) {
   app.openapi(routes.input, async (c) =>
     c.json(await svc().answer(c.get('principal'), c.req.valid('param').id, c.req.valid('json')), 200),
   );
+  app.openapi(routes.pairHost, async (c) => c.json(await svc().pairHost(c.req.valid('json')), 201));
   app.openapi(routes.lease, async (c) =>
     c.json(await svc().lease(c.req.valid('json'), c.req.raw.signal), 200),
   );

@@ -261,6 +261,7 @@ describe('system routes', () => {
       [
         // agents (src/agents/)
         '/agents',
+        '/agents/hosts/pair',
         '/agents/{id}',
         '/conversations',
         '/conversations/{id}/messages',

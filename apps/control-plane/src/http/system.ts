@@ -25,7 +25,7 @@ const KeysSchema = z
   .object({
     keys: z.array(
       z.object({
-        kind: z.enum(['control-plane', 'runner']),
+        kind: z.enum(['control-plane', 'runner', 'agent-host']),
         id: z.string(),
         name: z.string().optional(),
         key: z.string().regex(/^[0-9a-f]{64}$/),
@@ -40,7 +40,7 @@ const keysRoute = createRoute({
   path: '/keys',
   tags: ['system'],
   summary:
-    "The Ed25519 public keys that sign attestations: the control plane's own (`kind: control-plane`), then registered runners'. Pass them to `everdict-runrecord verify --trust-key`.",
+    "The Ed25519 public keys that sign attestations: the control plane's own (`kind: control-plane`), then registered runners' and paired agent hosts' (`kind: agent-host`). Pass them to `everdict-runrecord verify --trust-key`.",
   responses: {
     200: { description: 'The keys.', content: { 'application/json': { schema: KeysSchema } } },
   },

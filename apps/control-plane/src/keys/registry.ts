@@ -4,8 +4,8 @@ import type { Hex } from '@everdict/runrecord';
 import type { Signer } from './signer.js';
 
 export interface PublicKeyEntry {
-  kind: 'control-plane' | 'runner';
-  /** Stable id: `control-plane` for this control plane's key; a runner's id for a runner's. */
+  kind: 'control-plane' | 'runner' | 'agent-host';
+  /** Stable id: `control-plane` for this control plane's key; a runner's (agent host's) id for its key. */
   id: string;
   name?: string;
   /** Ed25519 public key, 64 lowercase hex. */

@@ -347,6 +347,11 @@ export const AgentRunEventInput = z.object({
   holder: z.string().min(1).max(200).optional(),
   /** A transcript park: the canonical bytes of the transcript parked (its idle energy's input). */
   transcriptBytes: z.int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional(),
+  /**
+   * A paired agent host's `sandbox.attestation/1` (wire body, signed) of the interval this report ends —
+   * required from a paired host (agents/attestation.ts), refused from an unpaired holder.
+   */
+  attestation: z.record(z.string(), z.unknown()).optional(),
 });
 export type AgentRunEventInput = z.input<typeof AgentRunEventInput>;
 
