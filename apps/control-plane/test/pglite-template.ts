@@ -3,7 +3,7 @@
 // a second start. vitest's globalSetup (`test/global-setup.ts`) migrates one instance before any worker
 // starts and writes its data directory to a file; every test database is a fresh PGlite loaded from it,
 // instantiated from WebAssembly modules compiled once per worker (not once per database).
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -66,4 +66,12 @@ function compiledPglite(): Promise<Compiled> {
 export async function migratedPglite(): Promise<PGlite> {
   const [loadDataDir, modules] = await Promise.all([templateDataDir(), compiledPglite()]);
   return PGlite.create({ loadDataDir, ...modules });
+}
+
+/** Writes the migrated, empty ledger into `dir` (a built control plane's `<data dir>/pglite`), closed. */
+export async function writeMigratedPgliteDir(dir: string): Promise<void> {
+  mkdirSync(dirname(dir), { recursive: true });
+  const [loadDataDir, modules] = await Promise.all([templateDataDir(), compiledPglite()]);
+  const pglite = await PGlite.create({ dataDir: dir, loadDataDir, ...modules });
+  await pglite.close();
 }
