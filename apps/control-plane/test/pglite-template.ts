@@ -1,11 +1,13 @@
 // One migrated PGlite data directory per test run. Making a PGlite (compiling the WebAssembly, initdb) and
 // migrating it is the costliest step of a control-plane test file; cloning a live instance costs a dump and
 // a second start. vitest's globalSetup (`test/global-setup.ts`) migrates one instance before any worker
-// starts and writes its data directory to a file; every test database is a fresh PGlite loaded from it.
-import { readFileSync, writeFileSync } from 'node:fs';
+// starts and writes its data directory to a file; every test database is a fresh PGlite loaded from it,
+// instantiated from WebAssembly modules compiled once per worker (not once per database).
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import { dirname, join } from 'node:path';
+import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import { openDatabase } from '../src/db/database.js';
 
 /** The variable globalSetup sets to the template's path; test workers inherit it. */
@@ -37,7 +39,39 @@ export function templateDataDir(): Promise<Blob> {
   return template;
 }
 
+type WasmModule = NonNullable<PGliteOptions['pgliteWasmModule']>;
+type Compiled = Pick<PGliteOptions, 'pgliteWasmModule' | 'initdbWasmModule' | 'fsBundle'>;
+let compiled: Promise<Compiled> | null = null;
+/** PGlite's WebAssembly modules and file bundle, compiled and read once in this worker. */
+function compiledPglite(): Promise<Compiled> {
+  compiled ??= (async () => {
+    const dist = dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
+    // The global WebAssembly object (this package's TypeScript lib declares only its types).
+    const wasm = (globalThis as unknown as { WebAssembly: { compile(b: Uint8Array): Promise<WasmModule> } })
+      .WebAssembly;
+    const [pgliteWasmModule, initdbWasmModule] = await Promise.all([
+      wasm.compile(readFileSync(join(dist, 'pglite.wasm'))),
+      wasm.compile(readFileSync(join(dist, 'initdb.wasm'))),
+    ]);
+    return {
+      pgliteWasmModule,
+      initdbWasmModule,
+      fsBundle: new Blob([readFileSync(join(dist, 'pglite.data'))]),
+    };
+  })();
+  return compiled;
+}
+
 /** A fresh PGlite holding the migrated, empty ledger. */
 export async function migratedPglite(): Promise<PGlite> {
-  return PGlite.create({ loadDataDir: await templateDataDir() });
+  const [loadDataDir, modules] = await Promise.all([templateDataDir(), compiledPglite()]);
+  return PGlite.create({ loadDataDir, ...modules });
+}
+
+/** Writes the migrated, empty ledger into `dir` (a built control plane's `<data dir>/pglite`), closed. */
+export async function writeMigratedPgliteDir(dir: string): Promise<void> {
+  mkdirSync(dirname(dir), { recursive: true });
+  const [loadDataDir, modules] = await Promise.all([templateDataDir(), compiledPglite()]);
+  const pglite = await PGlite.create({ dataDir: dir, loadDataDir, ...modules });
+  await pglite.close();
 }

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLiveDatabase, LIVE_PG } from './db.js';
+import { writeMigratedPgliteDir } from './pglite-template.js';
 import { type Json, passableDir, sandboxesIn, workspacesIn } from './sessions.js';
 
 const main = fileURLToPath(new URL('../dist/main.js', import.meta.url));
@@ -65,6 +66,10 @@ describe('a control plane killed with open sessions', () => {
       const live = await createLiveDatabase();
       databaseUrl = live.url;
       drop = live.drop;
+    } else {
+      // The first start finds a migrated ledger (the run's template), as on a restart: initdb and the
+      // migrations are the control plane's first start, tested elsewhere; this test is about the crash.
+      await writeMigratedPgliteDir(path.join(root, 'data', 'pglite'));
     }
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;

@@ -1,12 +1,14 @@
 // '@everdict/client/testing' — a real control plane for tests in this workspace: the built
 // `apps/control-plane/dist/main.js` started as a child process on an ephemeral port with an embedded
-// PGlite ledger in a fresh directory (or `DATABASE_URL`), a known admin key and service token.
+// PGlite ledger in a fresh directory (or `DATABASE_URL`), a known admin key and service token. A fresh
+// ledger starts as a copy of one migrated template (ledger-template.ts), not from initdb.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { LEDGER_TEMPLATE_ENV, seedLedger } from './ledger-template.js';
 
 export interface ControlPlaneProcess {
   readonly url: string;
@@ -33,6 +35,12 @@ export interface StartControlPlaneOptions {
    * false: the helper sets EVERDICT_EMBEDDED_RUNNER=0 so tests choose their runners themselves.
    */
   readonly embeddedRunner?: boolean;
+  /**
+   * Let the control plane make its PGlite ledger itself (initdb and every migration) instead of starting
+   * from a copy of the migrated template. Default false; EVERDICT_TEST_LEDGER_TEMPLATE=0 sets it for all.
+   * A data directory that already holds a ledger (a restart) is never seeded.
+   */
+  readonly freshLedger?: boolean;
 }
 
 const DEFAULT_MAIN = fileURLToPath(new URL('../../../apps/control-plane/dist/main.js', import.meta.url));
@@ -44,9 +52,16 @@ export async function startControlPlane(
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'everdict-cp-'));
   // The embedded runner's sandboxes live under the data directory: their user passes through it.
   if (options.embeddedRunner && ownDir) chmodSync(dataDir, 0o711);
+  const mainPath = options.mainPath ?? DEFAULT_MAIN;
+  const seed =
+    !options.freshLedger &&
+    process.env[LEDGER_TEMPLATE_ENV] !== '0' &&
+    !options.env?.DATABASE_URL &&
+    !existsSync(join(dataDir, 'pglite'));
+  if (seed) await seedLedger(mainPath, dataDir, options.startTimeoutMs ?? 240_000);
   const apiKey = `evd_test_${randomBytes(16).toString('hex')}`;
   const internalToken = `internal-${randomBytes(16).toString('hex')}`;
-  const child = spawn(process.execPath, [options.mainPath ?? DEFAULT_MAIN], {
+  const child = spawn(process.execPath, [mainPath], {
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       PORT: '0',
