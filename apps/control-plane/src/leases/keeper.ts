@@ -1,7 +1,7 @@
 // A holder's heartbeat in-process (the inline executor): every heartbeatMs, one `renew` of every lease
 // it holds; leases reported lost are dropped and handed to `onLost` (the executions should stop: their
 // results would be refused). Out-of-process holders (runners) renew over HTTP with the same `renew`.
-import type { Db } from '../db/tx.js';
+import { type Db, retryOnConflict } from '../db/tx.js';
 import type { LeasePolicy } from './policy.js';
 import { type HeldLease, renew } from './store.js';
 
@@ -56,12 +56,9 @@ export class LeaseKeeper {
     const held = [...this.held].map(([runId, epoch]) => ({ runId, epoch }));
     if (held.length === 0) return;
     try {
-      const { lost } = await renew(
-        this.o.db,
-        this.o.holder,
-        held,
-        this.o.clock().getTime(),
-        this.o.policy.leaseMs,
+      // A deadlock with a settle locking the same leases rolls the renewal back whole: run it again.
+      const { lost } = await retryOnConflict(() =>
+        renew(this.o.db, this.o.holder, held, this.o.clock().getTime(), this.o.policy.leaseMs),
       );
       // Only those still held at the epoch we offered (a new lease may have been tracked meanwhile).
       const gone = lost.filter((id) => held.some((h) => h.runId === id && this.held.get(id) === h.epoch));

@@ -6,7 +6,7 @@
 // run first; renew touches leases only; the sweep (sweep.ts) locks runs, then leases.
 import { sql } from 'kysely';
 import { numeric } from '../db/numeric.js';
-import type { Executor } from '../db/tx.js';
+import { type Db, type Executor, retryOnConflict } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 
 export interface Lease {
@@ -119,14 +119,16 @@ export async function renew(
  * settled by someone else): `lost` = the leases not renewed + the renewed ones no longer live.
  */
 export async function renewLive(
-  ex: Executor,
+  ex: Db,
   holder: string,
   held: readonly HeldLease[],
   nowMs: number,
   leaseMs: number,
   liveStatuses: readonly string[],
 ): Promise<string[]> {
-  const { renewed, lost } = await renew(ex, holder, held, nowMs, leaseMs);
+  // Renewing is idempotent (GREATEST): a deadlock with a settle that locks the same leases in another
+  // order rolls the statement back whole, and it is run again rather than answered as a 500.
+  const { renewed, lost } = await retryOnConflict(() => renew(ex, holder, held, nowMs, leaseMs));
   if (renewed.length === 0) return lost;
   const { rows } = await sql<{ id: string }>`
     SELECT id FROM runs
