@@ -5,6 +5,7 @@ import type { KyselyPlugin } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, type TestCore, testCore } from '../../test/core.js';
 import { leasePolicy } from '../leases/policy.js';
+import { DISPATCH_CHANNEL } from '../services/context.js';
 import { settleMany } from './batch-transitions.js';
 import { BACKLOG_FACTOR, DispatchLoop } from './dispatch-loop.js';
 import type { SettleBatch } from './settle-batcher.js';
@@ -118,14 +119,21 @@ describe('DispatchLoop', () => {
 
   it('a claim short of its capacity ends the cycle: no empty claim after it', async () => {
     t = await testCore({ scheduler: { enabled: false } });
-    for (let i = 0; i < 3; i++)
+    // Each create's NOTIFY is sent after its commit, unawaited (on live PostgreSQL from another pooled
+    // connection): the test hears each one before the next create, so none can reach the loop once it listens.
+    let heard = 0;
+    const unlisten = await t.core.internals.ldb.listen(DISPATCH_CHANNEL, () => {
+      heard += 1;
+    });
+    for (let i = 0; i < 3; i++) {
+      const before = heard;
       await t.core.services.runs.create(t.admin, {
         kind: 'analysis',
         subject: { config: { fn: 'sleep', ms: 60_000 } },
       });
-    // The creates' NOTIFYs are sent after their commits, unawaited: one query more and they are out, before
-    // the loop listens.
-    await t.core.internals.deps.db.selectFrom('runs').select('id').execute();
+      await eventually(async () => (heard > before ? true : undefined));
+    }
+    await unlisten();
     let claims = 0;
     const counting: KyselyPlugin = {
       transformQuery: (args) => {
