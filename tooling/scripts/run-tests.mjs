@@ -31,9 +31,17 @@ let passed = 0;
 let failed = 0;
 let skipped = 0;
 const missing = [];
+const failures = [];
 for (const r of reports) {
   if (!existsSync(r)) continue;
   const j = JSON.parse(readFileSync(r, 'utf8'));
+  for (const file of j.testResults ?? []) {
+    for (const t of file.assertionResults ?? []) {
+      if (t.status !== 'failed') continue;
+      const why = String(t.failureMessages?.[0] ?? '').split('\n').slice(0, 6).join('\n    ');
+      failures.push(`${file.name.replace(root, '')} > ${t.fullName}\n    ${why}`);
+    }
+  }
   passed += j.numPassedTests ?? 0;
   failed += j.numFailedTests ?? 0;
   skipped += (j.numPendingTests ?? 0) + (j.numTodoTests ?? 0);
@@ -44,6 +52,8 @@ if (missing.length > 0) {
   failed += missing.length;
   console.error(`suites failed outside a test: ${missing.join(', ')}`);
 }
+// The closing lines are what a truncated CI log still shows: name every failed test and its first lines.
+if (failures.length > 0) console.log(`\nfailed tests:\n${failures.map((f) => `  ${f}`).join('\n')}`);
 console.log(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 // Against a live database (CI's second pass) nothing may be skipped: a skipped test there is a test that
 // silently did not run against the server it needs.
