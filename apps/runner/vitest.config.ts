@@ -4,5 +4,5 @@ import { packageTestConfig } from '../../tooling/vitest.shared.js';
 
 // End-to-end files start a real control plane (PGlite's first start is slow on a loaded machine).
 export default packageTestConfig({
-  test: { hookTimeout: 300_000, testTimeout: 300_000, fileParallelism: false },
+  test: { hookTimeout: 600_000, testTimeout: 600_000, fileParallelism: false },
 });

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 describe('back-pressure', () => {
   it('streams 100 MB of output with the runner under 200 MB RSS, every byte in the journal', () => {
     const script = fileURLToPath(new URL('./fixtures/print-100mb.mjs', import.meta.url));
-    const run = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 280_000 });
+    const run = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 560_000 });
     expect(run.status, run.stderr).toBe(0);
     const r = JSON.parse(run.stdout.trim().split('\n').pop()!) as {
       bytes: number;

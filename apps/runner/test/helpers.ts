@@ -22,7 +22,7 @@ export function scratch(prefix: string): string {
 export async function waitFor<T>(
   what: string,
   probe: () => Promise<T | undefined>,
-  timeoutMs = 240_000,
+  timeoutMs = 480_000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -60,7 +60,7 @@ export async function pair(url: string, apiKey: string, name: string, slots = 2)
     ],
     {
       encoding: 'utf8',
-      timeout: 120_000,
+      timeout: 300_000,
     },
   );
   if (r.status !== 0) throw new Error(`pair failed (${r.status}): ${r.stderr}`);
@@ -141,7 +141,7 @@ export async function resizeUntilShown(
       await new Promise((r) => setTimeout(r, 300));
       return undefined;
     },
-    60_000,
+    240_000,
   );
   return asked;
 }

@@ -31,7 +31,7 @@ beforeAll(async () => {
   await waitFor('the runner session channel', async () =>
     runner.logs().includes('session channel open') ? true : undefined,
   );
-}, 300_000);
+}, 600_000);
 afterAll(async () => {
   if (runner && runner.child.exitCode === null) runner.child.kill('SIGKILL');
   await cp?.stop();
@@ -72,5 +72,5 @@ describe('a session on a Kubernetes pod through a runner (test API server)', () 
     const closed = await api('POST', `/sandboxes/${id}/close`);
     expect(closed.body.status).toBe('succeeded');
     await waitFor('the pod deleted', async () => ((await pods()).length === 0 ? true : undefined));
-  }, 240_000);
+  }, 600_000);
 });

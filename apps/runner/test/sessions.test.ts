@@ -63,7 +63,7 @@ beforeAll(async () => {
   runnerB = launch(dirB);
   await connected(runnerA);
   await connected(runnerB);
-}, 300_000);
+}, 600_000);
 afterAll(async () => {
   for (const r of runners)
     if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGKILL');
@@ -132,8 +132,8 @@ describe('sessions held by runners', () => {
       ws.once('error', reject);
     });
     ws.send(Buffer.from('echo "sum=$((6*7))"; stty size\n'), { binary: true });
-    await waitFor('the terminal to echo', async () => (out.includes('sum=42') ? true : undefined), 60_000);
-    await waitFor('the initial size', async () => (out.includes('30 100') ? true : undefined), 60_000);
+    await waitFor('the terminal to echo', async () => (out.includes('sum=42') ? true : undefined), 240_000);
+    await waitFor('the initial size', async () => (out.includes('30 100') ? true : undefined), 240_000);
     await resizeUntilShown(ws, () => out, { cols: 120, rows: 40 });
     ws.send(Buffer.from('exit 0\n'), { binary: true });
     const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
@@ -144,7 +144,7 @@ describe('sessions held by runners', () => {
     expect(c.status, JSON.stringify(c.body)).toBe(200);
     expect(c.body).toMatchObject({ status: 'succeeded', outputs: { result: { endReason: 'closed' } } });
     expect(sandboxRuns(dirA)).not.toContain(id);
-  }, 180_000);
+  }, 600_000);
 
   it('suspend on runner A → resume on runner B restores the workspace byte for byte; a tampered address is refused 409', async () => {
     const id = await open(idA);
@@ -188,7 +188,7 @@ describe('sessions held by runners', () => {
     const c = await api('POST', `/sandboxes/${id}/close`);
     expect(c.body.status).toBe('succeeded');
     expect(sandboxRuns(dirB)).not.toContain(id);
-  }, 240_000);
+  }, 600_000);
 
   it('kill -9 of the runner holding a session: failed executor_lost, closed(abandoned); its restart reaps the orphan', async () => {
     const id = await open(idB);
@@ -219,5 +219,5 @@ describe('sessions held by runners', () => {
     ).toEqual([]);
     restarted.child.kill('SIGTERM');
     expect(await restarted.exited).toBe(0);
-  }, 240_000);
+  }, 600_000);
 });
