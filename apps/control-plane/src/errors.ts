@@ -37,7 +37,7 @@ export const REFUSALS = {
   },
   invalid_agent_host: {
     status: 401,
-    when: 'an agent lease, heartbeat, call or leased report whose `holder` is a revoked agent host — or no paired agent host at all while `EVERDICT_AGENT_REQUIRE_PAIRED=1` (`details.reason`: `revoked` / `unpaired`); nothing changes',
+    when: 'an agent lease, heartbeat, call or report whose `holder` is a revoked host (or unpaired, with `EVERDICT_AGENT_REQUIRE_PAIRED=1`)',
   },
   envelope_exhausted: { status: 402, when: 'admission rule `envelope`: an envelope on the path is spent' },
   forbidden: { status: 403, when: 'a member key on an admin route' },
