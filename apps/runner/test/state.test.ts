@@ -1,0 +1,48 @@
+// The runner's state directory on the shared host identity (@everdict/client/host-identity): a directory
+// written the way the runner always wrote it (a 64-hex key + newline, `runner.json` pretty JSON) loads
+// unchanged — the same key, the same pairing; a pairing saved now is byte-identical and 0600; no pairing is
+// `not_paired`, a bad key file `bad_state`.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateSigningKey } from '@everdict/runrecord';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadOrCreateKey, loadPairing, type Pairing, savePairing } from '../src/state.js';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'runner-state-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('runner state directory', () => {
+  it('loads a state directory written before the shared module, and saves the same bytes', async () => {
+    const key = generateSigningKey(randomBytes(32));
+    const pairing: Pairing = {
+      url: 'http://127.0.0.1:8787',
+      runnerId: 'rnr_1',
+      credential: 'evr_secret',
+      publicKey: key.publicKey,
+      name: 'r1',
+    };
+    const text = `${JSON.stringify(pairing, null, 2)}\n`;
+    await writeFile(join(dir, 'signing.key'), `${Buffer.from(key.secretKey).toString('hex')}\n`, {
+      mode: 0o600,
+    });
+    await writeFile(join(dir, 'runner.json'), text, { mode: 0o600 });
+    expect((await loadOrCreateKey(dir)).publicKey).toBe(key.publicKey);
+    expect(await loadPairing(dir)).toEqual(pairing);
+    await savePairing(dir, pairing);
+    expect(await readFile(join(dir, 'runner.json'), 'utf8')).toBe(text);
+    expect((await stat(join(dir, 'runner.json'))).mode & 0o777).toBe(0o600);
+  });
+
+  it('no pairing is not_paired; a key file that is not a key is bad_state', async () => {
+    await expect(loadPairing(dir)).rejects.toMatchObject({ code: 'not_paired' });
+    await writeFile(join(dir, 'signing.key'), 'xyz\n');
+    await expect(loadOrCreateKey(dir)).rejects.toMatchObject({ code: 'bad_state' });
+  });
+});
