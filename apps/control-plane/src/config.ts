@@ -44,6 +44,7 @@ const EnvSchema = z.object({
   EVERDICT_EMBEDDED_RUNNER: z.enum(['0', '1']).default('1'),
   EVERDICT_EMBEDDED_RUNNER_SLOTS: z.coerce.number().int().min(1).max(256).default(4),
   EVERDICT_RUNNER_CLI: optionalString,
+  EVERDICT_AGENT_REQUIRE_PAIRED: z.enum(['0', '1']).default('0'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -86,6 +87,11 @@ export interface Config {
    * `cli` = EVERDICT_RUNNER_CLI (default: the workspace's built apps/runner/dist/cli.js).
    */
   readonly embeddedRunner: { enabled: boolean; slots: number; cli?: string };
+  /**
+   * Agent hosts (src/agents/hosts.ts): with EVERDICT_AGENT_REQUIRE_PAIRED=1 only paired, non-revoked agent
+   * hosts may hold turn leases (an unpaired holder is 401 `invalid_agent_host`); default `0`: any holder.
+   */
+  readonly agents: { requirePaired: boolean };
   readonly logLevel: z.infer<typeof EnvSchema>['LOG_LEVEL'];
   /**
    * Held-open sandboxes: `process` (the embedded process driver, state in `placementDir`, and paired runners),
@@ -149,6 +155,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
       slots: e.EVERDICT_EMBEDDED_RUNNER_SLOTS,
       ...(e.EVERDICT_RUNNER_CLI ? { cli: path.resolve(cwd, e.EVERDICT_RUNNER_CLI) } : {}),
     },
+    agents: { requirePaired: e.EVERDICT_AGENT_REQUIRE_PAIRED === '1' },
     trajectoryStorage: {
       ...(e.EVERDICT_S3_BUCKET ? { s3Bucket: e.EVERDICT_S3_BUCKET } : {}),
       ...(e.EVERDICT_S3_ENDPOINT ? { s3Endpoint: e.EVERDICT_S3_ENDPOINT } : {}),

@@ -155,6 +155,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       lease,
       trajectories,
       ...(options.agents?.storageWattsPerGb ? { storageWattsPerGb: options.agents.storageWattsPerGb } : {}),
+      ...(options.agents?.requirePaired ? { requirePaired: true } : {}),
     }),
   });
   const trajectoryJobs = trajectories

@@ -35,6 +35,10 @@ export const REFUSALS = {
     status: 401,
     when: '`/runner/v1/*` without the credential of a paired, non-revoked runner',
   },
+  invalid_agent_host: {
+    status: 401,
+    when: 'an agent lease, heartbeat, call or report whose `holder` is a revoked host (or unpaired, with `EVERDICT_AGENT_REQUIRE_PAIRED=1`)',
+  },
   envelope_exhausted: { status: 402, when: 'admission rule `envelope`: an envelope on the path is spent' },
   forbidden: { status: 403, when: 'a member key on an admin route' },
   not_found: {

@@ -54,6 +54,7 @@ async function main(): Promise<void> {
     ...(config.judge === 'scripted' ? { judge: scriptedJudge() } : {}),
     log: (level, msg, fields) => coreLog[level](fields ?? {}, msg),
     metrics: metrics.coreObserver(),
+    agents: { requirePaired: config.agents.requirePaired },
     headLog: {
       keyFile: config.headLog.keyFile,
       witnessKeys: parseWitnessKeys(config.headLog.witnessKeys),

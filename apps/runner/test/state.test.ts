@@ -2,7 +2,6 @@
 // written the way the runner always wrote it (a 64-hex key + newline, `runner.json` pretty JSON) loads
 // unchanged — the same key, the same pairing; a pairing saved now is byte-identical and 0600; no pairing is
 // `not_paired`, a bad key file `bad_state`.
-
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -47,6 +47,7 @@ export function toAgentError(e: unknown): unknown {
     case 'attestation_mismatch':
       return as('attestation_refused');
     case 'invalid_pairing_token':
+    case 'invalid_agent_host': // this host was revoked (or the control plane requires a paired one)
       return as('not_paired');
     case 'envelope_exhausted':
       return as('envelope_exhausted');

@@ -5,22 +5,17 @@
 // the transcript as STORED (BLAKE3 over canonical JSONL, the trajectory store's digest), which is also the
 // address a park names. Any mismatch is 409 `attestation_mismatch` and nothing is written (the caller's
 // transaction rolls back).
-import {
-  type AttestationBody,
-  attestationAddress,
-  decodeAttestationBody,
-  type Hex,
-  verifyAddressSignature,
-} from '@everdict/runrecord';
+import type { AttestationBody, Hex } from '@everdict/runrecord';
 import { canonicalLine, StreamingDigest } from '@everdict/trajectory-store';
-import { ControlPlaneError } from '../errors.js';
+import {
+  checkSignedInterval,
+  decodeAttestation,
+  attestationMismatch as mismatch,
+} from '../keys/attestation-check.js';
 import type { RunRow } from '../ledger/runs.js';
 import { mapStoreErrors } from '../trajectory/errors.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import type { AgentHost } from './hosts.js';
-
-const mismatch = (message: string, details: Record<string, unknown> = {}) =>
-  new ControlPlaneError('attestation_mismatch', message, details);
 
 /** The outcome an interval's attestation must state for the report that ends it. */
 const OUTCOME: Record<string, AttestationBody['outcome']> = {
@@ -60,30 +55,15 @@ export async function checkHostAttestation(
     throw mismatch(`${host.id} is a paired agent host: the interval it ends carries its signed attestation`, {
       reason: 'attestation_required',
     });
-  let body: AttestationBody;
-  try {
-    body = decodeAttestationBody(raw);
-  } catch (e) {
-    throw mismatch(`the attestation is not a sandbox.attestation/1 body: ${(e as Error).message}`);
-  }
-  const address = attestationAddress(body);
+  const { body, address } = decodeAttestation(raw);
   if (host.state !== 'active') throw mismatch(`agent host ${host.id} is revoked`);
   if (host.tenantId !== null && host.tenantId !== run.tenant_id)
     throw mismatch(`agent host ${host.id} is another tenant's`);
-  const sig = body.signature;
-  if (!sig) throw mismatch('the attestation is not signed');
-  if (sig.key !== host.publicKey)
-    throw mismatch('the attestation is signed by another key than this agent host registered', {
-      key: sig.key,
-    });
-  if (!verifyAddressSignature(address, sig)) throw mismatch('the signature does not verify');
-  if (body.unitId !== run.unit_id || body.grantsId !== run.grants_id)
-    throw mismatch('the attestation names another unit or grant set than this turn');
-  const head = run.interval_head ?? run.record_head;
-  if (body.recordHead !== head)
-    throw mismatch('the attestation is not bound to the record head at the start of this interval', {
-      expected: head,
-    });
+  checkSignedInterval(body, address, host.publicKey, run, {
+    host: 'agent host',
+    unit: 'turn',
+    span: 'interval',
+  });
   const outcome = OUTCOME[event];
   if (body.outcome !== outcome)
     throw mismatch(`a ${event} report ends its interval ${outcome}, not ${body.outcome}`);

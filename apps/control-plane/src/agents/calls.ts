@@ -14,6 +14,7 @@ import { createGroupTx } from '../services/groups.js';
 import { createRunTx } from '../services/lifecycle.js';
 import { CreateGroupInput, type Principal } from '../services/types.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
+import type { HolderPolicy } from './hosts.js';
 import { assertTurnLease } from './leases.js';
 import {
   CallInput,
@@ -38,11 +39,16 @@ export async function turnOf(ex: Tx | Deps['db'], runId: string): Promise<RunRow
 }
 
 /** Lock the turn and check the lease; the turn must be running (an interval is open). */
-async function heldTurn(tx: Tx, runId: string, lease: { holder: string; epoch: number }): Promise<RunRow> {
+async function heldTurn(
+  tx: Tx,
+  runId: string,
+  lease: { holder: string; epoch: number },
+  holders: HolderPolicy,
+): Promise<RunRow> {
   const found = await turnOf(tx, runId);
   const row = await lockRun(tx, found.tenant_id, runId);
   if (!row) throw notFound('run', runId);
-  await assertTurnLease(tx, runId, lease.epoch, lease.holder);
+  await assertTurnLease(tx, runId, lease.epoch, lease.holder, holders);
   if (row.status !== 'running')
     throw new ControlPlaneError('conflict', `turn ${runId} is ${row.status}: no interval is open`, {
       reason: 'not_running',
@@ -105,7 +111,7 @@ function assertMayAnswer(p: Principal, row: RunRow): void {
     throw new ControlPlaneError('forbidden', 'only the turn’s creator or an admin may answer it');
 }
 
-export function turnCalls(deps: Deps, trajectories: RunTrajectories | null) {
+export function turnCalls(deps: Deps, trajectories: RunTrajectories | null, holders: HolderPolicy) {
   const store = (): RunTrajectories => {
     if (!trajectories)
       throw new ControlPlaneError('storage_unavailable', 'this control plane has no trajectory store');
@@ -116,7 +122,7 @@ export function turnCalls(deps: Deps, trajectories: RunTrajectories | null) {
     async dispatch(runId: string, raw: unknown): Promise<Dispatched> {
       const input = parse(CallInput, raw);
       return withTx(deps.db, async (tx) => {
-        const turn = await heldTurn(tx, runId, input);
+        const turn = await heldTurn(tx, runId, input, holders);
         const prior = await tx
           .selectFrom('agent_calls')
           .select(['call_id', 'caused_run_id', 'caused_group_id'])
@@ -181,7 +187,7 @@ export function turnCalls(deps: Deps, trajectories: RunTrajectories | null) {
     async resolutions(runId: string, raw: unknown) {
       const lease = parse(HeldLease, raw);
       return withTx(deps.db, async (tx) => {
-        await heldTurn(tx, runId, lease);
+        await heldTurn(tx, runId, lease, holders);
         return { resolutions: await resolutionsOf(tx, runId) };
       });
     },
@@ -189,7 +195,7 @@ export function turnCalls(deps: Deps, trajectories: RunTrajectories | null) {
     /** A run of the turn's tenant: its outputs, or a page of its trajectory. */
     async read(turnId: string, raw: unknown): Promise<Record<string, unknown>> {
       const input = parse(ReadInput, raw);
-      const turn = await withTx(deps.db, (tx) => heldTurn(tx, turnId, input));
+      const turn = await withTx(deps.db, (tx) => heldTurn(tx, turnId, input, holders));
       const target = await selectRunRows(deps.db)
         .selectAll()
         .where('tenant_id', '=', turn.tenant_id)
@@ -210,7 +216,7 @@ export function turnCalls(deps: Deps, trajectories: RunTrajectories | null) {
     /** Append the turn's events (its transcript) under the lease. */
     async append(runId: string, raw: unknown): Promise<{ eventCount: number }> {
       const input = parse(TranscriptAppend, raw);
-      const turn = await withTx(deps.db, (tx) => heldTurn(tx, runId, input));
+      const turn = await withTx(deps.db, (tx) => heldTurn(tx, runId, input, holders));
       const r = await store().append(turn.tenant_id, runId, input.events);
       return { eventCount: r.eventCount };
     },

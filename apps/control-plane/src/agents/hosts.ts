@@ -3,15 +3,21 @@
 // shared one; the runners' token table, single use, 15 min) is redeemed with the host's public key at
 // `POST /agents/hosts/pair`; the host's id is then its lease holder name, and every interval it ends carries
 // a `sandbox.attestation/1` it signed (agents/attestation.ts checks it). GET /keys lists the keys.
-import { createHash } from 'node:crypto';
+// A tenant admin lists (GET /agents/hosts) and revokes (POST /agents/hosts/:id/revoke) its tenant's hosts as
+// it does its runners: a revoked host's next lease, heartbeat, call or report is 401 `invalid_agent_host`,
+// and the leases it held expire in the revoking transaction (the lease sweep then requeues their turns).
+// With `requirePaired` (EVERDICT_AGENT_REQUIRE_PAIRED=1) a holder that is no paired host is refused alike.
+import { sql } from 'kysely';
 import { z } from 'zod';
 import { iso } from '../db/numeric.js';
-import type { Executor } from '../db/tx.js';
+import type { Executor, Tx } from '../db/tx.js';
 import { withTx } from '../db/tx.js';
-import { ControlPlaneError } from '../errors.js';
+import { ControlPlaneError, notFound } from '../errors.js';
 import type { PublicKeyEntry } from '../keys/registry.js';
+import { redeemPairingToken } from '../runners/registry.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
+import type { Principal } from '../services/types.js';
 
 export const AgentHostPairInput = z.strictObject({
   token: z.string().min(1).max(512),
@@ -30,7 +36,23 @@ export interface AgentHost {
   readonly state: 'active' | 'revoked';
 }
 
-const sha256 = (raw: string): string => createHash('sha256').update(raw, 'utf8').digest('hex');
+/** An agent host as GET /agents/hosts lists it. */
+export interface AgentHostView {
+  readonly id: string;
+  readonly name: string;
+  readonly shared: boolean;
+  readonly tenantId: string | null;
+  readonly state: 'active' | 'revoked';
+  readonly publicKey: string;
+  readonly createdAt: string;
+  readonly revokedAt: string | null;
+  readonly leasesHeld: number;
+}
+
+/** Who may hold agent turn leases: with `requirePaired`, only paired, non-revoked agent hosts. */
+export interface HolderPolicy {
+  readonly requirePaired: boolean;
+}
 
 /** Redeem a pairing token for an agent host: its id (the holder name its leases and reports carry). */
 export async function pairAgentHost(
@@ -41,17 +63,7 @@ export async function pairAgentHost(
   const hostId = deps.ids('agh');
   const now = deps.clock();
   return withTx(deps.db, async (tx) => {
-    // The token row is claimed by this UPDATE: a second redemption (even a concurrent one) finds it used.
-    const claimed = await tx
-      .updateTable('runner_pairing_tokens')
-      .set({ used_at: now, runner_id: hostId })
-      .where('token_hash', '=', sha256(input.token))
-      .where('used_at', 'is', null)
-      .where('expires_at', '>', now)
-      .returning(['tenant_id'])
-      .executeTakeFirst();
-    if (!claimed)
-      throw new ControlPlaneError('invalid_pairing_token', 'the pairing token is unknown, used or expired');
+    const claimed = await redeemPairingToken(tx, input.token, hostId, now);
     await tx
       .insertInto('agent_hosts')
       .values({
@@ -66,23 +78,6 @@ export async function pairAgentHost(
       .execute();
     return { hostId, publicKey: input.publicKey };
   });
-}
-
-/** The paired host a lease holder name is, or null (an unpaired holder: the control plane seals for it). */
-export async function agentHostOf(ex: Executor, holder: string): Promise<AgentHost | null> {
-  const row = await ex
-    .selectFrom('agent_hosts')
-    .select(['id', 'tenant_id', 'name', 'public_key', 'state'])
-    .where('id', '=', holder)
-    .executeTakeFirst();
-  if (!row) return null;
-  return {
-    id: row.id,
-    tenantId: row.tenant_id,
-    name: row.name,
-    publicKey: row.public_key,
-    state: row.state,
-  };
 }
 
 /** Every agent host's public key, for GET /keys (revoked ones with `revokedAt`: old records still verify). */
@@ -100,4 +95,95 @@ export async function agentHostKeys(ex: Executor): Promise<PublicKeyEntry[]> {
     key: r.public_key,
     ...(r.revoked_at ? { revokedAt: iso(r.revoked_at)! } : {}),
   }));
+}
+
+/**
+ * The paired host `holder` is (null: an unpaired holder, allowed unless `requirePaired`), read under a share
+ * lock (a revoke committed before is seen; one after waits). 401 `invalid_agent_host` for a revoked host —
+ * and for an unpaired holder under `requirePaired` — before anything is read or written for the call.
+ */
+export async function admitHolder(
+  ex: Executor,
+  holder: string,
+  policy: HolderPolicy,
+): Promise<AgentHost | null> {
+  const row = await ex
+    .selectFrom('agent_hosts')
+    .select(['id', 'tenant_id', 'name', 'public_key', 'state'])
+    .where('id', '=', holder)
+    .forShare()
+    .executeTakeFirst();
+  if (row?.state === 'revoked')
+    throw new ControlPlaneError('invalid_agent_host', `agent host ${holder} is revoked`, {
+      reason: 'revoked',
+      holder,
+    });
+  if (!row && policy.requirePaired)
+    throw new ControlPlaneError(
+      'invalid_agent_host',
+      `the lease holder ${holder} is no paired agent host, and this control plane requires one (EVERDICT_AGENT_REQUIRE_PAIRED=1)`,
+      { reason: 'unpaired', holder },
+    );
+  if (!row) return null;
+  return { id: row.id, tenantId: row.tenant_id, name: row.name, publicKey: row.public_key, state: row.state };
+}
+
+/** The agent hosts a principal may see: its tenant's, and the shared ones (marked `shared`). */
+export async function listAgentHosts(ex: Executor, p: Principal): Promise<AgentHostView[]> {
+  const rows = await ex
+    .selectFrom('agent_hosts')
+    .selectAll()
+    .where((eb) => eb.or([eb('tenant_id', '=', p.tenantId), eb('tenant_id', 'is', null)]))
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  const held = await ex
+    .selectFrom('run_leases')
+    .select(['holder', sql<number>`count(*)::int`.as('n')])
+    .where('holder', 'in', rows.length === 0 ? [''] : rows.map((r) => r.id))
+    .groupBy('holder')
+    .execute();
+  const counts = new Map(held.map((h) => [h.holder, Number(h.n)]));
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    shared: r.tenant_id === null,
+    tenantId: r.tenant_id,
+    state: r.state,
+    publicKey: r.public_key,
+    createdAt: iso(r.created_at)!,
+    revokedAt: iso(r.revoked_at),
+    leasesHeld: counts.get(r.id) ?? 0,
+  }));
+}
+
+/**
+ * Revoke (a tenant admin, its own tenant's host; a shared host is the operator's: 404 here, as for runners):
+ * its calls are refused at once, and `expire` (the lease rule's, runners/leases.ts `expireHolder`) expires
+ * every lease it holds in the same transaction — the caller then sweeps: they requeue. Idempotent.
+ */
+export async function revokeAgentHost(
+  deps: Deps,
+  p: Principal,
+  hostId: string,
+  expire: (tx: Tx, holder: string) => Promise<string[]>,
+): Promise<{ expired: string[] }> {
+  if (p.role !== 'admin') throw new ControlPlaneError('forbidden', 'admin role required');
+  return withTx(deps.db, async (tx) => {
+    const row = await tx
+      .selectFrom('agent_hosts')
+      .select(['id', 'state'])
+      .where('id', '=', hostId)
+      .where('tenant_id', '=', p.tenantId)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!row) throw notFound('agent host', hostId);
+    if (row.state === 'revoked') return { expired: [] };
+    await tx
+      .updateTable('agent_hosts')
+      .set({ state: 'revoked', revoked_at: deps.clock() })
+      .where('id', '=', hostId)
+      .execute();
+    return { expired: await expire(tx, hostId) };
+  });
 }

@@ -15,7 +15,7 @@ import { type RunRow, selectRunRows } from '../ledger/runs.js';
 import { claimAndStart } from '../scheduler/claim-start.js';
 import type { Deps } from '../services/context.js';
 import { transitionTx } from '../services/lifecycle.js';
-import { agentHostOf } from './hosts.js';
+import { type AgentHost, admitHolder, type HolderPolicy } from './hosts.js';
 import type { TurnLeaseView } from './schemas.js';
 import { turnLeaseOf, WAITING_CALL } from './turns.js';
 
@@ -55,15 +55,15 @@ export async function grantTurnLeases(
   policy: LeasePolicy,
   holder: string,
   free: number,
+  holders: HolderPolicy,
 ): Promise<TurnLeaseView[]> {
-  if (free <= 0) return [];
   return retryOnConflict(() =>
     deps.db.transaction().execute(async (tx) => {
       const now = deps.clock();
       // A paired agent host (agents/hosts.ts) is offered only what it may sign for: its tenant's turns (a
-      // tenant-scoped host), none once revoked.
-      const host = await agentHostOf(tx, holder);
-      if (host?.state === 'revoked') return [];
+      // tenant-scoped host); a revoked one (or an unpaired holder under `requirePaired`) is refused: 401.
+      const host = await admitHolder(tx, holder, holders);
+      if (free <= 0) return [];
       const tenant = host?.tenantId ?? null;
       const started = await claimAndStart(
         tx,
@@ -119,13 +119,26 @@ export async function heartbeatTurns(
   policy: LeasePolicy,
   holder: string,
   held: readonly { runId: string; epoch: number }[],
+  holders: HolderPolicy,
 ): Promise<{ lost: string[] }> {
+  await admitHolder(deps.db, holder, holders);
   if (held.length === 0) return { lost: [] };
   const now = deps.clock().getTime();
   return { lost: await renewLive(deps.db, holder, held, now, policy.leaseMs, ['running', 'awaiting_input']) };
 }
 
-/** 409 `stale_lease` unless `holder` holds the turn's lease at `epoch` (call after locking the run). */
-export function assertTurnLease(tx: Tx, runId: string, epoch: number, holder: string) {
-  return assertCurrentEpoch(tx, runId, epoch, holder);
+/**
+ * 401 `invalid_agent_host` unless `holders` admits `holder` (hosts.ts `admitHolder`), then 409 `stale_lease`
+ * unless it holds the turn's lease at `epoch` (call after locking the run): the paired host, or null.
+ */
+export async function assertTurnLease(
+  tx: Tx,
+  runId: string,
+  epoch: number,
+  holder: string,
+  holders: HolderPolicy,
+): Promise<AgentHost | null> {
+  const host = await admitHolder(tx, holder, holders);
+  await assertCurrentEpoch(tx, runId, epoch, holder);
+  return host;
 }

@@ -29,12 +29,17 @@ import { AgentRunEventInput, type Principal } from '../services/types.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { checkHostAttestation } from './attestation.js';
 import { type ParkEnergy, parkEnergy } from './energy.js';
-import { agentHostOf } from './hosts.js';
+import type { HolderPolicy } from './hosts.js';
 import { assertTurnLease } from './leases.js';
 
 export const AGENT_METER = { meter: 'agent-wallclock-model', watts: 2 };
 
-export function turnReports(deps: Deps, trajectories: RunTrajectories | null, wattsPerGb: number) {
+export function turnReports(
+  deps: Deps,
+  trajectories: RunTrajectories | null,
+  wattsPerGb: number,
+  holders: HolderPolicy,
+) {
   return {
     async report(p: Principal, raw: unknown): Promise<RunView> {
       const input = asControlPlaneError(() => AgentRunEventInput.parse(raw));
@@ -50,8 +55,7 @@ export function turnReports(deps: Deps, trajectories: RunTrajectories | null, wa
             throw new ControlPlaneError('conflict', `run ${runId} is a ${run.kind} run, not an agent turn`, {
               reason: 'not_an_agent_run',
             });
-          await assertTurnLease(tx, runId, epoch, holder);
-          const host = await agentHostOf(tx, holder);
+          const host = await assertTurnLease(tx, runId, epoch, holder, holders);
           const ends = input.event !== 'resumed';
           if (input.attestation !== undefined && (!host || !ends))
             throw new ControlPlaneError(

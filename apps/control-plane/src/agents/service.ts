@@ -4,6 +4,7 @@
 import type { PublicKeyEntry } from '../keys/registry.js';
 import type { LeasePolicy } from '../leases/policy.js';
 import type { RunView } from '../ledger/views.js';
+import { expireHolder, requeueExpired } from '../runners/leases.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import type { GroupView, Principal } from '../services/types.js';
@@ -11,7 +12,14 @@ import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { type Dispatched, turnCalls } from './calls.js';
 import { conversations } from './conversations.js';
 import { storageWattsPerGb } from './energy.js';
-import { agentHostKeys, pairAgentHost } from './hosts.js';
+import {
+  type AgentHostView,
+  agentHostKeys,
+  type HolderPolicy,
+  listAgentHosts,
+  pairAgentHost,
+  revokeAgentHost,
+} from './hosts.js';
 import { grantTurnLeases, heartbeatTurns } from './leases.js';
 import { agentRegistry } from './registry.js';
 import { turnReports } from './reports.js';
@@ -52,6 +60,13 @@ export interface AgentService {
   pairHost(input: unknown): Promise<{ hostId: string; publicKey: string }>;
   /** The paired agent hosts' public keys (GET /keys). */
   hostKeys(): Promise<PublicKeyEntry[]>;
+  /** GET /agents/hosts: the tenant's agent hosts and the shared ones. */
+  listHosts(p: Principal): Promise<AgentHostView[]>;
+  /**
+   * POST /agents/hosts/:id/revoke (admin, its tenant's host): its next call is 401 `invalid_agent_host`; the
+   * leases it held expire and are swept at once (`requeued`: the turns that went back to the queue).
+   */
+  revokeHost(p: Principal, hostId: string): Promise<AgentHostView & { requeued: string[] }>;
 }
 
 export interface AgentServiceOptions {
@@ -61,6 +76,8 @@ export interface AgentServiceOptions {
   readonly pollMs?: number;
   /** EVERDICT_STORAGE_W_PER_GB (default: the environment's, else 0.0012). */
   readonly storageWattsPerGb?: number;
+  /** EVERDICT_AGENT_REQUIRE_PAIRED=1: only paired agent hosts may hold turn leases (default: any holder). */
+  readonly requirePaired?: boolean;
 }
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -77,8 +94,9 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
   const registry = agentRegistry(deps);
   const convs = conversations(deps);
-  const calls = turnCalls(deps, o.trajectories);
-  const reports = turnReports(deps, o.trajectories, o.storageWattsPerGb ?? storageWattsPerGb());
+  const holders: HolderPolicy = { requirePaired: o.requirePaired ?? false };
+  const calls = turnCalls(deps, o.trajectories, holders);
+  const reports = turnReports(deps, o.trajectories, o.storageWattsPerGb ?? storageWattsPerGb(), holders);
   const pollMs = o.pollMs ?? 200;
   return {
     create: registry.create,
@@ -94,14 +112,14 @@ export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
       const input = asControlPlaneError(() => LeaseRequest.parse(raw));
       const deadline = Date.now() + input.waitMs;
       for (;;) {
-        const leases = await grantTurnLeases(deps, o.lease, input.holder, input.free);
+        const leases = await grantTurnLeases(deps, o.lease, input.holder, input.free, holders);
         if (leases.length > 0 || Date.now() >= deadline || signal?.aborted) return { leases };
         await sleep(Math.min(pollMs, Math.max(1, deadline - Date.now())), signal);
       }
     },
     async heartbeat(raw) {
       const input = asControlPlaneError(() => HeartbeatRequest.parse(raw));
-      return heartbeatTurns(deps, o.lease, input.holder, input.leases);
+      return heartbeatTurns(deps, o.lease, input.holder, input.leases, holders);
     },
     dispatch: calls.dispatch,
     resolutions: calls.resolutions,
@@ -111,5 +129,13 @@ export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
     report: reports.report,
     pairHost: (raw) => pairAgentHost(deps, raw),
     hostKeys: () => agentHostKeys(deps.db),
+    listHosts: (p) => listAgentHosts(deps.db, p),
+    async revokeHost(p, hostId) {
+      const { expired } = await revokeAgentHost(deps, p, hostId, expireHolder);
+      const requeued = await requeueExpired(deps, o.lease, expired);
+      const view = (await listAgentHosts(deps.db, p)).find((h) => h.id === hostId);
+      if (!view) throw new Error(`agent host ${hostId} vanished`);
+      return { ...view, requeued };
+    },
   };
 }

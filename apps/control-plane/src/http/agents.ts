@@ -20,6 +20,7 @@ import {
   TranscriptQuery,
 } from '../agents/schemas.js';
 import type { AgentService } from '../agents/service.js';
+import { requireRole } from '../auth/middleware.js';
 import { ControlPlaneError } from '../errors.js';
 import type { RouteDeps } from './deps.js';
 import { API_KEY_SECURITY, createRouter, INTERNAL_SECURITY } from './openapi.js';
@@ -118,6 +119,20 @@ const TurnLeaseSchema = z
   .openapi('TurnLease');
 
 const RunIdParam = IdParam;
+const AgentHostSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    shared: z.boolean(),
+    tenantId: z.string().nullable(),
+    state: z.enum(['active', 'revoked']),
+    publicKey: z.string(),
+    createdAt: z.string(),
+    revokedAt: z.string().nullable(),
+    leasesHeld: z.number().int(),
+    requeued: z.array(z.string()).optional(),
+  })
+  .openapi('AgentHost');
 
 const routes = {
   createAgent: createRoute({
@@ -237,6 +252,31 @@ const routes = {
       ...problemResponses(400, 401, 415),
     },
   }),
+  listHosts: createRoute({
+    method: 'get',
+    path: '/agents/hosts',
+    tags: ['agents'],
+    summary: "The tenant's agent hosts and the shared ones (`shared`), with the leases each holds.",
+    security: API_KEY_SECURITY,
+    responses: {
+      200: json(z.object({ items: z.array(AgentHostSchema) }).openapi('AgentHostList'), 'Agent hosts.'),
+      ...problemResponses(401),
+    },
+  }),
+  revokeHost: createRoute({
+    method: 'post',
+    path: '/agents/hosts/{id}/revoke',
+    tags: ['agents'],
+    summary:
+      "Revoke one of the tenant's agent hosts (admin): its next lease, heartbeat, call or report is 401 `invalid_agent_host`; the turns its leases held go back to the queue (`requeued`). Idempotent.",
+    security: API_KEY_SECURITY,
+    middleware: [requireRole('admin')] as const,
+    request: { params: IdParam },
+    responses: {
+      200: json(AgentHostSchema, 'The agent host, revoked; `requeued` lists the turns its leases held.'),
+      ...problemResponses(400, 401, 403, 404),
+    },
+  }),
   lease: createRoute({
     method: 'post',
     path: '/internal/agent/v1/leases',
@@ -352,6 +392,13 @@ export function agentRoutes({ services }: RouteDeps) {
     c.json({ agent: await svc().create(c.get('principal'), c.req.valid('json')) }, 201),
   );
   app.openapi(routes.listAgents, async (c) => c.json({ items: await svc().list(c.get('principal')) }, 200));
+  // Before GET /agents/{id}: `hosts` is no agent id.
+  app.openapi(routes.listHosts, async (c) =>
+    c.json({ items: await svc().listHosts(c.get('principal')) }, 200),
+  );
+  app.openapi(routes.revokeHost, async (c) =>
+    c.json(await svc().revokeHost(c.get('principal'), c.req.valid('param').id), 200),
+  );
   app.openapi(routes.getAgent, async (c) =>
     c.json(await svc().get(c.get('principal'), c.req.valid('param').id), 200),
   );

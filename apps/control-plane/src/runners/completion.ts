@@ -3,17 +3,15 @@
 // epoch (intervals.ts appended them), then appended as the `executed` segment and the run settled, in one
 // transaction — one completion, or a whole batch of them.
 import type { RunEvent } from '@everdict/run-model';
-import {
-  type AttestationBody,
-  attestationAddress,
-  decodeAttestationBody,
-  type Hex,
-  verifyAddressSignature,
-} from '@everdict/runrecord';
+import type { AttestationBody, Hex } from '@everdict/runrecord';
 import { canonicalLine, StreamingDigest } from '@everdict/trajectory-store';
 import type { Executor, Tx } from '../db/tx.js';
 import { isRetryable, withTx } from '../db/tx.js';
-import { ControlPlaneError } from '../errors.js';
+import {
+  checkSignedInterval,
+  decodeAttestation,
+  attestationMismatch as mismatch,
+} from '../keys/attestation-check.js';
 import { release, staleLease } from '../leases/store.js';
 import { lockRun, rowToView } from '../ledger/runs.js';
 import type { RunView } from '../ledger/views.js';
@@ -26,9 +24,6 @@ import { noStore, parse } from './intervals.js';
 import { assertRunnerLease } from './leases.js';
 import type { RunnerIdentity } from './registry.js';
 import { CompleteInput } from './schemas.js';
-
-const mismatch = (message: string, details: Record<string, unknown> = {}) =>
-  new ControlPlaneError('attestation_mismatch', message, details);
 
 /** The events an interval appended to the run's trajectory (its journal), in order, read back page by page. */
 async function journalRootFromTrajectory(
@@ -74,13 +69,7 @@ interface Completion {
 
 function decodeCompletion(runId: string, raw: unknown): Completion {
   const input = parse(CompleteInput, raw);
-  let body: AttestationBody;
-  try {
-    body = decodeAttestationBody(input.attestation);
-  } catch (e) {
-    throw mismatch(`the attestation is not a sandbox.attestation/1 body: ${(e as Error).message}`);
-  }
-  return { runId, input, body, address: attestationAddress(body) };
+  return { runId, input, ...decodeAttestation(input.attestation) };
 }
 
 /**
@@ -200,20 +189,7 @@ async function settleCompletion(
   }
   await assertRunnerLease(tx, runner, runId, input.epoch);
   if (row.status !== 'running') throw staleLease(runId, input.epoch, row.attempt);
-  const sig = body.signature;
-  if (!sig) throw mismatch('the attestation is not signed');
-  if (sig.key !== runner.publicKey)
-    throw mismatch('the attestation is signed by another key than this runner registered', {
-      key: sig.key,
-    });
-  if (!verifyAddressSignature(address, sig)) throw mismatch('the signature does not verify');
-  if (body.unitId !== row.unit_id || body.grantsId !== row.grants_id)
-    throw mismatch('the attestation names another unit or grant set than this run');
-  const head = row.interval_head ?? row.record_head;
-  if (body.recordHead !== head)
-    throw mismatch('the attestation is not bound to the record head at the start of this lease', {
-      expected: head,
-    });
+  checkSignedInterval(body, address, runner.publicKey, row, { host: 'runner', unit: 'run', span: 'lease' });
   if (!trajectories) throw noStore();
   const root = await journalRootFromTrajectory(tx, trajectories, row.tenant_id, runId, input.epoch);
   if (body.journalRoot !== root)

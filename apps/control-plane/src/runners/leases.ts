@@ -212,3 +212,17 @@ export async function sweep(deps: Deps, policy: LeasePolicy): Promise<string[]> 
   const r = await sweepExpiredLeases(deps, policy, deps.clock().getTime());
   return [...r.requeued, ...r.failed];
 }
+
+/**
+ * After a revoke committed (a runner's, or an agent host's): sweep the leases it expired — their runs requeue
+ * (or fail past their attempts). Answers the revoked holder's runs the sweep moved.
+ */
+export async function requeueExpired(
+  deps: Deps,
+  policy: LeasePolicy,
+  expired: readonly string[],
+): Promise<string[]> {
+  if (expired.length === 0) return [];
+  const swept = new Set(await sweep(deps, policy));
+  return expired.filter((r) => swept.has(r));
+}

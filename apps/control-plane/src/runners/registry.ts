@@ -115,6 +115,30 @@ function imageRows(runnerId: string, tenantId: string | null, caps: Capabilities
   );
 }
 
+/**
+ * Redeem a pairing token (hashed at rest, single use, before its 15 minutes end) for `pairedId` — a runner or
+ * an agent host, in the caller's transaction: its tenant (null: shared). The token row is claimed by this
+ * UPDATE: a second redemption (even a concurrent one) finds it used. 401 `invalid_pairing_token` otherwise.
+ */
+export async function redeemPairingToken(
+  tx: Tx,
+  token: string,
+  pairedId: string,
+  now: Date,
+): Promise<{ tenant_id: string | null }> {
+  const claimed = await tx
+    .updateTable('runner_pairing_tokens')
+    .set({ used_at: now, runner_id: pairedId })
+    .where('token_hash', '=', sha256(token))
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', now)
+    .returning(['tenant_id'])
+    .executeTakeFirst();
+  if (!claimed)
+    throw new ControlPlaneError('invalid_pairing_token', 'the pairing token is unknown, used or expired');
+  return claimed;
+}
+
 /** Redeem a pairing token (single use, before it expires): a runner id and its credential (shown once). */
 export async function pair(deps: Deps, raw: unknown): Promise<{ runnerId: string; credential: string }> {
   const input = parse(PairInput, raw);
@@ -122,17 +146,7 @@ export async function pair(deps: Deps, raw: unknown): Promise<{ runnerId: string
   const runnerId = deps.ids('rnr');
   const now = deps.clock();
   return withTx(deps.db, async (tx) => {
-    // The token row is claimed by this UPDATE: a second redemption (even a concurrent one) finds it used.
-    const claimed = await tx
-      .updateTable('runner_pairing_tokens')
-      .set({ used_at: now, runner_id: runnerId })
-      .where('token_hash', '=', sha256(input.token))
-      .where('used_at', 'is', null)
-      .where('expires_at', '>', now)
-      .returning(['tenant_id'])
-      .executeTakeFirst();
-    if (!claimed)
-      throw new ControlPlaneError('invalid_pairing_token', 'the pairing token is unknown, used or expired');
+    const claimed = await redeemPairingToken(tx, input.token, runnerId, now);
     await tx
       .insertInto('runners')
       .values({

@@ -13,7 +13,7 @@ import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { type CompletionOutcome, completeRun, completeRuns } from './completion.js';
 import { defineHarness, type HarnessView, listHarnesses } from './harnesses.js';
 import { appendRunnerEvents, putArtifact } from './intervals.js';
-import { expireHolder, grantLeases, heartbeat, type Lease, sweep } from './leases.js';
+import { expireHolder, grantLeases, heartbeat, type Lease, requeueExpired, sweep } from './leases.js';
 import {
   authenticateRunner,
   drainRunner,
@@ -148,8 +148,7 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
     },
     async revoke(p, id) {
       const { expired } = await revokeRunner(deps, p, id, (tx, rid) => expireHolder(tx, rid));
-      const swept = expired.length > 0 ? new Set(await sweep(deps, opts.lease)) : new Set<string>();
-      const requeued = expired.filter((r) => swept.has(r));
+      const requeued = await requeueExpired(deps, opts.lease, expired);
       if (requeued.length > 0) waiters.wake();
       return { ...(await viewOf(deps, p, id)), requeued };
     },

@@ -82,8 +82,11 @@ export interface CoreOptions {
   create?: { batchMs?: number };
   /** Cascade cancellation: batch size (≤ 500) and a hook after each committed batch (tests). */
   cascade?: import('./cascade.js').CascadeOptions;
-  /** The agent service's side (src/agents/): EVERDICT_STORAGE_W_PER_GB for transcript parks (default: env, else 0.0012). */
-  agents?: { storageWattsPerGb?: number };
+  /**
+   * The agent service's side (src/agents/): EVERDICT_STORAGE_W_PER_GB for transcript parks (default: env,
+   * else 0.0012); `requirePaired` (EVERDICT_AGENT_REQUIRE_PAIRED=1): only paired agent hosts hold turn leases.
+   */
+  agents?: { storageWattsPerGb?: number; requirePaired?: boolean };
   /**
    * The trajectory store (issue 12): runs' trajectories are appended, tailed and sealed through it
    * (`Core.trajectories`). Absent → no trajectory routes work (503) and nothing is sealed. The core closes it.

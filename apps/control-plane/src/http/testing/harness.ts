@@ -51,6 +51,8 @@ export interface TestAppOptions {
   readonly dataDir?: string;
   /** The head log (issue 18 §2); absent → no `/log` routes. */
   readonly headLog?: import('../../log/index.js').StartHeadLogOptions;
+  /** The agent service's options (e.g. `requirePaired`: EVERDICT_AGENT_REQUIRE_PAIRED=1). */
+  readonly agents?: import('../../services/options.js').CoreOptions['agents'];
 }
 
 export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
@@ -72,6 +74,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     scheduler: opts.scheduler ?? { enabled: false },
     metrics: metrics.coreObserver(),
     ...(opts.headLog ? { headLog: opts.headLog } : {}),
+    ...(opts.agents ? { agents: opts.agents } : {}),
   });
   metrics.setQueueDepthSource(() => core.queueDepth());
   const built = buildApp({

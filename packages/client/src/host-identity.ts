@@ -1,0 +1,113 @@
+// A host's identity, one module for the runner (apps/runner) and the agent host (apps/agent): its state
+// directory (mode 0700) holds its Ed25519 secret key (`signing.key`, 64 hex + newline, mode 0600 — it never
+// leaves the directory) and its pairing (a JSON file each app names and shapes, mode 0600); the signer makes
+// the same `sandbox.attestation/1` body and signature as runrecord's `signAttestation` (Ed25519 is
+// deterministic: the bytes are identical), with node:crypto's native Ed25519 from a key object built once per
+// key — the pure-JS signer recomputed the public key on every signature. Node only: import it from the
+// `@everdict/client/host-identity` subpath (the package's index stays free of node:fs and node:crypto).
+// Each app keeps its own error type: the refusals here are made by the caller's `fail`.
+import { createPrivateKey, createPublicKey, type KeyObject, randomBytes, sign } from 'node:crypto';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type Attestation,
+  type AttestationBody,
+  buildAttestation,
+  generateSigningKey,
+  type Hex,
+  hexToBytes,
+  type SigningKey,
+  signatureMessage,
+} from '@everdict/runrecord';
+
+/** The secret key's file in a host's state directory. */
+export const SIGNING_KEY_FILE = 'signing.key';
+
+/** Makes the caller's error (its package's one error type) for a refusal of this module. */
+export type HostIdentityFail = (message: string) => Error;
+
+/** `env[variable]`, else `~/<fallback>` (the runner: EVERDICT_RUNNER_DIR, the agent: EVERDICT_AGENT_DIR). */
+export function hostStateDir(
+  variable: string,
+  fallback: string,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
+  return env[variable] ?? join(homedir(), fallback);
+}
+
+/**
+ * The host's key in `dir`, made (from 32 random bytes) and stored with mode 0600 on first use; `fail` when
+ * the file is not a 64-hex secret key. A concurrent first use loses the `wx` race with EEXIST (never two keys).
+ */
+export async function loadOrCreateSigningKey(dir: string, fail: HostIdentityFail): Promise<SigningKey> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const path = join(dir, SIGNING_KEY_FILE);
+  try {
+    const hex = (await readFile(path, 'utf8')).trim();
+    if (!/^[0-9a-f]{64}$/.test(hex)) throw fail(`${path} is not a 64-hex secret key`);
+    return generateSigningKey(hexToBytes(hex));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const key = generateSigningKey(randomBytes(32));
+  await writeFile(path, `${Buffer.from(key.secretKey).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
+  await chmod(path, 0o600);
+  return key;
+}
+
+/** Write `value` as pretty JSON + newline to `dir/file` with mode 0600 (the directory made 0700). */
+export async function writeStateFile(dir: string, file: string, value: unknown): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const path = join(dir, file);
+  await writeFile(path, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600 });
+  await chmod(path, 0o600);
+}
+
+/** The text of `dir/file`, or null when there is none (any other read error is thrown). */
+export async function readStateFile(dir: string, file: string): Promise<string | null> {
+  try {
+    return await readFile(join(dir, file), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+/** Signs an interval's attestation with the host's key: the wire body's fields and its address. */
+export type AttestationSigner = (attestation: Attestation) => {
+  readonly body: AttestationBody;
+  readonly address: Hex;
+};
+
+/** PKCS#8 DER of an Ed25519 private key, up to its 32 bytes (RFC 8410). */
+const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+const signers = new WeakMap<SigningKey, AttestationSigner>();
+
+/** The signer of `key` (made once per key object); `fail` when the key's public half is not its own. */
+export function attestationSigner(key: SigningKey, fail: HostIdentityFail): AttestationSigner {
+  const known = signers.get(key);
+  if (known) return known;
+  const secret: KeyObject = createPrivateKey({
+    key: Buffer.concat([PKCS8_ED25519, key.secretKey]),
+    format: 'der',
+    type: 'pkcs8',
+  });
+  const spki = createPublicKey(secret).export({ format: 'der', type: 'spki' });
+  if (spki.subarray(spki.length - 32).toString('hex') !== key.publicKey)
+    throw fail('the signing key does not match its public key');
+  const signer: AttestationSigner = (attestation) => {
+    const { attestation: fields, address } = buildAttestation(attestation);
+    const sig = sign(null, signatureMessage(address), secret).toString('hex');
+    return {
+      body: Object.freeze({
+        ...fields,
+        signature: Object.freeze({ alg: 'ed25519', key: key.publicKey, sig }),
+      }),
+      address,
+    };
+  };
+  signers.set(key, signer);
+  return signer;
+}
