@@ -102,6 +102,42 @@ describe.runIf(LIVE_PG)('warm pool', () => {
     expect(warmth.stats.named).toBe(before.named + 2);
   });
 
+  it('warms one connection at a time, then the idle ones that lack, in turn', async () => {
+    const p3 = new pg.Pool({ connectionString: live.url, max: 3, idleTimeoutMillis: 0 });
+    const w3 = new ConnectionWarmth();
+    p3.on('connect', (c) => prepareMarkedStatements(c, (text, values) => w3.note(c, text, values)));
+    let warming = 0;
+    let most = 0;
+    const warm = w3.warm.bind(w3);
+    w3.warm = async (c) => {
+      most = Math.max(most, ++warming);
+      try {
+        await warm(c);
+      } finally {
+        warming -= 1;
+      }
+    };
+    const wp3 = warmingPool(p3, w3);
+    try {
+      const [a, b, c] = [await wp3.connect(), await wp3.connect(), await wp3.connect()];
+      await a.query(`${prepared('probe_turn')} SELECT v FROM probe WHERE v = $1::int`, [1]);
+      // A burst ends: all three come back at once; two lack the statement.
+      a.release();
+      b.release();
+      c.release();
+      await until(() => p3.idleCount === 3 && !w3.busy);
+      expect(most).toBe(1);
+      expect(w3.stats.named).toBe(2);
+      const all = [await wp3.connect(), await wp3.connect(), await wp3.connect()];
+      for (const x of all) expect(w3.lacks(x)).toBe(false);
+      for (const x of all) x.release();
+      await until(() => p3.idleCount === 3);
+      expect(w3.stats.named).toBe(2); // nothing lacked: no more warm-ups
+    } finally {
+      await p3.end();
+    }
+  });
+
   it('writes array parameters as pg would send them', () => {
     expect(paramText(['a', 'b "c"', 'd\\e', null])).toBe('{"a","b \\"c\\"","d\\\\e",NULL}');
     expect(

@@ -11,6 +11,11 @@
 // executions would do, but nothing is executed: no row, lock or NOTIFY is touched. Its first real use then
 // binds the cached generic plan. Where that cannot be done (parameters that are not plain scalars), a plain
 // `EXPLAIN` still loads the caches. A warm-up that fails is dropped; the statement then learns the cold way.
+// ONE connection warms at a time (≈ 25 plans, 100+ ms of a backend's CPU each): after a burst every pooled
+// connection comes back lacking at once, and ten warming together took both cores from the requests that
+// followed (the latency bench's warming p99 ≈ 190 ms). A connection released while another warms goes back
+// cold; when a warm-up ends, the idle connections are walked from the pool's top (the next to be used) and
+// warmed one by one while nobody waits, stopping at the first that lacks nothing.
 import pg from 'pg';
 import { statementName } from './prepared.js';
 
@@ -28,6 +33,8 @@ export class ConnectionWarmth {
   readonly #planned = new WeakMap<object, Set<string>>();
   /** Statements warmed (tests, tooling): `named` reached their generic plan, `explained` loaded caches only. */
   readonly stats = { named: 0, explained: 0, failed: 0 };
+  /** A connection is warming now (one at a time). */
+  busy = false;
 
   /** A marked statement ran on `client`: it is hot, and that connection has planned it. */
   note(client: object, text: string, values: Values): void {
@@ -118,17 +125,45 @@ async function prepareToGeneric(client: pg.PoolClient, text: string, values: Val
 
 /**
  * The pool as kysely sees it: a checked-out client that lacks a hot statement warms itself on release, before
- * it is reused — unless a request is waiting for a connection (then it learns the cold way, in use).
+ * it is reused — unless a request is waiting for a connection (then it learns the cold way, in use) or another
+ * connection is warming (then it goes back cold and is warmed by the walk that follows that warm-up).
  */
 export function warmingPool(pool: pg.Pool, warmth: ConnectionWarmth) {
+  const idleLacking = async (): Promise<pg.PoolClient | null> => {
+    // Only an idle connection: never open a new one (nor wait) to warm it.
+    if (pool.waitingCount > 0 || pool.idleCount === 0) return null;
+    const next = await pool.connect();
+    if (warmth.lacks(next) && pool.waitingCount === 0) return next;
+    next.release();
+    return null;
+  };
+  /** Warm `client`, then the idle connections that lack, one at a time; each released once warmed. */
+  const warmInTurn = async (client: pg.PoolClient, release: (err?: Error | boolean) => void) => {
+    warmth.busy = true;
+    try {
+      let current = client;
+      let done = release;
+      for (;;) {
+        await warmth.warm(current);
+        // The next one is taken while this one is still held, so the walk does not pick it again.
+        const next = await idleLacking().catch(() => null);
+        done();
+        if (!next) return;
+        current = next;
+        done = (err) => next.release(err);
+      }
+    } finally {
+      warmth.busy = false;
+    }
+  };
   return {
     async connect(): Promise<pg.PoolClient> {
       const client = await pool.connect();
       const release = client.release;
       client.release = (err?: Error | boolean) => {
         // A request already waiting for a connection gets this one now: warming never delays anyone.
-        if (err || pool.waitingCount > 0 || !warmth.lacks(client)) return release(err);
-        void warmth.warm(client).finally(() => release());
+        if (err || pool.waitingCount > 0 || warmth.busy || !warmth.lacks(client)) return release(err);
+        void warmInTurn(client, release);
       };
       return client;
     },
