@@ -121,10 +121,11 @@ describe.runIf(LIVE_PG)('warm pool', () => {
     try {
       const [a, b, c] = [await wp3.connect(), await wp3.connect(), await wp3.connect()];
       await a.query(`${prepared('probe_turn')} SELECT v FROM probe WHERE v = $1::int`, [1]);
-      // A burst ends: all three come back at once; two lack the statement.
-      a.release();
-      b.release();
+      // A burst ends: all three come back at once; two lack the statement. c warms; b goes back cold, and a
+      // (warm) lands on top of it: the walk after c's warm-up passes a and warms b.
       c.release();
+      b.release();
+      a.release();
       await until(() => p3.idleCount === 3 && !w3.busy);
       expect(most).toBe(1);
       expect(w3.stats.named).toBe(2);

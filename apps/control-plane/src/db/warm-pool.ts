@@ -15,7 +15,7 @@
 // connection comes back lacking at once, and ten warming together took both cores from the requests that
 // followed (the latency bench's warming p99 ≈ 190 ms). A connection released while another warms goes back
 // cold; when a warm-up ends, the idle connections are walked from the pool's top (the next to be used) and
-// warmed one by one while nobody waits, stopping at the first that lacks nothing.
+// the next one lacking a hot statement is warmed, and so on while nobody waits, until none lacks.
 import pg from 'pg';
 import { statementName } from './prepared.js';
 
@@ -130,12 +130,25 @@ async function prepareToGeneric(client: pg.PoolClient, text: string, values: Val
  */
 export function warmingPool(pool: pg.Pool, warmth: ConnectionWarmth) {
   const idleLacking = async (): Promise<pg.PoolClient | null> => {
-    // Only an idle connection: never open a new one (nor wait) to warm it.
-    if (pool.waitingCount > 0 || pool.idleCount === 0) return null;
-    const next = await pool.connect();
-    if (warmth.lacks(next) && pool.waitingCount === 0) return next;
-    next.release();
-    return null;
+    // Only idle connections: never open a new one (nor wait) to warm it. The walk takes them off the pool's
+    // top until one lacks a hot statement (the warm ones go back at once): the top is what requests use, so a
+    // cold connection below the warm ones would otherwise be found only by the request that next needs two.
+    const passed: pg.PoolClient[] = [];
+    let found: pg.PoolClient | null = null;
+    try {
+      while (!found && pool.waitingCount === 0 && pool.idleCount > 0) {
+        const next = await pool.connect();
+        if (warmth.lacks(next)) found = next;
+        else passed.push(next);
+      }
+    } finally {
+      for (const c of passed) c.release();
+    }
+    if (found && pool.waitingCount > 0) {
+      found.release();
+      return null;
+    }
+    return found;
   };
   /** Warm `client`, then the idle connections that lack, one at a time; each released once warmed. */
   const warmInTurn = async (client: pg.PoolClient, release: (err?: Error | boolean) => void) => {
