@@ -102,7 +102,7 @@ describe.runIf(LIVE_PG)('warm pool', () => {
     expect(warmth.stats.named).toBe(before.named + 2);
   });
 
-  it('warms one connection at a time, then the idle ones that lack, in turn', async () => {
+  it('warms one connection at a time, the others held back in turn', async () => {
     const p3 = new pg.Pool({ connectionString: live.url, max: 3, idleTimeoutMillis: 0 });
     const w3 = new ConnectionWarmth();
     p3.on('connect', (c) => prepareMarkedStatements(c, (text, values) => w3.note(c, text, values)));
@@ -121,8 +121,8 @@ describe.runIf(LIVE_PG)('warm pool', () => {
     try {
       const [a, b, c] = [await wp3.connect(), await wp3.connect(), await wp3.connect()];
       await a.query(`${prepared('probe_turn')} SELECT v FROM probe WHERE v = $1::int`, [1]);
-      // A burst ends: all three come back at once; two lack the statement. c warms; b goes back cold, and a
-      // (warm) lands on top of it: the walk after c's warm-up passes a and warms b.
+      // A burst ends: all three come back at once; two lack the statement. c warms; b is held for its turn;
+      // a (warm) goes back to the pool.
       c.release();
       b.release();
       a.release();
@@ -136,6 +136,40 @@ describe.runIf(LIVE_PG)('warm pool', () => {
       expect(w3.stats.named).toBe(2); // nothing lacked: no more warm-ups
     } finally {
       await p3.end();
+    }
+  });
+
+  it('hands a held connection, cold, to a request that finds none idle instead of making it wait', async () => {
+    const p3 = new pg.Pool({ connectionString: live.url, max: 3, idleTimeoutMillis: 0 });
+    const w3 = new ConnectionWarmth();
+    p3.on('connect', (c) => prepareMarkedStatements(c, (text, values) => w3.note(c, text, values)));
+    let unblock: () => void = () => undefined;
+    const blocked = new Promise<void>((r) => {
+      unblock = r;
+    });
+    const warm = w3.warm.bind(w3);
+    w3.warm = async (c) => {
+      await blocked; // the first warm-up lasts until the test says so
+      await warm(c);
+    };
+    const wp3 = warmingPool(p3, w3);
+    try {
+      const [a, b, c] = [await wp3.connect(), await wp3.connect(), await wp3.connect()];
+      await a.query(`${prepared('probe_hand')} SELECT v FROM probe WHERE v = $1::int`, [1]);
+      b.release(); // lacks: warming (blocked)
+      c.release(); // lacks: held for its turn
+      expect(p3.idleCount).toBe(0);
+      const got = await wp3.connect(); // none idle: the held one, at once
+      expect(got).toBe(c);
+      expect(p3.waitingCount).toBe(0);
+      unblock();
+      got.release();
+      a.release();
+      await until(() => p3.idleCount === 3 && !w3.busy);
+      expect(w3.stats.named).toBe(2);
+    } finally {
+      unblock();
+      await wp3.end();
     }
   });
 

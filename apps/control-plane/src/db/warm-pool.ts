@@ -13,9 +13,10 @@
 // `EXPLAIN` still loads the caches. A warm-up that fails is dropped; the statement then learns the cold way.
 // ONE connection warms at a time (≈ 25 plans, 100+ ms of a backend's CPU each): after a burst every pooled
 // connection comes back lacking at once, and ten warming together took both cores from the requests that
-// followed (the latency bench's warming p99 ≈ 190 ms). A connection released while another warms goes back
-// cold; when a warm-up ends, the idle connections are walked from the pool's top (the next to be used) and
-// the next one lacking a hot statement is warmed, and so on while nobody waits, until none lacks.
+// followed — and, all ten held back, made those requests wait for a connection (the latency bench's warming
+// p99 ≈ 190 ms on a quiet machine). The others are held back in turn, out of the pool's idle list, so requests
+// keep using the warm connections (the pool hands out its most recently released idle one); a request that
+// finds none idle takes a held one, cold, at once.
 import pg from 'pg';
 import { statementName } from './prepared.js';
 
@@ -125,45 +126,22 @@ async function prepareToGeneric(client: pg.PoolClient, text: string, values: Val
 
 /**
  * The pool as kysely sees it: a checked-out client that lacks a hot statement warms itself on release, before
- * it is reused — unless a request is waiting for a connection (then it learns the cold way, in use) or another
- * connection is warming (then it goes back cold and is warmed by the walk that follows that warm-up).
+ * it is reused — unless a request is waiting for a connection (then it learns the cold way, in use). One warms
+ * at a time: one released while another warms is held back (out of the pool) for its turn; a request that
+ * finds no idle connection takes a held one at once, cold, rather than wait for a warm-up.
  */
 export function warmingPool(pool: pg.Pool, warmth: ConnectionWarmth) {
-  const idleLacking = async (): Promise<pg.PoolClient | null> => {
-    // Only idle connections: never open a new one (nor wait) to warm it. The walk takes them off the pool's
-    // top until one lacks a hot statement (the warm ones go back at once): the top is what requests use, so a
-    // cold connection below the warm ones would otherwise be found only by the request that next needs two.
-    const passed: pg.PoolClient[] = [];
-    let found: pg.PoolClient | null = null;
-    try {
-      while (!found && pool.waitingCount === 0 && pool.idleCount > 0) {
-        const next = await pool.connect();
-        if (warmth.lacks(next)) found = next;
-        else passed.push(next);
-      }
-    } finally {
-      for (const c of passed) c.release();
-    }
-    if (found && pool.waitingCount > 0) {
-      found.release();
-      return null;
-    }
-    return found;
-  };
-  /** Warm `client`, then the idle connections that lack, one at a time; each released once warmed. */
-  const warmInTurn = async (client: pg.PoolClient, release: (err?: Error | boolean) => void) => {
+  type Held = { client: pg.PoolClient; release: (err?: Error | boolean) => void };
+  const held: Held[] = [];
+  const handOver = () => held.pop()?.release();
+  /** Warm `first`, then the held ones in turn, each released once warmed; a waiting request stops it. */
+  const inTurn = async (first: Held) => {
     warmth.busy = true;
     try {
-      let current = client;
-      let done = release;
-      for (;;) {
-        await warmth.warm(current);
-        // The next one is taken while this one is still held, so the walk does not pick it again.
-        const next = await idleLacking().catch(() => null);
-        done();
-        if (!next) return;
-        current = next;
-        done = (err) => next.release(err);
+      for (let next: Held | undefined = first; next; next = held.shift()) {
+        await warmth.warm(next.client);
+        next.release();
+        if (pool.waitingCount > 0) while (held.length > 0) handOver();
       }
     } finally {
       warmth.busy = false;
@@ -171,15 +149,20 @@ export function warmingPool(pool: pg.Pool, warmth: ConnectionWarmth) {
   };
   return {
     async connect(): Promise<pg.PoolClient> {
+      if (pool.idleCount === 0 && held.length > 0) handOver();
       const client = await pool.connect();
       const release = client.release;
       client.release = (err?: Error | boolean) => {
         // A request already waiting for a connection gets this one now: warming never delays anyone.
-        if (err || pool.waitingCount > 0 || warmth.busy || !warmth.lacks(client)) return release(err);
-        void warmInTurn(client, release);
+        if (err || pool.waitingCount > 0 || !warmth.lacks(client)) return release(err);
+        if (warmth.busy) held.push({ client, release });
+        else void inTurn({ client, release });
       };
       return client;
     },
-    end: () => pool.end(),
+    end: () => {
+      while (held.length > 0) handOver();
+      return pool.end();
+    },
   };
 }
