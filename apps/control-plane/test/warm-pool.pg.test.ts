@@ -102,74 +102,29 @@ describe.runIf(LIVE_PG)('warm pool', () => {
     expect(warmth.stats.named).toBe(before.named + 2);
   });
 
-  it('warms one connection at a time, the others held back in turn', async () => {
-    const p3 = new pg.Pool({ connectionString: live.url, max: 3, idleTimeoutMillis: 0 });
-    const w3 = new ConnectionWarmth();
-    p3.on('connect', (c) => prepareMarkedStatements(c, (text, values) => w3.note(c, text, values)));
-    let warming = 0;
-    let most = 0;
-    const warm = w3.warm.bind(w3);
-    w3.warm = async (c) => {
-      most = Math.max(most, ++warming);
-      try {
-        await warm(c);
-      } finally {
-        warming -= 1;
-      }
-    };
-    const wp3 = warmingPool(p3, w3);
+  it('a request that finds no idle connection stops the latest warm-up after its current statement', async () => {
+    const p2 = new pg.Pool({ connectionString: live.url, max: 2, idleTimeoutMillis: 0 });
+    const w2 = new ConnectionWarmth();
+    p2.on('connect', (c) => prepareMarkedStatements(c, (text, values) => w2.note(c, text, values)));
+    const wp2 = warmingPool(p2, w2);
     try {
-      const [a, b, c] = [await wp3.connect(), await wp3.connect(), await wp3.connect()];
-      await a.query(`${prepared('probe_turn')} SELECT v FROM probe WHERE v = $1::int`, [1]);
-      // A burst ends: all three come back at once; two lack the statement. c warms; b is held for its turn;
-      // a (warm) goes back to the pool.
-      c.release();
-      b.release();
+      const [a, b] = [await wp2.connect(), await wp2.connect()];
+      for (const n of ['one', 'two', 'three'])
+        await a.query(`${prepared(`probe_${n}`)} SELECT v FROM probe WHERE v = $1::int`, [1]);
+      b.release(); // lacks all three: warming
+      const got = await wp2.connect(); // none idle, the pool is full: b, after its first statement
+      expect(got).toBe(b);
+      expect(w2.stats.named).toBe(1);
+      expect(w2.lacks(got)).toBe(true);
+      got.release(); // warmed on this release: the other two
       a.release();
-      await until(() => p3.idleCount === 3 && !w3.busy);
-      expect(most).toBe(1);
-      expect(w3.stats.named).toBe(2);
-      const all = [await wp3.connect(), await wp3.connect(), await wp3.connect()];
-      for (const x of all) expect(w3.lacks(x)).toBe(false);
-      for (const x of all) x.release();
-      await until(() => p3.idleCount === 3);
-      expect(w3.stats.named).toBe(2); // nothing lacked: no more warm-ups
+      await until(() => p2.idleCount === 2 && w2.stats.named === 3);
+      const [c1, c2] = [await wp2.connect(), await wp2.connect()];
+      expect(w2.lacks(c1) || w2.lacks(c2)).toBe(false);
+      c1.release();
+      c2.release();
     } finally {
-      await p3.end();
-    }
-  });
-
-  it('hands a held connection, cold, to a request that finds none idle instead of making it wait', async () => {
-    const p3 = new pg.Pool({ connectionString: live.url, max: 3, idleTimeoutMillis: 0 });
-    const w3 = new ConnectionWarmth();
-    p3.on('connect', (c) => prepareMarkedStatements(c, (text, values) => w3.note(c, text, values)));
-    let unblock: () => void = () => undefined;
-    const blocked = new Promise<void>((r) => {
-      unblock = r;
-    });
-    const warm = w3.warm.bind(w3);
-    w3.warm = async (c) => {
-      await blocked; // the first warm-up lasts until the test says so
-      await warm(c);
-    };
-    const wp3 = warmingPool(p3, w3);
-    try {
-      const [a, b, c] = [await wp3.connect(), await wp3.connect(), await wp3.connect()];
-      await a.query(`${prepared('probe_hand')} SELECT v FROM probe WHERE v = $1::int`, [1]);
-      b.release(); // lacks: warming (blocked)
-      c.release(); // lacks: held for its turn
-      expect(p3.idleCount).toBe(0);
-      const got = await wp3.connect(); // none idle: the held one, at once
-      expect(got).toBe(c);
-      expect(p3.waitingCount).toBe(0);
-      unblock();
-      got.release();
-      a.release();
-      await until(() => p3.idleCount === 3 && !w3.busy);
-      expect(w3.stats.named).toBe(2);
-    } finally {
-      unblock();
-      await wp3.end();
+      await p2.end();
     }
   });
 

@@ -11,12 +11,12 @@
 // executions would do, but nothing is executed: no row, lock or NOTIFY is touched. Its first real use then
 // binds the cached generic plan. Where that cannot be done (parameters that are not plain scalars), a plain
 // `EXPLAIN` still loads the caches. A warm-up that fails is dropped; the statement then learns the cold way.
-// ONE connection warms at a time (≈ 25 plans, 100+ ms of a backend's CPU each): after a burst every pooled
-// connection comes back lacking at once, and ten warming together took both cores from the requests that
-// followed — and, all ten held back, made those requests wait for a connection (the latency bench's warming
-// p99 ≈ 190 ms on a quiet machine). The others are held back in turn, out of the pool's idle list, so requests
-// keep using the warm connections (the pool hands out its most recently released idle one); a request that
-// finds none idle takes a held one, cold, at once.
+// A warm-up never keeps a request waiting: after a burst every connection comes back lacking and warms at once,
+// so a request arriving then found none idle and waited in the pool's queue for a whole warm-up (≈ 25 plans;
+// the latency bench's warming p99 ≈ 190 ms on a quiet machine). Now a request that finds no idle connection
+// stops the latest warm-up after its current statement and takes that connection; what it had not warmed is
+// learned in use or warmed on its next release. (Warming one connection at a time instead, tried twice, left
+// more planning on request paths: the cold connections were used before their turn.)
 import pg from 'pg';
 import { statementName } from './prepared.js';
 
@@ -34,8 +34,6 @@ export class ConnectionWarmth {
   readonly #planned = new WeakMap<object, Set<string>>();
   /** Statements warmed (tests, tooling): `named` reached their generic plan, `explained` loaded caches only. */
   readonly stats = { named: 0, explained: 0, failed: 0 };
-  /** A connection is warming now (one at a time). */
-  busy = false;
 
   /** A marked statement ran on `client`: it is hot, and that connection has planned it. */
   note(client: object, text: string, values: Values): void {
@@ -51,11 +49,15 @@ export class ConnectionWarmth {
     return false;
   }
 
-  /** Plan every hot statement `client` lacks (nothing is executed); failures are dropped. */
-  async warm(client: pg.PoolClient): Promise<void> {
+  /**
+   * Plan every hot statement `client` lacks (nothing is executed); failures are dropped. `stop` is asked before
+   * each statement: once it says so, the rest stay unplanned (still lacking).
+   */
+  async warm(client: pg.PoolClient, stop: () => boolean = () => false): Promise<void> {
     const planned = this.#plannedBy(client);
     for (const [text, values] of [...this.#hot]) {
       if (planned.has(text)) continue;
+      if (stop()) return;
       planned.add(text);
       try {
         if (await prepareToGeneric(client, text, values)) this.stats.named += 1;
@@ -126,43 +128,33 @@ async function prepareToGeneric(client: pg.PoolClient, text: string, values: Val
 
 /**
  * The pool as kysely sees it: a checked-out client that lacks a hot statement warms itself on release, before
- * it is reused — unless a request is waiting for a connection (then it learns the cold way, in use). One warms
- * at a time: one released while another warms is held back (out of the pool) for its turn; a request that
- * finds no idle connection takes a held one at once, cold, rather than wait for a warm-up.
+ * it is reused — unless a request is waiting for a connection (then it learns the cold way, in use). A request
+ * that finds no idle connection stops the latest warm-up after its current statement and gets its connection.
  */
 export function warmingPool(pool: pg.Pool, warmth: ConnectionWarmth) {
-  type Held = { client: pg.PoolClient; release: (err?: Error | boolean) => void };
-  const held: Held[] = [];
-  const handOver = () => held.pop()?.release();
-  /** Warm `first`, then the held ones in turn, each released once warmed; a waiting request stops it. */
-  const inTurn = async (first: Held) => {
-    warmth.busy = true;
-    try {
-      for (let next: Held | undefined = first; next; next = held.shift()) {
-        await warmth.warm(next.client);
-        next.release();
-        if (pool.waitingCount > 0) while (held.length > 0) handOver();
-      }
-    } finally {
-      warmth.busy = false;
-    }
-  };
+  const warming: { stop: boolean }[] = [];
   return {
     async connect(): Promise<pg.PoolClient> {
-      if (pool.idleCount === 0 && held.length > 0) handOver();
+      if (pool.idleCount === 0) {
+        const latest = [...warming].reverse().find((w) => !w.stop);
+        if (latest) latest.stop = true;
+      }
       const client = await pool.connect();
       const release = client.release;
       client.release = (err?: Error | boolean) => {
         // A request already waiting for a connection gets this one now: warming never delays anyone.
         if (err || pool.waitingCount > 0 || !warmth.lacks(client)) return release(err);
-        if (warmth.busy) held.push({ client, release });
-        else void inTurn({ client, release });
+        const w = { stop: false };
+        warming.push(w);
+        void warmth
+          .warm(client, () => w.stop)
+          .finally(() => {
+            warming.splice(warming.indexOf(w), 1);
+            release();
+          });
       };
       return client;
     },
-    end: () => {
-      while (held.length > 0) handOver();
-      return pool.end();
-    },
+    end: () => pool.end(),
   };
 }
