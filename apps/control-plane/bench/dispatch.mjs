@@ -15,7 +15,9 @@
 //   dispatch.cpu      CPU per run of the http shape: the server process + its database backends
 //   dispatch.runner   runner leases (apps/runner/bench/dispatch-runner.mjs; the `runner` shape, ≈ 10 minutes)
 // Env: BENCH_RUNS (N, 1000), BENCH_LATENCY_RUNS (M, 250), BENCH_LATENCY_WARM (100 paced creates first), BENCH_ROUNDS (2), BENCH_SHAPES (http,drain,latency,runner),
-// EVERDICT_BENCH_DATABASE_URL; EVERDICT_* settings are passed on to the shipped server.
+// EVERDICT_BENCH_DATABASE_URL; EVERDICT_* settings are passed on to the shipped server; BENCH_BUILD_ROOT (a
+// checkout whose apps/control-plane/dist is the everdict side: an A/B of two builds, run alternately);
+// BENCH_SERVER_NODE_ARGS (node flags for the shipped server, e.g. --trace-gc).
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,6 +41,9 @@ import {
 } from './lib/measure.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+const dist = process.env.BENCH_BUILD_ROOT
+  ? path.join(process.env.BENCH_BUILD_ROOT, 'apps', 'control-plane', 'dist')
+  : path.join(here, '..', 'dist');
 const N = Number(process.env.BENCH_RUNS ?? 1000);
 const M = Number(process.env.BENCH_LATENCY_RUNS ?? 250);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -60,7 +65,7 @@ async function everdict() {
   const key = `evk_bench_${randomBytes(12).toString('hex')}`;
   const srv = await spawnServer(
     process.execPath,
-    [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ') ?? []), path.join(here, '..', 'dist', 'main.js')],
+    [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ') ?? []), path.join(dist, 'main.js')],
     {
       DATABASE_URL: db.url,
       PORT: '0',
@@ -103,7 +108,7 @@ async function everdict() {
     // Drain: the server is stopped (SIGSTOP) while an in-process core (scheduler off) queues N runs.
     async queue(n) {
       srv.child.kill('SIGSTOP');
-      const { startCore } = await import('../dist/index.js');
+      const { startCore } = await import(path.join(dist, 'index.js'));
       const core = await startCore({ databaseUrl: db.url, bootstrapKey: key, scheduler: { enabled: false } });
       const who = await core.services.auth.authenticate(key);
       await pool(n, CLIENTS, () => core.services.runs.create(who, SPEC));
@@ -299,7 +304,7 @@ function line(name, all, pick, unit, extra = '') {
 }
 const load = (await import('node:os')).loadavg().map(r2).join('/');
 console.log(
-  `# n=${N} latency_n=${M} rounds=${ROUNDS} clients=${CLIENTS} loadavg=${load} everdict_503_retries=${retries}`,
+  `# n=${N} latency_n=${M} rounds=${ROUNDS} clients=${CLIENTS} loadavg=${load} everdict_503_retries=${retries} build=${dist}`,
 );
 line('dispatch.http', results.http, (x) => x.rate, 'runs/s', ` n=${N}`);
 line('dispatch.drain', results.drain, (x) => x.rate, 'runs/s', ` n=${N}`);

@@ -102,6 +102,32 @@ describe.runIf(LIVE_PG)('warm pool', () => {
     expect(warmth.stats.named).toBe(before.named + 2);
   });
 
+  it('a request that finds no idle connection stops the latest warm-up after its current statement', async () => {
+    const p2 = new pg.Pool({ connectionString: live.url, max: 2, idleTimeoutMillis: 0 });
+    const w2 = new ConnectionWarmth();
+    p2.on('connect', (c) => prepareMarkedStatements(c, (text, values) => w2.note(c, text, values)));
+    const wp2 = warmingPool(p2, w2);
+    try {
+      const [a, b] = [await wp2.connect(), await wp2.connect()];
+      for (const n of ['one', 'two', 'three'])
+        await a.query(`${prepared(`probe_${n}`)} SELECT v FROM probe WHERE v = $1::int`, [1]);
+      b.release(); // lacks all three: warming
+      const got = await wp2.connect(); // none idle, the pool is full: b, after its first statement
+      expect(got).toBe(b);
+      expect(w2.stats.named).toBe(1);
+      expect(w2.lacks(got)).toBe(true);
+      got.release(); // warmed on this release: the other two
+      a.release();
+      await until(() => p2.idleCount === 2 && w2.stats.named === 3);
+      const [c1, c2] = [await wp2.connect(), await wp2.connect()];
+      expect(w2.lacks(c1) || w2.lacks(c2)).toBe(false);
+      c1.release();
+      c2.release();
+    } finally {
+      await p2.end();
+    }
+  });
+
   it('writes array parameters as pg would send them', () => {
     expect(paramText(['a', 'b "c"', 'd\\e', null])).toBe('{"a","b \\"c\\"","d\\\\e",NULL}');
     expect(
