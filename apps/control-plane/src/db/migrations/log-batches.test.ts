@@ -24,7 +24,7 @@ describe('migration 0025 (head log batches) upgrades a database with pending lea
   let done: (() => Promise<void>) | undefined;
   afterEach(async () => done?.());
 
-  it('keeps the pending leaves in order as one batch row, sets runs' fillfactor, and goes back down', async () => {
+  it('keeps the pending leaves in order as one batch row, sets the runs fillfactor, and goes back down', async () => {
     const { h, drop } = await fresh();
     done = async () => {
       await h.close();
