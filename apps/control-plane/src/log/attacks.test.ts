@@ -158,15 +158,18 @@ describe('attacks on a real control plane', { timeout: 300_000 }, () => {
     expect((await verifyLog(runId, other)).json).toEqual({ ok: false, error: 'ForkedRecord' });
     // The control plane logs the second continuation too (a pending leaf, as its trigger would write it):
     // the honest reader now finds two heads at one length.
-    await sql`INSERT INTO log_pending (tenant_id, run_id, group_id, length, head)
-      VALUES ('default', ${runId}, NULL, 2, ${other.head})`.execute(db());
+    await sql`INSERT INTO log_pending (leaves)
+      VALUES (jsonb_build_array(jsonb_build_object('t', 'default', 'r', ${runId}::text, 'l', 2, 'h', ${other.head}::text)))`.execute(
+      db(),
+    );
     await witnessed(state); // an append: consistent, so the witness cosigns it …
     expect((await verifyLog(runId, honest)).json).toEqual({ ok: false, error: 'ForkedRecord' }); // … and the reader catches it
     // A forked TREE: the log rewinds and shows a later audience another history from the same size.
     const size = await s.log.size();
     await truncateLog(s, size - 2);
-    await sql`INSERT INTO log_pending (tenant_id, run_id, group_id, length, head)
-      VALUES ('default', ${runId}, NULL, 2, ${other.head}), ('default', 'run_elsewhere', NULL, 1, ${honest.head})`.execute(
+    await sql`INSERT INTO log_pending (leaves)
+      VALUES (jsonb_build_array(jsonb_build_object('t', 'default', 'r', ${runId}::text, 'l', 2, 'h', ${other.head}::text),
+                                jsonb_build_object('t', 'default', 'r', 'run_elsewhere', 'l', 1, 'h', ${honest.head}::text)))`.execute(
       db(),
     );
     await sequenceAll(s.log);

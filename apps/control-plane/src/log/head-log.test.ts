@@ -24,7 +24,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, until } from '../http/testing/harness.js';
 import { HeadLog } from './head-log.js';
-import { treeSize } from './store.js';
+import { pendingLeaves, treeSize } from './store.js';
 import { finishedGroup, finishedRun, type ServedLog, sequenceAll, servedLog } from './testing/served.js';
 
 let s: ServedLog;
@@ -62,6 +62,9 @@ describe('the head log in the control plane', { timeout: 300_000 }, () => {
     expect(rows.map((r) => Number(r.idx))).toEqual([...Array(size).keys()]);
     const { rows: pending } = await sql`SELECT 1 FROM log_pending`.execute(db);
     expect(pending).toEqual([]);
+    // Level-0 nodes are the leaves' hashes, read from log_leaves: none is written to log_nodes (0025).
+    const { rows: level0 } = await sql`SELECT 1 FROM log_nodes WHERE level = 0`.execute(db);
+    expect(level0).toEqual([]);
     // Every segment's head is a leaf of its run at its length.
     const { rows: segs } = await sql<{ run_id: string; idx: number; head: string; tenant_id: string }>`
       SELECT run_id, idx, head, tenant_id FROM record_segments`.execute(db);
@@ -257,5 +260,43 @@ describe('the head log in the control plane', { timeout: 300_000 }, () => {
     } finally {
       await h.stop();
     }
+  });
+
+  it('one pending row per inserting statement, expanded in order; a pass never splits a row', async () => {
+    const db = s.t.core.internals.ldb.db;
+    const runId = await finishedRun(s.t);
+    await sequenceAll(s.log);
+    const rollback = new Error('rollback');
+    await db
+      .transaction()
+      .execute(async (tx) => {
+        expect(await pendingLeaves(tx, 1_000)).toEqual([]);
+        // One statement, three segments (as the batch settle writes them): one pending row, in (run, idx) order.
+        await sql`INSERT INTO record_segments (run_id, idx, tenant_id, kind, payload, head, created_at)
+          SELECT ${runId}, 100 + i, 'default', 'closed', '{}'::jsonb, repeat(to_hex(i), 64), now()
+          FROM generate_series(3, 1, -1) AS i`.execute(tx);
+        const { rows } = await sql<{
+          n: number;
+        }>`SELECT jsonb_array_length(leaves) AS n FROM log_pending`.execute(tx);
+        expect(rows.map((r) => Number(r.n))).toEqual([3]);
+        await sql`INSERT INTO log_pending (leaves)
+          VALUES (jsonb_build_array(jsonb_build_object('t', 'default', 'r', 'run_y', 'l', 1, 'h', ${'ab'.repeat(32)}::text)))`.execute(
+          tx,
+        );
+        const two = await pendingLeaves(tx, 2);
+        expect(two.map((l) => [l.runId, l.length, l.head])).toEqual([
+          [runId, 102, '1'.repeat(64)],
+          [runId, 103, '2'.repeat(64)],
+          [runId, 104, '3'.repeat(64)],
+        ]);
+        expect(new Set(two.map((l) => l.id)).size).toBe(1);
+        const all = await pendingLeaves(tx, 4);
+        expect(all.map((l) => l.runId)).toEqual([runId, runId, runId, 'run_y']);
+        expect(all[3]!.groupId).toBeNull();
+        throw rollback;
+      })
+      .catch((e: unknown) => {
+        if (e !== rollback) throw e;
+      });
   });
 });

@@ -123,7 +123,7 @@ export class Sequencer {
           sequenced: leaves.length,
           size: range.size,
           signed,
-          more: pending.length === this.o.batch,
+          more: pending.length >= this.o.batch,
           settled: leaves.length === 0 && range.size <= (signed ?? last)!.treeSize,
         };
       });

@@ -6,6 +6,7 @@ import {
   bytesToHex,
   type Cosignature,
   type Hex,
+  leafHash,
   type NodeId,
   parseHash,
   type SignedTreeHead,
@@ -62,6 +63,10 @@ export async function anyPending(ex: Executor): Promise<boolean> {
   return rows.length > 0;
 }
 
+/**
+ * The oldest pending leaves: the pending rows (one per inserting statement, migration 0025) in id order,
+ * each expanded in its array order, until at least `limit` leaves (a row is never split). `id` is the row's.
+ */
 export async function pendingLeaves(ex: Executor, limit: number): Promise<PendingLeaf[]> {
   const { rows } = await sql<{
     id: unknown;
@@ -70,9 +75,14 @@ export async function pendingLeaves(ex: Executor, limit: number): Promise<Pendin
     group_id: string | null;
     length: unknown;
     head: string;
-  }>`SELECT id, tenant_id, run_id, group_id, length, head FROM log_pending ORDER BY id LIMIT ${limit}`.execute(
-    ex,
-  );
+  }>`SELECT p.id, x.e->>'t' AS tenant_id, x.e->>'r' AS run_id, x.e->>'g' AS group_id,
+       (x.e->>'l')::int AS length, x.e->>'h' AS head
+     FROM (SELECT id, leaves,
+                  sum(jsonb_array_length(leaves)) OVER (ORDER BY id) - jsonb_array_length(leaves) AS before
+           FROM (SELECT id, leaves FROM log_pending ORDER BY id LIMIT ${limit}) l) p,
+          jsonb_array_elements(p.leaves) WITH ORDINALITY AS x(e, ord)
+     WHERE p.before < ${limit}
+     ORDER BY p.id, x.ord`.execute(ex);
   return rows.map((r) => ({
     id: String(r.id),
     tenantId: r.tenant_id,
@@ -83,7 +93,10 @@ export async function pendingLeaves(ex: Executor, limit: number): Promise<Pendin
   }));
 }
 
-/** Writes sequenced leaves and the nodes they completed, and removes their pending rows (one transaction). */
+/**
+ * Writes sequenced leaves and the nodes they completed, and removes their pending rows (one transaction).
+ * Level-0 nodes are not written: each is the hash of its leaf, read from `log_leaves` (`readNodes`).
+ */
 export async function writeSequenced(
   ex: Executor,
   pendingIds: readonly string[],
@@ -107,21 +120,34 @@ export async function writeSequenced(
   await sql`INSERT INTO log_nodes (level, idx, hash)
     SELECT x.level, x.idx, decode(x.hash, 'hex')
     FROM jsonb_to_recordset(${json(
-      nodes.map((n) => ({ level: n.level, idx: n.index, hash: bytesToHex(n.hash) })),
+      nodes
+        .filter((n) => n.level > 0)
+        .map((n) => ({ level: n.level, idx: n.index, hash: bytesToHex(n.hash) })),
     )}::jsonb) AS x(level smallint, idx bigint, hash text)`.execute(ex);
-  await sql`DELETE FROM log_pending WHERE id IN (SELECT unnest(${pendingIds.map(String)}::bigint[]))`.execute(
+  await sql`DELETE FROM log_pending WHERE id IN (SELECT unnest(${[...new Set(pendingIds)]}::bigint[]))`.execute(
     ex,
   );
 }
 
-/** The hashes of the named nodes, in the order named; `undefined` for a node not stored. */
+/**
+ * The hashes of the named nodes, in the order named; `undefined` for a node not stored. A level-0 node is the
+ * hash of the leaf at its index (`log_leaves`); higher ones are `log_nodes` rows. One statement.
+ */
 export async function readNodes(ex: Executor, ids: readonly NodeId[]): Promise<(Uint8Array | undefined)[]> {
   if (ids.length === 0) return [];
-  const { rows } = await sql<{ level: unknown; idx: unknown; hash: string }>`
-    SELECT n.level, n.idx, encode(n.hash, 'hex') AS hash FROM log_nodes n
-    JOIN jsonb_to_recordset(${json(ids.map((i) => ({ level: i.level, idx: i.index })))}::jsonb)
-      AS x(level smallint, idx bigint) ON n.level = x.level AND n.idx = x.idx`.execute(ex);
-  const byId = new Map(rows.map((r) => [`${num(r.level)}:${num(r.idx)}`, hexBytes(r.hash)]));
+  const { rows } = await sql<{ level: unknown; idx: unknown; hash: string | null; leaf: string | null }>`
+    SELECT n.level, n.idx, encode(n.hash, 'hex') AS hash, NULL AS leaf FROM log_nodes n
+    JOIN jsonb_to_recordset(${json(ids.filter((i) => i.level > 0).map((i) => ({ level: i.level, idx: i.index })))}::jsonb)
+      AS x(level smallint, idx bigint) ON n.level = x.level AND n.idx = x.idx
+    UNION ALL
+    SELECT 0, l.idx, NULL, encode(l.leaf, 'hex') FROM log_leaves l
+    WHERE l.idx = ANY(${ids.filter((i) => i.level === 0).map((i) => String(i.index))}::bigint[])`.execute(ex);
+  const byId = new Map(
+    rows.map((r) => [
+      `${num(r.level)}:${num(r.idx)}`,
+      r.leaf !== null ? leafHash(Uint8Array.from(Buffer.from(r.leaf, 'hex'))) : hexBytes(r.hash ?? ''),
+    ]),
+  );
   return ids.map((i) => byId.get(`${i.level}:${i.index}`));
 }
 
