@@ -24,7 +24,6 @@ import { transitionTx } from '../services/lifecycle.js';
 import { mapStoreErrors } from '../trajectory/errors.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { noStore, parse } from './intervals.js';
-import { assertRunnerLease } from './leases.js';
 import type { RunnerIdentity } from './registry.js';
 import { CompleteInput } from './schemas.js';
 
@@ -56,28 +55,38 @@ async function journalRootFromTrajectory(
 }
 
 /**
- * The runner's lease at `epoch`, ended, and where this epoch's journal sits in the run's trajectory — ONE
- * statement. The lease row is deleted here, before the checks that follow: a refusal rolls the whole
- * transaction back (lease included), and an accepted completion would release it anyway. Not the runner's
- * current lease → 409 `stale_lease` (the current epoch read for the answer).
+ * Where this epoch's journal sits in the run's trajectory, read with the check that the runner holds the
+ * run's current lease at `epoch` — ONE statement (else 409 `stale_lease`). The run row is locked first
+ * (the lease rule's lock order: the sweep locks it before it requeues), so the lease stays until this
+ * transaction releases it (`releaseLeases`, once per batch, at its end).
  */
-async function endLease(
+async function leaseJournal(
   tx: Tx,
   runner: RunnerIdentity,
   runId: string,
   epoch: number,
 ): Promise<{ from: number; count: number }> {
-  const { rows } = await sql<{ held: boolean; seq_from: number | null; event_count: number | null }>`
-    WITH l AS (DELETE FROM run_leases WHERE run_id = ${runId} AND epoch = ${epoch} AND holder = ${runner.id}
-      RETURNING 1)
-    SELECT EXISTS (SELECT 1 FROM l) AS held, j.seq_from, j.event_count
-    FROM (SELECT 1) x LEFT JOIN runner_journals j ON j.run_id = ${runId} AND j.epoch = ${epoch}`.execute(tx);
+  const { rows } = await sql<{
+    epoch: string | number;
+    holder: string;
+    seq_from: number | null;
+    event_count: number | null;
+  }>`SELECT l.epoch, l.holder, j.seq_from, j.event_count FROM run_leases l
+    LEFT JOIN runner_journals j ON j.run_id = l.run_id AND j.epoch = ${epoch}
+    WHERE l.run_id = ${runId}`.execute(tx);
   const r = rows[0];
-  if (!r?.held) {
-    await assertRunnerLease(tx, runner, runId, epoch);
-    throw staleLease(runId, epoch, null);
-  }
+  const current = r ? Number(r.epoch) : null;
+  if (current !== epoch || r?.holder !== runner.id) throw staleLease(runId, epoch, current);
   return { from: Number(r.seq_from ?? 0), count: Number(r.event_count ?? 0) };
+}
+
+/** Drops the settled runs' leases — one statement, in run id order — just before the commit. */
+async function releaseLeases(tx: Tx, settled: readonly { runId: string; epoch: number }[]): Promise<void> {
+  if (settled.length === 0) return;
+  const sorted = [...settled].sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
+  await sql`DELETE FROM run_leases l
+    USING unnest(${sorted.map((s) => s.runId)}::text[], ${sorted.map((s) => s.epoch)}::bigint[]) AS s(run_id, epoch)
+    WHERE l.run_id = s.run_id AND l.epoch = s.epoch`.execute(tx);
 }
 
 /** The run's row locked (FOR UPDATE, with its slot's columns) by id alone. */
@@ -121,6 +130,7 @@ export async function completeRun(
     const links = new RunnerAuditLinks(tx, runner);
     const run = await settleCompletion(tx, deps, trajectories, runner, links, c);
     await links.save();
+    await releaseLeases(tx, [{ runId, epoch: c.input.epoch }]);
     return run;
   });
 }
@@ -182,6 +192,10 @@ export async function completeRuns(
           }
         }
         await links.save();
+        await releaseLeases(
+          tx,
+          decoded.slice(0, n).map((c) => ({ runId: c.runId, epoch: c.input.epoch })),
+        );
         return out;
       });
       break;
@@ -225,7 +239,7 @@ async function settleCompletion(
       .executeTakeFirst();
     if (done) return rowToView(row);
   }
-  const journal = await endLease(tx, runner, runId, input.epoch);
+  const journal = await leaseJournal(tx, runner, runId, input.epoch);
   if (row.status !== 'running') throw staleLease(runId, input.epoch, row.attempt);
   const sig = body.signature;
   if (!sig) throw mismatch('the attestation is not signed');
