@@ -194,7 +194,8 @@ export async function benchDispatchRunner({
   await onServer(base, `CREATE DATABASE ${gwDb}`);
   // BENCH_LOG_STATEMENTS=1: every statement on the control plane's database goes to the server's log
   // (log_statement = all, set on that database only): the SQL a run costs, counted from the log.
-  if (process.env.BENCH_LOG_STATEMENTS) await onServer(base, `ALTER DATABASE ${cpDb} SET log_statement = 'all'`);
+  if (process.env.BENCH_LOG_STATEMENTS)
+    await onServer(base, `ALTER DATABASE ${cpDb} SET log_statement = 'all'`);
   let cp;
   let runner;
   const db = new pg.Client({ connectionString: dbUrl(base, cpDb) });
