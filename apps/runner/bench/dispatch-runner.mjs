@@ -9,6 +9,7 @@
 // @everdict/control-plane... build`), bubblewrap, and a live PostgreSQL (EVERDICT_BENCH_DATABASE_URL, else
 // EVERDICT_TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test) — each side gets a fresh database
 // created on that server and dropped after. BENCH_RUNS (default 200), BENCH_LATENCY_RUNS (default 40).
+// BENCH_LOG_STATEMENTS=1: `log_statement = all` on the control plane's database (the server log counts its SQL).
 //
 // `benchDispatchRunner(options)` is exported for apps/control-plane/bench/dispatch.mjs; run directly it
 // prints one line: BENCH dispatch.runner {…}.
@@ -192,6 +193,10 @@ export async function benchDispatchRunner({
   chmodSync(workspace, 0o777);
   await onServer(base, `CREATE DATABASE ${cpDb}`);
   await onServer(base, `CREATE DATABASE ${gwDb}`);
+  // BENCH_LOG_STATEMENTS=1: every statement on the control plane's database goes to the server's log
+  // (log_statement = all, set on that database only): the SQL a run costs, counted from the log.
+  if (process.env.BENCH_LOG_STATEMENTS)
+    await onServer(base, `ALTER DATABASE ${cpDb} SET log_statement = 'all'`);
   let cp;
   let runner;
   const db = new pg.Client({ connectionString: dbUrl(base, cpDb) });

@@ -130,7 +130,11 @@ export class RunnerDaemon {
   }
 
   async #beat(): Promise<void> {
-    const leases = [...this.#held.values()].map((h) => ({ runId: h.lease.runId, epoch: h.lease.epoch }));
+    // In run id order, the order a completion batch releases its leases in: the renewal (when the plan
+    // follows the list) then locks the rows in the same order, so the two do not deadlock each other.
+    const leases = [...this.#held.values()]
+      .map((h) => ({ runId: h.lease.runId, epoch: h.lease.epoch }))
+      .sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
     try {
       const answer = await this.#o.api.heartbeat(leases);
       for (const runId of answer.lost) {

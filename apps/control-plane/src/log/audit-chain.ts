@@ -41,24 +41,79 @@ export async function linkRunnerAudit(
   address: Hex,
   at: { tenantId: string; runId: string; now: string },
 ): Promise<void> {
-  const key = runner.publicKey;
-  await sql`SELECT pg_advisory_xact_lock(${AUDIT_LOCK_CLASS}::int, hashtext(${key}))`.execute(tx);
-  const { rows } = await sql<{ seq: number; address: string; linked: boolean }>`
-    SELECT seq, address, EXISTS (SELECT 1 FROM runner_audit WHERE runner_key = ${key}
-      AND audit_prev IS NOT NULL) AS linked
-    FROM runner_audit WHERE runner_key = ${key} ORDER BY seq DESC LIMIT 1`.execute(tx);
-  const last = rows[0];
-  const prev = body.auditPrev;
-  if (last !== undefined && (prev === undefined ? last.linked : prev !== last.address)) {
-    throw new ControlPlaneError(
-      'attestation_mismatch',
-      "audit_prev is not the runner's previous attestation",
-      { expected: last.address },
-    );
+  const links = new RunnerAuditLinks(tx, runner);
+  await links.link(body, address, at);
+  await links.save();
+}
+
+/**
+ * One transaction's links of a runner key's chain (a completion batch): the key's lock taken and its last
+ * link read once, at the first link; each link checked against the one before it (the last one kept, or
+ * the one linked just before in this batch); all kept in ONE insert at `save()` — call it before the
+ * transaction commits. A refusal throws, as `linkRunnerAudit` does (the caller rolls the transaction back).
+ */
+export class RunnerAuditLinks {
+  readonly #tx: Executor;
+  readonly #runner: RunnerIdentity;
+  /** The key's last link (undefined: not read yet; null: none). */
+  #last: { seq: number; address: string; linked: boolean } | null | undefined;
+  #pending: {
+    seq: number;
+    address: Hex;
+    prev: Hex | null;
+    tenantId: string;
+    runId: string;
+    now: string;
+  }[] = [];
+
+  constructor(tx: Executor, runner: RunnerIdentity) {
+    this.#tx = tx;
+    this.#runner = runner;
   }
-  await sql`INSERT INTO runner_audit (runner_id, seq, runner_key, address, audit_prev, tenant_id, run_id, created_at)
-    VALUES (${runner.id}, ${(last?.seq ?? -1) + 1}, ${runner.publicKey}, ${address}, ${prev ?? null},
-      ${at.tenantId}, ${at.runId}, ${at.now})`.execute(tx);
+
+  async link(
+    body: AttestationBody,
+    address: Hex,
+    at: { tenantId: string; runId: string; now: string },
+  ): Promise<void> {
+    const key = this.#runner.publicKey;
+    if (this.#last === undefined) {
+      await sql`SELECT pg_advisory_xact_lock(${AUDIT_LOCK_CLASS}::int, hashtext(${key}))`.execute(this.#tx);
+      const { rows } = await sql<{ seq: number; address: string; linked: boolean }>`
+        SELECT seq, address, EXISTS (SELECT 1 FROM runner_audit WHERE runner_key = ${key}
+          AND audit_prev IS NOT NULL) AS linked
+        FROM runner_audit WHERE runner_key = ${key} ORDER BY seq DESC LIMIT 1`.execute(this.#tx);
+      const r = rows[0];
+      this.#last = r ? { seq: Number(r.seq), address: r.address, linked: r.linked } : null;
+    }
+    const last = this.#last;
+    const prev = body.auditPrev;
+    if (last !== null && (prev === undefined ? last.linked : prev !== last.address)) {
+      throw new ControlPlaneError(
+        'attestation_mismatch',
+        "audit_prev is not the runner's previous attestation",
+        { expected: last.address },
+      );
+    }
+    const seq = (last?.seq ?? -1) + 1;
+    this.#pending.push({ seq, address, prev: prev ?? null, ...at });
+    this.#last = { seq, address, linked: (last?.linked ?? false) || prev !== undefined };
+  }
+
+  /** Inserts the links checked so far (one statement). */
+  async save(): Promise<void> {
+    if (this.#pending.length === 0) return;
+    const r = this.#runner;
+    const values = sql.join(
+      this.#pending.map(
+        (l) =>
+          sql`(${r.id}, ${l.seq}, ${r.publicKey}, ${l.address}, ${l.prev}, ${l.tenantId}, ${l.runId}, ${l.now})`,
+      ),
+    );
+    this.#pending = [];
+    await sql`INSERT INTO runner_audit (runner_id, seq, runner_key, address, audit_prev, tenant_id, run_id, created_at)
+      VALUES ${values}`.execute(this.#tx);
+  }
 }
 
 /** The chain of a runner the caller may see (its tenant's, or a shared one), with the stored bodies. */

@@ -5,43 +5,35 @@
 import type { RunEvent } from '@everdict/run-model';
 import type { AttestationBody, Hex } from '@everdict/runrecord';
 import { canonicalLine, StreamingDigest } from '@everdict/trajectory-store';
-import type { Executor, Tx } from '../db/tx.js';
+import { sql } from 'kysely';
+import type { Tx } from '../db/tx.js';
 import { isRetryable, withTx } from '../db/tx.js';
 import {
   checkSignedInterval,
   decodeAttestation,
   attestationMismatch as mismatch,
 } from '../keys/attestation-check.js';
-import { release, staleLease } from '../leases/store.js';
-import { lockRun, rowToView } from '../ledger/runs.js';
+import { staleLease } from '../leases/store.js';
+import { rowToView, selectRunRows } from '../ledger/runs.js';
 import type { RunView } from '../ledger/views.js';
-import { linkRunnerAudit } from '../log/audit-chain.js';
+import { RunnerAuditLinks } from '../log/audit-chain.js';
 import { type Deps, nowIso } from '../services/context.js';
 import { transitionTx } from '../services/lifecycle.js';
 import { mapStoreErrors } from '../trajectory/errors.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { noStore, parse } from './intervals.js';
-import { assertRunnerLease } from './leases.js';
 import type { RunnerIdentity } from './registry.js';
 import { CompleteInput } from './schemas.js';
 
 /** The events an interval appended to the run's trajectory (its journal), in order, read back page by page. */
 async function journalRootFromTrajectory(
-  ex: Executor,
   trajectories: RunTrajectories,
   tenant: string,
   runId: string,
-  epoch: number,
+  journal: { from: number; count: number },
 ): Promise<string> {
-  const j = await ex
-    .selectFrom('runner_journals')
-    .select(['seq_from', 'event_count'])
-    .where('run_id', '=', runId)
-    .where('epoch', '=', epoch)
-    .executeTakeFirst();
   const digest = await StreamingDigest.create();
-  const from = j ? Number(j.seq_from) : 0;
-  const count = j ? Number(j.event_count) : 0;
+  const { from, count } = journal;
   // Offsets are seqs: a runner kind's trajectory is written by its runners only, attempt after attempt.
   for (let at = from; at < from + count; ) {
     const page = await mapStoreErrors(() =>
@@ -57,7 +49,44 @@ async function journalRootFromTrajectory(
   return digest.digest().slice('blake3:'.length);
 }
 
-/** An interval's journal root: BLAKE3 of the canonical JSONL of the events it appended (64 hex). */
+/**
+ * Where this epoch's journal sits in the run's trajectory, read with the check that the runner holds the
+ * run's current lease at `epoch` — ONE statement (else 409 `stale_lease`). The run row is locked first
+ * (the lease rule's lock order: the sweep locks it before it requeues), so the lease stays until this
+ * transaction releases it (`releaseLeases`, once per batch, at its end).
+ */
+async function leaseJournal(
+  tx: Tx,
+  runner: RunnerIdentity,
+  runId: string,
+  epoch: number,
+): Promise<{ from: number; count: number }> {
+  const { rows } = await sql<{
+    epoch: string | number;
+    holder: string;
+    seq_from: number | null;
+    event_count: number | null;
+  }>`SELECT l.epoch, l.holder, j.seq_from, j.event_count FROM run_leases l
+    LEFT JOIN runner_journals j ON j.run_id = l.run_id AND j.epoch = ${epoch}
+    WHERE l.run_id = ${runId}`.execute(tx);
+  const r = rows[0];
+  const current = r ? Number(r.epoch) : null;
+  if (current !== epoch || r?.holder !== runner.id) throw staleLease(runId, epoch, current);
+  return { from: Number(r.seq_from ?? 0), count: Number(r.event_count ?? 0) };
+}
+
+/** Drops the settled runs' leases — one statement, in run id order — just before the commit. */
+async function releaseLeases(tx: Tx, settled: readonly { runId: string; epoch: number }[]): Promise<void> {
+  if (settled.length === 0) return;
+  const sorted = [...settled].sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
+  await sql`DELETE FROM run_leases l
+    USING unnest(${sorted.map((s) => s.runId)}::text[], ${sorted.map((s) => s.epoch)}::bigint[]) AS s(run_id, epoch)
+    WHERE l.run_id = s.run_id AND l.epoch = s.epoch`.execute(tx);
+}
+
+/** The run's row locked (FOR UPDATE, with its slot's columns) by id alone. */
+const lockRunById = (tx: Tx, runId: string) =>
+  selectRunRows(tx).selectAll().where('id', '=', runId).forUpdate().executeTakeFirst();
 
 /** A completion as it arrived, decoded: its attestation body and that body's address. */
 interface Completion {
@@ -86,7 +115,13 @@ export async function completeRun(
   raw: unknown,
 ): Promise<RunView> {
   const c = decodeCompletion(runId, raw);
-  return withTx(deps.db, (tx) => settleCompletion(tx, deps, trajectories, runner, c));
+  return withTx(deps.db, async (tx) => {
+    const links = new RunnerAuditLinks(tx, runner);
+    const run = await settleCompletion(tx, deps, trajectories, runner, links, c);
+    await links.save();
+    await releaseLeases(tx, [{ runId, epoch: c.input.epoch }]);
+    return run;
+  });
 }
 
 /** What `completeRuns` answers per item: settled (the run), refused (the error) or skipped. */
@@ -134,15 +169,22 @@ export async function completeRuns(
     const n = limit;
     try {
       settled = await withTx(deps.db, async (tx) => {
+        // The runner's audit chain: locked and read once for the batch, its links kept in one insert.
+        const links = new RunnerAuditLinks(tx, runner);
         const out: RunView[] = [];
         for (let i = 0; i < n; i++) {
           try {
-            out.push(await settleCompletion(tx, deps, trajectories, runner, decoded[i]!));
+            out.push(await settleCompletion(tx, deps, trajectories, runner, links, decoded[i]!));
           } catch (error) {
             if (isRetryable(error)) throw error; // the whole batch is retried (withTx)
             throw new Refusal(i, error);
           }
         }
+        await links.save();
+        await releaseLeases(
+          tx,
+          decoded.slice(0, n).map((c) => ({ runId: c.runId, epoch: c.input.epoch })),
+        );
         return out;
       });
       break;
@@ -170,12 +212,11 @@ async function settleCompletion(
   deps: Deps,
   trajectories: RunTrajectories | null,
   runner: RunnerIdentity,
+  links: RunnerAuditLinks,
   { runId, input, body, address }: Completion,
 ): Promise<RunView> {
-  const owner = await tx.selectFrom('runs').select('tenant_id').where('id', '=', runId).executeTakeFirst();
-  if (!owner) throw staleLease(runId, input.epoch, null);
-  // Lock order of the lease rule: the run row, then its lease.
-  const row = await lockRun(tx, owner.tenant_id, runId);
+  // Lock order of the lease rule: the run row (by id: ids are unique across tenants), then its lease.
+  const row = await lockRunById(tx, runId);
   if (!row) throw staleLease(runId, input.epoch, null);
   // A repeat of a completion that already settled this run with this very attestation, by this runner.
   if (row.status !== 'running' && row.attempt === input.epoch && body.signature?.key === runner.publicKey) {
@@ -187,11 +228,11 @@ async function settleCompletion(
       .executeTakeFirst();
     if (done) return rowToView(row);
   }
-  await assertRunnerLease(tx, runner, runId, input.epoch);
+  const journal = await leaseJournal(tx, runner, runId, input.epoch);
   if (row.status !== 'running') throw staleLease(runId, input.epoch, row.attempt);
   checkSignedInterval(body, address, runner.publicKey, row, { host: 'runner', unit: 'run', span: 'lease' });
   if (!trajectories) throw noStore();
-  const root = await journalRootFromTrajectory(tx, trajectories, row.tenant_id, runId, input.epoch);
+  const root = await journalRootFromTrajectory(trajectories, row.tenant_id, runId, journal);
   if (body.journalRoot !== root)
     throw mismatch('journal_root is not the digest of the events stored for this epoch', {
       expected: root,
@@ -208,7 +249,7 @@ async function settleCompletion(
             throw mismatch(`a runner's interval ends succeeded or failed, not ${body.outcome}`);
           })();
   // The runner key's audit chain (log/audit-chain.ts): audit_prev must be its previous attestation.
-  await linkRunnerAudit(tx, runner, body, address, { tenantId: row.tenant_id, runId, now: nowIso(deps) });
+  await links.link(body, address, { tenantId: row.tenant_id, runId, now: nowIso(deps) });
   const { artifacts, ...rest } = input.outputs;
   const outputs = {
     exitCode: body.exitCode,
@@ -219,7 +260,7 @@ async function settleCompletion(
     outputs,
     ...(input.usage ? { usage: input.usage } : {}),
     attested: { address, body, ...(input.account ? { account: input.account } : {}) },
+    locked: row,
   });
-  await release(tx, runId, input.epoch);
   return rowToView(settled);
 }

@@ -54,19 +54,13 @@ export async function grantLeases(
     deps.db.transaction().execute(async (tx) => {
       // The runner's state under its row lock: a revoke or drain committed before this claim is seen, and
       // one that comes after waits for it (then ends these leases).
-      const live = await tx
-        .selectFrom('runners')
-        .select('state')
-        .where('id', '=', runner.id)
-        .forShare()
-        .executeTakeFirst();
+      // One statement: the state under the row lock, and how many leases the runner holds.
+      const { rows: runnerRows } = await sql<{ state: string; held: number }>`
+        SELECT r.state, (SELECT count(*)::int FROM run_leases l WHERE l.holder = r.id) AS held
+        FROM runners r WHERE r.id = ${runner.id} FOR SHARE OF r`.execute(tx);
+      const live = runnerRows[0];
       if (live?.state !== 'active') return [];
-      const held = await tx
-        .selectFrom('run_leases')
-        .select(sql<number>`count(*)::int`.as('n'))
-        .where('holder', '=', runner.id)
-        .executeTakeFirstOrThrow();
-      const n = Math.min(free, runner.capabilities.slots - Number(held.n));
+      const n = Math.min(free, runner.capabilities.slots - Number(live.held));
       if (n <= 0) return [];
       const started = await claimAndStart(
         tx,
@@ -106,30 +100,17 @@ async function openJournals(
   tx: Tx,
   started: readonly { runId: string; epoch: number }[],
 ): Promise<Map<string, number>> {
-  const prior = await tx
-    .selectFrom('runner_journals')
-    .select(['run_id', sql<number>`max(seq_from + event_count)::int`.as('next')])
-    .where(
-      'run_id',
-      'in',
-      started.map((s) => s.runId),
-    )
-    .groupBy('run_id')
-    .execute();
-  const next = new Map(prior.map((p) => [p.run_id, Number(p.next)]));
-  await tx
-    .insertInto('runner_journals')
-    .values(
-      started.map((s) => ({
-        run_id: s.runId,
-        epoch: s.epoch,
-        seq_from: next.get(s.runId) ?? 0,
-        event_count: 0,
-      })),
-    )
-    .onConflict((oc) => oc.columns(['run_id', 'epoch']).doNothing())
-    .execute();
-  return next;
+  // One statement: each run's next seq (after its earlier epochs' journals), and this epoch's row inserted.
+  const { rows } = await sql<{ run_id: string; next: number }>`
+    WITH s AS (SELECT * FROM unnest(${started.map((s) => s.runId)}::text[], ${started.map((s) => s.epoch)}::int[])
+        AS s(run_id, epoch)),
+      prior AS (SELECT j.run_id, max(j.seq_from + j.event_count)::int AS next
+        FROM runner_journals j WHERE j.run_id IN (SELECT run_id FROM s) GROUP BY j.run_id),
+      ins AS (INSERT INTO runner_journals (run_id, epoch, seq_from, event_count)
+        SELECT s.run_id, s.epoch, COALESCE(p.next, 0), 0 FROM s LEFT JOIN prior p ON p.run_id = s.run_id
+        ON CONFLICT (run_id, epoch) DO NOTHING RETURNING 1)
+    SELECT run_id, next FROM prior WHERE (SELECT count(*) FROM ins) >= 0`.execute(tx);
+  return new Map(rows.map((p) => [p.run_id, Number(p.next)]));
 }
 
 async function leaseOf(

@@ -69,6 +69,8 @@ export interface TransitionExtras {
   closeReason?: 'completed' | 'abandoned' | 'failed' | 'cancelled';
   /** resume_input: the park's idle energy as its executor's model prices it (agents/energy.ts); estimated. */
   idleUj?: bigint;
+  /** The run's row as the caller locked it (FOR UPDATE) in this transaction: not read again. */
+  locked?: RunRow;
 }
 
 /**
@@ -100,7 +102,9 @@ export async function transitionTx(
   event: RunEvent,
   extras: TransitionExtras = {},
 ): Promise<{ row: RunRow; from: string }> {
-  const row = await lockRun(tx, tenant, runId);
+  const locked =
+    extras.locked?.id === runId && extras.locked.tenant_id === tenant ? extras.locked : undefined;
+  const row = locked ?? (await lockRun(tx, tenant, runId));
   if (!row) throw notFound('run', runId);
   const at = nowIso(deps);
   const result = transition(rowToRun(row), event, at);
