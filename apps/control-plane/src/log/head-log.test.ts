@@ -62,7 +62,7 @@ describe('the head log in the control plane', { timeout: 300_000 }, () => {
     expect(rows.map((r) => Number(r.idx))).toEqual([...Array(size).keys()]);
     const { rows: pending } = await sql`SELECT 1 FROM log_pending`.execute(db);
     expect(pending).toEqual([]);
-    // Level-0 nodes are the leaves' hashes, read from log_leaves: none is written to log_nodes (0025).
+    // Level-0 nodes are the leaves' hashes, read from log_leaves: none is written to log_nodes (0024).
     const { rows: level0 } = await sql`SELECT 1 FROM log_nodes WHERE level = 0`.execute(db);
     expect(level0).toEqual([]);
     // Every segment's head is a leaf of its run at its length.

@@ -64,7 +64,7 @@ export async function anyPending(ex: Executor): Promise<boolean> {
 }
 
 /**
- * The oldest pending leaves: the pending rows (one per inserting statement, migration 0025) in id order,
+ * The oldest pending leaves: the pending rows (one per inserting statement, migration 0024) in id order,
  * each expanded in its array order, until at least `limit` leaves (a row is never split). `id` is the row's.
  */
 export async function pendingLeaves(ex: Executor, limit: number): Promise<PendingLeaf[]> {

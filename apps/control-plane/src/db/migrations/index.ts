@@ -22,7 +22,7 @@ import * as m0020 from './0020_session_relay.js';
 import * as m0021 from './0021_released_counters.js';
 import * as m0022 from './0022_narrow_updates.js';
 import * as m0023 from './0023_agent_hosts.js';
-import * as m0025 from './0025_log_batches.js';
+import * as m0024 from './0024_log_batches.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -47,7 +47,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0021_released_counters': m0021,
   '0022_narrow_updates': m0022,
   '0023_agent_hosts': m0023,
-  '0025_log_batches': m0025,
+  '0024_log_batches': m0024,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,4 +1,4 @@
-// Migration 0025 on a database whose head log has pending rows at 0023: they become one batch row, in their
+// Migration 0024 on a database whose head log has pending rows at 0023: they become one batch row, in their
 // id order, that the sequencer's reader expands back to the same leaves; `runs` gets fillfactor 30; `down`
 // restores a row per leaf, in order. (One pending row per inserting statement: log/head-log.test.ts.)
 import { PGlite } from '@electric-sql/pglite';
@@ -20,7 +20,7 @@ async function fresh(): Promise<{ h: LedgerDatabase; drop: () => Promise<void> }
 
 const head = (c: string) => c.repeat(64);
 
-describe('migration 0025 (head log batches) upgrades a database with pending leaves', () => {
+describe('migration 0024 (head log batches) upgrades a database with pending leaves', () => {
   let done: (() => Promise<void>) | undefined;
   afterEach(async () => done?.());
 
@@ -43,7 +43,7 @@ describe('migration 0025 (head log batches) upgrades a database with pending lea
       ['r2', null, 2, head('c')],
     ];
 
-    expect(await migrateToLatest(db)).toContain('0025_log_batches');
+    expect(await migrateToLatest(db)).toContain('0024_log_batches');
     const { rows } = await sql<{
       n: number;
     }>`SELECT jsonb_array_length(leaves) AS n FROM log_pending`.execute(db);
