@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type Core, startCore } from '../src/core.js';
 import { openDatabase } from '../src/db/database.js';
+import { withTx } from '../src/db/tx.js';
 import { until } from '../src/http/testing/harness.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
 import { migratedPglite } from './pglite-template.js';
@@ -29,6 +30,8 @@ announceSkippedLiveSuite('test/session-relay.pg.test.ts');
 
 const WINDOW = 64 * 1024;
 const RELAY = { pollMs: 200, aliveMs: 100, deadMs: 1_500, windowBytes: WINDOW };
+/** Each replica's shared pool. */
+const POOL = 4;
 
 /** `n` bytes numbered from `from` (each byte its index mod 251): any reordering or loss shows. */
 const numbered = (from: number, n: number) =>
@@ -66,7 +69,7 @@ describe.runIf(LIVE_PG)('the session relay between two replicas of one PostgreSQ
   let b: Core;
   const start = async (replicaId: string) =>
     startCore({
-      database: await openDatabase({ databaseUrl: live.url, poolSize: 4 }),
+      database: await openDatabase({ databaseUrl: live.url, poolSize: POOL }),
       sessions: { sweep: false },
       scheduler: { enabled: false, replicaId },
       sessionRelay: RELAY,
@@ -124,6 +127,34 @@ describe.runIf(LIVE_PG)('the session relay between two replicas of one PostgreSQ
       (await framesTo('relay-a')) + (await framesTo('relay-b')) === 0 ? true : undefined,
     );
     expect(a.sessionHub?.relay?.open).toBe(0);
+    expect(b.sessionHub?.relay?.open).toBe(0);
+  });
+
+  it('relayed calls inside transactions holding every shared connection complete (suspend and resume)', async () => {
+    // Suspend and resume relay their driver call while their transaction holds a shared connection: as many
+    // at once as the pool has connections would leave the relay none (the link's lookup, the frames, the
+    // drain) — each would fail on the pool's connect timeout. The relay's own connections keep them going.
+    await channelRow('rnr_elsewhere', 'relay-a', new Date());
+    let holding = 0;
+    const answers = await Promise.all(
+      Array.from({ length: POOL }, () =>
+        withTx(
+          db(),
+          async (tx) => {
+            await sql`SELECT 1`.execute(tx);
+            holding += 1;
+            await until('every shared connection held', async () => (holding === POOL ? true : undefined));
+            const link = await hubB().link('rnr_elsewhere');
+            return refusal(link.call('snapshot', { handle: {} }, 60_000));
+          },
+          1,
+        ),
+      ),
+    );
+    for (const e of answers) {
+      expect(e.detail).toMatchObject({ reason: 'runner_unreachable', replica: 'relay-a' });
+      expect(e.message).toContain('not held here');
+    }
     expect(b.sessionHub?.relay?.open).toBe(0);
   });
 

@@ -18,6 +18,7 @@ import {
   type StreamExit,
   type TerminalSize,
 } from '@everdict/placement';
+import type { Db } from '../../db/tx.js';
 import { problemError } from './channel.js';
 import { AckFrame, ExitFrame, jsonBody, type Kind, parseBody, ResultFrame } from './relay-frames.js';
 import type { RelayTransport } from './relay-transport.js';
@@ -25,7 +26,21 @@ import { Consumed, Window } from './relay-window.js';
 import { endStreams } from './stream-exit.js';
 
 export class RelayRequester {
-  constructor(private readonly transport: RelayTransport) {}
+  /** `db`: the relay's own connections (relay.ts), never the shared pool a caller's transaction may hold. */
+  constructor(
+    private readonly transport: RelayTransport,
+    private readonly db: Db,
+  ) {}
+
+  /** Which replica holds `runnerId`'s channel, and when it last said so (its `session_channels` row). */
+  async holderOf(runnerId: string): Promise<{ replica: string; seenAt: Date } | undefined> {
+    const row = await this.db
+      .selectFrom('session_channels')
+      .select(['replica', 'seen_at'])
+      .where('runner_id', '=', runnerId)
+      .executeTakeFirst();
+    return row && { replica: row.replica, seenAt: row.seen_at };
+  }
 
   /** One driver operation on `runnerId`, whose channel `holder` holds. */
   call(holder: string, runnerId: string, op: SessionOp, args: unknown, timeoutMs: number): Promise<unknown> {

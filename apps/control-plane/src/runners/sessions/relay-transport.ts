@@ -29,6 +29,8 @@ export interface RelayOptions {
   readonly staleMs?: number;
   /** Unacknowledged terminal bytes a sender may have in flight, per direction (default 1 MiB). */
   readonly windowBytes?: number;
+  /** The relay's own database connections, apart from the shared pool (default 2). */
+  readonly connections?: number;
 }
 
 /** A frame as read from `session_relay`. */

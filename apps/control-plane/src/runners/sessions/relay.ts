@@ -10,7 +10,13 @@
 //
 // A peer silent for `deadMs` is gone: the call or stream fails with `spawn_failed`, reason `runner_unreachable`
 // (503 sandbox_unavailable), and nothing was changed by this side.
+//
+// The relay's statements run on connections of its own (`connections`, default 2), never the shared pool:
+// suspend and resume hold a transaction of that pool while their driver call is relayed, so relaying on it
+// too would let enough concurrent ones take every connection and wait on each other (until the pool's
+// connect timeout failed them all). No relay statement waits on anything while it holds a connection.
 import type { ExecStream, SessionOp } from '@everdict/placement';
+import type { Db } from '../../db/tx.js';
 import type { Deps } from '../../services/context.js';
 import { type LocalChannels, RelayHolder } from './relay-holder.js';
 import { RelayRequester } from './relay-requester.js';
@@ -23,6 +29,8 @@ export class SessionRelay {
   readonly #transport: RelayTransport;
   readonly #requester: RelayRequester;
   readonly #holder: RelayHolder;
+  /** The relay's own pool (null: it shares the database's, when the database offers none apart). */
+  readonly #own: Db | null;
 
   constructor(
     deps: Deps,
@@ -31,10 +39,10 @@ export class SessionRelay {
     opts: RelayOptions = {},
     warn: (e: unknown) => void = () => undefined,
   ) {
-    this.#transport = new RelayTransport(deps.ldb, deps.db, replica, opts, warn, (r) =>
-      this.#holder.serve(r),
-    );
-    this.#requester = new RelayRequester(this.#transport);
+    this.#own = deps.ldb.separatePool?.(opts.connections ?? 2) ?? null;
+    const db = this.#own ?? deps.db;
+    this.#transport = new RelayTransport(deps.ldb, db, replica, opts, warn, (r) => this.#holder.serve(r));
+    this.#requester = new RelayRequester(this.#transport, db);
     this.#holder = new RelayHolder(this.#transport, local);
   }
 
@@ -57,6 +65,11 @@ export class SessionRelay {
     return this.#transport.sweep(staleMs);
   }
 
+  /** Which replica holds `runnerId`'s channel, and when it last said so. */
+  holderOf(runnerId: string): Promise<{ replica: string; seenAt: Date } | undefined> {
+    return this.#requester.holderOf(runnerId);
+  }
+
   /** One driver operation on `runnerId`, whose channel `holder` holds. */
   call(holder: string, runnerId: string, op: SessionOp, args: unknown, timeoutMs: number): Promise<unknown> {
     return this.#requester.call(holder, runnerId, op, args, timeoutMs);
@@ -71,7 +84,8 @@ export class SessionRelay {
     return this.#requester.stream(holder, runnerId, args);
   }
 
-  close(): Promise<void> {
-    return this.#transport.close();
+  async close(): Promise<void> {
+    await this.#transport.close();
+    await this.#own?.destroy();
   }
 }
