@@ -190,6 +190,9 @@ describe.runIf(LIVE_PG)('the session relay between two replicas of one PostgreSQ
       if (!hubA.upgrade(req, socket, head)) socket.destroy();
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    // Closed in `finally` too: an open upgraded socket would hold server.close() (and hide a failure's cause
+    // behind the test's timeout).
+    let runnerSide: WebSocket | undefined;
     try {
       const runners = a.services.runners;
       if (!runners) throw new Error('no runner service');
@@ -208,6 +211,7 @@ describe.runIf(LIVE_PG)('the session relay between two replicas of one PostgreSQ
             headers: { authorization: `Bearer ${credential}` },
           },
         );
+        runnerSide = w;
         w.once('open', () => resolve(w));
         w.once('error', reject);
       });
@@ -309,6 +313,7 @@ describe.runIf(LIVE_PG)('the session relay between two replicas of one PostgreSQ
       );
       ws.close();
     } finally {
+      runnerSide?.terminate();
       await new Promise<void>((r) => server.close(() => r()));
     }
   }, 120_000);
