@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type Core, startCore } from '../src/core.js';
 import { openDatabase } from '../src/db/database.js';
+import { withTx } from '../src/db/tx.js';
 import { until } from '../src/http/testing/harness.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
 import { migratedPglite } from './pglite-template.js';
@@ -28,7 +29,11 @@ import { migratedPglite } from './pglite-template.js';
 announceSkippedLiveSuite('test/session-relay.pg.test.ts');
 
 const WINDOW = 64 * 1024;
-const RELAY = { pollMs: 200, aliveMs: 100, deadMs: 1_500, windowBytes: WINDOW };
+// deadMs: one process runs both replicas and the runner's side; under load (≈ 20 on 2 cores) the terminal's
+// 4 MiB burst stalled its event loop past 1.5 s, and each replica judged the other gone.
+const RELAY = { pollMs: 200, aliveMs: 100, deadMs: 5_000, windowBytes: WINDOW };
+/** Each replica's shared pool. */
+const POOL = 4;
 
 /** `n` bytes numbered from `from` (each byte its index mod 251): any reordering or loss shows. */
 const numbered = (from: number, n: number) =>
@@ -66,7 +71,7 @@ describe.runIf(LIVE_PG)('the session relay between two replicas of one PostgreSQ
   let b: Core;
   const start = async (replicaId: string) =>
     startCore({
-      database: await openDatabase({ databaseUrl: live.url, poolSize: 4 }),
+      database: await openDatabase({ databaseUrl: live.url, poolSize: POOL }),
       sessions: { sweep: false },
       scheduler: { enabled: false, replicaId },
       sessionRelay: RELAY,
@@ -127,6 +132,34 @@ describe.runIf(LIVE_PG)('the session relay between two replicas of one PostgreSQ
     expect(b.sessionHub?.relay?.open).toBe(0);
   });
 
+  it('relayed calls inside transactions holding every shared connection complete (suspend and resume)', async () => {
+    // Suspend and resume relay their driver call while their transaction holds a shared connection: as many
+    // at once as the pool has connections would leave the relay none (the link's lookup, the frames, the
+    // drain) — each would fail on the pool's connect timeout. The relay's own connections keep them going.
+    await channelRow('rnr_elsewhere', 'relay-a', new Date());
+    let holding = 0;
+    const answers = await Promise.all(
+      Array.from({ length: POOL }, () =>
+        withTx(
+          db(),
+          async (tx) => {
+            await sql`SELECT 1`.execute(tx);
+            holding += 1;
+            await until('every shared connection held', async () => (holding === POOL ? true : undefined));
+            const link = await hubB().link('rnr_elsewhere');
+            return refusal(link.call('snapshot', { handle: {} }, 60_000));
+          },
+          1,
+        ),
+      ),
+    );
+    for (const e of answers) {
+      expect(e.detail).toMatchObject({ reason: 'runner_unreachable', replica: 'relay-a' });
+      expect(e.message).toContain('not held here');
+    }
+    expect(b.sessionHub?.relay?.open).toBe(0);
+  });
+
   it('a channel row older than the lease is refused before anything is written', async () => {
     await channelRow('rnr_stale', 'relay-a', new Date(Date.now() - 3_600_000));
     const e = await refusal(hubB().link('rnr_stale'));
@@ -159,6 +192,9 @@ describe.runIf(LIVE_PG)('the session relay between two replicas of one PostgreSQ
       if (!hubA.upgrade(req, socket, head)) socket.destroy();
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    // Closed in `finally` too: an open upgraded socket would hold server.close() (and hide a failure's cause
+    // behind the test's timeout).
+    let runnerSide: WebSocket | undefined;
     try {
       const runners = a.services.runners;
       if (!runners) throw new Error('no runner service');
@@ -177,6 +213,7 @@ describe.runIf(LIVE_PG)('the session relay between two replicas of one PostgreSQ
             headers: { authorization: `Bearer ${credential}` },
           },
         );
+        runnerSide = w;
         w.once('open', () => resolve(w));
         w.once('error', reject);
       });
@@ -278,6 +315,7 @@ describe.runIf(LIVE_PG)('the session relay between two replicas of one PostgreSQ
       );
       ws.close();
     } finally {
+      runnerSide?.terminate();
       await new Promise<void>((r) => server.close(() => r()));
     }
   }, 120_000);

@@ -17,6 +17,12 @@ export interface LedgerDatabase {
   /** Subscribe to a NOTIFY channel; resolves once listening. The returned function unsubscribes. */
   listen(channel: string, fn: Listener): Promise<() => Promise<void>>;
   notify(channel: string, payload?: string): Promise<void>;
+  /**
+   * A pool of its own (`max` connections, PostgreSQL only) for work that must never queue behind the shared
+   * pool's transactions — the session relay, which such a transaction may be waiting on. Its caller
+   * destroys it. Absent on PGlite (one connection: every channel is local there).
+   */
+  separatePool?(max: number): Kysely<Database>;
   close(): Promise<void>;
   /** How long opening took (set by openDatabase): for the startup log. */
   startup?: StartupTimings;
@@ -105,7 +111,7 @@ export const PG_TIMEOUTS = {
   reconnectMs: [250, 2_000] as const,
 } as const;
 
-async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {
+function newPool(url: string, max: number, onConnect?: (c: pg.PoolClient) => void): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max,
@@ -115,7 +121,6 @@ async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {
     // Connections are kept (no idle timeout): a closed one would come back cold (warm-pool.ts).
     idleTimeoutMillis: 0,
   });
-  const warmth = new ConnectionWarmth();
   pool.on('error', () => {
     /* idle client errors surface on the next query */
   });
@@ -125,8 +130,16 @@ async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {
     // process. Its query rejects anyway (→ 503 database_unavailable), and pg-pool drops the broken client
     // when it is released.
     c.on('error', () => undefined);
-    prepareMarkedStatements(c, (text, values) => warmth.note(c, text, values));
+    onConnect?.(c);
   });
+  return pool;
+}
+
+async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {
+  const warmth = new ConnectionWarmth();
+  const pool = newPool(url, max, (c) =>
+    prepareMarkedStatements(c, (text, values) => warmth.note(c, text, values)),
+  );
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: warmingPool(pool, warmth) }) });
   let client: pg.Client | null = null;
   const channels = new Map<string, Set<Listener>>();
@@ -218,6 +231,9 @@ async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {
     },
     async notify(channel, payload = '') {
       await sql`SELECT pg_notify(${channel}, ${payload})`.execute(db);
+    },
+    separatePool(n) {
+      return new Kysely<Database>({ dialect: new PostgresDialect({ pool: newPool(url, n) }) });
     },
     async close() {
       closed = true;

@@ -110,13 +110,10 @@ export class RunnerSessionHub implements ChannelLookup {
     if (ch?.isOpen) return ch;
     const relay = this.#relay;
     if (relay) {
-      const row = await this.deps.db
-        .selectFrom('session_channels')
-        .select(['replica', 'seen_at'])
-        .where('runner_id', '=', runnerId)
-        .executeTakeFirst();
+      // On the relay's own connections: a caller may hold a transaction of the shared pool (relay.ts).
+      const row = await relay.holderOf(runnerId);
       const since = this.deps.clock().getTime() - this.opts.leaseMs;
-      if (row && row.replica !== this.replica && row.seen_at.getTime() > since) {
+      if (row && row.replica !== this.replica && row.seenAt.getTime() > since) {
         const holder = row.replica;
         return {
           call: (op, args, timeoutMs) => relay.call(holder, runnerId, op, args, timeoutMs),
