@@ -53,7 +53,9 @@ const connected = (r: RunnerProcess, times = 1) =>
 
 beforeAll(async () => {
   cp = await startControlPlane({
-    env: { EVERDICT_SESSIONS: 'runner', EVERDICT_LEASE_MS: '5000', EVERDICT_SESSION_SWEEP_MS: '500' },
+    // A lease of 15 s (the runner heartbeats every 2 s): 5 s was two heartbeats, which a runner or control plane
+    // starved for a few seconds on a loaded machine missed, losing a session the first two tests still use.
+    env: { EVERDICT_SESSIONS: 'runner', EVERDICT_LEASE_MS: '15000', EVERDICT_SESSION_SWEEP_MS: '500' },
   });
   dirA = await pair(cp.url, cp.apiKey, 'sess-a');
   dirB = await pair(cp.url, cp.apiKey, 'sess-b');
@@ -132,8 +134,8 @@ describe('sessions held by runners', () => {
       ws.once('error', reject);
     });
     ws.send(Buffer.from('echo "sum=$((6*7))"; stty size\n'), { binary: true });
-    await waitFor('the terminal to echo', async () => (out.includes('sum=42') ? true : undefined), 60_000);
-    await waitFor('the initial size', async () => (out.includes('30 100') ? true : undefined), 60_000);
+    await waitFor('the terminal to echo', async () => (out.includes('sum=42') ? true : undefined));
+    await waitFor('the initial size', async () => (out.includes('30 100') ? true : undefined));
     await resizeUntilShown(ws, () => out, { cols: 120, rows: 40 });
     ws.send(Buffer.from('exit 0\n'), { binary: true });
     const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
@@ -144,7 +146,7 @@ describe('sessions held by runners', () => {
     expect(c.status, JSON.stringify(c.body)).toBe(200);
     expect(c.body).toMatchObject({ status: 'succeeded', outputs: { result: { endReason: 'closed' } } });
     expect(sandboxRuns(dirA)).not.toContain(id);
-  }, 180_000);
+  }, 600_000);
 
   it('suspend on runner A → resume on runner B restores the workspace byte for byte; a tampered address is refused 409', async () => {
     const id = await open(idA);
@@ -188,7 +190,7 @@ describe('sessions held by runners', () => {
     const c = await api('POST', `/sandboxes/${id}/close`);
     expect(c.body.status).toBe('succeeded');
     expect(sandboxRuns(dirB)).not.toContain(id);
-  }, 240_000);
+  }, 600_000);
 
   it('kill -9 of the runner holding a session: failed executor_lost, closed(abandoned); its restart reaps the orphan', async () => {
     const id = await open(idB);
@@ -219,5 +221,5 @@ describe('sessions held by runners', () => {
     ).toEqual([]);
     restarted.child.kill('SIGTERM');
     expect(await restarted.exited).toBe(0);
-  }, 240_000);
+  }, 600_000);
 });
