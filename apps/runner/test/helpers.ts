@@ -1,7 +1,7 @@
 // End-to-end helpers: a real control plane (the built server, PGlite), the built `everdict-runner` as child
 // processes on real process-driver sandboxes, and waits on conditions (never on time alone).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,50 +17,6 @@ export function scratch(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   chmodSync(dir, 0o711); // the sandbox user passes through to its workspace
   return dir;
-}
-
-/**
- * A command that runs until the test opens its gate (`openGates`): it waits for `/workspace/<gate>`. A run that
- * must still hold its lease when the test acts (kills a runner or the control plane) then holds it on a
- * condition, however slowly a loaded machine starts the other runner or answers the probe, instead of for a
- * fixed `sleep` that a starved runner could outlast.
- */
-export function gated(gate: string, then: string): string[] {
-  return ['sh', '-c', `while [ ! -e /workspace/${gate} ]; do sleep 0.1; done; ${then}`];
-}
-
-/**
- * Opens `gate` in every sandbox workspace of a runner (its process driver's `placement/workspaces/<id>`, the
- * directory bound at /workspace). Returns how many workspaces it was written into.
- */
-export function openGates(stateDir: string, gate: string): number {
-  const dir = join(stateDir, 'placement', 'workspaces');
-  if (!existsSync(dir)) return 0;
-  let opened = 0;
-  for (const w of readdirSync(dir)) {
-    try {
-      writeFileSync(join(dir, w, gate), '');
-      opened += 1;
-    } catch {
-      // disposed meanwhile
-    }
-  }
-  return opened;
-}
-
-/** How many gated commands wait on `gate` now: their shells, found through /proc (bwrap's own command line names it too). */
-export function waitingOn(gate: string): number {
-  let n = 0;
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (readFileSync(`/proc/${d}/comm`, 'utf8').trim() !== 'sh') continue;
-      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(`/workspace/${gate} `)) n += 1;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return n;
 }
 
 export async function waitFor<T>(
