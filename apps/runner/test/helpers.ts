@@ -132,16 +132,12 @@ export async function resizeUntilShown(
 ): Promise<number> {
   ws.send(JSON.stringify({ type: 'resize', cols: size.cols, rows: size.rows }));
   let asked = 0;
-  await waitFor(
-    'the new terminal size',
-    async () => {
-      if (output().includes(`${size.rows} ${size.cols}`)) return true;
-      asked += 1;
-      ws.send(Buffer.from('stty size\n'), { binary: true });
-      await new Promise((r) => setTimeout(r, 300));
-      return undefined;
-    },
-    240_000,
-  );
+  await waitFor('the new terminal size', async () => {
+    if (output().includes(`${size.rows} ${size.cols}`)) return true;
+    asked += 1;
+    ws.send(Buffer.from('stty size\n'), { binary: true });
+    await new Promise((r) => setTimeout(r, 300));
+    return undefined;
+  });
   return asked;
 }

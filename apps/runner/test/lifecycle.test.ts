@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dataOf, isClientError } from '@everdict/client';
 import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admin, pair, type RunnerProcess, scratch, startRunner, waitFor } from './helpers.js';
 
 const cps: ControlPlaneProcess[] = [];
@@ -109,11 +109,20 @@ async function freePort(): Promise<number> {
 }
 
 describe('cancellation, network grants and accounts', () => {
-  it('cancel reaches the runner within a heartbeat: the sandbox is killed, the run cancelled, no executed segment', async () => {
-    const cp = await startControlPlane();
+  // One control plane and one runner for the first two tests, made here: neither depends on the other having
+  // run, or passed (the second took the first's control plane from `cps[0]`).
+  let cp: ControlPlaneProcess;
+  let runner: RunnerProcess;
+  beforeAll(async () => {
+    cp = await startControlPlane();
     cps.push(cp);
-    const runner = startRunner(await pair(cp.url, cp.apiKey, 'canceller'));
+    runner = startRunner(await pair(cp.url, cp.apiKey, 'canceller'));
     runners.push(runner);
+    // A control plane's start and a pairing: more than the 300-s default on this 2-core machine at load 30
+    // (measured: the hook timed out there).
+  }, 900_000);
+
+  it('cancel reaches the runner within a heartbeat: the sandbox is killed, the run cancelled, no executed segment', async () => {
     const marker = `60.${randomBytes(3).readUIntBE(0, 3)}`;
     const id = await create(cp, { kind: 'command', subject: { command: ['sleep', marker] } });
     await waitFor('the sandboxed sleep to run', async () =>
@@ -140,7 +149,6 @@ describe('cancellation, network grants and accounts', () => {
   });
 
   it('no network without a grant; a granted run sees the host network and reports no account (no_verdict)', async () => {
-    const cp = cps[0]!;
     const netdev = ['sh', '-c', 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "'];
     const closed = await create(cp, { kind: 'command', subject: { command: netdev } });
     const open = await create(cp, {
@@ -167,7 +175,7 @@ describe('cancellation, network grants and accounts', () => {
     // The grant is part of the run's grants: the record binds it (another grants id than the closed run's).
     const grantsOf = (w: unknown) => (w as { grants_id: string }).grants_id;
     expect(grantsOf(openRecord.wire)).not.toBe(grantsOf(closedRecord.wire));
-    for (const r of runners) if (r.child.exitCode === null) r.child.kill('SIGTERM');
+    runner.child.kill('SIGTERM');
   });
 
   it('kill -9 of the control plane while runners hold leases: after a restart no run is lost or settled twice', async () => {

@@ -53,7 +53,9 @@ const connected = (r: RunnerProcess, times = 1) =>
 
 beforeAll(async () => {
   cp = await startControlPlane({
-    env: { EVERDICT_SESSIONS: 'runner', EVERDICT_LEASE_MS: '5000', EVERDICT_SESSION_SWEEP_MS: '500' },
+    // A lease of 15 s (the runner heartbeats every 2 s): 5 s was two heartbeats, which a runner or control plane
+    // starved for a few seconds on a loaded machine missed, losing a session the first two tests still use.
+    env: { EVERDICT_SESSIONS: 'runner', EVERDICT_LEASE_MS: '15000', EVERDICT_SESSION_SWEEP_MS: '500' },
   });
   dirA = await pair(cp.url, cp.apiKey, 'sess-a');
   dirB = await pair(cp.url, cp.apiKey, 'sess-b');
@@ -132,8 +134,8 @@ describe('sessions held by runners', () => {
       ws.once('error', reject);
     });
     ws.send(Buffer.from('echo "sum=$((6*7))"; stty size\n'), { binary: true });
-    await waitFor('the terminal to echo', async () => (out.includes('sum=42') ? true : undefined), 240_000);
-    await waitFor('the initial size', async () => (out.includes('30 100') ? true : undefined), 240_000);
+    await waitFor('the terminal to echo', async () => (out.includes('sum=42') ? true : undefined));
+    await waitFor('the initial size', async () => (out.includes('30 100') ? true : undefined));
     await resizeUntilShown(ws, () => out, { cols: 120, rows: 40 });
     ws.send(Buffer.from('exit 0\n'), { binary: true });
     const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
