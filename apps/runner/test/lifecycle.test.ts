@@ -191,12 +191,18 @@ describe('cancellation, network grants and accounts', () => {
     const a = startRunner(await pair(first.url, first.apiKey, 'r1', 2));
     const b = startRunner(await pair(first.url, first.apiKey, 'r2', 2));
     runners.push(a, b);
+    // Both runners alive (a heartbeat each: their lease loops are polling) before the runs exist: a runner
+    // still starting on a loaded machine would otherwise leave all four runs to the other one.
+    await waitFor('both runners to heartbeat', async () => {
+      const list = dataOf(await admin(first.url, first.apiKey).GET('/runners', {})).items;
+      return list.filter((r) => r.lastHeartbeatAt !== null).length === 2 ? true : undefined;
+    });
     const ids: string[] = [];
     for (let i = 0; i < 4; i++)
       ids.push(
         await create(first, {
           kind: 'command',
-          subject: { command: ['sh', '-c', `sleep 2; echo run-${i}`] },
+          subject: { command: ['sh', '-c', `sleep 5; echo run-${i}`] },
         }),
       );
     await waitFor('both runners to hold leases', async () => {
