@@ -50,7 +50,10 @@ for (const r of reports) {
   for (const file of j.testResults ?? []) {
     for (const t of file.assertionResults ?? []) {
       if (t.status !== 'failed') continue;
-      const why = String(t.failureMessages?.[0] ?? '').split('\n').slice(0, 6).join('\n    ');
+      const why = String(t.failureMessages?.[0] ?? '')
+        .split('\n')
+        .slice(0, 6)
+        .join('\n    ');
       failures.push(`${file.name.replace(root, '')} > ${t.fullName}\n    ${why}`);
     }
   }
