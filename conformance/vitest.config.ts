@@ -3,4 +3,4 @@
 import { packageTestConfig } from '../tooling/vitest.shared.js';
 
 // The command-line tests run the built CLIs, so the global setup builds dist/ once first.
-export default packageTestConfig({ test: { globalSetup: ['test/global-setup.ts'] } }, { background: true });
+export default packageTestConfig({ test: { globalSetup: ['test/global-setup.ts'] } });

@@ -2,4 +2,4 @@
 // cannot load the .ts file it points at (ERR_UNKNOWN_FILE_EXTENSION); a relative path gets bundled.
 import { packageTestConfig } from '../../tooling/vitest.shared.js';
 
-export default packageTestConfig({}, { background: true });
+export default packageTestConfig();

@@ -2,4 +2,4 @@
 // treated as an external package and Node 20 cannot load it when vitest bundles this config.
 import { packageTestConfig } from '../../tooling/vitest.shared.js';
 
-export default packageTestConfig({}, { background: true });
+export default packageTestConfig();

@@ -22,21 +22,9 @@ const reports = dirs.map((d) => join(d, '.test-results', 'vitest.json'));
 for (const r of reports) rmSync(r, { force: true });
 
 const extra = process.argv.slice(2);
-// The critical path is the build chain up to @everdict/control-plane (headlog → runrecord → placement →
-// placement-process → placement-kubernetes → witness → control-plane, seven builds in a row) and then the
-// control plane's files. The packages marked `background` in their vitest.config.ts run at this nice value
-// (tooling/vitest.shared.ts): they start at once, but the chain's builds (≈ 5.5 min of the 14.5-min run when
-// every suite ran beside them at the same priority, for ≈ 150 CPU-s of work) and the foreground suites are
-// served first. Mild on purpose (CFS weight 335 against 1024): a background suite gets a third of a foreground
-// one's share, not nothing (nice 10 starved them on a shared machine). EVERDICT_TEST_NICE=0 turns it off.
-const env = { ...process.env, EVERDICT_TEST_NICE: process.env.EVERDICT_TEST_NICE ?? '5' };
-// Every test task may run at once: with turbo's default of 10, suites that started early could hold the slot
-// the control plane's tests needed once their build was done.
-const concurrency = extra.some((a) => a.startsWith('--concurrency')) ? [] : ['--concurrency=24'];
-const run = spawnSync('pnpm', ['exec', 'turbo', 'run', 'test', '--continue', ...concurrency, ...extra], {
+const run = spawnSync('pnpm', ['exec', 'turbo', 'run', 'test', '--continue', ...extra], {
   cwd: root,
   stdio: 'inherit',
-  env,
 });
 
 let passed = 0;

@@ -142,6 +142,11 @@ async function main(): Promise<void> {
       embedded?.start(`http://${loopbackOf(info.address)}:${info.port}`);
     },
   ) as Server;
+  // Idle keep-alive sockets outlive the clients' own idle timers (undici's fetch: 4 s; proxies and load
+  // balancers: ≈ 60 s), so a client never reuses a socket at the moment this server closes it (`fetch failed`
+  // on a loaded machine, where a client's timer runs late). `server.close()` still drops idle sockets at once.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   // Terminals: GET /runs/:id/terminal?ticket=… upgrades to a WebSocket (sessions/terminal.ts).
   const terminals = core.services.sessions
     ? terminalServer(core.services.sessions, { onError: (err) => log.warn({ err }, 'terminal') })

@@ -1,6 +1,6 @@
 // End-to-end helpers: a real control plane (the built server, PGlite), the built `everdict-runner` as child
 // processes on real process-driver sandboxes, and waits on conditions (never on time alone).
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,7 +44,10 @@ export async function pair(url: string, apiKey: string, name: string, slots = 2)
     await admin(url, apiKey).POST('/runners/pairing-tokens', {}),
   );
   const stateDir = scratch(`runner-${name}-`);
-  const r = spawnSync(
+  // Asynchronously: a spawnSync would block this process's event loop for the whole pairing (seconds on a
+  // loaded machine), and an idle keep-alive socket the server closes meanwhile would still look open to the
+  // next request sent right after — `fetch failed` (other side closed).
+  const child = spawn(
     process.execPath,
     [
       CLI,
@@ -58,12 +61,16 @@ export async function pair(url: string, apiKey: string, name: string, slots = 2)
       '--state-dir',
       join(stateDir, 'state'),
     ],
-    {
-      encoding: 'utf8',
-      timeout: 300_000,
-    },
+    { stdio: ['ignore', 'ignore', 'pipe'] },
   );
-  if (r.status !== 0) throw new Error(`pair failed (${r.status}): ${r.stderr}`);
+  let stderr = '';
+  child.stderr?.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
+  const status = await new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  clearTimeout(timer);
+  if (status !== 0) throw new Error(`pair failed (${status}): ${stderr}`);
   return stateDir;
 }
 

@@ -261,7 +261,9 @@ describe('system routes', () => {
       [
         // agents (src/agents/)
         '/agents',
+        '/agents/hosts',
         '/agents/hosts/pair',
+        '/agents/hosts/{id}/revoke',
         '/agents/{id}',
         '/conversations',
         '/conversations/{id}/messages',
