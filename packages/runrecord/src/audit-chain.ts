@@ -6,7 +6,7 @@
 // (`AuditChainBroken`). A deleted, reordered or inserted interval breaks it. The first link names none (the
 // key's genesis) or a predecessor the serving ledger never saw (the chain began against an earlier ledger):
 // then the result's `from` says where the served chain starts, so it cannot pass for a chain from genesis.
-import { z } from 'zod';
+import * as z from 'zod';
 import { attestationAddress } from './attestation.js';
 import { decodeAttestationBody } from './bundle.js';
 import { isAddr } from './bytes.js';

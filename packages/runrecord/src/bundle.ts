@@ -3,7 +3,7 @@
 // wire form: a body has exactly the spec's fields (unknown fields, `"audit_prev": null`, or a signature that
 // is not exactly {"alg":"ed25519","key":64 hex,"sig":128 hex} are malformed), u64 fields are canonical
 // decimals below 2^64, `exit_code` is a JSON integer in i32 range.
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   type AttestationBody,
   type AttestationSignature,

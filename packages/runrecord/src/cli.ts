@@ -4,14 +4,13 @@
 // @everdict/headlog.
 //   exit 0: success; exit 1: a refusal or a failed verification (JSON on stdout); exit 2: usage (stderr).
 // Input that is not JSON, or whose envelope does not parse, is MalformedRecord with no index (exit 1).
+// Start cost: each command imports what it needs once its arguments are checked (`--help` and usage errors
+// load no schema, hash or curve), and the build bundles zod, @noble/* and hash-wasm's BLAKE3 into the CLI
+// (tsup.cli.config.ts) — a dozen files to load instead of ≈ 120 modules.
 import { readFileSync } from 'node:fs';
 import { isAddr } from './bytes.js';
 import { isRunRecordError } from './errors.js';
-import { inspectRecord } from './inspect.js';
-import { buildRecord } from './ops.js';
-import { verifyOutput } from './summary.js';
-import { verifyWire } from './verify.js';
-import { decodeWire, parseJson } from './wire.js';
+import type { RunRecord } from './types.js';
 
 const USAGE = `usage:
   everdict-runrecord build [--pretty] < ops.json        apply operations to a new record; print its wire form
@@ -46,10 +45,11 @@ function out(value: unknown, pretty = false): void {
   process.stdout.write(`${JSON.stringify(value, null, pretty ? 2 : undefined)}\n`);
 }
 
-function build(args: string[]): number {
+async function build(args: string[]): Promise<number> {
   const pretty = args.includes('--pretty');
   const rest = args.filter((a) => a !== '--pretty');
   if (rest.length > 0) throw new UsageError(`build: unexpected argument ${rest[0]}`);
+  const { buildRecord } = await import('./ops.js');
   const r = buildRecord(readStdin());
   if (r.ok) {
     out(r.record.toWire(), pretty);
@@ -82,8 +82,13 @@ function verifyArgs(args: string[]): { expectHead?: string; trustKeys?: string[]
   return { ...(expectHead === undefined ? {} : { expectHead }), ...(trustKeys ? { trustKeys } : {}) };
 }
 
-function verify(args: string[]): number {
+async function verify(args: string[]): Promise<number> {
   const options = verifyArgs(args);
+  const [{ parseJson }, { verifyWire }, { verifyOutput }] = await Promise.all([
+    import('./wire.js'),
+    import('./verify.js'),
+    import('./summary.js'),
+  ]);
   let json: unknown;
   try {
     json = parseJson(readStdin());
@@ -100,12 +105,17 @@ function verify(args: string[]): number {
   return 1;
 }
 
-function inspect(args: string[]): number {
+async function inspect(args: string[]): Promise<number> {
   if (args.length > 0) throw new UsageError(`inspect: unexpected argument ${args[0]}`);
+  const [{ decodeWire, parseJson }, { verifyWire }, { inspectRecord }] = await Promise.all([
+    import('./wire.js'),
+    import('./verify.js'),
+    import('./inspect.js'),
+  ]);
   try {
     const json = parseJson(readStdin());
     const result = verifyWire(json);
-    process.stdout.write(inspectRecord(readable(json), result));
+    process.stdout.write(inspectRecord(readable(json, decodeWire), result));
     return result.ok ? 0 : 1;
   } catch (e) {
     if (!isRunRecordError(e)) throw e;
@@ -115,7 +125,7 @@ function inspect(args: string[]): number {
 }
 
 /** The record to draw: with its bundle if that decodes, else without it (the verdict says what is wrong). */
-function readable(json: unknown) {
+function readable(json: unknown, decodeWire: (json: unknown) => RunRecord): RunRecord {
   try {
     return decodeWire(json);
   } catch (e) {
@@ -185,17 +195,17 @@ async function main(argv: string[]): Promise<number> {
   try {
     switch (command) {
       case 'build':
-        return build(args);
+        return await build(args);
       case 'verify':
         if (args.some((a) => a === '--log' || a.startsWith('--log=')))
           return await readerCommand('verify', args);
-        return verify(args);
+        return await verify(args);
       case 'check-group':
         return await readerCommand(command, args);
       case 'verify-audit':
         return await verifyAudit(args);
       case 'inspect':
-        return inspect(args);
+        return await inspect(args);
       case '--help':
       case '-h':
       case 'help':

@@ -29,7 +29,7 @@ import {
   verifyServedRecord,
   verifyTreeHead,
 } from '@everdict/headlog';
-import { z } from 'zod';
+import * as z from 'zod';
 import { isAddr } from './bytes.js';
 import { verifyOutput } from './summary.js';
 import { verifyWire } from './verify.js';

@@ -4,7 +4,7 @@
 // body that is not exactly a well-formed attestation makes the op unreadable), then the rules — and the
 // first refusal stops the build with the record as it stood. Bodies go into the wire form's bundle; with
 // none, the wire form has no `attestations` key.
-import { z } from 'zod';
+import * as z from 'zod';
 import { decodeAttestationBody } from './bundle.js';
 import type { Hex } from './bytes.js';
 import { isRunRecordError, RunRecordError, type SpecErrorCode } from './errors.js';

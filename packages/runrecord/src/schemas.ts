@@ -1,6 +1,6 @@
 // The zod schemas of the wire form's primitives, shared by the record (wire.ts), the ops of `build`
 // (ops.ts) and the attestation bundle (bundle.ts).
-import { z } from 'zod';
+import * as z from 'zod';
 import { isWellFormedString, parseU64Decimal } from './bytes.js';
 import { CLOSE_REASONS, IDLE_PROVENANCES } from './types.js';
 

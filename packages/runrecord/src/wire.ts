@@ -1,7 +1,7 @@
 // The JSON wire form. Decoding is strict: unknown kinds or keys, missing fields, bad hex, non-canonical
 // decimals → MalformedRecord (with the segment index where one is to blame); a reference of neither/both
 // forms → MalformedSnapshot. encode ∘ decode is the identity on well-formed records.
-import { z } from 'zod';
+import * as z from 'zod';
 import type { AttestationBody } from './attestation.js';
 import { Bundle, encodeAttestationBody, type WireAttestations } from './bundle.js';
 import type { Hex } from './bytes.js';
