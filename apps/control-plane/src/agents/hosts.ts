@@ -14,7 +14,7 @@ import type { Executor, Tx } from '../db/tx.js';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import type { PublicKeyEntry } from '../keys/registry.js';
-import { redeemPairingToken } from '../runners/registry.js';
+import { hostKeys, redeemPairingToken } from '../runners/registry.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import type { Principal } from '../services/types.js';
@@ -81,20 +81,8 @@ export async function pairAgentHost(
 }
 
 /** Every agent host's public key, for GET /keys (revoked ones with `revokedAt`: old records still verify). */
-export async function agentHostKeys(ex: Executor): Promise<PublicKeyEntry[]> {
-  const rows = await ex
-    .selectFrom('agent_hosts')
-    .select(['id', 'name', 'public_key', 'revoked_at'])
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-  return rows.map((r) => ({
-    kind: 'agent-host' as const,
-    id: r.id,
-    name: r.name,
-    key: r.public_key,
-    ...(r.revoked_at ? { revokedAt: iso(r.revoked_at)! } : {}),
-  }));
+export function agentHostKeys(ex: Executor): Promise<PublicKeyEntry[]> {
+  return hostKeys(ex, 'agent_hosts', 'agent-host');
 }
 
 /**

@@ -260,15 +260,24 @@ export async function revokeRunner(
 }
 
 /** Every runner's public key, for GET /keys (revoked ones with `revokedAt`: old records still verify). */
-export async function runnerKeys(ex: Executor): Promise<PublicKeyEntry[]> {
+export function runnerKeys(ex: Executor): Promise<PublicKeyEntry[]> {
+  return hostKeys(ex, 'runners', 'runner');
+}
+
+/** The public keys of one kind of host (runners, agent hosts) in pairing order, revoked ones with `revokedAt`. */
+export async function hostKeys(
+  ex: Executor,
+  table: 'runners' | 'agent_hosts',
+  kind: 'runner' | 'agent-host',
+): Promise<PublicKeyEntry[]> {
   const rows = await ex
-    .selectFrom('runners')
+    .selectFrom(table)
     .select(['id', 'name', 'public_key', 'revoked_at'])
     .orderBy('created_at')
     .orderBy('id')
     .execute();
   return rows.map((r) => ({
-    kind: 'runner' as const,
+    kind,
     id: r.id,
     name: r.name,
     key: r.public_key,
