@@ -8,6 +8,7 @@ import { CHALLENGE, requireApiKey, requireInternalToken } from './auth/middlewar
 import { consoleRoutes } from './console/routes.js';
 import type { ConsoleSource } from './console/source.js';
 import { ControlPlaneError } from './errors.js';
+import { agentHostRoutes } from './http/agent-hosts.js';
 import { agentRoutes } from './http/agents.js';
 import { bodyLimit } from './http/body-limit.js';
 import type { RouteDeps } from './http/deps.js';
@@ -184,6 +185,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.route('/', sandboxRoutes(deps));
   app.route('/', consoleRoutes(deps, opts.console));
   if (opts.headLog) app.route('/', logRoutes(opts.headLog));
+  app.route('/', agentHostRoutes(deps)); // before agentRoutes: `GET /agents/hosts` is no agent id
   app.route('/', agentRoutes(deps));
 
   app.notFound((c) =>

@@ -4,7 +4,6 @@
 // heartbeats, tool calls, transcript reads/writes. Leased transition reports go to
 // /internal/agent-run-events with `epoch` + `holder` (internal.ts hands them to the agent service).
 import { createRoute, z } from '@hono/zod-openapi';
-import { AgentHostPairInput } from '../agents/hosts.js';
 import {
   CallInput,
   CreateAgentInput,
@@ -20,21 +19,11 @@ import {
   TranscriptQuery,
 } from '../agents/schemas.js';
 import type { AgentService } from '../agents/service.js';
-import { requireRole } from '../auth/middleware.js';
 import { ControlPlaneError } from '../errors.js';
 import type { RouteDeps } from './deps.js';
-import { API_KEY_SECURITY, createRouter, INTERNAL_SECURITY } from './openapi.js';
+import { API_KEY_SECURITY, createRouter, INTERNAL_SECURITY, json, jsonBody } from './openapi.js';
 import { problemResponses } from './problem.js';
 import { GroupSchema, IdParam, RunSchema } from './schemas.js';
-
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
-const body = <T extends z.ZodType>(schema: T) => ({
-  required: true,
-  content: { 'application/json': { schema } },
-});
 
 const Envelope = z
   .object({
@@ -119,20 +108,6 @@ const TurnLeaseSchema = z
   .openapi('TurnLease');
 
 const RunIdParam = IdParam;
-const AgentHostSchema = z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    shared: z.boolean(),
-    tenantId: z.string().nullable(),
-    state: z.enum(['active', 'revoked']),
-    publicKey: z.string(),
-    createdAt: z.string(),
-    revokedAt: z.string().nullable(),
-    leasesHeld: z.number().int(),
-    requeued: z.array(z.string()).optional(),
-  })
-  .openapi('AgentHost');
 
 const routes = {
   createAgent: createRoute({
@@ -141,7 +116,7 @@ const routes = {
     tags: ['agents'],
     summary: 'Register an agent (version 1): name, model, system prompt, tools, envelope, enabled.',
     security: API_KEY_SECURITY,
-    request: { body: body(CreateAgentInput) },
+    request: { body: jsonBody(CreateAgentInput) },
     responses: {
       201: json(z.object({ agent: AgentSchema }).openapi('CreatedAgent'), 'The agent.'),
       ...problemResponses(400, 401, 413, 415),
@@ -171,7 +146,7 @@ const routes = {
     tags: ['agents'],
     summary: 'Change an agent: a behaviour change makes a new version; `enabled: false` stops activations.',
     security: API_KEY_SECURITY,
-    request: { params: IdParam, body: body(PatchAgentInput) },
+    request: { params: IdParam, body: jsonBody(PatchAgentInput) },
     responses: { 200: json(AgentSchema, 'The agent now.'), ...problemResponses(400, 401, 404, 413, 415) },
   }),
   createConversation: createRoute({
@@ -180,7 +155,7 @@ const routes = {
     tags: ['agents'],
     summary: 'A conversation with an agent: a run group of kind `conversation`.',
     security: API_KEY_SECURITY,
-    request: { body: body(CreateConversationInput) },
+    request: { body: jsonBody(CreateConversationInput) },
     responses: {
       201: json(z.object({ group: GroupSchema }).openapi('CreatedConversation'), 'The conversation.'),
       ...problemResponses(400, 401, 404, 413, 415),
@@ -192,7 +167,7 @@ const routes = {
     tags: ['agents'],
     summary: 'A message: a turn (agent run, interactive, member-caused) through the one gate.',
     security: API_KEY_SECURITY,
-    request: { params: IdParam, body: body(MessageInput) },
+    request: { params: IdParam, body: jsonBody(MessageInput) },
     responses: {
       202: json(z.object({ run: RunSchema }).openapi('CreatedTurn'), 'The queued turn.'),
       ...problemResponses(400, 401, 402, 404, 409, 413, 415, 429),
@@ -222,7 +197,7 @@ const routes = {
     tags: ['agents'],
     summary: 'Answer a pending approval of a turn (its creator or an admin): the parked turn becomes ready.',
     security: API_KEY_SECURITY,
-    request: { params: RunIdParam, body: body(InputAnswer) },
+    request: { params: RunIdParam, body: jsonBody(InputAnswer) },
     responses: {
       200: json(
         z
@@ -237,53 +212,13 @@ const routes = {
       ...problemResponses(400, 401, 403, 404, 409, 413, 415),
     },
   }),
-  pairHost: createRoute({
-    method: 'post',
-    path: '/agents/hosts/pair',
-    tags: ['agents'],
-    summary:
-      'Pair an agent host: redeem a runner pairing token with the host’s Ed25519 public key → its host id (its lease holder name); the key signs every interval it ends and is listed by GET /keys.',
-    request: { body: body(AgentHostPairInput) },
-    responses: {
-      201: json(
-        z.object({ hostId: z.string(), publicKey: z.string() }).openapi('PairedAgentHost'),
-        'The host id.',
-      ),
-      ...problemResponses(400, 401, 415),
-    },
-  }),
-  listHosts: createRoute({
-    method: 'get',
-    path: '/agents/hosts',
-    tags: ['agents'],
-    summary: "The tenant's agent hosts and the shared ones (`shared`), with the leases each holds.",
-    security: API_KEY_SECURITY,
-    responses: {
-      200: json(z.object({ items: z.array(AgentHostSchema) }).openapi('AgentHostList'), 'Agent hosts.'),
-      ...problemResponses(401),
-    },
-  }),
-  revokeHost: createRoute({
-    method: 'post',
-    path: '/agents/hosts/{id}/revoke',
-    tags: ['agents'],
-    summary:
-      "Revoke one of the tenant's agent hosts (admin): its next lease, heartbeat, call or report is 401 `invalid_agent_host`; the turns its leases held go back to the queue (`requeued`). Idempotent.",
-    security: API_KEY_SECURITY,
-    middleware: [requireRole('admin')] as const,
-    request: { params: IdParam },
-    responses: {
-      200: json(AgentHostSchema, 'The agent host, revoked; `requeued` lists the turns its leases held.'),
-      ...problemResponses(400, 401, 403, 404),
-    },
-  }),
   lease: createRoute({
     method: 'post',
     path: '/internal/agent/v1/leases',
     tags: ['internal'],
     summary: 'Lease ready turns (new, or parked with every call resolved); long-poll up to `waitMs`.',
     security: INTERNAL_SECURITY,
-    request: { body: body(LeaseRequest) },
+    request: { body: jsonBody(LeaseRequest) },
     responses: {
       200: json(z.object({ leases: z.array(TurnLeaseSchema) }).openapi('TurnLeases'), 'Leases granted.'),
       ...problemResponses(400, 401, 415),
@@ -294,7 +229,7 @@ const routes = {
     path: '/internal/agent/v1/heartbeat',
     tags: ['internal'],
     security: INTERNAL_SECURITY,
-    request: { body: body(HeartbeatRequest) },
+    request: { body: jsonBody(HeartbeatRequest) },
     responses: {
       200: json(z.object({ lost: z.array(z.string()) }).openapi('TurnHeartbeat'), 'Leases no longer held.'),
       ...problemResponses(400, 401, 415),
@@ -306,7 +241,7 @@ const routes = {
     tags: ['internal'],
     summary: 'Dispatch a tool call of a leased turn: a caused run through the gate, or an approval request.',
     security: INTERNAL_SECURITY,
-    request: { params: RunIdParam, body: body(CallInput) },
+    request: { params: RunIdParam, body: jsonBody(CallInput) },
     responses: {
       201: json(
         z
@@ -327,7 +262,7 @@ const routes = {
     path: '/internal/agent/v1/runs/{id}/resolutions',
     tags: ['internal'],
     security: INTERNAL_SECURITY,
-    request: { params: RunIdParam, body: body(HeldLease) },
+    request: { params: RunIdParam, body: jsonBody(HeldLease) },
     responses: {
       200: json(
         z.object({ resolutions: z.array(ResolutionSchema) }).openapi('CallResolutions'),
@@ -342,7 +277,7 @@ const routes = {
     tags: ['internal'],
     summary: 'A run of the turn’s tenant: outputs, or a page of its trajectory.',
     security: INTERNAL_SECURITY,
-    request: { params: RunIdParam, body: body(ReadInput) },
+    request: { params: RunIdParam, body: jsonBody(ReadInput) },
     responses: {
       200: json(z.record(z.string(), z.unknown()).openapi('RunRead'), 'What was read.'),
       ...problemResponses(400, 401, 404, 409, 415, 503),
@@ -354,7 +289,7 @@ const routes = {
     tags: ['internal'],
     summary: 'Append TraceEvents to a leased turn’s transcript (its trajectory).',
     security: INTERNAL_SECURITY,
-    request: { params: RunIdParam, body: body(TranscriptAppend) },
+    request: { params: RunIdParam, body: jsonBody(TranscriptAppend) },
     responses: {
       202: json(z.object({ eventCount: z.number().int() }).openapi('TranscriptAppended'), 'Stored.'),
       ...problemResponses(400, 401, 404, 409, 415, 503),
@@ -382,23 +317,21 @@ const routes = {
   }),
 };
 
-export function agentRoutes({ services }: RouteDeps) {
-  const app = createRouter();
-  const svc = (): AgentService => {
+/** The agent service, or 404 `route_not_found` where this control plane runs none. */
+export function agentServiceOf(services: RouteDeps['services']): () => AgentService {
+  return () => {
     if (!services.agents) throw new ControlPlaneError('route_not_found', 'this control plane has no agents');
     return services.agents;
   };
+}
+
+export function agentRoutes({ services }: RouteDeps) {
+  const app = createRouter();
+  const svc = agentServiceOf(services);
   app.openapi(routes.createAgent, async (c) =>
     c.json({ agent: await svc().create(c.get('principal'), c.req.valid('json')) }, 201),
   );
   app.openapi(routes.listAgents, async (c) => c.json({ items: await svc().list(c.get('principal')) }, 200));
-  // Before GET /agents/{id}: `hosts` is no agent id.
-  app.openapi(routes.listHosts, async (c) =>
-    c.json({ items: await svc().listHosts(c.get('principal')) }, 200),
-  );
-  app.openapi(routes.revokeHost, async (c) =>
-    c.json(await svc().revokeHost(c.get('principal'), c.req.valid('param').id), 200),
-  );
   app.openapi(routes.getAgent, async (c) =>
     c.json(await svc().get(c.get('principal'), c.req.valid('param').id), 200),
   );
@@ -420,7 +353,6 @@ export function agentRoutes({ services }: RouteDeps) {
   app.openapi(routes.input, async (c) =>
     c.json(await svc().answer(c.get('principal'), c.req.valid('param').id, c.req.valid('json')), 200),
   );
-  app.openapi(routes.pairHost, async (c) => c.json(await svc().pairHost(c.req.valid('json')), 201));
   app.openapi(routes.lease, async (c) =>
     c.json(await svc().lease(c.req.valid('json'), c.req.raw.signal), 200),
   );

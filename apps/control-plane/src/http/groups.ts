@@ -1,20 +1,11 @@
 // /groups — experiments and batches (N runs of one spec, or one per case), their rollup, scoring
 // (graders over the group's runs; re-scoring links by rescoreOf) and promotion to a scorecard.
-import { createRoute, type z } from '@hono/zod-openapi';
+import { createRoute } from '@hono/zod-openapi';
 import { CreateGroupInput, ListGroupsQuery, PromoteGroupInput, ScoreGroupInput } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
-import { API_KEY_SECURITY, createRouter } from './openapi.js';
+import { API_KEY_SECURITY, createRouter, json, jsonBody } from './openapi.js';
 import { problemResponses } from './problem.js';
 import { CreatedGroupSchema, GroupPageSchema, GroupSchema, IdParam, ScoredSchema } from './schemas.js';
-
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
-const body = <T extends z.ZodType>(schema: T) => ({
-  required: true,
-  content: { 'application/json': { schema } },
-});
 
 const createGroup = createRoute({
   method: 'post',
@@ -22,7 +13,7 @@ const createGroup = createRoute({
   tags: ['groups'],
   summary: 'Create an experiment or batch: N runs of one spec, or one run per case, admitted all-or-nothing.',
   security: API_KEY_SECURITY,
-  request: { body: body(CreateGroupInput) },
+  request: { body: jsonBody(CreateGroupInput) },
   responses: {
     201: json(CreatedGroupSchema, 'The group and its queued runs.'),
     ...problemResponses(400, 401, 402, 409, 413, 415, 429),
@@ -55,7 +46,7 @@ const scoreGroup = createRoute({
   summary:
     'Apply graders over the group\'s runs: built in exit_code, regex, contains, json_field, threshold; "judge" for model graders.',
   security: API_KEY_SECURITY,
-  request: { params: IdParam, body: body(ScoreGroupInput) },
+  request: { params: IdParam, body: jsonBody(ScoreGroupInput) },
   responses: {
     201: json(ScoredSchema, 'Scores on runs, aggregate on the group.'),
     ...problemResponses(400, 401, 404, 409, 415),
@@ -68,7 +59,7 @@ const promoteGroup = createRoute({
   tags: ['groups'],
   summary: 'Experiment → scorecard: the same runs, scored with the given graders.',
   security: API_KEY_SECURITY,
-  request: { params: IdParam, body: body(PromoteGroupInput) },
+  request: { params: IdParam, body: jsonBody(PromoteGroupInput) },
   responses: { 200: json(GroupSchema, 'The scorecard.'), ...problemResponses(400, 401, 404, 409, 415) },
 });
 

@@ -14,6 +14,18 @@ export function createRouter(): OpenAPIHono<AppEnv> {
   });
 }
 
+/** A JSON response of `schema` (an OpenAPI route's `responses` entry). */
+export const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+
+/** A required JSON request body of `schema` (an OpenAPI route's `request.body`). */
+export const jsonBody = <T extends z.ZodType>(schema: T) => ({
+  required: true,
+  content: { 'application/json': { schema } },
+});
+
 export const API_KEY_SECURITY = [{ apiKey: [] }];
 export const INTERNAL_SECURITY = [{ internalToken: [] }];
 

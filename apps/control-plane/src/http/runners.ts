@@ -11,16 +11,12 @@ import { ControlPlaneError } from '../errors.js';
 import type { RunnerService } from '../runners/service.js';
 import type { RouteDeps } from './deps.js';
 import type { AppEnv } from './env.js';
-import { API_KEY_SECURITY, createRouter, INTERNAL_SECURITY } from './openapi.js';
+import { API_KEY_SECURITY, createRouter, INTERNAL_SECURITY, json } from './openapi.js';
 import { errorToProblem, ProblemSchema, problem, problemResponses, sendProblem } from './problem.js';
 import { IdParam, RunSchema } from './schemas.js';
 
 export const RUNNER_SECURITY = [{ runnerCredential: [] }];
 
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
 const body = (description: string) => ({
   required: true,
   content: {

@@ -5,7 +5,7 @@ import type { RecordView } from '../ledger/views.js';
 import { markParsedCreate, safeParseCreate } from '../services/parsed-create.js';
 import { CreateRunInput, EventPosition, ListRunsQuery } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
-import { API_KEY_SECURITY, createRouter } from './openapi.js';
+import { API_KEY_SECURITY, createRouter, json } from './openapi.js';
 import { errorToProblem, ProblemSchema, problemResponses, validationProblem } from './problem.js';
 import {
   AdmissionSchema,
@@ -18,11 +18,6 @@ import {
   RunSchema,
 } from './schemas.js';
 import { streamRunEvents, wantsEventStream } from './sse.js';
-
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
 
 export const CausedByHeader = z.object({
   'x-everdict-caused-by': z

@@ -15,14 +15,10 @@ import {
   TouchInput,
 } from '../sessions/types.js';
 import type { RouteDeps } from './deps.js';
-import { API_KEY_SECURITY, createRouter } from './openapi.js';
+import { API_KEY_SECURITY, createRouter, json } from './openapi.js';
 import { problemResponses } from './problem.js';
 import { CreatedRunSchema, IdParam, RunSchema } from './schemas.js';
 
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
 const body = <T extends z.ZodType>(schema: T, required = true) => ({
   body: { required, content: { 'application/json': { schema } } },
 });

@@ -3,14 +3,9 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { CreateSubscriptionInput } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
-import { API_KEY_SECURITY, createRouter } from './openapi.js';
+import { API_KEY_SECURITY, createRouter, json } from './openapi.js';
 import { problemResponses } from './problem.js';
 import { IdParam, SubscriptionSchema } from './schemas.js';
-
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
 
 const SubscriptionListSchema = z.object({ items: z.array(SubscriptionSchema) }).openapi('SubscriptionList');
 const EnabledBody = z.object({ enabled: z.boolean() }).openapi('SetSubscriptionEnabled');

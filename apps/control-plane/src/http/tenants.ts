@@ -6,14 +6,10 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { requireRole } from '../auth/middleware.js';
 import { CreateKeyInput, TenantPolicyPatch } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
-import { API_KEY_SECURITY, createRouter } from './openapi.js';
+import { API_KEY_SECURITY, createRouter, json } from './openapi.js';
 import { problemResponses } from './problem.js';
 import { ApiKeySchema, CreatedKeySchema, IdParam } from './schemas.js';
 
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
 const admin = requireRole('admin');
 
 export const CreateTenantInput = z

@@ -4,10 +4,7 @@ import { z } from '@hono/zod-openapi';
 import { GraderSpecs } from '../services/types.js';
 import { named } from './openapi.js';
 
-export const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
+export { json } from './openapi.js';
 
 export const Ts = z.string().openapi({ format: 'date-time' });
 export const Offset = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);

@@ -1,0 +1,81 @@
+// Agent hosts (issue 16): pairing with a runner pairing token and the host's Ed25519 key (no API key), and the
+// tenant's list and revocation of its hosts. Mounted before agents.ts: `GET /agents/hosts` is no agent id.
+import { createRoute, z } from '@hono/zod-openapi';
+import { AgentHostPairInput } from '../agents/hosts.js';
+import { requireRole } from '../auth/middleware.js';
+import { agentServiceOf } from './agents.js';
+import type { RouteDeps } from './deps.js';
+import { API_KEY_SECURITY, createRouter, json, jsonBody } from './openapi.js';
+import { problemResponses } from './problem.js';
+import { IdParam } from './schemas.js';
+
+const AgentHostSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    shared: z.boolean(),
+    tenantId: z.string().nullable(),
+    state: z.enum(['active', 'revoked']),
+    publicKey: z.string(),
+    createdAt: z.string(),
+    revokedAt: z.string().nullable(),
+    leasesHeld: z.number().int(),
+    requeued: z.array(z.string()).optional(),
+  })
+  .openapi('AgentHost');
+
+const routes = {
+  pairHost: createRoute({
+    method: 'post',
+    path: '/agents/hosts/pair',
+    tags: ['agents'],
+    summary:
+      'Pair an agent host: redeem a runner pairing token with the host’s Ed25519 public key → its host id (its lease holder name); the key signs every interval it ends and is listed by GET /keys.',
+    request: { body: jsonBody(AgentHostPairInput) },
+    responses: {
+      201: json(
+        z.object({ hostId: z.string(), publicKey: z.string() }).openapi('PairedAgentHost'),
+        'The host id.',
+      ),
+      ...problemResponses(400, 401, 415),
+    },
+  }),
+  listHosts: createRoute({
+    method: 'get',
+    path: '/agents/hosts',
+    tags: ['agents'],
+    summary: "The tenant's agent hosts and the shared ones (`shared`), with the leases each holds.",
+    security: API_KEY_SECURITY,
+    responses: {
+      200: json(z.object({ items: z.array(AgentHostSchema) }).openapi('AgentHostList'), 'Agent hosts.'),
+      ...problemResponses(401),
+    },
+  }),
+  revokeHost: createRoute({
+    method: 'post',
+    path: '/agents/hosts/{id}/revoke',
+    tags: ['agents'],
+    summary:
+      "Revoke one of the tenant's agent hosts (admin): its next lease, heartbeat, call or report is 401 `invalid_agent_host`; the turns its leases held go back to the queue (`requeued`). Idempotent.",
+    security: API_KEY_SECURITY,
+    middleware: [requireRole('admin')] as const,
+    request: { params: IdParam },
+    responses: {
+      200: json(AgentHostSchema, 'The agent host, revoked; `requeued` lists the turns its leases held.'),
+      ...problemResponses(400, 401, 403, 404),
+    },
+  }),
+};
+
+export function agentHostRoutes({ services }: RouteDeps) {
+  const app = createRouter();
+  const svc = agentServiceOf(services);
+  app.openapi(routes.pairHost, async (c) => c.json(await svc().pairHost(c.req.valid('json')), 201));
+  app.openapi(routes.listHosts, async (c) =>
+    c.json({ items: await svc().listHosts(c.get('principal')) }, 200),
+  );
+  app.openapi(routes.revokeHost, async (c) =>
+    c.json(await svc().revokeHost(c.get('principal'), c.req.valid('param').id), 200),
+  );
+  return app;
+}
