@@ -7,14 +7,13 @@
 // it does its runners: a revoked host's next lease, heartbeat, call or report is 401 `invalid_agent_host`,
 // and the leases it held expire in the revoking transaction (the lease sweep then requeues their turns).
 // With `requirePaired` (EVERDICT_AGENT_REQUIRE_PAIRED=1) a holder that is no paired host is refused alike.
-import { sql } from 'kysely';
 import { z } from 'zod';
 import { iso } from '../db/numeric.js';
 import type { Executor, Tx } from '../db/tx.js';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import type { PublicKeyEntry } from '../keys/registry.js';
-import { hostKeys, redeemPairingToken } from '../runners/registry.js';
+import { hostKeys, leasesHeldBy, redeemPairingToken } from '../runners/registry.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import type { Principal } from '../services/types.js';
@@ -125,13 +124,10 @@ export async function listAgentHosts(ex: Executor, p: Principal): Promise<AgentH
     .orderBy('created_at')
     .orderBy('id')
     .execute();
-  const held = await ex
-    .selectFrom('run_leases')
-    .select(['holder', sql<number>`count(*)::int`.as('n')])
-    .where('holder', 'in', rows.length === 0 ? [''] : rows.map((r) => r.id))
-    .groupBy('holder')
-    .execute();
-  const counts = new Map(held.map((h) => [h.holder, Number(h.n)]));
+  const counts = await leasesHeldBy(
+    ex,
+    rows.map((r) => r.id),
+  );
   return rows.map((r) => ({
     id: r.id,
     name: r.name,

@@ -182,6 +182,18 @@ export async function authenticateRunner(ex: Executor, credential: string): Prom
   return identityOf(row as RunnerRow);
 }
 
+/** How many leases each of these holders (runners, agent hosts) holds now; absent = none. */
+export async function leasesHeldBy(ex: Executor, holders: readonly string[]): Promise<Map<string, number>> {
+  if (holders.length === 0) return new Map();
+  const held = await ex
+    .selectFrom('run_leases')
+    .select(['holder', sql<number>`count(*)::int`.as('n')])
+    .where('holder', 'in', holders)
+    .groupBy('holder')
+    .execute();
+  return new Map(held.map((h) => [h.holder, Number(h.n)]));
+}
+
 /** The runners a principal may see: its tenant's, and the shared ones (marked `shared`). */
 export async function listRunners(deps: Deps, p: Principal): Promise<RunnerView[]> {
   const rows = await deps.db
@@ -191,13 +203,10 @@ export async function listRunners(deps: Deps, p: Principal): Promise<RunnerView[
     .orderBy('created_at')
     .orderBy('id')
     .execute();
-  const held = await deps.db
-    .selectFrom('run_leases')
-    .select(['holder', sql<number>`count(*)::int`.as('n')])
-    .where('holder', 'in', rows.length === 0 ? [''] : rows.map((r) => r.id))
-    .groupBy('holder')
-    .execute();
-  const counts = new Map(held.map((h) => [h.holder, Number(h.n)]));
+  const counts = await leasesHeldBy(
+    deps.db,
+    rows.map((r) => r.id),
+  );
   return rows.map((r) => ({
     id: r.id,
     name: r.name,
