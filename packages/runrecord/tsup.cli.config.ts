@@ -6,15 +6,16 @@ import { defineConfig } from 'tsup';
 // - zod tree-shakes only through `import * as z from 'zod'` (the form every source file uses; `{ z }`
 //   bundles all of it, every locale included);
 // - `module` first: hash-wasm's ES build, so only its BLAKE3 is bundled (its `main` is all 30 algorithms);
-// - @everdict/headlog stays external (loaded only by the log commands): its `{ z }` import would put all of
-//   zod back on `verify`'s path.
+// - @everdict/headlog is bundled too (only the log commands and `verify --log` import it, lazily, so it
+//   lands in their chunks): it imports zod as `* as z` as well, so the log commands share the CLI's one
+//   tree-shaken zod instead of loading the whole package from node_modules beside it.
 export default defineConfig({
   entry: ['src/cli.ts'],
   format: ['esm'],
   clean: false,
   sourcemap: true,
   target: 'node20',
-  noExternal: ['zod', /^@noble\//, 'hash-wasm'],
+  noExternal: ['zod', /^@noble\//, 'hash-wasm', '@everdict/headlog'],
   esbuildOptions(options) {
     options.mainFields = ['module', 'main'];
   },

@@ -119,12 +119,22 @@ export async function executeInterval(
   const onAbort = () => kill?.();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
-    handle = await deps.driver.provision({
+    const spec = {
       image: plan.image,
       // No network unless the run's grants say so (the process driver: --unshare-net, only `lo`).
       network: networkOf(lease),
       labels: { tenant: lease.tenant, runId: lease.runId, kind: lease.kind as 'command' },
-    });
+    };
+    const provisionedFrom = Date.now();
+    handle = await deps.driver.provision(spec);
+    // A provision for the same (tenant, run) answers the sandbox already there: an earlier attempt's, left
+    // when its runner was killed (its workspace, its first spec, on Kubernetes maybe its command still
+    // running). This attempt runs in a sandbox of its own: that one is disposed and a new one provisioned.
+    if (handle.createdAtMs < provisionedFrom) {
+      await deps.driver.dispose(handle);
+      handle = undefined;
+      handle = await deps.driver.provision(spec);
+    }
     step('provision');
     if (aborted(signal)) return end();
     // An eval run's workspace is prepared first (out/ and case.json); a command run's `mkdir -p out` is a

@@ -5,7 +5,7 @@
 //   log-verify-consistency  < {"old_size", "old_root", "new_size", "new_root", "proof"} → {"ok": true}
 // Failure: exit 1 and {"ok": false, "error": CODE}. Anything that is not exactly these objects is
 // MalformedProof. A subcommand this contract does not name is the caller's to refuse (exit 2).
-import { z } from 'zod';
+import * as z from 'zod';
 import { bytesToHex, parseHash, parseHex } from './bytes.js';
 import { isHeadLogError, isProofErrorCode, type ProofErrorCode } from './errors.js';
 import { leafHash } from './hash.js';

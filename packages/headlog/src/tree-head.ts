@@ -2,7 +2,7 @@
 //   sth = "everdict.headlog.sth/1" ‖ u64 tree_size ‖ root ‖ u64 timestamp_ms ‖ log_id
 //   signature = Ed25519(log key, sth);  log_id = H(log public key)
 //   cosignature = Ed25519(witness key, "everdict.headlog.cosign/1" ‖ sth)
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   asciiBytes,
   bytesToHex,

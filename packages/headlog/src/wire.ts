@@ -13,7 +13,7 @@
 //   GET  /groups/:id/log[?size=] (API key)     → LoggedLeavesResponse (every logged run of the group)
 //   GET  /groups/:id/proof[?size=] (API key)   → GroupProofResponse (the same, in one cosigned STH)
 //   errors                                     → Problem (application/problem+json)
-import { z } from 'zod';
+import * as z from 'zod';
 import { bytesToHex, type Hex, parseHex } from './bytes.js';
 import { consistencyInput, inclusionInput } from './commands.js';
 import { isLeafBytes } from './leaf.js';

@@ -5,7 +5,7 @@
 // the process exited and its stdout and stderr were read to the end (child_process's 'close').
 import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
-import { PassThrough, type Readable, Writable } from 'node:stream';
+import { Duplex, PassThrough, type Readable, Writable } from 'node:stream';
 import type { Spawner, SpawnRequest } from './spawner/client.js';
 
 export interface ProcessEnd {
@@ -18,8 +18,8 @@ export interface Launch {
   readonly stdin: Writable;
   readonly stdout: Readable;
   readonly stderr: Readable;
-  /** The write end of the command's fd 5, when asked for. */
-  readonly control: Writable | null;
+  /** Our end of the command's fd 5 (a socket: written to, and read for acknowledgements), when asked for. */
+  readonly control: Duplex | null;
   readonly closed: Promise<ProcessEnd>;
   /** Why it could not start, or could not be moved into its cgroups (then it was killed). */
   error(): Error | null;
@@ -33,6 +33,7 @@ const ended = (): Readable => {
   return s;
 };
 const sink = (): Writable => new Writable({ write: (_c, _e, done) => done() });
+const silent = (): Duplex => new Duplex({ read: () => undefined, write: (_c, _e, done) => done() });
 
 /** When `stream` has closed (at once for a stream already destroyed). */
 function closedOf(stream: Readable): Promise<void> {
@@ -57,7 +58,7 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
       if (launched) return;
       const stdout = pipes.get(1) ?? ended();
       const stderr = pipes.get(2) ?? ended();
-      const control = request.control ? (pipes.get(5) ?? sink()) : null;
+      const control = request.control ? (pipes.get(5) ?? silent()) : null;
       control?.on('error', () => undefined);
       const stdin = pipes.get(0) ?? sink();
       stdin.on('error', () => undefined); // EPIPE when the command does not read its stdin
@@ -134,7 +135,7 @@ export function launchInline(request: SpawnRequest, join: (pid: number) => void)
   });
   child.stdin!.on('error', () => undefined);
   const stdio = child.stdio as unknown as readonly (Writable | Readable | null)[];
-  const control = request.control ? (stdio[5] as Writable) : null;
+  const control = request.control ? (stdio[5] as Duplex) : null;
   control?.on('error', () => undefined);
   if (hold) {
     const info = stdio[3] as Readable;

@@ -3,6 +3,8 @@
 // session leader), so `test -t 0` holds and job control works. Resizing goes over a pipe the sandbox reads
 // as fd 5: a small loop started on the pty's side applies each `rows cols` line with `stty`, which sets the
 // window size on the slave; the kernel then sends SIGWINCH to the terminal's foreground process group.
+// fd 5 is a socket: after each `stty` the loop writes one byte back on it, the acknowledgement
+// pty-input.ts waits for before it passes on the stdin written after that resize.
 // What the image needs: `script`, `sh` and `stty` (the default image has them from the host's /usr).
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -47,7 +49,7 @@ export function ptyArgv(argv: readonly string[], size: TerminalSize, shell: stri
   const inner = [
     `stty rows ${size.rows} cols ${size.cols} 2>/dev/null`,
     't=$(tty)',
-    `(while read -r r c; do stty -F "$t" rows "$r" cols "$c"; done <&${CONTROL_FD} >/dev/null 2>&1 &)`,
+    `(while read -r r c; do stty -F "$t" rows "$r" cols "$c"; echo >&${CONTROL_FD}; done <&${CONTROL_FD} >/dev/null 2>&1 &)`,
     `exec ${CONTROL_FD}<&-`,
     restoreShell,
     `exec ${argv.map(shellQuote).join(' ')}`,

@@ -20,7 +20,8 @@ import {
 } from '@everdict/placement';
 import { DEFAULT_PATH, WORKSPACE } from './bwrap-args.js';
 import type { Sandbox } from './process-driver.js';
-import { DEFAULT_TERMINAL_SIZE, ptyArgv, ptyToolsIn, resizeLine } from './pty.js';
+import { DEFAULT_TERMINAL_SIZE, ptyArgv, ptyToolsIn } from './pty.js';
+import { PtyInput } from './pty-input.js';
 import { bwrapFailure, type CommandSetup, SandboxCommand, stopError } from './sandbox-command.js';
 
 function commandEnv(box: Sandbox, extra: Record<string, string>): Record<string, string> {
@@ -157,16 +158,17 @@ export async function streamIn(
     return { exitCode: e.exitCode, signal: e.signal };
   });
   exit.catch(() => undefined);
+  // a pty's stdin and resizes reach the command in the order they were asked for (pty-input.ts)
+  const ptyInput = opts.tty && c.control !== null ? new PtyInput(c.stdin, c.control) : null;
   return {
-    stdin: c.stdin,
+    stdin: ptyInput?.stdin ?? c.stdin,
     stdout,
     stderr,
     pty: opts.tty,
-    resize: (input) => {
-      const next = TerminalSize.parse(input);
-      if (!opts.tty || ended || c.control === null || c.control.destroyed) return false;
-      c.control.write(resizeLine(next));
-      return true;
+    resize: (size) => {
+      const next = TerminalSize.parse(size);
+      if (ptyInput === null || ended) return false;
+      return ptyInput.resize(next);
     },
     kill: () => c.kill({ kind: 'killed' }),
     exit,

@@ -3,7 +3,7 @@
 // (--info-fd gives its pid), so the command and everything it forks are limited and counted from the
 // first instruction. A watcher ends the command on the wall budget, the CPU-time limit, an OOM kill or a
 // refused fork, and records why.
-import type { Readable, Writable } from 'node:stream';
+import type { Duplex, Readable, Writable } from 'node:stream';
 import { type CommandBudget, PlacementError, wallTimer } from '@everdict/placement';
 import { HOST_ENV, sandboxCwd } from './bwrap-args.js';
 import { type Launch, launchInline, launchViaSpawner } from './launch.js';
@@ -44,8 +44,8 @@ export class SandboxCommand {
   readonly stdout: Readable;
   readonly stderr: Readable;
   readonly exited: Promise<CommandExit>;
-  /** The write end of the command's fd 5, when asked for. */
-  readonly control: Writable | null;
+  /** Our end of the command's fd 5 (a socket), when asked for. */
+  readonly control: Duplex | null;
   private stopReason: StopReason | null = null;
   private timers: NodeJS.Timeout[] = [];
   private wall: { clear(): void } | undefined;

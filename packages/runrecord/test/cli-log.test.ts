@@ -2,7 +2,8 @@
 // @everdict/headlog, exit codes and output lines. Expected roots are computed here with @noble/hashes; every
 // "Precise readings" clause is the conformance suite's LOG class.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bytesToHex, MemoryTree } from '@everdict/headlog';
 import { blake3 } from '@noble/hashes/blake3.js';
@@ -79,6 +80,26 @@ describe('everdict-runrecord log-*', () => {
       const r = run([cmd], '{not json');
       expect([cmd, r.code, JSON.parse(r.out)]).toEqual([cmd, 1, { ok: false, error: 'MalformedProof' }]);
     }
+  });
+
+  it('the bin loads nothing but its own files and Node built-ins: zod and @everdict/headlog are bundled (one zod)', () => {
+    // every module the bin can load, following its static and dynamic imports through dist/
+    const outside = new Set<string>();
+    const seen = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const code = readFileSync(file, 'utf8');
+      for (const m of code.matchAll(/(?:\bfrom|\bimport)\s*\(?\s*["']([^"']+)["']/g)) {
+        const spec = m[1]!;
+        if (spec.startsWith('./')) visit(join(dirname(file), spec));
+        else if (!spec.startsWith('node:') && !['fs', 'path', 'url', 'crypto', 'os'].includes(spec))
+          outside.add(spec);
+      }
+    };
+    visit(cli);
+    expect(seen.size).toBeGreaterThan(5);
+    expect([...outside]).toEqual([]);
   });
 
   it('an unknown log subcommand or an extra argument is usage: exit 2, nothing on stdout', () => {

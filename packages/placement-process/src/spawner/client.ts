@@ -16,7 +16,7 @@ export interface SpawnRequest {
   readonly user: { readonly uid: number; readonly gid: number } | null;
   /** `cgroup.procs` files the namespace init is written into before it runs; null: no hold. */
   readonly join: readonly string[] | null;
-  /** A pipe the command reads as fd 5. */
+  /** A socket the command reads (and answers on) as fd 5. */
   readonly control: boolean;
 }
 
@@ -124,9 +124,10 @@ export class Spawner {
   }
 }
 
-/** A received pipe handle as a stream: fd 0 and 5 are written to, 1 and 2 read. */
+/** A received pipe handle as a stream: fd 0 is written to, 1 and 2 read, 5 both (resizes out, acknowledgements in). */
 function pipeSocket(handle: unknown, fd: number): Socket {
-  const readable = fd === 1 || fd === 2;
+  const readable = fd !== 0;
+  const writable = fd === 0 || fd === 5;
   // `handle` is the Pipe wrap Node made for the received descriptor; net.Socket takes it as it is.
-  return new Socket({ handle, readable, writable: !readable } as ConstructorParameters<typeof Socket>[0]);
+  return new Socket({ handle, readable, writable } as ConstructorParameters<typeof Socket>[0]);
 }

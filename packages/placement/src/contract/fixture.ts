@@ -23,7 +23,7 @@ export interface ContractCommands {
   readFile(path: string): Command;
   /**
    * For drivers with a pty: prints `is-a-tty` if stdin is a terminal, then `size ROWS COLS` (stty size);
-   * on SIGWINCH prints `winch ROWS COLS`; exits 0 on a `q` line or end of input.
+   * on SIGWINCH prints `winch ROWS COLS` and reads on; exits 0 on a `q` line or end of input.
    */
   ttyProbe?(): Command;
 }
@@ -57,9 +57,10 @@ export const posixCommands: ContractCommands = {
     sh(
       [
         'if test -t 0; then echo is-a-tty; fi',
-        `trap 'echo "winch $(stty size)"' WINCH`,
+        // dash's `read` returns 1 — as at end of input — when a trapped SIGWINCH interrupts it: `w` tells the two apart
+        `trap 'w=1; echo "winch $(stty size)"' WINCH`,
         'echo "size $(stty size)"',
-        'while :; do read -r l; s=$?; if [ $s -eq 0 ] && [ "$l" = q ]; then exit 0; fi; if [ $s -eq 1 ]; then exit 0; fi; done',
+        'while :; do w=0; read -r l; s=$?; if [ $s -eq 0 ] && [ "$l" = q ]; then exit 0; fi; if [ $s -ne 0 ] && [ $w -eq 0 ]; then exit 0; fi; done',
       ].join('; '),
     ),
 };
