@@ -4,9 +4,11 @@
 //
 // 1. Read the runs and their record segments, without locks (one statement).
 // 2. In JS: each run's transition, attestation and record ops (runrecord hashes the chain).
-// 3. Write everything in ONE statement that first locks the runs (by id) and keeps only those still running
-//    at the row version read in 1 (`xmin`): a run cancelled, or changed in any way, since the read is left out
-//    of every write. Those are read again and retried; a run no longer running is dropped (terminal is
+// 3. Write everything in ONE statement that first updates the runs (by id) it keeps: only those still running
+//    at the row version read in 1 (`xmin`). The UPDATE is its own lock: a row changed by a transaction it
+//    waited on is re-checked on its new version (READ COMMITTED), whose xmin differs, and left out; every
+//    other write joins the UPDATE's RETURNING (no FOR UPDATE first: no Heap/LOCK WAL record per run). A run
+//    cancelled, or changed in any way, since the read is left out of every write. Those are read again and retried; a run no longer running is dropped (terminal is
 //    terminal: the late result is lost, as it must be). One statement is atomic: no BEGIN/COMMIT needed.
 import { type RunEvent, totalTokens, transition } from '@everdict/run-model';
 import type { WireSegment } from '@everdict/runrecord';
@@ -133,6 +135,8 @@ export async function planSettle(
     for (const e of factsToEvents(facts)) out.events.push({ ...e, ord: out.events.length });
     out.items.push(it);
   }
+  // The write updates (and so locks) the run rows in this order: by id, the control plane's lock order.
+  out.runs.sort((a, b) => (String(a.id) < String(b.id) ? -1 : String(a.id) > String(b.id) ? 1 : 0));
   return out;
 }
 
@@ -160,11 +164,12 @@ export async function writeSettle(ex: Executor, p: SettlePlan): Promise<string[]
         record_head text, record_length int, att_address text, att_body jsonb, att_at timestamptz,
         usd float8, tokens float8)
     ),
-    ok AS MATERIALIZED (
-      SELECT r.id FROM runs r JOIN x ON r.id = x.id
-      WHERE r.status = 'running' AND r.xmin::text = x.version
-      ORDER BY r.id
-      FOR UPDATE OF r
+    ok AS (
+      UPDATE runs r SET status = x.status, updated_at = x.updated_at, ended_at = x.ended_at, error = x.error,
+        outputs = x.outputs, usage = x.usage, record_head = x.record_head, record_length = x.record_length,
+        interval_started_at = NULL, interval_head = NULL
+      FROM x WHERE r.id = x.id AND r.status = 'running' AND r.xmin::text = x.version
+      RETURNING r.id
     ),
     att AS (
       INSERT INTO attestations (address, tenant_id, run_id, body, created_at)
@@ -178,13 +183,6 @@ export async function writeSettle(ex: Executor, p: SettlePlan): Promise<string[]
         payload jsonb, head text, created_at timestamptz)
       JOIN ok ON ok.id = g.run_id
       RETURNING 1
-    ),
-    upd AS (
-      UPDATE runs r SET status = x.status, updated_at = x.updated_at, ended_at = x.ended_at, error = x.error,
-        outputs = x.outputs, usage = x.usage, record_head = x.record_head, record_length = x.record_length,
-        interval_started_at = NULL, interval_head = NULL
-      FROM x JOIN ok ON ok.id = x.id
-      WHERE r.id = x.id RETURNING 1
     ),
     ev AS (
       INSERT INTO events (tenant_id, kind, run_id, payload, created_at)

@@ -142,6 +142,26 @@ describe('claimAndStart', () => {
     expect((await t.core.services.runs.get(t.admin, cmd.run.id)).status).toBe('queued');
   });
 
+  it('claims several kinds in one WFQ order (one ordered scan per kind, merged)', async () => {
+    t = await testCore({ scheduler: { enabled: false } });
+    const command = async (cls: Cls) =>
+      (
+        await t.core.services.runs.create(t.admin, {
+          kind: 'command',
+          subject: { path: 'x', image: 'i', command: ['x'] },
+          class: cls,
+        })
+      ).run.id;
+    const a1 = await create('batch');
+    const c1 = await command('interactive');
+    const a2 = await create('background');
+    const c2 = await command('background');
+    const a3 = await create('background');
+    const started = await claimAndStart(db(), 10, new Date(), ['analysis', 'command']);
+    // Lane first (interactive, background, batch), then finish tag / seq across both kinds.
+    expect(started.map((s) => s.runId)).toEqual([c1, a2, c2, a3, a1]);
+  });
+
   async function firstClaimed(agingMs?: number) {
     t = await testCore({ scheduler: { enabled: false } });
     if (agingMs !== undefined) await configureGlobal(new PgAdmissionStore(db()), { agingMs });

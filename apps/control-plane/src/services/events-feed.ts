@@ -28,6 +28,7 @@ export function eventFeed(deps: Deps, pollMs = 1000): EventFeed {
         const row = await deps.db
           .selectFrom('events')
           .select((eb) => eb.fn.max('id').as('m'))
+          .where('tenant_id', '=', p.tenantId)
           .executeTakeFirst();
         after = row?.m == null ? '0' : String(row.m);
       }

@@ -22,7 +22,7 @@ const AGING = 100;
 const T0 = 1_700_000_000_000;
 
 type Op =
-  | { op: 'admit'; tenant: number; cls: RunClass; n: number }
+  | { op: 'admit'; tenant: number; cls: RunClass; n: number; kind: string }
   | { op: 'wait'; dt: number }
   | { op: 'claim'; capacity: number }
   | { op: 'settle'; pick: number }
@@ -37,6 +37,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       tenant: fc.integer({ min: 0, max: 3 }),
       cls: fc.constantFrom<RunClass>('interactive', 'background', 'batch'),
       n: fc.integer({ min: 1, max: 4 }),
+      // Several kinds: a claim of any kind merges one ordered scan per queued kind (claim.ts youngHead).
+      kind: fc.constantFrom('eval', 'command', 'analysis'),
     }),
   },
   {
@@ -104,7 +106,7 @@ describe('aged order: the SQL claim equals the kernel', () => {
                 requestId: runId,
                 runId,
                 tenant: `t${o.tenant}`,
-                kind: 'eval',
+                kind: o.kind,
                 cause: 'api' as const,
               };
               for (const s of stores) {

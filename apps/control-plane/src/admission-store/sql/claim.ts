@@ -137,13 +137,13 @@ export function claimStatement(
       ) x
       UNION ALL
       SELECT 1 AS arm, row_number() OVER (ORDER BY w.lane, w.finish, w.seq) AS pos, w.run_id, w.tenant,
-        NULL::float8 AS tag FROM (
-        SELECT w.run_id, w.tenant, w.lane, w.finish, w.seq FROM adm_queue w
-        WHERE w.enqueued_at > ${nowMs}::bigint - (SELECT aging FROM cfg) ${kindOf('w')} ${tenantOf('w')}
-          AND EXISTS (SELECT 1 FROM adm_tenants t WHERE t.tenant = w.tenant AND ${runningOf('t')} < t.max_concurrent)
-        ORDER BY w.lane, w.finish, w.seq
-        LIMIT ${window}::int
-      ) w
+        NULL::float8 AS tag FROM (${youngHead(
+          sql`SELECT w.run_id, w.tenant, w.lane, w.finish, w.seq FROM adm_queue w
+          WHERE w.enqueued_at > ${nowMs}::bigint - (SELECT aging FROM cfg) ${tenantOf('w')}
+            AND EXISTS (SELECT 1 FROM adm_tenants t WHERE t.tenant = w.tenant AND ${runningOf('t')} < t.max_concurrent)`,
+          kinds,
+          window,
+        )}) w
     ),
     cand AS MATERIALIZED (
       SELECT w.arm, w.pos, w.tag, q.run_id, q.tenant, q.class, q.lane, q.finish, q.enqueued_at, s.kind,
@@ -229,6 +229,30 @@ export function claimStatement(
         : sql`SELECT p.run_id, p.tenant, p.class, p.enqueued_at FROM pick p
     WHERE (SELECT n FROM done) >= 0 ORDER BY p.arm, p.pos`
     }`;
+}
+
+/**
+ * The young arm's head: the first `window` entries of `entries` (a SELECT over `adm_queue w`, without its kind
+ * condition) in (lane, finish, seq) order, of the given kinds. One ordered scan of adm_queue_kind_order
+ * (kind, lane, finish, seq) per kind, merged: the first `window` of the union lie among each kind's first
+ * `window`. Without kinds (the store's claim: any kind), the kinds are those queued, found by a skip scan of
+ * the same index — one probe per distinct kind (migration 0026 dropped adm_queue_order, which served this).
+ */
+function youngHead(entries: Fragment, kinds: readonly string[] | undefined, window: number): Fragment {
+  const head = (kind: Fragment) =>
+    sql`${entries} AND w.kind = ${kind} ORDER BY w.lane, w.finish, w.seq LIMIT ${window}::int`;
+  if (kinds !== undefined && kinds.length === 1) return head(sql`${kinds[0]}`);
+  const source =
+    kinds !== undefined
+      ? sql`unnest(${[...kinds]}::text[]) AS k(kind)`
+      : sql`(WITH RECURSIVE ks(kind) AS (
+          (SELECT q.kind FROM adm_queue q WHERE q.kind IS NOT NULL ORDER BY q.kind LIMIT 1)
+          UNION ALL
+          SELECT (SELECT q.kind FROM adm_queue q WHERE q.kind > ks.kind ORDER BY q.kind LIMIT 1)
+          FROM ks WHERE ks.kind IS NOT NULL
+        ) SELECT ks.kind FROM ks WHERE ks.kind IS NOT NULL) k`;
+  return sql`SELECT w.* FROM ${source} CROSS JOIN LATERAL (${head(sql`k.kind`)}) w
+    ORDER BY w.lane, w.finish, w.seq LIMIT ${window}::int`;
 }
 
 /** The admission store's claim: the claim statement alone (no ledger rows). */
