@@ -89,14 +89,14 @@ export class LeaseWaiters {
   ) {}
 
   async start(): Promise<void> {
-    // A revoke or drain on any replica: its runner's credential is looked up again here.
-    this.unlistenRunners = await this.deps.ldb.listen(RUNNERS_CHANNEL, (hash) =>
-      this.credentials.evict(hash),
-    );
     // An inline-only create (analysis runs: no runner can take them) does not wake the long-polls.
     this.unlisten = await this.deps.ldb.listen(DISPATCH_CHANNEL, (payload) => {
       if (mayWakeRunners(payload)) this.wake();
     });
+    // A revoke or drain on any replica: its runner's credential is looked up again here.
+    this.unlistenRunners = await this.deps.ldb.listen(RUNNERS_CHANNEL, (hash) =>
+      this.credentials.evict(hash),
+    );
     // The lease rule's sweep, also here: a core without the dispatch loop still requeues lost runner leases.
     this.reaper = setInterval(() => {
       sweep(this.deps, this.lease).catch((e: unknown) =>

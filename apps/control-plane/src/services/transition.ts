@@ -15,13 +15,14 @@ import {
   encodeAttestationBody,
   type Hex,
   type Operation,
+  type WireSegment,
 } from '@everdict/runrecord';
 import { PgAdmissionLanes } from '../admission-store/sql/lanes.js';
 import { PgAdmissionStore } from '../admission-store/sql/store.js';
 import { json, numeric } from '../db/numeric.js';
 import type { Tx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
-import { appendEvents } from '../ledger/events.js';
+import { appendEvents, type NewEvent } from '../ledger/events.js';
 import { addressOf, appendSegments, NO_CALLS, sealInterval } from '../ledger/records.js';
 import { lockRun, type RunRow, rowToRun, withSlot } from '../ledger/runs.js';
 import { type Deps, DISPATCH_CHANNEL, nowIso } from './context.js';
@@ -71,6 +72,13 @@ export interface TransitionExtras {
   idleUj?: bigint;
   /** The run's row as the caller locked it (FOR UPDATE) in this transaction: not read again. */
   locked?: RunRow;
+  /** The `locked` run's record segments, read under that lock in this transaction: not read again. */
+  segments?: WireSegment[];
+  /**
+   * Where to put the transition's events instead of inserting them now: the caller inserts them (in order,
+   * in this transaction) once for several transitions. Not for a running run's cancel (it NOTIFYs dispatch).
+   */
+  deferEvents?: NewEvent[];
 }
 
 /**
@@ -214,7 +222,10 @@ export async function transitionTx(
         (patch.status === 'succeeded' ? 'completed' : patch.status === 'failed' ? 'failed' : 'cancelled'),
     });
   }
-  const rec = await appendSegments(tx, row, ops, at, { updateRun: false });
+  const rec = await appendSegments(tx, row, ops, at, {
+    updateRun: false,
+    ...(locked && extras.segments ? { segments: extras.segments } : {}),
+  });
   const startsInterval = patch.status === 'running';
 
   const updated = await tx
@@ -257,11 +268,9 @@ export async function transitionTx(
     startedMs = slot.started_at;
   }
   // A running run cancelled: wake every replica's dispatch loop, so the one executing it aborts it.
-  await appendEvents(
-    tx,
-    factsToEvents(facts),
-    from === 'running' && event.type === 'cancel' ? DISPATCH_CHANNEL : undefined,
-  );
+  const wakeDispatch = from === 'running' && event.type === 'cancel';
+  if (extras.deferEvents && !wakeDispatch) extras.deferEvents.push(...factsToEvents(facts));
+  else await appendEvents(tx, factsToEvents(facts), wakeDispatch ? DISPATCH_CHANNEL : undefined);
   return {
     row: withSlot(updated, {
       depth: row.causal_depth,
