@@ -116,3 +116,43 @@ describe('runner authentication with the credential cache (PGlite core)', () => 
     });
   });
 });
+
+describe('placement answers remembered per replica (PGlite core)', () => {
+  let t: TestCore;
+  let svc: RunnerService;
+  beforeAll(async () => {
+    t = await testCore({ scheduler: { enabled: false }, executors: [] });
+    svc = t.core.services.runners!;
+  });
+  afterAll(() => t.close());
+
+  const command = () =>
+    t.core.services.runs.create(t.admin, { kind: 'command', subject: { command: ['true'] } }).then(
+      () => 'created',
+      (e: { code?: string }) => e.code,
+    );
+  const pairOne = async (name: string) => {
+    const { token } = await svc.mintPairingToken(t.admin, { name });
+    return svc.pair({
+      token,
+      publicKey: generateSigningKey(randomBytes(32)).publicKey,
+      name,
+      capabilities: CAPS,
+    });
+  };
+
+  it('a refusal is never remembered; a revoke here refuses at once; another replica’s NOTIFY clears', async () => {
+    expect(await command()).toBe('no_placement');
+    const a = await pairOne('placing');
+    expect(await command()).toBe('created'); // the negative was not kept
+    await svc.revoke(t.admin, a.runnerId);
+    expect(await command()).toBe('no_placement'); // cleared on the revoking core
+    const b = await pairOne('placing-2');
+    expect(await command()).toBe('created');
+    // Removed behind the core's back (what another replica's revoke commits): remembered until its NOTIFY.
+    await sql`DELETE FROM runner_images WHERE runner_id = ${b.runnerId}`.execute(t.core.internals.deps.db);
+    expect(await command()).toBe('created');
+    await t.core.internals.ldb.notify(RUNNERS_CHANNEL, '*');
+    await eventually(async () => ((await command()) === 'no_placement' ? true : undefined));
+  });
+});

@@ -334,3 +334,52 @@ export async function placeable(ex: Executor, tenant: string, kind: string, imag
     .executeTakeFirst();
   return row !== undefined;
 }
+
+/**
+ * `placeable` answers of one replica, positives only, for at most PLACEABLE_CACHE_MS: a create door asks the
+ * ledger once per (tenant, kind, image) while runners stay. Only a revoke makes a positive false: it clears
+ * the revoking replica's answers at once (service.ts) and every other replica's at its commit's NOTIFY
+ * (RUNNERS_CHANNEL, heard by LeaseWaiters); a replica whose LISTEN connection was down keeps a positive at
+ * most PLACEABLE_CACHE_MS. A negative is never kept (a runner paired since is seen at once). A lookup that
+ * raced a clear is not kept (the generation). Reads inside a caller's transaction (a firing) bypass it.
+ */
+export class PlaceableCache {
+  private readonly yes = new Map<string, number>();
+  private generation = 0;
+
+  constructor(
+    private readonly nowMs: () => number = () => performance.now(),
+    private readonly ttlMs: number = PLACEABLE_CACHE_MS,
+  ) {}
+
+  async placeable(ex: Executor, tenant: string, kind: string, image: string): Promise<boolean> {
+    const key = JSON.stringify([tenant, kind, image]);
+    const until = this.yes.get(key);
+    if (until !== undefined && until > this.nowMs()) return true;
+    const generation = this.generation;
+    const ok = await placeable(ex, tenant, kind, image);
+    if (ok && generation === this.generation) {
+      if (this.yes.size >= 10_000) this.yes.clear();
+      this.yes.set(key, this.nowMs() + this.ttlMs);
+    } else this.yes.delete(key);
+    return ok;
+  }
+
+  clear(): void {
+    this.generation += 1;
+    this.yes.clear();
+  }
+}
+
+export const PLACEABLE_CACHE_MS = 5_000;
+const placeableCaches = new WeakMap<object, PlaceableCache>();
+
+/** The replica's (the core's `deps`) placement answers. */
+export function placeableCache(deps: object): PlaceableCache {
+  let c = placeableCaches.get(deps);
+  if (!c) {
+    c = new PlaceableCache();
+    placeableCaches.set(deps, c);
+  }
+  return c;
+}

@@ -21,6 +21,7 @@ import {
   listRunners,
   mintPairingToken,
   pair,
+  placeableCache,
   type RunnerIdentity,
   type RunnerView,
   revokeRunner,
@@ -94,9 +95,11 @@ export class LeaseWaiters {
       if (mayWakeRunners(payload)) this.wake();
     });
     // A revoke or drain on any replica: its runner's credential is looked up again here.
-    this.unlistenRunners = await this.deps.ldb.listen(RUNNERS_CHANNEL, (hash) =>
-      this.credentials.evict(hash),
-    );
+    // (A revoke also ends placements: this replica's remembered `placeable` answers are cleared.)
+    this.unlistenRunners = await this.deps.ldb.listen(RUNNERS_CHANNEL, (hash) => {
+      this.credentials.evict(hash);
+      placeableCache(this.deps).clear();
+    });
     // The lease rule's sweep, also here: a core without the dispatch loop still requeues lost runner leases.
     this.reaper = setInterval(() => {
       sweep(this.deps, this.lease).catch((e: unknown) =>
@@ -159,8 +162,10 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
     },
     async revoke(p, id) {
       const { expired, credentialHash } = await revokeRunner(deps, p, id, (tx, rid) => expireHolder(tx, rid));
-      // Its next call here is 401 at once (the other replicas evict at the commit's NOTIFY).
+      // Its next call here is 401 at once, and its kinds and images place nothing more here (the other
+      // replicas evict at the commit's NOTIFY).
       waiters.credentials.evict(credentialHash);
+      placeableCache(deps).clear();
       const requeued = await requeueExpired(deps, opts.lease, expired);
       if (requeued.length > 0) waiters.wake();
       return { ...(await viewOf(deps, p, id)), requeued };
