@@ -102,6 +102,25 @@ export async function appendSegments(
   return { head: rec.head, length: rec.length };
 }
 
+/**
+ * The segment rows appending `ops` would insert, and the new head and length — nothing written (the caller
+ * inserts the rows in its own statement, holding the run row's lock). `segments`: as in `appendSegments`.
+ */
+export async function plannedSegments(
+  ex: Executor,
+  row: RunRow,
+  ops: readonly Operation[],
+  at: string,
+  segments?: WireSegment[],
+) {
+  const rec = appendOps(row, segments ?? (await segmentsOf(ex, row.id)), ops, at);
+  return {
+    rows: rec.rows.map((r) => ({ ...r, payload: json(r.payload) })),
+    head: rec.head,
+    length: rec.length,
+  };
+}
+
 /** The snapshot + manifest a resume must offer (null unless parked). */
 export async function parkedAt(ex: Executor, row: RunRow) {
   const host = reopenRecord(decodeWire(wireOf(row, await segmentsOf(ex, row.id))));

@@ -242,6 +242,14 @@ describe('the runner audit chain', { timeout: 300_000 }, () => {
       .where('run_id', 'in', [l2.runId, l3.runId, l4.runId])
       .execute();
     expect(terminal.map((e) => e.run_id).sort()).toEqual([l2.runId, l3.runId, l4.runId].sort());
+    // The attestation, the segments and the run update went in one statement: the head log's trigger on
+    // record_segments still queued each run's new head (its loop is off here: the rows wait in log_pending).
+    const ids = [l2.runId, l3.runId, l4.runId];
+    const { rows: heads } = await sql<{ run_id: string }>`
+      SELECT r.id AS run_id FROM log_pending p, jsonb_array_elements(p.leaves) x, runs r
+      WHERE r.id = x->>'r' AND r.id = ANY(${ids}::text[])
+        AND (x->>'l')::int = r.record_length AND x->>'h' = r.record_head`.execute(t.core.internals.ldb.db);
+    expect(heads.map((h) => h.run_id).sort()).toEqual([...ids].sort());
     // The same batch again, one item twice: settle is idempotent, nothing written twice.
     const again = await call(t.app, 'POST', '/runner/v1/completions', {
       key: credential,
