@@ -3,6 +3,7 @@
 // Verification is @noble/curves with `zip215: false`: canonical encodings of R and of the public key,
 // S < L, and a small-order public key never verifies (the default, ZIP-215, accepts an identity key with an
 // identity signature for every message). Pure: key generation takes its 32 random bytes from the caller.
+// Where node:crypto exists, a native accept is taken first (native-verify.ts: it implies the strict accept).
 import { ed25519 } from '@noble/curves/ed25519.js';
 import {
   type Attestation,
@@ -12,6 +13,7 @@ import {
 } from './attestation.js';
 import { bytesToHex, type Hex, hexToBytes, isAddr } from './bytes.js';
 import { RunRecordError } from './errors.js';
+import { nativeConfirms } from './native-verify.js';
 
 export const SIGNATURE_TAG = 'sandbox.attestation.sig/1';
 const TAG_BYTES = new TextEncoder().encode(SIGNATURE_TAG); // 25 ASCII bytes
@@ -83,7 +85,11 @@ export function verifyAddressSignature(address: Hex | Uint8Array, signature: Att
   if (verified.has(memo)) return true;
   let ok: boolean;
   try {
-    ok = ed25519.verify(hexToBytes(signature.sig), message, hexToBytes(signature.key), STRICT);
+    const sig = hexToBytes(signature.sig);
+    // A native accept is the strict verifier's accept (native-verify.ts); anything else asks the curve.
+    ok =
+      nativeConfirms(sig, message, signature.key) ||
+      ed25519.verify(sig, message, hexToBytes(signature.key), STRICT);
   } catch {
     return false;
   }

@@ -83,10 +83,11 @@ export async function appendSegments(
   row: RunRow,
   ops: readonly Operation[],
   at: string,
-  opts: { updateRun?: boolean } = {},
+  opts: { updateRun?: boolean; segments?: WireSegment[] } = {},
 ) {
   if (ops.length === 0) return { head: row.record_head, length: row.record_length };
-  const rec = appendOps(row, await segmentsOf(ex, row.id), ops, at);
+  // `segments`: the record as the caller read it under the same row lock (segmentsOfMany), else read here.
+  const rec = appendOps(row, opts.segments ?? (await segmentsOf(ex, row.id)), ops, at);
   await ex
     .insertInto('record_segments')
     .values(rec.rows.map((r) => ({ ...r, payload: json(r.payload) })))
@@ -99,6 +100,25 @@ export async function appendSegments(
       .execute();
   }
   return { head: rec.head, length: rec.length };
+}
+
+/**
+ * The segment rows appending `ops` would insert, and the new head and length — nothing written (the caller
+ * inserts the rows in its own statement, holding the run row's lock). `segments`: as in `appendSegments`.
+ */
+export async function plannedSegments(
+  ex: Executor,
+  row: RunRow,
+  ops: readonly Operation[],
+  at: string,
+  segments?: WireSegment[],
+) {
+  const rec = appendOps(row, segments ?? (await segmentsOf(ex, row.id)), ops, at);
+  return {
+    rows: rec.rows.map((r) => ({ ...r, payload: json(r.payload) })),
+    head: rec.head,
+    length: rec.length,
+  };
 }
 
 /** The snapshot + manifest a resume must offer (null unless parked). */

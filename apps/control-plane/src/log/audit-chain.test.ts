@@ -221,6 +221,52 @@ describe('the runner audit chain', { timeout: 300_000 }, () => {
       'settled',
       'settled',
     ]);
+    // The batch read its runs, leases and records once (completion.ts prefetchBatch) and inserted its events
+    // once: each record verifies with the runner's key, each run has its one terminal event.
+    for (const [l, s] of [
+      [l2, b2],
+      [l3, c2],
+      [l4, d],
+    ] as const) {
+      const wire = (await call(t.app, 'GET', `/runs/${l.runId}/record?view=wire`)).body as {
+        segments: { kind: string }[];
+        attestations: Record<string, unknown>;
+      };
+      expect(Object.keys(wire.attestations)).toEqual([s.address]);
+      expect(verifyWire(JSON.parse(JSON.stringify(wire)), { trustKeys: [key.publicKey] }).ok).toBe(true);
+    }
+    const terminal = await t.core.internals.ldb.db
+      .selectFrom('events')
+      .select('run_id')
+      .where('kind', '=', 'run.settled')
+      .where('run_id', 'in', [l2.runId, l3.runId, l4.runId])
+      .execute();
+    expect(terminal.map((e) => e.run_id).sort()).toEqual([l2.runId, l3.runId, l4.runId].sort());
+    // The attestation, the segments and the run update went in one statement: the head log's trigger on
+    // record_segments still queued each run's new head (its loop is off here: the rows wait in log_pending).
+    const ids = [l2.runId, l3.runId, l4.runId];
+    const { rows: heads } = await sql<{ run_id: string }>`
+      SELECT r.id AS run_id FROM log_pending p, jsonb_array_elements(p.leaves) x, runs r
+      WHERE r.id = x->>'r' AND r.id = ANY(${ids}::text[])
+        AND (x->>'l')::int = r.record_length AND x->>'h' = r.record_head`.execute(t.core.internals.ldb.db);
+    expect(heads.map((h) => h.run_id).sort()).toEqual([...ids].sort());
+    // The same batch again, one item twice: settle is idempotent, nothing written twice.
+    const again = await call(t.app, 'POST', '/runner/v1/completions', {
+      key: credential,
+      body: { items: [item(l2, b2), item(l3, c2), item(l3, c2), item(l4, d)] },
+    });
+    expect((again.body.results as { outcome: string }[]).map((r) => r.outcome)).toEqual([
+      'settled',
+      'settled',
+      'settled',
+      'settled',
+    ]);
+    const stored = await t.core.internals.ldb.db
+      .selectFrom('attestations')
+      .select('run_id')
+      .where('run_id', 'in', [l2.runId, l3.runId, l4.runId])
+      .execute();
+    expect(stored).toHaveLength(3);
     const chain = await call(t.app, 'GET', `/runners/${String(paired.body.runnerId)}/audit`);
     expect((chain.body.links as { address: string }[]).map((l) => l.address)).toEqual([
       a.address,

@@ -3,7 +3,7 @@
 // epoch (intervals.ts appended them), then appended as the `executed` segment and the run settled, in one
 // transaction — one completion, or a whole batch of them.
 import type { RunEvent } from '@everdict/run-model';
-import type { AttestationBody, Hex } from '@everdict/runrecord';
+import type { AttestationBody, Hex, WireSegment } from '@everdict/runrecord';
 import { canonicalLine, StreamingDigest } from '@everdict/trajectory-store';
 import { sql } from 'kysely';
 import type { Tx } from '../db/tx.js';
@@ -14,7 +14,9 @@ import {
   attestationMismatch as mismatch,
 } from '../keys/attestation-check.js';
 import { staleLease } from '../leases/store.js';
-import { rowToView, selectRunRows } from '../ledger/runs.js';
+import { appendEvents, type NewEvent } from '../ledger/events.js';
+import { segmentsOfMany } from '../ledger/records.js';
+import { type RunRow, rowToView, selectRunRows } from '../ledger/runs.js';
 import type { RunView } from '../ledger/views.js';
 import { RunnerAuditLinks } from '../log/audit-chain.js';
 import { type Deps, nowIso } from '../services/context.js';
@@ -49,6 +51,26 @@ async function journalRootFromTrajectory(
   return digest.digest().slice('blake3:'.length);
 }
 
+/** A run's lease and this epoch's journal row, as `leaseJournal` reads them (absent: no lease). */
+interface LeaseJournalRow {
+  epoch: string | number;
+  holder: string;
+  seq_from: number | null;
+  event_count: number | null;
+}
+
+/** 409 `stale_lease` unless the runner holds the run's current lease at `epoch`; else where its journal sits. */
+function journalOf(
+  r: LeaseJournalRow | undefined,
+  runner: RunnerIdentity,
+  runId: string,
+  epoch: number,
+): { from: number; count: number } {
+  const current = r ? Number(r.epoch) : null;
+  if (current !== epoch || r?.holder !== runner.id) throw staleLease(runId, epoch, current);
+  return { from: Number(r.seq_from ?? 0), count: Number(r.event_count ?? 0) };
+}
+
 /**
  * Where this epoch's journal sits in the run's trajectory, read with the check that the runner holds the
  * run's current lease at `epoch` — ONE statement (else 409 `stale_lease`). The run row is locked first
@@ -61,18 +83,44 @@ async function leaseJournal(
   runId: string,
   epoch: number,
 ): Promise<{ from: number; count: number }> {
-  const { rows } = await sql<{
-    epoch: string | number;
-    holder: string;
-    seq_from: number | null;
-    event_count: number | null;
-  }>`SELECT l.epoch, l.holder, j.seq_from, j.event_count FROM run_leases l
+  const { rows } =
+    await sql<LeaseJournalRow>`SELECT l.epoch, l.holder, j.seq_from, j.event_count FROM run_leases l
     LEFT JOIN runner_journals j ON j.run_id = l.run_id AND j.epoch = ${epoch}
     WHERE l.run_id = ${runId}`.execute(tx);
-  const r = rows[0];
-  const current = r ? Number(r.epoch) : null;
-  if (current !== epoch || r?.holder !== runner.id) throw staleLease(runId, epoch, current);
-  return { from: Number(r.seq_from ?? 0), count: Number(r.event_count ?? 0) };
+  return journalOf(rows[0], runner, runId, epoch);
+}
+
+/** What a batch read once for one of its items: the run row (locked), its lease and journal, its record. */
+interface Prefetched {
+  readonly row: RunRow | undefined;
+  readonly lease: LeaseJournalRow | undefined;
+  readonly segments: WireSegment[];
+}
+
+/**
+ * The reads `settleCompletion` makes per item, made once for a whole batch — three statements instead of
+ * three per item: the run rows locked FOR UPDATE in run id order (the order `releaseLeases` and the
+ * heartbeat's renewals take), then their leases with each item's epoch's journal row, then their records.
+ * Each run's first item only (a run named twice reads again for its later items, after its first settled).
+ * The same rows the per-item reads would see: every run row is locked before its lease and record are read,
+ * and both change only under that lock.
+ */
+async function prefetchBatch(tx: Tx, batch: readonly Completion[]): Promise<Map<string, Prefetched>> {
+  const firsts = new Map<string, number>();
+  for (const c of batch) if (!firsts.has(c.runId)) firsts.set(c.runId, c.input.epoch);
+  const ids = [...firsts.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const rows = await selectRunRows(tx).selectAll().where('id', 'in', ids).orderBy('id').forUpdate().execute();
+  const { rows: leases } = await sql<LeaseJournalRow & { run_id: string }>`
+    SELECT s.run_id, l.epoch, l.holder, j.seq_from, j.event_count
+    FROM unnest(${ids}::text[], ${ids.map((id) => firsts.get(id)!)}::bigint[]) AS s(run_id, epoch)
+    JOIN run_leases l ON l.run_id = s.run_id
+    LEFT JOIN runner_journals j ON j.run_id = s.run_id AND j.epoch = s.epoch`.execute(tx);
+  const segments = await segmentsOfMany(tx, ids);
+  const rowOf = new Map(rows.map((r) => [r.id, r]));
+  const leaseOf = new Map(leases.map((l) => [l.run_id, l]));
+  return new Map(
+    ids.map((id) => [id, { row: rowOf.get(id), lease: leaseOf.get(id), segments: segments.get(id) ?? [] }]),
+  );
 }
 
 /** Drops the settled runs' leases — one statement, in run id order — just before the commit. */
@@ -171,15 +219,22 @@ export async function completeRuns(
       settled = await withTx(deps.db, async (tx) => {
         // The runner's audit chain: locked and read once for the batch, its links kept in one insert.
         const links = new RunnerAuditLinks(tx, runner);
+        // The runs, leases and records read once for the batch; the runs' events inserted once, in order.
+        const pre = n > 1 ? await prefetchBatch(tx, decoded.slice(0, n)) : new Map<string, Prefetched>();
+        const events: NewEvent[] = [];
         const out: RunView[] = [];
         for (let i = 0; i < n; i++) {
+          const c = decoded[i]!;
+          const read = pre.get(c.runId);
+          pre.delete(c.runId); // a run named again reads afresh
           try {
-            out.push(await settleCompletion(tx, deps, trajectories, runner, links, decoded[i]!));
+            out.push(await settleCompletion(tx, deps, trajectories, runner, links, c, { read, events }));
           } catch (error) {
             if (isRetryable(error)) throw error; // the whole batch is retried (withTx)
             throw new Refusal(i, error);
           }
         }
+        await appendEvents(tx, events);
         await links.save();
         await releaseLeases(
           tx,
@@ -214,9 +269,11 @@ async function settleCompletion(
   runner: RunnerIdentity,
   links: RunnerAuditLinks,
   { runId, input, body, address }: Completion,
+  batch: { read?: Prefetched | undefined; events?: NewEvent[] } = {},
 ): Promise<RunView> {
+  const { read, events } = batch;
   // Lock order of the lease rule: the run row (by id: ids are unique across tenants), then its lease.
-  const row = await lockRunById(tx, runId);
+  const row = read ? read.row : await lockRunById(tx, runId);
   if (!row) throw staleLease(runId, input.epoch, null);
   // A repeat of a completion that already settled this run with this very attestation, by this runner.
   if (row.status !== 'running' && row.attempt === input.epoch && body.signature?.key === runner.publicKey) {
@@ -228,7 +285,9 @@ async function settleCompletion(
       .executeTakeFirst();
     if (done) return rowToView(row);
   }
-  const journal = await leaseJournal(tx, runner, runId, input.epoch);
+  const journal = read
+    ? journalOf(read.lease, runner, runId, input.epoch)
+    : await leaseJournal(tx, runner, runId, input.epoch);
   if (row.status !== 'running') throw staleLease(runId, input.epoch, row.attempt);
   checkSignedInterval(body, address, runner.publicKey, row, { host: 'runner', unit: 'run', span: 'lease' });
   if (!trajectories) throw noStore();
@@ -261,6 +320,8 @@ async function settleCompletion(
     ...(input.usage ? { usage: input.usage } : {}),
     attested: { address, body, ...(input.account ? { account: input.account } : {}) },
     locked: row,
+    ...(read ? { segments: read.segments } : {}),
+    ...(events ? { deferEvents: events } : {}),
   });
   return rowToView(settled);
 }

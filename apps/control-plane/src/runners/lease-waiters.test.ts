@@ -1,6 +1,7 @@
 // LeaseWaiters: a runner's long-poll wakes on a dispatch NOTIFY that may announce runner work, and stays asleep
 // on an inline-only create's (analysis runs: no runner can claim them). Fake timers: "still asleep" is exact.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { RUNNERS_CHANNEL } from '../auth/runner-credentials.js';
 import { leasePolicy } from '../leases/policy.js';
 import { type Deps, DISPATCH_CHANNEL, dispatchPayload } from '../services/context.js';
 import { LeaseWaiters } from './service.js';
@@ -16,7 +17,7 @@ describe('LeaseWaiters', () => {
       ldb: {
         listen: async (channel: string, fn: (payload: string) => void) => {
           channels.push(channel);
-          notify = fn;
+          if (channel === DISPATCH_CHANNEL) notify = fn;
           return async () => undefined;
         },
       },
@@ -24,7 +25,7 @@ describe('LeaseWaiters', () => {
     } as unknown as Deps;
     const waiters = new LeaseWaiters(deps, leasePolicy());
     await waiters.start();
-    expect(channels).toEqual([DISPATCH_CHANNEL]);
+    expect(channels).toEqual([DISPATCH_CHANNEL, RUNNERS_CHANNEL]);
     let woken = 0;
     void waiters.wait(60_000).then(() => woken++);
     notify(dispatchPayload('dispatch:a', ['analysis']));

@@ -12,7 +12,7 @@ import { ControlPlaneError } from '../errors.js';
 import type { ExecutorLane, Placement } from '../executors/registry.js';
 import type { Deps } from '../services/context.js';
 import { resolveHarness } from './harnesses.js';
-import { placeable } from './registry.js';
+import { placeable, placeableCache } from './registry.js';
 import { RUNNER_KINDS } from './schemas.js';
 
 const isRunnerKind = (k: string): boolean => (RUNNER_KINDS as readonly string[]).includes(k);
@@ -63,7 +63,12 @@ export async function assertPlaceable(
   if (deps.executors.takers(kind, where).some((n) => n !== RUNNER_INDEX.name)) return;
   const image = await imageOf(ex, tenant, kind, subject);
   if (image === null) return;
-  if (!(await placeable(ex, tenant, kind, image)))
+  // The replica's remembered positives (registry.ts PlaceableCache) unless inside the caller's transaction.
+  const ok =
+    ex === deps.db
+      ? await placeableCache(deps).placeable(ex, tenant, kind, image)
+      : await placeable(ex, tenant, kind, image);
+  if (!ok)
     throw new ControlPlaneError('no_placement', `no registered runner takes ${kind} runs in image ${image}`, {
       kind,
       placement: where,

@@ -4,6 +4,7 @@
 // placement index (`runner_images`) that decides whether a command/eval/sandbox run can be placed at all.
 import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
+import { RUNNERS_CHANNEL, type RunnerCredentials } from '../auth/runner-credentials.js';
 import { iso, json } from '../db/numeric.js';
 import type { Executor, Tx } from '../db/tx.js';
 import { withTx } from '../db/tx.js';
@@ -48,6 +49,7 @@ export interface RunnerView {
 
 type RunnerRow = {
   id: string;
+  credential_hash: string;
   tenant_id: string | null;
   name: string;
   public_key: string;
@@ -170,16 +172,34 @@ export async function pair(deps: Deps, raw: unknown): Promise<{ runnerId: string
   });
 }
 
-/** A credential → its runner; 401 unless paired and not revoked. */
-export async function authenticateRunner(ex: Executor, credential: string): Promise<RunnerIdentity> {
+/**
+ * A credential → its runner; 401 unless paired and not revoked. With `cache` (this replica's, evicted by
+ * revoke and drain here and by RUNNERS_CHANNEL from the others), a credential seen lately costs no query.
+ */
+export async function authenticateRunner(
+  ex: Executor,
+  credential: string,
+  cache?: RunnerCredentials,
+): Promise<RunnerIdentity> {
+  const hash = sha256(credential);
+  const known = cache?.get(hash);
+  if (known) return known;
+  const generation = cache?.begin() ?? 0;
   const row = await ex
     .selectFrom('runners')
     .selectAll()
-    .where('credential_hash', '=', sha256(credential))
+    .where('credential_hash', '=', hash)
     .executeTakeFirst();
   if (!row || row.state === 'revoked')
     throw new ControlPlaneError('invalid_runner_credential', 'a valid runner credential is required');
-  return identityOf(row as RunnerRow);
+  const runner = identityOf(row as RunnerRow);
+  cache?.set(hash, runner, generation);
+  return runner;
+}
+
+/** Every replica forgets the runner's credential at this transaction's commit (RUNNERS_CHANNEL). */
+async function announceChange(tx: Tx, credentialHash: string): Promise<void> {
+  await sql`SELECT pg_notify(${RUNNERS_CHANNEL}, ${credentialHash})`.execute(tx);
 }
 
 /** How many leases each of these holders (runners, agent hosts) holds now; absent = none. */
@@ -236,35 +256,43 @@ async function lockOwnRunner(tx: Tx, p: Principal, runnerId: string): Promise<Ru
   return row as RunnerRow;
 }
 
-/** No new leases; current ones finish. Idempotent; a revoked runner stays revoked (409). */
-export async function drainRunner(deps: Deps, p: Principal, runnerId: string): Promise<void> {
-  await withTx(deps.db, async (tx) => {
+/**
+ * No new leases; current ones finish. Idempotent; a revoked runner stays revoked (409). Answers the
+ * credential hash, for the caller to evict from its replica's cache (the others hear RUNNERS_CHANNEL).
+ */
+export async function drainRunner(deps: Deps, p: Principal, runnerId: string): Promise<string> {
+  return withTx(deps.db, async (tx) => {
     const row = await lockOwnRunner(tx, p, runnerId);
     if (row.state === 'revoked') throw new ControlPlaneError('conflict', `runner ${runnerId} is revoked`);
     await tx.updateTable('runners').set({ state: 'draining' }).where('id', '=', runnerId).execute();
+    await announceChange(tx, row.credential_hash);
+    return row.credential_hash;
   });
 }
 
 /**
  * Revoke: the credential stops working at once, the runner leaves the placement index, and `expire` (the
  * lease rule) expires every lease it holds in the same transaction (the caller then sweeps: they requeue).
+ * Every replica forgets the credential at the commit (RUNNERS_CHANNEL); the caller evicts it from its own
+ * cache with the answered `credentialHash` (the NOTIFY may come later).
  */
 export async function revokeRunner(
   deps: Deps,
   p: Principal,
   runnerId: string,
   expire: (tx: Tx, runnerId: string) => Promise<string[]>,
-): Promise<{ expired: string[] }> {
+): Promise<{ expired: string[]; credentialHash: string }> {
   return withTx(deps.db, async (tx) => {
     const row = await lockOwnRunner(tx, p, runnerId);
-    if (row.state === 'revoked') return { expired: [] };
+    if (row.state === 'revoked') return { expired: [], credentialHash: row.credential_hash };
     await tx
       .updateTable('runners')
       .set({ state: 'revoked', revoked_at: deps.clock() })
       .where('id', '=', runnerId)
       .execute();
     await tx.deleteFrom('runner_images').where('runner_id', '=', runnerId).execute();
-    return { expired: await expire(tx, runnerId) };
+    await announceChange(tx, row.credential_hash);
+    return { expired: await expire(tx, runnerId), credentialHash: row.credential_hash };
   });
 }
 
@@ -305,4 +333,53 @@ export async function placeable(ex: Executor, tenant: string, kind: string, imag
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
+}
+
+/**
+ * `placeable` answers of one replica, positives only, for at most PLACEABLE_CACHE_MS: a create door asks the
+ * ledger once per (tenant, kind, image) while runners stay. Only a revoke makes a positive false: it clears
+ * the revoking replica's answers at once (service.ts) and every other replica's at its commit's NOTIFY
+ * (RUNNERS_CHANNEL, heard by LeaseWaiters); a replica whose LISTEN connection was down keeps a positive at
+ * most PLACEABLE_CACHE_MS. A negative is never kept (a runner paired since is seen at once). A lookup that
+ * raced a clear is not kept (the generation). Reads inside a caller's transaction (a firing) bypass it.
+ */
+export class PlaceableCache {
+  private readonly yes = new Map<string, number>();
+  private generation = 0;
+
+  constructor(
+    private readonly nowMs: () => number = () => performance.now(),
+    private readonly ttlMs: number = PLACEABLE_CACHE_MS,
+  ) {}
+
+  async placeable(ex: Executor, tenant: string, kind: string, image: string): Promise<boolean> {
+    const key = JSON.stringify([tenant, kind, image]);
+    const until = this.yes.get(key);
+    if (until !== undefined && until > this.nowMs()) return true;
+    const generation = this.generation;
+    const ok = await placeable(ex, tenant, kind, image);
+    if (ok && generation === this.generation) {
+      if (this.yes.size >= 10_000) this.yes.clear();
+      this.yes.set(key, this.nowMs() + this.ttlMs);
+    } else this.yes.delete(key);
+    return ok;
+  }
+
+  clear(): void {
+    this.generation += 1;
+    this.yes.clear();
+  }
+}
+
+export const PLACEABLE_CACHE_MS = 5_000;
+const placeableCaches = new WeakMap<object, PlaceableCache>();
+
+/** The replica's (the core's `deps`) placement answers. */
+export function placeableCache(deps: object): PlaceableCache {
+  let c = placeableCaches.get(deps);
+  if (!c) {
+    c = new PlaceableCache();
+    placeableCaches.set(deps, c);
+  }
+  return c;
 }

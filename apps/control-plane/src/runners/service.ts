@@ -1,6 +1,7 @@
 // The runner service: what the runner routes call (admin side and the runner's own calls), with the
 // long-poll of lease requests — woken in-process by anything that queues a run on this replica and by the
 // dispatch channel's NOTIFY (creates and requeues on any replica), re-checked at most every poll interval.
+import { RUNNERS_CHANNEL, RunnerCredentials } from '../auth/runner-credentials.js';
 import type { Db } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import type { PublicKeyEntry } from '../keys/registry.js';
@@ -20,6 +21,7 @@ import {
   listRunners,
   mintPairingToken,
   pair,
+  placeableCache,
   type RunnerIdentity,
   type RunnerView,
   revokeRunner,
@@ -71,10 +73,15 @@ export interface RunnerServiceOptions {
   trajectories?: RunTrajectories | null;
 }
 
-/** Wakes every waiting lease request (in-process); started/stopped with the core. */
+/**
+ * Wakes every waiting lease request (in-process); started/stopped with the core. Also holds this replica's
+ * runner credential cache (auth/runner-credentials.ts), evicted by RUNNERS_CHANNEL from the other replicas.
+ */
 export class LeaseWaiters {
+  readonly credentials = new RunnerCredentials();
   private readonly waiting = new Set<() => void>();
   private unlisten: (() => Promise<void>) | null = null;
+  private unlistenRunners: (() => Promise<void>) | null = null;
   private reaper: NodeJS.Timeout | null = null;
 
   constructor(
@@ -86,6 +93,12 @@ export class LeaseWaiters {
     // An inline-only create (analysis runs: no runner can take them) does not wake the long-polls.
     this.unlisten = await this.deps.ldb.listen(DISPATCH_CHANNEL, (payload) => {
       if (mayWakeRunners(payload)) this.wake();
+    });
+    // A revoke or drain on any replica: its runner's credential is looked up again here.
+    // (A revoke also ends placements: this replica's remembered `placeable` answers are cleared.)
+    this.unlistenRunners = await this.deps.ldb.listen(RUNNERS_CHANNEL, (hash) => {
+      this.credentials.evict(hash);
+      placeableCache(this.deps).clear();
     });
     // The lease rule's sweep, also here: a core without the dispatch loop still requeues lost runner leases.
     this.reaper = setInterval(() => {
@@ -120,6 +133,7 @@ export class LeaseWaiters {
   async stop(): Promise<void> {
     if (this.reaper) clearInterval(this.reaper);
     await this.unlisten?.();
+    await this.unlistenRunners?.();
     this.wake();
   }
 }
@@ -143,16 +157,20 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
     pair: (input) => pair(deps, input),
     list: (p) => listRunners(deps, p),
     async drain(p, id) {
-      await drainRunner(deps, p, id);
+      waiters.credentials.evict(await drainRunner(deps, p, id));
       return viewOf(deps, p, id);
     },
     async revoke(p, id) {
-      const { expired } = await revokeRunner(deps, p, id, (tx, rid) => expireHolder(tx, rid));
+      const { expired, credentialHash } = await revokeRunner(deps, p, id, (tx, rid) => expireHolder(tx, rid));
+      // Its next call here is 401 at once, and its kinds and images place nothing more here (the other
+      // replicas evict at the commit's NOTIFY).
+      waiters.credentials.evict(credentialHash);
+      placeableCache(deps).clear();
       const requeued = await requeueExpired(deps, opts.lease, expired);
       if (requeued.length > 0) waiters.wake();
       return { ...(await viewOf(deps, p, id)), requeued };
     },
-    authenticate: (credential) => authenticateRunner(db, credential),
+    authenticate: (credential) => authenticateRunner(db, credential, waiters.credentials),
     async leases(runner, raw, signal) {
       const r = LeasesInput.safeParse(raw);
       if (!r.success) throw r.error;

@@ -15,14 +15,17 @@ import {
   encodeAttestationBody,
   type Hex,
   type Operation,
+  type WireSegment,
 } from '@everdict/runrecord';
+import type { Insertable, Selectable } from 'kysely';
 import { PgAdmissionLanes } from '../admission-store/sql/lanes.js';
 import { PgAdmissionStore } from '../admission-store/sql/store.js';
 import { json, numeric } from '../db/numeric.js';
+import type { AttestationsTable, RunsTable } from '../db/schema.js';
 import type { Tx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
-import { appendEvents } from '../ledger/events.js';
-import { addressOf, appendSegments, NO_CALLS, sealInterval } from '../ledger/records.js';
+import { appendEvents, type NewEvent } from '../ledger/events.js';
+import { addressOf, appendSegments, NO_CALLS, plannedSegments, sealInterval } from '../ledger/records.js';
 import { lockRun, type RunRow, rowToRun, withSlot } from '../ledger/runs.js';
 import { type Deps, DISPATCH_CHANNEL, nowIso } from './context.js';
 
@@ -71,6 +74,13 @@ export interface TransitionExtras {
   idleUj?: bigint;
   /** The run's row as the caller locked it (FOR UPDATE) in this transaction: not read again. */
   locked?: RunRow;
+  /** The `locked` run's record segments, read under that lock in this transaction: not read again. */
+  segments?: WireSegment[];
+  /**
+   * Where to put the transition's events instead of inserting them now: the caller inserts them (in order,
+   * in this transaction) once for several transitions. Not for a running run's cancel (it NOTIFYs dispatch).
+   */
+  deferEvents?: NewEvent[];
 }
 
 /**
@@ -120,6 +130,7 @@ export async function transitionTx(
 
   // The record: an interval ends whenever a running run stops running.
   const ops: Operation[] = [];
+  let attestationRow: Insertable<AttestationsTable> | null = null;
   const nowMs = Date.parse(at);
   const endsInterval = from === 'running' && patch.status !== 'running';
   if (endsInterval) {
@@ -135,17 +146,14 @@ export async function transitionTx(
     const meter = { ...DEFAULT_METER, ...extras.interval };
     if (extras.attested) {
       const a = extras.attested;
-      await tx
-        .insertInto('attestations')
-        .values({
-          address: a.address,
-          tenant_id: row.tenant_id,
-          run_id: row.id,
-          body: json(encodeAttestationBody(a.body)),
-          created_at: at,
-        })
-        .onConflict((oc) => oc.column('address').doNothing())
-        .execute();
+      // Inserted below, in the statement that appends the segments and updates the run.
+      attestationRow = {
+        address: a.address,
+        tenant_id: row.tenant_id,
+        run_id: row.id,
+        body: json(encodeAttestationBody(a.body)),
+        created_at: at,
+      };
       ops.push({
         op: 'execute',
         attestation: a.address,
@@ -214,26 +222,51 @@ export async function transitionTx(
         (patch.status === 'succeeded' ? 'completed' : patch.status === 'failed' ? 'failed' : 'cancelled'),
     });
   }
-  const rec = await appendSegments(tx, row, ops, at, { updateRun: false });
   const startsInterval = patch.status === 'running';
-
-  const updated = await tx
-    .updateTable('runs')
-    .set({
-      status: patch.status,
-      updated_at: Date.parse(patch.updatedAt),
-      ...(patch.settledAt ? { ended_at: patch.settledAt } : {}),
-      ...(patch.error ? { error: json(patch.error) } : {}),
-      outputs: json(outputs),
-      usage: json(usage),
-      record_head: rec.head,
-      record_length: rec.length,
-      interval_started_at: startsInterval ? nowMs : null,
-      interval_head: startsInterval ? rec.head : null,
-    })
-    .where('id', '=', row.id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const runSet = (rec: { head: string; length: number }) => ({
+    status: patch.status,
+    updated_at: Date.parse(patch.updatedAt),
+    ...(patch.settledAt ? { ended_at: patch.settledAt } : {}),
+    ...(patch.error ? { error: json(patch.error) } : {}),
+    outputs: json(outputs),
+    usage: json(usage),
+    record_head: rec.head,
+    record_length: rec.length,
+    interval_started_at: startsInterval ? nowMs : null,
+    interval_head: startsInterval ? rec.head : null,
+  });
+  const segments = locked && extras.segments ? extras.segments : undefined;
+  let updated: Selectable<RunsTable>;
+  if (attestationRow) {
+    // An attested interval: its body, its segments and the run's new state in ONE statement (the record's
+    // append is checked in memory first — runrecord refuses an illegal one before anything is written).
+    const rec = await plannedSegments(tx, row, ops, at, segments);
+    const body = attestationRow;
+    updated = await tx
+      .with('att', (db) =>
+        db
+          .insertInto('attestations')
+          .values(body)
+          .onConflict((oc) => oc.column('address').doNothing()),
+      )
+      .with('seg', (db) => db.insertInto('record_segments').values(rec.rows))
+      .updateTable('runs')
+      .set(runSet(rec))
+      .where('id', '=', row.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  } else {
+    const rec = await appendSegments(tx, row, ops, at, {
+      updateRun: false,
+      ...(segments ? { segments } : {}),
+    });
+    updated = await tx
+      .updateTable('runs')
+      .set(runSet(rec))
+      .where('id', '=', row.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
 
   let startedMs = row.started_ms;
   if (isTerminal(patch.status)) {
@@ -257,11 +290,9 @@ export async function transitionTx(
     startedMs = slot.started_at;
   }
   // A running run cancelled: wake every replica's dispatch loop, so the one executing it aborts it.
-  await appendEvents(
-    tx,
-    factsToEvents(facts),
-    from === 'running' && event.type === 'cancel' ? DISPATCH_CHANNEL : undefined,
-  );
+  const wakeDispatch = from === 'running' && event.type === 'cancel';
+  if (extras.deferEvents && !wakeDispatch) extras.deferEvents.push(...factsToEvents(facts));
+  else await appendEvents(tx, factsToEvents(facts), wakeDispatch ? DISPATCH_CHANNEL : undefined);
   return {
     row: withSlot(updated, {
       depth: row.causal_depth,
