@@ -8,6 +8,7 @@
 import type pg from 'pg';
 
 const MARKER = /^\/\* prepared:([a-z0-9_]+) \*\//;
+const OPENER = '/* prepared:';
 
 /** `sql` prefix that opts a statement in (its text must be the same for every call: parameters only). */
 export const prepared = (name: string): string => `/* prepared:${name} */`;
@@ -41,7 +42,8 @@ export function prepareMarkedStatements(
   const names = new Map<string, string>();
   const plain = client.query.bind(client) as QueryFn;
   const routed: QueryFn = (text, values, callback) => {
-    if (typeof text === 'string') {
+    // Unmarked texts (most, and long ones) skip the lookup: a Map key hashes the whole text each call.
+    if (typeof text === 'string' && text.startsWith(OPENER)) {
       let name = names.get(text);
       if (name === undefined) {
         name = statementName(text) ?? '';
