@@ -236,7 +236,7 @@ export function claimStatement(
  * condition) in (lane, finish, seq) order, of the given kinds. One ordered scan of adm_queue_kind_order
  * (kind, lane, finish, seq) per kind, merged: the first `window` of the union lie among each kind's first
  * `window`. Without kinds (the store's claim: any kind), the kinds are those queued, found by a skip scan of
- * the same index — one probe per distinct kind (migration 0026 dropped adm_queue_order, which served this).
+ * the same index — one probe per distinct kind (migration 0025 dropped adm_queue_order, which served this).
  */
 function youngHead(entries: Fragment, kinds: readonly string[] | undefined, window: number): Fragment {
   const head = (kind: Fragment) =>
