@@ -114,13 +114,13 @@ describe('everdict-runrecord verify --log', () => {
 
   it('a record served cut short is TruncatedRecord', async () => {
     const r = await run(verifyArgs(), wire(cut(record, 3)));
-    expect([r.code, r.json]).toEqual([1, { ok: false, error: 'TruncatedRecord' }]);
+    expect([r.code, r.json], r.err).toEqual([1, { ok: false, error: 'TruncatedRecord' }]);
   });
 
   it('a record served with another history is ForkedRecord', async () => {
     const other = forge([exec(1), exec(2), exec(9), closed()]);
     const r = await run(verifyArgs(), wire(other));
-    expect([r.code, r.json]).toEqual([1, { ok: false, error: 'ForkedRecord' }]);
+    expect([r.code, r.json], r.err).toEqual([1, { ok: false, error: 'ForkedRecord' }]);
   });
 
   it('a log that logged two continuations of the run is ForkedRecord, even for the record it logged first', async () => {
@@ -134,7 +134,7 @@ describe('everdict-runrecord verify --log', () => {
     });
     cosign(log);
     const r = await run(verifyArgs(), wire(record));
-    expect([r.code, r.json]).toEqual([1, { ok: false, error: 'ForkedRecord' }]);
+    expect([r.code, r.json], r.err).toEqual([1, { ok: false, error: 'ForkedRecord' }]);
   });
 
   it('a log that rewrote a logged leaf: its latest tree does not extend the cosigned one (InconsistentLog)', async () => {
@@ -152,11 +152,11 @@ describe('everdict-runrecord verify --log', () => {
     // The run's proofs come from the tree the witness cosigned; the log's head is the rewritten one.
     server.serve(rewritten, { runs: log });
     const r = await run(verifyArgs(), wire(record));
-    expect([r.code, r.json]).toEqual([1, { ok: false, error: 'InconsistentLog' }]);
+    expect([r.code, r.json], r.err).toEqual([1, { ok: false, error: 'InconsistentLog' }]);
     // Served wholly from the rewritten tree, nothing is cosigned: the witness never vouched for it.
     server.serve(rewritten);
     const alone = await run(verifyArgs(), wire(record));
-    expect([alone.code, alone.json]).toEqual([1, { ok: false, error: 'InsufficientWitnesses' }]);
+    expect([alone.code, alone.json], alone.err).toEqual([1, { ok: false, error: 'InsufficientWitnesses' }]);
   });
 
   it('too few witnesses, a log that does not answer, and usage errors', async () => {
@@ -165,25 +165,25 @@ describe('everdict-runrecord verify --log', () => {
       [...verifyArgs().slice(0, 9), '--witness-key', stranger, '--witness-key', W(), '--min-witnesses', '2'],
       wire(record),
     );
-    expect([few.code, few.json]).toEqual([1, { ok: false, error: 'InsufficientWitnesses' }]);
+    expect([few.code, few.json], few.err).toEqual([1, { ok: false, error: 'InsufficientWitnesses' }]);
     const unauthorised = await run(
       verifyArgs().map((a) => (a === 'key-acme' ? 'nope' : a)),
       wire(record),
     );
-    expect([unauthorised.code, unauthorised.json]).toEqual([1, { ok: false, error: 'LogUnavailable' }]);
+    expect([unauthorised.code, unauthorised.json], unauthorised.err).toEqual([1, { ok: false, error: 'LogUnavailable' }]);
     const url = server.url;
     await server.close();
     const down = await run(
       verifyArgs().map((a) => (a === url ? url : a)),
       wire(record),
     );
-    expect([down.code, down.json]).toEqual([1, { ok: false, error: 'LogUnavailable' }]);
+    expect([down.code, down.json], down.err).toEqual([1, { ok: false, error: 'LogUnavailable' }]);
     server = await startTestLogServer({ log });
     const usage = await run(['verify', '--log', server.url, '--tenant', 'acme', '--key', 'k'], wire(record));
     expect(usage.code).toBe(2);
     expect(usage.err).toMatch(/--run is required/);
     const bad = await run(verifyArgs(), '{not json');
-    expect([bad.code, bad.json]).toEqual([1, { ok: false, error: 'MalformedRecord' }]);
+    expect([bad.code, bad.json], bad.err).toEqual([1, { ok: false, error: 'MalformedRecord' }]);
   });
 });
 
@@ -213,13 +213,13 @@ describe('everdict-runrecord check-group', () => {
       args(),
       JSON.stringify({ proof, report: { groupId: 'exp-7', runs: ['run-1', 'run-3'] } }),
     );
-    expect([r.code, r.json]).toEqual([1, { ok: false, error: 'OmittedRun' }]);
+    expect([r.code, r.json], r.err).toEqual([1, { ok: false, error: 'OmittedRun' }]);
   });
 
   it('a proof for another group, an edited leaf, a missing cosignature, a malformed input', async () => {
     const proof = await groupProof();
     const other = await run(args(), JSON.stringify({ proof, report: { groupId: 'exp-8', runs: [] } }));
-    expect([other.code, other.json]).toEqual([1, { ok: false, error: 'ForeignLeaf' }]);
+    expect([other.code, other.json], other.err).toEqual([1, { ok: false, error: 'ForeignLeaf' }]);
     const edited = structuredClone(proof);
     const leaf = edited.leaves[1]!.leaf;
     edited.leaves[1]!.leaf = `${leaf.slice(0, -1)}${leaf.endsWith('0') ? '1' : '0'}`;
@@ -227,14 +227,14 @@ describe('everdict-runrecord check-group', () => {
       args(),
       JSON.stringify({ proof: edited, report: { groupId: 'exp-7', runs: [] } }),
     );
-    expect([tampered.code, tampered.json]).toEqual([1, { ok: false, error: 'InclusionFailed' }]);
+    expect([tampered.code, tampered.json], tampered.err).toEqual([1, { ok: false, error: 'InclusionFailed' }]);
     const uncosigned = { ...proof, sth: { ...proof.sth, cosignatures: [] } };
     const r = await run(
       args(),
       JSON.stringify({ proof: uncosigned, report: { groupId: 'exp-7', runs: ['run-1', 'run-2', 'run-3'] } }),
     );
-    expect([r.code, r.json]).toEqual([1, { ok: false, error: 'InsufficientWitnesses' }]);
+    expect([r.code, r.json], r.err).toEqual([1, { ok: false, error: 'InsufficientWitnesses' }]);
     const malformed = await run(args(), JSON.stringify({ proof, report: { groupId: 'exp-7' } }));
-    expect([malformed.code, malformed.json]).toEqual([1, { ok: false, error: 'MalformedProof' }]);
+    expect([malformed.code, malformed.json], malformed.err).toEqual([1, { ok: false, error: 'MalformedProof' }]);
   });
 });
