@@ -19,7 +19,7 @@
 // checkout whose apps/control-plane/dist is the everdict side: an A/B of two builds, run alternately);
 // BENCH_SERVER_NODE_ARGS (node flags for the shipped server, e.g. --trace-gc).
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -273,6 +273,7 @@ const runShape = { http: shapeHttp, drain: shapeDrain, latency: shapeLatency };
 try {
   for (let r = 0; r < ROUNDS; r++) {
     for (const shape of SHAPES) {
+      if (!(shape in runShape)) continue; // `runner` runs once, after the rounds (below)
       const order = r % 2 === 0 ? ['everdict', 'graphile'] : ['graphile', 'everdict'];
       const pair = {};
       for (const s of order) pair[s] = await runShape[shape](SIDES[s]);
@@ -335,18 +336,18 @@ line(
   ` n=${N}`,
 );
 
-// Runner leases: apps/runner/bench/dispatch-runner.mjs (built by another change) when present.
-const runnerBench = path.join(here, '..', '..', 'runner', 'bench', 'dispatch-runner.mjs');
-if (!SHAPES.includes('runner')) {
-  // not asked for (BENCH_SHAPES without `runner`)
-} else if (existsSync(runnerBench)) {
-  const mod = await import(runnerBench);
-  const fn = mod.dispatchRunner ?? mod.default ?? Object.values(mod).find((v) => typeof v === 'function');
-  const out = fn
-    ? await fn({ n: N, rounds: ROUNDS, databaseUrl: (await import('./lib/measure.mjs')).BASE })
-    : null;
-  if (out && typeof out === 'object' && 'everdict' in out)
-    console.log(
-      `BENCH dispatch.runner everdict=${r0(out.everdict)} graphile=${r0(out.graphile)} ratio=${r2(out.everdict / out.graphile)} unit=runs/s`,
-    );
-} else console.log('BENCH dispatch.runner missing (apps/runner/bench/dispatch-runner.mjs is not there)');
+// Runner leases (issue 13's shape): apps/runner/bench/dispatch-runner.mjs — command runs `true` through one
+// runner of 16 slots against graphile-worker running the same `bwrap … true` jobs, on the same PostgreSQL.
+// BENCH_RUNNER_RUNS (200) runs; its own JSON line follows as `dispatch.runner.detail`.
+if (SHAPES.includes('runner')) {
+  const runnerBench = path.join(here, '..', '..', 'runner', 'bench', 'dispatch-runner.mjs');
+  const { benchDispatchRunner } = await import(runnerBench);
+  const out = await benchDispatchRunner({
+    base: (await import('./lib/measure.mjs')).BASE,
+    runs: Number(process.env.BENCH_RUNNER_RUNS ?? 200),
+  });
+  console.log(
+    `BENCH dispatch.runner everdict=${r0(out.runnerPerSec)} graphile=${r0(out.graphilePerSec)} ratio=${r2(out.vsGraphile)} unit=runs/s(command runs \`true\`, 1 runner × 16 slots) n=${out.runs}`,
+  );
+  console.log(`BENCH dispatch.runner.detail ${JSON.stringify(out)}`);
+}
