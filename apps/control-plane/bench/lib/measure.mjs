@@ -1,6 +1,6 @@
 // Measuring helpers of the benches (dispatch, headlog, run): databases, child servers, keep-alive HTTP, WAL and CPU.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import http from 'node:http';
 import pg from 'pg';
 
@@ -134,7 +134,10 @@ export function spawnServer(cmd, args, env, ready) {
         const port = ready(line);
         if (port) {
           child.stdout.off('data', onData);
-          child.stdout.resume();
+          // BENCH_SERVER_OUT=<file>: the server's output after it is ready (its logs, --trace-gc lines, …).
+          if (process.env.BENCH_SERVER_OUT)
+            child.stdout.pipe(createWriteStream(process.env.BENCH_SERVER_OUT, { flags: 'a' }));
+          else child.stdout.resume();
           resolve({ child, port, stop: () => stopChild(child) });
         }
       }
