@@ -78,7 +78,9 @@ describe.runIf(LIVE_PG)('claim and settle against held rows', () => {
     // Settle both for the next test's counters.
     const deps = core.internals.deps;
     expect(
-      (await writeSettle(deps.db, await planSettle(deps.db, deps, [finished(held), finished(free)]))).sort(),
+      (
+        await writeSettle(deps.db, await planSettle(deps.db, deps, [finished(held), finished(free)]))
+      ).ids.sort(),
     ).toEqual([held, free].sort());
   });
 
@@ -94,7 +96,7 @@ describe.runIf(LIVE_PG)('claim and settle against held rows', () => {
     await someoneWaits();
     await other.query("UPDATE runs SET expires_at = '2100-01-01T00:00:00Z' WHERE id = $1", [x]);
     await other.query('COMMIT');
-    expect(await writing).toEqual([y]);
+    expect((await writing).ids).toEqual([y]);
     const rows = await deps.db
       .selectFrom('runs')
       .select(['id', 'status'])
@@ -112,7 +114,7 @@ describe.runIf(LIVE_PG)('claim and settle against held rows', () => {
     const second = writeSettle(deps.db, again);
     await someoneWaits();
     await other.query('ROLLBACK');
-    expect(await second).toEqual([x]);
+    expect((await second).ids).toEqual([x]);
     expect((await core.services.runs.record(admin, x)).verify).toMatchObject({ ok: true, length: 2 });
     const ten = await deps.db
       .selectFrom('adm_tenants_now')

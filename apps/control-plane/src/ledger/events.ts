@@ -30,6 +30,15 @@ export async function appendEvents(
   return ids.map((r) => decimal(r.id));
 }
 
+/** `pg_notify(…)` calls, comma-separated, for a SELECT list: a channel alone (payload '') or [channel, payload]. */
+export function notifyCalls(notifies: readonly (string | readonly [string, string])[]) {
+  return sql.join(
+    notifies.map((n) =>
+      typeof n === 'string' ? sql`pg_notify(${n}, '')` : sql`pg_notify(${n[0]}, ${n[1]})`,
+    ),
+  );
+}
+
 /**
  * NOTIFY after a durable write has committed, in its own tiny transaction that commits asynchronously
  * (`synchronous_commit = off` for it alone). PostgreSQL serializes every NOTIFYing commit on one cluster-wide
@@ -46,10 +55,7 @@ export function notifyAfterCommit(
   onError?: (e: unknown) => void,
 ): Promise<void> {
   if (notifies.length === 0) return Promise.resolve();
-  const calls = notifies.map((n) =>
-    typeof n === 'string' ? sql`pg_notify(${n}, '')` : sql`pg_notify(${n[0]}, ${n[1]})`,
-  );
-  return sql`SELECT set_config('synchronous_commit', 'off', true), ${sql.join(calls)}`.execute(ex).then(
+  return sql`SELECT set_config('synchronous_commit', 'off', true), ${notifyCalls(notifies)}`.execute(ex).then(
     () => undefined,
     (e: unknown) => onError?.(e),
   );

@@ -47,7 +47,7 @@ describe('settleMany', () => {
     const plan = await planSettle(deps.db, deps, items);
     expect(plan.items).toHaveLength(2);
     await t.core.services.runs.cancel(t.admin, x);
-    expect(await writeSettle(deps.db, plan)).toEqual([y]);
+    expect((await writeSettle(deps.db, plan)).ids).toEqual([y]);
     // settleMany's next read sees x terminal: nothing left to settle.
     expect(await settleMany(deps.db, deps, items)).toEqual([]);
 
@@ -78,7 +78,7 @@ describe('settleMany', () => {
       .set({ expires_at: '2100-01-01T00:00:00.000Z' })
       .where('id', '=', x)
       .execute();
-    expect(await writeSettle(deps.db, plan)).toEqual([y]);
+    expect((await writeSettle(deps.db, plan)).ids).toEqual([y]);
     expect(await settleMany(deps.db, deps, items)).toEqual([x]);
     const row = await deps.db
       .selectFrom('runs')

@@ -13,12 +13,12 @@
 import { type RunEvent, totalTokens, transition } from '@everdict/run-model';
 import type { WireSegment } from '@everdict/runrecord';
 import { sql } from 'kysely';
-import { settleSlotsCtes } from '../admission-store/sql/settle.js';
+import { RELEASE_WAKE, SETTLE_WAKES_SQL, settleSlotsCtes } from '../admission-store/sql/settle.js';
 import { json, numeric } from '../db/numeric.js';
 import { prepared } from '../db/prepared.js';
 import type { Executor } from '../db/tx.js';
 import { releaseSettled } from '../leases/store.js';
-import { EVENTS_CHANNEL, notifyAfterCommit } from '../ledger/events.js';
+import { EVENTS_CHANNEL, notifyAfterCommit, notifyCalls } from '../ledger/events.js';
 import { appendOps, intervalAttestation } from '../ledger/records.js';
 import { type RunRow, rowToRun } from '../ledger/runs.js';
 import { type Deps, nowIso } from '../services/context.js';
@@ -141,23 +141,28 @@ export async function planSettle(
 }
 
 /**
- * The settle's facts are announced on EVENTS_CHANNEL. On a database handle the write has committed: the
+ * The settle's facts are announced on EVENTS_CHANNEL, and a release the claimers wait for on the dispatch
+ * channel (RELEASE_WAKE). On a database handle the write has committed: the
  * NOTIFY goes after it, off its WAL flush (ledger/events.ts notifyAfterCommit), not awaited. Inside a
  * transaction it is queued there and delivered at the caller's commit.
  */
-async function notifySettled(ex: Executor, deps: Deps): Promise<void> {
-  if (ex.isTransaction) await sql`SELECT pg_notify(${EVENTS_CHANNEL}, '')`.execute(ex);
+async function notifySettled(ex: Executor, deps: Deps, wake: boolean): Promise<void> {
+  const channels = wake ? [EVENTS_CHANNEL, RELEASE_WAKE] : [EVENTS_CHANNEL];
+  if (ex.isTransaction) await sql`SELECT ${notifyCalls(channels)}`.execute(ex);
   else
-    void notifyAfterCommit(ex, [EVENTS_CHANNEL], (e) =>
+    void notifyAfterCommit(ex, channels, (e) =>
       deps.log('warn', 'settle: notify failed (listeners poll)', { error: String(e) }),
     );
 }
 
-/** Step 3, the one write statement; returns the ids it settled (the runs still at the version read). */
-export async function writeSettle(ex: Executor, p: SettlePlan): Promise<string[]> {
+/**
+ * Step 3, the one write statement; returns the ids it settled (the runs still at the version read) and whether
+ * it released capacity a tenant's queued runs wait for (admission-store/sql/settle.ts: the claimers' wake).
+ */
+export async function writeSettle(ex: Executor, p: SettlePlan): Promise<{ ids: string[]; wake: boolean }> {
   const slots = sql`SELECT x.tenant, x.id AS run_id, x.status, x.usd, x.tokens FROM x
     WHERE x.id IN (SELECT id FROM ok) AND (SELECT count(*) FROM ok) >= 0`;
-  const { rows } = await sql<{ id: string }>`${sql.raw(prepared('settle_write'))}
+  const { rows } = await sql<{ id: string; wake: boolean }>`${sql.raw(prepared('settle_write'))}
     WITH RECURSIVE x AS MATERIALIZED (
       SELECT * FROM jsonb_to_recordset(${json(p.runs)}::jsonb) AS x(id text, tenant text, version text,
         status text, updated_at bigint, ended_at timestamptz, error jsonb, outputs jsonb, usage jsonb,
@@ -195,10 +200,9 @@ export async function writeSettle(ex: Executor, p: SettlePlan): Promise<string[]
     ),
     lease AS (${releaseSettled(sql`SELECT id AS run_id FROM ok`)}),
     ${settleSlotsCtes(slots)}
-    SELECT ok.id FROM ok WHERE (SELECT count(*) FROM ev) >= 0 AND (SELECT count(*) FROM lease) >= 0`.execute(
-    ex,
-  );
-  return rows.map((r) => r.id);
+    SELECT ok.id, ${SETTLE_WAKES_SQL} AS wake FROM ok
+    WHERE (SELECT count(*) FROM ev) >= 0 AND (SELECT count(*) FROM lease) >= 0`.execute(ex);
+  return { ids: rows.map((r) => r.id), wake: rows.some((r) => r.wake) };
 }
 
 /**
@@ -212,8 +216,9 @@ export async function settleMany(ex: Executor, deps: Deps, items: readonly Finis
   for (let attempt = 0; attempt < ATTEMPTS && todo.length > 0; attempt++) {
     const p = await planSettle(ex, deps, todo);
     if (p.items.length === 0) return settled;
-    const done = new Set(await writeSettle(ex, p));
-    if (done.size > 0) await notifySettled(ex, deps);
+    const written = await writeSettle(ex, p);
+    const done = new Set(written.ids);
+    if (done.size > 0) await notifySettled(ex, deps, written.wake);
     settled.push(...done);
     todo = p.items.filter((i) => !done.has(i.runId));
   }

@@ -117,6 +117,48 @@ describe('DispatchLoop', () => {
     expect(await statuses()).toEqual({ succeeded: 3 });
   });
 
+  it("a settle that frees a tenant's capacity wakes the loop: runs held by max_concurrent start without a poll", async () => {
+    // Tenant cap 2, 6 runs, no poll and no sweep within the test: the loop claims 2, its next claim finds the
+    // tenant at its cap (the settles are held) and ends the cycle. Only the settles' release can wake it.
+    t = await testCore({ scheduler: { enabled: false }, policy: { maxConcurrent: 2 } });
+    await createEchoes(6);
+    const held = heldSettle();
+    let claims = 0;
+    const counting: KyselyPlugin = {
+      transformQuery: (args) => {
+        if (JSON.stringify(args.node).includes('prepared:claim_start')) claims++;
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    };
+    const deps = t.core.internals.deps;
+    loop = new DispatchLoop(
+      { ...deps, db: deps.db.withPlugin(counting) },
+      {
+        pollMs: 600_000,
+        concurrency: 8,
+        timeoutMs: 3_000,
+        settleBatch: held.settleBatch,
+        lease: leasePolicy({ leaseMs: 600_000, sweepMs: 600_000 }),
+      },
+    );
+    await loop.start();
+    try {
+      // Both executions returned (the first settle batch held, the rest behind it) and a claim after them came
+      // back empty: the tenant's cap.
+      await eventually(async () =>
+        loop?.dispatched === 2 && loop.executingCount === 0 && held.entered() >= 1 && claims >= 2
+          ? true
+          : undefined,
+      );
+      expect(await statuses()).toEqual({ running: 2, queued: 4 });
+    } finally {
+      held.open(); // whatever happened: stop() in afterEach waits for the settles
+    }
+    await eventually(async () => ((await statuses()).succeeded === 6 ? true : undefined));
+    expect(loop.dispatched).toBe(6);
+  });
+
   it('a claim short of its capacity ends the cycle: no empty claim after it', async () => {
     t = await testCore({ scheduler: { enabled: false } });
     // Each create's NOTIFY is sent after its commit, unawaited (on live PostgreSQL from another pooled

@@ -20,9 +20,10 @@ export interface WakeLoopOptions {
   ownPayload?: string;
   /**
    * Called before the wake of a NOTIFY that is not this process's own, and of each poll: how the loop hears
-   * of what changed elsewhere (a cancel, a requeue), unlike an in-process `wake()`.
+   * of what changed elsewhere (a cancel, a requeue), unlike an in-process `wake()`. `payload`: the
+   * NOTIFY's, null for a poll.
    */
-  onHeard?: () => void;
+  onHeard?: (payload: string | null) => void;
 }
 
 export class WakeLoop {
@@ -45,11 +46,11 @@ export class WakeLoop {
     const own = this.opts.ownPayload;
     this.unlisten = await this.opts.ldb.listen(this.opts.channel, (payload) => {
       if (own !== undefined && (payload === own || payload.startsWith(`${own};`))) return;
-      this.opts.onHeard?.();
+      this.opts.onHeard?.(payload);
       this.wake();
     });
     this.poll = setInterval(() => {
-      this.opts.onHeard?.();
+      this.opts.onHeard?.(null);
       this.wake();
     }, this.opts.pollMs);
     this.poll.unref?.();

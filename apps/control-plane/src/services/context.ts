@@ -36,6 +36,11 @@ export interface LocalDispatch {
 }
 
 export const DISPATCH_CHANNEL = 'everdict_dispatch';
+/**
+ * The payload of a settle's NOTIFY on DISPATCH_CHANNEL (admission-store/sql/settle.ts): a tenant with queued
+ * runs got running capacity back. Claimers claim again; it announces no cancel.
+ */
+export const RELEASED_PAYLOAD = 'released';
 
 /** The kinds only the inline lane (this control plane's dispatch loop) executes: no runner ever claims them. */
 export const INLINE_LANE_KINDS: ReadonlySet<string> = new Set(['analysis']);

@@ -15,10 +15,19 @@
 // and each set's lock waits for the previous set through a one-time filter (`WHERE (SELECT count(*) FROM
 // prev) >= 0`, an InitPlan evaluated before the scan starts). The hot rows (envelopes, tenants, global) come
 // last, so they are held only for the rest of this statement and its commit.
+//
+// A release wakes the claimers: when a tenant whose running count this settle lowers still has queued runs
+// (they may have waited on its `max_concurrent`), `ss_wake` says so and the caller NOTIFYs the dispatch
+// channel (RELEASE_WAKE: payload RELEASED_PAYLOAD) — settleOne inside its transaction (delivered at commit),
+// settleMany after its commit, off the WAL flush like its other NOTIFYs. Every replica's dispatch loop and the
+// runners' lease long-polls then claim again at once instead of at their next poll (EVERDICT_POLL_MS): no
+// create happened, so nothing else would wake them. The caller's final SELECT must read SETTLE_WAKES_SQL
+// (a CTE nobody reads is not run).
 import { type Settlement, type SettleResult, settleRefusal } from '@everdict/admission';
 import { TERMINAL_STATUSES } from '@everdict/run-model';
 import { sql } from 'kysely';
 import type { Tx } from '../../db/tx.js';
+import { DISPATCH_CHANNEL, RELEASED_PAYLOAD } from '../../services/context.js';
 import { STRIPE_SQL } from './released.js';
 import { slotOf } from './rows.js';
 
@@ -103,8 +112,18 @@ export function settleSlotsCtes(source: ReturnType<typeof sql>) {
         member_sessions = GREATEST(g.member_sessions - d.members, 0)
       FROM (SELECT sum(sessions)::int AS sessions, sum(members)::int AS members FROM ss_delta) d
       WHERE g.id = 1 AND d.sessions > 0 AND (SELECT count(*) FROM ss_ten_rel) >= 0 RETURNING 1
+    ),
+    ss_wake AS (
+      SELECT EXISTS (SELECT 1 FROM adm_tenants a JOIN ss_delta d ON a.tenant = d.tenant
+        WHERE d.running > 0 AND a.queued > 0) AS wake
     )`;
 }
+
+/** A SELECT expression over settleSlotsCtes' CTEs: whether the claimers must be woken (see the header). */
+export const SETTLE_WAKES_SQL = sql`(SELECT wake FROM ss_wake)`;
+
+/** The wake of a settle that released a tenant with queued runs: [channel, payload] for a NOTIFY. */
+export const RELEASE_WAKE = [DISPATCH_CHANNEL, RELEASED_PAYLOAD] as const;
 
 /**
  * The admission store's `settle`: settle-many of one (the same CTEs), after admission's one settle rule
@@ -124,6 +143,8 @@ export async function settleOne(tx: Tx, s: Settlement): Promise<SettleResult> {
   if (refused !== null) return { settled: false, reason: refused };
   const source = sql`SELECT ${s.tenant}::text AS tenant, ${s.runId}::text AS run_id, ${s.status}::text AS status,
     ${s.actuals.usd}::float8 AS usd, ${s.actuals.tokens}::float8 AS tokens`;
-  await sql`WITH RECURSIVE ${settleSlotsCtes(source)} SELECT (SELECT count(*) FROM ss_old) AS n`.execute(tx);
+  // Inside the caller's transaction: the wake is delivered at its commit.
+  await sql`WITH RECURSIVE ${settleSlotsCtes(source)} SELECT (SELECT count(*) FROM ss_old) AS n,
+    (SELECT pg_notify(${RELEASE_WAKE[0]}, ${RELEASE_WAKE[1]}) FROM ss_wake WHERE wake) AS woke`.execute(tx);
   return { settled: true, from: slot.status, slot: { ...slot, status: s.status } };
 }

@@ -1,0 +1,61 @@
+// A settle that lowers the running count of a tenant with queued runs wakes the claimers (settle.ts: a NOTIFY
+// on the dispatch channel, payload RELEASED_PAYLOAD): here through the one-run settle inside a transaction
+// (a cancel of a running command run). No queued run, no wake. Absence is shown by a marker NOTIFY sent after
+// the settle committed: notifications arrive in commit order, so a wake would have come before it.
+import { afterEach, describe, expect, it } from 'vitest';
+import { type TestCore, testCore } from '../../../test/core.js';
+import { claimAndStart } from '../../scheduler/claim-start.js';
+import { DISPATCH_CHANNEL, RELEASED_PAYLOAD } from '../../services/context.js';
+
+describe('the release wake', () => {
+  let t: TestCore;
+  afterEach(async () => {
+    await t.close();
+  });
+
+  async function startOneCommand(): Promise<string> {
+    const [started] = await claimAndStart(t.core.internals.deps.db, 1, new Date(), ['command']);
+    if (!started) throw new Error('nothing claimed');
+    return started.runId;
+  }
+  const command = () =>
+    t.core.services.runs.create(t.admin, { kind: 'command', subject: { command: ['true'] } });
+
+  /** The payloads heard on the dispatch channel while `act` runs, up to a marker sent after it. */
+  async function heardDuring(act: () => Promise<unknown>): Promise<string[]> {
+    const heard: string[] = [];
+    let marked: () => void = () => undefined;
+    const marker = new Promise<void>((r) => {
+      marked = r;
+    });
+    const unlisten = await t.core.internals.ldb.listen(DISPATCH_CHANNEL, (payload) => {
+      if (payload === 'marker') marked();
+      else heard.push(payload);
+    });
+    try {
+      await act();
+      await t.core.internals.ldb.notify(DISPATCH_CHANNEL, 'marker');
+      await marker;
+    } finally {
+      await unlisten();
+    }
+    return heard;
+  }
+
+  it('a cancel that frees capacity a queued run waits for announces the release', async () => {
+    t = await testCore({ scheduler: { enabled: false }, policy: { maxConcurrent: 1 } });
+    await command();
+    await command();
+    const running = await startOneCommand();
+    const heard = await heardDuring(() => t.core.services.runs.cancel(t.admin, running));
+    expect(heard).toContain(RELEASED_PAYLOAD);
+  });
+
+  it('with nothing queued for the tenant, the same cancel does not', async () => {
+    t = await testCore({ scheduler: { enabled: false }, policy: { maxConcurrent: 1 } });
+    await command();
+    const running = await startOneCommand();
+    const heard = await heardDuring(() => t.core.services.runs.cancel(t.admin, running));
+    expect(heard).not.toContain(RELEASED_PAYLOAD);
+  });
+});
