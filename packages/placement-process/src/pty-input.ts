@@ -7,24 +7,44 @@
 // fd 5) that `stty` set the size — by then the kernel has sent SIGWINCH to the command.
 // A resize after the end of input waits for the input before it to be passed on. When the control
 // channel closes (the command ended), what waits for an acknowledgement goes on.
+// The wait is bounded: the loop can die while fd 5 stays open (`script`, its parent, holds it too), and
+// then no acknowledgement and no close ever come. After `ackTimeoutMs` without one, the loop is taken as
+// gone: the resize is given up (a `timeout` PlacementError to `onResizeFailed`, also kept as `failure`),
+// what waits goes on, and every later `resize` answers false — a late byte could no longer be told apart
+// from the acknowledgement of the next resize, so the channel is not trusted again.
 import type { Duplex, Writable } from 'node:stream';
 import { Writable as WritableStream } from 'node:stream';
-import type { TerminalSize } from '@everdict/placement';
+import { PlacementError, type TerminalSize } from '@everdict/placement';
 import { resizeLine } from './pty.js';
+
+/** How long a resize waits for the loop's acknowledgement before the loop is taken as gone. */
+export const RESIZE_ACK_TIMEOUT_MS = 5_000;
+
+export interface PtyInputOptions {
+  /** Default RESIZE_ACK_TIMEOUT_MS. */
+  ackTimeoutMs?: number;
+  /** Called once, when a resize was not acknowledged in time (the resizes stop; the input goes on). */
+  onResizeFailed?: (error: PlacementError) => void;
+}
 
 export class PtyInput {
   /** The stream's stdin as the caller sees it. */
   readonly stdin: Writable;
+  /** Set when a resize was not acknowledged in time: resizes stopped there. */
+  failure: PlacementError | null = null;
   private readonly acks: Array<() => void> = [];
   private readonly markers = new WeakMap<Buffer, TerminalSize>();
   private controlOpen = true;
   /** Resizes asked for after the end of input, one after another once the input was passed on. */
   private afterEnd: Promise<void>;
+  private readonly ackTimeoutMs: number;
 
   constructor(
     target: Writable,
     private readonly control: Duplex,
+    private readonly options: PtyInputOptions = {},
   ) {
+    this.ackTimeoutMs = options.ackTimeoutMs ?? RESIZE_ACK_TIMEOUT_MS;
     control.on('data', (chunk: Buffer) => {
       for (let i = 0; i < chunk.length; i++) this.acks.shift()?.();
     });
@@ -60,7 +80,8 @@ export class PtyInput {
     this.afterEnd = inputDone;
   }
 
-  /** Queues a resize behind the input written so far; false when the control channel is closed. */
+  /** Queues a resize behind the input written so far; false when the control channel is closed or the loop
+   * stopped acknowledging (`failure`). */
   resize(size: TerminalSize): boolean {
     if (!this.controlOpen || this.control.destroyed) return false;
     if (this.stdin.writableEnded || this.stdin.destroyed) {
@@ -73,12 +94,29 @@ export class PtyInput {
     return true;
   }
 
-  /** Sends one resize line and resolves once the loop acknowledged it (or the channel closed). */
+  /** Sends one resize line and resolves once the loop acknowledged it, the channel closed, or time ran out. */
   private apply(size: TerminalSize): Promise<void> {
     if (!this.controlOpen || this.control.destroyed) return Promise.resolve();
     return new Promise((resolve) => {
-      this.acks.push(resolve);
+      const timer = setTimeout(() => this.unanswered(size), this.ackTimeoutMs);
+      this.acks.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
       this.control.write(resizeLine(size));
     });
+  }
+
+  /** No acknowledgement in time: the loop is gone. Stop resizing; let everything waiting go on. */
+  private unanswered(size: TerminalSize): void {
+    if (!this.controlOpen) return;
+    this.controlOpen = false;
+    this.failure = new PlacementError(
+      'timeout',
+      `the pty's resize loop did not acknowledge a resize within ${this.ackTimeoutMs} ms: resizes stop, input goes on`,
+      { size, ackTimeoutMs: this.ackTimeoutMs },
+    );
+    for (const ack of this.acks.splice(0)) ack();
+    this.options.onResizeFailed?.(this.failure);
   }
 }

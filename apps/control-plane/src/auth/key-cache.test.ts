@@ -1,9 +1,10 @@
 // The cached key check: a verified key asks the ledger once, a revocation is refused at once on the revoking
-// core and, by NOTIFY, on a core that did not revoke it; unknown keys are never remembered.
+// core and, by NOTIFY, on a core that did not revoke it; unknown keys are never remembered; a lookup in flight
+// when a revocation is heard does not put the key back.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, type TestCore, testCore } from '../../test/core.js';
-import { hashKey } from '../services/auth.js';
+import { authService, hashKey } from '../services/auth.js';
 import { KEYS_CHANNEL, KeyCache } from './key-cache.js';
 
 describe('KeyCache', () => {
@@ -11,16 +12,16 @@ describe('KeyCache', () => {
     let t = 0;
     const cache = new KeyCache(() => t, 100);
     const p = { tenantId: 't', keyId: 'k', role: 'admin' as const, actor: 'k' };
-    cache.set('a', p);
-    cache.set('b', p);
+    cache.set('a', p, cache.begin());
+    cache.set('b', p, cache.begin());
     expect(cache.get('a')).toEqual(p);
     t = 100;
     expect(cache.get('a')).toBeUndefined();
-    cache.set('a', p);
+    cache.set('a', p, cache.begin());
     cache.evict('a');
     expect(cache.get('a')).toBeUndefined();
-    cache.set('a', p);
-    cache.set('b', p);
+    cache.set('a', p, cache.begin());
+    cache.set('b', p, cache.begin());
     cache.evict('*');
     expect(cache.get('b')).toBeUndefined();
   });
@@ -55,6 +56,26 @@ describe('authenticate with the key cache (PGlite core)', () => {
     await t.core.services.auth.authenticate(made.key);
     await t.core.services.auth.revokeKey(t.admin, made.id);
     await expect(t.core.services.auth.authenticate(made.key)).rejects.toMatchObject({ code: 'unauthorized' });
+  });
+
+  it('a revocation heard while a lookup is in flight is not undone by that lookup’s late answer', async () => {
+    const made = await t.core.services.auth.createKey(t.admin, { role: 'member', label: 'raced' });
+    // A replica of its own (its own cache), on the same ledger: the cache is driven by hand below.
+    const keys = new KeyCache();
+    const auth = authService(t.core.internals.deps, {}, keys);
+    const hash = hashKey(made.key);
+    // The lookup starts: its ledger read is in flight...
+    const lookup = auth.authenticate(made.key);
+    // ...when the revocation's NOTIFY is heard. What the cache sees is what a real race gives it (the read
+    // saw the row before the revoking commit, the NOTIFY came before the answer): an eviction between the
+    // lookup's begin and its set. The commit itself is written after the read answered, so the read
+    // answers "valid" on PGlite and on PostgreSQL alike.
+    keys.evict(hash);
+    expect((await lookup).keyId).toBe(made.id); // it answered what it read...
+    await sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${made.id}`.execute(t.core.internals.deps.db);
+    expect(keys.get(hash)).toBeUndefined(); // ...but did not remember it,
+    // so the next request asks the ledger and is refused.
+    await expect(auth.authenticate(made.key)).rejects.toMatchObject({ code: 'unauthorized' });
   });
 
   it('an unknown key is never remembered: once inserted, it is accepted', async () => {

@@ -6,6 +6,7 @@ import { generateSigningKey } from '@everdict/runrecord';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, type TestCore, testCore } from '../../test/core.js';
+import { placeableCache } from '../runners/registry.js';
 import type { RunnerService } from '../runners/service.js';
 import { RUNNERS_CHANNEL, RunnerCredentials } from './runner-credentials.js';
 
@@ -154,5 +155,19 @@ describe('placement answers remembered per replica (PGlite core)', () => {
     expect(await command()).toBe('created');
     await t.core.internals.ldb.notify(RUNNERS_CHANNEL, '*');
     await eventually(async () => ((await command()) === 'no_placement' ? true : undefined));
+  });
+
+  it('the NOTIFY a drain or a revoke sends (a credential hash) clears every remembered positive', async () => {
+    const cache = placeableCache(t.core.internals.deps);
+    for (const change of ['drain', 'revoke'] as const) {
+      const r = await pairOne(`placing-${change}`);
+      expect(await command()).toBe('created');
+      expect(cache.size).toBe(1); // the positive is remembered
+      // drain clears nothing itself: the positive goes only when this core hears its own NOTIFY, as every
+      // other replica does (a revoke clears here at once as well, and its NOTIFY clears the others).
+      if (change === 'drain') await svc.drain(t.admin, r.runnerId);
+      else await svc.revoke(t.admin, r.runnerId);
+      await eventually(async () => (cache.size === 0 ? true : undefined));
+    }
   });
 });

@@ -22,4 +22,11 @@ export {
   renew,
   staleLease,
 } from './store.js';
-export { LOST_CODE, type SweepResult, sweepExpiredLeases } from './sweep.js';
+export {
+  type Expired,
+  LOST_CODE,
+  type SweepResult,
+  scanExpiredLeases,
+  settleExpired,
+  sweepExpiredLeases,
+} from './sweep.js';

@@ -1,6 +1,7 @@
 // The lease rule on a real (PGlite) core: a start grants a lease at the run's next attempt; an expired one
 // is requeued (running → queued, no record segment) until maxAttempts, then failed executor_lost; a
-// superseded attempt's result is refused and changes nothing; a heartbeat reports leases lost.
+// superseded attempt's result is refused and changes nothing; a heartbeat reports leases lost; a heartbeat
+// that lands between the sweep's scan and its lock wins (the run is neither requeued nor failed).
 import { transition } from '@everdict/run-model';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestCore, testCore } from '../../test/core.js';
@@ -10,7 +11,15 @@ import type { Finished } from '../scheduler/batch-transitions.js';
 import { settleMany } from '../scheduler/batch-transitions.js';
 import { claimAndStart } from '../scheduler/claim-start.js';
 import { INLINE_KINDS } from '../scheduler/dispatch-loop.js';
-import { assertCurrentEpoch, grant, leasePolicy, renew, sweepExpiredLeases } from './index.js';
+import {
+  assertCurrentEpoch,
+  grant,
+  leasePolicy,
+  renew,
+  scanExpiredLeases,
+  settleExpired,
+  sweepExpiredLeases,
+} from './index.js';
 
 let t: TestCore;
 afterEach(async () => t.close());
@@ -185,6 +194,47 @@ describe('leases', { timeout: 120_000 }, () => {
       .executeTakeFirstOrThrow();
     expect({ running: ten.running, queued: ten.queued }).toEqual({ running: 0, queued: 0 });
   });
+
+  it.each([
+    ['fail (attempts spent)', 1],
+    ['requeue (attempts left)', 3],
+  ] as const)(
+    'a heartbeat between the scan and the %s wins: the run is left running',
+    async (what, maxAttempts) => {
+      const { deps, id } = await setup();
+      const policy = leasePolicy({ maxAttempts });
+      const t0 = clockMs + 5;
+      await claimAndStart(deps.db, 1, at(t0), INLINE_KINDS, LEASE);
+      const now = t0 + 10_001;
+      at(now);
+      // The sweep's scan sees the lease expired...
+      const scanned = await scanExpiredLeases(deps, now);
+      expect(scanned.map((r) => r.run_id)).toEqual([id]);
+      // ...then the holder's (late) heartbeat commits: the lease now runs to now + 10 s...
+      const hb = await renew(deps.db, LEASE.holder, [{ runId: id, epoch: 1 }], now, 10_000);
+      expect(hb).toEqual({ renewed: [{ runId: id, epoch: 1 }], lost: [] });
+      // ...so acting on the stale scan moves nothing: the re-check under the run's lock sees the renewal.
+      expect(await settleExpired(deps, policy, scanned, now)).toEqual({
+        requeued: [],
+        failed: [],
+        dropped: 0,
+      });
+      expect(await t.core.services.runs.get(t.admin, id)).toMatchObject({ status: 'running', attempt: 1 });
+      const lease = await deps.db
+        .selectFrom('run_leases')
+        .select(['epoch', 'expires_at_ms'])
+        .where('run_id', '=', id)
+        .executeTakeFirstOrThrow();
+      expect([Number(lease.epoch), Number(lease.expires_at_ms)]).toEqual([1, now + 10_000]);
+      // Once the renewed lease expires unrenewed, the sweep moves the run as before.
+      const expired = await sweepExpiredLeases(deps, policy, at(now + 10_001).getTime());
+      expect(expired).toEqual(
+        what.startsWith('fail')
+          ? { requeued: [], failed: [id], dropped: 0 }
+          : { requeued: [id], failed: [], dropped: 0 },
+      );
+    },
+  );
 
   it('grants a lease on a run started elsewhere and drops leases of runs no longer running', async () => {
     const { deps, id } = await setup();

@@ -3,11 +3,14 @@
 // nothing attested ran) while it has attempts left, else failed `executor_lost` through the ordinary
 // settle path. Leftover leases (the run settled or cancelled meanwhile) are dropped. Replicas may sweep at
 // once: every write is conditional on the run row locked at the lost epoch, so each run moves once.
+// The scan reads without locks, so its answer is stale by the time a run is acted on: both the requeue and
+// the fail re-check, under the run's row lock and then the lease's, that the lease is still expired at that
+// epoch. A heartbeat that extended it between the scan and the lock wins: that run is left alone.
 import { LANE } from '@everdict/admission';
 import { nextStatus, REQUEUE_CAUSE } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { numeric } from '../db/numeric.js';
-import { retryOnConflict } from '../db/tx.js';
+import { retryOnConflict, withTx } from '../db/tx.js';
 import { EVENTS_CHANNEL } from '../ledger/events.js';
 import { type Finished, settleMany } from '../scheduler/batch-transitions.js';
 import { type Deps, DISPATCH_CHANNEL } from '../services/context.js';
@@ -22,7 +25,8 @@ export interface SweepResult {
   dropped: number;
 }
 
-interface Expired {
+/** A lease the scan found expired, with its run as the scan read it (no locks: act on it re-checked). */
+export interface Expired {
   run_id: string;
   tenant: string;
   epoch: string | number;
@@ -38,12 +42,30 @@ export async function sweepExpiredLeases(
   nowMs: number,
   limit = 200,
 ): Promise<SweepResult> {
+  return settleExpired(deps, policy, await scanExpiredLeases(deps, nowMs, limit), nowMs);
+}
+
+/** Up to `limit` leases expired before `nowMs`, oldest first, read without locks. */
+export async function scanExpiredLeases(deps: Deps, nowMs: number, limit = 200): Promise<Expired[]> {
   const { rows } = await sql<Expired>`
     SELECT l.run_id, l.tenant, l.epoch, r.status, r.attempt, r.lifetime FROM run_leases l
     JOIN runs r ON r.id = l.run_id
     WHERE l.expires_at_ms < ${nowMs}::bigint
     ORDER BY l.expires_at_ms
     LIMIT ${limit}::int`.execute(deps.db);
+  return rows;
+}
+
+/**
+ * Acts on a scan's answer (`rows`, possibly stale): drops leftover leases, requeues runs with attempts left,
+ * fails the others — each write re-checked under the run's lock, so a run renewed or moved since is left alone.
+ */
+export async function settleExpired(
+  deps: Deps,
+  policy: Pick<LeasePolicy, 'maxAttempts'>,
+  rows: readonly Expired[],
+  nowMs: number,
+): Promise<SweepResult> {
   const out: SweepResult = { requeued: [], failed: [], dropped: 0 };
   if (rows.length === 0) return out;
   const live = rows.filter((r) => r.status === 'running' && r.attempt === numeric(r.epoch));
@@ -67,21 +89,58 @@ export async function sweepExpiredLeases(
     }
   }
   if (exhausted.length > 0) {
-    const message = `its executor was lost (lease expired) on attempt ${exhausted[0]?.attempt ?? 0} of ${policy.maxAttempts}`;
-    const items: Finished[] = exhausted.map((r) => ({
-      tenant: r.tenant,
-      runId: r.run_id,
-      epoch: r.attempt,
-      event: { type: 'fail', error: { code: LOST_CODE, message, retryable: true } },
-      extras: {
-        outputs: { summary: message, exitCode: 1 },
-        interval: { journal: { error: LOST_CODE }, watts: 0, meter: 'executor-lost', exitCode: 1 },
-      },
-    }));
-    out.failed = await retryOnConflict(() => settleMany(deps.db, deps, items));
+    out.failed = await failLost(deps, policy, exhausted, nowMs);
     if (out.failed.length > 0) deps.log('warn', 'runs failed: executor lost', { runIds: out.failed });
   }
   return out;
+}
+
+/**
+ * running → failed `executor_lost` for runs out of attempts, in ONE transaction: each run's row is locked
+ * (SKIP LOCKED: a run another replica or a result holds is left to it), then its lease, which must still be
+ * expired before `nowMs` at the run's attempt — a heartbeat committed since the scan extended it, and the
+ * run is left running. The settle then writes under those locks (a heartbeat waits for the commit, and finds
+ * the lease gone: lost).
+ */
+async function failLost(
+  deps: Deps,
+  policy: Pick<LeasePolicy, 'maxAttempts'>,
+  exhausted: readonly Expired[],
+  nowMs: number,
+): Promise<string[]> {
+  return withTx(deps.db, async (tx) => {
+    const { rows } = await sql<{ run_id: string }>`
+      WITH want AS (
+        SELECT * FROM unnest(${exhausted.map((r) => r.run_id)}::text[], ${exhausted.map((r) => r.attempt)}::int[]) AS w(run_id, epoch)
+      ),
+      lr AS MATERIALIZED (
+        SELECT r.id, r.attempt FROM runs r JOIN want w ON w.run_id = r.id
+        WHERE r.status = 'running' AND r.attempt = w.epoch
+        ORDER BY r.id
+        FOR UPDATE OF r SKIP LOCKED
+      )
+      SELECT l.run_id FROM run_leases l JOIN lr ON lr.id = l.run_id
+      WHERE l.epoch = lr.attempt AND l.expires_at_ms < ${nowMs}::bigint
+      ORDER BY l.run_id
+      FOR UPDATE OF l`.execute(tx);
+    const still = new Set(rows.map((r) => r.run_id));
+    const items: Finished[] = exhausted
+      .filter((r) => still.has(r.run_id))
+      .map((r) => {
+        const message = `its executor was lost (lease expired) on attempt ${r.attempt} of ${policy.maxAttempts}`;
+        return {
+          tenant: r.tenant,
+          runId: r.run_id,
+          epoch: r.attempt,
+          event: { type: 'fail', error: { code: LOST_CODE, message, retryable: true } },
+          extras: {
+            outputs: { summary: message, exitCode: 1 },
+            interval: { journal: { error: LOST_CODE }, watts: 0, meter: 'executor-lost', exitCode: 1 },
+          },
+        };
+      });
+    return items.length === 0 ? [] : settleMany(tx, deps, items);
+  });
 }
 
 /**

@@ -369,6 +369,11 @@ export class PlaceableCache {
     this.generation += 1;
     this.yes.clear();
   }
+
+  /** How many positives are held (an expired one until it is asked again or cleared): for tests. */
+  get size(): number {
+    return this.yes.size;
+  }
 }
 
 export const PLACEABLE_CACHE_MS = 5_000;

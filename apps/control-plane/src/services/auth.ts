@@ -106,13 +106,15 @@ export function authService(
       const hash = rawKey ? hashKey(rawKey) : undefined;
       const known = hash === undefined ? undefined : keys.get(hash);
       if (known) return known;
+      // Taken before the read: a revocation heard while it is in flight keeps its answer out of the cache.
+      const generation = keys.begin();
       const row = hash
         ? await deps.db.selectFrom('api_keys').selectAll().where('key_hash', '=', hash).executeTakeFirst()
         : undefined;
       if (!hash || !row || row.revoked_at)
         throw new ControlPlaneError('unauthorized', 'unknown or revoked API key');
       const principal: Principal = { tenantId: row.tenant_id, keyId: row.id, role: row.role, actor: row.id };
-      keys.set(hash, principal);
+      keys.set(hash, principal, generation);
       return principal;
     },
     async createKey(p, input) {
