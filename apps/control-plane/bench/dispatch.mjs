@@ -65,7 +65,7 @@ async function everdict() {
   const key = `evk_bench_${randomBytes(12).toString('hex')}`;
   const srv = await spawnServer(
     process.execPath,
-    [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ') ?? []), path.join(dist, 'main.js')],
+    [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), path.join(dist, 'main.js')],
     {
       DATABASE_URL: db.url,
       PORT: '0',

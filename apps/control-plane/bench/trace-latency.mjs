@@ -21,7 +21,10 @@ const dataDir = mkdtempSync(path.join(tmpdir(), 'everdict-trace-'));
 const key = `evk_bench_${randomBytes(12).toString('hex')}`;
 const srv = await spawnServer(
   process.execPath,
-  [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ') ?? []), path.join(here, '..', 'dist', 'main.js')],
+  [
+    ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+    path.join(here, '..', 'dist', 'main.js'),
+  ],
   { DATABASE_URL: db.url, PORT: '0', EVERDICT_DATA_DIR: dataDir, EVERDICT_BOOTSTRAP_API_KEY: key },
   (line) => (line.includes('"control plane listening"') ? JSON.parse(line).port : undefined),
 );
