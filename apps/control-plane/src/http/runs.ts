@@ -1,9 +1,10 @@
 // /runs — submit any kind through the one gate, list/filter, read, cancel (cascading), the run's
 // record (verified on read) and its facts (JSON page, or SSE when asked for text/event-stream).
 import { createRoute, z } from '@hono/zod-openapi';
+import { ControlPlaneError } from '../errors.js';
 import type { RecordView } from '../ledger/views.js';
 import { markParsedCreate, safeParseCreate } from '../services/parsed-create.js';
-import { CreateRunInput, EventPosition, ListRunsQuery } from '../services/types.js';
+import { CreateRunInput, EventPosition, ListRunsQuery, RequestId } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
 import { API_KEY_SECURITY, createRouter, json } from './openapi.js';
 import { errorToProblem, ProblemSchema, problemResponses, validationProblem } from './problem.js';
@@ -28,6 +29,28 @@ export const CausedByHeader = z.object({
     .openapi({ description: 'The run that caused this one (same tenant); the run draws from its envelope.' }),
 });
 
+const CreateRunHeaders = CausedByHeader.extend({
+  'idempotency-key': RequestId.optional().openapi({
+    description:
+      "The create's idempotency key, as the body's `requestId` (the same rules; both given: they must be equal). " +
+      'A repeated key returns the first run (admission decision `duplicate`) instead of creating a second.',
+  }),
+});
+
+/** The body with the `Idempotency-Key` header as its `requestId`; a body that names another one is refused. */
+function withIdempotencyKey<B extends { requestId?: string | undefined }>(
+  body: B,
+  key: string | undefined,
+): B {
+  if (key === undefined || body.requestId === key) return body;
+  if (body.requestId !== undefined)
+    throw new ControlPlaneError('bad_request', "the Idempotency-Key header and the body's requestId differ", {
+      header: key,
+      requestId: body.requestId,
+    });
+  return { ...body, requestId: key };
+}
+
 const createRun = createRoute({
   method: 'post',
   path: '/runs',
@@ -35,7 +58,7 @@ const createRun = createRoute({
   summary: 'Submit a run of any kind; it passes the one admission gate.',
   security: API_KEY_SECURITY,
   request: {
-    headers: CausedByHeader,
+    headers: CreateRunHeaders,
     body: { required: true, content: { 'application/json': { schema: CreateRunInput } } },
   },
   responses: {
@@ -175,8 +198,10 @@ export function runRoutes(deps: RouteDeps) {
   const app = createRouter();
 
   app.openapi(createRun, async (c) => {
-    const input = markParsedCreate(c.req.valid('json')); // parsed by the route: not again by the lifecycle
-    const causedByRunId = c.req.valid('header')['x-everdict-caused-by'];
+    const headers = c.req.valid('header');
+    // Parsed by the route (the header by its schema too): not again by the lifecycle.
+    const input = markParsedCreate(withIdempotencyKey(c.req.valid('json'), headers['idempotency-key']));
+    const causedByRunId = headers['x-everdict-caused-by'];
     const created = await services.runs.create(
       c.get('principal'),
       input,

@@ -59,6 +59,13 @@ export function isTimeZone(tz: string): boolean {
 /** A list cursor as the API issues it (opaque; decoded and checked by the service: 400 invalid_cursor). */
 const Cursor = z.string().min(1).max(512);
 
+/** A create's idempotency key (`requestId`, or the `Idempotency-Key` header of POST /runs). */
+export const RequestId = z
+  .string()
+  .min(1)
+  .max(200)
+  .refine((id) => !id.startsWith('auto:'), 'the requestId prefix `auto:` is reserved');
+
 /**
  * POST /runs body: a run-model RunSpec without `origin` (the server stamps who/why) and with placement
  * optional (analysis → inline; everything else → driver, which waits queued until a driver exists).
@@ -109,12 +116,7 @@ export const CreateRunInput = z.object({
    * Idempotency key: the same (tenant, requestId) returns the first run instead of a second. `auto:` is
    * reserved: a create without one is keyed `auto:<runId>` and is never recorded (nothing can repeat it).
    */
-  requestId: z
-    .string()
-    .min(1)
-    .max(200)
-    .refine((id) => !id.startsWith('auto:'), 'the requestId prefix `auto:` is reserved')
-    .optional(),
+  requestId: RequestId.optional(),
 });
 export type CreateRunInput = z.input<typeof CreateRunInput>;
 
