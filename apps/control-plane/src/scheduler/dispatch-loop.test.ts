@@ -28,6 +28,20 @@ function heldSettle() {
   return { settleBatch, open: () => open(), steps, entered: () => entered };
 }
 
+/** The core's deps with a database that counts the claim statements it sends. */
+function countingClaims(t: TestCore) {
+  let claims = 0;
+  const counting: KyselyPlugin = {
+    transformQuery: (args) => {
+      if (JSON.stringify(args.node).includes('prepared:claim_start')) claims++;
+      return args.node;
+    },
+    transformResult: async (args) => args.result,
+  };
+  const deps = t.core.internals.deps;
+  return { deps: { ...deps, db: deps.db.withPlugin(counting) }, claims: () => claims };
+}
+
 describe('DispatchLoop', () => {
   let t: TestCore;
   let loop: DispatchLoop | undefined;
@@ -123,31 +137,20 @@ describe('DispatchLoop', () => {
     t = await testCore({ scheduler: { enabled: false }, policy: { maxConcurrent: 2 } });
     await createEchoes(6);
     const held = heldSettle();
-    let claims = 0;
-    const counting: KyselyPlugin = {
-      transformQuery: (args) => {
-        if (JSON.stringify(args.node).includes('prepared:claim_start')) claims++;
-        return args.node;
-      },
-      transformResult: async (args) => args.result,
-    };
-    const deps = t.core.internals.deps;
-    loop = new DispatchLoop(
-      { ...deps, db: deps.db.withPlugin(counting) },
-      {
-        pollMs: 600_000,
-        concurrency: 8,
-        timeoutMs: 3_000,
-        settleBatch: held.settleBatch,
-        lease: leasePolicy({ leaseMs: 600_000, sweepMs: 600_000 }),
-      },
-    );
+    const counted = countingClaims(t);
+    loop = new DispatchLoop(counted.deps, {
+      pollMs: 600_000,
+      concurrency: 8,
+      timeoutMs: 3_000,
+      settleBatch: held.settleBatch,
+      lease: leasePolicy({ leaseMs: 600_000, sweepMs: 600_000 }),
+    });
     await loop.start();
     try {
       // Both executions returned (the first settle batch held, the rest behind it) and a claim after them came
       // back empty: the tenant's cap.
       await eventually(async () =>
-        loop?.dispatched === 2 && loop.executingCount === 0 && held.entered() >= 1 && claims >= 2
+        loop?.dispatched === 2 && loop.executingCount === 0 && held.entered() >= 1 && counted.claims() >= 2
           ? true
           : undefined,
       );
@@ -176,29 +179,18 @@ describe('DispatchLoop', () => {
       await eventually(async () => (heard > before ? true : undefined));
     }
     await unlisten();
-    let claims = 0;
-    const counting: KyselyPlugin = {
-      transformQuery: (args) => {
-        if (JSON.stringify(args.node).includes('prepared:claim_start')) claims++;
-        return args.node;
-      },
-      transformResult: async (args) => args.result,
-    };
-    const deps = t.core.internals.deps;
-    loop = new DispatchLoop(
-      { ...deps, db: deps.db.withPlugin(counting) },
-      {
-        pollMs: 60_000,
-        concurrency: 16,
-        timeoutMs: 3_000,
-        // No sweep within the test: only start() wakes the loop.
-        lease: leasePolicy({ leaseMs: 600_000, sweepMs: 600_000 }),
-      },
-    );
+    const counted = countingClaims(t);
+    loop = new DispatchLoop(counted.deps, {
+      pollMs: 60_000,
+      concurrency: 16,
+      timeoutMs: 3_000,
+      // No sweep within the test: only start() wakes the loop.
+      lease: leasePolicy({ leaseMs: 600_000, sweepMs: 600_000 }),
+    });
     await loop.start();
     await eventually(async () => (loop?.dispatched === 3 ? true : undefined));
     // The executions sleep: nothing freed a slot or woke the loop; its one cycle claimed once (3 of 16).
     expect(await statuses()).toEqual({ running: 3 });
-    expect(claims).toBe(1);
+    expect(counted.claims()).toBe(1);
   });
 });
