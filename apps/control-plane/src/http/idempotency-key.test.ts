@@ -2,11 +2,10 @@
 // returns the first run (decision `duplicate`) and saves nothing; a body naming another requestId is a 400; a
 // key breaking requestId's rules (empty, too long, the reserved `auto:` prefix) is a 400 validation_failed.
 // Every refusal leaves the runs table as it was.
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, type TestApp, testApp } from './testing/harness.js';
+import { COMMAND_SPEC, call, runsOf as countRuns, type TestApp, testApp } from './testing/harness.js';
 
-const cmd = { kind: 'command', subject: { path: 'x', image: 'alpine:3.20', command: ['true'] } };
+const cmd = COMMAND_SPEC;
 
 let t: TestApp;
 beforeAll(async () => {
@@ -16,14 +15,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const runsOf = async (tenant: string) =>
-  Number(
-    (
-      await sql<{ n: string }>`SELECT count(*) AS n FROM runs WHERE tenant_id = ${tenant}`.execute(
-        t.core.internals.deps.db,
-      )
-    ).rows[0]?.n,
-  );
+const runsOf = (tenant: string) => countRuns(t, tenant);
 
 type Created = { run: { id: string }; admission: { decision: string } };
 

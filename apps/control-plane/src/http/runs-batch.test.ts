@@ -1,11 +1,10 @@
 // POST /runs:batch on the real core: one gate decision per spec in input order, a result per item (201 with
 // the run, or the item's own refusal as a problem), refused items saving nothing; a malformed batch (none,
 // more than 1,000, not an array) is a 400 that saves nothing at all.
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, type TestApp, testApp } from './testing/harness.js';
+import { COMMAND_SPEC, call, runsOf as countRuns, type TestApp, testApp } from './testing/harness.js';
 
-const cmd = { kind: 'command', subject: { path: 'x', image: 'alpine:3.20', command: ['true'] } };
+const cmd = COMMAND_SPEC;
 
 let t: TestApp;
 beforeAll(async () => {
@@ -15,14 +14,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const runsOf = async (tenant: string) =>
-  Number(
-    (
-      await sql<{ n: string }>`SELECT count(*) AS n FROM runs WHERE tenant_id = ${tenant}`.execute(
-        t.core.internals.deps.db,
-      )
-    ).rows[0]?.n,
-  );
+const runsOf = (tenant: string) => countRuns(t, tenant);
 
 type Item = {
   status: number;

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TenantPolicyInput } from '@everdict/admission';
+import { sql } from 'kysely';
 import { OFFLINE_RUNNER } from '../../../test/core.js';
 import { testDatabase } from '../../../test/db.js';
 import { type BuiltApp, buildApp } from '../../app.js';
@@ -146,4 +147,18 @@ export async function until<T>(what: string, check: () => Promise<T | undefined>
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** A command spec any test tenant can create (the offline runner accepts it; it stays queued). */
+export const COMMAND_SPEC = {
+  kind: 'command',
+  subject: { path: 'x', image: 'alpine:3.20', command: ['true'] },
+};
+
+/** How many runs `tenant` has in the ledger (a refused operation must leave it as it was). */
+export async function runsOf(t: TestApp, tenant: string): Promise<number> {
+  const { rows } = await sql<{
+    n: string;
+  }>`SELECT count(*) AS n FROM runs WHERE tenant_id = ${tenant}`.execute(t.core.internals.deps.db);
+  return Number(rows[0]?.n);
 }
