@@ -170,7 +170,10 @@ describe('everdict-runrecord verify --log', () => {
       verifyArgs().map((a) => (a === 'key-acme' ? 'nope' : a)),
       wire(record),
     );
-    expect([unauthorised.code, unauthorised.json], unauthorised.err).toEqual([1, { ok: false, error: 'LogUnavailable' }]);
+    expect([unauthorised.code, unauthorised.json], unauthorised.err).toEqual([
+      1,
+      { ok: false, error: 'LogUnavailable' },
+    ]);
     const url = server.url;
     await server.close();
     const down = await run(
@@ -227,7 +230,10 @@ describe('everdict-runrecord check-group', () => {
       args(),
       JSON.stringify({ proof: edited, report: { groupId: 'exp-7', runs: [] } }),
     );
-    expect([tampered.code, tampered.json], tampered.err).toEqual([1, { ok: false, error: 'InclusionFailed' }]);
+    expect([tampered.code, tampered.json], tampered.err).toEqual([
+      1,
+      { ok: false, error: 'InclusionFailed' },
+    ]);
     const uncosigned = { ...proof, sth: { ...proof.sth, cosignatures: [] } };
     const r = await run(
       args(),
@@ -235,6 +241,9 @@ describe('everdict-runrecord check-group', () => {
     );
     expect([r.code, r.json], r.err).toEqual([1, { ok: false, error: 'InsufficientWitnesses' }]);
     const malformed = await run(args(), JSON.stringify({ proof, report: { groupId: 'exp-7' } }));
-    expect([malformed.code, malformed.json], malformed.err).toEqual([1, { ok: false, error: 'MalformedProof' }]);
+    expect([malformed.code, malformed.json], malformed.err).toEqual([
+      1,
+      { ok: false, error: 'MalformedProof' },
+    ]);
   });
 });
