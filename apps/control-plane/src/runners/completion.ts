@@ -6,6 +6,7 @@ import type { RunEvent } from '@everdict/run-model';
 import type { AttestationBody, Hex, WireSegment } from '@everdict/runrecord';
 import { canonicalLine, StreamingDigest } from '@everdict/trajectory-store';
 import { sql } from 'kysely';
+import { type SlotSettlement, settleSlots } from '../admission-store/sql/settle.js';
 import type { Tx } from '../db/tx.js';
 import { isRetryable, withTx } from '../db/tx.js';
 import {
@@ -222,18 +223,23 @@ export async function completeRuns(
         // The runs, leases and records read once for the batch; the runs' events inserted once, in order.
         const pre = n > 1 ? await prefetchBatch(tx, decoded.slice(0, n)) : new Map<string, Prefetched>();
         const events: NewEvent[] = [];
+        const settles: SlotSettlement[] = [];
         const out: RunView[] = [];
         for (let i = 0; i < n; i++) {
           const c = decoded[i]!;
           const read = pre.get(c.runId);
           pre.delete(c.runId); // a run named again reads afresh
           try {
-            out.push(await settleCompletion(tx, deps, trajectories, runner, links, c, { read, events }));
+            out.push(
+              await settleCompletion(tx, deps, trajectories, runner, links, c, { read, events, settles }),
+            );
           } catch (error) {
             if (isRetryable(error)) throw error; // the whole batch is retried (withTx)
             throw new Refusal(i, error);
           }
         }
+        // The runs' admission slots, settled in ONE statement (slot rows in order, after every run lock).
+        await settleSlots(tx, settles);
         await appendEvents(tx, events);
         await links.save();
         await releaseLeases(
@@ -269,9 +275,9 @@ async function settleCompletion(
   runner: RunnerIdentity,
   links: RunnerAuditLinks,
   { runId, input, body, address }: Completion,
-  batch: { read?: Prefetched | undefined; events?: NewEvent[] } = {},
+  batch: { read?: Prefetched | undefined; events?: NewEvent[]; settles?: SlotSettlement[] } = {},
 ): Promise<RunView> {
-  const { read, events } = batch;
+  const { read, events, settles } = batch;
   // Lock order of the lease rule: the run row (by id: ids are unique across tenants), then its lease.
   const row = read ? read.row : await lockRunById(tx, runId);
   if (!row) throw staleLease(runId, input.epoch, null);
@@ -322,6 +328,7 @@ async function settleCompletion(
     locked: row,
     ...(read ? { segments: read.segments } : {}),
     ...(events ? { deferEvents: events } : {}),
+    ...(settles ? { deferSettles: settles } : {}),
   });
   return rowToView(settled);
 }

@@ -19,7 +19,7 @@ import {
 } from '@everdict/runrecord';
 import type { Insertable, Selectable } from 'kysely';
 import { PgAdmissionLanes } from '../admission-store/sql/lanes.js';
-import { PgAdmissionStore } from '../admission-store/sql/store.js';
+import { type SlotSettlement, settleSlots } from '../admission-store/sql/settle.js';
 import { json, numeric } from '../db/numeric.js';
 import type { AttestationsTable, RunsTable } from '../db/schema.js';
 import type { Tx } from '../db/tx.js';
@@ -81,6 +81,11 @@ export interface TransitionExtras {
    * in this transaction) once for several transitions. Not for a running run's cancel (it NOTIFYs dispatch).
    */
   deferEvents?: NewEvent[];
+  /**
+   * Where to put a terminal transition's admission settle instead of making it now: the caller settles
+   * them (`settleSlots`, one statement) in this transaction, after every run it locked.
+   */
+  deferSettles?: SlotSettlement[];
 }
 
 /**
@@ -271,13 +276,17 @@ export async function transitionTx(
   let startedMs = row.started_ms;
   if (isTerminal(patch.status)) {
     const u = usage as Parameters<typeof totalTokens>[0];
-    await new PgAdmissionStore(tx).settle({
+    // The slot's settle: one statement (the run is locked; a slot already terminal is skipped under its
+    // lock — the admission store's settle rule, whose refusal nobody here reads), or the caller's, batched.
+    const settle: SlotSettlement = {
       tenant,
       runId,
       status: patch.status,
-      actuals: { usd: u.costUsd ?? 0, tokens: totalTokens(u) || 0 },
-      now: nowMs,
-    });
+      usd: u.costUsd ?? 0,
+      tokens: totalTokens(u) || 0,
+    };
+    if (extras.deferSettles) extras.deferSettles.push(settle);
+    else await settleSlots(tx, [settle]);
   } else if (event.type === 'start' && from === 'queued') {
     await new PgAdmissionLanes(tx).startNow(tenant, runId, nowMs); // no-op when the dispatch claim did it
     // The start is the slot's (its one owner): read back what admission holds.
