@@ -22,6 +22,7 @@ import type { RunView } from '../ledger/views.js';
 import { RunnerAuditLinks } from '../log/audit-chain.js';
 import { type Deps, nowIso } from '../services/context.js';
 import { transitionTx } from '../services/lifecycle.js';
+import { AttestedWrites } from '../services/transition.js';
 import { mapStoreErrors } from '../trajectory/errors.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { noStore, parse } from './intervals.js';
@@ -169,7 +170,7 @@ export async function completeRun(
     const run = await settleCompletion(tx, deps, trajectories, runner, links, c);
     await links.save();
     await releaseLeases(tx, [{ runId, epoch: c.input.epoch }]);
-    return run;
+    return rowToView(run);
   });
 }
 
@@ -224,20 +225,30 @@ export async function completeRuns(
         const pre = n > 1 ? await prefetchBatch(tx, decoded.slice(0, n)) : new Map<string, Prefetched>();
         const events: NewEvent[] = [];
         const settles: SlotSettlement[] = [];
-        const out: RunView[] = [];
+        // The attested writes of a batch of distinct runs, made in ONE statement after every check (a run
+        // named twice must see its first item's write: such a batch writes each item as it goes).
+        const distinct = new Set(decoded.slice(0, n).map((c) => c.runId)).size === n;
+        const writes = n > 1 && distinct ? new AttestedWrites() : undefined;
+        const out: RunRow[] = [];
         for (let i = 0; i < n; i++) {
           const c = decoded[i]!;
           const read = pre.get(c.runId);
           pre.delete(c.runId); // a run named again reads afresh
           try {
             out.push(
-              await settleCompletion(tx, deps, trajectories, runner, links, c, { read, events, settles }),
+              await settleCompletion(tx, deps, trajectories, runner, links, c, {
+                read,
+                events,
+                settles,
+                writes,
+              }),
             );
           } catch (error) {
             if (isRetryable(error)) throw error; // the whole batch is retried (withTx)
             throw new Refusal(i, error);
           }
         }
+        const written = writes ? await writes.flush(tx) : new Map();
         // The runs' admission slots, settled in ONE statement (slot rows in order, after every run lock).
         await settleSlots(tx, settles);
         await appendEvents(tx, events);
@@ -246,7 +257,11 @@ export async function completeRuns(
           tx,
           decoded.slice(0, n).map((c) => ({ runId: c.runId, epoch: c.input.epoch })),
         );
-        return out;
+        // A deferred item's row is the one written (with its slot's columns as transitionTx kept them).
+        return out.map((row) => {
+          const w = written.get(row.id);
+          return rowToView(w ? { ...w, causal_depth: row.causal_depth, started_ms: row.started_ms } : row);
+        });
       });
       break;
     } catch (e) {
@@ -275,9 +290,14 @@ async function settleCompletion(
   runner: RunnerIdentity,
   links: RunnerAuditLinks,
   { runId, input, body, address }: Completion,
-  batch: { read?: Prefetched | undefined; events?: NewEvent[]; settles?: SlotSettlement[] } = {},
-): Promise<RunView> {
-  const { read, events, settles } = batch;
+  batch: {
+    read?: Prefetched | undefined;
+    events?: NewEvent[];
+    settles?: SlotSettlement[];
+    writes?: AttestedWrites | undefined;
+  } = {},
+): Promise<RunRow> {
+  const { read, events, settles, writes } = batch;
   // Lock order of the lease rule: the run row (by id: ids are unique across tenants), then its lease.
   const row = read ? read.row : await lockRunById(tx, runId);
   if (!row) throw staleLease(runId, input.epoch, null);
@@ -289,7 +309,7 @@ async function settleCompletion(
       .where('run_id', '=', runId)
       .where('address', '=', address)
       .executeTakeFirst();
-    if (done) return rowToView(row);
+    if (done) return row;
   }
   const journal = read
     ? journalOf(read.lease, runner, runId, input.epoch)
@@ -329,6 +349,7 @@ async function settleCompletion(
     ...(read ? { segments: read.segments } : {}),
     ...(events ? { deferEvents: events } : {}),
     ...(settles ? { deferSettles: settles } : {}),
+    ...(writes ? { deferAttested: writes } : {}),
   });
-  return rowToView(settled);
+  return settled;
 }
