@@ -221,6 +221,20 @@ describe('the runner audit chain', { timeout: 300_000 }, () => {
       'settled',
       'settled',
     ]);
+    // A batch of distinct runs writes its items at once (AttestedWrites) and settles their admission slots in
+    // one statement (settleSlots): each answer is the written run, each slot is settled with it.
+    expect((second.body.results as { run?: { status: string } }[]).map((r) => r.run?.status)).toEqual([
+      'succeeded',
+      'succeeded',
+      'succeeded',
+    ]);
+    const slots = await t.core.internals.ldb.db
+      .selectFrom('adm_slots')
+      .select(['run_id', 'status'])
+      .where('run_id', 'in', [l2.runId, l3.runId, l4.runId])
+      .orderBy('run_id')
+      .execute();
+    expect(slots.map((r) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
     // The batch read its runs, leases and records once (completion.ts prefetchBatch) and inserted its events
     // once: each record verifies with the runner's key, each run has its one terminal event.
     for (const [l, s] of [
