@@ -228,7 +228,7 @@ export async function completeRuns(
         // The attested writes of a batch of distinct runs, made in ONE statement after every check (a run
         // named twice must see its first item's write: such a batch writes each item as it goes).
         const distinct = new Set(decoded.slice(0, n).map((c) => c.runId)).size === n;
-        const writes = n > 1 && distinct ? new AttestedWrites() : undefined;
+        const writes = distinct ? new AttestedWrites() : undefined;
         const out: RunRow[] = [];
         for (let i = 0; i < n; i++) {
           const c = decoded[i]!;
@@ -248,9 +248,10 @@ export async function completeRuns(
             throw new Refusal(i, error);
           }
         }
-        const written = writes ? await writes.flush(tx) : new Map();
-        // The runs' admission slots, settled in ONE statement (slot rows in order, after every run lock).
-        await settleSlots(tx, settles);
+        // The runs' admission slots, settled in ONE statement (slot rows in order, after every run lock): the
+        // batch's write statement when there is one.
+        const written = writes ? await writes.flush(tx, settles) : new Map();
+        if (!writes) await settleSlots(tx, settles);
         await appendEvents(tx, events);
         await links.save();
         await releaseLeases(

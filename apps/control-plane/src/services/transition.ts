@@ -19,7 +19,12 @@ import {
 } from '@everdict/runrecord';
 import { type Insertable, type Selectable, sql } from 'kysely';
 import { PgAdmissionLanes } from '../admission-store/sql/lanes.js';
-import { type SlotSettlement, settleSlots } from '../admission-store/sql/settle.js';
+import {
+  type SlotSettlement,
+  settleSlots,
+  settleSlotsCtes,
+  slotSettlementSource,
+} from '../admission-store/sql/settle.js';
 import { json, numeric } from '../db/numeric.js';
 import type { AttestationsTable, RunsTable } from '../db/schema.js';
 import type { Tx } from '../db/tx.js';
@@ -147,15 +152,23 @@ export class AttestedWrites {
     this.#runs.set(runId, set);
   }
 
-  /** Writes everything collected; the runs' rows as written, by id. */
-  async flush(tx: Tx): Promise<Map<string, Selectable<RunsTable>>> {
-    if (this.#runs.size === 0) return new Map();
+  /**
+   * Writes everything collected — and settles `settles`' admission slots in the same statement (the settle
+   * CTEs of `settleSlots`: slot rows locked in order, after the runs the caller locked) — answering the
+   * runs' rows as written, by id.
+   */
+  async flush(tx: Tx, settles: readonly SlotSettlement[] = []): Promise<Map<string, Selectable<RunsTable>>> {
+    if (this.#runs.size === 0) {
+      await settleSlots(tx, settles);
+      return new Map();
+    }
+    const settle = settles.length > 0 ? sql`, ${settleSlotsCtes(slotSettlementSource(settles))}` : sql``;
     const a = this.#atts;
     const g = this.#segs;
     const r = [...this.#runs];
     const col = <T>(f: (x: [string, RunSet]) => T) => r.map(f);
     const { rows } = await sql<Selectable<RunsTable>>`
-      WITH att AS (
+      WITH RECURSIVE att AS (
         INSERT INTO attestations (address, tenant_id, run_id, body, created_at)
         SELECT x.address, x.tenant_id, x.run_id, x.body::jsonb, x.created_at::timestamptz
         FROM unnest(${a.map((x) => x.address)}::text[], ${a.map((x) => x.tenant_id)}::text[],
@@ -168,8 +181,8 @@ export class AttestedWrites {
         FROM unnest(${g.map((x) => x.run_id)}::text[], ${g.map((x) => x.idx)}::int[],
           ${g.map((x) => x.tenant_id)}::text[], ${g.map((x) => x.kind)}::text[],
           ${g.map((x) => x.payload)}::text[], ${g.map((x) => x.head)}::text[],
-          ${g.map((x) => x.created_at)}::text[]) AS x(run_id, idx, tenant_id, kind, payload, head, created_at))
-      UPDATE runs r SET status = v.status, updated_at = v.updated_at,
+          ${g.map((x) => x.created_at)}::text[]) AS x(run_id, idx, tenant_id, kind, payload, head, created_at)),
+      upd AS (UPDATE runs r SET status = v.status, updated_at = v.updated_at,
         ended_at = CASE WHEN v.set_ended THEN v.ended_at::timestamptz ELSE r.ended_at END,
         error = CASE WHEN v.set_error THEN v.error::jsonb ELSE r.error END,
         outputs = v.outputs::jsonb, usage = v.usage::jsonb, record_head = v.record_head,
@@ -185,7 +198,8 @@ export class AttestedWrites {
         AS v(id, status, updated_at, set_ended, ended_at, set_error, error, outputs, usage, record_head,
           record_length, interval_started_at, interval_head)
       WHERE r.id = v.id
-      RETURNING r.*`.execute(tx);
+      RETURNING r.*)${settle}
+      SELECT * FROM upd`.execute(tx);
     if (rows.length !== this.#runs.size)
       throw new Error(`a deferred attested write updated ${rows.length} of ${this.#runs.size} runs`);
     return new Map(rows.map((row) => [row.id, row]));

@@ -142,12 +142,18 @@ export interface SlotSettlement {
  */
 export async function settleSlots(tx: Tx, items: readonly SlotSettlement[]): Promise<void> {
   if (items.length === 0) return;
-  const source = sql`SELECT DISTINCT ON (tenant, run_id) tenant, run_id, status, usd, tokens
+  await sql`WITH RECURSIVE ${settleSlotsCtes(slotSettlementSource(items))} SELECT (SELECT count(*) FROM ss_old) AS n`.execute(
+    tx,
+  );
+}
+
+/** `settleSlotsCtes`' source for `items` (a run listed twice once), for a statement of the caller's. */
+export function slotSettlementSource(items: readonly SlotSettlement[]) {
+  return sql`SELECT DISTINCT ON (tenant, run_id) tenant, run_id, status, usd, tokens
     FROM unnest(${items.map((i) => i.tenant)}::text[], ${items.map((i) => i.runId)}::text[],
       ${items.map((i) => i.status)}::text[], ${items.map((i) => i.usd)}::float8[],
       ${items.map((i) => i.tokens)}::float8[]) AS x(tenant, run_id, status, usd, tokens)
     ORDER BY tenant, run_id`;
-  await sql`WITH RECURSIVE ${settleSlotsCtes(source)} SELECT (SELECT count(*) FROM ss_old) AS n`.execute(tx);
 }
 
 /**
