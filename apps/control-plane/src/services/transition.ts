@@ -20,6 +20,7 @@ import {
 import { type Insertable, type Selectable, sql } from 'kysely';
 import { PgAdmissionLanes } from '../admission-store/sql/lanes.js';
 import {
+  RELEASE_WAKE_NOTIFY_SQL,
   type SlotSettlement,
   settleSlots,
   settleSlotsCtes,
@@ -163,6 +164,12 @@ export class AttestedWrites {
       return new Map();
     }
     const settle = settles.length > 0 ? sql`, ${settleSlotsCtes(slotSettlementSource(settles))}` : sql``;
+    // The settle's release wake (as settleSlots'): NOTIFYed in this transaction, delivered at its commit —
+    // a CTE the final SELECT reads through a one-time filter (a CTE nobody reads is not run).
+    const wake =
+      settles.length > 0
+        ? sql` WHERE (SELECT count(*) FROM (SELECT ${RELEASE_WAKE_NOTIFY_SQL}) AS w) >= 0`
+        : sql``;
     const a = this.#atts;
     const g = this.#segs;
     const r = [...this.#runs];
@@ -199,7 +206,7 @@ export class AttestedWrites {
           record_length, interval_started_at, interval_head)
       WHERE r.id = v.id
       RETURNING r.*)${settle}
-      SELECT * FROM upd`.execute(tx);
+      SELECT upd.* FROM upd${wake}`.execute(tx);
     if (rows.length !== this.#runs.size)
       throw new Error(`a deferred attested write updated ${rows.length} of ${this.#runs.size} runs`);
     return new Map(rows.map((row) => [row.id, row]));

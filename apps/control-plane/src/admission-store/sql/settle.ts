@@ -142,10 +142,16 @@ export interface SlotSettlement {
  */
 export async function settleSlots(tx: Tx, items: readonly SlotSettlement[]): Promise<void> {
   if (items.length === 0) return;
-  await sql`WITH RECURSIVE ${settleSlotsCtes(slotSettlementSource(items))} SELECT (SELECT count(*) FROM ss_old) AS n`.execute(
-    tx,
-  );
+  // Inside the caller's transaction, as settleOne: the release wake is delivered at its commit.
+  await sql`WITH RECURSIVE ${settleSlotsCtes(slotSettlementSource(items))}
+    SELECT (SELECT count(*) FROM ss_old) AS n, ${RELEASE_WAKE_NOTIFY_SQL} AS woke`.execute(tx);
 }
+
+/**
+ * A SELECT expression over settleSlotsCtes' CTEs that NOTIFYs the release wake in the caller's transaction
+ * (delivered at its commit) when the settle released a tenant with queued runs — settleOne's and settleSlots'.
+ */
+export const RELEASE_WAKE_NOTIFY_SQL = sql`(SELECT pg_notify(${RELEASE_WAKE[0]}, ${RELEASE_WAKE[1]}) FROM ss_wake WHERE wake)`;
 
 /** `settleSlotsCtes`' source for `items` (a run listed twice once), for a statement of the caller's. */
 export function slotSettlementSource(items: readonly SlotSettlement[]) {
@@ -176,6 +182,6 @@ export async function settleOne(tx: Tx, s: Settlement): Promise<SettleResult> {
     ${s.actuals.usd}::float8 AS usd, ${s.actuals.tokens}::float8 AS tokens`;
   // Inside the caller's transaction: the wake is delivered at its commit.
   await sql`WITH RECURSIVE ${settleSlotsCtes(source)} SELECT (SELECT count(*) FROM ss_old) AS n,
-    (SELECT pg_notify(${RELEASE_WAKE[0]}, ${RELEASE_WAKE[1]}) FROM ss_wake WHERE wake) AS woke`.execute(tx);
+    ${RELEASE_WAKE_NOTIFY_SQL} AS woke`.execute(tx);
   return { settled: true, from: slot.status, slot: { ...slot, status: s.status } };
 }
