@@ -9,7 +9,8 @@
 // @everdict/control-plane... build`), bubblewrap, and a live PostgreSQL (EVERDICT_BENCH_DATABASE_URL, else
 // EVERDICT_TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test) — each side gets a fresh database
 // created on that server and dropped after. BENCH_RUNS (default 200), BENCH_LATENCY_RUNS (default 40).
-// BENCH_LOG_STATEMENTS=1: `log_statement = all` on the control plane's database (the server log counts its SQL).
+// BENCH_LOG_STATEMENTS=1: `log_statement = all` on the control plane's database (the server log counts its SQL);
+// BENCH_LOG_STATEMENTS=durations: `log_min_duration_statement = 0` (each statement with its duration).
 //
 // `benchDispatchRunner(options)` is exported for apps/control-plane/bench/dispatch.mjs; run directly it
 // prints one line: BENCH dispatch.runner {…}.
@@ -195,7 +196,10 @@ export async function benchDispatchRunner({
   await onServer(base, `CREATE DATABASE ${gwDb}`);
   // BENCH_LOG_STATEMENTS=1: every statement on the control plane's database goes to the server's log
   // (log_statement = all, set on that database only): the SQL a run costs, counted from the log.
-  if (process.env.BENCH_LOG_STATEMENTS)
+  // BENCH_LOG_STATEMENTS=durations: each statement with its duration (log_min_duration_statement = 0).
+  if (process.env.BENCH_LOG_STATEMENTS === 'durations')
+    await onServer(base, `ALTER DATABASE ${cpDb} SET log_min_duration_statement = 0`);
+  else if (process.env.BENCH_LOG_STATEMENTS)
     await onServer(base, `ALTER DATABASE ${cpDb} SET log_statement = 'all'`);
   let cp;
   let runner;
@@ -241,9 +245,13 @@ export async function benchDispatchRunner({
     const create = () =>
       post(cp.url, cp.apiKey, '/runs', { kind: 'command', subject: { command: ['true'] } });
 
-    // Warm-up: the runner connected, a sandbox made, the code paths hot.
-    for (let i = 0; i < SLOTS; i++) await create();
-    await waitCount(db, settledSql, SLOTS);
+    // Warm-up: the runner connected, a sandbox made, the code paths hot — and at the throughput phase's
+    // concurrency (16 clients, twice the slots), so the control plane's pool has grown to its working size and
+    // warmed its connections (db/warm-pool.ts: ≈ 30–170 ms of PostgreSQL time per new connection) before the
+    // measurement, as a server under steady load has. (Created one at a time, the pool grew during the phase.)
+    const WARM = 2 * SLOTS;
+    await pool(WARM, SLOTS, create);
+    await waitCount(db, settledSql, WARM);
 
     // CPU of the control plane, the runner (its reaped children: the sandboxes) and the PostgreSQL
     // backends of the control plane's database.
@@ -286,11 +294,13 @@ export async function benchDispatchRunner({
     // 3. Throughput: N runs created (16 clients), until the last one settled.
     const t0 = performance.now();
     await pool(runs, SLOTS, create);
-    await waitCount(db, settledSql, SLOTS + runs);
+    await waitCount(db, settledSql, WARM + runs);
     const runnerPerSec = runs / ((performance.now() - t0) / 1000);
     const busy = delta(idle1, await sample());
-    // Per run, net of the idle background over the same seconds: CPU ms by process.
-    const per = (k) => Math.round((busy[k] - (background[k] / background.seconds) * busy.seconds) / runs);
+    // Per run, net of the idle background over the same seconds: CPU ms by process (0.1 ms: 200 runs of
+    // 10-ms clock ticks resolve 0.05 ms).
+    const per = (k) =>
+      Math.round(((busy[k] - (background[k] / background.seconds) * busy.seconds) / runs) * 10) / 10;
     const coreMsPerRun = {
       controlPlane: per('controlPlane'),
       controlPlaneKernel: per('controlPlaneKernel'),

@@ -221,7 +221,10 @@ export class ProcessDriver implements Driver {
 
   /** The sandbox behind a handle: held here, or adopted from its label file; `gone` otherwise. */
   async sandbox(input: SandboxHandle): Promise<Sandbox> {
-    const handle = parseHandle(input);
+    // The very handle this driver gave out (provision answers `record.handle`) was valid when made: not
+    // parsed again. Anything else is parsed at this boundary.
+    const given = this.sandboxes.get((input as { id?: unknown })?.id as string);
+    const handle = given?.record.handle === input ? given.record.handle : parseHandle(input);
     const held = this.sandboxes.get(handle.id);
     const l = await this.state();
     if (held && !held.disposed) {

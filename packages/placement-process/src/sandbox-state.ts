@@ -111,8 +111,11 @@ export function startTimeOf(pid: number): string | null {
   }
 }
 
+/** This process as an owner: its pid and start time never change, so /proc is read once per process. */
+let self: Owner | undefined;
 export function currentOwner(): Owner {
-  return { pid: process.pid, startTime: startTimeOf(process.pid) ?? '0' };
+  if (self?.pid !== process.pid) self = { pid: process.pid, startTime: startTimeOf(process.pid) ?? '0' };
+  return { ...self };
 }
 
 /** True while the process that owns a sandbox is still running (the same process, not a reused pid). */

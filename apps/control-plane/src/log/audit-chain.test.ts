@@ -16,6 +16,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, type TestApp, testApp } from '../http/testing/harness.js';
 import { journalRootOf } from '../runners/intervals.js';
+import { DISPATCH_CHANNEL, RELEASED_PAYLOAD } from '../services/context.js';
 import { runrecord } from './testing/served.js';
 
 let t: TestApp;
@@ -221,6 +222,20 @@ describe('the runner audit chain', { timeout: 300_000 }, () => {
       'settled',
       'settled',
     ]);
+    // A batch of distinct runs writes its items at once (AttestedWrites) and settles their admission slots in
+    // one statement (settleSlots): each answer is the written run, each slot is settled with it.
+    expect((second.body.results as { run?: { status: string } }[]).map((r) => r.run?.status)).toEqual([
+      'succeeded',
+      'succeeded',
+      'succeeded',
+    ]);
+    const slots = await t.core.internals.ldb.db
+      .selectFrom('adm_slots')
+      .select(['run_id', 'status'])
+      .where('run_id', 'in', [l2.runId, l3.runId, l4.runId])
+      .orderBy('run_id')
+      .execute();
+    expect(slots.map((r) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
     // The batch read its runs, leases and records once (completion.ts prefetchBatch) and inserted its events
     // once: each record verifies with the runner's key, each run has its one terminal event.
     for (const [l, s] of [
@@ -327,5 +342,78 @@ describe('the runner audit chain', { timeout: 300_000 }, () => {
     });
     expect(empty.status).toBe(400);
     expect(empty.body.code).toBe('validation_failed');
+  });
+});
+
+describe('a runner completion releases capacity', { timeout: 300_000 }, () => {
+  it('announces the release wake when a queued run waits on the tenant (one write statement settles it)', async () => {
+    const w = await testApp({ executors: [], headLog: { loop: false }, policy: { maxConcurrent: 1 } });
+    try {
+      const key = generateSigningKey(randomBytes(32));
+      const minted = await call(w.app, 'POST', '/runners/pairing-tokens', { body: { name: 'waking' } });
+      const paired = await call(w.app, 'POST', '/runners/pair', {
+        key: null,
+        body: { token: minted.body.token, publicKey: key.publicKey, name: 'waking', capabilities: CAPS },
+      });
+      const credential = String(paired.body.credential);
+      for (let i = 0; i < 2; i++)
+        await call(w.app, 'POST', '/runs', { body: { kind: 'command', subject: { command: ['true'] } } });
+      const got = await call(w.app, 'POST', '/runner/v1/leases', {
+        key: credential,
+        body: { free: 2, waitMs: 0 },
+      });
+      const [l] = got.body.leases as [LeaseBody];
+      expect(got.body.leases).toHaveLength(1); // maxConcurrent 1: the second run waits
+      const signed = signAttestation(
+        buildAttestation({
+          unitId: l.unitId,
+          grantsId: l.grantsId,
+          recordHead: l.recordHead,
+          startedMs: 1_764_547_200_000n,
+          endedMs: 1_764_547_200_500n,
+          activeUj: 3_000n,
+          provenance: 'estimated',
+          meter: 'test',
+          journalRoot: journalRootOf([]) as Hex,
+          outcome: 'succeeded',
+          exitCode: 0,
+        }).attestation,
+        key.secretKey,
+      );
+      // The payloads heard on the dispatch channel, up to a marker NOTIFYed after the completion committed.
+      const heard: string[] = [];
+      let marked: () => void = () => undefined;
+      const marker = new Promise<void>((r) => {
+        marked = r;
+      });
+      const ldb = w.core.internals.ldb;
+      const unlisten = await ldb.listen(DISPATCH_CHANNEL, (payload) => {
+        if (payload === 'marker') marked();
+        else heard.push(payload);
+      });
+      try {
+        const done = await call(w.app, 'POST', '/runner/v1/completions', {
+          key: credential,
+          body: {
+            items: [
+              {
+                runId: l.runId,
+                epoch: l.epoch,
+                outputs: {},
+                attestation: encodeAttestationBody(signed.body),
+              },
+            ],
+          },
+        });
+        expect((done.body.results as { outcome: string }[])[0]?.outcome).toBe('settled');
+        await ldb.notify(DISPATCH_CHANNEL, 'marker');
+        await marker;
+      } finally {
+        await unlisten();
+      }
+      expect(heard).toContain(RELEASED_PAYLOAD);
+    } finally {
+      await w.close();
+    }
   });
 });

@@ -6,6 +6,7 @@ import type { RunEvent } from '@everdict/run-model';
 import type { AttestationBody, Hex, WireSegment } from '@everdict/runrecord';
 import { canonicalLine, StreamingDigest } from '@everdict/trajectory-store';
 import { sql } from 'kysely';
+import { type SlotSettlement, settleSlots } from '../admission-store/sql/settle.js';
 import type { Tx } from '../db/tx.js';
 import { isRetryable, withTx } from '../db/tx.js';
 import {
@@ -21,6 +22,7 @@ import type { RunView } from '../ledger/views.js';
 import { RunnerAuditLinks } from '../log/audit-chain.js';
 import { type Deps, nowIso } from '../services/context.js';
 import { transitionTx } from '../services/lifecycle.js';
+import { AttestedWrites } from '../services/transition.js';
 import { mapStoreErrors } from '../trajectory/errors.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { noStore, parse } from './intervals.js';
@@ -168,7 +170,7 @@ export async function completeRun(
     const run = await settleCompletion(tx, deps, trajectories, runner, links, c);
     await links.save();
     await releaseLeases(tx, [{ runId, epoch: c.input.epoch }]);
-    return run;
+    return rowToView(run);
   });
 }
 
@@ -222,25 +224,45 @@ export async function completeRuns(
         // The runs, leases and records read once for the batch; the runs' events inserted once, in order.
         const pre = n > 1 ? await prefetchBatch(tx, decoded.slice(0, n)) : new Map<string, Prefetched>();
         const events: NewEvent[] = [];
-        const out: RunView[] = [];
+        const settles: SlotSettlement[] = [];
+        // The attested writes of a batch of distinct runs, made in ONE statement after every check (a run
+        // named twice must see its first item's write: such a batch writes each item as it goes).
+        const distinct = new Set(decoded.slice(0, n).map((c) => c.runId)).size === n;
+        const writes = distinct ? new AttestedWrites() : undefined;
+        const out: RunRow[] = [];
         for (let i = 0; i < n; i++) {
           const c = decoded[i]!;
           const read = pre.get(c.runId);
           pre.delete(c.runId); // a run named again reads afresh
           try {
-            out.push(await settleCompletion(tx, deps, trajectories, runner, links, c, { read, events }));
+            out.push(
+              await settleCompletion(tx, deps, trajectories, runner, links, c, {
+                read,
+                events,
+                settles,
+                writes,
+              }),
+            );
           } catch (error) {
             if (isRetryable(error)) throw error; // the whole batch is retried (withTx)
             throw new Refusal(i, error);
           }
         }
+        // The runs' admission slots, settled in ONE statement (slot rows in order, after every run lock): the
+        // batch's write statement when there is one.
+        const written = writes ? await writes.flush(tx, settles) : new Map();
+        if (!writes) await settleSlots(tx, settles);
         await appendEvents(tx, events);
         await links.save();
         await releaseLeases(
           tx,
           decoded.slice(0, n).map((c) => ({ runId: c.runId, epoch: c.input.epoch })),
         );
-        return out;
+        // A deferred item's row is the one written (with its slot's columns as transitionTx kept them).
+        return out.map((row) => {
+          const w = written.get(row.id);
+          return rowToView(w ? { ...w, causal_depth: row.causal_depth, started_ms: row.started_ms } : row);
+        });
       });
       break;
     } catch (e) {
@@ -269,9 +291,14 @@ async function settleCompletion(
   runner: RunnerIdentity,
   links: RunnerAuditLinks,
   { runId, input, body, address }: Completion,
-  batch: { read?: Prefetched | undefined; events?: NewEvent[] } = {},
-): Promise<RunView> {
-  const { read, events } = batch;
+  batch: {
+    read?: Prefetched | undefined;
+    events?: NewEvent[];
+    settles?: SlotSettlement[];
+    writes?: AttestedWrites | undefined;
+  } = {},
+): Promise<RunRow> {
+  const { read, events, settles, writes } = batch;
   // Lock order of the lease rule: the run row (by id: ids are unique across tenants), then its lease.
   const row = read ? read.row : await lockRunById(tx, runId);
   if (!row) throw staleLease(runId, input.epoch, null);
@@ -283,7 +310,7 @@ async function settleCompletion(
       .where('run_id', '=', runId)
       .where('address', '=', address)
       .executeTakeFirst();
-    if (done) return rowToView(row);
+    if (done) return row;
   }
   const journal = read
     ? journalOf(read.lease, runner, runId, input.epoch)
@@ -322,6 +349,8 @@ async function settleCompletion(
     locked: row,
     ...(read ? { segments: read.segments } : {}),
     ...(events ? { deferEvents: events } : {}),
+    ...(settles ? { deferSettles: settles } : {}),
+    ...(writes ? { deferAttested: writes } : {}),
   });
-  return rowToView(settled);
+  return settled;
 }

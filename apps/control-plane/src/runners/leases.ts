@@ -11,7 +11,6 @@ import type { LeasePolicy } from '../leases/policy.js';
 import { assertCurrentEpoch, renewLive } from '../leases/store.js';
 import { sweepExpiredLeases } from '../leases/sweep.js';
 import type { RunRow } from '../ledger/runs.js';
-import { selectRunRows } from '../ledger/runs.js';
 import { claimAndStart } from '../scheduler/claim-start.js';
 import type { Deps } from '../services/context.js';
 import { resolveHarness } from './harnesses.js';
@@ -71,37 +70,48 @@ export async function grantLeases(
         { tenant: runner.tenantId ?? undefined, images: runner.capabilities.images },
       );
       if (started.length === 0) return [];
-      const rows = await selectRunRows(tx)
-        .selectAll()
-        .where(
-          'id',
-          'in',
-          started.map((s) => s.runId),
-        )
-        .execute();
+      // One statement: the leased runs' rows and where each interval's journal starts (inserted).
+      const rows = await openJournals(tx, started);
       const byId = new Map(rows.map((r) => [r.id, r]));
-      const seqFrom = await openJournals(tx, started);
       const out: Lease[] = [];
       for (const s of started) {
         const r = byId.get(s.runId);
-        if (r) out.push(await leaseOf(tx, policy, r, s.epoch, seqFrom.get(s.runId) ?? 0));
+        if (r) out.push(await leaseOf(tx, policy, r, s.epoch, Number(r.next)));
       }
       return out;
     }),
   );
 }
 
+/** What a lease is made of: the run's columns it names (read with its journal's start). */
+type LeasedRun = Pick<
+  RunRow,
+  | 'id'
+  | 'tenant_id'
+  | 'kind'
+  | 'subject'
+  | 'placement'
+  | 'lifetime'
+  | 'expires_at'
+  | 'unit_id'
+  | 'grants_id'
+  | 'interval_head'
+  | 'record_head'
+>;
+
 /**
  * Each granted interval's journal in the run's trajectory starts where the previous attempts' ended (a
  * killed attempt's events stay: they happened). Read after the claim, which waited for any append still
- * holding the lease row, so every event an earlier epoch stored is counted.
+ * holding the lease row, so every event an earlier epoch stored is counted. The same statement reads the
+ * leased runs' rows (after the claim that started them, in this transaction).
  */
 async function openJournals(
   tx: Tx,
   started: readonly { runId: string; epoch: number }[],
-): Promise<Map<string, number>> {
-  // One statement: each run's next seq (after its earlier epochs' journals), and this epoch's row inserted.
-  const { rows } = await sql<{ run_id: string; next: number }>`
+): Promise<(LeasedRun & { next: number })[]> {
+  // One statement: each run's next seq (after its earlier epochs' journals), this epoch's row inserted,
+  // and the run's row.
+  const { rows } = await sql<LeasedRun & { next: number }>`
     WITH s AS (SELECT * FROM unnest(${started.map((s) => s.runId)}::text[], ${started.map((s) => s.epoch)}::int[])
         AS s(run_id, epoch)),
       prior AS (SELECT j.run_id, max(j.seq_from + j.event_count)::int AS next
@@ -109,14 +119,17 @@ async function openJournals(
       ins AS (INSERT INTO runner_journals (run_id, epoch, seq_from, event_count)
         SELECT s.run_id, s.epoch, COALESCE(p.next, 0), 0 FROM s LEFT JOIN prior p ON p.run_id = s.run_id
         ON CONFLICT (run_id, epoch) DO NOTHING RETURNING 1)
-    SELECT run_id, next FROM prior WHERE (SELECT count(*) FROM ins) >= 0`.execute(tx);
-  return new Map(rows.map((p) => [p.run_id, Number(p.next)]));
+    SELECT r.id, r.tenant_id, r.kind, r.subject, r.placement, r.lifetime, r.expires_at, r.unit_id,
+      r.grants_id, r.interval_head, r.record_head, COALESCE(p.next, 0)::int AS next
+    FROM s JOIN runs r ON r.id = s.run_id LEFT JOIN prior p ON p.run_id = s.run_id
+    WHERE (SELECT count(*) FROM ins) >= 0`.execute(tx);
+  return rows;
 }
 
 async function leaseOf(
   tx: Tx,
   policy: LeasePolicy,
-  r: RunRow,
+  r: LeasedRun,
   epoch: number,
   seqFrom: number,
 ): Promise<Lease> {

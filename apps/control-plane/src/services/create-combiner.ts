@@ -20,7 +20,7 @@ import { ControlPlaneError } from '../errors.js';
 import { EVENTS_CHANNEL, insertEventsSql, notifyAfterCommit } from '../ledger/events.js';
 import { insertRunsSql, type RunRow, withSlot } from '../ledger/runs.js';
 import { asControlPlaneError } from './boundary.js';
-import { type Deps, DISPATCH_CHANNEL, dispatchPayload } from './context.js';
+import { type Deps, DISPATCH_CHANNEL, dispatchPayload, INLINE_LANE_KINDS } from './context.js';
 import {
   type Actor,
   AdmissionRaced,
@@ -214,9 +214,11 @@ async function decideAndWrite(
       'run_rows',
     );
     if (written === 'raced') return 'raced';
-    // Committed: this process's dispatch loop claims now, without waiting for its NOTIFY to come back; the
-    // other listeners (replicas, feeds, the trigger loop) are told after the commit, off the commit's flush.
-    deps.localDispatch?.wake();
+    // Committed: this process's dispatch loop claims now, without waiting for its NOTIFY to come back — when
+    // it could claim one of these runs (it executes the inline lane only: a wake for runner kinds alone ran
+    // a claim that could find nothing new); the other listeners (replicas, feeds, the trigger loop, the
+    // runners' long-polls) are told after the commit, off the commit's flush.
+    if (built.some((b) => INLINE_LANE_KINDS.has(b.run.kind))) deps.localDispatch?.wake();
     void notifyAfterCommit(
       deps.db,
       [

@@ -125,6 +125,43 @@ export const SETTLE_WAKES_SQL = sql`(SELECT wake FROM ss_wake)`;
 /** The wake of a settle that released a tenant with queued runs: [channel, payload] for a NOTIFY. */
 export const RELEASE_WAKE = [DISPATCH_CHANNEL, RELEASED_PAYLOAD] as const;
 
+/** A slot to settle with `settleSlots` (the run's terminal status and what it spent). */
+export interface SlotSettlement {
+  readonly tenant: string;
+  readonly runId: string;
+  readonly status: 'succeeded' | 'failed' | 'cancelled';
+  readonly usd: number;
+  readonly tokens: number;
+}
+
+/**
+ * Settles slots in ONE statement (the CTEs above, no savepoint, no separate slot read), for a caller that
+ * has locked the runs already and does not need to know whether each slot settled: a slot already terminal
+ * (or queued, asked to succeed) is skipped under its row lock — `settleRefusal`'s rule without `ifStatus`.
+ * A run listed twice settles once.
+ */
+export async function settleSlots(tx: Tx, items: readonly SlotSettlement[]): Promise<void> {
+  if (items.length === 0) return;
+  // Inside the caller's transaction, as settleOne: the release wake is delivered at its commit.
+  await sql`WITH RECURSIVE ${settleSlotsCtes(slotSettlementSource(items))}
+    SELECT (SELECT count(*) FROM ss_old) AS n, ${RELEASE_WAKE_NOTIFY_SQL} AS woke`.execute(tx);
+}
+
+/**
+ * A SELECT expression over settleSlotsCtes' CTEs that NOTIFYs the release wake in the caller's transaction
+ * (delivered at its commit) when the settle released a tenant with queued runs — settleOne's and settleSlots'.
+ */
+export const RELEASE_WAKE_NOTIFY_SQL = sql`(SELECT pg_notify(${RELEASE_WAKE[0]}, ${RELEASE_WAKE[1]}) FROM ss_wake WHERE wake)`;
+
+/** `settleSlotsCtes`' source for `items` (a run listed twice once), for a statement of the caller's. */
+export function slotSettlementSource(items: readonly SlotSettlement[]) {
+  return sql`SELECT DISTINCT ON (tenant, run_id) tenant, run_id, status, usd, tokens
+    FROM unnest(${items.map((i) => i.tenant)}::text[], ${items.map((i) => i.runId)}::text[],
+      ${items.map((i) => i.status)}::text[], ${items.map((i) => i.usd)}::float8[],
+      ${items.map((i) => i.tokens)}::float8[]) AS x(tenant, run_id, status, usd, tokens)
+    ORDER BY tenant, run_id`;
+}
+
 /**
  * The admission store's `settle`: settle-many of one (the same CTEs), after admission's one settle rule
  * (`settleRefusal`) read on the slot row locked here. Lock order: slot → envelopes → tenant → global.
@@ -145,6 +182,6 @@ export async function settleOne(tx: Tx, s: Settlement): Promise<SettleResult> {
     ${s.actuals.usd}::float8 AS usd, ${s.actuals.tokens}::float8 AS tokens`;
   // Inside the caller's transaction: the wake is delivered at its commit.
   await sql`WITH RECURSIVE ${settleSlotsCtes(source)} SELECT (SELECT count(*) FROM ss_old) AS n,
-    (SELECT pg_notify(${RELEASE_WAKE[0]}, ${RELEASE_WAKE[1]}) FROM ss_wake WHERE wake) AS woke`.execute(tx);
+    ${RELEASE_WAKE_NOTIFY_SQL} AS woke`.execute(tx);
   return { settled: true, from: slot.status, slot: { ...slot, status: s.status } };
 }
