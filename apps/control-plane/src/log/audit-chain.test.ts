@@ -16,7 +16,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, type TestApp, testApp } from '../http/testing/harness.js';
 import { journalRootOf } from '../runners/intervals.js';
-import { DISPATCH_CHANNEL, RELEASED_PAYLOAD } from '../services/context.js';
+import { DISPATCH_CHANNEL, RELEASED_PAYLOAD, RUNNERS_ONLY_NOTE } from '../services/context.js';
 import { runrecord } from './testing/served.js';
 
 let t: TestApp;
@@ -411,7 +411,8 @@ describe('a runner completion releases capacity', { timeout: 300_000 }, () => {
       } finally {
         await unlisten();
       }
-      expect(heard).toContain(RELEASED_PAYLOAD);
+      // Only command runs are queued: the runners' long-polls are woken, not the inline dispatch loops.
+      expect(heard).toContain(`${RELEASED_PAYLOAD}${RUNNERS_ONLY_NOTE}`);
     } finally {
       await w.close();
     }

@@ -13,7 +13,7 @@
 import { type RunEvent, totalTokens, transition } from '@everdict/run-model';
 import type { WireSegment } from '@everdict/runrecord';
 import { sql } from 'kysely';
-import { RELEASE_WAKE, SETTLE_WAKES_SQL, settleSlotsCtes } from '../admission-store/sql/settle.js';
+import { SETTLE_WAKE_SQL, settleSlotsCtes } from '../admission-store/sql/settle.js';
 import { json, numeric } from '../db/numeric.js';
 import { prepared } from '../db/prepared.js';
 import type { Executor } from '../db/tx.js';
@@ -21,7 +21,7 @@ import { releaseSettled } from '../leases/store.js';
 import { EVENTS_CHANNEL, notifyAfterCommit, notifyCalls } from '../ledger/events.js';
 import { appendOps, intervalAttestation } from '../ledger/records.js';
 import { type RunRow, rowToRun } from '../ledger/runs.js';
-import { type Deps, nowIso } from '../services/context.js';
+import { type Deps, DISPATCH_CHANNEL, nowIso } from '../services/context.js';
 import { factsToEvents, observedAccount, type TransitionExtras } from '../services/transition.js';
 
 const DEFAULT_METER = { watts: 5, meter: 'inline-wallclock-model' };
@@ -142,12 +142,12 @@ export async function planSettle(
 
 /**
  * The settle's facts are announced on EVENTS_CHANNEL, and a release the claimers wait for on the dispatch
- * channel (RELEASE_WAKE). On a database handle the write has committed: the
+ * channel (the payload settle.ts chose). On a database handle the write has committed: the
  * NOTIFY goes after it, off its WAL flush (ledger/events.ts notifyAfterCommit), not awaited. Inside a
  * transaction it is queued there and delivered at the caller's commit.
  */
-async function notifySettled(ex: Executor, deps: Deps, wake: boolean): Promise<void> {
-  const channels = wake ? [EVENTS_CHANNEL, RELEASE_WAKE] : [EVENTS_CHANNEL];
+async function notifySettled(ex: Executor, deps: Deps, wake: string | null): Promise<void> {
+  const channels = wake === null ? [EVENTS_CHANNEL] : [EVENTS_CHANNEL, [DISPATCH_CHANNEL, wake] as const];
   if (ex.isTransaction) await sql`SELECT ${notifyCalls(channels)}`.execute(ex);
   else
     void notifyAfterCommit(ex, channels, (e) =>
@@ -157,12 +157,15 @@ async function notifySettled(ex: Executor, deps: Deps, wake: boolean): Promise<v
 
 /**
  * Step 3, the one write statement; returns the ids it settled (the runs still at the version read) and whether
- * it released capacity a tenant's queued runs wait for (admission-store/sql/settle.ts: the claimers' wake).
+ * it released capacity a tenant's queued runs wait for: the claimers' wake payload, or null (settle.ts).
  */
-export async function writeSettle(ex: Executor, p: SettlePlan): Promise<{ ids: string[]; wake: boolean }> {
+export async function writeSettle(
+  ex: Executor,
+  p: SettlePlan,
+): Promise<{ ids: string[]; wake: string | null }> {
   const slots = sql`SELECT x.tenant, x.id AS run_id, x.status, x.usd, x.tokens FROM x
     WHERE x.id IN (SELECT id FROM ok) AND (SELECT count(*) FROM ok) >= 0`;
-  const { rows } = await sql<{ id: string; wake: boolean }>`${sql.raw(prepared('settle_write'))}
+  const { rows } = await sql<{ id: string; wake: string | null }>`${sql.raw(prepared('settle_write'))}
     WITH RECURSIVE x AS MATERIALIZED (
       SELECT * FROM jsonb_to_recordset(${json(p.runs)}::jsonb) AS x(id text, tenant text, version text,
         status text, updated_at bigint, ended_at timestamptz, error jsonb, outputs jsonb, usage jsonb,
@@ -200,9 +203,9 @@ export async function writeSettle(ex: Executor, p: SettlePlan): Promise<{ ids: s
     ),
     lease AS (${releaseSettled(sql`SELECT id AS run_id FROM ok`)}),
     ${settleSlotsCtes(slots)}
-    SELECT ok.id, ${SETTLE_WAKES_SQL} AS wake FROM ok
+    SELECT ok.id, ${SETTLE_WAKE_SQL} AS wake FROM ok
     WHERE (SELECT count(*) FROM ev) >= 0 AND (SELECT count(*) FROM lease) >= 0`.execute(ex);
-  return { ids: rows.map((r) => r.id), wake: rows.some((r) => r.wake) };
+  return { ids: rows.map((r) => r.id), wake: rows[0]?.wake ?? null };
 }
 
 /**

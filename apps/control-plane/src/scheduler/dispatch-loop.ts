@@ -15,7 +15,7 @@ import { LeaseKeeper } from '../leases/keeper.js';
 import { type LeasePolicy, leasePolicy } from '../leases/policy.js';
 import { sweepExpiredLeases } from '../leases/sweep.js';
 import { findRun } from '../ledger/runs.js';
-import { type Deps, DISPATCH_CHANNEL, RELEASED_PAYLOAD } from '../services/context.js';
+import { type Deps, DISPATCH_CHANNEL, mayWakeInline, RELEASED_PAYLOAD } from '../services/context.js';
 import type { Finished } from './batch-transitions.js';
 import { claimAndStart } from './claim-start.js';
 import { executeInline } from './inline-executor.js';
@@ -87,10 +87,12 @@ export class DispatchLoop {
       cycle: () => this.cycle(),
       onError: (e) => deps.log('error', 'dispatch cycle failed', { error: String(e) }),
       ownPayload: this.wakeToken,
-      // A release (a settle freed a tenant's capacity) announces no cancel: no check for stopped runs.
+      // A release (a settle freed a tenant's capacity) announces no cancel: no check for stopped runs. A
+      // release of runners' kinds only is not this lane's work.
       onHeard: (payload) => {
-        if (payload !== RELEASED_PAYLOAD) this.heard = true;
+        if (payload === null || !payload.startsWith(RELEASED_PAYLOAD)) this.heard = true;
       },
+      wakesFor: mayWakeInline,
     });
   }
 

@@ -3,7 +3,14 @@
 // (setTimeout, setInterval and performance.now): time moves only when the test moves it, so "nothing
 // started" is exact, never a guess after a sleep.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { dispatchPayload, mayWakeRunners } from '../services/context.js';
+import {
+  dispatchPayload,
+  INLINE_ONLY_NOTE,
+  mayWakeInline,
+  mayWakeRunners,
+  RELEASED_PAYLOAD,
+  RUNNERS_ONLY_NOTE,
+} from '../services/context.js';
 import { WakeLoop } from './wake-loop.js';
 
 const noListen = { listen: async () => async () => undefined };
@@ -141,6 +148,42 @@ describe('WakeLoop', () => {
     expect(heard).toBe(2);
     await vi.advanceTimersByTimeAsync(1_000); // the poll
     expect(heard).toBe(3);
+    await loop.stop();
+  });
+
+  it('wakesFor: a NOTIFY for another lane (a runners-only release) neither wakes it nor counts as heard', async () => {
+    let notify: (payload: string) => void = () => undefined;
+    const starts: number[] = [];
+    let heard = 0;
+    const loop = new WakeLoop({
+      ldb: {
+        listen: async (_channel, fn) => {
+          notify = fn;
+          return async () => undefined;
+        },
+      },
+      channel: 'test',
+      pollMs: 60_000,
+      cycle: async () => {
+        starts.push(performance.now());
+      },
+      onError: (e) => {
+        throw e;
+      },
+      onHeard: () => {
+        heard++;
+      },
+      wakesFor: mayWakeInline,
+    });
+    await loop.start(); // cycle 1
+    await vi.advanceTimersByTimeAsync(1);
+    notify(`${RELEASED_PAYLOAD}${RUNNERS_ONLY_NOTE}`);
+    expect([starts.length, heard]).toEqual([1, 0]);
+    notify(`${RELEASED_PAYLOAD}${INLINE_ONLY_NOTE}`);
+    expect([starts.length, heard]).toEqual([2, 1]);
+    await vi.advanceTimersByTimeAsync(1);
+    notify(RELEASED_PAYLOAD); // both lanes
+    expect([starts.length, heard]).toEqual([3, 2]);
     await loop.stop();
   });
 

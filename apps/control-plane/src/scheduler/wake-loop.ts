@@ -24,6 +24,8 @@ export interface WakeLoopOptions {
    * NOTIFY's, null for a poll.
    */
   onHeard?: (payload: string | null) => void;
+  /** A NOTIFY whose payload this says no to does not wake the loop (work for another lane). */
+  wakesFor?: (payload: string) => boolean;
 }
 
 export class WakeLoop {
@@ -46,6 +48,7 @@ export class WakeLoop {
     const own = this.opts.ownPayload;
     this.unlisten = await this.opts.ldb.listen(this.opts.channel, (payload) => {
       if (own !== undefined && (payload === own || payload.startsWith(`${own};`))) return;
+      if (this.opts.wakesFor && !this.opts.wakesFor(payload)) return;
       this.opts.onHeard?.(payload);
       this.wake();
     });

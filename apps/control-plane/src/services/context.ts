@@ -57,8 +57,14 @@ export function dispatchPayload(token: string, kinds: Iterable<string>): string 
   return `${token}${INLINE_ONLY_NOTE}`;
 }
 
-/** Whether a dispatch NOTIFY may announce work for a runner (anything but an inline-only create). */
+/** Appended to a release wake's payload when the released tenants' queued runs are all a runner's kinds. */
+export const RUNNERS_ONLY_NOTE = ';runners';
+
+/** Whether a dispatch NOTIFY may announce work for a runner (anything but an inline-only create or release). */
 export const mayWakeRunners = (payload: string): boolean => !payload.endsWith(INLINE_ONLY_NOTE);
+
+/** Whether a dispatch NOTIFY may announce work for the inline lane (anything but a runners-only release). */
+export const mayWakeInline = (payload: string): boolean => !payload.endsWith(RUNNERS_ONLY_NOTE);
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 

@@ -5,7 +5,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestCore, testCore } from '../../../test/core.js';
 import { claimAndStart } from '../../scheduler/claim-start.js';
-import { DISPATCH_CHANNEL, RELEASED_PAYLOAD } from '../../services/context.js';
+import {
+  DISPATCH_CHANNEL,
+  INLINE_ONLY_NOTE,
+  mayWakeInline,
+  mayWakeRunners,
+  RELEASED_PAYLOAD,
+  RUNNERS_ONLY_NOTE,
+} from '../../services/context.js';
 
 describe('the release wake', () => {
   let t: TestCore;
@@ -48,7 +55,35 @@ describe('the release wake', () => {
     await command();
     const running = await startOneCommand();
     const heard = await heardDuring(() => t.core.services.runs.cancel(t.admin, running));
+    // Only a command run is queued: a runners' wake (the inline dispatch loops let it pass).
+    expect(heard).toContain(`${RELEASED_PAYLOAD}${RUNNERS_ONLY_NOTE}`);
+    expect(mayWakeRunners(heard.find((p) => p.startsWith(RELEASED_PAYLOAD)) ?? '')).toBe(true);
+  });
+
+  const analysis = (message: string) =>
+    t.core.services.runs.create(t.admin, { kind: 'analysis', subject: { config: { fn: 'echo', message } } });
+
+  it('with runs of both lanes queued, the wake is for both', async () => {
+    t = await testCore({ scheduler: { enabled: false }, policy: { maxConcurrent: 1 } });
+    await command();
+    await command();
+    await analysis('q');
+    const running = await startOneCommand();
+    const heard = await heardDuring(() => t.core.services.runs.cancel(t.admin, running));
     expect(heard).toContain(RELEASED_PAYLOAD);
+    expect([mayWakeRunners(RELEASED_PAYLOAD), mayWakeInline(RELEASED_PAYLOAD)]).toEqual([true, true]);
+  });
+
+  it('with only inline-lane runs queued, the runners are not woken', async () => {
+    t = await testCore({ scheduler: { enabled: false }, policy: { maxConcurrent: 1 } });
+    await analysis('a');
+    await analysis('b');
+    const [started] = await claimAndStart(t.core.internals.deps.db, 1, new Date(), ['analysis']);
+    if (!started) throw new Error('nothing claimed');
+    const heard = await heardDuring(() => t.core.services.runs.cancel(t.admin, started.runId));
+    const wake = heard.find((p) => p.startsWith(RELEASED_PAYLOAD));
+    expect(wake).toBe(`${RELEASED_PAYLOAD}${INLINE_ONLY_NOTE}`);
+    expect([mayWakeRunners(wake ?? ''), mayWakeInline(wake ?? '')]).toEqual([false, true]);
   });
 
   it('with nothing queued for the tenant, the same cancel does not', async () => {

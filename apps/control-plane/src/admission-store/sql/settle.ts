@@ -18,16 +18,23 @@
 //
 // A release wakes the claimers: when a tenant whose running count this settle lowers still has queued runs
 // (they may have waited on its `max_concurrent`), `ss_wake` says so and the caller NOTIFYs the dispatch
-// channel (RELEASE_WAKE: payload RELEASED_PAYLOAD) — settleOne inside its transaction (delivered at commit),
+// channel (payload RELEASED_PAYLOAD, with INLINE_ONLY_NOTE when only inline-lane kinds are queued — the
+// runners' long-polls stay asleep — or RUNNERS_ONLY_NOTE when none is — the dispatch loops do) — settleOne inside its transaction (delivered at commit),
 // settleMany after its commit, off the WAL flush like its other NOTIFYs. Every replica's dispatch loop and the
 // runners' lease long-polls then claim again at once instead of at their next poll (EVERDICT_POLL_MS): no
 // create happened, so nothing else would wake them. The caller's final SELECT must read SETTLE_WAKES_SQL
-// (a CTE nobody reads is not run).
+// (a CTE nobody reads is not run): SETTLE_WAKE_SQL, or RELEASE_WAKE_NOTIFY_SQL to NOTIFY in-statement.
 import { type Settlement, type SettleResult, settleRefusal } from '@everdict/admission';
-import { TERMINAL_STATUSES } from '@everdict/run-model';
+import { KNOWN_RUN_KINDS, TERMINAL_STATUSES } from '@everdict/run-model';
 import { sql } from 'kysely';
 import type { Tx } from '../../db/tx.js';
-import { DISPATCH_CHANNEL, RELEASED_PAYLOAD } from '../../services/context.js';
+import {
+  DISPATCH_CHANNEL,
+  INLINE_LANE_KINDS,
+  INLINE_ONLY_NOTE,
+  RELEASED_PAYLOAD,
+  RUNNERS_ONLY_NOTE,
+} from '../../services/context.js';
 import { STRIPE_SQL } from './released.js';
 import { slotOf } from './rows.js';
 
@@ -113,17 +120,31 @@ export function settleSlotsCtes(source: ReturnType<typeof sql>) {
       FROM (SELECT sum(sessions)::int AS sessions, sum(members)::int AS members FROM ss_delta) d
       WHERE g.id = 1 AND d.sessions > 0 AND (SELECT count(*) FROM ss_ten_rel) >= 0 RETURNING 1
     ),
+    ss_wake_lanes AS MATERIALIZED (
+      SELECT EXISTS (SELECT 1 FROM adm_queue q WHERE q.kind IN (${INLINE_KINDS_SQL}) AND q.tenant = a.tenant) AS inline,
+        EXISTS (SELECT 1 FROM adm_queue q WHERE q.kind IN (${RUNNER_KINDS_SQL}) AND q.tenant = a.tenant) AS runners
+      FROM adm_tenants a JOIN ss_delta d ON a.tenant = d.tenant
+      WHERE d.running > 0 AND a.queued > 0
+    ),
     ss_wake AS (
-      SELECT EXISTS (SELECT 1 FROM adm_tenants a JOIN ss_delta d ON a.tenant = d.tenant
-        WHERE d.running > 0 AND a.queued > 0) AS wake
+      SELECT CASE WHEN bool_or(inline) AND bool_or(runners) THEN ${RELEASED_PAYLOAD}::text
+        WHEN bool_or(inline) THEN ${`${RELEASED_PAYLOAD}${INLINE_ONLY_NOTE}`}::text
+        WHEN bool_or(runners) THEN ${`${RELEASED_PAYLOAD}${RUNNERS_ONLY_NOTE}`}::text END AS payload
+      FROM ss_wake_lanes
     )`;
 }
 
-/** A SELECT expression over settleSlotsCtes' CTEs: whether the claimers must be woken (see the header). */
-export const SETTLE_WAKES_SQL = sql`(SELECT wake FROM ss_wake)`;
+// The kinds a released tenant's queue is probed for, as literals (the planner sees them: a kind absent from the
+// queue is an empty scan of the (kind, …) index, whatever the tenant's queue holds).
+const literals = (kinds: Iterable<string>) => sql.join([...kinds].map((k) => sql.lit(k)));
+const INLINE_KINDS_SQL = literals(INLINE_LANE_KINDS);
+const RUNNER_KINDS_SQL = literals(KNOWN_RUN_KINDS.filter((k) => !INLINE_LANE_KINDS.has(k)));
 
-/** The wake of a settle that released a tenant with queued runs: [channel, payload] for a NOTIFY. */
-export const RELEASE_WAKE = [DISPATCH_CHANNEL, RELEASED_PAYLOAD] as const;
+/**
+ * A SELECT expression over settleSlotsCtes' CTEs: the release wake's NOTIFY payload on the dispatch channel,
+ * or NULL when no claimer is to be woken (see the header).
+ */
+export const SETTLE_WAKE_SQL = sql`(SELECT payload FROM ss_wake)`;
 
 /** A slot to settle with `settleSlots` (the run's terminal status and what it spent). */
 export interface SlotSettlement {
@@ -151,7 +172,7 @@ export async function settleSlots(tx: Tx, items: readonly SlotSettlement[]): Pro
  * A SELECT expression over settleSlotsCtes' CTEs that NOTIFYs the release wake in the caller's transaction
  * (delivered at its commit) when the settle released a tenant with queued runs — settleOne's and settleSlots'.
  */
-export const RELEASE_WAKE_NOTIFY_SQL = sql`(SELECT pg_notify(${RELEASE_WAKE[0]}, ${RELEASE_WAKE[1]}) FROM ss_wake WHERE wake)`;
+export const RELEASE_WAKE_NOTIFY_SQL = sql`(SELECT pg_notify(${DISPATCH_CHANNEL}, payload) FROM ss_wake WHERE payload IS NOT NULL)`;
 
 /** `settleSlotsCtes`' source for `items` (a run listed twice once), for a statement of the caller's. */
 export function slotSettlementSource(items: readonly SlotSettlement[]) {
