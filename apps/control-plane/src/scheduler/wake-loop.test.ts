@@ -33,6 +33,34 @@ function counting(minGapMs?: number, cycleMs = 0) {
   return { loop, starts };
 }
 
+/** A loop whose NOTIFYs the test sends (`notify`), counting its cycles and what it heard. */
+function listening(opts: Partial<ConstructorParameters<typeof WakeLoop>[0]> = {}) {
+  let deliver: (payload: string) => void = () => undefined;
+  const starts: number[] = [];
+  const heard = { n: 0 };
+  const loop = new WakeLoop({
+    ldb: {
+      listen: async (_channel, fn) => {
+        deliver = fn;
+        return async () => undefined;
+      },
+    },
+    channel: 'test',
+    pollMs: 60_000,
+    cycle: async () => {
+      starts.push(performance.now());
+    },
+    onError: (e) => {
+      throw e;
+    },
+    onHeard: () => {
+      heard.n++;
+    },
+    ...opts,
+  });
+  return { loop, starts, heard, notify: (payload: string) => deliver(payload) };
+}
+
 describe('WakeLoop', () => {
   beforeEach(() => {
     vi.useFakeTimers({
@@ -82,25 +110,7 @@ describe('WakeLoop', () => {
   });
 
   it('a NOTIFY carrying its own payload does not wake it; any other payload does', async () => {
-    let notify: (payload: string) => void = () => undefined;
-    const starts: number[] = [];
-    const loop = new WakeLoop({
-      ldb: {
-        listen: async (_channel, fn) => {
-          notify = fn;
-          return async () => undefined;
-        },
-      },
-      channel: 'test',
-      pollMs: 60_000,
-      cycle: async () => {
-        starts.push(performance.now());
-      },
-      onError: (e) => {
-        throw e;
-      },
-      ownPayload: 'dispatch:me',
-    });
+    const { loop, starts, notify } = listening({ ownPayload: 'dispatch:me' });
     await loop.start(); // cycle 1
     await vi.advanceTimersByTimeAsync(1);
     notify('dispatch:me'); // its own create's echo: it was woken in-process already
@@ -118,72 +128,31 @@ describe('WakeLoop', () => {
   });
 
   it('onHeard: called for a NOTIFY not its own and for each poll, not for its own or an in-process wake', async () => {
-    let notify: (payload: string) => void = () => undefined;
-    let heard = 0;
-    const loop = new WakeLoop({
-      ldb: {
-        listen: async (_channel, fn) => {
-          notify = fn;
-          return async () => undefined;
-        },
-      },
-      channel: 'test',
-      pollMs: 1_000,
-      cycle: async () => undefined,
-      onError: (e) => {
-        throw e;
-      },
-      ownPayload: 'dispatch:me',
-      onHeard: () => {
-        heard++;
-      },
-    });
+    const { loop, heard: h, notify } = listening({ ownPayload: 'dispatch:me', pollMs: 1_000 });
     await loop.start();
     notify('dispatch:me');
     notify(dispatchPayload('dispatch:me', ['analysis']));
     loop.wake();
-    expect(heard).toBe(0);
+    expect(h.n).toBe(0);
     notify(''); // a cancel
     notify(dispatchPayload('dispatch:other', ['analysis']));
-    expect(heard).toBe(2);
+    expect(h.n).toBe(2);
     await vi.advanceTimersByTimeAsync(1_000); // the poll
-    expect(heard).toBe(3);
+    expect(h.n).toBe(3);
     await loop.stop();
   });
 
   it('wakesFor: a NOTIFY for another lane (a runners-only release) neither wakes it nor counts as heard', async () => {
-    let notify: (payload: string) => void = () => undefined;
-    const starts: number[] = [];
-    let heard = 0;
-    const loop = new WakeLoop({
-      ldb: {
-        listen: async (_channel, fn) => {
-          notify = fn;
-          return async () => undefined;
-        },
-      },
-      channel: 'test',
-      pollMs: 60_000,
-      cycle: async () => {
-        starts.push(performance.now());
-      },
-      onError: (e) => {
-        throw e;
-      },
-      onHeard: () => {
-        heard++;
-      },
-      wakesFor: mayWakeInline,
-    });
+    const { loop, starts, heard: h, notify } = listening({ wakesFor: mayWakeInline });
     await loop.start(); // cycle 1
     await vi.advanceTimersByTimeAsync(1);
     notify(`${RELEASED_PAYLOAD}${RUNNERS_ONLY_NOTE}`);
-    expect([starts.length, heard]).toEqual([1, 0]);
+    expect([starts.length, h.n]).toEqual([1, 0]);
     notify(`${RELEASED_PAYLOAD}${INLINE_ONLY_NOTE}`);
-    expect([starts.length, heard]).toEqual([2, 1]);
+    expect([starts.length, h.n]).toEqual([2, 1]);
     await vi.advanceTimersByTimeAsync(1);
     notify(RELEASED_PAYLOAD); // both lanes
-    expect([starts.length, heard]).toEqual([3, 2]);
+    expect([starts.length, h.n]).toEqual([3, 2]);
     await loop.stop();
   });
 
