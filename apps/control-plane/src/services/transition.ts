@@ -28,7 +28,7 @@ import { appendEvents, type NewEvent } from '../ledger/events.js';
 import { addressOf, appendSegments, NO_CALLS, plannedSegments, sealInterval } from '../ledger/records.js';
 import { lockRun, type RunRow, rowToRun, withSlot } from '../ledger/runs.js';
 import type { AttestedWrites, RunSet } from './attested-writes.js';
-import { type Deps, DISPATCH_CHANNEL, nowIso } from './context.js';
+import { type Deps, DISPATCH_CHANNEL, INLINE_LANE_KINDS, nowIso } from './context.js';
 
 export function factsToEvents(facts: readonly RunFact[]) {
   return facts.map((f) => {
@@ -103,12 +103,10 @@ export interface TransitionExtras {
  */
 const RUNNER_ATTESTED_KINDS = new Set(['command', 'eval']);
 
-/** Kinds the control plane executes itself (inline): their intervals' accounts are observed, and empty. */
-const INLINE_KINDS = new Set(['analysis']);
-
 /** The account an ended interval carries: only what was observed. */
 export function observedAccount(kind: string, reported: Account | undefined): Account | undefined {
-  return reported ?? (INLINE_KINDS.has(kind) ? NO_CALLS : undefined);
+  // The kinds the control plane executes itself (inline): their intervals' accounts are observed, and empty.
+  return reported ?? (INLINE_LANE_KINDS.has(kind) ? NO_CALLS : undefined);
 }
 
 const runManifest = (run: { kind: string; subject: unknown }) =>
