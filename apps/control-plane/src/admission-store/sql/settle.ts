@@ -17,13 +17,13 @@
 // last, so they are held only for the rest of this statement and its commit.
 //
 // A release wakes the claimers: when a tenant whose running count this settle lowers still has queued runs
-// (they may have waited on its `max_concurrent`), `ss_wake` says so and the caller NOTIFYs the dispatch
-// channel (payload RELEASED_PAYLOAD, with INLINE_ONLY_NOTE when only inline-lane kinds are queued — the
-// runners' long-polls stay asleep — or RUNNERS_ONLY_NOTE when none is — the dispatch loops do) — settleOne inside its transaction (delivered at commit),
-// settleMany after its commit, off the WAL flush like its other NOTIFYs. Every replica's dispatch loop and the
-// runners' lease long-polls then claim again at once instead of at their next poll (EVERDICT_POLL_MS): no
-// create happened, so nothing else would wake them. The caller's final SELECT must read SETTLE_WAKES_SQL
-// (a CTE nobody reads is not run): SETTLE_WAKE_SQL, or RELEASE_WAKE_NOTIFY_SQL to NOTIFY in-statement.
+// (they may have waited on its `max_concurrent`), `ss_wake` gives the payload of a NOTIFY on the dispatch
+// channel — RELEASED_PAYLOAD, plus INLINE_ONLY_NOTE when only inline-lane kinds are queued (the runners'
+// long-polls stay asleep) or RUNNERS_ONLY_NOTE when none is (the dispatch loops do). Every replica's claimers
+// then claim at once instead of at their next poll: no create happened, so nothing else would wake them. A
+// CTE nobody reads is not run, so the caller's final SELECT reads SETTLE_WAKE_SQL (settleMany NOTIFYs after
+// its commit, off the WAL flush) or RELEASE_WAKE_NOTIFY_SQL (settleSlots: in the caller's transaction,
+// delivered at its commit).
 import { type Settlement, type SettleResult, settleRefusal } from '@everdict/admission';
 import { KNOWN_RUN_KINDS, TERMINAL_STATUSES } from '@everdict/run-model';
 import { sql } from 'kysely';
@@ -146,6 +146,12 @@ const RUNNER_KINDS_SQL = literals(KNOWN_RUN_KINDS.filter((k) => !INLINE_LANE_KIN
  */
 export const SETTLE_WAKE_SQL = sql`(SELECT payload FROM ss_wake)`;
 
+/**
+ * A SELECT expression over settleSlotsCtes' CTEs that NOTIFYs the release wake in the caller's transaction
+ * (delivered at its commit) when the settle released a tenant with queued runs — settleOne's and settleSlots'.
+ */
+export const RELEASE_WAKE_NOTIFY_SQL = sql`(SELECT pg_notify(${DISPATCH_CHANNEL}, payload) FROM ss_wake WHERE payload IS NOT NULL)`;
+
 /** A slot to settle with `settleSlots` (the run's terminal status and what it spent). */
 export interface SlotSettlement {
   readonly tenant: string;
@@ -167,12 +173,6 @@ export async function settleSlots(tx: Tx, items: readonly SlotSettlement[]): Pro
   await sql`WITH RECURSIVE ${settleSlotsCtes(slotSettlementSource(items))}
     SELECT (SELECT count(*) FROM ss_old) AS n, ${RELEASE_WAKE_NOTIFY_SQL} AS woke`.execute(tx);
 }
-
-/**
- * A SELECT expression over settleSlotsCtes' CTEs that NOTIFYs the release wake in the caller's transaction
- * (delivered at its commit) when the settle released a tenant with queued runs — settleOne's and settleSlots'.
- */
-export const RELEASE_WAKE_NOTIFY_SQL = sql`(SELECT pg_notify(${DISPATCH_CHANNEL}, payload) FROM ss_wake WHERE payload IS NOT NULL)`;
 
 /** `settleSlotsCtes`' source for `items` (a run listed twice once), for a statement of the caller's. */
 export function slotSettlementSource(items: readonly SlotSettlement[]) {
@@ -199,10 +199,9 @@ export async function settleOne(tx: Tx, s: Settlement): Promise<SettleResult> {
   const slot = slotOf(row);
   const refused = settleRefusal(slot.status, s);
   if (refused !== null) return { settled: false, reason: refused };
-  const source = sql`SELECT ${s.tenant}::text AS tenant, ${s.runId}::text AS run_id, ${s.status}::text AS status,
-    ${s.actuals.usd}::float8 AS usd, ${s.actuals.tokens}::float8 AS tokens`;
-  // Inside the caller's transaction: the wake is delivered at its commit.
-  await sql`WITH RECURSIVE ${settleSlotsCtes(source)} SELECT (SELECT count(*) FROM ss_old) AS n,
-    ${RELEASE_WAKE_NOTIFY_SQL} AS woke`.execute(tx);
+  // The same one statement as settleSlots' (its release wake delivered at the caller's commit).
+  await settleSlots(tx, [
+    { tenant: s.tenant, runId: s.runId, status: s.status, usd: s.actuals.usd, tokens: s.actuals.tokens },
+  ]);
   return { settled: true, from: slot.status, slot: { ...slot, status: s.status } };
 }
