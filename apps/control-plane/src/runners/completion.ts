@@ -6,7 +6,7 @@ import type { RunEvent } from '@everdict/run-model';
 import type { AttestationBody, Hex, WireSegment } from '@everdict/runrecord';
 import { canonicalLine, StreamingDigest } from '@everdict/trajectory-store';
 import { sql } from 'kysely';
-import { type SlotSettlement, settleSlots } from '../admission-store/sql/settle.js';
+import type { SlotSettlement } from '../admission-store/sql/settle.js';
 import type { Tx } from '../db/tx.js';
 import { isRetryable, withTx } from '../db/tx.js';
 import {
@@ -250,8 +250,8 @@ export async function completeRuns(
         }
         // The runs' admission slots, settled in ONE statement (slot rows in order, after every run lock): the
         // batch's write statement when there is one.
-        const written = writes ? await writes.flush(tx, settles) : new Map();
-        if (!writes) await settleSlots(tx, settles);
+        // (Without deferred writes, an empty AttestedWrites' flush is the slot settle alone.)
+        const written = await (writes ?? new AttestedWrites()).flush(tx, settles);
         await appendEvents(tx, events);
         await links.save();
         await releaseLeases(
