@@ -11,6 +11,7 @@
 // created on that server and dropped after. BENCH_RUNS (default 200), BENCH_LATENCY_RUNS (default 40).
 // BENCH_LOG_STATEMENTS=1: `log_statement = all` on the control plane's database (the server log counts its SQL);
 // BENCH_LOG_STATEMENTS=durations: `log_min_duration_statement = 0` (each statement with its duration).
+// BENCH_RUNNER_NODE_ARGS: node flags for the runner daemon (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
 //
 // `benchDispatchRunner(options)` is exported for apps/control-plane/bench/dispatch.mjs; run directly it
 // prints one line: BENCH dispatch.runner {…}.
@@ -232,14 +233,19 @@ export async function benchDispatchRunner({
       { encoding: 'utf8' },
     );
     if (paired.status !== 0) throw new Error(`pair: ${paired.stderr}`);
-    runner = spawn(process.execPath, [CLI, 'start', '--state-dir', state, '--slots', String(SLOTS)], {
-      env: {
-        ...process.env,
-        EVERDICT_PLACEMENT_DIR: join(work, 'placement'),
-        ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
+    const nodeArgs = process.env.BENCH_RUNNER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    runner = spawn(
+      process.execPath,
+      [...nodeArgs, CLI, 'start', '--state-dir', state, '--slots', String(SLOTS)],
+      {
+        env: {
+          ...process.env,
+          EVERDICT_PLACEMENT_DIR: join(work, 'placement'),
+          ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
+        },
+        stdio: ['ignore', 'ignore', process.env.BENCH_DEBUG ? 'inherit' : 'ignore'],
       },
-      stdio: ['ignore', 'ignore', process.env.BENCH_DEBUG ? 'inherit' : 'ignore'],
-    });
+    );
     await db.connect();
     const settledSql = `SELECT count(*) AS n FROM runs WHERE kind = 'command' AND status IN ('succeeded', 'failed')`;
     const create = () =>
