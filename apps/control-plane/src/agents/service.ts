@@ -115,6 +115,8 @@ export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
         const leases = await grantTurnLeases(deps, o.lease, input.holder, input.free, holders);
         if (leases.length > 0 || Date.now() >= deadline || signal?.aborted) return { leases };
         await sleep(Math.min(pollMs, Math.max(1, deadline - Date.now())), signal);
+        // Aborted while asleep (the host went away, or this server began draining): grant nothing more.
+        if (signal?.aborted) return { leases: [] };
       }
     },
     async heartbeat(raw) {

@@ -325,7 +325,7 @@ export function agentServiceOf(services: RouteDeps['services']): () => AgentServ
   };
 }
 
-export function agentRoutes({ services }: RouteDeps) {
+export function agentRoutes({ services, lifecycle }: RouteDeps) {
   const app = createRouter();
   const svc = agentServiceOf(services);
   app.openapi(routes.createAgent, async (c) =>
@@ -354,7 +354,7 @@ export function agentRoutes({ services }: RouteDeps) {
     c.json(await svc().answer(c.get('principal'), c.req.valid('param').id, c.req.valid('json')), 200),
   );
   app.openapi(routes.lease, async (c) =>
-    c.json(await svc().lease(c.req.valid('json'), c.req.raw.signal), 200),
+    c.json(await svc().lease(c.req.valid('json'), lifecycle.pollSignal(c.req.raw.signal)), 200),
   );
   app.openapi(routes.heartbeat, async (c) => c.json(await svc().heartbeat(c.req.valid('json')), 200));
   app.openapi(routes.call, async (c) =>

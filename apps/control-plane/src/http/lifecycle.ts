@@ -25,6 +25,14 @@ export class Lifecycle {
     return this.#shutdown.signal;
   }
 
+  /**
+   * A long-poll's signal: aborted when its client goes away OR when draining starts, so a held poll
+   * answers at once (empty) instead of keeping `drain()` waiting until its `waitMs` ends (up to 25 s).
+   */
+  pollSignal(request: AbortSignal): AbortSignal {
+    return AbortSignal.any([request, this.#shutdown.signal]);
+  }
+
   middleware(): MiddlewareHandler<AppEnv> {
     return async (c, next) => {
       if (this.#draining && !READ_METHODS.has(c.req.method)) {

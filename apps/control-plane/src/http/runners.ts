@@ -291,7 +291,7 @@ export function requireRunner(runners: () => RunnerService): MiddlewareHandler<A
   };
 }
 
-export function runnerRoutes({ services }: RouteDeps) {
+export function runnerRoutes({ services, lifecycle }: RouteDeps) {
   const app = createRouter();
   const svc = (): RunnerService => {
     if (!services.runners)
@@ -321,7 +321,14 @@ export function runnerRoutes({ services }: RouteDeps) {
     c.json({ items: await svc().listHarnesses(c.get('principal')) }, 200),
   );
   app.openapi(leasesRoute, async (c) =>
-    c.json(await svc().leases(runnerOf(c.get('runner')), c.req.valid('json'), c.req.raw.signal), 200),
+    c.json(
+      await svc().leases(
+        runnerOf(c.get('runner')),
+        c.req.valid('json'),
+        lifecycle.pollSignal(c.req.raw.signal),
+      ),
+      200,
+    ),
   );
   app.openapi(heartbeatRoute, async (c) =>
     c.json(await svc().heartbeat(runnerOf(c.get('runner')), c.req.valid('json')), 200),

@@ -181,6 +181,9 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
         const left = deadline - Date.now();
         if (leases.length > 0 || left <= 0 || signal?.aborted) return { leases };
         await waiters.wait(Math.min(left, pollMs), signal);
+        // Aborted while asleep (the runner went away, or this server began draining): grant nothing more —
+        // a lease granted now would reach no one and hold its run until the lease expires.
+        if (signal?.aborted) return { leases: [] };
       }
     },
     heartbeat: async (runner, raw) => {
