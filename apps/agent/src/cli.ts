@@ -112,7 +112,11 @@ async function main(): Promise<void> {
     const stop = new AbortController();
     process.once('SIGTERM', () => stop.abort());
     process.once('SIGINT', () => stop.abort());
-    await serve({ ...worker, signal: stop.signal }, print);
+    const onError = (err: unknown) =>
+      process.stderr.write(
+        `${JSON.stringify({ pid: process.pid, warn: 'agent service: retrying', err: String(err) })}\n`,
+      );
+    await serve({ ...worker, signal: stop.signal, onError }, print);
     return;
   }
   process.stderr.write(

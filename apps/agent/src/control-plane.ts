@@ -114,7 +114,13 @@ export interface TranscriptPage {
 
 export interface ControlPlane {
   /** Long-poll for ready turns (new, or a park whose calls are all resolved). */
-  lease(request: { free: number; holder: string; waitMs?: number }): Promise<TurnLease[]>;
+  lease(request: {
+    free: number;
+    holder: string;
+    waitMs?: number;
+    /** Ends the poll early (the service stopping): the request is aborted. */
+    signal?: AbortSignal;
+  }): Promise<TurnLease[]>;
   /** Keep leases; `lost` lists those no longer this holder's (stop working on them at once). */
   heartbeat(holder: string, leases: readonly { runId: string; epoch: number }[]): Promise<{ lost: string[] }>;
   /**

@@ -84,9 +84,15 @@ export class HttpControlPlane implements ControlPlane {
     this.#pollMs = o.pollMs ?? 100;
   }
 
-  async lease(request: { free: number; holder: string; waitMs?: number }): Promise<TurnLease[]> {
+  async lease(request: {
+    free: number;
+    holder: string;
+    waitMs?: number;
+    signal?: AbortSignal;
+  }): Promise<TurnLease[]> {
     const body = { holder: request.holder, free: request.free, waitMs: request.waitMs ?? 0 };
-    const out = await call(async () => dataOf(await this.client.POST('/internal/agent/v1/leases', { body })));
+    const init = { body, ...(request.signal ? { signal: request.signal } : {}) };
+    const out = await call(async () => dataOf(await this.client.POST('/internal/agent/v1/leases', init)));
     return out.leases.map((l) => parseOrThrow(TurnLease, l, 'lease'));
   }
 

@@ -42,30 +42,83 @@ async function withHeartbeat<T>(
   }
 }
 
+/** One lease's interval, under its heartbeat: what happened to it. */
+async function workLease(options: WorkerOptions, lease: TurnLease): Promise<LeaseOutcome> {
+  const out = await withHeartbeat(options.controlPlane, options.holder, lease, (signal) =>
+    runInterval(lease, { ...options, signal }),
+  );
+  return out === 'lost' ? { result: 'lost', runId: lease.runId } : out;
+}
+
 /** Leases what is ready (waiting up to `waitMs`) and runs one interval of each; what happened to each. */
 export async function workOnce(options: WorkerOptions, waitMs = 0): Promise<LeaseOutcome[]> {
   const cp = options.controlPlane;
   const leases = await cp.lease({ free: options.slots ?? 4, holder: options.holder, waitMs });
-  return Promise.all(
-    leases.map(async (lease): Promise<LeaseOutcome> => {
-      const out = await withHeartbeat(cp, options.holder, lease, (signal) =>
-        runInterval(lease, { ...options, signal }),
-      );
-      return out === 'lost' ? { result: 'lost', runId: lease.runId } : out;
-    }),
-  );
+  return Promise.all(leases.map((lease) => workLease(options, lease)));
 }
 
-/** The service: lease, work, repeat until `signal` aborts. */
-export async function serve(
-  options: WorkerOptions & { readonly signal: AbortSignal },
-  onOutcome?: (o: LeaseOutcome) => void,
-) {
-  while (!options.signal.aborted) {
-    const outs = await workOnce(options, 20_000).catch((e: unknown) => {
-      if (options.signal.aborted) return [];
-      throw e;
-    });
-    for (const o of outs) onOutcome?.(o);
+export interface ServeOptions extends WorkerOptions {
+  /** Stops leasing; the intervals already running finish (their leases are the control plane's to judge). */
+  readonly signal: AbortSignal;
+  /** How long a lease poll waits for work (default 20 s). */
+  readonly waitMs?: number;
+  /** Pause after a failed lease request before the next (default 1 s). */
+  readonly retryMs?: number;
+  /** A failed lease request or interval: the service goes on (logged by the caller). */
+  readonly onError?: (err: unknown) => void;
+}
+
+const pause = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+/**
+ * The service: keeps `slots` intervals running — a lease poll asks for as many turns as there are free slots,
+ * and a slot is taken again as soon as its interval ends (a slow turn does not hold up the others) — until
+ * `signal` aborts; then it waits for the running intervals. A failed lease request (the control plane
+ * restarting or draining: 503, a reset connection) is not fatal: the next one follows after `retryMs`, as a
+ * runner's does. A failed interval is reported to `onError` and its slot freed (its lease expires and the
+ * turn is leased again).
+ */
+export async function serve(options: ServeOptions, onOutcome?: (o: LeaseOutcome) => void): Promise<void> {
+  const { controlPlane: cp, signal } = options;
+  const slots = options.slots ?? 4;
+  const running = new Set<Promise<void>>();
+  const stopped = new Promise<void>((resolve) =>
+    signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
+  while (!signal.aborted) {
+    if (running.size >= slots) {
+      await Promise.race([...running, stopped]);
+      continue;
+    }
+    let leases: TurnLease[];
+    try {
+      leases = await cp.lease({
+        free: slots - running.size,
+        holder: options.holder,
+        waitMs: options.waitMs ?? 20_000,
+        signal,
+      });
+    } catch (err) {
+      if (signal.aborted) break;
+      options.onError?.(err);
+      await pause(options.retryMs ?? 1_000, signal);
+      continue;
+    }
+    for (const lease of leases) {
+      const one: Promise<void> = workLease(options, lease)
+        .then((o) => onOutcome?.(o), options.onError)
+        .finally(() => running.delete(one));
+      running.add(one);
+    }
   }
+  await Promise.all(running);
 }
