@@ -1,10 +1,9 @@
 // Draining ends held long-polls: a runner's lease poll and the agent service's turn-lease poll, each asked to
 // wait 25 s, answer `{leases: []}` as soon as `drain()` starts — so a shutdown waits for no poll (before, it sat
 // out its grace: `pnpm start` took ≈ 16 s to stop on Ctrl-C). On the real core (PGlite), through the real app.
-import { randomBytes } from 'node:crypto';
-import { generateSigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_KEY, call, INTERNAL_TOKEN, type TestApp, testApp } from './testing/harness.js';
+import { call, INTERNAL_TOKEN, type TestApp, testApp } from './testing/harness.js';
+import { pairTestRunner } from './testing/runners.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -14,25 +13,9 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function pairedRunner(): Promise<string> {
-  const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { key: ADMIN_KEY, body: {} });
-  expect(minted.status).toBe(201);
-  const paired = await call(t.app, 'POST', '/runners/pair', {
-    key: null,
-    body: {
-      token: minted.body.token,
-      publicKey: generateSigningKey(randomBytes(32)).publicKey,
-      name: 'poller',
-      capabilities: { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 2 },
-    },
-  });
-  expect(paired.status).toBe(201);
-  return String(paired.body.credential);
-}
-
 describe('draining ends held long-polls', () => {
   it('a runner lease poll and an agent turn-lease poll answer empty at drain start', async () => {
-    const credential = await pairedRunner();
+    const { credential } = await pairTestRunner(t.app, { name: 'poller' });
     const runnerPoll = call(t.app, 'POST', '/runner/v1/leases', {
       key: credential,
       body: { free: 2, waitMs: 25_000 },

@@ -2,20 +2,11 @@
 // previous one in `audit_prev` (a wrong or — once linked — missing link is 409 attestation_mismatch and
 // changes nothing); `GET /runners/:id/audit` serves the chain, which the BUILT `everdict-runrecord
 // verify-audit` accepts — and refuses with `AuditChainBroken` once an interval is deleted from it.
-import { randomBytes } from 'node:crypto';
-import {
-  buildAttestation,
-  encodeAttestationBody,
-  generateSigningKey,
-  type Hex,
-  signAttestation,
-  verifyAuditChain,
-  verifyWire,
-} from '@everdict/runrecord';
+import { encodeAttestationBody, type Hex, verifyAuditChain, verifyWire } from '@everdict/runrecord';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, type TestApp, testApp } from '../http/testing/harness.js';
-import { journalRootOf } from '../runners/intervals.js';
+import { leaseRuns, pairTestRunner, signTestInterval, type TestLease } from '../http/testing/runners.js';
 import { DISPATCH_CHANNEL, RELEASED_PAYLOAD, RUNNERS_ONLY_NOTE } from '../services/context.js';
 import { runrecord } from './testing/served.js';
 
@@ -27,55 +18,22 @@ afterAll(async () => {
   await t?.close();
 });
 
-interface LeaseBody {
-  runId: string;
-  epoch: number;
-  unitId: Hex;
-  grantsId: Hex;
-  recordHead: Hex;
-}
-
-const CAPS = { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 8 };
+type LeaseBody = TestLease;
 
 describe('the runner audit chain', { timeout: 300_000 }, () => {
   it('links every completion to the one before; the served chain verifies; a deleted interval breaks it', async () => {
-    const key = generateSigningKey(randomBytes(32));
-    const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { body: { name: 'audited' } });
-    const paired = await call(t.app, 'POST', '/runners/pair', {
-      key: null,
-      body: { token: minted.body.token, publicKey: key.publicKey, name: 'audited', capabilities: CAPS },
-    });
-    expect(paired.status, JSON.stringify(paired.body)).toBe(201);
-    const runner = { id: String(paired.body.runnerId), credential: String(paired.body.credential) };
+    const runner = await pairTestRunner(t.app, { name: 'audited' });
+    const key = runner.key;
     for (let i = 0; i < 3; i++) {
       const r = await call(t.app, 'POST', '/runs', {
         body: { kind: 'command', subject: { command: ['true'] } },
       });
       expect(r.status, JSON.stringify(r.body)).toBe(201);
     }
-    const got = await call(t.app, 'POST', '/runner/v1/leases', {
-      key: runner.credential,
-      body: { free: 3, waitMs: 0 },
-    });
-    const leases = got.body.leases as LeaseBody[];
+    const leases = await leaseRuns(t.app, runner, 3);
     expect(leases).toHaveLength(3);
-    const sign = (l: LeaseBody, auditPrev?: Hex) => {
-      const { attestation } = buildAttestation({
-        unitId: l.unitId,
-        grantsId: l.grantsId,
-        recordHead: l.recordHead,
-        startedMs: 1_764_547_200_000n,
-        endedMs: 1_764_547_200_250n,
-        activeUj: 1_000n,
-        provenance: 'estimated',
-        meter: 'test',
-        journalRoot: journalRootOf([]) as Hex,
-        outcome: 'succeeded',
-        exitCode: 0,
-        ...(auditPrev ? { auditPrev } : {}),
-      });
-      return signAttestation(attestation, key.secretKey);
-    };
+    const sign = (l: LeaseBody, auditPrev?: Hex) =>
+      signTestInterval(l, key.secretKey, auditPrev ? { auditPrev } : {});
     const complete = (l: LeaseBody, body: ReturnType<typeof sign>['body']) =>
       call(t.app, 'POST', `/runner/v1/runs/${l.runId}/complete`, {
         key: runner.credential,
@@ -138,42 +96,23 @@ describe('the runner audit chain', { timeout: 300_000 }, () => {
   });
 
   it('POST /runner/v1/completions settles in chain order; the first refusal skips the rest, untouched', async () => {
-    const key = generateSigningKey(randomBytes(32));
-    const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { body: { name: 'batched' } });
-    const paired = await call(t.app, 'POST', '/runners/pair', {
-      key: null,
-      body: { token: minted.body.token, publicKey: key.publicKey, name: 'batched', capabilities: CAPS },
-    });
-    const credential = String(paired.body.credential);
+    const runner = await pairTestRunner(t.app, { name: 'batched' });
+    const { key, credential } = runner;
     for (let i = 0; i < 4; i++) {
       const r = await call(t.app, 'POST', '/runs', {
         body: { kind: 'command', subject: { command: ['true'] } },
       });
       expect(r.status, JSON.stringify(r.body)).toBe(201);
     }
-    const got = await call(t.app, 'POST', '/runner/v1/leases', {
-      key: credential,
-      body: { free: 4, waitMs: 0 },
-    });
-    const [l1, l2, l3, l4] = got.body.leases as [LeaseBody, LeaseBody, LeaseBody, LeaseBody];
+    const [l1, l2, l3, l4] = (await leaseRuns(t.app, runner, 4)) as [
+      LeaseBody,
+      LeaseBody,
+      LeaseBody,
+      LeaseBody,
+    ];
+    // activeUj: not the first test's bodies (an address names the body, whoever signed it).
     const sign = (l: LeaseBody, auditPrev?: Hex) =>
-      signAttestation(
-        buildAttestation({
-          unitId: l.unitId,
-          grantsId: l.grantsId,
-          recordHead: l.recordHead,
-          startedMs: 1_764_547_200_000n,
-          endedMs: 1_764_547_200_250n,
-          activeUj: 2_000n, // not the first test's bodies: an address names the body, whoever signed it
-          provenance: 'estimated',
-          meter: 'test',
-          journalRoot: journalRootOf([]) as Hex,
-          outcome: 'succeeded',
-          exitCode: 0,
-          ...(auditPrev ? { auditPrev } : {}),
-        }).attestation,
-        key.secretKey,
-      );
+      signTestInterval(l, key.secretKey, { activeUj: 2_000n, ...(auditPrev ? { auditPrev } : {}) });
     const item = (l: LeaseBody, signed: ReturnType<typeof sign>, epoch = l.epoch) => ({
       runId: l.runId,
       epoch,
@@ -282,7 +221,7 @@ describe('the runner audit chain', { timeout: 300_000 }, () => {
       .where('run_id', 'in', [l2.runId, l3.runId, l4.runId])
       .execute();
     expect(stored).toHaveLength(3);
-    const chain = await call(t.app, 'GET', `/runners/${String(paired.body.runnerId)}/audit`);
+    const chain = await call(t.app, 'GET', `/runners/${runner.id}/audit`);
     expect((chain.body.links as { address: string }[]).map((l) => l.address)).toEqual([
       a.address,
       b2.address,
@@ -303,11 +242,7 @@ describe('the runner audit chain', { timeout: 300_000 }, () => {
       });
       expect(r.status, JSON.stringify(r.body)).toBe(201);
     }
-    const more = await call(t.app, 'POST', '/runner/v1/leases', {
-      key: credential,
-      body: { free: 3, waitMs: 0 },
-    });
-    const [m1, m2, m3] = more.body.leases as [LeaseBody, LeaseBody, LeaseBody];
+    const [m1, m2, m3] = (await leaseRuns(t.app, runner, 3)) as [LeaseBody, LeaseBody, LeaseBody];
     const e1 = sign(m1, d.address);
     const e2 = sign(m2, e1.address);
     const e3 = sign(m3, e1.address); // not the link before it
@@ -323,7 +258,7 @@ describe('the runner audit chain', { timeout: 300_000 }, () => {
       'succeeded',
       'running',
     ]);
-    const longer = await call(t.app, 'GET', `/runners/${String(paired.body.runnerId)}/audit`);
+    const longer = await call(t.app, 'GET', `/runners/${runner.id}/audit`);
     expect((longer.body.links as { address: string }[]).map((l) => l.address).slice(-3)).toEqual([
       d.address,
       e1.address,
@@ -349,37 +284,14 @@ describe('a runner completion releases capacity', { timeout: 300_000 }, () => {
   it('announces the release wake when a queued run waits on the tenant (one write statement settles it)', async () => {
     const w = await testApp({ executors: [], headLog: { loop: false }, policy: { maxConcurrent: 1 } });
     try {
-      const key = generateSigningKey(randomBytes(32));
-      const minted = await call(w.app, 'POST', '/runners/pairing-tokens', { body: { name: 'waking' } });
-      const paired = await call(w.app, 'POST', '/runners/pair', {
-        key: null,
-        body: { token: minted.body.token, publicKey: key.publicKey, name: 'waking', capabilities: CAPS },
-      });
-      const credential = String(paired.body.credential);
+      const runner = await pairTestRunner(w.app, { name: 'waking' });
+      const { key, credential } = runner;
       for (let i = 0; i < 2; i++)
         await call(w.app, 'POST', '/runs', { body: { kind: 'command', subject: { command: ['true'] } } });
-      const got = await call(w.app, 'POST', '/runner/v1/leases', {
-        key: credential,
-        body: { free: 2, waitMs: 0 },
-      });
-      const [l] = got.body.leases as [LeaseBody];
-      expect(got.body.leases).toHaveLength(1); // maxConcurrent 1: the second run waits
-      const signed = signAttestation(
-        buildAttestation({
-          unitId: l.unitId,
-          grantsId: l.grantsId,
-          recordHead: l.recordHead,
-          startedMs: 1_764_547_200_000n,
-          endedMs: 1_764_547_200_500n,
-          activeUj: 3_000n,
-          provenance: 'estimated',
-          meter: 'test',
-          journalRoot: journalRootOf([]) as Hex,
-          outcome: 'succeeded',
-          exitCode: 0,
-        }).attestation,
-        key.secretKey,
-      );
+      const leases = await leaseRuns(w.app, runner, 2);
+      expect(leases).toHaveLength(1); // maxConcurrent 1: the second run waits
+      const [l] = leases as [LeaseBody];
+      const signed = signTestInterval(l, key.secretKey, { endedMs: 1_764_547_200_500n, activeUj: 3_000n });
       // The payloads heard on the dispatch channel, up to a marker NOTIFYed after the completion committed.
       const heard: string[] = [];
       let marked: () => void = () => undefined;

@@ -2,18 +2,17 @@
 // A second attempt continues the trajectory after the first's events (its lease's seqFrom), its completion's
 // journal root is recomputed from ITS events in the trajectory, a stale epoch's events are refused and leave
 // the trajectory as it was, and artifacts are stored in the trajectory store (content-addressed, per tenant).
-import { randomBytes } from 'node:crypto';
-import {
-  buildAttestation,
-  encodeAttestationBody,
-  generateSigningKey,
-  type Hex,
-  type SigningKey,
-  signAttestation,
-} from '@everdict/runrecord';
+import { encodeAttestationBody, type Hex } from '@everdict/runrecord';
 import { readArtifactBytes } from '@everdict/trajectory-store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
+import {
+  leaseRuns,
+  pairTestRunner,
+  signTestInterval,
+  type TestLease,
+  type TestRunner,
+} from '../http/testing/runners.js';
 import { journalRootOf } from './intervals.js';
 
 let t: TestApp;
@@ -24,43 +23,17 @@ afterAll(async () => {
   await t?.close();
 });
 
-interface Runner {
-  id: string;
-  credential: string;
-  key: SigningKey;
-}
-interface LeaseBody {
-  runId: string;
-  epoch: number;
-  seqFrom: number;
-  unitId: Hex;
-  grantsId: Hex;
-  recordHead: Hex;
-}
+type Runner = TestRunner;
+type LeaseBody = TestLease;
 
-async function pairRunner(name: string): Promise<Runner> {
-  const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { key: ADMIN_KEY, body: { name } });
-  const key = generateSigningKey(randomBytes(32));
-  const paired = await call(t.app, 'POST', '/runners/pair', {
-    key: null,
-    body: {
-      token: minted.body.token,
-      publicKey: key.publicKey,
-      name,
-      capabilities: { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 4 },
-    },
+const pairRunner = (name: string) =>
+  pairTestRunner(t.app, {
+    name,
+    capabilities: { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 4 },
   });
-  expect(paired.status, JSON.stringify(paired.body)).toBe(201);
-  return { id: String(paired.body.runnerId), credential: String(paired.body.credential), key };
-}
 
 const leaseOne = async (r: Runner): Promise<LeaseBody> => {
-  const res = await call(t.app, 'POST', '/runner/v1/leases', {
-    key: r.credential,
-    body: { free: 1, waitMs: 0 },
-  });
-  expect(res.status).toBe(200);
-  const [l] = res.body.leases as LeaseBody[];
+  const [l] = await leaseRuns(t.app, r, 1);
   if (!l) throw new Error('no lease');
   return l;
 };
@@ -76,22 +49,13 @@ const logs = (runId: string, from: number, texts: string[]) =>
     stream: 'stdout',
   }));
 
-function signed(r: Runner, l: LeaseBody, events: unknown[]) {
-  const { attestation } = buildAttestation({
-    unitId: l.unitId,
-    grantsId: l.grantsId,
-    recordHead: l.recordHead,
-    startedMs: 1_764_547_200_000n,
-    endedMs: 1_764_547_200_250n,
-    activeUj: 1_000n,
-    provenance: 'estimated',
-    meter: 'cgroup-cpu-model',
-    journalRoot: journalRootOf(events) as Hex,
-    outcome: 'succeeded',
-    exitCode: 0,
-  });
-  return encodeAttestationBody(signAttestation(attestation, r.key.secretKey).body);
-}
+const signed = (r: Runner, l: LeaseBody, events: unknown[]) =>
+  encodeAttestationBody(
+    signTestInterval(l, r.key.secretKey, {
+      meter: 'cgroup-cpu-model',
+      journalRoot: journalRootOf(events) as Hex,
+    }).body,
+  );
 
 const post = (r: Runner, path: string, body: unknown) =>
   call(t.app, 'POST', path, { key: r.credential, body });

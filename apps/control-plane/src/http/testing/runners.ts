@@ -1,0 +1,101 @@
+// Test support: a runner paired with the real app (a pairing token minted by the admin key, an Ed25519 key
+// made here, the protocol's `/runners/pair`), and its lease requests.
+import { randomBytes } from 'node:crypto';
+import {
+  type Attestation,
+  generateSigningKey,
+  type Hex,
+  type SigningKey,
+  signAttestation,
+} from '@everdict/runrecord';
+import { expect } from 'vitest';
+import { journalRootOf } from '../../runners/intervals.js';
+import { ADMIN_KEY, call } from './harness.js';
+
+type App = Parameters<typeof call>[0];
+
+export interface TestRunner {
+  readonly id: string;
+  readonly credential: string;
+  readonly key: SigningKey;
+}
+
+/** The fields of a lease the tests read (the protocol's lease has more). */
+export interface TestLease {
+  readonly runId: string;
+  readonly epoch: number;
+  readonly seqFrom: number;
+  readonly unitId: Hex;
+  readonly grantsId: Hex;
+  readonly recordHead: Hex;
+}
+
+export const COMMAND_CAPS = { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 8 };
+
+/** Pair a runner (201 expected) with `capabilities` (default: command runs, the default image, 8 slots). */
+export async function pairTestRunner(
+  app: App,
+  o: { name?: string; capabilities?: object; adminKey?: string } = {},
+): Promise<TestRunner> {
+  const name = o.name ?? 'runner';
+  const minted = await call(app, 'POST', '/runners/pairing-tokens', {
+    key: o.adminKey ?? ADMIN_KEY,
+    body: { name },
+  });
+  expect(minted.status, JSON.stringify(minted.body)).toBe(201);
+  const key = generateSigningKey(randomBytes(32));
+  const paired = await call(app, 'POST', '/runners/pair', {
+    key: null,
+    body: {
+      token: minted.body.token,
+      publicKey: key.publicKey,
+      name,
+      capabilities: o.capabilities ?? COMMAND_CAPS,
+    },
+  });
+  expect(paired.status, JSON.stringify(paired.body)).toBe(201);
+  return { id: String(paired.body.runnerId), credential: String(paired.body.credential), key };
+}
+
+/** `POST /runner/v1/leases` as `runner` (200 expected): the leases granted. */
+export async function leaseRuns(
+  app: App,
+  runner: TestRunner,
+  free: number,
+  waitMs = 0,
+): Promise<TestLease[]> {
+  const res = await call(app, 'POST', '/runner/v1/leases', {
+    key: runner.credential,
+    body: { free, waitMs },
+  });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.leases as TestLease[];
+}
+
+/**
+ * A signed interval attestation for `lease` (succeeded, exit 0, 250 ms, 1 mJ estimated, the empty journal
+ * unless `over` says otherwise), bound to the lease's unit, grants and record head.
+ */
+export function signTestInterval(
+  lease: Pick<TestLease, 'unitId' | 'grantsId' | 'recordHead'>,
+  secretKey: Uint8Array,
+  over: Partial<Attestation> = {},
+): ReturnType<typeof signAttestation> {
+  return signAttestation(
+    {
+      unitId: lease.unitId,
+      grantsId: lease.grantsId,
+      recordHead: lease.recordHead,
+      startedMs: 1_764_547_200_000n,
+      endedMs: 1_764_547_200_250n,
+      activeUj: 1_000n,
+      provenance: 'estimated',
+      meter: 'test',
+      journalRoot: journalRootOf([]) as Hex,
+      outcome: 'succeeded',
+      exitCode: 0,
+      ...over,
+    },
+    secretKey,
+  );
+}
