@@ -115,7 +115,8 @@ export async function serve(options: ServeOptions, onOutcome?: (o: LeaseOutcome)
     }
     for (const lease of leases) {
       const one: Promise<void> = workLease(options, lease)
-        .then((o) => onOutcome?.(o), options.onError)
+        .then((o) => onOutcome?.(o))
+        .catch((err: unknown) => options.onError?.(err))
         .finally(() => running.delete(one));
       running.add(one);
     }
