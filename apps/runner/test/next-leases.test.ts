@@ -1,0 +1,119 @@
+// The next leases ride on the completion batch: a busy runner asks for the slots its settled intervals free
+// with the batch (`next: {free}`) and starts what comes back, instead of a lease request per freed slot; it
+// long-polls only for slots nobody asked for. Never more leases held — nor sandboxes provisioned — than slots:
+// real process-driver sandboxes with the driver's own capacity set to the runner's slots (a provision past
+// it fails the interval), and a fake control plane that grants what it is asked for and counts.
+
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ProcessDriver } from '@everdict/placement-process';
+import { bytesToHex, generateSigningKey } from '@everdict/runrecord';
+import { afterAll, describe, expect, it } from 'vitest';
+import { RunnerDaemon } from '../src/daemon.js';
+import { EnergyMeter } from '../src/energy.js';
+import type { CompletionsReply, RunnerApi } from '../src/port.js';
+import { Lease } from '../src/protocol.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'runner-next-leases-'));
+chmodSync(dir, 0o711); // the sandbox user passes through it to the workspaces
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const hex = () => bytesToHex(randomBytes(32));
+const SLOTS = 2;
+const RUNS = 8;
+
+const leaseOf = (i: number) =>
+  Lease.parse({
+    runId: `run-${i}-${randomBytes(3).toString('hex')}`,
+    tenant: 'acme',
+    kind: 'command',
+    epoch: 1,
+    attempt: 1,
+    spec: { kind: 'command', subject: { command: ['true'] } },
+    unitId: hex(),
+    grantsId: hex(),
+    recordHead: hex(),
+    leaseMs: 30_000,
+    heartbeatMs: 10_000,
+  });
+
+/** A control plane with `RUNS` queued runs: grants what it is asked for, settles every completion, counts. */
+function fakeControlPlane() {
+  const queue = Array.from({ length: RUNS }, (_, i) => leaseOf(i));
+  const held = new Set<string>();
+  const seen = { leaseRequests: 0, settled: 0, maxHeld: 0, asked: [] as number[] };
+  let allSettled: () => void = () => {};
+  const done = new Promise<void>((r) => {
+    allSettled = r;
+  });
+  const grant = (free: number) => {
+    const out = queue.splice(0, Math.max(0, free));
+    for (const l of out) held.add(l.runId);
+    seen.maxHeld = Math.max(seen.maxHeld, held.size);
+    return out;
+  };
+  const api: RunnerApi = {
+    async leases(free, _waitMs, signal) {
+      seen.leaseRequests += 1;
+      const out = grant(free);
+      if (out.length > 0) return out;
+      // The long-poll: nothing more comes in this test; it waits until the runner stops asking.
+      await new Promise<void>((r) => signal?.addEventListener('abort', () => r(), { once: true }));
+      return [];
+    },
+    heartbeat: async () => ({ lost: [], draining: false }),
+    events: async () => undefined,
+    artifact: async (_r, _e, path) => ({ path, address: `blake3:${'0'.repeat(64)}`, size: 0 }),
+    complete: async () => undefined,
+    async completeMany(items, next): Promise<CompletionsReply> {
+      for (const item of items) {
+        if (!held.delete(item.runId)) throw new Error(`${item.runId} completed without its lease`);
+        seen.settled += 1;
+      }
+      if (seen.settled === RUNS) allSettled();
+      seen.asked.push(next?.free ?? 0);
+      return {
+        results: items.map(() => ({ outcome: 'settled' as const })),
+        ...(next ? { leases: grant(next.free) } : {}),
+      };
+    },
+  };
+  return { api, seen, done };
+}
+
+describe('the next leases with a completion batch', () => {
+  it('keep a busy runner leased without a lease request per freed slot, never past its slots', async () => {
+    const cp = fakeControlPlane();
+    // A failed interval (the driver refusing a sandbox past its slots) ends the wait at once.
+    let failed: (err: Error) => void = () => {};
+    const failure = new Promise<never>((_, reject) => {
+      failed = reject;
+    });
+    const daemon = new RunnerDaemon({
+      api: cp.api,
+      driver: new ProcessDriver({
+        stateDir: join(dir, 'state'),
+        imagesDir: join(dir, 'images'),
+        slots: SLOTS,
+      }),
+      key: generateSigningKey(randomBytes(32)),
+      meter: () => new EnergyMeter(join(dir, 'no-powercap')),
+      slots: SLOTS,
+      heartbeatMs: 60_000,
+      log: (level, msg, fields) => {
+        if (level === 'error') failed(new Error(`${msg}: ${JSON.stringify(fields)}`));
+      },
+    });
+    daemon.start();
+    await Promise.race([cp.done, failure]).finally(() => daemon.drain(30_000));
+    expect(daemon.ended).toEqual({ completed: RUNS, aborted: 0, failed: 0 });
+    expect(cp.seen.settled).toBe(RUNS);
+    expect(cp.seen.maxHeld).toBeLessThanOrEqual(SLOTS);
+    // The first request took the first two runs; the other six came with completions. (At most one more
+    // request: the long-poll once the queue ran dry.) A lease request per freed slot would be RUNS or more.
+    expect(cp.seen.leaseRequests).toBeLessThanOrEqual(2);
+    expect(cp.seen.asked.every((n) => n >= 1 && n <= SLOTS)).toBe(true);
+  }, 120_000);
+});
