@@ -47,7 +47,9 @@ export class RunnerDaemon {
   constructor(options: DaemonOptions) {
     const next: NextLeases = {
       want: (settling) => {
-        if (this.#draining) return 0;
+        // A long-poll in flight says the queue was empty when it last looked: a grant with the batch would
+        // most likely find nothing (a wasted claim); the poll takes what comes, then the freed slots.
+        if (this.#draining || this.#polling > 0) return 0;
         this.#reserved = Math.max(0, this.#free() + settling);
         return this.#reserved;
       },

@@ -40,8 +40,8 @@ const leaseOf = (i: number) =>
   });
 
 /** A control plane with `RUNS` queued runs: grants what it is asked for, settles every completion, counts. */
-function fakeControlPlane() {
-  const queue = Array.from({ length: RUNS }, (_, i) => leaseOf(i));
+function fakeControlPlane(runs = RUNS) {
+  const queue = Array.from({ length: runs }, (_, i) => leaseOf(i));
   const held = new Set<string>();
   const seen = { leaseRequests: 0, settled: 0, maxHeld: 0, asked: [] as number[] };
   let allSettled: () => void = () => {};
@@ -72,7 +72,7 @@ function fakeControlPlane() {
         if (!held.delete(item.runId)) throw new Error(`${item.runId} completed without its lease`);
         seen.settled += 1;
       }
-      if (seen.settled === RUNS) allSettled();
+      if (seen.settled === runs) allSettled();
       seen.asked.push(next?.free ?? 0);
       return {
         results: items.map(() => ({ outcome: 'settled' as const })),
@@ -83,6 +83,19 @@ function fakeControlPlane() {
   return { api, seen, done };
 }
 
+const daemonOf = (cp: ReturnType<typeof fakeControlPlane>, fail: (err: Error) => void) =>
+  new RunnerDaemon({
+    api: cp.api,
+    driver: new ProcessDriver({ stateDir: join(dir, 'state'), imagesDir: join(dir, 'images'), slots: SLOTS }),
+    key: generateSigningKey(randomBytes(32)),
+    meter: () => new EnergyMeter(join(dir, 'no-powercap')),
+    slots: SLOTS,
+    heartbeatMs: 60_000,
+    log: (level, msg, fields) => {
+      if (level === 'error') fail(new Error(`${msg}: ${JSON.stringify(fields)}`));
+    },
+  });
+
 describe('the next leases with a completion batch', () => {
   it('keep a busy runner leased without a lease request per freed slot, never past its slots', async () => {
     const cp = fakeControlPlane();
@@ -91,21 +104,7 @@ describe('the next leases with a completion batch', () => {
     const failure = new Promise<never>((_, reject) => {
       failed = reject;
     });
-    const daemon = new RunnerDaemon({
-      api: cp.api,
-      driver: new ProcessDriver({
-        stateDir: join(dir, 'state'),
-        imagesDir: join(dir, 'images'),
-        slots: SLOTS,
-      }),
-      key: generateSigningKey(randomBytes(32)),
-      meter: () => new EnergyMeter(join(dir, 'no-powercap')),
-      slots: SLOTS,
-      heartbeatMs: 60_000,
-      log: (level, msg, fields) => {
-        if (level === 'error') failed(new Error(`${msg}: ${JSON.stringify(fields)}`));
-      },
-    });
+    const daemon = daemonOf(cp, (err) => failed(err));
     daemon.start();
     await Promise.race([cp.done, failure]).finally(() => daemon.drain(30_000));
     expect(daemon.ended).toEqual({ completed: RUNS, aborted: 0, failed: 0 });
@@ -114,6 +113,22 @@ describe('the next leases with a completion batch', () => {
     // The first request took the first two runs; the other six came with completions. (At most one more
     // request: the long-poll once the queue ran dry.) A lease request per freed slot would be RUNS or more.
     expect(cp.seen.leaseRequests).toBeLessThanOrEqual(2);
-    expect(cp.seen.asked.every((n) => n >= 1 && n <= SLOTS)).toBe(true);
+    // (A batch asks for none while a long-poll waits: the queue was empty when it last looked.)
+    expect(cp.seen.asked.every((n) => n >= 0 && n <= SLOTS)).toBe(true);
+  }, 120_000);
+
+  it('a batch asks for none while a long-poll waits (the queue was empty when it last looked)', async () => {
+    const cp = fakeControlPlane(1);
+    let failed: (err: Error) => void = () => {};
+    const failure = new Promise<never>((_, reject) => {
+      failed = reject;
+    });
+    const daemon = daemonOf(cp, (err) => failed(err));
+    daemon.start();
+    await Promise.race([cp.done, failure]).finally(() => daemon.drain(30_000));
+    expect(daemon.ended).toEqual({ completed: 1, aborted: 0, failed: 0 });
+    // The first request got the one run; the second (its other slot) waited while the run completed.
+    expect(cp.seen.leaseRequests).toBe(2);
+    expect(cp.seen.asked).toEqual([0]);
   }, 120_000);
 });
