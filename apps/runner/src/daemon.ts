@@ -38,6 +38,8 @@ export class RunnerDaemon {
   #reserved = 0;
   readonly #stop = new AbortController();
   #draining = false;
+  /** A drain past its grace: whatever still arrives is killed at once too. */
+  #killing = false;
   #slotFreed: (() => void) | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
   #loop: Promise<void> | undefined;
@@ -94,7 +96,12 @@ export class RunnerDaemon {
     this.#stop.abort();
     this.#wake();
     await this.#loop?.catch(() => {});
-    const all = Promise.all([...this.#held.values()].map((h) => h.done));
+    // Until nothing is held: a completion batch in flight when the drain began may still bring leases (the
+    // control plane granted them; run, they settle instead of expiring into a requeue), and those are waited
+    // for too.
+    const all = (async () => {
+      while (this.#held.size > 0) await Promise.all([...this.#held.values()].map((h) => h.done));
+    })();
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
       all.then(() => false),
@@ -104,6 +111,7 @@ export class RunnerDaemon {
     ]);
     clearTimeout(timer);
     if (timedOut) {
+      this.#killing = true;
       for (const h of this.#held.values()) h.abort.abort();
       await all;
     }
@@ -160,6 +168,7 @@ export class RunnerDaemon {
         this.#wake();
       });
     this.#held.set(lease.runId, { lease, abort, done });
+    if (this.#killing) abort.abort();
   }
 
   #scheduleHeartbeat(everyMs: number): void {

@@ -117,6 +117,64 @@ describe('the next leases with a completion batch', () => {
     expect(cp.seen.asked.every((n) => n >= 0 && n <= SLOTS)).toBe(true);
   }, 120_000);
 
+  it('a drain waits for the leases a batch in flight brings: they run and settle', async () => {
+    const [first, second] = [leaseOf(0), leaseOf(1)];
+    const completed: string[] = [];
+    let sent: () => void = () => {};
+    const inFlight = new Promise<void>((r) => {
+      sent = r;
+    });
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    let polls = 0;
+    const api: RunnerApi = {
+      async leases(_free, _waitMs, signal) {
+        polls += 1;
+        if (polls === 1) return [first];
+        await new Promise<void>((r) => signal?.addEventListener('abort', () => r(), { once: true }));
+        return [];
+      },
+      heartbeat: async () => ({ lost: [], draining: false }),
+      events: async () => undefined,
+      artifact: async (_r, _e, path) => ({ path, address: `blake3:${'0'.repeat(64)}`, size: 0 }),
+      complete: async () => undefined,
+      async completeMany(items, next) {
+        completed.push(...items.map((i) => i.runId));
+        if (items[0]?.runId === first.runId) {
+          sent();
+          await gate; // the drain begins while this batch is in flight
+          return { results: [{ outcome: 'settled' }], ...(next ? { leases: [second] } : {}) };
+        }
+        return { results: items.map(() => ({ outcome: 'settled' as const })) };
+      },
+    };
+    const daemon = new RunnerDaemon({
+      api,
+      driver: new ProcessDriver({
+        stateDir: join(dir, 'state-drain'),
+        imagesDir: join(dir, 'images'),
+        slots: 1,
+      }),
+      key: generateSigningKey(randomBytes(32)),
+      meter: () => new EnergyMeter(join(dir, 'no-powercap')),
+      slots: 1,
+      heartbeatMs: 60_000,
+    });
+    daemon.start();
+    await inFlight;
+    const drained = daemon.drain(30_000);
+    // The batch answers only after the drain has stopped the lease loop and looked at what is held (its
+    // continuations are microtasks: all done before the next turn of the event loop).
+    await new Promise((r) => setImmediate(r));
+    release();
+    await drained;
+    expect(completed).toEqual([first.runId, second.runId]);
+    expect(daemon.ended).toEqual({ completed: 2, aborted: 0, failed: 0 });
+    expect(daemon.held).toEqual([]);
+  }, 120_000);
+
   it('a batch asks for none while a long-poll waits (the queue was empty when it last looked)', async () => {
     const cp = fakeControlPlane(1);
     let failed: (err: Error) => void = () => {};
