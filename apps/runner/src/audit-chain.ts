@@ -4,13 +4,15 @@
 // delivering a link is serialized across slots (the control plane accepts only the next link), and the
 // chain advances only once the control plane accepted the completion; the head is kept in a file of the
 // state directory (`audit.head`, mode 0600) so a restart continues the chain.
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import type { Hex } from '@everdict/runrecord';
 
 export const AUDIT_HEAD_FILE = 'audit.head';
 
 export class AuditChain {
   #head: Hex | undefined;
+  /** The head file, open for writing in place once it exists (persist). */
+  #fd: number | undefined;
   #queue: Promise<unknown> = Promise.resolve();
 
   /** `file`: where the chain's head is kept (absent: in memory only). */
@@ -52,12 +54,22 @@ export class AuditChain {
     if (persist) this.persist();
   }
 
-  /** Writes the head to the chain's file (atomically: a temporary file renamed). */
+  /**
+   * Writes the head to the chain's file. The first time atomically (a temporary file renamed, mode 0600);
+   * after that in place, through the file kept open: every head is the same 65 bytes (64 hex and a newline)
+   * written at offset 0 by one `write`, which a killed process cannot leave half done — a rename per
+   * completion batch cost the event loop ≈ 0.5–3 ms under load (README, "Figures").
+   */
   persist(): void {
     const address = this.#head;
-    if (this.file && address !== undefined) {
-      writeFileSync(`${this.file}.tmp`, `${address}\n`, { mode: 0o600 });
+    if (!this.file || address === undefined) return;
+    const line = `${address}\n`;
+    if (this.#fd === undefined) {
+      writeFileSync(`${this.file}.tmp`, line, { mode: 0o600 });
       renameSync(`${this.file}.tmp`, this.file);
+      this.#fd = openSync(this.file, 'r+');
+      return;
     }
+    writeSync(this.#fd, line, 0);
   }
 }

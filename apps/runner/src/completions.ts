@@ -5,11 +5,16 @@
 // one, a refused one fails its interval, and the ones after it (skipped: they named a link the control
 // plane did not accept) are signed again on the next batch. Serial delivery of one link at a time made
 // the chain the runner's bottleneck (README, "Figures"); batching keeps the order and the rule.
+//
+// The next leases ride on the batch (`NextLeases`, the daemon's): the batch asks for as many as its
+// settled items will free (`next: {free}`), and the answer's leases are handed over together with which
+// runs settled — before any of their intervals is told — so a busy runner needs no lease request of its own
+// per freed slot.
 import type { Hex } from '@everdict/runrecord';
 import type { AuditChain } from './audit-chain.js';
 import { RunnerError } from './errors.js';
-import type { CompletionResult, RunnerApi } from './port.js';
-import type { CompleteBody } from './protocol.js';
+import type { CompletionResult, CompletionsReply, RunnerApi } from './port.js';
+import type { CompleteBody, Lease } from './protocol.js';
 
 export const MAX_BATCH = 64;
 
@@ -22,6 +27,18 @@ export interface CompletionRequest {
   sign(prev: Hex | undefined): { address: Hex; body: CompleteBody } | null;
 }
 
+/** Who takes the leases granted with a batch (the daemon): how many to ask for, and what came. */
+export interface NextLeases {
+  /** How many leases to ask for with a batch that settles (at most) `settling` intervals; ≤ 0 asks none. */
+  want(settling: number): number;
+  /**
+   * The batch's answer (or its failure: nothing settled, no leases): the runs it settled — their leases are
+   * gone — and the leases granted with it; `asked` is what `want` answered for it. Called once per batch,
+   * before any of its intervals is told.
+   */
+  answered(settled: readonly string[], leases: readonly Lease[], asked: number): void;
+}
+
 interface Waiting {
   readonly request: CompletionRequest;
   readonly resolve: (delivered: boolean) => void;
@@ -32,6 +49,7 @@ export class Completions {
   readonly #api: Pick<RunnerApi, 'completeMany'>;
   readonly #chain: AuditChain;
   readonly #max: number;
+  readonly #next: NextLeases | undefined;
   #waiting: Waiting[] = [];
   /** Links sent in a call that got no answer: the control plane may have accepted some of them. */
   readonly #unanswered = new Set<Hex>();
@@ -39,10 +57,11 @@ export class Completions {
   /** Batches sent, for tests and logs. */
   batches = 0;
 
-  constructor(api: Pick<RunnerApi, 'completeMany'>, chain: AuditChain, max = MAX_BATCH) {
+  constructor(api: Pick<RunnerApi, 'completeMany'>, chain: AuditChain, max = MAX_BATCH, next?: NextLeases) {
     this.#api = api;
     this.#chain = chain;
     this.#max = max;
+    this.#next = next;
   }
 
   /** Resolves true once the control plane settled the run, false when aborted before sending; rejects with its refusal. */
@@ -84,18 +103,24 @@ export class Completions {
     }
     if (batch.length === 0) return;
     this.batches += 1;
-    let results: CompletionResult[];
+    const asked = Math.max(0, this.#next?.want(batch.length) ?? 0);
+    let reply: CompletionsReply;
     try {
-      results = await this.#api.completeMany(batch.map((b) => ({ runId: b.w.request.runId, ...b.body })));
-      if (results.length !== batch.length)
-        throw new RunnerError('bad_state', `${results.length} results for ${batch.length} completions`);
+      reply = await this.#api.completeMany(
+        batch.map((b) => ({ runId: b.w.request.runId, ...b.body })),
+        asked > 0 ? { free: asked } : undefined,
+      );
+      if (reply.results.length !== batch.length)
+        throw new RunnerError('bad_state', `${reply.results.length} results for ${batch.length} completions`);
     } catch (err) {
+      this.#next?.answered([], [], asked);
       for (const b of batch) {
         this.#unanswered.add(b.address);
         b.w.reject(err);
       }
       return;
     }
+    const results: CompletionResult[] = reply.results;
     const again: Waiting[] = [];
     const settled: Waiting[] = [];
     for (let i = 0; i < batch.length; i++) {
@@ -118,6 +143,11 @@ export class Completions {
       }
     }
     this.#chain.persist();
+    this.#next?.answered(
+      settled.map((w) => w.request.runId),
+      reply.leases ?? [],
+      asked,
+    );
     for (const w of settled) w.resolve(true);
     this.#waiting.unshift(...again);
   }

@@ -2,6 +2,13 @@
 // heartbeat every `heartbeatMs` with the leases it holds (a lease the control plane calls `lost` has its
 // compute killed at once), and drain on request: stop asking for leases, let the running intervals finish
 // (up to the grace), keep heartbeating until then, return.
+//
+// A slot is a lease. A completion batch asks for the leases its settled intervals free (completions.ts,
+// `NextLeases`): what comes back starts at once, so a busy runner sends no lease request of its own per
+// freed slot; it long-polls only for the slots nobody asked for yet. `slots` bounds what is asked in flight
+// too: the long-poll's `free` plus a batch's `next.free` never exceed the slots the leases held leave, so
+// the two answers together never hold more leases than slots (the control plane caps each grant as well).
+import type { NextLeases } from './completions.js';
 import { executeInterval, type IntervalDeps, type IntervalSteps } from './interval.js';
 import type { Lease } from './protocol.js';
 
@@ -24,8 +31,15 @@ interface Held {
 export class RunnerDaemon {
   readonly #o: DaemonOptions;
   readonly #held = new Map<string, Held>();
+  /** Held intervals whose run a completion settled: their lease (slot) is gone while they wind down. */
+  readonly #released = new Set<string>();
+  /** Leases asked for and not answered yet: the long-poll's `free`, a completion batch's `next.free`. */
+  #polling = 0;
+  #reserved = 0;
   readonly #stop = new AbortController();
   #draining = false;
+  /** A drain past its grace: whatever still arrives is killed at once too. */
+  #killing = false;
   #slotFreed: (() => void) | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
   #loop: Promise<void> | undefined;
@@ -33,7 +47,33 @@ export class RunnerDaemon {
   readonly ended = { completed: 0, aborted: 0, failed: 0 };
 
   constructor(options: DaemonOptions) {
-    this.#o = options;
+    const next: NextLeases = {
+      want: (settling) => {
+        // A long-poll in flight says the queue was empty when it last looked: a grant with the batch would
+        // most likely find nothing (a wasted claim); the poll takes what comes, then the freed slots.
+        if (this.#draining || this.#polling > 0) return 0;
+        this.#reserved = Math.max(0, this.#free() + settling);
+        return this.#reserved;
+      },
+      answered: (settled, leases) => {
+        this.#reserved = 0;
+        for (const runId of settled) if (this.#held.has(runId)) this.#released.add(runId);
+        for (const lease of leases) this.#run(lease);
+        if (this.#free() > 0) this.#wake();
+      },
+    };
+    this.#o = { ...options, next };
+  }
+
+  /** Slots neither leased nor asked for. */
+  #free(): number {
+    return this.#o.slots - (this.#held.size - this.#released.size) - this.#polling - this.#reserved;
+  }
+
+  #wake(): void {
+    const wake = this.#slotFreed;
+    this.#slotFreed = undefined;
+    wake?.();
   }
 
   get held(): readonly string[] {
@@ -54,9 +94,14 @@ export class RunnerDaemon {
   async drain(graceMs = this.#o.graceMs ?? 60_000): Promise<void> {
     this.#draining = true;
     this.#stop.abort();
-    this.#slotFreed?.();
+    this.#wake();
     await this.#loop?.catch(() => {});
-    const all = Promise.all([...this.#held.values()].map((h) => h.done));
+    // Until nothing is held: a completion batch in flight when the drain began may still bring leases (the
+    // control plane granted them; run, they settle instead of expiring into a requeue), and those are waited
+    // for too.
+    const all = (async () => {
+      while (this.#held.size > 0) await Promise.all([...this.#held.values()].map((h) => h.done));
+    })();
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
       all.then(() => false),
@@ -66,6 +111,7 @@ export class RunnerDaemon {
     ]);
     clearTimeout(timer);
     if (timedOut) {
+      this.#killing = true;
       for (const h of this.#held.values()) h.abort.abort();
       await all;
     }
@@ -79,7 +125,7 @@ export class RunnerDaemon {
 
   async #leaseLoop(): Promise<void> {
     while (!this.#draining) {
-      const free = this.#o.slots - this.#held.size;
+      const free = this.#free();
       if (free <= 0) {
         await new Promise<void>((r) => {
           this.#slotFreed = r;
@@ -87,6 +133,7 @@ export class RunnerDaemon {
         continue;
       }
       let leases: Lease[];
+      this.#polling = free;
       try {
         leases = await this.#o.api.leases(free, this.#o.waitMs ?? 25_000, this.#stop.signal);
       } catch (err) {
@@ -94,6 +141,8 @@ export class RunnerDaemon {
         this.#log('warn', 'lease request failed; retrying', { err: String(err) });
         await new Promise((r) => setTimeout(r, 1000));
         continue;
+      } finally {
+        this.#polling = 0;
       }
       for (const lease of leases) this.#run(lease);
     }
@@ -115,11 +164,11 @@ export class RunnerDaemon {
       )
       .finally(() => {
         this.#held.delete(lease.runId);
-        const wake = this.#slotFreed;
-        this.#slotFreed = undefined;
-        wake?.();
+        this.#released.delete(lease.runId);
+        this.#wake();
       });
     this.#held.set(lease.runId, { lease, abort, done });
+    if (this.#killing) abort.abort();
   }
 
   #scheduleHeartbeat(everyMs: number): void {
@@ -132,7 +181,9 @@ export class RunnerDaemon {
   async #beat(): Promise<void> {
     // In run id order, the order a completion batch releases its leases in: the renewal (when the plan
     // follows the list) then locks the rows in the same order, so the two do not deadlock each other.
+    // (A settled interval winding down holds no lease any more: it is not named.)
     const leases = [...this.#held.values()]
+      .filter((h) => !this.#released.has(h.lease.runId))
       .map((h) => ({ runId: h.lease.runId, epoch: h.lease.epoch }))
       .sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
     try {
@@ -148,7 +199,7 @@ export class RunnerDaemon {
         this.#log('info', 'the control plane drains this runner');
         this.#draining = true;
         this.#stop.abort();
-        this.#slotFreed?.();
+        this.#wake();
       }
     } catch (err) {
       this.#log('warn', 'heartbeat failed', { err: String(err) });

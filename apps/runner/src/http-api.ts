@@ -12,7 +12,7 @@ import {
   Problem,
 } from '@everdict/client';
 import type { TraceEvent } from '@everdict/run-model';
-import type { CompletionResult, RunnerApi } from './port.js';
+import type { CompletionResult, CompletionsReply, RunnerApi } from './port.js';
 import {
   type Capabilities,
   type CompleteBody,
@@ -77,11 +77,18 @@ export class HttpRunnerApi implements RunnerApi {
     });
   }
 
-  async completeMany(items: (CompleteBody & { runId: string })[]): Promise<CompletionResult[]> {
+  async completeMany(
+    items: (CompleteBody & { runId: string })[],
+    next?: { free: number },
+  ): Promise<CompletionsReply> {
     const answer = await this.#client.POST('/runner/v1/completions', {
-      body: { items } as unknown as Record<string, unknown>,
+      body: { items, ...(next ? { next } : {}) } as unknown as Record<string, unknown>,
     });
-    return CompletionsAnswer.parse(dataOf(answer)).results.map(resultOf);
+    const parsed = CompletionsAnswer.parse(dataOf(answer));
+    return {
+      results: parsed.results.map(resultOf),
+      ...(parsed.leases ? { leases: parsed.leases } : {}),
+    };
   }
 }
 

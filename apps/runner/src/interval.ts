@@ -8,7 +8,7 @@ import { readTar, utf8 } from '@everdict/placement';
 import { TraceEvent } from '@everdict/run-model';
 import { encodeAttestationBody, type SigningKey } from '@everdict/runrecord';
 import { AuditChain } from './audit-chain.js';
-import { Completions } from './completions.js';
+import { Completions, MAX_BATCH, type NextLeases } from './completions.js';
 import type { EnergyMeter } from './energy.js';
 import { RunnerError } from './errors.js';
 import { Journal, type JournalOptions } from './journal.js';
@@ -34,6 +34,8 @@ export interface IntervalDeps {
   readonly accountNoNetwork?: boolean;
   /** The key's audit chain (audit-chain.ts); absent → one in-memory chain per process. */
   readonly audit?: AuditChain;
+  /** Who takes the leases granted with a completion batch (the daemon); absent → none are asked for. */
+  readonly next?: NextLeases;
 }
 
 /** Chains of keys given no `audit` (one per key, in memory). */
@@ -52,7 +54,7 @@ const completionsOf = (deps: IntervalDeps): Completions => {
   const chain = chainOf(deps);
   let queue = queues.get(chain);
   if (!queue) {
-    queue = new Completions(deps.api, chain);
+    queue = new Completions(deps.api, chain, MAX_BATCH, deps.next);
     queues.set(chain, queue);
   }
   return queue;
@@ -194,6 +196,13 @@ export async function executeInterval(
     const endedMs = Date.now();
     const energy = await meter.end(usage?.cpuTimeMs ?? null, endedMs - startedMs);
     const journalRoot = await journal.close();
+    // The sandbox goes before the completion: once the control plane settles the run its lease (the slot)
+    // is free, and a lease granted with the batch (completions.ts) may provision at once — the driver never
+    // holds more sandboxes than the runner has slots.
+    const disposing = handle;
+    handle = undefined;
+    await deps.driver.dispose(disposing).catch(() => {});
+    step('dispose');
     // One link of the key's audit chain (audit-chain.ts): audit_prev = the attestation signed before,
     // delivered in order with whatever else finished meanwhile (completions.ts).
     const delivered = await completionsOf(deps).submit({

@@ -20,9 +20,19 @@ export interface RunnerApi {
   complete(runId: string, body: CompleteBody): Promise<void>;
   /**
    * Several completions, in the audit chain's order: one result per item — settled, refused (the control
-   * plane's refusal as an error) or skipped (after a refusal; nothing was done with it).
+   * plane's refusal as an error) or skipped (after a refusal; nothing was done with it). With `next`, the
+   * control plane also grants up to `next.free` new leases once the batch settled, in the same answer.
    */
-  completeMany(items: (CompleteBody & { runId: string })[]): Promise<CompletionResult[]>;
+  completeMany(
+    items: (CompleteBody & { runId: string })[],
+    next?: { free: number },
+  ): Promise<CompletionsReply>;
+}
+
+/** What `completeMany` answers: one result per item, in order, and the leases granted with the batch (`next`). */
+export interface CompletionsReply {
+  readonly results: CompletionResult[];
+  readonly leases?: Lease[];
 }
 
 export type CompletionResult =

@@ -52,6 +52,8 @@ export const CompletionsAnswer = z.object({
       problem: z.unknown().optional(),
     }),
   ),
+  /** The next leases, when the request asked for them (`next: {free}`). */
+  leases: z.array(Lease).optional(),
 });
 export type CompletionsAnswer = z.infer<typeof CompletionsAnswer>;
 

@@ -33,7 +33,7 @@ function recordingApi(): { api: RunnerApi; completed: CompleteBody[] } {
     },
     completeMany: async (items) => {
       completed.push(...items);
-      return items.map((): CompletionResult => ({ outcome: 'settled' }));
+      return { results: items.map((): CompletionResult => ({ outcome: 'settled' })) };
     },
   };
   return { api, completed };

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { AuditChain } from '../src/audit-chain.js';
 import { Completions } from '../src/completions.js';
-import type { CompletionResult } from '../src/port.js';
+import type { CompletionResult, CompletionsReply } from '../src/port.js';
 import type { CompleteBody } from '../src/protocol.js';
 
 const addr = (n: number) => n.toString(16).padStart(64, '0');
@@ -18,10 +18,10 @@ function fakeApi(answer: (items: Item[]) => CompletionResult[]) {
     batches,
     release: () => gate?.(),
     api: {
-      async completeMany(items: Item[]): Promise<CompletionResult[]> {
+      async completeMany(items: Item[]): Promise<CompletionsReply> {
         batches.push(items.map((i) => ({ runId: i.runId, prev: i.attestation.prev })));
         if (batches.length === 1) await new Promise<void>((r) => (gate = r));
-        return answer(items);
+        return { results: answer(items) };
       },
     },
   };
@@ -123,8 +123,8 @@ describe('Completions', () => {
           call += 1;
           sent.push(items.map((i) => ({ runId: i.runId, prev: i.attestation.prev })));
           if (call === 1) throw new Error('socket hang up'); // the control plane settled r1, then died
-          if (call === 2) return [{ outcome: 'refused', error: mismatch }];
-          return [{ outcome: 'settled' }];
+          if (call === 2) return { results: [{ outcome: 'refused', error: mismatch }] };
+          return { results: [{ outcome: 'settled' }] };
         },
       },
       chain,
@@ -141,7 +141,10 @@ describe('Completions', () => {
     const other = Object.assign(new Error('409'), {
       problem: { code: 'attestation_mismatch', details: { expected: addr(9) } },
     });
-    const q2 = new Completions({ completeMany: async () => [{ outcome: 'refused', error: other }] }, chain);
+    const q2 = new Completions(
+      { completeMany: async () => ({ results: [{ outcome: 'refused', error: other }] }) },
+      chain,
+    );
     await expect(q2.submit(request('r3', 3))).rejects.toBe(other);
     expect(chain.head).toBe(addr(2));
   });

@@ -249,9 +249,11 @@ const completionsRoute = createRoute({
   path: '/runner/v1/completions',
   tags: ['runner'],
   summary:
-    'Settle several leased runs in the audit chain’s order: `{items: [{runId, epoch, outputs, usage?, attestation, account?}]}` (≤ 64). Each item is settled as `…/complete` settles one; the first refusal ends the batch and the rest are `skipped`.',
+    'Settle several leased runs in the audit chain’s order: `{items: [{runId, epoch, outputs, usage?, attestation, account?}], next?: {free}}` (≤ 64). Each item is settled as `…/complete` settles one; the first refusal ends the batch and the rest are `skipped`. With `next`, up to `free` new leases are granted after the batch (as `POST /runner/v1/leases` grants them, without waiting) and answered in `leases`.',
   security: RUNNER_SECURITY,
-  request: { body: body('`{items: [{runId, epoch, outputs, usage?, attestation, account?}]}`') },
+  request: {
+    body: body('`{items: [{runId, epoch, outputs, usage?, attestation, account?}], next?: {free}}`'),
+  },
   responses: {
     200: json(
       z
@@ -265,6 +267,10 @@ const completionsRoute = createRoute({
               problem: ProblemSchema.optional(),
             }),
           ),
+          leases: z
+            .array(LeaseSchema)
+            .optional()
+            .openapi({ description: 'The next leases, when the request asked for them (`next`).' }),
         })
         .openapi('Completions'),
       'One result per item, in order.',
@@ -354,7 +360,7 @@ export function runnerRoutes({ services, lifecycle }: RouteDeps) {
     ),
   );
   app.openapi(completionsRoute, async (c) => {
-    const outcomes = await svc().completeMany(runnerOf(c.get('runner')), c.req.valid('json'));
+    const { outcomes, leases } = await svc().completeMany(runnerOf(c.get('runner')), c.req.valid('json'));
     const results = outcomes.map((o) => {
       if ('run' in o) return { runId: o.runId, status: 200, outcome: 'settled' as const, run: o.run };
       if ('skipped' in o) return { runId: o.runId, status: 409, outcome: 'skipped' as const };
@@ -367,7 +373,7 @@ export function runnerRoutes({ services, lifecycle }: RouteDeps) {
         problem: mapped.problem,
       };
     });
-    return c.json({ results }, 200);
+    return c.json({ results, ...(leases ? { leases } : {}) }, 200);
   });
   return app;
 }

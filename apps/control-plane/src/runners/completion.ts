@@ -16,7 +16,6 @@ import {
 } from '../keys/attestation-check.js';
 import { staleLease } from '../leases/store.js';
 import { appendEvents, type NewEvent } from '../ledger/events.js';
-import { segmentsOfMany } from '../ledger/records.js';
 import { type RunRow, rowToView, selectRunRows } from '../ledger/runs.js';
 import type { RunView } from '../ledger/views.js';
 import { RunnerAuditLinks } from '../log/audit-chain.js';
@@ -100,28 +99,41 @@ interface Prefetched {
 }
 
 /**
- * The reads `settleCompletion` makes per item, made once for a whole batch — three statements instead of
- * three per item: the run rows locked FOR UPDATE in run id order (the order `releaseLeases` and the
- * heartbeat's renewals take), then their leases with each item's epoch's journal row, then their records.
- * Each run's first item only (a run named twice reads again for its later items, after its first settled).
- * The same rows the per-item reads would see: every run row is locked before its lease and record are read,
- * and both change only under that lock.
+ * The reads `settleCompletion` makes per item, made once for a whole batch — two statements instead of three
+ * per item: the run rows locked FOR UPDATE in run id order (the order `releaseLeases` and the heartbeat's
+ * renewals take), then — in ONE statement, after every lock — their leases with each item's epoch's journal
+ * row and their records' segments. Each run's first item only (a run named twice reads again for its later
+ * items, after its first settled). The same rows the per-item reads would see: every run row is locked before
+ * its lease and record are read (the second statement's snapshot is taken after the first returned), and both
+ * change only under that lock. A batch of one reads this way too (2 statements, not 3).
  */
 async function prefetchBatch(tx: Tx, batch: readonly Completion[]): Promise<Map<string, Prefetched>> {
   const firsts = new Map<string, number>();
   for (const c of batch) if (!firsts.has(c.runId)) firsts.set(c.runId, c.input.epoch);
   const ids = [...firsts.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const rows = await selectRunRows(tx).selectAll().where('id', 'in', ids).orderBy('id').forUpdate().execute();
-  const { rows: leases } = await sql<LeaseJournalRow & { run_id: string }>`
-    SELECT s.run_id, l.epoch, l.holder, j.seq_from, j.event_count
+  const { rows: reads } = await sql<
+    { run_id: string; epoch: string | number | null; holder: string | null } & Omit<
+      LeaseJournalRow,
+      'epoch' | 'holder'
+    > & { segments: WireSegment[] | null }
+  >`
+    SELECT s.run_id, l.epoch, l.holder, j.seq_from, j.event_count,
+      (SELECT json_agg(g.payload ORDER BY g.idx) FROM record_segments g WHERE g.run_id = s.run_id) AS segments
     FROM unnest(${ids}::text[], ${ids.map((id) => firsts.get(id)!)}::bigint[]) AS s(run_id, epoch)
-    JOIN run_leases l ON l.run_id = s.run_id
+    LEFT JOIN run_leases l ON l.run_id = s.run_id
     LEFT JOIN runner_journals j ON j.run_id = s.run_id AND j.epoch = s.epoch`.execute(tx);
-  const segments = await segmentsOfMany(tx, ids);
   const rowOf = new Map(rows.map((r) => [r.id, r]));
-  const leaseOf = new Map(leases.map((l) => [l.run_id, l]));
+  const readOf = new Map(reads.map((r) => [r.run_id, r]));
   return new Map(
-    ids.map((id) => [id, { row: rowOf.get(id), lease: leaseOf.get(id), segments: segments.get(id) ?? [] }]),
+    ids.map((id) => {
+      const r = readOf.get(id);
+      const lease: LeaseJournalRow | undefined =
+        r && r.epoch !== null && r.holder !== null
+          ? { epoch: r.epoch, holder: r.holder, seq_from: r.seq_from, event_count: r.event_count }
+          : undefined;
+      return [id, { row: rowOf.get(id), lease, segments: r?.segments ?? [] }];
+    }),
   );
 }
 
@@ -222,7 +234,7 @@ export async function completeRuns(
         // The runner's audit chain: locked and read once for the batch, its links kept in one insert.
         const links = new RunnerAuditLinks(tx, runner);
         // The runs, leases and records read once for the batch; the runs' events inserted once, in order.
-        const pre = n > 1 ? await prefetchBatch(tx, decoded.slice(0, n)) : new Map<string, Prefetched>();
+        const pre = await prefetchBatch(tx, decoded.slice(0, n));
         const events: NewEvent[] = [];
         const settles: SlotSettlement[] = [];
         // The attested writes of a batch of distinct runs, made in ONE statement after every check (a run

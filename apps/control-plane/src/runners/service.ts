@@ -54,7 +54,10 @@ export interface RunnerService {
    * (their `audit_prev` names a link the control plane did not accept), untouched, for the runner to sign
    * again.
    */
-  completeMany(runner: RunnerIdentity, input: unknown): Promise<CompletionOutcome[]>;
+  completeMany(
+    runner: RunnerIdentity,
+    input: unknown,
+  ): Promise<{ outcomes: CompletionOutcome[]; leases?: Lease[] }>;
   defineHarness(p: Principal, input: unknown): Promise<{ harness: HarnessView; created: boolean }>;
   listHarnesses(p: Principal): Promise<HarnessView[]>;
   /** Every runner's public key (GET /keys). */
@@ -201,12 +204,23 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
     async completeMany(runner, raw) {
       const input = CompletionsInput.safeParse(raw);
       if (!input.success) throw input.error;
-      return completeRuns(
+      const { next, items } = input.data;
+      const outcomes = await completeRuns(
         deps,
         opts.trajectories ?? null,
         runner,
-        input.data.items.map(({ runId, ...item }) => ({ runId, raw: item })),
+        items.map(({ runId, ...item }) => ({ runId, raw: item })),
       );
+      if (next === undefined) return { outcomes };
+      // The next leases, granted after the batch committed (its own transaction, as a lease request's: the
+      // grant's claim commits asynchronously, which a settle must not), under the same cap as a lease
+      // request — the settled items' leases are gone, a refused item's still counts. A failed grant answers
+      // none (the runner then long-polls): it must not turn the settled batch's answer into an error.
+      const leases = await grantLeases(deps, opts.lease, runner, next.free).catch((e: unknown) => {
+        deps.log('warn', 'the leases after a completion batch could not be granted', { error: String(e) });
+        return [];
+      });
+      return { outcomes, leases };
     },
     defineHarness: (p, input) => defineHarness(deps, p, input),
     listHarnesses: (p) => listHarnesses(deps, p),

@@ -1,0 +1,180 @@
+// The next leases in a completion batch's answer (`POST /runner/v1/completions` with `next: {free}`): granted
+// after the batch settled, as a lease request grants them — up to `free`, never more than the runner's slots
+// minus the leases it still holds (a refused item's lease still counts), none while it drains — and absent
+// from an answer that did not ask.
+import { randomBytes } from 'node:crypto';
+import {
+  buildAttestation,
+  encodeAttestationBody,
+  generateSigningKey,
+  type Hex,
+  type SigningKey,
+  signAttestation,
+} from '@everdict/runrecord';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
+import { journalRootOf } from './intervals.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await testApp({ executors: [] });
+}, 300_000);
+afterAll(async () => {
+  await t?.close();
+});
+
+interface LeaseBody {
+  runId: string;
+  epoch: number;
+  unitId: Hex;
+  grantsId: Hex;
+  recordHead: Hex;
+}
+
+/** A paired runner of `slots` slots, and its audit chain's head as the test signs along it. */
+class TestRunner {
+  head: Hex | undefined;
+  constructor(
+    readonly id: string,
+    readonly credential: string,
+    readonly key: SigningKey,
+  ) {}
+
+  static async pair(name: string, slots: number): Promise<TestRunner> {
+    const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { key: ADMIN_KEY, body: { name } });
+    const key = generateSigningKey(randomBytes(32));
+    const paired = await call(t.app, 'POST', '/runners/pair', {
+      key: null,
+      body: {
+        token: minted.body.token,
+        publicKey: key.publicKey,
+        name,
+        capabilities: { drivers: ['process'], kinds: ['command'], images: ['default'], slots },
+      },
+    });
+    expect(paired.status, JSON.stringify(paired.body)).toBe(201);
+    return new TestRunner(String(paired.body.runnerId), String(paired.body.credential), key);
+  }
+
+  async lease(free: number): Promise<LeaseBody[]> {
+    const res = await call(t.app, 'POST', '/runner/v1/leases', {
+      key: this.credential,
+      body: { free, waitMs: 0 },
+    });
+    expect(res.status).toBe(200);
+    return res.body.leases as LeaseBody[];
+  }
+
+  /** One completion item, signed as the next link of this runner's chain (`journalRoot` wrong: refused). */
+  item(l: LeaseBody, { advance = true, wrongRoot = false } = {}) {
+    const { attestation } = buildAttestation({
+      unitId: l.unitId,
+      grantsId: l.grantsId,
+      recordHead: l.recordHead,
+      startedMs: 1_764_547_200_000n,
+      endedMs: 1_764_547_200_250n,
+      activeUj: 1_000n,
+      provenance: 'estimated',
+      meter: 'test',
+      journalRoot: (wrongRoot ? 'f'.repeat(64) : journalRootOf([])) as Hex,
+      outcome: 'succeeded',
+      exitCode: 0,
+      ...(this.head ? { auditPrev: this.head } : {}),
+    });
+    const signed = signAttestation(attestation, this.key.secretKey);
+    if (advance) this.head = signed.address;
+    return { runId: l.runId, epoch: l.epoch, outputs: {}, attestation: encodeAttestationBody(signed.body) };
+  }
+
+  complete(items: unknown[], next?: { free: number }) {
+    return call(t.app, 'POST', '/runner/v1/completions', {
+      key: this.credential,
+      body: { items, ...(next ? { next } : {}) },
+    });
+  }
+}
+
+async function createRuns(n: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = await call(t.app, 'POST', '/runs', {
+      key: ADMIN_KEY,
+      body: { kind: 'command', subject: { command: ['true'] } },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    ids.push(String((r.body.run as { id: string }).id));
+  }
+  return ids;
+}
+
+const statusOf = async (runId: string) =>
+  (await call(t.app, 'GET', `/runs/${runId}`, { key: ADMIN_KEY })).body.status;
+
+describe('the next leases with a completion batch', { timeout: 300_000 }, () => {
+  it('grants up to `free` after the batch settled, capped by the slots the held leases leave', async () => {
+    const r = await TestRunner.pair('next-a', 2);
+    const ids = await createRuns(5);
+    const first = await r.lease(2);
+    expect(first.map((l) => l.runId)).toEqual(ids.slice(0, 2));
+
+    // Both settle; the two freed slots come back as the next two runs' leases, in the same answer.
+    const done = await r.complete([r.item(first[0]!), r.item(first[1]!)], { free: 2 });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    expect((done.body.results as { outcome: string }[]).map((x) => x.outcome)).toEqual([
+      'settled',
+      'settled',
+    ]);
+    const next = done.body.leases as LeaseBody[];
+    expect(next.map((l) => [l.runId, l.epoch])).toEqual([
+      [ids[2], 1],
+      [ids[3], 1],
+    ]);
+    expect(await statusOf(ids[2]!)).toBe('running');
+
+    // Asking for more than the slots left: one settles, one lease is still held → one slot, one lease.
+    const more = await r.complete([r.item(next[0]!)], { free: 5 });
+    expect(more.status).toBe(200);
+    expect((more.body.leases as LeaseBody[]).map((l) => l.runId)).toEqual([ids[4]]);
+
+    // Without `next` the answer carries no leases (and grants none).
+    const held = more.body.leases as LeaseBody[];
+    const plain = await r.complete([r.item(next[1]!), r.item(held[0]!)]);
+    expect(plain.status).toBe(200);
+    expect(plain.body.leases).toBeUndefined();
+  });
+
+  it("a refused item's lease still counts: nothing is granted into its slot", async () => {
+    const r = await TestRunner.pair('next-b', 1);
+    const [queued, waiting] = await createRuns(2);
+    const [l] = await r.lease(1);
+    expect(l?.runId).toBe(queued);
+    const refused = await r.complete([r.item(l!, { advance: false, wrongRoot: true })], { free: 1 });
+    expect(refused.status).toBe(200);
+    expect((refused.body.results as { outcome: string }[])[0]?.outcome).toBe('refused');
+    expect(refused.body.leases).toEqual([]);
+    expect(await statusOf(waiting!)).toBe('queued');
+    // Settled properly, its slot goes to the waiting run.
+    const ok = await r.complete([r.item(l!)], { free: 1 });
+    expect((ok.body.leases as LeaseBody[]).map((x) => x.runId)).toEqual([waiting]);
+    const last = await r.complete([r.item((ok.body.leases as LeaseBody[])[0]!)], { free: 1 });
+    expect(last.body.leases).toEqual([]);
+  });
+
+  it('a draining runner is granted nothing with its completions', async () => {
+    const r = await TestRunner.pair('next-c', 2);
+    const [a, b] = await createRuns(2);
+    const [l] = await r.lease(1);
+    expect(l?.runId).toBe(a);
+    const drained = await call(t.app, 'POST', `/runners/${r.id}/drain`, { key: ADMIN_KEY });
+    expect(drained.status).toBe(200);
+    const done = await r.complete([r.item(l!)], { free: 2 });
+    expect((done.body.results as { outcome: string }[])[0]?.outcome).toBe('settled');
+    expect(done.body.leases).toEqual([]);
+    expect(await statusOf(b!)).toBe('queued');
+    // (Another runner takes it, so the queue is empty for whatever runs next.)
+    const other = await TestRunner.pair('next-d', 1);
+    const [lb] = await other.lease(1);
+    expect(lb?.runId).toBe(b);
+    expect((await other.complete([other.item(lb!)])).status).toBe(200);
+  });
+});

@@ -1,0 +1,192 @@
+// The next leases ride on the completion batch: a busy runner asks for the slots its settled intervals free
+// with the batch (`next: {free}`) and starts what comes back, instead of a lease request per freed slot; it
+// long-polls only for slots nobody asked for. Never more leases held — nor sandboxes provisioned — than slots:
+// real process-driver sandboxes with the driver's own capacity set to the runner's slots (a provision past
+// it fails the interval), and a fake control plane that grants what it is asked for and counts.
+
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ProcessDriver } from '@everdict/placement-process';
+import { bytesToHex, generateSigningKey } from '@everdict/runrecord';
+import { afterAll, describe, expect, it } from 'vitest';
+import { RunnerDaemon } from '../src/daemon.js';
+import { EnergyMeter } from '../src/energy.js';
+import type { CompletionsReply, RunnerApi } from '../src/port.js';
+import { Lease } from '../src/protocol.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'runner-next-leases-'));
+chmodSync(dir, 0o711); // the sandbox user passes through it to the workspaces
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const hex = () => bytesToHex(randomBytes(32));
+const SLOTS = 2;
+const RUNS = 8;
+
+const leaseOf = (i: number) =>
+  Lease.parse({
+    runId: `run-${i}-${randomBytes(3).toString('hex')}`,
+    tenant: 'acme',
+    kind: 'command',
+    epoch: 1,
+    attempt: 1,
+    spec: { kind: 'command', subject: { command: ['true'] } },
+    unitId: hex(),
+    grantsId: hex(),
+    recordHead: hex(),
+    leaseMs: 30_000,
+    heartbeatMs: 10_000,
+  });
+
+/** A control plane with `RUNS` queued runs: grants what it is asked for, settles every completion, counts. */
+function fakeControlPlane(runs = RUNS) {
+  const queue = Array.from({ length: runs }, (_, i) => leaseOf(i));
+  const held = new Set<string>();
+  const seen = { leaseRequests: 0, settled: 0, maxHeld: 0, asked: [] as number[] };
+  let allSettled: () => void = () => {};
+  const done = new Promise<void>((r) => {
+    allSettled = r;
+  });
+  const grant = (free: number) => {
+    const out = queue.splice(0, Math.max(0, free));
+    for (const l of out) held.add(l.runId);
+    seen.maxHeld = Math.max(seen.maxHeld, held.size);
+    return out;
+  };
+  const api: RunnerApi = {
+    async leases(free, _waitMs, signal) {
+      seen.leaseRequests += 1;
+      const out = grant(free);
+      if (out.length > 0) return out;
+      // The long-poll: nothing more comes in this test; it waits until the runner stops asking.
+      await new Promise<void>((r) => signal?.addEventListener('abort', () => r(), { once: true }));
+      return [];
+    },
+    heartbeat: async () => ({ lost: [], draining: false }),
+    events: async () => undefined,
+    artifact: async (_r, _e, path) => ({ path, address: `blake3:${'0'.repeat(64)}`, size: 0 }),
+    complete: async () => undefined,
+    async completeMany(items, next): Promise<CompletionsReply> {
+      for (const item of items) {
+        if (!held.delete(item.runId)) throw new Error(`${item.runId} completed without its lease`);
+        seen.settled += 1;
+      }
+      if (seen.settled === runs) allSettled();
+      seen.asked.push(next?.free ?? 0);
+      return {
+        results: items.map(() => ({ outcome: 'settled' as const })),
+        ...(next ? { leases: grant(next.free) } : {}),
+      };
+    },
+  };
+  return { api, seen, done };
+}
+
+const daemonOf = (cp: ReturnType<typeof fakeControlPlane>, fail: (err: Error) => void) =>
+  new RunnerDaemon({
+    api: cp.api,
+    driver: new ProcessDriver({ stateDir: join(dir, 'state'), imagesDir: join(dir, 'images'), slots: SLOTS }),
+    key: generateSigningKey(randomBytes(32)),
+    meter: () => new EnergyMeter(join(dir, 'no-powercap')),
+    slots: SLOTS,
+    heartbeatMs: 60_000,
+    log: (level, msg, fields) => {
+      if (level === 'error') fail(new Error(`${msg}: ${JSON.stringify(fields)}`));
+    },
+  });
+
+describe('the next leases with a completion batch', () => {
+  it('keep a busy runner leased without a lease request per freed slot, never past its slots', async () => {
+    const cp = fakeControlPlane();
+    // A failed interval (the driver refusing a sandbox past its slots) ends the wait at once.
+    let failed: (err: Error) => void = () => {};
+    const failure = new Promise<never>((_, reject) => {
+      failed = reject;
+    });
+    const daemon = daemonOf(cp, (err) => failed(err));
+    daemon.start();
+    await Promise.race([cp.done, failure]).finally(() => daemon.drain(30_000));
+    expect(daemon.ended).toEqual({ completed: RUNS, aborted: 0, failed: 0 });
+    expect(cp.seen.settled).toBe(RUNS);
+    expect(cp.seen.maxHeld).toBeLessThanOrEqual(SLOTS);
+    // The first request took the first two runs; the other six came with completions. (At most one more
+    // request: the long-poll once the queue ran dry.) A lease request per freed slot would be RUNS or more.
+    expect(cp.seen.leaseRequests).toBeLessThanOrEqual(2);
+    // (A batch asks for none while a long-poll waits: the queue was empty when it last looked.)
+    expect(cp.seen.asked.every((n) => n >= 0 && n <= SLOTS)).toBe(true);
+  }, 120_000);
+
+  it('a drain waits for the leases a batch in flight brings: they run and settle', async () => {
+    const [first, second] = [leaseOf(0), leaseOf(1)];
+    const completed: string[] = [];
+    let sent: () => void = () => {};
+    const inFlight = new Promise<void>((r) => {
+      sent = r;
+    });
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    let polls = 0;
+    const api: RunnerApi = {
+      async leases(_free, _waitMs, signal) {
+        polls += 1;
+        if (polls === 1) return [first];
+        await new Promise<void>((r) => signal?.addEventListener('abort', () => r(), { once: true }));
+        return [];
+      },
+      heartbeat: async () => ({ lost: [], draining: false }),
+      events: async () => undefined,
+      artifact: async (_r, _e, path) => ({ path, address: `blake3:${'0'.repeat(64)}`, size: 0 }),
+      complete: async () => undefined,
+      async completeMany(items, next) {
+        completed.push(...items.map((i) => i.runId));
+        if (items[0]?.runId === first.runId) {
+          sent();
+          await gate; // the drain begins while this batch is in flight
+          return { results: [{ outcome: 'settled' }], ...(next ? { leases: [second] } : {}) };
+        }
+        return { results: items.map(() => ({ outcome: 'settled' as const })) };
+      },
+    };
+    const daemon = new RunnerDaemon({
+      api,
+      driver: new ProcessDriver({
+        stateDir: join(dir, 'state-drain'),
+        imagesDir: join(dir, 'images'),
+        slots: 1,
+      }),
+      key: generateSigningKey(randomBytes(32)),
+      meter: () => new EnergyMeter(join(dir, 'no-powercap')),
+      slots: 1,
+      heartbeatMs: 60_000,
+    });
+    daemon.start();
+    await inFlight;
+    const drained = daemon.drain(30_000);
+    // The batch answers only after the drain has stopped the lease loop and looked at what is held (its
+    // continuations are microtasks: all done before the next turn of the event loop).
+    await new Promise((r) => setImmediate(r));
+    release();
+    await drained;
+    expect(completed).toEqual([first.runId, second.runId]);
+    expect(daemon.ended).toEqual({ completed: 2, aborted: 0, failed: 0 });
+    expect(daemon.held).toEqual([]);
+  }, 120_000);
+
+  it('a batch asks for none while a long-poll waits (the queue was empty when it last looked)', async () => {
+    const cp = fakeControlPlane(1);
+    let failed: (err: Error) => void = () => {};
+    const failure = new Promise<never>((_, reject) => {
+      failed = reject;
+    });
+    const daemon = daemonOf(cp, (err) => failed(err));
+    daemon.start();
+    await Promise.race([cp.done, failure]).finally(() => daemon.drain(30_000));
+    expect(daemon.ended).toEqual({ completed: 1, aborted: 0, failed: 0 });
+    // The first request got the one run; the second (its other slot) waited while the run completed.
+    expect(cp.seen.leaseRequests).toBe(2);
+    expect(cp.seen.asked).toEqual([0]);
+  }, 120_000);
+});
