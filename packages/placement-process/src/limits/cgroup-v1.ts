@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ResourceLimits } from '@everdict/placement';
-import { killAndRemove, pidsIn, readSync, readText, write } from './cgroup-fs.js';
+import { anyActive, killAndRemove, pidsIn, readSync, threadsIn, write } from './cgroup-fs.js';
 import { keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
 
 export type V1Controller = 'memory' | 'pids' | 'cpuacct' | 'cpu';
@@ -73,10 +73,13 @@ class V1Sandbox implements SandboxLimits {
   readonly joinsByPid = true;
   private readonly unique: string[];
   readonly joinFiles: readonly string[];
+  /** Each cgroup's `tasks`: every thread in it (cgroup.procs lists thread-group leaders only). */
+  private readonly taskFiles: readonly string[];
 
   constructor(private readonly dirs: Map<V1Controller, string>) {
     this.unique = [...new Set(dirs.values())];
     this.joinFiles = this.unique.map((dir) => `${dir}/cgroup.procs`);
+    this.taskFiles = this.unique.map((dir) => `${dir}/tasks`);
   }
 
   join(pid: number): void {
@@ -95,8 +98,8 @@ class V1Sandbox implements SandboxLimits {
   async usage() {
     const acct = this.dirs.get('cpuacct');
     const mem = this.dirs.get('memory');
-    const ns = acct ? (await readText(`${acct}/cpuacct.usage`)).trim() : '';
-    const peak = mem ? (await readText(`${mem}/memory.max_usage_in_bytes`)).trim() : '';
+    const ns = acct ? readSync(`${acct}/cpuacct.usage`).trim() : '';
+    const peak = mem ? readSync(`${mem}/memory.max_usage_in_bytes`).trim() : '';
     return {
       cpuTimeMs: ns === '' ? null : Number(ns) / 1e6,
       peakMemoryBytes: peak === '' ? null : Number(peak),
@@ -105,8 +108,12 @@ class V1Sandbox implements SandboxLimits {
 
   async processes(): Promise<number[]> {
     const all = new Set<number>();
-    for (const dir of this.unique) for (const pid of await pidsIn(dir)) all.add(pid);
+    for (const dir of this.unique) for (const pid of pidsIn(dir)) all.add(pid);
     return [...all];
+  }
+
+  async active(): Promise<boolean> {
+    return anyActive(() => threadsIn(this.taskFiles));
   }
 
   async remove(): Promise<string[]> {
