@@ -8,7 +8,7 @@ import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { anyActive, exiting } from '../src/limits/cgroup-fs.js';
+import { anyActive, exiting, threadsIn } from '../src/limits/cgroup-fs.js';
 import { makeDriver, requireBwrap, tempDir } from './helpers.js';
 
 const children: ChildProcess[] = [];
@@ -56,6 +56,14 @@ describe('active: a task that has begun to exit does not count', () => {
         return next === undefined ? [] : next;
       }),
     ).toBe(true);
+  });
+
+  it('a listing: ids of every file; a removed cgroup lists nothing; a cgroup without the file is unknown', () => {
+    const dir = tempDir('everdict-pd-listing-');
+    writeFileSync(join(dir, 'tasks'), '12\n34\n');
+    expect(threadsIn([join(dir, 'tasks'), join(dir, 'gone', 'tasks')])).toEqual([12, 34]);
+    expect(threadsIn([join(dir, 'cgroup.threads')])).toBeNull(); // the cgroup is there, its listing is not
+    expect(anyActive(() => threadsIn([join(dir, 'cgroup.threads')]))).toBe(true);
   });
 
   it('a running command is active; once it ended, nothing in the sandbox is', async () => {

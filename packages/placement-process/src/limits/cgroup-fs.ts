@@ -1,6 +1,7 @@
 // Small file operations on cgroup filesystems, shared by the v1 and v2 backends.
-import { readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { rmdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export function write(path: string, value: string): void {
@@ -78,7 +79,9 @@ export function threadsIn(files: readonly string[]): number[] | null {
     try {
       text = readFileSync(file, 'utf8');
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // the cgroup is gone: nothing in it
+      // The cgroup is gone: nothing in it. A cgroup without the file (a v2 kernel before 4.14 has no
+      // cgroup.threads) cannot be listed: unknown, so active.
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT' && !existsSync(dirname(file))) continue;
       return null;
     }
     out.push(...idsOf(text));
