@@ -1,13 +1,15 @@
 // The interval's energy: RAPL counters under a fixture powercap root → `measured` (wrap-around included);
 // no readable counters → `estimated` from CPU time × the documented per-core wattage, naming the meter.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { RAPL_RESCAN_MS } from '../src/energy.js';
 import { DEFAULT_WATTS_PER_CORE, EnergyMeter, estimateUj } from '../src/index.js';
 
 const dirs: string[] = [];
 afterEach(() => {
+  vi.useRealTimers();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
@@ -65,5 +67,46 @@ describe('EnergyMeter', () => {
     await meter.begin();
     rmSync(join(root, 'intel-rapl:0'), { recursive: true });
     expect(await meter.end(10, 10)).toMatchObject({ provenance: 'estimated', activeUj: 200_000n });
+  });
+
+  it('scans a powercap root once: later intervals re-read only the energy files of the zones found', async () => {
+    const root = powercap({ 'intel-rapl:0': { energy: 100n, max: 1_000n } });
+    const first = new EnergyMeter(root);
+    await first.begin();
+    setEnergy(root, 'intel-rapl:0', 150n);
+    expect((await first.end(1, 1)).activeUj).toBe(50n);
+    // A zone appearing afterwards is not one this process found; the range of the zones found is kept.
+    mkdirSync(join(root, 'intel-rapl:1'));
+    writeFileSync(join(root, 'intel-rapl:1', 'energy_uj'), '0\n');
+    rmSync(join(root, 'intel-rapl:0', 'max_energy_range_uj'));
+    const second = new EnergyMeter(root);
+    await second.begin();
+    setEnergy(root, 'intel-rapl:0', 20n); // wrapped past its range (1000)
+    writeFileSync(join(root, 'intel-rapl:1', 'energy_uj'), '5000\n');
+    expect(await second.end(1, 1)).toEqual({
+      activeUj: 1_000n - 150n + 20n,
+      provenance: 'measured',
+      meter: 'rapl',
+    });
+  });
+
+  it('scans a root where no zone was found again only after RAPL_RESCAN_MS', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(1_000_000);
+    const root = powercap({});
+    const measure = async () => {
+      const meter = new EnergyMeter(root);
+      await meter.begin();
+      if (existsSync(join(root, 'intel-rapl:0'))) setEnergy(root, 'intel-rapl:0', 70n);
+      return meter.end(1, 1);
+    };
+    expect((await measure()).provenance).toBe('estimated');
+    mkdirSync(join(root, 'intel-rapl:0'));
+    setEnergy(root, 'intel-rapl:0', 40n);
+    vi.setSystemTime(1_000_000 + RAPL_RESCAN_MS - 1);
+    expect((await measure()).provenance).toBe('estimated'); // not scanned again yet
+    setEnergy(root, 'intel-rapl:0', 40n);
+    vi.setSystemTime(1_000_000 + RAPL_RESCAN_MS);
+    expect(await measure()).toEqual({ activeUj: 30n, provenance: 'measured', meter: 'rapl' });
   });
 });

@@ -270,8 +270,10 @@ export class ProcessDriver implements Driver {
   async snapshot(handle: SandboxHandle): Promise<Snapshot> {
     const box = await this.sandbox(handle);
     // Nothing runs in the sandbox and its workspace is only directories: the same archive, read here
-    // without a second bubblewrap start (workspace-directories.ts); otherwise tar inside a sandbox.
-    const idle = box.running.size === 0 && (await box.limits.processes()).length === 0;
+    // without a second bubblewrap start (workspace-directories.ts); otherwise tar inside a sandbox. A task
+    // that has begun to exit does not count: right after a command ended its namespace's init is often still
+    // in the cgroups, tearing the namespaces down (≈ 1 in 3 runs here), and can no longer touch the workspace.
+    const idle = box.running.size === 0 && !(await box.limits.active());
     if (idle && (await onlyReadableDirectories(box.record.workspace, this.user))) {
       return snapshotDirectory(box.record.workspace);
     }

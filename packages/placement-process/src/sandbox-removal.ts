@@ -1,7 +1,7 @@
 // Removing a sandbox: what runs in its cgroups is killed and the cgroups removed, then its workspace and
 // log, and its label file last — so a crash halfway through leaves a label file for `reap` to find.
-import { type Dirent, rmdirSync, unlinkSync } from 'node:fs';
-import { readdir, rm, rmdir } from 'node:fs/promises';
+import { type Dirent, readdirSync, rmdirSync, unlinkSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { SandboxLimits } from './limits/limits.js';
 import { removeRecord, type SandboxRecord, type StateLayout } from './sandbox-state.js';
@@ -9,22 +9,23 @@ import { removeRecord, type SandboxRecord, type StateLayout } from './sandbox-st
 /**
  * Removes a tree of empty directories only (a command run's workspace: `out/` and nothing in it), depth
  * first, without following anything (`readdir`'s types are the entries' own): a readdir and an rmdir per
- * directory, where a recursive `rm` also lstats each entry. False as soon as it meets anything else, or
- * more than `budget` entries — the caller then removes the rest recursively.
+ * directory, where a recursive `rm` also lstats each entry. Synchronous: a handful of calls on a local
+ * directory, where each asynchronous one is a thread-pool trip (two context switches). False as soon as it
+ * meets anything else, or more than `budget` entries — the caller then removes the rest recursively.
  */
-async function removeEmptyDirs(path: string, budget = { left: 16 }): Promise<boolean> {
+function removeEmptyDirs(path: string, budget = { left: 16 }): boolean {
   let entries: Dirent[];
   try {
-    entries = await readdir(path, { withFileTypes: true });
+    entries = readdirSync(path, { withFileTypes: true });
   } catch {
     return false;
   }
   for (const e of entries) {
     if (!e.isDirectory() || --budget.left < 0) return false;
-    if (!(await removeEmptyDirs(join(path, e.name), budget))) return false;
+    if (!removeEmptyDirs(join(path, e.name), budget)) return false;
   }
   try {
-    await rmdir(path);
+    rmdirSync(path);
     return true;
   } catch {
     return false;
@@ -32,8 +33,8 @@ async function removeEmptyDirs(path: string, budget = { left: 16 }): Promise<boo
 }
 
 /**
- * Removes a directory tree; an empty one (the common case) without a trip through the thread pool, one of
- * empty directories with the fewest calls.
+ * Removes a directory tree; an empty one (the common case) or one of a few empty directories without a
+ * trip through the thread pool, anything else recursively (asynchronously: it may be large).
  */
 async function removeTree(path: string): Promise<boolean> {
   try {
@@ -42,7 +43,7 @@ async function removeTree(path: string): Promise<boolean> {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return false;
-    if (code === 'ENOTEMPTY' && (await removeEmptyDirs(path))) return true;
+    if (code === 'ENOTEMPTY' && removeEmptyDirs(path)) return true;
   }
   try {
     await rm(path, { recursive: true });

@@ -3,11 +3,14 @@
 // canonical archive read from the host as from inside a sandbox — directories carry no content to race
 // for — so the driver answers it without starting bubblewrap. Anything else (a file, a symlink, a
 // directory the sandbox user could not list, more than `max` entries) goes through the sandboxed tar.
-import type { Dirent } from 'node:fs';
-import { lstat, readdir } from 'node:fs/promises';
+import { type Dirent, lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** True when `root` and everything under it are at most `max` directories, each listable by `owner` (or by anyone, unowned). */
+/**
+ * True when `root` and everything under it are at most `max` directories, each listable by `owner` (or by
+ * anyone, unowned). Synchronous: at most `max` + 1 lstat/readdir pairs on a local directory, where each
+ * asynchronous call is a thread-pool trip.
+ */
 export async function onlyReadableDirectories(
   root: string,
   owner: { readonly uid: number } | null,
@@ -17,13 +20,18 @@ export async function onlyReadableDirectories(
   let seen = 0;
   while (queue.length > 0) {
     const dir = queue.pop()!;
-    const st = await lstat(dir).catch(() => null);
+    let st: ReturnType<typeof lstatSync> | undefined;
+    try {
+      st = lstatSync(dir);
+    } catch {
+      return false;
+    }
     if (!st?.isDirectory()) return false;
     // tar runs as the sandbox user: it must be able to list and enter each directory, as the owner.
     if ((st.mode & 0o500) !== 0o500 || (owner !== null && st.uid !== owner.uid)) return false;
     let entries: Dirent[];
     try {
-      entries = await readdir(dir, { withFileTypes: true });
+      entries = readdirSync(dir, { withFileTypes: true });
     } catch {
       return false;
     }

@@ -1,15 +1,8 @@
 // Small file operations on cgroup filesystems, shared by the v1 and v2 backends.
-import { readFileSync, rmdirSync, writeFileSync } from 'node:fs';
-import { readFile, rmdir } from 'node:fs/promises';
+import { existsSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { rmdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-
-export async function readText(path: string): Promise<string> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch {
-    return '';
-  }
-}
 
 export function write(path: string, value: string): void {
   writeFileSync(path, value);
@@ -23,11 +16,77 @@ export function readSync(path: string): string {
   }
 }
 
-export async function pidsIn(dir: string): Promise<number[]> {
-  return (await readText(`${dir}/cgroup.procs`))
+/** The numbers in a cgroup listing (`cgroup.procs`, `tasks`, `cgroup.threads`: one id a line). */
+function idsOf(text: string): number[] {
+  return text
     .split('\n')
     .filter((l) => l.trim() !== '')
     .map(Number);
+}
+
+/**
+ * The processes in a cgroup. Read synchronously: a small kernel-made file whose read never waits on a
+ * disk, where an asynchronous `readFile` costs four thread-pool trips (open, fstat, read, close).
+ */
+export function pidsIn(dir: string): number[] {
+  return idsOf(readSync(`${dir}/cgroup.procs`));
+}
+
+/** `PF_EXITING` (include/linux/sched.h): set when a task enters `do_exit`; it never runs user code again. */
+const PF_EXITING = 0x4;
+
+/**
+ * Whether task `tid` has begun to exit: `/proc/<tid>/stat`'s flags (field 9) carry PF_EXITING, or the task
+ * is gone. Anything unreadable for another reason (a /proc mounted with `hidepid`, a parse failure) counts
+ * as not exiting: the caller then assumes the task may still run.
+ */
+export function exiting(tid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${tid}/stat`, 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' || code === 'ESRCH';
+  }
+  const flags = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[6]);
+  return Number.isInteger(flags) && (flags & PF_EXITING) !== 0;
+}
+
+/**
+ * True while a task listed by `list` (every thread in a sandbox's cgroups; null: the listing could not be
+ * read) can still run user code: one that has not begun to exit. After a command ended, its namespace's init
+ * stays in the cgroups while the kernel tears the namespaces down (≈ 1–120 ms here, in `do_exit`, state D,
+ * after bubblewrap's outer process has already reported the exit): such a task no longer counts. A task
+ * forked between the listing and its parent's exit is caught by a second listing: every task alive then was
+ * either listed the first time (and is exiting — PF_EXITING is never cleared) or was forked since, and a
+ * task cannot leave its cgroups by itself (the sandbox has no cgroupfs).
+ */
+export function anyActive(list: () => number[] | null): boolean {
+  const first = list();
+  if (first === null) return true;
+  if (first.length === 0) return false;
+  for (const tid of first) if (!exiting(tid)) return true;
+  const known = new Set(first);
+  const again = list();
+  return again === null || again.some((tid) => !known.has(tid));
+}
+
+/** Every thread id listed in `files` (v1 `tasks`, v2 `cgroup.threads`); null when one cannot be read. */
+export function threadsIn(files: readonly string[]): number[] | null {
+  const out: number[] = [];
+  for (const file of files) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (e) {
+      // The cgroup is gone: nothing in it. A cgroup without the file (a v2 kernel before 4.14 has no
+      // cgroup.threads) cannot be listed: unknown, so active.
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT' && !existsSync(dirname(file))) continue;
+      return null;
+    }
+    out.push(...idsOf(text));
+  }
+  return out;
 }
 
 /** SIGKILLs every process in the cgroup until it is empty (bounded), then removes the directory. */
@@ -41,7 +100,7 @@ export async function killAndRemove(dir: string): Promise<boolean> {
     if (code !== 'EBUSY') throw e;
   }
   for (let round = 0; round < 200; round++) {
-    const pids = await pidsIn(dir);
+    const pids = pidsIn(dir);
     if (pids.length === 0) break;
     for (const pid of pids) {
       try {

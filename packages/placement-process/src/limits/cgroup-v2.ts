@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ResourceLimits } from '@everdict/placement';
-import { killAndRemove, pidsIn, readSync, readText, write } from './cgroup-fs.js';
+import { anyActive, killAndRemove, pidsIn, readSync, threadsIn, write } from './cgroup-fs.js';
 import { keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
 
 const CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
@@ -77,13 +77,18 @@ class V2Sandbox implements SandboxLimits {
   }
 
   async usage() {
-    const usec = keyedCount(await readText(`${this.dir}/cpu.stat`), 'usage_usec');
-    const peak = (await readText(`${this.dir}/memory.peak`)).trim();
+    const usec = keyedCount(readSync(`${this.dir}/cpu.stat`), 'usage_usec');
+    const peak = readSync(`${this.dir}/memory.peak`).trim();
     return { cpuTimeMs: usec / 1000, peakMemoryBytes: peak === '' ? null : Number(peak) };
   }
 
-  processes(): Promise<number[]> {
+  async processes(): Promise<number[]> {
     return pidsIn(this.dir);
+  }
+
+  async active(): Promise<boolean> {
+    // cgroup.threads lists every thread of a v2 cgroup (an unreadable one counts as active: cgroup-fs.ts)
+    return anyActive(() => threadsIn([`${this.dir}/cgroup.threads`]));
   }
 
   async remove(): Promise<string[]> {

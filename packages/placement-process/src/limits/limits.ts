@@ -29,6 +29,11 @@ export interface SandboxLimits {
   usage(): Promise<MeasuredUsage>;
   /** Processes in the sandbox now (cgroups), or [] when the mechanism cannot list them. */
   processes(): Promise<number[]>;
+  /**
+   * Whether a task in the sandbox can still run code: one listed in its cgroups that has not begun to exit
+   * (cgroup-fs.ts `anyActive`); false when the mechanism cannot list them (rlimit, as `processes`).
+   */
+  active(): Promise<boolean>;
   /** Removes what the mechanism created; returns words for what was removed (`cgroup:memory`, …). */
   remove(): Promise<string[]>;
 }

@@ -30,6 +30,7 @@ export class RlimitBackend implements LimitBackend {
       counters: async () => ({ oomKills: 0, pidsRefused: 0 }),
       usage: async () => ({ cpuTimeMs: null, peakMemoryBytes: null }),
       processes: async () => [],
+      active: async () => false,
       remove: async () => [],
     };
   }
