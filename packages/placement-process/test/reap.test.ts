@@ -49,7 +49,9 @@ describe('reap after a crash', () => {
     });
     const { handles, marker } = JSON.parse(line) as { handles: Array<{ id: string }>; marker: string };
     expect(handles).toHaveLength(3);
-    expect(sleepers(marker)).toHaveLength(1);
+    // The holder signals on the command's first output (`echo running`), a moment before `exec sleep`
+    // replaces the shell: wait for the sleeper to show, not assert it at once (that raced ≈ 1 run in 6).
+    await expect.poll(() => sleepers(marker).length, { timeout: 15_000 }).toBe(1);
 
     const reaper = makeDriver({ stateDir });
     const records = await listRecords(layout(stateDir));
