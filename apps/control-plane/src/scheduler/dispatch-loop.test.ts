@@ -193,4 +193,48 @@ describe('DispatchLoop', () => {
     expect(await statuses()).toEqual({ running: 3 });
     expect(counted.claims()).toBe(1);
   });
+
+  it('a freed slot claims again only when runs may be waiting for it', async () => {
+    t = await testCore({ scheduler: { enabled: false } });
+    const counted = countingClaims(t);
+    loop = new DispatchLoop(counted.deps, {
+      pollMs: 600_000,
+      concurrency: 4,
+      timeoutMs: 3_000,
+      lease: leasePolicy({ leaseMs: 600_000, sweepMs: 600_000 }),
+    });
+    await loop.start();
+    await eventually(async () => (counted.claims() >= 1 ? true : undefined)); // start()'s claim: nothing queued
+    await createEchoes(1); // its NOTIFY wakes the loop: one claim takes it (1 of 4)
+    await eventually(async () => ((await statuses()).succeeded === 1 ? true : undefined));
+    // The execution returned and its settle committed: its freed slot claimed nothing (the last claim had
+    // taken every run it could see). Before, every freed slot claimed again: an empty claim per run.
+    expect(counted.claims()).toBe(2);
+  });
+
+  it('a freed slot claims at once when a wake found its loop full (no wait for a poll)', async () => {
+    t = await testCore({ scheduler: { enabled: false } });
+    loop = new DispatchLoop(t.core.internals.deps, {
+      pollMs: 600_000,
+      concurrency: 2,
+      timeoutMs: 3_000,
+      lease: leasePolicy({ leaseMs: 600_000, sweepMs: 600_000 }),
+    });
+    await loop.start();
+    // C is another tenant's: A's settle releases A's tenant, which has nothing queued — no release wake for C.
+    const made = await t.core.services.auth.createTenant(t.admin, { id: 'other' });
+    const other = await t.core.services.auth.authenticate(made.key.key);
+    const create = (config: Record<string, unknown>, who = t.admin) =>
+      t.core.services.runs.create(who, { kind: 'analysis', subject: { config } });
+    // A: a claim short of its capacity (1 of 2) — nothing else was waiting.
+    await create({ fn: 'sleep', ms: 400 });
+    await eventually(async () => (loop?.dispatched === 1 ? true : undefined));
+    // B fills the last slot; C's wake then finds the loop full.
+    await create({ fn: 'sleep', ms: 60_000 });
+    await eventually(async () => (loop?.dispatched === 2 ? true : undefined));
+    await create({ fn: 'echo', message: 'c' }, other);
+    // A's freed slot takes C at once (the poll would take ten minutes).
+    await eventually(async () => ((await statuses()).succeeded === 2 ? true : undefined));
+    expect(loop.dispatched).toBe(3);
+  });
 });

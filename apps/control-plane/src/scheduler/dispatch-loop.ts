@@ -49,6 +49,13 @@ export class DispatchLoop {
   private readonly settler: SettleBatcher;
   /** The last cycle stopped claiming because the settle backlog was full. */
   private heldBack = false;
+  /**
+   * Runs may be waiting for a slot of this loop: its last claim filled its capacity, or a cycle found no slot
+   * free. Only then does a freed slot claim at once. Otherwise the last claim took every run it could see,
+   * and a run committed since wakes the loop itself (in-process or by NOTIFY) — at low load, claiming on
+   * every freed slot was an empty claim per run.
+   */
+  private mayHaveWaiting = true;
   private wakePending = false;
   /**
    * A NOTIFY (or a poll) arrived since the last check for stopped runs: a cancel is announced so, never by an
@@ -148,6 +155,7 @@ export class DispatchLoop {
     for (;;) {
       const capacity = this.capacity();
       if (capacity <= 0 || this.loop.isStopped) {
+        if (capacity <= 0) this.mayHaveWaiting = true;
         if (capacity <= 0 && this.heldBack) this.heldBackCycles++;
         return;
       }
@@ -157,6 +165,7 @@ export class DispatchLoop {
           leaseMs: this.lease.leaseMs,
         }),
       );
+      if (started.length < capacity) this.mayHaveWaiting = false;
       if (started.length === 0) return;
       this.dispatched += started.length;
       for (const r of started) {
@@ -199,7 +208,7 @@ export class DispatchLoop {
       .finally(() => {
         this.controllers.delete(runId);
         this.executing.delete(slot);
-        this.wakeSoon();
+        if (this.mayHaveWaiting) this.wakeSoon();
       });
     this.executing.add(slot);
   }
