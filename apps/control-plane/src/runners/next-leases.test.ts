@@ -160,6 +160,31 @@ describe('the next leases with a completion batch', { timeout: 300_000 }, () => 
     expect(last.body.leases).toEqual([]);
   });
 
+  it('a batch that did not settle whole is granted nothing, even into the slots its settled items freed', async () => {
+    // The runner asked counting every item's slot as freed (a batch sent behind another may be refused
+    // whole, its leases still held): a grant on a partly settled batch could exceed its slots.
+    const r = await TestRunner.pair('next-e', 2);
+    const [a, b, waiting] = await createRuns(3);
+    const leased = await r.lease(2);
+    expect(leased.map((l) => l.runId)).toEqual([a, b]);
+    const partly = await r.complete(
+      [r.item(leased[0]!), r.item(leased[1]!, { advance: false, wrongRoot: true })],
+      { free: 2 },
+    );
+    expect(partly.status).toBe(200);
+    expect((partly.body.results as { outcome: string }[]).map((x) => x.outcome)).toEqual([
+      'settled',
+      'refused',
+    ]);
+    expect(partly.body.leases).toEqual([]);
+    expect(await statusOf(waiting!)).toBe('queued');
+    // Settled whole, the batch is granted into its slots (and the queue is left empty for the next test).
+    const whole = await r.complete([r.item(leased[1]!)], { free: 2 });
+    expect((whole.body.leases as LeaseBody[]).map((x) => x.runId)).toEqual([waiting]);
+    const last = await r.complete([r.item((whole.body.leases as LeaseBody[])[0]!)]);
+    expect(last.status).toBe(200);
+  });
+
   it('a draining runner is granted nothing with its completions', async () => {
     const r = await TestRunner.pair('next-c', 2);
     const [a, b] = await createRuns(2);
