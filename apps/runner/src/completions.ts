@@ -6,9 +6,9 @@
 // batch. Serial delivery of one link at a time made the chain the runner's bottleneck (README, "Figures");
 // batching keeps the order and the rule.
 //
-// Two batches may be in flight (MAX_IN_FLIGHT): what finishes while one is sent goes at once, signed on the
-// last link of the one in flight, instead of waiting a whole round trip for its answer (the wait was most
-// of a completion's wall time: README, "Figures"). The control plane orders them — a batch takes the key's
+// More than one batch may be in flight (`maxInFlight`; MAX_IN_FLIGHT, the default, is one): what finishes
+// while one is sent goes at once, signed on the last link of the one in flight, instead of waiting for its
+// answer. The control plane orders them — a batch takes the key's
 // audit lock and commits before the next one reads the chain's head — and when the second overtakes the
 // first (arrives first, or the first is refused or lost), its first link names one the control plane does
 // not hold: refused with nothing written, it is signed again from the chain's head. Answers are taken in
@@ -56,8 +56,13 @@ interface Waiting {
   readonly reject: (err: unknown) => void;
 }
 
-/** Batches in flight at once (see the header: the second is signed on the first's last link). */
-export const MAX_IN_FLIGHT = 2;
+/**
+ * Batches in flight at once, by default. One: a second batch in flight was measured no faster (README,
+ * "Figures": the control plane takes a key's batches one at a time under its audit lock, so the second mostly
+ * waits there instead of here, and is refused whole when it overtakes). The option stays for a control plane
+ * that holds that lock for less of its transaction.
+ */
+export const MAX_IN_FLIGHT = 1;
 
 export class Completions {
   readonly #api: Pick<RunnerApi, 'completeMany'>;

@@ -40,7 +40,7 @@ describe('Completions', () => {
   it('batches what finishes meanwhile, signed in chain order; the chain advances per settled link', async () => {
     const f = fakeApi((items) => items.map(() => ({ outcome: 'settled' as const })));
     const chain = new AuditChain();
-    const q = new Completions(f.api, chain, undefined, undefined, 1);
+    const q = new Completions(f.api, chain);
     const first = q.submit(request('r1', 1));
     await new Promise((r) => setImmediate(r));
     const rest = [q.submit(request('r2', 2)), q.submit(request('r3', 3))];
@@ -72,7 +72,7 @@ describe('Completions', () => {
       return items.map(() => ({ outcome: 'settled' as const }));
     });
     const chain = new AuditChain();
-    const q = new Completions(f.api, chain, undefined, undefined, 1);
+    const q = new Completions(f.api, chain);
     let abortR5 = false;
     const first = q.submit(request('r1', 1));
     await new Promise((r) => setImmediate(r));
@@ -179,7 +179,7 @@ describe('Completions', () => {
       const f = gatedApi();
       const chain = new AuditChain();
       chain.advance(addr(100));
-      const q = new Completions(f.api, chain);
+      const q = new Completions(f.api, chain, undefined, undefined, 2);
       const r1 = q.submit(request('r1', 1));
       await tick();
       const r2 = q.submit(request('r2', 2));
@@ -206,7 +206,7 @@ describe('Completions', () => {
       const f = gatedApi();
       const chain = new AuditChain();
       chain.advance(addr(100));
-      const q = new Completions(f.api, chain);
+      const q = new Completions(f.api, chain, undefined, undefined, 2);
       const r1 = q.submit(request('r1', 1));
       const r2 = q.submit(request('r2', 2));
       const r3 = q.submit(request('r3', 3)); // two in flight: waits
@@ -239,7 +239,7 @@ describe('Completions', () => {
       const f = gatedApi();
       const chain = new AuditChain();
       chain.advance(addr(100));
-      const q = new Completions(f.api, chain);
+      const q = new Completions(f.api, chain, undefined, undefined, 2);
       const stale = new Error('409 stale_lease');
       const r1 = q.submit(request('r1', 1));
       const r2 = q.submit(request('r2', 2));
@@ -267,7 +267,7 @@ describe('Completions', () => {
     it("a key's first link is not sent behind another batch", async () => {
       const f = gatedApi();
       const chain = new AuditChain();
-      const q = new Completions(f.api, chain);
+      const q = new Completions(f.api, chain, undefined, undefined, 2);
       const r1 = q.submit(request('r1', 1));
       const r2 = q.submit(request('r2', 2));
       await tick();
@@ -285,13 +285,19 @@ describe('Completions', () => {
       const answered: { settled: readonly string[]; asked: number }[] = [];
       const chain = new AuditChain();
       chain.advance(addr(100));
-      const q = new Completions(f.api, chain, undefined, {
-        want: (n) => {
-          wants.push(n);
-          return n;
+      const q = new Completions(
+        f.api,
+        chain,
+        undefined,
+        {
+          want: (n) => {
+            wants.push(n);
+            return n;
+          },
+          answered: (s, _leases, asked) => answered.push({ settled: s, asked }),
         },
-        answered: (s, _leases, asked) => answered.push({ settled: s, asked }),
-      });
+        2,
+      );
       const r1 = q.submit(request('r1', 1));
       const r2 = q.submit(request('r2', 2));
       await tick();
