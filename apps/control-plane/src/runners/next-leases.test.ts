@@ -11,7 +11,8 @@ import {
   type SigningKey,
   signAttestation,
 } from '@everdict/runrecord';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StreamingDigest } from '@everdict/trajectory-store';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
 import { journalRootOf } from './intervals.js';
 
@@ -183,6 +184,26 @@ describe('the next leases with a completion batch', { timeout: 300_000 }, () => 
     expect((whole.body.leases as LeaseBody[]).map((x) => x.runId)).toEqual([waiting]);
     const last = await r.complete([r.item((whole.body.leases as LeaseBody[])[0]!)]);
     expect(last.status).toBe(200);
+  });
+
+  it("a batch's journal roots reuse one digest (no WebAssembly instance per completion)", async () => {
+    const r = await TestRunner.pair('next-f', 3);
+    await createRuns(3);
+    const leased = await r.lease(3);
+    expect(leased).toHaveLength(3);
+    const create = vi.spyOn(StreamingDigest, 'create');
+    try {
+      const done = await r.complete(leased.map((l) => r.item(l)));
+      expect((done.body.results as { outcome: string }[]).map((x) => x.outcome)).toEqual([
+        'settled',
+        'settled',
+        'settled',
+      ]);
+      // At most the first item makes one (none when an earlier completion left a spare).
+      expect(create.mock.calls.length).toBeLessThanOrEqual(1);
+    } finally {
+      create.mockRestore();
+    }
   });
 
   it('a draining runner is granted nothing with its completions', async () => {
