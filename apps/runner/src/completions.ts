@@ -1,15 +1,24 @@
 // Completions, batched along the key's audit chain: every interval that finished waits here for its turn;
-// whenever no batch is in flight, all that wait (≤ 64) are signed in order — each attestation's
-// `audit_prev` the address of the one before — and sent in ONE `POST /runner/v1/completions`. The control
-// plane settles them in that order and stops at the first refusal; the chain advances over each settled
-// one, a refused one fails its interval, and the ones after it (skipped: they named a link the control
-// plane did not accept) are signed again on the next batch. Serial delivery of one link at a time made
-// the chain the runner's bottleneck (README, "Figures"); batching keeps the order and the rule.
+// all that wait (≤ 64) are signed in order — each attestation's `audit_prev` the address of the one before —
+// and sent in ONE `POST /runner/v1/completions`. The control plane settles them in that order and stops at
+// the first refusal; the chain advances over each settled one, a refused one fails its interval, and the
+// ones after it (skipped: they named a link the control plane did not accept) are signed again on the next
+// batch. Serial delivery of one link at a time made the chain the runner's bottleneck (README, "Figures");
+// batching keeps the order and the rule.
 //
-// The next leases ride on the batch (`NextLeases`, the daemon's): the batch asks for as many as its
-// settled items will free (`next: {free}`), and the answer's leases are handed over together with which
-// runs settled — before any of their intervals is told — so a busy runner needs no lease request of its own
-// per freed slot.
+// More than one batch may be in flight (`maxInFlight`; MAX_IN_FLIGHT, the default, is one): what finishes
+// while one is sent goes at once, signed on the last link of the one in flight, instead of waiting for its
+// answer. The control plane orders them — a batch takes the key's
+// audit lock and commits before the next one reads the chain's head — and when the second overtakes the
+// first (arrives first, or the first is refused or lost), its first link names one the control plane does
+// not hold: refused with nothing written, it is signed again from the chain's head. Answers are taken in
+// the order the batches were sent, so the chain advances in chain order; after an answer that settled less
+// than its whole batch nothing more is sent until the batches in flight are answered.
+//
+// The next leases ride on the batch (`NextLeases`, the daemon's): the batch asks for as many as its settled
+// items will free (`next: {free}`; the control plane grants only into a batch that settled whole), and the
+// answer's leases are handed over together with which runs settled — before any of their intervals is told —
+// so a busy runner needs no lease request of its own per freed slot.
 import type { Hex } from '@everdict/runrecord';
 import type { AuditChain } from './audit-chain.js';
 import { RunnerError } from './errors.js';
@@ -40,52 +49,82 @@ export interface NextLeases {
 }
 
 interface Waiting {
+  /** Submission order: what is signed again keeps its place before what came after it. */
+  readonly seq: number;
   readonly request: CompletionRequest;
   readonly resolve: (delivered: boolean) => void;
   readonly reject: (err: unknown) => void;
 }
+
+/**
+ * Batches in flight at once, by default. One: a second batch in flight was measured no faster (README,
+ * "Figures": the control plane takes a key's batches one at a time under its audit lock, so the second mostly
+ * waits there instead of here, and is refused whole when it overtakes). The option stays for a control plane
+ * that holds that lock for less of its transaction.
+ */
+export const MAX_IN_FLIGHT = 1;
 
 export class Completions {
   readonly #api: Pick<RunnerApi, 'completeMany'>;
   readonly #chain: AuditChain;
   readonly #max: number;
   readonly #next: NextLeases | undefined;
+  readonly #maxInFlight: number;
   #waiting: Waiting[] = [];
   /** Links sent in a call that got no answer: the control plane may have accepted some of them. */
   readonly #unanswered = new Set<Hex>();
-  #sending = false;
+  /** Batches sent and not yet answered (their answers are taken in the order they were sent). */
+  #inFlight = 0;
+  /** The last link signed in a batch in flight: the next batch's first `audit_prev` (while one is). */
+  #tip: Hex | undefined;
+  /** An answer settled less than its whole batch: nothing is sent until the batches in flight are answered. */
+  #hold = false;
+  /** The answers, taken in order (a later batch's answer waits for the earlier one's). */
+  #answers: Promise<void> = Promise.resolve();
+  #submitted = 0;
   /** Batches sent, for tests and logs. */
   batches = 0;
 
-  constructor(api: Pick<RunnerApi, 'completeMany'>, chain: AuditChain, max = MAX_BATCH, next?: NextLeases) {
+  constructor(
+    api: Pick<RunnerApi, 'completeMany'>,
+    chain: AuditChain,
+    max = MAX_BATCH,
+    next?: NextLeases,
+    maxInFlight = MAX_IN_FLIGHT,
+  ) {
     this.#api = api;
     this.#chain = chain;
     this.#max = max;
     this.#next = next;
+    this.#maxInFlight = Math.max(1, maxInFlight);
   }
 
   /** Resolves true once the control plane settled the run, false when aborted before sending; rejects with its refusal. */
   submit(request: CompletionRequest): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
-      this.#waiting.push({ request, resolve, reject });
-      void this.#pump();
+      this.#waiting.push({ seq: this.#submitted++, request, resolve, reject });
+      this.#pump();
     });
   }
 
-  async #pump(): Promise<void> {
-    if (this.#sending) return;
-    this.#sending = true;
-    try {
-      while (this.#waiting.length > 0) await this.#sendOne();
-    } finally {
-      this.#sending = false;
+  #pump(): void {
+    while (this.#waiting.length > 0 && !this.#hold) {
+      const limit = this.#chain.head === undefined ? 1 : this.#maxInFlight;
+      if (this.#inFlight >= limit) return;
+      this.#sendOne();
     }
   }
 
-  async #sendOne(): Promise<void> {
+  #sendOne(): void {
     const taken = this.#waiting.splice(0, this.#max);
+    // Sent while another batch is in flight, this one is signed on that batch's last link: speculative —
+    // the control plane takes it only after that batch (the key's audit lock orders them; a batch that
+    // arrives first is refused at its first item, nothing written, and signed again: see #take).
+    const speculative = this.#inFlight > 0;
+    // A key's first link is never sent speculatively: the control plane takes any `audit_prev` for a key
+    // with no link yet, so a second batch that overtook the first would be accepted, and the first refused.
     const batch: { w: Waiting; address: Hex; body: CompleteBody }[] = [];
-    let prev = this.#chain.head;
+    let prev = speculative ? this.#tip : this.#chain.head;
     for (const w of taken) {
       let signed: ReturnType<CompletionRequest['sign']>;
       try {
@@ -103,16 +142,58 @@ export class Completions {
     }
     if (batch.length === 0) return;
     this.batches += 1;
+    this.#inFlight += 1;
+    this.#tip = prev;
+    // Every batch asks for the leases its items free, a batch behind another too: the control plane grants
+    // only into a batch that settled whole (a speculative one refused at its first link is granted nothing,
+    // its leases still held), and the daemon reserves what each batch in flight asked.
     const asked = Math.max(0, this.#next?.want(batch.length) ?? 0);
+    const call = Promise.resolve()
+      .then(() =>
+        this.#api.completeMany(
+          batch.map((b) => ({ runId: b.w.request.runId, ...b.body })),
+          asked > 0 ? { free: asked } : undefined,
+        ),
+      )
+      .then((reply) => {
+        if (reply.results.length !== batch.length)
+          throw new RunnerError(
+            'bad_state',
+            `${reply.results.length} results for ${batch.length} completions`,
+          );
+        return reply;
+      });
+    // Swallowed here: #take reads the outcome of `call` itself.
+    call.catch(() => {});
+    this.#answers = this.#answers.then(() => this.#take(batch, call, asked, speculative));
+  }
+
+  async #take(
+    batch: { w: Waiting; address: Hex; body: CompleteBody }[],
+    call: Promise<CompletionsReply>,
+    asked: number,
+    speculative: boolean,
+  ): Promise<void> {
+    try {
+      await this.#settle(batch, call, asked, speculative);
+    } finally {
+      this.#inFlight -= 1;
+      if (this.#inFlight === 0) this.#hold = false;
+      this.#pump();
+    }
+  }
+
+  async #settle(
+    batch: { w: Waiting; address: Hex; body: CompleteBody }[],
+    call: Promise<CompletionsReply>,
+    asked: number,
+    speculative: boolean,
+  ): Promise<void> {
     let reply: CompletionsReply;
     try {
-      reply = await this.#api.completeMany(
-        batch.map((b) => ({ runId: b.w.request.runId, ...b.body })),
-        asked > 0 ? { free: asked } : undefined,
-      );
-      if (reply.results.length !== batch.length)
-        throw new RunnerError('bad_state', `${reply.results.length} results for ${batch.length} completions`);
+      reply = await call;
     } catch (err) {
+      this.#hold = true;
       this.#next?.answered([], [], asked);
       for (const b of batch) {
         this.#unanswered.add(b.address);
@@ -137,19 +218,27 @@ export class Completions {
           this.#unanswered.clear();
           this.#chain.advance(accepted);
           again.push(b.w);
+        } else if (speculative && i === 0 && accepted !== undefined && isAuditPrevRefusal(r.error)) {
+          // The speculative batch's first link named a link the control plane did not hold yet (this batch
+          // overtook the one before) or will never hold (the one before was refused or lost): nothing of it
+          // was written; it is signed again from the chain's head once the batches in flight are answered.
+          again.push(b.w);
         } else b.w.reject(r.error);
       } else {
         again.push(b.w); // skipped after a refusal (or not answered): signed again with the chain's head
       }
     }
     this.#chain.persist();
+    // Anything not settled breaks the links signed after it: a batch in flight behind this one is refused
+    // (its first link names one the control plane does not hold), and none is sent until it is answered.
+    if (again.length > 0 || settled.length < batch.length) this.#hold = true;
     this.#next?.answered(
       settled.map((w) => w.request.runId),
       reply.leases ?? [],
       asked,
     );
     for (const w of settled) w.resolve(true);
-    this.#waiting.unshift(...again);
+    if (again.length > 0) this.#waiting = [...again, ...this.#waiting].sort((a, b) => a.seq - b.seq);
   }
 }
 
@@ -158,4 +247,9 @@ function acceptedLink(err: Error): Hex | undefined {
   const problem = (err as { problem?: { code?: unknown; details?: { expected?: unknown } } }).problem;
   const expected = problem?.details?.expected;
   return problem?.code === 'attestation_mismatch' && typeof expected === 'string' ? expected : undefined;
+}
+
+/** A refusal of `audit_prev` itself (not of the journal root or the signature, refused the same way). */
+function isAuditPrevRefusal(err: Error): boolean {
+  return err.message.includes('audit_prev');
 }

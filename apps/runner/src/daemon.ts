@@ -52,11 +52,13 @@ export class RunnerDaemon {
         // A long-poll in flight says the queue was empty when it last looked: a grant with the batch would
         // most likely find nothing (a wasted claim); the poll takes what comes, then the freed slots.
         if (this.#draining || this.#polling > 0) return 0;
-        this.#reserved = Math.max(0, this.#free() + settling);
-        return this.#reserved;
+        const ask = Math.max(0, this.#free() + settling);
+        this.#reserved += ask;
+        return ask;
       },
-      answered: (settled, leases) => {
-        this.#reserved = 0;
+      answered: (settled, leases, asked) => {
+        // What this batch asked is answered (a batch in flight behind it keeps its own reservation).
+        this.#reserved = Math.max(0, this.#reserved - asked);
         for (const runId of settled) if (this.#held.has(runId)) this.#released.add(runId);
         for (const lease of leases) this.#run(lease);
         if (this.#free() > 0) this.#wake();

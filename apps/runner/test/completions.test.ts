@@ -148,4 +148,171 @@ describe('Completions', () => {
     await expect(q2.submit(request('r3', 3))).rejects.toBe(other);
     expect(chain.head).toBe(addr(2));
   });
+
+  describe('two batches in flight', () => {
+    /** A control plane whose every call waits for its own `answer(i, results)` (i: the call's index). */
+    function gatedApi() {
+      const calls: { items: { runId: string; prev: unknown }[]; free: number | undefined }[] = [];
+      const gates: ((reply: CompletionsReply) => void)[] = [];
+      return {
+        calls,
+        answer: (i: number, results: CompletionResult[]) => gates[i]!({ results }),
+        api: {
+          completeMany(items: Item[], next?: { free: number }): Promise<CompletionsReply> {
+            calls.push({
+              items: items.map((it) => ({ runId: it.runId, prev: it.attestation.prev })),
+              free: next?.free,
+            });
+            return new Promise<CompletionsReply>((r) => gates.push(r));
+          },
+        },
+      };
+    }
+    const settled = (n: number) => Array.from({ length: n }, () => ({ outcome: 'settled' as const }));
+    const tick = () => new Promise((r) => setImmediate(r));
+    const prevRefused = (expected: string) =>
+      Object.assign(new Error("audit_prev is not the runner's previous attestation"), {
+        problem: { code: 'attestation_mismatch', details: { expected } },
+      });
+
+    it('what finishes while a batch is in flight is sent at once, signed on its last link', async () => {
+      const f = gatedApi();
+      const chain = new AuditChain();
+      chain.advance(addr(100));
+      const q = new Completions(f.api, chain, undefined, undefined, 2);
+      const r1 = q.submit(request('r1', 1));
+      await tick();
+      const r2 = q.submit(request('r2', 2));
+      await tick();
+      const r3 = q.submit(request('r3', 3)); // two in flight: waits
+      await tick();
+      expect(f.calls.map((c) => c.items)).toEqual([
+        [{ runId: 'r1', prev: addr(100) }],
+        [{ runId: 'r2', prev: addr(1) }],
+      ]);
+      f.answer(0, settled(1));
+      expect(await r1).toBe(true);
+      await tick();
+      expect(f.calls[2]?.items).toEqual([{ runId: 'r3', prev: addr(2) }]);
+      f.answer(2, settled(1)); // answered before the one sent earlier: taken after it
+      await tick();
+      expect(chain.head).toBe(addr(1));
+      f.answer(1, settled(1));
+      expect(await Promise.all([r2, r3])).toEqual([true, true]);
+      expect(chain.head).toBe(addr(3));
+    });
+
+    it('a batch that overtook the one before is refused whole and signed again from the head', async () => {
+      const f = gatedApi();
+      const chain = new AuditChain();
+      chain.advance(addr(100));
+      const q = new Completions(f.api, chain, undefined, undefined, 2);
+      const r1 = q.submit(request('r1', 1));
+      const r2 = q.submit(request('r2', 2));
+      const r3 = q.submit(request('r3', 3)); // two in flight: waits
+      await tick();
+      // The control plane took the second batch first: its first link names r1, which it does not hold.
+      f.answer(1, [{ outcome: 'refused', error: prevRefused(addr(100)) }]);
+      await tick();
+      expect(f.calls).toHaveLength(2);
+      f.answer(0, settled(1));
+      expect(await r1).toBe(true);
+      await tick();
+      // r3 went out behind r2 when r1's answer was taken (r2's refusal not yet read): refused as well.
+      f.answer(2, [{ outcome: 'refused', error: prevRefused(addr(1)) }]);
+      await tick();
+      expect(f.calls.map((c) => c.items)).toEqual([
+        [{ runId: 'r1', prev: addr(100) }],
+        [{ runId: 'r2', prev: addr(1) }],
+        [{ runId: 'r3', prev: addr(2) }],
+        [
+          { runId: 'r2', prev: addr(1) },
+          { runId: 'r3', prev: addr(2) },
+        ],
+      ]);
+      f.answer(3, settled(2));
+      expect(await Promise.all([r2, r3])).toEqual([true, true]);
+      expect(chain.head).toBe(addr(3));
+    });
+
+    it('after a refusal in the first, the one behind it is signed again from the last accepted link', async () => {
+      const f = gatedApi();
+      const chain = new AuditChain();
+      chain.advance(addr(100));
+      const q = new Completions(f.api, chain, undefined, undefined, 2);
+      const stale = new Error('409 stale_lease');
+      const r1 = q.submit(request('r1', 1));
+      const r2 = q.submit(request('r2', 2));
+      const r3 = q.submit(request('r3', 3)); // waits: two in flight
+      await tick();
+      f.answer(0, [{ outcome: 'refused', error: stale }]);
+      await expect(r1).rejects.toBe(stale);
+      await tick();
+      expect(f.calls).toHaveLength(2); // held: the batch behind names r1, which was refused
+      f.answer(1, [{ outcome: 'refused', error: prevRefused(addr(100)) }]);
+      await tick();
+      expect(f.calls.map((c) => c.items)).toEqual([
+        [{ runId: 'r1', prev: addr(100) }],
+        [{ runId: 'r2', prev: addr(1) }],
+        [
+          { runId: 'r2', prev: addr(100) },
+          { runId: 'r3', prev: addr(2) },
+        ],
+      ]);
+      f.answer(2, settled(2));
+      expect(await Promise.all([r2, r3])).toEqual([true, true]);
+      expect(chain.head).toBe(addr(3));
+    });
+
+    it("a key's first link is not sent behind another batch", async () => {
+      const f = gatedApi();
+      const chain = new AuditChain();
+      const q = new Completions(f.api, chain, undefined, undefined, 2);
+      const r1 = q.submit(request('r1', 1));
+      const r2 = q.submit(request('r2', 2));
+      await tick();
+      expect(f.calls).toHaveLength(1);
+      f.answer(0, settled(1));
+      await tick();
+      expect(f.calls[1]?.items).toEqual([{ runId: 'r2', prev: addr(1) }]);
+      f.answer(1, settled(1));
+      expect(await Promise.all([r1, r2])).toEqual([true, true]);
+    });
+
+    it('each batch in flight asks for the leases its items free; each answer returns what it asked', async () => {
+      const f = gatedApi();
+      const wants: number[] = [];
+      const answered: { settled: readonly string[]; asked: number }[] = [];
+      const chain = new AuditChain();
+      chain.advance(addr(100));
+      const q = new Completions(
+        f.api,
+        chain,
+        undefined,
+        {
+          want: (n) => {
+            wants.push(n);
+            return n;
+          },
+          answered: (s, _leases, asked) => answered.push({ settled: s, asked }),
+        },
+        2,
+      );
+      const r1 = q.submit(request('r1', 1));
+      const r2 = q.submit(request('r2', 2));
+      await tick();
+      expect(f.calls.map((c) => c.free)).toEqual([1, 1]);
+      f.answer(0, settled(1));
+      f.answer(1, [{ outcome: 'refused', error: prevRefused(addr(100)) }]);
+      expect(await r1).toBe(true);
+      await tick();
+      expect(answered).toEqual([
+        { settled: ['r1'], asked: 1 },
+        { settled: [], asked: 1 },
+      ]);
+      f.answer(2, settled(1));
+      expect(await r2).toBe(true);
+      expect(wants).toEqual([1, 1, 1]);
+    });
+  });
 });

@@ -3,8 +3,8 @@
 
 import type { TraceEvent } from '@everdict/run-model';
 import { blake3, bytesToHex } from '@everdict/runrecord';
-import { canonicalJsonl } from '@everdict/trajectory-store';
-import { describe, expect, it } from 'vitest';
+import { canonicalJsonl, StreamingDigest } from '@everdict/trajectory-store';
+import { describe, expect, it, vi } from 'vitest';
 import { Journal } from '../src/index.js';
 
 describe('Journal', () => {
@@ -40,5 +40,43 @@ describe('Journal', () => {
   it('the root of an empty interval is the digest of zero bytes', async () => {
     const journal = await Journal.open({ events: async () => {} }, 'run-1', 1);
     expect(await journal.close()).toBe(bytesToHex(blake3(new Uint8Array())));
+  });
+
+  it('a closed journal gives its digest, reset, to the next one; an abandoned one keeps its own', async () => {
+    const api = { events: async () => {} };
+    const rootOf = (sent: TraceEvent[]) => bytesToHex(blake3(new TextEncoder().encode(canonicalJsonl(sent))));
+    const open = async (runId: string) => {
+      const sent: TraceEvent[] = [];
+      const j = await Journal.open(
+        { events: async (_r: string, _e: number, events: TraceEvent[]) => void sent.push(...events) },
+        runId,
+        1,
+        { flushMs: 60_000 },
+      );
+      return { j, sent };
+    };
+    // Warm: a closed journal leaves a spare.
+    await (await Journal.open(api, 'warm', 1)).close();
+    const create = vi.spyOn(StreamingDigest, 'create');
+    try {
+      const a = await open('run-a');
+      await a.j.append({ type: 'log', level: 'info', message: 'a' });
+      const rootA = await a.j.close();
+      const b = await open('run-b');
+      await b.j.append({ type: 'log', level: 'info', message: 'b' });
+      const rootB = await b.j.close();
+      expect(create).not.toHaveBeenCalled();
+      expect(rootA).toBe(rootOf(a.sent));
+      expect(rootB).toBe(rootOf(b.sent)); // reset: nothing of run-a's events in it
+      await expect(b.j.append({ type: 'log', level: 'info', message: 'late' })).rejects.toThrow('closed');
+      // Abandoned (a batch may still be in flight): its digest is not handed on.
+      const c = await open('run-c');
+      c.j.abandon();
+      const d = await open('run-d');
+      expect(create).toHaveBeenCalledTimes(1);
+      expect(await d.j.close()).toBe(rootOf([]));
+    } finally {
+      create.mockRestore();
+    }
   });
 });

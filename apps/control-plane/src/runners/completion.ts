@@ -28,6 +28,15 @@ import { noStore, parse } from './intervals.js';
 import type { RunnerIdentity } from './registry.js';
 import { CompleteInput } from './schemas.js';
 
+/**
+ * Digests for the journal roots, reused: each is a WebAssembly instance, and making one per completion cost
+ * wall time inside the batch's transaction — after the first item, with the runner's audit lock held
+ * (runner README, "Figures"). A digest serves one root at a time (taken, then given back reset); one
+ * whose root threw is dropped.
+ */
+const spareDigests: StreamingDigest[] = [];
+const MAX_SPARE_DIGESTS = 16;
+
 /** The events an interval appended to the run's trajectory (its journal), in order, read back page by page. */
 async function journalRootFromTrajectory(
   trajectories: RunTrajectories,
@@ -35,7 +44,9 @@ async function journalRootFromTrajectory(
   runId: string,
   journal: { from: number; count: number },
 ): Promise<string> {
-  const digest = await StreamingDigest.create();
+  const spare = spareDigests.pop();
+  if (spare) spare.reset();
+  const digest = spare ?? (await StreamingDigest.create());
   const { from, count } = journal;
   // Offsets are seqs: a runner kind's trajectory is written by its runners only, attempt after attempt.
   for (let at = from; at < from + count; ) {
@@ -49,7 +60,9 @@ async function journalRootFromTrajectory(
       at += 1;
     }
   }
-  return digest.digest().slice('blake3:'.length);
+  const root = digest.digest().slice('blake3:'.length);
+  if (spareDigests.length < MAX_SPARE_DIGESTS) spareDigests.push(digest);
+  return root;
 }
 
 /** A run's lease and this epoch's journal row, as `leaseJournal` reads them (absent: no lease). */

@@ -11,7 +11,8 @@ import {
   type SigningKey,
   signAttestation,
 } from '@everdict/runrecord';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StreamingDigest } from '@everdict/trajectory-store';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
 import { journalRootOf } from './intervals.js';
 
@@ -158,6 +159,51 @@ describe('the next leases with a completion batch', { timeout: 300_000 }, () => 
     expect((ok.body.leases as LeaseBody[]).map((x) => x.runId)).toEqual([waiting]);
     const last = await r.complete([r.item((ok.body.leases as LeaseBody[])[0]!)], { free: 1 });
     expect(last.body.leases).toEqual([]);
+  });
+
+  it('a batch that did not settle whole is granted nothing, even into the slots its settled items freed', async () => {
+    // The runner asked counting every item's slot as freed (a batch sent behind another may be refused
+    // whole, its leases still held): a grant on a partly settled batch could exceed its slots.
+    const r = await TestRunner.pair('next-e', 2);
+    const [a, b, waiting] = await createRuns(3);
+    const leased = await r.lease(2);
+    expect(leased.map((l) => l.runId)).toEqual([a, b]);
+    const partly = await r.complete(
+      [r.item(leased[0]!), r.item(leased[1]!, { advance: false, wrongRoot: true })],
+      { free: 2 },
+    );
+    expect(partly.status).toBe(200);
+    expect((partly.body.results as { outcome: string }[]).map((x) => x.outcome)).toEqual([
+      'settled',
+      'refused',
+    ]);
+    expect(partly.body.leases).toEqual([]);
+    expect(await statusOf(waiting!)).toBe('queued');
+    // Settled whole, the batch is granted into its slots (and the queue is left empty for the next test).
+    const whole = await r.complete([r.item(leased[1]!)], { free: 2 });
+    expect((whole.body.leases as LeaseBody[]).map((x) => x.runId)).toEqual([waiting]);
+    const last = await r.complete([r.item((whole.body.leases as LeaseBody[])[0]!)]);
+    expect(last.status).toBe(200);
+  });
+
+  it("a batch's journal roots reuse one digest (no WebAssembly instance per completion)", async () => {
+    const r = await TestRunner.pair('next-f', 3);
+    await createRuns(3);
+    const leased = await r.lease(3);
+    expect(leased).toHaveLength(3);
+    const create = vi.spyOn(StreamingDigest, 'create');
+    try {
+      const done = await r.complete(leased.map((l) => r.item(l)));
+      expect((done.body.results as { outcome: string }[]).map((x) => x.outcome)).toEqual([
+        'settled',
+        'settled',
+        'settled',
+      ]);
+      // At most the first item makes one (none when an earlier completion left a spare).
+      expect(create.mock.calls.length).toBeLessThanOrEqual(1);
+    } finally {
+      create.mockRestore();
+    }
   });
 
   it('a draining runner is granted nothing with its completions', async () => {

@@ -101,7 +101,8 @@ export const CompletionsInput = z.strictObject({
   /**
    * The runner's next leases in the same answer: after the batch settled, up to `free` leases are granted
    * exactly as `POST /runner/v1/leases` grants them without waiting (`free` counts the slots the settled
-   * items free; the control plane still grants no more than the runner's slots minus the leases it holds).
+   * items free; the control plane still grants no more than the runner's slots minus the leases it holds,
+   * and none at all unless every item settled).
    * A busy runner then asks for no lease of its own per freed slot; it long-polls only when fewer came.
    */
   next: z.strictObject({ free: z.int().min(0).max(10_000) }).optional(),
