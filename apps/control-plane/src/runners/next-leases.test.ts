@@ -2,19 +2,17 @@
 // after the batch settled, as a lease request grants them — up to `free`, never more than the runner's slots
 // minus the leases it still holds (a refused item's lease still counts), none while it drains — and absent
 // from an answer that did not ask.
-import { randomBytes } from 'node:crypto';
-import {
-  buildAttestation,
-  encodeAttestationBody,
-  generateSigningKey,
-  type Hex,
-  type SigningKey,
-  signAttestation,
-} from '@everdict/runrecord';
+import { encodeAttestationBody, type Hex } from '@everdict/runrecord';
 import { StreamingDigest } from '@everdict/trajectory-store';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
-import { journalRootOf } from './intervals.js';
+import {
+  leaseRuns,
+  pairTestRunner,
+  signTestInterval,
+  type TestLease,
+  type TestRunner,
+} from '../http/testing/runners.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -24,65 +22,36 @@ afterAll(async () => {
   await t?.close();
 });
 
-interface LeaseBody {
-  runId: string;
-  epoch: number;
-  unitId: Hex;
-  grantsId: Hex;
-  recordHead: Hex;
-}
+type LeaseBody = TestLease;
 
 /** A paired runner of `slots` slots, and its audit chain's head as the test signs along it. */
-class TestRunner {
+class ChainedRunner {
   head: Hex | undefined;
-  constructor(
-    readonly id: string,
-    readonly credential: string,
-    readonly key: SigningKey,
-  ) {}
+  constructor(readonly runner: TestRunner) {}
 
-  static async pair(name: string, slots: number): Promise<TestRunner> {
-    const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { key: ADMIN_KEY, body: { name } });
-    const key = generateSigningKey(randomBytes(32));
-    const paired = await call(t.app, 'POST', '/runners/pair', {
-      key: null,
-      body: {
-        token: minted.body.token,
-        publicKey: key.publicKey,
-        name,
-        capabilities: { drivers: ['process'], kinds: ['command'], images: ['default'], slots },
-      },
-    });
-    expect(paired.status, JSON.stringify(paired.body)).toBe(201);
-    return new TestRunner(String(paired.body.runnerId), String(paired.body.credential), key);
+  get credential(): string {
+    return this.runner.credential;
   }
 
-  async lease(free: number): Promise<LeaseBody[]> {
-    const res = await call(t.app, 'POST', '/runner/v1/leases', {
-      key: this.credential,
-      body: { free, waitMs: 0 },
-    });
-    expect(res.status).toBe(200);
-    return res.body.leases as LeaseBody[];
+  get id(): string {
+    return this.runner.id;
+  }
+
+  static async pair(name: string, slots: number): Promise<ChainedRunner> {
+    const capabilities = { drivers: ['process'], kinds: ['command'], images: ['default'], slots };
+    return new ChainedRunner(await pairTestRunner(t.app, { name, capabilities }));
+  }
+
+  lease(free: number): Promise<LeaseBody[]> {
+    return leaseRuns(t.app, this.runner, free);
   }
 
   /** One completion item, signed as the next link of this runner's chain (`journalRoot` wrong: refused). */
   item(l: LeaseBody, { advance = true, wrongRoot = false } = {}) {
-    const { attestation } = buildAttestation({
-      unitId: l.unitId,
-      grantsId: l.grantsId,
-      recordHead: l.recordHead,
-      startedMs: 1_764_547_200_000n,
-      endedMs: 1_764_547_200_250n,
-      activeUj: 1_000n,
-      provenance: 'estimated',
-      meter: 'test',
-      journalRoot: (wrongRoot ? 'f'.repeat(64) : journalRootOf([])) as Hex,
-      outcome: 'succeeded',
-      exitCode: 0,
+    const signed = signTestInterval(l, this.runner.key.secretKey, {
+      ...(wrongRoot ? { journalRoot: 'f'.repeat(64) as Hex } : {}),
       ...(this.head ? { auditPrev: this.head } : {}),
     });
-    const signed = signAttestation(attestation, this.key.secretKey);
     if (advance) this.head = signed.address;
     return { runId: l.runId, epoch: l.epoch, outputs: {}, attestation: encodeAttestationBody(signed.body) };
   }
@@ -113,7 +82,7 @@ const statusOf = async (runId: string) =>
 
 describe('the next leases with a completion batch', { timeout: 300_000 }, () => {
   it('grants up to `free` after the batch settled, capped by the slots the held leases leave', async () => {
-    const r = await TestRunner.pair('next-a', 2);
+    const r = await ChainedRunner.pair('next-a', 2);
     const ids = await createRuns(5);
     const first = await r.lease(2);
     expect(first.map((l) => l.runId)).toEqual(ids.slice(0, 2));
@@ -145,7 +114,7 @@ describe('the next leases with a completion batch', { timeout: 300_000 }, () => 
   });
 
   it("a refused item's lease still counts: nothing is granted into its slot", async () => {
-    const r = await TestRunner.pair('next-b', 1);
+    const r = await ChainedRunner.pair('next-b', 1);
     const [queued, waiting] = await createRuns(2);
     const [l] = await r.lease(1);
     expect(l?.runId).toBe(queued);
@@ -164,7 +133,7 @@ describe('the next leases with a completion batch', { timeout: 300_000 }, () => 
   it('a batch that did not settle whole is granted nothing, even into the slots its settled items freed', async () => {
     // The runner asked counting every item's slot as freed (a batch sent behind another may be refused
     // whole, its leases still held): a grant on a partly settled batch could exceed its slots.
-    const r = await TestRunner.pair('next-e', 2);
+    const r = await ChainedRunner.pair('next-e', 2);
     const [a, b, waiting] = await createRuns(3);
     const leased = await r.lease(2);
     expect(leased.map((l) => l.runId)).toEqual([a, b]);
@@ -187,7 +156,7 @@ describe('the next leases with a completion batch', { timeout: 300_000 }, () => 
   });
 
   it("a batch's journal roots reuse one digest (no WebAssembly instance per completion)", async () => {
-    const r = await TestRunner.pair('next-f', 3);
+    const r = await ChainedRunner.pair('next-f', 3);
     await createRuns(3);
     const leased = await r.lease(3);
     expect(leased).toHaveLength(3);
@@ -207,7 +176,7 @@ describe('the next leases with a completion batch', { timeout: 300_000 }, () => 
   });
 
   it('a draining runner is granted nothing with its completions', async () => {
-    const r = await TestRunner.pair('next-c', 2);
+    const r = await ChainedRunner.pair('next-c', 2);
     const [a, b] = await createRuns(2);
     const [l] = await r.lease(1);
     expect(l?.runId).toBe(a);
@@ -218,7 +187,7 @@ describe('the next leases with a completion batch', { timeout: 300_000 }, () => 
     expect(done.body.leases).toEqual([]);
     expect(await statusOf(b!)).toBe('queued');
     // (Another runner takes it, so the queue is empty for whatever runs next.)
-    const other = await TestRunner.pair('next-d', 1);
+    const other = await ChainedRunner.pair('next-d', 1);
     const [lb] = await other.lease(1);
     expect(lb?.runId).toBe(b);
     expect((await other.complete([other.item(lb!)])).status).toBe(200);
