@@ -5,7 +5,7 @@ import type { KyselyPlugin } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, type TestCore, testCore } from '../../test/core.js';
 import { leasePolicy } from '../leases/policy.js';
-import { DISPATCH_CHANNEL } from '../services/context.js';
+import { type Deps, DISPATCH_CHANNEL } from '../services/context.js';
 import { settleMany } from './batch-transitions.js';
 import { BACKLOG_FACTOR, DispatchLoop } from './dispatch-loop.js';
 import type { SettleBatch } from './settle-batcher.js';
@@ -40,6 +40,22 @@ function countingClaims(t: TestCore) {
   };
   const deps = t.core.internals.deps;
   return { deps: { ...deps, db: deps.db.withPlugin(counting) }, claims: () => claims };
+}
+
+/**
+ * A started loop that only start(), a NOTIFY and its own freed slots wake: no poll and no sweep within a test
+ * (both ten minutes away), so what it claims is what those wakes caused.
+ */
+async function quietLoop(deps: Deps, concurrency: number, settleBatch?: SettleBatch) {
+  const loop = new DispatchLoop(deps, {
+    pollMs: 600_000,
+    concurrency,
+    timeoutMs: 3_000,
+    lease: leasePolicy({ leaseMs: 600_000, sweepMs: 600_000 }),
+    ...(settleBatch ? { settleBatch } : {}),
+  });
+  await loop.start();
+  return loop;
 }
 
 describe('DispatchLoop', () => {
@@ -138,14 +154,7 @@ describe('DispatchLoop', () => {
     await createEchoes(6);
     const held = heldSettle();
     const counted = countingClaims(t);
-    loop = new DispatchLoop(counted.deps, {
-      pollMs: 600_000,
-      concurrency: 8,
-      timeoutMs: 3_000,
-      settleBatch: held.settleBatch,
-      lease: leasePolicy({ leaseMs: 600_000, sweepMs: 600_000 }),
-    });
-    await loop.start();
+    loop = await quietLoop(counted.deps, 8, held.settleBatch);
     try {
       // Both executions returned (the first settle batch held, the rest behind it) and a claim after them came
       // back empty: the tenant's cap.
@@ -180,14 +189,7 @@ describe('DispatchLoop', () => {
     }
     await unlisten();
     const counted = countingClaims(t);
-    loop = new DispatchLoop(counted.deps, {
-      pollMs: 60_000,
-      concurrency: 16,
-      timeoutMs: 3_000,
-      // No sweep within the test: only start() wakes the loop.
-      lease: leasePolicy({ leaseMs: 600_000, sweepMs: 600_000 }),
-    });
-    await loop.start();
+    loop = await quietLoop(counted.deps, 16); // only start() wakes it
     await eventually(async () => (loop?.dispatched === 3 ? true : undefined));
     // The executions sleep: nothing freed a slot or woke the loop; its one cycle claimed once (3 of 16).
     expect(await statuses()).toEqual({ running: 3 });
@@ -197,13 +199,7 @@ describe('DispatchLoop', () => {
   it('a freed slot claims again only when runs may be waiting for it', async () => {
     t = await testCore({ scheduler: { enabled: false } });
     const counted = countingClaims(t);
-    loop = new DispatchLoop(counted.deps, {
-      pollMs: 600_000,
-      concurrency: 4,
-      timeoutMs: 3_000,
-      lease: leasePolicy({ leaseMs: 600_000, sweepMs: 600_000 }),
-    });
-    await loop.start();
+    loop = await quietLoop(counted.deps, 4);
     await eventually(async () => (counted.claims() >= 1 ? true : undefined)); // start()'s claim: nothing queued
     await createEchoes(1); // its NOTIFY wakes the loop: one claim takes it (1 of 4)
     await eventually(async () => ((await statuses()).succeeded === 1 ? true : undefined));
@@ -214,13 +210,7 @@ describe('DispatchLoop', () => {
 
   it('a freed slot claims at once when a wake found its loop full (no wait for a poll)', async () => {
     t = await testCore({ scheduler: { enabled: false } });
-    loop = new DispatchLoop(t.core.internals.deps, {
-      pollMs: 600_000,
-      concurrency: 2,
-      timeoutMs: 3_000,
-      lease: leasePolicy({ leaseMs: 600_000, sweepMs: 600_000 }),
-    });
-    await loop.start();
+    loop = await quietLoop(t.core.internals.deps, 2);
     // C is another tenant's: A's settle releases A's tenant, which has nothing queued — no release wake for C.
     const made = await t.core.services.auth.createTenant(t.admin, { id: 'other' });
     const other = await t.core.services.auth.authenticate(made.key.key);
