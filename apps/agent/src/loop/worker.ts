@@ -1,6 +1,7 @@
 // The agent service's work loop: lease ready turns (like a runner leases runs), heartbeat each lease while
 // its interval runs, stop at once when the control plane says it is lost (no report, no segment: an
 // interval nobody reported is not recorded), and run one interval per lease.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ControlPlane, TurnLease } from '../control-plane.js';
 import { isAgentError } from '../errors.js';
 import { type IntervalOptions, type IntervalOutcome, runInterval } from './interval.js';
@@ -68,16 +69,8 @@ export interface ServeOptions extends WorkerOptions {
   readonly onError?: (err: unknown) => void;
 }
 
-const pause = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
+/** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
+const pause = (ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal }).catch(() => undefined);
 
 /**
  * The service: keeps `slots` intervals running — a lease poll asks for as many turns as there are free slots,
