@@ -26,10 +26,6 @@ export type EventDraft = TraceEvent extends infer E
     : never
   : never;
 
-/** Digests of closed journals, for the next ones (a digest serves one journal at a time). */
-const spareDigests: StreamingDigest[] = [];
-const MAX_SPARE_DIGESTS = 64;
-
 export class Journal {
   readonly #api: Pick<RunnerApi, 'events'>;
   readonly #runId: string;
@@ -75,9 +71,7 @@ export class Journal {
     epoch: number,
     options: JournalOptions = {},
   ): Promise<Journal> {
-    const spare = spareDigests.pop();
-    if (spare) spare.reset();
-    return new Journal(api, runId, epoch, spare ?? (await StreamingDigest.create()), options);
+    return new Journal(api, runId, epoch, await StreamingDigest.take(), options);
   }
 
   /** Events appended so far. */
@@ -135,7 +129,7 @@ export class Journal {
     const root = this.#digest.digest().slice('blake3:'.length);
     // Every batch was sent and hashed (the flush above waited for the one in flight): the digest is free.
     this.#closed = true;
-    if (spareDigests.length < MAX_SPARE_DIGESTS) spareDigests.push(this.#digest);
+    this.#digest.release();
     return root;
   }
 

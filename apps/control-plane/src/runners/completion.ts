@@ -28,15 +28,6 @@ import { noStore, parse } from './intervals.js';
 import type { RunnerIdentity } from './registry.js';
 import { CompleteInput } from './schemas.js';
 
-/**
- * Digests for the journal roots, reused: each is a WebAssembly instance, and making one per completion cost
- * wall time inside the batch's transaction — after the first item, with the runner's audit lock held
- * (runner README, "Figures"). A digest serves one root at a time (taken, then given back reset); one
- * whose root threw is dropped.
- */
-const spareDigests: StreamingDigest[] = [];
-const MAX_SPARE_DIGESTS = 16;
-
 /** The events an interval appended to the run's trajectory (its journal), in order, read back page by page. */
 async function journalRootFromTrajectory(
   trajectories: RunTrajectories,
@@ -44,9 +35,9 @@ async function journalRootFromTrajectory(
   runId: string,
   journal: { from: number; count: number },
 ): Promise<string> {
-  const spare = spareDigests.pop();
-  if (spare) spare.reset();
-  const digest = spare ?? (await StreamingDigest.create());
+  // Reused (StreamingDigest.take): making a WebAssembly instance per completion cost wall time inside the
+  // batch's transaction, with the runner's audit lock held after the first item. A root that threw drops it.
+  const digest = await StreamingDigest.take();
   const { from, count } = journal;
   // Offsets are seqs: a runner kind's trajectory is written by its runners only, attempt after attempt.
   for (let at = from; at < from + count; ) {
@@ -61,7 +52,7 @@ async function journalRootFromTrajectory(
     }
   }
   const root = digest.digest().slice('blake3:'.length);
-  if (spareDigests.length < MAX_SPARE_DIGESTS) spareDigests.push(digest);
+  digest.release();
   return root;
 }
 
