@@ -2,6 +2,7 @@
 // the path. OOM kills are memory.events' `oom_kill`; refused forks pids.events' `max`; cgroup.kill ends
 // everything at once. (This host mounts the v1 controllers, so this backend is not exercised here.)
 import { existsSync, mkdirSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceLimits } from '@everdict/placement';
 import { anyActive, killAndRemove, pidsIn, readSync, threadsIn, write } from './cgroup-fs.js';
@@ -36,10 +37,19 @@ export class CgroupV2Backend implements LimitBackend {
     }
   }
 
-  async create(id: string, limits: ResourceLimits): Promise<SandboxLimits> {
+  async prepare(id: string): Promise<string[]> {
     this.enableDown();
     const dir = join(this.mount, this.parent, id);
-    mkdirSync(dir, { recursive: true });
+    await mkdir(dir, { recursive: true });
+    return [dir];
+  }
+
+  async create(id: string, limits: ResourceLimits, made: readonly string[] = []): Promise<SandboxLimits> {
+    const dir = join(this.mount, this.parent, id);
+    if (!made.includes(dir)) {
+      this.enableDown();
+      mkdirSync(dir, { recursive: true });
+    }
     write(`${dir}/memory.max`, String(limits.memoryBytes));
     if (existsSync(`${dir}/memory.swap.max`)) write(`${dir}/memory.swap.max`, '0');
     write(`${dir}/pids.max`, String(limits.pids));

@@ -12,6 +12,10 @@ export class RlimitBackend implements LimitBackend {
     return [];
   }
 
+  async prepare(): Promise<string[]> {
+    return [];
+  }
+
   async create(_id: string, limits: ResourceLimits): Promise<SandboxLimits> {
     return this.open([], limits);
   }
