@@ -279,6 +279,7 @@ export class ProcessDriver implements Driver {
       cpuTimeMs: box.record.handle.limits.cpuTimeMs,
       pollMs: this.config.cpuPollMs,
       spawner: this.spawner,
+      warm: this.backend.warm,
     };
   }
 

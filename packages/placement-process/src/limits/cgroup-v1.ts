@@ -6,7 +6,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceLimits } from '@everdict/placement';
 import { anyActive, killAndRemove, pidsIn, readSync, threadsIn, write } from './cgroup-fs.js';
-import { keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
+import { type CgroupHierarchy, keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
 
 export type V1Controller = 'memory' | 'pids' | 'cpuacct' | 'cpu';
 export type V1Mounts = Readonly<Partial<Record<V1Controller, string>>> & {
@@ -22,10 +22,14 @@ export class CgroupV1Backend implements LimitBackend {
   /** Whether memory cgroups have `memory.memsw.*` (swap accounting): found on the first create. */
   private memsw: boolean | undefined;
 
+  readonly warm: CgroupHierarchy;
+
   constructor(
     private readonly mounts: V1Mounts,
     private readonly parent: string,
-  ) {}
+  ) {
+    this.warm = { mount: mounts.pids, controller: 'pids' };
+  }
 
   /** One directory per controller; the cpu controller only when a `cpus` share is asked for. */
   private dirs(id: string, limits: Pick<ResourceLimits, 'cpus'>): Map<V1Controller, string> {

@@ -6,7 +6,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceLimits } from '@everdict/placement';
 import { anyActive, killAndRemove, pidsIn, readSync, threadsIn, write } from './cgroup-fs.js';
-import { keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
+import { type CgroupHierarchy, keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
 
 const CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
 const CFS_PERIOD_US = 100_000;
@@ -14,10 +14,14 @@ const CFS_PERIOD_US = 100_000;
 export class CgroupV2Backend implements LimitBackend {
   readonly mechanism = 'cgroup-v2' as const;
 
+  readonly warm: CgroupHierarchy;
+
   constructor(
     private readonly mount: string,
     private readonly parent: string,
-  ) {}
+  ) {
+    this.warm = { mount, controller: '' };
+  }
 
   plan(id: string): string[] {
     return [join(this.mount, this.parent, id)];

@@ -38,8 +38,19 @@ export interface SandboxLimits {
   remove(): Promise<string[]>;
 }
 
+/** A cgroup hierarchy: where it is mounted and the controller that names it in /proc/<pid>/cgroup ('' for v2). */
+export interface CgroupHierarchy {
+  readonly mount: string;
+  readonly controller: string;
+}
+
 export interface LimitBackend {
   readonly mechanism: LimitMechanism;
+  /**
+   * A hierarchy whose `cgroup.procs` the spawner may write its own pid into, to the cgroup it is already in
+   * (a move to where it is: nothing changes) — see spawner/script.ts, "warm"; null without cgroups.
+   */
+  readonly warm: CgroupHierarchy | null;
   /** The paths a sandbox of this id will have (written to its label file before they exist). */
   plan(id: string, limits: Pick<ResourceLimits, 'cpus'>): string[];
   /**
