@@ -14,9 +14,9 @@
 // <stateDir>/workspaces, its cgroups under each hierarchy's parent): a crash leaves names that say whose
 // they were, and `reap` removes those of a dead owner that no label file took (`orphanScaffolds`). On a
 // normal exit the process removes its own (an `exit` hook, synchronous: empty directories).
-import { readdirSync, rmdirSync } from 'node:fs';
+import { readdirSync, readFileSync, rmdirSync } from 'node:fs';
 import { chown, mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { killAndRemove } from './limits/cgroup-fs.js';
 import type { LimitBackend } from './limits/limits.js';
 import { currentOwner, type Owner, ownerAlive } from './sandbox-state.js';
@@ -50,6 +50,7 @@ export class ReadyPool {
   /** Set after a scaffold could not be made (an unwritable hierarchy): provision makes its own. */
   private broken = false;
   private drained = false;
+  private swept = false;
 
   constructor(private readonly options: ReadyPoolOptions) {}
 
@@ -71,8 +72,19 @@ export class ReadyPool {
     while (this.making > 0) await new Promise((r) => setImmediate(r));
   }
 
-  /** Makes scaffolds until `size` are ready or under way. */
+  /** Makes scaffolds until `size` are ready or under way (the first time: sweeps dead owners' first). */
   fill(): void {
+    if (!this.swept) {
+      this.swept = true;
+      // A tick later: not on the first provision's path (a few rmdirs after a crash, usually none).
+      setImmediate(() => {
+        try {
+          sweepScaffoldCgroups(this.options.backend);
+        } catch {
+          // an unreadable hierarchy: nothing to sweep
+        }
+      });
+    }
     while (!this.broken && !this.drained && this.ready.length + this.making < this.options.size) {
       this.making += 1;
       this.make().then(
@@ -134,6 +146,41 @@ function tryRmdir(dir: string): void {
   } catch {
     // gone already, or not empty: reap finds it
   }
+}
+
+/**
+ * Removes the cgroups of scaffolds whose owner died without its `exit` hook (kill -9: a crashed runner, a
+ * test's killed child) and that no sandbox took, for any state directory: their workspaces went with their
+ * state directory or go with `reap`, but the cgroups live on the host. Untaken is read from the cgroup: a
+ * taken scaffold's `pids.max` holds its sandbox's limit, an untaken one's the kernel's default `max` (a
+ * sandbox is limited before any of its commands runs). Returns how many.
+ */
+export function sweepScaffoldCgroups(backend: LimitBackend): number {
+  const probe = backend.plan(`${SCAFFOLD_PREFIX}probe`, {});
+  if (probe.length === 0) return 0;
+  let names: string[];
+  try {
+    names = readdirSync(dirname(probe[0]!));
+  } catch {
+    return 0;
+  }
+  let removed = 0;
+  for (const name of names) {
+    const owner = scaffoldOwner(name);
+    if (owner === null || ownerAlive(owner)) continue;
+    const dirs = backend.plan(name, {});
+    const limited = dirs.some((dir) => {
+      try {
+        return readFileSync(`${dir}/pids.max`, 'utf8').trim() !== 'max';
+      } catch {
+        return false; // not the pids cgroup (v1), or gone
+      }
+    });
+    if (limited) continue;
+    for (const dir of dirs) tryRmdir(dir);
+    removed += 1;
+  }
+  return removed;
 }
 
 /** Removes a scaffold's cgroups, then its workspace. */

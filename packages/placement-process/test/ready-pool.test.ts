@@ -1,9 +1,9 @@
 // Scaffolds made ahead (ready-pool.ts): a sandbox provisioned from one has a fresh, empty workspace of the
 // sandbox user's, fresh cgroups carrying its own spec's limits and counting only its own commands; the
 // process removes the scaffolds it still holds when it exits.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { ProcessDriver } from '../src/process-driver.js';
@@ -66,6 +66,56 @@ describe('scaffolds made ahead', () => {
     await driver.dispose(second);
     expect(existsSync(record.workspace)).toBe(false);
     for (const p of record.limits.paths) expect(existsSync(p), p).toBe(false);
+  });
+
+  it("of a process killed with -9 lose their cgroups on the next driver's first provision; taken ones stay", async () => {
+    requireBwrap();
+    expect(existsSync(dist), `${dist} is missing: build first (turbo's test task does)`).toBe(true);
+    const stateDir = join(tempDir(), 'state');
+    const script = `
+      const { ProcessDriver } = await import(${JSON.stringify(dist)});
+      const driver = new ProcessDriver({ stateDir: ${JSON.stringify(stateDir)}, readyPool: 2 });
+      await driver.provision({ labels: { tenant: 't', runId: 'own', kind: 'command' } });
+      await driver.ready.filled();
+      const taken = await driver.provision({ labels: { tenant: 't', runId: 'taken', kind: 'command' } });
+      await driver.ready.filled();
+      console.log(JSON.stringify({ pid: process.pid, taken: taken.id }));
+      setInterval(() => {}, 1 << 30);
+    `;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const line = await new Promise<string>((resolve, reject) => {
+      let buf = '';
+      child.stdout!.on('data', (d: Buffer) => {
+        buf += d.toString();
+        if (buf.includes('\n')) resolve(buf.split('\n')[0]!);
+      });
+      child.on('exit', (code) => reject(new Error(`holder exited early (${code})`)));
+    });
+    const { pid, taken } = JSON.parse(line) as { pid: number; taken: string };
+    const holder = makeDriver({ stateDir });
+    const takenRecord = await recordOf(holder, taken);
+    expect(basename(takenRecord.workspace)).toMatch(/^pool-/);
+    if (holder.describe().mechanism === 'rlimit') {
+      child.kill('SIGKILL');
+      return;
+    }
+    const parent = dirname(takenRecord.limits.paths[0]!);
+    const scaffolds = () => readdirSync(parent).filter((n) => n.startsWith(`pool-${pid}-`));
+    expect(scaffolds()).toHaveLength(3); // two ready, one taken
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+
+    const next = makeDriver({ readyPool: 1 }); // another state directory: the host's cgroups are swept
+    await next.provision({ labels: { tenant: 't', runId: 'next', kind: 'command' } });
+    await expect
+      .poll(() => scaffolds(), { timeout: 10_000 })
+      .toEqual([basename(takenRecord.limits.paths[0]!)]);
+    for (const p of takenRecord.limits.paths) expect(existsSync(p), p).toBe(true);
+    await holder.dispose(takenRecord.handle); // adopted and removed
+    for (const p of takenRecord.limits.paths) expect(existsSync(p), p).toBe(false);
   });
 
   it('are removed when the process exits', () => {

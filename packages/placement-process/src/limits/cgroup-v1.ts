@@ -53,9 +53,10 @@ export class CgroupV1Backend implements LimitBackend {
 
   async create(id: string, limits: ResourceLimits, made: readonly string[] = []): Promise<SandboxLimits> {
     const dirs = this.dirs(id, limits);
-    // Synchronous (tried asynchronous, all at once: ≈ 0.5 ms more CPU per sandbox for the thread-pool trips
-    // and no throughput gained in the runner's bench, README): a cgroup mkdir takes the kernel's
-    // cgroup_mutex, which a concurrent cgroup.procs write holds across an RCU grace period (p99 ≈ 10 ms).
+    // Made ahead when a scaffold was ready (ready-pool.ts, asynchronously); else here, synchronously (tried
+    // asynchronous, all at once: ≈ 0.5 ms more CPU per sandbox for the thread-pool trips and no throughput
+    // gained in the runner's bench, README): a cgroup mkdir takes the kernel's cgroup_mutex, which a
+    // concurrent cgroup.procs write holds across an RCU grace period (p99 ≈ 10 ms).
     for (const dir of new Set(dirs.values())) if (!made.includes(dir)) mkdirSync(dir, { recursive: true });
     const mem = dirs.get('memory')!;
     write(`${mem}/memory.limit_in_bytes`, String(limits.memoryBytes));
