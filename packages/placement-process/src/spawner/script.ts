@@ -24,20 +24,23 @@ let lastAttach = 0;
 let warmPath = null;
 let warmFd = null;
 const WARM_FOR_MS = 4;
-function warm(w) {
-  const now = Date.now();
-  if (!w || now - lastAttach < WARM_FOR_MS) return;
-  lastAttach = now;
-  let path = null;
+function ownProcs(w) {
   try {
     for (const line of readFileSync('/proc/self/cgroup', 'utf8').split('\n')) {
       const [, controllers, rel] = line.split(':');
       if (rel !== undefined && (w.controller === '' ? line.startsWith('0::') : controllers.split(',').includes(w.controller))) {
-        path = w.mount + (rel === '/' ? '' : rel) + '/cgroup.procs';
-        break;
+        return w.mount + (rel === '/' ? '' : rel) + '/cgroup.procs';
       }
     }
   } catch {}
+  return null;
+}
+function warm(w) {
+  const now = Date.now();
+  if (!w || now - lastAttach < WARM_FOR_MS) return;
+  lastAttach = now;
+  // Read each time (a small /proc file): should something else move the spawner, it is not moved back.
+  const path = ownProcs(w);
   if (path === null) return;
   // Kept open: one thread-pool write, issued before the fork blocks this thread, runs while it does.
   if (path !== warmPath) {
