@@ -51,6 +51,12 @@ export const ProcessDriverConfig = z.strictObject({
   spawner: z
     .enum(['process', 'inline'])
     .default(() => (process.env.EVERDICT_PLACEMENT_SPAWNER === 'inline' ? 'inline' : 'process')),
+  /**
+   * Sandboxes' directories made ahead (a fresh workspace and fresh cgroups each, ready-pool.ts), so a
+   * provision does not make them on its path; 0: none. At most `slots` are kept: with fewer, a burst of
+   * provisions (a runner's slots freed together) empties the pool faster than it refills under load.
+   */
+  readyPool: z.int().nonnegative().default(16),
   /** How often a command's CPU time is checked against `limits.cpuTimeMs`. */
   cpuPollMs: z.int().positive().default(100),
 });

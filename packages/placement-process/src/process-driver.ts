@@ -36,6 +36,7 @@ import { resolveImage } from './images.js';
 import { detectLimits } from './limits/detect.js';
 import type { LimitBackend, SandboxLimits } from './limits/limits.js';
 import { ProcessDriverConfig, type ProcessDriverConfigInput } from './process-driver-config.js';
+import { ReadyPool, reapScaffolds } from './ready-pool.js';
 import { execIn, streamIn } from './run-commands.js';
 import type { SandboxCommand } from './sandbox-command.js';
 import { SandboxLog } from './sandbox-log.js';
@@ -74,6 +75,7 @@ export class ProcessDriver implements Driver {
   private readonly pending = new Map<string, Promise<Sandbox>>();
   private layout: StateLayout | undefined;
   private stateTag: string | undefined;
+  private ready: ReadyPool | undefined;
   private readonly user: { uid: number; gid: number } | null;
   /** Starts bubblewrap for this driver (config `spawner: 'process'`); null: inline spawns. */
   readonly spawner: Spawner | null;
@@ -91,8 +93,31 @@ export class ProcessDriver implements Driver {
    * runs) on one kernel never share a cgroup even for the same (tenant, run).
    */
   private cgroupName(id: string): string {
+    return `${id}-${this.tag()}`;
+  }
+
+  private tag(): string {
     this.stateTag ??= blake3Hex(new TextEncoder().encode(resolve(this.config.stateDir))).slice(0, 8);
-    return `${id}-${this.stateTag}`;
+    return this.stateTag;
+  }
+
+  /** The scaffolds made ahead (ready-pool.ts), started on the first provision; null when `readyPool` is 0. */
+  private pool(l: StateLayout): ReadyPool | null {
+    const size = Math.min(this.config.readyPool, this.config.slots);
+    if (size === 0) return null;
+    this.ready ??= new ReadyPool({
+      size,
+      workspaces: l.workspaces,
+      backend: this.backend,
+      tag: this.tag(),
+      user: this.user,
+    });
+    return this.ready;
+  }
+
+  /** Removes the scaffolds made ahead and makes no more (the process's exit does it too). */
+  drainReadyPool(): void {
+    this.ready?.drainSync();
   }
 
   describe(): DriverDescription {
@@ -144,6 +169,10 @@ export class ProcessDriver implements Driver {
 
   private async create(id: string, spec: ProvisionSpec, l: StateLayout): Promise<Sandbox> {
     const image = await resolveImage(this.config.imagesDir, spec.image);
+    // A scaffold made ahead when one is ready: its workspace and cgroups are this sandbox's, by their paths
+    // in the label file (their names stay the scaffold's).
+    const scaffold = this.pool(l)?.take();
+    const cgroup = scaffold?.name ?? this.cgroupName(id);
     const createdAtMs = Date.now();
     const handle: SandboxHandle = {
       id,
@@ -160,19 +189,21 @@ export class ProcessDriver implements Driver {
       handle,
       env: spec.env,
       imageRoot: image.kind === 'named' ? image.root : null,
-      workspace: join(l.workspaces, id),
+      workspace: scaffold?.workspace ?? join(l.workspaces, id),
       log: join(l.logs, `${id}.log`),
       limits: {
         mechanism: this.backend.mechanism,
-        paths: this.backend.plan(this.cgroupName(id), spec.limits),
+        paths: this.backend.plan(cgroup, spec.limits),
       },
       owner: currentOwner(),
     };
     writeRecord(l, record);
     try {
-      mkdirSync(record.workspace, { mode: 0o700 });
-      if (this.user) chownSync(record.workspace, this.user.uid, this.user.gid);
-      const limits = await this.backend.create(this.cgroupName(id), spec.limits);
+      if (!scaffold) {
+        mkdirSync(record.workspace, { mode: 0o700 });
+        if (this.user) chownSync(record.workspace, this.user.uid, this.user.gid);
+      }
+      const limits = await this.backend.create(cgroup, spec.limits, scaffold?.cgroups);
       const box = this.hold(record, limits);
       if (spec.workspace) await restoreDirectory(record.workspace, spec.workspace, this.owner());
       return box;
@@ -248,6 +279,7 @@ export class ProcessDriver implements Driver {
       cpuTimeMs: box.record.handle.limits.cpuTimeMs,
       pollMs: this.config.cpuPollMs,
       spawner: this.spawner,
+      warm: this.backend.warm,
     };
   }
 
@@ -325,7 +357,11 @@ export class ProcessDriver implements Driver {
   async reap(selector: { labels: LabelSelector }): Promise<ReapedSandbox[]> {
     const wanted = LabelSelector.parse(selector.labels);
     const out: ReapedSandbox[] = [];
-    for (const record of await listRecords(await this.state())) {
+    const records = await listRecords(await this.state());
+    // Scaffolds a dead owner made ahead and no sandbox took: no tenant's, removed whatever the selector.
+    const taken = new Set(records.map((r) => r.workspace));
+    await reapScaffolds(this.backend, (await this.state()).workspaces, taken);
+    for (const record of records) {
       const { id, labels } = record.handle;
       if (!matchesLabels(labels, wanted)) continue;
       if (this.sandboxes.has(id) || this.pending.has(id) || ownerAlive(record.owner)) continue;

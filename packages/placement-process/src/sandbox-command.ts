@@ -7,7 +7,7 @@ import type { Duplex, Readable, Writable } from 'node:stream';
 import { type CommandBudget, PlacementError, wallTimer } from '@everdict/placement';
 import { HOST_ENV, sandboxCwd } from './bwrap-args.js';
 import { type Launch, launchInline, launchViaSpawner } from './launch.js';
-import type { LimitCounters, SandboxLimits } from './limits/limits.js';
+import type { CgroupHierarchy, LimitCounters, SandboxLimits } from './limits/limits.js';
 import type { Spawner, SpawnRequest } from './spawner/client.js';
 
 export type StopReason =
@@ -30,6 +30,8 @@ export interface CommandSetup {
   readonly pollMs: number;
   /** The driver's spawner; null: fork this process (child_process.spawn) for each command. */
   readonly spawner: Spawner | null;
+  /** Where the spawner warms the cgroup attach lock for a join (LimitBackend.warm). */
+  readonly warm: CgroupHierarchy | null;
 }
 
 export interface CommandExit {
@@ -88,6 +90,7 @@ export class SandboxCommand {
       env: HOST_ENV,
       user: setup.user,
       join: limits.joinsByPid ? limits.joinFiles : null,
+      warm: limits.joinsByPid ? setup.warm : null,
       control: withControl,
     };
     const launch = setup.spawner

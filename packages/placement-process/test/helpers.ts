@@ -33,6 +33,7 @@ afterAll(async () => {
 /** Disposes every sandbox recorded in a driver's state directory. */
 export async function disposeEverything(driver: ProcessDriver): Promise<void> {
   for (const record of await listRecords(layout(driver.config.stateDir))) await driver.dispose(record.handle);
+  driver.drainReadyPool();
 }
 
 /** A fresh directory the sandbox user may pass through (0711), as a state directory's parents must be. */

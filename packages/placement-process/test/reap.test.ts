@@ -3,7 +3,7 @@
 // with their parent through --die-with-parent; the cgroups being removable proves it).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { layout, listRecords, ownerAlive } from '../src/sandbox-state.js';
@@ -68,6 +68,12 @@ describe('reap after a crash', () => {
       expect(existsSync(path!), path).toBe(true);
     }
     expect(readdirSync(join(stateDir, 'logs')).length).toBeGreaterThan(0); // the running command's log
+    // The holder's scaffolds made ahead (ready-pool.ts): no label file names them; a live owner's stay.
+    const scaffolds = () =>
+      readdirSync(join(stateDir, 'workspaces')).filter((n) => n.startsWith(`pool-${child.pid}-`));
+    await expect.poll(() => scaffolds().length, { timeout: 15_000 }).toBeGreaterThan(0);
+    const scaffoldCgroups = scaffolds().map((n) => join(dirname(cgroups[0]!), n));
+    expect(scaffoldCgroups.every((p) => existsSync(p))).toBe(true);
 
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGKILL');
@@ -82,7 +88,12 @@ describe('reap after a crash', () => {
         expect.arrayContaining(['workspace', 'label', 'cgroup:memory', 'cgroup:pids', 'cgroup:cpuacct']),
       );
     }
-    for (const path of [...cgroups, ...records.map((r) => r.workspace), ...records.map((r) => r.log)]) {
+    for (const path of [
+      ...cgroups,
+      ...scaffoldCgroups,
+      ...records.map((r) => r.workspace),
+      ...records.map((r) => r.log),
+    ]) {
       expect(existsSync(path), path).toBe(false);
     }
     expect(readdirSync(join(stateDir, 'sandboxes'))).toEqual([]);

@@ -2,7 +2,7 @@
 // the driver. Commands get their stdin, stdout and stderr (large output with back-pressure), are limited
 // (held until they joined the cgroups), stop on the budget; a spawner that dies fails the commands it
 // held with spawn_failed — no hang — and the next command starts a new one. `inline` still works.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { utf8 } from '@everdict/placement';
 import { refusal } from '@everdict/placement/contract';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -41,6 +41,31 @@ describe('spawner: process', () => {
     expect(parentOf(bwrap)).toBe(spawner);
     s.kill();
     await expect(s.exit).resolves.toMatchObject({ signal: 'SIGKILL' });
+    await driver.dispose(h);
+  });
+
+  it('warms the cgroup lock without moving itself, and its warm descriptor never reaches a sandbox', async () => {
+    const h = await driver.provision({ labels: labels() });
+    await driver.exec(h, ['true']);
+    const spawner = driver.spawner!.pid!;
+    const before = readFileSync(`/proc/${spawner}/cgroup`, 'utf8');
+    await new Promise((r) => setTimeout(r, 20)); // past the warm window: the next command warms
+    const r = await driver.exec(h, sh('for f in /proc/self/fd/*; do readlink "$f"; done'));
+    expect(utf8(r.stdout)).toContain('socket:'); // the listing works: stdio are sockets
+    expect(utf8(r.stdout)).not.toContain('cgroup');
+    expect(readFileSync(`/proc/${spawner}/cgroup`, 'utf8')).toBe(before);
+    if (driver.describe().mechanism !== 'rlimit') {
+      // the warm write goes through a descriptor the spawner keeps open on its own cgroup.procs
+      const fds = readdirSync(`/proc/${spawner}/fd`).map((fd) => {
+        try {
+          return readlinkSync(`/proc/${spawner}/fd/${fd}`);
+        } catch {
+          return '';
+        }
+      });
+      expect(fds.some((target) => target.endsWith('/cgroup.procs'))).toBe(true);
+      expect((await driver.usage(h)).cpuTimeMs).toBeGreaterThan(0); // the commands joined as before
+    }
     await driver.dispose(h);
   });
 

@@ -2,10 +2,11 @@
 // a hierarchy of its own (or co-mounted). A sandbox has one directory per controller:
 // <mount>/<parent>/<id>. OOM kills are memory.oom_control's `oom_kill`; refused forks pids.events' `max`.
 import { existsSync, mkdirSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceLimits } from '@everdict/placement';
 import { anyActive, killAndRemove, pidsIn, readSync, threadsIn, write } from './cgroup-fs.js';
-import { keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
+import { type CgroupHierarchy, keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
 
 export type V1Controller = 'memory' | 'pids' | 'cpuacct' | 'cpu';
 export type V1Mounts = Readonly<Partial<Record<V1Controller, string>>> & {
@@ -21,13 +22,17 @@ export class CgroupV1Backend implements LimitBackend {
   /** Whether memory cgroups have `memory.memsw.*` (swap accounting): found on the first create. */
   private memsw: boolean | undefined;
 
+  readonly warm: CgroupHierarchy;
+
   constructor(
     private readonly mounts: V1Mounts,
     private readonly parent: string,
-  ) {}
+  ) {
+    this.warm = { mount: mounts.pids, controller: 'pids' };
+  }
 
   /** One directory per controller; the cpu controller only when a `cpus` share is asked for. */
-  private dirs(id: string, limits: ResourceLimits): Map<V1Controller, string> {
+  private dirs(id: string, limits: Pick<ResourceLimits, 'cpus'>): Map<V1Controller, string> {
     const out = new Map<V1Controller, string>();
     for (const c of ['memory', 'pids', 'cpuacct', 'cpu'] as const) {
       const m = this.mounts[c];
@@ -36,16 +41,23 @@ export class CgroupV1Backend implements LimitBackend {
     return out;
   }
 
-  plan(id: string, limits: ResourceLimits): string[] {
+  plan(id: string, limits: Pick<ResourceLimits, 'cpus'>): string[] {
     return [...new Set(this.dirs(id, limits).values())];
   }
 
-  async create(id: string, limits: ResourceLimits): Promise<SandboxLimits> {
+  async prepare(id: string): Promise<string[]> {
+    const dirs = this.plan(id, {}); // no `cpus`: the cpu cgroup is made when a sandbox asks for a share
+    await Promise.all(dirs.map((dir) => mkdir(dir, { recursive: true })));
+    return dirs;
+  }
+
+  async create(id: string, limits: ResourceLimits, made: readonly string[] = []): Promise<SandboxLimits> {
     const dirs = this.dirs(id, limits);
-    // Synchronous (tried asynchronous, all at once: ≈ 0.5 ms more CPU per sandbox for the thread-pool trips
-    // and no throughput gained in the runner's bench, README): a cgroup mkdir takes the kernel's
-    // cgroup_mutex, which a concurrent cgroup.procs write holds across an RCU grace period (p99 ≈ 10 ms).
-    for (const dir of new Set(dirs.values())) mkdirSync(dir, { recursive: true });
+    // Made ahead when a scaffold was ready (ready-pool.ts, asynchronously); else here, synchronously (tried
+    // asynchronous, all at once: ≈ 0.5 ms more CPU per sandbox for the thread-pool trips and no throughput
+    // gained in the runner's bench, README): a cgroup mkdir takes the kernel's cgroup_mutex, which a
+    // concurrent cgroup.procs write holds across an RCU grace period (p99 ≈ 10 ms).
+    for (const dir of new Set(dirs.values())) if (!made.includes(dir)) mkdirSync(dir, { recursive: true });
     const mem = dirs.get('memory')!;
     write(`${mem}/memory.limit_in_bytes`, String(limits.memoryBytes));
     // Whether swap is accounted is the same for every memory cgroup of the host: looked up once.

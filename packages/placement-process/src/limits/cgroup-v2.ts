@@ -2,10 +2,11 @@
 // the path. OOM kills are memory.events' `oom_kill`; refused forks pids.events' `max`; cgroup.kill ends
 // everything at once. (This host mounts the v1 controllers, so this backend is not exercised here.)
 import { existsSync, mkdirSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceLimits } from '@everdict/placement';
 import { anyActive, killAndRemove, pidsIn, readSync, threadsIn, write } from './cgroup-fs.js';
-import { keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
+import { type CgroupHierarchy, keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
 
 const CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
 const CFS_PERIOD_US = 100_000;
@@ -13,10 +14,14 @@ const CFS_PERIOD_US = 100_000;
 export class CgroupV2Backend implements LimitBackend {
   readonly mechanism = 'cgroup-v2' as const;
 
+  readonly warm: CgroupHierarchy;
+
   constructor(
     private readonly mount: string,
     private readonly parent: string,
-  ) {}
+  ) {
+    this.warm = { mount, controller: '' };
+  }
 
   plan(id: string): string[] {
     return [join(this.mount, this.parent, id)];
@@ -36,10 +41,19 @@ export class CgroupV2Backend implements LimitBackend {
     }
   }
 
-  async create(id: string, limits: ResourceLimits): Promise<SandboxLimits> {
+  async prepare(id: string): Promise<string[]> {
     this.enableDown();
     const dir = join(this.mount, this.parent, id);
-    mkdirSync(dir, { recursive: true });
+    await mkdir(dir, { recursive: true });
+    return [dir];
+  }
+
+  async create(id: string, limits: ResourceLimits, made: readonly string[] = []): Promise<SandboxLimits> {
+    const dir = join(this.mount, this.parent, id);
+    if (!made.includes(dir)) {
+      this.enableDown();
+      mkdirSync(dir, { recursive: true });
+    }
     write(`${dir}/memory.max`, String(limits.memoryBytes));
     if (existsSync(`${dir}/memory.swap.max`)) write(`${dir}/memory.swap.max`, '0');
     write(`${dir}/pids.max`, String(limits.pids));

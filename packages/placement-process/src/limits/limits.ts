@@ -38,11 +38,31 @@ export interface SandboxLimits {
   remove(): Promise<string[]>;
 }
 
+/** A cgroup hierarchy: where it is mounted and the controller that names it in /proc/<pid>/cgroup ('' for v2). */
+export interface CgroupHierarchy {
+  readonly mount: string;
+  readonly controller: string;
+}
+
 export interface LimitBackend {
   readonly mechanism: LimitMechanism;
+  /**
+   * A hierarchy whose `cgroup.procs` the spawner may write its own pid into, to the cgroup it is already in
+   * (a move to where it is: nothing changes) — see spawner/script.ts, "warm"; null without cgroups.
+   */
+  readonly warm: CgroupHierarchy | null;
   /** The paths a sandbox of this id will have (written to its label file before they exist). */
-  plan(id: string, limits: ResourceLimits): string[];
-  create(id: string, limits: ResourceLimits): Promise<SandboxLimits>;
+  plan(id: string, limits: Pick<ResourceLimits, 'cpus'>): string[];
+  /**
+   * Makes the sandbox's cgroups and writes its limits. `made`: directories already made for this id by
+   * `prepare` (a ready scaffold, ready-pool.ts), empty and never joined — only the limits are written there.
+   */
+  create(id: string, limits: ResourceLimits, made?: readonly string[]): Promise<SandboxLimits>;
+  /**
+   * Makes, ahead of any sandbox, the cgroups every sandbox of this id would have (all but the optional
+   * `cpu` one), without limits, off the event loop; returns their paths (none for rlimits).
+   */
+  prepare(id: string): Promise<string[]>;
   /** Reopens a sandbox's limits from the paths its label file recorded (adopt, reap). */
   open(paths: readonly string[], limits: ResourceLimits): SandboxLimits;
 }

@@ -7,8 +7,13 @@ import type { LimitBackend, SandboxLimits } from './limits.js';
 
 export class RlimitBackend implements LimitBackend {
   readonly mechanism = 'rlimit' as const;
+  readonly warm = null;
 
   plan(): string[] {
+    return [];
+  }
+
+  async prepare(): Promise<string[]> {
     return [];
   }
 

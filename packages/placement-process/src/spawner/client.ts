@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Socket } from 'node:net';
 import { z } from 'zod';
+import type { CgroupHierarchy } from '../limits/limits.js';
 import { SPAWNER_SCRIPT } from './script.js';
 
 /** What to start: the whole argv, its environment and user, and the hold-and-join of cgroups. */
@@ -18,6 +19,8 @@ export interface SpawnRequest {
   readonly join: readonly string[] | null;
   /** A socket the command reads (and answers on) as fd 5. */
   readonly control: boolean;
+  /** With `join`: the hierarchy the spawner warms the attach lock through (script.ts); null: none. */
+  readonly warm: CgroupHierarchy | null;
 }
 
 /** Events of one started process, in the order the spawner sends them. */
@@ -67,6 +70,7 @@ export class Spawner {
       ...(request.user ? { uid: request.user.uid, gid: request.user.gid } : {}),
       join: request.join,
       control: request.control,
+      warm: request.warm,
     });
   }
 
