@@ -2,12 +2,14 @@
 // the driver. Commands get their stdin, stdout and stderr (large output with back-pressure), are limited
 // (held until they joined the cgroups), stop on the budget; a spawner that dies fails the commands it
 // held with spawn_failed — no hang — and the next command starts a new one. `inline` still works.
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { utf8 } from '@everdict/placement';
 import { refusal } from '@everdict/placement/contract';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { layout, listRecords } from '../src/sandbox-state.js';
-import { makeDriver, requireBwrap } from './helpers.js';
+import { makeDriver, requireBwrap, tempDir } from './helpers.js';
 
 const sh = (script: string) => ['sh', '-c', script];
 let seq = 0;
@@ -121,5 +123,48 @@ describe('spawner: inline', () => {
     const r = await driver.exec(h, sh('cat; echo err >&2'), { stdin: 'x' });
     expect([r.exitCode, utf8(r.stdout), utf8(r.stderr)]).toEqual([0, 'x', 'err\n']);
     await driver.dispose(h);
+  });
+});
+
+describe('spawner: inherited descriptors', () => {
+  it('hands a sandbox none of the descriptors its driver process inherited (bubblewrap closes none)', () => {
+    // A process (the built driver, as a runner would run it) that inherited fd 251 without close-on-exec from
+    // the shell that started it, the way a shell or a supervisor hands a daemon its descriptors. (Node marks
+    // fds 0–15, and the ones above up to the first gap, close-on-exec at start — libuv's
+    // uv_disable_stdio_inheritance — so a high one past a gap is what stays inheritable.)
+    const dir = tempDir();
+    const marker = join(dir, 'inherited-marker');
+    writeFileSync(marker, 'not for sandboxes');
+    const script = `
+      import { readFileSync, readlinkSync } from 'node:fs';
+      import { join } from 'node:path';
+      import { ProcessDriver } from ${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)};
+      const driver = new ProcessDriver({ stateDir: join(process.argv[1], 'state'), imagesDir: join(process.argv[1], 'images'), spawner: 'process' });
+      const h = await driver.provision({ labels: { tenant: 'spawner', runId: 'inherit', kind: 'sandbox' } });
+      const r = await driver.exec(h, ['sh', '-c', 'for f in /proc/$$/fd/*; do readlink "$f"; done']);
+      await driver.dispose(h);
+      driver.drainReadyPool();
+      const flags = /flags:\\s*([0-7]+)/.exec(readFileSync('/proc/self/fdinfo/251', 'utf8'))[1];
+      process.stdout.write(JSON.stringify({ own: readlinkSync('/proc/self/fd/251'), flags, sandbox: new TextDecoder().decode(r.stdout) }));
+    `;
+    const run = spawnSync(
+      'bash',
+      [
+        '-c',
+        'exec 251<"$1"; exec "$2" --input-type=module -e "$3" "$4"',
+        'bash',
+        marker,
+        process.execPath,
+        script,
+        dir,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8', timeout: 30_000 },
+    );
+    expect(run.stderr).toBe('');
+    const out = JSON.parse(run.stdout) as { own: string; flags: string; sandbox: string };
+    // The driver's process holds it, inheritable (no O_CLOEXEC): what every fork of it would pass on.
+    expect([out.own, Number.parseInt(out.flags, 8) & 0o2000000]).toEqual([marker, 0]);
+    expect(out.sandbox).toContain('socket:'); // the listing ran (stdio are sockets)
+    expect(out.sandbox).not.toContain('inherited-marker');
   });
 });

@@ -16,10 +16,27 @@
 // it is: nothing changes) and that wait overlaps the start instead of holding the command; skipped when
 // the spawner wrote a cgroup.procs within the last few ms (the lock is still warm). The spawner exits when the
 // channel closes (its parent died), and bubblewrap's --die-with-parent takes the sandboxes with it.
+// Inherited descriptors: a descriptor the driver's process inherited without close-on-exec (a shell's, a
+// supervisor's) passes to every process it forks, and bubblewrap closes none, so it would reach every
+// sandbox. Node opens its own with close-on-exec (the IPC channel included), so at start the spawner closes
+// every descriptor above 2 whose flags (/proc/self/fdinfo) lack O_CLOEXEC: only inherited ones.
 export const SPAWNER_SCRIPT = String.raw`'use strict';
 const { spawn } = require('node:child_process');
-const { closeSync, openSync, readFileSync, write } = require('node:fs');
+const { closeSync, openSync, readdirSync, readFileSync, write } = require('node:fs');
 const { writeFile } = require('node:fs/promises');
+const O_CLOEXEC = 0o2000000;
+(function closeInherited() {
+  let fds;
+  try { fds = readdirSync('/proc/self/fd'); } catch { return; }
+  for (const name of fds) {
+    const fd = Number(name);
+    if (!(fd > 2)) continue;
+    try {
+      const flags = /flags:\s*([0-7]+)/.exec(readFileSync('/proc/self/fdinfo/' + fd, 'utf8'));
+      if (flags && (parseInt(flags[1], 8) & O_CLOEXEC) === 0) closeSync(fd);
+    } catch {}
+  }
+})();
 let lastAttach = 0;
 let warmPath = null;
 let warmFd = null;
