@@ -171,7 +171,8 @@ export async function writeSettle(
       UPDATE runs r SET status = x.status, updated_at = x.updated_at, ended_at = x.ended_at, error = x.error,
         outputs = x.outputs, usage = x.usage, record_head = x.record_head, record_length = x.record_length,
         interval_started_at = NULL, interval_head = NULL
-      FROM x WHERE r.id = x.id AND r.status = 'running' AND r.xmin::text = x.version
+      FROM x WHERE r.id = ANY(${p.items.map((i) => i.runId)}::text[]) AND r.id = x.id AND r.status = 'running'
+        AND r.xmin::text = x.version
       RETURNING r.id
     ),
     att AS (
