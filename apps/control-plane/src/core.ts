@@ -2,7 +2,6 @@ import { agentService } from './agents/service.js';
 import { KEYS_CHANNEL, KeyCache } from './auth/key-cache.js';
 import { type LedgerDatabase, openDatabase } from './db/database.js';
 import { QueueStats } from './db/queue-stats.js';
-import { RunStats } from './db/run-stats.js';
 import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from './executors/registry.js';
 import { KeyRing } from './keys/registry.js';
 import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from './keys/signer.js';
@@ -91,9 +90,6 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     observe: options.metrics ?? NO_OBSERVER,
     queueStats: new QueueStats(ldb.db, (e) =>
       options.log?.('warn', 'queue statistics refresh failed', { error: String(e) }),
-    ),
-    runStats: new RunStats(ldb.db, (e) =>
-      options.log?.('warn', 'run statistics refresh failed', { error: String(e) }),
     ),
     signer,
     executors: new ExecutorRegistry([
@@ -231,7 +227,6 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       await triggers?.stop();
       await trajectoryJobs?.stop();
       await deps.queueStats.settled();
-      await deps.runStats.settled();
       await unlistenKeys();
       await options.trajectories?.close();
       await ldb.close();

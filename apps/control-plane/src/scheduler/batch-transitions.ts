@@ -40,17 +40,26 @@ export interface Finished {
 type ReadRow = RunRow & { version: string; segments: WireSegment[] | null };
 
 /**
- * The runs with their row version and record segments: one statement, no locks. A named prepared statement
- * (`db/prepared.ts`): its text is the same for any number of runs (the ids are one array parameter), so each
- * pooled connection parses and plans it once instead of once per settle batch, and it is not rebuilt by
- * kysely per batch.
+ * The runs with their row version and record segments: one statement, no locks. Not a prepared statement: a
+ * generic plan made while the tables were small (a fresh database) joins them by sequential scans and keeps
+ * doing so as they grow; planned per call, it follows their size.
  */
 async function readRuns(ex: Executor, ids: readonly string[]): Promise<Map<string, ReadRow>> {
-  const { rows } = await sql<ReadRow>`${sql.raw(prepared('settle_read'))}
-    SELECT r.*, r.xmin::text AS version, s.depth AS causal_depth, s.started_at AS started_ms,
-      (SELECT jsonb_agg(g.payload ORDER BY g.idx) FROM record_segments g WHERE g.run_id = r.id) AS segments
-    FROM runs r JOIN adm_slots s ON s.tenant = r.tenant_id AND s.run_id = r.id
-    WHERE r.id = ANY(${[...ids]}::text[])`.execute(ex);
+  const rows = await ex
+    .selectFrom('runs as r')
+    .innerJoin('adm_slots as s', (j) =>
+      j.onRef('s.tenant', '=', 'r.tenant_id').onRef('s.run_id', '=', 'r.id'),
+    )
+    .selectAll('r')
+    .select([
+      sql<string>`r.xmin::text`.as('version'),
+      's.depth as causal_depth',
+      's.started_at as started_ms',
+      sql<WireSegment[] | null>`(SELECT jsonb_agg(g.payload ORDER BY g.idx) FROM record_segments g
+        WHERE g.run_id = r.id)`.as('segments'),
+    ])
+    .where('r.id', 'in', [...ids])
+    .execute();
   return new Map(rows.map((r) => [r.id, r]));
 }
 
@@ -171,6 +180,8 @@ export async function writeSettle(
       UPDATE runs r SET status = x.status, updated_at = x.updated_at, ended_at = x.ended_at, error = x.error,
         outputs = x.outputs, usage = x.usage, record_head = x.record_head, record_length = x.record_length,
         interval_started_at = NULL, interval_head = NULL
+      -- id = ANY(ids) besides the join: runs_pkey then wins even in a generic plan made on a small table (joined
+      -- to x alone — 100 rows to the planner — a sequential scan did, kept as the table grew; settle-plan.pg.test)
       FROM x WHERE r.id = ANY(${p.items.map((i) => i.runId)}::text[]) AND r.id = x.id AND r.status = 'running'
         AND r.xmin::text = x.version
       RETURNING r.id

@@ -2,7 +2,6 @@
 import { randomFillSync } from 'node:crypto';
 import type { LedgerDatabase } from '../db/database.js';
 import type { QueueStats } from '../db/queue-stats.js';
-import type { RunStats } from '../db/run-stats.js';
 import type { Db } from '../db/tx.js';
 import type { ExecutorRegistry } from '../executors/registry.js';
 import type { Signer } from '../keys/signer.js';
@@ -18,8 +17,6 @@ export interface Deps {
   observe: CoreObserver;
   /** Told how many entries each create enqueued; keeps the queue's planner statistics current. */
   queueStats: QueueStats;
-  /** The run tables' planner statistics, refreshed as they grow (db/run-stats.ts). */
-  runStats: RunStats;
   /** The control plane's Ed25519 key: signs the attestations of the intervals it executes inline. */
   signer: Signer;
   /** The executors this deployment has: every create door asks it before admission (422 no_placement). */

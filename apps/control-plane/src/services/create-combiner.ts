@@ -234,7 +234,6 @@ async function decideAndWrite(
       (e) => deps.log('warn', 'create: notify failed (listeners poll)', { error: String(e) }),
     );
     deps.queueStats.noteEnqueued(built.length);
-    deps.runStats.noteCreated(built.length);
     const byId = new Map(written.committed.map((r) => [r.id, r]));
     for (const b of built)
       rows.set(`${b.g}:${b.i}`, withSlot(byId.get(b.run.id)!, slotOfDecision(b.plan.decision)));
