@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/database.js';
 import { prepared } from '../src/db/prepared.js';
+import { notifyAfterCommit } from '../src/ledger/events.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
 
 announceSkippedLiveSuite('test/prepared.pg.test.ts');
@@ -46,5 +47,12 @@ describe.runIf(LIVE_PG)('prepared hot statements', () => {
     const probes = (await named()).filter((r) => r.name.startsWith('probe_'));
     expect(probes).toHaveLength(2);
     expect(new Set(probes.map((p) => p.name)).size).toBe(2);
+  });
+
+  it('sends the after-commit NOTIFY as a named statement, one per shape of channels', async () => {
+    await notifyAfterCommit(ledger.db, ['probe_channel']);
+    await notifyAfterCommit(ledger.db, ['other_channel']);
+    // Any channel: the same text (channels are parameters).
+    expect((await named()).filter((r) => r.name.startsWith('notify_after_'))).toHaveLength(1);
   });
 });

@@ -30,7 +30,7 @@ describe.runIf(LIVE_PG)('warm pool', () => {
   beforeAll(async () => {
     live = await createLiveDatabase();
     pool = new pg.Pool({ connectionString: live.url, max: 2, idleTimeoutMillis: 0 });
-    warmth = new ConnectionWarmth();
+    warmth = new ConnectionWarmth({ hotAfter: 1 }); // warmed from its first run (the rule is tested below)
     pool.on('connect', (c) => prepareMarkedStatements(c, (text, values) => warmth.note(c, text, values)));
     wp = warmingPool(pool, warmth);
     const c = await wp.connect();
@@ -104,7 +104,7 @@ describe.runIf(LIVE_PG)('warm pool', () => {
 
   it('a request that finds no idle connection stops the latest warm-up after its current statement', async () => {
     const p2 = new pg.Pool({ connectionString: live.url, max: 2, idleTimeoutMillis: 0 });
-    const w2 = new ConnectionWarmth();
+    const w2 = new ConnectionWarmth({ hotAfter: 1 });
     p2.on('connect', (c) => prepareMarkedStatements(c, (text, values) => w2.note(c, text, values)));
     const wp2 = warmingPool(p2, w2);
     try {
@@ -125,6 +125,32 @@ describe.runIf(LIVE_PG)('warm pool', () => {
       c2.release();
     } finally {
       await p2.end();
+    }
+  });
+
+  it('warms other connections with a statement only once it recurs (six runs: what one warm-up plans)', async () => {
+    const p3 = new pg.Pool({ connectionString: live.url, max: 2, idleTimeoutMillis: 0 });
+    const w3 = new ConnectionWarmth();
+    p3.on('connect', (c) => prepareMarkedStatements(c, (text, values) => w3.note(c, text, values)));
+    const wp3 = warmingPool(p3, w3);
+    const rare = `${prepared('probe_rare')} SELECT v FROM probe WHERE v = $1::int`;
+    try {
+      const [a, b] = [await wp3.connect(), await wp3.connect()];
+      for (let i = 0; i < 5; i++) await a.query(rare, [i]);
+      a.release();
+      b.release(); // five runs: not hot, b is not warmed with it
+      await until(() => p3.idleCount === 2);
+      expect(w3.stats.named).toBe(0);
+      expect(w3.lacks(b)).toBe(false);
+      const [c, d] = [await wp3.connect(), await wp3.connect()];
+      const ran = c === a ? c : d;
+      await ran.query(rare, [5]); // the sixth: hot now
+      c.release();
+      d.release(); // the other connection lacks it: warmed
+      await until(() => p3.idleCount === 2 && w3.stats.named === 1);
+      expect(w3.lacks(a) || w3.lacks(b)).toBe(false);
+    } finally {
+      await p3.end();
     }
   });
 

@@ -4,6 +4,7 @@
 import type { PlatformEvent } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { decimal, iso, json } from '../db/numeric.js';
+import { prepared } from '../db/prepared.js';
 import type { Executor } from '../db/tx.js';
 
 export interface NewEvent {
@@ -55,10 +56,15 @@ export function notifyAfterCommit(
   onError?: (e: unknown) => void,
 ): Promise<void> {
   if (notifies.length === 0) return Promise.resolve();
-  return sql`SELECT set_config('synchronous_commit', 'off', true), ${notifyCalls(notifies)}`.execute(ex).then(
-    () => undefined,
-    (e: unknown) => onError?.(e),
-  );
+  // A named prepared statement (db/prepared.ts): one text per shape of `notifies` (channels are parameters),
+  // parsed once per pooled connection instead of once per batch.
+  return sql`${sql.raw(prepared('notify_after'))}
+    SELECT set_config('synchronous_commit', 'off', true), ${notifyCalls(notifies)}`
+    .execute(ex)
+    .then(
+      () => undefined,
+      (e: unknown) => onError?.(e),
+    );
 }
 
 /**

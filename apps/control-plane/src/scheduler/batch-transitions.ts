@@ -39,7 +39,11 @@ export interface Finished {
 
 type ReadRow = RunRow & { version: string; segments: WireSegment[] | null };
 
-/** The runs with their row version and record segments: one statement, no locks. */
+/**
+ * The runs with their row version and record segments: one statement, no locks. Not a prepared statement: a
+ * generic plan made while the tables were small (a fresh database) joins them by sequential scans and keeps
+ * doing so as they grow; planned per call, it follows their size.
+ */
 async function readRuns(ex: Executor, ids: readonly string[]): Promise<Map<string, ReadRow>> {
   const rows = await ex
     .selectFrom('runs as r')
@@ -176,7 +180,10 @@ export async function writeSettle(
       UPDATE runs r SET status = x.status, updated_at = x.updated_at, ended_at = x.ended_at, error = x.error,
         outputs = x.outputs, usage = x.usage, record_head = x.record_head, record_length = x.record_length,
         interval_started_at = NULL, interval_head = NULL
-      FROM x WHERE r.id = x.id AND r.status = 'running' AND r.xmin::text = x.version
+      -- id = ANY(ids) besides the join: runs_pkey then wins even in a generic plan made on a small table (joined
+      -- to x alone — 100 rows to the planner — a sequential scan did, kept as the table grew; settle-plan.pg.test)
+      FROM x WHERE r.id = ANY(${p.items.map((i) => i.runId)}::text[]) AND r.id = x.id AND r.status = 'running'
+        AND r.xmin::text = x.version
       RETURNING r.id
     ),
     att AS (
