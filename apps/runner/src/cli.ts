@@ -107,7 +107,7 @@ async function main(argv: string[]): Promise<number> {
       meter: () => new EnergyMeter(powercapRoot, watts),
       slots,
       graceMs: Number(values['grace-ms'] ?? 60_000),
-      ...(process.env.EVERDICT_RUNNER_LEASE_ON_FREE === 'batch' ? { leaseOnFree: 'batch' as const } : {}),
+      ...(process.env.EVERDICT_RUNNER_LEASE_ON_FREE === 'poll' ? { leaseOnFree: 'poll' as const } : {}),
       log,
     });
     daemon.start();

@@ -12,10 +12,12 @@
 // `next.free`) never exceeds the slots free of compute nor the lease room the held leases leave, and a lease
 // that still finds no slot (a control plane granting more than asked) waits here for one.
 //
-// A freed slot is leased promptly (`leaseOnFree`): by default the long-poll asks at once (it answers at once
-// while runs are queued), and a completion batch also asks for free slots no long-poll asks for
-// (completions.ts, `NextLeases`); `'batch'` leaves a freed slot to the next completion batch while one will
-// be sent (README, "Figures": the two measured).
+// A freed slot is leased promptly (`leaseOnFree`). By default (`'batch'`) it is asked for by the next
+// completion batch — one is on its way while any interval settles, and asks for every free slot no long-poll
+// asks for (completions.ts, `NextLeases`) — and the long-poll asks only when no batch will (nothing settles,
+// or the last grant came back short). `'poll'` asks at once with the long-poll, the batches carrying what it
+// does not: a slot then never waits on a completion, but measured slower (README, "Figures": its grants race
+// the batches' grants for the same queue rows, and a grant that finds none waits for a wake).
 import type { NextLeases } from './completions.js';
 import { executeInterval, type IntervalDeps, type IntervalSteps } from './interval.js';
 import type { Lease } from './protocol.js';
@@ -37,9 +39,9 @@ export interface DaemonOptions extends IntervalDeps {
   /** How long a drain waits for running intervals before killing them. */
   readonly graceMs?: number;
   /**
-   * How a slot freed by a finished compute gets its next lease: `'poll'` (default) asks at once with the
-   * long-poll; `'batch'` waits for the completion batch that will be sent anyway (no request of its own) and
-   * long-polls only when none will.
+   * How a slot freed by a finished compute gets its next lease: `'batch'` (default) waits for the completion
+   * batch that will be sent anyway (no request of its own) and long-polls only when none will; `'poll'` asks
+   * at once with the long-poll.
    */
   readonly leaseOnFree?: 'poll' | 'batch';
   readonly log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
@@ -193,7 +195,7 @@ export class RunnerDaemon {
    * while an interval settles, a batch will be sent and asks for it — unless the last grant came back short.
    */
   #batchWillAsk(): boolean {
-    return this.#o.leaseOnFree === 'batch' && !this.#dry && this.#settling() > 0;
+    return this.#o.leaseOnFree !== 'poll' && !this.#dry && this.#settling() > 0;
   }
 
   async #leaseLoop(): Promise<void> {

@@ -1,7 +1,7 @@
 // The next leases ride on the completion batch: a runner asks with the batch (`next: {free}`) for the slots
-// free of compute that no long-poll asks for, and starts what comes back. With `leaseOnFree: 'batch'` a slot
-// freed by a finished compute waits for that batch instead of a lease request of its own; with the default
-// (`'poll'`) the long-poll asks at once and the batches carry what it does not. Never more leases held — nor
+// free of compute that no long-poll asks for, and starts what comes back. With `leaseOnFree: 'batch'` (the
+// default) a slot freed by a finished compute waits for that batch instead of a lease request of its own; with
+// `'poll'` the long-poll asks at once and the batches carry what it does not. Never more leases held — nor
 // sandboxes provisioned — than the lease bound (2 × slots), never more executing than slots: real
 // process-driver sandboxes with the driver's own capacity set to the bound (a provision past it fails the
 // interval), and a fake control plane that grants what it is asked for and counts.
@@ -88,7 +88,7 @@ function fakeControlPlane(runs = RUNS) {
 const daemonOf = (
   cp: ReturnType<typeof fakeControlPlane>,
   fail: (err: Error) => void,
-  leaseOnFree: 'poll' | 'batch' = 'poll',
+  leaseOnFree: 'poll' | 'batch' = 'batch',
 ) =>
   new RunnerDaemon({
     api: cp.api,

@@ -168,7 +168,7 @@ const daemonOf = (
   driver: Driver,
   slots: number,
   fail: (err: Error) => void,
-  heartbeatMs = 60_000,
+  { heartbeatMs = 60_000, leaseOnFree = 'batch' as 'batch' | 'poll' } = {},
 ) =>
   new RunnerDaemon({
     api,
@@ -177,6 +177,7 @@ const daemonOf = (
     meter: () => new EnergyMeter(join(dir, 'no-powercap')),
     slots,
     heartbeatMs,
+    leaseOnFree,
     log: (level, msg, fields) => {
       if (level === 'error') fail(new Error(`${msg}: ${JSON.stringify(fields)}`));
     },
@@ -204,7 +205,12 @@ describe('a slot is its sandbox, not its lease', () => {
       if (runId === second) secondDisposed.fire();
     };
     const failure = signal<Error>();
-    const daemon = daemonOf(cp.api, counted.driver, SLOTS, failure.fire, 20);
+    // `'poll'`: the freed slot asks with a lease request of its own (by default it waits for the next
+    // completion batch — the held one here).
+    const daemon = daemonOf(cp.api, counted.driver, SLOTS, failure.fire, {
+      heartbeatMs: 20,
+      leaseOnFree: 'poll',
+    });
     daemon.start();
     // The first run's completion is held; its slot still runs the second lease (a slot that were a lease
     // would wait for the completion's answer: this never resolves then).
