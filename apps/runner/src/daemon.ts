@@ -14,8 +14,8 @@
 //
 // A freed slot is leased promptly (`leaseOnFree`). By default (`'batch'`) it is asked for by the next
 // completion batch — one is on its way while any interval settles, and asks for every free slot no long-poll
-// asks for (completions.ts, `NextLeases`) — and the long-poll asks only when no batch will (nothing settles,
-// or the last grant came back short). `'poll'` asks at once with the long-poll, the batches carrying what it
+// asks for (completions.ts, `NextLeases`) — and the long-poll asks only when no batch will (nothing settles
+// but intervals uploading files of out/, which may take minutes, or the last grant came back short). `'poll'` asks at once with the long-poll, the batches carrying what it
 // does not: a slot then never waits on a completion, but measured slower (README, "Figures": its grants race
 // the batches' grants for the same queue rows, and a grant that finds none waits for a wake).
 import type { NextLeases } from './completions.js';
@@ -47,7 +47,11 @@ export interface DaemonOptions extends IntervalDeps {
   readonly log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
 }
 
-type Phase = 'waiting' | 'executing' | 'settling';
+/**
+ * A held lease: waiting for a slot, executing in one, settling behind it (the out/ snapshot, the dispose,
+ * then its completion queued and sent), uploading (files of out/: maybe long, no batch on its way meanwhile).
+ */
+type Phase = 'waiting' | 'executing' | 'settling' | 'uploading';
 
 interface Held {
   readonly lease: Lease;
@@ -125,7 +129,10 @@ export class RunnerDaemon {
     return Math.min(this.#computeFree(), this.#leaseRoom());
   }
 
-  /** Intervals whose compute is done and whose completion has not settled them yet. */
+  /**
+   * Settling intervals not answered yet whose completion is queued, in flight or moments away: a batch
+   * carrying them is on its way. (Not the ones uploading files of out/: an upload may take minutes.)
+   */
   #settling(): number {
     let n = 0;
     for (const [runId, h] of this.#held) if (h.phase === 'settling' && !this.#released.has(runId)) n += 1;
@@ -192,7 +199,8 @@ export class RunnerDaemon {
 
   /**
    * Whether a free slot waits for the completion batch instead of a lease request of its own (`'batch'`):
-   * while an interval settles, a batch will be sent and asks for it — unless the last grant came back short.
+   * while an interval settles (not uploading files), a batch will ask for it — unless the last grant came
+   * back short.
    */
   #batchWillAsk(): boolean {
     return this.#o.leaseOnFree !== 'poll' && !this.#dry && this.#settling() > 0;
@@ -240,8 +248,19 @@ export class RunnerDaemon {
       done: go
         .then(() => {
           if (abort.signal.aborted) return 'aborted' as const;
-          const computed = () => this.#computed(h);
-          return executeInterval(lease, this.#o, abort.signal, steps, { computed });
+          const hooks = {
+            computed: () => this.#computed(h),
+            // Uploads may take long: a slot waiting for this interval's batch asks with a request instead.
+            uploading: () => {
+              if (h.phase !== 'settling') return;
+              h.phase = 'uploading';
+              if (this.#free() > 0) this.#wake();
+            },
+            completing: () => {
+              if (h.phase === 'uploading') h.phase = 'settling';
+            },
+          };
+          return executeInterval(lease, this.#o, abort.signal, steps, hooks);
         })
         .then(
           (how) => {

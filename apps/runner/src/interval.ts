@@ -75,6 +75,16 @@ export interface IntervalHooks {
    * Called at most once; not at all for an interval that ends before (aborted, failed).
    */
   computed?(): void;
+  /**
+   * The interval starts uploading files of out/ (an upload may take long: until its completion is queued,
+   * no batch is on its way for it). Called at most once, after `computed`, only when out/ has files.
+   */
+  uploading?(): void;
+  /**
+   * The interval's completion is handed to the completion queue (its sandbox gone): a batch carrying it is
+   * on its way. Called at most once, after `computed`.
+   */
+  completing?(): void;
 }
 
 /** Milliseconds each step of an interval took (filled as it goes; for the daemon's log and the bench). */
@@ -210,7 +220,7 @@ export async function executeInterval(
     // snapshot and upload, the dispose, the completion's round trip — runs behind it.
     hooks.computed?.();
     if (aborted(signal)) return end();
-    const artifacts = await uploadOut(deps, lease, handle);
+    const artifacts = await uploadOut(deps, lease, handle, hooks);
     if (artifacts.length > 0) outputs.artifacts = artifacts;
     step('artifacts');
     if (aborted(signal)) return end();
@@ -224,6 +234,7 @@ export async function executeInterval(
     step('dispose');
     // One link of the key's audit chain (audit-chain.ts): audit_prev = the attestation signed before,
     // delivered in order with whatever else finished meanwhile (completions.ts).
+    hooks.completing?.();
     const delivered = await completionsOf(deps).submit({
       runId: lease.runId,
       sign: (auditPrev) => {
@@ -319,7 +330,12 @@ async function readHarnessResults(
 }
 
 /** Every file under the workspace's out/ (except what the harness protocol reads), uploaded as it is. */
-async function uploadOut(deps: IntervalDeps, lease: Lease, handle: SandboxHandle): Promise<Artifact[]> {
+async function uploadOut(
+  deps: IntervalDeps,
+  lease: Lease,
+  handle: SandboxHandle,
+  hooks: IntervalHooks,
+): Promise<Artifact[]> {
   const snapshot = await deps.driver.snapshot(handle);
   const entries = await readTar(snapshot.bytes, { skipSpecial: true });
   const out: Artifact[] = [];
@@ -327,6 +343,7 @@ async function uploadOut(deps: IntervalDeps, lease: Lease, handle: SandboxHandle
     if (e.type !== 'file' || !e.path.startsWith('out/')) continue;
     const path = e.path.slice('out/'.length);
     if (path === '') continue;
+    if (out.length === 0) hooks.uploading?.();
     const stored = await deps.api.artifact(
       lease.runId,
       lease.epoch,

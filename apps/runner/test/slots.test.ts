@@ -23,14 +23,14 @@ chmodSync(dir, 0o711); // the sandbox user passes through it to the workspaces
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const hex = () => bytesToHex(randomBytes(32));
-const leaseOf = (i: number) =>
+const leaseOf = (i: number, command = ['true']) =>
   Lease.parse({
     runId: `run-${i}-${randomBytes(3).toString('hex')}`,
     tenant: 'acme',
     kind: 'command',
     epoch: 1,
     attempt: 1,
-    spec: { kind: 'command', subject: { command: ['true'] } },
+    spec: { kind: 'command', subject: { command } },
     unitId: hex(),
     grantsId: hex(),
     recordHead: hex(),
@@ -249,6 +249,42 @@ describe('a slot is its sandbox, not its lease', () => {
     expect(daemon.held).toEqual([]);
     expect(counted.seen.maxRunning).toBe(1);
     expect(cp.seen.maxHeld).toBe(2);
+  }, 120_000);
+
+  it("an interval's artifact upload does not hold the slot: with no completion on its way, it long-polls", async () => {
+    // One slot, the default `'batch'`: the first run writes out/a and its upload is held; no completion is
+    // queued meanwhile (none would carry the freed slot's lease), so the slot asks with a lease request.
+    const SLOTS = 1;
+    const cp = fakeControlPlane(2, leaseBound(SLOTS));
+    cp.queue[0] = leaseOf(0, ['sh', '-c', 'echo x > out/a']);
+    const [first, second] = [cp.queue[0].runId, cp.queue[1]!.runId];
+    const release = signal();
+    const uploading = signal();
+    cp.api.artifact = async (runId, _e, path) => {
+      if (runId === first) {
+        uploading.fire();
+        await release.promise;
+      }
+      return { path, address: `blake3:${'0'.repeat(64)}`, size: 0 };
+    };
+    const counted = countingDriver('upload', leaseBound(SLOTS));
+    const secondRan = signal();
+    counted.hooks.onStream = (runId) => {
+      if (runId === second) secondRan.fire();
+    };
+    const failure = signal<Error>();
+    const daemon = daemonOf(cp.api, counted.driver, SLOTS, failure.fire);
+    daemon.start();
+    const failed = failure.promise.then((e) => Promise.reject(e));
+    await Promise.race([uploading.promise, failed]);
+    // (A slot that waited for a completion batch — or a slot that were a lease — never runs the second.)
+    await Promise.race([secondRan.promise, failed]);
+    expect(cp.seen.settled).toBe(0);
+    expect([...cp.held].sort()).toEqual([first, second].sort());
+    release.fire();
+    await Promise.race([cp.done, failed]).finally(() => daemon.drain(30_000));
+    expect(daemon.ended).toEqual({ completed: 2, aborted: 0, failed: 0 });
+    expect(counted.seen.maxRunning).toBe(1);
   }, 120_000);
 
   it('never executes more than its slots, even when granted more than it asked for', async () => {
