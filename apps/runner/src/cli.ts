@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Driver } from '@everdict/placement';
 import { AUDIT_HEAD_FILE, AuditChain } from './audit-chain.js';
-import { RunnerDaemon } from './daemon.js';
+import { leaseBound, RunnerDaemon } from './daemon.js';
 import { DEFAULT_WATTS_PER_CORE, EnergyMeter } from './energy.js';
 import { RunnerError } from './errors.js';
 import { HttpRunnerApi, pairRunner } from './http-api.js';
@@ -34,13 +34,16 @@ function capabilitiesOf(driver: 'process' | 'kubernetes', slots: number): Capabi
 }
 
 async function driverOf(kind: 'process' | 'kubernetes', slots: number): Promise<Driver> {
+  // As many sandboxes as the runner holds leases: a settling interval's sandbox (its artifacts' snapshot,
+  // then disposed) outlives its slot, whose next lease already provisions (daemon.ts, `leaseBound`).
+  const sandboxes = leaseBound(slots);
   if (kind === 'kubernetes') {
     const { KubernetesDriver } = await import('@everdict/placement-kubernetes');
     // In a pod: the service account's in-cluster config (loadFromDefault finds it); elsewhere KUBECONFIG.
-    return new KubernetesDriver({ maxSandboxes: slots });
+    return new KubernetesDriver({ maxSandboxes: sandboxes });
   }
   const { ProcessDriver } = await import('@everdict/placement-process');
-  return new ProcessDriver({ slots });
+  return new ProcessDriver({ slots: sandboxes });
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -104,6 +107,7 @@ async function main(argv: string[]): Promise<number> {
       meter: () => new EnergyMeter(powercapRoot, watts),
       slots,
       graceMs: Number(values['grace-ms'] ?? 60_000),
+      ...(process.env.EVERDICT_RUNNER_LEASE_ON_FREE === 'poll' ? { leaseOnFree: 'poll' as const } : {}),
       log,
     });
     daemon.start();

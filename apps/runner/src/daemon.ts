@@ -3,14 +3,33 @@
 // compute killed at once), and drain on request: stop asking for leases, let the running intervals finish
 // (up to the grace), keep heartbeating until then, return.
 //
-// A slot is a lease. A completion batch asks for the leases its settled intervals free (completions.ts,
-// `NextLeases`): what comes back starts at once, so a busy runner sends no lease request of its own per
-// freed slot; it long-polls only for the slots nobody asked for yet. `slots` bounds what is asked in flight
-// too: the long-poll's `free` plus a batch's `next.free` never exceed the slots the leases held leave, so
-// the two answers together never hold more leases than slots (the control plane caps each grant as well).
+// A slot is a sandbox's compute, not a lease. An interval holds its slot from its provision until its
+// command has exited and its usage and energy are read (interval.ts, `hooks.computed`); its artifacts, the
+// dispose and the signed completion's round trip run behind it, its lease still held (heartbeated) until the
+// completion settles it, while the slot already executes the next lease. So the runner holds up to
+// `leaseBound(slots)` leases — its slots executing plus the ones settling behind them — and never executes
+// more than `slots` at once: what is asked for in flight (the long-poll's `free`, a completion batch's
+// `next.free`) never exceeds the slots free of compute nor the lease room the held leases leave, and a lease
+// that still finds no slot (a control plane granting more than asked) waits here for one.
+//
+// A freed slot is leased promptly (`leaseOnFree`). By default (`'batch'`) it is asked for by the next
+// completion batch — one is on its way while any interval settles, and asks for every free slot no long-poll
+// asks for (completions.ts, `NextLeases`) — and the long-poll asks only when no batch will (nothing settles
+// but intervals uploading files of out/, which may take minutes, or the last grant came back short). `'poll'` asks at once with the long-poll, the batches carrying what it
+// does not: a slot then never waits on a completion, but measured slower (README, "Figures": its grants race
+// the batches' grants for the same queue rows, and a grant that finds none waits for a wake).
 import type { NextLeases } from './completions.js';
 import { executeInterval, type IntervalDeps, type IntervalSteps } from './interval.js';
 import type { Lease } from './protocol.js';
+
+/**
+ * Leases a runner holds at most per slot: the one executing and one settling behind it (its artifacts and
+ * completion). The control plane's grants use the same bound (apps/control-plane/src/runners/leases.ts,
+ * `LEASES_PER_SLOT`); the driver is given this many sandboxes (a settling interval's sandbox is disposed
+ * before its completion is sent, but after its slot freed).
+ */
+export const LEASES_PER_SLOT = 2;
+export const leaseBound = (slots: number): number => LEASES_PER_SLOT * slots;
 
 export interface DaemonOptions extends IntervalDeps {
   readonly slots: number;
@@ -19,23 +38,45 @@ export interface DaemonOptions extends IntervalDeps {
   readonly heartbeatMs?: number;
   /** How long a drain waits for running intervals before killing them. */
   readonly graceMs?: number;
+  /**
+   * How a slot freed by a finished compute gets its next lease: `'batch'` (default) waits for the completion
+   * batch that will be sent anyway (no request of its own) and long-polls only when none will; `'poll'` asks
+   * at once with the long-poll.
+   */
+  readonly leaseOnFree?: 'poll' | 'batch';
   readonly log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
 }
+
+/**
+ * A held lease: waiting for a slot, executing in one, settling behind it (the out/ snapshot, the dispose,
+ * then its completion queued and sent), uploading (files of out/: maybe long, no batch on its way meanwhile).
+ */
+type Phase = 'waiting' | 'executing' | 'settling' | 'uploading';
 
 interface Held {
   readonly lease: Lease;
   readonly abort: AbortController;
+  phase: Phase;
+  /** Starts a waiting interval (or ends it, aborted before it started). */
+  readonly begin: () => void;
   readonly done: Promise<void>;
 }
 
 export class RunnerDaemon {
   readonly #o: DaemonOptions;
+  readonly #bound: number;
   readonly #held = new Map<string, Held>();
-  /** Held intervals whose run a completion settled: their lease (slot) is gone while they wind down. */
+  /** Held intervals whose run a completion settled: their lease is gone while they wind down. */
   readonly #released = new Set<string>();
+  /** Intervals executing (their compute holds a slot). */
+  #executing = 0;
+  /** Leases that found no slot free, in arrival order: they start as slots free (never past `slots`). */
+  readonly #waiting: Held[] = [];
   /** Leases asked for and not answered yet: the long-poll's `free`, a completion batch's `next.free`. */
   #polling = 0;
   #reserved = 0;
+  /** The last grant answered fewer than it was asked for: the queue was empty when it looked. */
+  #dry = false;
   readonly #stop = new AbortController();
   #draining = false;
   /** A drain past its grace: whatever still arrives is killed at once too. */
@@ -45,31 +86,57 @@ export class RunnerDaemon {
   #loop: Promise<void> | undefined;
   /** Intervals ended, by how: for tests and logs. */
   readonly ended = { completed: 0, aborted: 0, failed: 0 };
+  /** The most intervals ever executing at once, and leases ever held at once: for tests and logs. */
+  readonly peak = { executing: 0, held: 0 };
 
   constructor(options: DaemonOptions) {
     const next: NextLeases = {
       want: (settling) => {
-        // A long-poll in flight says the queue was empty when it last looked: a grant with the batch would
-        // most likely find nothing (a wasted claim); the poll takes what comes, then the freed slots.
-        if (this.#draining || this.#polling > 0) return 0;
-        const ask = Math.max(0, this.#free() + settling);
+        // A long-poll in flight after a grant that came back short says the queue was empty when it last
+        // looked: a grant with the batch would most likely find nothing (a wasted claim); the poll takes
+        // what comes, then the freed slots.
+        if (this.#draining || (this.#polling > 0 && this.#dry)) return 0;
+        // The batch's settled items free lease room (their leases end), not slots (their compute is done).
+        const ask = Math.max(0, Math.min(this.#computeFree(), this.#leaseRoom() + settling));
         this.#reserved += ask;
         return ask;
       },
       answered: (settled, leases, asked) => {
         // What this batch asked is answered (a batch in flight behind it keeps its own reservation).
         this.#reserved = Math.max(0, this.#reserved - asked);
+        if (asked > 0) this.#dry = leases.length < asked;
         for (const runId of settled) if (this.#held.has(runId)) this.#released.add(runId);
         for (const lease of leases) this.#run(lease);
         if (this.#free() > 0) this.#wake();
       },
     };
     this.#o = { ...options, next };
+    this.#bound = leaseBound(options.slots);
   }
 
-  /** Slots neither leased nor asked for. */
+  /** Slots free of compute and not asked for (a waiting lease has its slot promised). */
+  #computeFree(): number {
+    return this.#o.slots - this.#executing - this.#waiting.length - this.#polling - this.#reserved;
+  }
+
+  /** Leases the bound still allows, less what is asked for. */
+  #leaseRoom(): number {
+    return this.#bound - (this.#held.size - this.#released.size) - this.#polling - this.#reserved;
+  }
+
+  /** Leases to ask for: slots free of compute, within the lease bound. */
   #free(): number {
-    return this.#o.slots - (this.#held.size - this.#released.size) - this.#polling - this.#reserved;
+    return Math.min(this.#computeFree(), this.#leaseRoom());
+  }
+
+  /**
+   * Settling intervals not answered yet whose completion is queued, in flight or moments away: a batch
+   * carrying them is on its way. (Not the ones uploading files of out/: an upload may take minutes.)
+   */
+  #settling(): number {
+    let n = 0;
+    for (const [runId, h] of this.#held) if (h.phase === 'settling' && !this.#released.has(runId)) n += 1;
+    return n;
   }
 
   #wake(): void {
@@ -82,6 +149,11 @@ export class RunnerDaemon {
     return [...this.#held.keys()];
   }
 
+  /** Intervals executing now (never more than `slots`). */
+  get executing(): number {
+    return this.#executing;
+  }
+
   get draining(): boolean {
     return this.#draining;
   }
@@ -92,15 +164,15 @@ export class RunnerDaemon {
     this.#loop = this.#leaseLoop();
   }
 
-  /** Stop leasing, wait for what runs (up to the grace; then kill it), stop heartbeating. */
+  /** Stop leasing, wait for what runs and settles (up to the grace; then kill it), stop heartbeating. */
   async drain(graceMs = this.#o.graceMs ?? 60_000): Promise<void> {
     this.#draining = true;
     this.#stop.abort();
     this.#wake();
     await this.#loop?.catch(() => {});
-    // Until nothing is held: a completion batch in flight when the drain began may still bring leases (the
-    // control plane granted them; run, they settle instead of expiring into a requeue), and those are waited
-    // for too.
+    // Until nothing is held — executing, waiting or settling: a completion batch in flight when the drain
+    // began may still bring leases (the control plane granted them; run, they settle instead of expiring
+    // into a requeue), and those are waited for too.
     const all = (async () => {
       while (this.#held.size > 0) await Promise.all([...this.#held.values()].map((h) => h.done));
     })();
@@ -125,10 +197,19 @@ export class RunnerDaemon {
     this.#o.log?.(level, msg, fields);
   }
 
+  /**
+   * Whether a free slot waits for the completion batch instead of a lease request of its own (`'batch'`):
+   * while an interval settles (not uploading files), a batch will ask for it — unless the last grant came
+   * back short.
+   */
+  #batchWillAsk(): boolean {
+    return this.#o.leaseOnFree !== 'poll' && !this.#dry && this.#settling() > 0;
+  }
+
   async #leaseLoop(): Promise<void> {
     while (!this.#draining) {
       const free = this.#free();
-      if (free <= 0) {
+      if (free <= 0 || this.#batchWillAsk()) {
         await new Promise<void>((r) => {
           this.#slotFreed = r;
         });
@@ -146,6 +227,8 @@ export class RunnerDaemon {
       } finally {
         this.#polling = 0;
       }
+      // A long-poll answers when anything came (or at its wait's end): fewer than asked, the queue is dry.
+      this.#dry = leases.length < free;
       for (const lease of leases) this.#run(lease);
     }
   }
@@ -153,24 +236,88 @@ export class RunnerDaemon {
   #run(lease: Lease): void {
     const abort = new AbortController();
     const steps: IntervalSteps = {};
-    const done = executeInterval(lease, this.#o, abort.signal, steps)
-      .then(
-        (how) => {
-          this.ended[how] += 1;
-          this.#log('info', `interval ${how}`, { runId: lease.runId, epoch: lease.epoch, steps });
-        },
-        (err: unknown) => {
-          this.ended.failed += 1;
-          this.#log('error', 'interval failed', { runId: lease.runId, epoch: lease.epoch, err: String(err) });
-        },
-      )
-      .finally(() => {
-        this.#held.delete(lease.runId);
-        this.#released.delete(lease.runId);
-        this.#wake();
-      });
-    this.#held.set(lease.runId, { lease, abort, done });
+    let begin: () => void = () => {};
+    const go = new Promise<void>((r) => {
+      begin = r;
+    });
+    const h: Held = {
+      lease,
+      abort,
+      phase: 'waiting',
+      begin: () => begin(),
+      done: go
+        .then(() => {
+          if (abort.signal.aborted) return 'aborted' as const;
+          const hooks = {
+            computed: () => this.#computed(h),
+            // Uploads may take long: a slot waiting for this interval's batch asks with a request instead.
+            uploading: () => {
+              if (h.phase !== 'settling') return;
+              h.phase = 'uploading';
+              if (this.#free() > 0) this.#wake();
+            },
+            completing: () => {
+              if (h.phase === 'uploading') h.phase = 'settling';
+            },
+          };
+          return executeInterval(lease, this.#o, abort.signal, steps, hooks);
+        })
+        .then(
+          (how) => {
+            this.ended[how] += 1;
+            this.#log('info', `interval ${how}`, { runId: lease.runId, epoch: lease.epoch, steps });
+          },
+          (err: unknown) => {
+            this.ended.failed += 1;
+            this.#log('error', 'interval failed', {
+              runId: lease.runId,
+              epoch: lease.epoch,
+              err: String(err),
+            });
+          },
+        )
+        .finally(() => {
+          this.#computed(h); // an interval that ended before its compute did frees its slot here
+          this.#held.delete(lease.runId);
+          this.#released.delete(lease.runId);
+          this.#wake();
+        }),
+    };
+    this.#held.set(lease.runId, h);
+    this.peak.held = Math.max(this.peak.held, this.#held.size - this.#released.size);
+    // Aborted while it waits for a slot (lost, killed): it ends without starting.
+    abort.signal.addEventListener(
+      'abort',
+      () => {
+        const i = this.#waiting.indexOf(h);
+        if (i >= 0) {
+          this.#waiting.splice(i, 1);
+          h.begin();
+        }
+      },
+      { once: true },
+    );
     if (this.#killing) abort.abort();
+    if (abort.signal.aborted) h.begin();
+    else if (this.#executing < this.#o.slots) this.#execute(h);
+    else this.#waiting.push(h);
+  }
+
+  #execute(h: Held): void {
+    h.phase = 'executing';
+    this.#executing += 1;
+    this.peak.executing = Math.max(this.peak.executing, this.#executing);
+    h.begin();
+  }
+
+  /** The interval's compute is done (or it ended): its slot goes to a waiting lease, else to a new one. */
+  #computed(h: Held): void {
+    if (h.phase !== 'executing') return;
+    h.phase = 'settling';
+    this.#executing -= 1;
+    const waiting = this.#waiting.shift();
+    if (waiting) this.#execute(waiting);
+    else this.#wake();
   }
 
   #scheduleHeartbeat(everyMs: number): void {
@@ -183,7 +330,8 @@ export class RunnerDaemon {
   async #beat(): Promise<void> {
     // In run id order, the order a completion batch releases its leases in: the renewal (when the plan
     // follows the list) then locks the rows in the same order, so the two do not deadlock each other.
-    // (A settled interval winding down holds no lease any more: it is not named.)
+    // Every lease held is named — executing, waiting for a slot, settling — until a completion settles it
+    // (a settled interval winding down holds no lease any more: it is not named).
     const leases = [...this.#held.values()]
       .filter((h) => !this.#released.has(h.lease.runId))
       .map((h) => ({ runId: h.lease.runId, epoch: h.lease.epoch }))
@@ -192,7 +340,8 @@ export class RunnerDaemon {
       const answer = await this.#o.api.heartbeat(leases);
       for (const runId of answer.lost) {
         const h = this.#held.get(runId);
-        if (h) {
+        // (A run a completion settled meanwhile is answered lost too: nothing of it is left to kill.)
+        if (h && !this.#released.has(runId)) {
           this.#log('warn', 'lease lost: killing its compute', { runId });
           h.abort.abort();
         }

@@ -1,6 +1,6 @@
 // everdict-runner — the runner daemon: pairs with a control plane, leases runs, executes them through a
 // placement driver, streams their trajectory, signs each interval. The core is behind the RunnerApi port.
-export { type DaemonOptions, RunnerDaemon } from './daemon.js';
+export { type DaemonOptions, LEASES_PER_SLOT, leaseBound, RunnerDaemon } from './daemon.js';
 export {
   DEFAULT_WATTS_PER_CORE,
   type EnergyFigure,

@@ -1,7 +1,12 @@
 // One lease, executed: provision a sandbox through the driver, run the command (or the harness), stream
-// its output and trace into the journal, upload out/ as artifacts, measure the energy, seal the interval as
+// its output and trace into the journal, measure the energy, upload out/ as artifacts, seal the interval as
 // a signed `sandbox.attestation/1` and complete. An aborted interval (lost lease, cancel, kill) kills its
 // compute and reports nothing: no attestation is made for an interval nobody finished.
+//
+// Two phases: the compute (provision → the command → its outputs, usage and energy read) and the settle
+// behind it (artifacts, dispose, the signed completion and its answer). `hooks.computed` marks the line
+// between them: the daemon's slot is the compute, so it takes its next lease there, while this interval's
+// lease is still held until the completion settles it.
 import { Readable } from 'node:stream';
 import type { Driver, SandboxHandle } from '@everdict/placement';
 import { readTar, utf8 } from '@everdict/placement';
@@ -62,6 +67,26 @@ const completionsOf = (deps: IntervalDeps): Completions => {
 
 export type IntervalEnd = 'completed' | 'aborted';
 
+/** Who is told where an interval's compute ends (the daemon: its slot frees there). */
+export interface IntervalHooks {
+  /**
+   * The command has exited and its outputs, usage and energy are read: nothing of this interval runs in
+   * its sandbox any more (the sandbox itself is still there for the artifacts' snapshot, then disposed).
+   * Called at most once; not at all for an interval that ends before (aborted, failed).
+   */
+  computed?(): void;
+  /**
+   * The interval starts uploading files of out/ (an upload may take long: until its completion is queued,
+   * no batch is on its way for it). Called at most once, after `computed`, only when out/ has files.
+   */
+  uploading?(): void;
+  /**
+   * The interval's completion is handed to the completion queue (its sandbox gone): a batch carrying it is
+   * on its way. Called at most once, after `computed`.
+   */
+  completing?(): void;
+}
+
 /** Milliseconds each step of an interval took (filled as it goes; for the daemon's log and the bench). */
 export type IntervalSteps = Partial<
   Record<'provision' | 'command' | 'outputs' | 'artifacts' | 'usage' | 'complete' | 'dispose', number>
@@ -101,6 +126,7 @@ export async function executeInterval(
   deps: IntervalDeps,
   signal: AbortSignal,
   steps: IntervalSteps = {},
+  hooks: IntervalHooks = {},
 ): Promise<IntervalEnd> {
   const plan = planOf(lease);
   const startedMs = Date.now();
@@ -186,25 +212,29 @@ export async function executeInterval(
     }
     outputs.exitCode = exitCode;
     step('outputs');
-    const artifacts = await uploadOut(deps, lease, handle);
-    if (artifacts.length > 0) outputs.artifacts = artifacts;
-    step('artifacts');
-    if (aborted(signal)) return end();
-
     const usage = await deps.driver.usage(handle).catch(() => null);
     step('usage');
     const endedMs = Date.now();
     const energy = await meter.end(usage?.cpuTimeMs ?? null, endedMs - startedMs);
+    // The compute is done: the daemon's slot takes its next lease now, and what follows — the artifacts'
+    // snapshot and upload, the dispose, the completion's round trip — runs behind it.
+    hooks.computed?.();
+    if (aborted(signal)) return end();
+    const artifacts = await uploadOut(deps, lease, handle, hooks);
+    if (artifacts.length > 0) outputs.artifacts = artifacts;
+    step('artifacts');
+    if (aborted(signal)) return end();
+
     const journalRoot = await journal.close();
-    // The sandbox goes before the completion: once the control plane settles the run its lease (the slot)
-    // is free, and a lease granted with the batch (completions.ts) may provision at once — the driver never
-    // holds more sandboxes than the runner has slots.
+    // The sandbox goes before the completion (its lease is held until the completion settles it, so the
+    // driver holds no more sandboxes than the runner holds leases: the daemon's `leaseBound`).
     const disposing = handle;
     handle = undefined;
     await deps.driver.dispose(disposing).catch(() => {});
     step('dispose');
     // One link of the key's audit chain (audit-chain.ts): audit_prev = the attestation signed before,
     // delivered in order with whatever else finished meanwhile (completions.ts).
+    hooks.completing?.();
     const delivered = await completionsOf(deps).submit({
       runId: lease.runId,
       sign: (auditPrev) => {
@@ -300,7 +330,12 @@ async function readHarnessResults(
 }
 
 /** Every file under the workspace's out/ (except what the harness protocol reads), uploaded as it is. */
-async function uploadOut(deps: IntervalDeps, lease: Lease, handle: SandboxHandle): Promise<Artifact[]> {
+async function uploadOut(
+  deps: IntervalDeps,
+  lease: Lease,
+  handle: SandboxHandle,
+  hooks: IntervalHooks,
+): Promise<Artifact[]> {
   const snapshot = await deps.driver.snapshot(handle);
   const entries = await readTar(snapshot.bytes, { skipSpecial: true });
   const out: Artifact[] = [];
@@ -308,6 +343,7 @@ async function uploadOut(deps: IntervalDeps, lease: Lease, handle: SandboxHandle
     if (e.type !== 'file' || !e.path.startsWith('out/')) continue;
     const path = e.path.slice('out/'.length);
     if (path === '') continue;
+    if (out.length === 0) hooks.uploading?.();
     const stored = await deps.api.artifact(
       lease.runId,
       lease.epoch,

@@ -1,8 +1,10 @@
-// The next leases ride on the completion batch: a busy runner asks for the slots its settled intervals free
-// with the batch (`next: {free}`) and starts what comes back, instead of a lease request per freed slot; it
-// long-polls only for slots nobody asked for. Never more leases held — nor sandboxes provisioned — than slots:
-// real process-driver sandboxes with the driver's own capacity set to the runner's slots (a provision past
-// it fails the interval), and a fake control plane that grants what it is asked for and counts.
+// The next leases ride on the completion batch: a runner asks with the batch (`next: {free}`) for the slots
+// free of compute that no long-poll asks for, and starts what comes back. With `leaseOnFree: 'batch'` (the
+// default) a slot freed by a finished compute waits for that batch instead of a lease request of its own; with
+// `'poll'` the long-poll asks at once and the batches carry what it does not. Never more leases held — nor
+// sandboxes provisioned — than the lease bound (2 × slots), never more executing than slots: real
+// process-driver sandboxes with the driver's own capacity set to the bound (a provision past it fails the
+// interval), and a fake control plane that grants what it is asked for and counts.
 
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
@@ -11,7 +13,7 @@ import { join } from 'node:path';
 import { ProcessDriver } from '@everdict/placement-process';
 import { bytesToHex, generateSigningKey } from '@everdict/runrecord';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RunnerDaemon } from '../src/daemon.js';
+import { leaseBound, RunnerDaemon } from '../src/daemon.js';
 import { EnergyMeter } from '../src/energy.js';
 import type { CompletionsReply, RunnerApi } from '../src/port.js';
 import { Lease } from '../src/protocol.js';
@@ -83,13 +85,22 @@ function fakeControlPlane(runs = RUNS) {
   return { api, seen, done };
 }
 
-const daemonOf = (cp: ReturnType<typeof fakeControlPlane>, fail: (err: Error) => void) =>
+const daemonOf = (
+  cp: ReturnType<typeof fakeControlPlane>,
+  fail: (err: Error) => void,
+  leaseOnFree: 'poll' | 'batch' = 'batch',
+) =>
   new RunnerDaemon({
     api: cp.api,
-    driver: new ProcessDriver({ stateDir: join(dir, 'state'), imagesDir: join(dir, 'images'), slots: SLOTS }),
+    driver: new ProcessDriver({
+      stateDir: join(dir, `state-${leaseOnFree}`),
+      imagesDir: join(dir, 'images'),
+      slots: leaseBound(SLOTS),
+    }),
     key: generateSigningKey(randomBytes(32)),
     meter: () => new EnergyMeter(join(dir, 'no-powercap')),
     slots: SLOTS,
+    leaseOnFree,
     heartbeatMs: 60_000,
     log: (level, msg, fields) => {
       if (level === 'error') fail(new Error(`${msg}: ${JSON.stringify(fields)}`));
@@ -97,25 +108,35 @@ const daemonOf = (cp: ReturnType<typeof fakeControlPlane>, fail: (err: Error) =>
   });
 
 describe('the next leases with a completion batch', () => {
-  it('keep a busy runner leased without a lease request per freed slot, never past its slots', async () => {
-    const cp = fakeControlPlane();
-    // A failed interval (the driver refusing a sandbox past its slots) ends the wait at once.
-    let failed: (err: Error) => void = () => {};
-    const failure = new Promise<never>((_, reject) => {
-      failed = reject;
-    });
-    const daemon = daemonOf(cp, (err) => failed(err));
-    daemon.start();
-    await Promise.race([cp.done, failure]).finally(() => daemon.drain(30_000));
-    expect(daemon.ended).toEqual({ completed: RUNS, aborted: 0, failed: 0 });
-    expect(cp.seen.settled).toBe(RUNS);
-    expect(cp.seen.maxHeld).toBeLessThanOrEqual(SLOTS);
-    // The first request took the first two runs; the other six came with completions. (At most one more
-    // request: the long-poll once the queue ran dry.) A lease request per freed slot would be RUNS or more.
-    expect(cp.seen.leaseRequests).toBeLessThanOrEqual(2);
-    // (A batch asks for none while a long-poll waits: the queue was empty when it last looked.)
-    expect(cp.seen.asked.every((n) => n >= 0 && n <= SLOTS)).toBe(true);
-  }, 120_000);
+  it.each(['batch', 'poll'] as const)(
+    "keep a busy runner leased, never past its slots nor its lease bound (leaseOnFree '%s')",
+    async (leaseOnFree) => {
+      const cp = fakeControlPlane();
+      // A failed interval (the driver refusing a sandbox past its capacity) ends the wait at once.
+      let failed: (err: Error) => void = () => {};
+      const failure = new Promise<never>((_, reject) => {
+        failed = reject;
+      });
+      const daemon = daemonOf(cp, (err) => failed(err), leaseOnFree);
+      daemon.start();
+      await Promise.race([cp.done, failure]).finally(() => daemon.drain(30_000));
+      expect(daemon.ended).toEqual({ completed: RUNS, aborted: 0, failed: 0 });
+      expect(cp.seen.settled).toBe(RUNS);
+      expect(cp.seen.maxHeld).toBeLessThanOrEqual(leaseBound(SLOTS));
+      expect(daemon.peak.executing).toBeLessThanOrEqual(SLOTS);
+      if (leaseOnFree === 'batch') {
+        // The first request took the first two runs; the other six came with completions. (At most one more
+        // request: the long-poll once the queue ran dry.) A lease request per freed slot would be RUNS or more.
+        expect(cp.seen.leaseRequests).toBeLessThanOrEqual(2);
+      } else {
+        // One long-poll at a time: a freed slot asks at once, what frees meanwhile waits for its answer.
+        expect(cp.seen.leaseRequests).toBeLessThanOrEqual(RUNS);
+      }
+      // (A batch asks for none while a long-poll waits: the queue was empty when it last looked.)
+      expect(cp.seen.asked.every((n) => n >= 0 && n <= SLOTS)).toBe(true);
+    },
+    120_000,
+  );
 
   it('a drain waits for the leases a batch in flight brings: they run and settle', async () => {
     const [first, second] = [leaseOf(0), leaseOf(1)];
@@ -160,6 +181,8 @@ describe('the next leases with a completion batch', () => {
       key: generateSigningKey(randomBytes(32)),
       meter: () => new EnergyMeter(join(dir, 'no-powercap')),
       slots: 1,
+      // The freed slot waits for the batch (no long-poll of its own): the batch in flight asks for it.
+      leaseOnFree: 'batch',
       heartbeatMs: 60_000,
     });
     daemon.start();

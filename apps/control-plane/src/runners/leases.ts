@@ -41,7 +41,24 @@ export interface Lease {
   harness?: Harness;
 }
 
-/** Up to `free` leases for this runner (none while it drains or is revoked), in WFQ order. */
+/**
+ * Leases a runner may hold per slot. A runner's slot is its sandbox's compute, not its lease: once an
+ * interval's command has exited (its usage and energy read) the slot executes the next lease while that
+ * interval's artifacts, dispose and signed completion run behind it, its lease still held until the
+ * completion settles it. So a runner holds its slots executing plus the ones settling behind them — at most
+ * one settling per slot — and never executes more than `slots` at once (the runner's own rule,
+ * apps/runner/src/daemon.ts, which uses the same bound). THE bound of both grant paths (a lease request and
+ * a completion batch's next leases), through `grantLeases`.
+ */
+export const LEASES_PER_SLOT = 2;
+
+/** The most leases a runner of `slots` slots holds at once. */
+export const leaseBound = (slots: number): number => LEASES_PER_SLOT * slots;
+
+/**
+ * Up to `free` leases for this runner (none while it drains or is revoked), in WFQ order, never more than
+ * `leaseBound(slots)` held at once.
+ */
 export async function grantLeases(
   deps: Deps,
   policy: LeasePolicy,
@@ -59,7 +76,7 @@ export async function grantLeases(
         FROM runners r WHERE r.id = ${runner.id} FOR SHARE OF r`.execute(tx);
       const live = runnerRows[0];
       if (live?.state !== 'active') return [];
-      const n = Math.min(free, runner.capabilities.slots - Number(live.held));
+      const n = Math.min(free, leaseBound(runner.capabilities.slots) - Number(live.held));
       if (n <= 0) return [];
       const started = await claimAndStart(
         tx,

@@ -1,7 +1,8 @@
 // The next leases in a completion batch's answer (`POST /runner/v1/completions` with `next: {free}`): granted
-// after the batch settled, as a lease request grants them — up to `free`, never more than the runner's slots
-// minus the leases it still holds (a refused item's lease still counts), none while it drains — and absent
-// from an answer that did not ask.
+// after the batch settled, as a lease request grants them — up to `free`, never more than the runner's lease
+// bound (`leaseBound(slots)` = 2 × slots: its slots executing plus one settling behind each) minus the leases
+// it still holds (a refused item's lease still counts), none while it drains — and absent from an answer
+// that did not ask.
 import { encodeAttestationBody, type Hex } from '@everdict/runrecord';
 import { StreamingDigest } from '@everdict/trajectory-store';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -81,36 +82,58 @@ const statusOf = async (runId: string) =>
   (await call(t.app, 'GET', `/runs/${runId}`, { key: ADMIN_KEY })).body.status;
 
 describe('the next leases with a completion batch', { timeout: 300_000 }, () => {
-  it('grants up to `free` after the batch settled, capped by the slots the held leases leave', async () => {
-    const r = await ChainedRunner.pair('next-a', 2);
+  it('grants up to `free` after the batch settled, capped by the lease bound the held leases leave', async () => {
+    const r = await ChainedRunner.pair('next-a', 1);
     const ids = await createRuns(5);
-    const first = await r.lease(2);
-    expect(first.map((l) => l.runId)).toEqual(ids.slice(0, 2));
+    const first = await r.lease(1);
+    expect(first.map((l) => l.runId)).toEqual(ids.slice(0, 1));
 
-    // Both settle; the two freed slots come back as the next two runs' leases, in the same answer.
-    const done = await r.complete([r.item(first[0]!), r.item(first[1]!)], { free: 2 });
+    // It settles; the slot's next two leases (the bound of one slot: 2) come back in the same answer.
+    const done = await r.complete([r.item(first[0]!)], { free: 2 });
     expect(done.status, JSON.stringify(done.body)).toBe(200);
-    expect((done.body.results as { outcome: string }[]).map((x) => x.outcome)).toEqual([
-      'settled',
-      'settled',
-    ]);
+    expect((done.body.results as { outcome: string }[]).map((x) => x.outcome)).toEqual(['settled']);
     const next = done.body.leases as LeaseBody[];
     expect(next.map((l) => [l.runId, l.epoch])).toEqual([
+      [ids[1], 1],
       [ids[2], 1],
-      [ids[3], 1],
     ]);
-    expect(await statusOf(ids[2]!)).toBe('running');
+    expect(await statusOf(ids[1]!)).toBe('running');
 
-    // Asking for more than the slots left: one settles, one lease is still held → one slot, one lease.
+    // Asking for more than the bound leaves: one settles, one lease is still held → one lease.
     const more = await r.complete([r.item(next[0]!)], { free: 5 });
     expect(more.status).toBe(200);
-    expect((more.body.leases as LeaseBody[]).map((l) => l.runId)).toEqual([ids[4]]);
+    expect((more.body.leases as LeaseBody[]).map((l) => l.runId)).toEqual([ids[3]]);
 
     // Without `next` the answer carries no leases (and grants none).
     const held = more.body.leases as LeaseBody[];
     const plain = await r.complete([r.item(next[1]!), r.item(held[0]!)]);
     expect(plain.status).toBe(200);
     expect(plain.body.leases).toBeUndefined();
+    // (The queue is left empty for the next test.)
+    const [last] = await r.lease(1);
+    expect(last?.runId).toBe(ids[4]);
+    expect((await r.complete([r.item(last!)])).status).toBe(200);
+  });
+
+  it('a lease request grants up to 2 × slots held — its slots executing and the ones settling — and no more', async () => {
+    const r = await ChainedRunner.pair('next-bound', 2);
+    const ids = await createRuns(6);
+    // Asked for more than the bound: four (2 × 2 slots), in order.
+    const leased = await r.lease(10);
+    expect(leased.map((l) => l.runId)).toEqual(ids.slice(0, 4));
+    // At the bound: nothing more, however much is asked.
+    expect(await r.lease(3)).toEqual([]);
+    expect(await statusOf(ids[4]!)).toBe('queued');
+    // One settles: one lease room, one lease (by a lease request, and by a batch's next leases alike).
+    expect((await r.complete([r.item(leased[0]!)])).status).toBe(200);
+    const one = await r.lease(3);
+    expect(one.map((l) => l.runId)).toEqual([ids[4]]);
+    const batch = await r.complete([r.item(leased[1]!)], { free: 3 });
+    const two = batch.body.leases as LeaseBody[];
+    expect(two.map((l) => l.runId)).toEqual([ids[5]]);
+    // (Everything settles: the queue is left empty for the next test.)
+    const rest = [leased[2]!, leased[3]!, one[0]!, two[0]!];
+    expect((await r.complete(rest.map((l) => r.item(l)))).status).toBe(200);
   });
 
   it("a refused item's lease still counts: nothing is granted into its slot", async () => {

@@ -100,10 +100,12 @@ export const CompletionsInput = z.strictObject({
     .max(MAX_COMPLETIONS),
   /**
    * The runner's next leases in the same answer: after the batch settled, up to `free` leases are granted
-   * exactly as `POST /runner/v1/leases` grants them without waiting (`free` counts the slots the settled
-   * items free; the control plane still grants no more than the runner's slots minus the leases it holds,
-   * and none at all unless every item settled).
-   * A busy runner then asks for no lease of its own per freed slot; it long-polls only when fewer came.
+   * exactly as `POST /runner/v1/leases` grants them without waiting (`free` counts the runner's slots free
+   * of compute — a slot frees when its interval's command is done, before that interval's completion — within
+   * its lease bound, counting the settled items' leases as ended; the control plane still grants no more
+   * than `leaseBound(slots)` (leases.ts: 2 × slots, its slots executing plus one settling behind each) minus
+   * the leases it holds, and none at all unless every item settled).
+   * A busy runner then needs no lease request of its own for slots a batch can carry.
    */
   next: z.strictObject({ free: z.int().min(0).max(10_000) }).optional(),
 });

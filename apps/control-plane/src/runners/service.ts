@@ -212,14 +212,15 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
         items.map(({ runId, ...item }) => ({ runId, raw: item })),
       );
       if (next === undefined) return { outcomes };
-      // Granted only when every item settled: the runner asks counting each item's slot as freed, and a
+      // Granted only when every item settled: the runner asks counting each item's lease as ended, and a
       // batch it sent behind another may be refused whole (its first link names one not accepted yet) while
-      // its leases stay held — a grant then could hold more leases than the runner has slots.
+      // its leases stay held — the runner's own count would then be short of what it holds.
       if (outcomes.some((o) => !('run' in o))) return { outcomes, leases: [] };
       // The next leases, granted after the batch committed (its own transaction, as a lease request's: the
-      // grant's claim commits asynchronously, which a settle must not), under the same cap as a lease
-      // request — the settled items' leases are gone, a refused item's still counts. A failed grant answers
-      // none (the runner then long-polls): it must not turn the settled batch's answer into an error.
+      // grant's claim commits asynchronously, which a settle must not), under the same bound as a lease
+      // request (`leaseBound`) — the settled items' leases are gone, a refused item's still counts. A failed
+      // grant answers none (the runner then long-polls): it must not turn the settled batch's answer into an
+      // error.
       const leases = await grantLeases(deps, opts.lease, runner, next.free).catch((e: unknown) => {
         deps.log('warn', 'the leases after a completion batch could not be granted', { error: String(e) });
         return [];
