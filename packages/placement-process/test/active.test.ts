@@ -21,11 +21,19 @@ const stateOf = (pid: number) => {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
 };
 
-/** A live process and a zombie child of it (never reaped: its parent execs `sleep`, which never waits). */
+/**
+ * A live process and a zombie child of it, never reaped: perl forks a child that exits at once and then sleeps
+ * without waiting (default SIGCHLD: nothing reaps it). Not `sh -c 'sleep 0 & …; exec sleep 60'`: under load
+ * the background job can end before the `exec`, and dash reaps it then (its /proc entry gone: a flake).
+ */
 async function liveAndZombie(): Promise<{ live: number; zombie: number }> {
-  const child = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 60'], {
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
+  const child = spawn(
+    'perl',
+    ['-e', '$| = 1; my $p = fork() // die; exit 0 unless $p; print "$p\\n"; sleep 60'],
+    {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  );
   children.push(child);
   const zombie = await new Promise<number>((resolve) =>
     child.stdout.once('data', (b) => resolve(Number(String(b)))),
