@@ -1,6 +1,6 @@
 // Test helpers: a driver on a fresh state directory (removed afterwards), and the requirement that real
 // bubblewrap is here — a missing bwrap fails the suite, never skips it.
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,4 +61,16 @@ export async function removeDriverDirs(driver: ProcessDriver): Promise<void> {
   await disposeEverything(driver);
   rmSync(made[i]!.dir, { recursive: true, force: true });
   made.splice(i, 1);
+}
+
+/** The first line a child process (a holder of sandboxes in another process) prints; it must not exit first. */
+export function firstLine(child: ChildProcess): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    let buf = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      if (buf.includes('\n')) resolve(buf.split('\n')[0]!);
+    });
+    child.on('exit', (code) => reject(new Error(`holder exited early (${code})`)));
+  });
 }

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { ProcessDriver } from '../src/process-driver.js';
 import { layout, readRecord } from '../src/sandbox-state.js';
-import { makeDriver, requireBwrap, tempDir } from './helpers.js';
+import { firstLine, makeDriver, requireBwrap, tempDir } from './helpers.js';
 
 const dist = fileURLToPath(new URL('../dist/index.js', import.meta.url));
 const limits = { memoryBytes: 96 * 1024 * 1024, pids: 48 };
@@ -85,14 +85,7 @@ describe('scaffolds made ahead', () => {
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    const line = await new Promise<string>((resolve, reject) => {
-      let buf = '';
-      child.stdout!.on('data', (d: Buffer) => {
-        buf += d.toString();
-        if (buf.includes('\n')) resolve(buf.split('\n')[0]!);
-      });
-      child.on('exit', (code) => reject(new Error(`holder exited early (${code})`)));
-    });
+    const line = await firstLine(child);
     const { pid, taken } = JSON.parse(line) as { pid: number; taken: string };
     const holder = makeDriver({ stateDir });
     const takenRecord = await recordOf(holder, taken);

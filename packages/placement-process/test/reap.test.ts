@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { layout, listRecords, ownerAlive } from '../src/sandbox-state.js';
-import { makeDriver, requireBwrap, tempDir } from './helpers.js';
+import { firstLine, makeDriver, requireBwrap, tempDir } from './helpers.js';
 
 const fixture = fileURLToPath(new URL('./fixtures/hold-sandboxes.mjs', import.meta.url));
 const dist = fileURLToPath(new URL('../dist/index.js', import.meta.url));
@@ -39,14 +39,7 @@ describe('reap after a crash', () => {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     children.push(child);
-    const line = await new Promise<string>((resolve, reject) => {
-      let buf = '';
-      child.stdout!.on('data', (d: Buffer) => {
-        buf += d.toString();
-        if (buf.includes('\n')) resolve(buf.split('\n')[0]!);
-      });
-      child.on('exit', (code) => reject(new Error(`holder exited early (${code})`)));
-    });
+    const line = await firstLine(child);
     const { handles, marker } = JSON.parse(line) as { handles: Array<{ id: string }>; marker: string };
     expect(handles).toHaveLength(3);
     // The holder signals on the command's first output (`echo running`), a moment before `exec sleep`
