@@ -18,6 +18,7 @@
 // but intervals uploading files of out/, which may take minutes, or the last grant came back short). `'poll'` asks at once with the long-poll, the batches carrying what it
 // does not: a slot then never waits on a completion, but measured slower (README, "Figures": its grants race
 // the batches' grants for the same queue rows, and a grant that finds none waits for a wake).
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { NextLeases } from './completions.js';
 import { executeInterval, type IntervalDeps, type IntervalSteps } from './interval.js';
 import type { Lease } from './protocol.js';
@@ -154,6 +155,11 @@ export class RunnerDaemon {
     return this.#executing;
   }
 
+  /** Leases asked for and not answered yet (a long-poll's and completion batches'): for tests and logs. */
+  get asking(): number {
+    return this.#polling + this.#reserved;
+  }
+
   get draining(): boolean {
     return this.#draining;
   }
@@ -220,9 +226,12 @@ export class RunnerDaemon {
       try {
         leases = await this.#o.api.leases(free, this.#o.waitMs ?? 25_000, this.#stop.signal);
       } catch (err) {
+        // The pause before the retry asks for nothing (a completion batch may ask for the slots meanwhile),
+        // and a drain ends it at once.
+        this.#polling = 0;
         if (this.#draining) return;
         this.#log('warn', 'lease request failed; retrying', { err: String(err) });
-        await new Promise((r) => setTimeout(r, 1000));
+        await sleep(1000, undefined, { signal: this.#stop.signal }).catch(() => {});
         continue;
       } finally {
         this.#polling = 0;

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProcessDriver } from '@everdict/placement-process';
 import { bytesToHex, generateSigningKey } from '@everdict/runrecord';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { leaseBound, RunnerDaemon } from '../src/daemon.js';
 import { EnergyMeter } from '../src/energy.js';
 import type { CompletionsReply, RunnerApi } from '../src/port.js';
@@ -212,4 +212,54 @@ describe('the next leases with a completion batch', () => {
     expect(cp.seen.leaseRequests).toBe(2);
     expect(cp.seen.asked).toEqual([0]);
   }, 120_000);
+
+  it('a failed lease request: the pause before its retry asks for nothing, and a drain ends it at once', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      let requests = 0;
+      let failed: () => void = () => {};
+      const firstFailure = new Promise<void>((r) => {
+        failed = r;
+      });
+      const api: RunnerApi = {
+        async leases() {
+          requests += 1;
+          failed();
+          throw new Error('connection reset');
+        },
+        heartbeat: async () => ({ lost: [], draining: false }),
+        events: async () => undefined,
+        artifact: async (_r, _e, path) => ({ path, address: `blake3:${'0'.repeat(64)}`, size: 0 }),
+        complete: async () => undefined,
+        completeMany: async () => ({ results: [] }),
+      };
+      const daemon = new RunnerDaemon({
+        api,
+        driver: new ProcessDriver({
+          stateDir: join(dir, 'state-retry'),
+          imagesDir: join(dir, 'images'),
+          slots: SLOTS,
+          readyPool: 0,
+        }),
+        key: generateSigningKey(randomBytes(32)),
+        meter: () => new EnergyMeter(join(dir, 'no-powercap')),
+        slots: SLOTS,
+        heartbeatMs: 60_000,
+      });
+      daemon.start();
+      await firstFailure;
+      await vi.advanceTimersByTimeAsync(10); // inside the 1 s pause
+      expect(daemon.asking).toBe(0); // the slots are free for a completion batch to ask for
+      let drained = false;
+      const drain = daemon.drain(0).then(() => {
+        drained = true;
+      });
+      await vi.advanceTimersByTimeAsync(10); // still well inside the pause
+      expect(drained).toBe(true);
+      await drain;
+      expect(requests).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });
