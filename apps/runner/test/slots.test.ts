@@ -11,41 +11,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Driver } from '@everdict/placement';
 import { ProcessDriver } from '@everdict/placement-process';
-import { bytesToHex, generateSigningKey } from '@everdict/runrecord';
+import { generateSigningKey } from '@everdict/runrecord';
 import { afterAll, describe, expect, it } from 'vitest';
 import { leaseBound, RunnerDaemon } from '../src/daemon.js';
 import { EnergyMeter } from '../src/energy.js';
-import type { CompletionsReply, RunnerApi } from '../src/port.js';
-import { Lease } from '../src/protocol.js';
+import type { RunnerApi } from '../src/port.js';
+import { fakeControlPlane, leaseOf, signal } from './fake-control-plane.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'runner-slots-'));
 chmodSync(dir, 0o711); // the sandbox user passes through it to the workspaces
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-const hex = () => bytesToHex(randomBytes(32));
-const leaseOf = (i: number, command = ['true']) =>
-  Lease.parse({
-    runId: `run-${i}-${randomBytes(3).toString('hex')}`,
-    tenant: 'acme',
-    kind: 'command',
-    epoch: 1,
-    attempt: 1,
-    spec: { kind: 'command', subject: { command } },
-    unitId: hex(),
-    grantsId: hex(),
-    recordHead: hex(),
-    leaseMs: 30_000,
-    heartbeatMs: 10_000,
-  });
-
-/** A promise and the function that resolves it. */
-function signal<T = void>(): { promise: Promise<T>; fire: (v: T) => void } {
-  let fire: (v: T) => void = () => {};
-  const promise = new Promise<T>((r) => {
-    fire = r;
-  });
-  return { promise, fire };
-}
 
 /**
  * The real process driver, counted: commands running at once (from `stream` until its exit) and sandboxes
@@ -94,73 +69,6 @@ function countingDriver(name: string, capacity: number) {
     },
   }) as Driver;
   return { driver, seen, hooks };
-}
-
-/**
- * A control plane with `runs` queued runs, holding leases per runner up to `bound`: grants what it is asked
- * for — or, `overGrant`, that many more than asked (still within the bound) — settles every completion
- * (each batch waits for `gate()` first), and counts.
- */
-function fakeControlPlane(runs: number, bound: number, opts: { overGrant?: number } = {}) {
-  const queue = Array.from({ length: runs }, (_, i) => leaseOf(i));
-  const held = new Set<string>();
-  const seen = {
-    leaseRequests: [] as number[],
-    settled: 0,
-    maxHeld: 0,
-    completionsInFlight: 0,
-    heartbeats: [] as string[][],
-  };
-  let gate: () => Promise<void> = async () => {};
-  const allSettled = signal();
-  const grant = (free: number) => {
-    const n = Math.min(free + (opts.overGrant ?? 0), bound - held.size);
-    const out = queue.splice(0, Math.max(0, n));
-    for (const l of out) held.add(l.runId);
-    seen.maxHeld = Math.max(seen.maxHeld, held.size);
-    return out;
-  };
-  const api: RunnerApi = {
-    async leases(free, _waitMs, abort) {
-      seen.leaseRequests.push(free);
-      const out = grant(free);
-      if (out.length > 0) return out;
-      // The long-poll: nothing more comes; it waits until the runner stops asking.
-      await new Promise<void>((r) => abort?.addEventListener('abort', () => r(), { once: true }));
-      return [];
-    },
-    heartbeat: async (leases) => {
-      seen.heartbeats.push(leases.map((l) => l.runId));
-      return { lost: [], draining: false };
-    },
-    events: async () => undefined,
-    artifact: async (_r, _e, path) => ({ path, address: `blake3:${'0'.repeat(64)}`, size: 0 }),
-    complete: async () => undefined,
-    async completeMany(items, next): Promise<CompletionsReply> {
-      seen.completionsInFlight += 1;
-      await gate();
-      seen.completionsInFlight -= 1;
-      for (const item of items) {
-        if (!held.delete(item.runId)) throw new Error(`${item.runId} completed without its lease`);
-        seen.settled += 1;
-      }
-      if (seen.settled === runs) allSettled.fire();
-      return {
-        results: items.map(() => ({ outcome: 'settled' as const })),
-        ...(next ? { leases: grant(next.free) } : {}),
-      };
-    },
-  };
-  return {
-    api,
-    seen,
-    queue,
-    held,
-    done: allSettled.promise,
-    setGate: (g: () => Promise<void>) => {
-      gate = g;
-    },
-  };
 }
 
 const daemonOf = (
