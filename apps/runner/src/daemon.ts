@@ -221,20 +221,21 @@ export class RunnerDaemon {
         });
         continue;
       }
-      let leases: Lease[];
+      let leases: Lease[] | null = null;
       this.#polling = free;
       try {
         leases = await this.#o.api.leases(free, this.#o.waitMs ?? 25_000, this.#stop.signal);
       } catch (err) {
-        // The pause before the retry asks for nothing (a completion batch may ask for the slots meanwhile),
-        // and a drain ends it at once.
-        this.#polling = 0;
-        if (this.#draining) return;
-        this.#log('warn', 'lease request failed; retrying', { err: String(err) });
-        await sleep(1000, undefined, { signal: this.#stop.signal }).catch(() => {});
-        continue;
+        if (!this.#draining) this.#log('warn', 'lease request failed; retrying', { err: String(err) });
       } finally {
         this.#polling = 0;
+      }
+      if (leases === null) {
+        // The pause before the retry asks for nothing (a completion batch may ask for the slots meanwhile),
+        // and a drain ends it at once.
+        if (this.#draining) return;
+        await sleep(1000, undefined, { signal: this.#stop.signal }).catch(() => {});
+        continue;
       }
       // A long-poll answers when anything came (or at its wait's end): fewer than asked, the queue is dry.
       this.#dry = leases.length < free;
