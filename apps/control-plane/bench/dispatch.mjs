@@ -13,7 +13,7 @@
 //   dispatch.response the same creates: create → response p99
 //   dispatch.wal      WAL per run of the http shape: this database's records + their commits (pg_walinspect)
 //   dispatch.cpu      CPU per run of the http shape: the server process + its database backends
-//   dispatch.runner   runner leases (apps/runner/bench/dispatch-runner.mjs; the `runner` shape, ≈ 10 minutes)
+//   dispatch.runner   runner leases (apps/runner/bench/dispatch-runner.mjs; the `runner` shape, ≈ 1 minute)
 // Env: BENCH_RUNS (N, 1000), BENCH_LATENCY_RUNS (M, 250), BENCH_LATENCY_WARM (100 paced creates first), BENCH_ROUNDS (2), BENCH_SHAPES (http,drain,latency,runner),
 // EVERDICT_BENCH_DATABASE_URL; EVERDICT_* settings are passed on to the shipped server; BENCH_BUILD_ROOT (a
 // checkout whose apps/control-plane/dist is the everdict side: an A/B of two builds, run alternately);
@@ -338,13 +338,13 @@ line(
 
 // Runner leases (issue 13's shape): apps/runner/bench/dispatch-runner.mjs — command runs `true` through one
 // runner of 16 slots against graphile-worker running the same `bwrap … true` jobs, on the same PostgreSQL.
-// BENCH_RUNNER_RUNS (200) runs; its own JSON line follows as `dispatch.runner.detail`.
+// BENCH_RUNNER_RUNS (1000) runs; its own JSON line follows as `dispatch.runner.detail`.
 if (SHAPES.includes('runner')) {
   const runnerBench = path.join(here, '..', '..', 'runner', 'bench', 'dispatch-runner.mjs');
   const { benchDispatchRunner } = await import(runnerBench);
   const out = await benchDispatchRunner({
     base: (await import('./lib/measure.mjs')).BASE,
-    runs: Number(process.env.BENCH_RUNNER_RUNS ?? 200),
+    runs: Number(process.env.BENCH_RUNNER_RUNS ?? 1000),
   });
   console.log(
     `BENCH dispatch.runner everdict=${r0(out.runnerPerSec)} graphile=${r0(out.graphilePerSec)} ratio=${r2(out.vsGraphile)} unit=runs/s(command runs \`true\`, 1 runner × 16 slots) n=${out.runs}`,

@@ -8,7 +8,13 @@
 // Needs: the built control plane, runner and client (`pnpm --filter @everdict/runner... --filter
 // @everdict/control-plane... build`), bubblewrap, and a live PostgreSQL (EVERDICT_BENCH_DATABASE_URL, else
 // EVERDICT_TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test) — each side gets a fresh database
-// created on that server and dropped after. BENCH_RUNS (default 200), BENCH_LATENCY_RUNS (default 40).
+// created on that server and dropped after. BENCH_RUNS (default 1000: the steady state — at 200 the control
+// plane's one-time costs, its pool growing to working size and warming its connections, were ≈ 5 ms of PostgreSQL
+// CPU per run), BENCH_LATENCY_RUNS (default 40).
+// `machineMsPerRun`: the whole machine's busy CPU per run over each side's measured phase (/proc/stat: user, nice,
+// system, irq, softirq, steal; this bench process included on every side) — the kernel's work for namespaces,
+// mounts and cgroups is charged to no process of ours, and this shape is CPU-bound on a small machine. It counts
+// everything the machine runs meanwhile: read it on a quiet machine only.
 // BENCH_LOG_STATEMENTS=1: `log_statement = all` on the control plane's database (the server log counts its SQL);
 // BENCH_LOG_STATEMENTS=durations: `log_min_duration_statement = 0` (each statement with its duration).
 // BENCH_RUNNER_NODE_ARGS: node flags for the runner daemon (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
@@ -93,6 +99,20 @@ function spawnerOf(pid) {
 async function pgCpuMs(client, database) {
   const { rows } = await client.query('SELECT pid FROM pg_stat_activity WHERE datname = $1', [database]);
   return new Map(rows.map((r) => [r.pid, cpuMs(r.pid).self]));
+}
+
+/** The whole machine's busy CPU so far (ms): /proc/stat's first line, all but idle and iowait (USER_HZ 100). */
+function machineBusyMs() {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = f;
+  return (user + nice + system + irq + softirq + steal) * 10;
+}
+
+/** `fn`'s result and the machine's busy CPU per unit over it (ms, one decimal). */
+async function machinePer(units, fn) {
+  const m0 = machineBusyMs();
+  const result = await fn();
+  return { result, msPerUnit: Math.round(((machineBusyMs() - m0) / units) * 10) / 10 };
 }
 
 const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
@@ -182,7 +202,7 @@ export async function benchDispatchRunner({
   base = process.env.EVERDICT_BENCH_DATABASE_URL ??
     process.env.EVERDICT_TEST_DATABASE_URL ??
     'postgres://postgres@127.0.0.1:5432/test',
-  runs = Number(process.env.BENCH_RUNS ?? 200),
+  runs = Number(process.env.BENCH_RUNS ?? 1000),
   latencyRuns = Number(process.env.BENCH_LATENCY_RUNS ?? 40),
   log = () => {},
 } = {}) {
@@ -209,10 +229,14 @@ export async function benchDispatchRunner({
     // 1. Baselines first (nothing else running): the raw bwrap loop, then graphile-worker.
     await rawBwrap(SLOTS, workspace); // warm the page cache
     const bw0 = cpuMs(process.pid).children;
-    const bwrapPerSec = await rawBwrap(runs, workspace);
+    const { result: bwrapPerSec, msPerUnit: bwrapMachineMs } = await machinePer(runs, () =>
+      rawBwrap(runs, workspace),
+    );
     const bwrapCoreMs = Math.round((cpuMs(process.pid).children - bw0) / runs);
     log(`raw bwrap: ${bwrapPerSec.toFixed(1)}/s`);
-    const graphilePerSec = await graphileBwrap(dbUrl(base, gwDb), runs, workspace);
+    const { result: graphilePerSec, msPerUnit: graphileMachineMs } = await machinePer(runs, () =>
+      graphileBwrap(dbUrl(base, gwDb), runs, workspace),
+    );
     log(`graphile-worker: ${graphilePerSec.toFixed(1)}/s`);
 
     // 2. The control plane (built, PostgreSQL) and one runner of 16 slots, as child processes.
@@ -299,9 +323,11 @@ export async function benchDispatchRunner({
 
     // 3. Throughput: N runs created (16 clients), until the last one settled.
     const t0 = performance.now();
+    const m0 = machineBusyMs();
     await pool(runs, SLOTS, create);
     await waitCount(db, settledSql, WARM + runs);
     const runnerPerSec = runs / ((performance.now() - t0) / 1000);
+    const runnerMachineMs = Math.round(((machineBusyMs() - m0) / runs) * 10) / 10;
     const busy = delta(idle1, await sample());
     // Per run, net of the idle background over the same seconds: CPU ms by process (0.1 ms: 200 runs of
     // 10-ms clock ticks resolve 0.05 ms).
@@ -350,6 +376,7 @@ export async function benchDispatchRunner({
       vsBwrap: Math.round((runnerPerSec / bwrapPerSec) * 100) / 100,
       notSucceeded: Number(bad[0].n),
       coreMsPerRun,
+      machineMsPerRun: { runner: runnerMachineMs, graphile: graphileMachineMs, rawBwrap: bwrapMachineMs },
       queuedToStartedMs: {
         p50: Math.round(quantile(lat, 0.5) * 10) / 10,
         p99: Math.round(quantile(lat, 0.99) * 10) / 10,
