@@ -152,6 +152,9 @@ export async function executeInterval(
       // No network unless the run's grants say so (the process driver: --unshare-net, only `lo`).
       network: networkOf(lease),
       labels: { tenant: lease.tenant, runId: lease.runId, kind: lease.kind as 'command' },
+      // `out/` made by the driver before the handle is returned (on the host for the process driver): the
+      // command needs no `mkdir -p out` shell of its own started before it in the sandbox.
+      directories: ['out'],
     };
     const provisionedFrom = Date.now();
     handle = await deps.driver.provision(spec);
@@ -165,18 +168,16 @@ export async function executeInterval(
     }
     step('provision');
     if (aborted(signal)) return end();
-    // An eval run's workspace is prepared first (out/ and case.json); a command run's `mkdir -p out` is a
-    // prologue of its own sandboxed process (`sh -c 'mkdir -p out && exec "$@"'`): one sandbox start, not two.
+    // An eval run's workspace gets case.json first; `out/` is there already (the spec's `directories`).
     if (plan.eval) {
-      const prep = await deps.driver.exec(handle, ['sh', '-c', 'mkdir -p out && cat > case.json'], {
+      const prep = await deps.driver.exec(handle, ['sh', '-c', 'cat > case.json'], {
         stdin: plan.eval.caseFile,
         timeoutMs: 60_000,
       });
       if (prep.exitCode !== 0)
         throw new RunnerError('bad_state', `could not prepare the workspace: ${utf8(prep.stderr)}`);
     }
-    const argv = plan.eval ? plan.argv : ['sh', '-c', 'mkdir -p out && exec "$@"', 'sh', ...plan.argv];
-    const stream = await deps.driver.stream(handle, argv);
+    const stream = await deps.driver.stream(handle, plan.argv);
     kill = () => stream.kill();
     if (aborted(signal)) stream.kill();
     stream.stdin.end();

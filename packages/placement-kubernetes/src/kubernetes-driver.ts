@@ -44,7 +44,7 @@ import { DRIVER_NAME, handleOf, podProblem, podState, sandboxFailure, sandboxPod
 import { PodWatch } from './pod-watch.js';
 import { runCommand, type SandboxTarget, startStream } from './sandbox-exec.js';
 import { podLogs } from './sandbox-logs.js';
-import { restoreWorkspace, snapshotWorkspace } from './workspace.js';
+import { makeDirectories, restoreWorkspace, snapshotWorkspace } from './workspace.js';
 
 const code = (error: unknown) => (error as { code?: number }).code;
 
@@ -160,9 +160,14 @@ export class KubernetesDriver implements Driver {
       );
     }
     const handle = await this.started(pods, id);
-    if (spec.workspace) {
+    if (spec.workspace || spec.directories.length > 0) {
       try {
-        await restoreWorkspace(this.target(handle, namespace), spec.workspace);
+        const target = this.target(handle, namespace);
+        if (spec.workspace) await restoreWorkspace(target, spec.workspace);
+        // After the seeding snapshot (whose restore empties the workspace first), before any command: one
+        // exec. A pod's own command can not do it: a container counts as running before its first line
+        // ran, so an exec could come first; an init container would cost a container start instead.
+        if (spec.directories.length > 0) await makeDirectories(target, spec.directories);
       } catch (error) {
         await this.dispose(handle);
         throw error;

@@ -76,6 +76,27 @@ export function killCommand(execId: string): string[] {
 /** The workspace (the container's working directory) as a tar on stdout. */
 export const SNAPSHOT_COMMAND = ['tar', '-cf', '-', '.'];
 
+/**
+ * Makes the spec's `directories` in the workspace (the working directory), parents first, mode 0755; a path
+ * segment that is there as anything but a directory (a file, a symlink — never followed) fails it (exit 1,
+ * the reason on stderr). Each path is split on `/` only (`set -f`: no globbing).
+ */
+export function directoriesCommand(paths: readonly string[]): string[] {
+  return [
+    'sh',
+    '-c',
+    [
+      'umask 022; set -f',
+      'for p in "$@"; do d=.; IFS=/; for s in $p; do d=$d/$s',
+      '  if [ -L "$d" ] || { [ -e "$d" ] && [ ! -d "$d" ]; }; then printf "%s is in the workspace and not a directory\n" "$d" >&2; exit 1; fi',
+      '  [ -d "$d" ] || mkdir "$d" || exit 1',
+      'done; done',
+    ].join('\n'),
+    'sh',
+    ...paths,
+  ];
+}
+
 /** Empties the workspace and unpacks `bytes` bytes of tar from stdin into it, modes as archived. */
 export function restoreCommand(bytes: number): string[] {
   return ['sh', '-c', 'umask 0; rm -rf ./* ./.[!.]* ./..?* && head -c "$0" | tar -xf -', String(bytes)];

@@ -10,7 +10,7 @@ import {
   verifiedSnapshotEntries,
 } from '@everdict/placement';
 import { runInternal, type SandboxTarget } from './sandbox-exec.js';
-import { restoreCommand, SNAPSHOT_COMMAND } from './sandbox-scripts.js';
+import { directoriesCommand, restoreCommand, SNAPSHOT_COMMAND } from './sandbox-scripts.js';
 
 export async function snapshotWorkspace(target: SandboxTarget, maxBytes: number): Promise<Snapshot> {
   const { exitCode, stdout, stderr } = await runInternal(target, SNAPSHOT_COMMAND, undefined, maxBytes);
@@ -39,6 +39,18 @@ export async function restoreWorkspace(target: SandboxTarget, snapshot: Snapshot
     throw new PlacementError(
       'spawn_failed',
       `unpacking the snapshot failed (${exitCode}): ${utf8(stderr.bytes()).trim()}`,
+      { exitCode },
+    );
+  }
+}
+
+/** Makes a new sandbox's `directories` (ProvisionSpec) in its workspace: one exec, before any command. */
+export async function makeDirectories(target: SandboxTarget, paths: readonly string[]): Promise<void> {
+  const { exitCode, stderr } = await runInternal(target, directoriesCommand(paths), undefined, 64 * 1024);
+  if (exitCode !== 0) {
+    throw new PlacementError(
+      'spawn_failed',
+      `the workspace directories could not be made (${exitCode}): ${utf8(stderr.bytes()).trim()}`,
       { exitCode },
     );
   }

@@ -54,7 +54,7 @@ import {
 } from './sandbox-state.js';
 import { Spawner } from './spawner/client.js';
 import { archiveWorkspace } from './workspace-archive.js';
-import { onlyReadableDirectories } from './workspace-directories.js';
+import { makeWorkspaceDirectories, onlyReadableDirectories } from './workspace-directories.js';
 
 export const PROCESS_DRIVER = 'process';
 
@@ -206,6 +206,10 @@ export class ProcessDriver implements Driver {
       const limits = await this.backend.create(cgroup, spec.limits, scaffold?.cgroups);
       const box = this.hold(record, limits);
       if (spec.workspace) await restoreDirectory(record.workspace, spec.workspace, this.owner());
+      // The spec's directories, made here on the host (no command has run yet): a command needs no `mkdir`
+      // of its own, which would be a shell started in the sandbox before it (workspace-directories.ts).
+      if (spec.directories.length > 0)
+        makeWorkspaceDirectories(record.workspace, spec.directories, this.user);
       return box;
     } catch (e) {
       await removeSandbox(await this.state(), record, this.backend.open(record.limits.paths, spec.limits));

@@ -3,7 +3,7 @@
 // canonical archive read from the host as from inside a sandbox — directories carry no content to race
 // for — so the driver answers it without starting bubblewrap. Anything else (a file, a symlink, a
 // directory the sandbox user could not list, more than `max` entries) goes through the sandboxed tar.
-import { type Dirent, lstatSync, readdirSync } from 'node:fs';
+import { chownSync, type Dirent, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -41,4 +41,36 @@ export async function onlyReadableDirectories(
     }
   }
   return true;
+}
+
+/**
+ * Makes a new sandbox's `directories` (ProvisionSpec) in its workspace, parents first, each owned by the
+ * sandbox user (`owner`; unchanged when the driver does not run as root) and mode 0755 (less the process's
+ * umask, as a `mkdir -p` inside the sandbox would). Runs as the driver's user, before any command of the
+ * sandbox has run, so nothing can swap a path under it; still, each step is checked with `lstat`: a path a
+ * seeding snapshot put there as a file or a symlink is never followed but refused (`Error`, the caller's
+ * spawn_failed). A directory already there is kept as it is. Synchronous: a few mkdir/chown calls.
+ */
+export function makeWorkspaceDirectories(
+  root: string,
+  paths: readonly string[],
+  owner: { readonly uid: number; readonly gid: number } | null,
+): void {
+  const made = new Set<string>();
+  for (const path of paths) {
+    let dir = root;
+    for (const segment of path.split('/')) {
+      dir = join(dir, segment);
+      if (made.has(dir)) continue;
+      try {
+        mkdirSync(dir, { mode: 0o755 });
+        if (owner) chownSync(dir, owner.uid, owner.gid);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+        if (!lstatSync(dir).isDirectory())
+          throw new Error(`${path}: ${dir.slice(root.length + 1)} is in the workspace and not a directory`);
+      }
+      made.add(dir);
+    }
+  }
 }

@@ -18,7 +18,7 @@ export interface Driver {
 
   /**
    * A sandbox for one run: root filesystem from `spec.image`, an empty (or `spec.workspace`-seeded)
-   * private workspace, env, limits, network grant, labels. Idempotent per (tenant, run id): asking again
+   * private workspace holding `spec.directories`, env, limits, network grant, labels. Idempotent per (tenant, run id): asking again
    * returns the existing sandbox's handle (the first spec wins). `image_not_found`, `capacity`, `spawn_failed`.
    */
   provision(spec: ProvisionSpecInput): Promise<SandboxHandle>;

@@ -65,6 +65,7 @@ export {
   LabelSelector,
   Labels,
   MAX_WALL_TIMEOUT_MS,
+  MAX_WORKSPACE_DIRECTORIES,
   NetworkGrant,
   ProvisionSpec,
   type ProvisionSpecInput,
@@ -74,6 +75,7 @@ export {
   type ResourceLimitsInput,
   SandboxHandle,
   Snapshot,
+  WorkspacePath,
 } from './spec.js';
 export { comparePaths, MODE_MASK, normalizeEntryPath, sortEntries, type TarEntry } from './tar/tar-entry.js';
 export { canonicalTar, isCanonicalTar, type ReadTarOptions, readTar } from './tar/tar-reader.js';

@@ -69,13 +69,36 @@ export const Snapshot = z.strictObject({
 export type Snapshot = z.infer<typeof Snapshot>;
 
 /**
+ * A directory inside the workspace: relative, `/`-separated, no empty, `.` or `..` segment, no NUL.
+ * What the sandbox's commands see at `<workspace>/<path>`.
+ */
+export const WorkspacePath = z
+  .string()
+  .min(1)
+  .max(1024)
+  .refine(
+    (s) => !s.includes('\0') && s.split('/').every((seg) => seg !== '' && seg !== '.' && seg !== '..'),
+    'a relative path inside the workspace (no empty, "." or ".." segment, no leading "/")',
+  );
+export type WorkspacePath = z.infer<typeof WorkspacePath>;
+
+/** The most directories one spec may ask to be made. */
+export const MAX_WORKSPACE_DIRECTORIES = 64;
+
+/**
  * What to provision. `image`: what the sandbox's root filesystem is (process: `default` or a name under
  * EVERDICT_IMAGES_DIR; kubernetes: a container image). `workspace`: a snapshot to seed the workspace with
- * (restored before the handle is returned). Provisioning is idempotent per (tenant, run id).
+ * (restored before the handle is returned). `directories`: directories (parents too) that exist in the
+ * workspace, owned by the sandbox's user and writable by it, before the handle is returned — after the
+ * seeding snapshot, whose own entries stay; one already there as a directory is kept, anything else at
+ * that path (a file, a symlink) refuses the provision (`spawn_failed`). It saves a command its own
+ * `mkdir -p` (a shell started inside the sandbox before the command). Provisioning is idempotent per
+ * (tenant, run id): the first spec wins, its directories included.
  */
 export const ProvisionSpec = z.strictObject({
   image: ImageRef.default('default'),
   workspace: Snapshot.optional(),
+  directories: z.array(WorkspacePath).max(MAX_WORKSPACE_DIRECTORIES).default([]),
   env: Env.default({}),
   limits: ResourceLimits.default(ResourceLimits.parse({})),
   network: NetworkGrant.default('none'),

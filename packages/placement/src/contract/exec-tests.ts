@@ -102,6 +102,34 @@ export function execTests(h: () => SuiteHarness): void {
     expect((await d.exec(b, cmd().readFile('notes/a.txt'))).exitCode).not.toBe(0);
   });
 
+  it("makes the spec's directories in the workspace before the handle is returned, the sandbox's to write", async () => {
+    const d = await h().driver();
+    const isDir = cmd().writableDirectory;
+    if (!isDir) {
+      await refusal(h().provision(d, { directories: ['out'] }), 'unsupported');
+      return;
+    }
+    const a = await h().provision(d, { directories: ['out', 'deep/er/still', 'out'] });
+    for (const path of ['out', 'deep', 'deep/er', 'deep/er/still'])
+      expect((await d.exec(a, isDir(path))).exitCode, path).toBe(0);
+    expect((await d.exec(a, isDir('absent'))).exitCode).not.toBe(0);
+    expect((await d.exec(a, ['sh', '-c', 'printf x > out/f && cat out/f'])).stdout).toEqual(
+      new TextEncoder().encode('x'),
+    );
+    const caps = d.describe().capabilities;
+    if (!caps.snapshot) return;
+    // Seeded: the snapshot's entries stay, the directories are made after it; a file in the way refuses.
+    await d.exec(a, cmd().writeFile('out/keep.txt', 'kept'));
+    await d.exec(a, cmd().writeFile('blocked', 'a file'));
+    const snap = await d.snapshot(a);
+    const seeded = await h().provision(d, { workspace: snap, directories: ['out', 'fresh/one'] });
+    expect(out(await d.exec(seeded, cmd().readFile('out/keep.txt')))).toBe('kept');
+    expect((await d.exec(seeded, isDir('fresh/one'))).exitCode).toBe(0);
+    const free = (await d.capacity()).slotsFree;
+    await refusal(h().provision(d, { workspace: snap, directories: ['blocked/sub'] }), 'spawn_failed');
+    expect((await d.capacity()).slotsFree).toBe(free);
+  });
+
   it('refuses a program that does not exist with spawn_failed', async () => {
     const d = await h().driver();
     const handle = await h().provision(d);

@@ -22,6 +22,11 @@ export interface ContractCommands {
   /** Prints the content of `path`. */
   readFile(path: string): Command;
   /**
+   * Exits 0 when `path` is a directory (not a symlink to one) the command may write into, non-zero
+   * otherwise. Absent for a driver without a filesystem: it refuses a spec's `directories` (`unsupported`).
+   */
+  writableDirectory?(path: string): Command;
+  /**
    * For drivers with a pty: prints `is-a-tty` if stdin is a terminal, then `size ROWS COLS` (stty size);
    * on SIGWINCH prints `winch ROWS COLS` and reads on; exits 0 on a `q` line or end of input.
    */
@@ -53,6 +58,7 @@ export const posixCommands: ContractCommands = {
   flood: (bytes) => sh('head -c "$1" /dev/zero | tr "\\0" x', String(bytes)),
   writeFile: (path, content) => sh('mkdir -p "$(dirname "$1")" && printf %s "$2" > "$1"', path, content),
   readFile: (path) => ['cat', path],
+  writableDirectory: (path) => sh('test -d "$1" && ! test -L "$1" && test -w "$1"', path),
   ttyProbe: () =>
     sh(
       [

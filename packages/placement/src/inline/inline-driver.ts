@@ -99,6 +99,8 @@ export class InlineDriver implements Driver {
       );
     }
     if (spec.workspace) throw unsupported(INLINE_DRIVER, 'a workspace snapshot (it has no filesystem)');
+    if (spec.directories.length > 0)
+      throw unsupported(INLINE_DRIVER, 'workspace directories (it has no filesystem)');
     if (this.sandboxes.size >= this.slots) {
       throw new PlacementError('capacity', `all ${this.slots} inline slots are taken`, { slots: this.slots });
     }
