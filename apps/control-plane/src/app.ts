@@ -114,7 +114,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
     const inbound = c.req.header('x-request-id');
     const requestId = inbound && /^[\w.:-]{1,128}$/.test(inbound) ? inbound : randomUUID();
     c.set('requestId', requestId);
-    c.set('log', log.child({ requestId }));
+    c.set('log', lazyChild(log, requestId));
     // Set before the handler, so the response is built with them: `c.header` after it would rebuild the
     // finished response around a stream of its body (hono), which @hono/node-server then pipes out chunk by
     // chunk instead of writing the string it holds — that cost a web Response and a stream read per request.
@@ -130,10 +130,11 @@ export function buildApp(opts: AppOptions): BuiltApp {
       c.res.status === 404 && routePath(c, -1) === '*' ? 'unmatched' : routePath(c, -1) || 'unmatched';
     const seconds = (performance.now() - started) / 1000;
     metrics.recordHttp(c.req.method, route, c.res.status, seconds);
-    c.get('log').debug(
-      { method: c.req.method, route, status: c.res.status, ms: Math.round(seconds * 1000) },
-      'http',
-    );
+    if (log.isLevelEnabled('debug'))
+      c.get('log').debug(
+        { method: c.req.method, route, status: c.res.status, ms: Math.round(seconds * 1000) },
+        'http',
+      );
   });
   // 2. Draining: refuse writes, count in-flight requests.
   app.use('*', lifecycle.middleware());
@@ -203,4 +204,20 @@ export function buildApp(opts: AppOptions): BuiltApp {
   });
 
   return { app, metrics, lifecycle, document };
+}
+
+/**
+ * The request's logger: the pino child carrying its request id is made when the request first logs — most
+ * requests never do, and a child (its bindings serialized, redaction set up) cost ≈ 0.5 % of the server's CPU
+ * per request on the http shape.
+ */
+function lazyChild(log: Logger, requestId: string): Logger {
+  let child: Logger | undefined;
+  return new Proxy(log, {
+    get(_target, key) {
+      child ??= log.child({ requestId });
+      const value = Reflect.get(child, key, child) as unknown;
+      return typeof value === 'function' ? value.bind(child) : value;
+    },
+  });
 }

@@ -14,6 +14,7 @@ import {
   type Hex,
   type Operation,
   type Outcome,
+  openRecord,
   reopenRecord,
   verifyWire,
   type WireAttestation,
@@ -210,9 +211,31 @@ export async function segmentsOfMany(ex: Executor, runIds: readonly string[]) {
   return out;
 }
 
+/**
+ * The run's record, ready to append to. An empty record (no segment yet: every analysis run at its settle)
+ * whose head is its genesis head is opened as new — what decoding and verifying its zero segments from
+ * genesis would give, without the wire decode and the verifier. Anything else is reopened (verified from
+ * genesis, `expectHead` the row's head), so a bad head or segment still throws runrecord's own error.
+ */
+function hostOf(row: RunRow, segments: WireSegment[]) {
+  if (segments.length === 0) {
+    const host = openRecordOrNull(row);
+    if (host !== null && host.head === row.record_head) return host;
+  }
+  return reopenRecord(decodeWire(wireOf(row, segments)), { expectHead: row.record_head });
+}
+
+function openRecordOrNull(row: RunRow) {
+  try {
+    return openRecord({ unitId: row.unit_id as Hex, grantsId: row.grants_id as Hex });
+  } catch {
+    return null; // a malformed identity: the reopen below refuses it with its own error
+  }
+}
+
 /** Apply ops to a run's record in memory (runrecord refuses illegal appends): the rows to insert + new head. */
 export function appendOps(row: RunRow, segments: WireSegment[], ops: readonly Operation[], at: string) {
-  const host = reopenRecord(decodeWire(wireOf(row, segments)), { expectHead: row.record_head });
+  const host = hostOf(row, segments);
   const start = host.length;
   const rows = ops.map((op, i) => {
     const s = host.apply(op);

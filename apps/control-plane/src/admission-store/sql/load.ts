@@ -35,6 +35,35 @@ export interface SnapshotParts {
   ends: Ends | undefined;
 }
 
+/**
+ * Policies as parsed before, by their stored JSON: every create batch reads the same few policies, and a
+ * parse (zod, defaults filled in) cost more than the rest of the snapshot's mapping. The parsed value is
+ * frozen (deeply: a policy is plain JSON), so no reader can change what the next batch gets. A policy that does
+ * not parse throws as before and is not kept. At most MEMO_MAX entries (then the memo starts over).
+ */
+const MEMO_MAX = 256;
+const tenantPolicies = new Map<string, ReturnType<typeof tenantPolicy>>();
+const globalPolicies = new Map<string, ReturnType<typeof globalPolicy>>();
+
+function memoParse<I, T>(memo: Map<string, T>, stored: I | undefined, parse: (input?: I) => T): T {
+  const key = stored === undefined ? '' : JSON.stringify(stored);
+  let parsed = memo.get(key);
+  if (parsed === undefined) {
+    parsed = deepFreeze(stored === undefined ? parse() : parse(stored));
+    if (memo.size >= MEMO_MAX) memo.clear();
+    memo.set(key, parsed);
+  }
+  return parsed;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
 /** The snapshot `decide` reads, from its stored parts (the one mapping, for every loader). */
 export function snapshotOf(p: SnapshotParts): AdmissionSnapshot {
   const t = p.tenant;
@@ -44,8 +73,8 @@ export function snapshotOf(p: SnapshotParts): AdmissionSnapshot {
   const qh = t?.queued_batch ?? 0;
   return {
     prior: p.prior,
-    policy: t ? tenantPolicy(t.policy) : null,
-    global: g ? globalPolicy(g.policy) : globalPolicy(),
+    policy: t ? memoParse(tenantPolicies, t.policy, tenantPolicy) : null,
+    global: memoParse(globalPolicies, g?.policy, globalPolicy),
     causer: p.causer,
     path: p.path,
     sliceTaken: p.sliceTaken,
