@@ -69,13 +69,17 @@ export class RunnerTransport {
     this.#auth = `Bearer ${credential}`;
   }
 
-  /** POSTs `body` as JSON to `path` (under the base URL's path); resolves with the parsed 2xx answer. */
+  /**
+   * POSTs `body` as JSON to `route` (under the base URL's path; `{id}` filled with `id`); resolves with the
+   * parsed 2xx answer.
+   */
   post<R extends RunnerRoute>(
     route: R,
-    path: string,
     body: BodyOf<R>,
-    signal?: AbortSignal,
+    options: { id?: string; signal?: AbortSignal } = {},
   ): Promise<AnswerOf<R>> {
+    const { signal } = options;
+    const path = options.id === undefined ? route : route.replace('{id}', encodeURIComponent(options.id));
     const payload = Buffer.from(JSON.stringify(body));
     return new Promise<AnswerOf<R>>((resolve, reject) => {
       const fail = (err: unknown) => {
@@ -155,22 +159,16 @@ export class HttpRunnerApi implements RunnerApi {
   }
 
   async leases(free: number, waitMs: number, signal?: AbortSignal): Promise<Lease[]> {
-    const answer = await this.#http.post('/runner/v1/leases', '/runner/v1/leases', { free, waitMs }, signal);
+    const answer = await this.#http.post('/runner/v1/leases', { free, waitMs }, signal ? { signal } : {});
     return LeasesAnswer.parse(answer).leases;
   }
 
   async heartbeat(leases: { runId: string; epoch: number }[]) {
-    return HeartbeatAnswer.parse(
-      await this.#http.post('/runner/v1/heartbeat', '/runner/v1/heartbeat', { leases }),
-    );
+    return HeartbeatAnswer.parse(await this.#http.post('/runner/v1/heartbeat', { leases }));
   }
 
   async events(runId: string, epoch: number, events: TraceEvent[]): Promise<void> {
-    await this.#http.post(
-      '/runner/v1/runs/{id}/events',
-      `/runner/v1/runs/${encodeURIComponent(runId)}/events`,
-      { epoch, events },
-    );
+    await this.#http.post('/runner/v1/runs/{id}/events', { epoch, events }, { id: runId });
   }
 
   async artifact(runId: string, epoch: number, path: string, body: Readable) {
@@ -202,7 +200,7 @@ export class HttpRunnerApi implements RunnerApi {
     items: (CompleteBody & { runId: string })[],
     next?: { free: number },
   ): Promise<CompletionsReply> {
-    const answer = await this.#http.post('/runner/v1/completions', '/runner/v1/completions', {
+    const answer = await this.#http.post('/runner/v1/completions', {
       items,
       ...(next ? { next } : {}),
     });

@@ -76,17 +76,13 @@ describe('RunnerTransport', () => {
       res.end();
     });
     const t = new RunnerTransport(url, 'c');
-    const refused = await t
-      .post('/runner/v1/leases', '/runner/v1/leases', { free: 1, waitMs: 0 })
-      .catch((e) => e);
+    const refused = await t.post('/runner/v1/leases', { free: 1, waitMs: 0 }).catch((e) => e);
     expect(refused).toBeInstanceOf(ClientError);
     expect(refused).toMatchObject({ code: 'stale_lease', status: 409, retryAfterSeconds: 7 });
     expect(refused.message).toBe('epoch 2 is not the lease');
-    const bad = await t.post('/runner/v1/heartbeat', '/runner/v1/heartbeat', { leases: [] }).catch((e) => e);
+    const bad = await t.post('/runner/v1/heartbeat', { leases: [] }).catch((e) => e);
     expect(bad).toMatchObject({ code: 'bad_response', status: 502 });
-    const empty = await t
-      .post('/runner/v1/completions', '/runner/v1/completions', { items: [] })
-      .catch((e) => e);
+    const empty = await t.post('/runner/v1/completions', { items: [] }).catch((e) => e);
     expect(empty).toMatchObject({ code: 'bad_response', status: 200 });
     t.close();
   });
@@ -97,21 +93,14 @@ describe('RunnerTransport', () => {
     });
     const t = new RunnerTransport(url, 'c');
     const abort = new AbortController();
-    const pending = t.post(
-      '/runner/v1/leases',
-      '/runner/v1/leases',
-      { free: 1, waitMs: 25_000 },
-      abort.signal,
-    );
+    const pending = t.post('/runner/v1/leases', { free: 1, waitMs: 25_000 }, { signal: abort.signal });
     setTimeout(() => abort.abort(), 20);
     await expect(pending).rejects.toMatchObject({ code: 'network', status: 0 });
     t.close();
     await new Promise((r) => server!.close(r));
     server = undefined;
     const gone = new RunnerTransport(url, 'c');
-    await expect(
-      gone.post('/runner/v1/heartbeat', '/runner/v1/heartbeat', { leases: [] }),
-    ).rejects.toMatchObject({
+    await expect(gone.post('/runner/v1/heartbeat', { leases: [] })).rejects.toMatchObject({
       code: 'network',
       status: 0,
     });
