@@ -49,10 +49,13 @@ type AnswerOf<R extends RunnerRoute> = paths[R]['post'] extends {
   : unknown;
 
 /**
- * JSON POSTs to the control plane over one keep-alive agent (node:http or node:https by the URL). The agent's
- * idle timeout makes it honour the server's `Keep-Alive: timeout=N` hint (Node closes an idle socket 1 s
- * before it), so a kept socket is not reused just as the server closes it.
+ * An idle kept socket is closed after this long — or 1 s before the server's `Keep-Alive: timeout=N` hint when
+ * that is sooner (Node applies the hint only under an agent timeout) — so it is not reused just as the server
+ * closes it. Below the usual proxies' idle timeouts too (60 s and more); the control plane's own is 65 s.
  */
+export const IDLE_SOCKET_MS = 30_000;
+
+/** JSON POSTs to the control plane over one keep-alive agent (node:http or node:https by the URL). */
 export class RunnerTransport {
   readonly #base: URL;
   readonly #request: typeof httpRequest;
@@ -64,8 +67,8 @@ export class RunnerTransport {
     const https = this.#base.protocol === 'https:';
     this.#request = https ? httpsRequest : httpRequest;
     this.#agent = https
-      ? new HttpsAgent({ keepAlive: true, timeout: 60_000 })
-      : new HttpAgent({ keepAlive: true, timeout: 60_000 });
+      ? new HttpsAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS })
+      : new HttpAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS });
     this.#auth = `Bearer ${credential}`;
   }
 

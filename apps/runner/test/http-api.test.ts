@@ -105,4 +105,20 @@ describe('RunnerTransport', () => {
       status: 0,
     });
   });
+
+  it("closes an idle kept socket itself 1 s before the server's Keep-Alive hint (never reused as the server closes it)", async () => {
+    const { url } = await serve((_req, _body, res) => json(res, 200, { lost: [], draining: false }));
+    server!.keepAliveTimeout = 3000; // answers carry `Keep-Alive: timeout=3`
+    let closedAt = 0;
+    server!.on('connection', (socket) => socket.on('close', () => (closedAt = performance.now())));
+    const t = new RunnerTransport(url, 'c');
+    await t.post('/runner/v1/heartbeat', { leases: [] });
+    const answered = performance.now();
+    while (closedAt === 0) await new Promise((r) => setTimeout(r, 50));
+    // The client closed it at ≈ 2 s (hint 3 s − 1 s); the server would have at 3 s.
+    expect(closedAt - answered).toBeGreaterThan(1500);
+    expect(closedAt - answered).toBeLessThan(2800);
+    await t.post('/runner/v1/heartbeat', { leases: [] }); // a new socket, no reset
+    t.close();
+  });
 });
