@@ -28,6 +28,7 @@ import {
   type Lease,
 } from './protocol.js';
 import { attestationSigner } from './signer.js';
+import { onlyDirectories } from './snapshot-files.js';
 
 export interface IntervalDeps {
   readonly api: RunnerApi;
@@ -338,6 +339,8 @@ async function uploadOut(
   hooks: IntervalHooks,
 ): Promise<Artifact[]> {
   const snapshot = await deps.driver.snapshot(handle);
+  // Directories only (a command that wrote no file): nothing to upload, and nothing to parse.
+  if (onlyDirectories(snapshot.bytes)) return [];
   const entries = await readTar(snapshot.bytes, { skipSpecial: true });
   const out: Artifact[] = [];
   for (const e of entries) {

@@ -1,5 +1,5 @@
 // The runner's port: every call the daemon makes to the control plane (docs/runner-protocol.md, "The
-// runner's calls"). The daemon's core knows only this; `HttpRunnerApi` implements it with @everdict/client.
+// runner's calls"). The daemon's core knows only this; `HttpRunnerApi` implements it over HTTP (http-api.ts).
 import type { Readable } from 'node:stream';
 import type { TraceEvent } from '@everdict/run-model';
 import type { CompleteBody, HeartbeatAnswer, Lease } from './protocol.js';

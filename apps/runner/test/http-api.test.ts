@@ -1,0 +1,124 @@
+// The runner's transport (src/http-api.ts, RunnerTransport): the daemon's calls over node:http on a
+// keep-alive agent answer as @everdict/client's did — a 2xx's JSON, a refusal as the ClientError its problem
+// makes (code, status, Retry-After), no body as `bad_response`, no answer as `network` — and reuse one socket.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ClientError } from '@everdict/client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { HttpRunnerApi, RunnerTransport } from '../src/http-api.js';
+
+let server: Server | undefined;
+afterEach(async () => {
+  await new Promise((r) => server?.close(r) ?? r(undefined));
+  server = undefined;
+});
+
+async function serve(
+  handle: (req: IncomingMessage, body: string, res: ServerResponse) => void,
+): Promise<{ url: string; sockets: () => number }> {
+  let sockets = 0;
+  server = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => handle(req, Buffer.concat(parts).toString('utf8'), res));
+  });
+  server.on('connection', () => {
+    sockets += 1;
+  });
+  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, sockets: () => sockets };
+}
+
+const json = (res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}) => {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify(value));
+};
+
+describe('RunnerTransport', () => {
+  it('POSTs JSON with the credential and answers the parsed body, on one kept socket', async () => {
+    const seen: { method?: string; url?: string; auth?: string; type?: string; body: unknown }[] = [];
+    const { url, sockets } = await serve((req, body, res) => {
+      seen.push({
+        method: req.method,
+        url: req.url,
+        auth: req.headers.authorization,
+        type: req.headers['content-type'],
+        body: JSON.parse(body),
+      });
+      json(res, 200, { lost: [], draining: false });
+    });
+    const api = new HttpRunnerApi(url, 'cred-1');
+    for (let i = 0; i < 5; i++)
+      expect(await api.heartbeat([{ runId: 'r1', epoch: 2 }])).toEqual({ lost: [], draining: false });
+    await api.events('run/1', 3, []);
+    expect(seen[0]).toEqual({
+      method: 'POST',
+      url: '/runner/v1/heartbeat',
+      auth: 'Bearer cred-1',
+      type: 'application/json',
+      body: { leases: [{ runId: 'r1', epoch: 2 }] },
+    });
+    expect(seen[5]).toMatchObject({ url: '/runner/v1/runs/run%2F1/events', body: { epoch: 3, events: [] } });
+    expect(sockets()).toBe(1);
+  });
+
+  it('a refusal is the ClientError of its problem (code, status, Retry-After); no body is bad_response', async () => {
+    const { url } = await serve((req, _body, res) => {
+      if (req.url === '/runner/v1/leases')
+        return json(
+          res,
+          409,
+          { status: 409, code: 'stale_lease', detail: 'epoch 2 is not the lease' },
+          { 'retry-after': '7', 'content-type': 'application/problem+json' },
+        );
+      if (req.url === '/runner/v1/heartbeat') return json(res, 502, 'gateway');
+      res.writeHead(200);
+      res.end();
+    });
+    const t = new RunnerTransport(url, 'c');
+    const refused = await t.post('/runner/v1/leases', { free: 1, waitMs: 0 }).catch((e) => e);
+    expect(refused).toBeInstanceOf(ClientError);
+    expect(refused).toMatchObject({ code: 'stale_lease', status: 409, retryAfterSeconds: 7 });
+    expect(refused.message).toBe('epoch 2 is not the lease');
+    const bad = await t.post('/runner/v1/heartbeat', { leases: [] }).catch((e) => e);
+    expect(bad).toMatchObject({ code: 'bad_response', status: 502 });
+    const empty = await t.post('/runner/v1/completions', { items: [] }).catch((e) => e);
+    expect(empty).toMatchObject({ code: 'bad_response', status: 200 });
+    t.close();
+  });
+
+  it('no answer is ClientError network; an aborted long-poll rejects at once', async () => {
+    const { url } = await serve(() => {
+      // never answers
+    });
+    const t = new RunnerTransport(url, 'c');
+    const abort = new AbortController();
+    const pending = t.post('/runner/v1/leases', { free: 1, waitMs: 25_000 }, { signal: abort.signal });
+    setTimeout(() => abort.abort(), 20);
+    await expect(pending).rejects.toMatchObject({ code: 'network', status: 0 });
+    t.close();
+    await new Promise((r) => server!.close(r));
+    server = undefined;
+    const gone = new RunnerTransport(url, 'c');
+    await expect(gone.post('/runner/v1/heartbeat', { leases: [] })).rejects.toMatchObject({
+      code: 'network',
+      status: 0,
+    });
+  });
+
+  it("closes an idle kept socket itself 1 s before the server's Keep-Alive hint (never reused as the server closes it)", async () => {
+    const { url } = await serve((_req, _body, res) => json(res, 200, { lost: [], draining: false }));
+    server!.keepAliveTimeout = 3000; // answers carry `Keep-Alive: timeout=3`
+    let closedAt = 0;
+    server!.on('connection', (socket) => socket.on('close', () => (closedAt = performance.now())));
+    const t = new RunnerTransport(url, 'c');
+    await t.post('/runner/v1/heartbeat', { leases: [] });
+    const answered = performance.now();
+    while (closedAt === 0) await new Promise((r) => setTimeout(r, 50));
+    // The client closed it at ≈ 2 s (hint 3 s − 1 s); the server would have at 3 s.
+    expect(closedAt - answered).toBeGreaterThan(1500);
+    expect(closedAt - answered).toBeLessThan(2800);
+    await t.post('/runner/v1/heartbeat', { leases: [] }); // a new socket, no reset
+    t.close();
+  });
+});
