@@ -1,6 +1,6 @@
 // The runner path's statements are named prepared statements (db/prepared.ts): a completion batch (the runs
-// locked and read, the attested write with the slots' settle, the events, the audit chain's lock, read and
-// links, the leases released) and the lease grant after it are parsed and planned once per pooled connection,
+// locked and read, the audit chain's lock and last link, the attested write with the slots' settle, and its
+// tail: the events, the audit links and the leases released in one statement) and the lease grant after it are parsed and planned once per pooled connection,
 // not once per batch — unnamed, the attested write alone planned for longer than it ran. Live PostgreSQL only
 // (PGlite has no pool); a pool of ONE connection, so `pg_prepared_statements` (per session) shows them all.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -87,9 +87,7 @@ describe.runIf(LIVE_PG)('the runner path on prepared statements', () => {
       'audit_lock',
       'audit_last',
       'attested_write',
-      'events_append',
-      'audit_save',
-      'completion_release',
+      'completion_finish',
     ])
       expect(names, n).toContain(n);
   }, 120_000);

@@ -110,17 +110,25 @@ export class RunnerAuditLinks {
   /** Inserts the links checked so far (one statement). */
   async save(): Promise<void> {
     if (this.#pending.length === 0) return;
+    // One text for any number of links (columns as arrays): a named prepared statement (db/prepared.ts).
+    await sql`${sql.raw(prepared('audit_save'))}
+      ${this.takeInsert()}`.execute(this.#tx);
+  }
+
+  /**
+   * The insert of the links checked so far, for a statement of the caller's (a CTE body; an empty one inserts
+   * nothing) — they count as saved: the caller runs it before the transaction commits.
+   */
+  takeInsert() {
     const r = this.#runner;
     const p = this.#pending;
     this.#pending = [];
-    // One text for any number of links (columns as arrays): a named prepared statement (db/prepared.ts).
-    await sql`${sql.raw(prepared('audit_save'))}
-      INSERT INTO runner_audit (runner_id, seq, runner_key, address, audit_prev, tenant_id, run_id, created_at)
+    return sql`INSERT INTO runner_audit (runner_id, seq, runner_key, address, audit_prev, tenant_id, run_id, created_at)
       SELECT ${r.id}, x.seq, ${r.publicKey}, x.address, x.audit_prev, x.tenant_id, x.run_id, x.created_at::timestamptz
       FROM unnest(${p.map((l) => l.seq)}::int[], ${p.map((l) => l.address)}::text[],
         ${p.map((l) => l.prev)}::text[], ${p.map((l) => l.tenantId)}::text[], ${p.map((l) => l.runId)}::text[],
         ${p.map((l) => l.now)}::text[]) WITH ORDINALITY AS x(seq, address, audit_prev, tenant_id, run_id, created_at, ord)
-      ORDER BY x.ord`.execute(this.#tx);
+      ORDER BY x.ord`;
   }
 }
 

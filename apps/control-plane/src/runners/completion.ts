@@ -16,7 +16,7 @@ import {
   attestationMismatch as mismatch,
 } from '../keys/attestation-check.js';
 import { staleLease } from '../leases/store.js';
-import { appendEvents, type NewEvent } from '../ledger/events.js';
+import { EVENTS_CHANNEL, insertEventsSql, type NewEvent } from '../ledger/events.js';
 import { type RunRow, rowToView, selectRunRows } from '../ledger/runs.js';
 import type { RunView } from '../ledger/views.js';
 import { RunnerAuditLinks } from '../log/audit-chain.js';
@@ -161,6 +161,29 @@ async function releaseLeases(tx: Tx, settled: readonly { runId: string; epoch: n
     WHERE l.run_id = s.run_id AND l.epoch = s.epoch`.execute(tx);
 }
 
+/**
+ * A batch's tail in ONE statement, just before the commit: the runs' events (in order, NOTIFYed at the commit
+ * as `appendEvents` does — only when there are some), the runner's audit links, and the settled runs' leases
+ * dropped in run id order. Three tables no other part of the statement reads; the order of the three inserts
+ * and the delete within the transaction changes nothing another transaction can see.
+ */
+async function finishBatch(
+  tx: Tx,
+  events: readonly NewEvent[],
+  links: RunnerAuditLinks,
+  settled: readonly { runId: string; epoch: number }[],
+): Promise<void> {
+  const sorted = [...settled].sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
+  await sql`${sql.raw(prepared('completion_finish'))}
+    WITH ev AS (${insertEventsSql(events)}),
+      au AS (${links.takeInsert()}),
+      rl AS (DELETE FROM run_leases l
+        USING unnest(${sorted.map((s) => s.runId)}::text[], ${sorted.map((s) => s.epoch)}::bigint[]) AS s(run_id, epoch)
+        WHERE l.run_id = s.run_id AND l.epoch = s.epoch),
+      n AS (SELECT pg_notify(${EVENTS_CHANNEL}, '') WHERE ${events.length > 0}::boolean)
+    SELECT (SELECT count(*) FROM ev) AS events, (SELECT count(*) FROM n) AS notified`.execute(tx);
+}
+
 /** The run's row locked (FOR UPDATE, with its slot's columns) by id alone. */
 const lockRunById = (tx: Tx, runId: string) =>
   selectRunRows(tx).selectAll().where('id', '=', runId).forUpdate().executeTakeFirst();
@@ -282,10 +305,11 @@ export async function completeRuns(
         // batch's write statement when there is one.
         // (Without deferred writes, an empty AttestedWrites' flush is the slot settle alone.)
         const written = await (writes ?? new AttestedWrites()).flush(tx, settles);
-        await appendEvents(tx, events);
-        await links.save();
-        await releaseLeases(
+        // The events, the audit links and the leases' release: one statement (finishBatch).
+        await finishBatch(
           tx,
+          events,
+          links,
           decoded.slice(0, n).map((c) => ({ runId: c.runId, epoch: c.input.epoch })),
         );
         // A deferred item's row is the one written (with its slot's columns as transitionTx kept them).
