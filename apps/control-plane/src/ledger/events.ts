@@ -25,7 +25,8 @@ export async function appendEvents(
 ): Promise<string[]> {
   if (events.length === 0) return [];
   const extra = alsoNotify ? sql`, pg_notify(${alsoNotify}, '')` : sql``;
-  const { rows: ids } = await sql<{ id: string | number | bigint }>`
+  // A named prepared statement (db/prepared.ts): one text per `alsoNotify` or not (the facts are one parameter).
+  const { rows: ids } = await sql<{ id: string | number | bigint }>`${sql.raw(prepared('events_append'))}
     WITH ins AS (${insertEventsSql(events)}), n AS (SELECT pg_notify(${EVENTS_CHANNEL}, '')${extra})
     SELECT ins.id FROM ins, n ORDER BY ins.id`.execute(ex);
   return ids.map((r) => decimal(r.id));

@@ -14,6 +14,7 @@
 // (`from`), so a served chain never hides that it does not start at the key's genesis.
 import type { AttestationBody, Hex } from '@everdict/runrecord';
 import { sql } from 'kysely';
+import { prepared } from '../db/prepared.js';
 import type { Executor } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import type { RunnerIdentity } from '../runners/registry.js';
@@ -78,8 +79,14 @@ export class RunnerAuditLinks {
   ): Promise<void> {
     const key = this.#runner.publicKey;
     if (this.#last === undefined) {
-      await sql`SELECT pg_advisory_xact_lock(${AUDIT_LOCK_CLASS}::int, hashtext(${key}))`.execute(this.#tx);
-      const { rows } = await sql<{ seq: number; address: string; linked: boolean }>`
+      // Named prepared statements (db/prepared.ts): planned once per pooled connection, not per batch.
+      await sql`${sql.raw(prepared('audit_lock'))}
+        SELECT pg_advisory_xact_lock(${AUDIT_LOCK_CLASS}::int, hashtext(${key}))`.execute(this.#tx);
+      const { rows } = await sql<{
+        seq: number;
+        address: string;
+        linked: boolean;
+      }>`${sql.raw(prepared('audit_last'))}
         SELECT seq, address, EXISTS (SELECT 1 FROM runner_audit WHERE runner_key = ${key}
           AND audit_prev IS NOT NULL) AS linked
         FROM runner_audit WHERE runner_key = ${key} ORDER BY seq DESC LIMIT 1`.execute(this.#tx);
@@ -103,16 +110,25 @@ export class RunnerAuditLinks {
   /** Inserts the links checked so far (one statement). */
   async save(): Promise<void> {
     if (this.#pending.length === 0) return;
+    // One text for any number of links (columns as arrays): a named prepared statement (db/prepared.ts).
+    await sql`${sql.raw(prepared('audit_save'))}
+      ${this.takeInsert()}`.execute(this.#tx);
+  }
+
+  /**
+   * The insert of the links checked so far, for a statement of the caller's (a CTE body; an empty one inserts
+   * nothing) — they count as saved: the caller runs it before the transaction commits.
+   */
+  takeInsert() {
     const r = this.#runner;
-    const values = sql.join(
-      this.#pending.map(
-        (l) =>
-          sql`(${r.id}, ${l.seq}, ${r.publicKey}, ${l.address}, ${l.prev}, ${l.tenantId}, ${l.runId}, ${l.now})`,
-      ),
-    );
+    const p = this.#pending;
     this.#pending = [];
-    await sql`INSERT INTO runner_audit (runner_id, seq, runner_key, address, audit_prev, tenant_id, run_id, created_at)
-      VALUES ${values}`.execute(this.#tx);
+    return sql`INSERT INTO runner_audit (runner_id, seq, runner_key, address, audit_prev, tenant_id, run_id, created_at)
+      SELECT ${r.id}, x.seq, ${r.publicKey}, x.address, x.audit_prev, x.tenant_id, x.run_id, x.created_at::timestamptz
+      FROM unnest(${p.map((l) => l.seq)}::int[], ${p.map((l) => l.address)}::text[],
+        ${p.map((l) => l.prev)}::text[], ${p.map((l) => l.tenantId)}::text[], ${p.map((l) => l.runId)}::text[],
+        ${p.map((l) => l.now)}::text[]) WITH ORDINALITY AS x(seq, address, audit_prev, tenant_id, run_id, created_at, ord)
+      ORDER BY x.ord`;
   }
 }
 

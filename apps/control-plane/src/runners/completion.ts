@@ -7,6 +7,7 @@ import type { AttestationBody, Hex, WireSegment } from '@everdict/runrecord';
 import { canonicalLine, StreamingDigest } from '@everdict/trajectory-store';
 import { sql } from 'kysely';
 import type { SlotSettlement } from '../admission-store/sql/settle.js';
+import { prepared } from '../db/prepared.js';
 import type { Tx } from '../db/tx.js';
 import { isRetryable, withTx } from '../db/tx.js';
 import {
@@ -15,7 +16,7 @@ import {
   attestationMismatch as mismatch,
 } from '../keys/attestation-check.js';
 import { staleLease } from '../leases/store.js';
-import { appendEvents, type NewEvent } from '../ledger/events.js';
+import { EVENTS_CHANNEL, insertEventsSql, type NewEvent } from '../ledger/events.js';
 import { type RunRow, rowToView, selectRunRows } from '../ledger/runs.js';
 import type { RunView } from '../ledger/views.js';
 import { RunnerAuditLinks } from '../log/audit-chain.js';
@@ -115,18 +116,27 @@ async function prefetchBatch(tx: Tx, batch: readonly Completion[]): Promise<Map<
   const firsts = new Map<string, number>();
   for (const c of batch) if (!firsts.has(c.runId)) firsts.set(c.runId, c.input.epoch);
   const ids = [...firsts.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  const rows = await selectRunRows(tx).selectAll().where('id', 'in', ids).orderBy('id').forUpdate().execute();
+  // Named prepared statements (db/prepared.ts): the same texts for any batch size (ids are one array), so
+  // each pooled connection plans them once. The rows as `selectRunRows` reads them (the run with its slot's
+  // depth and start), both locked.
+  const { rows } = await sql<RunRow>`${sql.raw(prepared('completion_lock'))}
+    SELECT * FROM (SELECT r.*, s.depth AS causal_depth, s.started_at AS started_ms
+      FROM runs r JOIN adm_slots s ON s.tenant = r.tenant_id AND s.run_id = r.id) AS runs
+    WHERE id = ANY(${ids}::text[]) ORDER BY id FOR UPDATE`.execute(tx);
   const { rows: reads } = await sql<
     { run_id: string; epoch: string | number | null; holder: string | null } & Omit<
       LeaseJournalRow,
       'epoch' | 'holder'
     > & { segments: WireSegment[] | null }
-  >`
+  >`${sql.raw(prepared('completion_reads'))}
     SELECT s.run_id, l.epoch, l.holder, j.seq_from, j.event_count,
       (SELECT json_agg(g.payload ORDER BY g.idx) FROM record_segments g WHERE g.run_id = s.run_id) AS segments
     FROM unnest(${ids}::text[], ${ids.map((id) => firsts.get(id)!)}::bigint[]) AS s(run_id, epoch)
     LEFT JOIN run_leases l ON l.run_id = s.run_id
-    LEFT JOIN runner_journals j ON j.run_id = s.run_id AND j.epoch = s.epoch`.execute(tx);
+    -- run_id = ANY(ids) besides the join: the journals' primary key even in a generic plan made on a small table
+    LEFT JOIN runner_journals j ON j.run_id = ANY(${ids}::text[]) AND j.run_id = s.run_id AND j.epoch = s.epoch`.execute(
+    tx,
+  );
   const rowOf = new Map(rows.map((r) => [r.id, r]));
   const readOf = new Map(reads.map((r) => [r.run_id, r]));
   return new Map(
@@ -145,9 +155,33 @@ async function prefetchBatch(tx: Tx, batch: readonly Completion[]): Promise<Map<
 async function releaseLeases(tx: Tx, settled: readonly { runId: string; epoch: number }[]): Promise<void> {
   if (settled.length === 0) return;
   const sorted = [...settled].sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
-  await sql`DELETE FROM run_leases l
+  await sql`${sql.raw(prepared('completion_release'))}
+    DELETE FROM run_leases l
     USING unnest(${sorted.map((s) => s.runId)}::text[], ${sorted.map((s) => s.epoch)}::bigint[]) AS s(run_id, epoch)
     WHERE l.run_id = s.run_id AND l.epoch = s.epoch`.execute(tx);
+}
+
+/**
+ * A batch's tail in ONE statement, just before the commit: the runs' events (in order, NOTIFYed at the commit
+ * as `appendEvents` does — only when there are some), the runner's audit links, and the settled runs' leases
+ * dropped in run id order. Three tables no other part of the statement reads; the order of the three inserts
+ * and the delete within the transaction changes nothing another transaction can see.
+ */
+async function finishBatch(
+  tx: Tx,
+  events: readonly NewEvent[],
+  links: RunnerAuditLinks,
+  settled: readonly { runId: string; epoch: number }[],
+): Promise<void> {
+  const sorted = [...settled].sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
+  await sql`${sql.raw(prepared('completion_finish'))}
+    WITH ev AS (${insertEventsSql(events)}),
+      au AS (${links.takeInsert()}),
+      rl AS (DELETE FROM run_leases l
+        USING unnest(${sorted.map((s) => s.runId)}::text[], ${sorted.map((s) => s.epoch)}::bigint[]) AS s(run_id, epoch)
+        WHERE l.run_id = s.run_id AND l.epoch = s.epoch),
+      n AS (SELECT pg_notify(${EVENTS_CHANNEL}, '') WHERE ${events.length > 0}::boolean)
+    SELECT (SELECT count(*) FROM ev) AS events, (SELECT count(*) FROM n) AS notified`.execute(tx);
 }
 
 /** The run's row locked (FOR UPDATE, with its slot's columns) by id alone. */
@@ -162,8 +196,9 @@ interface Completion {
   readonly address: Hex;
 }
 
-function decodeCompletion(runId: string, raw: unknown): Completion {
-  const input = parse(CompleteInput, raw);
+/** `parsed`: `raw` is CompleteInput's output already (CompletionsInput parsed each item with it): not parsed again. */
+function decodeCompletion(runId: string, raw: unknown, parsed = false): Completion {
+  const input = parsed ? (raw as Completion['input']) : parse(CompleteInput, raw);
   return { runId, input, ...decodeAttestation(input.attestation) };
 }
 
@@ -217,12 +252,14 @@ export async function completeRuns(
   trajectories: RunTrajectories | null,
   runner: RunnerIdentity,
   items: readonly { runId: string; raw: unknown }[],
+  /** The items' `raw` are CompleteInput's outputs already (the service parsed them with CompletionsInput). */
+  opts: { parsed?: boolean } = {},
 ): Promise<CompletionOutcome[]> {
   const decoded: Completion[] = [];
   let refused: { index: number; error: unknown } | null = null;
   for (const [index, { runId, raw }] of items.entries()) {
     try {
-      decoded.push(decodeCompletion(runId, raw));
+      decoded.push(decodeCompletion(runId, raw, opts.parsed === true));
     } catch (error) {
       refused = { index, error };
       break;
@@ -268,10 +305,11 @@ export async function completeRuns(
         // batch's write statement when there is one.
         // (Without deferred writes, an empty AttestedWrites' flush is the slot settle alone.)
         const written = await (writes ?? new AttestedWrites()).flush(tx, settles);
-        await appendEvents(tx, events);
-        await links.save();
-        await releaseLeases(
+        // The events, the audit links and the leases' release: one statement (finishBatch).
+        await finishBatch(
           tx,
+          events,
+          links,
           decoded.slice(0, n).map((c) => ({ runId: c.runId, epoch: c.input.epoch })),
         );
         // A deferred item's row is the one written (with its slot's columns as transitionTx kept them).

@@ -5,6 +5,7 @@
 // renewed expires and the expiry sweep (leases/sweep.ts) requeues its run — as does a revocation, at once.
 import type { Harness } from '@everdict/run-model';
 import { sql } from 'kysely';
+import { prepared } from '../db/prepared.js';
 import type { Tx } from '../db/tx.js';
 import { retryOnConflict } from '../db/tx.js';
 import type { LeasePolicy } from '../leases/policy.js';
@@ -71,7 +72,10 @@ export async function grantLeases(
       // The runner's state under its row lock: a revoke or drain committed before this claim is seen, and
       // one that comes after waits for it (then ends these leases).
       // One statement: the state under the row lock, and how many leases the runner holds.
-      const { rows: runnerRows } = await sql<{ state: string; held: number }>`
+      const { rows: runnerRows } = await sql<{
+        state: string;
+        held: number;
+      }>`${sql.raw(prepared('grant_runner'))}
         SELECT r.state, (SELECT count(*)::int FROM run_leases l WHERE l.holder = r.id) AS held
         FROM runners r WHERE r.id = ${runner.id} FOR SHARE OF r`.execute(tx);
       const live = runnerRows[0];
@@ -128,17 +132,19 @@ async function openJournals(
 ): Promise<(LeasedRun & { next: number })[]> {
   // One statement: each run's next seq (after its earlier epochs' journals), this epoch's row inserted,
   // and the run's row.
-  const { rows } = await sql<LeasedRun & { next: number }>`
-    WITH s AS (SELECT * FROM unnest(${started.map((s) => s.runId)}::text[], ${started.map((s) => s.epoch)}::int[])
+  // A named prepared statement (db/prepared.ts): one text for any number of runs (arrays are parameters).
+  const ids = started.map((s) => s.runId);
+  const { rows } = await sql<LeasedRun & { next: number }>`${sql.raw(prepared('open_journals'))}
+    WITH s AS (SELECT * FROM unnest(${ids}::text[], ${started.map((s) => s.epoch)}::int[])
         AS s(run_id, epoch)),
       prior AS (SELECT j.run_id, max(j.seq_from + j.event_count)::int AS next
-        FROM runner_journals j WHERE j.run_id IN (SELECT run_id FROM s) GROUP BY j.run_id),
+        FROM runner_journals j WHERE j.run_id = ANY(${ids}::text[]) GROUP BY j.run_id),
       ins AS (INSERT INTO runner_journals (run_id, epoch, seq_from, event_count)
         SELECT s.run_id, s.epoch, COALESCE(p.next, 0), 0 FROM s LEFT JOIN prior p ON p.run_id = s.run_id
         ON CONFLICT (run_id, epoch) DO NOTHING RETURNING 1)
     SELECT r.id, r.tenant_id, r.kind, r.subject, r.placement, r.lifetime, r.expires_at, r.unit_id,
       r.grants_id, r.interval_head, r.record_head, COALESCE(p.next, 0)::int AS next
-    FROM s JOIN runs r ON r.id = s.run_id LEFT JOIN prior p ON p.run_id = s.run_id
+    FROM s JOIN runs r ON r.id = ANY(${ids}::text[]) AND r.id = s.run_id LEFT JOIN prior p ON p.run_id = s.run_id
     WHERE (SELECT count(*) FROM ins) >= 0`.execute(tx);
   return rows;
 }

@@ -210,6 +210,8 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
         opts.trajectories ?? null,
         runner,
         items.map(({ runId, ...item }) => ({ runId, raw: item })),
+        // Each item was parsed with CompleteInput (CompletionsInput's items): not parsed again per item.
+        { parsed: true },
       );
       if (next === undefined) return { outcomes };
       // Granted only when every item settled: the runner asks counting each item's lease as ended, and a

@@ -4,6 +4,7 @@
 import { causationCheck, matchEvent, type PlatformEvent, SCHEDULE_FIRED } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { atomically } from '../admission-store/sql/scope.js';
+import { prepared } from '../db/prepared.js';
 import { type Tx, withTx } from '../db/tx.js';
 import { isControlPlaneError } from '../errors.js';
 import { readSettled } from '../ledger/events.js';
@@ -30,7 +31,12 @@ export const SUBSCRIPTIONS_CONSUMER = 'subscriptions';
  * commit, which flushes the WAL up to itself — every skip committed before it included.
  */
 export async function skipOrPending(deps: Deps): Promise<'skipped' | 'pending' | 'idle'> {
-  const { rows } = await sql<{ subscribed: boolean; pending: boolean }>`
+  // A named prepared statement (db/prepared.ts): it runs once per event batch (a completion batch's events
+  // wake it), and unnamed its planning cost more than its execution.
+  const { rows } = await sql<{
+    subscribed: boolean;
+    pending: boolean;
+  }>`${sql.raw(prepared('subscriptions_skip'))}
     WITH subscribed AS (
       SELECT EXISTS (SELECT 1 FROM subscriptions WHERE enabled AND deleted_at IS NULL) AS yes),
     cur AS (

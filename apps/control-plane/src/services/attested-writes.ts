@@ -9,6 +9,7 @@ import {
   settleSlotsCtes,
   slotSettlementSource,
 } from '../admission-store/sql/settle.js';
+import { prepared } from '../db/prepared.js';
 import type { AttestationsTable, RunsTable } from '../db/schema.js';
 import type { Tx } from '../db/tx.js';
 
@@ -85,7 +86,10 @@ export class AttestedWrites {
     const g = this.#segs;
     const r = [...this.#runs];
     const col = <T>(f: (x: [string, RunSet]) => T) => r.map(f);
-    const { rows } = await sql<Selectable<RunsTable>>`
+    // A named prepared statement (db/prepared.ts): the same text for any number of runs (arrays are
+    // parameters), planned once per pooled connection — unnamed, its planning cost more than its execution.
+    const ids = col(([id]) => id);
+    const { rows } = await sql<Selectable<RunsTable>>`${sql.raw(prepared('attested_write'))}
       WITH RECURSIVE att AS (
         INSERT INTO attestations (address, tenant_id, run_id, body, created_at)
         SELECT x.address, x.tenant_id, x.run_id, x.body::jsonb, x.created_at::timestamptz
@@ -106,7 +110,7 @@ export class AttestedWrites {
         outputs = v.outputs::jsonb, usage = v.usage::jsonb, record_head = v.record_head,
         record_length = v.record_length, interval_started_at = v.interval_started_at,
         interval_head = v.interval_head
-      FROM unnest(${col(([id]) => id)}::text[], ${col(([, s]) => s.status)}::text[],
+      FROM unnest(${ids}::text[], ${col(([, s]) => s.status)}::text[],
         ${col(([, s]) => s.updated_at)}::bigint[], ${col(([, s]) => s.ended_at !== undefined)}::boolean[],
         ${col(([, s]) => s.ended_at ?? null)}::text[], ${col(([, s]) => s.error !== undefined)}::boolean[],
         ${col(([, s]) => s.error ?? null)}::text[], ${col(([, s]) => s.outputs)}::text[],
@@ -115,7 +119,8 @@ export class AttestedWrites {
         ${col(([, s]) => s.interval_head)}::text[])
         AS v(id, status, updated_at, set_ended, ended_at, set_error, error, outputs, usage, record_head,
           record_length, interval_started_at, interval_head)
-      WHERE r.id = v.id
+      -- id = ANY(ids) besides the join: runs_pkey even in a generic plan made on a small table (settle_write's)
+      WHERE r.id = ANY(${ids}::text[]) AND r.id = v.id
       RETURNING r.*)${settle}
       SELECT upd.* FROM upd${wake}`.execute(tx);
     if (rows.length !== this.#runs.size)
