@@ -70,17 +70,19 @@ export async function grantLeases(
   return retryOnConflict(() =>
     deps.db.transaction().execute(async (tx) => {
       // The runner's state under its row lock: a revoke or drain committed before this claim is seen, and
-      // one that comes after waits for it (then ends these leases).
-      // One statement: the state under the row lock, and how many leases the runner holds.
-      const { rows: runnerRows } = await sql<{
-        state: string;
-        held: number;
-      }>`${sql.raw(prepared('grant_runner'))}
-        SELECT r.state, (SELECT count(*)::int FROM run_leases l WHERE l.holder = r.id) AS held
-        FROM runners r WHERE r.id = ${runner.id} FOR SHARE OF r`.execute(tx);
-      const live = runnerRows[0];
-      if (live?.state !== 'active') return [];
-      const n = Math.min(free, leaseBound(runner.capabilities.slots) - Number(live.held));
+      // one that comes after waits for it (then ends these leases). The lock is exclusive among grants
+      // (FOR NO KEY UPDATE: it does not block the foreign-key checks of rows naming the runner), so two grants
+      // to one runner — a long-poll and a completion batch's next leases — take turns: under a shared lock both
+      // counted the leases held before either committed and each granted up to the bound
+      // (test/grant-bound.pg.test.ts: 4 leases for a bound of 2).
+      const { rows: runnerRows } = await sql<{ state: string }>`${sql.raw(prepared('grant_runner'))}
+        SELECT r.state FROM runners r WHERE r.id = ${runner.id} FOR NO KEY UPDATE OF r`.execute(tx);
+      if (runnerRows[0]?.state !== 'active') return [];
+      // Counted in a statement of its own, after the lock: a statement's snapshot is taken when it starts, so a
+      // count in the locking statement would miss the leases of a grant that committed while it waited.
+      const { rows: heldRows } = await sql<{ held: number }>`${sql.raw(prepared('grant_held'))}
+        SELECT count(*)::int AS held FROM run_leases WHERE holder = ${runner.id}`.execute(tx);
+      const n = Math.min(free, leaseBound(runner.capabilities.slots) - Number(heldRows[0]?.held ?? 0));
       if (n <= 0) return [];
       const started = await claimAndStart(
         tx,
