@@ -3,61 +3,37 @@
 // tail: the events, the audit links and the leases released in one statement) and the lease grant after it are parsed and planned once per pooled connection,
 // not once per batch — unnamed, the attested write alone planned for longer than it ran. Live PostgreSQL only
 // (PGlite has no pool); a pool of ONE connection, so `pg_prepared_statements` (per session) shows them all.
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { encodeAttestationBody, type Hex } from '@everdict/runrecord';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../src/app.js';
-import { type Core, startCore } from '../src/core.js';
-import { ADMIN_KEY, call, INTERNAL_TOKEN } from '../src/http/testing/harness.js';
+import { ADMIN_KEY, call } from '../src/http/testing/harness.js';
 import { leaseRuns, pairTestRunner, signTestInterval } from '../src/http/testing/runners.js';
-import { openTrajectoryStore } from '../src/trajectory/store.js';
-import { announceSkippedLiveSuite, LIVE_PG, type TestDatabase, testDatabase } from './db.js';
+import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
+import { type RunnerApp, runnerApp } from './runner-app.js';
 
 announceSkippedLiveSuite('test/runner-prepared.pg.test.ts');
 
 describe.runIf(LIVE_PG)('the runner path on prepared statements', () => {
-  let database: TestDatabase;
-  let core: Core;
-  let app: ReturnType<typeof buildApp>['app'];
-  let dataDir: string;
+  let t: RunnerApp;
 
   beforeAll(async () => {
-    database = await testDatabase({ poolSize: 1 });
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'cp-prepared-'));
-    core = await startCore({
-      database,
-      trajectories: openTrajectoryStore({ dataDir }),
-      bootstrapKey: ADMIN_KEY,
-      executors: [],
-      scheduler: { enabled: false },
-    });
-    app = buildApp({
-      services: core.services,
-      health: () => core.health(),
-      internalToken: INTERNAL_TOKEN,
-      trajectories: core.trajectoryService,
-    }).app;
+    t = await runnerApp(1);
   }, 120_000);
 
   afterAll(async () => {
-    await core?.close();
-    await database?.dispose();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await t?.close();
   });
 
   it('settles a completion batch and grants its next leases through named statements', async () => {
-    const runner = await pairTestRunner(app);
+    const runner = await pairTestRunner(t.app);
     for (let i = 0; i < 3; i++) {
-      const r = await call(app, 'POST', '/runs', {
+      const r = await call(t.app, 'POST', '/runs', {
         key: ADMIN_KEY,
         body: { kind: 'command', subject: { command: ['true'] } },
       });
       expect(r.status, JSON.stringify(r.body)).toBe(201);
     }
-    const leases = await leaseRuns(app, runner, 2);
+    const leases = await leaseRuns(t.app, runner, 2);
     expect(leases).toHaveLength(2);
     let prev: Hex | undefined;
     const items = leases.map((l) => {
@@ -65,7 +41,7 @@ describe.runIf(LIVE_PG)('the runner path on prepared statements', () => {
       prev = signed.address;
       return { runId: l.runId, epoch: l.epoch, outputs: {}, attestation: encodeAttestationBody(signed.body) };
     });
-    const done = await call(app, 'POST', '/runner/v1/completions', {
+    const done = await call(t.app, 'POST', '/runner/v1/completions', {
       key: runner.credential,
       body: { items, next: { free: 1 } },
     });
@@ -76,7 +52,7 @@ describe.runIf(LIVE_PG)('the runner path on prepared statements', () => {
 
     // The pool's one connection ran all of it: its named statements are the runner path's.
     const { rows } = await sql<{ name: string }>`SELECT name FROM pg_prepared_statements`.execute(
-      core.internals.deps.db,
+      t.core.internals.deps.db,
     );
     const names = new Set(rows.map((r) => r.name.replace(/_[0-9a-z]+$/, '')));
     for (const n of [
