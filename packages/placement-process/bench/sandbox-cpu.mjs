@@ -10,10 +10,13 @@
 // Phases (BENCH_PHASES, comma-separated):
 //   raw      — `bwrap <the driver's sandbox args> true`, spawned from here (no cgroups of its own);
 //   driver   — ProcessDriver provision → exec(['true']) → dispose;
+//   runner   — as driver, with the runner's steps between exec and dispose: usage → snapshot;
 //   cgroups  — mkdir + rmdir of one sandbox's cgroups (memory, pids, cpuacct), nothing joins them;
 //   cgjoin   — as cgroups, with a `true` process moved into them (cgroup.procs) before it runs: the
 //              kernel's cost of a cgroup a process lived in, without bubblewrap;
 //   memcg / pidscg / acctcg — as cgjoin with one controller's cgroup only.
+// Also per phase: `elMean`/`elP99`/`elMax` — this process's event-loop delay (perf_hooks, ms), what a
+// synchronous step (a dispose's rmdirs) costs the other sandboxes sharing the driver's thread.
 // Usage: node packages/placement-process/bench/sandbox-cpu.mjs  (BENCH_N=400 BENCH_PHASES=raw,driver BENCH_REPEAT=3
 // BENCH_BUILD_ROOT=/work/main for another checkout's build). Needs root (cgroups) and bubblewrap.
 import { spawn } from 'node:child_process';
@@ -29,6 +32,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 
 const root = process.env.BENCH_BUILD_ROOT ?? new URL('../../..', import.meta.url).pathname;
@@ -122,7 +126,7 @@ async function rmdirRetry(d) {
   }
 }
 
-async function driverPhase(n, phaseCg, dirs) {
+async function driverPhase(n, phaseCg, dirs, runnerSteps = false) {
   const driver = new pd.ProcessDriver({
     stateDir: join(dir, `state-${phaseCg}`),
     imagesDir: join(dir, 'images'),
@@ -138,6 +142,10 @@ async function driverPhase(n, phaseCg, dirs) {
     // the runner's command: with `directories`, the command alone; without, its `mkdir -p out` prologue
     const r = await driver.exec(h, dirs ? ['true'] : [...PROLOGUE, 'true']);
     if (r.exitCode !== 0) throw new Error(`exit ${r.exitCode}`);
+    if (runnerSteps) {
+      await driver.usage(h);
+      await driver.snapshot(h);
+    }
     await driver.dispose(h);
   });
   driver.drainReadyPool();
@@ -162,6 +170,7 @@ const phases = {
   },
   driver: (n, phaseCg) => driverPhase(n, phaseCg, DIRS),
   driversh: (n, phaseCg) => driverPhase(n, phaseCg, false),
+  runner: (n, phaseCg) => driverPhase(n, phaseCg, DIRS, true),
   cgroups: (n) => cgPhase(n, ['memory', 'pids', 'cpuacct'], false),
   cgjoin: (n) => cgPhase(n, ['memory', 'pids', 'cpuacct'], true),
   memcg: (n) => cgPhase(n, ['memory'], true),
@@ -236,7 +245,10 @@ try {
       const m2 = machine(),
         k2 = kthreads(),
         t2 = performance.now();
+      const loop = monitorEventLoopDelay({ resolution: 1 });
+      loop.enable();
       await phases[phase](N, name);
+      loop.disable();
       await new Promise((r) => setTimeout(r, 300)); // deferred kernel work (offline cgroups, RCU) lands
       const m3 = machine(),
         k3 = kthreads(),
@@ -268,6 +280,9 @@ try {
         system: per(mw.system - bg('system')),
         softirq: per(mw.softirq + mw.irq - bg('softirq') - bg('irq')),
         bgCores: Math.round((busy(mi) / idleMs) * 100) / 100,
+        elMean: Math.round(loop.mean / 1e4) / 100,
+        elP99: Math.round(loop.percentile(99) / 1e4) / 100,
+        elMax: Math.round(loop.max / 1e4) / 100,
       };
       results[phase] ??= [];
       results[phase].push(r);
