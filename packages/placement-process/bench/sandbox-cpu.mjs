@@ -4,6 +4,7 @@
 //   attributed — cpuacct.usage of the phase's cgroup: this process, the spawner, bubblewrap, the sandboxes;
 //   kthreads   — CPU of kernel threads (kworkers, RCU, ksoftirqd, …: /proc/<pid>/stat of children of kthreadd)
 //                over the phase, minus their rate in an idle phase of the same length just before;
+//   kworkers   — the same for kworker/*, ksoftirqd/* and rcu* threads only;
 //   machine    — /proc/stat busy time (all but idle and iowait) over the phase, minus the idle phase's rate;
 //                user/system/softirq apart. Other processes on the machine add noise to kthreads and machine
 //                (the idle phase takes their rate out, as far as it is steady): repeat, take medians.
@@ -60,19 +61,29 @@ function machine() {
     idle: (idle + iowait) * TICK,
   };
 }
-function kthreads() {
-  let ms = 0;
+/**
+ * CPU (ms) of kernel threads: `all` — every child of kthreadd; `workers` — kworker/*, ksoftirqd/*, rcu*
+ * only (where the kernel's deferred cgroup, RCU and softirq work runs; not the journal, kswapd, …).
+ */
+function kthreadCpu() {
+  let all = 0;
+  let workers = 0;
   for (const p of readdirSync('/proc')) {
     if (!/^\d+$/.test(p)) continue;
     try {
       const s = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const comm = s.slice(s.indexOf('(') + 1, s.lastIndexOf(')'));
       const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
       if (f[1] !== '2' && p !== '2') continue; // ppid 2: kthreadd's children
-      ms += (Number(f[11]) + Number(f[12])) * TICK;
+      const ms = (Number(f[11]) + Number(f[12])) * TICK;
+      all += ms;
+      if (/^(kworker\/|ksoftirqd\/|rcu)/.test(comm)) workers += ms;
     } catch {}
   }
-  return ms;
+  return { all, workers };
 }
+const kthreads = () => kthreadCpu().all;
+const kworkers = () => kthreadCpu().workers;
 /** This process's reaped children's CPU (ms): cutime + cstime of /proc/self/stat. */
 function reapedMs() {
   const s = readFileSync('/proc/self/stat', 'utf8');
@@ -228,10 +239,12 @@ try {
         mkdirSync(join(CG, c, TAG, name, 'sandboxes'), { recursive: true });
       const acct = join(CG, 'cpuacct', TAG, name);
       // idle phase: the machine's background rate
+      const w0 = kworkers();
       const m0 = machine(),
         k0 = kthreads(),
         t0 = performance.now();
       await new Promise((r) => setTimeout(r, Number(process.env.BENCH_IDLE_MS ?? 2000)));
+      const w1 = kworkers();
       const m1 = machine(),
         k1 = kthreads(),
         t1 = performance.now();
@@ -242,6 +255,7 @@ try {
       const sb0 = Number(readFileSync(`${acct}/sandboxes/cpuacct.usage`, 'utf8'));
       const s0 = process.cpuUsage();
       const r0 = reapedMs();
+      const w2 = kworkers();
       const m2 = machine(),
         k2 = kthreads(),
         t2 = performance.now();
@@ -250,6 +264,7 @@ try {
       await phases[phase](N, name);
       loop.disable();
       await new Promise((r) => setTimeout(r, 300)); // deferred kernel work (offline cgroups, RCU) lands
+      const w3 = kworkers();
       const m3 = machine(),
         k3 = kthreads(),
         t3 = performance.now();
@@ -275,6 +290,7 @@ try {
         // the sandboxes' own cgroups (driver): every process of each sandbox, whoever reaps it
         sandboxCg: per((sb1 - sb0) / 1e6),
         kthreads: per(k3 - k2 - ((k1 - k0) / idleMs) * workMs),
+        kworkers: per(w3 - w2 - ((w1 - w0) / idleMs) * workMs),
         machine: per(busy(mw) - (busy(mi) / idleMs) * workMs),
         user: per(mw.user - bg('user')),
         system: per(mw.system - bg('system')),
