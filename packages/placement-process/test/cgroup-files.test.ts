@@ -3,7 +3,17 @@
 // (cgroup-fs.ts `CgroupFile`), and each read is the kernel's text of that moment. No descriptor outlives
 // the sandbox, and a read after its cgroup went answers as a fresh open would (ENOENT). Task listings are
 // not held: a held v1 `tasks` answers the pid list of up to a second ago.
-import { mkdirSync, readdirSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs';
+import fs, {
+  existsSync,
+  mkdirSync,
+  type PathLike,
+  type RmDirOptions,
+  readdirSync,
+  readlinkSync,
+  rmdirSync,
+  writeFileSync,
+} from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CgroupFile } from '../src/limits/cgroup-fs.js';
@@ -110,19 +120,31 @@ describe('cgroup files', () => {
     await driver.dispose(h);
   });
 
-  it("dispose removes a sandbox's cgroups off the event loop: other work runs meanwhile", async () => {
+  it("dispose removes a sandbox's cgroups off the driver's thread (no rmdirSync on a cgroup)", async () => {
     requireBwrap();
     const driver = makeDriver({ readyPool: 0 });
     const h = await driver.provision({ labels: { tenant: 'cgfile', runId: 'c', kind: 'command' } });
     expect((await driver.exec(h, ['true'])).exitCode).toBe(0);
-    const order: string[] = [];
-    setImmediate(() => order.push('other work'));
-    await driver.dispose(h);
-    order.push('disposed');
-    // rlimit has no cgroups to remove; under cgroups the rmdirs wait in the kernel (cgroup_mutex, the memory
-    // cgroup's offlining) on the thread pool, not on this thread
-    expect(order).toEqual(
-      driver.describe().mechanism === 'rlimit' ? ['disposed'] : ['other work', 'disposed'],
-    );
+    const dirs = (await driver.sandbox(h)).record.limits.paths;
+    // every synchronous rmdir of this process noted: the driver's named import of node:fs sees the wrapper
+    // once the builtin's ESM exports are synced with the patched module object
+    const synchronous: string[] = [];
+    const original = fs.rmdirSync;
+    fs.rmdirSync = (path: PathLike, options?: RmDirOptions) => {
+      synchronous.push(String(path));
+      original(path, options);
+    };
+    syncBuiltinESMExports();
+    try {
+      await driver.dispose(h);
+    } finally {
+      fs.rmdirSync = original;
+      syncBuiltinESMExports();
+    }
+    for (const dir of dirs) expect(existsSync(dir)).toBe(false);
+    // the workspace's rmdirs stay synchronous (a few calls on a local directory); a cgroup's wait in the
+    // kernel (cgroup_mutex, the memory cgroup's offlining) goes to the thread pool
+    expect(synchronous.filter((p) => p.startsWith('/sys/fs/cgroup/'))).toEqual([]);
+    expect(synchronous.length).toBeGreaterThan(0); // the wrapper saw the driver's calls
   });
 });
