@@ -4,16 +4,20 @@
 //   attributed — cpuacct.usage of the phase's cgroup: this process, the spawner, bubblewrap, the sandboxes;
 //   kthreads   — CPU of kernel threads (kworkers, RCU, ksoftirqd, …: /proc/<pid>/stat of children of kthreadd)
 //                over the phase, minus their rate in an idle phase of the same length just before;
+//   kworkers   — the same for kworker/*, ksoftirqd/* and rcu* threads only;
 //   machine    — /proc/stat busy time (all but idle and iowait) over the phase, minus the idle phase's rate;
 //                user/system/softirq apart. Other processes on the machine add noise to kthreads and machine
 //                (the idle phase takes their rate out, as far as it is steady): repeat, take medians.
 // Phases (BENCH_PHASES, comma-separated):
 //   raw      — `bwrap <the driver's sandbox args> true`, spawned from here (no cgroups of its own);
 //   driver   — ProcessDriver provision → exec(['true']) → dispose;
+//   runner   — as driver, with the runner's steps between exec and dispose: usage → snapshot;
 //   cgroups  — mkdir + rmdir of one sandbox's cgroups (memory, pids, cpuacct), nothing joins them;
 //   cgjoin   — as cgroups, with a `true` process moved into them (cgroup.procs) before it runs: the
 //              kernel's cost of a cgroup a process lived in, without bubblewrap;
 //   memcg / pidscg / acctcg — as cgjoin with one controller's cgroup only.
+// Also per phase: `elMean`/`elP99`/`elMax` — this process's event-loop delay (perf_hooks, ms), what a
+// synchronous step (a dispose's rmdirs) costs the other sandboxes sharing the driver's thread.
 // Usage: node packages/placement-process/bench/sandbox-cpu.mjs  (BENCH_N=400 BENCH_PHASES=raw,driver BENCH_REPEAT=3
 // BENCH_BUILD_ROOT=/work/main for another checkout's build). Needs root (cgroups) and bubblewrap.
 import { spawn } from 'node:child_process';
@@ -29,6 +33,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 
 const root = process.env.BENCH_BUILD_ROOT ?? new URL('../../..', import.meta.url).pathname;
@@ -56,19 +61,29 @@ function machine() {
     idle: (idle + iowait) * TICK,
   };
 }
-function kthreads() {
-  let ms = 0;
+/**
+ * CPU (ms) of kernel threads: `all` — every child of kthreadd; `workers` — kworker/*, ksoftirqd/*, rcu*
+ * only (where the kernel's deferred cgroup, RCU and softirq work runs; not the journal, kswapd, …).
+ */
+function kthreadCpu() {
+  let all = 0;
+  let workers = 0;
   for (const p of readdirSync('/proc')) {
     if (!/^\d+$/.test(p)) continue;
     try {
       const s = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const comm = s.slice(s.indexOf('(') + 1, s.lastIndexOf(')'));
       const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
       if (f[1] !== '2' && p !== '2') continue; // ppid 2: kthreadd's children
-      ms += (Number(f[11]) + Number(f[12])) * TICK;
+      const ms = (Number(f[11]) + Number(f[12])) * TICK;
+      all += ms;
+      if (/^(kworker\/|ksoftirqd\/|rcu)/.test(comm)) workers += ms;
     } catch {}
   }
-  return ms;
+  return { all, workers };
 }
+const kthreads = () => kthreadCpu().all;
+const kworkers = () => kthreadCpu().workers;
 /** This process's reaped children's CPU (ms): cutime + cstime of /proc/self/stat. */
 function reapedMs() {
   const s = readFileSync('/proc/self/stat', 'utf8');
@@ -122,7 +137,7 @@ async function rmdirRetry(d) {
   }
 }
 
-async function driverPhase(n, phaseCg, dirs) {
+async function driverPhase(n, phaseCg, dirs, runnerSteps = false) {
   const driver = new pd.ProcessDriver({
     stateDir: join(dir, `state-${phaseCg}`),
     imagesDir: join(dir, 'images'),
@@ -138,6 +153,10 @@ async function driverPhase(n, phaseCg, dirs) {
     // the runner's command: with `directories`, the command alone; without, its `mkdir -p out` prologue
     const r = await driver.exec(h, dirs ? ['true'] : [...PROLOGUE, 'true']);
     if (r.exitCode !== 0) throw new Error(`exit ${r.exitCode}`);
+    if (runnerSteps) {
+      await driver.usage(h);
+      await driver.snapshot(h);
+    }
     await driver.dispose(h);
   });
   driver.drainReadyPool();
@@ -162,6 +181,7 @@ const phases = {
   },
   driver: (n, phaseCg) => driverPhase(n, phaseCg, DIRS),
   driversh: (n, phaseCg) => driverPhase(n, phaseCg, false),
+  runner: (n, phaseCg) => driverPhase(n, phaseCg, DIRS, true),
   cgroups: (n) => cgPhase(n, ['memory', 'pids', 'cpuacct'], false),
   cgjoin: (n) => cgPhase(n, ['memory', 'pids', 'cpuacct'], true),
   memcg: (n) => cgPhase(n, ['memory'], true),
@@ -219,10 +239,12 @@ try {
         mkdirSync(join(CG, c, TAG, name, 'sandboxes'), { recursive: true });
       const acct = join(CG, 'cpuacct', TAG, name);
       // idle phase: the machine's background rate
+      const w0 = kworkers();
       const m0 = machine(),
         k0 = kthreads(),
         t0 = performance.now();
       await new Promise((r) => setTimeout(r, Number(process.env.BENCH_IDLE_MS ?? 2000)));
+      const w1 = kworkers();
       const m1 = machine(),
         k1 = kthreads(),
         t1 = performance.now();
@@ -233,11 +255,16 @@ try {
       const sb0 = Number(readFileSync(`${acct}/sandboxes/cpuacct.usage`, 'utf8'));
       const s0 = process.cpuUsage();
       const r0 = reapedMs();
+      const w2 = kworkers();
       const m2 = machine(),
         k2 = kthreads(),
         t2 = performance.now();
+      const loop = monitorEventLoopDelay({ resolution: 1 });
+      loop.enable();
       await phases[phase](N, name);
+      loop.disable();
       await new Promise((r) => setTimeout(r, 300)); // deferred kernel work (offline cgroups, RCU) lands
+      const w3 = kworkers();
       const m3 = machine(),
         k3 = kthreads(),
         t3 = performance.now();
@@ -263,11 +290,15 @@ try {
         // the sandboxes' own cgroups (driver): every process of each sandbox, whoever reaps it
         sandboxCg: per((sb1 - sb0) / 1e6),
         kthreads: per(k3 - k2 - ((k1 - k0) / idleMs) * workMs),
+        kworkers: per(w3 - w2 - ((w1 - w0) / idleMs) * workMs),
         machine: per(busy(mw) - (busy(mi) / idleMs) * workMs),
         user: per(mw.user - bg('user')),
         system: per(mw.system - bg('system')),
         softirq: per(mw.softirq + mw.irq - bg('softirq') - bg('irq')),
         bgCores: Math.round((busy(mi) / idleMs) * 100) / 100,
+        elMean: Math.round(loop.mean / 1e4) / 100,
+        elP99: Math.round(loop.percentile(99) / 1e4) / 100,
+        elMax: Math.round(loop.max / 1e4) / 100,
       };
       results[phase] ??= [];
       results[phase].push(r);

@@ -8,10 +8,11 @@ import { removeRecord, type SandboxRecord, type StateLayout } from './sandbox-st
 
 /**
  * Removes a tree of empty directories only (a command run's workspace: `out/` and nothing in it), depth
- * first, without following anything (`readdir`'s types are the entries' own): a readdir and an rmdir per
- * directory, where a recursive `rm` also lstats each entry. Synchronous: a handful of calls on a local
- * directory, where each asynchronous one is a thread-pool trip (two context switches). False as soon as it
- * meets anything else, or more than `budget` entries — the caller then removes the rest recursively.
+ * first, without following anything (`readdir`'s types are the entries' own): a readdir of `path`, then an
+ * rmdir of each directory in it — only a directory that is not empty is read in turn — then `path`'s
+ * rmdir; a recursive `rm` also lstats each entry. Synchronous: a handful of calls on a local directory,
+ * where each asynchronous one is a thread-pool trip (two context switches). False as soon as it meets
+ * anything else, or more than `budget` entries — the caller then removes the rest recursively.
  */
 function removeEmptyDirs(path: string, budget = { left: 16 }): boolean {
   let entries: Dirent[];
@@ -22,7 +23,14 @@ function removeEmptyDirs(path: string, budget = { left: 16 }): boolean {
   }
   for (const e of entries) {
     if (!e.isDirectory() || --budget.left < 0) return false;
-    if (!removeEmptyDirs(join(path, e.name), budget)) return false;
+    const child = join(path, e.name);
+    try {
+      rmdirSync(child); // the common case: `out/`, empty
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') return false;
+      if (!removeEmptyDirs(child, budget)) return false;
+    }
   }
   try {
     rmdirSync(path);

@@ -1,5 +1,13 @@
 // Small file operations on cgroup filesystems, shared by the v1 and v2 backends.
-import { existsSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  openSync,
+  readSync as readFd,
+  readFileSync,
+  rmdirSync,
+  writeFileSync,
+} from 'node:fs';
 import { rmdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,6 +21,67 @@ export function readSync(path: string): string {
     return readFileSync(path, 'utf8');
   } catch {
     return '';
+  }
+}
+
+/** One buffer for every `CgroupFile` read: reads are synchronous, so never two at once. */
+let scratch = Buffer.allocUnsafe(4096);
+
+/**
+ * A cgroup counter file a sandbox reads again and again — its counters at each command's start, end and
+ * poll, its usage — opened once and then read with one `pread` at offset 0 (the kernel makes the text anew
+ * for a read from 0: these files are shown by one `seq_show` each), where `readFileSync` is five calls
+ * (open, fstat, read, read, close). The descriptor is `O_CLOEXEC` (libuv opens every file so): no
+ * bubblewrap inherits it. A cgroup removed under an open descriptor answers ENODEV: any failed read drops
+ * the descriptor and opens the path afresh, so what a caller sees of a missing or unreadable file is what
+ * `readFileSync` would show. `close` when the sandbox's cgroups go (`remove`).
+ *
+ * NOT for task listings (v1 `tasks`, `cgroup.procs`): the kernel keeps the pid list it built for an open
+ * file (and shares it with any later open of that cgroup) for a second after the last read, so a re-read
+ * through a held descriptor can answer a list up to 1 s old — measured here: a held `tasks` answered 0
+ * tasks with 3 in the cgroup. Those are opened afresh for every read (`threadsIn`, `pidsIn`).
+ */
+export class CgroupFile {
+  private fd: number | null = null;
+
+  constructor(readonly path: string) {}
+
+  /** The file's text; throws what `openSync` would (ENOENT for a cgroup that is gone). */
+  read(): string {
+    if (this.fd === null) this.fd = openSync(this.path, 'r');
+    try {
+      let n = readFd(this.fd, scratch, 0, scratch.length, 0);
+      // a text longer than the buffer (a long task list): read on from where the first read ended
+      while (n === scratch.length) {
+        const bigger = Buffer.allocUnsafe(scratch.length * 2);
+        scratch.copy(bigger, 0, 0, n);
+        scratch = bigger;
+        n += readFd(this.fd, scratch, n, scratch.length - n, n);
+      }
+      return scratch.toString('utf8', 0, n);
+    } catch {
+      this.close();
+      return readFileSync(this.path, 'utf8');
+    }
+  }
+
+  /** The file's text, or '' when it cannot be read (as `readSync`). */
+  readOr(): string {
+    try {
+      return this.read();
+    } catch {
+      return '';
+    }
+  }
+
+  close(): void {
+    if (this.fd === null) return;
+    try {
+      closeSync(this.fd);
+    } catch {
+      // already closed
+    }
+    this.fd = null;
   }
 }
 
@@ -71,7 +140,10 @@ export function anyActive(list: () => number[] | null): boolean {
   return again === null || again.some((tid) => !known.has(tid));
 }
 
-/** Every thread id listed in `files` (v1 `tasks`, v2 `cgroup.threads`); null when one cannot be read. */
+/**
+ * Every thread id listed in `files` (v1 `tasks`, v2 `cgroup.threads`), each opened afresh (a held
+ * descriptor may answer a stale list: `CgroupFile`); null when one cannot be read.
+ */
 export function threadsIn(files: readonly string[]): number[] | null {
   const out: number[] = [];
   for (const file of files) {
@@ -89,10 +161,15 @@ export function threadsIn(files: readonly string[]): number[] | null {
   return out;
 }
 
-/** SIGKILLs every process in the cgroup until it is empty (bounded), then removes the directory. */
+/**
+ * SIGKILLs every process in the cgroup until it is empty (bounded), then removes the directory. The rmdir
+ * goes through the thread pool: it takes the kernel's cgroup_mutex, which a concurrent join or mkdir may
+ * hold across an RCU grace period, and a memory cgroup's removal waits for its offlining — milliseconds
+ * the driver's thread would otherwise stand still (README, Figures).
+ */
 export async function killAndRemove(dir: string): Promise<boolean> {
   try {
-    rmdirSync(dir); // the common case: every command has ended, the cgroup is empty
+    await rmdir(dir); // the common case: every command has ended, the cgroup is empty
     return true;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;

@@ -5,7 +5,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceLimits } from '@everdict/placement';
-import { anyActive, killAndRemove, pidsIn, readSync, threadsIn, write } from './cgroup-fs.js';
+import { anyActive, CgroupFile, killAndRemove, pidsIn, threadsIn, write } from './cgroup-fs.js';
 import { type CgroupHierarchy, keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
 
 export type V1Controller = 'memory' | 'pids' | 'cpuacct' | 'cpu';
@@ -94,11 +94,24 @@ class V1Sandbox implements SandboxLimits {
   readonly joinFiles: readonly string[];
   /** Each cgroup's `tasks`: every thread in it (cgroup.procs lists thread-group leaders only). */
   private readonly taskFiles: readonly string[];
+  /** The files read at each command's start, end and poll, and by `usage` (held open: cgroup-fs.ts). */
+  private readonly oomControl: CgroupFile | null;
+  private readonly pidsEvents: CgroupFile | null;
+  private readonly cpuUsage: CgroupFile | null;
+  private readonly memoryPeak: CgroupFile | null;
 
   constructor(private readonly dirs: Map<V1Controller, string>) {
     this.unique = [...new Set(dirs.values())];
     this.joinFiles = this.unique.map((dir) => `${dir}/cgroup.procs`);
     this.taskFiles = this.unique.map((dir) => `${dir}/tasks`);
+    const file = (c: V1Controller, name: string) => {
+      const dir = dirs.get(c);
+      return dir === undefined ? null : new CgroupFile(`${dir}/${name}`);
+    };
+    this.oomControl = file('memory', 'memory.oom_control');
+    this.pidsEvents = file('pids', 'pids.events');
+    this.cpuUsage = file('cpuacct', 'cpuacct.usage');
+    this.memoryPeak = file('memory', 'memory.max_usage_in_bytes');
   }
 
   join(pid: number): void {
@@ -106,19 +119,15 @@ class V1Sandbox implements SandboxLimits {
   }
 
   async counters() {
-    const mem = this.dirs.get('memory');
-    const pids = this.dirs.get('pids');
     return {
-      oomKills: mem ? keyedCount(readSync(`${mem}/memory.oom_control`), 'oom_kill') : 0,
-      pidsRefused: pids ? keyedCount(readSync(`${pids}/pids.events`), 'max') : 0,
+      oomKills: this.oomControl ? keyedCount(this.oomControl.readOr(), 'oom_kill') : 0,
+      pidsRefused: this.pidsEvents ? keyedCount(this.pidsEvents.readOr(), 'max') : 0,
     };
   }
 
   async usage() {
-    const acct = this.dirs.get('cpuacct');
-    const mem = this.dirs.get('memory');
-    const ns = acct ? readSync(`${acct}/cpuacct.usage`).trim() : '';
-    const peak = mem ? readSync(`${mem}/memory.max_usage_in_bytes`).trim() : '';
+    const ns = this.cpuUsage ? this.cpuUsage.readOr().trim() : '';
+    const peak = this.memoryPeak ? this.memoryPeak.readOr().trim() : '';
     return {
       cpuTimeMs: ns === '' ? null : Number(ns) / 1e6,
       peakMemoryBytes: peak === '' ? null : Number(peak),
@@ -136,13 +145,11 @@ class V1Sandbox implements SandboxLimits {
   }
 
   async remove(): Promise<string[]> {
-    const removed: string[] = [];
+    for (const f of [this.oomControl, this.pidsEvents, this.cpuUsage, this.memoryPeak]) f?.close();
+    // one entry per directory (co-mounted controllers share one), removed side by side
     const seen = new Set<string>();
-    for (const [c, dir] of this.dirs) {
-      if (seen.has(dir)) continue;
-      seen.add(dir);
-      if (await killAndRemove(dir)) removed.push(`cgroup:${c}`);
-    }
-    return removed;
+    const each = [...this.dirs].filter(([, dir]) => !seen.has(dir) && seen.add(dir) !== undefined);
+    const gone = await Promise.all(each.map(([, dir]) => killAndRemove(dir)));
+    return each.filter((_, i) => gone[i]).map(([c]) => `cgroup:${c}`);
   }
 }

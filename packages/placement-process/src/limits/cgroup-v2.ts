@@ -5,7 +5,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceLimits } from '@everdict/placement';
-import { anyActive, killAndRemove, pidsIn, readSync, threadsIn, write } from './cgroup-fs.js';
+import { anyActive, CgroupFile, killAndRemove, pidsIn, readSync, threadsIn, write } from './cgroup-fs.js';
 import { type CgroupHierarchy, keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
 
 const CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
@@ -73,7 +73,18 @@ class V2Sandbox implements SandboxLimits {
   readonly wrapper: readonly string[] = [];
   readonly joinsByPid = true;
 
-  constructor(private readonly dir: string) {}
+  /** The files read at each command's start, end and poll, and by `usage` (held open: cgroup-fs.ts). */
+  private readonly memoryEvents: CgroupFile;
+  private readonly pidsEvents: CgroupFile;
+  private readonly cpuStat: CgroupFile;
+  private readonly memoryPeak: CgroupFile;
+
+  constructor(private readonly dir: string) {
+    this.memoryEvents = new CgroupFile(`${dir}/memory.events`);
+    this.pidsEvents = new CgroupFile(`${dir}/pids.events`);
+    this.cpuStat = new CgroupFile(`${dir}/cpu.stat`);
+    this.memoryPeak = new CgroupFile(`${dir}/memory.peak`);
+  }
 
   get joinFiles(): readonly string[] {
     return [`${this.dir}/cgroup.procs`];
@@ -85,14 +96,14 @@ class V2Sandbox implements SandboxLimits {
 
   async counters() {
     return {
-      oomKills: keyedCount(readSync(`${this.dir}/memory.events`), 'oom_kill'),
-      pidsRefused: keyedCount(readSync(`${this.dir}/pids.events`), 'max'),
+      oomKills: keyedCount(this.memoryEvents.readOr(), 'oom_kill'),
+      pidsRefused: keyedCount(this.pidsEvents.readOr(), 'max'),
     };
   }
 
   async usage() {
-    const usec = keyedCount(readSync(`${this.dir}/cpu.stat`), 'usage_usec');
-    const peak = readSync(`${this.dir}/memory.peak`).trim();
+    const usec = keyedCount(this.cpuStat.readOr(), 'usage_usec');
+    const peak = this.memoryPeak.readOr().trim();
     return { cpuTimeMs: usec / 1000, peakMemoryBytes: peak === '' ? null : Number(peak) };
   }
 
@@ -106,6 +117,7 @@ class V2Sandbox implements SandboxLimits {
   }
 
   async remove(): Promise<string[]> {
+    for (const f of [this.memoryEvents, this.pidsEvents, this.cpuStat, this.memoryPeak]) f.close();
     if (existsSync(`${this.dir}/cgroup.kill`)) {
       try {
         write(`${this.dir}/cgroup.kill`, '1');
