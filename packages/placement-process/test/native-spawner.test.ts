@@ -127,3 +127,23 @@ describe('native spawner', () => {
     await driver.dispose(h);
   });
 });
+
+describe('spawner descriptors', () => {
+  it.each(['auto', 'node'] as const)(
+    "never blocks the driver's loop on a command that does not read its stdin (%s)",
+    async (program) => {
+      // The driver's ends of the sockets are non-blocking, as libuv leaves them: a blocking one would make
+      // a write the command does not read stall the driver's whole event loop (and a read past what is there).
+      const driver = makeDriver({ spawnerProgram: program });
+      const h = await driver.provision({ labels: labels() });
+      const s = await driver.stream(h, ['sleep', '3']);
+      s.stdin.write(Buffer.alloc(8 << 20));
+      const t0 = performance.now();
+      await new Promise((r) => setTimeout(r, 20));
+      expect(performance.now() - t0).toBeLessThan(1500);
+      s.kill();
+      await expect(s.exit).resolves.toMatchObject({ signal: 'SIGKILL' });
+      await driver.dispose(h);
+    },
+  );
+});

@@ -256,6 +256,9 @@ static void start(char *payload, size_t n) {
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) { send_failed(id, "spawn", file, errno); goto fail; }
     ours[i] = sv[0];
     theirs[i] = sv[1];
+    /* ours non-blocking, as libuv leaves the parent's end (the driver's loop reads and writes it);
+     * theirs blocking, as a program expects its stdio */
+    fcntl(ours[i], F_SETFL, fcntl(ours[i], F_GETFL) | O_NONBLOCK);
   }
   char **argv = calloc((size_t)argc + 2, sizeof *argv);
   argv[0] = file;
