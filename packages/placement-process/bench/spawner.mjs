@@ -36,13 +36,13 @@ const drivers = Object.fromEntries(
 
 /** CPU ms of a process: self (user + system) and its reaped children (/proc/<pid>/stat, 10 ms ticks). */
 function cpu(pid) {
-  if (pid === null) return { self: 0, children: 0 };
+  if (pid === null) return { self: 0, system: 0, children: 0 };
   const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = s
     .slice(s.lastIndexOf(')') + 2)
     .split(' ')
     .map(Number);
-  return { self: (f[11] + f[12]) * 10, children: (f[13] + f[14]) * 10 };
+  return { self: (f[11] + f[12]) * 10, system: f[12] * 10, children: (f[13] + f[14]) * 10 };
 }
 
 /** A process's resident set (MB), or null. */
@@ -78,6 +78,7 @@ async function round(name) {
     name,
     perSec: N / seconds,
     driverMs: (me1.self - me0.self) / N,
+    driverSystemMs: (me1.system - me0.system) / N,
     spawnerMs: (sp1.self - sp0.self) / N,
     sandboxesMs: (me1.children - me0.children + sp1.children - sp0.children) / N,
   };
@@ -92,6 +93,7 @@ const mean = (xs, k) => Math.round((xs.reduce((a, x) => a + x[k], 0) / xs.length
 const fig = (name) => ({
   perSec: mean(sums[name], 'perSec'),
   driverCpuMsPerRun: mean(sums[name], 'driverMs'),
+  driverSystemMsPerRun: mean(sums[name], 'driverSystemMs'),
   spawnerCpuMsPerRun: mean(sums[name], 'spawnerMs'),
   sandboxesCpuMsPerRun: mean(sums[name], 'sandboxesMs'),
 });
