@@ -15,7 +15,8 @@ export function cpuMs(pid) {
 }
 
 /**
- * The runner's spawner (@everdict/placement-process starts bubblewrap from a small Node process, its child):
+ * The runner's spawner (@everdict/placement-process starts bubblewrap from a small process, its child: the
+ * native spawner, or a Node one):
  * its pid, or null (a build that forks bubblewrap from the runner itself).
  */
 export function spawnerOf(pid) {
@@ -24,6 +25,8 @@ export function spawnerOf(pid) {
     for (const kid of kids) {
       const argv = readFileSync(`/proc/${kid}/cmdline`, 'utf8').split('\0');
       if (argv[0] === process.execPath && argv.includes('-e')) return Number(kid);
+      // the native spawner: <stateDir>/bin/spawner-<hash> (placement-process README, Spawner)
+      if (/\/bin\/spawner-[0-9a-f]+$/.test(argv[0])) return Number(kid);
     }
   } catch {
     // gone

@@ -44,13 +44,21 @@ export const ProcessDriverConfig = z.strictObject({
     .positive()
     .default(16 * 1024 * 1024),
   /**
-   * How bubblewrap is started: `process` — by the driver's spawner, a small long-lived Node process
-   * (a fork of a few MB instead of the driver's whole process per command; spawner/); `inline` — with
+   * How bubblewrap is started: `process` — by the driver's spawner, a small long-lived process (a fork
+   * of a few MB instead of the driver's whole process per command; spawner/, `spawnerProgram`); `inline` — with
    * child_process.spawn from the driver's own process. Default: EVERDICT_PLACEMENT_SPAWNER, else `process`.
    */
   spawner: z
     .enum(['process', 'inline'])
     .default(() => (process.env.EVERDICT_PLACEMENT_SPAWNER === 'inline' ? 'inline' : 'process')),
+  /**
+   * Which program the spawner is (`spawner: 'process'`): `auto` — the native one (C, built into
+   * `<stateDir>/bin` by the system's `cc` on the first command, spawner/native.ts), else, with no
+   * compiler, the Node one; `node` — always the Node one. Default: EVERDICT_PLACEMENT_SPAWNER_PROGRAM, else `auto`.
+   */
+  spawnerProgram: z
+    .enum(['auto', 'node'])
+    .default(() => (process.env.EVERDICT_PLACEMENT_SPAWNER_PROGRAM === 'node' ? 'node' : 'auto')),
   /**
    * Sandboxes' directories made ahead (a fresh workspace and fresh cgroups each, ready-pool.ts), so a
    * provision does not make them on its path; 0: none. At most `slots` are kept: with fewer, a burst of

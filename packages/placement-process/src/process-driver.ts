@@ -85,7 +85,10 @@ export class ProcessDriver implements Driver {
     this.backend = detectLimits(this.config.limits, this.config.cgroupParent);
     this.user =
       process.getuid?.() === 0 ? { uid: this.config.sandboxUid, gid: this.config.sandboxGid } : null;
-    this.spawner = this.config.spawner === 'process' ? new Spawner() : null;
+    this.spawner =
+      this.config.spawner === 'process'
+        ? new Spawner({ program: this.config.spawnerProgram, dir: join(this.config.stateDir, 'bin') })
+        : null;
   }
 
   /**

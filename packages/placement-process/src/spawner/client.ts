@@ -1,12 +1,15 @@
-// The driver's side of the spawner (script.ts): one small long-lived Node process per driver, started on
-// the first command and again after it died, that starts bubblewrap on request and hands the child's
-// pipes back over the IPC channel (SCM_RIGHTS), so the driver reads and writes them itself — streaming
-// and back-pressure as with a child of its own. A spawner that dies fails the commands it had started
-// (their sandboxes die with it: --die-with-parent) instead of leaving them hanging.
+// The driver's side of the spawner: one small long-lived process per driver, started on the first
+// command and again after it died, that starts bubblewrap on request and hands the child's pipes back over
+// Node's IPC channel (SCM_RIGHTS), so the driver reads and writes them itself — streaming and back-pressure
+// as with a child of its own. A spawner that dies fails the commands it had started (their sandboxes die
+// with it: --die-with-parent) instead of leaving them hanging. Two programs, one protocol: the native one
+// (native-source.ts, built by native.ts when a C compiler is present; the default) and the Node one
+// (script.ts; without a compiler, or `program: 'node'`).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Socket } from 'node:net';
 import { z } from 'zod';
 import type { CgroupHierarchy } from '../limits/limits.js';
+import { buildNativeSpawner } from './native.js';
 import { SPAWNER_SCRIPT } from './script.js';
 
 /** What to start: the whole argv, its environment and user, and the hold-and-join of cgroups. */
@@ -50,27 +53,47 @@ const SpawnerMessage = z.discriminatedUnion('t', [
 /** Node flags of the spawner: a small heap, so its fork copies little; no V8 worker threads. */
 const SPAWNER_FLAGS = ['--max-old-space-size=16', '--max-semi-space-size=1', '--single-threaded'];
 
+export interface SpawnerOptions {
+  /** `auto`: the native spawner when it can be built (into `dir`), else the Node one; `node`: the Node one. */
+  readonly program: 'auto' | 'node';
+  /** Where the native spawner is built and kept (the driver's `<stateDir>/bin`). */
+  readonly dir: string;
+}
+
 export class Spawner {
   private child: ChildProcess | null = null;
   private readonly waiting = new Map<number, SpawnEvents>();
   private nextId = 1;
+  /** The native program's path, null for the Node one; undefined until known (built or not). */
+  private native: string | null | undefined;
+  private queued: (() => void)[] = [];
+
+  constructor(private readonly options: SpawnerOptions = { program: 'node', dir: '' }) {
+    if (options.program === 'node') this.native = null;
+  }
 
   /** Asks the spawner to start a process; its events arrive on `events`. */
   start(request: SpawnRequest, events: SpawnEvents): void {
-    const child = this.running();
     const id = this.nextId++;
     this.waiting.set(id, events);
-    child.channel?.ref();
-    child.send({
-      t: 'spawn',
-      id,
-      file: request.file,
-      args: request.args,
-      env: request.env,
-      ...(request.user ? { uid: request.user.uid, gid: request.user.gid } : {}),
-      join: request.join,
-      control: request.control,
-      warm: request.warm,
+    this.whenKnown(() => {
+      const native = this.native ?? null;
+      const message = holdsNul(request)
+        ? null
+        : native === null
+          ? nodeMessage(id, request)
+          : nativeMessage(id, request);
+      if (message === null) {
+        // A NUL byte would shift the native spawner's fields; child_process refuses it too (the Node
+        // spawner's spawn throws). Refused here for both, failed and ended as a spawn that failed.
+        this.waiting.delete(id);
+        events.failed('an argument, a variable or a path holds a NUL byte');
+        events.exit(null, null);
+        return;
+      }
+      const child = this.running(native);
+      child.channel?.ref();
+      child.send(message);
     });
   }
 
@@ -79,14 +102,37 @@ export class Spawner {
     return this.child?.pid ?? null;
   }
 
+  /** Which program runs (or will run) the spawner; null until that is known (the first build). */
+  get program(): 'native' | 'node' | null {
+    return this.native === undefined ? null : this.native === null ? 'node' : 'native';
+  }
+
+  /** Runs `then` once the program is known: the first call builds (or finds) the native one. */
+  private whenKnown(then: () => void): void {
+    if (this.native !== undefined) {
+      then();
+      return;
+    }
+    this.queued.push(then);
+    if (this.queued.length > 1) return;
+    void buildNativeSpawner(this.options.dir).then((path) => {
+      this.native = path;
+      const queued = this.queued;
+      this.queued = [];
+      for (const f of queued) f();
+    });
+  }
+
   /** Stops the spawner; the commands it started fail (and their sandboxes die with it). */
   stop(): void {
     this.child?.kill('SIGKILL');
   }
 
-  private running(): ChildProcess {
+  private running(native: string | null): ChildProcess {
     if (this.child) return this.child;
-    const child = spawn(process.execPath, [...SPAWNER_FLAGS, '-e', SPAWNER_SCRIPT], {
+    const [file, args] =
+      native === null ? [process.execPath, [...SPAWNER_FLAGS, '-e', SPAWNER_SCRIPT]] : [native, []];
+    const child = spawn(file, args, {
       // Not the driver's NODE_OPTIONS (a profiler hook, --require …): the spawner loads nothing else.
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
@@ -126,6 +172,65 @@ export class Spawner {
     this.waiting.clear();
     for (const events of lost) events.lost();
   }
+}
+
+/** Whether a string of the request holds a NUL byte (no exec could pass it). */
+function holdsNul(request: SpawnRequest): boolean {
+  const strings = [
+    request.file,
+    ...request.args,
+    ...Object.entries(request.env).flat(),
+    ...(request.join ?? []),
+    request.warm?.mount ?? '',
+    request.warm?.controller ?? '',
+  ];
+  return strings.some((s) => s.includes('\0'));
+}
+
+/** The Node spawner's request (script.ts). */
+function nodeMessage(id: number, request: SpawnRequest): object {
+  return {
+    t: 'spawn',
+    id,
+    file: request.file,
+    args: request.args,
+    env: request.env,
+    ...(request.user ? { uid: request.user.uid, gid: request.user.gid } : {}),
+    join: request.join,
+    control: request.control,
+    warm: request.warm,
+  };
+}
+
+/**
+ * The native spawner's request (native-source.ts): NUL-terminated fields in base64, so its side needs no
+ * JSON string decoding — id, flags, uid, gid, file, then counted lists of args, `K=V` env and join files,
+ * then the warm hierarchy (holdsNul: none holds a NUL byte).
+ */
+function nativeMessage(id: number, request: SpawnRequest): object {
+  const flags =
+    (request.join !== null ? 'h' : '') +
+    (request.control ? 'c' : '') +
+    (request.warm ? 'w' : '') +
+    (request.user ? 'u' : '');
+  const env = Object.entries(request.env).map(([k, v]) => `${k}=${v}`);
+  const join = request.join ?? [];
+  const fields = [
+    String(id),
+    flags,
+    String(request.user?.uid ?? ''),
+    String(request.user?.gid ?? ''),
+    request.file,
+    String(request.args.length),
+    ...request.args,
+    String(env.length),
+    ...env,
+    String(join.length),
+    ...join,
+    request.warm?.mount ?? '',
+    request.warm?.controller ?? '',
+  ];
+  return { t: 'spawn', b: Buffer.from(`${fields.join('\0')}\0`).toString('base64') };
 }
 
 /** A received pipe handle as a stream: fd 0 is written to, 1 and 2 read, 5 both (resizes out, acknowledgements in). */

@@ -1,0 +1,489 @@
+// The native spawner's source (C, built by native.ts when a C compiler is present): the same job and the
+// same protocol as the Node spawner (script.ts), so the driver's side (client.ts) is one for both. Why: the
+// spawner's CPU per sandbox was mostly its own fork — Node 20's libuv fork()s, copying the page tables of
+// a ≈ 50 MB process, and wraps each pipe in a net.Socket; this program is ≈ 1 MB, vfork()s and passes raw
+// descriptors (README, Spawner). Kept as a string so it is found the same from src/ (tests) and dist/.
+export const NATIVE_SPAWNER_SOURCE = String.raw`
+/* everdict native spawner: the Node spawner (script.ts) in C, same protocol over Node's IPC channel (fd
+ * NODE_CHANNEL_FD, JSON lines; a descriptor rides with its line as SCM_RIGHTS, Node's "NODE_HANDLE").
+ * Why: a Node parent pays its whole page tables per fork; this process is ~1 MB and uses vfork.
+ *   <- {"t":"spawn","b":"<base64 of NUL-terminated fields>"}: id, flags (h hold, c control, w warm, u user),
+ *      uid, gid, file, argc, args.., envc, env.., joinc, joins.., warm mount, warm controller
+ *   -> {"t":"pid"|"init"|"failed"|"exit",...} and {"cmd":"NODE_HANDLE","type":"net.Native","msg":{"t":"fd",..}}
+ * Lines from Node it does not know (NODE_HANDLE_ACK) are skipped. One thread beside the loop writes
+ * cgroup.procs (the first write after a quiet spell waits for an RCU grace period). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int chan = -1, wake[2];
+
+/* ---- output: one JSON line per message, a descriptor attached with SCM_RIGHTS ---- */
+static void send_line(const char *line, int fd) {
+  struct iovec iov = {(void *)line, strlen(line)};
+  union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } u;
+  struct msghdr msg = {0};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (fd >= 0) {
+    msg.msg_control = u.buf;
+    msg.msg_controllen = sizeof u.buf;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  }
+  while (iov.iov_len > 0) {
+    ssize_t n = sendmsg(chan, &msg, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) _exit(0); /* the driver is gone */
+    iov.iov_base = (char *)iov.iov_base + n;
+    iov.iov_len -= (size_t)n;
+    msg.msg_control = NULL; /* the descriptor went with the first byte */
+    msg.msg_controllen = 0;
+  }
+}
+
+static const struct { int n; const char *name; } SIGNALS[] = {
+  {SIGHUP, "SIGHUP"}, {SIGINT, "SIGINT"}, {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"}, {SIGTRAP, "SIGTRAP"},
+  {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"}, {SIGFPE, "SIGFPE"}, {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"},
+  {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"}, {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
+  {SIGCHLD, "SIGCHLD"}, {SIGCONT, "SIGCONT"}, {SIGSTOP, "SIGSTOP"}, {SIGTSTP, "SIGTSTP"}, {SIGTTIN, "SIGTTIN"},
+  {SIGTTOU, "SIGTTOU"}, {SIGURG, "SIGURG"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGVTALRM, "SIGVTALRM"},
+  {SIGPROF, "SIGPROF"}, {SIGWINCH, "SIGWINCH"}, {SIGIO, "SIGIO"}, {SIGPWR, "SIGPWR"}, {SIGSYS, "SIGSYS"},
+};
+
+static void send_failed(long id, const char *what, const char *path, int err) {
+  char line[1024], text[700];
+  snprintf(text, sizeof text, "%s %s: %s", what, path, strerror(err));
+  for (char *p = text; *p; p++) if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) *p = '?';
+  snprintf(line, sizeof line, "{\"t\":\"failed\",\"id\":%ld,\"message\":\"%s\"}\n", id, text);
+  send_line(line, -1);
+}
+
+/* ---- children ---- */
+struct child {
+  long id;
+  pid_t pid, init;
+  int info, release; /* the hold: bubblewrap's --info-fd (read) and --block-fd (written once joined) */
+  char text[512];
+  size_t len;
+  char *payload; /* the request: joins point into it */
+  char **joins;
+  int njoin, asked, joining, exited;
+  struct child *next;
+};
+static struct child *children;
+
+static void free_child(struct child *c) {
+  for (struct child **p = &children; *p; p = &(*p)->next)
+    if (*p == c) { *p = c->next; break; }
+  if (c->info >= 0) close(c->info);
+  if (c->release >= 0) close(c->release);
+  free(c->joins);
+  free(c->payload);
+  free(c);
+}
+static void maybe_free(struct child *c) {
+  if (c->exited && c->info < 0 && !c->joining) free_child(c);
+}
+
+/* ---- the join thread: cgroup.procs writes, in order, off the loop ---- */
+struct job { struct child *c; int warm_fd; pid_t pid; int err; const char *failed; struct job *next; };
+static struct job *todo, *done;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t more = PTHREAD_COND_INITIALIZER;
+
+static void *joiner(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&lock);
+    while (!todo) pthread_cond_wait(&more, &lock);
+    struct job *j = todo;
+    todo = j->next;
+    pthread_mutex_unlock(&lock);
+    char pid[24];
+    snprintf(pid, sizeof pid, "%d", (int)j->pid);
+    if (j->warm_fd >= 0) { /* a move of this process to the cgroup it is in: warms the lock */
+      if (write(j->warm_fd, pid, strlen(pid)) < 0) {}
+      free(j);
+      continue;
+    }
+    for (int i = 0; i < j->c->njoin && !j->failed; i++) {
+      int fd = open(j->c->joins[i], O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || write(fd, pid, strlen(pid)) < 0) { j->err = errno; j->failed = j->c->joins[i]; }
+      if (fd >= 0) close(fd);
+    }
+    pthread_mutex_lock(&lock);
+    j->next = done;
+    done = j;
+    pthread_mutex_unlock(&lock);
+    if (write(wake[1], "j", 1) < 0) {}
+  }
+  return NULL;
+}
+static void queue(struct job *j) {
+  pthread_mutex_lock(&lock);
+  struct job **p = &todo;
+  while (*p) p = &(*p)->next;
+  j->next = NULL;
+  *p = j;
+  pthread_cond_signal(&more);
+  pthread_mutex_unlock(&lock);
+}
+
+/* ---- warm (script.ts): before a held start, write our own pid into the cgroup we are in ---- */
+static long long last_attach_ms;
+static int warm_fd = -1;
+static char warm_path[4096];
+static long long now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+static void warm(const char *mount, const char *controller) {
+  long long now = now_ms();
+  if (now - last_attach_ms < 4) return;
+  last_attach_ms = now;
+  FILE *f = fopen("/proc/self/cgroup", "re");
+  if (!f) return;
+  char line[4096], path[4096] = "";
+  while (fgets(line, sizeof line, f)) { /* "<n>:<controllers>:<path>" */
+    line[strcspn(line, "\n")] = 0;
+    char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+    if (!b) continue;
+    *b = 0;
+    int match = controller[0] == 0 ? strncmp(line, "0:", 2) == 0 && a[1] == 0 : 0;
+    for (char *tok = strtok(a + 1, ","); tok && controller[0]; tok = strtok(NULL, ","))
+      if (strcmp(tok, controller) == 0) match = 1;
+    if (match) {
+      snprintf(path, sizeof path, "%s%s/cgroup.procs", mount, strcmp(b + 1, "/") == 0 ? "" : b + 1);
+      break;
+    }
+  }
+  fclose(f);
+  if (!path[0]) return;
+  if (strcmp(path, warm_path) != 0) {
+    /* the old descriptor is left open: a queued warm write may still use it (a move is rare) */
+    warm_path[0] = 0;
+    if ((warm_fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) return;
+    strcpy(warm_path, path);
+  }
+  struct job *j = calloc(1, sizeof *j);
+  j->warm_fd = warm_fd;
+  j->pid = getpid();
+  queue(j);
+}
+
+/* ---- a request ---- */
+static int b64(int ch) {
+  const char *A = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const char *p = ch ? strchr(A, ch) : NULL;
+  return p ? (int)(p - A) : -1;
+}
+static size_t unbase64(const char *in, size_t n, char *out) {
+  size_t o = 0;
+  unsigned acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < n; i++) {
+    int v = b64(in[i]);
+    if (v < 0) continue; /* '=' padding */
+    acc = (acc << 6) | (unsigned)v;
+    if ((bits += 6) >= 8) { bits -= 8; out[o++] = (char)((acc >> bits) & 0xff); }
+  }
+  return o;
+}
+struct fields { char *p, *end; };
+static char *field(struct fields *f) {
+  if (f->p >= f->end) return NULL;
+  char *s = f->p;
+  f->p += strlen(s) + 1;
+  return s;
+}
+static char **list(struct fields *f, int *count) {
+  char *n = field(f);
+  *count = n ? atoi(n) : 0;
+  char **v = calloc((size_t)*count + 1, sizeof *v);
+  for (int i = 0; i < *count; i++) v[i] = field(f);
+  return v;
+}
+
+/* The executable as libuv finds it: a name without '/' is looked up in the request's own PATH. */
+static const char *resolve(const char *file, char **env, char *buf, size_t size) {
+  if (strchr(file, '/')) return file;
+  const char *path = "/usr/local/bin:/usr/bin:/bin";
+  for (char **e = env; *e; e++) if (strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
+  for (const char *p = path;; p++) {
+    const char *q = strchr(p, ':');
+    size_t n = q ? (size_t)(q - p) : strlen(p);
+    snprintf(buf, size, "%.*s/%s", (int)n, n ? p : ".", file);
+    if (access(buf, X_OK) == 0) return buf;
+    if (!q) return file;
+    p = q;
+  }
+}
+
+/* Starts one request; owns the payload (kept with the child while its joins may still be written). */
+static void start(char *payload, size_t n) {
+  struct fields f = {payload, payload + n};
+  char *ids = field(&f), *flags = field(&f), *uid = field(&f), *gid = field(&f), *file = field(&f);
+  if (!file) { free(payload); return; }
+  long id = atol(ids);
+  int hold = strchr(flags, 'h') != NULL, control = strchr(flags, 'c') != NULL;
+  int argc, envc, joinc;
+  char **args = list(&f, &argc), **env = list(&f, &envc), **joins = list(&f, &joinc);
+  char *mount = field(&f), *controller = field(&f);
+  if (hold && strchr(flags, 'w') && mount && controller) warm(mount, controller);
+  /* Sockets as libuv makes them for 'pipe' stdio: ours[i] stays here, theirs[i] becomes the child's fd i. */
+  int ours[6], theirs[6], used[6] = {1, 1, 1, hold, hold, control};
+  for (int i = 0; i < 6; i++) ours[i] = theirs[i] = -1;
+  for (int i = 0; i < 6; i++) {
+    int sv[2];
+    if (!used[i]) continue;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) { send_failed(id, "spawn", file, errno); goto fail; }
+    ours[i] = sv[0];
+    theirs[i] = sv[1];
+    /* ours non-blocking, as libuv leaves the parent's end (the driver's loop reads and writes it);
+     * theirs blocking, as a program expects its stdio */
+    fcntl(ours[i], F_SETFL, fcntl(ours[i], F_GETFL) | O_NONBLOCK);
+  }
+  char **argv = calloc((size_t)argc + 2, sizeof *argv);
+  argv[0] = file;
+  memcpy(argv + 1, args, (size_t)argc * sizeof *argv);
+  char found[4096];
+  const char *volatile path = resolve(file, env, found, sizeof found);
+  int has_user = strchr(flags, 'u') != NULL;
+  uid_t u = (uid_t)atol(uid);
+  gid_t g = (gid_t)atol(gid);
+  volatile int child_err = 0;
+  pid_t pid = vfork();
+  if (pid == 0) {
+    /* The child shares our memory until it execs: raw system calls only (glibc's setuid would signal
+     * our threads), and its error goes back through child_err. */
+    setsid();
+    if (has_user) {
+      syscall(SYS_setgroups, 0, NULL); /* fails unless root: then there is nothing to drop */
+      if (syscall(SYS_setgid, g) != 0 || syscall(SYS_setuid, u) != 0) { child_err = errno; _exit(127); }
+    }
+    int moved[6];
+    for (int i = 0; i < 6; i++) moved[i] = theirs[i] < 0 ? -1 : fcntl(theirs[i], F_DUPFD_CLOEXEC, 10);
+    for (int i = 0; i < 6; i++) if (moved[i] >= 0 && dup2(moved[i], i) < 0) { child_err = errno; _exit(127); }
+    execve(path, argv, env);
+    child_err = errno;
+    _exit(127);
+  }
+  int err = pid < 0 ? errno : child_err;
+  free(argv);
+  for (int i = 0; i < 6; i++) if (theirs[i] >= 0) close(theirs[i]);
+  if (err) {
+    if (pid > 0) waitpid(pid, NULL, 0);
+    send_failed(id, "spawn", file, err);
+    char line[96];
+    snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%ld,\"code\":null,\"signal\":null}\n", id);
+    send_line(line, -1);
+    goto fail;
+  }
+  struct child *c = calloc(1, sizeof *c);
+  c->id = id;
+  c->pid = pid;
+  c->info = hold ? ours[3] : -1;
+  c->release = hold ? ours[4] : -1;
+  c->payload = payload;
+  c->joins = joins;
+  c->njoin = joinc;
+  c->next = children;
+  children = c;
+  char line[160];
+  snprintf(line, sizeof line, "{\"t\":\"pid\",\"id\":%ld,\"pid\":%d}\n", id, (int)pid);
+  send_line(line, -1);
+  const int sent[4] = {0, 1, 2, 5};
+  for (int k = 0; k < 4; k++) {
+    int i = sent[k];
+    if (ours[i] < 0) continue;
+    snprintf(line, sizeof line,
+             "{\"cmd\":\"NODE_HANDLE\",\"type\":\"net.Native\",\"msg\":{\"t\":\"fd\",\"id\":%ld,\"i\":%d}}\n", id, i);
+    send_line(line, ours[i]);
+    close(ours[i]);
+  }
+  free(args);
+  free(env);
+  return;
+fail:
+  for (int i = 0; i < 6; i++) if (ours[i] >= 0) close(ours[i]);
+  free(args);
+  free(env);
+  free(joins);
+  free(payload);
+}
+
+/* The hold: bubblewrap writes {"child-pid": N, ...} on --info-fd; join N, then release it. */
+static void read_info(struct child *c) {
+  char buf[512];
+  ssize_t n = read(c->info, buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) { close(c->info); c->info = -1; maybe_free(c); return; }
+  if (c->asked) return; /* read on to the end: a closed reader would SIGPIPE bubblewrap */
+  size_t room = sizeof c->text - 1 - c->len;
+  memcpy(c->text + c->len, buf, (size_t)n < room ? (size_t)n : room);
+  c->len += (size_t)n < room ? (size_t)n : room;
+  c->text[c->len] = 0;
+  char *k = strstr(c->text, "\"child-pid\"");
+  if (!k) return;
+  k += 11;
+  while (*k == ' ' || *k == '\t' || *k == '\n' || *k == ':') k++;
+  char *end;
+  long pid = strtol(k, &end, 10);
+  if (end == k || *end == 0) return; /* the number may still be arriving */
+  struct job *j = calloc(1, sizeof *j);
+  j->c = c;
+  j->warm_fd = -1;
+  j->pid = (pid_t)pid;
+  c->asked = c->joining = 1;
+  queue(j);
+}
+
+static void joined(struct job *j) {
+  struct child *c = j->c;
+  c->joining = 0;
+  if (j->failed) {
+    kill(-c->pid, SIGKILL);
+    kill(j->pid, SIGKILL);
+    send_failed(c->id, "join", j->failed, j->err);
+  } else {
+    last_attach_ms = now_ms();
+    c->init = j->pid;
+    char line[96];
+    snprintf(line, sizeof line, "{\"t\":\"init\",\"id\":%ld,\"pid\":%d}\n", c->id, (int)j->pid);
+    send_line(line, -1);
+    if (c->release >= 0) {
+      if (send(c->release, "1", 1, MSG_NOSIGNAL) < 0) {}
+      close(c->release);
+      c->release = -1;
+    }
+  }
+  free(j);
+  maybe_free(c);
+}
+
+static void reap(void) {
+  int st;
+  pid_t pid;
+  while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+    struct child *c = children;
+    while (c && c->pid != pid) c = c->next;
+    if (!c) continue;
+    char line[128];
+    if (WIFSIGNALED(st)) {
+      const char *name = "SIGKILL";
+      for (size_t i = 0; i < sizeof SIGNALS / sizeof *SIGNALS; i++) if (SIGNALS[i].n == WTERMSIG(st)) name = SIGNALS[i].name;
+      snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%ld,\"code\":null,\"signal\":\"%s\"}\n", c->id, name);
+    } else {
+      snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%ld,\"code\":%d,\"signal\":null}\n", c->id, WEXITSTATUS(st));
+    }
+    send_line(line, -1);
+    c->exited = 1;
+    if (c->release >= 0) { close(c->release); c->release = -1; }
+    maybe_free(c);
+  }
+}
+
+static void on_child(int sig) {
+  (void)sig;
+  int e = errno;
+  if (write(wake[1], "c", 1) < 0) {}
+  errno = e;
+}
+
+/* Descriptors this process inherited (a shell's, a supervisor's) must reach no sandbox: close all but
+ * stdio and the channel, which is made close-on-exec. */
+static void close_inherited(void) {
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    int fd = atoi(e->d_name);
+    if (fd > 2 && fd != chan && fd != dirfd(d)) close(fd);
+  }
+  closedir(d);
+  fcntl(chan, F_SETFD, FD_CLOEXEC);
+}
+
+int main(void) {
+  const char *ch = getenv("NODE_CHANNEL_FD");
+  if (!ch) return 2;
+  chan = atoi(ch);
+  close_inherited();
+  fcntl(chan, F_SETFL, fcntl(chan, F_GETFL) & ~O_NONBLOCK);
+  if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0) return 2;
+  struct sigaction sa = {0};
+  sa.sa_handler = on_child;
+  sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &sa, NULL);
+  pthread_t t;
+  if (pthread_create(&t, NULL, joiner, NULL) != 0) return 2;
+  char *in = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    size_t count = 2;
+    for (struct child *c = children; c; c = c->next) count += c->info >= 0;
+    struct pollfd *fds = calloc(count, sizeof *fds);
+    struct child **owner = calloc(count, sizeof *owner);
+    fds[0] = (struct pollfd){chan, POLLIN, 0};
+    fds[1] = (struct pollfd){wake[0], POLLIN, 0};
+    size_t k = 2;
+    for (struct child *c = children; c; c = c->next)
+      if (c->info >= 0) { owner[k] = c; fds[k++] = (struct pollfd){c->info, POLLIN, 0}; }
+    if (poll(fds, k, -1) < 0 && errno != EINTR) return 2;
+    if (fds[1].revents) {
+      char drain[64];
+      while (read(wake[0], drain, sizeof drain) > 0) {}
+      reap();
+      pthread_mutex_lock(&lock);
+      struct job *j = done;
+      done = NULL;
+      pthread_mutex_unlock(&lock);
+      while (j) { struct job *next = j->next; joined(j); j = next; }
+    }
+    for (size_t i = 2; i < k; i++) if (fds[i].revents) read_info(owner[i]);
+    int input = fds[0].revents != 0;
+    free(fds);
+    free(owner);
+    if (input) {
+      if (cap - len < 65536) in = realloc(in, cap = cap * 2 + 65536);
+      ssize_t n = read(chan, in + len, cap - len);
+      if (n == 0 || (n < 0 && errno != EINTR)) return 0; /* the driver is gone: --die-with-parent does the rest */
+      if (n > 0) len += (size_t)n;
+      char *nl;
+      size_t used = 0;
+      while ((nl = memchr(in + used, '\n', len - used))) {
+        char *line = in + used, *b = strstr(line, "\"b\":\"");
+        *nl = 0;
+        if (strncmp(line, "{\"t\":\"spawn\"", 12) == 0 && b) {
+          b += 5;
+          char *q = strchr(b, '"');
+          if (q) {
+            char *payload = malloc((size_t)(q - b) + 1);
+            start(payload, unbase64(b, (size_t)(q - b), payload));
+          }
+        }
+        used = (size_t)(nl - in) + 1;
+      }
+      memmove(in, in + used, len - used);
+      len -= used;
+    }
+  }
+}
+`;

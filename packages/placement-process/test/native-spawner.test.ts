@@ -1,0 +1,149 @@
+// The native spawner (src/spawner/native-source.ts, built by native.ts): the default where a C compiler is,
+// built once into the state directory and reused, a small process; without a compiler the Node spawner
+// runs instead. The behaviour suites (spawner, pty, isolation, limits, …) run on whichever program is the
+// default; CI runs the package's suite again with EVERDICT_PLACEMENT_SPAWNER_PROGRAM=node (.ci/run).
+import { spawnSync } from 'node:child_process';
+import { chmodSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { join } from 'node:path';
+import { utf8 } from '@everdict/placement';
+import { refusal } from '@everdict/placement/contract';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Spawner } from '../src/spawner/client.js';
+import { nativeSpawnerPath } from '../src/spawner/native.js';
+import { makeDriver, requireBwrap, tempDir } from './helpers.js';
+
+let seq = 0;
+const labels = () => ({ tenant: 'native', runId: `n-${++seq}`, kind: 'sandbox' });
+const hasCompiler = spawnSync('cc', ['--version'], { stdio: 'ignore' }).status === 0;
+const savedCC = process.env.CC;
+
+beforeAll(() => {
+  requireBwrap();
+});
+afterEach(() => {
+  if (savedCC === undefined) delete process.env.CC;
+  else process.env.CC = savedCC;
+});
+
+describe('native spawner', () => {
+  it('is the default where cc is: built into <stateDir>/bin, a process of ≈ 1–2 MB', async () => {
+    const driver = makeDriver({ spawnerProgram: 'auto' }); // (the default, unless the environment says node)
+    const h = await driver.provision({ labels: labels() });
+    const r = await driver.exec(h, ['sh', '-c', 'cat; echo err >&2; exit 4'], { stdin: 'in' });
+    expect([r.exitCode, utf8(r.stdout), utf8(r.stderr)]).toEqual([4, 'in', 'err\n']);
+    expect(driver.spawner!.program).toBe(hasCompiler ? 'native' : 'node');
+    if (hasCompiler) {
+      const pid = driver.spawner!.pid!;
+      const built = nativeSpawnerPath(join(driver.config.stateDir, 'bin'));
+      expect(readlinkSync(`/proc/${pid}/exe`)).toBe(built);
+      const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+      expect(rssKb).toBeLessThan(8 * 1024);
+    }
+    await driver.dispose(h);
+  });
+
+  it('rebuilds over a file at its path that others could have written, never running it', async () => {
+    if (!hasCompiler) return;
+    const driver = makeDriver({ spawnerProgram: 'auto' });
+    const built = nativeSpawnerPath(join(driver.config.stateDir, 'bin'));
+    const h = await driver.provision({ labels: labels() });
+    await driver.exec(h, ['true']);
+    driver.spawner!.stop();
+    rmSync(built); // (it may still be running: ETXTBSY for a write in place)
+    writeFileSync(built, '#!/bin/sh\nexit 3\n');
+    chmodSync(built, 0o777);
+    const other = makeDriver({ stateDir: driver.config.stateDir, spawnerProgram: 'auto' });
+    const r = await other.exec(h, ['sh', '-c', 'echo ok']);
+    expect(utf8(r.stdout)).toBe('ok\n');
+    expect(other.spawner!.program).toBe('native');
+    expect(statSync(built).mode & 0o022).toBe(0);
+    expect(readFileSync(built).subarray(0, 4).toString('latin1')).toBe('\x7fELF');
+    await other.dispose(h);
+  });
+
+  it('falls back to the Node spawner when no compiler runs', async () => {
+    process.env.CC = '/nonexistent/cc';
+    const driver = makeDriver({ spawnerProgram: 'auto' });
+    const h = await driver.provision({ labels: labels() });
+    const r = await driver.exec(h, ['sh', '-c', 'echo fallback']);
+    expect(utf8(r.stdout)).toBe('fallback\n');
+    expect(driver.spawner!.program).toBe('node');
+    expect(readlinkSync(`/proc/${driver.spawner!.pid}/exe`)).toBe(process.execPath);
+    await driver.dispose(h);
+  });
+
+  it.each(['auto', 'node'] as const)(
+    'fails a request with a NUL byte, and runs the next (%s)',
+    async (program) => {
+      // The driver's schemas refuse NUL in argv before this; the native spawner's fields are NUL-separated,
+      // so its client refuses one too rather than let it shift the fields.
+      const spawner = new Spawner({ program, dir: join(tempDir(), 'bin') });
+      const run = (args: string[]) =>
+        new Promise<{ failed: string | null; exit: [number | null, string | null] }>((resolve) => {
+          let failed: string | null = null;
+          const pipes: Socket[] = [];
+          spawner.start(
+            {
+              file: 'sh',
+              args,
+              env: { PATH: '/usr/bin:/bin' },
+              user: null,
+              join: null,
+              control: false,
+              warm: null,
+            },
+            {
+              pid: () => undefined,
+              pipe: (_fd, socket) => {
+                pipes.push(socket);
+                socket.resume();
+              },
+              init: () => undefined,
+              failed: (message) => {
+                failed = message;
+              },
+              exit: (code, signal) => {
+                for (const p of pipes) p.destroy();
+                resolve({ failed, exit: [code, signal] });
+              },
+              lost: () => resolve({ failed: 'lost', exit: [null, null] }),
+            },
+          );
+        });
+      const refused = await run(['-c', 'exit 0', 'a\0b']);
+      expect(refused.failed).not.toBeNull();
+      expect(refused.exit).toEqual([null, null]);
+      expect(await run(['-c', 'exit 5'])).toEqual({ failed: null, exit: [5, null] });
+      expect(await run(['-c', 'kill -TERM $$'])).toEqual({ failed: null, exit: [null, 'SIGTERM'] });
+      spawner.stop();
+    },
+  );
+
+  it('reports a missing bubblewrap as spawn_failed, with no process left', async () => {
+    const driver = makeDriver({ bwrap: join(tempDir(), 'no-bwrap') });
+    const h = await driver.provision({ labels: labels() });
+    await refusal(driver.exec(h, ['true']), 'spawn_failed');
+    await driver.dispose(h);
+  });
+});
+
+describe('spawner descriptors', () => {
+  it.each(['auto', 'node'] as const)(
+    "never blocks the driver's loop on a command that does not read its stdin (%s)",
+    async (program) => {
+      // The driver's ends of the sockets are non-blocking, as libuv leaves them: a blocking one would make
+      // a write the command does not read stall the driver's whole event loop (and a read past what is there).
+      const driver = makeDriver({ spawnerProgram: program });
+      const h = await driver.provision({ labels: labels() });
+      const s = await driver.stream(h, ['sleep', '3']);
+      s.stdin.write(Buffer.alloc(8 << 20));
+      const t0 = performance.now();
+      await new Promise((r) => setTimeout(r, 20));
+      expect(performance.now() - t0).toBeLessThan(1500);
+      s.kill();
+      await expect(s.exit).resolves.toMatchObject({ signal: 'SIGKILL' });
+      await driver.dispose(h);
+    },
+  );
+});
