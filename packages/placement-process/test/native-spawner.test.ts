@@ -1,4 +1,4 @@
-// The native spawner (src/spawner/native-source.ts, built by native.ts): the default where a C compiler is,
+// The native spawner (native/spawner.c, built by native.ts): the default where a C compiler is,
 // built once into the state directory and reused, a small process; without a compiler the Node spawner
 // runs instead. The behaviour suites (spawner, pty, isolation, limits, …) run on whichever program is the
 // default; CI runs the package's suite again with EVERDICT_PLACEMENT_SPAWNER_PROGRAM=node (.ci/run).

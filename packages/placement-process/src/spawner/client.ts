@@ -3,7 +3,7 @@
 // Node's IPC channel (SCM_RIGHTS), so the driver reads and writes them itself — streaming and back-pressure
 // as with a child of its own. A spawner that dies fails the commands it had started (their sandboxes die
 // with it: --die-with-parent) instead of leaving them hanging. Two programs, one protocol: the native one
-// (native-source.ts, built by native.ts when a C compiler is present; the default) and the Node one
+// (native/spawner.c, built by native.ts when a C compiler is present; the default) and the Node one
 // (script.ts; without a compiler, or `program: 'node'`).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Socket } from 'node:net';
@@ -203,7 +203,7 @@ function nodeMessage(id: number, request: SpawnRequest): object {
 }
 
 /**
- * The native spawner's request (native-source.ts): NUL-terminated fields in base64, so its side needs no
+ * The native spawner's request (native/spawner.c): NUL-terminated fields in base64, so its side needs no
  * JSON string decoding — id, flags, uid, gid, file, then counted lists of args, `K=V` env and join files,
  * then the warm hierarchy (holdsNul: none holds a NUL byte).
  */

@@ -1,26 +1,40 @@
-// Building the native spawner (native-source.ts) once per state directory: `cc` compiles it into
+// Building the native spawner (native/spawner.c: the same job and protocol as the Node spawner, script.ts;
+// README, Spawner) once per state directory: `cc` compiles it into
 // `<stateDir>/bin/spawner-<hash of source and arch>` (mode 0700, written under a temporary name and renamed
 // in, so concurrent drivers on one state directory never run a half-written file). Found there, it is
 // reused; no compiler, or a failed build, and the driver keeps the Node spawner (script.ts): a fresh
 // machine still runs, only with more CPU per sandbox.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { NATIVE_SPAWNER_SOURCE } from './native-source.js';
+
+/** The C source, shipped beside dist/ in the package (`files`): the same path from src/ (tests) and dist/. */
+const SOURCE_URL = new URL('../../native/spawner.c', import.meta.url);
+let source: string | undefined;
+const nativeSource = (): string => {
+  source ??= readFileSync(SOURCE_URL, 'utf8');
+  return source;
+};
 
 /** The compiler command: `CC` when set (one word), else `cc`. */
 const compiler = (): string => process.env.CC?.trim() || 'cc';
 
 /** Where the program for this source is kept under `dir`. */
 export function nativeSpawnerPath(dir: string): string {
-  const hash = createHash('sha256').update(process.arch).update(NATIVE_SPAWNER_SOURCE).digest('hex');
+  const hash = createHash('sha256').update(process.arch).update(nativeSource()).digest('hex');
   return join(dir, `spawner-${hash.slice(0, 16)}`);
 }
 
 /** The native spawner's path under `dir`, built first when missing; null when it cannot be built. */
 export async function buildNativeSpawner(dir: string): Promise<string | null> {
-  const path = nativeSpawnerPath(dir);
+  let path: string;
+  try {
+    path = nativeSpawnerPath(dir);
+  } catch {
+    return null; // the source is not where the package ships it: the Node spawner
+  }
   const usable = async () => {
     const s = await stat(path).catch(() => null);
     // Ours and executable only: a file another user could have written is never run.
@@ -40,7 +54,7 @@ export async function buildNativeSpawner(dir: string): Promise<string | null> {
         (error) => (error ? reject(error) : resolve()),
       );
       cc.stdin?.on('error', () => undefined);
-      cc.stdin?.end(NATIVE_SPAWNER_SOURCE);
+      cc.stdin?.end(nativeSource());
     });
     await rename(temporary, path);
   } catch {

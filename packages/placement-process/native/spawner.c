@@ -1,9 +1,3 @@
-// The native spawner's source (C, built by native.ts when a C compiler is present): the same job and the
-// same protocol as the Node spawner (script.ts), so the driver's side (client.ts) is one for both. Why: the
-// spawner's CPU per sandbox was mostly its own fork — Node 20's libuv fork()s, copying the page tables of
-// a ≈ 50 MB process, and wraps each pipe in a net.Socket; this program is ≈ 1 MB, vfork()s and passes raw
-// descriptors (README, Spawner). Kept as a string so it is found the same from src/ (tests) and dist/.
-export const NATIVE_SPAWNER_SOURCE = String.raw`
 /* everdict native spawner: the Node spawner (script.ts) in C, same protocol over Node's IPC channel (fd
  * NODE_CHANNEL_FD, JSON lines; a descriptor rides with its line as SCM_RIGHTS, Node's "NODE_HANDLE").
  * Why: a Node parent pays its whole page tables per fork; this process is ~1 MB and uses vfork.
@@ -486,4 +480,3 @@ int main(void) {
     }
   }
 }
-`;
