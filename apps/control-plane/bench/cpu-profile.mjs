@@ -22,7 +22,17 @@ const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' }
 const db = await freshDatabase(`bench_prof_${process.pid}`);
 const dataDir = mkdtempSync(path.join(tmpdir(), 'everdict-bench-'));
 const key = `evk_bench_${randomBytes(12).toString('hex')}`;
-const args = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, main] : [main];
+const interval = process.env.BENCH_PROFILE_INTERVAL; // µs between samples (node's default 1000)
+const nodeArgs = process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+const args = profDir
+  ? [
+      ...nodeArgs,
+      '--cpu-prof',
+      `--cpu-prof-dir=${profDir}`,
+      ...(interval ? [`--cpu-prof-interval=${interval}`] : []),
+      main,
+    ]
+  : [...nodeArgs, main];
 const srv = await spawnServer(
   process.execPath,
   args,
@@ -51,8 +61,11 @@ try {
   await until(async () => (await settled()) >= 100 + N);
   const used = await cpu.take();
   window = [from, Number(process.hrtime.bigint() / 1000n)];
+  const threads = Object.entries(used.threads)
+    .map(([name, ms]) => `${name.trim()}=${(ms / N).toFixed(2)}`)
+    .join(' ');
   console.log(
-    `server=${(used.server / N).toFixed(2)} db=${(used.db / N).toFixed(2)} ms/run load=${loadavg()[0].toFixed(1)}`,
+    `server=${(used.server / N).toFixed(2)} db=${(used.db / N).toFixed(2)} ms/run load=${loadavg()[0].toFixed(1)} threads: ${threads}`,
   );
 } finally {
   http.close();
@@ -78,13 +91,26 @@ if (profDir && window) {
   });
   const label = (n) =>
     `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.split('/').slice(-2).join('/')}:${n.callFrame.lineNumber + 1}`;
+  // The module a frame belongs to: a package under node_modules, a workspace package, node's own, or native.
+  const moduleOf = (n) => {
+    const url = n.callFrame.url;
+    if (!url) return `(${n.callFrame.functionName || 'native'})`.replace('((', '(').replace('))', ')');
+    const dep = url.match(/node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?((?:@[^/]+\/)?[^/]+)/);
+    if (dep) return dep[1];
+    if (url.startsWith('node:')) return 'node';
+    const ws = url.match(/\/(apps|packages)\/([^/]+)\//);
+    return ws ? `@everdict/${ws[2]}` : url;
+  };
   const self = new Map();
   const incl = new Map();
+  const byModule = new Map();
   let busy = 0;
   for (const [id, c] of hits) {
     if (nodes.get(id).callFrame.functionName === '(idle)') continue;
     busy += c;
     self.set(label(nodes.get(id)), (self.get(label(nodes.get(id))) ?? 0) + c);
+    const mod = moduleOf(nodes.get(id));
+    byModule.set(mod, (byModule.get(mod) ?? 0) + c);
     const seen = new Set();
     for (let cur = id; cur !== undefined; cur = parent.get(cur)) {
       const l = label(nodes.get(cur));
@@ -100,6 +126,6 @@ if (profDir && window) {
       .map(([k, v]) => `${((100 * v) / busy).toFixed(1).padStart(5)}% ${k}`)
       .join('\n');
   console.log(
-    `# ${file}: ${busy} busy samples in the measured phase\n== self\n${top(self)}\n== inclusive\n${top(incl)}`,
+    `# ${file}: ${busy} busy samples in the measured phase\n== self\n${top(self)}\n== inclusive\n${top(incl)}\n== self by module\n${top(byModule)}`,
   );
 }

@@ -4,6 +4,8 @@
 // then BENCH_RUNS (600) `echo` analysis runs POSTed by 16 keep-alive clients until all are settled; CPU of the
 // server process and of its database backends from /proc over that phase. Not the issue's benchmark
 // (dispatch.mjs is): a steadier view of the process alone, for comparing two builds on a loaded machine.
+// BENCH_WARM: warm-up creates (100; thousands to measure past V8's optimising of the request path).
+// BENCH_A_NODE_ARGS / BENCH_B_NODE_ARGS: node flags for that side's server (e.g. a V8 flag measured against none).
 //   BENCH_A=/work/main/apps/control-plane/dist/main.js node apps/control-plane/bench/server-cpu.mjs
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,17 +21,22 @@ const builds = { A: process.env.BENCH_A ?? own, B: process.env.BENCH_B ?? own };
 const N = Number(process.env.BENCH_RUNS ?? 600);
 const PAIRS = Number(process.env.BENCH_ROUNDS ?? 4);
 const CLIENTS = 16;
-const WARM = 100;
+const WARM = Number(process.env.BENCH_WARM ?? 100); // creates before the measured phase (JIT warm-up)
 const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
 let seq = 0;
 
-async function round(main) {
+const nodeArgs = {
+  A: process.env.BENCH_A_NODE_ARGS?.split(' ').filter(Boolean) ?? [],
+  B: process.env.BENCH_B_NODE_ARGS?.split(' ').filter(Boolean) ?? [],
+};
+
+async function round(main, flags) {
   const db = await freshDatabase(`bench_cpu_${process.pid}_${seq++}`);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'everdict-bench-'));
   const key = `evk_bench_${randomBytes(12).toString('hex')}`;
   const srv = await spawnServer(
     process.execPath,
-    [main],
+    [...flags, main],
     { DATABASE_URL: db.url, PORT: '0', EVERDICT_DATA_DIR: dataDir, EVERDICT_BOOTSTRAP_API_KEY: key },
     (line) => (line.includes('"control plane listening"') ? JSON.parse(line).port : undefined),
   );
@@ -52,7 +59,12 @@ async function round(main) {
     await pool(N, CLIENTS, create);
     await until(async () => (await settled()) >= WARM + N);
     const used = await cpu.take();
-    return { server: used.server / N, db: used.db / N };
+    return {
+      server: used.server / N,
+      db: used.db / N,
+      main: (used.threads.main ?? 0) / N,
+      others: (used.server - (used.threads.main ?? 0)) / N,
+    };
   } finally {
     http.close();
     await watch.end();
@@ -65,10 +77,10 @@ async function round(main) {
 const out = { A: [], B: [] };
 for (let i = 0; i < PAIRS; i++) {
   for (const side of i % 2 ? ['B', 'A'] : ['A', 'B']) {
-    const r = await round(builds[side]);
+    const r = await round(builds[side], nodeArgs[side]);
     out[side].push(r);
     console.log(
-      `round ${i + 1} ${side} server=${r.server.toFixed(2)} db=${r.db.toFixed(2)} load=${loadavg()[0].toFixed(1)}`,
+      `round ${i + 1} ${side} server=${r.server.toFixed(2)} (main thread ${r.main.toFixed(2)}, other threads ${r.others.toFixed(2)}) db=${r.db.toFixed(2)} load=${loadavg()[0].toFixed(1)}`,
     );
   }
 }
@@ -80,6 +92,8 @@ const median = (xs) => {
 const r2 = (x) => Math.round(x * 100) / 100;
 for (const [what, unit] of [
   ['server', 'ms/run(server process)'],
+  ['main', 'ms/run(its main thread)'],
+  ['others', 'ms/run(its other threads: V8 and libuv)'],
   ['db', 'ms/run(database backends)'],
 ]) {
   const a = out.A.map((x) => x[what]);
@@ -88,4 +102,6 @@ for (const [what, unit] of [
     `BENCH server-cpu.${what} a=${r2(median(a))} b=${r2(median(b))} ratio=${r2(median(b) / median(a))} unit=${unit} a_rounds=[${a.map(r2)}] b_rounds=[${b.map(r2)}] n=${N}`,
   );
 }
-console.log(`# a=${builds.A} b=${builds.B} loadavg=${loadavg().map(r2).join('/')}`);
+console.log(
+  `# a=${builds.A} ${nodeArgs.A.join(' ')} b=${builds.B} ${nodeArgs.B.join(' ')} loadavg=${loadavg().map(r2).join('/')}`,
+);

@@ -1,6 +1,6 @@
 // Measuring helpers of the benches (dispatch, headlog, run): databases, child servers, keep-alive HTTP, WAL and CPU.
 import { spawn } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import pg from 'pg';
 
@@ -97,7 +97,32 @@ function cpuMsOf(pid) {
   }
 }
 
-/** CPU of a process and of the database's backends, as a counter: `take()` → ms since `cpuMeter()`. */
+/** CPU ms of a process's threads: `main` (the event loop) and the rest summed by name (V8's and libuv's say `node`). */
+function threadCpuOf(pid) {
+  const out = new Map();
+  let tids = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const f = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      // Node's threads all say `node`: the main thread is the one whose id is the process's.
+      const name = tid === String(pid) ? 'main' : f.slice(f.indexOf('(') + 1, f.lastIndexOf(')'));
+      const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+      const ms = ((Number(rest[11]) + Number(rest[12])) * 1000) / TICK;
+      out.set(name, (out.get(name) ?? 0) + ms);
+    } catch {}
+  }
+  return out;
+}
+
+/**
+ * CPU of a process and of the database's backends, as a counter: `take()` → ms since `cpuMeter()`; `threads`
+ * splits the process's by thread name (threads that ended in between are in `server` only).
+ */
 export async function cpuMeter(db, pid, exclude = []) {
   const backends = async () =>
     (await sqlOn(BASE, 'SELECT pid FROM pg_stat_activity WHERE datname = $1', [db.name]))
@@ -105,12 +130,15 @@ export async function cpuMeter(db, pid, exclude = []) {
       .filter((p) => !exclude.includes(p));
   const base = new Map((await backends()).map((p) => [p, cpuMsOf(p)]));
   const self = cpuMsOf(pid);
+  const selfThreads = threadCpuOf(pid);
   return {
-    /** {server, db}: ms of CPU since the meter started. */
+    /** {server, db, threads}: ms of CPU since the meter started. */
     async take() {
       let db = 0;
       for (const p of await backends()) db += cpuMsOf(p) - (base.get(p) ?? 0);
-      return { server: cpuMsOf(pid) - self, db };
+      const threads = {};
+      for (const [name, ms] of threadCpuOf(pid)) threads[name] = ms - (selfThreads.get(name) ?? 0);
+      return { server: cpuMsOf(pid) - self, db, threads };
     },
   };
 }
