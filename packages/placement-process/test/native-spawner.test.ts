@@ -43,6 +43,28 @@ describe('native spawner', () => {
     await driver.dispose(h);
   });
 
+  it('is what the built package runs (dist/, where the source lies one level up from the bundle)', () => {
+    // The bundle's modules sit in dist/, not dist/spawner/: a source path right for src/ alone made the built
+    // driver fall back to the Node spawner silently while every test of src/ passed.
+    const dir = tempDir();
+    const script = `
+      import { ProcessDriver } from ${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)};
+      const driver = new ProcessDriver({ stateDir: process.argv[1], spawnerProgram: 'auto' });
+      const h = await driver.provision({ labels: { tenant: 'native', runId: 'dist', kind: 'sandbox' } });
+      const r = await driver.exec(h, ['true']);
+      await driver.dispose(h);
+      driver.drainReadyPool();
+      process.stdout.write(JSON.stringify({ exitCode: r.exitCode, program: driver.spawner.program }));
+      process.exit(0);
+    `;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toEqual({ exitCode: 0, program: hasCompiler ? 'native' : 'node' });
+  });
+
   it('rebuilds over a file at its path that others could have written, never running it', async () => {
     if (!hasCompiler) return;
     const driver = makeDriver({ spawnerProgram: 'auto' });

@@ -10,12 +10,23 @@ import { readFileSync } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
-/** The C source, shipped beside dist/ in the package (`files`): the same path from src/ (tests) and dist/. */
-const SOURCE_URL = new URL('../../native/spawner.c', import.meta.url);
+/**
+ * The C source, shipped in the package beside dist/ (`files`): one level up from the bundle (dist/*.js), two
+ * from this module's source (src/spawner/, where the tests import it).
+ */
+const SOURCE_URLS = ['../native/spawner.c', '../../native/spawner.c'].map((p) => new URL(p, import.meta.url));
 let source: string | undefined;
 const nativeSource = (): string => {
-  source ??= readFileSync(SOURCE_URL, 'utf8');
-  return source;
+  if (source !== undefined) return source;
+  for (const url of SOURCE_URLS) {
+    try {
+      source = readFileSync(url, 'utf8');
+      return source;
+    } catch {
+      // the other layout
+    }
+  }
+  throw new Error('native/spawner.c is not in this package');
 };
 
 /** The compiler command: `CC` when set (one word), else `cc`. */
