@@ -62,9 +62,15 @@ describe('the head log in the control plane', { timeout: 300_000 }, () => {
     expect(rows.map((r) => Number(r.idx))).toEqual([...Array(size).keys()]);
     const { rows: pending } = await sql`SELECT 1 FROM log_pending`.execute(db);
     expect(pending).toEqual([]);
-    // Level-0 nodes are the leaves' hashes, read from log_leaves: none is written to log_nodes (0024).
-    const { rows: level0 } = await sql`SELECT 1 FROM log_nodes WHERE level = 0`.execute(db);
-    expect(level0).toEqual([]);
+    // Level-0 and level-1 nodes are computed from log_leaves: none is written to log_nodes (0024; level 1 since
+    // the store's STORED_FROM_LEVEL), while the higher ones a tree of this size completes are.
+    const { rows: low } = await sql`SELECT 1 FROM log_nodes WHERE level < 2`.execute(db);
+    expect(low).toEqual([]);
+    const { rows: high } = await sql<{ n: unknown }>`SELECT count(*) AS n FROM log_nodes`.execute(db);
+    let completed = 0; // perfect subtrees of levels ≥ 2 in a tree of `size` leaves
+    for (let l = 2; 2 ** l <= size; l++) completed += Math.floor(size / 2 ** l);
+    expect(size).toBeGreaterThanOrEqual(4);
+    expect(Number(high[0]!.n)).toBe(completed);
     // Every segment's head is a leaf of its run at its length.
     const { rows: segs } = await sql<{ run_id: string; idx: number; head: string; tenant_id: string }>`
       SELECT run_id, idx, head, tenant_id FROM record_segments`.execute(db);
