@@ -1,7 +1,8 @@
 /* everdict native spawner: the Node spawner (script.ts) in C, same protocol over Node's IPC channel (fd
  * NODE_CHANNEL_FD, JSON lines; a descriptor rides with its line as SCM_RIGHTS, Node's "NODE_HANDLE").
  * Why: a Node parent pays its whole page tables per fork; this process is ~1 MB and uses vfork.
- *   <- {"t":"spawn","b":"<base64 of NUL-terminated fields>"}: id, flags (h hold, c control, w warm, u user),
+ *   <- {"t":"spawn","b":"<base64 of NUL-terminated fields>"}: id, flags (h hold, c control, w warm, u user,
+ *      e stdin at end-of-file: our end of fd 0 closed at once, not sent),
  *      uid, gid, file, argc, args.., envc, env.., joinc, joins.., warm mount, warm controller
  *   -> {"t":"pid"|"init"|"failed"|"exit",...} and {"cmd":"NODE_HANDLE","type":"net.Native","msg":{"t":"fd",..}}
  * Lines from Node it does not know (NODE_HANDLE_ACK) are skipped. One thread beside the loop writes
@@ -236,7 +237,7 @@ static void start(char *payload, size_t n) {
   char *ids = field(&f), *flags = field(&f), *uid = field(&f), *gid = field(&f), *file = field(&f);
   if (!file) { free(payload); return; }
   long id = atol(ids);
-  int hold = strchr(flags, 'h') != NULL, control = strchr(flags, 'c') != NULL;
+  int hold = strchr(flags, 'h') != NULL, control = strchr(flags, 'c') != NULL, eof = strchr(flags, 'e') != NULL;
   int argc, envc, joinc;
   char **args = list(&f, &argc), **env = list(&f, &envc), **joins = list(&f, &joinc);
   char *mount = field(&f), *controller = field(&f);
@@ -282,6 +283,7 @@ static void start(char *payload, size_t n) {
   int err = pid < 0 ? errno : child_err;
   free(argv);
   for (int i = 0; i < 6; i++) if (theirs[i] >= 0) close(theirs[i]);
+  if (eof) { close(ours[0]); ours[0] = -1; } /* the command reads end-of-file on its stdin */
   if (err) {
     if (pid > 0) waitpid(pid, NULL, 0);
     send_failed(id, "spawn", file, err);

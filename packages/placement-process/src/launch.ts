@@ -52,7 +52,7 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
       end = r;
     });
     const pipes = new Map<number, Socket>();
-    const wanted = request.control ? 4 : 3;
+    const wanted = (request.stdin ? 1 : 0) + 2 + (request.control ? 1 : 0);
     let launched: Launch | undefined;
     const ready = () => {
       if (launched) return;
@@ -60,7 +60,7 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
       const stderr = pipes.get(2) ?? ended();
       const control = request.control ? (pipes.get(5) ?? silent()) : null;
       control?.on('error', () => undefined);
-      const stdin = pipes.get(0) ?? sink();
+      const stdin = pipes.get(0) ?? sink(); // none asked for (request.stdin false), or it failed
       stdin.on('error', () => undefined); // EPIPE when the command does not read its stdin
       launched = {
         pid,

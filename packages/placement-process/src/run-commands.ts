@@ -59,7 +59,17 @@ export async function execIn(
   const before = await box.limits.counters();
   if (box.disposed) throw gone(box);
   const startedAtMs = Date.now();
-  const c = await SandboxCommand.start(setup, argv, commandEnv(box, opts.env), opts.cwd, budget, before);
+  const stdinBytes = Buffer.from(toBytes(opts.stdin));
+  const c = await SandboxCommand.start(
+    setup,
+    argv,
+    commandEnv(box, opts.env),
+    opts.cwd,
+    budget,
+    before,
+    false,
+    stdinBytes.length > 0,
+  );
   box.running.add(c);
   if (box.disposed) c.kill({ kind: 'gone' }); // disposed while it started
   const stdout = new CappedOutput(opts.outputCapBytes);
@@ -70,7 +80,7 @@ export async function execIn(
   };
   c.stdout.on('data', capture(stdout));
   c.stderr.on('data', capture(stderr));
-  c.stdin.end(Buffer.from(toBytes(opts.stdin)));
+  c.stdin.end(stdinBytes);
   const exit = await c.exited;
   box.running.delete(c);
   if (exit.stop) await drained(box);

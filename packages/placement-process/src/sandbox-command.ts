@@ -66,6 +66,8 @@ export class SandboxCommand {
     before: LimitCounters,
     /** Open a pipe the command reads as fd 5 (the pty's resize channel, see pty.ts). */
     withControl = false,
+    /** False: nothing is written to stdin — through the spawner the command reads end-of-file at once. */
+    withStdin = true,
   ): Promise<SandboxCommand> {
     const { limits } = setup;
     const hold = limits.joinsByPid ? ['--info-fd', '3', '--block-fd', '4'] : [];
@@ -92,6 +94,7 @@ export class SandboxCommand {
       join: limits.joinsByPid ? limits.joinFiles : null,
       warm: limits.joinsByPid ? setup.warm : null,
       control: withControl,
+      stdin: withStdin,
     };
     const launch = setup.spawner
       ? await launchViaSpawner(setup.spawner, request)

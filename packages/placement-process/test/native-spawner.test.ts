@@ -113,6 +113,7 @@ describe('native spawner', () => {
               user: null,
               join: null,
               control: false,
+              stdin: true,
               warm: null,
             },
             {
@@ -168,4 +169,67 @@ describe('spawner descriptors', () => {
       await driver.dispose(h);
     },
   );
+});
+
+describe('spawner stdin', () => {
+  it.each(['auto', 'node'] as const)(
+    'sends no stdin descriptor for a command given no input, which reads end-of-file (%s)',
+    async (program) => {
+      // An exec with no stdin (the common case) costs one IPC message, acknowledgement and socket fewer:
+      // the spawner closes its end of fd 0 at once instead of handing it to the driver to end.
+      const spawner = new Spawner({ program, dir: join(tempDir(), 'bin') });
+      const run = (stdin: boolean) =>
+        new Promise<{ fds: number[]; out: string; code: number | null }>((resolve) => {
+          const fds: number[] = [];
+          let out = '';
+          const pipes: Socket[] = [];
+          spawner.start(
+            {
+              file: 'sh',
+              args: ['-c', 'if read -r x; then echo "got $x"; else echo eof; fi'],
+              env: { PATH: '/usr/bin:/bin' },
+              user: null,
+              join: null,
+              control: false,
+              stdin,
+              warm: null,
+            },
+            {
+              pid: () => undefined,
+              pipe: (fd, socket) => {
+                fds.push(fd);
+                pipes.push(socket);
+                if (fd === 0) socket.end('in\n');
+                else
+                  socket.on('data', (chunk: Buffer) => {
+                    if (fd === 1) out += chunk;
+                  });
+              },
+              init: () => undefined,
+              failed: () => undefined,
+              exit: (code) => {
+                setTimeout(() => {
+                  for (const p of pipes) p.destroy();
+                  resolve({ fds, out, code });
+                }, 50);
+              },
+              lost: () => resolve({ fds, out: 'lost', code: null }),
+            },
+          );
+        });
+      expect(await run(false)).toEqual({ fds: [1, 2], out: 'eof\n', code: 0 });
+      expect(await run(true)).toEqual({ fds: [0, 1, 2], out: 'got in\n', code: 0 });
+      spawner.stop();
+    },
+  );
+
+  it('runs an exec with no input and one with input (the driver asks for stdin only then)', async () => {
+    const driver = makeDriver({});
+    const h = await driver.provision({ labels: labels() });
+    const none = await driver.exec(h, ['sh', '-c', 'cat; echo end']);
+    expect(utf8(none.stdout)).toBe('end\n');
+    const some = await driver.exec(h, ['sh', '-c', 'cat; echo end'], { stdin: 'x' });
+    expect(utf8(some.stdout)).toBe('xend\n');
+    await driver.dispose(h);
+  });
 });

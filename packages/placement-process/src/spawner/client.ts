@@ -22,6 +22,12 @@ export interface SpawnRequest {
   readonly join: readonly string[] | null;
   /** A socket the command reads (and answers on) as fd 5. */
   readonly control: boolean;
+  /**
+   * Whether the driver writes the command's stdin. False (an exec with no input): the spawner keeps fd 0's
+   * socket and closes its end at once — the command reads end-of-file, as from a pipe the driver ended —
+   * and sends no descriptor for it (one IPC message, acknowledgement and socket fewer per command).
+   */
+  readonly stdin: boolean;
   /** With `join`: the hierarchy the spawner warms the attach lock through (script.ts); null: none. */
   readonly warm: CgroupHierarchy | null;
 }
@@ -198,6 +204,7 @@ function nodeMessage(id: number, request: SpawnRequest): object {
     ...(request.user ? { uid: request.user.uid, gid: request.user.gid } : {}),
     join: request.join,
     control: request.control,
+    stdin: request.stdin,
     warm: request.warm,
   };
 }
@@ -212,7 +219,8 @@ function nativeMessage(id: number, request: SpawnRequest): object {
     (request.join !== null ? 'h' : '') +
     (request.control ? 'c' : '') +
     (request.warm ? 'w' : '') +
-    (request.user ? 'u' : '');
+    (request.user ? 'u' : '') +
+    (request.stdin ? '' : 'e');
   const env = Object.entries(request.env).map(([k, v]) => `${k}=${v}`);
   const join = request.join ?? [];
   const fields = [

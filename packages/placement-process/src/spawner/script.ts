@@ -98,6 +98,8 @@ function start(m) {
   // Take the pipes away from the ChildProcess before the event loop runs: nothing is read here, and
   // nothing of the ChildProcess closes them; each is sent to the parent and closed here once sent.
   const pipes = [0, 1, 2, 5].map((i) => [i, detach(c.stdio[i])]);
+  // No stdin from the driver: our end closed now, the command reads end-of-file; no descriptor sent.
+  if (m.stdin === false && pipes[0][1]) { pipes[0][1].close(); pipes[0][1] = null; }
   let failed = false;
   c.on('error', (e) => {
     if (failed) return;
