@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Driver } from '@everdict/placement';
 import { ProcessDriver } from '@everdict/placement-process';
 import { generateSigningKey } from '@everdict/runrecord';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { leaseBound, RunnerDaemon } from '../src/daemon.js';
 import { EnergyMeter } from '../src/energy.js';
 import type { RunnerApi } from '../src/port.js';
@@ -123,7 +123,9 @@ describe('a slot is its sandbox, not its lease', () => {
     // The first run's completion is held; its slot still runs the second lease (a slot that were a lease
     // would wait for the completion's answer: this never resolves then).
     await Promise.race([secondRan.promise, failure.promise.then((e) => Promise.reject(e))]);
-    expect(cp.seen.completionsInFlight).toBe(1);
+    // The first's completion may go out after the second started (its dispose's cgroup rmdirs run on the thread
+    // pool): wait for it, held — it stays in flight until `release`, so the second ran before it was answered.
+    await vi.waitFor(() => expect(cp.seen.completionsInFlight).toBe(1), { timeout: 30_000, interval: 5 });
     expect(cp.held.has(first)).toBe(true);
     // The second run's compute done too (its sandbox gone, its completion queued behind the held batch):
     // two leases held, the bound for one slot — the third run is not asked for.
