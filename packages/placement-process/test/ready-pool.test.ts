@@ -30,7 +30,9 @@ describe('scaffolds made ahead', () => {
     const driver = makeDriver({ readyPool: 2 });
     const first = await driver.provision({ labels: { tenant: 't', runId: 'first', kind: 'command' } });
     expect(basename((await recordOf(driver, first.id)).workspace)).not.toMatch(/^pool-/); // none ready yet
-    const burn = await driver.exec(first, ['sh', '-c', 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done']);
+    // A busy loop well above a sandbox's own start-up CPU (bubblewrap's in-cgroup part, sh, cat, id: ≈ 20 ms
+    // under the full suite's load), so the second's usage below cannot reach it unless it counted this one's.
+    const burn = await driver.exec(first, ['sh', '-c', 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done']);
     expect(burn.exitCode).toBe(0);
     await poolFilled(driver);
 
