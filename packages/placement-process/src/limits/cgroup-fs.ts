@@ -51,7 +51,7 @@ export class CgroupFile {
     if (this.fd === null) this.fd = openSync(this.path, 'r');
     try {
       let n = readFd(this.fd, scratch, 0, scratch.length, 0);
-      // a text longer than the buffer (a long task list): read on from where the first read ended
+      // a text longer than the buffer (none of today's counter files is): read on from where it ended
       while (n === scratch.length) {
         const bigger = Buffer.allocUnsafe(scratch.length * 2);
         scratch.copy(bigger, 0, 0, n);

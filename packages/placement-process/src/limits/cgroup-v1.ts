@@ -146,10 +146,12 @@ class V1Sandbox implements SandboxLimits {
 
   async remove(): Promise<string[]> {
     for (const f of [this.oomControl, this.pidsEvents, this.cpuUsage, this.memoryPeak]) f?.close();
-    // one entry per directory (co-mounted controllers share one), removed side by side
-    const seen = new Set<string>();
-    const each = [...this.dirs].filter(([, dir]) => !seen.has(dir) && seen.add(dir) !== undefined);
-    const gone = await Promise.all(each.map(([, dir]) => killAndRemove(dir)));
-    return each.filter((_, i) => gone[i]).map(([c]) => `cgroup:${c}`);
+    // each directory once (co-mounted controllers share one), named by its first controller; side by side
+    const byDir = new Map<string, V1Controller>();
+    for (const [c, dir] of this.dirs) if (!byDir.has(dir)) byDir.set(dir, c);
+    const removed = await Promise.all(
+      [...byDir].map(async ([dir, c]) => ((await killAndRemove(dir)) ? `cgroup:${c}` : null)),
+    );
+    return removed.filter((name): name is string => name !== null);
   }
 }
