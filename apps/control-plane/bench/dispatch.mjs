@@ -207,10 +207,12 @@ async function shapeDrain(make) {
     if (side.name === 'everdict') await warm(side);
     await side.queue(N);
     const before = await side.settled();
-    const released = now();
+    // Wall clock (Date.now) on both ends: the servers' start times are wall-clock stamps, and a VM clock step
+    // between performance.timeOrigin and now would skew a mixed-clock difference (once: a negative drain).
+    const released = Date.now();
     await side.release();
     await until(async () => (await side.settled()) >= before + N);
-    const t1 = now();
+    const t1 = Date.now();
     // From the first start of the queued units (a server's wake-up and start-up are not the drain).
     const first = Math.min(
       ...Object.values(await side.starts()).filter((v) => v !== null && v >= released - 1),
@@ -231,9 +233,11 @@ async function paced(side, count) {
     Array.from({ length: count }, async (_, i) => {
       await sleep(Math.max(0, t0 + i * 20 - now()));
       const at = now();
+      // `sent` is compared with the server's started_at (wall clock): stamp it with the same clock.
+      const wall = Date.now();
       const id = await side.create();
       responded.push(now() - at);
-      sent.set(String(id), at);
+      sent.set(String(id), wall);
     }),
   );
   return { sent, responded };

@@ -48,9 +48,10 @@ try {
   await Promise.all(
     Array.from({ length: M }, async (_, i) => {
       await sleep(Math.max(0, t0 + i * EVERY - now()));
-      const at = now();
+      // Wall clock: every step below is compared with the server's wall-clock stamps.
+      const at = Date.now();
       const id = await create();
-      sent.set(id, { at, resp: now() });
+      sent.set(id, { at, resp: Date.now() });
     }),
   );
   await until(async () => (await settled()) >= WARM + M);

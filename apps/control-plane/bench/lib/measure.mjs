@@ -220,6 +220,8 @@ export function client(port, sockets = 16) {
   return { request, close: () => agent.destroy() };
 }
 
+/** A monotonic clock for durations measured in this process. Never compare it with a server's timestamp (a
+ * wall-clock `Date.now()` or `started_at`): use `Date.now()` for those, one clock on both sides. */
 export const now = () => performance.timeOrigin + performance.now();
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
