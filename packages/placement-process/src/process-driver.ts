@@ -29,7 +29,8 @@ import {
   type Snapshot,
   type StreamOptionsInput,
   sandboxId,
-  snapshotDirectory,
+  snapshotAddress,
+  writeTar,
 } from '@everdict/placement';
 import { sandboxArgs } from './bwrap-args.js';
 import { resolveImage } from './images.js';
@@ -54,7 +55,7 @@ import {
 } from './sandbox-state.js';
 import { Spawner } from './spawner/client.js';
 import { archiveWorkspace } from './workspace-archive.js';
-import { makeWorkspaceDirectories, onlyReadableDirectories } from './workspace-directories.js';
+import { makeWorkspaceDirectories, readableDirectoryEntries } from './workspace-directories.js';
 
 export const PROCESS_DRIVER = 'process';
 
@@ -66,6 +67,10 @@ export interface Sandbox {
   readonly args: readonly string[];
   readonly running: Set<SandboxCommand>;
   disposed: boolean;
+  /** Made by this process (not adopted): its log did not exist before this process wrote to it. */
+  readonly created: boolean;
+  /** The spec's directories this process made in the workspace, parents first (removal-hint). */
+  made: readonly string[];
 }
 
 export class ProcessDriver implements Driver {
@@ -207,12 +212,12 @@ export class ProcessDriver implements Driver {
         if (this.user) chownSync(record.workspace, this.user.uid, this.user.gid);
       }
       const limits = await this.backend.create(cgroup, spec.limits, scaffold?.cgroups);
-      const box = this.hold(record, limits);
+      const box = this.hold(record, limits, true);
       if (spec.workspace) await restoreDirectory(record.workspace, spec.workspace, this.owner());
       // The spec's directories, made here on the host (no command has run yet): a command needs no `mkdir`
       // of its own, which would be a shell started in the sandbox before it (workspace-directories.ts).
       if (spec.directories.length > 0)
-        makeWorkspaceDirectories(record.workspace, spec.directories, this.user);
+        box.made = makeWorkspaceDirectories(record.workspace, spec.directories, this.user);
       return box;
     } catch (e) {
       await removeSandbox(await this.state(), record, this.backend.open(record.limits.paths, spec.limits));
@@ -228,7 +233,7 @@ export class ProcessDriver implements Driver {
     return this.user ? { owner: this.user } : {};
   }
 
-  private hold(record: SandboxRecord, limits: SandboxLimits): Sandbox {
+  private hold(record: SandboxRecord, limits: SandboxLimits, created = false): Sandbox {
     const image =
       record.imageRoot === null
         ? ({ kind: 'default', ref: 'default', digest: null } as const)
@@ -245,6 +250,8 @@ export class ProcessDriver implements Driver {
       args: sandboxArgs(image, record.workspace, record.handle.network),
       running: new Set(),
       disposed: false,
+      created,
+      made: [],
     };
     this.sandboxes.set(record.handle.id, box);
     return box;
@@ -257,12 +264,18 @@ export class ProcessDriver implements Driver {
     return this.hold(owned, this.backend.open(record.limits.paths, record.handle.limits));
   }
 
+  /**
+   * The very handle this driver gave out (provision answers `record.handle`) for a sandbox it still holds: it
+   * was valid when made, so it is not parsed again (zod). Anything else is parsed at the boundary by the caller.
+   */
+  private ownHandle(input: SandboxHandle): SandboxHandle | undefined {
+    const given = this.sandboxes.get((input as { id?: unknown })?.id as string);
+    return given?.record.handle === input ? given.record.handle : undefined;
+  }
+
   /** The sandbox behind a handle: held here, or adopted from its label file; `gone` otherwise. */
   async sandbox(input: SandboxHandle): Promise<Sandbox> {
-    // The very handle this driver gave out (provision answers `record.handle`) was valid when made: not
-    // parsed again. Anything else is parsed at this boundary.
-    const given = this.sandboxes.get((input as { id?: unknown })?.id as string);
-    const handle = given?.record.handle === input ? given.record.handle : parseHandle(input);
+    const handle = this.ownHandle(input) ?? parseHandle(input);
     const held = this.sandboxes.get(handle.id);
     const l = await this.state();
     if (held && !held.disposed) {
@@ -313,8 +326,10 @@ export class ProcessDriver implements Driver {
     // that has begun to exit does not count: right after a command ended its namespace's init is often still
     // in the cgroups, tearing the namespaces down (≈ 1 in 3 runs here), and can no longer touch the workspace.
     const idle = box.running.size === 0 && !(await box.limits.active());
-    if (idle && (await onlyReadableDirectories(box.record.workspace, this.user))) {
-      return snapshotDirectory(box.record.workspace);
+    const directories = idle ? readableDirectoryEntries(box.record.workspace, this.user) : null;
+    if (directories !== null) {
+      const bytes = await writeTar(directories);
+      return { address: snapshotAddress(bytes), bytes };
     }
     return archiveWorkspace({ bwrap: this.config.bwrap, user: this.user }, box.record.workspace);
   }
@@ -335,7 +350,7 @@ export class ProcessDriver implements Driver {
   }
 
   async dispose(input: SandboxHandle): Promise<void> {
-    const handle = parseHandle(input);
+    const handle = this.ownHandle(input) ?? parseHandle(input);
     const held = this.sandboxes.get(handle.id);
     if (held) {
       await this.disposeHeld(held);
@@ -355,7 +370,10 @@ export class ProcessDriver implements Driver {
     box.disposed = true;
     box.log.close();
     for (const c of box.running) c.kill({ kind: 'gone' });
-    const removed = await removeSandbox(await this.state(), box.record, box.limits);
+    const removed = await removeSandbox(await this.state(), box.record, box.limits, {
+      made: box.made,
+      ...(box.created ? { logWritten: box.log.touched } : {}),
+    });
     await Promise.all([...box.running].map((c) => c.exited));
     this.sandboxes.delete(box.record.handle.id);
     return removed;

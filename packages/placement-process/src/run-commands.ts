@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CappedOutput,
   Command,
+  type CommandBudget,
   commandBudget,
   ExecOptions,
   type ExecOptionsInput,
@@ -19,6 +20,7 @@ import {
   unsupported,
 } from '@everdict/placement';
 import { DEFAULT_PATH, WORKSPACE } from './bwrap-args.js';
+import type { LimitCounters } from './limits/limits.js';
 import type { Sandbox } from './process-driver.js';
 import { DEFAULT_TERMINAL_SIZE, ptyArgv, ptyToolsIn } from './pty.js';
 import { PtyInput } from './pty-input.js';
@@ -129,6 +131,7 @@ export async function streamIn(
     ? { COLUMNS: String(opts.size.cols), LINES: String(opts.size.rows) }
     : {};
   const env = commandEnv(box, { ...size, ...opts.env });
+  if (!opts.tty && setup.spawner !== null) return startLater(box, setup, argv, env, opts.cwd, budget, before);
   const run = opts.tty ? ptyArgv(argv, opts.size ?? DEFAULT_TERMINAL_SIZE, env.SHELL) : argv;
   const c = await SandboxCommand.start(
     setup,
@@ -139,35 +142,12 @@ export async function streamIn(
     before,
     opts.tty,
   );
-  box.running.add(c);
-  if (box.disposed) c.kill({ kind: 'gone' }); // disposed while it started
   const stdout = new PassThrough();
   const stderr = new PassThrough();
-  let stderrHead = Buffer.alloc(0);
-  c.stdout.on('data', (chunk: Buffer) => box.log.append(chunk));
-  c.stderr.on('data', (chunk: Buffer) => {
-    box.log.append(chunk);
-    if (stderrHead.length < 512) stderrHead = Buffer.concat([stderrHead, chunk]);
-  });
-  c.stdout.pipe(stdout);
-  c.stderr.pipe(stderr);
   let ended = false;
-  const exit: Promise<StreamExit> = c.exited.then(async (e) => {
+  const exit = attach(box, c, argv, budget, before, stdout, stderr, () => {
     ended = true;
-    box.running.delete(c);
-    if (e.stop) await drained(box);
-    if (c.failedToSpawn)
-      throw new PlacementError('spawn_failed', c.failedToSpawn.message, { command: argv[0] });
-    if (box.disposed) throw gone(box);
-    if (e.stop && e.stop.kind !== 'killed') throw stopError(e.stop, budget, {});
-    const after = await box.limits.counters();
-    if (after.oomKills > before.oomKills) throw stopError({ kind: 'oom' }, budget, {});
-    if (after.pidsRefused > before.pidsRefused) throw stopError({ kind: 'pids_exhausted' }, budget, {});
-    const failure = bwrapFailure(e.exitCode, stderrHead);
-    if (failure) throw new PlacementError('spawn_failed', failure, { command: argv[0] });
-    return { exitCode: e.exitCode, signal: e.signal };
   });
-  exit.catch(() => undefined);
   // a pty's stdin and resizes reach the command in the order they were asked for (pty-input.ts)
   const ptyInput = opts.tty && c.control !== null ? new PtyInput(c.stdin, c.control) : null;
   return {
@@ -183,6 +163,120 @@ export async function streamIn(
     kill: () => c.kill({ kind: 'killed' }),
     exit,
   };
+}
+
+/**
+ * A stream without a terminal, through the spawner: answered at once, the command started a turn later
+ * (setImmediate). Its stdin is ours until then: a caller that ended it without writing anything (the
+ * runner's `stream.stdin.end()` right after the stream opened) gets a command started without a stdin
+ * descriptor (it reads end-of-file, as from an ended pipe: SpawnRequest.stdin) — one IPC message,
+ * handle acknowledgement and net.Socket fewer per command; anything written, or a stdin still open then,
+ * is piped into the command's as before. A kill before the start kills it as it starts.
+ */
+function startLater(
+  box: Sandbox,
+  setup: CommandSetup,
+  argv: readonly string[],
+  env: Record<string, string>,
+  cwd: string | undefined,
+  budget: CommandBudget,
+  before: LimitCounters,
+): ExecStream {
+  const stdin = new PassThrough();
+  stdin.on('error', () => undefined);
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let started: SandboxCommand | null = null;
+  let killed = false;
+  /** Decided as the command starts: whether the caller's stdin goes to it (false: ended or destroyed empty). */
+  let piped = false;
+  const exit = new Promise<SandboxCommand>((resolve, reject) => {
+    setImmediate(() => {
+      if (box.disposed) return reject(gone(box));
+      piped = !(stdin.destroyed || (stdin.writableEnded && stdin.readableLength === 0));
+      SandboxCommand.start(setup, argv, env, cwd, budget, before, false, piped).then(resolve, reject);
+    });
+  }).then(
+    (c) => {
+      started = c;
+      if (killed) c.kill({ kind: 'killed' });
+      // A stdin destroyed (now or later) ends the command's: a pipe ends it only on a normal end.
+      const destroyed = () => {
+        if (!c.stdin.writableEnded) c.stdin.end();
+      };
+      if (piped && stdin.destroyed) destroyed();
+      else if (piped) {
+        stdin.pipe(c.stdin);
+        stdin.once('close', destroyed);
+      }
+      return attach(box, c, argv, budget, before, stdout, stderr, () => undefined);
+    },
+    (e: unknown) => {
+      stdout.end();
+      stderr.end();
+      throw e;
+    },
+  );
+  exit.catch(() => undefined);
+  return {
+    stdin,
+    stdout,
+    stderr,
+    pty: false,
+    resize: (size) => {
+      TerminalSize.parse(size);
+      return false;
+    },
+    kill: () => {
+      killed = true;
+      started?.kill({ kind: 'killed' });
+    },
+    exit,
+  };
+}
+
+/**
+ * A started stream command's output teed into the sandbox's log and the caller's `stdout`/`stderr`, and how
+ * it ended, as a StreamExit or a PlacementError.
+ */
+function attach(
+  box: Sandbox,
+  c: SandboxCommand,
+  argv: readonly string[],
+  budget: CommandBudget,
+  before: LimitCounters,
+  stdout: PassThrough,
+  stderr: PassThrough,
+  /** Called as soon as the command has ended (before the exit's own checks). */
+  onEnded: () => void,
+): Promise<StreamExit> {
+  box.running.add(c);
+  if (box.disposed) c.kill({ kind: 'gone' }); // disposed while it started
+  let stderrHead = Buffer.alloc(0);
+  c.stdout.on('data', (chunk: Buffer) => box.log.append(chunk));
+  c.stderr.on('data', (chunk: Buffer) => {
+    box.log.append(chunk);
+    if (stderrHead.length < 512) stderrHead = Buffer.concat([stderrHead, chunk]);
+  });
+  c.stdout.pipe(stdout);
+  c.stderr.pipe(stderr);
+  const exit: Promise<StreamExit> = c.exited.then(async (e) => {
+    onEnded();
+    box.running.delete(c);
+    if (e.stop) await drained(box);
+    if (c.failedToSpawn)
+      throw new PlacementError('spawn_failed', c.failedToSpawn.message, { command: argv[0] });
+    if (box.disposed) throw gone(box);
+    if (e.stop && e.stop.kind !== 'killed') throw stopError(e.stop, budget, {});
+    const after = await box.limits.counters();
+    if (after.oomKills > before.oomKills) throw stopError({ kind: 'oom' }, budget, {});
+    if (after.pidsRefused > before.pidsRefused) throw stopError({ kind: 'pids_exhausted' }, budget, {});
+    const failure = bwrapFailure(e.exitCode, stderrHead);
+    if (failure) throw new PlacementError('spawn_failed', failure, { command: argv[0] });
+    return { exitCode: e.exitCode, signal: e.signal };
+  });
+  exit.catch(() => undefined);
+  return exit;
 }
 
 const SIGNALS: Record<string, number> = {

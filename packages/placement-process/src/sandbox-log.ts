@@ -10,6 +10,7 @@ export class SandboxLog {
   private written = 0;
   private capped = false;
   private closed = false;
+  private tried = false;
 
   constructor(
     readonly path: string,
@@ -18,8 +19,14 @@ export class SandboxLog {
     this.events.setMaxListeners(0);
   }
 
+  /** Whether anything was (or was tried to be) appended by this process. */
+  get touched(): boolean {
+    return this.tried;
+  }
+
   append(chunk: Uint8Array): void {
     if (this.capped || this.closed) return;
+    this.tried = true;
     const room = this.cap - this.written;
     const part = chunk.byteLength <= room ? chunk : chunk.subarray(0, room);
     try {

@@ -1,6 +1,6 @@
 // Removing a sandbox: what runs in its cgroups is killed and the cgroups removed, then its workspace and
 // log, and its label file last — so a crash halfway through leaves a label file for `reap` to find.
-import { type Dirent, readdirSync, rmdirSync, unlinkSync } from 'node:fs';
+import { type Dirent, existsSync, readdirSync, rmdirSync, unlinkSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { SandboxLimits } from './limits/limits.js';
@@ -61,6 +61,35 @@ async function removeTree(path: string): Promise<boolean> {
   }
 }
 
+export interface RemovalHints {
+  /** Also half-done restores of a crashed process (`reap`). */
+  readonly leftovers?: boolean;
+  /**
+   * Directories the driver made in the workspace (ProvisionSpec.directories), parents first: removed
+   * deepest first before the workspace — the common case (a command run's empty `out/`) without a failed
+   * rmdir of the workspace and a listing of it. Any of them not empty leaves the rest to the walk.
+   */
+  readonly made?: readonly string[];
+  /** False: this process wrote nothing to the sandbox's log (its existence is checked before the unlink). */
+  readonly logWritten?: boolean;
+}
+
+/**
+ * Removes the workspace's own entries among `made` (its direct children: `out`), deepest first, stopping at
+ * the first that is there and cannot go (not empty, or no longer a directory: rmdir follows no final
+ * symlink). Never a deeper path: a command may have swapped a parent for a symlink, and rmdir follows those.
+ */
+function removeMadeDirectories(workspace: string, made: readonly string[]): void {
+  for (let i = made.length - 1; i >= 0; i--) {
+    if (dirname(made[i]!) !== workspace) continue;
+    try {
+      rmdirSync(made[i]!);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') return;
+    }
+  }
+}
+
 /**
  * Removes everything of a sandbox and returns what was there: `cgroup:<controller>` (or `cgroup`),
  * `workspace`, `restore-leftover` (with `leftovers`: half-done restores of a crashed process), `log`, `label`.
@@ -69,9 +98,10 @@ export async function removeSandbox(
   l: StateLayout,
   record: SandboxRecord,
   limits: SandboxLimits,
-  options: { leftovers?: boolean } = {},
+  options: RemovalHints = {},
 ): Promise<string[]> {
   const removed = await limits.remove();
+  if (options.made) removeMadeDirectories(record.workspace, options.made);
   if (await removeTree(record.workspace)) removed.push('workspace');
   if (options.leftovers) {
     const prefix = `.${basename(record.workspace)}.`;
@@ -80,11 +110,15 @@ export async function removeSandbox(
       if (name.startsWith(prefix) && (await removeTree(join(parent, name)))) removed.push('restore-leftover');
     }
   }
-  try {
-    unlinkSync(record.log);
-    removed.push('log');
-  } catch {
-    // no command printed anything
+  // A log nobody wrote here is looked for first (a failed unlink throws: an error object and its stack):
+  // another instance that adopted the sandbox may still have written one.
+  if (options.logWritten !== false || existsSync(record.log)) {
+    try {
+      unlinkSync(record.log);
+      removed.push('log');
+    } catch {
+      // no command printed anything
+    }
   }
   if (removeRecord(l, record.handle.id)) removed.push('label');
   return removed;

@@ -5,42 +5,57 @@
 // directory the sandbox user could not list, more than `max` entries) goes through the sandboxed tar.
 import { chownSync, type Dirent, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { MODE_MASK, type TarEntry } from '@everdict/placement';
 
 /**
- * True when `root` and everything under it are at most `max` directories, each listable by `owner` (or by
- * anyone, unowned). Synchronous: at most `max` + 1 lstat/readdir pairs on a local directory, where each
- * asynchronous call is a thread-pool trip.
+ * The archive entries of `root` (every directory under it, paths relative to it, each with its mode — what
+ * `readTree` gives for such a tree) when `root` and everything under it are at most `max` directories, each
+ * listable by `owner` (or by anyone, unowned); null otherwise. The snapshot's fast path archives these
+ * entries as they are: the walk that checked the tree is the one read, not a second walk through the thread
+ * pool (three trips for a workspace holding `out/`). Synchronous: at most `max` + 1 lstat/readdir pairs on a
+ * local directory, where each asynchronous call is a thread-pool trip.
  */
+export function readableDirectoryEntries(
+  root: string,
+  owner: { readonly uid: number } | null,
+  max = 64,
+): TarEntry[] | null {
+  const queue: [string, string][] = [[root, '']];
+  const out: TarEntry[] = [];
+  let seen = 0;
+  while (queue.length > 0) {
+    const [dir, rel] = queue.pop()!;
+    let st: ReturnType<typeof lstatSync> | undefined;
+    try {
+      st = lstatSync(dir);
+    } catch {
+      return null;
+    }
+    if (!st?.isDirectory()) return null;
+    // tar runs as the sandbox user: it must be able to list and enter each directory, as the owner.
+    if ((st.mode & 0o500) !== 0o500 || (owner !== null && st.uid !== owner.uid)) return null;
+    if (rel !== '') out.push({ type: 'directory', path: rel, mode: st.mode & MODE_MASK });
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return null;
+    }
+    for (const e of entries) {
+      if (!e.isDirectory() || ++seen > max) return null;
+      queue.push([join(dir, e.name), rel === '' ? e.name : `${rel}/${e.name}`]);
+    }
+  }
+  return out;
+}
+
+/** True when `root` is a tree `readableDirectoryEntries` archives (tests). */
 export async function onlyReadableDirectories(
   root: string,
   owner: { readonly uid: number } | null,
   max = 64,
 ): Promise<boolean> {
-  const queue = [root];
-  let seen = 0;
-  while (queue.length > 0) {
-    const dir = queue.pop()!;
-    let st: ReturnType<typeof lstatSync> | undefined;
-    try {
-      st = lstatSync(dir);
-    } catch {
-      return false;
-    }
-    if (!st?.isDirectory()) return false;
-    // tar runs as the sandbox user: it must be able to list and enter each directory, as the owner.
-    if ((st.mode & 0o500) !== 0o500 || (owner !== null && st.uid !== owner.uid)) return false;
-    let entries: Dirent[];
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return false;
-    }
-    for (const e of entries) {
-      if (!e.isDirectory() || ++seen > max) return false;
-      queue.push(join(dir, e.name));
-    }
-  }
-  return true;
+  return readableDirectoryEntries(root, owner, max) !== null;
 }
 
 /**
@@ -49,13 +64,14 @@ export async function onlyReadableDirectories(
  * umask, as a `mkdir -p` inside the sandbox would). Runs as the driver's user, before any command of the
  * sandbox has run, so nothing can swap a path under it; still, each step is checked with `lstat`: a path a
  * seeding snapshot put there as a file or a symlink is never followed but refused (`Error`, the caller's
- * spawn_failed). A directory already there is kept as it is. Synchronous: a few mkdir/chown calls.
+ * spawn_failed). A directory already there is kept as it is. Synchronous: a few mkdir/chown calls. Returns
+ * every directory of `paths` (absolute), parents first: dispose removes them deepest first.
  */
 export function makeWorkspaceDirectories(
   root: string,
   paths: readonly string[],
   owner: { readonly uid: number; readonly gid: number } | null,
-): void {
+): string[] {
   const made = new Set<string>();
   for (const path of paths) {
     let dir = root;
@@ -73,4 +89,5 @@ export function makeWorkspaceDirectories(
       made.add(dir);
     }
   }
+  return [...made];
 }

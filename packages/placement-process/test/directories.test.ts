@@ -52,3 +52,29 @@ it('refuses a path through a symlink a seeding snapshot holds, making nothing wh
   expect(existsSync(join(host, 'made'))).toBe(false);
   expect((await driver.capacity()).slotsFree).toBe(free);
 });
+
+// Dispose removes the directories it made straight away (rmdir, deepest first) — only the workspace's own
+// entries: a command can swap a parent for a symlink, and rmdir follows a path's inner symlinks.
+it('dispose removes what it made without following a symlink a command put in their place', async () => {
+  const host = tempDir('everdict-pd-target-');
+  for (const p of ['out', 'a', 'a/b']) mkdirSync(join(host, p), { mode: 0o777 });
+  const h = await driver.provision({ labels: labels(), directories: ['out', 'a/b'] });
+  const record = await readRecord(layout(driver.config.stateDir), h.id);
+  const swap = `rmdir out a/b a && ln -s ${host}/out out && ln -s ${host}/a a`;
+  expect((await driver.exec(h, ['sh', '-c', swap])).exitCode).toBe(0);
+  await driver.dispose(h);
+  expect(existsSync(record!.workspace)).toBe(false);
+  for (const p of ['out', 'a', 'a/b']) expect(lstatSync(join(host, p)).isDirectory(), p).toBe(true);
+});
+
+it('dispose removes the log another instance wrote into a sandbox this one made', async () => {
+  const h = await driver.provision({ labels: labels(), directories: ['out'] });
+  const record = await readRecord(layout(driver.config.stateDir), h.id);
+  const other = makeDriver({ stateDir: driver.config.stateDir });
+  expect((await other.exec(JSON.parse(JSON.stringify(h)), ['echo', 'printed'])).exitCode).toBe(0);
+  expect(existsSync(record!.log)).toBe(true);
+  expect((await driver.exec(h, ['true'])).exitCode).toBe(0);
+  await driver.dispose(h);
+  expect(existsSync(record!.log)).toBe(false);
+  expect(existsSync(record!.workspace)).toBe(false);
+});

@@ -35,11 +35,12 @@ describe('spawner: process', () => {
     const spawner = driver.spawner!.pid!;
     expect(spawner).not.toBe(process.pid);
     expect(parentOf(spawner)).toBe(process.pid);
-    // The sandbox's bubblewrap is the spawner's child, not this process's.
+    // The sandbox's bubblewrap is the spawner's child, not this process's. (A stream without a terminal
+    // starts its command a turn after it is answered, run-commands.ts: waited for here.)
     const s = await driver.stream(h, ['sleep', '30']);
-    const bwrap = Number(
-      readFileSync(`/proc/${spawner}/task/${spawner}/children`, 'utf8').trim().split(' ')[0],
-    );
+    const children = () => readFileSync(`/proc/${spawner}/task/${spawner}/children`, 'utf8').trim();
+    for (let i = 0; i < 500 && children() === ''; i++) await new Promise((r) => setTimeout(r, 10));
+    const bwrap = Number(children().split(' ')[0]);
     expect(parentOf(bwrap)).toBe(spawner);
     s.kill();
     await expect(s.exit).resolves.toMatchObject({ signal: 'SIGKILL' });
