@@ -21,7 +21,14 @@ import type { RunnerIdentity } from '../runners/registry.js';
 import type { Principal } from '../services/types.js';
 
 /** advisory lock class of the per-runner chain (the object id is hashtext(runner id)) */
-const AUDIT_LOCK_CLASS = 0x4155; // "AU"
+export const AUDIT_LOCK_CLASS = 0x4155; // "AU"
+
+/** A key's last link as `RunnerAuditLinks` reads it: its seq and address, and whether the key ever linked. */
+export interface LastAuditLink {
+  seq: number;
+  address: string;
+  linked: boolean;
+}
 
 export interface AuditLink {
   seq: number;
@@ -57,7 +64,7 @@ export class RunnerAuditLinks {
   readonly #tx: Executor;
   readonly #runner: RunnerIdentity;
   /** The key's last link (undefined: not read yet; null: none). */
-  #last: { seq: number; address: string; linked: boolean } | null | undefined;
+  #last: LastAuditLink | null | undefined;
   #pending: {
     seq: number;
     address: Hex;
@@ -70,6 +77,15 @@ export class RunnerAuditLinks {
   constructor(tx: Executor, runner: RunnerIdentity) {
     this.#tx = tx;
     this.#runner = runner;
+  }
+
+  /**
+   * The key's lock was taken and its last link read by the caller, in this transaction — the lock in an earlier
+   * statement than the read (completion-rows.ts `prefetchBatch`): `link` then reads nothing.
+   */
+  primed(last: LastAuditLink | null): void {
+    if (this.#last !== undefined) throw new Error("the runner key's audit chain was read already");
+    this.#last = last;
   }
 
   async link(

@@ -20,11 +20,11 @@ import {
   treeHeadToJson,
   verifyTreeHead,
 } from '@everdict/headlog';
-import { sql } from 'kysely';
+import { type KyselyPlugin, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, until } from '../http/testing/harness.js';
 import { HeadLog } from './head-log.js';
-import { pendingLeaves, treeSize } from './store.js';
+import { latestTreeHead, pendingLeaves, readForPass, treeSize } from './store.js';
 import { finishedGroup, finishedRun, type ServedLog, sequenceAll, servedLog } from './testing/served.js';
 
 let s: ServedLog;
@@ -268,6 +268,36 @@ describe('the head log in the control plane', { timeout: 300_000 }, () => {
     }
   });
 
+  it('a pass is three statements: its lock, its reads, its writes (the leaves, nodes and tree head)', async () => {
+    await sequenceAll(s.log);
+    let statements = 0;
+    const counting: KyselyPlugin = {
+      transformQuery: (a) => {
+        statements += 1;
+        return a.node;
+      },
+      transformResult: async (a) => a.result,
+    };
+    // The same log (its key), through a database handle that counts the statements it is sent.
+    const h = new HeadLog(s.t.core.internals.ldb.db.withPlugin(counting), {
+      key: s.logKey,
+      sthIntervalMs: 0,
+    });
+    await h.pass(); // its frontier read once
+    await finishedRun(s.t);
+    const before = await treeSize(s.t.core.internals.ldb.db);
+    statements = 0;
+    const r = await h.pass({ forceSign: true });
+    expect(r.sequenced).toBeGreaterThan(0);
+    expect(r.signed?.treeSize).toBe(before + r.sequenced);
+    expect(statements).toBe(3);
+    // Sequenced, signed and no longer pending: the served log goes on from there.
+    expect(await treeSize(s.t.core.internals.ldb.db)).toBe(r.size);
+    expect((await latestTreeHead(s.t.core.internals.ldb.db))?.treeSize).toBe(r.size);
+    expect(await pendingLeaves(s.t.core.internals.ldb.db, 10)).toEqual([]);
+    expect((await sequenceAll(s.log)) >= r.size).toBe(true);
+  });
+
   it('one pending row per inserting statement, expanded in order; a pass never splits a row', async () => {
     const db = s.t.core.internals.ldb.db;
     const runId = await finishedRun(s.t);
@@ -299,6 +329,13 @@ describe('the head log in the control plane', { timeout: 300_000 }, () => {
         const all = await pendingLeaves(tx, 4);
         expect(all.map((l) => l.runId)).toEqual([runId, runId, runId, 'run_y']);
         expect(all[3]!.groupId).toBeNull();
+        // A pass reads the same leaves with the tree's size and newest tree head, in one statement.
+        for (const limit of [2, 4]) {
+          const read = await readForPass(tx, limit);
+          expect(read.pending).toEqual(await pendingLeaves(tx, limit));
+          expect(read.size).toBe(await treeSize(tx));
+          expect(read.last).toEqual(await latestTreeHead(tx));
+        }
         throw rollback;
       })
       .catch((e: unknown) => {

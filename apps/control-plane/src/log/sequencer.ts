@@ -17,16 +17,7 @@ import {
   signTreeHead,
 } from '@everdict/headlog';
 import type { Db, Executor } from '../db/tx.js';
-import {
-  insertTreeHead,
-  latestTreeHead,
-  pendingLeaves,
-  readNodes,
-  type SequencedLeaf,
-  treeSize,
-  tryLockSequencer,
-  writeSequenced,
-} from './store.js';
+import { readForPass, readNodes, type SequencedLeaf, tryLockSequencer, writePass } from './store.js';
 
 export interface SequencerOptions {
   key: KeyPair;
@@ -66,9 +57,9 @@ export class Sequencer {
       return await db.transaction().execute(async (tx) => {
         if (!(await tryLockSequencer(tx)))
           return { locked: false, sequenced: 0, size: 0, signed: null, more: false, settled: false };
-        const size = await treeSize(tx);
+        // The tree's size, the newest STH and the pending leaves: one statement (its snapshot is after the lock).
+        const { size, last, pending } = await readForPass(tx, this.o.batch);
         const range = await this.rangeAt(tx, size);
-        const pending = await pendingLeaves(tx, this.o.batch);
         const now = this.o.clock();
         const leaves: SequencedLeaf[] = [];
         const nodes: StoredNode[] = [];
@@ -94,14 +85,6 @@ export class Sequencer {
             length: p.length,
           });
         }
-        if (leaves.length > 0)
-          await writeSequenced(
-            tx,
-            pending.map((p) => p.id),
-            leaves,
-            nodes,
-          );
-        const last = await latestTreeHead(tx);
         let signed: SignedTreeHead | null = null;
         const due =
           last === undefined ||
@@ -115,8 +98,16 @@ export class Sequencer {
             },
             this.o.key,
           );
-          await insertTreeHead(tx, signed);
         }
+        // The leaves, their nodes, their pending rows' removal and the due tree head: one statement.
+        if (leaves.length > 0 || signed)
+          await writePass(
+            tx,
+            pending.map((p) => p.id),
+            leaves,
+            nodes,
+            signed,
+          );
         this.range = range;
         return {
           locked: true,

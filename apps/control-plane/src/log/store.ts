@@ -15,6 +15,7 @@ import {
 } from '@everdict/headlog';
 import { sql } from 'kysely';
 import { json } from '../db/numeric.js';
+import { prepared } from '../db/prepared.js';
 import type { Executor } from '../db/tx.js';
 
 /** The advisory lock one sequencer holds (per transaction) across every replica of one database. */
@@ -94,46 +95,104 @@ export async function pendingLeaves(ex: Executor, limit: number): Promise<Pendin
   }));
 }
 
-/** Nodes below this level are computed from their leaves, not stored (`writeSequenced`, `readNodes`). */
+/** Nodes below this level are computed from their leaves, not stored (`writePass`, `readNodes`). */
 const STORED_FROM_LEVEL = 2;
 
+/** What a sequencing pass reads after taking the lock: the tree's size, the newest STH, the pending leaves. */
+export interface PassRead {
+  size: number;
+  last: SignedTreeHead | undefined;
+  pending: PendingLeaf[];
+}
+
 /**
- * Writes sequenced leaves and the nodes they completed, and removes their pending rows (one transaction).
- * Level-0 and level-1 nodes are not written: a level-0 node is the hash of its leaf, a level-1 node the node
- * hash of its two leaves' hashes, both computed from `log_leaves` (`readNodes`) — one `log_nodes` row and
- * index entry fewer per two leaves (≈ 180 B of WAL per run of two segments). Level-1 rows written before stay
- * and are not read.
+ * A pass's reads in ONE statement (after `tryLockSequencer`, so its snapshot sees every pass committed before
+ * the lock): the tree's size (`treeSize`), the newest signed tree head (`latestTreeHead`) and the oldest pending
+ * leaves (`pendingLeaves`, the same rows in the same order) — one row per pending leaf, or one row without a
+ * leaf when none is pending. A named prepared statement (db/prepared.ts): the same text for every pass.
  */
-export async function writeSequenced(
+export async function readForPass(ex: Executor, limit: number): Promise<PassRead> {
+  const { rows } = await sql<
+    TreeHeadRowOrNull & {
+      size: unknown;
+      id: unknown;
+      tenant_id: string | null;
+      run_id: string | null;
+      group_id: string | null;
+      length: unknown;
+      head: string | null;
+    }
+  >`${sql.raw(prepared('headlog_pass_read'))}
+    SELECT s.n AS size, h.tree_size, h.root, h.timestamp_ms, h.log_id, h.signature,
+      p.id, p.tenant_id, p.run_id, p.group_id, p.length, p.head
+    FROM (SELECT coalesce(max(idx) + 1, 0) AS n FROM log_leaves) s
+    LEFT JOIN LATERAL (SELECT * FROM log_tree_heads ORDER BY tree_size DESC LIMIT 1) h ON true
+    LEFT JOIN LATERAL (
+      SELECT p.id, x.ord, x.e->>'t' AS tenant_id, x.e->>'r' AS run_id, x.e->>'g' AS group_id,
+        (x.e->>'l')::int AS length, x.e->>'h' AS head
+      FROM (SELECT id, leaves,
+                   sum(jsonb_array_length(leaves)) OVER (ORDER BY id) - jsonb_array_length(leaves) AS before
+            FROM (SELECT id, leaves FROM log_pending ORDER BY id LIMIT ${limit}) l) p,
+           jsonb_array_elements(p.leaves) WITH ORDINALITY AS x(e, ord)
+      WHERE p.before < ${limit}) p ON true
+    ORDER BY p.id, p.ord`.execute(ex);
+  const first = rows[0];
+  const pending: PendingLeaf[] = [];
+  for (const r of rows) {
+    if (r.id === null || r.id === undefined) continue;
+    pending.push({
+      id: String(r.id),
+      tenantId: r.tenant_id as string,
+      runId: r.run_id as string,
+      groupId: r.group_id,
+      length: num(r.length),
+      head: r.head as string,
+    });
+  }
+  return {
+    size: num(first?.size ?? 0),
+    last:
+      first && first.tree_size !== null && first.tree_size !== undefined
+        ? toTreeHead(first as TreeHeadRow)
+        : undefined,
+    pending,
+  };
+}
+
+/**
+ * A pass's writes in ONE statement: the sequenced leaves, the nodes they completed, their pending rows removed,
+ * and the signed tree head when one is due (kept once per size) — four tables no other part of the statement
+ * reads. A named prepared statement (db/prepared.ts: arrays are parameters). Level-0 and level-1 nodes are not
+ * written: a level-0 node is the hash of its leaf, a level-1 node the node hash of its two leaves' hashes, both
+ * computed from `log_leaves` (`readNodes`) — one `log_nodes` row and index entry fewer per two leaves (≈ 180 B
+ * of WAL per run of two segments). Level-1 rows written before stay and are not read.
+ */
+export async function writePass(
   ex: Executor,
   pendingIds: readonly string[],
   leaves: readonly SequencedLeaf[],
   nodes: readonly StoredNode[],
+  sth: SignedTreeHead | null,
 ): Promise<void> {
-  await sql`INSERT INTO log_leaves (idx, leaf, tenant_id, run_id, group_id, length)
-    SELECT x.idx, decode(x.leaf, 'hex'), x.tenant_id, x.run_id, x.group_id, x.length
-    FROM jsonb_to_recordset(${json(
-      leaves.map((l) => ({
-        idx: l.index,
-        leaf: bytesToHex(l.leaf),
-        tenant_id: l.tenantId,
-        run_id: l.runId,
-        group_id: l.groupId,
-        length: l.length,
-      })),
-    )}::jsonb) AS x(idx bigint, leaf text, tenant_id text, run_id text, group_id text, length int)`.execute(
-    ex,
-  );
-  await sql`INSERT INTO log_nodes (level, idx, hash)
-    SELECT x.level, x.idx, decode(x.hash, 'hex')
-    FROM jsonb_to_recordset(${json(
-      nodes
-        .filter((n) => n.level >= STORED_FROM_LEVEL)
-        .map((n) => ({ level: n.level, idx: n.index, hash: bytesToHex(n.hash) })),
-    )}::jsonb) AS x(level smallint, idx bigint, hash text)`.execute(ex);
-  await sql`DELETE FROM log_pending WHERE id IN (SELECT unnest(${[...new Set(pendingIds)]}::bigint[]))`.execute(
-    ex,
-  );
+  const stored = nodes.filter((n) => n.level >= STORED_FROM_LEVEL);
+  await sql`${sql.raw(prepared('headlog_pass_write'))}
+    WITH lv AS (INSERT INTO log_leaves (idx, leaf, tenant_id, run_id, group_id, length)
+        SELECT x.idx, decode(x.leaf, 'hex'), x.tenant_id, x.run_id, x.group_id, x.length
+        FROM unnest(${leaves.map((l) => String(l.index))}::bigint[], ${leaves.map((l) => bytesToHex(l.leaf))}::text[],
+          ${leaves.map((l) => l.tenantId)}::text[], ${leaves.map((l) => l.runId)}::text[],
+          ${leaves.map((l) => l.groupId)}::text[], ${leaves.map((l) => l.length)}::int[])
+          AS x(idx, leaf, tenant_id, run_id, group_id, length)),
+      nd AS (INSERT INTO log_nodes (level, idx, hash)
+        SELECT x.level, x.idx, decode(x.hash, 'hex')
+        FROM unnest(${stored.map((n) => n.level)}::smallint[], ${stored.map((n) => String(n.index))}::bigint[],
+          ${stored.map((n) => bytesToHex(n.hash))}::text[]) AS x(level, idx, hash)),
+      dp AS (DELETE FROM log_pending WHERE id IN (SELECT unnest(${[...new Set(pendingIds)]}::bigint[]))),
+      th AS (INSERT INTO log_tree_heads (tree_size, root, timestamp_ms, log_id, signature)
+        SELECT ${sth ? String(sth.treeSize) : null}::bigint, ${sth?.root ?? null}::text,
+          ${sth ? String(sth.timestampMs) : null}::bigint, ${sth?.logId ?? null}::text, ${sth?.signature ?? null}::text
+        WHERE ${sth !== null}::boolean
+        ON CONFLICT (tree_size) DO NOTHING)
+    SELECT 1 AS done`.execute(ex);
 }
 
 /**
@@ -200,6 +259,8 @@ interface TreeHeadRow {
   log_id: string;
   signature: string;
 }
+/** A tree head's columns from an outer join (all null when there is none). */
+type TreeHeadRowOrNull = { [K in keyof TreeHeadRow]: TreeHeadRow[K] | null };
 const toTreeHead = (r: TreeHeadRow): SignedTreeHead => ({
   treeSize: num(r.tree_size),
   root: r.root,
@@ -207,12 +268,6 @@ const toTreeHead = (r: TreeHeadRow): SignedTreeHead => ({
   logId: r.log_id,
   signature: r.signature,
 });
-
-export async function insertTreeHead(ex: Executor, sth: SignedTreeHead): Promise<void> {
-  await sql`INSERT INTO log_tree_heads (tree_size, root, timestamp_ms, log_id, signature)
-    VALUES (${sth.treeSize}, ${sth.root}, ${sth.timestampMs}, ${sth.logId}, ${sth.signature})
-    ON CONFLICT (tree_size) DO NOTHING`.execute(ex);
-}
 
 /** The newest STH (`cosigned`: the newest one holding at least one cosignature). */
 export async function latestTreeHead(

@@ -8,7 +8,7 @@ import type { Tx } from '../db/tx.js';
 import { staleLease } from '../leases/store.js';
 import { EVENTS_CHANNEL, insertEventsSql, type NewEvent } from '../ledger/events.js';
 import { type RunRow, selectRunRows } from '../ledger/runs.js';
-import type { RunnerAuditLinks } from '../log/audit-chain.js';
+import { AUDIT_LOCK_CLASS, type RunnerAuditLinks } from '../log/audit-chain.js';
 import type { RunnerIdentity } from './registry.js';
 
 /** A run's lease and this epoch's journal row, as `leaseJournal` reads them (absent: no lease). */
@@ -69,6 +69,7 @@ export interface Prefetched {
 export async function prefetchBatch(
   tx: Tx,
   batch: readonly { readonly runId: string; readonly input: { readonly epoch: number } }[],
+  audit: { readonly key: string; readonly links: RunnerAuditLinks },
 ): Promise<Map<string, Prefetched>> {
   const firsts = new Map<string, number>();
   for (const c of batch) if (!firsts.has(c.runId)) firsts.set(c.runId, c.input.epoch);
@@ -76,23 +77,44 @@ export async function prefetchBatch(
   // Named prepared statements (db/prepared.ts): the same texts for any batch size (ids are one array), so
   // each pooled connection plans them once. The rows as `selectRunRows` reads them (the run with its slot's
   // depth and start), both locked.
+  // The same statement then takes the runner key's audit lock (log/audit-chain.ts), after every run lock (the
+  // lock order of a single completion: its run, then the key): `au` aggregates the locked rows before it locks.
+  // (A one-time filter: evaluated before the outer scan, even when no run is found.)
   const { rows } = await sql<RunRow>`${sql.raw(prepared('completion_lock'))}
-    SELECT * FROM (SELECT r.*, s.depth AS causal_depth, s.started_at AS started_ms
-      FROM runs r JOIN adm_slots s ON s.tenant = r.tenant_id AND s.run_id = r.id) AS runs
-    WHERE id = ANY(${ids}::text[]) ORDER BY id FOR UPDATE`.execute(tx);
+    WITH locked AS MATERIALIZED (SELECT * FROM (SELECT r.*, s.depth AS causal_depth, s.started_at AS started_ms
+        FROM runs r JOIN adm_slots s ON s.tenant = r.tenant_id AND s.run_id = r.id) AS runs
+      WHERE id = ANY(${ids}::text[]) ORDER BY id FOR UPDATE),
+      au AS MATERIALIZED (SELECT pg_advisory_xact_lock(${AUDIT_LOCK_CLASS}::int, hashtext(${audit.key}))::text AS done
+        FROM (SELECT count(*) AS n FROM locked) c)
+    SELECT locked.* FROM locked WHERE (SELECT count(*) FROM au) >= 0 ORDER BY id`.execute(tx);
+  // With them, the key's last audit link — read after its lock (this statement's snapshot is taken after the
+  // one above returned), as `RunnerAuditLinks.link` reads it.
   const { rows: reads } = await sql<
     { run_id: string; epoch: string | number | null; holder: string | null } & Omit<
       LeaseJournalRow,
       'epoch' | 'holder'
-    > & { segments: WireSegment[] | null }
+    > & {
+        segments: WireSegment[] | null;
+        audit_seq: string | number | null;
+        audit_address: string | null;
+        audit_linked: boolean | null;
+      }
   >`${sql.raw(prepared('completion_reads'))}
     SELECT s.run_id, l.epoch, l.holder, j.seq_from, j.event_count,
-      (SELECT json_agg(g.payload ORDER BY g.idx) FROM record_segments g WHERE g.run_id = s.run_id) AS segments
+      (SELECT json_agg(g.payload ORDER BY g.idx) FROM record_segments g WHERE g.run_id = s.run_id) AS segments,
+      a.seq AS audit_seq, a.address AS audit_address, a.linked AS audit_linked
     FROM unnest(${ids}::text[], ${ids.map((id) => firsts.get(id)!)}::bigint[]) AS s(run_id, epoch)
     LEFT JOIN run_leases l ON l.run_id = s.run_id
     -- run_id = ANY(ids) besides the join: the journals' primary key even in a generic plan made on a small table
-    LEFT JOIN runner_journals j ON j.run_id = ANY(${ids}::text[]) AND j.run_id = s.run_id AND j.epoch = s.epoch`.execute(
-    tx,
+    LEFT JOIN runner_journals j ON j.run_id = ANY(${ids}::text[]) AND j.run_id = s.run_id AND j.epoch = s.epoch
+    LEFT JOIN (SELECT seq, address, EXISTS (SELECT 1 FROM runner_audit WHERE runner_key = ${audit.key}
+        AND audit_prev IS NOT NULL) AS linked
+      FROM runner_audit WHERE runner_key = ${audit.key} ORDER BY seq DESC LIMIT 1) a ON true`.execute(tx);
+  const a = reads[0];
+  audit.links.primed(
+    a && a.audit_seq !== null && a.audit_address !== null
+      ? { seq: Number(a.audit_seq), address: a.audit_address, linked: a.audit_linked === true }
+      : null,
   );
   const rowOf = new Map(rows.map((r) => [r.id, r]));
   const readOf = new Map(reads.map((r) => [r.run_id, r]));

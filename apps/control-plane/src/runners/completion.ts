@@ -151,7 +151,8 @@ export async function completeRuns(
         // The runner's audit chain: locked and read once for the batch, its links kept in one insert.
         const links = new RunnerAuditLinks(tx, runner);
         // The runs, leases and records read once for the batch; the runs' events inserted once, in order.
-        const pre = await prefetchBatch(tx, decoded.slice(0, n));
+        // With them the runner key's audit lock and last link (the links are primed: no statement of their own).
+        const pre = await prefetchBatch(tx, decoded.slice(0, n), { key: runner.publicKey, links });
         const events: NewEvent[] = [];
         const settles: SlotSettlement[] = [];
         // The attested writes of a batch of distinct runs, made in ONE statement after every check (a run
