@@ -254,7 +254,7 @@ export async function benchDispatchRunner({
     // concurrency (16 clients, twice the slots), so the control plane's pool has grown to its working size and
     // warmed its connections (db/warm-pool.ts: ≈ 30–170 ms of PostgreSQL time per new connection) before the
     // measurement, as a server under steady load has. (Created one at a time, the pool grew during the phase.)
-    const WARM = 2 * SLOTS;
+    const WARM = Number(process.env.BENCH_WARM_RUNS ?? 2 * SLOTS);
     await pool(WARM, SLOTS, create);
     await waitCount(db, settledSql, WARM);
 
