@@ -25,6 +25,23 @@ export interface Launch {
   error(): Error | null;
   /** The namespace init's pid once it joined the cgroups; null before (or without a hold). */
   nsInit(): number | null;
+  /**
+   * SIGKILLs the process's group and the namespace init: those known now, and through the spawner each one as
+   * it becomes known (its pid can arrive after the pipes, so a kill just after the start is not lost).
+   */
+  kill(): void;
+}
+
+/** SIGKILL to each target known (a negative pid: a process group); one already gone is no error. */
+function killTargets(pid: number | undefined, init: number | null): void {
+  for (const target of [pid === undefined ? null : -pid, init]) {
+    if (target === null) continue;
+    try {
+      process.kill(target, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
 }
 
 const ended = (): Readable => {
@@ -46,6 +63,7 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
   return new Promise((resolve) => {
     let pid: number | undefined;
     let init: number | null = null;
+    let killed = false;
     let error: Error | null = null;
     let end: ((e: ProcessEnd) => void) | undefined;
     const exited = new Promise<ProcessEnd>((r) => {
@@ -63,7 +81,9 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
       const stdin = pipes.get(0) ?? sink(); // none asked for (request.stdin false), or it failed
       stdin.on('error', () => undefined); // EPIPE when the command does not read its stdin
       launched = {
-        pid,
+        get pid() {
+          return pid;
+        },
         stdin,
         stdout,
         stderr,
@@ -71,12 +91,17 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
         closed: Promise.all([exited, closedOf(stdout), closedOf(stderr)]).then(([e]) => e),
         error: () => error,
         nsInit: () => init,
+        kill: () => {
+          killed = true;
+          killTargets(pid, init);
+        },
       };
       resolve(launched);
     };
     spawner.start(request, {
       pid: (p) => {
         pid = p;
+        if (killed) killTargets(p, null);
       },
       pipe: (fd, socket) => {
         pipes.set(fd, socket);
@@ -84,6 +109,7 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
       },
       init: (p) => {
         init = p;
+        if (killed) killTargets(undefined, p);
       },
       failed: (message) => {
         error ??= new Error(message);
@@ -98,13 +124,7 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
         // init can outlive it: kill what is known here, stop reading, and report the command failed
         // (dispose kills whatever is left in the sandbox's cgroups).
         error ??= new Error('the spawner process exited');
-        for (const target of [pid === undefined ? null : -pid, init]) {
-          try {
-            if (target !== null) process.kill(target, 'SIGKILL');
-          } catch {
-            // already gone
-          }
-        }
+        killTargets(pid, init);
         ready();
         for (const p of pipes.values()) p.destroy();
         end?.({ code: null, signal: 'SIGKILL' });
@@ -153,13 +173,7 @@ export function launchInline(request: SpawnRequest, join: (pid: number) => void)
         join(nsInit);
       } catch (e) {
         error = e as Error;
-        for (const target of [child.pid === undefined ? null : -child.pid, nsInit]) {
-          try {
-            if (target !== null) process.kill(target, 'SIGKILL');
-          } catch {
-            // already gone
-          }
-        }
+        killTargets(child.pid, nsInit);
         return;
       }
       init = nsInit;
@@ -177,5 +191,6 @@ export function launchInline(request: SpawnRequest, join: (pid: number) => void)
     closed: new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal }))),
     error: () => error,
     nsInit: () => init,
+    kill: () => killTargets(child.pid, init),
   };
 }

@@ -154,15 +154,7 @@ export class SandboxCommand {
   kill(reason: StopReason): void {
     if (this.closed) return;
     if (this.stopReason === null) this.stopReason = reason;
-    const pid = this.launch.pid;
-    for (const target of [pid === undefined ? null : -pid, this.launch.nsInit()]) {
-      if (target === null) continue;
-      try {
-        process.kill(target, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    this.launch.kill();
   }
 }
 
