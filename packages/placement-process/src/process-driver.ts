@@ -29,8 +29,6 @@ import {
   type Snapshot,
   type StreamOptionsInput,
   sandboxId,
-  snapshotAddress,
-  writeTar,
 } from '@everdict/placement';
 import { sandboxArgs } from './bwrap-args.js';
 import { resolveImage } from './images.js';
@@ -54,8 +52,8 @@ import {
   writeRecord,
 } from './sandbox-state.js';
 import { Spawner } from './spawner/client.js';
-import { archiveWorkspace } from './workspace-archive.js';
-import { makeWorkspaceDirectories, readableDirectoryEntries } from './workspace-directories.js';
+import { snapshotWorkspace } from './workspace-archive.js';
+import { makeWorkspaceDirectories } from './workspace-directories.js';
 
 export const PROCESS_DRIVER = 'process';
 
@@ -321,17 +319,11 @@ export class ProcessDriver implements Driver {
 
   async snapshot(handle: SandboxHandle): Promise<Snapshot> {
     const box = await this.sandbox(handle);
-    // Nothing runs in the sandbox and its workspace is only directories: the same archive, read here
-    // without a second bubblewrap start (workspace-directories.ts); otherwise tar inside a sandbox. A task
-    // that has begun to exit does not count: right after a command ended its namespace's init is often still
-    // in the cgroups, tearing the namespaces down (≈ 1 in 3 runs here), and can no longer touch the workspace.
+    // Idle: nothing runs in the sandbox. A task that has begun to exit does not count: right after a command
+    // ended its namespace's init is often still in the cgroups, tearing the namespaces down (≈ 1 in 3 runs
+    // here), and can no longer touch the workspace.
     const idle = box.running.size === 0 && !(await box.limits.active());
-    const directories = idle ? readableDirectoryEntries(box.record.workspace, this.user) : null;
-    if (directories !== null) {
-      const bytes = await writeTar(directories);
-      return { address: snapshotAddress(bytes), bytes };
-    }
-    return archiveWorkspace({ bwrap: this.config.bwrap, user: this.user }, box.record.workspace);
+    return snapshotWorkspace({ bwrap: this.config.bwrap, user: this.user }, box.record.workspace, idle);
   }
 
   async restore(handle: SandboxHandle, snapshot: Snapshot): Promise<void> {

@@ -131,7 +131,8 @@ export async function streamIn(
     ? { COLUMNS: String(opts.size.cols), LINES: String(opts.size.rows) }
     : {};
   const env = commandEnv(box, { ...size, ...opts.env });
-  if (!opts.tty && setup.spawner !== null) return startLater(box, setup, argv, env, opts.cwd, budget, before);
+  if (!opts.tty && setup.spawner !== null)
+    return startLater(box, [setup, argv, env, opts.cwd, budget, before]);
   const run = opts.tty ? ptyArgv(argv, opts.size ?? DEFAULT_TERMINAL_SIZE, env.SHELL) : argv;
   const c = await SandboxCommand.start(
     setup,
@@ -165,6 +166,9 @@ export async function streamIn(
   };
 }
 
+/** `SandboxCommand.start`'s arguments (its two switches, a control pipe and a stdin descriptor, are decided here). */
+type StartArgs = Parameters<typeof SandboxCommand.start>;
+
 /**
  * A stream without a terminal, through the spawner: answered at once, the command started a turn later
  * (setImmediate). Its stdin is ours until then: a caller that ended it without writing anything (the
@@ -173,15 +177,8 @@ export async function streamIn(
  * handle acknowledgement and net.Socket fewer per command; anything written, or a stdin still open then,
  * is piped into the command's as before. A kill before the start kills it as it starts.
  */
-function startLater(
-  box: Sandbox,
-  setup: CommandSetup,
-  argv: readonly string[],
-  env: Record<string, string>,
-  cwd: string | undefined,
-  budget: CommandBudget,
-  before: LimitCounters,
-): ExecStream {
+function startLater(box: Sandbox, command: StartArgs): ExecStream {
+  const [setup, argv, env, cwd, budget, before] = command;
   const stdin = new PassThrough();
   stdin.on('error', () => undefined);
   const stdout = new PassThrough();

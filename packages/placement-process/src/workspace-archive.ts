@@ -4,12 +4,31 @@
 // a command still running in the sandbox swap a directory for a symlink mid-walk and have root read host
 // files into the snapshot; from inside, a symlink can only lead to what the sandbox itself can see.
 import { spawn } from 'node:child_process';
-import { canonicalTar, PlacementError, type Snapshot, snapshotAddress } from '@everdict/placement';
+import { canonicalTar, PlacementError, type Snapshot, snapshotAddress, writeTar } from '@everdict/placement';
 import { HOST_ENV, sandboxArgs, WORKSPACE } from './bwrap-args.js';
+import { readableDirectoryEntries } from './workspace-directories.js';
 
 export interface ArchiveSetup {
   readonly bwrap: string;
   readonly user: { readonly uid: number; readonly gid: number } | null;
+}
+
+/**
+ * The canonical snapshot of a sandbox's workspace. `idle` (nothing runs in the sandbox) and a workspace of
+ * directories only: the same archive, read here without a second bubblewrap start (workspace-directories.ts);
+ * otherwise `archiveWorkspace`.
+ */
+export async function snapshotWorkspace(
+  setup: ArchiveSetup,
+  workspace: string,
+  idle: boolean,
+): Promise<Snapshot> {
+  const directories = idle ? readableDirectoryEntries(workspace, setup.user) : null;
+  if (directories !== null) {
+    const bytes = await writeTar(directories);
+    return { address: snapshotAddress(bytes), bytes };
+  }
+  return archiveWorkspace(setup, workspace);
 }
 
 /** The canonical snapshot of `workspace`, read by `tar` inside a read-only sandbox as the sandbox user. */
