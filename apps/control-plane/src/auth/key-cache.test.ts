@@ -78,6 +78,33 @@ describe('authenticate with the key cache (PGlite core)', () => {
     await expect(auth.authenticate(made.key)).rejects.toMatchObject({ code: 'unauthorized' });
   });
 
+  it('requests that miss together share one key read (no stampede when a key expires under load)', async () => {
+    const made = await t.core.services.auth.createKey(t.admin, { role: 'member', label: 'shared' });
+    // The core's own ledger, observed: each query that reads api_keys is counted.
+    let keyReads = 0;
+    const counted = t.core.internals.deps.db.withPlugin({
+      transformQuery: (args) => {
+        const from = (args.node as { from?: { froms?: { table?: { identifier?: { name?: string } } }[] } })
+          .from;
+        if (from?.froms?.some((f) => f.table?.identifier?.name === 'api_keys')) keyReads += 1;
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    });
+    const auth = authService({ ...t.core.internals.deps, db: counted }, {}, new KeyCache());
+    const principals = await Promise.all(Array.from({ length: 16 }, () => auth.authenticate(made.key)));
+    expect(new Set(principals.map((p) => p.keyId))).toEqual(new Set([made.id]));
+    expect(keyReads).toBe(1);
+    // An unknown key is shared while in flight too, and refused to every request that waited on it.
+    const refused = await Promise.allSettled(
+      Array.from({ length: 4 }, () => auth.authenticate('evk_test_unknown_shared_00000000001')),
+    );
+    expect(
+      refused.map((r) => (r.status === 'rejected' ? (r.reason as { code?: string }).code : r.status)),
+    ).toEqual(Array(4).fill('unauthorized'));
+    expect(keyReads).toBe(2);
+  });
+
   it('an unknown key is never remembered: once inserted, it is accepted', async () => {
     const raw = 'evk_test_not_yet_inserted_0000000001';
     await expect(t.core.services.auth.authenticate(raw)).rejects.toMatchObject({ code: 'unauthorized' });

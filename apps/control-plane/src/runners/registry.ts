@@ -5,6 +5,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { RUNNERS_CHANNEL, type RunnerCredentials } from '../auth/runner-credentials.js';
+import { TtlCache } from '../auth/ttl-cache.js';
 import { iso, json } from '../db/numeric.js';
 import type { Executor, Tx } from '../db/tx.js';
 import { withTx } from '../db/tx.js';
@@ -181,19 +182,19 @@ export async function authenticateRunner(
   credential: string,
   cache?: RunnerCredentials,
 ): Promise<RunnerIdentity> {
+  const read = async (hash: string): Promise<RunnerIdentity | undefined> => {
+    const row = await ex
+      .selectFrom('runners')
+      .selectAll()
+      .where('credential_hash', '=', hash)
+      .executeTakeFirst();
+    return row && row.state !== 'revoked' ? identityOf(row as RunnerRow) : undefined;
+  };
   const hash = sha256(credential);
-  const known = cache?.get(hash);
-  if (known) return known;
-  const generation = cache?.begin() ?? 0;
-  const row = await ex
-    .selectFrom('runners')
-    .selectAll()
-    .where('credential_hash', '=', hash)
-    .executeTakeFirst();
-  if (!row || row.state === 'revoked')
+  // With the replica's cache: one read at a time per credential, a revocation heard mid-read kept (ttl-cache.ts).
+  const runner = await (cache ? cache.lookup(hash, read) : read(hash));
+  if (!runner)
     throw new ControlPlaneError('invalid_runner_credential', 'a valid runner credential is required');
-  const runner = identityOf(row as RunnerRow);
-  cache?.set(hash, runner, generation);
   return runner;
 }
 
@@ -337,42 +338,35 @@ export async function placeable(ex: Executor, tenant: string, kind: string, imag
 
 /**
  * `placeable` answers of one replica, positives only, for at most PLACEABLE_CACHE_MS: a create door asks the
- * ledger once per (tenant, kind, image) while runners stay. Only a revoke makes a positive false: it clears
- * the revoking replica's answers at once (service.ts) and every other replica's at its commit's NOTIFY
- * (RUNNERS_CHANNEL, heard by LeaseWaiters); a replica whose LISTEN connection was down keeps a positive at
- * most PLACEABLE_CACHE_MS. A negative is never kept (a runner paired since is seen at once). A lookup that
- * raced a clear is not kept (the generation). Reads inside a caller's transaction (a firing) bypass it.
+ * ledger once per (tenant, kind, image) while runners stay, and creates that miss together share that one read
+ * (a TtlCache lookup: 16 creates at once after an expiry took 5 pooled connections and grew the pool). Only a
+ * revoke makes a positive false: it clears the revoking replica's answers at once (service.ts) and every other
+ * replica's at its commit's NOTIFY (RUNNERS_CHANNEL, heard by LeaseWaiters); a replica whose LISTEN connection
+ * was down keeps a positive at most PLACEABLE_CACHE_MS. A negative is never kept (a runner paired since is seen
+ * at once). A lookup that raced a clear is neither kept nor shared. Reads inside a caller's transaction (a
+ * firing) bypass it.
  */
 export class PlaceableCache {
-  private readonly yes = new Map<string, number>();
-  private generation = 0;
+  readonly #yes: TtlCache<true>;
 
-  constructor(
-    private readonly nowMs: () => number = () => performance.now(),
-    private readonly ttlMs: number = PLACEABLE_CACHE_MS,
-  ) {}
+  constructor(nowMs: () => number = () => performance.now(), ttlMs: number = PLACEABLE_CACHE_MS) {
+    this.#yes = new TtlCache<true>(ttlMs, nowMs);
+  }
 
   async placeable(ex: Executor, tenant: string, kind: string, image: string): Promise<boolean> {
-    const key = JSON.stringify([tenant, kind, image]);
-    const until = this.yes.get(key);
-    if (until !== undefined && until > this.nowMs()) return true;
-    const generation = this.generation;
-    const ok = await placeable(ex, tenant, kind, image);
-    if (ok && generation === this.generation) {
-      if (this.yes.size >= 10_000) this.yes.clear();
-      this.yes.set(key, this.nowMs() + this.ttlMs);
-    } else this.yes.delete(key);
-    return ok;
+    const answer = await this.#yes.lookup(JSON.stringify([tenant, kind, image]), async () =>
+      (await placeable(ex, tenant, kind, image)) ? true : undefined,
+    );
+    return answer === true;
   }
 
   clear(): void {
-    this.generation += 1;
-    this.yes.clear();
+    this.#yes.evict('*');
   }
 
   /** How many positives are held (an expired one until it is asked again or cleared): for tests. */
   get size(): number {
-    return this.yes.size;
+    return this.#yes.size;
   }
 }
 

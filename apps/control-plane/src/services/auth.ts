@@ -103,18 +103,20 @@ export function authService(
 ): AuthService {
   return {
     async authenticate(rawKey) {
-      const hash = rawKey ? hashKey(rawKey) : undefined;
-      const known = hash === undefined ? undefined : keys.get(hash);
-      if (known) return known;
-      // Taken before the read: a revocation heard while it is in flight keeps its answer out of the cache.
-      const generation = keys.begin();
-      const row = hash
-        ? await deps.db.selectFrom('api_keys').selectAll().where('key_hash', '=', hash).executeTakeFirst()
+      // One key read at a time per key (a cache miss under load is shared); a revocation heard while it is
+      // in flight keeps its answer out of the cache (ttl-cache.ts).
+      const principal = rawKey
+        ? await keys.lookup(hashKey(rawKey), async (hash): Promise<Principal | undefined> => {
+            const row = await deps.db
+              .selectFrom('api_keys')
+              .selectAll()
+              .where('key_hash', '=', hash)
+              .executeTakeFirst();
+            if (!row || row.revoked_at) return undefined;
+            return { tenantId: row.tenant_id, keyId: row.id, role: row.role, actor: row.id };
+          })
         : undefined;
-      if (!hash || !row || row.revoked_at)
-        throw new ControlPlaneError('unauthorized', 'unknown or revoked API key');
-      const principal: Principal = { tenantId: row.tenant_id, keyId: row.id, role: row.role, actor: row.id };
-      keys.set(hash, principal, generation);
+      if (!principal) throw new ControlPlaneError('unauthorized', 'unknown or revoked API key');
       return principal;
     },
     async createKey(p, input) {
