@@ -29,14 +29,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startControlPlane } from '@everdict/client/testing';
-import { sandboxArgs } from '@everdict/placement-process';
 import { client } from '../../control-plane/bench/lib/measure.mjs';
+import { graphileBwrap, pool, rawBwrap, SLOTS } from './baselines.mjs';
 import { cpuMs, machineBusyMs, machinePer, pgCpuMs, spawnerOf } from './cpu-meters.mjs';
 
-// graphile-worker and pg are the control plane's (dev)dependencies: resolved from there, same versions.
-const cpRequire = createRequire(new URL('../../control-plane/package.json', import.meta.url));
-const pg = cpRequire('pg');
-const graphile = await import(cpRequire.resolve('graphile-worker'));
+// pg is the control plane's dependency: resolved from there, same version.
+const pg = createRequire(new URL('../../control-plane/package.json', import.meta.url))('pg');
 
 // BENCH_BUILD_ROOT: measure another checkout's built control plane and runner with this script (A/B).
 const ROOT = process.env.BENCH_BUILD_ROOT;
@@ -44,7 +42,6 @@ const CLI = ROOT
   ? join(ROOT, 'apps/runner/dist/cli.js')
   : fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const CP_MAIN = ROOT ? join(ROOT, 'apps/control-plane/dist/main.js') : undefined;
-const SLOTS = 16;
 /** Warm-up runs (jobs) before each side's measured phase (BENCH_WARM_RUNS). */
 const WARM = Number(process.env.BENCH_WARM_RUNS ?? 2 * SLOTS);
 
@@ -71,89 +68,6 @@ function dbUrl(base, database) {
 }
 
 const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-
-/** N × `bwrap <the process driver's sandbox args> true`, `concurrency` at a time. */
-function bwrapTrue(workspace) {
-  const args = [...sandboxArgs({ kind: 'default' }, workspace, 'none'), '--chdir', '/workspace', 'true'];
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.env.EVERDICT_BWRAP ?? 'bwrap', args, { stdio: 'ignore' });
-    p.once('error', reject);
-    p.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bwrap exited ${code}`))));
-  });
-}
-
-async function pool(n, concurrency, fn) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < n) await fn(next++);
-    }),
-  );
-}
-
-async function rawBwrap(n, workspace) {
-  const t0 = performance.now();
-  await pool(n, SLOTS, () => bwrapTrue(workspace));
-  return n / ((performance.now() - t0) / 1000);
-}
-
-/** graphile-worker running `n` `bwrap … true` jobs, after `warm` of them (its pools and prepared statements made, as
- * our side's warm-up makes the control plane's), timed and metered from the first of the `n`. */
-async function graphileBwrap(connectionString, database, n, workspace, warm) {
-  const quiet = new graphile.Logger(() => () => undefined);
-  let done = 0;
-  let target = warm;
-  let finished;
-  let all = new Promise((r) => {
-    finished = r;
-  });
-  const runner = await graphile.run({
-    connectionString,
-    concurrency: SLOTS,
-    noHandleSignals: true,
-    pollInterval: 1000,
-    logger: quiet,
-    taskList: {
-      bwrap: async () => {
-        await bwrapTrue(workspace);
-        done += 1;
-        if (done === target) finished();
-      },
-    },
-  });
-  const utils = await graphile.makeWorkerUtils({ connectionString, logger: quiet });
-  // Its CPU per job, as `coreMsPerRun` counts ours: this process (the worker and the addJob calls; the sandboxes
-  // are its reaped children, not counted here) and the PostgreSQL backends of its database.
-  const meter = new pg.Client({ connectionString });
-  await meter.connect();
-  const sample = async () => ({ self: cpuMs(process.pid).self, pg: await pgCpuMs(meter, database) });
-  try {
-    if (warm > 0) {
-      await pool(warm, SLOTS, () => utils.addJob('bwrap', {}));
-      await all;
-    }
-    target = warm + n;
-    all = new Promise((r) => {
-      finished = r;
-    });
-    const a = await sample();
-    const { result: perSec, msPerUnit: machineMs } = await machinePer(n, async () => {
-      const t0 = performance.now();
-      await pool(n, SLOTS, () => utils.addJob('bwrap', {}));
-      await all;
-      return n / ((performance.now() - t0) / 1000);
-    });
-    const b = await sample();
-    let pgMs = 0;
-    for (const [pid, ms] of b.pg) pgMs += ms - (a.pg.get(pid) ?? 0);
-    const per = (ms) => Math.round((ms / n) * 10) / 10;
-    return { perSec, machineMs, coreMsPerJob: { worker: per(b.self - a.self), postgres: per(pgMs) } };
-  } finally {
-    await meter.end();
-    await utils.release();
-    await runner.stop();
-  }
-}
 
 /**
  * POST through a keep-alive `node:http` client (the one dispatch.mjs's HTTP shape uses). With `fetch` (undici) this
