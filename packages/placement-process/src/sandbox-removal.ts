@@ -15,7 +15,7 @@ import { removeRecord, type SandboxRecord, type StateLayout } from './sandbox-st
  *
  * Every call goes through the thread pool. These rmdirs were synchronous (a thread-pool trip costs two context
  * switches), but a sandbox's directories were bind-mounted into its namespaces, and their rmdir waits in the
- * kernel's mount handling, on locks the other sandboxes' namespace setup and teardown take: 0.5–1.3 ms at the
+ * kernel's mount handling (most likely on locks the other sandboxes' namespace setup and teardown take): 0.5–1.3 ms at the
  * median and 10–23 ms at p99 each (`out/` and the workspace, 16 sandboxes at a time; a 100 ms pause before
  * the dispose halves the median, not the p99). The runner's whole thread stood still meanwhile, 30 % of its
  * profile's samples under the runner bench.
