@@ -1,8 +1,10 @@
 // Starting one bubblewrap process, two ways behind one shape: through the driver's spawner (a small
 // long-lived process, spawner/), or inline with child_process.spawn from the driver's own process. Either
 // way the driver gets the child's pipes as streams of its own, its pid, the namespace init's pid once it
-// has been moved into the sandbox's cgroups (held with --info-fd/--block-fd until then), and `closed`:
-// the process exited and its stdout and stderr were read to the end (child_process's 'close').
+// has been moved into the sandbox's cgroups (held with --info-fd/--block-fd until then), `exited` (the
+// process was reaped) and `closed`: it exited and its stdout and stderr were read to the end
+// (child_process's 'close'). A kill after the reap sends nothing: both pids may belong to someone else by
+// then (the kernel hands out freed pids again, and pid_max is 32768 on many hosts).
 import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { Duplex, PassThrough, type Readable, Writable } from 'node:stream';
@@ -20,6 +22,8 @@ export interface Launch {
   readonly stderr: Readable;
   /** Our end of the command's fd 5 (a socket: written to, and read for acknowledgements), when asked for. */
   readonly control: Duplex | null;
+  /** The process was reaped; its pipes may still hold output a slow reader has not taken. */
+  readonly exited: Promise<ProcessEnd>;
   readonly closed: Promise<ProcessEnd>;
   /** Why it could not start, or could not be moved into its cgroups (then it was killed). */
   error(): Error | null;
@@ -28,6 +32,8 @@ export interface Launch {
   /**
    * SIGKILLs the process's group and the namespace init: those known now, and through the spawner each one as
    * it becomes known (its pid can arrive after the pipes, so a kill just after the start is not lost).
+   * Nothing once the process was reaped: the namespace init died before it (bubblewrap waits for its
+   * child), and a freed pid can be another process's already.
    */
   kill(): void;
 }
@@ -64,6 +70,8 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
     let pid: number | undefined;
     let init: number | null = null;
     let killed = false;
+    /** Reaped (the spawner reported its exit) or lost with the spawner: its pids are not ours to signal. */
+    let reaped = false;
     let error: Error | null = null;
     let end: ((e: ProcessEnd) => void) | undefined;
     const exited = new Promise<ProcessEnd>((r) => {
@@ -88,12 +96,13 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
         stdout,
         stderr,
         control,
+        exited,
         closed: Promise.all([exited, closedOf(stdout), closedOf(stderr)]).then(([e]) => e),
         error: () => error,
         nsInit: () => init,
         kill: () => {
           killed = true;
-          killTargets(pid, init);
+          if (!reaped) killTargets(pid, init);
         },
       };
       resolve(launched);
@@ -101,7 +110,7 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
     spawner.start(request, {
       pid: (p) => {
         pid = p;
-        if (killed) killTargets(p, null);
+        if (killed && !reaped) killTargets(p, null);
       },
       pipe: (fd, socket) => {
         pipes.set(fd, socket);
@@ -109,13 +118,14 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
       },
       init: (p) => {
         init = p;
-        if (killed) killTargets(undefined, p);
+        if (killed && !reaped) killTargets(undefined, p);
       },
       failed: (message) => {
         error ??= new Error(message);
         ready();
       },
       exit: (code, signal) => {
+        reaped = true;
         ready();
         end?.({ code, signal });
       },
@@ -124,7 +134,8 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
         // init can outlive it: kill what is known here, stop reading, and report the command failed
         // (dispose kills whatever is left in the sandbox's cgroups).
         error ??= new Error('the spawner process exited');
-        killTargets(pid, init);
+        if (!reaped) killTargets(pid, init);
+        reaped = true;
         ready();
         for (const p of pipes.values()) p.destroy();
         end?.({ code: null, signal: 'SIGKILL' });
@@ -150,6 +161,13 @@ export function launchInline(request: SpawnRequest, join: (pid: number) => void)
   });
   let error: Error | null = null;
   let init: number | null = null;
+  let reaped = false;
+  const exited = new Promise<ProcessEnd>((resolve) =>
+    child.once('exit', (code, signal) => {
+      reaped = true;
+      resolve({ code, signal });
+    }),
+  );
   child.on('error', (e) => {
     error = e;
   });
@@ -188,9 +206,12 @@ export function launchInline(request: SpawnRequest, join: (pid: number) => void)
     stdout: child.stdout!,
     stderr: child.stderr!,
     control,
+    exited,
     closed: new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal }))),
     error: () => error,
     nsInit: () => init,
-    kill: () => killTargets(child.pid, init),
+    kill: () => {
+      if (!reaped) killTargets(child.pid, init);
+    },
   };
 }

@@ -25,6 +25,14 @@ const parentOf = (pid: number) => {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 };
 
+/** The children of a process, waited for (bounded) until there are at least `count`. */
+async function childrenOf(pid: number, count: number): Promise<number[]> {
+  const read = () =>
+    readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(' ').filter(Boolean).map(Number);
+  for (let i = 0; i < 1000 && read().length < count; i++) await new Promise((r) => setTimeout(r, 10));
+  return read();
+}
+
 describe('spawner: process', () => {
   const driver = makeDriver({ spawner: 'process' });
 
@@ -38,9 +46,7 @@ describe('spawner: process', () => {
     // The sandbox's bubblewrap is the spawner's child, not this process's. (A stream without a terminal
     // starts its command a turn after it is answered, run-commands.ts: waited for here.)
     const s = await driver.stream(h, ['sleep', '30']);
-    const children = () => readFileSync(`/proc/${spawner}/task/${spawner}/children`, 'utf8').trim();
-    for (let i = 0; i < 500 && children() === ''; i++) await new Promise((r) => setTimeout(r, 10));
-    const bwrap = Number(children().split(' ')[0]);
+    const bwrap = (await childrenOf(spawner, 1))[0]!;
     expect(parentOf(bwrap)).toBe(spawner);
     s.kill();
     await expect(s.exit).resolves.toMatchObject({ signal: 'SIGKILL' });
@@ -99,6 +105,10 @@ describe('spawner: process', () => {
     const first = driver.spawner!.pid!;
     const running = driver.exec(h, ['sleep', '30'], { timeoutMs: 60_000 });
     const s = await driver.stream(h, ['sleep', '30']);
+    // Both commands reached this spawner before it dies: the exec starts after a read of the counters and
+    // the stream a turn after it was answered, and one started after the death rightly goes to a new
+    // spawner (and would run its 30 s). Each is a child of the spawner once it was started.
+    await childrenOf(first, 2);
     driver.spawner!.stop();
     await refusal(running, 'spawn_failed');
     await expect(s.exit).rejects.toMatchObject({ code: 'spawn_failed' });
