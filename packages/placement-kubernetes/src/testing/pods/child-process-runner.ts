@@ -121,8 +121,10 @@ class ChildProcessSandbox implements PodSandbox {
         this.resizes.push({ columns, rows });
       },
       signal: (signal) => {
+        // not once it was reaped: its pid (the group's id) may be another process's by then
+        if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
         try {
-          if (child.pid !== undefined) process.kill(-child.pid, signal);
+          process.kill(-child.pid, signal);
         } catch {
           // already gone
         }
