@@ -134,7 +134,7 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
         // init can outlive it: kill what is known here, stop reading, and report the command failed
         // (dispose kills whatever is left in the sandbox's cgroups).
         error ??= new Error('the spawner process exited');
-        if (!reaped) killTargets(pid, init);
+        killTargets(pid, init); // its exit was not reported (that ends the wait): not reaped by it
         reaped = true;
         ready();
         for (const p of pipes.values()) p.destroy();
@@ -161,12 +161,8 @@ export function launchInline(request: SpawnRequest, join: (pid: number) => void)
   });
   let error: Error | null = null;
   let init: number | null = null;
-  let reaped = false;
   const exited = new Promise<ProcessEnd>((resolve) =>
-    child.once('exit', (code, signal) => {
-      reaped = true;
-      resolve({ code, signal });
-    }),
+    child.once('exit', (code, signal) => resolve({ code, signal })),
   );
   child.on('error', (e) => {
     error = e;
@@ -211,7 +207,8 @@ export function launchInline(request: SpawnRequest, join: (pid: number) => void)
     error: () => error,
     nsInit: () => init,
     kill: () => {
-      if (!reaped) killTargets(child.pid, init);
+      // Node sets one of the two as it reaps the child
+      if (child.exitCode === null && child.signalCode === null) killTargets(child.pid, init);
     },
   };
 }

@@ -39,6 +39,8 @@ function bystander() {
   const ended = new Promise<NodeJS.Signals | null>((r) => child.once('exit', (_c, s) => r(s)));
   return {
     pid: child.pid!,
+    /** The signal it died of. */
+    ended,
     /** SIGTERMs it and reports the signal it died of: SIGKILL if one had been sent to it before. */
     endedBy: async () => {
       child.kill('SIGTERM');
@@ -53,8 +55,7 @@ afterEach(() => {
 
 describe('launchViaSpawner kill', () => {
   it('a kill before the pid arrived is sent to the process group as it arrives', async () => {
-    const victim = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
-    const signal = new Promise<NodeJS.Signals | null>((r) => victim.once('exit', (_c, s) => r(s)));
+    const victim = bystander();
     const { spawner, events } = scripted();
     const launching = launchViaSpawner(spawner, request);
     events().pipe(1, pipe());
@@ -62,9 +63,9 @@ describe('launchViaSpawner kill', () => {
     const launch = await launching;
     expect(launch.pid).toBeUndefined();
     launch.kill();
-    events().pid(victim.pid!);
+    events().pid(victim.pid);
     expect(launch.pid).toBe(victim.pid);
-    expect(await signal).toBe('SIGKILL');
+    expect(await victim.ended).toBe('SIGKILL');
   });
 
   it('a pid that arrived after the pipes is the launch pid (not the one seen when the pipes came)', async () => {
