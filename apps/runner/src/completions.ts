@@ -20,7 +20,7 @@
 // answer's leases are handed over together with which runs settled — before any of their intervals is told —
 // so a busy runner needs no lease request of its own per freed slot.
 import type { Hex } from '@everdict/runrecord';
-import type { AuditChain } from './audit-chain.js';
+import type { AuditChain, SentLinks } from './audit-chain.js';
 import { RunnerError } from './errors.js';
 import type { CompletionResult, CompletionsReply, RunnerApi } from './port.js';
 import type { CompleteBody, Lease } from './protocol.js';
@@ -71,8 +71,6 @@ export class Completions {
   readonly #next: NextLeases | undefined;
   readonly #maxInFlight: number;
   #waiting: Waiting[] = [];
-  /** Links sent in a call that got no answer: the control plane may have accepted some of them. */
-  readonly #unanswered = new Set<Hex>();
   /** Batches sent and not yet answered (their answers are taken in the order they were sent). */
   #inFlight = 0;
   /** The last link signed in a batch in flight: the next batch's first `audit_prev` (while one is). */
@@ -148,13 +146,17 @@ export class Completions {
     // only into a batch that settled whole (a speculative one refused at its first link is granted nothing,
     // its leases still held), and the daemon reserves what each batch in flight asked.
     const asked = Math.max(0, this.#next?.want(batch.length) ?? 0);
+    // Its links are kept as unanswered (in the state directory) before the call: the control plane may
+    // accept some and its answer be lost, the runner restarted meanwhile (AuditChain.resumeAt).
+    let sent: SentLinks | undefined;
     const call = Promise.resolve()
-      .then(() =>
-        this.#api.completeMany(
+      .then(() => {
+        sent = this.#chain.sending(batch.map((b) => b.address));
+        return this.#api.completeMany(
           batch.map((b) => ({ runId: b.w.request.runId, ...b.body })),
           asked > 0 ? { free: asked } : undefined,
-        ),
-      )
+        );
+      })
       .then((reply) => {
         if (reply.results.length !== batch.length)
           throw new RunnerError(
@@ -165,7 +167,7 @@ export class Completions {
       });
     // Swallowed here: #take reads the outcome of `call` itself.
     call.catch(() => {});
-    this.#answers = this.#answers.then(() => this.#take(batch, call, asked, speculative));
+    this.#answers = this.#answers.then(() => this.#take(batch, call, asked, speculative, () => sent));
   }
 
   async #take(
@@ -173,9 +175,10 @@ export class Completions {
     call: Promise<CompletionsReply>,
     asked: number,
     speculative: boolean,
+    sent: () => SentLinks | undefined,
   ): Promise<void> {
     try {
-      await this.#settle(batch, call, asked, speculative);
+      await this.#settle(batch, call, asked, speculative, sent);
     } finally {
       this.#inFlight -= 1;
       if (this.#inFlight === 0) this.#hold = false;
@@ -188,20 +191,21 @@ export class Completions {
     call: Promise<CompletionsReply>,
     asked: number,
     speculative: boolean,
+    sent: () => SentLinks | undefined,
   ): Promise<void> {
     let reply: CompletionsReply;
     try {
       reply = await call;
     } catch (err) {
+      // No answer: its links stay unanswered (the chain's, kept since `sending`).
       this.#hold = true;
       this.#next?.answered([], [], asked);
-      for (const b of batch) {
-        this.#unanswered.add(b.address);
-        b.w.reject(err);
-      }
+      for (const b of batch) b.w.reject(err);
       return;
     }
     const results: CompletionResult[] = reply.results;
+    const links = sent();
+    if (links) this.#chain.answered(links, results[0]?.outcome === 'settled');
     const again: Waiting[] = [];
     const settled: Waiting[] = [];
     for (let i = 0; i < batch.length; i++) {
@@ -212,11 +216,10 @@ export class Completions {
         settled.push(b.w);
       } else if (r?.outcome === 'refused') {
         const accepted = acceptedLink(r.error);
-        if (accepted !== undefined && this.#unanswered.has(accepted)) {
-          // A call that got no answer (the control plane died mid-batch) had this link of ours accepted:
-          // the chain continues from it, and this completion is signed again after it.
-          this.#unanswered.clear();
-          this.#chain.advance(accepted);
+        if (accepted !== undefined && this.#chain.resumeAt(accepted)) {
+          // A call that got no answer (the control plane died mid-batch, maybe before this process restarted)
+          // had this link of ours accepted: the chain continues from it, and this completion is signed again
+          // after it.
           again.push(b.w);
         } else if (speculative && i === 0 && accepted !== undefined && isAuditPrevRefusal(r.error)) {
           // The speculative batch's first link named a link the control plane did not hold yet (this batch

@@ -67,6 +67,11 @@ export class RunnerDaemon {
   readonly #o: DaemonOptions;
   readonly #bound: number;
   readonly #held = new Map<string, Held>();
+  /**
+   * Intervals whose run was leased to this runner again at a higher epoch (their lease lost: heartbeats
+   * failed past its expiry, and the run requeued to here): aborted, winding down, out of `#held`.
+   */
+  readonly #superseded = new Set<Held>();
   /** Held intervals whose run a completion settled: their lease is gone while they wind down. */
   readonly #released = new Set<string>();
   /** Intervals executing (their compute holds a slot). */
@@ -180,7 +185,8 @@ export class RunnerDaemon {
     // began may still bring leases (the control plane granted them; run, they settle instead of expiring
     // into a requeue), and those are waited for too.
     const all = (async () => {
-      while (this.#held.size > 0) await Promise.all([...this.#held.values()].map((h) => h.done));
+      while (this.#held.size + this.#superseded.size > 0)
+        await Promise.all([...this.#held.values(), ...this.#superseded].map((h) => h.done));
     })();
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
@@ -244,6 +250,31 @@ export class RunnerDaemon {
   }
 
   #run(lease: Lease): void {
+    const before = this.#held.get(lease.runId);
+    if (before) {
+      if (before.lease.epoch >= lease.epoch) {
+        this.#log('warn', 'lease ignored: its run is held at this epoch or a later one', {
+          runId: lease.runId,
+          epoch: lease.epoch,
+          held: before.lease.epoch,
+        });
+        return;
+      }
+      // The run came back at a higher epoch. Unless a completion settled the earlier interval (a retry granted
+      // with its batch), that one lost its lease: it is killed (it sends nothing). Either way it winds down out
+      // of `#held`, which now holds the new lease.
+      if (!this.#released.has(lease.runId)) {
+        this.#log('warn', 'lease superseded: killing its compute', {
+          runId: lease.runId,
+          epoch: before.lease.epoch,
+          by: lease.epoch,
+        });
+        before.abort.abort();
+      }
+      this.#held.delete(lease.runId);
+      this.#released.delete(lease.runId);
+      this.#superseded.add(before);
+    }
     const abort = new AbortController();
     const steps: IntervalSteps = {};
     let begin: () => void = () => {};
@@ -255,7 +286,10 @@ export class RunnerDaemon {
       abort,
       phase: 'waiting',
       begin: () => begin(),
+      // After a superseded interval of the run is gone: both drivers name a run's sandbox by its labels, and
+      // the earlier one's dispose would take the new one's sandbox.
       done: go
+        .then(() => before?.done)
         .then(() => {
           if (abort.signal.aborted) return 'aborted' as const;
           const hooks = {
@@ -288,8 +322,11 @@ export class RunnerDaemon {
         )
         .finally(() => {
           this.#computed(h); // an interval that ended before its compute did frees its slot here
-          this.#held.delete(lease.runId);
-          this.#released.delete(lease.runId);
+          // A superseded interval leaves its run's entries to the lease that replaced it.
+          if (!this.#superseded.delete(h)) {
+            this.#held.delete(lease.runId);
+            this.#released.delete(lease.runId);
+          }
           this.#wake();
         }),
     };
@@ -342,16 +379,17 @@ export class RunnerDaemon {
     // follows the list) then locks the rows in the same order, so the two do not deadlock each other.
     // Every lease held is named — executing, waiting for a slot, settling — until a completion settles it
     // (a settled interval winding down holds no lease any more: it is not named).
-    const leases = [...this.#held.values()]
+    const named = [...this.#held.values()]
       .filter((h) => !this.#released.has(h.lease.runId))
-      .map((h) => ({ runId: h.lease.runId, epoch: h.lease.epoch }))
-      .sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
+      .sort((a, b) => (a.lease.runId < b.lease.runId ? -1 : a.lease.runId > b.lease.runId ? 1 : 0));
+    const leases = named.map((h) => ({ runId: h.lease.runId, epoch: h.lease.epoch }));
     try {
       const answer = await this.#o.api.heartbeat(leases);
       for (const runId of answer.lost) {
-        const h = this.#held.get(runId);
+        // The interval this heartbeat named: a later lease of the run that came meanwhile is not lost.
+        const h = named.find((n) => n.lease.runId === runId);
         // (A run a completion settled meanwhile is answered lost too: nothing of it is left to kill.)
-        if (h && !this.#released.has(runId)) {
+        if (h && this.#held.get(runId) === h && !this.#released.has(runId)) {
           this.#log('warn', 'lease lost: killing its compute', { runId });
           h.abort.abort();
         }

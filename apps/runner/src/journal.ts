@@ -1,7 +1,9 @@
 // The interval's journal: the events a runner appends to a run's trajectory under one lease epoch. Events
 // leave in bounded batches (≤ maxEvents, ≤ maxBytes of canonical JSON) as they happen — a batch is sent
 // when full or after `flushMs` — and a producer that outruns the control plane waits for the batch in
-// flight (back-pressure), so memory stays bounded whatever a command prints. The journal root is the
+// flight (back-pressure), so memory stays bounded whatever a command prints: the timer sends nothing while
+// a batch is in flight, and no event is taken while a full batch waits behind it (at most two batches
+// unacknowledged, and the one filling, whatever the number of producers). The journal root is the
 // BLAKE3 of the canonical JSONL of every event sent, in order (@everdict/trajectory-store's canonical form
 // and digest), computed as they go: nothing of the interval is kept to compute it. The digests (each a
 // WebAssembly instance: ≈ 0.2 ms to make) are reused: a journal that closed gives its back, reset, to the
@@ -39,6 +41,8 @@ export class Journal {
   #seq = 0;
   readonly #first: number;
   #inFlight: Promise<void> = Promise.resolve();
+  /** Batches handed to the control plane and not yet answered (the one in flight and those behind it). */
+  #sending = 0;
   #failure: unknown;
   #timer: NodeJS.Timeout;
   /** Closed: the digest went back to the spares, nothing more is hashed or sent. */
@@ -60,7 +64,9 @@ export class Journal {
     this.#maxEvents = o.maxEvents ?? 1000;
     this.#maxBytes = o.maxBytes ?? 256 * 1024;
     this.#timer = setInterval(() => {
-      if (this.#batch.length > 0) void this.flush().catch(() => {});
+      // One batch at a time: what comes meanwhile waits for it (a slow control plane gets bigger batches,
+      // not more of them).
+      if (this.#batch.length > 0 && this.#sending === 0) void this.flush().catch(() => {});
     }, o.flushMs ?? 200);
     this.#timer.unref();
   }
@@ -79,8 +85,12 @@ export class Journal {
     return this.#seq - this.#first;
   }
 
-  /** Appends one event; resolves at once unless the batch is full, then when it is on its way (back-pressure). */
+  /**
+   * Appends one event; resolves at once unless the batch is full, then when it was sent (back-pressure). While
+   * a full batch waits behind the one in flight (another producer filled it), waits for both first.
+   */
   async append(draft: EventDraft): Promise<void> {
+    while (this.#sending > 1) await this.#inFlight;
     if (this.#failure !== undefined) throw this.#failure;
     if (this.#closed) throw new RunnerError('bad_state', 'the journal is closed');
     const event = {
@@ -104,6 +114,7 @@ export class Journal {
     this.#batch = [];
     this.#lines = [];
     this.#batchBytes = 0;
+    if (events.length > 0) this.#sending += 1;
     const next = this.#inFlight.then(async () => {
       if (this.#failure !== undefined) throw this.#failure;
       if (this.#closed && events.length > 0) throw new RunnerError('bad_state', 'the journal is closed');
@@ -116,9 +127,14 @@ export class Journal {
       }
       for (const l of lines) this.#digest.update(l);
     });
+    if (events.length > 0) void next.then(this.#sent, this.#sent);
     this.#inFlight = next.catch(() => {});
     return next;
   }
+
+  readonly #sent = (): void => {
+    this.#sending -= 1;
+  };
 
   /** Flushes everything and returns the journal root (64 hex). */
   async close(): Promise<string> {

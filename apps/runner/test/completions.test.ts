@@ -1,8 +1,11 @@
 // Completions batched along the audit chain: what finishes while a batch is in flight goes in the next one,
 // signed in order (each names the one before); a refusal fails only its interval, the skipped ones after
 // it are signed again from the last accepted link; an interval aborted before its turn sends nothing.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AuditChain } from '../src/audit-chain.js';
+import { AUDIT_HEAD_FILE, AuditChain } from '../src/audit-chain.js';
 import { Completions } from '../src/completions.js';
 import type { CompletionResult, CompletionsReply } from '../src/port.js';
 import type { CompleteBody } from '../src/protocol.js';
@@ -147,6 +150,69 @@ describe('Completions', () => {
     );
     await expect(q2.submit(request('r3', 3))).rejects.toBe(other);
     expect(chain.head).toBe(addr(2));
+  });
+
+  it('a runner restarted after a call that got no answer resumes from the link the control plane names', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'completions-'));
+    try {
+      const file = join(dir, AUDIT_HEAD_FILE);
+      const before = new AuditChain(file);
+      before.advance(addr(100));
+      // The control plane records r1's link (addr(1)) after addr(100), then its answer is lost.
+      let recorded = addr(100);
+      const first = new Completions(
+        {
+          completeMany: async (items: Item[]) => {
+            if (items[0]?.attestation.prev === recorded) recorded = addr(1);
+            throw new Error('socket hang up');
+          },
+        },
+        before,
+      );
+      await expect(first.submit(request('r1', 1))).rejects.toThrow('socket hang up');
+      expect(before.head).toBe(addr(100));
+      // The process restarts on the same state directory: the head file still says addr(100).
+      const chain = new AuditChain(file);
+      const sent: unknown[] = [];
+      const controlPlane = {
+        completeMany: async (items: Item[]): Promise<CompletionsReply> => {
+          sent.push(items.map((i) => i.attestation.prev));
+          const prev = items[0]?.attestation.prev;
+          if (prev !== recorded)
+            return {
+              results: items.map((_, i) =>
+                i === 0
+                  ? {
+                      outcome: 'refused',
+                      error: Object.assign(new Error('409 attestation_mismatch'), {
+                        problem: { code: 'attestation_mismatch', details: { expected: recorded } },
+                      }),
+                    }
+                  : { outcome: 'skipped' },
+              ),
+            };
+          recorded = addr(2);
+          return { results: [{ outcome: 'settled' }] };
+        },
+      };
+      expect(await new Completions(controlPlane, chain).submit(request('r2', 2))).toBe(true);
+      expect(sent).toEqual([[addr(100)], [addr(1)]]);
+      expect(chain.head).toBe(addr(2));
+      expect(readFileSync(file, 'utf8').trim()).toBe(addr(2));
+      // Resumed once: addr(1) is no longer taken, nor a link this runner never signed.
+      const again = new AuditChain(file);
+      recorded = addr(1);
+      await expect(new Completions(controlPlane, again).submit(request('r3', 3))).rejects.toThrow(
+        'attestation_mismatch',
+      );
+      recorded = addr(9);
+      await expect(new Completions(controlPlane, again).submit(request('r4', 4))).rejects.toThrow(
+        'attestation_mismatch',
+      );
+      expect(again.head).toBe(addr(2));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   describe('two batches in flight', () => {

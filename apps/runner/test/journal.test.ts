@@ -79,4 +79,41 @@ describe('Journal', () => {
       create.mockRestore();
     }
   });
+
+  it('a control plane that does not answer stops the appends: one batch in flight, the next one full', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const calls: number[] = [];
+      const api = {
+        events: (_r: string, _e: number, events: TraceEvent[]) =>
+          new Promise<void>(() => void calls.push(events.length)),
+      };
+      const journal = await Journal.open(api, 'run-1', 1, { maxEvents: 4, flushMs: 10 });
+      // One small event per tick of the flush timer, until an append no longer resolves.
+      let done = 0;
+      let blocked: Promise<void> | undefined;
+      for (let i = 0; i < 50 && blocked === undefined; i++) {
+        const append = journal.append({ type: 'log', level: 'info', message: `line ${i}` });
+        const settled = await Promise.race([append.then(() => true), Promise.resolve().then(() => false)]);
+        if (settled) done += 1;
+        else blocked = append;
+        await vi.advanceTimersByTimeAsync(10);
+      }
+      // The first tick sent [line 0]; while it is in flight the timer sends nothing, and the next batch
+      // fills to maxEvents: its fourth event waits (before, every tick queued another batch behind).
+      expect(blocked).toBeDefined();
+      expect(done).toBe(4);
+      expect(calls).toEqual([1]);
+      // Another producer (stderr) waits too: a full batch is queued behind the one in flight.
+      let other = false;
+      void journal.append({ type: 'log', level: 'info', message: 'stderr' }).then(() => {
+        other = true;
+      });
+      await vi.advanceTimersByTimeAsync(100);
+      expect(other).toBe(false);
+      journal.abandon();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });
