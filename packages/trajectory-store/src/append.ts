@@ -33,6 +33,15 @@ export interface AppendTarget {
   readonly maxBatchBytes: number;
 }
 
+/** Refuses a batch whose canonical JSONL is over `maxBatchBytes`. */
+export function checkBatchBytes(bytes: number, maxBatchBytes: number): void {
+  if (bytes > maxBatchBytes)
+    throw new TrajectoryStoreError('bad_request', `a batch of ${bytes} bytes is over ${maxBatchBytes}`, {
+      bytes,
+      maxBatchBytes,
+    });
+}
+
 /** Stores `events` (already parsed, runId checked) as one chunk; returns what happened. */
 export async function appendEvents(
   target: AppendTarget,
@@ -79,15 +88,7 @@ export async function appendEvents(
   if (fresh > 0) {
     const raw = Buffer.from(text, 'utf8');
     const bytes = raw.length;
-    if (bytes > target.maxBatchBytes)
-      throw new TrajectoryStoreError(
-        'bad_request',
-        `a batch of ${bytes} bytes is over ${target.maxBatchBytes}`,
-        {
-          bytes,
-          maxBatchBytes: target.maxBatchBytes,
-        },
-      );
+    checkBatchBytes(bytes, target.maxBatchBytes);
     const entry: ChunkEntry = {
       offset: index.eventCount,
       count: fresh,

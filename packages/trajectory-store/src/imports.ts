@@ -32,43 +32,73 @@ export function importedTrajectoryId(provenance: Provenance, idempotencyKey?: st
   return `imp_${hex(provenance.source, provenance.externalId, idempotencyKey ?? provenance.pulledAt).slice(0, 32)}`;
 }
 
-export async function importTrajectory(
+/**
+ * An import checked in full and not yet written: every event parsed, in the batches it will be stored in
+ * (none when an earlier import under the same key is already sealed: `seal` is that copy's).
+ */
+export interface PreparedImport {
+  readonly tenant: string;
+  readonly trajectoryId: string;
+  readonly provenance: Provenance;
+  readonly batches: readonly (readonly TraceEventDraft[])[];
+  readonly seal?: SealRecord;
+}
+
+/**
+ * Checks an import without writing anything: its provenance, that retention has not deleted it, and every
+ * event (schema, batch size), so that a refused import — or a request of several, all prepared before the
+ * first is written — stores nothing. The events are read into memory.
+ */
+export async function prepareImport(
   store: TrajectoryStore,
   tenant: string,
   input: ImportInput,
-): Promise<ImportedTrajectory> {
+): Promise<PreparedImport> {
   checkTenant(tenant);
   const provenance = parseOrThrow(Provenance, input.provenance, 'provenance');
-  const id = importedTrajectoryId(provenance, input.idempotencyKey);
-  const { backend } = store;
-  const head = await store.head(tenant, id);
+  const trajectoryId = importedTrajectoryId(provenance, input.idempotencyKey);
+  const head = await store.head(tenant, trajectoryId);
   if (head.status === 'deleted')
     throw new TrajectoryStoreError(
       'trajectory_deleted',
-      `imported trajectory ${id} was deleted by retention`,
-      {
-        deletion: head.deletion,
-      },
+      `imported trajectory ${trajectoryId} was deleted by retention`,
+      { deletion: head.deletion },
     );
-  let seal = head.seal;
+  if (head.seal) return { tenant, trajectoryId, provenance, batches: [], seal: head.seal };
+  const batches: TraceEventDraft[][] = [];
+  let batch: TraceEventDraft[] = [];
+  let count = 0;
+  const close = () => {
+    if (batch.length === 0) return;
+    store.checkDrafts(trajectoryId, batch, count);
+    count += batch.length;
+    batches.push(batch);
+    batch = [];
+  };
+  for await (const draft of input.events) {
+    batch.push(draft);
+    if (batch.length >= IMPORT_BATCH) close();
+  }
+  close();
+  return { tenant, trajectoryId, provenance, batches };
+}
+
+/** Writes a prepared import: meta, its batches (each idempotent, so a crashed import resumes), the seal, the index entry. */
+export async function writeImport(
+  store: TrajectoryStore,
+  prepared: PreparedImport,
+): Promise<ImportedTrajectory> {
+  const { tenant, trajectoryId: id, provenance } = prepared;
+  const { backend } = store;
+  let seal = prepared.seal;
   if (!seal) {
     await backend.put(
       { tenant, path: layout.meta(id) },
       encodeRecord(TrajectoryMeta.parse({ version: 1, trajectoryId: id, provenance })),
     );
     store.forget(tenant, id); // the live state now carries the provenance
-    let batch: TraceEventDraft[] = [];
-    let n = 0;
-    const flush = async () => {
-      if (batch.length === 0) return;
-      await store.appendDrafts(tenant, id, batch, hex(id, String(n++)).slice(0, 32));
-      batch = [];
-    };
-    for await (const draft of input.events) {
-      batch.push(draft);
-      if (batch.length >= IMPORT_BATCH) await flush();
-    }
-    await flush();
+    for (const [n, batch] of prepared.batches.entries())
+      await store.appendDrafts(tenant, id, batch, hex(id, String(n)).slice(0, 32));
     seal = (await store.seal(tenant, id)).seal;
   }
   // An earlier import under the same key keeps its own stamp (the first materialization is the copy).
@@ -78,6 +108,15 @@ export async function importTrajectory(
     encodeRecord(entry),
   );
   return entry;
+}
+
+/** Checks the whole import (`prepareImport`), then writes it: a refused import stores nothing. */
+export async function importTrajectory(
+  store: TrajectoryStore,
+  tenant: string,
+  input: ImportInput,
+): Promise<ImportedTrajectory> {
+  return writeImport(store, await prepareImport(store, tenant, input));
 }
 
 /** Every materialized copy of one external trace, oldest pull first. */

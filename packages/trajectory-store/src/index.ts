@@ -26,6 +26,9 @@ export {
   importedTrajectoryId,
   importTrajectory,
   listImported,
+  type PreparedImport,
+  prepareImport,
+  writeImport,
 } from './imports.js';
 export { LocalBackend, localBackend } from './local/local-backend.js';
 export { LocalBackendConfig } from './local/local-backend-config.js';

@@ -1,8 +1,9 @@
 // The trajectory store: append / read / tail / seal over any ObjectBackend. One writer per trajectory per
 // process (appends and seals of one trajectory are serialized here); any number of readers.
 import type { TraceEvent, TrajectoryRef } from '@everdict/run-model';
-import { type AppendResult, appendEvents } from './append.js';
+import { type AppendResult, appendEvents, checkBatchBytes } from './append.js';
 import type { ObjectBackend } from './backend.js';
+import { canonicalLine } from './canonical.js';
 import { TrajectoryStoreError } from './errors.js';
 import { checkRunIds, numberDrafts, parseBatch, type TraceEventDraft } from './events.js';
 import { checkId, checkTenant } from './keys.js';
@@ -108,6 +109,18 @@ export class TrajectoryStore {
       if (result.appended > 0) this.#feed.bump(key);
       return result;
     });
+  }
+
+  /**
+   * Refuses, without writing anything, drafts that `appendDrafts` would refuse for what they are (an event's
+   * schema, the batch's event count or bytes), numbered from `firstSeq`: a caller writing several batches or
+   * trajectories for one request checks them all first, so a refused request stores nothing.
+   */
+  checkDrafts(trajectoryId: string, drafts: readonly TraceEventDraft[], firstSeq = 0): void {
+    const events = numberDrafts(drafts, trajectoryId, firstSeq, this.#opts.maxBatchEvents);
+    let bytes = 0;
+    for (const event of events) bytes += Buffer.byteLength(canonicalLine(event), 'utf8');
+    checkBatchBytes(bytes, this.#opts.maxBatchBytes);
   }
 
   /** Events from `offset` (counted in events), at most `limit`; live or sealed. */

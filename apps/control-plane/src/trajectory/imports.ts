@@ -5,11 +5,13 @@ import { isTerminalStatus, type RunStatus } from '@everdict/run-model';
 import {
   groupSpans,
   type ImportedTrajectory,
-  importTrajectory,
   type OtlpSpan,
+  type PreparedImport,
+  prepareImport,
   runIdOf,
   spanBatchKey,
   spansToDrafts,
+  writeImport,
 } from '@everdict/trajectory-store';
 import type { Db } from '../db/tx.js';
 import { isControlPlaneError } from '../errors.js';
@@ -41,28 +43,38 @@ export async function importOtlpSpans(
     for (const r of rows) if (!isTerminalStatus(r.status as RunStatus)) live.add(r.id);
   }
   const { routed, traces } = groupSpans(spans, live);
+  const { store } = trajectories;
+  // Every group is checked before the first write: a refused request stores nothing.
+  const appends = [...routed].map(([runId, group]) => ({ runId, group, drafts: spansToDrafts(group) }));
+  const importOf = (traceId: string, group: readonly OtlpSpan[]) =>
+    mapStoreErrors(() =>
+      prepareImport(store, tenant, {
+        provenance: { source: 'otlp', externalId: traceId, pulledAt: pulledAt.toISOString() },
+        events: spansToDrafts(group),
+        idempotencyKey: spanBatchKey(group),
+      }),
+    );
+  await mapStoreErrors(async () => {
+    for (const a of appends) store.checkDrafts(a.runId, a.drafts);
+  });
+  const prepared = new Map<string, PreparedImport>();
+  for (const [traceId, group] of traces) prepared.set(traceId, await importOf(traceId, group));
   const routedOut: OtlpImportResult['routed'] = [];
-  for (const [runId, group] of routed) {
+  for (const { runId, group, drafts } of appends) {
     try {
-      const r = await trajectories.appendDrafts(tenant, runId, spansToDrafts(group), spanBatchKey(group));
+      const r = await trajectories.appendDrafts(tenant, runId, drafts, spanBatchKey(group));
       routedOut.push({ runId, spans: group.length, appended: r.appended, duplicates: r.duplicates });
     } catch (err) {
       // Ended between the ledger's answer and the append: its spans are imported like any other.
       if (!isControlPlaneError(err) || err.code !== 'trajectory_sealed') throw err;
       for (const span of group) traces.set(span.traceId, [...(traces.get(span.traceId) ?? []), span]);
+      for (const traceId of new Set(group.map((span) => span.traceId))) prepared.delete(traceId);
     }
   }
   const imported: ImportedTrajectory[] = [];
   for (const [traceId, group] of traces) {
-    imported.push(
-      await mapStoreErrors(() =>
-        importTrajectory(trajectories.store, tenant, {
-          provenance: { source: 'otlp', externalId: traceId, pulledAt: pulledAt.toISOString() },
-          events: spansToDrafts(group),
-          idempotencyKey: spanBatchKey(group),
-        }),
-      ),
-    );
+    const ready = prepared.get(traceId) ?? (await importOf(traceId, group));
+    imported.push(await mapStoreErrors(() => writeImport(store, ready)));
   }
   return { spans: spans.length, routed: routedOut, imported };
 }

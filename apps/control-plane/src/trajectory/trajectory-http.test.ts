@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { TraceEvent } from '@everdict/run-model';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, type TestApp, testApp } from '../http/testing/harness.js';
-import { agentTrace, otlpJson, otlpProtobuf } from './otlp-fixtures.js';
+import { agentTrace, otlpJson, otlpProtobuf, type SpanSpec } from './otlp-fixtures.js';
 
 const cmd = { kind: 'command', subject: { path: 'x', image: 'alpine:3.20', command: ['true'] } };
 const ts = '2026-12-01T10:00:00.000Z';
@@ -299,5 +299,117 @@ describe('POST /v1/traces', { timeout: 300_000 }, () => {
     } finally {
       await again.close();
     }
+  });
+});
+
+describe('POST /v1/traces at the production body limit (1 MiB)', { timeout: 300_000 }, () => {
+  let big: TestApp;
+  beforeAll(async () => {
+    big = await testApp({ maxBodyBytes: 1024 * 1024 });
+  }, 300_000);
+  afterAll(() => big.close(), 60_000);
+  const traces = (body: unknown) => call(big.app, 'POST', '/v1/traces', { body });
+  const base = 1_764_576_000_000_000_000n;
+
+  describe('a refused request stores nothing', () => {
+    /** A tool span whose call id is over run-model's 200-character Id: its events fail the schema. */
+    const badTool = (traceId: string, at: bigint): SpanSpec => ({
+      traceId,
+      spanId: `${traceId.slice(0, 14)}ff`,
+      name: 'execute_tool grep',
+      startNs: at,
+      endNs: at + 1_000_000n,
+      attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.call.id': 'c'.repeat(201) },
+    });
+    /** Every imported trajectory's and import index entry's object. */
+    async function importedObjects(): Promise<string[]> {
+      const { backend } = big.core.trajectories!.store;
+      const paths: string[] = [];
+      for (const prefix of ['trajectories/imp_', 'imports/'])
+        for await (const o of backend.list('default', prefix)) paths.push(o.path);
+      return paths;
+    }
+    const merged = (...bodies: ReturnType<typeof otlpJson>[]) => ({
+      resourceSpans: bodies.flatMap((b) => b.resourceSpans),
+    });
+
+    it('one invalid trace refuses the whole request: a valid trace and a live run get nothing', async () => {
+      const created = await call(big.app, 'POST', '/runs', { body: cmd });
+      const live = (created.body.run as { id: string }).id;
+      const [x, y, routedTrace] = ['c1'.repeat(16), 'c2'.repeat(16), 'c3'.repeat(16)];
+      const res = await traces(
+        merged(
+          otlpJson(agentTrace(x)),
+          otlpJson(agentTrace(routedTrace), { 'everdict.run_id': live }),
+          otlpJson([badTool(y, base)]),
+        ),
+      );
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('bad_request');
+      expect(await importedObjects()).toEqual([]);
+      const listed = await call(big.app, 'GET', `/trajectories?source=otlp&externalId=${x}`);
+      expect(listed.body.items).toEqual([]);
+      expect((await big.core.trajectories!.store.head('default', live)).eventCount).toBe(0);
+    });
+
+    it('a trace past one import batch (1,000 events) whose last event is invalid writes no meta and no chunk', async () => {
+      const traceId = 'c4'.repeat(16);
+      const plain: SpanSpec[] = Array.from({ length: 1_001 }, (_, i) => ({
+        traceId,
+        spanId: `${traceId.slice(0, 10)}${i.toString(16).padStart(6, '0')}`,
+        name: 'work',
+        startNs: base + BigInt(i) * 1_000n,
+        endNs: base + BigInt(i) * 1_000n + 500n,
+      }));
+      const res = await traces(otlpJson([...plain, badTool(traceId, base + 10_000_000n)]));
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('bad_request');
+      expect(await importedObjects()).toEqual([]);
+    });
+  });
+
+  describe('attribute text nested past the stack', () => {
+    const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
+    const span = (traceId: string, attributes: Record<string, string>): SpanSpec => ({
+      traceId,
+      spanId: `${traceId.slice(0, 14)}01`,
+      name: 'span',
+      startNs: base,
+      endNs: base + 2_000_000n,
+      attributes,
+    });
+    async function importedEvents(traceId: string): Promise<TraceEvent[]> {
+      const listed = await call(big.app, 'GET', `/trajectories?source=otlp&externalId=${traceId}`);
+      const [item] = listed.body.items as { trajectoryId: string }[];
+      const one = await call(big.app, 'GET', `/trajectories/${item!.trajectoryId}?limit=10`);
+      return one.body.items as TraceEvent[];
+    }
+
+    it('keeps a chat span’s over-deep gen_ai.input.messages as text (JSON body), not a 500', async () => {
+      const traceId = 'd1'.repeat(16);
+      const res = await traces(
+        otlpJson([span(traceId, { 'gen_ai.operation.name': 'chat', 'gen_ai.input.messages': deep })]),
+      );
+      expect(res.status).toBe(200);
+      const events = await importedEvents(traceId);
+      expect(events.find((e) => e.type === 'message')).toMatchObject({ role: 'user', content: deep });
+    });
+
+    it('keeps a tool span’s over-deep arguments as text (protobuf body), not a 500', async () => {
+      const traceId = 'd2'.repeat(16);
+      const res = await big.app.request('/v1/traces', {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${await big.key('member')}`,
+          'content-type': 'application/x-protobuf',
+        },
+        body: otlpProtobuf([
+          span(traceId, { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.call.arguments': deep }),
+        ]),
+      });
+      expect(res.status).toBe(200);
+      const events = await importedEvents(traceId);
+      expect(events.find((e) => e.type === 'tool_call')).toMatchObject({ input: deep });
+    });
   });
 });

@@ -16,4 +16,4 @@ export {
   type SpanGroups,
   spanBatchKey,
 } from './otlp-ingest.js';
-export { nanosToIso, runIdOf, spansToDrafts } from './otlp-map.js';
+export { MAX_ATTRIBUTE_JSON_DEPTH, nanosToIso, runIdOf, spansToDrafts } from './otlp-map.js';

@@ -4,7 +4,7 @@
 // key / idempotency key is a digest of the span ids.
 import { createHash } from 'node:crypto';
 import { isTrajectoryStoreError } from '../errors.js';
-import { importTrajectory } from '../imports.js';
+import { type PreparedImport, prepareImport, writeImport } from '../imports.js';
 import type { ImportedTrajectory } from '../records.js';
 import type { TrajectoryStore } from '../trajectory-store.js';
 import type { OtlpSpan } from './otlp-decode.js';
@@ -60,26 +60,31 @@ export async function ingestOtlp(
   const live = new Set<string>();
   for (const runId of named) if (await options.isLiveRun(runId)) live.add(runId);
   const { routed, traces } = groupSpans(spans, live);
+  // Every group is checked before the first write: a refused request stores nothing.
+  const appends = [...routed].map(([runId, group]) => ({ runId, group, drafts: spansToDrafts(group) }));
+  for (const a of appends) store.checkDrafts(a.runId, a.drafts);
+  const importOf = (traceId: string, group: readonly OtlpSpan[]) =>
+    prepareImport(store, tenant, {
+      provenance: { source: 'otlp', externalId: traceId, pulledAt: options.pulledAt.toISOString() },
+      events: spansToDrafts(group),
+      idempotencyKey: spanBatchKey(group),
+    });
+  const prepared = new Map<string, PreparedImport>();
+  for (const [traceId, group] of traces) prepared.set(traceId, await importOf(traceId, group));
   const routedOut: OtlpIngestResult['routed'] = [];
-  for (const [runId, group] of routed) {
+  for (const { runId, group, drafts } of appends) {
     try {
-      const r = await store.appendDrafts(tenant, runId, spansToDrafts(group), spanBatchKey(group));
+      const r = await store.appendDrafts(tenant, runId, drafts, spanBatchKey(group));
       routedOut.push({ runId, spans: group.length, appended: r.appended, duplicates: r.duplicates });
     } catch (err) {
       // Sealed between the ledger's answer and the append: its spans are imported like any other.
       if (!isTrajectoryStoreError(err) || err.code !== 'trajectory_sealed') throw err;
       for (const span of group) traces.set(span.traceId, [...(traces.get(span.traceId) ?? []), span]);
+      for (const traceId of new Set(group.map((span) => span.traceId))) prepared.delete(traceId);
     }
   }
   const imported: ImportedTrajectory[] = [];
-  for (const [traceId, group] of traces) {
-    imported.push(
-      await importTrajectory(store, tenant, {
-        provenance: { source: 'otlp', externalId: traceId, pulledAt: options.pulledAt.toISOString() },
-        events: spansToDrafts(group),
-        idempotencyKey: spanBatchKey(group),
-      }),
-    );
-  }
+  for (const [traceId, group] of traces)
+    imported.push(await writeImport(store, prepared.get(traceId) ?? (await importOf(traceId, group))));
   return { spans: spans.length, routed: routedOut, imported };
 }

@@ -36,9 +36,37 @@ function str(v: AttributeValue | undefined): string | undefined {
   return typeof v === 'string' && v.length > 0 ? v : undefined;
 }
 
-/** A JSON-carrying attribute (arguments, results, messages): parsed if it is JSON text, else as is. */
+/**
+ * The deepest nesting parsed out of an attribute's text. Deeper text stays text: a recursive walk of it
+ * (JSON.stringify, the event schema, canonical JSON) could overflow the stack, and V8's JSON.parse does not.
+ */
+export const MAX_ATTRIBUTE_JSON_DEPTH = 64;
+
+/** Whether JSON text nests `[`/`{` deeper than `limit` (strings skipped): a linear scan that stops early. */
+function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c)
+        i++; // backslash: skip the escaped character
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x5b || ch === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (ch === 0x5d || ch === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * A JSON-carrying attribute (arguments, results, messages): parsed if it is JSON text nested at most
+ * MAX_ATTRIBUTE_JSON_DEPTH levels, else as is.
+ */
 function jsonOf(v: AttributeValue | undefined): JsonValue {
   if (typeof v === 'string') {
+    if (nestsDeeperThan(v, MAX_ATTRIBUTE_JSON_DEPTH)) return v;
     try {
       return JSON.parse(v) as JsonValue;
     } catch {
