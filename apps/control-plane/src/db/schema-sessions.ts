@@ -23,6 +23,8 @@ export interface SessionsTable {
   parked_at: Ts | null;
   trajectory_bytes: ColumnType<DbNumeric, DbNumeric | undefined, DbNumeric>;
   trajectory_truncated: ColumnType<boolean, boolean | undefined, boolean>;
+  /** Commands running in the compute (exec), migration 0026: the idle deadline of the last one to end is exact. */
+  execs_running: ColumnType<number, number | undefined, number>;
 }
 
 export interface TerminalTicketsTable {

@@ -89,9 +89,17 @@ export async function grant(
 }
 
 /**
+ * `expires_at_ms` of a lease its holder's revocation ended (runners/leases.ts `expireHolder`): expired at once
+ * for the sweep, and final — no heartbeat renews it and no result is accepted under it.
+ */
+export const REVOKED_EXPIRY_MS = -1;
+
+/**
  * A holder's heartbeat: every lease in `held` still held by `holder` at its epoch is extended to
  * nowMs + leaseMs; the others are reported lost (the holder must stop those executions — their results
- * would be refused). One statement.
+ * would be refused). A lease ended by its holder's revocation is lost, even to a heartbeat that was
+ * authenticated before the revocation committed. (A lease that merely ran out before the sweep moved it is
+ * renewed: a late heartbeat wins over the sweep, sweep.ts.) One statement.
  */
 export async function renew(
   ex: Executor,
@@ -106,6 +114,7 @@ export async function renew(
       expires_at_ms = GREATEST(l.expires_at_ms, ${nowMs + leaseMs}::bigint)
     FROM unnest(${held.map((h) => h.runId)}::text[], ${held.map((h) => h.epoch)}::bigint[]) AS h(run_id, epoch)
     WHERE l.run_id = h.run_id AND l.epoch = h.epoch AND l.holder = ${holder}
+      AND l.expires_at_ms <> ${REVOKED_EXPIRY_MS}::bigint
     RETURNING l.run_id, l.epoch`.execute(ex);
   const ok = new Set(rows.map((r) => r.run_id));
   return {
@@ -149,7 +158,8 @@ export function staleLease(runId: string, epoch: number, current: number | null)
 }
 
 /**
- * Throw `stale_lease` (409) unless `runId`'s lease is held at `epoch` (by `holder`, when given). Call it
+ * Throw `stale_lease` (409) unless `runId`'s lease is held at `epoch` (by `holder`, when given) and was not
+ * ended by its holder's revocation (`REVOKED_EXPIRY_MS`). Call it
  * inside the transaction that applies the result, after locking the run row: then the check holds
  * until that transaction commits (the sweep locks the run before it requeues).
  */
@@ -161,11 +171,15 @@ export async function assertCurrentEpoch(
 ): Promise<void> {
   const row = await ex
     .selectFrom('run_leases')
-    .select(['epoch', 'holder'])
+    .select(['epoch', 'holder', 'expires_at_ms'])
     .where('run_id', '=', runId)
     .executeTakeFirst();
   const current = row ? numeric(row.epoch) : null;
-  if (current !== epoch || (holder !== undefined && row?.holder !== holder)) {
+  if (
+    current !== epoch ||
+    (holder !== undefined && row?.holder !== holder) ||
+    numeric(row?.expires_at_ms) === REVOKED_EXPIRY_MS
+  ) {
     throw staleLease(runId, epoch, current);
   }
 }

@@ -5,7 +5,7 @@ import type { WireSegment } from '@everdict/runrecord';
 import { sql } from 'kysely';
 import { prepared } from '../db/prepared.js';
 import type { Tx } from '../db/tx.js';
-import { staleLease } from '../leases/store.js';
+import { REVOKED_EXPIRY_MS, staleLease } from '../leases/store.js';
 import { EVENTS_CHANNEL, insertEventsSql, type NewEvent } from '../ledger/events.js';
 import { type RunRow, selectRunRows } from '../ledger/runs.js';
 import { AUDIT_LOCK_CLASS, type RunnerAuditLinks } from '../log/audit-chain.js';
@@ -15,11 +15,15 @@ import type { RunnerIdentity } from './registry.js';
 export interface LeaseJournalRow {
   epoch: string | number;
   holder: string;
+  expires_at_ms: string | number;
   seq_from: number | null;
   event_count: number | null;
 }
 
-/** 409 `stale_lease` unless the runner holds the run's current lease at `epoch`; else where its journal sits. */
+/**
+ * 409 `stale_lease` unless the runner holds the run's current lease at `epoch` — not ended by the runner's
+ * revocation (a completion sent before it was revoked) — else where its journal sits.
+ */
 export function journalOf(
   r: LeaseJournalRow | undefined,
   runner: RunnerIdentity,
@@ -27,7 +31,8 @@ export function journalOf(
   epoch: number,
 ): { from: number; count: number } {
   const current = r ? Number(r.epoch) : null;
-  if (current !== epoch || r?.holder !== runner.id) throw staleLease(runId, epoch, current);
+  if (current !== epoch || r?.holder !== runner.id || Number(r.expires_at_ms) === REVOKED_EXPIRY_MS)
+    throw staleLease(runId, epoch, current);
   return { from: Number(r.seq_from ?? 0), count: Number(r.event_count ?? 0) };
 }
 
@@ -44,7 +49,7 @@ export async function leaseJournal(
   epoch: number,
 ): Promise<{ from: number; count: number }> {
   const { rows } =
-    await sql<LeaseJournalRow>`SELECT l.epoch, l.holder, j.seq_from, j.event_count FROM run_leases l
+    await sql<LeaseJournalRow>`SELECT l.epoch, l.holder, l.expires_at_ms, j.seq_from, j.event_count FROM run_leases l
     LEFT JOIN runner_journals j ON j.run_id = l.run_id AND j.epoch = ${epoch}
     WHERE l.run_id = ${runId}`.execute(tx);
   return journalOf(rows[0], runner, runId, epoch);
@@ -90,17 +95,19 @@ export async function prefetchBatch(
   // With them, the key's last audit link — read after its lock (this statement's snapshot is taken after the
   // one above returned), as `RunnerAuditLinks.link` reads it.
   const { rows: reads } = await sql<
-    { run_id: string; epoch: string | number | null; holder: string | null } & Omit<
-      LeaseJournalRow,
-      'epoch' | 'holder'
-    > & {
+    {
+      run_id: string;
+      epoch: string | number | null;
+      holder: string | null;
+      expires_at_ms: string | number | null;
+    } & Omit<LeaseJournalRow, 'epoch' | 'holder' | 'expires_at_ms'> & {
         segments: WireSegment[] | null;
         audit_seq: string | number | null;
         audit_address: string | null;
         audit_linked: boolean | null;
       }
   >`${sql.raw(prepared('completion_reads'))}
-    SELECT s.run_id, l.epoch, l.holder, j.seq_from, j.event_count,
+    SELECT s.run_id, l.epoch, l.holder, l.expires_at_ms, j.seq_from, j.event_count,
       (SELECT json_agg(g.payload ORDER BY g.idx) FROM record_segments g WHERE g.run_id = s.run_id) AS segments,
       a.seq AS audit_seq, a.address AS audit_address, a.linked AS audit_linked
     FROM unnest(${ids}::text[], ${ids.map((id) => firsts.get(id)!)}::bigint[]) AS s(run_id, epoch)
@@ -122,8 +129,14 @@ export async function prefetchBatch(
     ids.map((id) => {
       const r = readOf.get(id);
       const lease: LeaseJournalRow | undefined =
-        r && r.epoch !== null && r.holder !== null
-          ? { epoch: r.epoch, holder: r.holder, seq_from: r.seq_from, event_count: r.event_count }
+        r && r.epoch !== null && r.holder !== null && r.expires_at_ms !== null
+          ? {
+              epoch: r.epoch,
+              holder: r.holder,
+              expires_at_ms: r.expires_at_ms,
+              seq_from: r.seq_from,
+              event_count: r.event_count,
+            }
           : undefined;
       return [id, { row: rowOf.get(id), lease, segments: r?.segments ?? [] }];
     }),

@@ -7,7 +7,7 @@ import { canonicalJsonl, putArtifact as storeArtifact } from '@everdict/trajecto
 import type { Executor, Tx } from '../db/tx.js';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
-import { staleLease } from '../leases/store.js';
+import { REVOKED_EXPIRY_MS, staleLease } from '../leases/store.js';
 import type { Deps } from '../services/context.js';
 import { mapStoreErrors } from '../trajectory/errors.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
@@ -67,11 +67,17 @@ export async function appendRunnerEvents(
     inTx(ex, async (tx) => {
       const lease = await tx
         .selectFrom('run_leases')
-        .select(['epoch', 'holder'])
+        .select(['epoch', 'holder', 'expires_at_ms'])
         .where('run_id', '=', runId)
         .forUpdate()
         .executeTakeFirst();
-      if (!lease || Number(lease.epoch) !== input.epoch || lease.holder !== runner.id)
+      // A lease the runner's revocation ended takes no more events (a batch sent before it was revoked).
+      if (
+        !lease ||
+        Number(lease.epoch) !== input.epoch ||
+        lease.holder !== runner.id ||
+        Number(lease.expires_at_ms) === REVOKED_EXPIRY_MS
+      )
         throw staleLease(runId, input.epoch, lease ? Number(lease.epoch) : null);
       const run = await tx
         .selectFrom('runs')

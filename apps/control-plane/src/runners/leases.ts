@@ -9,7 +9,7 @@ import { prepared } from '../db/prepared.js';
 import type { Tx } from '../db/tx.js';
 import { retryOnConflict } from '../db/tx.js';
 import type { LeasePolicy } from '../leases/policy.js';
-import { assertCurrentEpoch, renewLive } from '../leases/store.js';
+import { assertCurrentEpoch, REVOKED_EXPIRY_MS, renewLive } from '../leases/store.js';
 import { sweepExpiredLeases } from '../leases/sweep.js';
 import type { RunRow } from '../ledger/runs.js';
 import { claimAndStart } from '../scheduler/claim-start.js';
@@ -215,11 +215,14 @@ export function assertRunnerLease(tx: Tx, runner: RunnerIdentity, runId: string,
   return assertCurrentEpoch(tx, runId, epoch, runner.id);
 }
 
-/** End every lease a runner holds (inside the revoking transaction): they are expired as of now. */
+/**
+ * End every lease a runner holds (inside the revoking transaction): they are expired as of now, for good — a
+ * heartbeat or a result already on its way under one of them is refused (`REVOKED_EXPIRY_MS`).
+ */
 export async function expireHolder(tx: Tx, runnerId: string): Promise<string[]> {
   const rows = await tx
     .updateTable('run_leases')
-    .set({ expires_at_ms: -1 })
+    .set({ expires_at_ms: REVOKED_EXPIRY_MS })
     .where('holder', '=', runnerId)
     .returning('run_id')
     .execute();

@@ -19,6 +19,8 @@ import { Capabilities, PairInput, PairingTokenInput } from './schemas.js';
 export const PAIRING_TOKEN_TTL_MS = 15 * 60 * 1000;
 
 const sha256 = (raw: string): string => createHash('sha256').update(raw, 'utf8').digest('hex');
+/** A runner credential as it is stored (and announced on RUNNERS_CHANNEL): its SHA-256, hex. */
+export const credentialHash = sha256;
 const secret = (prefix: string): string => `${prefix}${randomBytes(32).toString('base64url')}`;
 
 export type RunnerState = 'active' | 'draining' | 'revoked';
@@ -110,10 +112,14 @@ export async function mintPairingToken(
   return { token, expiresAt: expiresAt.toISOString() };
 }
 
-/** The index rows of a runner's capabilities: one per kind × image. */
+/**
+ * The index rows of a runner's capabilities: one per distinct kind × distinct image (a kind or an image listed
+ * twice is one row: the primary key is (runner_id, kind, image)).
+ */
 function imageRows(runnerId: string, tenantId: string | null, caps: Capabilities) {
+  const kinds = [...new Set(caps.kinds)];
   const images = [...new Set(caps.images)];
-  return caps.kinds.flatMap((kind) =>
+  return kinds.flatMap((kind) =>
     images.map((image) => ({ runner_id: runnerId, tenant_id: tenantId, kind, image })),
   );
 }
@@ -274,6 +280,8 @@ export async function drainRunner(deps: Deps, p: Principal, runnerId: string): P
 /**
  * Revoke: the credential stops working at once, the runner leaves the placement index, and `expire` (the
  * lease rule) expires every lease it holds in the same transaction (the caller then sweeps: they requeue).
+ * Its session channel row goes too: no replica relays to it any more, and the sessions it holds open are lost
+ * to every replica's sweep once the replica holding the channel has closed it (sessions/hub.ts `revoked`).
  * Every replica forgets the credential at the commit (RUNNERS_CHANNEL); the caller evicts it from its own
  * cache with the answered `credentialHash` (the NOTIFY may come later).
  */
@@ -292,6 +300,7 @@ export async function revokeRunner(
       .where('id', '=', runnerId)
       .execute();
     await tx.deleteFrom('runner_images').where('runner_id', '=', runnerId).execute();
+    await tx.deleteFrom('session_channels').where('runner_id', '=', runnerId).execute();
     await announceChange(tx, row.credential_hash);
     return { expired: await expire(tx, runnerId), credentialHash: row.credential_hash };
   });

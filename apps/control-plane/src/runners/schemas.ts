@@ -22,11 +22,22 @@ export type PairingTokenInput = z.input<typeof PairingTokenInput>;
 
 const Hex64 = z.string().regex(/^[0-9a-f]{64}$/, '64 lowercase hex digits');
 
+/**
+ * The longest image reference a runner may pair with, in UTF-8 bytes: each (runner, kind, image) is a key of the
+ * placement index, and a PostgreSQL btree entry holds at most 2704 bytes (1000 three-byte characters are 3000:
+ * the insert would fail). Checked at pairing only: a stored runner's capabilities parse as they were accepted.
+ */
+export const MAX_IMAGE_BYTES = 1000;
+const ImageRef = z
+  .string()
+  .min(1)
+  .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_IMAGE_BYTES, `at most ${MAX_IMAGE_BYTES} UTF-8 bytes`);
+
 export const PairInput = z.strictObject({
   token: z.string().min(1).max(512),
   publicKey: Hex64,
   name: z.string().min(1).max(200),
-  capabilities: Capabilities,
+  capabilities: Capabilities.extend({ images: z.array(ImageRef).min(1).max(1000) }),
 });
 export type PairInput = z.input<typeof PairInput>;
 

@@ -28,6 +28,7 @@ import {
   runnerKeys,
 } from './registry.js';
 import { CompletionsInput, HeartbeatInput, LeasesInput } from './schemas.js';
+import { replicaSessionHub } from './sessions/hub.js';
 
 export interface RunnerService {
   mintPairingToken(p: Principal, input: unknown): Promise<{ token: string; expiresAt: string }>;
@@ -169,6 +170,14 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
       // replicas evict at the commit's NOTIFY).
       waiters.credentials.evict(credentialHash);
       placeableCache(deps).clear();
+      // Its session channel here closes now (other replicas close theirs at the NOTIFY): exec and terminal
+      // traffic no longer reaches it, and the sessions it held are settled lost by the sweep. The revoke has
+      // committed: a failure here is logged (the hub's next touch closes the channel) rather than answered.
+      await replicaSessionHub(deps)
+        ?.revoked(id)
+        .catch((e: unknown) =>
+          deps.log('warn', 'closing a revoked runner’s session channel failed', { error: String(e) }),
+        );
       const requeued = await requeueExpired(deps, opts.lease, expired);
       if (requeued.length > 0) waiters.wake();
       return { ...(await viewOf(deps, p, id)), requeued };

@@ -32,7 +32,7 @@ export async function suspendSession(core: SessionCore, p: Principal, runId: str
   const row = await withTx(
     deps.db,
     async (tx) => {
-      const { session } = await sessionOf(tx, p, runId, { lock: true, state: 'open' });
+      const { session } = await sessionOf(tx, p, runId, { lock: true, state: 'open', at: deps.clock() });
       const handle = handleOf(session.handle);
       const compute = computeOf(core, session.holder);
       const snap = await compute.driver.snapshot(handle).catch((e: unknown) => {
@@ -60,7 +60,7 @@ export async function suspendSession(core: SessionCore, p: Principal, runId: str
       const now = deps.clock();
       await tx
         .updateTable('sessions')
-        .set({ state: 'parked', handle: null, park: JSON.stringify(park), parked_at: now })
+        .set({ state: 'parked', handle: null, park: JSON.stringify(park), parked_at: now, execs_running: 0 })
         .where('tenant_id', '=', p.tenantId)
         .where('run_id', '=', runId)
         .execute();
@@ -88,7 +88,11 @@ export async function resumeSession(
     const { resumed: row, path } = await withTx(
       deps.db,
       async (tx) => {
-        const { run, session } = await sessionOf(tx, p, runId, { lock: true, state: 'parked' });
+        const { run, session } = await sessionOf(tx, p, runId, {
+          lock: true,
+          state: 'parked',
+          at: deps.clock(),
+        });
         const park = session.park as unknown as Park;
         const offered = input.snapshot ?? park.address;
         // Fresh compute on ANY capable holder of the same driver: a park a runner made resumes on whichever
@@ -138,6 +142,7 @@ export async function resumeSession(
             parked_at: null,
             last_activity_at: now,
             idle_deadline: new Date(now.getTime() + session.idle_timeout_sec * 1000),
+            execs_running: 0,
           })
           .where('tenant_id', '=', p.tenantId)
           .where('run_id', '=', runId)

@@ -1,5 +1,5 @@
 // Session rows: lookups (tenant-scoped, creator-or-admin for anything that attaches) and activity marks.
-import { isTerminalStatus, type RunStatus } from '@everdict/run-model';
+import { isTerminalStatus, type RunStatus, sessionDue } from '@everdict/run-model';
 import { type Selectable, sql } from 'kysely';
 import type { SessionsTable } from '../db/schema-sessions.js';
 import type { Executor } from '../db/tx.js';
@@ -22,15 +22,22 @@ export function mayAttach(p: Principal, run: Pick<RunRow, 'created_by'>): boolea
   return p.role === 'admin' || run.created_by === p.actor;
 }
 
+/** Whether the row still holds the compute `handleId` on `holder` open (not parked, resumed elsewhere or ended). */
+export function holdsCompute(s: SessionRow, holder: string, handleId: string): boolean {
+  return s.state === 'open' && s.holder === holder && (s.handle as { id?: unknown } | null)?.id === handleId;
+}
+
 /**
  * The caller's session `runId`: 404 when no such run in the tenant, 403 when the caller may not attach,
  * 409 when the run is not a live session. `lock`: the row is locked (FOR UPDATE) for the transaction.
+ * `at`: the session must not be due then — past its expiry (or, open, its idle deadline) it has ended, 409
+ * `session_ended`, although the reaper has not settled it yet (its row is left to the reaper).
  */
 export async function sessionOf(
   ex: Executor,
   p: Principal,
   runId: string,
-  opts: { lock?: boolean; state?: 'open' | 'parked' } = {},
+  opts: { lock?: boolean; state?: 'open' | 'parked'; at?: Date } = {},
 ): Promise<{ run: RunRow; session: SessionRow }> {
   const run = await findRun(ex, p.tenantId, runId);
   if (!run) throw notFound('run', runId);
@@ -53,6 +60,20 @@ export async function sessionOf(
       status: run.status,
       reason: 'session_ended',
     });
+  const due =
+    opts.at &&
+    sessionDue(
+      { expiresAt: session.expires_at.toISOString(), idleDeadline: session.idle_deadline.toISOString() },
+      opts.at.toISOString(),
+      session.state === 'parked',
+    );
+  if (due)
+    throw new ControlPlaneError('conflict', `session ${runId} has ended (${due})`, {
+      runId,
+      status: run.status,
+      reason: 'session_ended',
+      due,
+    });
   if (opts.state && session.state !== opts.state)
     throw new ControlPlaneError('conflict', `session ${runId} is ${session.state}`, {
       runId,
@@ -62,39 +83,53 @@ export async function sessionOf(
   return { run, session };
 }
 
-/** Traffic: the idle deadline moves to now + idle timeout (+ `extraMs` for a command still running). */
-export async function markActive(
-  ex: Executor,
-  tenant: string,
-  runId: string,
-  now: Date,
-  extraMs = 0,
-): Promise<void> {
+/** Traffic (a touch, the terminal): the idle deadline moves to now + idle timeout — never earlier. */
+export async function markActive(ex: Executor, tenant: string, runId: string, now: Date): Promise<void> {
   await sql`UPDATE sessions SET last_activity_at = ${now},
-      idle_deadline = GREATEST(idle_deadline, ${now}::timestamptz + make_interval(secs => idle_timeout_sec + ${extraMs / 1000}::float8))
+      idle_deadline = GREATEST(idle_deadline, ${now}::timestamptz + make_interval(secs => idle_timeout_sec))
     WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open'`.execute(ex);
 }
 
 /**
- * Undoes a markActive at `marked` whose operation was refused (the compute unreachable): the row's activity as
- * it was before — unless other traffic marked it since.
+ * A command starts: one more running, and the idle deadline covers its timeout (never earlier than it was).
  */
-export async function unmarkActive(
+export async function execStarted(
+  ex: Executor,
+  tenant: string,
+  runId: string,
+  now: Date,
+  timeoutMs: number,
+): Promise<void> {
+  await sql`UPDATE sessions SET last_activity_at = ${now}, execs_running = execs_running + 1,
+      idle_deadline = GREATEST(idle_deadline, ${now}::timestamptz + make_interval(secs => idle_timeout_sec + ${timeoutMs / 1000}::float8))
+    WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open'`.execute(ex);
+}
+
+/**
+ * A command ended: the last one running leaves the deadline at now + idle timeout (earlier than its start
+ * set it: the timeout it covered is over); one ending while another still runs never moves it earlier.
+ */
+export async function execEnded(ex: Executor, tenant: string, runId: string, now: Date): Promise<void> {
+  await sql`UPDATE sessions SET last_activity_at = ${now}, execs_running = GREATEST(execs_running - 1, 0),
+      idle_deadline = CASE WHEN execs_running > 1
+        THEN GREATEST(idle_deadline, ${now}::timestamptz + make_interval(secs => idle_timeout_sec))
+        ELSE ${now}::timestamptz + make_interval(secs => idle_timeout_sec) END
+    WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open'`.execute(ex);
+}
+
+/**
+ * Undoes an execStarted at `marked` whose command was refused (the compute unreachable): one running fewer,
+ * and the row's activity as it was before — unless other traffic marked it since.
+ */
+export async function execRefused(
   ex: Executor,
   tenant: string,
   runId: string,
   marked: Date,
   before: { last_activity_at: Date; idle_deadline: Date },
 ): Promise<void> {
-  await sql`UPDATE sessions SET last_activity_at = ${before.last_activity_at}, idle_deadline = ${before.idle_deadline}
-    WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open' AND last_activity_at = ${marked}`.execute(
-    ex,
-  );
-}
-
-/** Like markActive, but the deadline may move earlier (after a long command ends). */
-export async function resetIdle(ex: Executor, tenant: string, runId: string, now: Date): Promise<void> {
-  await sql`UPDATE sessions SET last_activity_at = ${now},
-      idle_deadline = ${now}::timestamptz + make_interval(secs => idle_timeout_sec)
+  await sql`UPDATE sessions SET execs_running = GREATEST(execs_running - 1, 0),
+      last_activity_at = CASE WHEN last_activity_at = ${marked} THEN ${before.last_activity_at} ELSE last_activity_at END,
+      idle_deadline = CASE WHEN last_activity_at = ${marked} THEN ${before.idle_deadline} ELSE idle_deadline END
     WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open'`.execute(ex);
 }

@@ -21,7 +21,15 @@ import {
 import type { SessionLog } from './log.js';
 import { openEnergyUj, sessionUsd } from './meter.js';
 import { sessionPolicy } from './policy.js';
-import { markActive, resetIdle, type SessionRow, sessionOf, unmarkActive } from './rows.js';
+import {
+  execEnded,
+  execRefused,
+  execStarted,
+  holdsCompute,
+  markActive,
+  type SessionRow,
+  sessionOf,
+} from './rows.js';
 import { type SettleContext, settleSession } from './settle.js';
 import type { SnapshotStore } from './snapshots.js';
 import { mintTicket, redeemTicket } from './tickets.js';
@@ -162,13 +170,13 @@ export class SessionService {
   async exec(p: Principal, runId: string, raw: unknown): Promise<ExecView> {
     const input = asControlPlaneError(() => ExecInput.parse(raw));
     const { deps, log } = this.core;
-    const { session } = await sessionOf(deps.db, p, runId, { state: 'open' });
+    const marked = deps.clock();
+    const { session } = await sessionOf(deps.db, p, runId, { state: 'open', at: marked });
     const handle = handleOf(session.handle);
     const compute = computeOf(this.core, session.holder);
     const timeoutMs = input.timeoutMs ?? 60_000;
     // A command still running is traffic: the idle deadline covers its timeout.
-    const marked = deps.clock();
-    await markActive(deps.db, p.tenantId, runId, marked, timeoutMs);
+    await execStarted(deps.db, p.tenantId, runId, marked, timeoutMs);
     const started = performance.now();
     let view: ExecView;
     try {
@@ -200,16 +208,27 @@ export class SessionService {
           durationMs: Math.round(performance.now() - started),
         };
       } else if (isPlacementError(e, 'gone')) {
-        // The compute vanished under a live row: the host lost it. Settle it so, and say so.
-        await settleSession(this.core, p.tenantId, runId, 'lost');
+        // The compute vanished. Under a row that still holds it open, the host lost it: settled so, and said
+        // so. A suspend, close or reaper that released it meanwhile owns the session: 409, left as it is.
+        const lost = await settleSession(this.core, p.tenantId, runId, 'lost', {
+          decide: (s) => (holdsCompute(s, session.holder, handle.id) ? 'lost' : null),
+        });
+        if (!lost) {
+          // 409 session_parked or session_ended — or, open again, it was parked and resumed on fresh compute.
+          await sessionOf(deps.db, p, runId, { state: 'open' });
+          throw new ControlPlaneError('conflict', `session ${runId} was parked while the command ran`, {
+            runId,
+            reason: 'session_parked',
+          });
+        }
         throw placementProblem(e);
       } else {
         // Refused (the compute unreachable, say): the row's activity as it was — a refusal changes nothing.
-        await unmarkActive(deps.db, p.tenantId, runId, marked, session).catch(() => undefined);
+        await execRefused(deps.db, p.tenantId, runId, marked, session).catch(() => undefined);
         throw placementProblem(e);
       }
     }
-    await resetIdle(deps.db, p.tenantId, runId, deps.clock());
+    await execEnded(deps.db, p.tenantId, runId, deps.clock());
     await log.exec(p.tenantId, runId, p.actor, input.command, view);
     return view;
   }
@@ -219,9 +238,9 @@ export class SessionService {
     const input = asControlPlaneError(() => TouchInput.parse(raw));
     const { deps } = this.core;
     const row = await withTx(deps.db, async (tx) => {
-      const { session } = await sessionOf(tx, p, runId, { lock: true });
-      const policy = await sessionPolicy(tx, p.tenantId);
       const now = deps.clock();
+      const { session } = await sessionOf(tx, p, runId, { lock: true, at: now });
+      const policy = await sessionPolicy(tx, p.tenantId);
       const next = new Date(
         extendExpiry(
           session.expires_at.toISOString(),
@@ -289,7 +308,7 @@ export class SessionService {
   /** POST /runs/:id/terminal-ticket: creator or admin; single use, 30 s, bound to the run and the caller. */
   async terminalTicket(p: Principal, runId: string): Promise<TicketView> {
     const { deps } = this.core;
-    await sessionOf(deps.db, p, runId, { state: 'open' });
+    await sessionOf(deps.db, p, runId, { state: 'open', at: deps.clock() });
     return mintTicket(deps.db, p.tenantId, runId, p.actor, deps.clock());
   }
 

@@ -7,17 +7,21 @@
 // another replica, or provisioned for an open that never committed).
 // Every other replica sharing the database reaches the runner through this one: the relay (relay.ts) forwards
 // each driver call and terminal stream over PostgreSQL to the replica `session_channels.replica` names.
+// A revoked runner's channel is closed: at once on the revoking replica (`revoked`, from the runner service),
+// at the revoke's NOTIFY on the others (RUNNERS_CHANNEL), and at the latest at the next touch (which re-reads the
+// runners' state, and never advances a revoked runner's `seen_at`) — then the sweep settles its sessions lost.
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { DriverDescription, MAX_FRAME_BYTES, PlacementError, RunnerFrame } from '@everdict/placement';
 import { sql } from 'kysely';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { RUNNERS_CHANNEL } from '../../auth/runner-credentials.js';
 import { json } from '../../db/numeric.js';
 import type { Executor } from '../../db/tx.js';
 import { refuseUpgradeFor } from '../../http/upgrade-refusal.js';
 import type { Deps } from '../../services/context.js';
-import { authenticateRunner } from '../registry.js';
+import { authenticateRunner, credentialHash } from '../registry.js';
 import { RunnerChannel, type RunnerHello } from './channel.js';
 import { type RelayOptions, SessionRelay } from './relay.js';
 import { type ChannelLookup, RemoteDriver, type SessionLink } from './remote-driver.js';
@@ -48,14 +52,23 @@ export interface SessionHubOptions {
 
 type Listener = (runnerId: string) => Promise<unknown>;
 
+/** Each core's hub (keyed by its `deps`): the runner service closes a revoked runner's channel through it. */
+const hubs = new WeakMap<object, RunnerSessionHub>();
+
+/** The session hub of the replica whose `deps` these are (none: the core runs no sessions). */
+export const replicaSessionHub = (deps: object): RunnerSessionHub | undefined => hubs.get(deps);
+
 export class RunnerSessionHub implements ChannelLookup {
   readonly replica: string;
   readonly #channels = new Map<string, RunnerChannel>();
+  /** The credential hash each channel's runner authenticated with (RUNNERS_CHANNEL names runners by it). */
+  readonly #credentials = new Map<string, string>();
   readonly #wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
   readonly #listeners: Listener[] = [];
   readonly #relay: SessionRelay | null;
   #touch: ReturnType<typeof setInterval> | null = null;
   #reconcile: ReturnType<typeof setInterval> | null = null;
+  #unlisten: (() => Promise<void>) | null = null;
 
   constructor(
     private readonly deps: Deps,
@@ -66,6 +79,7 @@ export class RunnerSessionHub implements ChannelLookup {
       opts.relay !== false && deps.ldb.dialect === 'postgres'
         ? new SessionRelay(deps, this.replica, this, opts.relay ?? {}, (e) => this.#warn(e))
         : null;
+    hubs.set(deps, this);
   }
 
   /** The relay to other replicas' runners (null on PGlite or when turned off). */
@@ -77,6 +91,11 @@ export class RunnerSessionHub implements ChannelLookup {
 
   async start(): Promise<void> {
     await this.#relay?.start();
+    // A revoke (or drain) on any replica: a channel of that runner here is closed if it was revoked.
+    this.#unlisten = await this.deps.ldb.listen(RUNNERS_CHANNEL, (hash) => {
+      const ids = [...this.#credentials].filter(([, h]) => h === hash).map(([id]) => id);
+      if (ids.length > 0) void this.#closeRevoked(ids).catch(this.#warn);
+    });
     const touchMs = this.opts.touchMs ?? Math.max(50, Math.floor(this.opts.leaseMs / 3));
     this.#touch = setInterval(() => void this.#touchAll().catch(this.#warn), touchMs);
     this.#touch.unref?.();
@@ -140,14 +159,16 @@ export class RunnerSessionHub implements ChannelLookup {
     const credential = auth.startsWith('Bearer ') ? auth.slice(7).trim() : '';
     authenticateRunner(this.deps.db, credential).then(
       (runner) => {
-        this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(runner.id, ws));
+        this.#wss.handleUpgrade(req, socket, head, (ws) =>
+          this.#accept(runner.id, credentialHash(credential), ws),
+        );
       },
       (e: unknown) => refuseUpgradeFor(socket, e, (defect) => this.#warn(defect)),
     );
     return true;
   };
 
-  #accept(runnerId: string, ws: WebSocket): void {
+  #accept(runnerId: string, hash: string, ws: WebSocket): void {
     const timer = setTimeout(() => ws.close(1008, 'no hello'), 10_000);
     ws.once('message', (data, isBinary) => {
       clearTimeout(timer);
@@ -164,11 +185,19 @@ export class RunnerSessionHub implements ChannelLookup {
       const channel = new RunnerChannel(runnerId, hello, ws, this.#warn);
       this.#channels.get(runnerId)?.close(1000, 'replaced by a newer channel');
       this.#channels.set(runnerId, channel);
+      this.#credentials.set(runnerId, hash);
       void channel.closed.then(() => {
-        if (this.#channels.get(runnerId) === channel) this.#channels.delete(runnerId);
+        if (this.#channels.get(runnerId) !== channel) return;
+        this.#channels.delete(runnerId);
+        this.#credentials.delete(runnerId);
       });
+      // Registered, then the runner's state read again: a revoke that committed after the upgrade's
+      // authentication (its row delete before this insert) closes the channel here and now.
       void this.#register(runnerId, hello)
-        .then(() => Promise.all(this.#listeners.map((l) => l(runnerId))))
+        .then(() => this.#closeRevoked([runnerId]))
+        .then((active) =>
+          active.length > 0 ? Promise.all(this.#listeners.map((l) => l(runnerId))) : undefined,
+        )
         .catch(this.#warn);
     });
   }
@@ -200,8 +229,38 @@ export class RunnerSessionHub implements ChannelLookup {
       .execute();
   }
 
+  /**
+   * The runner was revoked: its channel here is closed (every call and stream on it refused at once, its
+   * sessions no longer `connected`) and this replica's row of it removed, so that the sweep settles the
+   * sessions it held open lost.
+   */
+  async revoked(runnerId: string): Promise<void> {
+    this.#channels.get(runnerId)?.close(1008, 'runner revoked');
+    await this.deps.db
+      .deleteFrom('session_channels')
+      .where('runner_id', '=', runnerId)
+      .where('replica', '=', this.replica)
+      .execute();
+  }
+
+  /** Closes the channels of those of `runnerIds` that are revoked; answers the others. */
+  async #closeRevoked(runnerIds: readonly string[]): Promise<string[]> {
+    const rows = await this.deps.db
+      .selectFrom('runners')
+      .select('id')
+      .where('id', 'in', runnerIds)
+      .where('state', '=', 'revoked')
+      .execute();
+    const revoked = new Set(rows.map((r) => r.id));
+    for (const id of revoked) await this.revoked(id);
+    return runnerIds.filter((id) => !revoked.has(id));
+  }
+
   async #touchAll(): Promise<void> {
-    const live = [...this.#channels.values()].filter((c) => c.isOpen).map((c) => c.runnerId);
+    const open = [...this.#channels.values()].filter((c) => c.isOpen).map((c) => c.runnerId);
+    if (open.length === 0) return;
+    // A revoked runner is never seen again (its revoke's NOTIFY may not have reached this replica).
+    const live = await this.#closeRevoked(open);
     if (live.length === 0) return;
     await this.deps.db
       .updateTable('session_channels')
@@ -271,6 +330,7 @@ export class RunnerSessionHub implements ChannelLookup {
   }
 
   async close(): Promise<void> {
+    await this.#unlisten?.();
     if (this.#touch) clearInterval(this.#touch);
     if (this.#reconcile) clearInterval(this.#reconcile);
     for (const c of this.#channels.values()) c.close(1001, 'control plane stopping');
