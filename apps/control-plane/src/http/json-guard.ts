@@ -3,6 +3,7 @@
 // JSON body (`invalid_unicode`), a JSON body nested deeper than MAX_JSON_DEPTH (`too_deep`) — decided on the
 // raw text by a linear scan, before anything parses or walks it recursively. The same rules guard every
 // service door (services/storable-guard.ts); this is the edge's copy of the decision, not a second rule.
+import { jsonNestingDepth } from '@everdict/trajectory-store';
 import type { MiddlewareHandler } from 'hono';
 import { MAX_JSON_DEPTH, unstorable } from '../services/storable-guard.js';
 import type { AppEnv } from './env.js';
@@ -10,27 +11,6 @@ import { problem, sendProblem } from './problem.js';
 
 /** Anything the JSON validator might parse (a superset of its media types). */
 const JSON_LIKE = /json/i;
-
-/** The deepest nesting of `[`/`{` in JSON text (strings skipped), stopping as soon as it passes `limit`. */
-export function jsonNestingDepth(text: string, limit = MAX_JSON_DEPTH): number {
-  let depth = 0;
-  let deepest = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text.charCodeAt(i);
-    if (inString) {
-      if (ch === 0x5c)
-        i++; // backslash: skip the escaped character
-      else if (ch === 0x22) inString = false;
-    } else if (ch === 0x22) inString = true;
-    else if (ch === 0x5b || ch === 0x7b) {
-      depth++;
-      if (depth > deepest) deepest = depth;
-      if (deepest > limit) return deepest;
-    } else if (ch === 0x5d || ch === 0x7d) depth--;
-  }
-  return deepest;
-}
 
 function decodedHasNul(raw: string): boolean {
   if (raw.includes('\u0000')) return true;
@@ -52,7 +32,7 @@ export function guardJsonBodies(): MiddlewareHandler<AppEnv> {
     const type = c.req.header('content-type');
     if (!type || !JSON_LIKE.test(type) || c.req.method === 'GET' || c.req.method === 'HEAD') return next();
     const text = await c.req.text(); // cached: the validator parses the same text
-    if (jsonNestingDepth(text) > MAX_JSON_DEPTH) {
+    if (jsonNestingDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
       return sendProblem(c, problem('too_deep', `JSON bodies may nest at most ${MAX_JSON_DEPTH} levels`));
     }
     let body: unknown;

@@ -16,4 +16,10 @@ export {
   type SpanGroups,
   spanBatchKey,
 } from './otlp-ingest.js';
-export { MAX_ATTRIBUTE_JSON_DEPTH, nanosToIso, runIdOf, spansToDrafts } from './otlp-map.js';
+export {
+  jsonNestingDepth,
+  MAX_ATTRIBUTE_JSON_DEPTH,
+  nanosToIso,
+  runIdOf,
+  spansToDrafts,
+} from './otlp-map.js';

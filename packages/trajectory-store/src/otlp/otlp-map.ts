@@ -42,9 +42,13 @@ function str(v: AttributeValue | undefined): string | undefined {
  */
 export const MAX_ATTRIBUTE_JSON_DEPTH = 64;
 
-/** Whether JSON text nests `[`/`{` deeper than `limit` (strings skipped): a linear scan that stops early. */
-function nestsDeeperThan(text: string, limit: number): boolean {
+/**
+ * The deepest nesting of `[`/`{` in JSON text (strings skipped), stopping as soon as it passes `limit`: a
+ * linear scan, before anything parses or walks the text recursively (the control plane's edge uses it too).
+ */
+export function jsonNestingDepth(text: string, limit: number): number {
   let depth = 0;
+  let deepest = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const ch = text.charCodeAt(i);
@@ -54,10 +58,12 @@ function nestsDeeperThan(text: string, limit: number): boolean {
       else if (ch === 0x22) inString = false;
     } else if (ch === 0x22) inString = true;
     else if (ch === 0x5b || ch === 0x7b) {
-      if (++depth > limit) return true;
+      depth++;
+      if (depth > deepest) deepest = depth;
+      if (deepest > limit) return deepest;
     } else if (ch === 0x5d || ch === 0x7d) depth--;
   }
-  return false;
+  return deepest;
 }
 
 /**
@@ -66,7 +72,7 @@ function nestsDeeperThan(text: string, limit: number): boolean {
  */
 function jsonOf(v: AttributeValue | undefined): JsonValue {
   if (typeof v === 'string') {
-    if (nestsDeeperThan(v, MAX_ATTRIBUTE_JSON_DEPTH)) return v;
+    if (jsonNestingDepth(v, MAX_ATTRIBUTE_JSON_DEPTH) > MAX_ATTRIBUTE_JSON_DEPTH) return v;
     try {
       return JSON.parse(v) as JsonValue;
     } catch {
