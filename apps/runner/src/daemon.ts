@@ -1,7 +1,9 @@
 // The daemon's loop: long-poll for as many leases as it has free slots, execute each in its own interval,
 // heartbeat every `heartbeatMs` with the leases it holds (a lease the control plane calls `lost` has its
 // compute killed at once), and drain on request: stop asking for leases, let the running intervals finish
-// (up to the grace), keep heartbeating until then, return.
+// (up to the grace; then kill them, and wait at most the request timeout more for them to wind down: what is
+// left is abandoned, its lease expiring into a requeue), keep heartbeating until then, return. Every call to
+// the control plane is bounded by the request timeout (timed-api.ts).
 //
 // A slot is a sandbox's compute, not a lease. An interval holds its slot from its provision until its
 // command has exited and its usage and energy are read (interval.ts, `hooks.computed`); its artifacts, the
@@ -22,6 +24,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { NextLeases } from './completions.js';
 import { executeInterval, type IntervalDeps, type IntervalSteps } from './interval.js';
 import type { Lease } from './protocol.js';
+import { REQUEST_TIMEOUT_MS, withRequestTimeout } from './timed-api.js';
 
 /**
  * Leases a runner holds at most per slot: the one executing and one settling behind it (its artifacts and
@@ -39,6 +42,11 @@ export interface DaemonOptions extends IntervalDeps {
   readonly heartbeatMs?: number;
   /** How long a drain waits for running intervals before killing them. */
   readonly graceMs?: number;
+  /**
+   * How long a call to the control plane may go unanswered (a long-poll: past its wait) before it fails as a
+   * call with no answer; also the most a drain waits, past its grace, for the killed intervals. Default 30 s.
+   */
+  readonly requestTimeoutMs?: number;
   /**
    * How a slot freed by a finished compute gets its next lease: `'batch'` (default) waits for the completion
    * batch that will be sent anyway (no request of its own) and long-polls only when none will; `'poll'` asks
@@ -63,9 +71,23 @@ interface Held {
   readonly done: Promise<void>;
 }
 
+/** Whether `work` ended within `ms` (it goes on either way). */
+async function endsWithin(work: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const ended = await Promise.race([
+    work.then(() => true),
+    new Promise<boolean>((r) => {
+      timer = setTimeout(() => r(false), ms);
+    }),
+  ]);
+  clearTimeout(timer);
+  return ended;
+}
+
 export class RunnerDaemon {
   readonly #o: DaemonOptions;
   readonly #bound: number;
+  readonly #requestTimeoutMs: number;
   readonly #held = new Map<string, Held>();
   /**
    * Intervals whose run was leased to this runner again at a higher epoch (their lease lost: heartbeats
@@ -116,7 +138,8 @@ export class RunnerDaemon {
         if (this.#free() > 0) this.#wake();
       },
     };
-    this.#o = { ...options, next };
+    this.#requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+    this.#o = { ...options, api: withRequestTimeout(options.api, this.#requestTimeoutMs), next };
     this.#bound = leaseBound(options.slots);
   }
 
@@ -188,18 +211,16 @@ export class RunnerDaemon {
       while (this.#held.size + this.#superseded.size > 0)
         await Promise.all([...this.#held.values(), ...this.#superseded].map((h) => h.done));
     })();
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = await Promise.race([
-      all.then(() => false),
-      new Promise<boolean>((r) => {
-        timer = setTimeout(() => r(true), graceMs);
-      }),
-    ]);
-    clearTimeout(timer);
-    if (timedOut) {
+    if (!(await endsWithin(all, graceMs))) {
       this.#killing = true;
       for (const h of this.#held.values()) h.abort.abort();
-      await all;
+      // Killed, an interval ends at once (its upload and its wait for a completion cut too) but for a call
+      // in flight, which its request timeout ends — or a driver that does not answer: past that long, what is
+      // left is abandoned (its lease expires and its run requeues), and the drain returns.
+      if (!(await endsWithin(all, this.#requestTimeoutMs)))
+        this.#log('warn', 'drain: intervals abandoned after their kill', {
+          runIds: [...this.#held.keys(), ...[...this.#superseded].map((h) => h.lease.runId)],
+        });
     }
     clearTimeout(this.#heartbeat);
     this.#heartbeat = undefined;

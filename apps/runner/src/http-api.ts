@@ -166,15 +166,21 @@ export class HttpRunnerApi implements RunnerApi {
     return LeasesAnswer.parse(answer).leases;
   }
 
-  async heartbeat(leases: { runId: string; epoch: number }[]) {
-    return HeartbeatAnswer.parse(await this.#http.post('/runner/v1/heartbeat', { leases }));
+  async heartbeat(leases: { runId: string; epoch: number }[], signal?: AbortSignal) {
+    return HeartbeatAnswer.parse(
+      await this.#http.post('/runner/v1/heartbeat', { leases }, signal ? { signal } : {}),
+    );
   }
 
-  async events(runId: string, epoch: number, events: TraceEvent[]): Promise<void> {
-    await this.#http.post('/runner/v1/runs/{id}/events', { epoch, events }, { id: runId });
+  async events(runId: string, epoch: number, events: TraceEvent[], signal?: AbortSignal): Promise<void> {
+    await this.#http.post(
+      '/runner/v1/runs/{id}/events',
+      { epoch, events },
+      { id: runId, ...(signal ? { signal } : {}) },
+    );
   }
 
-  async artifact(runId: string, epoch: number, path: string, body: Readable) {
+  async artifact(runId: string, epoch: number, path: string, body: Readable, signal?: AbortSignal) {
     const url = new URL(
       `${this.baseUrl.replace(/\/+$/, '')}/runner/v1/runs/${encodeURIComponent(runId)}/artifacts`,
     );
@@ -185,6 +191,7 @@ export class HttpRunnerApi implements RunnerApi {
       headers: { authorization: `Bearer ${this.credential}`, 'content-type': 'application/octet-stream' },
       body: NodeReadable.toWeb(body) as ReadableStream<Uint8Array>,
       duplex: 'half',
+      ...(signal ? { signal } : {}),
     } as RequestInit & { duplex: 'half' });
     const text = await response.text();
     const json: unknown = text ? JSON.parse(text) : undefined;
@@ -192,21 +199,24 @@ export class HttpRunnerApi implements RunnerApi {
     return json as { path: string; address: string; size: number };
   }
 
-  async complete(runId: string, body: CompleteBody): Promise<void> {
+  async complete(runId: string, body: CompleteBody, signal?: AbortSignal): Promise<void> {
     await this.#client.POST('/runner/v1/runs/{id}/complete', {
       params: { path: { id: runId } },
       body: body as unknown as Record<string, unknown>,
+      ...(signal ? { signal } : {}),
     });
   }
 
   async completeMany(
     items: (CompleteBody & { runId: string })[],
     next?: { free: number },
+    signal?: AbortSignal,
   ): Promise<CompletionsReply> {
-    const answer = await this.#http.post('/runner/v1/completions', {
-      items,
-      ...(next ? { next } : {}),
-    });
+    const answer = await this.#http.post(
+      '/runner/v1/completions',
+      { items, ...(next ? { next } : {}) },
+      signal ? { signal } : {},
+    );
     const parsed = CompletionsAnswer.parse(answer);
     return {
       results: parsed.results.map(resultOf),

@@ -26,3 +26,4 @@ export {
   Pairing,
   savePairing,
 } from './state.js';
+export { REQUEST_TIMEOUT_MS, withRequestTimeout } from './timed-api.js';

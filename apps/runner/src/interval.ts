@@ -1,15 +1,23 @@
 // One lease, executed: provision a sandbox through the driver, run the command (or the harness), stream
 // its output and trace into the journal, measure the energy, upload out/ as artifacts, seal the interval as
 // a signed `sandbox.attestation/1` and complete. An aborted interval (lost lease, cancel, kill) kills its
-// compute and reports nothing: no attestation is made for an interval nobody finished.
+// compute and reports nothing: no attestation is made for an interval nobody finished — the abort also cuts
+// its artifact upload and its wait for the completion batch. A command the driver stopped at a limit (its
+// `timeout`, `oom`, `pids_exhausted`, `output_capped`) ended there, as observed: a failed interval naming it.
 //
 // Two phases: the compute (provision → the command → its outputs, usage and energy read) and the settle
 // behind it (artifacts, dispose, the signed completion and its answer). `hooks.computed` marks the line
 // between them: the daemon's slot is the compute, so it takes its next lease there, while this interval's
 // lease is still held until the completion settles it.
 import { Readable } from 'node:stream';
-import type { Driver, SandboxHandle } from '@everdict/placement';
-import { readTar, utf8 } from '@everdict/placement';
+import type {
+  Driver,
+  ExecStream,
+  PlacementError,
+  PlacementErrorCode,
+  SandboxHandle,
+} from '@everdict/placement';
+import { isPlacementError, readTar, utf8 } from '@everdict/placement';
 import { TraceEvent } from '@everdict/run-model';
 import { encodeAttestationBody, type SigningKey } from '@everdict/runrecord';
 import { AuditChain } from './audit-chain.js';
@@ -183,17 +191,29 @@ export async function executeInterval(
     if (aborted(signal)) stream.kill();
     stream.stdin.end();
     const tails = { stdout: new Tail(), stderr: new Tail() };
-    const [, , exit] = await Promise.all([
+    const [, , ended] = await Promise.all([
       pumpOutput(stream.stdout, 'stdout', journal, tails.stdout),
       pumpOutput(stream.stderr, 'stderr', journal, tails.stderr),
-      stream.exit,
+      commandEnd(stream.exit),
     ]);
     step('command');
     if (aborted(signal)) return end();
-    let exitCode = exit.exitCode ?? 128 + 9;
+    let exitCode = ended.exitCode;
+    // Stopped at a limit: the command's end, observed — named in the trajectory and the summary, and the
+    // interval completes failed (not a lost executor, its lease left to expire and the run re-run).
+    const stop = ended.stop;
+    if (stop) await journal.append({ type: 'error', message: stop.message, code: stop.code, fatal: true });
 
     const outputs: CompleteBody['outputs'] = {};
-    if (plan.eval) {
+    if (stop) outputs.summary = `stopped at a limit of its sandbox (${stop.code}): ${stop.message}`;
+    if (!plan.eval) {
+      outputs.result = {
+        stdout: tails.stdout.text(),
+        stderr: tails.stderr.text(),
+        truncated: tails.stdout.truncated || tails.stderr.truncated,
+      };
+    } else if (!stop) {
+      // (A harness stopped at a limit did not finish: its out/ files are not read as its outputs.)
       const read = await readHarnessResults(deps.driver, handle, journal);
       if (read.outputs) {
         if (read.outputs.summary !== undefined) outputs.summary = read.outputs.summary;
@@ -205,12 +225,6 @@ export async function executeInterval(
         outputs.summary = read.problem;
         if (exitCode === 0) exitCode = 1;
       }
-    } else {
-      outputs.result = {
-        stdout: tails.stdout.text(),
-        stderr: tails.stderr.text(),
-        truncated: tails.stdout.truncated || tails.stderr.truncated,
-      };
     }
     outputs.exitCode = exitCode;
     step('outputs');
@@ -222,10 +236,13 @@ export async function executeInterval(
     // snapshot and upload, the dispose, the completion's round trip — runs behind it.
     hooks.computed?.();
     if (aborted(signal)) return end();
-    const artifacts = await uploadOut(deps, lease, handle, hooks);
-    if (artifacts.length > 0) outputs.artifacts = artifacts;
+    const artifacts = await uploadOut(deps, lease, handle, hooks, signal).catch((err: unknown) => {
+      if (aborted(signal)) return []; // an upload the abort cut: the interval ends aborted below
+      throw err;
+    });
     step('artifacts');
     if (aborted(signal)) return end();
+    if (artifacts.length > 0) outputs.artifacts = artifacts;
 
     const journalRoot = await journal.close();
     // The sandbox goes before the completion (its lease is held until the completion settles it, so the
@@ -237,37 +254,41 @@ export async function executeInterval(
     // One link of the key's audit chain (audit-chain.ts): audit_prev = the attestation signed before,
     // delivered in order with whatever else finished meanwhile (completions.ts).
     hooks.completing?.();
-    const delivered = await completionsOf(deps).submit({
-      runId: lease.runId,
-      sign: (auditPrev) => {
-        if (aborted(signal)) return null;
-        const { body, address } = attestationSigner(deps.key)({
-          unitId: lease.unitId,
-          grantsId: lease.grantsId,
-          recordHead: lease.recordHead,
-          startedMs: BigInt(startedMs),
-          endedMs: BigInt(endedMs),
-          activeUj: energy.activeUj,
-          provenance: energy.provenance,
-          meter: energy.meter,
-          journalRoot,
-          outcome: exitCode === 0 ? 'succeeded' : 'failed',
-          exitCode,
-          ...(auditPrev === undefined ? {} : { auditPrev }),
-        });
-        const complete: CompleteBody = {
-          epoch: lease.epoch,
-          outputs,
-          attestation: encodeAttestationBody(body) as unknown as Record<string, unknown>,
-          ...(usage?.cpuTimeMs != null ? { usage: { cpuTimeMs: usage.cpuTimeMs } } : {}),
-          // "Accounted, no calls" only where the runner itself built a sandbox with no way out (README).
-          ...(deps.accountNoNetwork !== false && networkOf(lease) === 'none'
-            ? { account: { dispatched: [], resolved: [] } }
-            : {}),
-        };
-        return { address, body: complete };
-      },
-    });
+    // An abort meanwhile stops the wait (the batch goes on without this interval: its answer is the queue's).
+    const delivered = await unlessAborted(
+      signal,
+      completionsOf(deps).submit({
+        runId: lease.runId,
+        sign: (auditPrev) => {
+          if (aborted(signal)) return null;
+          const { body, address } = attestationSigner(deps.key)({
+            unitId: lease.unitId,
+            grantsId: lease.grantsId,
+            recordHead: lease.recordHead,
+            startedMs: BigInt(startedMs),
+            endedMs: BigInt(endedMs),
+            activeUj: energy.activeUj,
+            provenance: energy.provenance,
+            meter: energy.meter,
+            journalRoot,
+            outcome: exitCode === 0 ? 'succeeded' : 'failed',
+            exitCode,
+            ...(auditPrev === undefined ? {} : { auditPrev }),
+          });
+          const complete: CompleteBody = {
+            epoch: lease.epoch,
+            outputs,
+            attestation: encodeAttestationBody(body) as unknown as Record<string, unknown>,
+            ...(usage?.cpuTimeMs != null ? { usage: { cpuTimeMs: usage.cpuTimeMs } } : {}),
+            // "Accounted, no calls" only where the runner itself built a sandbox with no way out (README).
+            ...(deps.accountNoNetwork !== false && networkOf(lease) === 'none'
+              ? { account: { dispatched: [], resolved: [] } }
+              : {}),
+          };
+          return { address, body: complete };
+        },
+      }),
+    );
     step('complete');
     if (!delivered) return end();
     return 'completed';
@@ -284,6 +305,42 @@ export async function executeInterval(
     journal.abandon();
     return 'aborted';
   }
+}
+
+/** The driver's stops at a limit of the sandbox: the command ended there (observed), its executor not lost. */
+const LIMIT_STOPS: readonly PlacementErrorCode[] = ['timeout', 'oom', 'pids_exhausted', 'output_capped'];
+
+/**
+ * How the command ended: its exit code (a signal's as 128 + 9) and, when the driver stopped it at a limit,
+ * that stop (its exit code the driver's when it reports one, else a SIGKILL's). Anything else rejects.
+ */
+async function commandEnd(exit: ExecStream['exit']): Promise<{ exitCode: number; stop?: PlacementError }> {
+  try {
+    return { exitCode: (await exit).exitCode ?? 128 + 9 };
+  } catch (err) {
+    if (!isPlacementError(err) || !LIMIT_STOPS.includes(err.code)) throw err;
+    const reported = err.detail.exitCode;
+    return { exitCode: Number.isInteger(reported) ? (reported as number) : 128 + 9, stop: err };
+  }
+}
+
+/** `work`'s answer — or false as soon as `signal` aborts (the work goes on, its answer no longer awaited). */
+function unlessAborted(signal: AbortSignal, work: Promise<boolean>): Promise<boolean> {
+  return new Promise<boolean>((resolve, reject) => {
+    const stop = () => resolve(false);
+    signal.addEventListener('abort', stop, { once: true });
+    if (signal.aborted) stop();
+    work.then(
+      (v) => {
+        signal.removeEventListener('abort', stop);
+        resolve(v);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', stop);
+        reject(err);
+      },
+    );
+  });
 }
 
 /** out/outputs.json (required) and out/trace.jsonl (optional: validated TraceEvents) of an eval harness. */
@@ -331,12 +388,16 @@ async function readHarnessResults(
   return { outputs };
 }
 
-/** Every file under the workspace's out/ (except what the harness protocol reads), uploaded as it is. */
+/**
+ * Every file under the workspace's out/ (except what the harness protocol reads), uploaded as it is — until
+ * `signal` aborts: the upload in flight is given it, and no other starts.
+ */
 async function uploadOut(
   deps: IntervalDeps,
   lease: Lease,
   handle: SandboxHandle,
   hooks: IntervalHooks,
+  signal: AbortSignal,
 ): Promise<Artifact[]> {
   const snapshot = await deps.driver.snapshot(handle);
   // Directories only (a command that wrote no file): nothing to upload, and nothing to parse.
@@ -344,6 +405,7 @@ async function uploadOut(
   const entries = await readTar(snapshot.bytes, { skipSpecial: true });
   const out: Artifact[] = [];
   for (const e of entries) {
+    if (aborted(signal)) break;
     if (e.type !== 'file' || !e.path.startsWith('out/')) continue;
     const path = e.path.slice('out/'.length);
     if (path === '') continue;
@@ -353,6 +415,7 @@ async function uploadOut(
       lease.epoch,
       path,
       Readable.from([Buffer.from(e.data)]),
+      signal,
     );
     out.push({ name: path, uri: `artifact:${stored.address}`, bytes: stored.size, digest: stored.address });
   }

@@ -1,5 +1,7 @@
 // The runner's port: every call the daemon makes to the control plane (docs/runner-protocol.md, "The
 // runner's calls"). The daemon's core knows only this; `HttpRunnerApi` implements it over HTTP (http-api.ts).
+// Every call takes an optional `signal` that ends it: the daemon gives each its request timeout, with an
+// interval's abort where one applies (timed-api.ts).
 import type { Readable } from 'node:stream';
 import type { TraceEvent } from '@everdict/run-model';
 import type { CompleteBody, HeartbeatAnswer, Lease } from './protocol.js';
@@ -7,17 +9,18 @@ import type { CompleteBody, HeartbeatAnswer, Lease } from './protocol.js';
 export interface RunnerApi {
   /** Long-poll for up to `free` leases (answers `[]` after `waitMs`, or earlier when `signal` aborts). */
   leases(free: number, waitMs: number, signal?: AbortSignal): Promise<Lease[]>;
-  heartbeat(leases: { runId: string; epoch: number }[]): Promise<HeartbeatAnswer>;
+  heartbeat(leases: { runId: string; epoch: number }[], signal?: AbortSignal): Promise<HeartbeatAnswer>;
   /** Appends events to the run's trajectory under `epoch`; resolves when stored. */
-  events(runId: string, epoch: number, events: TraceEvent[]): Promise<void>;
+  events(runId: string, epoch: number, events: TraceEvent[], signal?: AbortSignal): Promise<void>;
   /** Streams one file of `out/` to the control plane. */
   artifact(
     runId: string,
     epoch: number,
     path: string,
     body: Readable,
+    signal?: AbortSignal,
   ): Promise<{ path: string; address: string; size: number }>;
-  complete(runId: string, body: CompleteBody): Promise<void>;
+  complete(runId: string, body: CompleteBody, signal?: AbortSignal): Promise<void>;
   /**
    * Several completions, in the audit chain's order: one result per item — settled, refused (the control
    * plane's refusal as an error) or skipped (after a refusal; nothing was done with it). With `next`, the
@@ -26,6 +29,7 @@ export interface RunnerApi {
   completeMany(
     items: (CompleteBody & { runId: string })[],
     next?: { free: number },
+    signal?: AbortSignal,
   ): Promise<CompletionsReply>;
 }
 

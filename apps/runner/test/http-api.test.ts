@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { ClientError } from '@everdict/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpRunnerApi, RunnerTransport } from '../src/http-api.js';
+import { withRequestTimeout } from '../src/timed-api.js';
 
 let server: Server | undefined;
 afterEach(async () => {
@@ -121,4 +122,19 @@ describe('RunnerTransport', () => {
     await t.post('/runner/v1/heartbeat', { leases: [] }); // a new socket, no reset
     t.close();
   });
+});
+
+describe('HttpRunnerApi under the request timeout', () => {
+  it('a call the server never answers fails as `network`, and its request is cut (the socket closed)', async () => {
+    let cut: () => void = () => {};
+    const socketClosed = new Promise<void>((r) => {
+      cut = r;
+    });
+    const { url } = await serve((req) => {
+      req.socket.once('close', () => cut()); // never answered: only the runner can end it
+    });
+    const api = withRequestTimeout(new HttpRunnerApi(url, 'cred-1'), 100);
+    await expect(api.heartbeat([])).rejects.toMatchObject({ code: 'network' });
+    await socketClosed;
+  }, 20_000);
 });

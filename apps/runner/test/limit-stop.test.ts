@@ -1,0 +1,104 @@
+// A command the driver stops at a limit of its sandbox ended there, as observed: the interval completes failed —
+// exit 137, `outputs.summary` and an `error` event naming the limit — in one attempt. Before, the driver's
+// PlacementError rejected the interval: no completion, its journal abandoned, its lease left to expire, the run
+// re-run up to its attempts and settled `executor_lost`. The runner asks for no limits of its own (a sandbox
+// has the driver's defaults: a 1 h wall deadline); here the process driver provisions with a 1.5 s one, so
+// `sleep 30` meets the `timeout` stop. Real process-driver sandboxes; the control plane is a recording fake.
+
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Driver, ProvisionSpecInput } from '@everdict/placement';
+import { ProcessDriver } from '@everdict/placement-process';
+import type { TraceEvent } from '@everdict/run-model';
+import { decodeAttestationBody, generateSigningKey } from '@everdict/runrecord';
+import { afterAll, describe, expect, it } from 'vitest';
+import { RunnerDaemon } from '../src/daemon.js';
+import { EnergyMeter } from '../src/energy.js';
+import type { RunnerApi } from '../src/port.js';
+import type { CompleteBody } from '../src/protocol.js';
+import { leaseOf } from './fake-control-plane.js';
+import { waitFor } from './helpers.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'runner-limit-stop-'));
+chmodSync(dir, 0o711); // the sandbox user passes through it to the workspaces
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The process driver, each sandbox provisioned with a wall deadline of `wallTimeoutMs`. */
+function withWallDeadline(driver: ProcessDriver, wallTimeoutMs: number): Driver {
+  return new Proxy(driver, {
+    get(target, prop) {
+      if (prop === 'provision')
+        return (spec: ProvisionSpecInput) => target.provision({ ...spec, limits: { wallTimeoutMs } });
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+describe('a command stopped at a limit of its sandbox', () => {
+  it('completes its interval failed, naming the limit, in one attempt', async () => {
+    const lease = leaseOf(0, ['sh', '-c', 'echo started; sleep 30']);
+    let granted = 0;
+    const events: TraceEvent[] = [];
+    const completed: (CompleteBody & { runId: string })[] = [];
+    const api: RunnerApi = {
+      async leases(_free, _waitMs, abort) {
+        granted += 1;
+        if (granted === 1) return [lease];
+        await new Promise<void>((r) => abort?.addEventListener('abort', () => r(), { once: true }));
+        return [];
+      },
+      heartbeat: async () => ({ lost: [], draining: false }),
+      events: async (_runId, _epoch, batch) => {
+        events.push(...batch);
+      },
+      artifact: async (_r, _e, path) => ({ path, address: `blake3:${'0'.repeat(64)}`, size: 0 }),
+      complete: async () => undefined,
+      async completeMany(items) {
+        completed.push(...items);
+        return { results: items.map(() => ({ outcome: 'settled' as const })) };
+      },
+    };
+    const errors: string[] = [];
+    const daemon = new RunnerDaemon({
+      api,
+      driver: withWallDeadline(
+        new ProcessDriver({ stateDir: join(dir, 'state'), imagesDir: join(dir, 'images'), slots: 2 }),
+        1500,
+      ),
+      key: generateSigningKey(randomBytes(32)),
+      meter: () => new EnergyMeter(join(dir, 'no-powercap')),
+      slots: 1,
+      log: (level, msg, fields) => {
+        if (level === 'error') errors.push(`${msg}: ${JSON.stringify(fields)}`);
+      },
+    });
+    daemon.start();
+    try {
+      await waitFor(
+        'the interval ended',
+        async () =>
+          daemon.ended.aborted + daemon.ended.completed + daemon.ended.failed > 0 ? true : undefined,
+        60_000,
+      );
+    } finally {
+      await daemon.drain(0);
+    }
+    expect(errors).toEqual([]);
+    expect(daemon.ended).toEqual({ completed: 1, aborted: 0, failed: 0 });
+    expect(completed).toHaveLength(1);
+    const [done] = completed;
+    expect(done?.runId).toBe(lease.runId);
+    expect(done?.outputs).toMatchObject({
+      exitCode: 137,
+      summary: expect.stringContaining('timeout'),
+      result: { stdout: 'started\n' },
+    });
+    expect(decodeAttestationBody(done?.attestation)).toMatchObject({ outcome: 'failed' });
+    expect(events.filter((e) => e.type === 'error')).toMatchObject([
+      { type: 'error', code: 'timeout', fatal: true },
+    ]);
+  }, 120_000);
+});
