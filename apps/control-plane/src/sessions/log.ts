@@ -1,7 +1,9 @@
 // A session's trajectory: every exec (its command and result) and every terminal byte in and out, appended
 // to the run's trajectory. 64 MiB per session: the bytes are counted on the session row (so replicas
 // share the count); past the cap one `everdict/truncated` marker is written and further output dropped.
-// The trajectory is sealed when the session settles.
+// Only what was stored is counted: an append the store refuses gives its bytes back (a marker it refused is
+// written by the next append) and throws the store's refusal, so no caller answers for a record that is not
+// there. The trajectory is sealed when the session settles.
 import { randomBytes } from 'node:crypto';
 import type { TraceEventDraft } from '@everdict/trajectory-store';
 import { sql } from 'kysely';
@@ -18,7 +20,10 @@ export class SessionLog {
     private readonly onError: (e: unknown) => void = () => undefined,
   ) {}
 
-  /** Appends drafts weighing `bytes`; false when the cap was reached (a marker is written once). */
+  /**
+   * Appends drafts weighing `bytes`; false when the cap was reached (a marker is written once). Throws the
+   * store's refusal (`storage_unavailable` when it does not answer) with the bytes uncounted.
+   */
   async append(tenant: string, runId: string, drafts: TraceEventDraft[], bytes: number): Promise<boolean> {
     if (!this.trajectories || drafts.length === 0) return true;
     const counted = await sql<{ trajectory_bytes: string | number; trajectory_truncated: boolean }>`
@@ -41,7 +46,12 @@ export class SessionLog {
     try {
       await this.trajectories.appendDrafts(tenant, runId, out, randomBytes(16).toString('hex'));
     } catch (e) {
-      this.onError(e);
+      await sql`UPDATE sessions SET trajectory_bytes = trajectory_bytes - ${bytes}::bigint,
+          trajectory_truncated = trajectory_truncated AND NOT ${row.trajectory_truncated}::boolean
+        WHERE tenant_id = ${tenant} AND run_id = ${runId}`
+        .execute(this.db)
+        .catch(this.onError);
+      throw e;
     }
     return !row.trajectory_truncated;
   }

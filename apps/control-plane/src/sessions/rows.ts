@@ -60,13 +60,7 @@ export async function sessionOf(
       status: run.status,
       reason: 'session_ended',
     });
-  const due =
-    opts.at &&
-    sessionDue(
-      { expiresAt: session.expires_at.toISOString(), idleDeadline: session.idle_deadline.toISOString() },
-      opts.at.toISOString(),
-      session.state === 'parked',
-    );
+  const due = opts.at && dueAt(session, opts.at);
   if (due)
     throw new ControlPlaneError('conflict', `session ${runId} has ended (${due})`, {
       runId,
@@ -81,6 +75,15 @@ export async function sessionOf(
       reason: opts.state === 'open' ? 'session_parked' : 'session_open',
     });
   return { run, session };
+}
+
+/** Whether the session has ended at `at` (run-model `sessionDue`): past its expiry, or, open, its idle deadline. */
+export function dueAt(session: SessionRow, at: Date): 'expired' | 'idle' | null {
+  return sessionDue(
+    { expiresAt: session.expires_at.toISOString(), idleDeadline: session.idle_deadline.toISOString() },
+    at.toISOString(),
+    session.state === 'parked',
+  );
 }
 
 /** Traffic (a touch, the terminal): the idle deadline moves to now + idle timeout — never earlier. */

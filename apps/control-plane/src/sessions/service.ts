@@ -3,7 +3,7 @@
 import { isPlacementError } from '@everdict/placement';
 import { extendExpiry } from '@everdict/run-model';
 import { withTx } from '../db/tx.js';
-import { ControlPlaneError } from '../errors.js';
+import { ControlPlaneError, isControlPlaneError } from '../errors.js';
 import { rowToView, selectRunRows } from '../ledger/runs.js';
 import type { RunView } from '../ledger/views.js';
 import { asControlPlaneError } from '../services/boundary.js';
@@ -22,6 +22,7 @@ import type { SessionLog } from './log.js';
 import { openEnergyUj, sessionUsd } from './meter.js';
 import { sessionPolicy } from './policy.js';
 import {
+  dueAt,
   execEnded,
   execRefused,
   execStarted,
@@ -229,7 +230,16 @@ export class SessionService {
       }
     }
     await execEnded(deps.db, p.tenantId, runId, deps.clock());
-    await log.exec(p.tenantId, runId, p.actor, input.command, view);
+    // Answered only once recorded: a result the sealed trajectory would lack is a 503 the client sees.
+    await log.exec(p.tenantId, runId, p.actor, input.command, view).catch((e: unknown) => {
+      throw isControlPlaneError(e) && e.code === 'storage_unavailable'
+        ? new ControlPlaneError(
+            'storage_unavailable',
+            `the command ran, but its record could not be stored in the session's trajectory: ${e.message}`,
+            { runId, reason: 'trajectory_unavailable' },
+          )
+        : e;
+    });
     return view;
   }
 
@@ -312,19 +322,35 @@ export class SessionService {
     return mintTicket(deps.db, p.tenantId, runId, p.actor, deps.clock());
   }
 
-  /** Redeem a terminal ticket (any replica, exactly once): the open session's handle and who attaches. */
+  /**
+   * Redeem a terminal ticket (any replica, exactly once): the open session's handle and who attaches. A ticket
+   * minted before the session's expiry or idle deadline and offered after it is refused as `sessionOf` refuses
+   * a session then (409 `session_ended`: the row is left to the reaper) — and, refused, it is not spent.
+   */
   async redeemTerminal(runId: string, ticket: string) {
     const { deps } = this.core;
-    const { tenant, actor } = await redeemTicket(deps.db, runId, ticket, deps.clock());
-    const s = await deps.db
-      .selectFrom('sessions')
-      .selectAll()
-      .where('tenant_id', '=', tenant)
-      .where('run_id', '=', runId)
-      .executeTakeFirst();
-    if (s?.state !== 'open' || !s.handle)
-      throw new ControlPlaneError('conflict', `session ${runId} is not open`, { reason: 'session_not_open' });
-    return { tenant, actor, handle: handleOf(s.handle), compute: computeOf(this.core, s.holder) };
+    const now = deps.clock();
+    return withTx(deps.db, async (tx) => {
+      const { tenant, actor } = await redeemTicket(tx, runId, ticket, now);
+      const s = await tx
+        .selectFrom('sessions')
+        .selectAll()
+        .where('tenant_id', '=', tenant)
+        .where('run_id', '=', runId)
+        .executeTakeFirst();
+      if (s?.state !== 'open' || !s.handle)
+        throw new ControlPlaneError('conflict', `session ${runId} is not open`, {
+          reason: 'session_not_open',
+        });
+      const due = dueAt(s, now);
+      if (due)
+        throw new ControlPlaneError('conflict', `session ${runId} has ended (${due})`, {
+          runId,
+          reason: 'session_ended',
+          due,
+        });
+      return { tenant, actor, handle: handleOf(s.handle), compute: computeOf(this.core, s.holder) };
+    });
   }
 
   async #run(p: Principal, runId: string): Promise<RunView> {

@@ -1,6 +1,7 @@
 // Sessions on the real core and real bubblewrap sandboxes: open through the one gate (POST /sandboxes and
 // POST /runs alike), exec, touch, close, caps with Retry-After, a failed provision leaving nothing, the
-// reaper (TTL, idle, cancel) and the record each ending leaves.
+// reaper (TTL, idle, cancel) and the record each ending leaves; an exec whose record the store refuses answers 503.
+import { TrajectoryStoreError } from '@everdict/trajectory-store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Json,
@@ -226,5 +227,54 @@ describe('the reaper', () => {
     expect((await call('GET', '/sandboxes')).body.items).not.toContainEqual(
       expect.objectContaining({ id: c }),
     );
+  }, 60_000);
+});
+
+describe('the session trajectory', () => {
+  it('an exec whose record the trajectory store refuses answers 503 storage_unavailable, its bytes uncounted; the next is recorded', async () => {
+    const id = await open();
+    const trajectories = t.core.trajectories;
+    if (!trajectories) throw new Error('no trajectory store');
+    const bytesOf = async () =>
+      Number(
+        (
+          await t.core.internals.deps.db
+            .selectFrom('sessions')
+            .select('trajectory_bytes')
+            .where('run_id', '=', id)
+            .executeTakeFirstOrThrow()
+        ).trajectory_bytes,
+      );
+    const exec = (word: string) => call('POST', `/sandboxes/${id}/exec`, { command: ['echo', word] });
+    expect((await exec('one')).status).toBe(200);
+    const stored = await bytesOf();
+    // The store's backend refuses the next chunk write once, as a disk or bucket that does not answer.
+    const backend = trajectories.store.backend;
+    const put = backend.put;
+    let refusals = 1;
+    backend.put = async (key, body) => {
+      if (refusals > 0 && key.path.includes('/chunks/')) {
+        refusals -= 1;
+        throw new TrajectoryStoreError('storage_unavailable', `write ${key.path}: EIO`);
+      }
+      return put.call(backend, key, body);
+    };
+    try {
+      const lost = await exec('two');
+      expect(lost.status, JSON.stringify(lost.body)).toBe(503);
+      expect(lost.body).toMatchObject({ code: 'storage_unavailable', reason: 'trajectory_unavailable' });
+      expect(refusals).toBe(0);
+      expect(await bytesOf()).toBe(stored);
+      expect((await exec('three')).status).toBe(200);
+    } finally {
+      backend.put = put;
+    }
+    expect(await bytesOf()).toBe(stored + 'echo three'.length + 'three\n'.length);
+    const page = await trajectories.read('default', id, { offset: 0, limit: 100 });
+    const outputs = page.items
+      .filter((e) => e.type === 'tool_result')
+      .map((e) => (e as unknown as { output: { stdout: string } }).output.stdout);
+    expect(outputs).toEqual(['one\n', 'three\n']);
+    expect((await call('POST', `/sandboxes/${id}/close`)).status).toBe(200);
   }, 60_000);
 });

@@ -1,6 +1,7 @@
 // The terminal over a real node server: a ticket (creator or admin), the WebSocket upgrade, a shell in the
 // sandbox's pty — binary frames raw, text frames resize / exit — and the ticket's single use: a second
-// redemption, an expired ticket and another run's ticket are refused 401. Terminal bytes land in the trajectory.
+// redemption, an expired ticket and another run's ticket are refused 401; a ticket offered after the session's
+// idle deadline is refused 409 session_ended and left unspent. Terminal bytes land in the trajectory.
 
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -152,5 +153,40 @@ describe('terminal', () => {
     expect((await api('POST', `/runs/${own}/terminal-ticket`, undefined, member)).status).toBe(201);
     for (const id of [a, b]) await api('POST', `/sandboxes/${id}/close`);
     await api('POST', `/sandboxes/${own}/close`, undefined, member);
+  }, 120_000);
+
+  it('a ticket minted before the idle deadline and offered after it is refused 409 session_ended, unspent; the sweep reaps the session', async () => {
+    const r = await api('POST', '/sandboxes', { ttlSec: 600, idleTimeoutSec: 10 });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const id = (r.body.run as { id: string }).id;
+    const { ticket } = await ticketFor(id);
+    const before = (await api('GET', `/sandboxes/${id}`)).body;
+    t.advance(12_000); // past the 10 s idle deadline, within the ticket's 30 s
+    try {
+      const late = await refusal(url(id, ticket));
+      expect(late.status, JSON.stringify(late.body)).toBe(409);
+      expect(late.body).toMatchObject({
+        code: 'conflict',
+        details: { reason: 'session_ended', due: 'idle' },
+      });
+      expect((await api('GET', `/sandboxes/${id}`)).body).toMatchObject({
+        state: 'open',
+        idleDeadline: before.idleDeadline,
+        lastActivityAt: before.lastActivityAt,
+      });
+      const spent = await t.core.internals.deps.db
+        .selectFrom('terminal_tickets')
+        .select('redeemed_at')
+        .where('run_id', '=', id)
+        .executeTakeFirstOrThrow();
+      expect(spent.redeemed_at).toBeNull();
+      expect(await t.core.sessions?.reaper.sweep()).toContain(id);
+      expect((await api('GET', `/runs/${id}`)).body).toMatchObject({
+        status: 'succeeded',
+        outputs: { result: { endReason: 'idle' } },
+      });
+    } finally {
+      t.advance(-12_000);
+    }
   }, 120_000);
 });

@@ -1,7 +1,8 @@
 // The session channel hub on a real core (PGlite) behind a real node server, with a runner's side spoken
 // over a real WebSocket by the test: a junk credential is refused 401 at the upgrade; a paired runner's hello
 // registers its channel (placement finds it by driver and image, not for another driver); reconciliation
-// disposes what the runner holds that no open session row names, and keeps what a row names.
+// disposes what the runner holds that no open session row names, and keeps what a row names; a runner is
+// placed only in images it registered when it paired, whatever its hello announces.
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
@@ -117,5 +118,51 @@ describe('runner session hub', () => {
     await t.core.internals.deps.db.deleteFrom('sessions').where('run_id', '=', 'run_named').execute();
     ws.close();
     await until('the channel closed', async () => (hub.connected(runnerId) ? undefined : true));
+  }, 120_000);
+
+  it('places only in images a runner registered: a hello announcing `*` does not widen its pairing', async () => {
+    const runners = t.core.services.runners;
+    const hub = t.core.sessionHub;
+    if (!runners || !hub) throw new Error('no runner service or session hub');
+    const paired = async (name: string, kinds: ('command' | 'sandbox')[], images: string[]) => {
+      const { token } = await runners.mintSharedPairingToken({});
+      return runners.pair({
+        token,
+        publicKey: 'b'.repeat(64),
+        name,
+        capabilities: { drivers: ['process'], kinds, images, slots: 2 },
+      });
+    };
+    const a = await paired('alpine-only', ['command'], ['alpine']);
+    const b = await paired('foo', ['sandbox'], ['foo']);
+    const say = async (credential: string, images: string[]) => {
+      const ws = await connect(credential);
+      ws.on('message', (data) => {
+        const f = JSON.parse(String(data)) as { id: string; op: string };
+        if (f.op === 'reap' || f.op === 'held')
+          ws.send(JSON.stringify({ t: 'result', id: f.id, ok: true, value: [] }));
+      });
+      ws.send(JSON.stringify({ t: 'hello', description: t.driver.describe(), images, slots: 2 }));
+      return ws;
+    };
+    const wsA = await say(a.credential, ['*']);
+    const wsB = await say(b.credential, ['foo']);
+    try {
+      await until('both channels registered', async () =>
+        hub.connected(b.runnerId) && (await hub.place('default', 'process', 'alpine')) === a.runnerId
+          ? true
+          : undefined,
+      );
+      expect(await hub.place('default', 'process', 'foo', a.runnerId)).toBeNull();
+      expect(await hub.place('default', 'process', 'foo')).toBe(b.runnerId);
+      expect(await hub.place('default', 'process', 'ubuntu:24.04')).toBeNull();
+      wsB.close();
+      await until('B closed', async () => (hub.connected(b.runnerId) ? undefined : true));
+      expect(await hub.place('default', 'process', 'foo')).toBeNull();
+    } finally {
+      wsA.close();
+      wsB.close();
+    }
+    await until('A closed', async () => (hub.connected(a.runnerId) ? undefined : true));
   }, 120_000);
 });
