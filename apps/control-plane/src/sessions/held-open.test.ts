@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Json, SESSION_ADMIN_KEY, type SessionTestApp, sessionTestApp } from '../../test/sessions.js';
 import { call as rawCall, until } from '../http/testing/harness.js';
+import { markActive } from './rows.js';
 
 let t: SessionTestApp;
 beforeAll(async () => {
@@ -113,5 +114,25 @@ describe('held-open sessions under concurrent traffic', () => {
     expect(new Set(await sweep())).toEqual(new Set([expired, idle]));
     expect((await run(expired)).outputs.result).toEqual({ endReason: 'expired' });
     expect((await run(idle)).outputs.result).toEqual({ endReason: 'idle' });
+  }, 60_000);
+
+  it('traffic on a session already past its idle deadline (terminal bytes before the sweep) does not revive it', async () => {
+    const id = await open({ ttlSec: 600, idleTimeoutSec: 2 });
+    const before = await session(id);
+    t.advance(3_000);
+    const { db, clock } = t.core.internals.deps;
+    const { tenant_id } = await db
+      .selectFrom('sessions')
+      .select('tenant_id')
+      .where('run_id', '=', id)
+      .executeTakeFirstOrThrow();
+    await markActive(db, tenant_id, id, clock()); // what the terminal does on its bytes
+    expect(await session(id)).toMatchObject({
+      state: 'open',
+      idleDeadline: before.idleDeadline,
+      lastActivityAt: before.lastActivityAt,
+    });
+    expect(await sweep()).toContain(id);
+    expect((await run(id)).outputs.result).toEqual({ endReason: 'idle' });
   }, 60_000);
 });

@@ -86,11 +86,16 @@ export function dueAt(session: SessionRow, at: Date): 'expired' | 'idle' | null 
   );
 }
 
-/** Traffic (a touch, the terminal): the idle deadline moves to now + idle timeout — never earlier. */
+/**
+ * Traffic (a touch, the terminal): the idle deadline moves to now + idle timeout — never earlier, and never on
+ * a session already due (past its expiry or idle deadline, as `sessionDue` decides): terminal bytes arriving
+ * before the reaper's next sweep do not revive it.
+ */
 export async function markActive(ex: Executor, tenant: string, runId: string, now: Date): Promise<void> {
   await sql`UPDATE sessions SET last_activity_at = ${now},
       idle_deadline = GREATEST(idle_deadline, ${now}::timestamptz + make_interval(secs => idle_timeout_sec))
-    WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open'`.execute(ex);
+    WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open'
+      AND expires_at > ${now} AND idle_deadline > ${now}`.execute(ex);
 }
 
 /**
