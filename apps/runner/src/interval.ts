@@ -9,7 +9,6 @@
 // behind it (artifacts, dispose, the signed completion and its answer). `hooks.computed` marks the line
 // between them: the daemon's slot is the compute, so it takes its next lease there, while this interval's
 // lease is still held until the completion settles it.
-import { Readable } from 'node:stream';
 import type {
   Driver,
   ExecStream,
@@ -17,8 +16,7 @@ import type {
   PlacementErrorCode,
   SandboxHandle,
 } from '@everdict/placement';
-import { isPlacementError, readTar, utf8 } from '@everdict/placement';
-import { TraceEvent } from '@everdict/run-model';
+import { isPlacementError, utf8 } from '@everdict/placement';
 import { encodeAttestationBody, type SigningKey } from '@everdict/runrecord';
 import { AuditChain } from './audit-chain.js';
 import { Completions, MAX_BATCH, type NextLeases } from './completions.js';
@@ -27,16 +25,9 @@ import { RunnerError } from './errors.js';
 import { Journal, type JournalOptions } from './journal.js';
 import { pumpOutput, Tail } from './output.js';
 import type { RunnerApi } from './port.js';
-import {
-  type Artifact,
-  CommandSubject,
-  type CompleteBody,
-  EvalSubject,
-  HarnessOutputs,
-  type Lease,
-} from './protocol.js';
+import { CommandSubject, type CompleteBody, EvalSubject, type Lease } from './protocol.js';
 import { attestationSigner } from './signer.js';
-import { onlyDirectories } from './snapshot-files.js';
+import { readHarnessResults, uploadOut } from './workspace-files.js';
 
 export interface IntervalDeps {
   readonly api: RunnerApi;
@@ -341,83 +332,4 @@ function unlessAborted(signal: AbortSignal, work: Promise<boolean>): Promise<boo
       },
     );
   });
-}
-
-/** out/outputs.json (required) and out/trace.jsonl (optional: validated TraceEvents) of an eval harness. */
-async function readHarnessResults(
-  driver: Driver,
-  handle: SandboxHandle,
-  journal: Journal,
-): Promise<{ outputs?: HarnessOutputs; problem?: string }> {
-  const read = async (path: string) => {
-    const r = await driver.exec(handle, ['sh', '-c', `[ -f ${path} ] && cat ${path} || exit 3`], {
-      timeoutMs: 60_000,
-      outputCapBytes: 16 * 1024 * 1024,
-      onOutputCap: 'kill',
-    });
-    return r.exitCode === 0 ? utf8(r.stdout) : undefined;
-  };
-  const raw = await read('out/outputs.json');
-  if (raw === undefined) return { problem: 'the harness wrote no out/outputs.json' };
-  let outputs: HarnessOutputs;
-  try {
-    const parsed = HarnessOutputs.safeParse(JSON.parse(raw));
-    if (!parsed.success)
-      return { problem: `out/outputs.json: ${parsed.error.issues[0]?.message ?? 'invalid'}` };
-    outputs = parsed.data;
-  } catch {
-    return { problem: 'out/outputs.json is not JSON' };
-  }
-  const trace = await read('out/trace.jsonl');
-  if (trace !== undefined) {
-    const lines = trace.split('\n').filter((l) => l.trim() !== '');
-    for (let i = 0; i < lines.length; i++) {
-      let value: unknown;
-      try {
-        value = JSON.parse(lines[i]!);
-      } catch {
-        return { outputs, problem: `out/trace.jsonl line ${i + 1} is not JSON` };
-      }
-      const draft = { seq: 0, runId: 'x', ts: new Date().toISOString(), ...(value as object) };
-      const checked = TraceEvent.safeParse(draft);
-      if (!checked.success) return { outputs, problem: `out/trace.jsonl line ${i + 1} is not a TraceEvent` };
-      const { seq: _s, runId: _r, ...event } = checked.data;
-      await journal.append(event as Parameters<Journal['append']>[0]);
-    }
-  }
-  return { outputs };
-}
-
-/**
- * Every file under the workspace's out/ (except what the harness protocol reads), uploaded as it is — until
- * `signal` aborts: the upload in flight is given it, and no other starts.
- */
-async function uploadOut(
-  deps: IntervalDeps,
-  lease: Lease,
-  handle: SandboxHandle,
-  hooks: IntervalHooks,
-  signal: AbortSignal,
-): Promise<Artifact[]> {
-  const snapshot = await deps.driver.snapshot(handle);
-  // Directories only (a command that wrote no file): nothing to upload, and nothing to parse.
-  if (onlyDirectories(snapshot.bytes)) return [];
-  const entries = await readTar(snapshot.bytes, { skipSpecial: true });
-  const out: Artifact[] = [];
-  for (const e of entries) {
-    if (aborted(signal)) break;
-    if (e.type !== 'file' || !e.path.startsWith('out/')) continue;
-    const path = e.path.slice('out/'.length);
-    if (path === '') continue;
-    if (out.length === 0) hooks.uploading?.();
-    const stored = await deps.api.artifact(
-      lease.runId,
-      lease.epoch,
-      path,
-      Readable.from([Buffer.from(e.data)]),
-      signal,
-    );
-    out.push({ name: path, uri: `artifact:${stored.address}`, bytes: stored.size, digest: stored.address });
-  }
-  return out;
 }
