@@ -23,9 +23,35 @@ export interface Context {
 
 export const DEFAULT_URL = 'http://localhost:8787';
 
+/** How long one call may go unanswered (env EVERDICT_REQUEST_TIMEOUT_MS); event streams are not bounded. */
+export const REQUEST_TIMEOUT_MS = 120_000;
+
+/**
+ * The signal of one call: aborted past the request timeout, when the call fails as one that got no answer
+ * (`network`, exit 4) instead of waiting forever on a hung control plane. (Ctrl-C does not cut calls: a
+ * command interrupted while it waits still asks for what it reports.)
+ */
+function callSignal(env: NodeJS.ProcessEnv): AbortSignal {
+  const v = env.EVERDICT_REQUEST_TIMEOUT_MS;
+  const ms = v !== undefined && /^\d+$/.test(v) && Number(v) > 0 ? Number(v) : REQUEST_TIMEOUT_MS;
+  return AbortSignal.timeout(ms);
+}
+
+/** The origin of `url` with `localhost` as `127.0.0.1` (what `everdict start` prints vs records); null if not a URL. */
+function originOf(url: string): string | null {
+  try {
+    const u = new URL(url);
+    if (u.hostname === 'localhost') u.hostname = '127.0.0.1';
+    return u.origin;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Flags, then the environment, then the running main job's file (`<EVERDICT_DATA_DIR or .everdict>/
- * main-job.json`, written by `everdict start`), then the default URL.
+ * main-job.json`, written by `everdict start`), then the default URL. The main job's key goes only to the
+ * main job's own URL: a URL given for another control plane never receives this machine's admin key.
  */
 export function resolveConnection(
   opts: GlobalOptions,
@@ -33,19 +59,26 @@ export function resolveConnection(
 ): { url: string; key?: string } {
   const stack = readStackFile(path.resolve(env.EVERDICT_DATA_DIR ?? '.everdict'));
   const url = (opts.url ?? env.EVERDICT_URL ?? env.EVERDICT ?? stack.url ?? DEFAULT_URL).replace(/\/+$/, '');
-  const key = opts.key ?? env.EVERDICT_API_KEY ?? env.KEY ?? stack.apiKey;
+  const stackKey =
+    stack.apiKey !== undefined &&
+    originOf(url) !== null &&
+    originOf(url) === originOf(stack.url ?? DEFAULT_URL)
+      ? stack.apiKey
+      : undefined;
+  const key = opts.key ?? env.EVERDICT_API_KEY ?? env.KEY ?? stackKey;
   return key ? { url, key } : { url };
 }
 
 export function makeContext(opts: GlobalOptions, io: Io): Context {
   const { url, key } = resolveConnection(opts, io.env);
-  const client = createClient({ baseUrl: url, ...(key ? { token: key } : {}) });
+  const bounded: typeof fetch = (input, init) => fetch(input, { ...init, signal: callSignal(io.env) });
+  const client = createClient({ baseUrl: url, ...(key ? { token: key } : {}), fetch: bounded });
   return {
     url,
     key,
     client,
     io,
-    call: (method, path, body) => rawCall(url, key, method, path, body),
+    call: (method, path, body) => rawCall(url, key, method, path, body, callSignal(io.env)),
   };
 }
 
@@ -55,6 +88,7 @@ export async function rawCall<T>(
   method: string,
   path: string,
   body?: unknown,
+  signal?: AbortSignal,
 ): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (key) headers.authorization = `Bearer ${key}`;
@@ -65,11 +99,17 @@ export async function rawCall<T>(
       method,
       headers,
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...(signal ? { signal } : {}),
     });
   } catch (e) {
     throw new ClientError('network', 0, `no answer from the control plane: ${(e as Error).message}`);
   }
-  const text = await res.text();
+  let text: string;
+  try {
+    text = await res.text();
+  } catch (e) {
+    throw new ClientError('network', 0, `the answer broke off: ${(e as Error).message}`);
+  }
   let parsed: unknown;
   try {
     parsed = text ? JSON.parse(text) : undefined;

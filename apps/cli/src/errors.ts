@@ -1,11 +1,18 @@
 // The one error of the CLI and the exit code each failure maps to: 0 ok, 1 the run failed or its record
-// did not verify, 2 usage, 3 refused (a 4xx problem), 4 unavailable (a 5xx, or no answer at all).
+// did not verify, 2 usage, 3 refused (a 4xx problem), 4 unavailable (a 5xx, or no answer at all), 130
+// interrupted (Ctrl-C before what was waited for settled: nothing is claimed about how it ends).
 import { ClientError } from '@everdict/client';
 
-export const EXIT = { ok: 0, failed: 1, usage: 2, refused: 3, unavailable: 4 } as const;
+export const EXIT = { ok: 0, failed: 1, usage: 2, refused: 3, unavailable: 4, interrupted: 130 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
-export type CliErrorCode = 'run_failed' | 'not_verified' | 'usage' | 'refused' | 'unavailable';
+export type CliErrorCode =
+  | 'run_failed'
+  | 'not_verified'
+  | 'usage'
+  | 'refused'
+  | 'unavailable'
+  | 'interrupted';
 
 const EXIT_OF: Record<CliErrorCode, ExitCode> = {
   run_failed: EXIT.failed,
@@ -13,6 +20,7 @@ const EXIT_OF: Record<CliErrorCode, ExitCode> = {
   usage: EXIT.usage,
   refused: EXIT.refused,
   unavailable: EXIT.unavailable,
+  interrupted: EXIT.interrupted,
 };
 
 export class CliError extends Error {

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `everdict` — the command line of the platform. Exit codes: 0 ok, 1 the run failed or its record did not
-// verify, 2 usage, 3 refused (4xx), 4 unavailable (5xx, network).
+// verify, 2 usage, 3 refused (4xx), 4 unavailable (5xx, network), 130 interrupted (Ctrl-C while waiting).
 import { registerStart } from './commands/start.js';
 import { processIo } from './io.js';
 import { runCli } from './program.js';

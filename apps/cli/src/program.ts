@@ -1,5 +1,6 @@
 // The `everdict` program: global options, every command, --help everywhere, and the exit code of a run of
-// it (0 ok, 1 the run failed or did not verify, 2 usage, 3 refused, 4 unavailable). Runs in-process.
+// it (0 ok, 1 the run failed or did not verify, 2 usage, 3 refused, 4 unavailable, 130 interrupted). Runs
+// in-process.
 import { Command, CommanderError } from 'commander';
 import { registerAgent } from './commands/agent.js';
 import { registerDemo } from './commands/demo.js';

@@ -239,6 +239,15 @@ describe('sandbox (over the sessions routes) and agent chat', () => {
     );
     expect(exec.code).toBe(0);
     expect(exec.out).toContain('hi-from-sandbox');
+    expect(exec.err).not.toMatch(/truncated/);
+    // More than the exec output cap (1 MiB): printed as far as it was kept, and said so on stderr.
+    const big = await everdict(
+      ['sandbox', 'exec', id, '--', 'sh', '-c', 'head -c 3000000 /dev/zero | tr "\\0" a'],
+      env,
+    );
+    expect(big.code).toBe(0);
+    expect(big.out.length).toBeLessThan(3_000_000);
+    expect(big.err).toMatch(/output truncated at the output cap/);
     const close = await everdict(['sandbox', 'close', id], env);
     expect(close.code).toBe(0);
     const bad = await everdict(['sandbox', 'open', '--idle', 'soon'], env);

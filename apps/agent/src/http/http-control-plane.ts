@@ -26,7 +26,16 @@ export interface HttpControlPlaneOptions {
   readonly fetch?: typeof globalThis.fetch;
   /** How often a blocking interval looks for a result (default 100 ms). */
   readonly pollMs?: number;
+  /**
+   * How long a call may go unanswered (default 30 s; a lease poll: its wait and this). Past it the call fails
+   * as one that got no answer (`control_plane_unavailable`) and its request is cut, so a hung control plane
+   * ends the interval — whose lease then expires — instead of holding the turn under a live heartbeat.
+   */
+  readonly requestTimeoutMs?: number;
 }
+
+/** How long a call to the control plane may go unanswered, by default. */
+export const REQUEST_TIMEOUT_MS = 30_000;
 
 const RECORD_CODES: Record<string, string> = {
   snapshot_mismatch: 'SnapshotMismatch',
@@ -78,10 +87,18 @@ const held = (l: LeaseRef) => ({ holder: l.holder, epoch: l.epoch });
 export class HttpControlPlane implements ControlPlane {
   readonly client: EverdictClient;
   readonly #pollMs: number;
+  readonly #timeoutMs: number;
 
   constructor(o: HttpControlPlaneOptions) {
     this.client = createClient({ baseUrl: o.url, token: o.token, ...(o.fetch ? { fetch: o.fetch } : {}) });
     this.#pollMs = o.pollMs ?? 100;
+    this.#timeoutMs = o.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  }
+
+  /** The signal of one call: aborted past the request timeout (plus `waitMs`), or when `outer` aborts. */
+  #bounded(waitMs = 0, outer?: AbortSignal): { signal: AbortSignal } {
+    const timeout = AbortSignal.timeout(this.#timeoutMs + waitMs);
+    return { signal: outer ? AbortSignal.any([timeout, outer]) : timeout };
   }
 
   async lease(request: {
@@ -91,7 +108,7 @@ export class HttpControlPlane implements ControlPlane {
     signal?: AbortSignal;
   }): Promise<TurnLease[]> {
     const body = { holder: request.holder, free: request.free, waitMs: request.waitMs ?? 0 };
-    const init = { body, ...(request.signal ? { signal: request.signal } : {}) };
+    const init = { body, ...this.#bounded(body.waitMs, request.signal) };
     const out = await call(async () => dataOf(await this.client.POST('/internal/agent/v1/leases', init)));
     return out.leases.map((l) => parseOrThrow(TurnLease, l, 'lease'));
   }
@@ -99,7 +116,10 @@ export class HttpControlPlane implements ControlPlane {
   async heartbeat(holder: string, leases: readonly { runId: string; epoch: number }[]) {
     return call(async () =>
       dataOf(
-        await this.client.POST('/internal/agent/v1/heartbeat', { body: { holder, leases: [...leases] } }),
+        await this.client.POST('/internal/agent/v1/heartbeat', {
+          body: { holder, leases: [...leases] },
+          ...this.#bounded(),
+        }),
       ),
     );
   }
@@ -109,6 +129,7 @@ export class HttpControlPlane implements ControlPlane {
       dataOf(
         await this.client.POST('/internal/agent-run-events', {
           params: { header: { 'x-everdict-tenant': lease.tenant } },
+          ...this.#bounded(),
           body: {
             runId: lease.runId,
             ...held(lease),
@@ -136,6 +157,7 @@ export class HttpControlPlane implements ControlPlane {
       dataOf(
         await this.client.GET('/internal/agent/v1/runs/{id}/transcript', {
           params: { path: { id: runId }, query: page },
+          ...this.#bounded(),
         }),
       ),
     );
@@ -147,6 +169,7 @@ export class HttpControlPlane implements ControlPlane {
       this.client.POST('/internal/agent/v1/runs/{id}/transcript', {
         params: { path: { id: lease.runId } },
         body: { ...held(lease), events: [...events] },
+        ...this.#bounded(),
       }),
     );
   }
@@ -160,6 +183,7 @@ export class HttpControlPlane implements ControlPlane {
         await this.client.POST('/internal/agent/v1/runs/{id}/calls', {
           params: { path: { id: lease.runId } },
           body: { ...held(lease), ...body } as never,
+          ...this.#bounded(),
         }),
       ),
     );
@@ -201,6 +225,7 @@ export class HttpControlPlane implements ControlPlane {
         await this.client.POST('/internal/agent/v1/runs/{id}/read', {
           params: { path: { id: lease.runId } },
           body: { ...held(lease), runId, what: view, ...page },
+          ...this.#bounded(),
         }),
       ),
     );
@@ -214,6 +239,7 @@ export class HttpControlPlane implements ControlPlane {
           await this.client.POST('/internal/agent/v1/runs/{id}/resolutions', {
             params: { path: { id: lease.runId } },
             body: held(lease),
+            ...this.#bounded(0, signal),
           }),
         ),
       );

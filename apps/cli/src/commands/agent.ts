@@ -100,6 +100,8 @@ export async function chat(
       const answered = new Set<string>();
       for (;;) {
         const status = await followTurn(ctx, runId);
+        if (ctx.io.signal?.aborted && !TERMINAL.has(status))
+          throw new CliError('interrupted', `stopped following: ${runId} is still ${status}`);
         if (status !== 'awaiting_input') {
           line(ctx.io.stderr, `${runId} ${status}`);
           if (status !== 'succeeded') throw new CliError('run_failed', `${runId} ended ${status}`);
@@ -118,6 +120,8 @@ export async function chat(
         }
         // The turn resumes when EVERY call has its result; until then it stays awaiting_input.
         await waitWhileParked(ctx, runId, answered);
+        if (ctx.io.signal?.aborted)
+          throw new CliError('interrupted', `stopped following: ${runId} is still parked`);
       }
     }
   } finally {

@@ -121,6 +121,12 @@ export async function experimentCommand(
     progress: !o.json,
     ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
   });
+  // Interrupted before every run settled: no scoring of a partial group, no verdict on it.
+  if (settledOf(group) < group.rollup.total)
+    throw new CliError(
+      'interrupted',
+      `stopped waiting: ${id} has ${settledOf(group)} of ${group.rollup.total} runs settled (not scored)`,
+    );
   const scoring = o.score === false ? null : await scoreGroup(ctx, id, gradersOf(o.grader));
   if (o.json) line(ctx.io.stdout, JSON.stringify({ group: { ...group, scoring }, scoring }));
   else {

@@ -5,7 +5,7 @@ import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { parseJsonOption } from './options.js';
-import { followTrajectory, waitSettled } from './watch.js';
+import { followTrajectory, TERMINAL, waitSettled } from './watch.js';
 
 export interface RunOptions {
   subject?: string;
@@ -112,6 +112,9 @@ export async function runCommand(
   clearTimeout(grace);
   if (o.json) line(ctx.io.stdout, JSON.stringify(run));
   else line(ctx.io.stderr, `${id} ${run.status}`);
+  // Interrupted before it settled: how it ends was not observed, so it is not claimed (not `run_failed`).
+  if (!TERMINAL.has(run.status))
+    throw new CliError('interrupted', `stopped waiting: ${id} is still ${run.status}`);
   if (run.status !== 'succeeded') throw new CliError('run_failed', `${id} ended ${run.status}`);
   return 0;
 }

@@ -35,7 +35,7 @@ export async function execInSandbox(
   json?: boolean,
 ): Promise<number> {
   if (argv.length === 0) throw new CliError('usage', 'sandbox exec: give the argv after `--`');
-  const r = await ctx.call<{ exitCode?: number; stdout?: string; stderr?: string }>(
+  const r = await ctx.call<{ exitCode?: number; stdout?: string; stderr?: string; truncated?: boolean }>(
     'POST',
     path(id, 'exec'),
     {
@@ -47,6 +47,9 @@ export async function execInSandbox(
     if (r.stdout) ctx.io.stdout.write(r.stdout);
     if (r.stderr) ctx.io.stderr.write(r.stderr);
   }
+  // Past the control plane's output cap the rest was dropped: what was printed is not all the command wrote.
+  if (r.truncated)
+    line(ctx.io.stderr, 'sandbox exec: output truncated at the output cap (the rest was dropped)');
   if (r.exitCode !== undefined && r.exitCode !== 0)
     throw new CliError('run_failed', `the command exited ${r.exitCode}`);
   return 0;

@@ -125,10 +125,17 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     logDir,
   );
   status(`control plane: starting (log ${cp.logFile})`);
-  const port = await listeningPort(cp, o.port, o.healthTimeoutMs ?? 240_000);
-  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
-  await waitHealthy(url, cp, o.healthTimeoutMs ?? 240_000);
-  recordUrl(o.dataDir, url);
+  let url: string;
+  try {
+    const port = await listeningPort(cp, o.port, o.healthTimeoutMs ?? 240_000);
+    url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+    await waitHealthy(url, cp, o.healthTimeoutMs ?? 240_000);
+    recordUrl(o.dataDir, url);
+  } catch (e) {
+    // Not started: the control plane it spawned is stopped too, never left running without a main job.
+    await stopParts([cp], 15_000);
+    throw e;
+  }
   status(`control plane: healthy at ${url}`);
 
   const parts: Part[] = [cp];

@@ -1,0 +1,83 @@
+// A control plane that stops answering mid-interval (a half-open connection, a hung proxy) on the real control
+// plane: every call of HttpControlPlane is bounded by its request timeout, so the interval ends as
+// `control_plane_unavailable`, its heartbeat stops and the lease expires — the turn is leased again. Before,
+// the call waited forever while the heartbeat kept renewing the lease: the turn was held by nobody working.
+// (EVERDICT_LEASE_MS=1000: heartbeats every 200 ms, expiry found in ~1.2 s.)
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import type { TurnLease } from '../src/control-plane.js';
+import { isAgentError } from '../src/errors.js';
+import { HttpControlPlane } from '../src/http/http-control-plane.js';
+import { workOnce } from '../src/loop/worker.js';
+import type { ModelProvider } from '../src/model/provider.js';
+import { createAgent, message, type Seat, seat } from './support.js';
+
+let s: Seat;
+beforeAll(async () => {
+  s = await seat({ EVERDICT_LEASE_MS: '1000' });
+}, 300_000);
+afterAll(async () => {
+  await s?.stop();
+});
+
+const answering: ModelProvider = {
+  name: 'answering',
+  async complete(req) {
+    return {
+      model: req.model,
+      content: 'done',
+      toolCalls: [],
+      usage: { inputTokens: 1, outputTokens: 1 },
+      finishReason: 'stop',
+    };
+  },
+};
+
+async function leaseOf(holder: string, runId: string): Promise<TurnLease> {
+  for (let i = 0; ; i++) {
+    const leases = await s.agents.lease({ free: 1, holder, waitMs: 2000 });
+    const hit = leases.find((l) => l.runId === runId);
+    if (hit) return hit;
+    if (i > 60) throw new Error(`no lease on ${runId} for ${holder}`);
+  }
+}
+
+describe('request timeout', () => {
+  it('a transcript append that never answers ends the interval; the lease expires and the turn is leased again', async () => {
+    const agentId = await createAgent(s, { tools: [] });
+    const runId = await message(s, agentId, 'hello');
+    onTestFinished(async () => {
+      await s.admin.POST('/runs/{id}/cancel', { params: { path: { id: runId } }, body: { reason: 'done' } });
+    });
+    const cut: string[] = [];
+    // Every transcript append hangs until its request is aborted (the other calls reach the control plane).
+    const hanging: typeof fetch = async (input, init) => {
+      const req = new Request(input, init);
+      if (req.method === 'POST' && req.url.endsWith('/transcript'))
+        return new Promise<Response>((_, reject) =>
+          req.signal.addEventListener('abort', () => {
+            cut.push(req.url);
+            reject(req.signal.reason);
+          }),
+        );
+      return fetch(req);
+    };
+    const cp = new HttpControlPlane({
+      url: s.cp.url,
+      token: s.cp.internalToken,
+      fetch: hanging,
+      requestTimeoutMs: 3_000,
+    });
+    const err = await workOnce(
+      { controlPlane: cp, provider: () => answering, holder: 'host-hung' },
+      2000,
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isAgentError(err) && err.code).toBe('control_plane_unavailable');
+    expect(cut).toHaveLength(1); // the hung request was cut, not left open
+    // Nobody heartbeats the lease now: it expires and another host gets the turn under a new epoch.
+    const again = await leaseOf('host-b', runId);
+    expect(again.epoch).toBe(2);
+  }, 60_000);
+});

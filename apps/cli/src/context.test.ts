@@ -1,0 +1,45 @@
+// Where a command's connection comes from: the running main job's file supplies a URL and its admin key, but
+// that key is sent only to the main job itself. Before, `--url https://elsewhere` (or EVERDICT_URL) without a
+// key sent this machine's admin key from `.everdict/main-job.json` to whatever server the URL named.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { resolveConnection } from './context.js';
+import { SECRETS_FILE } from './stack/secrets.js';
+
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'everdict-context-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+writeFileSync(
+  path.join(dataDir, SECRETS_FILE),
+  JSON.stringify({
+    apiKey: 'evd_local_admin_key_0123',
+    internalToken: 'int_x',
+    url: 'http://127.0.0.1:8787',
+  }),
+);
+const env = { EVERDICT_DATA_DIR: dataDir };
+
+describe('resolveConnection', () => {
+  it('no flags: the main job URL and its key', () => {
+    expect(resolveConnection({}, env)).toEqual({
+      url: 'http://127.0.0.1:8787',
+      key: 'evd_local_admin_key_0123',
+    });
+    // The URL `everdict start` prints (localhost) is the same main job.
+    expect(resolveConnection({ url: 'http://localhost:8787/' }, env).key).toBe('evd_local_admin_key_0123');
+  });
+
+  it('another control plane (--url or EVERDICT_URL) never gets the main job key', () => {
+    expect(resolveConnection({ url: 'https://everdict.example.com' }, env)).toEqual({
+      url: 'https://everdict.example.com',
+    });
+    expect(resolveConnection({}, { ...env, EVERDICT_URL: 'http://10.0.0.7:8787' })).toEqual({
+      url: 'http://10.0.0.7:8787',
+    });
+    // A key given for it is used as given.
+    expect(resolveConnection({ url: 'https://everdict.example.com', key: 'evd_theirs' }, env).key).toBe(
+      'evd_theirs',
+    );
+  });
+});

@@ -1,0 +1,59 @@
+// The main job failing to start (the control plane not listening or not healthy in time — an unreachable
+// DATABASE_URL, a slow first start): startStack rejects AND the control plane it spawned is gone. Before, the
+// rejection left that process running with no main job to stop it (holding the port and the data dir).
+// Runs the real built control plane (apps/control-plane/dist/main.js).
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { defaultPaths } from './parts.js';
+import { startStack } from './stack.js';
+
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'everdict-stack-'));
+const leaked: number[] = [];
+afterAll(() => {
+  // Only if the test failed: stop what it left running, by pid.
+  for (const pid of leaked)
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** Live (not zombie) children of this process whose command line names `file`. */
+function childrenRunning(file: string): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc').filter((d) => /^\d+$/.test(d)))
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(ppid) !== process.pid || state === 'Z') continue;
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').includes(file)) out.push(Number(entry));
+    } catch {
+      /* exited meanwhile */
+    }
+  return out;
+}
+
+describe('startStack', () => {
+  it('a control plane not healthy in time is stopped before startStack rejects', async () => {
+    const paths = defaultPaths({});
+    expect(existsSync(paths.controlPlane)).toBe(true);
+    const err = await startStack({
+      dataDir,
+      port: 0,
+      env: { PATH: process.env.PATH ?? '' },
+      paths,
+      healthTimeoutMs: 1,
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(String(err)).toMatch(/did not listen in time|not healthy in time/);
+    const running = childrenRunning(paths.controlPlane);
+    leaked.push(...running);
+    expect(running).toEqual([]);
+  }, 120_000);
+});

@@ -1,0 +1,112 @@
+// Ctrl-C while a command waits, on a REAL control plane: the command stops, says what it saw, and exits 130
+// `interrupted` — it claims nothing about how the run, the group or the turn ends. Before: `run --wait` said
+// `run_failed: … ended running` (exit 1) of a run still running; `experiment` scored the unsettled group and
+// exited 0; `agent chat` said `run_failed: … ended queued` (exit 1) of a turn nobody had worked on yet.
+// A control plane that stops answering (SIGSTOP: it still accepts connections) no longer hangs a command
+// forever: past EVERDICT_REQUEST_TIMEOUT_MS it is `unavailable` (4).
+import { PassThrough, Writable } from 'node:stream';
+import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../src/program.js';
+
+let cp: ControlPlaneProcess;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  cp = await startControlPlane();
+  env = { PATH: process.env.PATH ?? '', EVERDICT_URL: cp.url, EVERDICT_API_KEY: cp.apiKey };
+}, 300_000);
+afterAll(async () => {
+  cp?.child.kill('SIGCONT'); // were a test to leave it stopped
+  await cp?.stop();
+});
+
+class Sink extends Writable {
+  text = '';
+  isTTY = false;
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
+    this.text += chunk.toString('utf8');
+    cb();
+  }
+}
+
+/** Runs `everdict args`, presses Ctrl-C once `err` matches `ready`; its exit code and output. */
+async function interrupted(args: string[], ready: RegExp) {
+  const stdout = new Sink();
+  const stderr = new Sink();
+  const ac = new AbortController();
+  const running = runCli(args, { stdout, stderr, stdin: new PassThrough(), env, signal: ac.signal });
+  for (let i = 0; !ready.test(stderr.text + stdout.text); i++) {
+    if (i > 2000) throw new Error(`never ready: ${stderr.text}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  ac.abort();
+  const code = await running;
+  return { code, out: stdout.text, err: stderr.text };
+}
+
+/** `everdict args` while the control plane is stopped (SIGSTOP: it accepts connections, answers nothing). */
+async function againstStopped(args: string[], extraEnv: Record<string, string>) {
+  const stdout = new Sink();
+  const stderr = new Sink();
+  cp.child.kill('SIGSTOP');
+  try {
+    const running = runCli(args, {
+      stdout,
+      stderr,
+      stdin: new PassThrough(),
+      env: { ...env, ...extraEnv },
+    });
+    const code = await running;
+    return { code, out: stdout.text, err: stderr.text };
+  } finally {
+    cp.child.kill('SIGCONT');
+  }
+}
+
+const SLEEP = '{"fn":"sleep","ms":60000}';
+
+describe('Ctrl-C while waiting', () => {
+  it('run --wait: exit 130 interrupted, not run_failed', async () => {
+    const r = await interrupted(['run', 'analysis', '--config', SLEEP, '--wait'], /run_\w+ queued/);
+    expect(r.err).not.toMatch(/run_failed/);
+    expect(r.err).toMatch(/interrupted: stopped waiting: run_\w+ is still (queued|running)/);
+    expect(r.code).toBe(130);
+  }, 60_000);
+
+  it('experiment: exit 130, the unsettled group is not scored', async () => {
+    const r = await interrupted(['experiment', 'analysis', '-n', '2', '--config', SLEEP], /runs queued/);
+    expect(r.out).not.toMatch(/scoring/);
+    expect(r.err).toMatch(/interrupted: stopped waiting: grp_\w+ has 0 of 2 runs settled \(not scored\)/);
+    expect(r.code).toBe(130);
+  }, 60_000);
+
+  it('agent chat: a turn still queued is interrupted, not failed', async () => {
+    const res = await fetch(`${cp.url}/agents`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${cp.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'nobody-serves-me',
+        model: 'scripted-test',
+        systemPrompt: 'hi',
+        tools: [],
+        envelope: { usd: 1 },
+      }),
+    });
+    expect(res.status).toBe(201);
+    const { agent } = (await res.json()) as { agent: { id: string } };
+    // No agent service runs here: the turn stays queued until the user gives up.
+    const r = await interrupted(['agent', 'chat', agent.id, '-m', 'hello'], /conversation \w+/);
+    expect(r.err).not.toMatch(/run_failed/);
+    expect(r.err).toMatch(/interrupted: stopped following: run_\w+ is still queued/);
+    expect(r.code).toBe(130);
+  }, 60_000);
+});
+
+describe('a control plane that stops answering', () => {
+  it('a control plane that never answers: exit 4 past the request timeout', async () => {
+    const r = await againstStopped(['runs'], { EVERDICT_REQUEST_TIMEOUT_MS: '500' });
+    expect(r.err).toMatch(/unavailable - network: no answer from the control plane/);
+    expect(r.code).toBe(4);
+  }, 60_000);
+});
