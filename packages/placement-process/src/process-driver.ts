@@ -65,6 +65,8 @@ export interface Sandbox {
   readonly args: readonly string[];
   readonly running: Set<SandboxCommand>;
   disposed: boolean;
+  /** Settles once a dispose begun (`disposed`) has removed it and it is no longer held. */
+  removal: Promise<void> | null;
   /** Made by this process (not adopted): its log did not exist before this process wrote to it. */
   readonly created: boolean;
   /** The spec's directories this process made in the workspace, parents first (removal-hint). */
@@ -155,7 +157,14 @@ export class ProcessDriver implements Driver {
     const spec = ProvisionSpec.parse(input);
     const id = sandboxId('pd', spec.labels);
     const held = this.sandboxes.get(id) ?? (await this.pending.get(id));
-    if (held) return held.record.handle;
+    if (held && !held.disposed) return held.record.handle;
+    if (held) {
+      // Being disposed: its handle is `gone` already. Provisioned afresh once the removal is done.
+      await held.removal;
+      if (this.sandboxes.get(id) === held)
+        throw new PlacementError('gone', `sandbox ${id} is still being removed`, { id });
+      return this.provision(input);
+    }
     const l = await this.state();
     const existing = hasRecord(l, id) ? await readRecord(l, id) : null;
     if (existing) return (await this.adopt(existing)).record.handle;
@@ -248,6 +257,7 @@ export class ProcessDriver implements Driver {
       args: sandboxArgs(image, record.workspace, record.handle.network),
       running: new Set(),
       disposed: false,
+      removal: null,
       created,
       made: [],
     };
@@ -360,6 +370,15 @@ export class ProcessDriver implements Driver {
   private async disposeHeld(box: Sandbox): Promise<string[]> {
     if (box.disposed) return [];
     box.disposed = true;
+    const removal = this.remove(box);
+    box.removal = removal.then(
+      () => undefined,
+      () => undefined,
+    );
+    return removal;
+  }
+
+  private async remove(box: Sandbox): Promise<string[]> {
     box.log.close();
     for (const c of box.running) c.kill({ kind: 'gone' });
     const removed = await removeSandbox(await this.state(), box.record, box.limits, {

@@ -24,7 +24,13 @@ import type { LimitCounters } from './limits/limits.js';
 import type { Sandbox } from './process-driver.js';
 import { DEFAULT_TERMINAL_SIZE, ptyArgv, ptyToolsIn } from './pty.js';
 import { PtyInput } from './pty-input.js';
-import { bwrapFailure, type CommandSetup, SandboxCommand, stopError } from './sandbox-command.js';
+import {
+  bwrapFailure,
+  type CommandSetup,
+  SandboxCommand,
+  type StopReason,
+  stopError,
+} from './sandbox-command.js';
 
 function commandEnv(box: Sandbox, extra: Record<string, string>): Record<string, string> {
   return { PATH: DEFAULT_PATH, HOME: WORKSPACE, ...box.record.env, ...extra };
@@ -49,6 +55,18 @@ async function drained(box: Sandbox): Promise<void> {
   }
 }
 
+/**
+ * Whether the sandbox's CPU time is used up (`limits.cpuTimeMs` reached, by every command so far). The watcher
+ * only polls while a command runs (`cpuPollMs`): without this a command that crossed the limit between two
+ * polls, or any command shorter than a poll, ran and answered as if there were no limit.
+ */
+async function cpuUsedUp(box: Sandbox): Promise<StopReason | null> {
+  const limitMs = box.record.handle.limits.cpuTimeMs;
+  if (limitMs === undefined) return null;
+  const used = (await box.limits.usage()).cpuTimeMs;
+  return used !== null && used >= limitMs ? { kind: 'timeout', bound: 'cpu', limitMs } : null;
+}
+
 export async function execIn(
   box: Sandbox,
   setup: CommandSetup,
@@ -60,6 +78,8 @@ export async function execIn(
   const budget = commandBudget(box.record.handle, opts.timeoutMs);
   const before = await box.limits.counters();
   if (box.disposed) throw gone(box);
+  const cpuBefore = await cpuUsedUp(box);
+  if (cpuBefore) throw stopError(cpuBefore, budget, {});
   const startedAtMs = Date.now();
   const stdinBytes = Buffer.from(toBytes(opts.stdin));
   const c = await SandboxCommand.start(
@@ -105,6 +125,8 @@ export async function execIn(
   const after = await box.limits.counters();
   if (after.oomKills > before.oomKills) throw stopError({ kind: 'oom' }, budget, { result });
   if (after.pidsRefused > before.pidsRefused) throw stopError({ kind: 'pids_exhausted' }, budget, { result });
+  const cpu = await cpuUsedUp(box);
+  if (cpu) throw stopError(cpu, budget, { result });
   const failure = bwrapFailure(exit.exitCode, result.stderr);
   if (failure) throw new PlacementError('spawn_failed', failure, { command: argv[0] });
   return result;
@@ -127,6 +149,8 @@ export async function streamIn(
   const budget = commandBudget(box.record.handle, undefined);
   const before = await box.limits.counters();
   if (box.disposed) throw gone(box);
+  const cpuBefore = await cpuUsedUp(box);
+  if (cpuBefore) throw stopError(cpuBefore, budget, {});
   const size: Record<string, string> = opts.size
     ? { COLUMNS: String(opts.size.cols), LINES: String(opts.size.rows) }
     : {};
@@ -268,6 +292,8 @@ function attach(
     const after = await box.limits.counters();
     if (after.oomKills > before.oomKills) throw stopError({ kind: 'oom' }, budget, {});
     if (after.pidsRefused > before.pidsRefused) throw stopError({ kind: 'pids_exhausted' }, budget, {});
+    const cpu = await cpuUsedUp(box);
+    if (cpu) throw stopError(cpu, budget, {});
     const failure = bwrapFailure(e.exitCode, stderrHead);
     if (failure) throw new PlacementError('spawn_failed', failure, { command: argv[0] });
     return { exitCode: e.exitCode, signal: e.signal };

@@ -11,7 +11,8 @@ import type { CgroupHierarchy, LimitCounters, SandboxLimits } from './limits/lim
 import type { Spawner, SpawnRequest } from './spawner/client.js';
 
 export type StopReason =
-  | { readonly kind: 'timeout'; readonly bound: 'exec' | 'deadline' | 'cpu' }
+  | { readonly kind: 'timeout'; readonly bound: 'exec' | 'deadline' }
+  | { readonly kind: 'timeout'; readonly bound: 'cpu'; readonly limitMs: number }
   | { readonly kind: 'oom' }
   | { readonly kind: 'pids_exhausted' }
   | { readonly kind: 'output_capped' }
@@ -143,7 +144,7 @@ export class SandboxCommand {
       if (this.setup.cpuTimeMs !== undefined) {
         const used = (await this.setup.limits.usage()).cpuTimeMs;
         if (used !== null && used >= this.setup.cpuTimeMs)
-          return this.kill({ kind: 'timeout', bound: 'cpu' });
+          return this.kill({ kind: 'timeout', bound: 'cpu', limitMs: this.setup.cpuTimeMs });
       }
       this.timers.push(setTimeout(poll, this.setup.pollMs));
     };
@@ -171,7 +172,8 @@ export function stopError(
         stop.bound === 'cpu'
           ? 'the sandbox used up its CPU-time limit'
           : `the ${stop.bound === 'exec' ? "command's timeout" : "sandbox's wall deadline"} ran out`,
-        { bound: stop.bound, limitMs: budget.ms, ...detail },
+        // the limit that ran out: the CPU-time limit for `cpu`, else the wall budget
+        { bound: stop.bound, limitMs: stop.bound === 'cpu' ? stop.limitMs : budget.ms, ...detail },
       );
     case 'oom':
       return new PlacementError(

@@ -70,7 +70,13 @@ export async function readRecord(l: StateLayout, id: string): Promise<SandboxRec
   } catch {
     return null;
   }
-  const parsed = SandboxRecord.safeParse(JSON.parse(text));
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return null; // not JSON (empty, or cut short by a crash): unreadable, as a file that does not parse
+  }
+  const parsed = SandboxRecord.safeParse(json);
   return parsed.success ? parsed.data : null;
 }
 
