@@ -1,6 +1,8 @@
 // OTLP import (issue 12, "import = materialize first"): spans whose resource names one of the tenant's live
-// runs (`everdict.run_id`) are appended to that run's trajectory through the single writer; all others
-// become imported trajectories — one per OTLP trace id, sealed, stamped {source: "otlp", externalId, pulledAt}.
+// runs (`everdict.run_id`) are appended to that run's trajectory through the single writer — unless a runner
+// holds its lease: the runner's journal takes the run's next seqs, so they are imported instead; all others
+// become imported trajectories — one per OTLP trace id, sealed, stamped {source: "otlp", externalId,
+// pulledAt}.
 import { isTerminalStatus, type RunStatus } from '@everdict/run-model';
 import {
   groupSpans,
@@ -60,15 +62,20 @@ export async function importOtlpSpans(
   const prepared = new Map<string, PreparedImport>();
   for (const [traceId, group] of traces) prepared.set(traceId, await importOf(traceId, group));
   const routedOut: OtlpImportResult['routed'] = [];
+  const importInstead = (group: readonly OtlpSpan[]) => {
+    for (const span of group) traces.set(span.traceId, [...(traces.get(span.traceId) ?? []), span]);
+    for (const traceId of new Set(group.map((span) => span.traceId))) prepared.delete(traceId);
+  };
   for (const { runId, group, drafts } of appends) {
     try {
-      const r = await trajectories.appendDrafts(tenant, runId, drafts, spanBatchKey(group));
-      routedOut.push({ runId, spans: group.length, appended: r.appended, duplicates: r.duplicates });
+      const r = await trajectories.appendOutsideLease(tenant, runId, drafts, spanBatchKey(group));
+      // A runner's journal takes the run's next seqs: its spans are imported like any other.
+      if (!r) importInstead(group);
+      else routedOut.push({ runId, spans: group.length, appended: r.appended, duplicates: r.duplicates });
     } catch (err) {
       // Ended between the ledger's answer and the append: its spans are imported like any other.
       if (!isControlPlaneError(err) || err.code !== 'trajectory_sealed') throw err;
-      for (const span of group) traces.set(span.traceId, [...(traces.get(span.traceId) ?? []), span]);
-      for (const traceId of new Set(group.map((span) => span.traceId))) prepared.delete(traceId);
+      importInstead(group);
     }
   }
   const imported: ImportedTrajectory[] = [];

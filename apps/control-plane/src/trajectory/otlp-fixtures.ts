@@ -118,3 +118,74 @@ export function agentTrace(traceId: string, base = 1_764_576_000_000_000_000n): 
     },
   ];
 }
+
+function varint(n: number): number[] {
+  const out: number[] = [];
+  for (; n > 127; n = Math.floor(n / 128)) out.push((n & 127) | 128);
+  out.push(n);
+  return out;
+}
+
+/** A length-delimited protobuf field. */
+function field(n: number, bytes: Uint8Array): Buffer {
+  return Buffer.concat([Buffer.from([(n << 3) | 2, ...varint(bytes.length)]), bytes]);
+}
+
+/**
+ * A protobuf request of one span whose attribute `deep` is an AnyValue nested `depth` levels — kvlistValue
+ * {values: [{key: "k", value: …}]} or arrayValue {values: [ … ]} — around `stringValue: "x"`. Written on the
+ * wire by hand, inside out (protobufjs's own encoder refuses past its recursion limit).
+ */
+export function otlpProtobufNested(
+  traceId: string,
+  depth: number,
+  shape: 'kvlist' | 'array',
+  resource: Record<string, string> = {},
+): Uint8Array {
+  const core = field(1, Buffer.from('x'));
+  const prefixes: Buffer[] = [];
+  let len = core.length;
+  for (let i = 0; i < depth; i++) {
+    let p: number[];
+    if (shape === 'array') {
+      const array = 1 + varint(len).length + len; // ArrayValue {values (1): AnyValue}
+      p = [0x2a, ...varint(array), 0x0a, ...varint(len)]; // AnyValue {array_value (5)}
+    } else {
+      const kv = 3 + 1 + varint(len).length + len; // KeyValue {key (1): "k", value (2): AnyValue}
+      const list = 1 + varint(kv).length + kv; // KeyValueList {values (1): KeyValue}
+      p = [0x32, ...varint(list), 0x0a, ...varint(kv), 0x0a, 1, 0x6b, 0x12, ...varint(len)];
+    }
+    prefixes.push(Buffer.from(p));
+    len += p.length;
+  }
+  const deep = Buffer.concat([...prefixes.reverse(), core]);
+  const base = 1_764_576_000_000_000_000n;
+  const shallow = otlpProtobuf(
+    [{ traceId, spanId: `${traceId.slice(0, 14)}01`, name: 'deep', startNs: base, endNs: base + 1_000n }],
+    resource,
+  );
+  // The span's attribute is appended to the span (repeated field 9): re-wrap span → scope → resource → request.
+  const type = exportRequestType();
+  const req = type.toObject(type.decode(shallow)) as {
+    resourceSpans: { resource: unknown; scopeSpans: { scope: unknown; spans: unknown[] }[] }[];
+  };
+  const root = type.root;
+  const Span = root.lookupType('opentelemetry.proto.trace.v1.Span');
+  const Scope = root.lookupType('opentelemetry.proto.common.v1.InstrumentationScope');
+  const Resource = root.lookupType('opentelemetry.proto.resource.v1.Resource');
+  const rs = req.resourceSpans[0]!;
+  const ss = rs.scopeSpans[0]!;
+  const span = Buffer.concat([
+    Span.encode(Span.fromObject(ss.spans[0] as object)).finish(),
+    field(9, Buffer.concat([field(1, Buffer.from('deep')), field(2, deep)])),
+  ]);
+  const scopeSpans = Buffer.concat([
+    field(1, Scope.encode(Scope.fromObject(ss.scope as object)).finish()),
+    field(2, span),
+  ]);
+  const resourceSpans = Buffer.concat([
+    field(1, Resource.encode(Resource.fromObject(rs.resource as object)).finish()),
+    field(2, scopeSpans),
+  ]);
+  return field(1, resourceSpans);
+}

@@ -11,10 +11,17 @@ import type {
 } from '@everdict/trajectory-store';
 import type { LedgerDatabase } from '../db/database.js';
 import { json } from '../db/numeric.js';
-import type { Executor } from '../db/tx.js';
+import type { Executor, Tx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import { mapStoreErrors } from './errors.js';
 import { RunLocks } from './run-lock.js';
+
+/**
+ * The `runner_journals` epoch (lease epochs start at 1) of what was appended to a run's trajectory while no
+ * runner held its lease (an OTLP import): its row is the last such append's range, so the next runner lease's
+ * `seqFrom` — the end of the run's furthest journal row (runners/leases.ts) — starts after it.
+ */
+export const OUTSIDE_LEASE_EPOCH = 0;
 
 export interface RunTrajectoryHead {
   readonly runId: string;
@@ -50,6 +57,55 @@ export class RunTrajectories {
     batchKey: string,
   ): Promise<AppendResult> {
     return this.#write(tenant, runId, () => this.store.appendDrafts(tenant, runId, drafts, batchKey));
+  }
+
+  /**
+   * Appends drafts (as `appendDrafts`) unless a runner holds the run's lease: a runner posts its journal at
+   * seqs of its own from its lease's `seqFrom` on (what its attestation commits to), so anything appended
+   * meanwhile would take them. Then nothing is appended and the answer is `null`. Otherwise the range is
+   * recorded under OUTSIDE_LEASE_EPOCH, so the next runner lease's journal starts after it. The run's row is
+   * locked while this runs: a claim that would lease the run skips it (SKIP LOCKED) until this commits, or
+   * has committed and its lease is seen here.
+   */
+  appendOutsideLease(
+    tenant: string,
+    runId: string,
+    drafts: readonly TraceEventDraft[],
+    batchKey: string,
+  ): Promise<AppendResult | null> {
+    return this.locks.run(tenant, runId, (ex) =>
+      inTx(ex, async (tx) => {
+        await tx
+          .selectFrom('runs')
+          .select('id')
+          .where('tenant_id', '=', tenant)
+          .where('id', '=', runId)
+          .forNoKeyUpdate()
+          .executeTakeFirst();
+        // A runner's lease: its grant opened the journal of the lease's epoch (runners/leases.ts).
+        const runnerLease = await tx
+          .selectFrom('run_leases as l')
+          .innerJoin('runner_journals as j', (join) =>
+            join.onRef('j.run_id', '=', 'l.run_id').onRef('j.epoch', '=', 'l.epoch'),
+          )
+          .select('l.run_id')
+          .where('l.run_id', '=', runId)
+          .executeTakeFirst();
+        if (runnerLease) return null;
+        const r = await this.#writeIn(tx, tenant, runId, () =>
+          this.store.appendDrafts(tenant, runId, drafts, batchKey),
+        );
+        if (r.appended > 0) {
+          const range = { seq_from: r.lastSeq + 1 - r.appended, event_count: r.appended };
+          await tx
+            .insertInto('runner_journals')
+            .values({ run_id: runId, epoch: OUTSIDE_LEASE_EPOCH, ...range })
+            .onConflict((oc) => oc.columns(['run_id', 'epoch']).doUpdateSet(range))
+            .execute();
+        }
+        return r;
+      }),
+    );
   }
 
   /** A page of the run's trajectory (offset counted in events; live or sealed). */
@@ -106,42 +162,50 @@ export class RunTrajectories {
     return { runId, status: row.status, trajectory: row.trajectory };
   }
 
-  async #write(tenant: string, runId: string, fn: () => Promise<AppendResult>): Promise<AppendResult> {
-    return this.locks.run(tenant, runId, async (ex) => {
-      const row = await this.run(ex, tenant, runId);
-      if (isTerminalStatus(row.status as RunStatus) || row.trajectory)
+  #write(tenant: string, runId: string, fn: () => Promise<AppendResult>): Promise<AppendResult> {
+    return this.locks.run(tenant, runId, (ex) => this.#writeIn(ex, tenant, runId, fn));
+  }
+
+  /** `fn` as the run's writer, `ex` holding its lock: refused once the run is terminal; marks the run open. */
+  async #writeIn(
+    ex: Executor,
+    tenant: string,
+    runId: string,
+    fn: () => Promise<AppendResult>,
+  ): Promise<AppendResult> {
+    const row = await this.run(ex, tenant, runId);
+    if (isTerminalStatus(row.status as RunStatus) || row.trajectory)
+      throw new ControlPlaneError(
+        'trajectory_sealed',
+        `run ${runId} is ${row.status}: its trajectory takes no events`,
+        {
+          runId,
+          status: row.status,
+        },
+      );
+    // The first append marks the run, so its terminal transition queues the seal (0013). The mark is taken
+    // only while the run is not terminal — on the latest row version, waiting for a settle in flight — so a
+    // run that settled since the read above refuses the append instead of missing its seal.
+    if (!row.open) {
+      const marked = await ex
+        .updateTable('runs')
+        .set({ trajectory_open: true })
+        .where('tenant_id', '=', tenant)
+        .where('id', '=', runId)
+        .where('status', 'not in', ['succeeded', 'failed', 'cancelled'])
+        .executeTakeFirst();
+      if (Number(marked.numUpdatedRows) === 0)
         throw new ControlPlaneError(
           'trajectory_sealed',
-          `run ${runId} is ${row.status}: its trajectory takes no events`,
+          `run ${runId} is terminal: its trajectory takes no events`,
           {
             runId,
-            status: row.status,
           },
         );
-      // The first append marks the run, so its terminal transition queues the seal (0013). The mark is taken
-      // only while the run is not terminal — on the latest row version, waiting for a settle in flight — so a
-      // run that settled since the read above refuses the append instead of missing its seal.
-      if (!row.open) {
-        const marked = await ex
-          .updateTable('runs')
-          .set({ trajectory_open: true })
-          .where('tenant_id', '=', tenant)
-          .where('id', '=', runId)
-          .where('status', 'not in', ['succeeded', 'failed', 'cancelled'])
-          .executeTakeFirst();
-        if (Number(marked.numUpdatedRows) === 0)
-          throw new ControlPlaneError(
-            'trajectory_sealed',
-            `run ${runId} is terminal: its trajectory takes no events`,
-            {
-              runId,
-            },
-          );
-      }
-      // Another replica may have appended since this process last looked: re-read the head from storage.
-      if (this.ldb.dialect === 'postgres') this.store.forget(tenant, runId);
-      return mapStoreErrors(fn);
-    });
+    }
+    // Another replica may have appended since this process last looked: re-read the head from storage.
+    if (this.ldb.dialect === 'postgres') this.store.forget(tenant, runId);
+    return mapStoreErrors(fn);
   }
 
   private async run(
@@ -163,3 +227,7 @@ export class RunTrajectories {
     };
   }
 }
+
+/** `fn` in `ex`'s transaction, or in one of its own (PGlite's run lock holds no transaction). */
+const inTx = <T>(ex: Executor, fn: (tx: Tx) => Promise<T>): Promise<T> =>
+  ex.isTransaction ? fn(ex as Tx) : ex.transaction().execute(fn);

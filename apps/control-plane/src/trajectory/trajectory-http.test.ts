@@ -5,9 +5,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TraceEvent } from '@everdict/run-model';
+import protobuf from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, type TestApp, testApp } from '../http/testing/harness.js';
-import { agentTrace, otlpJson, otlpProtobuf, type SpanSpec } from './otlp-fixtures.js';
+import { agentTrace, otlpJson, otlpProtobuf, otlpProtobufNested, type SpanSpec } from './otlp-fixtures.js';
 
 const cmd = { kind: 'command', subject: { path: 'x', image: 'alpine:3.20', command: ['true'] } };
 const ts = '2026-12-01T10:00:00.000Z';
@@ -411,5 +412,94 @@ describe('POST /v1/traces at the production body limit (1 MiB)', { timeout: 300_
       const events = await importedEvents(traceId);
       expect(events.find((e) => e.type === 'tool_call')).toMatchObject({ input: deep });
     });
+  });
+  describe('protobuf AnyValue nested past the stack', () => {
+    const post = async (body: Uint8Array) =>
+      big.app.request('/v1/traces', {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${await big.key('member')}`,
+          'content-type': 'application/x-protobuf',
+        },
+        body,
+      });
+    /** How deep `v` nests (objects and arrays), walked without recursion. */
+    const depthOf = (v: unknown): number => {
+      let depth = 0;
+      for (let at = v; at && typeof at === 'object'; depth++)
+        at = Array.isArray(at) ? at[0] : (at as Record<string, unknown>).k;
+      return depth;
+    };
+
+    // protobufjs 8 refuses messages nested past its recursion limit (100, protoc's) while decoding: an AnyValue
+    // reaches it at 32 kvlistValue or 48 arrayValue levels, below MAX_ATTRIBUTE_JSON_DEPTH (64).
+    it.each([
+      ['kvlist', 60_000],
+      ['array', 100_000],
+      ['kvlist', 65],
+      ['array', 65],
+    ] as const)(
+      'refuses a %s AnyValue %i levels deep: 400 bad_request, nothing stored',
+      async (shape, depth) => {
+        const traceId = `${shape === 'kvlist' ? 'e1' : 'e2'}${String(depth).padStart(30, '0')}`;
+        const res = await post(otlpProtobufNested(traceId, depth, shape));
+        expect(res.status).toBe(400);
+        expect(((await res.json()) as { code: string }).code).toBe('bad_request');
+        const listed = await call(big.app, 'GET', `/trajectories?source=otlp&externalId=${traceId}`);
+        expect(listed.body.items).toEqual([]);
+      },
+    );
+
+    // protobufjs's limit is one process-wide setting (another library may raise it): the import's own bound is
+    // MAX_ATTRIBUTE_JSON_DEPTH, walked without recursion before anything recurses (here a 500 before the bound).
+    it('refuses past 64 levels where protobufjs’s recursion limit is raised; 64 levels import exact', async () => {
+      const limits = [protobuf.util, protobuf.Reader] as unknown as { recursionLimit: number }[];
+      const was = limits.map((l) => l.recursionLimit);
+      try {
+        for (const l of limits) l.recursionLimit = 1_000_000;
+        for (const [shape, depth] of [
+          ['kvlist', 1_000],
+          ['array', 1_500],
+          ['kvlist', 400],
+          ['array', 700],
+          ['kvlist', 65],
+          ['array', 65],
+        ] as const) {
+          const res = await post(otlpProtobufNested(`e5${String(depth).padStart(30, '0')}`, depth, shape));
+          expect(res.status, `${shape} ${depth}`).toBe(400);
+          expect(((await res.json()) as { code: string }).code).toBe('bad_request');
+        }
+        for (const shape of ['kvlist', 'array'] as const) {
+          const traceId = `${shape === 'kvlist' ? 'e6' : 'e7'}${'0'.repeat(28)}64`;
+          expect((await post(otlpProtobufNested(traceId, 64, shape))).status).toBe(200);
+          const listed = await call(big.app, 'GET', `/trajectories?source=otlp&externalId=${traceId}`);
+          const [item] = listed.body.items as { trajectoryId: string }[];
+          const one = await call(big.app, 'GET', `/trajectories/${item!.trajectoryId}`);
+          const [span] = one.body.items as { data: { attributes: { deep: unknown } } }[];
+          expect(depthOf(span!.data.attributes.deep)).toBe(64);
+        }
+      } finally {
+        limits.forEach((l, i) => {
+          l.recursionLimit = was[i]!;
+        });
+      }
+    });
+
+    it.each([
+      ['kvlist', 31],
+      ['array', 47],
+    ] as const)(
+      'imports a %s AnyValue at the deepest that decodes (%i levels), exact',
+      async (shape, depth) => {
+        const traceId = `${shape === 'kvlist' ? 'e3' : 'e4'}${String(depth).padStart(30, '0')}`;
+        const res = await post(otlpProtobufNested(traceId, depth, shape));
+        expect(res.status).toBe(200);
+        const listed = await call(big.app, 'GET', `/trajectories?source=otlp&externalId=${traceId}`);
+        const [item] = listed.body.items as { trajectoryId: string }[];
+        const one = await call(big.app, 'GET', `/trajectories/${item!.trajectoryId}`);
+        const [span] = one.body.items as { data: { attributes: { deep: unknown } } }[];
+        expect(depthOf(span!.data.attributes.deep)).toBe(depth);
+      },
+    );
   });
 });

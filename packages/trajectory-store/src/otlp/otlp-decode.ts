@@ -3,6 +3,7 @@
 // Both forms of the same spans decode to identical OtlpSpans.
 import { z } from 'zod';
 import { parseOrThrow, TrajectoryStoreError } from '../errors.js';
+import { MAX_ATTRIBUTE_JSON_DEPTH } from './otlp-map.js';
 import { exportRequestType, exportResponseType } from './otlp-proto.js';
 
 export type AttributeValue =
@@ -132,6 +133,35 @@ function attributes(kvs: RawKeyValue[] | undefined): Attributes {
   return out;
 }
 
+/**
+ * Refuses (400) a request with an AnyValue nested deeper than MAX_ATTRIBUTE_JSON_DEPTH `arrayValue` /
+ * `kvlistValue` levels — the bound attribute text gets — walked without recursion, before anything walks it
+ * recursively (protobufjs's toObject, the schema, the conversion, canonical JSON): nested past the stack,
+ * those would overflow it. protobufjs's own recursion limit is a process-wide setting, not this bound.
+ */
+function checkValueDepth(request: unknown): void {
+  const stack: [unknown, number][] = [[request, 0]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (Array.isArray(node)) {
+      for (const item of node) if (item !== null && typeof item === 'object') stack.push([item, depth]);
+      continue;
+    }
+    if (ArrayBuffer.isView(node)) continue;
+    for (const key of Object.keys(node as object)) {
+      const child = (node as Record<string, unknown>)[key];
+      if (child === null || typeof child !== 'object') continue;
+      const below = key === 'arrayValue' || key === 'kvlistValue' ? depth + 1 : depth;
+      if (below > MAX_ATTRIBUTE_JSON_DEPTH)
+        throw new TrajectoryStoreError(
+          'bad_request',
+          `an OTLP attribute value nests deeper than ${MAX_ATTRIBUTE_JSON_DEPTH} levels`,
+        );
+      stack.push([child, below]);
+    }
+  }
+}
+
 function id(
   raw: string | undefined,
   bytes: number,
@@ -190,6 +220,7 @@ export function decodeOtlpJson(body: string | Uint8Array | unknown): OtlpSpan[] 
       throw new TrajectoryStoreError('bad_request', 'the OTLP JSON body is not JSON');
     }
   }
+  checkValueDepth(parsed);
   return normalize(parsed, 'hex');
 }
 
@@ -205,6 +236,7 @@ export function decodeOtlpProtobuf(body: Uint8Array): OtlpSpan[] {
       `the OTLP protobuf body does not decode: ${(err as Error).message}`,
     );
   }
+  checkValueDepth(message);
   return normalize(type.toObject(message, { longs: String, enums: Number, bytes: String }), 'base64');
 }
 

@@ -9,7 +9,7 @@ import type { TraceEventDraft } from '../events.js';
 import { importTrajectory } from '../imports.js';
 import { localBackend } from '../local/local-backend.js';
 import { TrajectoryStore } from '../trajectory-store.js';
-import type { Attributes, OtlpSpan } from './otlp-decode.js';
+import { type Attributes, decodeOtlpJson, type OtlpSpan } from './otlp-decode.js';
 import { ingestOtlp } from './otlp-ingest.js';
 import { MAX_ATTRIBUTE_JSON_DEPTH, spansToDrafts } from './otlp-map.js';
 
@@ -116,5 +116,38 @@ describe('a refused import or OTLP request stores nothing', () => {
     );
     expect(await objects(store, 'acme')).toEqual([]);
     await store.close();
+  });
+});
+
+describe('an AnyValue nested past MAX_ATTRIBUTE_JSON_DEPTH', () => {
+  /** An OTLP/JSON request (parsed) whose one span's attribute `deep` nests `depth` kvlistValue levels. */
+  function request(depth: number) {
+    let value: unknown = { stringValue: 'x' };
+    for (let i = 0; i < depth; i++) value = { kvlistValue: { values: [{ key: 'k', value }] } };
+    const span = {
+      traceId: 'f1'.repeat(16),
+      spanId: 'f1'.repeat(8),
+      name: 'deep',
+      startTimeUnixNano: String(BASE),
+      endTimeUnixNano: String(BASE + 1_000n),
+      attributes: [{ key: 'deep', value }],
+    };
+    return { resourceSpans: [{ scopeSpans: [{ spans: [span] }] }] };
+  }
+
+  it('is refused (bad_request) before anything walks it recursively; at the bound it decodes exact', async () => {
+    await expectCode(
+      Promise.resolve().then(() => decodeOtlpJson(request(100_000))),
+      'bad_request',
+    );
+    await expectCode(
+      Promise.resolve().then(() => decodeOtlpJson(request(MAX_ATTRIBUTE_JSON_DEPTH + 1))),
+      'bad_request',
+    );
+    const [span] = decodeOtlpJson(request(MAX_ATTRIBUTE_JSON_DEPTH));
+    let depth = 0;
+    for (let v: unknown = span!.attributes.deep; v && typeof v === 'object'; depth++)
+      v = (v as Record<string, unknown>).k;
+    expect(depth).toBe(MAX_ATTRIBUTE_JSON_DEPTH);
   });
 });

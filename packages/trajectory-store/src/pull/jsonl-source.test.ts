@@ -6,12 +6,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { expectCode } from '../contract.js';
+import { TrajectoryStoreError } from '../errors.js';
+import type { TraceEventDraft } from '../events.js';
 import { sampleEvents } from '../fixtures.js';
 import { listImported } from '../imports.js';
 import { localBackend } from '../local/local-backend.js';
 import { TrajectoryStore } from '../trajectory-store.js';
 import { JsonlTraceSource } from './jsonl-source.js';
-import { materializePull } from './trace-source.js';
+import { materializePull, type PulledTrace, type TraceSource } from './trace-source.js';
 
 const otlpLine = {
   resourceSpans: [
@@ -108,5 +110,62 @@ describe('JSONL pull source', () => {
       materializePull(store, 'acme', new JsonlTraceSource({ location: 'http://127.0.0.1:9/x' }), { now }),
       'storage_unavailable',
     );
+  });
+
+  describe('a refused pull stores nothing', () => {
+    const drafts = (externalId: string): TraceEventDraft[] =>
+      sampleEvents(externalId, 0, 3).map(({ seq: _s, runId: _r, ...rest }) => rest as TraceEventDraft);
+    /** A source of `first` (valid) and then whatever `then` yields or throws. */
+    const sourceOf = (then: () => AsyncIterable<PulledTrace>): TraceSource => ({
+      source: 'test',
+      async *pull() {
+        yield { externalId: 'first', events: drafts('first') };
+        yield* then();
+      },
+    });
+    async function stored(store: TrajectoryStore): Promise<string[]> {
+      const paths: string[] = [];
+      for (const prefix of ['trajectories/', 'imports/'])
+        for await (const o of store.backend.list('acme', prefix)) paths.push(o.path);
+      return paths;
+    }
+
+    it('a later trace whose event fails its schema: the earlier trace is not written', async () => {
+      const store = new TrajectoryStore({
+        backend: localBackend({ root: await mkdtemp(path.join(os.tmpdir(), 'pull-refused-')) }),
+      });
+      const bad = sourceOf(async function* () {
+        yield { externalId: 'second', events: [{ type: 'message' } as unknown as TraceEventDraft] };
+      });
+      await expectCode(materializePull(store, 'acme', bad, { now: new Date() }), 'bad_request');
+      expect(await listImported(store, 'acme', { source: 'test', externalId: 'first' })).toEqual([]);
+      expect(await stored(store)).toEqual([]);
+      await store.close();
+    });
+
+    it('a source that fails midway: the traces it yielded before are not written', async () => {
+      const store = new TrajectoryStore({
+        backend: localBackend({ root: await mkdtemp(path.join(os.tmpdir(), 'pull-refused-')) }),
+      });
+      const failing = sourceOf(async function* () {
+        yield { externalId: 'second', events: drafts('second') };
+        throw new TrajectoryStoreError('storage_unavailable', 'the source went away');
+      });
+      await expectCode(materializePull(store, 'acme', failing, { now: new Date() }), 'storage_unavailable');
+      expect(await stored(store)).toEqual([]);
+      // The same pull once the source answers: both traces, once each (a trace yielded twice is one copy).
+      const ok = sourceOf(async function* () {
+        yield { externalId: 'second', events: drafts('second') };
+        yield { externalId: 'first', events: drafts('first') };
+      });
+      const got = await materializePull(store, 'acme', ok, { now: new Date('2026-12-04T00:00:00Z') });
+      expect(got.map((g) => [g.provenance.externalId, g.eventCount])).toEqual([
+        ['first', 3],
+        ['second', 3],
+        ['first', 3],
+      ]);
+      expect(got[2]).toEqual(got[0]);
+      await store.close();
+    });
   });
 });

@@ -2,7 +2,7 @@
 // as drafts; `materializePull` copies each into the store as an imported trajectory stamped
 // {source, externalId, pulledAt}. Later sources (Langfuse, MLflow, …) implement TraceSource and nothing else.
 import type { TraceEventDraft } from '../events.js';
-import { importTrajectory } from '../imports.js';
+import { type PreparedImport, prepareImport, writeImport } from '../imports.js';
 import type { ImportedTrajectory } from '../records.js';
 import type { TrajectoryStore } from '../trajectory-store.js';
 
@@ -17,21 +17,33 @@ export interface TraceSource {
   pull(signal?: AbortSignal): AsyncIterable<PulledTrace>;
 }
 
-/** Pulls every trace of `source` and materializes each as an imported trajectory (pulledAt = `now`). */
+/**
+ * Pulls every trace of `source` and materializes each as an imported trajectory (pulledAt = `now`). Every
+ * trace is pulled and checked (`prepareImport`) before the first is written: a pull refused on any trace — an
+ * event that fails its schema, a source that fails midway — stores nothing. A trace the source yields twice
+ * under one external id is one copy (the first).
+ */
 export async function materializePull(
   store: TrajectoryStore,
   tenant: string,
   source: TraceSource,
   { now, signal }: { now: Date; signal?: AbortSignal },
 ): Promise<ImportedTrajectory[]> {
-  const out: ImportedTrajectory[] = [];
-  for await (const trace of source.pull(signal)) {
-    out.push(
-      await importTrajectory(store, tenant, {
-        provenance: { source: source.source, externalId: trace.externalId, pulledAt: now.toISOString() },
+  const pulledAt = now.toISOString();
+  const prepared: PreparedImport[] = [];
+  for await (const trace of source.pull(signal))
+    prepared.push(
+      await prepareImport(store, tenant, {
+        provenance: { source: source.source, externalId: trace.externalId, pulledAt },
         events: trace.events,
       }),
     );
+  const written = new Map<string, ImportedTrajectory>();
+  const out: ImportedTrajectory[] = [];
+  for (const p of prepared) {
+    const entry = written.get(p.trajectoryId) ?? (await writeImport(store, p));
+    written.set(p.trajectoryId, entry);
+    out.push(entry);
   }
   return out;
 }
