@@ -90,6 +90,26 @@ export class SessionLog {
     return this.append(tenant, runId, [draft], chunk.byteLength);
   }
 
+  /**
+   * Terminal bytes that were shown but could not be recorded (the store refused their append): one
+   * `everdict/terminal-gap` event saying how many, each way, since when, so the trajectory does not read as
+   * complete.
+   */
+  terminalGap(
+    tenant: string,
+    runId: string,
+    lost: { in: number; out: number; since: string },
+    reason: string,
+  ): Promise<boolean> {
+    const draft = {
+      type: 'extension',
+      ts: new Date().toISOString(),
+      ext: 'everdict/terminal-gap',
+      data: { bytesIn: lost.in, bytesOut: lost.out, since: lost.since, reason },
+    } as TraceEventDraft;
+    return this.append(tenant, runId, [draft], 0);
+  }
+
   async seal(tenant: string, runId: string): Promise<void> {
     await this.trajectories?.seal(tenant, runId).catch(this.onError);
   }

@@ -100,6 +100,7 @@ export async function markActive(ex: Executor, tenant: string, runId: string, no
 
 /**
  * A command starts: one more running, and the idle deadline covers its timeout (never earlier than it was).
+ * The activity mark never moves back: a command whose mark was taken before another's start does not hide it.
  */
 export async function execStarted(
   ex: Executor,
@@ -108,7 +109,8 @@ export async function execStarted(
   now: Date,
   timeoutMs: number,
 ): Promise<void> {
-  await sql`UPDATE sessions SET last_activity_at = ${now}, execs_running = execs_running + 1,
+  await sql`UPDATE sessions SET last_activity_at = GREATEST(last_activity_at, ${now}),
+      execs_running = execs_running + 1,
       idle_deadline = GREATEST(idle_deadline, ${now}::timestamptz + make_interval(secs => idle_timeout_sec + ${timeoutMs / 1000}::float8))
     WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open'`.execute(ex);
 }
@@ -126,8 +128,12 @@ export async function execEnded(ex: Executor, tenant: string, runId: string, now
 }
 
 /**
- * Undoes an execStarted at `marked` whose command was refused (the compute unreachable): one running fewer,
- * and the row's activity as it was before — unless other traffic marked it since.
+ * Undoes an execStarted at `marked` whose command was refused (the compute unreachable) — its own effect
+ * only, relative to the row as it is now, never a value read before: one running fewer, and
+ *  - another command still running: the activity and deadline stay (its cover stands; the last command's
+ *    end sets the deadline to its end + idle timeout, which drops this one's cover too);
+ *  - none: the activity as it was `before` if nothing marked the row since this start, else the later
+ *    mark's; the deadline as it was `before`, or as the later mark's traffic moved it (mark + idle timeout).
  */
 export async function execRefused(
   ex: Executor,
@@ -137,7 +143,10 @@ export async function execRefused(
   before: { last_activity_at: Date; idle_deadline: Date },
 ): Promise<void> {
   await sql`UPDATE sessions SET execs_running = GREATEST(execs_running - 1, 0),
-      last_activity_at = CASE WHEN last_activity_at = ${marked} THEN ${before.last_activity_at} ELSE last_activity_at END,
-      idle_deadline = CASE WHEN last_activity_at = ${marked} THEN ${before.idle_deadline} ELSE idle_deadline END
+      last_activity_at = CASE WHEN execs_running <= 1 AND last_activity_at = ${marked}
+        THEN ${before.last_activity_at} ELSE last_activity_at END,
+      idle_deadline = CASE WHEN execs_running > 1 THEN idle_deadline
+        WHEN last_activity_at = ${marked} THEN ${before.idle_deadline}::timestamptz
+        ELSE GREATEST(${before.idle_deadline}::timestamptz, last_activity_at + make_interval(secs => idle_timeout_sec)) END
     WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open'`.execute(ex);
 }

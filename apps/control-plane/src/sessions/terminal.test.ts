@@ -1,10 +1,12 @@
 // The terminal over a real node server: a ticket (creator or admin), the WebSocket upgrade, a shell in the
 // sandbox's pty — binary frames raw, text frames resize / exit — and the ticket's single use: a second
 // redemption, an expired ticket and another run's ticket are refused 401; a ticket offered after the session's
-// idle deadline is refused 409 session_ended and left unspent. Terminal bytes land in the trajectory.
+// idle deadline is refused 409 session_ended and left unspent. Terminal bytes land in the trajectory; bytes
+// the trajectory store refuses end the terminal (an error frame, close 1013), are logged, and leave a gap event.
 
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { TrajectoryStoreError } from '@everdict/trajectory-store';
 import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -188,5 +190,71 @@ describe('terminal', () => {
     } finally {
       t.advance(-12_000);
     }
+  }, 120_000);
+
+  it('terminal bytes the trajectory store refuses close the terminal 1013 with an error frame, are logged, and leave a gap event', async () => {
+    const id = await openSession();
+    const { ticket } = await ticketFor(id);
+    const trajectories = t.core.trajectories;
+    if (!trajectories) throw new Error('no trajectory store');
+    const deps = t.core.internals.deps as { log: typeof t.core.internals.deps.log };
+    const log = deps.log;
+    const warnings: Array<{ msg: string; fields?: Record<string, unknown> }> = [];
+    deps.log = (level, msg, fields) => {
+      if (level === 'warn') warnings.push({ msg, ...(fields ? { fields } : {}) });
+      log(level, msg, fields);
+    };
+    // The store's backend refuses the terminal's first chunk write, as a disk or bucket that does not answer.
+    const backend = trajectories.store.backend;
+    const put = backend.put;
+    let refusals = 1;
+    backend.put = async (key, body) => {
+      if (refusals > 0 && key.path.includes('/chunks/')) {
+        refusals -= 1;
+        throw new TrajectoryStoreError('storage_unavailable', `write ${key.path}: EIO`);
+      }
+      return put.call(backend, key, body);
+    };
+    try {
+      const ws = await connect(url(id, ticket));
+      const texts: unknown[] = [];
+      ws.on('message', (data, isBinary) => {
+        if (!isBinary) texts.push(JSON.parse(Buffer.from(data as Buffer).toString('utf8')));
+      });
+      const closed = new Promise<{ code: number; reason: string }>((r) =>
+        ws.once('close', (code, reason) => r({ code, reason: reason.toString('utf8') })),
+      );
+      ws.send(Buffer.from('echo gap-$((40+2))\n'), { binary: true });
+      await until('the refused write', async () => (refusals === 0 ? true : undefined));
+      // A shell that exits now closes 1000 with its exit code — unless the refusal ended the terminal first.
+      if (ws.readyState === ws.OPEN) ws.send(Buffer.from('exit 0\n'), { binary: true });
+      expect(await closed).toEqual({ code: 1013, reason: 'trajectory_unavailable' });
+      expect(texts).toContainEqual(
+        expect.objectContaining({
+          type: 'error',
+          code: 'storage_unavailable',
+          reason: 'trajectory_unavailable',
+        }),
+      );
+      expect(texts).not.toContainEqual(expect.objectContaining({ type: 'exit' }));
+      expect(warnings).toContainEqual(
+        expect.objectContaining({ fields: expect.objectContaining({ runId: id, dir: expect.any(String) }) }),
+      );
+      // The store answers again: the trajectory says what it is missing.
+      const gap = await until('the gap event', async () => {
+        const page = await trajectories.read('default', id, { offset: 0, limit: 1000 });
+        return page.items.find((e) => e.type === 'extension' && e.ext === 'everdict/terminal-gap');
+      });
+      const data = (
+        gap as unknown as { data: { bytesIn: number; bytesOut: number; since: string; reason: string } }
+      ).data;
+      expect(Number.isNaN(Date.parse(data.since))).toBe(false);
+      expect(data.reason).toBe('trajectory_unavailable');
+      expect(data.bytesIn + data.bytesOut).toBeGreaterThan(0);
+    } finally {
+      backend.put = put;
+      deps.log = log;
+    }
+    await api('POST', `/sandboxes/${id}/close`);
   }, 120_000);
 });

@@ -4,7 +4,11 @@
 // session's sandbox through the driver's pty stream:
 //   binary frames   client → server: raw stdin;  server → client: raw terminal output
 //   text frames     {"type":"resize","cols","rows"} (client) · {"type":"exit","code"} (server, then close)
-// Every byte each way goes to the session's trajectory; traffic keeps the session from idling.
+// Every byte each way goes to the session's trajectory; traffic keeps the session from idling. Bytes the
+// trajectory store refuses to record are not lost silently (as an exec whose record is refused answers 503):
+// the terminal sends {"type":"error","code":"storage_unavailable","reason":"trajectory_unavailable"} and
+// closes 1013 (try again later), the shell is killed, a warning is logged, and the trajectory gets an
+// `everdict/terminal-gap` event counting the unrecorded bytes each way (once the store takes it).
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { TerminalSize } from '@everdict/placement';
@@ -92,17 +96,46 @@ async function attach(
     lastMark = now.getTime();
     void markActive(deps.db, tenant, runId, now).catch(() => undefined);
   };
-  // The trajectory gets the bytes in order, in small batches per direction.
+  // The trajectory gets the bytes in order, in small batches per direction. A batch the store refuses ends
+  // the terminal: nothing more is shown (or typed) that the trajectory would not have.
   let pending: { dir: 'in' | 'out'; chunks: Buffer[] } | null = null;
   let writing = Promise.resolve();
+  const lost = { in: 0, out: 0, since: '' };
+  let failed = false;
+  const refused = (dir: 'in' | 'out', bytes: number, e: unknown) => {
+    lost[dir] += bytes;
+    if (failed) return;
+    failed = true;
+    lost.since = deps.clock().toISOString();
+    deps.log('warn', 'sessions: terminal bytes not recorded in the trajectory; terminal closed', {
+      tenant,
+      runId,
+      dir,
+      bytes,
+      error: String(e),
+    });
+    if (ws.readyState === ws.OPEN) {
+      ws.send(
+        JSON.stringify({
+          type: 'error',
+          code: 'storage_unavailable',
+          reason: 'trajectory_unavailable',
+          message: 'terminal output could not be recorded in the session trajectory; reconnect to retry',
+        }),
+      );
+      ws.close(1013, 'trajectory_unavailable');
+    }
+    stream.kill();
+  };
   const flush = () => {
     const batch = pending;
     pending = null;
     if (!batch) return;
+    const bytes = Buffer.concat(batch.chunks);
     writing = writing.then(() =>
-      log.terminal(tenant, runId, batch.dir, Buffer.concat(batch.chunks)).then(
+      log.terminal(tenant, runId, batch.dir, bytes).then(
         () => undefined,
-        () => undefined,
+        (e: unknown) => refused(batch.dir, bytes.byteLength, e),
       ),
     );
   };
@@ -115,16 +148,19 @@ async function attach(
   const timer = setInterval(flush, 200);
 
   stream.stdout.on('data', (chunk: Buffer) => {
+    if (failed) return;
     traffic();
     record('out', chunk);
     if (ws.readyState === ws.OPEN) ws.send(chunk, { binary: true });
   });
   stream.stderr.on('data', (chunk: Buffer) => {
+    if (failed) return;
     record('out', chunk);
     if (ws.readyState === ws.OPEN) ws.send(chunk, { binary: true });
   });
   const onFrame = (data: Frame[0], isBinary: boolean) => {
     const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+    if (failed) return;
     traffic();
     if (isBinary) {
       record('in', buf);
@@ -152,6 +188,15 @@ async function attach(
   clearInterval(timer);
   flush();
   await writing;
+  if (lost.in + lost.out > 0)
+    await log.terminalGap(tenant, runId, lost, 'trajectory_unavailable').catch((e: unknown) =>
+      deps.log('warn', 'sessions: terminal gap not recorded in the trajectory', {
+        tenant,
+        runId,
+        ...lost,
+        error: String(e),
+      }),
+    );
   if (ws.readyState === ws.OPEN) {
     ws.send(JSON.stringify({ type: 'exit', code: exit.exitCode }));
     ws.close(1000, 'exited');

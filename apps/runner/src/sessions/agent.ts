@@ -1,9 +1,15 @@
 // The runner's side of session runs: a WebSocket this runner opens to `<url>/runner/v1/sessions` (outbound
 // only — nothing connects to a runner), over which the control plane drives this runner's placement driver
 // for held-open sandboxes: provision, exec, terminal streams, snapshot/restore (the image park), dispose,
-// reap, and `held` (what it holds, for the control plane's reconciliation). The channel reconnects with
+// reap, and `held` (what it holds, for the control plane's reconciliation). Stream output is back-pressured:
+// while the channel holds more than its high-water mark of unsent bytes every stream's output is paused (the
+// command blocks on its full pipe), and resumed under the low-water mark — a slow control plane costs the
+// runner a bounded buffer, and no byte is dropped. The channel reconnects with
 // backoff; a control plane that loses it settles the sessions lost after its lease. `stop()` disposes every
 // session sandbox this process provisioned (a killed process leaves them to the next start's reap).
+
+import type { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import {
   ControlFrame,
   type Driver,
@@ -37,7 +43,14 @@ export interface SessionAgentOptions {
   /** First reconnect delay (default 500 ms; doubles to 10 s). */
   readonly reconnectMs?: number;
   readonly log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+  /** Unsent channel bytes above which stream output is paused (default 1 MiB). */
+  readonly outputHighWaterBytes?: number;
+  /** Unsent channel bytes under which paused stream output resumes (default 256 KiB). */
+  readonly outputLowWaterBytes?: number;
 }
+
+const OUTPUT_HIGH_WATER = 1024 * 1024;
+const OUTPUT_LOW_WATER = 256 * 1024;
 
 const SESSION_KIND = 'sandbox';
 const Args = {
@@ -76,12 +89,28 @@ export class SessionAgent {
   #stopped = false;
   #delay: number;
   #timer: NodeJS.Timeout | undefined;
+  /** Whether stream output is paused: the channel holds more than the high-water mark unsent. */
+  #throttled = false;
+  /** The piped outputs (those `#pipe` reads) paused for it. */
+  readonly #paused = new Set<Readable>();
+  /** The stream ids whose output `#pipe` reads. */
+  readonly #piped = new Set<number>();
   /** Resolves each time the channel is open and the hello sent (tests and logs). */
   connected = 0;
 
   constructor(options: SessionAgentOptions) {
     this.#o = options;
     this.#delay = options.reconnectMs ?? 500;
+  }
+
+  /** Bytes the channel holds unsent (its socket's buffer); bounded by the output high-water mark plus a chunk. */
+  get channelBuffered(): number {
+    return this.#ws?.bufferedAmount ?? 0;
+  }
+
+  /** Whether stream output is paused for the channel's back-pressure. */
+  get outputPaused(): boolean {
+    return this.#throttled;
   }
 
   get held(): readonly string[] {
@@ -126,6 +155,7 @@ export class SessionAgent {
       if (this.#ws === ws) this.#ws = null;
       if (!this.#stopped)
         this.#log('warn', 'session channel closed; reconnecting', { code, reason: String(reason) });
+      this.#throttle(false); // output held back drains (nowhere): the streams end and their pipes settle
       for (const s of this.#streams.values()) s.kill();
       this.#streams.clear();
       if (this.#stopped) return;
@@ -219,23 +249,66 @@ export class SessionAgent {
     }
   }
 
-  /** A stream's output to the channel (after its `result`), then its exit. */
+  /**
+   * A stream's output to the channel (after its `result`), then its exit — once both outputs have ended, so
+   * no output (held back by a pause) follows it. Each frame sent past the high-water mark pauses every
+   * stream's output; the send that leaves the channel under the low-water mark resumes it.
+   */
   #pipe(sid: number): void {
     const s = this.#streams.get(sid);
     if (!s) return;
+    this.#piped.add(sid);
     const out = (kind: number) => (chunk: Buffer) => {
       const ws = this.#ws;
-      if (ws?.readyState === WebSocket.OPEN) ws.send(streamFrame(kind, sid, chunk), { binary: true });
+      if (ws?.readyState !== WebSocket.OPEN) return; // the channel closed: the stream is killed with it
+      ws.send(streamFrame(kind, sid, chunk), { binary: true }, () => this.#sent(ws));
+      if (ws.bufferedAmount >= (this.#o.outputHighWaterBytes ?? OUTPUT_HIGH_WATER)) this.#throttle(true);
     };
     s.stdout.on('data', out(STDOUT));
     s.stderr.on('data', out(STDERR));
+    if (this.#throttled) for (const r of [s.stdout, s.stderr]) this.#pause(r);
     s.stdin.on('error', () => undefined);
+    const ended = (r: Readable) => finished(r).catch(() => undefined);
     s.exit
       .then(
-        (x) => this.#send({ t: 'exit', sid, exitCode: x.exitCode, signal: x.signal }),
-        (e: unknown) => this.#send({ t: 'exit', sid, error: problemOf(e) }),
+        async (x) => {
+          await Promise.all([ended(s.stdout), ended(s.stderr)]);
+          this.#send({ t: 'exit', sid, exitCode: x.exitCode, signal: x.signal });
+        },
+        async (e: unknown) => {
+          await Promise.all([ended(s.stdout), ended(s.stderr)]);
+          this.#send({ t: 'exit', sid, error: problemOf(e) });
+        },
       )
-      .finally(() => this.#streams.delete(sid));
+      .finally(() => {
+        this.#streams.delete(sid);
+        this.#piped.delete(sid);
+        this.#paused.delete(s.stdout);
+        this.#paused.delete(s.stderr);
+      });
+  }
+
+  /** A frame left the channel's buffer: under the low-water mark, paused output resumes. */
+  #sent(ws: WebSocket): void {
+    if (!this.#throttled || ws !== this.#ws) return;
+    if (ws.bufferedAmount <= (this.#o.outputLowWaterBytes ?? OUTPUT_LOW_WATER)) this.#throttle(false);
+  }
+
+  /** Pauses every piped stream's output, or resumes what was paused. */
+  #throttle(pause: boolean): void {
+    this.#throttled = pause;
+    if (pause) {
+      for (const [sid, s] of this.#streams)
+        if (this.#piped.has(sid)) for (const r of [s.stdout, s.stderr]) this.#pause(r);
+      return;
+    }
+    for (const r of this.#paused) r.resume();
+    this.#paused.clear();
+  }
+
+  #pause(r: Readable): void {
+    r.pause();
+    this.#paused.add(r);
   }
 
   /** Stop reconnecting, close the channel, dispose every session sandbox this process provisioned. */
