@@ -94,6 +94,9 @@ export async function consumeOnce(deps: Deps, limit = 200): Promise<number> {
       .execute();
     for (const { event } of batch) {
       for (const row of subs) {
+        // A subscription answers events from its creation on: a consumer that is behind (a restart's
+        // backlog, a cycle's lag) never fires it for history older than itself.
+        if (Date.parse(event.at) < row.created_at.getTime()) continue;
         const selector = { eventKind: row.selector_kind, filter: row.selector_filter as Selector['filter'] };
         if (!matchEvent({ tenant: row.tenant_id, selector }, event)) continue;
         const sub = modelOf(row);
@@ -156,13 +159,18 @@ async function fire(
   const causing = event.runId
     ? await selectRunRows(tx).selectAll().where('id', '=', event.runId).executeTakeFirst()
     : undefined;
-  const at = deps.clock().toISOString();
+  // The cooldown is measured between the events that fire the subscription, not between the moments a
+  // consumer got to them: a backlog drained after a restart refuses what a live consumer would have, no
+  // more. The (tx, id) order can run ahead of event time by a commit's latency; such an event counts as
+  // at the last firing.
+  const eventMs = Date.parse(event.at);
+  const lastMs = current.last_fired_at?.getTime();
   const verdict = causationCheck({
     sub,
     event,
     ...(causing ? { causingRun: rowToRun(causing) } : {}),
-    ...(current.last_fired_at ? { lastFiredAt: current.last_fired_at.toISOString() } : {}),
-    now: at,
+    ...(lastMs !== undefined ? { lastFiredAt: new Date(Math.min(lastMs, eventMs)).toISOString() } : {}),
+    now: event.at,
   });
   const record = (runId: string | null, outcome: string) =>
     recordFiring(deps, tx, subId, event, runId, outcome);
@@ -202,7 +210,11 @@ async function fire(
         },
       ),
     );
-    await tx.updateTable('subscriptions').set({ last_fired_at: at }).where('id', '=', subId).execute();
+    await tx
+      .updateTable('subscriptions')
+      .set({ last_fired_at: new Date(Math.max(lastMs ?? eventMs, eventMs)) })
+      .where('id', '=', subId)
+      .execute();
     await record(row.id, 'created');
   } catch (e) {
     if (!isControlPlaneError(e)) throw e;

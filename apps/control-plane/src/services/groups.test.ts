@@ -6,7 +6,10 @@ let t: TestCore;
 let bare: TestCore; // no Judge configured
 beforeAll(async () => {
   t = await testCore({
-    judge: scriptedJudge({ strict: ({ run }) => ({ value: run.outputs.exitCode === 0 ? 1 : 0 }) }),
+    judge: scriptedJudge({
+      strict: ({ run }) => ({ value: run.outputs.exitCode === 0 ? 1 : 0 }),
+      lenient: { value: 1, passed: true },
+    }),
   });
   bare = await testCore({ scheduler: { enabled: false } });
 });
@@ -167,6 +170,53 @@ describe('groups: fan-out, rollup, score, promote', () => {
     await expect(
       t.core.services.groups.promote(t.admin, group.id, { graders: [{ type: 'exit_code' }] }),
     ).rejects.toMatchObject({ httpStatus: 409 });
+  });
+
+  it('gives a cancelled member no verdict: not judged, counted neither passed nor failed, listed as skipped', async () => {
+    const { group, runs } = await t.core.services.groups.create(t.admin, {
+      kind: 'experiment',
+      spec: { kind: 'command', subject: { path: 'a', image: 'i', command: ['x'] } },
+      repeat: 2,
+    });
+    for (const r of runs) await t.core.services.runs.cancel(t.admin, r.id);
+    const { run: ran } = await t.core.services.runs.create(t.admin, {
+      kind: 'analysis',
+      subject: { config: { fn: 'echo', message: 'ok' } },
+      group: { id: group.id, role: 'case' },
+    });
+    expect((await settledGroup(group.id)).rollup.byStatus).toEqual({ cancelled: 2, succeeded: 1 });
+    const { scoring, scores } = await t.core.services.groups.score(t.admin, group.id, {
+      graders: [{ type: 'exit_code' }, { type: 'judge', name: 'lenient', judgeId: 'lenient' }],
+    });
+    expect(scores.map((s) => s.runId)).toEqual([ran.id, ran.id]);
+    expect(scoring.aggregate.runs).toBe(1);
+    for (const g of scoring.aggregate.graders) expect(g).toMatchObject({ count: 1, passed: 1, failed: 0 });
+    expect(scoring.skippedRunIds).toEqual(runs.map((r) => r.id).sort());
+    for (const r of runs) expect((await t.core.services.runs.get(t.admin, r.id)).outputs.scores).toEqual([]);
+  });
+
+  it('promotes once under concurrent promotions: one scorecard, one scoring, the others a 409', async () => {
+    const { group } = await t.core.services.groups.create(t.admin, {
+      kind: 'experiment',
+      spec: { kind: 'command', subject: { path: 'a', image: 'i', command: ['x'] } },
+      repeat: 1,
+    });
+    const results = await Promise.allSettled(
+      [1, 2, 3].map(() =>
+        t.core.services.groups.promote(t.admin, group.id, { graders: [{ type: 'exit_code' }] }),
+      ),
+    );
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    for (const r of results.filter((r) => r.status === 'rejected'))
+      expect(r.reason).toMatchObject({ httpStatus: 409, code: 'conflict' });
+    const scorings = await t.core.internals.deps.db
+      .selectFrom('scorings')
+      .select('id')
+      .where('group_id', '=', group.id)
+      .execute();
+    expect(scorings).toHaveLength(1);
+    const card = await t.core.services.groups.get(t.admin, group.id);
+    expect(card).toMatchObject({ kind: 'scorecard', scoring: { id: scorings[0]!.id } });
   });
 
   it('creates a batch of N runs of one spec, all-or-nothing under the queue cap', async () => {

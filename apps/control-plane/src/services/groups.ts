@@ -183,12 +183,24 @@ export function groupService(deps: Deps, judge?: Judge): GroupService {
       const g = await findGroup(deps.db, p.tenantId, id);
       if (g.kind !== 'experiment')
         throw new ControlPlaneError('conflict', `group ${id} is a ${g.kind}, not an experiment`);
-      await scoreTx(deps, p.tenantId, g, { graders: input.graders, rescoreOf: g.scoring_id, judge });
-      await deps.db
-        .updateTable('run_groups')
-        .set({ kind: 'scorecard', label: input.label ?? g.label, updated_at: deps.clock() })
-        .where('id', '=', id)
-        .execute();
+      // The kind changes in the scoring's own transaction, and only from `experiment`: of concurrent
+      // promotions one commits, the others are a 409 that saved no scoring.
+      await scoreTx(deps, p.tenantId, g, {
+        graders: input.graders,
+        rescoreOf: g.scoring_id,
+        judge,
+        within: async (tx) => {
+          const promoted = await tx
+            .updateTable('run_groups')
+            .set({ kind: 'scorecard', label: input.label ?? g.label, updated_at: deps.clock() })
+            .where('tenant_id', '=', p.tenantId)
+            .where('id', '=', id)
+            .where('kind', '=', 'experiment')
+            .returning('id')
+            .executeTakeFirst();
+          if (!promoted) throw new ControlPlaneError('conflict', `group ${id} is no longer an experiment`);
+        },
+      });
       return groupView(deps.db, await findGroup(deps.db, p.tenantId, id));
     },
   };

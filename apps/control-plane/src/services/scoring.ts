@@ -51,6 +51,11 @@ export interface ScoreRequest {
   graders: GraderInput[];
   rescoreOf: string | null;
   judge: Judge | undefined;
+  /**
+   * Runs in the transaction that saves the scoring, before the group row is written (a promotion's kind
+   * change): its refusal leaves no scoring saved, so a change and its scoring commit together or not at all.
+   */
+  within?: (tx: Executor) => Promise<void>;
 }
 
 /** Score a group's runs and save the result; returns run-model's Scoring and its Score rows. */
@@ -84,6 +89,9 @@ export async function scoreTx(
     .where('group_id', '=', group.id)
     .orderBy('id')
     .execute();
+  // A cancelled run was stopped before it gave a result: there is no evidence to grade, so it gets no verdict
+  // (no score, counted neither passed nor failed, never sent to a judge) and is listed with the unsettled.
+  const evidenced = rows.filter((r) => r.status !== 'cancelled');
   let first = true;
   const ids = () => {
     const id = deps.ids(first ? 'scoring' : 'score');
@@ -91,10 +99,10 @@ export async function scoreTx(
     return id;
   };
   // Graders and the judge run outside any transaction: a model judge may take seconds, locks must not.
-  const { scoring, scores } = await asControlPlaneError(() =>
+  const scored = await asControlPlaneError(() =>
     scoreGroup({
-      group: { id: group.id, runIds: rows.map((r) => r.id) },
-      runs: rows.map(rowToRun),
+      group: { id: group.id, runIds: evidenced.map((r) => r.id) },
+      runs: evidenced.map(rowToRun),
       graders: req.graders,
       ids,
       now: deps.clock().toISOString(),
@@ -102,11 +110,23 @@ export async function scoreTx(
       ...(req.judge ? { judge: req.judge } : {}),
     }),
   );
-  await withTx(deps.db, (tx) => saveScoring(tx, tenant, scoring, scores));
+  const unscored = new Set(scored.scoring.skippedRunIds);
+  const scoring: ScoringView = {
+    ...scored.scoring,
+    skippedRunIds: rows.filter((r) => r.status === 'cancelled' || unscored.has(r.id)).map((r) => r.id),
+  };
+  const { scores } = scored;
+  await withTx(deps.db, (tx) => saveScoring(tx, tenant, scoring, scores, req.within));
   return { scoring, scores };
 }
 
-async function saveScoring(tx: Executor, tenant: string, scoring: ScoringView, scores: ScoreView[]) {
+async function saveScoring(
+  tx: Executor,
+  tenant: string,
+  scoring: ScoringView,
+  scores: ScoreView[],
+  within?: (tx: Executor) => Promise<void>,
+) {
   await tx
     .insertInto('scorings')
     .values({
@@ -160,6 +180,8 @@ async function saveScoring(tx: Executor, tenant: string, scoring: ScoringView, s
         .execute();
     }
   }
+  // Runs are locked before the group, as every scoring does (one lock order, no deadlock between them).
+  await within?.(tx);
   await tx
     .updateTable('run_groups')
     .set({ scoring_id: scoring.id, updated_at: scoring.createdAt })
