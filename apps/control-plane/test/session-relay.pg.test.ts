@@ -203,7 +203,7 @@ describe.runIf(LIVE_PG)('the session relay between two replicas of one PostgreSQ
         token,
         publicKey: 'c'.repeat(64),
         name: 'relay-test',
-        capabilities: { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 1 },
+        capabilities: { drivers: ['process'], kinds: ['sandbox'], images: ['default'], slots: 1 },
       });
       // The runner's side: a stream answers {pty:false}, then 4 MiB of stdout in 16 KiB frames, then exit 0.
       const ws = await new Promise<WebSocket>((resolve, reject) => {

@@ -24,10 +24,17 @@ function log(level: 'info' | 'warn' | 'error', msg: string, fields: Record<strin
   process.stderr.write(`${JSON.stringify({ level, time: new Date().toISOString(), msg, ...fields })}\n`);
 }
 
+/**
+ * Whether this runner holds session runs: `start` opens the session channel unless EVERDICT_RUNNER_SESSIONS=0.
+ * `pair` reads the same variable: the control plane places a session only on a runner that registered the kind
+ * `sandbox`, so a runner that serves sessions registers it.
+ */
+const servesSessions = (): boolean => process.env.EVERDICT_RUNNER_SESSIONS !== '0';
+
 function capabilitiesOf(driver: 'process' | 'kubernetes', slots: number): Capabilities {
   return {
     drivers: [driver],
-    kinds: ['command', 'eval'],
+    kinds: servesSessions() ? ['command', 'eval', 'sandbox'] : ['command', 'eval'],
     images: driver === 'kubernetes' ? ['*'] : ['default'],
     slots,
   };
@@ -112,17 +119,16 @@ async function main(argv: string[]): Promise<number> {
     });
     daemon.start();
     // Held-open sandboxes (session runs) over an outbound WebSocket, on the same driver (src/sessions/).
-    const sessions =
-      process.env.EVERDICT_RUNNER_SESSIONS === '0'
-        ? null
-        : new SessionAgent({
-            url,
-            credential: pairing.credential,
-            driver,
-            images: capabilitiesOf(driverKind, slots).images,
-            slots,
-            log,
-          });
+    const sessions = servesSessions()
+      ? new SessionAgent({
+          url,
+          credential: pairing.credential,
+          driver,
+          images: capabilitiesOf(driverKind, slots).images,
+          slots,
+          log,
+        })
+      : null;
     sessions?.start();
     log('info', 'runner started', {
       runnerId: pairing.runnerId,

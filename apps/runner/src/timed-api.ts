@@ -3,6 +3,10 @@
 // `network` — and the signal it was given ends it, so the HTTP request is cut too (`HttpRunnerApi`). A caller's
 // own signal (the long-poll's stop, an interval's abort) ends it earlier, with that signal's reason. A port
 // that does not honour the signal is not waited for past it either.
+// An artifact's upload is bounded by progress instead (`withIdleTimeout`): its body may take any time to go up,
+// but no byte taken from it for the request timeout fails it the same way — a fixed bound cut every large
+// artifact on a slow link, whatever its progress.
+import { Readable } from 'node:stream';
 import { ClientError } from '@everdict/client';
 import type { RunnerApi } from './port.js';
 
@@ -46,9 +50,78 @@ export function withRequestTimeout(api: RunnerApi, timeoutMs = REQUEST_TIMEOUT_M
     events: (runId, epoch, events, signal) =>
       bounded(timeoutMs, signal, (s) => api.events(runId, epoch, events, s)),
     artifact: (runId, epoch, path, body, signal) =>
-      bounded(timeoutMs, signal, (s) => api.artifact(runId, epoch, path, body, s)),
+      withIdleTimeout(timeoutMs, body, signal, (b, s) => api.artifact(runId, epoch, path, b, s)),
     complete: (runId, body, signal) => bounded(timeoutMs, signal, (s) => api.complete(runId, body, s)),
     completeMany: (items, next, signal) =>
       bounded(timeoutMs, signal, (s) => api.completeMany(items, next, s)),
   };
+}
+
+/** The slices a body is handed on in: each one taken is progress, so one large chunk is not one step. */
+const UPLOAD_SLICE_BYTES = 64 * 1024;
+
+/**
+ * `call` with `body` as a stream that reports each slice (≤ `UPLOAD_SLICE_BYTES`) the request takes from it:
+ * the call fails as `network` once no slice was taken for `idleMs` (before the body, between its slices, and
+ * from its last one to the answer), and its signal then cuts the request. `outer` ends it at once, as above.
+ */
+function withIdleTimeout<T>(
+  idleMs: number,
+  body: Readable,
+  outer: AbortSignal | undefined,
+  call: (body: Readable, signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const idle = new AbortController();
+  const signal = outer ? AbortSignal.any([idle.signal, outer]) : idle.signal;
+  const reason = () =>
+    idle.signal.aborted
+      ? new ClientError('network', 0, `no bytes moved to the control plane for ${idleMs} ms`)
+      : (outer?.reason ?? new Error('aborted'));
+  if (signal.aborted) {
+    body.destroy();
+    return Promise.reject(reason());
+  }
+  let done = false;
+  const timer = setTimeout(() => idle.abort(), idleMs);
+  const moved = () => {
+    if (!done) timer.refresh();
+  };
+  async function* slices(): AsyncGenerator<Buffer> {
+    for await (const chunk of body) {
+      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+      for (let at = 0; at < bytes.length; at += UPLOAD_SLICE_BYTES) {
+        moved();
+        yield bytes.subarray(at, at + UPLOAD_SLICE_BYTES);
+      }
+    }
+    moved(); // the body is all taken: the answer has the whole bound
+  }
+  // One slice read ahead at most, so a slice taken is close to a slice sent.
+  const progress = Readable.from(slices(), { objectMode: false, highWaterMark: UPLOAD_SLICE_BYTES });
+  return new Promise<T>((resolve, reject) => {
+    const settled = () => {
+      done = true;
+      clearTimeout(timer);
+      signal.removeEventListener('abort', stop);
+    };
+    const stop = () => {
+      settled();
+      progress.destroy();
+      body.destroy();
+      reject(reason());
+    };
+    signal.addEventListener('abort', stop, { once: true });
+    Promise.resolve()
+      .then(() => call(progress, signal))
+      .then(
+        (v) => {
+          settled();
+          resolve(v);
+        },
+        (err: unknown) => {
+          settled();
+          reject(err);
+        },
+      );
+  });
 }

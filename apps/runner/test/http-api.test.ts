@@ -3,6 +3,7 @@
 // makes (code, status, Retry-After), no body as `bad_response`, no answer as `network` — and reuse one socket.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { ClientError } from '@everdict/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpRunnerApi, RunnerTransport } from '../src/http-api.js';
@@ -10,6 +11,7 @@ import { withRequestTimeout } from '../src/timed-api.js';
 
 let server: Server | undefined;
 afterEach(async () => {
+  server?.closeAllConnections(); // a paused upload's connection would hold close() forever
   await new Promise((r) => server?.close(r) ?? r(undefined));
   server = undefined;
 });
@@ -137,4 +139,98 @@ describe('HttpRunnerApi under the request timeout', () => {
     await expect(api.heartbeat([])).rejects.toMatchObject({ code: 'network' });
     await socketClosed;
   }, 20_000);
+});
+
+describe('an artifact upload under the idle timeout (bytes must move, however long it takes)', () => {
+  const MiB = 1024 * 1024;
+  const stored = (res: ServerResponse, size: number) =>
+    json(res, 201, { path: 'big.bin', address: 'b3:x', size });
+
+  /**
+   * A server that takes the body slowly, at most `perTick` bytes every 20 ms (each tick's reading then a pause),
+   * and takes nothing more past `stallAfterBytes`.
+   */
+  async function slowServer(
+    perTick: number,
+    stallAfterBytes = Number.POSITIVE_INFINITY,
+  ): Promise<{ url: string; cut: Promise<void>; received: () => number; resume: () => void }> {
+    let received = 0;
+    let paused: IncomingMessage | undefined;
+    let onCut: () => void = () => {};
+    const cut = new Promise<void>((r) => {
+      onCut = r;
+    });
+    server = createServer((req, res) => {
+      req.socket.once('close', () => onCut());
+      let tick = 0;
+      req.on('data', (c: Buffer) => {
+        received += c.length;
+        tick += c.length;
+        if (tick < perTick && received < stallAfterBytes) return;
+        tick = 0;
+        req.pause();
+        paused = req;
+        if (received < stallAfterBytes) setTimeout(() => req.resume(), 20);
+      });
+      req.on('end', () => stored(res, received));
+    });
+    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+      cut,
+      received: () => received,
+      // A paused request never sees its socket end: read on to learn whether the runner cut it.
+      resume: () => {
+        stallAfterBytes = Number.POSITIVE_INFINITY;
+        paused?.resume();
+      },
+    };
+  }
+
+  it('a body that goes up for several times the timeout, with steady progress, is stored', async () => {
+    // ≤ 50 MB/s: over a second for 64 MiB, yet what the kernel holds when the last byte is handed on
+    // (≈ 4 MiB on loopback here) reaches the server well within the timeout.
+    const { url, received } = await slowServer(MiB);
+    const api = withRequestTimeout(new HttpRunnerApi(url, 'cred-1'), 500);
+    const size = 64 * MiB;
+    const started = performance.now();
+    const answer = await api.artifact('r1', 1, 'big.bin', Readable.from([Buffer.alloc(size, 7)]));
+    const took = performance.now() - started;
+    expect(answer).toEqual({ path: 'big.bin', address: 'b3:x', size });
+    expect(received()).toBe(size);
+    // Twice the timeout and more: a fixed bound of 500 ms cut it (it did before).
+    expect(took).toBeGreaterThan(1000);
+  }, 60_000);
+
+  it('a body that stops moving fails as `network` after the idle timeout, and its request is cut', async () => {
+    const { url, cut, received, resume } = await slowServer(256 * 1024, 2 * MiB);
+    const api = withRequestTimeout(new HttpRunnerApi(url, 'cred-1'), 300);
+    const started = performance.now();
+    const failed = await api
+      .artifact('r1', 1, 'big.bin', Readable.from([Buffer.alloc(64 * MiB, 7)]))
+      .catch((e: unknown) => e);
+    const took = performance.now() - started;
+    expect(failed).toBeInstanceOf(ClientError);
+    expect(failed).toMatchObject({ code: 'network', status: 0 });
+    expect((failed as Error).message).toMatch(/no bytes moved .* for 300 ms/);
+    expect(received()).toBeGreaterThanOrEqual(2 * MiB);
+    expect(received()).toBeLessThan(64 * MiB);
+    expect(took).toBeGreaterThanOrEqual(300);
+    resume();
+    await cut; // the server's socket closed: only the runner could have ended it
+  }, 60_000);
+
+  it("the interval's abort cuts an upload in progress at once, with its reason", async () => {
+    const { url, cut, received, resume } = await slowServer(256 * 1024);
+    const api = withRequestTimeout(new HttpRunnerApi(url, 'cred-1'), 60_000);
+    const abort = new AbortController();
+    const pending = api
+      .artifact('r1', 1, 'big.bin', Readable.from([Buffer.alloc(64 * MiB, 7)]), abort.signal)
+      .catch((e: unknown) => e);
+    while (received() < MiB) await new Promise((r) => setTimeout(r, 5));
+    abort.abort(new Error('interval killed'));
+    expect(await pending).toMatchObject({ message: 'interval killed' });
+    resume();
+    await cut;
+  }, 60_000);
 });

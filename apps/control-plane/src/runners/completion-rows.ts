@@ -1,6 +1,14 @@
 // A completion batch's rows: what it reads once for all its items (the runs locked, their leases with this
 // epoch's journal rows, their records' segments) and its tail (the events, the audit links and the leases'
 // release in one statement) — the SQL of completion.ts's transaction, which checks and settles each item.
+//
+// A completion and its runner's revoke serialize on the runner's row: the completion holds it FOR KEY SHARE from
+// its first statement to its commit (`holdRunner`, or the first CTE of `prefetchBatch`), the revoke locks it FOR
+// UPDATE (registry.ts) before it marks the runner's leases revoked. A completion that comes first settles and
+// drops its leases before the revoke reads them; one that comes after reads its lease as the revoke left it
+// (`REVOKED_EXPIRY_MS`: 409 `stale_lease`). FOR KEY SHARE does not wait for a grant's FOR NO KEY UPDATE nor a
+// heartbeat's UPDATE of the row. Lock order: the runner's row, then the runs (by id) — a grant's order too
+// (leases.ts) — then the rest as admission-store/sql/settle.ts orders it.
 import type { WireSegment } from '@everdict/runrecord';
 import { sql } from 'kysely';
 import { prepared } from '../db/prepared.js';
@@ -34,6 +42,15 @@ export function journalOf(
   if (current !== epoch || r?.holder !== runner.id || Number(r.expires_at_ms) === REVOKED_EXPIRY_MS)
     throw staleLease(runId, epoch, current);
   return { from: Number(r.seq_from ?? 0), count: Number(r.event_count ?? 0) };
+}
+
+/**
+ * The runner's row FOR KEY SHARE until the commit: a revoke (FOR UPDATE) waits for this completion, or this
+ * completion for the revoke (see the header). First in a single completion's transaction.
+ */
+export async function holdRunner(tx: Tx, runnerId: string): Promise<void> {
+  await sql`${sql.raw(prepared('completion_runner'))}
+    SELECT 1 FROM runners WHERE id = ${runnerId} FOR KEY SHARE`.execute(tx);
 }
 
 /**
@@ -74,7 +91,7 @@ export interface Prefetched {
 export async function prefetchBatch(
   tx: Tx,
   batch: readonly { readonly runId: string; readonly input: { readonly epoch: number } }[],
-  audit: { readonly key: string; readonly links: RunnerAuditLinks },
+  audit: { readonly runnerId: string; readonly key: string; readonly links: RunnerAuditLinks },
 ): Promise<Map<string, Prefetched>> {
   const firsts = new Map<string, number>();
   for (const c of batch) if (!firsts.has(c.runId)) firsts.set(c.runId, c.input.epoch);
@@ -85,10 +102,13 @@ export async function prefetchBatch(
   // The same statement then takes the runner key's audit lock (log/audit-chain.ts), after every run lock (the
   // lock order of a single completion: its run, then the key): `au` aggregates the locked rows before it locks.
   // (A one-time filter: evaluated before the outer scan, even when no run is found.)
+  // Before every run lock, the runner's row FOR KEY SHARE (`holdRunner`: a revoke serializes with this batch),
+  // the runs' locks behind it through a one-time filter.
   const { rows } = await sql<RunRow>`${sql.raw(prepared('completion_lock'))}
-    WITH locked AS MATERIALIZED (SELECT * FROM (SELECT r.*, s.depth AS causal_depth, s.started_at AS started_ms
+    WITH rn AS MATERIALIZED (SELECT 1 FROM runners WHERE id = ${audit.runnerId} FOR KEY SHARE),
+      locked AS MATERIALIZED (SELECT * FROM (SELECT r.*, s.depth AS causal_depth, s.started_at AS started_ms
         FROM runs r JOIN adm_slots s ON s.tenant = r.tenant_id AND s.run_id = r.id) AS runs
-      WHERE id = ANY(${ids}::text[]) ORDER BY id FOR UPDATE),
+      WHERE id = ANY(${ids}::text[]) AND (SELECT count(*) FROM rn) >= 0 ORDER BY id FOR UPDATE),
       au AS MATERIALIZED (SELECT pg_advisory_xact_lock(${AUDIT_LOCK_CLASS}::int, hashtext(${audit.key}))::text AS done
         FROM (SELECT count(*) AS n FROM locked) c)
     SELECT locked.* FROM locked WHERE (SELECT count(*) FROM au) >= 0 ORDER BY id`.execute(tx);

@@ -25,6 +25,7 @@ import { mapStoreErrors } from '../trajectory/errors.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import {
   finishBatch,
+  holdRunner,
   journalOf,
   leaseJournal,
   lockRunById,
@@ -93,6 +94,8 @@ export async function completeRun(
 ): Promise<RunView> {
   const c = decodeCompletion(runId, raw);
   return withTx(deps.db, async (tx) => {
+    // The runner's row first: a revoke of it waits for this completion, or this completion for the revoke.
+    await holdRunner(tx, runner.id);
     const links = new RunnerAuditLinks(tx, runner);
     const run = await settleCompletion(tx, deps, trajectories, runner, links, c);
     await links.save();
@@ -152,7 +155,12 @@ export async function completeRuns(
         const links = new RunnerAuditLinks(tx, runner);
         // The runs, leases and records read once for the batch; the runs' events inserted once, in order.
         // With them the runner key's audit lock and last link (the links are primed: no statement of their own).
-        const pre = await prefetchBatch(tx, decoded.slice(0, n), { key: runner.publicKey, links });
+        // First of all the runner's row (FOR KEY SHARE): a revoke of it waits for this batch, or this batch for it.
+        const pre = await prefetchBatch(tx, decoded.slice(0, n), {
+          runnerId: runner.id,
+          key: runner.publicKey,
+          links,
+        });
         const events: NewEvent[] = [];
         const settles: SlotSettlement[] = [];
         // The attested writes of a batch of distinct runs, made in ONE statement after every check (a run

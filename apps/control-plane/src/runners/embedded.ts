@@ -109,10 +109,13 @@ function pipeLogs(child: ChildProcess, log: Log): void {
   child.stderr?.on('data', onData);
 }
 
-/** The process driver's capabilities, as `everdict-runner pair` declares them for `--driver process`. */
-const capabilitiesOf = (slots: number) => ({
+/**
+ * The process driver's capabilities, as `everdict-runner pair` declares them for `--driver process`: `sandbox`
+ * too unless the runner opens no session channel (EVERDICT_RUNNER_SESSIONS=0 in its environment).
+ */
+const capabilitiesOf = (slots: number, sessions = true) => ({
   drivers: ['process'],
-  kinds: ['command', 'eval'],
+  kinds: sessions ? ['command', 'eval', 'sandbox'] : ['command', 'eval'],
   images: ['default'],
   slots,
 });
@@ -153,7 +156,10 @@ export async function pairEmbeddedRunner(o: EmbeddedRunnerOptions): Promise<Embe
       token,
       publicKey: key.publicKey,
       name: 'embedded',
-      capabilities: capabilitiesOf(o.slots),
+      capabilities: capabilitiesOf(
+        o.slots,
+        (o.env?.EVERDICT_RUNNER_SESSIONS ?? process.env.EVERDICT_RUNNER_SESSIONS) !== '0',
+      ),
     });
     runnerId = paired.runnerId;
     const file = path.join(dir, PAIRING_FILE);

@@ -16,6 +16,7 @@ import { claimAndStart } from '../scheduler/claim-start.js';
 import type { Deps } from '../services/context.js';
 import { resolveHarness } from './harnesses.js';
 import type { RunnerIdentity } from './registry.js';
+import { leasedKinds } from './schemas.js';
 
 export interface Lease {
   runId: string;
@@ -88,7 +89,7 @@ export async function grantLeases(
         tx,
         n,
         deps.clock(),
-        runner.capabilities.kinds,
+        leasedKinds(runner.capabilities.kinds),
         { holder: runner.id, leaseMs: policy.leaseMs },
         { tenant: runner.tenantId ?? undefined, images: runner.capabilities.images },
       );
@@ -124,8 +125,10 @@ type LeasedRun = Pick<
 
 /**
  * Each granted interval's journal in the run's trajectory starts where the previous attempts' ended (a
- * killed attempt's events stay: they happened). Read after the claim, which waited for any append still
- * holding the lease row, so every event an earlier epoch stored is counted. The same statement reads the
+ * killed attempt's events stay: they happened) — or after spans an OTLP import appended while no lease was
+ * held, if later (their row's epoch is OUTSIDE_LEASE_EPOCH, 0: trajectory/run-trajectories.ts). Read after
+ * the claim, which waited for any append still holding the lease row (or the run's row: an import), so every
+ * event an earlier epoch or an import stored is counted. The same statement reads the
  * leased runs' rows (after the claim that started them, in this transaction).
  */
 async function openJournals(

@@ -5,7 +5,8 @@
 // create doors (POST /runs, POST /groups) such a run is admissible only when another lane of the registry
 // takes it (a declared in-process runner) or some runner of the tenant, or a shared one, declares its kind
 // and its image; otherwise 422 `no_placement`, before anything is saved. An eval run's image is its
-// harness's (an unknown harness version is 404).
+// harness's (an unknown harness version is 404). A sandbox run reaches a runner only as a held-open session
+// (the sessions module's own door): any other sandbox run at this lane is 422 `no_placement`.
 import { type CommandSubject, commandImage } from '@everdict/run-model';
 import type { Executor } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
@@ -61,6 +62,14 @@ export async function assertPlaceable(
       ? (placement as Placement)
       : { where: 'driver' };
   if (deps.executors.takers(kind, where).some((n) => n !== RUNNER_INDEX.name)) return;
+  // A runner holds a sandbox only as a held-open session (lifetime session, POST /sandboxes: sessions/hub.ts);
+  // it is never leased one (schemas.ts leasedKinds), so any other sandbox run would wait queued forever.
+  if (kind === 'sandbox')
+    throw new ControlPlaneError(
+      'no_placement',
+      'a runner holds a sandbox only as a session: lifetime session (with ttlSec) or POST /sandboxes',
+      { kind, placement: where },
+    );
   const image = await imageOf(ex, tenant, kind, subject);
   if (image === null) return;
   // The replica's remembered positives (registry.ts PlaceableCache) unless inside the caller's transaction.

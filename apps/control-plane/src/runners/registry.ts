@@ -280,6 +280,9 @@ export async function drainRunner(deps: Deps, p: Principal, runnerId: string): P
 /**
  * Revoke: the credential stops working at once, the runner leaves the placement index, and `expire` (the
  * lease rule) expires every lease it holds in the same transaction (the caller then sweeps: they requeue).
+ * The runner's row is locked FOR UPDATE first (`lockOwnRunner`; keep it so): a completion holds it FOR KEY SHARE
+ * (completion-rows.ts), so a completion in flight settles before the revoke reads the leases, or reads them
+ * revoked after it — never settles on a lease it read before the revoke committed.
  * Its session channel row goes too: no replica relays to it any more, and the sessions it holds open are lost
  * to every replica's sweep once the replica holding the channel has closed it (sessions/hub.ts `revoked`).
  * Every replica forgets the credential at the commit (RUNNERS_CHANNEL); the caller evicts it from its own

@@ -7,6 +7,13 @@ export const RUNNER_KINDS = ['command', 'eval', 'sandbox'] as const;
 export const RunnerKind = z.enum(RUNNER_KINDS);
 export type RunnerKind = z.infer<typeof RunnerKind>;
 
+/**
+ * The kinds a runner is leased (intervals): `sandbox` is not one — a runner registers it to hold session runs,
+ * which the control plane places over its session channel (sessions/hub.ts), never as a lease.
+ */
+export const leasedKinds = (kinds: readonly RunnerKind[]): RunnerKind[] =>
+  kinds.filter((k) => k !== 'sandbox');
+
 /** What a runner can execute. `images: ["*"]` = any container image. */
 export const Capabilities = z.strictObject({
   drivers: z.array(z.enum(['process', 'kubernetes'])).min(1),

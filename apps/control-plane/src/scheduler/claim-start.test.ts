@@ -199,4 +199,32 @@ describe('claimAndStart', () => {
     const { rows } = await sql<{ synchronous_commit: string }>`SHOW synchronous_commit`.execute(db());
     expect(rows[0]?.synchronous_commit).toBe('on');
   });
+
+  it('a lease handed out (a runner, an agent host) commits synchronously; only an in-process one does not', async () => {
+    // The setting a claim leaves for the rest of its transaction is the one its commit runs under: read it in the
+    // same transaction, after the claim (the runner grant's shape: runners/leases.ts claims inside one).
+    t = await testCore({ scheduler: { enabled: false } });
+    await create('batch', 'a');
+    await create('batch', 'b');
+    const commitMode = (lease: { holder: string; leaseMs: number; inProcess?: boolean }) =>
+      db()
+        .transaction()
+        .execute(async (tx) => {
+          expect(await claimAndStart(tx, 1, new Date(Date.now() + 5), INLINE_KINDS, lease)).toHaveLength(1);
+          const { rows } = await sql<{ synchronous_commit: string }>`SHOW synchronous_commit`.execute(tx);
+          return rows[0]?.synchronous_commit;
+        });
+    expect(await commitMode({ holder: 'rnr_1', leaseMs: 30_000 })).toBe('on');
+    expect(await commitMode({ holder: 'inline_1', leaseMs: 30_000, inProcess: true })).toBe('off');
+    // Both leases were granted, at the runs' first epoch.
+    const leases = await db()
+      .selectFrom('run_leases')
+      .select(['holder', 'epoch'])
+      .orderBy('holder')
+      .execute();
+    expect(leases.map((l) => [l.holder, Number(l.epoch)])).toEqual([
+      ['inline_1', 1],
+      ['rnr_1', 1],
+    ]);
+  });
 });

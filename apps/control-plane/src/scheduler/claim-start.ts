@@ -15,13 +15,21 @@
 // Leases: every start counts the run's attempt (its lease epoch); with `lease`, the lease is granted in the
 // same statement (leases/store.ts leaseUpsert), so no run is ever running without one.
 //
-// Commit: this statement alone commits with `synchronous_commit = off` (set_config(…, true): the setting ends
-// with its transaction — claim-start.test.ts checks the connection is back to `on`). It does not wait for the
-// WAL flush, so it releases the tenant rows it holds one fsync sooner (creates and settles queue on them).
-// What a crash can lose is only the last claims whose runs have not settled: those runs are `queued` again
-// after restart and run again — an inline execution does not survive a crash anyway. Nothing durable can
-// depend on a lost claim: any later synchronous commit (the run's settle, a cancel, a subscription's run
-// caused by `run.started`) flushes the WAL up to itself, the claim's commit record included.
+// Commit: an inline claim (no lease, or one held `inProcess`) commits with `synchronous_commit = off` for this
+// statement alone (set_config(…, true): the setting ends with its transaction — claim-start.test.ts checks the
+// connection is back to `on`). It does not wait for the WAL flush, so it releases the tenant rows it holds one
+// fsync sooner (creates and settles queue on them). What a PostgreSQL crash can lose is only the last claims
+// whose runs have not settled: those runs are `queued` again after restart, their attempt (lease epoch) rolled
+// back, and run again. Such a lease never left this process: at worst an execution still in flight here settles
+// under an epoch granted again to this same holder, and only one settle of the run is accepted. Nothing
+// durable can depend on a lost claim: any later synchronous commit (the run's settle, a cancel, a
+// subscription's run caused by `run.started`) flushes the WAL up to itself, the claim's commit record included.
+//
+// A lease handed to another process (a runner, an agent host: the lease is in the answer the moment this
+// transaction commits) commits synchronously: after a crash that lost the claim, the run's attempt would roll
+// back and the same epoch be granted again to another holder — two holders of one epoch, whose journals
+// (keyed (run, epoch)) collide and either of whose settles could be accepted. Inside the caller's transaction
+// (runners/leases.ts, agents/leases.ts) the asynchronous setting would also cover every other write of it.
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { claimStatement, dispatchOf } from '../admission-store/sql/claim.js';
@@ -53,6 +61,12 @@ interface Row {
 export interface ClaimLease {
   holder: string;
   leaseMs: number;
+  /**
+   * The holder executes in this process and hands the lease to no one (the inline dispatch lane): only then
+   * does the claim commit asynchronously. Absent: the lease leaves this process in the caller's answer (a
+   * runner, an agent host), so the claim commits synchronously (see the header).
+   */
+  inProcess?: boolean;
 }
 
 /**
@@ -111,7 +125,11 @@ export async function claimAndStart(
       RETURNING 1
     ),
     note AS (SELECT pg_notify(${EVENTS_CHANNEL}, '') AS n FROM (SELECT 1 FROM ev LIMIT 1) x),
-    async AS (SELECT set_config('synchronous_commit', 'off', true) AS s),`;
+    async AS (${
+      lease === undefined || lease.inProcess === true
+        ? sql`SELECT set_config('synchronous_commit', 'off', true) AS s`
+        : sql`SELECT NULL::text AS s`
+    }),`;
   const select = sql`SELECT ur.id AS run_id, ur.tenant, ur.class, ur.enqueued_at, ur.subject, ur.attempt FROM ur
     WHERE (SELECT count(*) FROM note) >= 0 AND (SELECT count(*) FROM async) = 1
       AND (SELECT count(*) FROM lease) >= 0 AND (SELECT n FROM done) >= 0

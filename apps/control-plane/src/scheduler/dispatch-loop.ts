@@ -163,6 +163,7 @@ export class DispatchLoop {
         claimAndStart(this.deps.db, capacity, this.deps.clock(), INLINE_KINDS, {
           holder: this.leases.holder,
           leaseMs: this.lease.leaseMs,
+          inProcess: true,
         }),
       );
       if (started.length < capacity) this.mayHaveWaiting = false;

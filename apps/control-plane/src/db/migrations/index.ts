@@ -25,6 +25,7 @@ import * as m0023 from './0023_agent_hosts.js';
 import * as m0024 from './0024_log_batches.js';
 import * as m0025 from './0025_lean_run_writes.js';
 import * as m0026 from './0026_session_execs.js';
+import * as m0027 from './0027_runner_sandbox_kind.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -52,6 +53,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0024_log_batches': m0024,
   '0025_lean_run_writes': m0025,
   '0026_session_execs': m0026,
+  '0027_runner_sandbox_kind': m0027,
 };
 
 export const migrationProvider: MigrationProvider = {

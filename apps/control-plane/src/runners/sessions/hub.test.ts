@@ -2,7 +2,7 @@
 // over a real WebSocket by the test: a junk credential is refused 401 at the upgrade; a paired runner's hello
 // registers its channel (placement finds it by driver and image, not for another driver); reconciliation
 // disposes what the runner holds that no open session row names, and keeps what a row names; a runner is
-// placed only in images it registered when it paired, whatever its hello announces.
+// placed only in images it registered for the kind `sandbox` when it paired, whatever its hello announces.
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
@@ -66,7 +66,7 @@ describe('runner session hub', () => {
       token,
       publicKey: 'b'.repeat(64),
       name: 'hub-test',
-      capabilities: { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 2 },
+      capabilities: { drivers: ['process'], kinds: ['command', 'sandbox'], images: ['default'], slots: 2 },
     });
     const ws = await connect(credential);
     const held = [
@@ -120,7 +120,7 @@ describe('runner session hub', () => {
     await until('the channel closed', async () => (hub.connected(runnerId) ? undefined : true));
   }, 120_000);
 
-  it('places only in images a runner registered: a hello announcing `*` does not widen its pairing', async () => {
+  it('places only in images a runner registered for `sandbox`: neither a hello announcing `*` nor another kind widens its pairing', async () => {
     const runners = t.core.services.runners;
     const hub = t.core.sessionHub;
     if (!runners || !hub) throw new Error('no runner service or session hub');
@@ -133,8 +133,10 @@ describe('runner session hub', () => {
         capabilities: { drivers: ['process'], kinds, images, slots: 2 },
       });
     };
-    const a = await paired('alpine-only', ['command'], ['alpine']);
+    const a = await paired('alpine-only', ['command', 'sandbox'], ['alpine']);
     const b = await paired('foo', ['sandbox'], ['foo']);
+    // Every image, but for command runs only: it holds no sessions.
+    const c = await paired('commands-only', ['command'], ['*']);
     const say = async (credential: string, images: string[]) => {
       const ws = await connect(credential);
       ws.on('message', (data) => {
@@ -147,12 +149,16 @@ describe('runner session hub', () => {
     };
     const wsA = await say(a.credential, ['*']);
     const wsB = await say(b.credential, ['foo']);
+    const wsC = await say(c.credential, ['*']);
     try {
-      await until('both channels registered', async () =>
-        hub.connected(b.runnerId) && (await hub.place('default', 'process', 'alpine')) === a.runnerId
+      await until('the channels registered', async () =>
+        hub.connected(b.runnerId) &&
+        hub.connected(c.runnerId) &&
+        (await hub.place('default', 'process', 'alpine')) === a.runnerId
           ? true
           : undefined,
       );
+      expect(await hub.place('default', 'process', 'alpine', c.runnerId)).toBeNull();
       expect(await hub.place('default', 'process', 'foo', a.runnerId)).toBeNull();
       expect(await hub.place('default', 'process', 'foo')).toBe(b.runnerId);
       expect(await hub.place('default', 'process', 'ubuntu:24.04')).toBeNull();
@@ -162,7 +168,9 @@ describe('runner session hub', () => {
     } finally {
       wsA.close();
       wsB.close();
+      wsC.close();
     }
     await until('A closed', async () => (hub.connected(a.runnerId) ? undefined : true));
+    await until('C closed', async () => (hub.connected(c.runnerId) ? undefined : true));
   }, 120_000);
 });

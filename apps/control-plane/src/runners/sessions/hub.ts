@@ -304,8 +304,9 @@ export class RunnerSessionHub implements ChannelLookup {
   /**
    * A runner for a new session's compute: active, of the tenant (or shared), seen within the lease, offering
    * `driver` and `image` — the one holding the fewest open sessions, this replica's channels first. Null
-   * when none. The image is one its hello announces AND one it registered when it paired (`runner_images`,
-   * the image or `*`): a channel cannot widen what the runner was paired for. `ex`: the caller's
+   * when none. The image is one its hello announces AND one it registered for the kind `sandbox` when it
+   * paired (`runner_images`, the image or `*`): a channel cannot widen what the runner was paired for, and a
+   * runner paired for command/eval runs only holds no sessions. `ex`: the caller's
    * transaction, when it has one (PGlite is one connection).
    */
   async place(
@@ -321,7 +322,8 @@ export class RunnerSessionHub implements ChannelLookup {
       WHERE r.state = 'active' AND (r.tenant_id = ${tenant} OR r.tenant_id IS NULL)
         AND c.driver = ${driver} AND c.seen_at > ${since}
         AND (c.images @> jsonb_build_array(${image}::text) OR c.images @> '["*"]'::jsonb)
-        AND EXISTS (SELECT 1 FROM runner_images i WHERE i.runner_id = c.runner_id AND i.image IN (${image}, '*'))
+        AND EXISTS (SELECT 1 FROM runner_images i
+          WHERE i.runner_id = c.runner_id AND i.kind = 'sandbox' AND i.image IN (${image}, '*'))
         ${target ? sql`AND c.runner_id = ${target}` : sql``}
       ORDER BY (c.replica = ${this.replica}) DESC,
         (SELECT count(*) FROM sessions s WHERE s.holder = 'runner:' || c.runner_id AND s.state = 'open'),
