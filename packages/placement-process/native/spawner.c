@@ -2,9 +2,10 @@
  * NODE_CHANNEL_FD, JSON lines; a descriptor rides with its line as SCM_RIGHTS, Node's "NODE_HANDLE").
  * Why: a Node parent pays its whole page tables per fork; this process is ~1 MB and uses vfork.
  *   <- {"t":"spawn","b":"<base64 of NUL-terminated fields>"}: id, flags (h hold, c control, w warm, u user,
- *      e stdin at end-of-file: our end of fd 0 closed at once, not sent),
+ *      e stdin at end-of-file: our end of fd 0 closed at once, not sent, s status: fd 3 is bubblewrap's
+ *      --json-status-fd, read to its end, its "exit-code" sent with the exit as "status"; h implies it),
  *      uid, gid, file, argc, args.., envc, env.., joinc, joins.., warm mount, warm controller
- *   -> {"t":"pid"|"init"|"failed"|"exit",...} and {"cmd":"NODE_HANDLE","type":"net.Native","msg":{"t":"fd",..}}
+ *   -> {"t":"pid"|"init"|"failed"|"exit",...} (the exit once fd 3 has ended too) and {"cmd":"NODE_HANDLE","type":"net.Native","msg":{"t":"fd",..}}
  * Lines from Node it does not know (NODE_HANDLE_ACK) are skipped. One thread beside the loop writes
  * cgroup.procs (the first write after a quiet spell waits for an RCU grace period). */
 #define _GNU_SOURCE
@@ -73,9 +74,12 @@ static void send_failed(long id, const char *what, const char *path, int err) {
 struct child {
   long id;
   pid_t pid, init;
-  int info, release; /* the hold: bubblewrap's --info-fd (read) and --block-fd (written once joined) */
-  char text[512];
+  int info, release; /* bubblewrap's --json-status-fd (read to its end) and, held, --block-fd (written once joined) */
+  int hold;
+  char text[1024]; /* the status line being read */
   size_t len;
+  int status; /* the "exit-code" bubblewrap reported; -1: none (yet) */
+  char exit_line[160]; /* the exit message, kept until fd 3 has ended */
   char *payload; /* the request: joins point into it */
   char **joins;
   int njoin, asked, joining, exited;
@@ -238,12 +242,13 @@ static void start(char *payload, size_t n) {
   if (!file) { free(payload); return; }
   long id = atol(ids);
   int hold = strchr(flags, 'h') != NULL, control = strchr(flags, 'c') != NULL, eof = strchr(flags, 'e') != NULL;
+  int status = hold || strchr(flags, 's') != NULL;
   int argc, envc, joinc;
   char **args = list(&f, &argc), **env = list(&f, &envc), **joins = list(&f, &joinc);
   char *mount = field(&f), *controller = field(&f);
   if (hold && strchr(flags, 'w') && mount && controller) warm(mount, controller);
   /* Sockets as libuv makes them for 'pipe' stdio: ours[i] stays here, theirs[i] becomes the child's fd i. */
-  int ours[6], theirs[6], used[6] = {1, 1, 1, hold, hold, control};
+  int ours[6], theirs[6], used[6] = {1, 1, 1, status, hold, control};
   for (int i = 0; i < 6; i++) ours[i] = theirs[i] = -1;
   for (int i = 0; i < 6; i++) {
     int sv[2];
@@ -288,15 +293,17 @@ static void start(char *payload, size_t n) {
     if (pid > 0) waitpid(pid, NULL, 0);
     send_failed(id, "spawn", file, err);
     char line[96];
-    snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%ld,\"code\":null,\"signal\":null}\n", id);
+    snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%ld,\"code\":null,\"signal\":null,\"status\":null}\n", id);
     send_line(line, -1);
     goto fail;
   }
   struct child *c = calloc(1, sizeof *c);
   c->id = id;
   c->pid = pid;
-  c->info = hold ? ours[3] : -1;
-  c->release = hold ? ours[4] : -1;
+  c->info = ours[3]; /* -1 unless used: status */
+  c->release = ours[4]; /* -1 unless used: hold */
+  c->hold = hold;
+  c->status = -1;
   c->payload = payload;
   c->joins = joins;
   c->njoin = joinc;
@@ -325,30 +332,53 @@ fail:
   free(payload);
 }
 
-/* The hold: bubblewrap writes {"child-pid": N, ...} on --info-fd; join N, then release it. */
+/* The number after "key": in line, or -1 when it is not there. */
+static long member(const char *line, const char *key) {
+  const char *k = strstr(line, key);
+  if (!k) return -1;
+  k += strlen(key);
+  while (*k == ' ' || *k == '\t' || *k == ':') k++;
+  char *end;
+  long v = strtol(k, &end, 10);
+  return end == k ? -1 : v;
+}
+
+/* The exit message, once the child was reaped and its fd 3 (if any) has ended: the status is all read. */
+static void send_exit(struct child *c) {
+  if (!c->exited || c->info >= 0 || !c->exit_line[0]) return;
+  char line[200];
+  char status[24] = "null";
+  if (c->status >= 0) snprintf(status, sizeof status, "%d", c->status);
+  snprintf(line, sizeof line, "%s,\"status\":%s}\n", c->exit_line, status);
+  c->exit_line[0] = 0;
+  send_line(line, -1);
+}
+
+/* Bubblewrap's --json-status-fd, one JSON object a line: {"child-pid": N, ...} (held: join N, then release
+ * it), later {"exit-code": N} for a command it exec'd. Read to its end: a closed reader would SIGPIPE it. */
 static void read_info(struct child *c) {
   char buf[512];
   ssize_t n = read(c->info, buf, sizeof buf);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
-  if (n <= 0) { close(c->info); c->info = -1; maybe_free(c); return; }
-  if (c->asked) return; /* read on to the end: a closed reader would SIGPIPE bubblewrap */
-  size_t room = sizeof c->text - 1 - c->len;
-  memcpy(c->text + c->len, buf, (size_t)n < room ? (size_t)n : room);
-  c->len += (size_t)n < room ? (size_t)n : room;
-  c->text[c->len] = 0;
-  char *k = strstr(c->text, "\"child-pid\"");
-  if (!k) return;
-  k += 11;
-  while (*k == ' ' || *k == '\t' || *k == '\n' || *k == ':') k++;
-  char *end;
-  long pid = strtol(k, &end, 10);
-  if (end == k || *end == 0) return; /* the number may still be arriving */
-  struct job *j = calloc(1, sizeof *j);
-  j->c = c;
-  j->warm_fd = -1;
-  j->pid = (pid_t)pid;
-  c->asked = c->joining = 1;
-  queue(j);
+  if (n <= 0) { close(c->info); c->info = -1; send_exit(c); maybe_free(c); return; }
+  for (ssize_t i = 0; i < n; i++) {
+    if (buf[i] != '\n') {
+      if (c->len < sizeof c->text - 1) c->text[c->len++] = buf[i];
+      continue;
+    }
+    c->text[c->len] = 0;
+    c->len = 0;
+    long code = member(c->text, "\"exit-code\"");
+    if (code >= 0) c->status = (int)code;
+    long pid = member(c->text, "\"child-pid\"");
+    if (pid <= 0 || !c->hold || c->asked) continue;
+    struct job *j = calloc(1, sizeof *j);
+    j->c = c;
+    j->warm_fd = -1;
+    j->pid = (pid_t)pid;
+    c->asked = c->joining = 1;
+    queue(j);
+  }
 }
 
 static void joined(struct job *j) {
@@ -381,16 +411,15 @@ static void reap(void) {
     struct child *c = children;
     while (c && c->pid != pid) c = c->next;
     if (!c) continue;
-    char line[128];
     if (WIFSIGNALED(st)) {
       const char *name = "SIGKILL";
       for (size_t i = 0; i < sizeof SIGNALS / sizeof *SIGNALS; i++) if (SIGNALS[i].n == WTERMSIG(st)) name = SIGNALS[i].name;
-      snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%ld,\"code\":null,\"signal\":\"%s\"}\n", c->id, name);
+      snprintf(c->exit_line, sizeof c->exit_line, "{\"t\":\"exit\",\"id\":%ld,\"code\":null,\"signal\":\"%s\"", c->id, name);
     } else {
-      snprintf(line, sizeof line, "{\"t\":\"exit\",\"id\":%ld,\"code\":%d,\"signal\":null}\n", c->id, WEXITSTATUS(st));
+      snprintf(c->exit_line, sizeof c->exit_line, "{\"t\":\"exit\",\"id\":%ld,\"code\":%d,\"signal\":null", c->id, WEXITSTATUS(st));
     }
-    send_line(line, -1);
     c->exited = 1;
+    send_exit(c);
     if (c->release >= 0) { close(c->release); c->release = -1; }
     maybe_free(c);
   }

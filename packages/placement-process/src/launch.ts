@@ -1,10 +1,11 @@
 // Starting one bubblewrap process, two ways behind one shape: through the driver's spawner (a small
 // long-lived process, spawner/), or inline with child_process.spawn from the driver's own process. Either
 // way the driver gets the child's pipes as streams of its own, its pid, the namespace init's pid once it
-// has been moved into the sandbox's cgroups (held with --info-fd/--block-fd until then), `exited` (the
-// process was reaped) and `closed`: it exited and its stdout and stderr were read to the end
-// (child_process's 'close'). A kill after the reap sends nothing: both pids may belong to someone else by
-// then (the kernel hands out freed pids again, and pid_max is 32768 on many hosts).
+// has been moved into the sandbox's cgroups (held with --json-status-fd/--block-fd until then), `exited`
+// (the process was reaped; with the command's exit status as bubblewrap reported it on --json-status-fd)
+// and `closed`: it exited and its stdout and stderr were read to the end (child_process's 'close'). A kill
+// after the reap sends nothing: both pids may belong to someone else by then (the kernel hands out freed
+// pids again, and pid_max is 32768 on many hosts).
 import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { Duplex, PassThrough, type Readable, Writable } from 'node:stream';
@@ -13,6 +14,11 @@ import type { Spawner, SpawnRequest } from './spawner/client.js';
 export interface ProcessEnd {
   readonly code: number | null;
   readonly signal: string | null;
+  /**
+   * With `SpawnRequest.status`: the `exit-code` bubblewrap wrote on its --json-status-fd (fd 3) — it does
+   * only for a command it exec'd —; null when none came (bubblewrap failed, or was killed) or not asked.
+   */
+  readonly status: number | null;
 }
 
 export interface Launch {
@@ -124,10 +130,10 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
         error ??= new Error(message);
         ready();
       },
-      exit: (code, signal) => {
+      exit: (code, signal, status) => {
         reaped = true;
         ready();
-        end?.({ code, signal });
+        end?.({ code, signal, status });
       },
       lost: () => {
         // bubblewrap's --die-with-parent takes the outer bubblewrap with the spawner, but the namespace
@@ -138,15 +144,46 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
         reaped = true;
         ready();
         for (const p of pipes.values()) p.destroy();
-        end?.({ code: null, signal: 'SIGKILL' });
+        end?.({ code: null, signal: 'SIGKILL', status: null });
       },
     });
   });
 }
 
+/**
+ * Bubblewrap's --json-status-fd as it arrives: one JSON object a line, `child-pid` first (the namespace init,
+ * just made), `exit-code` last (the command's status, written only for a command bubblewrap exec'd).
+ * Read to its end: a closed reader would kill bubblewrap with SIGPIPE.
+ */
+class StatusLines {
+  private text = '';
+  childPid: number | null = null;
+  exitCode: number | null = null;
+
+  /** Takes a chunk; true when it completed the `child-pid` line. */
+  push(chunk: string): boolean {
+    this.text += chunk;
+    let found = false;
+    for (let nl = this.text.indexOf('\n'); nl !== -1; nl = this.text.indexOf('\n')) {
+      const line = this.text.slice(0, nl);
+      this.text = this.text.slice(nl + 1);
+      const pid = /"child-pid"\s*:\s*(\d+)/.exec(line);
+      if (pid && this.childPid === null) {
+        this.childPid = Number(pid[1]);
+        found = true;
+      }
+      const code = /"exit-code"\s*:\s*(-?\d+)/.exec(line);
+      if (code) this.exitCode = Number(code[1]);
+    }
+    if (this.text.length > 4096) this.text = ''; // not bubblewrap's lines
+    return found;
+  }
+}
+
 /** Starts the process with child_process.spawn here (the driver's own fork), holding and joining inline. */
 export function launchInline(request: SpawnRequest, join: (pid: number) => void): Launch {
   const hold = request.join !== null;
+  const statusFd = hold || request.status;
   const child = spawn(request.file, request.args, {
     detached: true,
     env: request.env,
@@ -154,48 +191,47 @@ export function launchInline(request: SpawnRequest, join: (pid: number) => void)
       'pipe',
       'pipe',
       'pipe',
-      ...(hold ? (['pipe', 'pipe'] as const) : request.control ? (['ignore', 'ignore'] as const) : []),
+      ...(statusFd ? (['pipe'] as const) : request.control ? (['ignore'] as const) : []),
+      ...(hold ? (['pipe'] as const) : request.control ? (['ignore'] as const) : []),
       ...(request.control ? (['pipe'] as const) : []),
     ],
     ...(request.user ?? {}),
   });
   let error: Error | null = null;
   let init: number | null = null;
+  const lines = new StatusLines();
+  const stdio = child.stdio as unknown as readonly (Writable | Readable | null)[];
+  const info = statusFd ? (stdio[3] as Readable | null) : null;
+  // The status is complete once fd 3 reached its end (bubblewrap's exit closes it), which may come after 'exit'.
+  const statusRead = info ? closedOf(info) : Promise.resolve();
   const exited = new Promise<ProcessEnd>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+    child.once('exit', (code, signal) =>
+      statusRead.then(() => resolve({ code, signal, status: lines.exitCode })),
+    ),
   );
   child.on('error', (e) => {
     error = e;
   });
   child.stdin!.on('error', () => undefined);
-  const stdio = child.stdio as unknown as readonly (Writable | Readable | null)[];
   const control = request.control ? (stdio[5] as Duplex) : null;
   control?.on('error', () => undefined);
-  if (hold) {
-    const info = stdio[3] as Readable;
-    const release = stdio[4] as Writable;
-    release.on('error', () => undefined);
-    info.on('error', () => undefined);
-    let text = '';
-    info.on('data', (chunk: Buffer) => {
-      if (init !== null) return;
-      text += chunk.toString('utf8');
-      const m = /"child-pid"\s*:\s*(\d+)/.exec(text);
-      if (!m) return;
-      const nsInit = Number(m[1]);
-      try {
-        join(nsInit);
-      } catch (e) {
-        error = e as Error;
-        killTargets(child.pid, nsInit);
-        return;
-      }
-      init = nsInit;
-      release.end('1');
-      // Keep reading to the end: bubblewrap writes more (namespace ids) after the pid, and a closed
-      // reader would kill it with SIGPIPE before it lets its child run.
-    });
-  }
+  const release = hold ? (stdio[4] as Writable) : null;
+  release?.on('error', () => undefined);
+  info?.on('error', () => undefined);
+  info?.on('data', (chunk: Buffer) => {
+    if (!lines.push(chunk.toString('utf8')) || release === null) return;
+    const nsInit = lines.childPid!;
+    try {
+      join(nsInit);
+    } catch (e) {
+      error = e as Error;
+      killTargets(child.pid, nsInit);
+      return;
+    }
+    init = nsInit;
+    release.end('1');
+    // Keep reading to the end: the command's exit status comes last.
+  });
   return {
     pid: child.pid,
     stdin: child.stdin!,
@@ -203,7 +239,10 @@ export function launchInline(request: SpawnRequest, join: (pid: number) => void)
     stderr: child.stderr!,
     control,
     exited,
-    closed: new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal }))),
+    // 'close' comes once every pipe of the child ended, fd 3 included: its status lines are all read
+    closed: new Promise((resolve) =>
+      child.on('close', (code, signal) => resolve({ code, signal, status: lines.exitCode })),
+    ),
     error: () => error,
     nsInit: () => init,
     kill: () => {

@@ -168,11 +168,7 @@ export class ProcessDriver implements Driver {
     const l = await this.state();
     const existing = hasRecord(l, id) ? await readRecord(l, id) : null;
     if (existing) return (await this.adopt(existing)).record.handle;
-    if (this.sandboxes.size + this.pending.size >= this.config.slots) {
-      throw new PlacementError('capacity', `all ${this.config.slots} process sandbox slots are taken`, {
-        slots: this.config.slots,
-      });
-    }
+    this.claimSlot();
     const making = this.create(id, spec, l);
     this.pending.set(id, making);
     try {
@@ -236,6 +232,15 @@ export class ProcessDriver implements Driver {
     }
   }
 
+  /** Refuses (`capacity`) when every slot is taken: by a sandbox held here, made or adopted, or one being made. */
+  private claimSlot(): void {
+    if (this.sandboxes.size + this.pending.size >= this.config.slots) {
+      throw new PlacementError('capacity', `all ${this.config.slots} process sandbox slots are taken`, {
+        slots: this.config.slots,
+      });
+    }
+  }
+
   private owner() {
     return this.user ? { owner: this.user } : {};
   }
@@ -253,7 +258,8 @@ export class ProcessDriver implements Driver {
     const box: Sandbox = {
       record,
       limits,
-      log: new SandboxLog(record.log, this.config.logCapBytes),
+      // adopted: the log another instance wrote counts against the cap
+      log: new SandboxLog(record.log, this.config.logCapBytes, !created),
       args: sandboxArgs(image, record.workspace, record.handle.network),
       running: new Set(),
       disposed: false,
@@ -265,10 +271,18 @@ export class ProcessDriver implements Driver {
     return box;
   }
 
-  /** Takes over a sandbox another instance (or a crashed process) left: this process becomes its owner. */
+  /**
+   * Takes over a sandbox another instance (or a crashed process) left: this process becomes its owner. It
+   * takes a slot like one made here; with none free it is refused (`capacity`) and the label file is left as
+   * it was (the other owner's).
+   */
   private async adopt(record: SandboxRecord): Promise<Sandbox> {
+    const l = await this.state();
+    const held = this.sandboxes.get(record.handle.id);
+    if (held && !held.disposed) return held; // adopted meanwhile by a call beside this one
+    this.claimSlot();
     const owned: SandboxRecord = { ...record, owner: currentOwner() };
-    writeRecord(await this.state(), owned);
+    writeRecord(l, owned);
     return this.hold(owned, this.backend.open(record.limits.paths, record.handle.limits));
   }
 

@@ -127,7 +127,7 @@ export async function execIn(
   if (after.pidsRefused > before.pidsRefused) throw stopError({ kind: 'pids_exhausted' }, budget, { result });
   const cpu = await cpuUsedUp(box);
   if (cpu) throw stopError(cpu, budget, { result });
-  const failure = bwrapFailure(exit.exitCode, result.stderr);
+  const failure = bwrapFailure(exit, result.stderr);
   if (failure) throw new PlacementError('spawn_failed', failure, { command: argv[0] });
   return result;
 }
@@ -294,7 +294,7 @@ function attach(
     if (after.pidsRefused > before.pidsRefused) throw stopError({ kind: 'pids_exhausted' }, budget, {});
     const cpu = await cpuUsedUp(box);
     if (cpu) throw stopError(cpu, budget, {});
-    const failure = bwrapFailure(e.exitCode, stderrHead);
+    const failure = bwrapFailure(e, stderrHead);
     if (failure) throw new PlacementError('spawn_failed', failure, { command: argv[0] });
     return { exitCode: e.exitCode, signal: e.signal };
   });

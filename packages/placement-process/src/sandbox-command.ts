@@ -1,6 +1,6 @@
 // One command in a sandbox: bubblewrap started as the sandbox user in its own process group; with
 // cgroups, the namespace's init is held (--block-fd) until it has been moved into the sandbox's cgroups
-// (--info-fd gives its pid), so the command and everything it forks are limited and counted from the
+// (--json-status-fd gives its pid), so the command and everything it forks are limited and counted from the
 // first instruction. A watcher ends the command on the wall budget, the CPU-time limit, an OOM kill or a
 // refused fork, and records why.
 import type { Duplex, Readable, Writable } from 'node:stream';
@@ -8,6 +8,7 @@ import { type CommandBudget, PlacementError, wallTimer } from '@everdict/placeme
 import { HOST_ENV, sandboxCwd } from './bwrap-args.js';
 import { type Launch, launchInline, launchViaSpawner } from './launch.js';
 import type { CgroupHierarchy, LimitCounters, SandboxLimits } from './limits/limits.js';
+import { killedByCpuRlimit } from './limits/rlimit.js';
 import type { Spawner, SpawnRequest } from './spawner/client.js';
 
 export type StopReason =
@@ -38,6 +39,11 @@ export interface CommandSetup {
 export interface CommandExit {
   readonly exitCode: number | null;
   readonly signal: string | null;
+  /**
+   * The command's exit status as bubblewrap reported it on its status descriptor (`exit-code`, shell
+   * encoding); null when it reported none: bubblewrap failed before the command ran (or was killed).
+   */
+  readonly status: number | null;
   readonly stop: StopReason | null;
 }
 
@@ -71,7 +77,9 @@ export class SandboxCommand {
     withStdin = true,
   ): Promise<SandboxCommand> {
     const { limits } = setup;
-    const hold = limits.joinsByPid ? ['--info-fd', '3', '--block-fd', '4'] : [];
+    // fd 3: bubblewrap's status (--json-status-fd): the namespace init's pid once it is made, then the
+    // command's exit status once it was exec'd and ended — none when bubblewrap itself failed (bwrapFailure).
+    const hold = limits.joinsByPid ? ['--block-fd', '4'] : [];
     // The command's environment goes in as bubblewrap arguments, never into bubblewrap's own environment:
     // bubblewrap runs on the host, outside the namespaces, and must not see LD_PRELOAD and the like.
     const vars = Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]);
@@ -83,6 +91,8 @@ export class SandboxCommand {
       ...vars,
       '--chdir',
       sandboxCwd(cwd),
+      '--json-status-fd',
+      '3',
       ...hold,
       '--',
       ...argv,
@@ -93,14 +103,16 @@ export class SandboxCommand {
       env: HOST_ENV,
       user: setup.user,
       join: limits.joinsByPid ? limits.joinFiles : null,
+      status: true,
       warm: limits.joinsByPid ? setup.warm : null,
       control: withControl,
       stdin: withStdin,
     };
+    const startedAt = performance.now();
     const launch = setup.spawner
       ? await launchViaSpawner(setup.spawner, request)
       : launchInline(request, (pid) => limits.join(pid));
-    return new SandboxCommand(setup, launch, budget, before);
+    return new SandboxCommand(setup, launch, budget, before, startedAt);
   }
 
   private constructor(
@@ -108,17 +120,27 @@ export class SandboxCommand {
     private readonly launch: Launch,
     budget: CommandBudget,
     before: LimitCounters,
+    startedAt: number,
   ) {
     this.stdin = launch.stdin;
     this.stdout = launch.stdout;
     this.stderr = launch.stderr;
     this.control = launch.control;
-    this.exited = launch.closed.then(({ code, signal }) => {
+    this.exited = launch.closed.then(({ code, signal, status }) => {
       this.closed = true;
       for (const t of this.timers) clearTimeout(t);
       this.wall?.clear();
       this.control?.destroy();
-      return { exitCode: code, signal, stop: this.stopReason };
+      // rlimits measure nothing: the kernel's SIGXCPU at RLIMIT_CPU is the only sign the CPU limit ended it
+      const { cpuTimeMs } = setup;
+      if (
+        this.stopReason === null &&
+        setup.limits.mechanism === 'rlimit' &&
+        cpuTimeMs !== undefined &&
+        killedByCpuRlimit(status, cpuTimeMs, performance.now() - startedAt)
+      )
+        this.stopReason = { kind: 'timeout', bound: 'cpu', limitMs: cpuTimeMs };
+      return { exitCode: code, signal, status, stop: this.stopReason };
     });
     this.watch(budget, before);
   }
@@ -195,9 +217,17 @@ export function stopError(
   }
 }
 
-/** bubblewrap's own failure to start the command ("bwrap: execvp …", a mount it could not make) exits 1 with its message first. */
-export function bwrapFailure(exitCode: number | null, stderr: Uint8Array): string | null {
-  if (exitCode !== 1) return null;
-  const head = Buffer.from(stderr.subarray(0, 512)).toString('utf8');
-  return head.startsWith('bwrap: ') ? head.split('\n')[0]! : null;
+/**
+ * Bubblewrap's own failure to start the command ("bwrap: execvp …", a mount it could not make, or prlimit's
+ * before it): it exited without reporting the command's exit status on its status descriptor, which it
+ * does only for a command it exec'd. Told by that channel, not by the stderr text — a command may print
+ * `bwrap: …` itself. The message is the first line of stderr (bubblewrap's own, as it wrote nothing else).
+ */
+export function bwrapFailure(
+  exit: Pick<CommandExit, 'exitCode' | 'status'>,
+  stderr: Uint8Array,
+): string | null {
+  if (exit.exitCode === null || exit.status !== null) return null;
+  const head = Buffer.from(stderr.subarray(0, 512)).toString('utf8').split('\n')[0]!.trim();
+  return head === '' ? `bubblewrap exited with ${exit.exitCode} before starting the command` : head;
 }

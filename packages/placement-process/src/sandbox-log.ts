@@ -2,7 +2,7 @@
 // <stateDir>/logs/<id>.log up to a cap. Readers get the file from the start; followers are woken on each
 // append and released when the sandbox is disposed (or their signal aborts).
 import { EventEmitter, on } from 'node:events';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 
 export class SandboxLog {
@@ -15,8 +15,21 @@ export class SandboxLog {
   constructor(
     readonly path: string,
     private readonly cap: number,
+    /**
+     * The file may exist already (an adopted sandbox: another instance wrote it): its bytes count against
+     * the cap, and past the cap it has the note already.
+     */
+    existing = false,
   ) {
     this.events.setMaxListeners(0);
+    if (existing) {
+      try {
+        this.written = statSync(path, { throwIfNoEntry: false })?.size ?? 0;
+      } catch {
+        // unreadable: appends fail the same way (append)
+      }
+      this.capped = this.written > cap;
+    }
   }
 
   /** Whether anything was (or was tried to be) appended by this process. */
@@ -27,7 +40,7 @@ export class SandboxLog {
   append(chunk: Uint8Array): void {
     if (this.capped || this.closed) return;
     this.tried = true;
-    const room = this.cap - this.written;
+    const room = Math.max(0, this.cap - this.written);
     const part = chunk.byteLength <= room ? chunk : chunk.subarray(0, room);
     try {
       appendFileSync(this.path, part);

@@ -15,6 +15,7 @@ const request: SpawnRequest = {
   env: {},
   user: null,
   join: null,
+  status: false,
   warm: null,
   control: false,
   stdin: false,
@@ -87,7 +88,7 @@ describe('launchViaSpawner kill', () => {
     events().pipe(1, pipe()); // never read: the launch has not closed when the kill comes
     events().pipe(2, pipe());
     const launch = await launching;
-    events().exit(0, null);
+    events().exit(0, null, null);
     await launch.exited;
     launch.kill();
     expect(await group.endedBy()).toBe('SIGTERM');
@@ -110,18 +111,18 @@ describe('launchInline kill', () => {
   it('kills a running command, and sends nothing once it was reaped', async () => {
     const running = launchInline({ ...request, file: 'sleep', args: ['30'] }, () => undefined);
     running.kill();
-    expect(await running.closed).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(await running.closed).toEqual({ code: null, signal: 'SIGKILL', status: null });
 
     const done = launchInline({ ...request, file: 'echo', args: ['out'] }, () => undefined);
     let out = '';
     done.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString('utf8');
     });
-    expect(await done.exited).toEqual({ code: 0, signal: null });
+    expect(await done.exited).toEqual({ code: 0, signal: null, status: null });
     const kills = vi.spyOn(process, 'kill');
     done.kill();
     expect(kills).not.toHaveBeenCalled();
-    expect(await done.closed).toEqual({ code: 0, signal: null });
+    expect(await done.closed).toEqual({ code: 0, signal: null, status: null });
     expect(out).toBe('out\n');
   });
 });

@@ -1,6 +1,7 @@
 // Limit mechanisms: which one this host uses (capacity/describe say so), the rlimit fallback really
 // applied, and mount-table parsing for hosts laid out otherwise.
 import { utf8 } from '@everdict/placement';
+import { refusal } from '@everdict/placement/contract';
 import { describe, expect, it } from 'vitest';
 import { cgroupMounts, detectLimits } from '../src/limits/detect.js';
 import { makeDriver, requireBwrap } from './helpers.js';
@@ -33,6 +34,28 @@ describe('limit mechanisms', () => {
       peakMemoryBytes: null,
       mechanism: 'rlimit',
     });
+  });
+
+  it('rlimits: a command the CPU limit ended answers timeout (bound cpu), as under cgroups', async () => {
+    requireBwrap();
+    // RLIMIT_CPU's soft limit ends it with SIGXCPU (exit status 152); before, the hard limit's SIGKILL came
+    // back as a plain exit 137, like any other kill.
+    const driver = makeDriver({ limits: 'rlimit' });
+    const h = await driver.provision({ labels: labels('r-cpu'), limits: { cpuTimeMs: 1000 } });
+    const spin = ['sh', '-c', 'while :; do :; done'];
+    const err = await refusal(driver.exec(h, spin, { timeoutMs: 120_000 }), 'timeout');
+    expect(err.detail).toMatchObject({ bound: 'cpu', limitMs: 1000, result: { exitCode: 152 } });
+    const s = await driver.stream(h, spin);
+    s.stdin.end();
+    s.stdout.resume();
+    s.stderr.resume();
+    expect((await refusal(s.exit, 'timeout')).detail).toMatchObject({ bound: 'cpu', limitMs: 1000 });
+    // a command's own exit 152, far too short to have used the limit's CPU seconds, is its own
+    const long = await driver.provision({ labels: labels('r-cpu-own'), limits: { cpuTimeMs: 600_000 } });
+    expect((await driver.exec(long, ['sh', '-c', 'exit 152'])).exitCode).toBe(152);
+    expect(utf8((await driver.exec(long, ['cat', '/proc/self/limits'])).stdout)).toMatch(
+      /Max cpu time\s+600\s+601\s+seconds/,
+    );
   });
 
   it('reads cgroup mounts from a mount table: v2, separate v1 controllers, co-mounted cpu,cpuacct', () => {

@@ -14,7 +14,13 @@ const Schema = z.discriminatedUnion('t', [
     i: z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(5)]),
   }),
   z.object({ t: z.literal('failed'), id: z.int(), message: z.string() }),
-  z.object({ t: z.literal('exit'), id: z.int(), code: z.int().nullable(), signal: z.string().nullable() }),
+  z.object({
+    t: z.literal('exit'),
+    id: z.int(),
+    code: z.int().nullable(),
+    signal: z.string().nullable(),
+    status: z.int().nullable(),
+  }),
 ]);
 
 const value = fc.oneof(
@@ -39,6 +45,7 @@ const message = fc.oneof(
       message: value,
       code: value,
       signal: value,
+      status: value,
       extra: value,
     },
     { requiredKeys: [] },
@@ -59,14 +66,16 @@ it('accepts exactly what the schema accepts, as it is', () => {
   for (const ok of [
     { t: 'pid', id: 1, pid: 42 },
     { t: 'fd', id: 3, i: 5 },
-    { t: 'exit', id: 3, code: null, signal: 'SIGKILL' },
+    { t: 'exit', id: 3, code: null, signal: 'SIGKILL', status: null },
+    { t: 'exit', id: 3, code: 1, signal: null, status: 1 },
     { t: 'failed', id: 3, message: 'no' },
   ])
     expect(spawnerMessage(ok)).toBe(ok);
   for (const bad of [
     { t: 'pid', id: 1, pid: 0 },
     { t: 'fd', id: 1, i: 3 },
-    { t: 'exit', id: 1.5, code: 0, signal: null },
+    { t: 'exit', id: 1.5, code: 0, signal: null, status: null },
+    { t: 'exit', id: 1, code: 0, signal: null },
   ])
     expect(spawnerMessage(bad)).toBeNull();
 });

@@ -17,8 +17,16 @@ export interface SpawnRequest {
   readonly args: readonly string[];
   readonly env: Readonly<Record<string, string>>;
   readonly user: { readonly uid: number; readonly gid: number } | null;
-  /** `cgroup.procs` files the namespace init is written into before it runs; null: no hold. */
+  /**
+   * `cgroup.procs` files the namespace init is written into before it runs (its pid read from fd 3, then
+   * released through fd 4: bubblewrap's --json-status-fd 3 --block-fd 4); null: no hold.
+   */
   readonly join: readonly string[] | null;
+  /**
+   * Fd 3 is bubblewrap's --json-status-fd: read to its end, and the `exit-code` it reports (only for a
+   * command bubblewrap exec'd) sent with the exit as `status` — the exit waits for that end.
+   */
+  readonly status: boolean;
   /** A socket the command reads (and answers on) as fd 5. */
   readonly control: boolean;
   /**
@@ -37,7 +45,8 @@ export interface SpawnEvents {
   pipe(fd: number, stream: Socket): void;
   init(pid: number): void;
   failed(message: string): void;
-  exit(code: number | null, signal: string | null): void;
+  /** `status`: bubblewrap's `exit-code` on fd 3 (SpawnRequest.status); null when none came. */
+  exit(code: number | null, signal: string | null, status: number | null): void;
   /** The spawner died before the process's exit was reported. */
   lost(): void;
 }
@@ -48,7 +57,13 @@ export type SpawnerMessage =
   | { readonly t: 'init'; readonly id: number; readonly pid: number }
   | { readonly t: 'fd'; readonly id: number; readonly i: 0 | 1 | 2 | 5 }
   | { readonly t: 'failed'; readonly id: number; readonly message: string }
-  | { readonly t: 'exit'; readonly id: number; readonly code: number | null; readonly signal: string | null };
+  | {
+      readonly t: 'exit';
+      readonly id: number;
+      readonly code: number | null;
+      readonly signal: string | null;
+      readonly status: number | null;
+    };
 
 const isInt = (v: unknown): v is number => Number.isSafeInteger(v);
 const isPid = (v: unknown): v is number => isInt(v) && v > 0;
@@ -73,7 +88,9 @@ export function spawnerMessage(raw: unknown): SpawnerMessage | null {
     case 'failed':
       return typeof m.message === 'string' ? (m as SpawnerMessage) : null;
     case 'exit':
-      return isIntOrNull(m.code) && isStringOrNull(m.signal) ? (m as SpawnerMessage) : null;
+      return isIntOrNull(m.code) && isStringOrNull(m.signal) && isIntOrNull(m.status)
+        ? (m as SpawnerMessage)
+        : null;
     default:
       return null;
   }
@@ -117,7 +134,7 @@ export class Spawner {
         // spawner's spawn throws). Refused here for both, failed and ended as a spawn that failed.
         this.waiting.delete(id);
         events.failed('an argument, a variable or a path holds a NUL byte');
-        events.exit(null, null);
+        events.exit(null, null, null);
         return;
       }
       const child = this.running(native);
@@ -190,7 +207,7 @@ export class Spawner {
     else {
       this.waiting.delete(m.id);
       if (this.waiting.size === 0) this.child?.channel?.unref();
-      events.exit(m.code, m.signal);
+      events.exit(m.code, m.signal, m.status);
     }
   }
 
@@ -225,6 +242,7 @@ function nodeMessage(id: number, request: SpawnRequest): object {
     env: request.env,
     ...(request.user ? { uid: request.user.uid, gid: request.user.gid } : {}),
     join: request.join,
+    status: request.status,
     control: request.control,
     stdin: request.stdin,
     warm: request.warm,
@@ -239,6 +257,7 @@ function nodeMessage(id: number, request: SpawnRequest): object {
 function nativeMessage(id: number, request: SpawnRequest): object {
   const flags =
     (request.join !== null ? 'h' : '') +
+    (request.status ? 's' : '') +
     (request.control ? 'c' : '') +
     (request.warm ? 'w' : '') +
     (request.user ? 'u' : '') +

@@ -3,12 +3,14 @@
 // (≈ 90 MB RSS in the runner; libuv forks with fork(), which copies the parent's page tables and blocks
 // its event loop until the child has exec'd). Kept as a string so it runs the same from src/ (tests) and
 // dist/ with no file to locate. Protocol (JSON over the IPC channel), see client.ts:
-//   → {t:'spawn', id, file, args, env, uid?, gid?, join: string[] | null, control}
+//   → {t:'spawn', id, file, args, env, uid?, gid?, join: string[] | null, status, control}
 //   ← {t:'pid', id, pid}; {t:'fd', id, i} with the pipe handle of the child's fd i (0, 1, 2, and 5 with
 //     `control`); {t:'init', id, pid} once the namespace init is in the cgroups (`join`); {t:'failed', id,
-//     message}; {t:'exit', id, code, signal}.
-// With `join`, bubblewrap holds its namespace init (--info-fd 3 --block-fd 4): the spawner reads the
-// init's pid, writes it into every `cgroup.procs` of `join`, then releases it.
+//     message}; {t:'exit', id, code, signal, status}.
+// With `status` (or `join`), fd 3 is bubblewrap's --json-status-fd, read to its end: `status` is the
+// `exit-code` it wrote there — only for a command it exec'd; null when none came — and the exit is sent
+// once fd 3 has ended. With `join`, bubblewrap also holds its namespace init (--block-fd 4): the spawner
+// reads the init's pid (`child-pid` on fd 3), writes it into every `cgroup.procs` of `join`, then releases it.
 // Warm (`warm: {mount, controller}` with `join`): a write to cgroup.procs takes the kernel's global
 // cgroup_threadgroup_rwsem for writing, and the first writer after ≈ a grace period without one waits for
 // an RCU grace period (rcu_sync; ≈ 5–15 ms here, measured: 0.03–0.2 ms for the writes right after). So
@@ -84,8 +86,10 @@ function detach(s) {
 }
 function start(m) {
   const hold = m.join !== null;
+  const status = hold || m.status === true;
   const stdio = ['pipe', 'pipe', 'pipe'];
-  if (hold) stdio.push('pipe', 'pipe'); else if (m.control) stdio.push('ignore', 'ignore');
+  if (status) stdio.push('pipe'); else if (m.control) stdio.push('ignore');
+  if (hold) stdio.push('pipe'); else if (m.control) stdio.push('ignore');
   if (m.control) stdio.push('pipe');
   if (hold) warm(m.warm);
   let c;
@@ -106,24 +110,37 @@ function start(m) {
     failed = true;
     for (const [, h] of pipes) if (h) h.close();
     send({ t: 'failed', id: m.id, message: e.message });
-    if (c.pid === undefined) send({ t: 'exit', id: m.id, code: null, signal: null });
+    if (c.pid === undefined) send({ t: 'exit', id: m.id, code: null, signal: null, status: null });
   });
   if (c.pid === undefined) return;
   send({ t: 'pid', id: m.id, pid: c.pid });
   for (const [i, h] of pipes) if (h) send({ t: 'fd', id: m.id, i }, h);
-  if (hold) {
+  let exitCode = null;
+  let statusRead = Promise.resolve();
+  if (status) {
     const info = c.stdio[3];
-    const release = c.stdio[4];
+    const release = hold ? c.stdio[4] : null;
+    statusRead = new Promise((r) => { info.once('end', r); info.once('close', r); info.once('error', r); });
     info.on('error', () => {});
-    release.on('error', () => {});
+    if (release) release.on('error', () => {});
     let text = '';
     let init = null;
+    // One JSON object a line: child-pid first, exit-code last. Read to the end (a closed reader would
+    // SIGPIPE bubblewrap).
     info.on('data', (chunk) => {
-      if (init !== null) return;
       text += chunk.toString('utf8');
-      const found = /"child-pid"\s*:\s*(\d+)/.exec(text);
-      if (!found) return;
-      init = Number(found[1]);
+      for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n')) {
+        const line = text.slice(0, nl);
+        text = text.slice(nl + 1);
+        const code = /"exit-code"\s*:\s*(-?\d+)/.exec(line);
+        if (code) exitCode = Number(code[1]);
+        const found = /"child-pid"\s*:\s*(\d+)/.exec(line);
+        if (found && hold && init === null) joinInit(Number(found[1]));
+      }
+      if (text.length > 4096) text = '';
+    });
+    const joinInit = (pid) => {
+      init = pid;
       // Off this thread (libuv's pool): the first write to a v1 cgroup.procs waits for an RCU grace period.
       const joins = m.join.map((f) => writeFile(f, String(init)));
       Promise.all(joins).then(
@@ -137,8 +154,8 @@ function start(m) {
           send({ t: 'failed', id: m.id, message: e.message });
         },
       );
-    });
+    };
   }
-  c.on('exit', (code, signal) => send({ t: 'exit', id: m.id, code, signal }));
+  c.on('exit', (code, signal) => statusRead.then(() => send({ t: 'exit', id: m.id, code, signal, status: exitCode })));
 }
 `;
