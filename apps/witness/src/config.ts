@@ -1,5 +1,6 @@
 // Configuration from flags, falling back to the environment:
-//   --log URL[=LOGKEYHEX] (repeatable)   EVERDICT_WITNESS_LOGS        comma-separated, same form
+//   --log URL[=LOGKEYHEX] (repeatable)   EVERDICT_WITNESS_LOGS        comma-separated, same form; the URL is
+//                                        normalized (`normalizeLogUrl`): one log, however it is spelled
 //   --key-file PATH                      EVERDICT_WITNESS_KEY_FILE    the witness's Ed25519 seed, 64 hex
 //   --state-file PATH                    EVERDICT_WITNESS_STATE_FILE  default ./witness-state.json
 //   --interval-ms N                      EVERDICT_WITNESS_INTERVAL_MS default 5000
@@ -10,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { type KeyPair, keyPairFromSeed, parseHash } from '@everdict/headlog';
 import { z } from 'zod';
 import { WitnessError } from './errors.js';
+import { normalizeLogUrl } from './state.js';
 import type { LogTarget } from './witness.js';
 
 export interface WitnessConfig {
@@ -24,16 +26,40 @@ export interface WitnessConfig {
 
 const target = z.string().transform((s, ctx): LogTarget => {
   const m = /^(.*?)(?:=([0-9a-fA-F]{64}))?$/.exec(s.trim())!;
-  const url = m[1]!;
-  if (!/^https?:\/\/[^\s]+$/.test(url)) {
-    ctx.addIssue(`--log ${s}: not an http(s) URL[=64 hex digits]`);
+  const raw = m[1]!;
+  let url: string | undefined;
+  if (/^https?:\/\/[^\s]+$/i.test(raw) && !/[?#]/.test(raw) && !/^[a-z]+:\/\/[^/]*@/i.test(raw)) {
+    try {
+      url = normalizeLogUrl(raw);
+    } catch {
+      url = undefined;
+    }
+  }
+  if (url === undefined) {
+    ctx.addIssue(`--log ${s}: not an http(s) URL (no credentials, query or fragment)[=64 hex digits]`);
     return z.NEVER;
   }
   return m[2] ? { url, key: m[2].toLowerCase() } : { url };
 });
+/** One log given twice (however its URL is spelled) is polled once; with two different keys it is refused. */
+const targets = z
+  .array(target)
+  .min(1, 'at least one --log')
+  .transform((logs, ctx): LogTarget[] => {
+    const byUrl = new Map<string, LogTarget>();
+    for (const t of logs) {
+      const prev = byUrl.get(t.url);
+      if (prev?.key !== undefined && t.key !== undefined && prev.key !== t.key) {
+        ctx.addIssue(`--log ${t.url} is given with two keys`);
+        return z.NEVER;
+      }
+      if (prev === undefined || (prev.key === undefined && t.key !== undefined)) byUrl.set(t.url, t);
+    }
+    return [...byUrl.values()];
+  });
 const int = (min: number) => z.coerce.number().int().min(min);
 const schema = z.object({
-  logs: z.array(target).min(1, 'at least one --log'),
+  logs: targets,
   keyFile: z.string().min(1, '--key-file (or EVERDICT_WITNESS_KEY_FILE) is required'),
   stateFile: z.string().min(1).default('witness-state.json'),
   intervalMs: int(10).default(5_000),

@@ -4,5 +4,13 @@ export { WITNESS_ERROR_CODES, WitnessError, type WitnessErrorCode } from './erro
 export { LogClient } from './log-client.js';
 export { WitnessMetrics } from './metrics.js';
 export { EXIT_FORK, type MetricsServer, type RunResult, runWitness, startMetricsServer } from './run.js';
-export { emptyState, loadState, saveState, type WitnessState, witnessStateSchema } from './state.js';
+export {
+  emptyState,
+  foldLogs,
+  loadState,
+  normalizeLogUrl,
+  saveState,
+  type WitnessState,
+  witnessStateSchema,
+} from './state.js';
 export { type LogTarget, type PollOutcome, Witness, type WitnessOptions } from './witness.js';

@@ -22,7 +22,7 @@ import {
 import type { Logger } from 'pino';
 import { LogClient } from './log-client.js';
 import type { WitnessMetrics } from './metrics.js';
-import { saveState, type WitnessState } from './state.js';
+import { foldLogs, normalizeLogUrl, saveState, type WitnessState } from './state.js';
 
 export interface LogTarget {
   readonly url: string;
@@ -48,6 +48,10 @@ export class Witness {
   readonly publicKey: string;
   constructor(private readonly o: WitnessOptions) {
     this.publicKey = bytesToHex(o.key.publicKey);
+    // One entry per log, under its normalized URL (a state built by hand, not by `loadState`, too).
+    const folded = foldLogs(o.state.logs, o.statePath);
+    for (const k of Object.keys(o.state.logs)) delete o.state.logs[k];
+    Object.assign(o.state.logs, folded);
   }
 
   get state(): WitnessState {
@@ -58,15 +62,20 @@ export class Witness {
     saveState(this.o.statePath, this.o.state);
   }
 
-  /** Polls one log once. Throws `WitnessError` (`LogUnavailable`) when the log does not answer. */
+  /**
+   * Polls one log once. Throws `WitnessError` (`LogUnavailable`) when the log does not answer. The log is
+   * remembered (and named in metrics and log lines) under its normalized URL: however it is spelled, one log
+   * has one pinned key and one accepted tree.
+   */
   async poll(target: LogTarget): Promise<PollOutcome> {
     const { metrics, logger } = this.o;
-    const client = new LogClient(target.url);
-    const entry = this.o.state.logs[target.url];
+    const url = normalizeLogUrl(target.url);
+    const client = new LogClient(url);
+    const entry = this.o.state.logs[url];
     let logKey = entry?.log_key;
     if (target.key !== undefined && logKey !== undefined && target.key !== logKey) {
       return this.fork(
-        target.url,
+        url,
         'KeyChanged',
         `configured key ${target.key} is not the pinned ${logKey}`,
         entry?.accepted ? Number(entry.accepted.tree_size) : 0,
@@ -75,9 +84,8 @@ export class Witness {
     }
     if (logKey === undefined) {
       logKey = target.key ?? (await client.key()).publicKey;
-      if (target.key === undefined)
-        logger.warn({ log: target.url, log_key: logKey }, 'log key pinned on first use');
-      this.o.state.logs[target.url] = { log_key: logKey, accepted: null };
+      if (target.key === undefined) logger.warn({ log: url, log_key: logKey }, 'log key pinned on first use');
+      this.o.state.logs[url] = { log_key: logKey, accepted: null };
       this.persist();
     }
     const keyBytes = parseHash(logKey)!;
@@ -88,13 +96,13 @@ export class Witness {
       verifyTreeHead(next, keyBytes);
     } catch (e) {
       if (!isHeadLogError(e)) throw e;
-      return this.reject(target.url, e.code, e.detail);
+      return this.reject(url, e.code, e.detail);
     }
     if (accepted) {
       const acceptedSize = accepted.treeSize;
       if (next.treeSize < acceptedSize) {
         return this.fork(
-          target.url,
+          url,
           'InconsistentLog',
           `a tree of ${next.treeSize} after an accepted tree of ${acceptedSize}`,
           acceptedSize,
@@ -104,15 +112,14 @@ export class Witness {
       if (next.treeSize === acceptedSize) {
         if (next.root !== accepted.root) {
           return this.fork(
-            target.url,
+            url,
             'InconsistentLog',
             `two roots for tree size ${acceptedSize}`,
             acceptedSize,
             next.treeSize,
           );
         }
-        if (!cosignatures.some((c) => c.witness === this.publicKey))
-          await this.post(client, target.url, accepted);
+        if (!cosignatures.some((c) => c.witness === this.publicKey)) await this.post(client, url, accepted);
         return { kind: 'unchanged', treeSize: acceptedSize };
       }
       const proof = await client.consistency(acceptedSize, next.treeSize);
@@ -121,18 +128,18 @@ export class Witness {
       } catch (e) {
         if (!isHeadLogError(e)) throw e;
         if (e.code === 'InconsistentLog') {
-          return this.fork(target.url, e.code, e.detail, acceptedSize, next.treeSize);
+          return this.fork(url, e.code, e.detail, acceptedSize, next.treeSize);
         }
-        return this.reject(target.url, e.code, e.detail);
+        return this.reject(url, e.code, e.detail);
       }
     }
     // Remember first, then cosign: a restarted witness never forgets a tree it vouched for.
-    this.o.state.logs[target.url] = { log_key: logKey, accepted: treeHeadToJson(next) };
+    this.o.state.logs[url] = { log_key: logKey, accepted: treeHeadToJson(next) };
     this.persist();
-    metrics.accepted.inc({ log: target.url });
-    metrics.treeSize.set({ log: target.url }, next.treeSize);
-    logger.info({ log: target.url, tree_size: next.treeSize, root: next.root }, 'tree head accepted');
-    const count = await this.post(client, target.url, next);
+    metrics.accepted.inc({ log: url });
+    metrics.treeSize.set({ log: url }, next.treeSize);
+    logger.info({ log: url, tree_size: next.treeSize, root: next.root }, 'tree head accepted');
+    const count = await this.post(client, url, next);
     return count === undefined
       ? { kind: 'accepted', treeSize: next.treeSize }
       : { kind: 'accepted', treeSize: next.treeSize, cosignatures: count };

@@ -3,7 +3,13 @@
 // alarms — fork counter, error line — on a log that rewrote a leaf, forked its tree, or shrank.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bytesToHex, generateKeyPair, parseTreeHeadJson, verifyCosignature } from '@everdict/headlog';
+import {
+  bytesToHex,
+  generateKeyPair,
+  parseTreeHeadJson,
+  treeHeadToJson,
+  verifyCosignature,
+} from '@everdict/headlog';
 import { TestLog } from '@everdict/headlog/testing';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -187,5 +193,85 @@ describe('witness', () => {
     expect(() => loadState(path)).toThrow(/CorruptState/);
     saveState(join(f.dir, 'fresh.json'), { format: 'everdict.witness.state/1', logs: {} });
     expect(existsSync(join(f.dir, 'fresh.json'))).toBe(true);
+  });
+});
+
+describe('one log, however its URL is spelled', () => {
+  it('a log respelled in the config (case, trailing slash) is not pinned again: a fork it shows is found', async () => {
+    f = await fixture(4);
+    const first = witnessFor(f);
+    expect(await first.w.poll({ url: f.server.url })).toMatchObject({ kind: 'accepted', treeSize: 4 });
+    const stateBefore = readFileSync(first.statePath, 'utf8');
+    f.log.rewrite(1, { tenantId: 'acme', runId: 'run-1', length: 2, head: head(2, 7), loggedMs: 5 });
+    f.log.append({ tenantId: 'acme', runId: 'run-1', length: 5, head: head(5) });
+    f.log.publish();
+    // Restarted with the same log spelled another way.
+    const { w, statePath } = witnessFor(f);
+    const respelled = `${f.server.url.replace('http://', 'HTTP://')}/`;
+    expect(await w.poll({ url: respelled })).toMatchObject({
+      kind: 'fork',
+      code: 'InconsistentLog',
+      acceptedSize: 4,
+      offeredSize: 5,
+    });
+    expect(readFileSync(statePath, 'utf8')).toBe(stateBefore);
+    expect(Object.keys(loadState(statePath).logs)).toEqual([f.server.url]);
+    expect(f.log.cosignaturesOf(5)).toEqual([]);
+  });
+
+  it('a state file holding one log under two spellings is folded when they agree, refused when not', async () => {
+    f = await fixture(3);
+    const { w, statePath } = witnessFor(f);
+    await w.poll({ url: f.server.url });
+    const saved = loadState(statePath).logs[f.server.url]!;
+    const path = join(f.dir, 'two.json');
+    const write = (logs: Record<string, unknown>) => {
+      writeFileSync(path, JSON.stringify({ format: 'everdict.witness.state/1', logs }));
+      return readFileSync(path, 'utf8');
+    };
+    // The same key; a tree under one spelling and only the pin under the other, or the same tree twice.
+    write({ [f.server.url]: saved, [`${f.server.url}/`]: { log_key: saved.log_key, accepted: null } });
+    expect(loadState(path).logs).toEqual({ [f.server.url]: saved });
+    write({
+      [`${f.server.url}/`]: { log_key: saved.log_key, accepted: null },
+      [f.server.url.toUpperCase()]: saved,
+    });
+    expect(loadState(path).logs).toEqual({ [f.server.url]: saved });
+    write({ [`${f.server.url}//`]: saved, [f.server.url]: saved });
+    expect(loadState(path).logs).toEqual({ [f.server.url]: saved });
+
+    // Two pinned keys: refused, the file as it was.
+    const otherKey = bytesToHex(generateKeyPair().publicKey);
+    let before = write({
+      [f.server.url]: saved,
+      [`${f.server.url}/`]: { log_key: otherKey, accepted: null },
+    });
+    expect(() => loadState(path)).toThrow(WitnessError);
+    expect(() => loadState(path)).toThrow(/CorruptState: .* pinned to two keys/);
+    expect(readFileSync(path, 'utf8')).toBe(before);
+
+    // Two accepted trees (a larger one under the other spelling): not provable offline, refused.
+    f.log.append({ tenantId: 'acme', runId: 'run-1', length: 4, head: head(4) });
+    f.log.publish();
+    const larger = treeHeadToJson(f.log.sthAt(4)!);
+    const twoTrees = {
+      [f.server.url]: saved,
+      [`${f.server.url}/`]: { log_key: saved.log_key, accepted: larger },
+    };
+    before = write(twoTrees);
+    expect(() => loadState(path)).toThrow(/CorruptState: .* two accepted trees/);
+    expect(readFileSync(path, 'utf8')).toBe(before);
+    // A witness handed such a state (not through loadState) refuses it too.
+    const { logger } = lines();
+    expect(
+      () =>
+        new Witness({
+          key: f.witness,
+          statePath: path,
+          state: { format: 'everdict.witness.state/1', logs: twoTrees },
+          metrics: new WitnessMetrics(),
+          logger,
+        }),
+    ).toThrow(/two accepted trees/);
   });
 });
