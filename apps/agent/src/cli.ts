@@ -6,7 +6,8 @@
 //   everdict-agent work  [--url URL] [--token T] [--holder NAME] [--script FILE] [--mode blocking] [--wait-ms N]
 //                        [--state-dir DIR] [--pair] [--name NAME]
 //       one pass: lease the ready turns of the control plane, run one interval of each, print one JSON line
-//       per lease, exit (a parked turn leaves nothing resident: this process simply ends).
+//       per lease (a failed interval too: {"result":"error"}, and exit 1), exit (a parked turn leaves
+//       nothing resident: this process simply ends).
 //   everdict-agent serve [same options]
 //       the service: lease, work, repeat until SIGTERM/SIGINT.
 // Paired (a pairing in the state dir the control plane lists, or `--pair`: pair now with a shared token
@@ -21,7 +22,7 @@ import { AgentError, isAgentError } from './errors.js';
 import { defaultStateDir } from './host/host-key.js';
 import { hostIdentity, pairHost } from './host/pairing.js';
 import { HttpControlPlane } from './http/http-control-plane.js';
-import { type LeaseOutcome, serve, workOnce } from './loop/worker.js';
+import { type LeaseReport, serve, workEach } from './loop/worker.js';
 import { OpenAiProvider } from './model/openai-provider.js';
 import type { ModelProvider } from './model/provider.js';
 import { scriptedProviderFromFile } from './model/script-file.js';
@@ -81,7 +82,7 @@ async function options(argv: string[]) {
   };
 }
 
-const print = (o: LeaseOutcome) => process.stdout.write(`${JSON.stringify({ pid: process.pid, ...o })}\n`);
+const print = (o: LeaseReport) => process.stdout.write(`${JSON.stringify({ pid: process.pid, ...o })}\n`);
 
 async function main(): Promise<void> {
   const [command, ...rest] = process.argv.slice(2);
@@ -104,7 +105,10 @@ async function main(): Promise<void> {
   }
   if (command === 'work') {
     const { worker, waitMs } = await options(rest);
-    for (const o of await workOnce(worker, waitMs)) print(o);
+    // Every lease of the pass is printed, a failed one too ({"result":"error"}); any failure: exit 1.
+    const reports = await workEach(worker, waitMs);
+    for (const o of reports) print(o);
+    if (reports.some((o) => o.result === 'error')) process.exitCode = 1;
     return;
   }
   if (command === 'serve') {

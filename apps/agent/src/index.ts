@@ -31,9 +31,21 @@ export {
   loadPairing,
 } from './host/host-key.js';
 export { type HostIdentity, hostIdentity, mintSharedToken, pairHost } from './host/pairing.js';
-export { HttpControlPlane, type HttpControlPlaneOptions, toAgentError } from './http/http-control-plane.js';
+export {
+  type BadLease,
+  HttpControlPlane,
+  type HttpControlPlaneOptions,
+  toAgentError,
+} from './http/http-control-plane.js';
 export { AGENT_METER, type IntervalOptions, type IntervalOutcome, runInterval } from './loop/interval.js';
-export { type LeaseOutcome, serve, type WorkerOptions, workOnce } from './loop/worker.js';
+export {
+  type LeaseOutcome,
+  type LeaseReport,
+  serve,
+  type WorkerOptions,
+  workEach,
+  workOnce,
+} from './loop/worker.js';
 export { OpenAiProvider, type OpenAiProviderOptions } from './model/openai-provider.js';
 export type {
   ChatMessage,

@@ -5,6 +5,7 @@
 // no_placement → tool_unavailable, 404 not_found, 400 bad_request, no answer / 5xx → control_plane_unavailable.
 import { createClient, dataOf, type EverdictClient, isClientError } from '@everdict/client';
 import type { JsonValue, TraceEvent } from '@everdict/run-model';
+import { z } from 'zod';
 import {
   type CommandRunSpec,
   type ControlPlane,
@@ -32,7 +33,41 @@ export interface HttpControlPlaneOptions {
    * ends the interval — whose lease then expires — instead of holding the turn under a live heartbeat.
    */
   readonly requestTimeoutMs?: number;
+  /**
+   * A granted lease that does not parse (it is skipped; the others of the batch are worked): what happened
+   * to it. Default: one JSON line on stderr.
+   */
+  readonly onBadLease?: (e: BadLease) => void;
 }
+
+/** A lease in a batch that did not parse: its turn (if readable) and whether it was reported `failed`. */
+export interface BadLease {
+  readonly runId?: string | undefined;
+  readonly error: AgentError;
+  /** Reported `failed` (`bad_lease`), which released the lease; else it expires. */
+  readonly failed: boolean;
+  /** Why the `failed` report was refused, when it was. */
+  readonly reportError?: unknown;
+}
+
+/** Enough of a lease to name its turn and report on it. */
+const LeaseIdentity = z.object({
+  runId: z.string().min(1),
+  tenant: z.string().min(1),
+  epoch: z.int().positive(),
+});
+
+const logBadLease = (e: BadLease): void => {
+  process.stderr.write(
+    `${JSON.stringify({
+      warn: 'lease skipped: it does not parse',
+      runId: e.runId,
+      message: e.error.message,
+      failed: e.failed,
+      ...(e.reportError !== undefined ? { reportError: String(e.reportError) } : {}),
+    })}\n`,
+  );
+};
 
 /** How long a call to the control plane may go unanswered, by default. */
 export const REQUEST_TIMEOUT_MS = 30_000;
@@ -88,8 +123,10 @@ export class HttpControlPlane implements ControlPlane {
   readonly client: EverdictClient;
   readonly #pollMs: number;
   readonly #timeoutMs: number;
+  readonly #onBadLease: (e: BadLease) => void;
 
   constructor(o: HttpControlPlaneOptions) {
+    this.#onBadLease = o.onBadLease ?? logBadLease;
     this.client = createClient({ baseUrl: o.url, token: o.token, ...(o.fetch ? { fetch: o.fetch } : {}) });
     this.#pollMs = o.pollMs ?? 100;
     this.#timeoutMs = o.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
@@ -110,7 +147,44 @@ export class HttpControlPlane implements ControlPlane {
     const body = { holder: request.holder, free: request.free, waitMs: request.waitMs ?? 0 };
     const init = { body, ...this.#bounded(body.waitMs, request.signal) };
     const out = await call(async () => dataOf(await this.client.POST('/internal/agent/v1/leases', init)));
-    return out.leases.map((l) => parseOrThrow(TurnLease, l, 'lease'));
+    const leases: TurnLease[] = [];
+    for (const raw of out.leases as unknown[]) {
+      const r = TurnLease.safeParse(raw);
+      if (r.success) leases.push(r.data);
+      else await this.#refuseLease(raw, request.holder, r.error.message);
+    }
+    return leases;
+  }
+
+  /**
+   * A granted lease this agent cannot read is not worked, and not left to sit until it expires (to be granted
+   * again, and refused again): when it names its turn, the turn is reported `failed` (`bad_lease`) under that
+   * lease, which releases it. Logged either way; a refused report leaves the lease to expire.
+   */
+  async #refuseLease(raw: unknown, holder: string, why: string): Promise<void> {
+    const ref = LeaseIdentity.safeParse(raw);
+    const runId = ref.success ? ref.data.runId : undefined;
+    const error = new AgentError('bad_request', `lease: ${why}`);
+    if (!ref.success) {
+      this.#onBadLease({ error, failed: false });
+      return;
+    }
+    try {
+      await this.report(
+        { ...ref.data, holder },
+        {
+          event: 'failed',
+          account: { dispatched: [], resolved: [] },
+          error: {
+            code: 'bad_lease',
+            message: `the agent service could not read the lease: ${why}`.slice(0, 2000),
+          },
+        },
+      );
+      this.#onBadLease({ runId, error, failed: true });
+    } catch (e) {
+      this.#onBadLease({ runId, error, failed: false, reportError: e });
+    }
   }
 
   async heartbeat(holder: string, leases: readonly { runId: string; epoch: number }[]) {

@@ -58,6 +58,31 @@ export async function workOnce(options: WorkerOptions, waitMs = 0): Promise<Leas
   return Promise.all(leases.map((lease) => workLease(options, lease)));
 }
 
+/** What a pass says of one lease: its outcome, or the error its interval ended on (the lease then expires). */
+export type LeaseReport =
+  | LeaseOutcome
+  | { readonly result: 'error'; readonly runId: string; readonly error: { code: string; message: string } };
+
+/**
+ * `workOnce`, but every lease is reported: an interval that throws is `{result: 'error'}` for its turn and
+ * does not hide what happened to the others of the pass (each runs to its end).
+ */
+export async function workEach(options: WorkerOptions, waitMs = 0): Promise<LeaseReport[]> {
+  const cp = options.controlPlane;
+  const leases = await cp.lease({ free: options.slots ?? 4, holder: options.holder, waitMs });
+  const settled = await Promise.allSettled(leases.map((lease) => workLease(options, lease)));
+  return settled.map((s, i): LeaseReport => {
+    if (s.status === 'fulfilled') return s.value;
+    const e: unknown = s.reason;
+    const code = isAgentError(e) ? e.code : 'internal';
+    return {
+      result: 'error',
+      runId: leases[i]!.runId,
+      error: { code, message: e instanceof Error ? e.message : String(e) },
+    };
+  });
+}
+
 export interface ServeOptions extends WorkerOptions {
   /** Stops leasing; the intervals already running finish (their leases are the control plane's to judge). */
   readonly signal: AbortSignal;

@@ -28,11 +28,12 @@ export async function verifyRun(
   runId: string,
   o: { trustKey?: string[]; trustListed?: boolean } = {},
 ): Promise<VerifyReport> {
-  const wire = await ctx.call<unknown>('GET', `/runs/${encodeURIComponent(runId)}/record?view=wire`);
-  const keys = (await ctx.call<{ keys: KeyEntry[] }>('GET', '/keys')).keys;
+  // Usage first: a bad --trust-key is exit 2 whether or not the control plane answers.
   const trustKeys = [...(o.trustKey ?? [])];
   for (const k of trustKeys)
     if (!/^[0-9a-f]{64}$/.test(k)) throw new CliError('usage', `--trust-key ${k}: 64 hex digits`);
+  const wire = await ctx.call<unknown>('GET', `/runs/${encodeURIComponent(runId)}/record?view=wire`);
+  const keys = (await ctx.call<{ keys: KeyEntry[] }>('GET', '/keys')).keys;
   if (o.trustListed) for (const k of keys) if (!k.revokedAt) trustKeys.push(k.key);
   const result = verifyWire(wire, trustKeys.length > 0 ? { trustKeys } : {});
   const verdict = verifyOutput(result);

@@ -1,34 +1,67 @@
 // The main job's seeded credentials: the admin key of tenant `default` and the internal service token,
 // generated on a first start and kept in `<dataDir>/main-job.json` (mode 0600) so a restart on the same
-// data keeps working keys. EVERDICT_BOOTSTRAP_API_KEY / EVERDICT_INTERNAL_TOKEN override them.
+// data keeps working keys. EVERDICT_BOOTSTRAP_API_KEY / EVERDICT_INTERNAL_TOKEN override them. A file that
+// exists but is not JSON of that shape is refused (usage, exit 2) and never overwritten: the data the stack
+// already holds uses the key in it.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { CliError } from '../errors.js';
 
-const Stored = z.object({ apiKey: z.string().min(16), internalToken: z.string().min(16) });
-export type StackSecrets = z.infer<typeof Stored>;
+const Stored = z.object({
+  apiKey: z.string().min(16),
+  internalToken: z.string().min(16),
+  /** Written by `recordUrl` once the stack is up. */
+  url: z.string().optional(),
+});
+export type StackSecrets = Pick<z.infer<typeof Stored>, 'apiKey' | 'internalToken'>;
 
 export const SECRETS_FILE = 'main-job.json';
+
+/** The stored secrets, or undefined when there is no file; a file that is not them is a usage error. */
+function readStored(file: string): z.infer<typeof Stored> | undefined {
+  if (!existsSync(file)) return undefined;
+  const refuse = (why: string) =>
+    new CliError(
+      'usage',
+      `${file} ${why}: it holds the admin key and service token of the data in ${path.dirname(file)}, so it is not replaced. Restore it (apiKey, internalToken: strings of 16+ characters), or move it away to start with new keys (the data stored under the old ones then needs EVERDICT_BOOTSTRAP_API_KEY / EVERDICT_INTERNAL_TOKEN set to them).`,
+    );
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw refuse(`cannot be read (${(e as Error).message})`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw refuse('is not JSON');
+  }
+  const parsed = Stored.safeParse(json);
+  if (!parsed.success)
+    throw refuse(
+      `is not the main job's secrets (${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')})`,
+    );
+  return parsed.data;
+}
 
 export function loadOrCreateSecrets(
   dataDir: string,
   env: NodeJS.ProcessEnv,
 ): StackSecrets & { created: boolean } {
   const file = path.join(dataDir, SECRETS_FILE);
-  let stored: StackSecrets | undefined;
-  if (existsSync(file)) {
-    const parsed = Stored.safeParse(JSON.parse(readFileSync(file, 'utf8')));
-    if (parsed.success) stored = parsed.data;
-  }
-  const created = stored === undefined;
-  stored ??= {
+  const found = readStored(file);
+  const created = found === undefined;
+  const stored: StackSecrets = found ?? {
     apiKey: `evd_${randomBytes(24).toString('base64url')}`,
     internalToken: `int_${randomBytes(24).toString('base64url')}`,
   };
   if (created) {
     mkdirSync(dataDir, { recursive: true });
-    writeFileSync(file, `${JSON.stringify(stored, null, 2)}\n`, { mode: 0o600 });
+    // `wx`: never over a file that appeared meanwhile.
+    writeFileSync(file, `${JSON.stringify(stored, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
   }
   return {
     apiKey: env.EVERDICT_BOOTSTRAP_API_KEY ?? stored.apiKey,
