@@ -213,11 +213,18 @@ export function turnCalls(deps: Deps, trajectories: RunTrajectories | null, hold
       return { events: page.items, nextOffset: page.nextOffset };
     },
 
-    /** Append the turn's events (its transcript) under the lease. */
+    /**
+     * Append the turn's events (its transcript) under the lease: checked in the transcript writer's
+     * transaction, the turn's row locked, then its host's row (FOR SHARE, `admitHolder`) — a revoke of the
+     * host waits for the write, or the write for the revoke (then 401); never a batch checked before a revoke,
+     * or another epoch's grant, landing after it.
+     */
     async append(runId: string, raw: unknown): Promise<{ eventCount: number }> {
       const input = parse(TranscriptAppend, raw);
-      const turn = await withTx(deps.db, (tx) => heldTurn(tx, runId, input, holders));
-      const r = await store().append(turn.tenant_id, runId, input.events);
+      const found = await turnOf(deps.db, runId);
+      const r = await store().appendChecked(found.tenant_id, runId, input.events, async (tx) => {
+        await heldTurn(tx, runId, input, holders);
+      });
       return { eventCount: r.eventCount };
     },
 

@@ -7,6 +7,14 @@
 // it does its runners: a revoked host's next lease, heartbeat, call or report is 401 `invalid_agent_host`,
 // and the leases it held expire in the revoking transaction (the lease sweep then requeues their turns).
 // With `requirePaired` (EVERDICT_AGENT_REQUIRE_PAIRED=1) a holder that is no paired host is refused alike.
+//
+// A leased call and its host's revoke serialize on the host's row: a report, tool call or transcript append
+// holds it FOR SHARE (`admitHolder`, in the transaction that checks the lease and writes) to its commit, the
+// revoke locks it FOR UPDATE before it expires the host's leases. A call that comes first settles (a report
+// releases its lease before the revoke reads it); one that comes after reads the host revoked (401). Lock
+// order: a transcript append's writer lock (trajectory/run-lock.ts), the turn's row, then the host's row,
+// then the lease; the revoke takes the host's row, then the leases — never a turn's row (the sweep that
+// requeues them runs after its commit). A grant takes the host's row first, then claims turns SKIP LOCKED.
 import { z } from 'zod';
 import { iso } from '../db/numeric.js';
 import type { Executor, Tx } from '../db/tx.js';

@@ -144,6 +144,8 @@ export interface SubscriptionsTable {
   cooldown_sec: number;
   max_depth: number;
   enabled: boolean;
+  /** When it last started answering events: its creation or its latest re-enabling (migration 0028). */
+  enabled_at: Ts;
   last_fired_at: Ts | null;
   created_by: string;
   created_at: Ts;

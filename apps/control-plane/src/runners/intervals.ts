@@ -11,6 +11,7 @@ import { REVOKED_EXPIRY_MS, staleLease } from '../leases/store.js';
 import type { Deps } from '../services/context.js';
 import { mapStoreErrors } from '../trajectory/errors.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
+import { holdRunner } from './completion-rows.js';
 import { assertRunnerLease } from './leases.js';
 import type { RunnerIdentity } from './registry.js';
 import { ArtifactQuery, EventsInput } from './schemas.js';
@@ -43,6 +44,11 @@ const inTx = <T>(ex: Executor, fn: (tx: Tx) => Promise<T>): Promise<T> =>
  * lock is held, and the lease row locked, while they are written: a grant of the next epoch waits, then
  * sees how far this journal went. Events carry the trajectory's seqs from the lease's `seqFrom` on; a
  * re-sent batch is skipped by the store (same bytes) and anything else out of place is refused.
+ *
+ * The lease row's lock (FOR UPDATE) also serializes the batch with its runner's revoke, whose expiry of the
+ * lease (`expireHolder`: an UPDATE of that row) waits for it: a batch past its lease check is stored before
+ * the revoke commits, and one that reads the lease after the revoke's UPDATE waits for its commit and reads the
+ * lease revoked (409). No runner-row lock is needed here (`test/interval-revoke.pg.test.ts`).
  */
 export async function appendRunnerEvents(
   deps: Deps,
@@ -132,7 +138,8 @@ export async function appendRunnerEvents(
 
 /**
  * Store one artifact under the runner's current lease in the trajectory store (content-addressed, per
- * tenant: `blake3:<hex>`), streamed — never held whole — and list it for the epoch in `runner_artifacts`.
+ * tenant: `blake3:<hex>`), streamed — never held whole — and list it for the epoch in `runner_artifacts`
+ * (the lease checked again there, under the runner's row: a revoke that commits first refuses it, 409).
  */
 export async function putArtifact(
   deps: Deps,
@@ -160,6 +167,11 @@ export async function putArtifact(
   );
   const { address, size } = stored;
   await withTx(deps.db, async (tx) => {
+    // The runner's row first, FOR KEY SHARE, as a completion holds it (completion-rows.ts): the lease check
+    // reads the lease without a lock, so without it a revoke could commit between this check and the commit
+    // and the artifact be listed under a lease the revoke had ended. With it the revoke (FOR UPDATE of the row)
+    // waits for this listing, or this listing for the revoke — and then reads the lease revoked (409).
+    await holdRunner(tx, runner.id);
     await assertRunnerLease(tx, runner, runId, q.epoch);
     await tx
       .insertInto('runner_artifacts')

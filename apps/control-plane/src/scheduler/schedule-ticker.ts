@@ -6,12 +6,16 @@ import { withTx } from '../db/tx.js';
 import { appendEvents } from '../ledger/events.js';
 import type { Deps } from '../services/context.js';
 
-/** Fire the latest due slot of every enabled schedule (missed older slots are not replayed). Returns slots fired. */
+/**
+ * Fire the latest due slot of every enabled schedule (missed older slots are not replayed), unless it is older
+ * than the schedule's creation or its latest re-enabling (`enabled_at`): a schedule re-enabled after a slot
+ * passed while it was disabled does not fire that slot late — its next slot is its first. Returns slots fired.
+ */
 export async function tickSchedules(deps: Deps): Promise<number> {
   const now = deps.clock();
   const subs = await deps.db
     .selectFrom('subscriptions')
-    .select(['id', 'tenant_id', 'schedule_cron', 'schedule_tz', 'created_at'])
+    .select(['id', 'tenant_id', 'schedule_cron', 'schedule_tz', 'enabled_at'])
     .where('schedule_cron', 'is not', null)
     .where('enabled', '=', true)
     .where('deleted_at', 'is', null)
@@ -29,7 +33,7 @@ export async function tickSchedules(deps: Deps): Promise<number> {
     } catch {
       continue;
     }
-    if (slot.getTime() < s.created_at.getTime()) continue;
+    if (slot.getTime() < s.enabled_at.getTime()) continue;
     const won = await withTx(deps.db, async (tx) => {
       const claimed = await tx
         .insertInto('schedule_slots')

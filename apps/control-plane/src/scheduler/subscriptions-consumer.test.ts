@@ -44,6 +44,7 @@ describe('subscriptions consumer', () => {
           cooldown_sec: 0,
           max_depth: 3,
           enabled: true,
+          enabled_at: new Date(),
           last_fired_at: null,
           created_by: 'key_legacy',
           created_at: new Date(),

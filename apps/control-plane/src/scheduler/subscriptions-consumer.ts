@@ -94,16 +94,13 @@ export async function consumeOnce(deps: Deps, limit = 200): Promise<number> {
       .execute();
     for (const { event } of batch) {
       for (const row of subs) {
-        // A subscription answers events from its creation on: a consumer that is behind (a restart's
-        // backlog, a cycle's lag) never fires it for history older than itself.
-        if (Date.parse(event.at) < row.created_at.getTime()) continue;
+        // A subscription answers events from its creation, or its latest re-enabling, on (`enabled_at`): a
+        // consumer that is behind (a restart's backlog, a cycle's lag) never fires it for history older than
+        // itself, nor for what happened while it was disabled. (`fire` checks it again on the locked row.)
+        if (beforeEnabled(event, row.enabled_at)) continue;
         const selector = { eventKind: row.selector_kind, filter: row.selector_filter as Selector['filter'] };
         if (!matchEvent({ tenant: row.tenant_id, selector }, event)) continue;
-        const sub = modelOf(row);
-        // A stored spec that no longer parses (written by an older version) is skipped with a recorded
-        // refusal: the cursor moves on, and every other subscription, of every tenant, still fires.
-        if (!sub) await recordFiring(deps, tx, row.id, event, null, 'refused:invalid_spec');
-        else await fire(deps, tx, row.id, sub, event);
+        await fire(deps, tx, row.id, modelOf(row), event);
       }
     }
     const last = batch.at(-1)!.pos;
@@ -117,6 +114,10 @@ export async function consumeOnce(deps: Deps, limit = 200): Promise<number> {
 }
 
 type Selector = ReturnType<typeof toModelSubscription>['selector'];
+
+/** Is `event` older than the moment the subscription was (last) enabled — one it does not answer? */
+const beforeEnabled = (event: PlatformEvent, enabledAt: Date): boolean =>
+  Date.parse(event.at) < enabledAt.getTime();
 
 /** The run-model subscription of a stored row, or null when its spec no longer parses. */
 function modelOf(row: Parameters<typeof toModelSubscription>[0]) {
@@ -143,19 +144,32 @@ function recordFiring(
     .execute();
 }
 
+/**
+ * Fire one matched subscription for one event, or record why not. `sub` is the batch's reading of it (null when
+ * its spec no longer parses). The row is locked and read again first, in one statement: a subscription
+ * disabled, deleted or re-enabled since the batch listed it (their commits are visible to this statement, or it
+ * waits for them) is taken as it is now — it does not fire, and nothing is recorded, as for one never listed.
+ */
 async function fire(
   deps: Deps,
   tx: Tx,
   subId: string,
-  sub: ReturnType<typeof toModelSubscription>,
+  sub: ReturnType<typeof toModelSubscription> | null,
   event: PlatformEvent,
 ) {
   const current = await tx
     .selectFrom('subscriptions')
-    .select(['last_fired_at', 'run_spec', 'created_by'])
+    .select(['last_fired_at', 'run_spec', 'created_by', 'enabled', 'deleted_at', 'enabled_at'])
     .where('id', '=', subId)
     .forUpdate()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
+  if (!current?.enabled || current.deleted_at !== null || beforeEnabled(event, current.enabled_at)) return;
+  // A stored spec that no longer parses (written by an older version) is skipped with a recorded
+  // refusal: the cursor moves on, and every other subscription, of every tenant, still fires.
+  if (!sub) {
+    await recordFiring(deps, tx, subId, event, null, 'refused:invalid_spec');
+    return;
+  }
   const causing = event.runId
     ? await selectRunRows(tx).selectAll().where('id', '=', event.runId).executeTakeFirst()
     : undefined;

@@ -3,7 +3,7 @@
 
 import { SCHEDULE_FIRED, Subscription } from '@everdict/run-model';
 import { CronExpressionParser } from 'cron-parser';
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { iso, json } from '../db/numeric.js';
 import type { SubscriptionsTable } from '../db/schema.js';
 import { ControlPlaneError, notFound } from '../errors.js';
@@ -121,6 +121,7 @@ export function subscriptionService(deps: Deps): SubscriptionService {
           : { cause: 'event', eventId: '0', eventKind: selector.kind },
       );
       await groupOfTenant(deps, p, input.runSpec);
+      const now = deps.clock();
       const row = await deps.db
         .insertInto('subscriptions')
         .values({
@@ -135,9 +136,10 @@ export function subscriptionService(deps: Deps): SubscriptionService {
           cooldown_sec: input.cooldownSec,
           max_depth: input.maxDepth,
           enabled: input.enabled,
+          enabled_at: now,
           last_fired_at: null,
           created_by: p.actor,
-          created_at: deps.clock(),
+          created_at: now,
           deleted_at: null,
         })
         .returningAll()
@@ -158,13 +160,25 @@ export function subscriptionService(deps: Deps): SubscriptionService {
       return subscriptionView(await find(p.tenantId, id));
     },
     async setEnabled(p, id, enabled) {
-      await find(p.tenantId, id);
+      // Enabling a disabled subscription starts it anew (`enabled_at` = now): it answers events from then on
+      // — the consumer skips older ones, and a schedule fires no slot that passed while it was disabled — even
+      // when the consumer or the ticker is behind. Enabling an enabled one keeps its time. One statement.
       const r = await deps.db
         .updateTable('subscriptions')
-        .set({ enabled })
+        .set(
+          enabled
+            ? {
+                enabled,
+                enabled_at: sql<Date>`CASE WHEN enabled THEN enabled_at ELSE ${deps.clock()}::timestamptz END`,
+              }
+            : { enabled },
+        )
+        .where('tenant_id', '=', p.tenantId)
         .where('id', '=', id)
+        .where('deleted_at', 'is', null)
         .returningAll()
-        .executeTakeFirstOrThrow();
+        .executeTakeFirst();
+      if (!r) throw notFound('subscription', id);
       return subscriptionView(r);
     },
     async delete(p, id) {

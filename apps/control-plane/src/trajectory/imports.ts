@@ -1,6 +1,7 @@
 // OTLP import (issue 12, "import = materialize first"): spans whose resource names one of the tenant's live
-// runs (`everdict.run_id`) are appended to that run's trajectory through the single writer — unless a runner
-// holds its lease: the runner's journal takes the run's next seqs, so they are imported instead; all others
+// runs (`everdict.run_id`) are appended to that run's trajectory through the single writer — unless an outside
+// writer numbers it (run-trajectories.ts `outsideWriterOf`: a runner holding its lease, whose journal takes the
+// run's next seqs; an agent turn's host, whose transcript it is), so they are imported instead; all others
 // become imported trajectories — one per OTLP trace id, sealed, stamped {source: "otlp", externalId,
 // pulledAt}.
 import { isTerminalStatus, type RunStatus } from '@everdict/run-model';
@@ -69,7 +70,8 @@ export async function importOtlpSpans(
   for (const { runId, group, drafts } of appends) {
     try {
       const r = await trajectories.appendOutsideLease(tenant, runId, drafts, spanBatchKey(group));
-      // A runner's journal takes the run's next seqs: its spans are imported like any other.
+      // An outside writer numbers the run's trajectory (a runner's journal, an agent host's transcript): its
+      // spans are imported like any other.
       if (!r) importInstead(group);
       else routedOut.push({ runId, spans: group.length, appended: r.appended, duplicates: r.duplicates });
     } catch (err) {

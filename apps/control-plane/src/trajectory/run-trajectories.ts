@@ -60,12 +60,30 @@ export class RunTrajectories {
   }
 
   /**
-   * Appends drafts (as `appendDrafts`) unless a runner holds the run's lease: a runner posts its journal at
-   * seqs of its own from its lease's `seqFrom` on (what its attestation commits to), so anything appended
-   * meanwhile would take them. Then nothing is appended and the answer is `null`. Otherwise the range is
-   * recorded under OUTSIDE_LEASE_EPOCH, so the next runner lease's journal starts after it. The run's row is
-   * locked while this runs: a claim that would lease the run skips it (SKIP LOCKED) until this commits, or
-   * has committed and its lease is seen here.
+   * Appends run-model TraceEvents (as `append`) once `check` passed in the writer's transaction: a lease check
+   * made there holds until the events are written (a revoke or another epoch's grant committing between the
+   * check and the write cannot let them land after it). On PGlite the transaction is one of its own.
+   */
+  appendChecked(
+    tenant: string,
+    runId: string,
+    events: unknown,
+    check: (tx: Tx) => Promise<void>,
+  ): Promise<AppendResult> {
+    return this.locks.run(tenant, runId, (ex) =>
+      inTx(ex, async (tx) => {
+        await check(tx);
+        return this.#writeIn(tx, tenant, runId, () => this.store.append(tenant, runId, events));
+      }),
+    );
+  }
+
+  /**
+   * Appends drafts (as `appendDrafts`) unless an outside writer numbers the run's trajectory (`outsideWriterOf`):
+   * anything appended meanwhile would take the seqs it posts next, or change what it already named. Then
+   * nothing is appended and the answer is `null`. Otherwise the range is recorded under OUTSIDE_LEASE_EPOCH,
+   * so the next runner lease's journal starts after it. The run's row is locked while this runs: a claim that
+   * would lease the run skips it (SKIP LOCKED) until this commits, or has committed and its lease is seen here.
    */
   appendOutsideLease(
     tenant: string,
@@ -75,23 +93,7 @@ export class RunTrajectories {
   ): Promise<AppendResult | null> {
     return this.locks.run(tenant, runId, (ex) =>
       inTx(ex, async (tx) => {
-        await tx
-          .selectFrom('runs')
-          .select('id')
-          .where('tenant_id', '=', tenant)
-          .where('id', '=', runId)
-          .forNoKeyUpdate()
-          .executeTakeFirst();
-        // A runner's lease: its grant opened the journal of the lease's epoch (runners/leases.ts).
-        const runnerLease = await tx
-          .selectFrom('run_leases as l')
-          .innerJoin('runner_journals as j', (join) =>
-            join.onRef('j.run_id', '=', 'l.run_id').onRef('j.epoch', '=', 'l.epoch'),
-          )
-          .select('l.run_id')
-          .where('l.run_id', '=', runId)
-          .executeTakeFirst();
-        if (runnerLease) return null;
+        if (await outsideWriterOf(tx, tenant, runId)) return null;
         const r = await this.#writeIn(tx, tenant, runId, () =>
           this.store.appendDrafts(tenant, runId, drafts, batchKey),
         );
@@ -226,6 +228,44 @@ export class RunTrajectories {
       open: row.trajectory_open,
     };
   }
+}
+
+/**
+ * Who numbers the run's trajectory itself now, so that nothing else may append to it (null: no one — the
+ * control plane's own writers number after the last stored event). THE rule, locking the run's row
+ * (FOR NO KEY UPDATE) first:
+ *   - `runner`: a runner holds its lease — the grant opened the journal of the lease's epoch
+ *     (runners/leases.ts); the runner posts it at seqs of its own from the lease's `seqFrom` on, what its
+ *     attestation commits to. Between leases no one does: the next lease's `seqFrom` starts after what was
+ *     appended meanwhile (OUTSIDE_LEASE_EPOCH).
+ *   - `agent-host`: the run is an agent turn, leased or not — its trajectory is the transcript its agent host
+ *     (or agent service: the only executor of kind `agent`, executors/registry.ts) writes. A holder numbers
+ *     its events after the transcript it loaded at its lease, a park names the transcript's address (the
+ *     snapshot its resume must offer again), an attestation's journal root is that address, and a new turn's
+ *     opening message is written when its transcript is empty.
+ */
+export async function outsideWriterOf(
+  tx: Tx,
+  tenant: string,
+  runId: string,
+): Promise<'runner' | 'agent-host' | null> {
+  const run = await tx
+    .selectFrom('runs')
+    .select('kind')
+    .where('tenant_id', '=', tenant)
+    .where('id', '=', runId)
+    .forNoKeyUpdate()
+    .executeTakeFirst();
+  if (run?.kind === 'agent') return 'agent-host';
+  const runnerLease = await tx
+    .selectFrom('run_leases as l')
+    .innerJoin('runner_journals as j', (join) =>
+      join.onRef('j.run_id', '=', 'l.run_id').onRef('j.epoch', '=', 'l.epoch'),
+    )
+    .select('l.run_id')
+    .where('l.run_id', '=', runId)
+    .executeTakeFirst();
+  return runnerLease ? 'runner' : null;
 }
 
 /** `fn` in `ex`'s transaction, or in one of its own (PGlite's run lock holds no transaction). */

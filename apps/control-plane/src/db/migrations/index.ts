@@ -26,6 +26,7 @@ import * as m0024 from './0024_log_batches.js';
 import * as m0025 from './0025_lean_run_writes.js';
 import * as m0026 from './0026_session_execs.js';
 import * as m0027 from './0027_runner_sandbox_kind.js';
+import * as m0028 from './0028_subscription_enabled_at.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -54,6 +55,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0025_lean_run_writes': m0025,
   '0026_session_execs': m0026,
   '0027_runner_sandbox_kind': m0027,
+  '0028_subscription_enabled_at': m0028,
 };
 
 export const migrationProvider: MigrationProvider = {
