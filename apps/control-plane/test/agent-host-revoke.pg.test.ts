@@ -23,6 +23,7 @@ import { ADMIN_KEY, call, INTERNAL_TOKEN } from '../src/http/testing/harness.js'
 import { leasePolicy } from '../src/leases/policy.js';
 import { expireHolder, requeueExpired } from '../src/runners/leases.js';
 import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
+import { lockWaits } from './lock-waits.js';
 import { type RunnerApp, runnerApp } from './runner-app.js';
 
 announceSkippedLiveSuite('test/agent-host-revoke.pg.test.ts');
@@ -61,16 +62,7 @@ describe.runIf(LIVE_PG)('an agent host’s report or append racing its revoke', 
     call(t.app, method, path, { key: null, body, headers: svc });
 
   /** Resolves once `n` backends of this database wait on a lock, or `done()` says to stop looking. */
-  async function waiting(n: number, done: () => boolean = () => false): Promise<void> {
-    for (;;) {
-      const { rows } = await watch.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
-      );
-      if (rows[0]!.n >= n || done()) return;
-      await new Promise((r) => setImmediate(r));
-    }
-  }
+  const waiting = (n: number, done?: () => boolean) => lockWaits(watch, n, done);
 
   /** A paired host holding the lease of one new turn, whose transcript holds one message. */
   async function leased(): Promise<{ hostId: string; key: SigningKey; lease: Lease; events: Event[] }> {

@@ -1,6 +1,7 @@
 // Test databases: PGlite in-memory by default; with EVERDICT_TEST_DATABASE_URL, a fresh uniquely named
 // database on that server (dropped after). A set-but-unreachable server FAILS loudly — never skips.
 import { randomBytes } from 'node:crypto';
+import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { type LedgerDatabase, openDatabase } from '../src/db/database.js';
 import { migratedPglite } from './pglite-template.js';
@@ -95,4 +96,17 @@ export function announceSkippedLiveSuite(file: string): void {
       `[not run] ${file}: live-PostgreSQL suite skipped (set EVERDICT_TEST_DATABASE_URL to run it)`,
     );
   }
+}
+
+/**
+ * A fresh database with no migration run (in-memory PGlite, or a new database on the live server): for the
+ * migration tests, which migrate it up to a version, write rows as they were then, and go on.
+ */
+export async function unmigratedDatabase(): Promise<{ h: LedgerDatabase; drop: () => Promise<void> }> {
+  if (LIVE_PG) {
+    const live = await createLiveDatabase();
+    const h = await openDatabase({ databaseUrl: live.url, poolSize: 2, migrate: false });
+    return { h, drop: live.drop };
+  }
+  return { h: await openDatabase({ pglite: new PGlite(), migrate: false }), drop: async () => {} };
 }

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, call } from '../src/http/testing/harness.js';
 import { COMMAND_CAPS, leaseRuns, pairTestRunner } from '../src/http/testing/runners.js';
 import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
+import { lockWaits } from './lock-waits.js';
 import { type RunnerApp, runnerApp } from './runner-app.js';
 
 announceSkippedLiveSuite('test/grant-bound.pg.test.ts');
@@ -41,16 +42,7 @@ describe.runIf(LIVE_PG)('the lease bound under concurrent grants', () => {
       await locker.query('BEGIN');
       await locker.query("SELECT 1 FROM adm_tenants WHERE tenant = 'default' FOR UPDATE");
       // Requests waiting on a lock (the tenant's row, or the first grant's lock on the runner's).
-      const waiting = async (n: number) => {
-        for (;;) {
-          const { rows } = await watch.query<{ n: number }>(
-            `SELECT count(*)::int AS n FROM pg_stat_activity
-              WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
-          );
-          if (rows[0]!.n >= n) return;
-          await new Promise((r) => setImmediate(r));
-        }
-      };
+      const waiting = (n: number) => lockWaits(watch, n);
       // The first grant holds its candidate runs (locked, SKIP LOCKED for others) and waits for the tenant's
       // row; the second arrives then: before the fix it counted the same held leases and took other runs.
       const a = leaseRuns(t.app, runner, 2);

@@ -12,6 +12,7 @@ import { leaseRuns, pairTestRunner, type TestLease, type TestRunner } from '../s
 import { expireHolder } from '../src/runners/leases.js';
 import { revokeRunner } from '../src/runners/registry.js';
 import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
+import { lockWaits } from './lock-waits.js';
 import { type RunnerApp, runnerApp } from './runner-app.js';
 
 announceSkippedLiveSuite('test/interval-revoke.pg.test.ts');
@@ -37,16 +38,7 @@ describe.runIf(LIVE_PG)('a runner’s events and artifacts racing its revoke', (
   });
 
   /** Resolves once `n` backends of this database wait on a lock, or `done()` says to stop looking. */
-  async function waiting(n: number, done: () => boolean = () => false): Promise<void> {
-    for (;;) {
-      const { rows } = await watch.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
-      );
-      if (rows[0]!.n >= n || done()) return;
-      await new Promise((r) => setImmediate(r));
-    }
-  }
+  const waiting = (n: number, done?: () => boolean) => lockWaits(watch, n, done);
 
   /** A runner holding the lease of one new command run. */
   async function leased(): Promise<{ runner: TestRunner; lease: TestLease }> {

@@ -10,6 +10,7 @@ import { ADMIN_KEY, call } from '../src/http/testing/harness.js';
 import { COMMAND_CAPS, leaseRuns, pairTestRunner } from '../src/http/testing/runners.js';
 import { agentTrace, otlpJson } from '../src/trajectory/otlp-fixtures.js';
 import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
+import { lockWaits } from './lock-waits.js';
 import { type RunnerApp, runnerApp } from './runner-app.js';
 
 announceSkippedLiveSuite('test/otlp-lease-race.pg.test.ts');
@@ -41,16 +42,7 @@ describe.runIf(LIVE_PG)('an OTLP import racing a lease grant', () => {
     try {
       await locker.query('BEGIN');
       await locker.query("SELECT 1 FROM adm_tenants WHERE tenant = 'default' FOR UPDATE");
-      const waiting = async (n: number) => {
-        for (;;) {
-          const { rows } = await watch.query<{ n: number }>(
-            `SELECT count(*)::int AS n FROM pg_stat_activity
-              WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
-          );
-          if (rows[0]!.n >= n) return;
-          await new Promise((r) => setImmediate(r));
-        }
-      };
+      const waiting = (n: number) => lockWaits(watch, n);
       // The grant holds the run's row (its claim) and waits for the tenant's; the import waits for the run's.
       const granting = leaseRuns(t.app, runner, 1);
       await waiting(1);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY } from '../src/http/testing/harness.js';
 import { consumeOnce } from '../src/scheduler/subscriptions-consumer.js';
 import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
+import { lockWaits } from './lock-waits.js';
 import { type RunnerApp, runnerApp } from './runner-app.js';
 
 announceSkippedLiveSuite('test/subscription-disable.pg.test.ts');
@@ -32,16 +33,7 @@ describe.runIf(LIVE_PG)('a subscription changed while a consuming batch holds it
   });
 
   /** Resolves once a backend of this database waits on a lock. */
-  async function waiting(): Promise<void> {
-    for (;;) {
-      const { rows } = await watch.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
-      );
-      if (rows[0]!.n >= 1) return;
-      await new Promise((r) => setImmediate(r));
-    }
-  }
+  const waiting = () => lockWaits(watch, 1);
 
   const changes: [string, string][] = [
     ['disabled', 'UPDATE subscriptions SET enabled = false WHERE id = $1'],

@@ -1,22 +1,14 @@
 // Migration 0024 on a database whose head log has pending rows at 0023: they become one batch row, in their
 // id order, that the sequencer's reader expands back to the same leaves; `runs` gets fillfactor 30; `down`
 // restores a row per leaf, in order. (One pending row per inserting statement: log/head-log.test.ts.)
-import { PGlite } from '@electric-sql/pglite';
 import { Migrator, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLiveDatabase, LIVE_PG } from '../../../test/db.js';
+import { unmigratedDatabase } from '../../../test/db.js';
 import { pendingLeaves } from '../../log/store.js';
-import { type LedgerDatabase, migrateToLatest, openDatabase } from '../database.js';
+import { migrateToLatest } from '../database.js';
 import { migrationProvider } from './index.js';
 
-async function fresh(): Promise<{ h: LedgerDatabase; drop: () => Promise<void> }> {
-  if (LIVE_PG) {
-    const live = await createLiveDatabase();
-    const h = await openDatabase({ databaseUrl: live.url, poolSize: 2, migrate: false });
-    return { h, drop: live.drop };
-  }
-  return { h: await openDatabase({ pglite: new PGlite(), migrate: false }), drop: async () => {} };
-}
+const fresh = unmigratedDatabase;
 
 const head = (c: string) => c.repeat(64);
 

@@ -1,11 +1,10 @@
 // Migration 0022 on a database that holds data at 0021: every run row keeps its content (the transition
 // columns move to the end of the row), the running slots' expected ends are backfilled, and from then on
 // the trigger keeps adm_slot_ends exact while the slot updates no longer touch an index on `status`.
-import { PGlite } from '@electric-sql/pglite';
 import { Migrator, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLiveDatabase, LIVE_PG } from '../../../test/db.js';
-import { type LedgerDatabase, migrateToLatest, openDatabase } from '../database.js';
+import { unmigratedDatabase } from '../../../test/db.js';
+import { migrateToLatest } from '../database.js';
 import { migrationProvider } from './index.js';
 
 const TAIL = [
@@ -23,14 +22,7 @@ const TAIL = [
   'interval_head',
 ];
 
-async function at0021(): Promise<{ h: LedgerDatabase; drop: () => Promise<void> }> {
-  if (LIVE_PG) {
-    const live = await createLiveDatabase();
-    const h = await openDatabase({ databaseUrl: live.url, poolSize: 2, migrate: false });
-    return { h, drop: live.drop };
-  }
-  return { h: await openDatabase({ pglite: new PGlite(), migrate: false }), drop: async () => {} };
-}
+const at0021 = unmigratedDatabase;
 
 function run(id: string, status: string, extra = '') {
   return sql.raw(`INSERT INTO runs (id, tenant_id, kind, status, lifetime, class, created_by, created_at, updated_at,

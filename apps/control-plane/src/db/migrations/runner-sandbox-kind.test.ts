@@ -1,21 +1,13 @@
 // Migration 0027 on a database with runners paired before the `sandbox` kind decided session placement: every
 // non-revoked runner registers `sandbox` in each image it had registered (and its capabilities say so), so the
 // sessions it could hold before the upgrade it still can; a revoked runner gains nothing.
-import { PGlite } from '@electric-sql/pglite';
 import { Migrator, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLiveDatabase, LIVE_PG } from '../../../test/db.js';
-import { type LedgerDatabase, migrateToLatest, openDatabase } from '../database.js';
+import { unmigratedDatabase } from '../../../test/db.js';
+import { migrateToLatest } from '../database.js';
 import { migrationProvider } from './index.js';
 
-async function fresh(): Promise<{ h: LedgerDatabase; drop: () => Promise<void> }> {
-  if (LIVE_PG) {
-    const live = await createLiveDatabase();
-    const h = await openDatabase({ databaseUrl: live.url, poolSize: 2, migrate: false });
-    return { h, drop: live.drop };
-  }
-  return { h: await openDatabase({ pglite: new PGlite(), migrate: false }), drop: async () => {} };
-}
+const fresh = unmigratedDatabase;
 
 describe('migration 0027 (runner sandbox kind)', () => {
   let done: (() => Promise<void>) | undefined;

@@ -1,20 +1,12 @@
 // Migration 0028 on a database with subscriptions made before `enabled_at`: each answers from its creation, as
 // it did (enabled or not, deleted or not), and the column is required from then on.
-import { PGlite } from '@electric-sql/pglite';
 import { Migrator, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLiveDatabase, LIVE_PG } from '../../../test/db.js';
-import { type LedgerDatabase, migrateToLatest, openDatabase } from '../database.js';
+import { unmigratedDatabase } from '../../../test/db.js';
+import { migrateToLatest } from '../database.js';
 import { migrationProvider } from './index.js';
 
-async function fresh(): Promise<{ h: LedgerDatabase; drop: () => Promise<void> }> {
-  if (LIVE_PG) {
-    const live = await createLiveDatabase();
-    const h = await openDatabase({ databaseUrl: live.url, poolSize: 2, migrate: false });
-    return { h, drop: live.drop };
-  }
-  return { h: await openDatabase({ pglite: new PGlite(), migrate: false }), drop: async () => {} };
-}
+const fresh = unmigratedDatabase;
 
 describe('migration 0028 (subscription enabled_at)', () => {
   let done: (() => Promise<void>) | undefined;
