@@ -30,15 +30,13 @@ import {
   type StreamOptionsInput,
   sandboxId,
 } from '@everdict/placement';
-import { sandboxArgs } from './bwrap-args.js';
+import { heldSandbox, type Sandbox } from './held-sandbox.js';
 import { resolveImage } from './images.js';
 import { detectLimits } from './limits/detect.js';
 import type { LimitBackend, SandboxLimits } from './limits/limits.js';
 import { ProcessDriverConfig, type ProcessDriverConfigInput } from './process-driver-config.js';
 import { ReadyPool, reapScaffolds } from './ready-pool.js';
 import { execIn, streamIn } from './run-commands.js';
-import type { SandboxCommand } from './sandbox-command.js';
-import { SandboxLog } from './sandbox-log.js';
 import { removeSandbox } from './sandbox-removal.js';
 import {
   currentOwner,
@@ -56,22 +54,7 @@ import { snapshotWorkspace } from './workspace-archive.js';
 import { makeWorkspaceDirectories } from './workspace-directories.js';
 
 export const PROCESS_DRIVER = 'process';
-
-/** A sandbox this driver holds: its record, limits, log, bubblewrap arguments and running commands. */
-export interface Sandbox {
-  readonly record: SandboxRecord;
-  readonly limits: SandboxLimits;
-  readonly log: SandboxLog;
-  readonly args: readonly string[];
-  readonly running: Set<SandboxCommand>;
-  disposed: boolean;
-  /** Settles once a dispose begun (`disposed`) has removed it and it is no longer held. */
-  removal: Promise<void> | null;
-  /** Made by this process (not adopted): its log did not exist before this process wrote to it. */
-  readonly created: boolean;
-  /** The spec's directories this process made in the workspace, parents first (removal-hint). */
-  made: readonly string[];
-}
+export type { Sandbox };
 
 export class ProcessDriver implements Driver {
   readonly config: ProcessDriverConfig;
@@ -246,27 +229,7 @@ export class ProcessDriver implements Driver {
   }
 
   private hold(record: SandboxRecord, limits: SandboxLimits, created = false): Sandbox {
-    const image =
-      record.imageRoot === null
-        ? ({ kind: 'default', ref: 'default', digest: null } as const)
-        : ({
-            kind: 'named',
-            ref: record.handle.environment.image,
-            root: record.imageRoot,
-            digest: record.handle.environment.imageDigest ?? '',
-          } as const);
-    const box: Sandbox = {
-      record,
-      limits,
-      // adopted: the log another instance wrote counts against the cap
-      log: new SandboxLog(record.log, this.config.logCapBytes, !created),
-      args: sandboxArgs(image, record.workspace, record.handle.network),
-      running: new Set(),
-      disposed: false,
-      removal: null,
-      created,
-      made: [],
-    };
+    const box = heldSandbox(record, limits, this.config.logCapBytes, created);
     this.sandboxes.set(record.handle.id, box);
     return box;
   }

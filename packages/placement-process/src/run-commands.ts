@@ -20,8 +20,8 @@ import {
   unsupported,
 } from '@everdict/placement';
 import { DEFAULT_PATH, WORKSPACE } from './bwrap-args.js';
+import type { Sandbox } from './held-sandbox.js';
 import type { LimitCounters } from './limits/limits.js';
-import type { Sandbox } from './process-driver.js';
 import { DEFAULT_TERMINAL_SIZE, ptyArgv, ptyToolsIn } from './pty.js';
 import { PtyInput } from './pty-input.js';
 import {
