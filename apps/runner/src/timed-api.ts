@@ -82,8 +82,18 @@ function withIdleTimeout<T>(
     return Promise.reject(reason());
   }
   let done = false;
-  const timer = setTimeout(() => idle.abort(), idleMs);
+  let slicesTaken = 0;
+  // The timer firing is not yet idleness: a process whose event loop was held (a busy runner, a long GC) runs
+  // its due timers before the I/O that moved meanwhile. The check waits for that I/O (setImmediate runs after
+  // the poll phase) and fails the call only if no slice was taken since the timer fired.
+  const timer = setTimeout(() => {
+    const seen = slicesTaken;
+    setImmediate(() => {
+      if (!done && slicesTaken === seen) idle.abort();
+    });
+  }, idleMs);
   const moved = () => {
+    slicesTaken += 1;
     if (!done) timer.refresh();
   };
   async function* slices(): AsyncGenerator<Buffer> {
