@@ -1,9 +1,9 @@
 // Dispatch and settle around the store: dequeue honors WFQ, class priority + aging and per-tenant quotas
 // (all inside the store's one atomic claim); release settles a run; cancelTree applies the cascade.
-import type { TerminalStatus } from '@everdict/run-model';
+import { isTerminalStatus, RunStatus, type TerminalStatus } from '@everdict/run-model';
 import { type CascadeOptOut, cascade } from './cascade.js';
 import type { Actuals } from './envelope.js';
-import { AdmissionError } from './errors.js';
+import { AdmissionError, invalidNow } from './errors.js';
 import { type GlobalPolicyInput, globalPolicy, type TenantPolicyInput, tenantPolicy } from './policy.js';
 import { type AdmissionStore, type Dispatch, hasSyncSteps, type SettleResult } from './store.js';
 
@@ -27,6 +27,8 @@ export function dequeue(store: AdmissionStore, capacity: number, now: number): P
       new AdmissionError('bad_request', `capacity must be a non-negative integer, got ${capacity}`),
     );
   }
+  const badNow = invalidNow(now);
+  if (badNow) return Promise.reject(badNow);
   if (capacity === 0) return Promise.resolve([]);
   try {
     return Promise.resolve(hasSyncSteps(store) ? store.claimSync(capacity, now) : store.claim(capacity, now));
@@ -49,6 +51,19 @@ export function release(store: AdmissionStore, r: Release, now: number): Promise
   const tokens = r.actuals?.tokens ?? 0;
   if (!(usd >= 0 && tokens >= 0 && Number.isFinite(usd) && Number.isFinite(tokens))) {
     return Promise.reject(new AdmissionError('bad_request', 'actuals must be finite and non-negative'));
+  }
+  const badNow = invalidNow(now);
+  if (badNow) return Promise.reject(badNow);
+  // The type says terminal; an untyped caller's 'queued' or 'running' would move a run back into a live
+  // status it is no longer queued or counted in.
+  const status = RunStatus.safeParse(r.status);
+  if (!status.success || !isTerminalStatus(status.data)) {
+    return Promise.reject(
+      new AdmissionError(
+        'bad_request',
+        `release status must be succeeded, failed or cancelled, got ${r.status}`,
+      ),
+    );
   }
   const settlement = { tenant: r.tenant, runId: r.runId, status: r.status, actuals: { usd, tokens }, now };
   try {
@@ -73,6 +88,8 @@ export async function cancelTree(
   now: number,
   optOut: CascadeOptOut = {},
 ): Promise<CascadeResult> {
+  const badNow = invalidNow(now);
+  if (badNow) throw badNow;
   const nodes = await store.causalSubtree(tenant, runId);
   if (nodes.length === 0) throw new AdmissionError('unknown_run', `run ${runId} not found`);
   const status = new Map(nodes.map((n) => [n.runId, n.status]));

@@ -55,3 +55,14 @@ export function parseOrThrow<T>(
   if (!result.success) throw new AdmissionError('bad_request', `invalid ${what}: ${result.error.message}`);
   return result.data;
 }
+
+/**
+ * `now` (epoch ms) is a parameter of every step; a non-finite one would be stored as an admission or start
+ * time and poison the queue's aging order (NaN compares false: every tenant would count as aged). Null
+ * when `now` is a finite number, else the 400 to refuse with.
+ */
+export function invalidNow(now: number): AdmissionError | null {
+  return Number.isFinite(now)
+    ? null
+    : new AdmissionError('bad_request', `now must be finite epoch ms, got ${now}`);
+}

@@ -2,6 +2,7 @@ import type { RunClass } from '@everdict/run-model';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FairQueue, type QueueItem } from './fair-queue.js';
+import { MAX_WEIGHT, MIN_WEIGHT } from './wfq.js';
 
 const A = 100; // aging bound used throughout
 
@@ -32,7 +33,13 @@ describe('FairQueue', () => {
   //   pairwise   |served_i/w_i − served_j/w_j| ≤ 1/w_i + 1/w_j
   //   share      |served_i − k·w_i/W| ≤ 1 + (n−2)·w_i/W  (< n−1 dispatches)
   // so each tenant's share served_i/k converges to w_i/W with error below (n−1)/k.
-  const weights = fc.array(fc.integer({ min: 1, max: 8 }), { minLength: 2, maxLength: 6 });
+  // Integer weights, and fractional ones spread over the whole allowed range (log-uniform-ish).
+  const weight = fc.oneof(
+    fc.integer({ min: 1, max: 8 }),
+    fc.double({ min: 0.05, max: 20, noNaN: true }),
+    fc.integer({ min: -6, max: 6 }).map((e) => Math.min(MAX_WEIGHT, Math.max(MIN_WEIGHT, 10 ** e))),
+  );
+  const weights = fc.array(weight, { minLength: 2, maxLength: 6 });
   for (const regime of ['fresh', 'aged'] as const) {
     it(`gives each backlogged tenant its weighted share (${regime} items)`, () => {
       fc.assert(
@@ -70,6 +77,73 @@ describe('FairQueue', () => {
       );
     });
   }
+
+  // Idle and back: a tenant served alone for a while banks nothing (its tags restart at the class clock),
+  // and one that sat idle banks nothing either: from the moment all are backlogged, the pairwise bound holds
+  // on the services counted from that moment.
+  it('banks no credit across an idle spell: the bound holds from the moment all are backlogged', () => {
+    fc.assert(
+      fc.property(
+        weights,
+        fc.array(fc.nat(40), { minLength: 6, maxLength: 6 }),
+        fc.integer({ min: 20, max: 150 }),
+        (ws, alone, k) => {
+          const q = new FairQueue(A);
+          for (const [t, w] of ws.entries()) q.setWeight(`t${t}`, w);
+          let id = 0;
+          // Phase 1: each tenant in turn is served alone (`alone[t]` items), the others idle.
+          for (const t of ws.keys()) {
+            for (let i = 0; i < alone[t]!; i++)
+              q.enqueue({ id: `p${id++}`, tenant: `t${t}`, class: 'batch', enqueuedAt: 0 });
+            while (q.next(0)) {}
+          }
+          // Phase 2: everyone backlogged at once.
+          for (let i = 0; i < k; i++)
+            for (const t of ws.keys())
+              q.enqueue({ id: `q${id++}`, tenant: `t${t}`, class: 'batch', enqueuedAt: 0 });
+          const served = ws.map(() => 0);
+          for (let n = 1; n <= k; n++) {
+            served[Number(q.next(0)!.tenant.slice(1))]! += 1;
+            ws.forEach((wi, i) => {
+              ws.forEach((wj, j) => {
+                const lag = Math.abs(served[i]! / wi - served[j]! / wj);
+                expect(lag, `t${i}/t${j} at ${n}`).toBeLessThanOrEqual(1 / wi + 1 / wj + 1e-9);
+              });
+            });
+          }
+        },
+      ),
+      { numRuns: 50 },
+    );
+  });
+
+  // A weight near zero made every tag Infinity (1 / 5e-324) or so large that other tenants' 1 / weight steps
+  // were lost in rounding: the class clock jumped there and the class became one FIFO for every tenant.
+  it('refuses weights outside [MIN_WEIGHT, MAX_WEIGHT], and keeps others fair after the lightest is served', () => {
+    const q = new FairQueue(A);
+    for (const bad of [0, -1, 5e-324, 1e-300, MIN_WEIGHT / 2, MAX_WEIGHT * 2, Number.NaN, Infinity]) {
+      expect(() => q.setWeight('z', bad), String(bad)).toThrow(RangeError);
+    }
+    q.setWeight('z', MIN_WEIGHT);
+    q.enqueue({ id: 'z1', tenant: 'z', class: 'batch', enqueuedAt: 0 });
+    expect(q.next(0)?.id).toBe('z1'); // the class clock is now 1 / MIN_WEIGHT = 1e6
+    for (let i = 0; i < 10; i++) {
+      q.enqueue({ id: `a${i}`, tenant: 'a', class: 'batch', enqueuedAt: 0 });
+      q.enqueue({ id: `b${i}`, tenant: 'b', class: 'batch', enqueuedAt: 0 });
+    }
+    const order = Array.from({ length: 20 }, () => q.next(0)?.tenant).join('');
+    expect(order).toBe('ab'.repeat(10));
+  });
+
+  it('refuses a non-finite clock (it would count every tenant as aged)', () => {
+    const q = new FairQueue(A);
+    expect(() => q.enqueue({ id: 'x', tenant: 't', class: 'batch', enqueuedAt: Number.NaN })).toThrow(
+      RangeError,
+    );
+    q.enqueue({ id: 'x', tenant: 't', class: 'batch', enqueuedAt: 0 });
+    expect(() => q.next(Number.NaN)).toThrow(RangeError);
+    expect(q.next(0)?.id).toBe('x');
+  });
 
   // The aging rule as an invariant: capacity never goes to an unaged item while an aged one waits.
   it('never dispatches an unaged item while an item past the bound waits', () => {

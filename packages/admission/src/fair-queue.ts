@@ -50,6 +50,8 @@ export class FairQueue {
   }
 
   enqueue(item: QueueItem): void {
+    if (!Number.isFinite(item.enqueuedAt))
+      throw new RangeError(`enqueuedAt must be finite, got ${item.enqueuedAt}`);
     const t = this.tenant(item.tenant);
     if (t.nodes.has(item.id)) throw new RangeError(`already queued: ${item.id}`);
     const n = this.nodes.alloc();
@@ -73,6 +75,7 @@ export class FairQueue {
 
   /** Pop the next item to dispatch at `now`, or undefined if every non-blocked tenant is empty. */
   next(now: number): QueueItem | undefined {
+    if (!Number.isFinite(now)) throw new RangeError(`now must be finite, got ${now}`);
     const n = this.wfq.next(now);
     if (n < 0) return undefined;
     const item = this.items[n]!;

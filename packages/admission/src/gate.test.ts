@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { task } from './contract.js';
-import { configureGlobal, configureTenant, dequeue, release } from './dispatch.js';
+import { cancelTree, configureGlobal, configureTenant, dequeue, release } from './dispatch.js';
 import { rootEnvelope } from './envelope.js';
 import { AdmissionError } from './errors.js';
 import { admit, decide } from './gate.js';
@@ -8,6 +8,7 @@ import { MemoryAdmissionStore } from './memory/index.js';
 import { globalPolicy, type TenantPolicyInput, tenantPolicy } from './policy.js';
 import { parseAdmissionRequest } from './request.js';
 import type { AdmissionSnapshot, RunSlot } from './store.js';
+import { MAX_WEIGHT, MIN_WEIGHT } from './wfq.js';
 
 const NOW = 5_000_000;
 
@@ -228,5 +229,48 @@ describe('admit against a store', () => {
     await admit(store, task('t', 'b1', { cause: 'schedule' }), NOW);
     const d = await admit(store, task('t', 'g1', { cause: 'event' }), NOW);
     expect(d).toMatchObject({ lane: 'queue', position: { tenantAhead: 1, tenantQueued: 2 } });
+  });
+});
+
+describe('boundary values: weights and clocks', () => {
+  it('refuses a tenant weight outside [MIN_WEIGHT, MAX_WEIGHT] with a 400 and keeps the tenant unknown', async () => {
+    const store = new MemoryAdmissionStore();
+    for (const weight of [0, 5e-324, 1e-300, MIN_WEIGHT / 2, MAX_WEIGHT * 2]) {
+      const error = await configureTenant(store, 't', { weight }).catch((e: unknown) => e);
+      expect(error, String(weight)).toBeInstanceOf(AdmissionError);
+      expect(error).toMatchObject({ code: 'bad_request', httpStatus: 400 });
+    }
+    // The store's own step refuses it too, before any write (a store fed an unparsed policy).
+    await expect(store.putTenant('t', { ...tenantPolicy(), weight: 1e-300 })).rejects.toThrow(RangeError);
+    await expect(admit(store, task('t', 'r'), NOW)).rejects.toMatchObject({ code: 'unknown_tenant' });
+    await configureTenant(store, 't', { weight: MIN_WEIGHT });
+    await configureTenant(store, 'u', { weight: MAX_WEIGHT });
+  });
+
+  it('refuses a non-finite now at every step, and a release to a live status, with a 400, changing nothing', async () => {
+    const store = new MemoryAdmissionStore();
+    await configureTenant(store, 't');
+    await admit(store, task('t', 'q'), NOW);
+    await admit(store, task('t', 'r'), NOW);
+    await dequeue(store, 1, NOW);
+    for (const bad of [Number.NaN, Infinity, -Infinity]) {
+      await expect(admit(store, task('t', 'x'), bad)).rejects.toMatchObject({ code: 'bad_request' });
+      await expect(dequeue(store, 1, bad)).rejects.toMatchObject({ code: 'bad_request' });
+      await expect(
+        release(store, { tenant: 't', runId: 'q', status: 'succeeded' }, bad),
+      ).rejects.toMatchObject({
+        code: 'bad_request',
+      });
+      await expect(cancelTree(store, 't', 'q', bad)).rejects.toMatchObject({ code: 'bad_request' });
+    }
+    for (const status of ['queued', 'running', 'awaiting_input', 'done', undefined]) {
+      const r = { tenant: 't', runId: 'q', status } as unknown as Parameters<typeof release>[1];
+      await expect(release(store, r, NOW), String(status)).rejects.toMatchObject({ code: 'bad_request' });
+    }
+    expect(await store.getRun('t', 'x')).toBeNull();
+    expect((await store.getRun('t', 'q'))?.status).toBe('running');
+    expect((await store.getRun('t', 'r'))?.status).toBe('queued');
+    // Still in order: the queued run was not promoted as "aged" by a NaN clock.
+    expect((await dequeue(store, 1, NOW + 1)).map((d) => [d.runId, d.waitedMs])).toEqual([['r', 1]]);
   });
 });

@@ -11,7 +11,7 @@ import {
   retryAt,
 } from './decision.js';
 import { type Actuals, delegate, type Envelope, exhaustion, inFlightBlock } from './envelope.js';
-import { AdmissionError } from './errors.js';
+import { AdmissionError, invalidNow } from './errors.js';
 import type { GlobalPolicy } from './policy.js';
 import { type AdmissionRequest, type AdmissionRequestInput, parseAdmissionRequest } from './request.js';
 import { isMemberSession, sessionBlock } from './session-pool.js';
@@ -177,6 +177,8 @@ export function admitTrusted(
   request: AdmissionRequest,
   now: number,
 ): Promise<AdmissionDecision> {
+  const badNow = invalidNow(now);
+  if (badNow) return Promise.reject(badNow);
   if (!hasSyncSteps(store)) return admitAsync(store, request, now);
   try {
     return Promise.resolve(admitSync(store, request, now));

@@ -71,4 +71,4 @@ export type {
   TenantLoad,
 } from './store.js';
 export { hasSyncSteps, settleRefusal } from './store.js';
-export { AGED_LANE, finishTag, isContinuing } from './wfq.js';
+export { AGED_LANE, finishTag, isContinuing, MAX_WEIGHT, MIN_WEIGHT } from './wfq.js';

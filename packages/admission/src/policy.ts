@@ -2,6 +2,7 @@
 import { RunCause, RunKind } from '@everdict/run-model';
 import { z } from 'zod';
 import { parseOrThrow } from './errors.js';
+import { MAX_WEIGHT, MIN_WEIGHT } from './wfq.js';
 
 const count = z.number().int().nonnegative();
 const positiveCount = z.number().int().positive();
@@ -38,8 +39,11 @@ export type CascadePolicyInput = z.input<typeof CascadePolicy>;
 
 export const TenantPolicy = z
   .object({
-    /** WFQ weight: a backlogged tenant's long-run share of dispatches is weight / Σ backlogged weights. */
-    weight: z.number().positive().max(1_000_000).default(1),
+    /**
+     * WFQ weight: a backlogged tenant's long-run share of dispatches is weight / Σ backlogged weights.
+     * Bounded on both sides (1e-6 … 1e6): a weight near zero would blow the queue's virtual clock up.
+     */
+    weight: z.number().min(MIN_WEIGHT).max(MAX_WEIGHT).default(1),
     /** Queued (admitted, not yet dispatched) task runs before admission answers 429 queue_depth. */
     maxQueued: count.default(10_000),
     /** Dispatch quota: running task runs at once. At quota the tenant is skipped by dequeue, never refused. */

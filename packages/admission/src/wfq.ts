@@ -27,6 +27,21 @@ import type { WfqNodes } from './wfq-nodes.js';
 /** The aged clock's row in a store that keeps the class clocks by lane (0–2). */
 export const AGED_LANE = 3;
 
+/**
+ * The weights a tenant may have. Tags grow by 1 / weight per service, so a weight near zero would push a
+ * class clock to Infinity (or so far that every other tenant's 1 / weight step is lost in rounding) and
+ * turn the class into one FIFO for every tenant; a SQL store's float8 division would overflow instead.
+ */
+export const MIN_WEIGHT = 1e-6;
+export const MAX_WEIGHT = 1_000_000;
+
+/** Throws a RangeError for a weight outside [MIN_WEIGHT, MAX_WEIGHT] (NaN included). */
+export function assertWeight(weight: number): void {
+  if (!(weight >= MIN_WEIGHT && weight <= MAX_WEIGHT)) {
+    throw new RangeError(`weight must be within [${MIN_WEIGHT}, ${MAX_WEIGHT}], got ${weight}`);
+  }
+}
+
 /** The one tag formula: the count-th service after `start`, at `weight` (a store must compute it so). */
 export function finishTag(start: number, count: number, weight: number): number {
   return start + count / weight;
@@ -91,6 +106,7 @@ export class Wfq {
 
   /** A new weight applies from the tenant's next tag: its last tags are rebased (kept as they are). */
   setWeight(t: WfqTenant, weight: number): void {
+    assertWeight(weight);
     if (t.weight === weight) return;
     for (let lane = 0; lane < 3; lane++) {
       t.laneStart[lane] = finishTag(t.laneStart[lane]!, t.laneCount[lane]!, t.weight);

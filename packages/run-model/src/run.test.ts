@@ -9,6 +9,7 @@ import {
   Run,
   RunModelError,
   RunSpec,
+  RunTemplate,
   subjectOf,
 } from './index.js';
 
@@ -235,5 +236,21 @@ describe('Run record invariants', () => {
     };
     expect(Run.parse(run)).toEqual(run);
     expect(Run.safeParse({ ...run, usage: { ...run.usage, inputTokens: 1.5 } }).success).toBe(false);
+  });
+});
+
+describe('attach is a set of channels', () => {
+  it('a spec or template refuses a repeated channel and more channels than exist', () => {
+    const many = Array.from({ length: 10_000 }, () => 'logs');
+    for (const attach of [['logs', 'logs'], ['exec', 'terminal', 'exec'], many]) {
+      expect(RunSpec.safeParse({ ...SPECS.command, attach }).success, attach.join()).toBe(false);
+      const { origin: _o, ...template } = SPECS.command;
+      expect(RunTemplate.safeParse({ ...template, attach }).success).toBe(false);
+    }
+    const all = ['logs', 'exec', 'terminal', 'screen', 'cdp'];
+    expect(RunSpec.parse({ ...SPECS.command, attach: all }).attach).toEqual(all);
+    expect(() => createRun({ ...SPECS.command, attach: ['logs', 'logs'] }, ctx)).toThrow(
+      expect.objectContaining({ code: 'invalid_input', httpStatus: 400 }),
+    );
   });
 });

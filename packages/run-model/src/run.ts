@@ -57,6 +57,15 @@ export const Lineage = z.strictObject({
 });
 export type Lineage = z.infer<typeof Lineage>;
 
+/**
+ * The channels a submitted run asks to expose: a set (each channel at most once), so never longer than the
+ * channel list. Checked where runs are submitted (RunSpec, RunTemplate); a stored `Run` is read as it is.
+ */
+export const AttachChannels = z
+  .array(AttachChannel)
+  .max(AttachChannel.options.length)
+  .refine((channels) => new Set(channels).size === channels.length, 'each attach channel at most once');
+
 type Issue = (ctx: z.RefinementCtx, path: string, message: string) => void;
 const issue: Issue = (ctx, path, message) => ctx.addIssue({ code: 'custom', path: [path], message });
 
@@ -65,7 +74,7 @@ const templateShape = {
   subject: z.unknown(),
   placement: Placement,
   lifetime: RunLifetime.default('task'),
-  attach: z.array(AttachChannel).default([]),
+  attach: AttachChannels.default([]),
   class: RunClass.optional(),
   envelope: EnvelopeRef.optional(),
   group: GroupRef.optional(),

@@ -148,6 +148,17 @@ describe('causationCheck: every refusal checkable from data', () => {
     }
     expect(causationCheck({ ...base, lastFiredAt: at(40) }).allowed).toBe(true);
   });
+  it('cooldown fails closed: an unreadable clock never skips it', () => {
+    for (const [now, lastFiredAt] of [
+      ['not a time', at(0)],
+      [at(100), 'not a time'],
+    ] as const) {
+      expect(causationCheck({ ...base, now, lastFiredAt })).toMatchObject({
+        allowed: false,
+        reason: 'cooldown',
+      });
+    }
+  });
   it('property: allowed iff enabled, not self, outside cooldown', () => {
     fc.assert(
       fc.property(

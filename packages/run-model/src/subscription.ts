@@ -126,7 +126,8 @@ export function causationCheck(check: CausationCheck): CausationVerdict {
   }
   if (check.lastFiredAt !== undefined) {
     const since = toMillis(check.now) - toMillis(check.lastFiredAt);
-    if (since < sub.cooldownMs) {
+    // Fails closed: an unreadable timestamp (NaN) is "within the cooldown", never a way around it.
+    if (!(since >= sub.cooldownMs)) {
       return {
         allowed: false,
         reason: 'cooldown',

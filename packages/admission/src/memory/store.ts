@@ -20,7 +20,7 @@ import type {
   SettleResult,
   SyncAdmissionSteps,
 } from '../store.js';
-import { Wfq } from '../wfq.js';
+import { assertWeight, Wfq } from '../wfq.js';
 import { claim } from './claim.js';
 import { commitAdmission } from './commit.js';
 import { loadAdmission } from './load.js';
@@ -36,6 +36,7 @@ export class MemoryAdmissionStore implements AdmissionStore, SyncAdmissionSteps 
   }
 
   async putTenant(tenant: string, policy: TenantPolicy): Promise<void> {
+    assertWeight(policy.weight); // before any write: a refused policy changes nothing
     let t = this.m.tenants.get(tenant);
     if (!t) {
       const root = { env: rootEnvelope(tenant, policy.budget, policy.inFlightCap), parent: null };
