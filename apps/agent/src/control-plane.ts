@@ -7,6 +7,7 @@
 import type { JsonValue, TraceEvent } from '@everdict/run-model';
 import { z } from 'zod';
 import { AgentSpec } from './agent-spec.js';
+import type { IntervalSigner } from './host/host-key.js';
 
 /** What a parked call waits for, once it arrives. */
 export const Resolution = z.discriminatedUnion('kind', [
@@ -120,6 +121,11 @@ export interface ControlPlane {
     waitMs?: number;
     /** Ends the poll early (the service stopping): the request is aborted. */
     signal?: AbortSignal;
+    /**
+     * The holder's signer when it is a paired host: a granted lease it cannot read is reported `failed`
+     * (`bad_lease`) with the interval attestation it signs — a paired host's report must carry one.
+     */
+    signer?: IntervalSigner | undefined;
   }): Promise<TurnLease[]>;
   /** Keep leases; `lost` lists those no longer this holder's (stop working on them at once). */
   heartbeat(holder: string, leases: readonly { runId: string; epoch: number }[]): Promise<{ lost: string[] }>;

@@ -2,9 +2,13 @@
 // (the others are leased; it is reported `failed` — `bad_lease` — so it does not sit until it expires, to be
 // granted again), and one pass's failed interval does not hide what happened to the others (`workEach`).
 // The faults are injected into the HTTP the agent sees (a mangled lease, a reset transcript append).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { dataOf, isClientError } from '@everdict/client';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { isAgentError } from '../src/errors.js';
+import { hostIdentity } from '../src/host/pairing.js';
 import { type BadLease, HttpControlPlane } from '../src/http/http-control-plane.js';
 import { workEach } from '../src/loop/worker.js';
 import type { ModelProvider } from '../src/model/provider.js';
@@ -42,6 +46,21 @@ const cancelling = (...runIds: string[]) =>
         });
   });
 
+/** A fetch that hands back the control plane's lease answers with the `bad` turn's agent spec mangled. */
+const mangling =
+  (bad: string): typeof fetch =>
+  async (input, init) => {
+    const req = new Request(input, init);
+    const res = await fetch(req);
+    if (req.method !== 'POST' || !req.url.endsWith('/internal/agent/v1/leases')) return res;
+    const body = (await res.json()) as { leases: Record<string, unknown>[] };
+    for (const l of body.leases) if (l.runId === bad) l.agent = { id: 42 };
+    return new Response(JSON.stringify(body), {
+      status: res.status,
+      headers: { 'content-type': 'application/json' },
+    });
+  };
+
 const runOf = async (id: string) => dataOf(await s.admin.GET('/runs/{id}', { params: { path: { id } } }));
 
 describe('a lease batch', () => {
@@ -50,23 +69,11 @@ describe('a lease batch', () => {
     const good = await message(s, agentId, 'good');
     const bad = await message(s, agentId, 'bad');
     cancelling(good, bad);
-    // The control plane's answer, with the `bad` turn's agent spec mangled on the way.
-    const mangling: typeof fetch = async (input, init) => {
-      const req = new Request(input, init);
-      const res = await fetch(req);
-      if (req.method !== 'POST' || !req.url.endsWith('/internal/agent/v1/leases')) return res;
-      const body = (await res.json()) as { leases: Record<string, unknown>[] };
-      for (const l of body.leases) if (l.runId === bad) l.agent = { id: 42 };
-      return new Response(JSON.stringify(body), {
-        status: res.status,
-        headers: { 'content-type': 'application/json' },
-      });
-    };
     const skipped: BadLease[] = [];
     const cp = new HttpControlPlane({
       url: s.cp.url,
       token: s.cp.internalToken,
-      fetch: mangling,
+      fetch: mangling(bad),
       onBadLease: (e) => skipped.push(e),
     });
     const leased: string[] = [];
@@ -79,6 +86,43 @@ describe('a lease batch', () => {
     const failed = await runOf(bad);
     expect(failed.status).toBe('failed');
     expect(JSON.stringify(failed)).toContain('bad_lease');
+  }, 60_000);
+
+  it('a paired host reports a lease it cannot read failed (bad_lease) with its signed attestation; the rest of the batch is worked', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'agent-bad-lease-'));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const host = await hostIdentity({
+      url: s.cp.url,
+      dir,
+      name: 'host-bad-lease',
+      autoPair: { serviceToken: s.cp.internalToken },
+    });
+    if (!host) throw new Error('the host did not pair');
+    const agentId = await createAgent(s, { tools: [] });
+    const good = await message(s, agentId, 'good');
+    const bad = await message(s, agentId, 'bad');
+    cancelling(good, bad);
+    const skipped: BadLease[] = [];
+    const cp = new HttpControlPlane({
+      url: s.cp.url,
+      token: s.cp.internalToken,
+      fetch: mangling(bad),
+      onBadLease: (e) => skipped.push(e),
+    });
+    const worker = { controlPlane: cp, provider: () => answering, holder: host.hostId, signer: host.signer };
+    const reports = [];
+    for (let i = 0; i < 20 && (reports.length === 0 || skipped.length === 0); i++)
+      reports.push(...(await workEach(worker, 2000)));
+    // Settled when the lease call answered — not left to sit until the lease expires.
+    expect(skipped).toEqual([expect.objectContaining({ runId: bad, failed: true })]);
+    const failed = await runOf(bad);
+    expect(failed.status).toBe('failed');
+    expect(JSON.stringify(failed)).toContain('bad_lease');
+    expect(reports).toEqual([expect.objectContaining({ result: 'succeeded', runId: good })]);
+    expect((await runOf(good)).status).toBe('succeeded');
+    // The failed turn's record closes with the interval this host signed.
+    const record = dataOf(await s.admin.GET('/runs/{id}/record', { params: { path: { id: bad } } }));
+    expect(JSON.stringify(record)).toContain(host.publicKey);
   }, 60_000);
 
   it('workEach: an interval that fails does not hide the others of the pass; each lease is reported', async () => {

@@ -18,6 +18,9 @@ import {
   type TurnReport,
 } from '../control-plane.js';
 import { AgentError, type AgentErrorCode, parseOrThrow } from '../errors.js';
+import type { IntervalSigner } from '../host/host-key.js';
+import { signInterval } from '../record/attest.js';
+import { Transcript } from '../transcript/transcript.js';
 
 export interface HttpControlPlaneOptions {
   /** The control plane's base URL, e.g. http://127.0.0.1:8787. */
@@ -56,6 +59,10 @@ const LeaseIdentity = z.object({
   tenant: z.string().min(1),
   epoch: z.int().positive(),
 });
+
+/** Enough more of it for a paired host to sign the interval its `failed` report ends. */
+const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
+const SignedIdentity = z.object({ unitId: hex64, grantsId: hex64, recordHead: hex64 });
 
 const logBadLease = (e: BadLease): void => {
   process.stderr.write(
@@ -143,6 +150,7 @@ export class HttpControlPlane implements ControlPlane {
     holder: string;
     waitMs?: number;
     signal?: AbortSignal;
+    signer?: IntervalSigner | undefined;
   }): Promise<TurnLease[]> {
     const body = { holder: request.holder, free: request.free, waitMs: request.waitMs ?? 0 };
     const init = { body, ...this.#bounded(body.waitMs, request.signal) };
@@ -151,7 +159,7 @@ export class HttpControlPlane implements ControlPlane {
     for (const raw of out.leases as unknown[]) {
       const r = TurnLease.safeParse(raw);
       if (r.success) leases.push(r.data);
-      else await this.#refuseLease(raw, request.holder, r.error.message);
+      else await this.#refuseLease(raw, request.holder, request.signer, r.error.message);
     }
     return leases;
   }
@@ -159,9 +167,16 @@ export class HttpControlPlane implements ControlPlane {
   /**
    * A granted lease this agent cannot read is not worked, and not left to sit until it expires (to be granted
    * again, and refused again): when it names its turn, the turn is reported `failed` (`bad_lease`) under that
-   * lease, which releases it. Logged either way; a refused report leaves the lease to expire.
+   * lease, which releases it — by a paired host (`signer`) with the attestation it signs of that (empty)
+   * interval, which the control plane requires of a paired host's report. Logged either way; a report that
+   * cannot be made or is refused leaves the lease to expire.
    */
-  async #refuseLease(raw: unknown, holder: string, why: string): Promise<void> {
+  async #refuseLease(
+    raw: unknown,
+    holder: string,
+    signer: IntervalSigner | undefined,
+    why: string,
+  ): Promise<void> {
     const ref = LeaseIdentity.safeParse(raw);
     const runId = ref.success ? ref.data.runId : undefined;
     const error = new AgentError('bad_request', `lease: ${why}`);
@@ -169,7 +184,25 @@ export class HttpControlPlane implements ControlPlane {
       this.#onBadLease({ error, failed: false });
       return;
     }
+    const startedMs = Date.now();
     try {
+      let attestation: Record<string, unknown> | undefined;
+      if (signer) {
+        const facts = SignedIdentity.safeParse(raw);
+        if (!facts.success)
+          throw new AgentError(
+            'bad_request',
+            'the lease names no readable unit, grant set and record head: this host cannot sign its failure',
+          );
+        const stored = await Transcript.load(this, ref.data.runId);
+        attestation = signInterval(signer, {
+          ...facts.data,
+          startedMs,
+          endedMs: Date.now(),
+          journalRoot: (await stored.name()).address,
+          outcome: 'failed',
+        });
+      }
       await this.report(
         { ...ref.data, holder },
         {
@@ -179,6 +212,7 @@ export class HttpControlPlane implements ControlPlane {
             code: 'bad_lease',
             message: `the agent service could not read the lease: ${why}`.slice(0, 2000),
           },
+          ...(attestation ? { attestation } : {}),
         },
       );
       this.#onBadLease({ runId, error, failed: true });

@@ -8,17 +8,19 @@
 // results that arrived are appended, and the interval's account resolves those calls. `mode: 'blocking'`
 // awaits results inside the interval instead; it exists so the verifier can be shown to tell the two apart.
 import { type TraceEvent, usageFromTrace } from '@everdict/run-model';
-import { encodeAttestationBody, type Hex, type Outcome } from '@everdict/runrecord';
+import type { Outcome } from '@everdict/runrecord';
 import { type AgentSpec, priceCall } from '../agent-spec.js';
 import type { ControlPlane, LeaseRef, TurnLease, TurnReport } from '../control-plane.js';
 import { AgentError, isAgentError } from '../errors.js';
 import type { IntervalSigner } from '../host/host-key.js';
 import type { ModelProvider } from '../model/provider.js';
+import { AGENT_METER, signInterval } from '../record/attest.js';
 import { AGENT_PROTOCOL, manifestOf } from '../record/identity.js';
 import { phaseOf } from '../record/turn-record.js';
+import { uniqueCallIds } from '../tools/call-ids.js';
 import { toolSpecs } from '../tools/catalog.js';
 import { carryOut, resolutionEvents } from '../tools/dispatch.js';
-import { messagesOf, outstandingCalls } from '../transcript/messages.js';
+import { messagesOf, outstandingCalls, storedAnswer } from '../transcript/messages.js';
 import { Transcript } from '../transcript/transcript.js';
 
 export interface IntervalOptions {
@@ -39,8 +41,7 @@ export interface IntervalOptions {
   readonly signer?: IntervalSigner;
 }
 
-/** The active interval's energy model: wall-clock × 2 W, estimated (the remote model's is not observable). */
-export const AGENT_METER = { meter: 'agent-wallclock-model', watts: 2 } as const;
+export { AGENT_METER };
 
 export type IntervalOutcome =
   | {
@@ -69,7 +70,6 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
   const cp = o.controlPlane;
   const manifest = manifestOf(agent, o.protocol ?? AGENT_PROTOCOL);
 
-  if (!agent.enabled) throw new AgentError('agent_disabled', `agent ${agent.id} is disabled`);
   const phase = phaseOf({ unitId: lease.unitId, grantsId: lease.grantsId }, lease.record);
   if (phase === 'closed') throw new AgentError('state_conflict', `turn ${lease.runId} is closed`);
   const transcript = await Transcript.load(cp, lease.runId, () => new Date(now()));
@@ -77,7 +77,10 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
   // 1. Un-park from the transcript alone: its address is recomputed from what is stored, never carried over.
   // The interval starts at the head the resume answers (a new turn's: the lease's).
   let head = lease.recordHead;
-  if (phase === 'parked') {
+  // A disabled agent's turn (disabled since it was activated, e.g. while it was parked) is not run: it is
+  // reported `failed` (`agent_disabled`) below, which releases the lease — not left to expire and be leased
+  // again, for ever.
+  if (phase === 'parked' && agent.enabled) {
     const name = await transcript.name();
     head = (await cp.report(ref, { event: 'resumed', transcript: name.address, manifest })).recordHead;
     await transcript.reload(); // the control plane's label of the park's idle energy
@@ -91,21 +94,16 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
       await transcript.reload();
       root = (await transcript.name()).address;
     }
-    const endedMs = Math.max(startedMs, now());
-    const { body } = o.signer({
-      unitId: lease.unitId as Hex,
-      grantsId: lease.grantsId as Hex,
-      recordHead: head as Hex,
-      startedMs: BigInt(startedMs),
-      endedMs: BigInt(endedMs),
-      activeUj: BigInt(Math.max(1, Math.round((endedMs - startedMs) * AGENT_METER.watts * 1000))),
-      provenance: 'estimated',
-      meter: AGENT_METER.meter,
-      journalRoot: root as Hex,
+    const attestation = signInterval(o.signer, {
+      unitId: lease.unitId,
+      grantsId: lease.grantsId,
+      recordHead: head,
+      startedMs,
+      endedMs: now(),
+      journalRoot: root,
       outcome,
-      exitCode: outcome === 'failed' ? 1 : 0,
     });
-    return { attestation: encodeAttestationBody(body) as unknown as Record<string, unknown> };
+    return { attestation };
   };
 
   const dispatched: string[] = [];
@@ -114,6 +112,7 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
   let failure: { code: string; message: string } | undefined;
 
   try {
+    if (!agent.enabled) throw new AgentError('agent_disabled', `agent ${agent.id} is disabled`);
     // 2. The opening message, then results that arrived for outstanding calls.
     if (transcript.length === 0 && lease.input)
       await transcript.append(ref, [{ type: 'message', role: 'user', content: lease.input.text }]);
@@ -126,9 +125,11 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
     }
 
     // 3. The loop: model → tool calls → (dispatch | answer) until the model answers or a call is outstanding.
+    // An answer already stored (its `succeeded` report was lost, the lease expired): settle with it.
+    summary = storedAnswer(transcript.events);
     const provider = o.provider(agent);
     const tools = toolSpecs(agent.tools);
-    for (let step = 0; ; step++) {
+    for (let step = 0; summary === undefined; step++) {
       if (outstandingCalls(transcript.events).length > 0) break;
       if (step >= agent.maxStepsPerInterval) {
         failure = { code: 'max_steps', message: `no answer after ${step} model calls in one interval` };
@@ -150,6 +151,8 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
           'the provider reported no usage: a spent call cannot be counted as zero',
         );
       const costUsd = priceCall(agent.pricing, usage);
+      // Ids the provider left empty or repeated are made unique before anything is stored or dispatched.
+      const toolCalls = uniqueCallIds(completion.toolCalls, transcript.events);
       await transcript.append(ref, [
         {
           type: 'llm_call',
@@ -161,7 +164,7 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
           latencyMs: Math.max(0, now() - t0),
         },
         { type: 'message', role: 'assistant', content: completion.content },
-        ...completion.toolCalls.map((c) => {
+        ...toolCalls.map((c) => {
           let input: unknown;
           try {
             input = JSON.parse(c.argumentsJson);
@@ -171,11 +174,11 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
           return { type: 'tool_call' as const, callId: c.callId, tool: c.tool, input: input as never };
         }),
       ]);
-      if (completion.toolCalls.length === 0) {
+      if (toolCalls.length === 0) {
         summary = completion.content;
         break;
       }
-      for (const call of completion.toolCalls) {
+      for (const call of toolCalls) {
         const out = await carryOut(cp, ref, agent.tools, call);
         await transcript.append(ref, out.events);
         if (out.kind !== 'dispatched') continue;

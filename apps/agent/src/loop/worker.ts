@@ -54,7 +54,12 @@ async function workLease(options: WorkerOptions, lease: TurnLease): Promise<Leas
 /** Leases what is ready (waiting up to `waitMs`) and runs one interval of each; what happened to each. */
 export async function workOnce(options: WorkerOptions, waitMs = 0): Promise<LeaseOutcome[]> {
   const cp = options.controlPlane;
-  const leases = await cp.lease({ free: options.slots ?? 4, holder: options.holder, waitMs });
+  const leases = await cp.lease({
+    free: options.slots ?? 4,
+    holder: options.holder,
+    waitMs,
+    signer: options.signer,
+  });
   return Promise.all(leases.map((lease) => workLease(options, lease)));
 }
 
@@ -69,7 +74,12 @@ export type LeaseReport =
  */
 export async function workEach(options: WorkerOptions, waitMs = 0): Promise<LeaseReport[]> {
   const cp = options.controlPlane;
-  const leases = await cp.lease({ free: options.slots ?? 4, holder: options.holder, waitMs });
+  const leases = await cp.lease({
+    free: options.slots ?? 4,
+    holder: options.holder,
+    waitMs,
+    signer: options.signer,
+  });
   const settled = await Promise.allSettled(leases.map((lease) => workLease(options, lease)));
   return settled.map((s, i): LeaseReport => {
     if (s.status === 'fulfilled') return s.value;
@@ -124,6 +134,7 @@ export async function serve(options: ServeOptions, onOutcome?: (o: LeaseOutcome)
         holder: options.holder,
         waitMs: options.waitMs ?? 20_000,
         signal,
+        signer: options.signer,
       });
     } catch (err) {
       if (signal.aborted) break;

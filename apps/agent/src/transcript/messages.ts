@@ -34,3 +34,17 @@ export function outstandingCalls(events: readonly TraceEvent[]): { callId: strin
   }
   return [...open].map(([callId, tool]) => ({ callId, tool }));
 }
+
+/**
+ * The model's final answer, when the transcript already ends with one: its last message, tool call or tool
+ * result is an assistant message with no tool call after it. (A turn whose `succeeded` report was lost is
+ * leased again with its answer stored: it settles with it, and the model is not asked — and paid — again.)
+ */
+export function storedAnswer(events: readonly TraceEvent[]): string | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i]!;
+    if (e.type === 'message') return e.role === 'assistant' ? e.content : undefined;
+    if (e.type === 'tool_call' || e.type === 'tool_result') return undefined;
+  }
+  return undefined;
+}

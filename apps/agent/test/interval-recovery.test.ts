@@ -1,0 +1,126 @@
+// What an interval makes of what the model and the network hand it, on the real control plane:
+// - a turn whose answer is already stored (its `succeeded` report never reached the control plane; the lease
+//   expired and the turn was leased again) settles with that answer — the model is not asked, and paid, again;
+// - tool-call ids the provider left empty or repeated (some OpenAI-compatible servers do) are made unique
+//   before anything is stored or dispatched: the model's output is kept, and no call is mistaken for another.
+// (EVERDICT_LEASE_MS=1000: an unreported lease expires in ~1.2 s.)
+import { dataOf } from '@everdict/client';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import type { TurnLease } from '../src/control-plane.js';
+import { isAgentError } from '../src/errors.js';
+import { HttpControlPlane } from '../src/http/http-control-plane.js';
+import { runInterval } from '../src/loop/interval.js';
+import { workOnce } from '../src/loop/worker.js';
+import type { Completion, ModelProvider } from '../src/model/provider.js';
+import { Transcript } from '../src/transcript/transcript.js';
+import { createAgent, message, type Seat, seat } from './support.js';
+
+let s: Seat;
+beforeAll(async () => {
+  s = await seat({ EVERDICT_LEASE_MS: '1000' });
+}, 300_000);
+afterAll(async () => {
+  await s?.stop();
+});
+
+const cancelAfter = (runId: string) =>
+  onTestFinished(async () => {
+    await s.admin
+      .POST('/runs/{id}/cancel', { params: { path: { id: runId } }, body: { reason: 'done' } })
+      .catch(() => undefined);
+  });
+
+async function leaseOf(holder: string, runId: string): Promise<TurnLease> {
+  for (let i = 0; ; i++) {
+    const leases = await s.agents.lease({ free: 1, holder, waitMs: 2000 });
+    const hit = leases.find((l) => l.runId === runId);
+    if (hit) return hit;
+    if (i > 60) throw new Error(`no lease on ${runId} for ${holder}`);
+  }
+}
+
+/** Answers `reply` to every call, counting them. */
+function counting(reply: Omit<Completion, 'model' | 'usage' | 'finishReason'>) {
+  const seen = { calls: 0 };
+  const provider: ModelProvider = {
+    name: 'counting',
+    async complete(req) {
+      seen.calls++;
+      return {
+        model: req.model,
+        ...reply,
+        usage: { inputTokens: 3, outputTokens: 2 },
+        finishReason: reply.toolCalls.length ? 'tool_calls' : 'stop',
+      };
+    },
+  };
+  return { provider, seen };
+}
+
+describe('interval recovery', () => {
+  it('a turn leased again after its answer was stored settles with that answer, without a second model call', async () => {
+    const agentId = await createAgent(s, { tools: [] });
+    const runId = await message(s, agentId, 'hello');
+    cancelAfter(runId);
+    const { provider, seen } = counting({ content: 'the answer', toolCalls: [] });
+    // Every report meets a reset connection (the control plane restarting): the answer is stored, the
+    // `succeeded` report is not.
+    const resetting: typeof fetch = async (input, init) => {
+      const req = new Request(input, init);
+      if (req.method === 'POST' && req.url.endsWith('/internal/agent-run-events'))
+        throw new TypeError('fetch failed (injected reset)');
+      return fetch(req);
+    };
+    const cp = new HttpControlPlane({ url: s.cp.url, token: s.cp.internalToken, fetch: resetting });
+    const err = await workOnce({ controlPlane: cp, provider: () => provider, holder: 'host-a' }, 2000).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isAgentError(err) && err.code).toBe('control_plane_unavailable');
+    expect(seen.calls).toBe(1);
+    // The lease expires; another host gets the turn.
+    const again = await leaseOf('host-b', runId);
+    const out = await runInterval(again, {
+      controlPlane: s.agents,
+      provider: () => provider,
+      holder: 'host-b',
+    });
+    expect(out).toEqual({ result: 'succeeded', runId, summary: 'the answer' });
+    expect(seen.calls).toBe(1);
+    const run = dataOf(await s.admin.GET('/runs/{id}', { params: { path: { id: runId } } }));
+    expect(run.status).toBe('succeeded');
+    const stored = await Transcript.load(s.agents, runId);
+    expect(stored.events.filter((e) => e.type === 'llm_call')).toHaveLength(1);
+    expect(stored.events.filter((e) => e.type === 'message' && e.role === 'assistant')).toHaveLength(1);
+  }, 60_000);
+
+  it('empty and repeated tool-call ids are made unique: every call is stored, dispatched and awaited', async () => {
+    const agentId = await createAgent(s, { tools: ['ask_approval'] });
+    const runId = await message(s, agentId, 'ask three times');
+    cancelAfter(runId);
+    const ask = (question: string, callId: string) => ({
+      callId,
+      tool: 'ask_approval',
+      argumentsJson: JSON.stringify({ question }),
+    });
+    const { provider } = counting({
+      content: 'asking',
+      toolCalls: [ask('first?', ''), ask('second?', 'dup'), ask('third?', 'dup')],
+    });
+    const lease = await leaseOf('host-ids', runId);
+    const out = await runInterval(lease, {
+      controlPlane: s.agents,
+      provider: () => provider,
+      holder: 'host-ids',
+    });
+    expect(out.result).toBe('parked');
+    const outstanding = out.result === 'parked' ? out.outstanding : [];
+    expect(outstanding).toHaveLength(3);
+    expect(new Set(outstanding).size).toBe(3);
+    expect(outstanding).toContain('dup');
+    const input = dataOf(await s.admin.GET('/runs/{id}/input', { params: { path: { id: runId } } }));
+    const pending = input.pending as { callId: string; prompt?: string }[];
+    expect(pending.map((p) => p.callId).sort()).toEqual([...outstanding].sort());
+    expect(pending.map((p) => p.prompt).sort()).toEqual(['first?', 'second?', 'third?']);
+  }, 60_000);
+});
