@@ -3,6 +3,7 @@
 import { type TenantPolicy as AdmissionTenantPolicy, CascadePolicy } from '@everdict/admission';
 import {
   AttachChannel,
+  AttachChannels,
   GraderList,
   type GroupStatus,
   JsonValue,
@@ -85,7 +86,8 @@ export const CreateRunInput = z.object({
       network: z.enum(['none', 'granted']).optional(),
     })
     .optional(),
-  attach: z.array(AttachInput).default([]),
+  /** A set: each channel at most once (run-model's AttachChannels), refused 400 before anything is done. */
+  attach: AttachChannels.default([]),
   /**
    * Caps of a delegated envelope this run opens (it and its descendants draw from it): run-model's
    * EnvelopeRef caps, with the ledger's column ranges (`cap_runs`, `in_flight_cap` are integers; `cap_tokens`

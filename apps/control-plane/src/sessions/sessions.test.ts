@@ -2,7 +2,7 @@
 // POST /runs alike), exec, touch, close, caps with Retry-After, a failed provision leaving nothing, the
 // reaper (TTL, idle, cancel) and the record each ending leaves; an exec whose record the store refuses answers 503.
 import { TrajectoryStoreError } from '@everdict/trajectory-store';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   type Json,
   SESSION_ADMIN_KEY,
@@ -113,6 +113,24 @@ describe('sessions', () => {
     expect((await call('POST', `/sandboxes/${id}/exec`, { command: ['true'] }, owner)).status).toBe(200);
     expect((await call('POST', `/sandboxes/${id}/close`, undefined, SESSION_ADMIN_KEY)).status).toBe(200);
   }, 60_000);
+
+  it('a repeated attach channel is refused 400 before any compute: no sandbox brought up, no run', async () => {
+    const key = await t.tenant('attach-twice', { session: { maxSessions: 1, memberReserve: 0 } });
+    const sandboxes = sandboxesIn(t.stateDir).length;
+    const provisions = vi.spyOn(t.driver, 'provision');
+    for (const [path, body] of [
+      ['/sandboxes', { ttlSec: 60, idleTimeoutSec: 60, attach: ['terminal', 'terminal'] }],
+      ['/runs', { kind: 'sandbox', lifetime: 'session', attach: ['terminal', 'terminal'] }],
+    ] as const) {
+      const bad = await rawCall(t.app, 'POST', path, { key, body });
+      expect(bad.status, JSON.stringify(bad.body)).toBe(400);
+      expect(bad.type).toContain('application/problem+json');
+    }
+    expect(provisions).not.toHaveBeenCalled();
+    provisions.mockRestore();
+    expect(sandboxesIn(t.stateDir).length).toBe(sandboxes);
+    expect((await rawCall(t.app, 'GET', '/runs', { key })).body.items).toEqual([]);
+  });
 
   it('a failed provision leaves nothing: no run, no row, no slot', async () => {
     const key = await t.tenant('prov', { session: { maxSessions: 1, memberReserve: 0 } });

@@ -1,5 +1,5 @@
 // The sessions module's boundary: request bodies (zod, strict) and the views it answers with.
-import { AttachChannel, ImageRef, MAX_SESSION_TTL_SEC, Placement } from '@everdict/run-model';
+import { AttachChannels, ImageRef, MAX_SESSION_TTL_SEC, Placement } from '@everdict/run-model';
 import { z } from 'zod';
 
 const seconds = z.int().positive().max(MAX_SESSION_TTL_SEC);
@@ -9,7 +9,7 @@ export const OpenSandboxInput = z.strictObject({
   image: ImageRef.optional(),
   ttlSec: seconds,
   idleTimeoutSec: seconds,
-  attach: z.array(AttachChannel).max(8).optional(),
+  attach: AttachChannels.optional(),
   placement: Placement.optional(),
   requestId: z.string().min(1).max(200).optional(),
 });
