@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { isAddr } from './bytes.js';
 import { isRunRecordError } from './errors.js';
+import { decodeUtf8, parseJson } from './json.js';
 import type { RunRecord } from './types.js';
 
 const USAGE = `usage:
@@ -27,18 +28,31 @@ const USAGE = `usage:
   everdict-runrecord check-group [--witness-key HEX]… [--min-witnesses K] [--log-key HEX]
                      < {"proof": GET /groups/:id/proof, "report": {"groupId","runs":[ids]}}
                                                          the report omits no logged run of the group
-exit codes: 0 ok · 1 refused / does not verify / malformed input · 2 usage`;
+exit codes: 0 ok · 1 refused / does not verify / malformed input · 2 usage, or standard input unreadable`;
 
 class UsageError {
   constructor(readonly message: string) {}
 }
 
+/** Standard input that cannot be read at all (a directory, a closed descriptor): exit 2, no verdict. */
+class InputError {
+  constructor(readonly message: string) {}
+}
+
+/**
+ * All of standard input as text. Bytes that are not UTF-8 are not JSON text (RFC 8259 §8.1), so they come
+ * back as '' — input that is not JSON — never with U+FFFD standing in for them (two call ids that differ
+ * in bytes must not build or verify as one). Input that cannot be read is not a record to pass judgement
+ * on: InputError.
+ */
 function readStdin(): string {
+  let bytes: Uint8Array;
   try {
-    return readFileSync(0, 'utf8');
-  } catch {
-    return '';
+    bytes = readFileSync(0);
+  } catch (e) {
+    throw new InputError(`cannot read standard input: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
   }
+  return decodeUtf8(bytes) ?? '';
 }
 
 function out(value: unknown, pretty = false): void {
@@ -69,13 +83,18 @@ function verifyArgs(args: string[]): { expectHead?: string; trustKeys?: string[]
   let trustKeys: string[] | undefined;
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
-    const [flag, inline] = a.startsWith('--') && a.includes('=') ? a.split('=', 2) : [a, undefined];
+    // `--flag=VALUE`: everything after the first '=' is the value (`--expect-head=HEX=x` is not HEX).
+    const eq = a.startsWith('--') ? a.indexOf('=') : -1;
+    const [flag, inline] = eq > 0 ? [a.slice(0, eq), a.slice(eq + 1)] : [a, undefined];
     if (flag !== '--expect-head' && flag !== '--trust-key')
       throw new UsageError(`verify: unexpected argument ${a}`);
     const value = (inline ?? args[++i])?.toLowerCase();
     if (value === undefined || !isAddr(value)) {
       throw new UsageError(`verify: ${flag} needs 64 hex digits`);
     }
+    // One expected head: a second would be checked instead of the first, never as well as it.
+    if (flag === '--expect-head' && expectHead !== undefined)
+      throw new UsageError('verify: --expect-head given twice');
     if (flag === '--expect-head') expectHead = value;
     else trustKeys = [...(trustKeys ?? []), value];
   }
@@ -84,16 +103,18 @@ function verifyArgs(args: string[]): { expectHead?: string; trustKeys?: string[]
 
 async function verify(args: string[]): Promise<number> {
   const options = verifyArgs(args);
-  const [{ parseJson }, { verifyWire }, { verifyOutput }] = await Promise.all([
-    import('./wire.js'),
+  const [{ verifyWire }, { verifyOutput }] = await Promise.all([
     import('./verify.js'),
     import('./summary.js'),
   ]);
+  const text = readStdin();
   let json: unknown;
   try {
-    json = parseJson(readStdin());
-  } catch {
+    json = parseJson(text);
+  } catch (e) {
+    if (!isRunRecordError(e)) throw e;
     out({ ok: false, error: 'MalformedRecord' });
+    process.stderr.write(`does not verify: MalformedRecord: ${e.detail}\n`);
     return 1;
   }
   const r = verifyWire(json, options);
@@ -107,7 +128,7 @@ async function verify(args: string[]): Promise<number> {
 
 async function inspect(args: string[]): Promise<number> {
   if (args.length > 0) throw new UsageError(`inspect: unexpected argument ${args[0]}`);
-  const [{ decodeWire, parseJson }, { verifyWire }, { inspectRecord }] = await Promise.all([
+  const [{ decodeWire }, { verifyWire }, { inspectRecord }] = await Promise.all([
     import('./wire.js'),
     import('./verify.js'),
     import('./inspect.js'),
@@ -173,9 +194,10 @@ async function verifyAudit(args: string[]): Promise<number> {
     if (args[i] === '--key' && args[i + 1] !== undefined && key === undefined) key = args[++i]!.toLowerCase();
     else throw new UsageError(`verify-audit: unexpected argument ${args[i]}`);
   }
+  const text = readStdin();
   let json: unknown;
   try {
-    json = JSON.parse(readStdin());
+    json = parseJson(text);
   } catch {
     out({ ok: false, error: 'MalformedRecord' });
     return 1;
@@ -216,6 +238,10 @@ async function main(argv: string[]): Promise<number> {
         throw new UsageError(command === undefined ? 'missing command' : `unknown command ${command}`);
     }
   } catch (e) {
+    if (e instanceof InputError) {
+      process.stderr.write(`everdict-runrecord: ${e.message}\n`);
+      return 2;
+    }
     if (!(e instanceof UsageError)) throw e;
     process.stderr.write(`everdict-runrecord: ${e.message}\n${USAGE}\n`);
     return 2;

@@ -208,6 +208,27 @@ describe('build with body', () => {
   });
 });
 
+describe('order of checks on append', () => {
+  it('a body that cannot be encoded is read after the segment’s phase (rule 6 follows PhaseViolation)', () => {
+    const bad = { ...attestationAt(genesisOf()), exitCode: 1.5 };
+    for (const writer of [
+      openRecord({ unitId: UNIT, grantsId: GRANTS }),
+      openWriter({ unitId: UNIT, grantsId: GRANTS }),
+    ]) {
+      expect(refusal(writer, () => writer.execute({ attestation: addr(1), body: bad }))).toEqual({
+        code: 'MalformedRecord',
+        index: 0,
+      });
+      writer.execute({ attestation: addr(1) });
+      writer.suspend({ snapshot: { transcript: addr(2) }, manifest: addr(3) });
+      expect(refusal(writer, () => writer.execute({ attestation: addr(4), body: bad }))).toEqual({
+        code: 'PhaseViolation',
+        index: 2,
+      });
+    }
+  });
+});
+
 function genesisOf(): string {
   return openRecord({ unitId: UNIT, grantsId: GRANTS }).head;
 }

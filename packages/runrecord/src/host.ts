@@ -1,9 +1,10 @@
 // The host side: an appendable record. Every refusal is a RunRecordError with the spec's code and the index
 // the segment would have had; a refused append leaves the record and its head exactly as they were.
 // Order of checks on append (the verifier's, without the head check): RecordClosed → MalformedSnapshot /
-// MalformedRecord (the segment, or an attestation body, cannot be encoded) → PhaseViolation →
-// SnapshotMismatch → ManifestMismatch → ZeroIdleEnergy; for an executed segment with a body, rules 6–8:
-// AttestationMismatch (address, unit, grants, record_head) → BadSignature.
+// MalformedRecord (the segment cannot be encoded) → PhaseViolation → SnapshotMismatch → ManifestMismatch →
+// ZeroIdleEnergy; for an executed segment with a body, rules 6–8 right after its PhaseViolation check:
+// MalformedRecord (the body cannot be encoded) → AttestationMismatch (address, unit, grants, record_head)
+// → BadSignature.
 
 import { bindingProblem, signatureProblem } from './attest-rules.js';
 import { type Attestation, type AttestationBody, attestationAddress } from './attestation.js';
@@ -190,10 +191,8 @@ export class RecordWriter {
     const index = this.count;
     const closed = this.rules.closedError();
     if (closed) throw closed.at(index);
-    let att: Uint8Array | undefined;
     try {
       this.cursor.encode(body);
-      if (attestation !== undefined) att = bodyBytes(attestation);
     } catch (e) {
       throw isRunRecordError(e) ? e.at(index) : e;
     }
@@ -201,6 +200,13 @@ export class RecordWriter {
     const refused = this.rules.check(buf, SEG);
     if (refused) throw refused.at(index);
     if (buf[SEG] === EXECUTED) {
+      // Rule 6 ("the body encodes") comes after the segment's PhaseViolation check, as on verify.
+      let att: Uint8Array | undefined;
+      try {
+        if (attestation !== undefined) att = bodyBytes(attestation);
+      } catch (e) {
+        throw isRunRecordError(e) ? e.at(index) : e;
+      }
       const problem = this.attestationProblem(buf, SEG + 1, attestation, att, signedHere);
       if (problem) throw problem.at(index);
     }

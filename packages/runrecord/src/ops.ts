@@ -1,8 +1,9 @@
 // `build`: apply the operations of an ops.json document to a new record. The document's envelope must
 // parse (MalformedRecord, no index, otherwise); each op is then read and applied in turn with the host's
-// order of checks — RecordClosed first, then the op's own encoding (an `execute` op's `body` included: a
-// body that is not exactly a well-formed attestation makes the op unreadable), then the rules — and the
-// first refusal stops the build with the record as it stood. Bodies go into the wire form's bundle; with
+// order of checks — RecordClosed first, then the op's own encoding, then the rules, an `execute` op's
+// `body` being read (MalformedRecord if it is not exactly a well-formed attestation) right after the
+// segment's PhaseViolation check, as rule 6 is on verify — and the first refusal stops the build with the
+// record as it stood. Bodies go into the wire form's bundle; with
 // none, the wire form has no `attestations` key.
 import * as z from 'zod';
 import { decodeAttestationBody } from './bundle.js';
@@ -10,6 +11,7 @@ import type { Hex } from './bytes.js';
 import { isRunRecordError, RunRecordError, type SpecErrorCode } from './errors.js';
 import type { Operation } from './host.js';
 import { type HostRecord, openRecord } from './host-record.js';
+import type { SegmentBody } from './types.js';
 import {
   accountSchema,
   addrSchema,
@@ -41,20 +43,37 @@ const opSchema = z.discriminatedUnion('op', [
 
 const docSchema = z.strictObject({ unit_id: addrSchema, grants_id: addrSchema, ops: z.array(z.unknown()) });
 
-/** One ops.json operation → an Operation (MalformedRecord if it cannot be read). */
+/** One ops.json operation → an Operation (MalformedRecord if it, or an `execute` op's body, cannot be read). */
 export function parseOperation(raw: unknown): Operation {
+  const { op, bodyError } = readOperation(raw);
+  if (bodyError) throw bodyError;
+  return op;
+}
+
+/**
+ * One ops.json operation (MalformedRecord if it cannot be read). An `execute` op's body that cannot be read
+ * comes back beside the op, which is then without it: rule 6 ("the body encodes") is checked after the
+ * segment's PhaseViolation check, on append as on verify.
+ */
+function readOperation(raw: unknown): { op: Operation; bodyError?: RunRecordError } {
   const r = opSchema.safeParse(raw);
   if (!r.success) throw new RunRecordError('MalformedRecord', zodProblem(r.error));
   const o = r.data;
   if (o.op === 'execute') {
     const { body, ...rest } = o;
-    return 'body' in o ? { ...rest, body: decodeAttestationBody(body) } : rest;
+    if (!('body' in o)) return { op: rest };
+    try {
+      return { op: { ...rest, body: decodeAttestationBody(body) } };
+    } catch (e) {
+      if (!isRunRecordError(e)) throw e;
+      return { op: rest, bodyError: e };
+    }
   }
   if (o.op === 'resume') {
     const { idle_uj, idle_provenance, ...rest } = o;
-    return { ...rest, idleUj: idle_uj, idleProvenance: idle_provenance };
+    return { op: { ...rest, idleUj: idle_uj, idleProvenance: idle_provenance } };
   }
-  return o;
+  return { op: o };
 }
 
 export type BuildResult =
@@ -87,7 +106,13 @@ export function buildRecord(doc: unknown): BuildResult {
   for (const [index, raw] of ops.entries()) {
     try {
       if (record.phase === 'closed') throw new RunRecordError('RecordClosed', 'the record is closed');
-      record.apply(parseOperation(raw));
+      const { op, bodyError } = readOperation(raw);
+      if (bodyError) {
+        // The segment's own checks first (RecordClosed, encoding, PhaseViolation), then the body's.
+        const before = op.op === 'execute' ? record.check(executedSegment(op)) : null;
+        throw before !== null && before.code !== 'AttestationMismatch' ? before : bodyError;
+      }
+      record.apply(op);
     } catch (e) {
       if (!isRunRecordError(e)) throw e;
       const { length, head } = record;
@@ -95,4 +120,10 @@ export function buildRecord(doc: unknown): BuildResult {
     }
   }
   return { ok: true, record };
+}
+
+function executedSegment(op: Operation & { op: 'execute' }): SegmentBody {
+  return op.account === undefined
+    ? { kind: 'executed', attestation: op.attestation }
+    : { kind: 'executed', attestation: op.attestation, account: op.account };
 }

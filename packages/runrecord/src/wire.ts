@@ -6,6 +6,7 @@ import type { AttestationBody } from './attestation.js';
 import { Bundle, encodeAttestationBody, type WireAttestations } from './bundle.js';
 import type { Hex } from './bytes.js';
 import { RunRecordError } from './errors.js';
+import { parseJson } from './json.js';
 import {
   accountSchema,
   addrSchema,
@@ -18,6 +19,7 @@ import {
 import { normalizeSnapshot, snapshotFormProblem } from './snapshot.js';
 import { FORMAT, type RunRecord, type Segment, type SnapshotRef } from './types.js';
 
+export { parseJson } from './json.js';
 export {
   accountSchema,
   addrSchema,
@@ -197,14 +199,6 @@ function decodeBundle(raw: Readonly<Record<string, unknown>>, segments: readonly
 /** JSON text → RunRecord; text that is not JSON is MalformedRecord too. */
 export function decodeWireJson(text: string): RunRecord {
   return decodeWire(parseJson(text));
-}
-
-export function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new RunRecordError('MalformedRecord', 'not JSON');
-  }
 }
 
 function snapshotWire(s: SnapshotRef): WireSnapshot {
