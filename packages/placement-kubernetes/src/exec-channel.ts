@@ -37,9 +37,10 @@ export interface ExecChannel {
 export class UpgradeRefused extends Error {
   constructor(
     readonly statusCode: number | undefined,
-    message: string,
+    /** The response body as sent (empty for a bare handshake refusal). */
+    readonly body: string,
   ) {
-    super(message);
+    super(body || `HTTP ${statusCode}`);
     this.name = 'UpgradeRefused';
   }
 }
@@ -55,12 +56,19 @@ function execPath(req: ExecRequest, protocol: ChannelProtocol): string {
   return `/api/v1/namespaces/${encodeURIComponent(req.namespace)}/pods/${encodeURIComponent(req.pod)}/exec?${q}`;
 }
 
-async function connect(kc: KubeConfig, req: ExecRequest, protocol: ChannelProtocol): Promise<WebSocket> {
+async function connect(
+  kc: KubeConfig,
+  req: ExecRequest,
+  protocol: ChannelProtocol,
+  timeoutMs: number,
+): Promise<WebSocket> {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig names no current cluster');
   const url = cluster.server.replace(/^http/, 'ws') + execPath(req, protocol);
   const options: WebSocket.ClientOptions & Record<string, unknown> = {};
   await kc.applyToHTTPSOptions(options);
+  // without it, an apiserver that never answers the upgrade holds the exec (and its caller) forever
+  options.handshakeTimeout = timeoutMs;
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(url, [protocol], options);
     socket.once('open', () => resolve(socket));
@@ -69,9 +77,7 @@ async function connect(kc: KubeConfig, req: ExecRequest, protocol: ChannelProtoc
       response.on('data', (d: Buffer) => {
         body += d.toString();
       });
-      response.on('end', () =>
-        reject(new UpgradeRefused(response.statusCode, body || `HTTP ${response.statusCode}`)),
-      );
+      response.on('end', () => reject(new UpgradeRefused(response.statusCode, body)));
     });
     socket.once('error', reject);
   });
@@ -81,21 +87,37 @@ async function connect(kc: KubeConfig, req: ExecRequest, protocol: ChannelProtoc
 export async function openExec(
   kc: KubeConfig,
   req: ExecRequest,
+  timeoutMs: number,
   preferred: ChannelProtocol = V5,
 ): Promise<ExecChannel> {
   let socket: WebSocket;
   try {
-    socket = await connect(kc, req, preferred);
+    socket = await connect(kc, req, preferred, timeoutMs);
   } catch (error) {
     if (!(preferred === V5 && error instanceof UpgradeRefused && isProtocolRefusal(error))) throw error;
-    socket = await connect(kc, req, V4);
+    socket = await connect(kc, req, V4, timeoutMs);
   }
   return channelOn(socket);
 }
 
-/** A refusal that is about the offered protocol (not a missing pod or a stopped container). */
-function isProtocolRefusal(error: UpgradeRefused): boolean {
-  return error.statusCode !== 404 && /protocol/i.test(error.message);
+/**
+ * A refusal that is about the offered protocol (not a missing pod, a stopped container or RBAC). A kubelet
+ * that does not speak v5 (a cluster before 1.30, or with the apiserver's translation off) refuses in its
+ * websocket handshake, which answers a bare `403 Forbidden` with no body; the apiserver's own refusals
+ * (forbidden by RBAC, pod not found, container not running) always carry a JSON Status.
+ */
+export function isProtocolRefusal(error: UpgradeRefused): boolean {
+  if (error.statusCode === 404 || error.statusCode === 401) return false;
+  if (/protocol/i.test(error.message)) return true;
+  return (error.statusCode === 403 || error.statusCode === 400) && !isStatusBody(error.body);
+}
+
+function isStatusBody(body: string): boolean {
+  try {
+    return (JSON.parse(body) as { kind?: unknown } | null)?.kind === 'Status';
+  } catch {
+    return false;
+  }
 }
 
 function channelOn(socket: WebSocket): ExecChannel {

@@ -36,6 +36,25 @@ export const KubernetesDriverConfig = z.object({
     .positive()
     .max(2 ** 31 - 1)
     .default(120_000),
+  /**
+   * The deadline of every API request (create, delete, list, lease, the exec WebSocket handshake): a
+   * cluster that accepts a connection and never answers fails the call instead of holding it forever.
+   */
+  requestTimeoutMs: z
+    .int()
+    .positive()
+    .max(2 ** 31 - 1)
+    .default(30_000),
+  /**
+   * How long an exec that ended killed (137) or without a status waits on the watch for the pod status to
+   * say why (OOMKilled, evicted, deleted): a kubelet reports a container's end about a second after the
+   * execs in it saw it. A command that ends 137 with its container still running costs this wait.
+   */
+  statusSettleMs: z
+    .int()
+    .nonnegative()
+    .max(2 ** 31 - 1)
+    .default(3000),
   /** This instance's owner lease: renewed every third of it; pods of a lapsed owner are reapable. */
   leaseDurationSeconds: z.int().positive().default(30),
   /** Names this driver instance (pod owner label, lease name); default random. */

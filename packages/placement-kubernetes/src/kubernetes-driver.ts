@@ -30,6 +30,7 @@ import {
   unsupported,
 } from '@everdict/placement';
 import { CoordinationV1Api, CoreV1Api, NetworkingV1Api, type V1Pod } from '@kubernetes/client-node';
+import { apiClient } from './api-clients.js';
 import { namespaceSlots } from './capacity.js';
 import type { ChannelProtocol } from './exec-channel.js';
 import {
@@ -40,13 +41,29 @@ import {
 import { labelsOf, OWNER_KEY, selectorFor } from './labels.js';
 import { ensureNetworkPolicy } from './network-policy.js';
 import { OwnerLeases } from './owner-lease.js';
-import { DRIVER_NAME, handleOf, podProblem, podState, sandboxFailure, sandboxPod } from './pod-manifest.js';
+import {
+  DRIVER_NAME,
+  handleOf,
+  podProblem,
+  podState,
+  sandboxFailure,
+  sandboxPod,
+  unschedulableReason,
+} from './pod-manifest.js';
 import { PodWatch } from './pod-watch.js';
 import { runCommand, type SandboxTarget, startStream } from './sandbox-exec.js';
 import { podLogs } from './sandbox-logs.js';
 import { makeDirectories, restoreWorkspace, snapshotWorkspace } from './workspace.js';
 
 const code = (error: unknown) => (error as { code?: number }).code;
+
+/** An API failure (refused, timed out, unreachable) as this package's one error type. */
+function apiFailure(what: string, error: unknown, detail: Record<string, unknown>): PlacementError {
+  if (error instanceof PlacementError) return error;
+  const body = (error as { body?: unknown }).body;
+  const why = typeof body === 'string' && body ? body : (error as Error).message;
+  return new PlacementError('spawn_failed', `${what}: ${why}`, { ...detail, status: code(error) });
+}
 
 export class KubernetesDriver implements Driver {
   readonly config: ResolvedConfig;
@@ -61,10 +78,11 @@ export class KubernetesDriver implements Driver {
   constructor(input: KubernetesDriverConfigInput = {}) {
     this.config = resolveConfig(input);
     const kc = this.config.kubeConfig;
-    this.core = kc.makeApiClient(CoreV1Api);
-    this.networking = kc.makeApiClient(NetworkingV1Api);
+    const timeout = this.config.requestTimeoutMs;
+    this.core = apiClient(kc, CoreV1Api, timeout);
+    this.networking = apiClient(kc, NetworkingV1Api, timeout);
     this.leases = new OwnerLeases(
-      kc.makeApiClient(CoordinationV1Api),
+      apiClient(kc, CoordinationV1Api, timeout),
       this.config.instanceId,
       this.config.leaseDurationSeconds,
     );
@@ -196,8 +214,13 @@ export class KubernetesDriver implements Driver {
       return handle;
     }
     const why = podProblem(pod);
+    const unplaced = unschedulableReason(pod) !== undefined;
     if (pod) await this.deletePod(pods, id, 0);
     if (state === 'image_not_found') throw new PlacementError('image_not_found', why, { pod: id });
+    // still Pending because no node has room (and no autoscaler made some in startTimeoutMs): capacity
+    if (state === 'pending' && unplaced) {
+      throw new PlacementError('capacity', `no node has room for the sandbox pod: ${why}`, { pod: id });
+    }
     throw new PlacementError('spawn_failed', `the sandbox pod did not start: ${why}`, { pod: id, state });
   }
 
@@ -223,11 +246,20 @@ export class KubernetesDriver implements Driver {
       namespace,
       pod: handle.id,
       handle,
+      requestTimeoutMs: this.config.requestTimeoutMs,
       protocol: this.protocol,
       learned: (p) => {
         this.protocol = p;
       },
       failure: () => sandboxFailure(handle, this.watches.get(namespace)?.get(handle.id)),
+      settled: async () => {
+        const ended = (p: V1Pod | undefined) =>
+          !p || p.metadata?.deletionTimestamp !== undefined || sandboxFailure(handle, p) !== undefined;
+        await this.watches
+          .get(namespace)
+          ?.waitFor(handle.id, ended, this.config.statusSettleMs)
+          .catch(() => undefined);
+      },
     };
   }
 
@@ -274,7 +306,11 @@ export class KubernetesDriver implements Driver {
     const pods = await this.podsIn(namespace);
     const pod = pods.get(handle.id);
     if (pod && labelsOf(pod.metadata?.annotations)?.runId === handle.labels.runId) {
-      await this.deletePod(pods, handle.id, this.config.terminationGracePeriodSeconds);
+      await this.deletePod(pods, handle.id, this.config.terminationGracePeriodSeconds).catch(
+        (error: unknown) => {
+          throw apiFailure(`sandbox ${handle.id} could not be deleted`, error, { id: handle.id, namespace });
+        },
+      );
     }
     this.held.delete(handle.id);
   }
@@ -312,14 +348,22 @@ export class KubernetesDriver implements Driver {
         : this.config.capacityNamespaces;
     const reaped: ReapedSandbox[] = [];
     for (const namespace of new Set(namespaces)) {
-      const list = await this.core.listNamespacedPod({ namespace, labelSelector: selectorFor(labels) });
+      const list = await this.core
+        .listNamespacedPod({ namespace, labelSelector: selectorFor(labels) })
+        .catch((error: unknown) => {
+          throw apiFailure(`cannot list pods in ${namespace}`, error, { namespace });
+        });
       const pods = await this.podsIn(namespace);
       for (const pod of list.items) {
         const name = pod.metadata?.name ?? '';
         const podLabels = labelsOf(pod.metadata?.annotations);
         if (!podLabels || this.held.has(name)) continue;
-        if (await this.leases.isLive(namespace, pod.metadata?.labels?.[OWNER_KEY])) continue;
-        await this.deletePod(pods, name, this.config.terminationGracePeriodSeconds);
+        try {
+          if (await this.leases.isLive(namespace, pod.metadata?.labels?.[OWNER_KEY])) continue;
+          await this.deletePod(pods, name, this.config.terminationGracePeriodSeconds);
+        } catch (error) {
+          throw apiFailure(`sandbox ${name} could not be reaped`, error, { id: name, namespace });
+        }
         reaped.push({ id: name, labels: podLabels, removed: ['pod'] });
       }
     }
@@ -330,7 +374,9 @@ export class KubernetesDriver implements Driver {
     let total = 0;
     let free = 0;
     for (const namespace of this.config.capacityNamespaces) {
-      const quotas = await this.core.listNamespacedResourceQuota({ namespace });
+      const quotas = await this.core.listNamespacedResourceQuota({ namespace }).catch((error: unknown) => {
+        throw apiFailure(`cannot read the resource quotas of ${namespace}`, error, { namespace });
+      });
       const live = (await this.podsIn(namespace))
         .all()
         .filter((p) => !['gone', 'failed'].includes(podState(p))).length;

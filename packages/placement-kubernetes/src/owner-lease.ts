@@ -1,7 +1,7 @@
 // Who owns a sandbox pod: each driver instance holds a coordination.k8s.io Lease per namespace it uses and
 // renews it; `reap` removes only pods whose owner's lease is gone or expired (the instance crashed or was
 // closed without disposing them), never pods a live instance holds.
-import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
+import { type CoordinationV1Api, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
 
 export function leaseName(owner: string): string {
   return `everdict-driver-${owner}`;
@@ -38,7 +38,12 @@ export class OwnerLeases {
     const name = leaseName(this.owner);
     const body: V1Lease = {
       metadata: { name, namespace },
-      spec: { holderIdentity: this.owner, leaseDurationSeconds: this.durationSeconds, renewTime: new Date() },
+      spec: {
+        holderIdentity: this.owner,
+        leaseDurationSeconds: this.durationSeconds,
+        // a MicroTime: the apiserver refuses a Date's millisecond `toISOString()` (it wants six digits)
+        renewTime: new V1MicroTime(),
+      },
     };
     try {
       const current = await this.api.readNamespacedLease({ name, namespace });

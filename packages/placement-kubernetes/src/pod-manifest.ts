@@ -153,11 +153,19 @@ export function podState(pod: V1Pod | undefined): PodState {
   return 'pending';
 }
 
+/** The scheduler's reason a pod is not placed (PodScheduled False, reason Unschedulable), if it is not. */
+export function unschedulableReason(pod: V1Pod | undefined): string | undefined {
+  const scheduled = pod?.status?.conditions?.find((c) => c.type === 'PodScheduled');
+  if (scheduled?.status !== 'False' || scheduled.reason !== 'Unschedulable') return undefined;
+  return scheduled.message ?? scheduled.reason;
+}
+
 /** Why a pod could not start, in the words the cluster used. */
 export function podProblem(pod: V1Pod | undefined): string {
   const status = pod?.status?.containerStatuses?.find((c) => c.name === CONTAINER);
   const state = status?.state;
   return (
+    unschedulableReason(pod) ??
     state?.waiting?.message ??
     state?.waiting?.reason ??
     state?.terminated?.message ??

@@ -41,7 +41,8 @@ export class PodWatch {
     if (startFrom === undefined) this.ready = this.relist();
     else {
       this.resourceVersion = startFrom;
-      this.ready = this.watch();
+      this.ready = Promise.resolve();
+      this.startWatch();
     }
   }
 
@@ -112,20 +113,30 @@ export class PodWatch {
       }
     }
     this.resourceVersion = list.metadata?.resourceVersion ?? '';
-    await this.watch();
+    // the cache is authoritative from here; the watch (whose request has no deadline in client-node's
+    // Watch) catches up from this version whenever it connects, so synced() does not wait on it
+    this.startWatch();
+  }
+
+  private startWatch(): void {
+    this.watch().catch(() => this.resume(() => this.watch(), this.retryMs));
   }
 
   private async watch(): Promise<void> {
     if (this.closed) return;
     this.stats.watches += 1;
     let expired = false;
+    let failed = false;
     const watch = new Watch(this.kc);
-    this.abort = await watch.watch(
+    const abort = await watch.watch(
       `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/pods`,
       { labelSelector: MANAGED_BY, resourceVersion: this.resourceVersion, allowWatchBookmarks: true },
       (type: string, object: V1Pod & { code?: number }) => {
         if (type === 'ERROR') {
+          // 410: the version was compacted away (re-list); anything else (a 500, a 504 "Too large
+          // resource version") ends the stream too, and is retried after a pause, never in a hot loop
           if (object.code === 410) expired = true;
+          else failed = true;
           return;
         }
         const version = object.metadata?.resourceVersion;
@@ -146,9 +157,12 @@ export class PodWatch {
         if (expired || (error as { statusCode?: number } | null)?.statusCode === 410) {
           this.stats.expired += 1;
           this.resume(() => this.relist());
-        } else this.resume(() => this.watch(), error ? this.retryMs : 0);
+        } else this.resume(() => this.watch(), error || failed ? this.retryMs : 0);
       },
     );
+    // closed while the request was on its way: its stream must not outlive the close
+    if (this.closed) abort.abort();
+    else this.abort = abort;
   }
 
   private resume(step: () => Promise<void>, delayMs = 0): void {

@@ -48,11 +48,15 @@ export interface SandboxTarget {
   namespace: string;
   pod: string;
   handle: SandboxHandle;
+  /** The deadline of the exec WebSocket handshake. */
+  requestTimeoutMs: number;
   /** The protocol that worked before (v5 is tried first when unknown). */
   protocol: ChannelProtocol | undefined;
   learned(protocol: ChannelProtocol): void;
   /** Why the pod cannot run commands now (gone, deadline, oom), if it cannot. */
   failure(): PlacementError | undefined;
+  /** Resolves once the pod status shows the container ended (or the settle time passed). */
+  settled(): Promise<void>;
 }
 
 async function open(
@@ -65,6 +69,7 @@ async function open(
     const channel = await openExec(
       target.kc,
       { namespace: target.namespace, pod: target.pod, container: CONTAINER, command, stdin, tty },
+      target.requestTimeoutMs,
       target.protocol,
     );
     target.learned(channel.protocol);
@@ -105,6 +110,19 @@ function outcome(target: SandboxTarget, status: V1Status | null, stderr: Uint8Ar
   return code;
 }
 
+/**
+ * `outcome`, after waiting for the pod status when the command was killed (137) or its connection ended
+ * without a status: the exec sees the OOM kill (or eviction) before the kubelet's status update says so.
+ */
+async function settledOutcome(
+  target: SandboxTarget,
+  status: V1Status | null,
+  stderr: Uint8Array,
+): Promise<number> {
+  if (status === null || exitCodeOf(status) === 137) await target.settled();
+  return outcome(target, status, stderr);
+}
+
 /** Run one of the driver's own commands (not wrapped, not logged) and collect its output. */
 export async function runInternal(
   target: SandboxTarget,
@@ -122,7 +140,7 @@ export async function runInternal(
     channel.closeStdin();
   }
   const status = await channel.status;
-  return { exitCode: outcome(target, status, stderr.bytes()), stdout, stderr };
+  return { exitCode: await settledOutcome(target, status, stderr.bytes()), stdout, stderr };
 }
 
 function kill(target: SandboxTarget, execId: string): Promise<void> {
@@ -202,11 +220,10 @@ export async function runCommand(
         reject(timeoutError(budget, { result: result() }));
         return;
       }
-      try {
-        resolve({ ...result(), exitCode: outcome(target, status, stderr.bytes()) });
-      } catch (error) {
-        reject(error);
-      }
+      settledOutcome(target, status, stderr.bytes()).then(
+        (exitCode) => resolve({ ...result(), exitCode }),
+        reject,
+      );
     });
   });
 }
@@ -249,12 +266,12 @@ export async function startStream(
     },
   });
   let ended = false;
-  const exit: Promise<StreamExit> = channel.status.then((status) => {
+  const exit: Promise<StreamExit> = channel.status.then(async (status) => {
     ended = true;
     timer.clear();
     if (expired) throw timeoutError(budget);
     if (killed) return { exitCode: null, signal: 'SIGKILL' };
-    return { exitCode: outcome(target, status, new Uint8Array()), signal: null };
+    return { exitCode: await settledOutcome(target, status, new Uint8Array()), signal: null };
   });
   exit.catch(() => undefined);
   return {

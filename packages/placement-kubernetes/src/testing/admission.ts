@@ -86,7 +86,31 @@ export function objectFromBody(
     ]);
   }
   validateName(type, metadata.name);
+  decodeMicroTimes(type, object);
   return object;
+}
+
+/** Go's RFC3339Micro layout, which metav1.MicroTime parses with exactly six fractional digits. */
+const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$/;
+const MICRO_TIME_FIELDS: Record<string, readonly string[]> = { Lease: ['acquireTime', 'renewTime'] };
+
+/**
+ * The apiserver decodes a body into its Go type before anything else: a metav1.MicroTime field
+ * (`Lease.spec.renewTime`, `acquireTime`) that is not RFC3339 with exactly six fractional digits — a
+ * JavaScript `Date`'s `toISOString()` has three — fails that decode with 400 BadRequest.
+ */
+function decodeMicroTimes(type: ResourceType, object: KubeObject): void {
+  const spec = object.spec as Record<string, unknown> | undefined;
+  for (const field of MICRO_TIME_FIELDS[type.kind] ?? []) {
+    const value = spec?.[field];
+    if (value === undefined || value === null) continue;
+    if (typeof value === 'string' && MICRO_TIME.test(value)) continue;
+    const text = String(value);
+    const fraction = /\.\d*.*$/.exec(text.slice(19))?.[0] ?? text.slice(19);
+    throw errors.badRequest(
+      `${type.kind} in version "${type.version}" cannot be handled as a ${type.kind}: parsing time "${text}" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "${fraction}" as ".000000"`,
+    );
+  }
 }
 
 /** The admission chain of a create; returns the object to store. */

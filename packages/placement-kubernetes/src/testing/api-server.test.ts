@@ -152,6 +152,50 @@ describe('the test API server on the wire', () => {
     await call('DELETE', '/api/v1/namespaces/wire/resourcequotas/q');
   });
 
+  it('decodes a Lease MicroTime as the apiserver does: six fractional digits, or 400', async () => {
+    const lease = (name: string, renewTime: string) => ({
+      metadata: { name },
+      spec: { holderIdentity: 'me', leaseDurationSeconds: 30, renewTime },
+    });
+    const path = '/apis/coordination.k8s.io/v1/namespaces/wire/leases';
+    const millis = await call('POST', path, lease('millis', '2026-12-04T20:38:35.123Z'));
+    expect(millis.status).toBe(400);
+    expect(JSON.parse(millis.body)).toMatchObject({
+      kind: 'Status',
+      reason: 'BadRequest',
+      code: 400,
+      message:
+        'Lease in version "v1" cannot be handled as a Lease: parsing time "2026-12-04T20:38:35.123Z" as "2006-01-02T15:04:05.000000Z07:00": cannot parse ".123Z" as ".000000"',
+    });
+    const micros = await call('POST', path, lease('micros', '2026-12-04T20:38:35.123000Z'));
+    expect(micros.status).toBe(201);
+    const renewed = await call('PUT', `${path}/micros`, lease('micros', '2026-12-04T20:38:36.5Z'));
+    expect(renewed.status).toBe(400);
+  });
+
+  it("refuses an exec protocol it does not speak with a bare 403, as the kubelet's handshake does", async () => {
+    const v4only = await startTestApiServer({ runner, execProtocols: ['v4.channel.k8s.io'] });
+    try {
+      const ws = new WebSocket(
+        `wss://127.0.0.1:${v4only.port}/api/v1/namespaces/default/pods/any/exec?command=true&stdout=true`,
+        ['v5.channel.k8s.io'],
+        { ca: v4only.certificate, headers: { Authorization: `Bearer ${v4only.token}` } },
+      );
+      const refusal = await new Promise<{ status: number | undefined; body: string }>((resolve) => {
+        ws.once('unexpected-response', (_req, res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => {
+            body += d.toString();
+          });
+          res.on('end', () => resolve({ status: res.statusCode, body }));
+        });
+      });
+      expect(refusal).toEqual({ status: 403, body: '' });
+    } finally {
+      await v4only.close();
+    }
+  });
+
   it('speaks the v5 exec channels: stdin, close-stdin [255, 0], resize, stdout/stderr, the exit status', async () => {
     await call('POST', '/api/v1/namespaces/wire/pods', pod('execd', ['sleep', '30']));
     await running('execd');

@@ -18,7 +18,7 @@ import { EXEC_PROTOCOLS } from './exec-session.js';
 import { Query, sendJson, sendStatus, statusOf } from './http.js';
 import { kubeconfigFor } from './kubeconfig.js';
 import { ObjectStore } from './object-store.js';
-import { handleObjects } from './objects.js';
+import { handleObjects, type ObjectContext } from './objects.js';
 import { handleExecUpgrade, handleLog, negotiate } from './pod-streams.js';
 import type { ContainerRunner } from './pods/container-runner.js';
 import { defaultImageDigest, Kubelet } from './pods/kubelet.js';
@@ -28,7 +28,7 @@ import { refreshQuotaStatus } from './quota.js';
 import { findType, type ResourceType } from './resources.js';
 import { parseResourcePath } from './routes.js';
 import type { KubeObject } from './selectors.js';
-import { errors } from './status.js';
+import { type ApiStatus, errors } from './status.js';
 import type { OpenWatch } from './watch-stream.js';
 
 const NamespaceSeed = z.union([
@@ -72,6 +72,11 @@ export const TestApiServerOptionsSchema = z.object({
   /** The process of a container with neither command nor args (an image's entrypoint is not known here). */
   defaultEntrypoint: z.array(z.string()).min(1).default(['sleep', 'infinity']),
   nodeName: z.string().min(1).default('everdict-test-node'),
+  /**
+   * The node's allocatable `cpu` and `memory` (quantities; default unbounded): a pod whose requests do not
+   * fit stays Pending with PodScheduled False, reason Unschedulable, as the scheduler leaves it.
+   */
+  nodeAllocatable: z.object({ cpu: z.string().optional(), memory: z.string().optional() }).default({}),
 });
 export type TestApiServerOptions = z.input<typeof TestApiServerOptionsSchema>;
 
@@ -117,6 +122,23 @@ export interface TestApiServer {
   /** Fault injection: the node stops acting on graceful deletes (pods stay Terminating until a grace-0 delete). */
   stallNode(stalled: boolean): void;
   readonly openWatches: number;
+  /**
+   * Fault injection: requests (and exec upgrades) that `match` are read and never answered, as behind a
+   * load balancer whose apiserver hangs; `undefined` answers again. Held connections end at `close()`.
+   */
+  stallRequests(match: ((request: RequestRecord) => boolean) | undefined): void;
+  /**
+   * Fault injection: every new watch answers one ERROR event carrying `status` (HTTP 200) and ends, as the
+   * apiserver does for a 500 from etcd or a 504 "Too large resource version"; `undefined` heals it.
+   */
+  failWatches(status: ApiStatus | undefined): void;
+  /**
+   * Fault injection: the kernel OOM-kills a container (all of it, as with memory.oom.group): execs in it
+   * end with 137 and the container terminates with reason OOMKilled; false when it is not running.
+   */
+  oomKill(namespace: string, pod: string, container: string): boolean;
+  /** How long a container's exit takes to show in its pod's status (a real kubelet: about a second). */
+  statusLagMs: number;
   close(): Promise<void>;
 }
 
@@ -137,6 +159,7 @@ export async function startTestApiServer(input: TestApiServerOptions = {}): Prom
     restartBackoffMs: options.restartBackoffMs,
     defaultEntrypoint: options.defaultEntrypoint,
     onPodChange: (namespace) => refreshQuotaStatus(store, namespace),
+    allocatable: options.nodeAllocatable,
   });
   const watches = new Set<OpenWatch>();
   const requests: RequestRecord[] = [];
@@ -149,7 +172,7 @@ export async function startTestApiServer(input: TestApiServerOptions = {}): Prom
       status: { phase: 'Active' },
     });
   }
-  const ctx = { store, kubelet, watches, bookmarkIntervalMs: options.bookmarkIntervalMs };
+  const ctx: ObjectContext = { store, kubelet, watches, bookmarkIntervalMs: options.bookmarkIntervalMs };
   const wss = new WebSocketServer({
     noServer: true,
     handleProtocols: (offered) => negotiate([...offered], options.execProtocols) ?? false,
@@ -164,19 +187,28 @@ export async function startTestApiServer(input: TestApiServerOptions = {}): Prom
       (p) => p.startsWith(prefix) && Buffer.from(p.slice(prefix.length), 'base64url').toString() === token,
     );
   };
-  const record = (req: IncomingMessage, url: URL, upgrade: boolean) =>
-    requests.push({
+  let stall: ((request: RequestRecord) => boolean) | undefined;
+  const held = new Set<Duplex>();
+  /** Records the request; true when it is to be held unanswered. */
+  const record = (req: IncomingMessage, url: URL, upgrade: boolean): boolean => {
+    const entry: RequestRecord = {
       method: req.method ?? 'GET',
       path: url.pathname,
       query: url.search,
       contentType: req.headers['content-type'],
       accept: req.headers.accept,
       upgrade,
-    });
+    };
+    requests.push(entry);
+    if (!stall?.(entry)) return false;
+    held.add(req.socket);
+    req.socket.once('close', () => held.delete(req.socket));
+    return true;
+  };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    record(req, url, false);
+    if (record(req, url, false)) return;
     if (['/healthz', '/livez', '/readyz'].includes(url.pathname)) {
       res.writeHead(200, { 'Content-Type': 'text/plain' });
       return void res.end('ok');
@@ -200,7 +232,7 @@ export async function startTestApiServer(input: TestApiServerOptions = {}): Prom
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    record(req, url, true);
+    if (record(req, url, true)) return;
     const refuse = (code: number, text: string) =>
       socket.end(`HTTP/1.1 ${code} ${text}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
     if (!authorized(req)) return refuse(401, 'Unauthorized');
@@ -275,7 +307,21 @@ export async function startTestApiServer(input: TestApiServerOptions = {}): Prom
     get openWatches() {
       return watches.size;
     },
+    stallRequests: (match) => {
+      stall = match;
+    },
+    failWatches: (status) => {
+      ctx.failWatch = status;
+    },
+    oomKill: (namespace, pod, container) => kubelet.oomKill(namespace, pod, container),
+    get statusLagMs() {
+      return kubelet.statusLagMs;
+    },
+    set statusLagMs(ms: number) {
+      kubelet.statusLagMs = ms;
+    },
     close: async () => {
+      for (const socket of [...held]) socket.destroy();
       for (const w of [...watches]) w.end();
       await kubelet.shutdown();
       for (const client of wss.clients) client.terminate();

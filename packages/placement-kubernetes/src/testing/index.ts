@@ -23,3 +23,4 @@ export { defaultImageDigest } from './pods/kubelet.js';
 export { ProcessDriverRunner, type ProcessDriverRunnerOptions } from './pods/process-driver-runner.js';
 export { RESOURCE_TYPES, type ResourceType } from './resources.js';
 export type { KubeObject } from './selectors.js';
+export type { ApiStatus, StatusCause } from './status.js';

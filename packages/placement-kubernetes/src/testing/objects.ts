@@ -11,7 +11,7 @@ import { refreshQuotaStatus } from './quota.js';
 import { findType, groupVersion, RESOURCE_TYPES, type ResourceType } from './resources.js';
 import type { ResourceRoute } from './routes.js';
 import { type KubeObject, parseFieldSelector, parseLabelSelector } from './selectors.js';
-import { deleted, errors } from './status.js';
+import { type ApiStatus, deleted, errors } from './status.js';
 import { toTable } from './table.js';
 import { type OpenWatch, serveWatch } from './watch-stream.js';
 
@@ -23,6 +23,8 @@ export interface ObjectContext {
   kubelet: Kubelet;
   watches: Set<OpenWatch>;
   bookmarkIntervalMs: number;
+  /** Every new watch answers this Status as an ERROR event and ends (fault injection). */
+  failWatch?: ApiStatus | undefined;
 }
 
 export async function handleObjects(
@@ -120,6 +122,7 @@ function watch(
       timeoutSeconds: query.int('timeoutSeconds'),
       table: wantsTable(req),
       includeObject: query.get('includeObject'),
+      failWith: ctx.failWatch,
     },
     ctx.watches,
   );

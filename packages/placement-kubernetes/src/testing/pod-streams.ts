@@ -88,12 +88,9 @@ export async function handleExecUpgrade(
     .filter(Boolean);
   const protocol = negotiate(offered, supported);
   if (!protocol) {
-    rejectUpgrade(socket, {
-      ...errors.forbidden(
-        { group: '', resource: 'pods', name: route.name },
-        `requested protocol(s) are not supported: [${offered.join(' ')}]; supports [${supported.join(' ')}]`,
-      ).status,
-    });
+    // The kubelet's wsstream handshake refuses through golang.org/x/net/websocket, which writes a bare
+    // `403 Forbidden` — no body, no Status, no Content-Length — and closes (the apiserver proxies it as is).
+    socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
     return;
   }
   const argv = query.all('command');

@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ObjectStore, WatchEvent, WatchFilter } from './object-store.js';
 import { groupVersion } from './resources.js';
-import { StatusError } from './status.js';
+import { type ApiStatus, StatusError } from './status.js';
 import { toTable } from './table.js';
 
 export interface WatchOptions {
@@ -14,6 +14,8 @@ export interface WatchOptions {
   timeoutSeconds: number | undefined;
   table: boolean;
   includeObject: string | null;
+  /** Answer with this Status as one ERROR event and end (fault injection: `failWatches`). */
+  failWith?: ApiStatus;
 }
 
 export interface OpenWatch {
@@ -52,6 +54,11 @@ export function serveWatch(
     write({ type: event.type, object: table });
   };
 
+  if (options.failWith) {
+    write({ type: 'ERROR', object: options.failWith });
+    res.end();
+    return;
+  }
   let unsubscribe: () => void = () => {};
   try {
     unsubscribe = store.watch(filter, options.fromResourceVersion, deliver);

@@ -26,6 +26,7 @@ import {
   sandboxSpecOf,
 } from './pod-spec.js';
 import { conditions, containerStatus, now } from './pod-status.js';
+import { type Allocatable, unschedulable, unschedulableCondition } from './scheduler.js';
 
 const PODS = findType('', 'v1', 'pods') as ResourceType;
 const NETWORK_POLICIES = findType('networking.k8s.io', 'v1', 'networkpolicies') as ResourceType;
@@ -41,6 +42,8 @@ export interface KubeletOptions {
   /** The process run for a container with neither command nor args (the image entrypoint is unknown). */
   defaultEntrypoint: string[];
   onPodChange(namespace: string): void;
+  /** The node's allocatable CPU and memory (quantities); a pod whose requests do not fit stays Pending. */
+  allocatable: Allocatable;
 }
 
 /** A deterministic digest for an image reference: the same reference reports the same imageID. */
@@ -53,6 +56,20 @@ export class Kubelet {
   private ipCounter = 1;
   /** Fault injection: the node stops finishing graceful deletions (pods stay Terminating until forced). */
   stalled = false;
+  /**
+   * How long after a container exits its status reaches the API (a real kubelet's PLEG relist and status
+   * sync take about a second): execs in it have ended by then.
+   */
+  statusLagMs = 0;
+
+  /** Fault injection: the kernel OOM-kills a container (the whole cgroup: memory.oom.group). */
+  oomKill(namespace: string, name: string, container: string): boolean {
+    const c = this.pods.get(`${namespace}/${name}`)?.containers.find((x) => x.spec.name === container);
+    if (!c?.process) return false;
+    c.oomKilled = true;
+    c.process.signal('SIGKILL');
+    return true;
+  }
 
   constructor(
     private readonly store: ObjectStore,
@@ -69,6 +86,15 @@ export class Kubelet {
   }
 
   private async run(rt: PodRuntime): Promise<void> {
+    const stored = this.store.get(PODS, rt.namespace, rt.name);
+    const onNode = this.store.list(PODS, undefined, (p) => podSpec(p).nodeName === this.options.nodeName);
+    const misfit = stored && unschedulable(stored, onNode, this.options.allocatable);
+    if (misfit) {
+      this.write(rt, (pod) => {
+        pod.status = { ...(pod.status as object), conditions: [unschedulableCondition(misfit)] };
+      });
+      return;
+    }
     this.write(rt, (pod) => {
       podSpec(pod).nodeName = this.options.nodeName;
       pod.status = { ...(pod.status as object), conditions: conditions('scheduled') };
@@ -145,8 +171,10 @@ export class Kubelet {
       async (exit) => {
         c.log.end();
         for (const e of c.execs) e.signal('SIGKILL');
+        if (this.statusLagMs > 0) await new Promise((r) => setTimeout(r, this.statusLagMs));
         const startedAt = 'running' in c.view.state ? c.view.state.running.startedAt : undefined;
-        const reason = exit.oomKilled ? 'OOMKilled' : exit.exitCode === 0 ? 'Completed' : 'Error';
+        const oom = exit.oomKilled || c.oomKilled === true;
+        const reason = oom ? 'OOMKilled' : exit.exitCode === 0 ? 'Completed' : 'Error';
         c.view.state = {
           terminated: {
             exitCode: exit.exitCode,

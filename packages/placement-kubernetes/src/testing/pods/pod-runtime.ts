@@ -15,6 +15,8 @@ export interface ContainerRuntime {
   done: boolean;
   /** Processes started in the container by exec; they die with it. */
   execs: Set<ContainerProcess>;
+  /** Killed by the kernel's OOM killer (fault injection): its exit reports OOMKilled. */
+  oomKilled?: boolean;
 }
 
 export interface PodRuntime {

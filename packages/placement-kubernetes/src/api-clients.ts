@@ -1,0 +1,33 @@
+// API clients whose every call has a deadline. client-node's `makeApiClient` sends each request with no
+// timeout: an apiserver (or a load balancer in front of it) that accepts the connection and never answers
+// would hold provision, dispose or capacity forever. The same clients, with a middleware that gives every
+// request an AbortSignal of `timeoutMs` (it covers the response body too).
+import {
+  createConfiguration,
+  type KubeConfig,
+  type Middleware,
+  type RequestContext,
+  type ResponseContext,
+  ServerConfiguration,
+} from '@kubernetes/client-node';
+
+type ApiConstructor<T> = new (config: ReturnType<typeof createConfiguration>) => T;
+
+export function apiClient<T>(kc: KubeConfig, type: ApiConstructor<T>, timeoutMs: number): T {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('the kubeconfig names no current cluster');
+  const deadline: Middleware = {
+    pre: async (context: RequestContext) => {
+      context.setSignal(AbortSignal.timeout(timeoutMs));
+      return context;
+    },
+    post: async (context: ResponseContext) => context,
+  };
+  return new type(
+    createConfiguration({
+      baseServer: new ServerConfiguration(cluster.server, {}),
+      authMethods: { default: kc },
+      promiseMiddleware: [deadline],
+    }),
+  );
+}
