@@ -18,7 +18,12 @@ export interface Context {
   readonly client: EverdictClient;
   readonly io: Io;
   /** A JSON call to any route (the typed client covers what the generated document has). */
-  call<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<T>;
+  call<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    body?: unknown,
+    opts?: { extraTimeoutMs?: number },
+  ): Promise<T>;
 }
 
 export const DEFAULT_URL = 'http://localhost:8787';
@@ -26,15 +31,40 @@ export const DEFAULT_URL = 'http://localhost:8787';
 /** How long one call may go unanswered (env EVERDICT_REQUEST_TIMEOUT_MS); event streams are not bounded. */
 export const REQUEST_TIMEOUT_MS = 120_000;
 
+/** How long a call made after Ctrl-C (to report what the command saw) may go unanswered. */
+export const AFTER_INTERRUPT_MS = 5_000;
+
+/** EVERDICT_REQUEST_TIMEOUT_MS when it is a positive whole number, else REQUEST_TIMEOUT_MS. */
+export function requestTimeoutMs(env: NodeJS.ProcessEnv): number {
+  const v = env.EVERDICT_REQUEST_TIMEOUT_MS;
+  return v !== undefined && /^\d+$/.test(v) && Number(v) > 0 ? Number(v) : REQUEST_TIMEOUT_MS;
+}
+
 /**
  * The signal of one call: aborted past the request timeout, when the call fails as one that got no answer
- * (`network`, exit 4) instead of waiting forever on a hung control plane. (Ctrl-C does not cut calls: a
- * command interrupted while it waits still asks for what it reports.)
+ * (`network`, exit 4) instead of waiting forever on a hung control plane — and aborted by Ctrl-C (`interrupt`,
+ * the Io's signal), when the program answers `interrupted` (130) at once (program.ts). A call made after
+ * Ctrl-C (a command asking for what it reports) is bounded by AFTER_INTERRUPT_MS instead; a second Ctrl-C
+ * ends the process (main.ts).
  */
-function callSignal(env: NodeJS.ProcessEnv): AbortSignal {
-  const v = env.EVERDICT_REQUEST_TIMEOUT_MS;
-  const ms = v !== undefined && /^\d+$/.test(v) && Number(v) > 0 ? Number(v) : REQUEST_TIMEOUT_MS;
-  return AbortSignal.timeout(ms);
+export function callSignal(env: NodeJS.ProcessEnv, interrupt?: AbortSignal, extraMs = 0): AbortSignal {
+  const ms = requestTimeoutMs(env) + extraMs;
+  if (interrupt === undefined) return AbortSignal.timeout(ms);
+  if (interrupt.aborted) return AbortSignal.timeout(Math.min(ms, AFTER_INTERRUPT_MS));
+  return AbortSignal.any([AbortSignal.timeout(ms), interrupt]);
+}
+
+/**
+ * A call whose answer a command reports even when Ctrl-C cut it (the status a wait stopped at): cut while
+ * unanswered, it is made once more, then bounded by AFTER_INTERRUPT_MS. An answer (a refusal) is not retried.
+ */
+export async function reportingCall<T>(io: Io, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (e) {
+    if (io.signal?.aborted && !(e instanceof ClientError && e.status > 0)) return call();
+    throw e;
+  }
 }
 
 /** The origin of `url` with `localhost` as `127.0.0.1` (what `everdict start` prints vs records); null if not a URL. */
@@ -71,14 +101,16 @@ export function resolveConnection(
 
 export function makeContext(opts: GlobalOptions, io: Io): Context {
   const { url, key } = resolveConnection(opts, io.env);
-  const bounded: typeof fetch = (input, init) => fetch(input, { ...init, signal: callSignal(io.env) });
+  const bounded: typeof fetch = (input, init) =>
+    fetch(input, { ...init, signal: callSignal(io.env, io.signal) });
   const client = createClient({ baseUrl: url, ...(key ? { token: key } : {}), fetch: bounded });
   return {
     url,
     key,
     client,
     io,
-    call: (method, path, body) => rawCall(url, key, method, path, body, callSignal(io.env)),
+    call: (method, path, body, opts) =>
+      rawCall(url, key, method, path, body, callSignal(io.env, io.signal, opts?.extraTimeoutMs ?? 0)),
   };
 }
 
@@ -117,6 +149,13 @@ export async function rawCall<T>(
     parsed = undefined;
   }
   if (!res.ok) throw errorFromResponse(res, parsed);
+  // A 2xx that is not JSON (an HTML page: --url naming something else) is no answer of the control plane.
+  if (text && parsed === undefined)
+    throw new ClientError(
+      'bad_response',
+      res.status,
+      `the answer from ${url} is not JSON (${res.headers.get('content-type') ?? 'no content type'}): is it the control plane?`,
+    );
   return parsed as T;
 }
 

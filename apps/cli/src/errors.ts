@@ -1,6 +1,7 @@
-// The one error of the CLI and the exit code each failure maps to: 0 ok, 1 the run failed or its record
-// did not verify, 2 usage, 3 refused (a 4xx problem), 4 unavailable (a 5xx, or no answer at all), 130
-// interrupted (Ctrl-C before what was waited for settled: nothing is claimed about how it ends).
+// The one error of the CLI and the exit code each failure maps to: 0 ok, 1 the run failed, a sandbox exec
+// exited non-zero or was stopped by a limit (`exec_stopped`), or a record did not verify, 2 usage,
+// 3 refused (a 4xx problem), 4 unavailable (a 5xx, or no answer at all), 130 interrupted (Ctrl-C before
+// what was waited for settled, or while a call was unanswered: nothing is claimed about how it ends).
 import { ClientError } from '@everdict/client';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, refused: 3, unavailable: 4, interrupted: 130 } as const;
@@ -8,6 +9,7 @@ export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 export type CliErrorCode =
   | 'run_failed'
+  | 'exec_stopped'
   | 'not_verified'
   | 'usage'
   | 'refused'
@@ -16,6 +18,7 @@ export type CliErrorCode =
 
 const EXIT_OF: Record<CliErrorCode, ExitCode> = {
   run_failed: EXIT.failed,
+  exec_stopped: EXIT.failed,
   not_verified: EXIT.failed,
   usage: EXIT.usage,
   refused: EXIT.refused,
@@ -41,9 +44,17 @@ export function exitOfClientError(e: ClientError): ExitCode {
   return e.status >= 400 && e.status < 500 ? EXIT.refused : EXIT.unavailable;
 }
 
-/** One line saying why, for stderr: `refused 402 envelope_exhausted: …`. */
-export function describeError(e: unknown): { line: string; exitCode: ExitCode } {
+/**
+ * One line saying why, for stderr: `refused 402 envelope_exhausted: …`. After Ctrl-C (`interrupted`), a
+ * failure that is not an answer of the control plane (the call Ctrl-C aborted) is `interrupted` (130).
+ */
+export function describeError(e: unknown, interrupted = false): { line: string; exitCode: ExitCode } {
   if (e instanceof CliError) return { line: `${e.code}: ${e.message}`, exitCode: e.exitCode };
+  if (interrupted && !(e instanceof ClientError && e.status > 0))
+    return {
+      line: 'interrupted: stopped before the control plane answered (nothing is claimed about the call)',
+      exitCode: EXIT.interrupted,
+    };
   if (e instanceof ClientError) {
     const exitCode = exitOfClientError(e);
     const what = exitCode === EXIT.refused ? 'refused' : 'unavailable';

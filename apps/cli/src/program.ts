@@ -66,7 +66,7 @@ export async function runCli(argv: readonly string[], io: Io, extras: ProgramExt
       // --help / --version exit 0; a bare group (`everdict record`) prints its help as an error: usage.
       return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    const { line: text, exitCode } = describeError(e);
+    const { line: text, exitCode } = describeError(e, io.signal?.aborted === true);
     line(io.stderr, text);
     return exitCode;
   }

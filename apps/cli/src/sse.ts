@@ -47,22 +47,36 @@ export class SseParser {
   }
 }
 
+/**
+ * `headersWithinMs` bounds the wait for the answer's head (and a refusal's body): a server that takes the
+ * socket but never answers is `network`, not a wait forever. The stream itself, once open, is not bounded.
+ */
 export async function* streamEvents(
   url: string,
   key: string | undefined,
   signal?: AbortSignal,
+  headersWithinMs?: number,
 ): AsyncGenerator<SseEvent> {
   const headers: Record<string, string> = { accept: 'text/event-stream' };
   if (key) headers.authorization = `Bearer ${key}`;
+  const unanswered = new AbortController();
+  const timer =
+    headersWithinMs === undefined ? undefined : setTimeout(() => unanswered.abort(), headersWithinMs);
+  const both = signal ? AbortSignal.any([signal, unanswered.signal]) : unanswered.signal;
   let res: Response;
   try {
-    res = await fetch(url, { headers, ...(signal ? { signal } : {}) });
+    res = await fetch(url, { headers, signal: both });
   } catch (e) {
+    clearTimeout(timer);
     if (signal?.aborted) return;
-    throw new ClientError('network', 0, `no answer from the control plane: ${(e as Error).message}`);
+    const why = unanswered.signal.aborted ? `no answer within ${headersWithinMs} ms` : (e as Error).message;
+    throw new ClientError('network', 0, `no answer from the control plane: ${why}`);
   }
   if (!res.ok) {
-    const text = await res.text();
+    const text = await res.text().catch((e: unknown) => {
+      throw new ClientError('network', 0, `the answer broke off: ${(e as Error).message}`);
+    });
+    clearTimeout(timer);
     let body: unknown;
     try {
       body = JSON.parse(text);
@@ -71,20 +85,27 @@ export async function* streamEvents(
     }
     throw errorFromResponse(res, body);
   }
+  clearTimeout(timer);
   if (!res.body) return;
   const parser = new SseParser();
   const decoder = new TextDecoder();
   const reader = res.body.getReader();
+  let ended = false;
   try {
     for (;;) {
       const { value, done } = await reader.read();
-      if (done) break;
+      if (done) {
+        ended = true;
+        break;
+      }
       for (const e of parser.push(decoder.decode(value, { stream: true }))) yield e;
     }
   } catch (e) {
     if (signal?.aborted) return;
     throw new ClientError('network', 0, `the stream broke: ${(e as Error).message}`);
   } finally {
+    // Left early (the consumer broke out, or the stream failed): close the body, and with it the socket.
+    if (!ended) await reader.cancel().catch(() => undefined);
     reader.releaseLock();
   }
 }

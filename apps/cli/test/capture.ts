@@ -8,7 +8,7 @@ export interface Ran {
   err: string;
 }
 
-class Sink extends Writable {
+export class Sink extends Writable {
   text = '';
   isTTY = false;
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
@@ -22,14 +22,23 @@ export async function everdict(
   env: Record<string, string> = {},
   signal?: AbortSignal,
 ): Promise<Ran> {
+  return started(args, env, signal).ran;
+}
+
+/** `everdict args` under way: what it has printed so far, and its outcome once it ends. */
+export function started(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  signal?: AbortSignal,
+): { ran: Promise<Ran>; printed: () => string } {
   const stdout = new Sink();
   const stderr = new Sink();
-  const code = await runCli(args, {
+  const ran = runCli(args, {
     stdout,
     stderr,
     stdin: new PassThrough(),
     env: { PATH: process.env.PATH ?? '', ...env },
     ...(signal ? { signal } : {}),
-  });
-  return { code, out: stdout.text, err: stderr.text };
+  }).then((code) => ({ code, out: stdout.text, err: stderr.text }));
+  return { ran, printed: () => stdout.text + stderr.text };
 }

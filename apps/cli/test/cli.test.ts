@@ -248,6 +248,25 @@ describe('sandbox (over the sessions routes) and agent chat', () => {
     expect(big.code).toBe(0);
     expect(big.out.length).toBeLessThan(3_000_000);
     expect(big.err).toMatch(/output truncated at the output cap/);
+    // A limit that stopped the command is a failure naming the limit, its partial output printed — not
+    // `the command exited 137` (or `exited null`, or 0 when the partial result says 0).
+    const stopped = await everdict(
+      [
+        'sandbox',
+        'exec',
+        id,
+        '--timeout',
+        '1000',
+        '--',
+        'sh',
+        '-c',
+        'echo partial-before-the-limit; sleep 30',
+      ],
+      env,
+    );
+    expect(stopped.out).toContain('partial-before-the-limit');
+    expect(stopped.err).toMatch(/exec_stopped: the command was stopped: timeout \(its time limit ran out/);
+    expect(stopped.code).toBe(1);
     const close = await everdict(['sandbox', 'close', id], env);
     expect(close.code).toBe(0);
     const bad = await everdict(['sandbox', 'open', '--idle', 'soon'], env);

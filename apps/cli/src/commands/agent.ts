@@ -6,6 +6,7 @@
 // Thin by design: the agent service and the control plane own the loop.
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
+import { pause } from '../backoff.js';
 import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
@@ -65,18 +66,24 @@ export async function sendMessage(ctx: Context, conversationId: string, text: st
   return id;
 }
 
-/** Follows a turn until it settles or parks; returns its status. */
+/** Follows a turn until it settles or parks; returns its status. The trajectory tail is closed on every way out. */
 export async function followTurn(ctx: Context, runId: string): Promise<string> {
   const stop = new AbortController();
   const tail = followTrajectory(ctx, runId, stop.signal);
-  for (;;) {
-    const run = await getRun(ctx, runId);
-    if (TERMINAL.has(run.status) || run.status === 'awaiting_input' || ctx.io.signal?.aborted) {
-      setTimeout(() => stop.abort(), 1_000);
-      await tail;
-      return run.status;
+  let grace: NodeJS.Timeout | undefined;
+  try {
+    for (;;) {
+      const run = await getRun(ctx, runId);
+      if (TERMINAL.has(run.status) || run.status === 'awaiting_input' || ctx.io.signal?.aborted) {
+        grace = setTimeout(() => stop.abort(), 1_000);
+        return run.status;
+      }
+      await pause(300, ctx.io.signal);
     }
-    await new Promise((r) => setTimeout(r, 300));
+  } finally {
+    if (grace === undefined) stop.abort();
+    await tail;
+    clearTimeout(grace);
   }
 }
 
@@ -92,11 +99,29 @@ export async function chat(
   line(ctx.io.stderr, `conversation ${conversationId}`);
   const scripted = o.message !== undefined;
   const rl = scripted ? null : createInterface({ input: ctx.io.stdin, output: ctx.io.stderr });
+  // On a terminal, readline takes Ctrl-C itself (raw mode): without a listener it only pauses the input and
+  // the prompt waits forever. Here it ends the prompt as `interrupted` (130), like Ctrl-C anywhere else.
+  // The end of input closes the interface, which on Node 20 does not settle a pending question (the process
+  // would end on an unsettled await, exit 13): the question is aborted then too, and answers undefined.
+  const atPrompt = new AbortController();
+  const ended = new AbortController();
+  rl?.on('SIGINT', () => atPrompt.abort());
+  rl?.on('close', () => ended.abort());
+  const interrupt = ctx.io.signal ? AbortSignal.any([ctx.io.signal, atPrompt.signal]) : atPrompt.signal;
+  const signal = AbortSignal.any([interrupt, ended.signal]);
+  /** A line typed at the prompt; undefined at end of input. */
+  const ask = async (prompt: string): Promise<string | undefined> => {
+    const text = await rl?.question(prompt, { signal }).catch(() => undefined);
+    if (interrupt.aborted)
+      throw new CliError('interrupted', `stopped at the prompt of conversation ${conversationId}`);
+    return text;
+  };
   try {
     for (let i = 0; ; i++) {
-      const text = scripted ? o.message?.[i] : await rl?.question('> ').catch(() => undefined);
+      const text = scripted ? o.message?.[i] : await ask('> ');
       if (text === undefined || text === '/exit') return 0;
       const runId = await sendMessage(ctx, conversationId, text);
+      line(ctx.io.stderr, `turn ${runId}`);
       const answered = new Set<string>();
       for (;;) {
         const status = await followTurn(ctx, runId);
@@ -113,7 +138,7 @@ export async function chat(
         for (const a of approvals) {
           const approved = scripted
             ? o.approve === true
-            : /^y/i.test((await rl?.question(`approve ${a.callId}? [y/N] `)) ?? '');
+            : /^y/i.test((await ask(`approve ${a.callId}? [y/N] `)) ?? ''); // end of input: N
           await answer(ctx, runId, a.callId, approved);
           answered.add(a.callId);
           line(ctx.io.stderr, `${a.callId} ${approved ? 'approved' : 'denied'}`);
@@ -139,7 +164,7 @@ async function waitWhileParked(ctx: Context, runId: string, answered: ReadonlySe
     if (run.status !== 'awaiting_input' || ctx.io.signal?.aborted) return;
     const pending = await pendingInput(ctx, runId);
     if (pending.some((p) => p.kind === 'approval' && !answered.has(p.callId))) return;
-    await new Promise((r) => setTimeout(r, 300));
+    await pause(300, ctx.io.signal);
   }
 }
 

@@ -6,6 +6,7 @@
 // signers GET /keys lists. Exit 0 only if every step ran and every record verifies.
 import { ClientError } from '@everdict/client';
 import type { Command } from 'commander';
+import { pause } from '../backoff.js';
 import type { Context, Done } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { line } from '../io.js';
@@ -27,7 +28,7 @@ const isRefusal = (e: unknown, status?: number): e is ClientError =>
 const missingRoute = (e: unknown) =>
   e instanceof ClientError && e.status === 404 && e.code === 'route_not_found';
 
-class Demo {
+export class Demo {
   readonly made: string[] = [];
   readonly skipped: string[] = [];
   constructor(readonly ctx: Context) {}
@@ -36,18 +37,16 @@ class Demo {
     line(this.ctx.io.stdout, text);
   }
 
+  /** `POST /runs` through the typed client: bounded by the request timeout, cut by Ctrl-C, key only if set. */
   async create(spec: unknown, causedBy?: string): Promise<string> {
-    const headers = causedBy ? { 'x-everdict-caused-by': causedBy } : undefined;
-    const res = await fetch(`${this.ctx.url}/runs`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${this.ctx.key}`, 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(spec),
+    const { data } = await this.ctx.client.POST('/runs', {
+      body: spec as never,
+      ...(causedBy ? { headers: { 'x-everdict-caused-by': causedBy } } : {}),
     });
-    const body = (await res.json()) as Created & { code?: string; detail?: string; rule?: string };
-    if (!res.ok)
-      throw new ClientError(body.code ?? 'bad_response', res.status, body.detail ?? '', body as never);
-    this.made.push(body.run.id);
-    return body.run.id;
+    const id = (data as Created | undefined)?.run?.id;
+    if (!id) throw new ClientError('bad_response', 200, 'POST /runs answered without a run');
+    this.made.push(id);
+    return id;
   }
 
   /** 1. An experiment of 20 eval runs (a harness defined here), scored, then re-scored. */
@@ -92,7 +91,11 @@ class Demo {
       spec,
     });
     this.made.push(...created.runs.map((r) => r.id));
-    const g = await waitGroup(this.ctx, created.group.id, { progress: true });
+    const g = await waitGroup(this.ctx, created.group.id, {
+      progress: true,
+      ...(this.ctx.io.signal ? { signal: this.ctx.io.signal } : {}),
+    });
+    checkpoint(this.ctx, `while ${g.id} ran (not scored)`);
     this.say(`   group ${g.id}: ${g.rollup.status} ${JSON.stringify(g.rollup.byStatus)}`);
     const first = await scoreGroup(this.ctx, g.id, [
       { type: 'exit_code' },
@@ -184,7 +187,10 @@ class Demo {
       );
       const runId = turn.run.id;
       this.say(`   conversation ${conv.group.id}: turn ${runId} queued`);
-      const seen = await waitStatus(this.ctx, runId, (s) => s !== 'queued', 30_000).catch(() => null);
+      const seen = await waitStatus(this.ctx, runId, (s) => s !== 'queued', 30_000).catch((e: unknown) => {
+        if (e instanceof CliError && e.code === 'interrupted') throw e;
+        return null;
+      });
       if (!seen) {
         await this.ctx.call('POST', `/runs/${runId}/cancel`, { reason: 'no agent service' });
         this.say(
@@ -297,20 +303,34 @@ async function waitStatus(ctx: Context, id: string, ok: (status: string) => bool
   for (;;) {
     const run = await getRun(ctx, id);
     if (ok(run.status)) return run;
+    if (ctx.io.signal?.aborted)
+      throw new CliError('interrupted', `stopped the demo: ${id} is still ${run.status}`);
     if (Date.now() > deadline) throw new CliError('run_failed', `${id} is still ${run.status}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await pause(200, ctx.io.signal);
   }
+}
+
+/** Ctrl-C between (or inside) steps stops the demo: exit 130, nothing claimed about what it left running. */
+function checkpoint(ctx: Context, where: string): void {
+  if (ctx.io.signal?.aborted) throw new CliError('interrupted', `stopped the demo ${where}`);
 }
 const waitTerminal = (ctx: Context, id: string) => waitStatus(ctx, id, (s) => TERMINAL.has(s));
 
 export async function demoCommand(ctx: Context): Promise<number> {
   const demo = new Demo(ctx);
   demo.say(`against ${ctx.url}`);
-  await demo.experiment();
-  await demo.cascade();
-  await demo.envelope();
-  await demo.agent();
-  await demo.sandbox();
+  const steps = [
+    () => demo.experiment(),
+    () => demo.cascade(),
+    () => demo.envelope(),
+    () => demo.agent(),
+    () => demo.sandbox(),
+  ];
+  for (const step of steps) {
+    checkpoint(ctx, 'between its steps');
+    await step();
+  }
+  checkpoint(ctx, 'before verifying');
   const bad = await demo.verifyAll();
   if (demo.skipped.length > 0) demo.say(`not shown here: ${demo.skipped.join('; ')}`);
   if (bad > 0) throw new CliError('not_verified', `${bad} record(s) did not verify`);

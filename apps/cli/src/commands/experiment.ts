@@ -2,7 +2,8 @@
 // bar while they run, then the graders applied and the score table printed. Exit 1 when a run failed.
 // everdict score <group> --grader JSON… — (re-)score a group and print the table.
 import type { Command } from 'commander';
-import type { Context, Done } from '../context.js';
+import { pause } from '../backoff.js';
+import { type Context, type Done, reportingCall } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { fmtNumber, progressBar, table } from '../table.js';
@@ -62,7 +63,9 @@ export async function waitGroup(
   const tty = Boolean(ctx.io.stderr.isTTY);
   let last = '';
   for (;;) {
-    const g = await ctx.call<GroupSummary>('GET', `/groups/${encodeURIComponent(id)}`);
+    const g = await reportingCall(ctx.io, () =>
+      ctx.call<GroupSummary>('GET', `/groups/${encodeURIComponent(id)}`),
+    );
     const done = settledOf(g);
     if (opts.progress) {
       const running = g.rollup.byStatus.running ?? 0;
@@ -77,7 +80,7 @@ export async function waitGroup(
       if (opts.progress && tty) ctx.io.stderr.write('\n');
       return g;
     }
-    await new Promise((r) => setTimeout(r, opts.pollMs ?? 250));
+    await pause(opts.pollMs ?? 250, opts.signal);
   }
 }
 

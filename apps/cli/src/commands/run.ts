@@ -5,7 +5,7 @@ import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { parseJsonOption } from './options.js';
-import { followTrajectory, TERMINAL, waitSettled } from './watch.js';
+import { followTrajectory, type RunSummary, TERMINAL, waitSettled } from './watch.js';
 
 export interface RunOptions {
   subject?: string;
@@ -101,15 +101,24 @@ export async function runCommand(
     );
   if (!o.wait && !o.follow) return 0;
 
+  // The trajectory tail is closed on every way out: settled, refused, unavailable or interrupted.
   const stop = new AbortController();
   const outer = ctx.io.signal;
-  outer?.addEventListener('abort', () => stop.abort(), { once: true });
+  const onAbort = () => stop.abort();
+  outer?.addEventListener('abort', onAbort, { once: true });
   const trajectory = o.follow ? followTrajectory(ctx, id, stop.signal) : Promise.resolve(0);
-  const run = await waitSettled(ctx, id, { verbose: false, ...(outer ? { signal: outer } : {}) });
-  // A settled run's trajectory is sealed or was never written: give the tail a moment, then stop it.
-  const grace = setTimeout(() => stop.abort(), 2_000);
-  await trajectory;
-  clearTimeout(grace);
+  let grace: NodeJS.Timeout | undefined;
+  let run: RunSummary;
+  try {
+    run = await waitSettled(ctx, id, { verbose: false, ...(outer ? { signal: outer } : {}) });
+    // A settled run's trajectory is sealed or was never written: give the tail a moment, then stop it.
+    grace = setTimeout(() => stop.abort(), 2_000);
+  } finally {
+    if (grace === undefined) stop.abort();
+    await trajectory;
+    clearTimeout(grace);
+    outer?.removeEventListener('abort', onAbort);
+  }
   if (o.json) line(ctx.io.stdout, JSON.stringify(run));
   else line(ctx.io.stderr, `${id} ${run.status}`);
   // Interrupted before it settled: how it ends was not observed, so it is not claimed (not `run_failed`).

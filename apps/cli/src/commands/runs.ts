@@ -36,13 +36,20 @@ export async function runsCommand(ctx: Context, o: ListOptions): Promise<number>
   if (o.causedBy) base.set('causedBy', o.causedBy);
   base.set('limit', o.limit);
   const items: RunRow[] = [];
+  const seen = new Set<string>();
   let cursor: string | null = null;
   do {
     const q = new URLSearchParams(base);
     if (cursor) q.set('cursor', cursor);
-    const page: { items: RunRow[]; nextCursor: string | null } = await ctx.call('GET', `/runs?${q}`);
+    const page: { items?: RunRow[]; nextCursor?: string | null } = await ctx.call('GET', `/runs?${q}`);
+    if (!Array.isArray(page?.items))
+      throw new CliError('unavailable', 'GET /runs answered without `items` (is --url the control plane?)');
     items.push(...page.items);
-    cursor = o.all ? page.nextCursor : null;
+    cursor = o.all ? (page.nextCursor ?? null) : null;
+    // --all follows the cursor to the end: a cursor handed out twice would loop forever.
+    if (cursor !== null && seen.has(cursor))
+      throw new CliError('unavailable', `GET /runs handed out cursor ${cursor} twice: stopped following it`);
+    if (cursor !== null) seen.add(cursor);
   } while (cursor);
   if (o.json) {
     line(ctx.io.stdout, JSON.stringify(items));

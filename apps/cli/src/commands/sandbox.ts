@@ -4,6 +4,7 @@
 // binary frames are raw stdin/stdout, text frames JSON `{"type":"resize",cols,rows}` / `{"type":"exit",code}`).
 // Thin by design: every subcommand is one call; the control plane owns the session. `shell` is in shell.ts.
 import type { Command } from 'commander';
+import { z } from 'zod';
 import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
@@ -28,20 +29,73 @@ function show(ctx: Context, a: SandboxAnswer, json?: boolean): void {
   line(ctx.io.stdout, `${run.id} ${run.status}${run.expiresAt ? ` (expires ${run.expiresAt})` : ''}`);
 }
 
+/**
+ * The answer of `POST /sandboxes/:id/exec` (the control plane's ExecView): `outcome` says how it ended —
+ * `exited` (any exit code; null with the signal that killed it), or the limit that stopped it (`timeout`,
+ * `oom`, `pids_exhausted`, `output_capped`) with the partial output kept. Fields are optional here so an
+ * older control plane's answer (no `outcome`) still reads.
+ */
+const ExecAnswer = z.looseObject({
+  exitCode: z.number().int().nullable().optional(),
+  signal: z.string().nullable().optional(),
+  stdout: z.string().optional(),
+  stderr: z.string().optional(),
+  truncated: z.boolean().optional(),
+  outcome: z.string().optional(),
+  durationMs: z.number().optional(),
+});
+type ExecAnswer = z.infer<typeof ExecAnswer>;
+
+const STOPS: Record<string, string> = {
+  timeout: 'its time limit ran out',
+  oom: "the sandbox's memory limit was reached",
+  pids_exhausted: "the sandbox's process limit was reached",
+  output_capped: 'its output passed the cap',
+};
+
+/** Why an exec is a failure (a stop by a limit, a non-zero exit, a signal), or null when it exited 0. */
+export function execFailure(r: ExecAnswer): CliError | null {
+  const took = r.durationMs === undefined ? '' : ` after ${r.durationMs} ms`;
+  if (r.outcome !== undefined && r.outcome !== 'exited')
+    return new CliError(
+      'exec_stopped',
+      `the command was stopped: ${r.outcome} (${STOPS[r.outcome] ?? 'a limit of the sandbox'}${took}); the output above is partial`,
+    );
+  if (r.exitCode === 0) return null;
+  if (typeof r.exitCode === 'number') return new CliError('run_failed', `the command exited ${r.exitCode}`);
+  if (r.signal) return new CliError('run_failed', `the command was killed by ${r.signal}`);
+  if (r.outcome === 'exited' || r.exitCode === null)
+    return new CliError('run_failed', 'the command ended without an exit status');
+  return null; // an answer with neither an exit code nor an outcome: nothing to say it failed
+}
+
+export const MAX_EXEC_TIMEOUT_MS = 24 * 60 * 60 * 1000;
+
 export async function execInSandbox(
   ctx: Context,
   id: string,
   argv: readonly string[],
   json?: boolean,
+  timeout?: string,
 ): Promise<number> {
   if (argv.length === 0) throw new CliError('usage', 'sandbox exec: give the argv after `--`');
-  const r = await ctx.call<{ exitCode?: number; stdout?: string; stderr?: string; truncated?: boolean }>(
+  if (
+    timeout !== undefined &&
+    (!/^\d+$/.test(timeout) || Number(timeout) < 1 || Number(timeout) > MAX_EXEC_TIMEOUT_MS)
+  )
+    throw new CliError('usage', `--timeout is a whole number of milliseconds, 1 to ${MAX_EXEC_TIMEOUT_MS}`);
+  const timeoutMs = timeout === undefined ? undefined : Number(timeout);
+  const raw = await ctx.call<unknown>(
     'POST',
     path(id, 'exec'),
-    {
-      command: argv,
-    },
+    { command: argv, ...(timeoutMs === undefined ? {} : { timeoutMs }) },
+    // The call waits for the command: its request timeout covers the command's.
+    timeoutMs === undefined ? {} : { extraTimeoutMs: timeoutMs },
   );
+  const parsed = ExecAnswer.safeParse(raw);
+  if (!parsed.success)
+    throw new CliError('unavailable', 'the exec answer is not the documented shape (ExecView)');
+  const r = parsed.data;
   if (json) line(ctx.io.stdout, JSON.stringify(r));
   else {
     if (r.stdout) ctx.io.stdout.write(r.stdout);
@@ -50,8 +104,8 @@ export async function execInSandbox(
   // Past the control plane's output cap the rest was dropped: what was printed is not all the command wrote.
   if (r.truncated)
     line(ctx.io.stderr, 'sandbox exec: output truncated at the output cap (the rest was dropped)');
-  if (r.exitCode !== undefined && r.exitCode !== 0)
-    throw new CliError('run_failed', `the command exited ${r.exitCode}`);
+  const failure = execFailure(r);
+  if (failure) throw failure;
   return 0;
 }
 
@@ -81,12 +135,15 @@ export function registerSandbox(program: Command, ctx: () => Context, done: Done
     );
   sandbox
     .command('exec')
-    .description('run a command in the session; exit 1 when it exits non-zero')
+    .description(
+      'run a command in the session; exit 1 when it exits non-zero or a limit stops it (exec_stopped)',
+    )
     .argument('<id>', 'the session run id')
     .argument('<argv...>', 'the command (after --)')
+    .option('--timeout <ms>', "the command's time limit (the control plane's default: 60000)")
     .option('--json', 'print JSON')
-    .action((id: string, argv: string[], o: { json?: boolean }) =>
-      done(execInSandbox(ctx(), id, argv, o.json)),
+    .action((id: string, argv: string[], o: { json?: boolean; timeout?: string }) =>
+      done(execInSandbox(ctx(), id, argv, o.json, o.timeout)),
     );
   sandbox
     .command('shell')

@@ -5,7 +5,7 @@
 // the remote shell's exit status becomes this command's exit code, as with ssh).
 import { ClientError } from '@everdict/client';
 import WebSocket from 'ws';
-import type { Context } from '../context.js';
+import { type Context, requestTimeoutMs } from '../context.js';
 import { CliError } from '../errors.js';
 
 type Size = { cols: number; rows: number };
@@ -36,9 +36,13 @@ export async function openShell(ctx: Context, runId: string): Promise<number> {
   const { stdin, stdout } = ctx.io;
   const first = sizeOf(stdout);
   const base = ctx.url.replace(/^http/, 'ws');
+  // The handshake is bounded like any call (EVERDICT_REQUEST_TIMEOUT_MS): a control plane that accepts the
+  // socket but never upgrades it is `unavailable`, not a wait forever.
   const ws = new WebSocket(
     `${base}/runs/${encodeURIComponent(runId)}/terminal?ticket=${encodeURIComponent(ticket)}&cols=${first.cols}&rows=${first.rows}`,
+    { handshakeTimeout: requestTimeoutMs(ctx.io.env) },
   );
+  const interrupt = ctx.io.signal;
   const tty = stdin.isTTY === true;
   return new Promise<number>((resolve, reject) => {
     let exitCode: number | null = null;
@@ -50,7 +54,14 @@ export async function openShell(ctx: Context, runId: string): Promise<number> {
     const onData = (chunk: Buffer | string) => send(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
     const onEnd = () => send(Buffer.from([0x04]));
     const onResize = () => send(JSON.stringify({ type: 'resize', ...sizeOf(stdout) }));
+    // Ctrl-C reaching this process (a terminal stdin in raw mode sends it to the remote shell instead; a
+    // pipe, SIGTERM, or a handshake still under way): the terminal is closed, exit 130.
+    const onInterrupt = () => {
+      finish(() => reject(new CliError('interrupted', `the terminal of ${runId} was closed (interrupted)`)));
+      ws.terminate();
+    };
     const cleanup = () => {
+      interrupt?.removeEventListener('abort', onInterrupt);
       stdin.off('data', onData);
       stdin.off('end', onEnd);
       stdout.off('resize', onResize);
@@ -65,6 +76,11 @@ export async function openShell(ctx: Context, runId: string): Promise<number> {
       cleanup();
       outcome();
     };
+    if (interrupt?.aborted) {
+      onInterrupt();
+      return;
+    }
+    interrupt?.addEventListener('abort', onInterrupt, { once: true });
     ws.on('open', () => {
       if (tty && stdin.setRawMode) {
         stdin.setRawMode(true);

@@ -2,7 +2,8 @@
 // DATABASE_URL, a slow first start): startStack rejects AND the control plane it spawned is gone. Before, the
 // rejection left that process running with no main job to stop it (holding the port and the data dir).
 // Runs the real built control plane (apps/control-plane/dist/main.js).
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -56,4 +57,33 @@ describe('startStack', () => {
     leaked.push(...running);
     expect(running).toEqual([]);
   }, 120_000);
+
+  it('a control plane that accepts but never answers /healthz: rejects at the deadline, not never', async () => {
+    // A stand-in control plane: listens on PORT, answers nothing (a real child process, a real socket).
+    const fake = path.join(dataDir, 'hung-control-plane.mjs');
+    writeFileSync(
+      fake,
+      "import http from 'node:http'; http.createServer(() => {}).listen(Number(process.env.PORT), '127.0.0.1');\n",
+    );
+    const port = await new Promise<number>((resolve) => {
+      const probe = net.createServer().listen(0, '127.0.0.1', () => {
+        const p = (probe.address() as net.AddressInfo).port;
+        probe.close(() => resolve(p));
+      });
+    });
+    const err = await startStack({
+      dataDir: path.join(dataDir, 'hung'),
+      port,
+      env: { PATH: process.env.PATH ?? '' },
+      paths: { controlPlane: fake, agent: fake },
+      healthTimeoutMs: 1_000,
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(String(err)).toMatch(/not healthy in time/);
+    const running = childrenRunning(fake);
+    leaked.push(...running);
+    expect(running).toEqual([]);
+  }, 30_000);
 });

@@ -43,10 +43,13 @@ async function waitHealthy(url: string, cp: Part, timeoutMs: number): Promise<vo
   for (;;) {
     if (exited) throw new StackError(`the control plane exited before it was healthy:\n${cp.tail()}`);
     try {
-      const res = await fetch(`${url}/healthz`);
+      // Each probe is bounded: a control plane that accepts the socket but never answers is not healthy,
+      // and the deadline below is still reached.
+      const left = Math.max(100, Math.min(5_000, deadline - Date.now()));
+      const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(left) });
       if (res.ok) return;
     } catch {
-      /* not listening yet */
+      /* not listening yet, or no answer in time */
     }
     if (Date.now() > deadline)
       throw new StackError(`the control plane was not healthy in time:\n${cp.tail()}`);
