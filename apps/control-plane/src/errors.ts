@@ -29,7 +29,7 @@ export const REFUSALS = {
   internal_disabled: { status: 401, when: '`/internal/*` while `EVERDICT_INTERNAL_TOKEN` is unset' },
   invalid_pairing_token: {
     status: 401,
-    when: '`POST /runners/pair` (or `/agents/hosts/pair`) with a pairing token that is unknown, used or expired',
+    when: '`POST /runners/pair` (or `/agents/hosts/pair`) with a pairing token that is unknown, used, expired, or minted by an API key revoked since',
   },
   invalid_runner_credential: {
     status: 401,
@@ -96,7 +96,7 @@ export const REFUSALS = {
   },
   invalid_terminal_ticket: {
     status: 401,
-    when: 'a terminal ticket that is unknown, already redeemed, expired, or for another run',
+    when: 'a terminal ticket that is unknown, already redeemed, expired, for another run, or minted by an API key revoked since',
   },
   capacity_exceeded: { status: 429, when: 'an admission cap (`rule`: see below)' },
   internal: { status: 500, when: 'a defect of ours (logged with its stack; never bad input)' },

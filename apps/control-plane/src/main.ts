@@ -149,7 +149,11 @@ async function main(): Promise<void> {
   server.headersTimeout = 66_000;
   // Terminals: GET /runs/:id/terminal?ticket=… upgrades to a WebSocket (sessions/terminal.ts).
   const terminals = core.services.sessions
-    ? terminalServer(core.services.sessions, { onError: (err) => log.warn({ err }, 'terminal') })
+    ? terminalServer(core.services.sessions, {
+        onError: (err) => log.warn({ err }, 'terminal'),
+        watchKey: (keyId, onRevoked) =>
+          core.services.auth.watchKeyId?.(keyId, onRevoked) ?? (() => undefined),
+      })
     : null;
   // Runners' session channels: GET /runner/v1/sessions upgrades to a WebSocket (runners/sessions/hub.ts).
   const channels = core.sessionHub;

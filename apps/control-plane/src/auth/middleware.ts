@@ -11,7 +11,7 @@ import { bearerSecret, constantTimeEqual } from './secrets.js';
 export const CHALLENGE = { 'www-authenticate': 'Bearer realm="everdict"' };
 
 /** The key lookup throws `unauthorized` (401) for an unknown or revoked key; app.onError renders it. */
-export type ApiKeyAuthenticator = Pick<AuthService, 'authenticate'>;
+export type ApiKeyAuthenticator = Pick<AuthService, 'authenticate' | 'watch'>;
 
 export function requireApiKey(keys: ApiKeyAuthenticator): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -26,6 +26,9 @@ export function requireApiKey(keys: ApiKeyAuthenticator): MiddlewareHandler<AppE
       );
     }
     c.set('principal', await keys.authenticate(secret));
+    // What the request holds open past its answer (an SSE stream) ends when the key is revoked (revocation.ts).
+    const watch = keys.watch?.bind(keys);
+    if (watch) c.set('watchKey', (onRevoked) => watch(secret, onRevoked));
     await next();
   };
 }

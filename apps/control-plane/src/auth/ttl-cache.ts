@@ -21,6 +21,7 @@ const MAX_ENTRIES = 10_000;
 export class TtlCache<V> {
   private readonly entries = new Map<string, { value: V; until: number }>();
   private readonly reads = new Map<string, Promise<V | undefined>>();
+  private readonly listeners = new Set<(key: string) => void>();
   private generation = 0;
 
   constructor(
@@ -89,5 +90,17 @@ export class TtlCache<V> {
       this.entries.delete(key);
       this.reads.delete(key);
     }
+    for (const listener of [...this.listeners]) listener(key);
+  }
+
+  /**
+   * Hear every eviction after the cache has forgotten the key (its payload: a key, or '' / '*' for all), so a
+   * holder of something long-lived granted on a cached answer (a stream) can re-check it. Returns the unsubscribe.
+   */
+  onEvict(listener: (key: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
   }
 }

@@ -8,6 +8,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { requireApiKey } from '../auth/middleware.js';
+import { revokedEvent, watchRevocation } from '../auth/revocation.js';
 import { ControlPlaneError } from '../errors.js';
 import type { RouteDeps } from '../http/deps.js';
 import type { AppEnv } from '../http/env.js';
@@ -127,11 +128,20 @@ export function consoleRoutes(deps: RouteDeps, source: ConsoleSource | undefined
           poke();
         },
       );
+      // The feed has no end of its own: it ends when the client leaves, the process drains, or the key is
+      // revoked (an `error` event `{code: "unauthorized"}` first).
+      const revocation = watchRevocation(c);
       stream.onAbort(poke);
       deps.lifecycle.signal.addEventListener('abort', poke, { once: true });
-      await stream.writeSSE({ event: 'ready', data: JSON.stringify({ tenant: principal.tenantId }) });
+      revocation.signal.addEventListener('abort', poke, { once: true });
       try {
-        while (!stream.aborted && !stream.closed && !deps.lifecycle.signal.aborted) {
+        await stream.writeSSE({ event: 'ready', data: JSON.stringify({ tenant: principal.tenantId }) });
+        while (
+          !stream.aborted &&
+          !stream.closed &&
+          !deps.lifecycle.signal.aborted &&
+          !revocation.signal.aborted
+        ) {
           const next = queue.shift();
           if (next) {
             await stream.writeSSE({ id: next.id, event: next.kind, data: JSON.stringify(next) });
@@ -148,8 +158,11 @@ export function consoleRoutes(deps: RouteDeps, source: ConsoleSource | undefined
         }
       } finally {
         deps.lifecycle.signal.removeEventListener('abort', poke);
+        revocation.signal.removeEventListener('abort', poke);
+        revocation.stop();
         await sub.close();
       }
+      if (revocation.signal.aborted) await stream.writeSSE(revokedEvent);
     });
   });
 

@@ -8,6 +8,11 @@ export interface AppEnv {
   Variables: {
     /** Set by the auth middleware on every authenticated route; every query is scoped by its tenant. */
     principal: Principal;
+    /**
+     * Set with `principal` by the API-key middleware: watch the request's key for revocation (auth/revocation.ts).
+     * Holds a closure over the key, never the key itself.
+     */
+    watchKey?: (onRevoked: () => void) => () => void;
     log: Logger;
     requestId: string;
     /** Set by the runner middleware on `/runner/v1/*`. */

@@ -1,10 +1,13 @@
 // GET /runs/:id/events as Server-Sent Events: replay the run's past facts from the outbox, then tail
 // the service's live feed. Event ids are outbox positions, so a client that reconnects with
 // Last-Event-ID resumes exactly after the last fact it saw. The stream ends when the run settles,
-// when the client goes away, or when the process starts draining.
+// when the client goes away, when the process starts draining, or when the caller's key is revoked (an
+// `error` event `{code: "unauthorized"}` first, auth/revocation.ts).
 import { isTerminalStatus } from '@everdict/run-model';
 import type { Context } from 'hono';
 import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
+import { revokedEvent, watchRevocation } from '../auth/revocation.js';
+import type { RunView } from '../ledger/views.js';
 import type { EventView, Principal } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
 import type { AppEnv } from './env.js';
@@ -27,51 +30,70 @@ export async function streamRunEvents(
   runId: string,
   after: string | undefined,
 ): Promise<Response> {
-  const { services, lifecycle, heartbeatMs } = deps;
   // Resolve the run first: an unknown (or another tenant's) run is a 404 problem, not an empty stream.
-  const run = await services.runs.get(principal, runId);
+  const run = await deps.services.runs.get(principal, runId);
 
   return streamSSE(c, async (stream) => {
-    let last = after ?? '0';
-    let settled = false;
-    const send = async (e: EventView) => {
-      if (position(e.id) <= position(last)) return; // replay and live feed may overlap
-      last = e.id;
-      await stream.writeSSE({ id: e.id, event: e.kind, data: JSON.stringify(e) });
-      if (isTerminalFact(e)) settled = true;
-    };
-
-    // 1. Replay what already happened.
-    for (;;) {
-      const page = await services.runs.events(principal, runId, { after: last, limit: 500 });
-      for (const e of page.items) await send(e);
-      if (!page.nextCursor || page.items.length === 0) break;
+    const revocation = watchRevocation(c);
+    try {
+      await runStream(stream, deps, principal, runId, after, run, revocation.signal);
+    } finally {
+      revocation.stop();
     }
-    // The run was read before the replay, and its facts are written with its transitions: a run
-    // already settled has nothing left to say.
-    if (settled || isTerminalStatus(run.status)) {
-      await stream.writeSSE({ event: 'end', data: JSON.stringify({ runId, status: 'settled' }) });
-      return;
-    }
-
-    // 2. Tail the live feed until the run settles, the client leaves, or we drain.
-    const markSettled = () => {
-      settled = true;
-    };
-    await tail(
-      stream,
-      deps,
-      principal,
-      runId,
-      () => last,
-      send,
-      () => settled,
-      markSettled,
-      lifecycle.signal,
-      heartbeatMs,
-    );
-    if (settled) await stream.writeSSE({ event: 'end', data: JSON.stringify({ runId, status: 'settled' }) });
+    if (revocation.signal.aborted) await stream.writeSSE(revokedEvent);
   });
+}
+
+async function runStream(
+  stream: SSEStreamingApi,
+  deps: RouteDeps,
+  principal: Principal,
+  runId: string,
+  after: string | undefined,
+  run: RunView,
+  revoked: AbortSignal,
+): Promise<void> {
+  const { services, lifecycle, heartbeatMs } = deps;
+  let last = after ?? '0';
+  let settled = false;
+  const send = async (e: EventView) => {
+    if (position(e.id) <= position(last)) return; // replay and live feed may overlap
+    last = e.id;
+    await stream.writeSSE({ id: e.id, event: e.kind, data: JSON.stringify(e) });
+    if (isTerminalFact(e)) settled = true;
+  };
+
+  // 1. Replay what already happened.
+  for (;;) {
+    if (revoked.aborted) return;
+    const page = await services.runs.events(principal, runId, { after: last, limit: 500 });
+    for (const e of page.items) await send(e);
+    if (!page.nextCursor || page.items.length === 0) break;
+  }
+  // The run was read before the replay, and its facts are written with its transitions: a run
+  // already settled has nothing left to say.
+  if (settled || isTerminalStatus(run.status)) {
+    await stream.writeSSE({ event: 'end', data: JSON.stringify({ runId, status: 'settled' }) });
+    return;
+  }
+
+  // 2. Tail the live feed until the run settles, the client leaves, or we drain.
+  const markSettled = () => {
+    settled = true;
+  };
+  await tail(
+    stream,
+    deps,
+    principal,
+    runId,
+    () => last,
+    send,
+    () => settled,
+    markSettled,
+    AbortSignal.any([lifecycle.signal, revoked]),
+    heartbeatMs,
+  );
+  if (settled) await stream.writeSSE({ event: 'end', data: JSON.stringify({ runId, status: 'settled' }) });
 }
 
 async function tail(

@@ -2,6 +2,7 @@ import { decodeOtlpRequest, encodeOtlpResponse } from '@everdict/trajectory-stor
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
+import { revokedEvent, watchRevocation } from '../auth/revocation.js';
 import { ControlPlaneError, isControlPlaneError } from '../errors.js';
 import { fromStoreError } from '../trajectory/errors.js';
 import type { TrajectoryService } from '../trajectory/service.js';
@@ -291,6 +292,9 @@ async function streamTrajectory(
     const stop = () => abort.abort();
     stream.onAbort(stop);
     deps.lifecycle.signal.addEventListener('abort', stop, { once: true });
+    // A revoked key's tail ends too (auth/revocation.ts): an `error` event `{code: "unauthorized"}`, then close.
+    const revocation = watchRevocation(c);
+    revocation.signal.addEventListener('abort', stop, { once: true });
     const beat = setInterval(() => {
       void stream.write(': keep-alive\n\n').catch(stop);
     }, deps.heartbeatMs);
@@ -312,8 +316,11 @@ async function streamTrajectory(
     } finally {
       clearInterval(beat);
       deps.lifecycle.signal.removeEventListener('abort', stop);
+      revocation.stop();
     }
-    if (ended) await stream.writeSSE({ event: 'end', data: JSON.stringify({ runId, status: 'sealed' }) });
+    if (revocation.signal.aborted) await stream.writeSSE(revokedEvent);
+    else if (ended)
+      await stream.writeSSE({ event: 'end', data: JSON.stringify({ runId, status: 'sealed' }) });
     else if (sent >= limit)
       await stream.writeSSE({ event: 'end', data: JSON.stringify({ runId, status: 'limit' }) });
   });

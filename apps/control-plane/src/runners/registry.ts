@@ -141,10 +141,25 @@ export async function redeemPairingToken(
     .where('token_hash', '=', sha256(token))
     .where('used_at', 'is', null)
     .where('expires_at', '>', now)
+    // A token is its minting admin key's grant: once that key is revoked the token pairs nothing (and stays
+    // unspent). The service token's shared tokens (`created_by: 'service'`) have no key row.
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('api_keys')
+            .select('api_keys.id')
+            .whereRef('api_keys.id', '=', 'runner_pairing_tokens.created_by')
+            .where('api_keys.revoked_at', 'is not', null),
+        ),
+      ),
+    )
     .returning(['tenant_id'])
     .executeTakeFirst();
   if (!claimed)
-    throw new ControlPlaneError('invalid_pairing_token', 'the pairing token is unknown, used or expired');
+    throw new ControlPlaneError(
+      'invalid_pairing_token',
+      'the pairing token is unknown, used, expired, or its minting key was revoked',
+    );
   return claimed;
 }
 

@@ -31,6 +31,17 @@ import type {
 export interface AuthService {
   /** Raw bearer key → principal; `unauthorized` (401) when unknown or revoked. */
   authenticate(rawKey: string): Promise<Principal>;
+  /**
+   * Call `onRevoked` once when `rawKey` stops authenticating (revoked, or gone) — heard from a revocation on
+   * this replica or by NOTIFY from another at once, else found by a re-check every few seconds. For what a key
+   * holds open past its request (SSE streams). Returns the stop function. Absent: nothing is watched.
+   */
+  watch?(rawKey: string, onRevoked: () => void): () => void;
+  /**
+   * The same by key id (a principal's `actor`), for what outlives the key itself (a terminal opened with a
+   * ticket the key minted). An actor that is no API key (a service) is never revoked: nothing is called.
+   */
+  watchKeyId?(keyId: string, onRevoked: () => void): () => void;
   /** Admin only (`forbidden` 403). The raw key is in the result once and never again. */
   createKey(p: Principal, input: CreateKeyInput): Promise<CreatedKeyView>;
   listKeys(p: Principal): Promise<ApiKeyView[]>;

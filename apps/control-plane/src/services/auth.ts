@@ -3,7 +3,8 @@ import { hash, randomBytes } from 'node:crypto';
 import { configureTenant, type TenantPolicyInput, tenantPolicy } from '@everdict/admission';
 import { sql } from 'kysely';
 import { PgAdmissionStore } from '../admission-store/sql/store.js';
-import { KEYS_CHANNEL, KeyCache } from '../auth/key-cache.js';
+import { KEY_CACHE_MS, KEYS_CHANNEL, KeyCache } from '../auth/key-cache.js';
+import { EVICT_ALL } from '../auth/ttl-cache.js';
 import { iso } from '../db/numeric.js';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
@@ -100,8 +101,9 @@ export function authService(
   deps: Deps,
   policy: TenantPolicyInput,
   keys: KeyCache = new KeyCache(),
+  recheckMs: number = KEY_CACHE_MS,
 ): AuthService {
-  return {
+  const service: AuthService = {
     async authenticate(rawKey) {
       // One key read at a time per key (a cache miss under load is shared); a revocation heard while it is
       // in flight keeps its answer out of the cache (ttl-cache.ts).
@@ -118,6 +120,68 @@ export function authService(
         : undefined;
       if (!principal) throw new ControlPlaneError('unauthorized', 'unknown or revoked API key');
       return principal;
+    },
+    watch(rawKey, onRevoked) {
+      // An eviction of this key (or of every key) re-reads it at once: the local revoke evicts after its
+      // commit, a NOTIFY arrives after the revoking commit, so the read sees the revocation. The periodic
+      // re-check (through the cache: a read per key at most every KEY_CACHE_MS) covers a missed NOTIFY.
+      const hash = hashKey(rawKey);
+      let stopped = false;
+      const check = () => {
+        if (stopped) return;
+        service.authenticate(rawKey).then(
+          () => undefined,
+          (e: unknown) => {
+            // Only a refusal ends what the key holds; a ledger that does not answer is not a revocation.
+            if (stopped || !(e instanceof ControlPlaneError) || e.code !== 'unauthorized') return;
+            stop();
+            onRevoked();
+          },
+        );
+      };
+      const off = keys.onEvict((k) => {
+        if (k === hash || EVICT_ALL.includes(k)) check();
+      });
+      const timer = setInterval(check, recheckMs);
+      timer.unref?.();
+      const stop = () => {
+        stopped = true;
+        off();
+        clearInterval(timer);
+      };
+      return stop;
+    },
+    watchKeyId(keyId, onRevoked) {
+      // The eviction's payload is a hash, not an id: any eviction re-reads the one row (few are watched).
+      let stopped = false;
+      const check = () => {
+        if (stopped) return;
+        deps.db
+          .selectFrom('api_keys')
+          .select('revoked_at')
+          .where('id', '=', keyId)
+          .executeTakeFirst()
+          .then(
+            (row) => {
+              if (stopped) return;
+              if (!row) return stop(); // no API key: a service actor, never revoked
+              if (row.revoked_at === null) return;
+              stop();
+              onRevoked();
+            },
+            () => undefined, // a ledger that does not answer is not a revocation
+          );
+      };
+      const off = keys.onEvict(check);
+      const timer = setInterval(check, recheckMs);
+      timer.unref?.();
+      const stop = () => {
+        stopped = true;
+        off();
+        clearInterval(timer);
+      };
+      check();
+      return stop;
     },
     async createKey(p, input) {
       requireAdmin(p);
@@ -138,16 +202,26 @@ export function authService(
     async revokeKey(p, keyId) {
       requireAdmin(p);
       // The NOTIFY rides in the revoking transaction: every listening replica evicts the key at its commit.
+      // Idempotent: a revoked key keeps the time of its first revocation (the row is not written again).
       const row = await withTx(deps.db, async (tx) => {
         const r = await tx
           .updateTable('api_keys')
           .set({ revoked_at: deps.clock() })
           .where('tenant_id', '=', p.tenantId)
           .where('id', '=', keyId)
+          .where('revoked_at', 'is', null)
           .returningAll()
           .executeTakeFirst();
         if (r) await sql`SELECT pg_notify(${KEYS_CHANNEL}, ${r.key_hash})`.execute(tx);
-        return r;
+        return (
+          r ??
+          tx
+            .selectFrom('api_keys')
+            .selectAll()
+            .where('tenant_id', '=', p.tenantId)
+            .where('id', '=', keyId)
+            .executeTakeFirst()
+        );
       });
       if (!row) throw notFound('key', keyId);
       keys.evict(row.key_hash);
@@ -157,18 +231,22 @@ export function authService(
       requireOperator(p);
       if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(input.id))
         throw new ControlPlaneError('bad_request', 'tenant id must be [a-z0-9_-]');
-      const exists = await deps.db
-        .selectFrom('tenants')
-        .select('id')
-        .where('id', '=', input.id)
-        .executeTakeFirst();
-      if (exists) throw new ControlPlaneError('conflict', `tenant ${input.id} exists`);
-      await ensureTenant(deps, input.id, input.name ?? input.id, policy);
+      // One transaction, decided by the tenant row's insert: of concurrent creates of one id exactly one
+      // inserts it (the others wait on its key, then find it) — one tenant, one initial admin key; a refused
+      // create writes nothing.
       const raw = newRawKey();
-      return {
-        tenantId: input.id,
-        key: { ...view(await insertKey(deps, input.id, raw, 'admin', 'initial admin')), key: raw },
-      };
+      const key = await withTx(deps.db, async (tx) => {
+        const inserted = await tx
+          .insertInto('tenants')
+          .values({ id: input.id, name: input.name ?? input.id, created_at: deps.clock() })
+          .onConflict((oc) => oc.column('id').doNothing())
+          .returning('id')
+          .executeTakeFirst();
+        if (!inserted) throw new ControlPlaneError('conflict', `tenant ${input.id} exists`);
+        await configureTenant(new PgAdmissionStore(tx), input.id, policy);
+        return insertKey({ ...deps, db: tx }, input.id, raw, 'admin', 'initial admin');
+      });
+      return { tenantId: input.id, key: { ...view(key), key: raw } };
     },
     async policy(p) {
       requireAdmin(p);
@@ -198,4 +276,5 @@ export function authService(
       });
     },
   };
+  return service;
 }

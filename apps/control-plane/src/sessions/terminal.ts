@@ -28,6 +28,11 @@ export interface TerminalOptions {
   /** The shell started in the sandbox (default `sh -i`). */
   readonly command?: readonly string[];
   readonly onError?: (e: unknown) => void;
+  /**
+   * Watch the key that minted the ticket (AuthService.watchKeyId): its revocation ends the terminal — an error
+   * frame `{type: "error", code: "unauthorized"}`, close 1008, the shell killed. Absent: nothing is watched.
+   */
+  readonly watchKey?: (keyId: string, onRevoked: () => void) => () => void;
 }
 
 /**
@@ -54,7 +59,7 @@ export function terminalServer(sessions: SessionService, opts: TerminalOptions =
     sessions.redeemTerminal(runId, ticket).then(
       (grant) => {
         wss.handleUpgrade(req, socket, head, (ws) => {
-          attach(sessions, ws, runId, grant, command, size.data).catch((e: unknown) => {
+          attach(sessions, ws, runId, grant, command, size.data, opts.watchKey).catch((e: unknown) => {
             opts.onError?.(e);
             ws.close(1011, 'terminal failed');
           });
@@ -79,6 +84,7 @@ async function attach(
   grant: Awaited<ReturnType<SessionService['redeemTerminal']>>,
   command: readonly string[],
   size: { cols: number; rows: number },
+  watchKey: TerminalOptions['watchKey'],
 ): Promise<void> {
   const { deps, log } = sessions.core;
   const { tenant, compute } = grant;
@@ -184,7 +190,15 @@ async function attach(
   ws.on('message', onFrame);
   ws.on('close', () => stream.kill());
   ws.on('error', () => stream.kill());
-  const exit = await stream.exit;
+  // The ticket was the key's grant: a revoked key's terminal ends, as its next request would be refused.
+  const unwatch = watchKey?.(grant.actor, () => {
+    if (ws.readyState === ws.OPEN) {
+      ws.send(JSON.stringify({ type: 'error', code: 'unauthorized', message: 'the API key was revoked' }));
+      ws.close(1008, 'api key revoked');
+    }
+    stream.kill();
+  });
+  const exit = await stream.exit.finally(() => unwatch?.());
   clearInterval(timer);
   flush();
   await writing;

@@ -1,6 +1,7 @@
 // Terminal tickets: short-lived (30 s), single-use, bound to a run and the caller who minted it, stored as a
 // SHA-256 hash. Redemption is one conditional UPDATE, so across replicas on one database a ticket is
-// redeemed exactly once; an unknown, spent, expired or other-run ticket is the same 401.
+// redeemed exactly once; an unknown, spent, expired or other-run ticket — or one whose minting API key has
+// been revoked since — is the same 401.
 import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Executor } from '../db/tx.js';
@@ -51,6 +52,18 @@ export async function redeemTicket(
     .where('run_id', '=', runId)
     .where('redeemed_at', 'is', null)
     .where('expires_at', '>', now)
+    // A ticket is its minting key's grant: once that key is revoked the ticket is refused like a spent one
+    // (and is not spent). An actor that is no API key (a service) has no row here.
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('api_keys')
+            .select('api_keys.id')
+            .whereRef('api_keys.id', '=', 'terminal_tickets.actor')
+            .where('api_keys.revoked_at', 'is not', null),
+        ),
+      ),
+    )
     .returning(['tenant_id', 'actor'])
     .executeTakeFirst();
   if (!row)
