@@ -12,10 +12,10 @@ import { revokedEvent, watchRevocation } from '../auth/revocation.js';
 import { ControlPlaneError } from '../errors.js';
 import type { RouteDeps } from '../http/deps.js';
 import type { AppEnv } from '../http/env.js';
+import { FeedBuffer } from '../http/feed-buffer.js';
 import { API_KEY_SECURITY, createRouter } from '../http/openapi.js';
 import { problemResponses } from '../http/problem.js';
 import { eventPosition } from '../services/events-feed.js';
-import type { EventView } from '../services/types.js';
 import { asset } from './assets.js';
 import type { ConsoleSource } from './source.js';
 
@@ -114,19 +114,10 @@ export function consoleRoutes(deps: RouteDeps, source: ConsoleSource | undefined
     const after = eventPosition(c.req.header('last-event-id') ?? (q.success ? q.data.after : undefined));
     const principal = c.get('principal');
     return streamSSE(c, async (stream) => {
-      const queue: EventView[] = [];
-      let wake: (() => void) | undefined;
-      const poke = () => {
-        wake?.();
-        wake = undefined;
-      };
-      const sub = await deps.services.events.subscribe(
-        principal,
-        after === undefined ? {} : { after },
-        (e) => {
-          queue.push(e);
-          poke();
-        },
+      const buffer = new FeedBuffer();
+      const { poke } = buffer;
+      const sub = buffer.feed(
+        await deps.services.events.subscribe(principal, after === undefined ? {} : { after }, buffer.push),
       );
       // The feed has no end of its own: it ends when the client leaves, the process drains, or the key is
       // revoked (an `error` event `{code: "unauthorized"}` first).
@@ -142,19 +133,12 @@ export function consoleRoutes(deps: RouteDeps, source: ConsoleSource | undefined
           !deps.lifecycle.signal.aborted &&
           !revocation.signal.aborted
         ) {
-          const next = queue.shift();
+          const next = buffer.shift();
           if (next) {
             await stream.writeSSE({ id: next.id, event: next.kind, data: JSON.stringify(next) });
             continue;
           }
-          const idle = await new Promise<boolean>((resolve) => {
-            const timer = setTimeout(() => resolve(true), deps.heartbeatMs);
-            wake = () => {
-              clearTimeout(timer);
-              resolve(false);
-            };
-          });
-          if (idle) await stream.write(': keep-alive\n\n');
+          if (await buffer.idle(deps.heartbeatMs)) await stream.write(': keep-alive\n\n');
         }
       } finally {
         deps.lifecycle.signal.removeEventListener('abort', poke);

@@ -11,6 +11,7 @@ import type { RunView } from '../ledger/views.js';
 import type { EventView, Principal } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
 import type { AppEnv } from './env.js';
+import { FeedBuffer } from './feed-buffer.js';
 
 export function wantsEventStream(accept: string | undefined): boolean {
   return accept !== undefined && /(^|,)\s*text\/event-stream\b/i.test(accept);
@@ -108,37 +109,26 @@ async function tail(
   shutdown: AbortSignal,
   heartbeatMs: number,
 ): Promise<void> {
-  const queue: EventView[] = [];
-  let wake: (() => void) | undefined;
-  const poke = () => {
-    wake?.();
-    wake = undefined;
-  };
-  const sub = await deps.services.events.subscribe(principal, { runId, after: last() }, (e) => {
-    queue.push(e);
-    poke();
-  });
+  const buffer = new FeedBuffer();
+  const { poke } = buffer;
+  const sub = buffer.feed(
+    await deps.services.events.subscribe(principal, { runId, after: last() }, buffer.push),
+  );
   stream.onAbort(poke);
   shutdown.addEventListener('abort', poke, { once: true });
   try {
     while (!settled() && !stream.aborted && !stream.closed && !shutdown.aborted) {
-      const next = queue.shift();
+      const next = buffer.shift();
       if (next) {
         await send(next);
         continue;
       }
-      const timedOut = await new Promise<boolean>((resolve) => {
-        const timer = setTimeout(() => resolve(true), heartbeatMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve(false);
-        };
-      });
+      const timedOut = await buffer.idle(heartbeatMs);
       if (!timedOut) continue;
       await stream.write(': keep-alive\n\n');
       // Belt and braces for facts whose names we do not recognise: a quiet, settled run ends the stream.
       const run = await deps.services.runs.get(principal, runId);
-      if (isTerminalStatus(run.status) && queue.length === 0) {
+      if (isTerminalStatus(run.status) && buffer.length === 0) {
         const rest = await deps.services.runs.events(principal, runId, { after: last(), limit: 500 });
         for (const e of rest.items) await send(e);
         markSettled();

@@ -82,6 +82,12 @@ export interface RunService {
   events(p: Principal, runId: string, opts?: { after?: string; limit?: number }): Promise<Page<EventView>>;
 }
 
+/** A live feed's handle: `resume()` after the consumer paused it (its `onEvent` answered false). */
+export interface EventSubscription {
+  resume(): void;
+  close(): Promise<void>;
+}
+
 export interface EventFeed {
   /** Tenant events after a cursor (outbox order). */
   list(
@@ -90,13 +96,15 @@ export interface EventFeed {
   ): Promise<Page<EventView>>;
   /**
    * Live feed: calls `onEvent` for each new event (in order, after `after` if given) until `close()`.
-   * Woken by NOTIFY, with a poll fallback. Use for WebSocket / SSE routes.
+   * Woken by NOTIFY, with a poll fallback. Use for WebSocket / SSE routes. `onEvent` answering `false` pauses
+   * the reading after that event (back-pressure: nothing is lost, the rest stays in the outbox) until
+   * `resume()`.
    */
   subscribe(
     p: Principal,
     opts: { runId?: string; kind?: string; after?: string },
-    onEvent: (e: EventView) => void,
-  ): Promise<{ close(): Promise<void> }>;
+    onEvent: (e: EventView) => boolean | undefined,
+  ): Promise<EventSubscription>;
 }
 
 export interface GroupService {

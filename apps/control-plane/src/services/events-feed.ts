@@ -10,6 +10,9 @@ export function eventPosition(after: string | undefined): string | undefined {
   return after === undefined ? undefined : asControlPlaneError(() => EventPosition.parse(after));
 }
 
+/** Facts read from the outbox at a time by a live feed (and what a paused consumer may hold past its mark). */
+export const FEED_PAGE = 500;
+
 export function eventFeed(deps: Deps, pollMs = 1000): EventFeed {
   return {
     async list(p, opts = {}) {
@@ -35,6 +38,10 @@ export function eventFeed(deps: Deps, pollMs = 1000): EventFeed {
       let closed = false;
       let running: Promise<void> | null = null;
       let again = false;
+      // The consumer's back-pressure: `onEvent` answering false stops the reading right after that event (the
+      // rest stays in the outbox, `after` where it was delivered) until `resume()` — a slow SSE client holds
+      // one page of facts at most, not every fact of a busy tenant.
+      let paused = false;
       const drain = async (): Promise<void> => {
         do {
           again = false;
@@ -43,19 +50,22 @@ export function eventFeed(deps: Deps, pollMs = 1000): EventFeed {
               after,
               runId: opts.runId,
               kind: opts.kind,
-              limit: 500,
+              limit: FEED_PAGE,
             });
             for (const e of batch) {
               if (closed) return;
               after = e.id;
-              onEvent(e);
+              if (onEvent(e) === false) {
+                paused = true;
+                return;
+              }
             }
-            if (batch.length < 500) break;
+            if (batch.length < FEED_PAGE) break;
           }
         } while (again && !closed);
       };
       const wake = (): void => {
-        if (closed) return;
+        if (closed || paused) return;
         if (running) {
           again = true;
           return;
@@ -64,6 +74,8 @@ export function eventFeed(deps: Deps, pollMs = 1000): EventFeed {
           .catch((e: unknown) => deps.log('warn', 'event feed read failed', { error: String(e) }))
           .finally(() => {
             running = null;
+            // A wake (or a resume) that came while a drain was stopping (paused, or past its last loop).
+            if (again) wake();
           });
       };
       const unlisten = await deps.ldb.listen(EVENTS_CHANNEL, wake);
@@ -71,6 +83,11 @@ export function eventFeed(deps: Deps, pollMs = 1000): EventFeed {
       timer.unref?.();
       wake();
       return {
+        resume() {
+          if (!paused) return;
+          paused = false;
+          wake();
+        },
         async close() {
           closed = true;
           clearInterval(timer);

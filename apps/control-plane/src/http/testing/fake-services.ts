@@ -275,7 +275,8 @@ export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
         };
         for (const e of events) if (Number(e.id) > Number(o.after ?? 0)) l(e);
         listeners.add(l);
-        return { close: async () => void listeners.delete(l) };
+        // No back-pressure here (the real feed's is tested on the real core).
+        return { resume: () => undefined, close: async () => void listeners.delete(l) };
       },
     },
     groups: fakeGroups({ id, now, runs, own, createRun }),
