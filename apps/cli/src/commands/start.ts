@@ -22,6 +22,7 @@ export async function startCommand(
     ...(o.host ? { host: o.host } : {}),
     env: io.env,
     onStatus: (s) => line(io.stderr, s),
+    ...(io.signal ? { signal: io.signal } : {}),
   });
   const shownUrl = stack.url.replace('127.0.0.1', 'localhost');
   line(io.stdout, '');

@@ -16,6 +16,8 @@ export interface StackOptions {
   readonly paths?: PartPaths;
   readonly healthTimeoutMs?: number;
   readonly onStatus?: (line: string) => void;
+  /** Ctrl-C: a start still waiting for the control plane stops it and rejects at once. */
+  readonly signal?: AbortSignal;
 }
 
 export interface Stack {
@@ -34,26 +36,45 @@ export class StackError extends Error {
   override readonly name = 'StackError';
 }
 
-async function waitHealthy(url: string, cp: Part, timeoutMs: number): Promise<void> {
+function checkInterrupted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new StackError('interrupted while the control plane was starting');
+}
+
+/** `ms`, or less when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+async function waitHealthy(url: string, cp: Part, timeoutMs: number, signal?: AbortSignal): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let exited = false;
   void cp.exited.then(() => {
     exited = true;
   });
   for (;;) {
+    checkInterrupted(signal);
     if (exited) throw new StackError(`the control plane exited before it was healthy:\n${cp.tail()}`);
     try {
       // Each probe is bounded: a control plane that accepts the socket but never answers is not healthy,
       // and the deadline below is still reached.
-      const left = Math.max(100, Math.min(5_000, deadline - Date.now()));
-      const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(left) });
+      const left = AbortSignal.timeout(Math.max(100, Math.min(5_000, deadline - Date.now())));
+      const res = await fetch(`${url}/healthz`, { signal: signal ? AbortSignal.any([left, signal]) : left });
       if (res.ok) return;
     } catch {
       /* not listening yet, or no answer in time */
     }
+    checkInterrupted(signal);
     if (Date.now() > deadline)
       throw new StackError(`the control plane was not healthy in time:\n${cp.tail()}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await pause(200, signal);
   }
 }
 
@@ -130,9 +151,9 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   status(`control plane: starting (log ${cp.logFile})`);
   let url: string;
   try {
-    const port = await listeningPort(cp, o.port, o.healthTimeoutMs ?? 240_000);
+    const port = await listeningPort(cp, o.port, o.healthTimeoutMs ?? 240_000, o.signal);
     url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
-    await waitHealthy(url, cp, o.healthTimeoutMs ?? 240_000);
+    await waitHealthy(url, cp, o.healthTimeoutMs ?? 240_000, o.signal);
     recordUrl(o.dataDir, url);
   } catch (e) {
     // Not started: the control plane it spawned is stopped too, never left running without a main job.
@@ -190,15 +211,21 @@ export async function startStack(o: StackOptions): Promise<Stack> {
 }
 
 /** The port the control plane says it listens on (PORT=0 picks one). */
-async function listeningPort(cp: Part, asked: number, timeoutMs: number): Promise<number> {
+async function listeningPort(
+  cp: Part,
+  asked: number,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<number> {
   if (asked !== 0) return asked;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    checkInterrupted(signal);
     const m = /"port":(\d+)[^\n]*"msg":"control plane listening"/.exec(cp.tail());
     if (m) return Number(m[1]);
     if (cp.child.exitCode !== null) throw new StackError(`the control plane exited:\n${cp.tail()}`);
     if (Date.now() > deadline)
       throw new StackError(`the control plane did not listen in time:\n${cp.tail()}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await pause(100, signal);
   }
 }

@@ -14,6 +14,23 @@ export interface Part {
   tail(): string;
 }
 
+/**
+ * Children still running when this process exits — a second Ctrl-C (`process.exit(130)`), an uncaught error —
+ * are SIGKILLed on the way out: the main job never leaves a control plane or an agent behind it (holding the
+ * port and the data dir). `exit` handlers run synchronously; `kill` is a synchronous syscall.
+ */
+const live = new Set<ChildProcess>();
+let reaping = false;
+function killOnExit(child: ChildProcess): void {
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  if (reaping) return;
+  reaping = true;
+  process.once('exit', () => {
+    for (const c of live) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  });
+}
+
 export function startPart(
   name: string,
   command: string,
@@ -25,6 +42,7 @@ export function startPart(
   const logFile = path.join(logDir, `${name}.log`);
   const log = createWriteStream(logFile, { flags: 'a' });
   const child = spawn(command, [...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  killOnExit(child);
   let recent = '';
   const keep = (chunk: Buffer) => {
     log.write(chunk);
