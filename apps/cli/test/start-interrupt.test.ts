@@ -3,12 +3,13 @@
 // at once and still leaves no process behind (it exited with its children running). The control plane here is
 // a stand-in (EVERDICT_CONTROL_PLANE_MAIN): a real process that listens, never answers, ignores SIGTERM.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { processesRunning } from './procs.js';
 
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const dir = mkdtempSync(path.join(os.tmpdir(), 'everdict-start-int-'));
@@ -38,19 +39,7 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Live processes running `file` (any parent: an orphan is re-parented). */
-function running(file: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc').filter((d) => /^\d+$/.test(d)))
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue;
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').includes(file)) out.push(Number(entry));
-    } catch {
-      /* exited meanwhile */
-    }
-  return out;
-}
+const running = (file: string) => processesRunning(file);
 
 function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -2,11 +2,12 @@
 // DATABASE_URL, a slow first start): startStack rejects AND the control plane it spawned is gone. Before, the
 // rejection left that process running with no main job to stop it (holding the port and the data dir).
 // Runs the real built control plane (apps/control-plane/dist/main.js).
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { processesRunning } from '../../test/procs.js';
 import { defaultPaths } from './parts.js';
 import { startStack } from './stack.js';
 
@@ -23,20 +24,7 @@ afterAll(() => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-/** Live (not zombie) children of this process whose command line names `file`. */
-function childrenRunning(file: string): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc').filter((d) => /^\d+$/.test(d)))
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(ppid) !== process.pid || state === 'Z') continue;
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').includes(file)) out.push(Number(entry));
-    } catch {
-      /* exited meanwhile */
-    }
-  return out;
-}
+const childrenRunning = (file: string) => processesRunning(file, process.pid);
 
 describe('startStack', () => {
   it('a control plane not healthy in time is stopped before startStack rejects', async () => {

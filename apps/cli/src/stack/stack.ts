@@ -4,6 +4,7 @@
 // prints the console URL and the key; stop() (Ctrl-C) stops every part.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { pause } from '../backoff.js';
 import { defaultPaths, type PartPaths, passThrough } from './parts.js';
 import { loadOrCreateSecrets, recordUrl } from './secrets.js';
 import { type Part, startPart, stopParts } from './supervisor.js';
@@ -38,19 +39,6 @@ export class StackError extends Error {
 
 function checkInterrupted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new StackError('interrupted while the control plane was starting');
-}
-
-/** `ms`, or less when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
 
 async function waitHealthy(url: string, cp: Part, timeoutMs: number, signal?: AbortSignal): Promise<void> {
