@@ -3,7 +3,8 @@
 // the session opened through the API shows as a healthy session with its TTL countdown, its idle countdown and
 // its burn (money and energy so far, estimated); its detail has the same; its terminal (xterm.js over the
 // ticket flow) runs what is typed into it and shows the output in the xterm DOM, and the remote `exit 3`
-// shows as `exited 3`. Screenshots (1280×800 and 390×844) go to .test-results/screenshots/.
+// shows as `exited 3`; a character split across two output chunks shows whole in the trajectory pane.
+// Screenshots (1280×800 and 390×844) go to .test-results/screenshots/.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -105,6 +106,11 @@ describe('console: a held-open session and its terminal (headless Chromium, bubb
     await page.screenshot({ path: shot('console-390-terminal') });
     await page.setViewportSize(DESKTOP);
     await page.locator('#d-term .xterm-helper-textarea').focus();
+    // A character split across two output chunks (€ is E2 82 AC; a second passes between its bytes) is shown
+    // whole in the trajectory pane, not as U+FFFD twice.
+    await page.keyboard.type("printf '\\342\\202'; sleep 1; printf '\\254-euro\\n'\n");
+    await expect.poll(() => page.textContent('#d-traj'), { timeout: 60_000 }).toContain('€-euro');
+    expect(await page.textContent('#d-traj')).not.toContain('\ufffd');
     await page.keyboard.type('exit 3\n');
     await expect.poll(() => page.textContent('#d-term-state'), { timeout: 60_000 }).toBe('exited 3');
     // The session outlives its terminal.

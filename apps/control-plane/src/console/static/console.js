@@ -1,10 +1,11 @@
 // The activity console: every run of the tenant, live. State is a map of runs and groups kept current by
 // the tenant feed (`GET /console/feed`, SSE over fetch); a fact about a run re-reads that run. Keyboard:
 // j/k or arrows move, Enter opens, Esc closes, / filters, n submits a run.
-import { ApiError, api } from '/console/assets/live.js';
+import { ApiError, api, errorEvent, follow } from '/console/assets/live.js';
 import { openTerminal } from '/console/assets/terminal.js';
 import {
   burnLine,
+  clock,
   countdown,
   envelopesView,
   esc,
@@ -15,12 +16,17 @@ import {
   runRow,
   sessionLine,
   statusBadge,
+  terminalDecoder,
   treeView,
   verdictView,
 } from '/console/assets/views.js';
 
 const $ = (id) => document.getElementById(id);
 const KEY = 'everdict.key';
+/** What a long session keeps: the newest runs and groups (by creation), and lines of a facts/trajectory pane. */
+const MAX_RUNS = 500;
+const MAX_GROUPS = 100;
+const MAX_LOG_LINES = 400;
 const state = {
   conn: null,
   runs: new Map(),
@@ -34,6 +40,11 @@ const state = {
   filter: '',
   /** The tenant's open and parked sessions (`GET /sandboxes`): idle deadlines and burn, by run id. */
   sessions: new Map(),
+  /** Runs dropped to keep MAX_RUNS (the count says so). */
+  pruned: false,
+  timers: [],
+  /** The key was refused (revoked): everything stopped, the notice says so. */
+  refused: false,
 };
 
 function setConn(text, live) {
@@ -41,20 +52,50 @@ function setConn(text, live) {
   $('conn').classList.toggle('live', Boolean(live));
 }
 
+const explain = (e) =>
+  e instanceof ApiError ? `${e.status} ${e.code}: ${e.message}` : String(e?.message ?? e);
+
+/** A failure the operator must see (a load that failed, a refused key), above the runs. */
+function notice(text) {
+  $('notice').textContent = text;
+  $('notice').hidden = !text;
+}
+
+/**
+ * The key stopped authenticating (revoked: the feed's `error` event, or a 401): stop the feed, the detail's
+ * streams and the refreshes — retrying cannot succeed — and say so.
+ */
+function keyRefused(err) {
+  if (state.refused) return;
+  state.refused = true;
+  state.feedAbort?.abort(); // the detail's streams end with their own `error` event
+  for (const t of state.timers) clearInterval(t);
+  state.timers = [];
+  setConn('key refused', false);
+  notice(
+    `The API key was refused (${explain(err)}). Live updates stopped; forget the key and connect with a valid one.`,
+  );
+}
+const isRefusal = (e) => e instanceof ApiError && e.status === 401;
+
 // ---- login ----
 async function connect(key) {
   const conn = api(key);
   await conn.call('GET', '/runs?limit=1'); // 401 → ApiError
   sessionStorage.setItem(KEY, key);
+  $('key').value = '';
   state.conn = conn;
   $('login').hidden = true;
   $('app').hidden = false;
   $('new-run-open').hidden = false;
   $('forget').hidden = false;
-  await loadAll();
-  startFeed();
-  setInterval(tick, 1000);
-  setInterval(() => refreshSide().catch(() => undefined), 5000);
+  // The feed first, the lists once it is subscribed: a run created in between is in the list or in the feed.
+  await new Promise((settle) => startFeed(settle));
+  if (state.refused) return;
+  state.timers.push(
+    setInterval(tick, 1000),
+    setInterval(() => refreshSide().catch(() => undefined), 5000),
+  );
 }
 
 $('login-form').addEventListener('submit', async (e) => {
@@ -63,12 +104,12 @@ $('login-form').addEventListener('submit', async (e) => {
   try {
     await connect($('key').value.trim());
   } catch (err) {
-    $('login-error').textContent =
-      err instanceof ApiError ? `${err.status} ${err.code}: ${err.message}` : String(err);
+    $('login-error').textContent = explain(err);
     $('login-error').hidden = false;
   }
 });
 $('forget').addEventListener('click', () => {
+  state.feedAbort?.abort();
   sessionStorage.removeItem(KEY);
   location.reload();
 });
@@ -83,6 +124,7 @@ async function loadAll() {
   for (const r of runs.items) state.runs.set(r.id, r);
   for (const g of groups.items) state.groups.set(g.id, g);
   state.keys = keys.keys ?? [];
+  prune();
   render();
   await refreshSide();
 }
@@ -94,6 +136,8 @@ async function refreshSide() {
     state.conn.call('GET', '/runners').catch((e) => ({ error: e })),
     state.conn.call('GET', '/sandboxes').catch(() => ({ items: [] })),
   ]);
+  const refusal = [queue, envelopes, runners].find((x) => isRefusal(x.error));
+  if (refusal) return keyRefused(refusal.error);
   state.sessions = new Map(sessions.items.map((s) => [s.id, s]));
   paintSessions();
   $('queue').innerHTML = queue.error ? `<p class="muted">${esc(queue.error.code)}</p>` : queueView(queue);
@@ -110,6 +154,7 @@ let flushTimer = null;
 let groupsDirty = false;
 let sideDirty = false;
 function touchRun(id) {
+  if (state.refused) return;
   pendingRuns.add(id);
   if (flushTimer === null) flushTimer = setTimeout(flush, 150);
 }
@@ -124,8 +169,8 @@ async function flush() {
         const fresh = !state.runs.has(id);
         state.runs.set(id, run);
         if (fresh && !groupOf(id)) groupsDirty = true;
-      } catch {
-        /* gone or not ours */
+      } catch (e) {
+        if (isRefusal(e)) keyRefused(e); // else gone or not ours
       }
     }),
   );
@@ -147,6 +192,7 @@ async function flush() {
     sideDirty = false;
     refreshSide().catch(() => undefined);
   }
+  prune();
   render();
   if (state.selected && ids.includes(state.selected)) renderDetailHead();
 }
@@ -157,35 +203,83 @@ function groupOf(runId) {
 }
 
 // ---- the live feed ----
-async function startFeed() {
-  let after;
-  for (;;) {
-    state.feedAbort = new AbortController();
-    try {
-      await state.conn.stream(
-        `/console/feed${after ? `?after=${after}` : ''}`,
-        (e) => {
-          if (e.event === 'ready') return setConn('live', true);
-          if (e.id) after = e.id;
-          let fact;
-          try {
-            fact = JSON.parse(e.data);
-          } catch {
-            return;
-          }
-          const runId = fact.runId ?? fact.data?.runId;
-          if (runId) touchRun(runId);
-          if (String(fact.kind).startsWith('group.')) groupsDirty = true;
-          sideDirty = true;
-        },
-        state.feedAbort.signal,
-      );
-    } catch {
-      /* dropped: reconnect */
-    }
-    setConn('reconnecting…', false);
-    await new Promise((r) => setTimeout(r, 1000));
+/**
+ * Follows `GET /console/feed` (live.js `follow`: backoff, resumes after the last event id). Whenever it
+ * subscribes afresh (no event seen yet: it starts at "now") the lists are read once it is `ready`, so nothing
+ * created before the subscription is missed (not ready within 3 s, they are read anyway, and again on `ready`).
+ * `settle` is called once the page has its lists (or could not).
+ */
+function startFeed(settle) {
+  state.feedAbort = new AbortController();
+  let loaded = false;
+  const load = () =>
+    loadAll()
+      .then(() => state.refused || notice(''))
+      .catch((e) => (isRefusal(e) ? keyRefused(e) : notice(`Could not load the runs: ${explain(e)}`)))
+      .finally(() => {
+        loaded = true;
+        settle();
+      });
+  // A feed whose `ready` never comes (a proxy buffering the stream) must not leave the page empty.
+  const fallback = setTimeout(() => loaded || load(), 3000);
+  state.feedAbort.signal.addEventListener('abort', () => clearTimeout(fallback), { once: true });
+  follow(
+    state.conn,
+    '/console/feed',
+    {
+      onReady(fresh) {
+        setConn('live', true);
+        if (fresh || !loaded) load();
+      },
+      onEvent(e) {
+        const fact = JSON.parse(e.data);
+        const runId = fact.runId ?? fact.data?.runId;
+        if (runId) touchRun(runId);
+        if (String(fact.kind).startsWith('group.')) groupsDirty = true;
+        sideDirty = true;
+      },
+      onRetry(ms, reason) {
+        setConn(`reconnecting in ${Math.ceil(ms / 1000)} s (${reason})`, false);
+        if (!loaded) load(); // show what there is meanwhile
+      },
+      onStop(err) {
+        keyRefused(err);
+        settle();
+      },
+    },
+    state.feedAbort.signal,
+  );
+}
+
+/** Keeps the newest MAX_RUNS runs and MAX_GROUPS groups (and the open one): a busy tenant's page stays small. */
+function prune() {
+  const newestFirst = (a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0);
+  if (state.runs.size > MAX_RUNS) {
+    const keep = new Set(
+      [...state.runs.values()]
+        .sort(newestFirst)
+        .slice(0, MAX_RUNS)
+        .map((r) => r.id),
+    );
+    for (const id of state.runs.keys()) if (!keep.has(id) && id !== state.selected) state.runs.delete(id);
+    state.pruned = true;
   }
+  if (state.groups.size > MAX_GROUPS) {
+    const keep = new Set(
+      [...state.groups.values()]
+        .sort(newestFirst)
+        .slice(0, MAX_GROUPS)
+        .map((g) => g.id),
+    );
+    for (const id of state.groups.keys()) if (!keep.has(id)) state.groups.delete(id);
+  }
+}
+
+/** One line into a facts/trajectory pane, which keeps its last MAX_LOG_LINES. */
+function appendLine(out, line) {
+  out.append(`${line}\n`);
+  while (out.childNodes.length > MAX_LOG_LINES) out.firstChild.remove();
+  out.scrollTop = out.scrollHeight;
 }
 
 // ---- rendering ----
@@ -222,7 +316,7 @@ function render() {
       ? `[data-group="${focused.group}"]`
       : null;
   $('rows').innerHTML = items.join('');
-  $('count').textContent = `(${state.runs.size})`;
+  $('count').textContent = state.pruned ? `(newest ${state.runs.size})` : `(${state.runs.size})`;
   paintSessions();
   if (focusKey) document.querySelector(focusKey)?.focus();
 }
@@ -356,6 +450,13 @@ async function loadRecord(id) {
   if (state.selected === id) $('d-record').innerHTML = verdictView(rec.verify, state.keys);
 }
 
+/** A detail stream's end that is not a settled run's `end`: the key refused, or the stream cut. */
+function streamFailure(e, signal) {
+  if (signal.aborted) return null; // the pane was closed
+  if (isRefusal(e)) keyRefused(e);
+  return e instanceof ApiError ? `${e.code}: ${e.message}` : `disconnected: ${e?.message ?? e}`;
+}
+
 async function loadFacts(id, signal) {
   const out = $('d-facts');
   try {
@@ -363,35 +464,25 @@ async function loadFacts(id, signal) {
       `/runs/${encodeURIComponent(id)}/events`,
       (e) => {
         if (e.event === 'end') return;
+        if (e.event === 'error') throw errorEvent(e);
         const f = JSON.parse(e.data);
-        out.textContent += `${f.at?.slice(11, 23) ?? ''} ${f.kind}\n`;
-        out.scrollTop = out.scrollHeight;
+        appendLine(out, `${clock(f.at)} ${f.kind}`);
       },
       signal,
     );
   } catch (e) {
-    if (!signal.aborted) out.textContent += `(${e.code ?? e.message})\n`;
+    const why = streamFailure(e, signal);
+    if (why) appendLine(out, `(${why})`);
   }
-}
-
-/** A terminal byte event (`everdict/terminal`, base64) as the text it carries: `in "ls\r"`. */
-function terminalBytes(ev) {
-  if (ev.type !== 'extension' || ev.ext !== 'everdict/terminal' || typeof ev.data?.data !== 'string')
-    return null;
-  let text;
-  try {
-    text = new TextDecoder().decode(Uint8Array.from(atob(ev.data.data), (c) => c.charCodeAt(0)));
-  } catch {
-    return null;
-  }
-  return `terminal ${ev.data.dir} ${JSON.stringify(text)}`;
 }
 
 async function loadTrajectory(id, signal) {
   const out = $('d-traj');
   const status = $('d-traj-state');
+  const terminalBytes = terminalDecoder();
   status.textContent = 'live';
   let n = 0;
+  let sealed = false;
   const settledGrace = setInterval(() => {
     const run = state.runs.get(id);
     if (run && ['succeeded', 'failed', 'cancelled'].includes(run.status) && n === 0) {
@@ -403,22 +494,30 @@ async function loadTrajectory(id, signal) {
       `/runs/${encodeURIComponent(id)}/trajectory/stream`,
       (e) => {
         if (e.event === 'end') {
+          sealed = true;
           status.textContent = 'sealed';
           return;
         }
+        if (e.event === 'error') throw errorEvent(e);
         if (e.event !== 'trajectory.event') return;
         n++;
         const ev = JSON.parse(e.data);
         const { type, ts, ...rest } = ev;
         const text = terminalBytes(ev) ?? JSON.stringify(rest);
-        out.textContent += `${String(e.id).padStart(4)} ${type} ${text.length > 300 ? `${text.slice(0, 297)}…` : text}\n`;
-        if (n > 500) out.textContent = out.textContent.split('\n').slice(-400).join('\n');
-        out.scrollTop = out.scrollHeight;
+        appendLine(
+          out,
+          `${String(e.id).padStart(4)} ${type} ${text.length > 300 ? `${text.slice(0, 297)}…` : text}`,
+        );
       },
       signal,
     );
+    if (!sealed && !signal.aborted) status.textContent = 'disconnected';
   } catch (e) {
-    if (!signal.aborted) status.textContent = e.code === 'not_found' ? 'no trajectory' : `${e.code ?? ''}`;
+    if (e.code === 'not_found') status.textContent = 'no trajectory';
+    else {
+      const why = streamFailure(e, signal);
+      if (why) status.textContent = why;
+    }
   } finally {
     clearInterval(settledGrace);
   }
@@ -528,5 +627,12 @@ $('new-run-form').addEventListener('submit', async (e) => {
 });
 
 // ---- start ----
+// A saved key that is refused is forgotten; one that could not be tried (the control plane unreachable) is kept
+// for a reload. Either way the login says why.
 const saved = sessionStorage.getItem(KEY);
-if (saved) connect(saved).catch(() => sessionStorage.removeItem(KEY));
+if (saved)
+  connect(saved).catch((err) => {
+    if (isRefusal(err)) sessionStorage.removeItem(KEY);
+    $('login-error').textContent = explain(err);
+    $('login-error').hidden = false;
+  });

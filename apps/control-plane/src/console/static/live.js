@@ -53,28 +53,127 @@ export function api(key) {
     const decoder = new TextDecoder();
     let buffer = '';
     let ev = { event: 'message', data: [], id: undefined };
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += decoder.decode(value, { stream: true });
-      for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
-        const line = buffer.slice(0, nl).replace(/\r$/, '');
-        buffer = buffer.slice(nl + 1);
-        if (line === '') {
-          if (ev.data.length) onEvent({ id: ev.id, event: ev.event, data: ev.data.join('\n') });
-          ev = { event: 'message', data: [], id: ev.id };
-          continue;
+    try {
+      await read();
+    } finally {
+      // Also when onEvent throws: the connection is released, not left open.
+      reader.cancel().catch(() => undefined);
+    }
+    async function read() {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buffer += decoder.decode(value, { stream: true });
+        for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+          const line = buffer.slice(0, nl).replace(/\r$/, '');
+          buffer = buffer.slice(nl + 1);
+          if (line === '') {
+            if (ev.data.length) onEvent({ id: ev.id, event: ev.event, data: ev.data.join('\n') });
+            ev = { event: 'message', data: [], id: ev.id };
+            continue;
+          }
+          if (line.startsWith(':')) continue;
+          const i = line.indexOf(':');
+          const field = i < 0 ? line : line.slice(0, i);
+          const val = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
+          if (field === 'data') ev.data.push(val);
+          else if (field === 'event') ev.event = val;
+          else if (field === 'id') ev.id = val;
         }
-        if (line.startsWith(':')) continue;
-        const i = line.indexOf(':');
-        const field = i < 0 ? line : line.slice(0, i);
-        const val = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
-        if (field === 'data') ev.data.push(val);
-        else if (field === 'event') ev.event = val;
-        else if (field === 'id') ev.id = val;
       }
     }
   }
 
   return { call, stream };
+}
+
+/** The wait before retry `attempt` (0, 1, …) of a dropped feed: 1 s doubling to 30 s, each jittered to 50–100 %. */
+export function backoff(attempt, random = Math.random) {
+  const base = Math.min(30_000, 1000 * 2 ** Math.min(attempt, 15));
+  return Math.round(base * (0.5 + random() / 2));
+}
+
+const sleep = (ms, signal) =>
+  new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+
+const parse = (text) => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+};
+
+/** An SSE `error` event as the ApiError it stands for (`{code: "unauthorized"}`: the key was revoked). */
+export function errorEvent(e) {
+  const problem = parse(e.data) ?? {};
+  return new ApiError(problem.code === 'unauthorized' ? 401 : 502, problem);
+}
+
+/**
+ * Follows an SSE feed until `signal` aborts. A dropped or refused connection is retried with `backoff`,
+ * resuming after the last event id seen (`?after=`: nothing lost, nothing twice). It stops for good — calls
+ * `onStop(ApiError)` — when the key is refused: a 401, or the stream's `error` event `{code: "unauthorized"}`
+ * (the key was revoked). `onReady(fresh)` on each `ready` (fresh: no event seen yet, the feed starts at "now");
+ * `onRetry(ms, reason)` before each wait.
+ */
+export async function follow(conn, path, { onEvent, onReady, onRetry, onStop }, signal) {
+  let after;
+  let attempt = 0;
+  while (!signal.aborted) {
+    const attemptAbort = new AbortController();
+    const cut = () => attemptAbort.abort();
+    signal.addEventListener('abort', cut, { once: true });
+    let refused = null;
+    let reason = 'closed';
+    try {
+      const sep = path.includes('?') ? '&' : '?';
+      const url = after === undefined ? path : `${path}${sep}after=${encodeURIComponent(after)}`;
+      await conn.stream(
+        url,
+        (e) => {
+          if (e.event === 'ready') {
+            attempt = 0;
+            onReady?.(after === undefined);
+            return;
+          }
+          if (e.event === 'error') {
+            const err = errorEvent(e);
+            if (err.status === 401) {
+              refused = err;
+              attemptAbort.abort();
+            } else reason = err.code;
+            return;
+          }
+          if (e.id) after = e.id;
+          try {
+            onEvent(e);
+          } catch (err) {
+            console.error('feed event', e.event, err);
+          }
+        },
+        attemptAbort.signal,
+      );
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) refused = e;
+      else if (!refused) reason = e instanceof ApiError ? `${e.status} ${e.code}` : 'network';
+    } finally {
+      signal.removeEventListener('abort', cut);
+    }
+    if (refused) return onStop(refused);
+    if (signal.aborted) return;
+    const ms = backoff(attempt++);
+    onRetry?.(ms, reason);
+    await sleep(ms, signal);
+  }
 }

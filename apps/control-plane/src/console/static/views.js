@@ -16,6 +16,14 @@ export function ago(iso, now = Date.now()) {
   return `${Math.floor(s / 86400)}d ago`;
 }
 
+/** An ISO time as the viewer's local wall-clock time, `HH:MM:SS.mmm` ('' when it is not a time). */
+export function clock(iso) {
+  const d = new Date(iso ?? Number.NaN);
+  if (Number.isNaN(d.getTime())) return '';
+  const p = (n, w = 2) => String(n).padStart(w, '0');
+  return `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
+}
+
 export function countdown(iso, now = Date.now()) {
   const s = Math.round((Date.parse(iso) - now) / 1000);
   if (s <= 0) return 'expiring';
@@ -177,4 +185,28 @@ export function treeView(node, selectedId) {
     ? `<ul>${node.children.map((c) => treeView(c, selectedId)).join('')}</ul>`
     : '';
   return `<li>${self} <span class="kind">${esc(node.kind)}</span> ${statusBadge(node.status)}${kids}</li>`;
+}
+
+/**
+ * Terminal byte events (`everdict/terminal`, base64) as the text they carry: `in "ls\r"`. One streaming
+ * decoder a direction, so a character split across two events is shown whole (in the second).
+ */
+export function terminalDecoder() {
+  const decoders = { in: new TextDecoder(), out: new TextDecoder() };
+  return (ev) => {
+    if (ev.type !== 'extension' || ev.ext !== 'everdict/terminal' || typeof ev.data?.data !== 'string')
+      return null;
+    const decoder = decoders[ev.data.dir];
+    if (!decoder) return null;
+    let text;
+    try {
+      text = decoder.decode(
+        Uint8Array.from(atob(ev.data.data), (c) => c.charCodeAt(0)),
+        { stream: true },
+      );
+    } catch {
+      return null;
+    }
+    return `terminal ${ev.data.dir} ${JSON.stringify(text)}`;
+  };
 }
