@@ -52,7 +52,7 @@ import {
 } from './pod-manifest.js';
 import { PodWatch } from './pod-watch.js';
 import { runCommand, type SandboxTarget, startStream } from './sandbox-exec.js';
-import { podLogs } from './sandbox-logs.js';
+import { sandboxLogs } from './sandbox-logs.js';
 import { makeDirectories, restoreWorkspace, snapshotWorkspace } from './workspace.js';
 
 const code = (error: unknown) => (error as { code?: number }).code;
@@ -278,7 +278,7 @@ export class KubernetesDriver implements Driver {
 
   logs(handle: SandboxHandle, options: LogOptionsInput = {}): AsyncIterable<Uint8Array> {
     const opts = LogOptions.parse(options);
-    return podLogs(() => this.live(handle), opts);
+    return sandboxLogs(() => this.live(handle), opts);
   }
 
   async snapshot(handle: SandboxHandle): Promise<Snapshot> {

@@ -59,7 +59,8 @@ export interface SandboxTarget {
   settled(): Promise<void>;
 }
 
-async function open(
+/** Open an exec channel in the sandbox container; a refusal is the PlacementError it means. */
+export async function openChannel(
   target: SandboxTarget,
   command: (p: ChannelProtocol) => string[],
   stdin: boolean,
@@ -114,7 +115,7 @@ function outcome(target: SandboxTarget, status: V1Status | null, stderr: Uint8Ar
  * `outcome`, after waiting for the pod status when the command was killed (137) or its connection ended
  * without a status: the exec sees the OOM kill (or eviction) before the kubelet's status update says so.
  */
-async function settledOutcome(
+export async function settledOutcome(
   target: SandboxTarget,
   status: V1Status | null,
   stderr: Uint8Array,
@@ -130,7 +131,7 @@ export async function runInternal(
   stdin: Uint8Array | undefined,
   capBytes: number,
 ) {
-  const channel = await open(target, () => command, stdin !== undefined, false);
+  const channel = await openChannel(target, () => command, stdin !== undefined, false);
   const stdout = new CappedOutput(capBytes);
   const stderr = new CappedOutput(64 * 1024);
   channel.stdout.on('data', (d: Buffer) => stdout.push(d));
@@ -167,7 +168,7 @@ export async function runCommand(
       tty: false,
     });
   const startedAtMs = Date.now();
-  const channel = await open(target, command, stdin !== undefined, false);
+  const channel = await openChannel(target, command, stdin !== undefined, false);
   const stdout = new CappedOutput(options.outputCapBytes);
   const stderr = new CappedOutput(options.outputCapBytes);
   // what was observed so far (a stopped command has no exit code to report)
@@ -242,7 +243,7 @@ export async function startStream(
     env.LINES = String(options.size.rows);
   }
   const tty = options.tty && pty;
-  const channel = await open(
+  const channel = await openChannel(
     target,
     () => wrapCommand(argv, { execId, cwd: options.cwd, env, stdinBytes: undefined, tty }),
     true,

@@ -3,7 +3,8 @@
 // the pod log (pods/log, `kubectl logs`) is what the sandbox's commands printed. Every command runs under
 // the exec wrapper, which applies env and cwd, records its pid (so it can be killed: closing an exec
 // connection does not stop the process), and tees its stdout and stderr into the log (terminal sessions
-// keep their terminal and are not logged).
+// keep their terminal and are not logged). A non-follow read of the log reads the file itself (LOG_COMMAND):
+// the pod log lags it (the keeper's tail, the runtime's log pipeline).
 
 export const CONTAINER = 'sandbox';
 export const CONTROL_ENV = 'EVERDICT_CONTROL_DIR';
@@ -72,6 +73,9 @@ export function killCommand(execId: string): string[] {
     execId,
   ];
 }
+
+/** The sandbox log file as it is now; nothing (exit 0) before the keeper has created it. */
+export const LOG_COMMAND = ['sh', '-c', `f=$${CONTROL_ENV}/log; [ -e "$f" ] || exit 0; exec cat "$f"`];
 
 /** The workspace (the container's working directory) as a tar on stdout. */
 export const SNAPSHOT_COMMAND = ['tar', '-cf', '-', '.'];

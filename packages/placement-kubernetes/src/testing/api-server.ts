@@ -139,6 +139,11 @@ export interface TestApiServer {
   oomKill(namespace: string, pod: string, container: string): boolean;
   /** How long a container's exit takes to show in its pod's status (a real kubelet: about a second). */
   statusLagMs: number;
+  /**
+   * How long a container's output takes to reach its pod log (a real node's log pipeline lags what the
+   * process wrote); default 0. Set it before the output it should delay.
+   */
+  logLagMs: number;
   close(): Promise<void>;
 }
 
@@ -319,6 +324,12 @@ export async function startTestApiServer(input: TestApiServerOptions = {}): Prom
     },
     set statusLagMs(ms: number) {
       kubelet.statusLagMs = ms;
+    },
+    get logLagMs() {
+      return kubelet.logLagMs;
+    },
+    set logLagMs(ms: number) {
+      kubelet.logLagMs = ms;
     },
     close: async () => {
       for (const socket of [...held]) socket.destroy();

@@ -61,6 +61,8 @@ export class Kubelet {
    * sync take about a second): execs in it have ended by then.
    */
   statusLagMs = 0;
+  /** How long container output (and the log's end) takes to reach pods/log, as a node's log pipeline. */
+  logLagMs = 0;
 
   /** Fault injection: the kernel OOM-kills a container (the whole cgroup: memory.oom.group). */
   oomKill(namespace: string, name: string, container: string): boolean {
@@ -148,8 +150,9 @@ export class Kubelet {
     const containerID = `containerd://${randomBytes(32).toString('hex')}`;
     try {
       const process = await sandbox.start(launchOf(pod, c.spec, this.options.defaultEntrypoint));
-      process.stdout.on('data', (d: Buffer) => c.log.append(d));
-      process.stderr.on('data', (d: Buffer) => c.log.append(d));
+      const log = c.log;
+      process.stdout.on('data', (d: Buffer) => this.lagged(() => log.append(d)));
+      process.stderr.on('data', (d: Buffer) => this.lagged(() => log.append(d)));
       await process.started;
       c.process = process;
       c.view.containerID = containerID;
@@ -169,7 +172,8 @@ export class Kubelet {
     if (!process) return;
     process.exit.then(
       async (exit) => {
-        c.log.end();
+        const log = c.log;
+        this.lagged(() => log.end());
         for (const e of c.execs) e.signal('SIGKILL');
         if (this.statusLagMs > 0) await new Promise((r) => setTimeout(r, this.statusLagMs));
         const startedAt = 'running' in c.view.state ? c.view.state.running.startedAt : undefined;
@@ -297,13 +301,19 @@ export class Kubelet {
     for (const t of rt.timers) clearTimeout(t);
     rt.timers.clear();
     await rt.sandbox?.destroy().catch(() => {});
-    for (const c of rt.containers) c.log.end();
+    for (const { log } of rt.containers) this.lagged(() => log.end());
     this.pods.delete(`${rt.namespace}/${rt.name}`);
     const current = this.store.get(PODS, rt.namespace, rt.name);
     if (current && current.metadata.uid === rt.uid) {
       this.store.remove(PODS, rt.namespace, rt.name);
       this.options.onPodChange(rt.namespace);
     }
+  }
+
+  /** Apply `logLagMs` to a log write (timers of one duration fire in the order they were set). */
+  private lagged(write: () => void): void {
+    if (this.logLagMs > 0) setTimeout(write, this.logLagMs).unref();
+    else write();
   }
 
   /** Start `argv` in a running container of a pod (the exec subresource). */
