@@ -126,61 +126,40 @@ export function authService(
       // commit, a NOTIFY arrives after the revoking commit, so the read sees the revocation. The periodic
       // re-check (through the cache: a read per key at most every KEY_CACHE_MS) covers a missed NOTIFY.
       const hash = hashKey(rawKey);
-      let stopped = false;
-      const check = () => {
-        if (stopped) return;
-        service.authenticate(rawKey).then(
-          () => undefined,
-          (e: unknown) => {
-            // Only a refusal ends what the key holds; a ledger that does not answer is not a revocation.
-            if (stopped || !(e instanceof ControlPlaneError) || e.code !== 'unauthorized') return;
-            stop();
-            onRevoked();
-          },
-        );
-      };
-      const off = keys.onEvict((k) => {
-        if (k === hash || EVICT_ALL.includes(k)) check();
-      });
-      const timer = setInterval(check, recheckMs);
-      timer.unref?.();
-      const stop = () => {
-        stopped = true;
-        off();
-        clearInterval(timer);
-      };
-      return stop;
+      return untilRevoked(
+        keys,
+        recheckMs,
+        (k) => k === hash || EVICT_ALL.includes(k),
+        () =>
+          service.authenticate(rawKey).then(
+            () => 'live' as const,
+            (e: unknown) => {
+              // Only a refusal ends what the key holds; a ledger that does not answer is not a revocation.
+              if (e instanceof ControlPlaneError && e.code === 'unauthorized') return 'revoked' as const;
+              throw e;
+            },
+          ),
+        onRevoked,
+      );
     },
     watchKeyId(keyId, onRevoked) {
       // The eviction's payload is a hash, not an id: any eviction re-reads the one row (few are watched).
-      let stopped = false;
-      const check = () => {
-        if (stopped) return;
-        deps.db
-          .selectFrom('api_keys')
-          .select('revoked_at')
-          .where('id', '=', keyId)
-          .executeTakeFirst()
-          .then(
-            (row) => {
-              if (stopped) return;
-              if (!row) return stop(); // no API key: a service actor, never revoked
-              if (row.revoked_at === null) return;
-              stop();
-              onRevoked();
-            },
-            () => undefined, // a ledger that does not answer is not a revocation
-          );
-      };
-      const off = keys.onEvict(check);
-      const timer = setInterval(check, recheckMs);
-      timer.unref?.();
-      const stop = () => {
-        stopped = true;
-        off();
-        clearInterval(timer);
-      };
-      check();
+      const stop = untilRevoked(
+        keys,
+        recheckMs,
+        () => true,
+        async () => {
+          const row = await deps.db
+            .selectFrom('api_keys')
+            .select('revoked_at')
+            .where('id', '=', keyId)
+            .executeTakeFirst();
+          // No API key: a service actor, never revoked.
+          return !row ? 'gone' : row.revoked_at === null ? 'live' : 'revoked';
+        },
+        onRevoked,
+        true,
+      );
       return stop;
     },
     async createKey(p, input) {
@@ -277,4 +256,42 @@ export function authService(
     },
   };
   return service;
+}
+
+/**
+ * Re-reads a key's `state` on an eviction `evicts` names and every `recheckMs` (and at once with `now`) until it
+ * answers `revoked` (then `onRevoked`) or `gone`; a read that fails is no answer. Answers the stop.
+ */
+function untilRevoked(
+  keys: KeyCache,
+  recheckMs: number,
+  evicts: (evicted: string) => boolean,
+  state: () => Promise<'live' | 'revoked' | 'gone'>,
+  onRevoked: () => void,
+  now = false,
+): () => void {
+  let stopped = false;
+  const check = () => {
+    if (stopped) return;
+    state().then(
+      (s) => {
+        if (stopped || s === 'live') return;
+        stop();
+        if (s === 'revoked') onRevoked();
+      },
+      () => undefined,
+    );
+  };
+  const off = keys.onEvict((k) => {
+    if (evicts(k)) check();
+  });
+  const timer = setInterval(check, recheckMs);
+  timer.unref?.();
+  const stop = () => {
+    stopped = true;
+    off();
+    clearInterval(timer);
+  };
+  if (now) check();
+  return stop;
 }
