@@ -42,6 +42,8 @@ function table(): Record<string, string> {
     'views.js': path.join(dir, 'views.js'),
     'live.js': path.join(dir, 'live.js'),
     'terminal.js': path.join(dir, 'terminal.js'),
+    'detail.js': path.join(dir, 'detail.js'),
+    'new-run.js': path.join(dir, 'new-run.js'),
     'xterm.mjs': vendorFile('@xterm/xterm', 'lib/xterm.mjs'),
     'xterm.css': vendorFile('@xterm/xterm', 'css/xterm.css'),
     'addon-fit.mjs': vendorFile('@xterm/addon-fit', 'lib/addon-fit.mjs'),
