@@ -10,7 +10,7 @@ import type { TurnLease } from '../src/control-plane.js';
 import { isAgentError } from '../src/errors.js';
 import { HttpControlPlane } from '../src/http/http-control-plane.js';
 import { runInterval } from '../src/loop/interval.js';
-import { workOnce } from '../src/loop/worker.js';
+import { withHeartbeat, workOnce } from '../src/loop/worker.js';
 import type { Completion, ModelProvider } from '../src/model/provider.js';
 import { Transcript } from '../src/transcript/transcript.js';
 import { createAgent, message, type Seat, seat } from './support.js';
@@ -80,11 +80,10 @@ describe('interval recovery', () => {
     expect(seen.calls).toBe(1);
     // The lease expires; another host gets the turn.
     const again = await leaseOf('host-b', runId);
-    const out = await runInterval(again, {
-      controlPlane: s.agents,
-      provider: () => provider,
-      holder: 'host-b',
-    });
+    // Heartbeated as a host does: the 1 s lease must not expire under a loaded machine meanwhile.
+    const out = await withHeartbeat(s.agents, 'host-b', again, (signal) =>
+      runInterval(again, { controlPlane: s.agents, provider: () => provider, holder: 'host-b', signal }),
+    );
     expect(out).toEqual({ result: 'succeeded', runId, summary: 'the answer' });
     expect(seen.calls).toBe(1);
     const run = dataOf(await s.admin.GET('/runs/{id}', { params: { path: { id: runId } } }));
@@ -108,11 +107,10 @@ describe('interval recovery', () => {
       toolCalls: [ask('first?', ''), ask('second?', 'dup'), ask('third?', 'dup')],
     });
     const lease = await leaseOf('host-ids', runId);
-    const out = await runInterval(lease, {
-      controlPlane: s.agents,
-      provider: () => provider,
-      holder: 'host-ids',
-    });
+    const out = await withHeartbeat(s.agents, 'host-ids', lease, (signal) =>
+      runInterval(lease, { controlPlane: s.agents, provider: () => provider, holder: 'host-ids', signal }),
+    );
+    if (out === 'lost') throw new Error('the lease was lost');
     expect(out.result).toBe('parked');
     const outstanding = out.result === 'parked' ? out.outstanding : [];
     expect(outstanding).toHaveLength(3);

@@ -13,7 +13,8 @@ export interface WorkerOptions extends IntervalOptions {
 
 export type LeaseOutcome = IntervalOutcome | { readonly result: 'lost'; readonly runId: string };
 
-async function withHeartbeat<T>(
+/** `run` under the lease's heartbeat (its signal aborts when the control plane says the lease is lost). */
+export async function withHeartbeat<T>(
   cp: ControlPlane,
   holder: string,
   lease: TurnLease,
