@@ -4,7 +4,7 @@ import { type Core, startCore } from '../src/core.js';
 import { declaredRunner } from '../src/executors/registry.js';
 import type { CoreOptions } from '../src/services/index.js';
 import type { Principal } from '../src/services/types.js';
-import { testDatabase } from './db.js';
+import { type TestDatabase, testDatabase } from './db.js';
 
 /**
  * The test deployment's executors beyond the built-in ones: a registered runner declaring command, eval
@@ -20,6 +20,8 @@ export const BOOTSTRAP_KEY = 'evk_test_bootstrap_key_000000000000';
 export interface TestCore {
   core: Core;
   admin: Principal;
+  /** The ledger it runs on (`url` on a live PostgreSQL: for a second connection). */
+  database: TestDatabase;
   close(): Promise<void>;
 }
 
@@ -39,6 +41,7 @@ export async function testCore(
   return {
     core,
     admin,
+    database,
     close: async () => {
       await core.close();
       await database.dispose().catch(() => undefined);

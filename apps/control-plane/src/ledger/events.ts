@@ -131,3 +131,73 @@ export async function readSettled(ex: Executor, pos: OutboxPosition, limit: numb
     ORDER BY tx, id LIMIT ${limit}`.execute(ex);
   return rows.map((r) => ({ event: toPlatformEvent(r), pos: { tx: decimal(r.tx), id: decimal(r.id) } }));
 }
+
+/** A fact with its place in both orders (the live feed's cursors). */
+export interface PlacedEvent {
+  readonly event: PlatformEvent;
+  readonly tx: bigint;
+  readonly id: bigint;
+}
+
+interface FeedFilter {
+  readonly runId?: string | undefined;
+  readonly kind?: string | undefined;
+}
+
+const feedFilter = (f: FeedFilter) =>
+  sql`${f.runId ? sql`AND run_id = ${f.runId}` : sql``} ${f.kind ? sql`AND kind = ${f.kind}` : sql``}`;
+
+const placed = (r: EventRowLike & { tx: string | number | bigint }): PlacedEvent => ({
+  event: toPlatformEvent(r),
+  tx: BigInt(r.tx),
+  id: BigInt(r.id),
+});
+
+/** A tenant's facts after id `after`, in id order, with their transactions (the live feed's id cursor). */
+export async function readAfterId(
+  ex: Executor,
+  tenant: string,
+  after: string,
+  filter: FeedFilter,
+  limit: number,
+): Promise<PlacedEvent[]> {
+  const { rows } = await sql<EventRowLike & { tx: string | number | bigint }>`
+    SELECT id, tx, tenant_id, kind, run_id, payload, created_at FROM events
+    WHERE tenant_id = ${tenant} AND id > ${after}::bigint ${feedFilter(filter)}
+    ORDER BY id LIMIT ${limit}`.execute(ex);
+  return rows.map(placed);
+}
+
+/** A tenant's facts after `pos` in (tx, id) order whose transactions are all settled (its settled cursor). */
+export async function readSettledOf(
+  ex: Executor,
+  tenant: string,
+  pos: OutboxPosition,
+  filter: FeedFilter,
+  limit: number,
+): Promise<PlacedEvent[]> {
+  const { rows } = await sql<EventRowLike & { tx: string | number | bigint }>`
+    SELECT id, tx, tenant_id, kind, run_id, payload, created_at FROM events
+    WHERE (tx, id) > (${pos.tx}::bigint, ${pos.id}::bigint)
+      AND tx < (pg_snapshot_xmin(pg_current_snapshot())::text)::bigint
+      AND tenant_id = ${tenant} ${feedFilter(filter)}
+    ORDER BY tx, id LIMIT ${limit}`.execute(ex);
+  return rows.map(placed);
+}
+
+/** A tenant's highest fact id and the snapshot it was read in (one statement: one snapshot). */
+export async function feedStart(
+  ex: Executor,
+  tenant: string,
+): Promise<{ maxId: string; snapshot: { xmin: bigint; xmax: bigint; running: Set<bigint> } }> {
+  const { rows } = await sql<{ m: string | null; xmin: string; xmax: string; xip: string[] }>`
+    SELECT (SELECT max(id) FROM events WHERE tenant_id = ${tenant})::text AS m,
+      pg_snapshot_xmin(s)::text AS xmin, pg_snapshot_xmax(s)::text AS xmax,
+      ARRAY(SELECT x::text FROM pg_snapshot_xip(s) AS x) AS xip
+    FROM pg_current_snapshot() AS s`.execute(ex);
+  const r = rows[0]!;
+  return {
+    maxId: r.m ?? '0',
+    snapshot: { xmin: BigInt(r.xmin), xmax: BigInt(r.xmax), running: new Set(r.xip.map((x) => BigInt(x))) },
+  };
+}

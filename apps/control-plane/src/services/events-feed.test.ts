@@ -36,8 +36,8 @@ describe('events.subscribe', () => {
     try {
       await eventually(async () => paused.length === 3 || undefined);
       // More facts, each with its NOTIFY: the open feed reads them all; the paused one reads none. One run at
-      // a time, settled before the next: on PostgreSQL a fact committed after a higher id was read is not
-      // delivered by the live feed (README, "The live feed"), so no two writers overlap here.
+      // a time, settled before the next, so that the id order is the order they arrive in (a fact committed
+      // behind a higher id arrives late: test/live-feed.pg.test.ts).
       for (let i = 0; i < 4; i++) {
         const { run } = await t.core.services.runs.create(t.admin, echo(`b${i}`));
         await eventually(settled(run.id));

@@ -1,8 +1,16 @@
 // Tenant events from the outbox, and a live feed woken by NOTIFY with a poll fallback.
-import { EVENTS_CHANNEL, listEvents } from '../ledger/events.js';
+import {
+  EVENTS_CHANNEL,
+  feedStart,
+  listEvents,
+  type PlacedEvent,
+  readAfterId,
+  readSettledOf,
+} from '../ledger/events.js';
 import type { EventFeed } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
+import { FeedCursors } from './feed-cursors.js';
 import { EventPosition } from './types.js';
 
 /** A caller's `after`: an outbox position within bigint (400 `out_of_range` beyond), or undefined. */
@@ -26,42 +34,52 @@ export function eventFeed(deps: Deps, pollMs = 1000): EventFeed {
       return { items, nextCursor: items.length === limit ? (items.at(-1)?.id ?? null) : null };
     },
     async subscribe(p, opts, onEvent) {
-      let after = eventPosition(opts.after);
-      if (after === undefined) {
-        const row = await deps.db
-          .selectFrom('events')
-          .select((eb) => eb.fn.max('id').as('m'))
-          .where('tenant_id', '=', p.tenantId)
-          .executeTakeFirst();
-        after = row?.m == null ? '0' : String(row.m);
-      }
+      // The start's snapshot and, when the caller gave no position, the tenant's last fact in it: the feed
+      // answers what commits after this (feed-cursors.ts: the id cursor, and the settled one behind it that
+      // delivers a fact committed after a higher id was read).
+      const start = await feedStart(deps.db, p.tenantId);
+      const cursors = new FeedCursors(BigInt(eventPosition(opts.after) ?? start.maxId), start.snapshot);
+      const filter = { runId: opts.runId, kind: opts.kind };
       let closed = false;
       let running: Promise<void> | null = null;
       let again = false;
       // The consumer's back-pressure: `onEvent` answering false stops the reading right after that event (the
-      // rest stays in the outbox, `after` where it was delivered) until `resume()` — a slow SSE client holds
+      // rest stays in the outbox, the cursors where it was delivered) until `resume()` — a slow SSE client holds
       // one page of facts at most, not every fact of a busy tenant.
       let paused = false;
+      /** Delivers each fact `take` keeps; false when the consumer paused the feed (or it closed) on the way. */
+      const pass = async (
+        read: () => Promise<PlacedEvent[]>,
+        take: (f: PlacedEvent) => boolean,
+      ): Promise<boolean> => {
+        for (;;) {
+          const batch = await read();
+          for (const f of batch) {
+            if (closed) return false;
+            if (take(f) && onEvent(f.event) === false) {
+              paused = true;
+              return false;
+            }
+          }
+          if (batch.length < FEED_PAGE) return true;
+        }
+      };
       const drain = async (): Promise<void> => {
         do {
           again = false;
-          for (;;) {
-            const batch = await listEvents(deps.db, p.tenantId, {
-              after,
-              runId: opts.runId,
-              kind: opts.kind,
-              limit: FEED_PAGE,
-            });
-            for (const e of batch) {
-              if (closed) return;
-              after = e.id;
-              if (onEvent(e) === false) {
-                paused = true;
-                return;
-              }
-            }
-            if (batch.length < FEED_PAGE) break;
-          }
+          const live = await pass(
+            () => readAfterId(deps.db, p.tenantId, cursors.after, filter, FEED_PAGE),
+            (f) => {
+              cursors.read(f);
+              return true;
+            },
+          );
+          if (!live) return;
+          const settled = await pass(
+            () => readSettledOf(deps.db, p.tenantId, cursors.settled, filter, FEED_PAGE),
+            (f) => cursors.settle(f),
+          );
+          if (!settled) return;
         } while (again && !closed);
       };
       const wake = (): void => {
