@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { generateSigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Core, startCore } from '../src/core.js';
-import { placeableCache } from '../src/runners/registry.js';
+import { placeableCache } from '../src/runners/placeable.js';
 import { eventually } from './core.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
 

@@ -6,7 +6,7 @@ import { generateSigningKey } from '@everdict/runrecord';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, type TestCore, testCore } from '../../test/core.js';
-import { placeableCache } from '../runners/registry.js';
+import { placeableCache } from '../runners/placeable.js';
 import type { RunnerService } from '../runners/service.js';
 import { RUNNERS_CHANNEL, RunnerCredentials } from './runner-credentials.js';
 

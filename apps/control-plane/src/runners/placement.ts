@@ -13,7 +13,7 @@ import { ControlPlaneError } from '../errors.js';
 import type { ExecutorLane, Placement } from '../executors/registry.js';
 import type { Deps } from '../services/context.js';
 import { resolveHarness } from './harnesses.js';
-import { placeable, placeableCache } from './registry.js';
+import { placeable, placeableCache } from './placeable.js';
 import { RUNNER_KINDS } from './schemas.js';
 
 const isRunnerKind = (k: string): boolean => (RUNNER_KINDS as readonly string[]).includes(k);
@@ -72,7 +72,7 @@ export async function assertPlaceable(
     );
   const image = await imageOf(ex, tenant, kind, subject);
   if (image === null) return;
-  // The replica's remembered positives (registry.ts PlaceableCache) unless inside the caller's transaction.
+  // The replica's remembered positives (placeable.ts PlaceableCache) unless inside the caller's transaction.
   const ok =
     ex === deps.db
       ? await placeableCache(deps).placeable(ex, tenant, kind, image)

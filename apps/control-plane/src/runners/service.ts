@@ -15,13 +15,13 @@ import { type CompletionOutcome, completeRun, completeRuns } from './completion.
 import { defineHarness, type HarnessView, listHarnesses } from './harnesses.js';
 import { appendRunnerEvents, putArtifact } from './intervals.js';
 import { expireHolder, grantLeases, heartbeat, type Lease, requeueExpired, sweep } from './leases.js';
+import { placeableCache } from './placeable.js';
 import {
   authenticateRunner,
   drainRunner,
   listRunners,
   mintPairingToken,
   pair,
-  placeableCache,
   type RunnerIdentity,
   type RunnerView,
   revokeRunner,
