@@ -23,39 +23,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NextLeases } from './completions.js';
 import { type DaemonOptions, leaseBound } from './daemon-options.js';
+import { endsWithin, type Held } from './held-lease.js';
 import { executeInterval, type IntervalSteps } from './interval.js';
 import type { Lease } from './protocol.js';
 import { REQUEST_TIMEOUT_MS, withRequestTimeout } from './timed-api.js';
 
 export { type DaemonOptions, LEASES_PER_SLOT, leaseBound } from './daemon-options.js';
-
-/**
- * A held lease: waiting for a slot, executing in one, settling behind it (the out/ snapshot, the dispose,
- * then its completion queued and sent), uploading (files of out/: maybe long, no batch on its way meanwhile).
- */
-type Phase = 'waiting' | 'executing' | 'settling' | 'uploading';
-
-interface Held {
-  readonly lease: Lease;
-  readonly abort: AbortController;
-  phase: Phase;
-  /** Starts a waiting interval (or ends it, aborted before it started). */
-  readonly begin: () => void;
-  readonly done: Promise<void>;
-}
-
-/** Whether `work` ended within `ms` (it goes on either way). */
-async function endsWithin(work: Promise<void>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const ended = await Promise.race([
-    work.then(() => true),
-    new Promise<boolean>((r) => {
-      timer = setTimeout(() => r(false), ms);
-    }),
-  ]);
-  clearTimeout(timer);
-  return ended;
-}
 
 export class RunnerDaemon {
   readonly #o: DaemonOptions;
