@@ -9,13 +9,14 @@ import type { KubeObject } from '../selectors.js';
 import { errors } from '../status.js';
 import type { ContainerProcess, ContainerRunner, ExecOptions, PodSandbox } from './container-runner.js';
 import { LogBuffer } from './log-buffer.js';
-import { deniesEgress } from './network-policy.js';
+import { podNetwork } from './network-policy.js';
 import {
   applyStatus,
   type ContainerRuntime,
   newPodRuntime,
   type PodRuntime,
   phaseOf,
+  podTimer,
 } from './pod-runtime.js';
 import {
   imageRepository,
@@ -29,7 +30,6 @@ import { conditions, containerStatus, now } from './pod-status.js';
 import { type Allocatable, unschedulable, unschedulableCondition } from './scheduler.js';
 
 const PODS = findType('', 'v1', 'pods') as ResourceType;
-const NETWORK_POLICIES = findType('networking.k8s.io', 'v1', 'networkpolicies') as ResourceType;
 
 export interface KubeletOptions {
   nodeName: string;
@@ -132,7 +132,7 @@ export class Kubelet {
     const launches = rt.containers.map((c) => launchOf(pod, c.spec, this.options.defaultEntrypoint));
     const sandbox = await this.options.runner.createSandbox({
       ...sandboxSpecOf(pod, launches),
-      network: this.networkOf(pod),
+      network: podNetwork(this.store, pod),
     });
     rt.sandbox = sandbox;
     if (rt.deleting) return sandbox.destroy();
@@ -142,7 +142,7 @@ export class Kubelet {
     this.write(rt, (p) => applyStatus(rt, p, phaseOf(rt)));
     for (const c of rt.containers) this.watchExit(rt, c, pod);
     const deadline = podSpec(pod).activeDeadlineSeconds;
-    if (deadline !== undefined) this.timer(rt, deadline * 1000, () => this.deadlineExceeded(rt));
+    if (deadline !== undefined) podTimer(rt, deadline * 1000, () => this.deadlineExceeded(rt));
   }
 
   private async startContainer(rt: PodRuntime, c: ContainerRuntime, pod: KubeObject): Promise<void> {
@@ -208,7 +208,7 @@ export class Kubelet {
       waiting: { reason: 'CrashLoopBackOff', message: 'back-off restarting failed container' },
     };
     this.write(rt, (p) => applyStatus(rt, p, 'Running'));
-    this.timer(rt, this.options.restartBackoffMs, async () => {
+    podTimer(rt, this.options.restartBackoffMs, async () => {
       if (rt.deleting || rt.failure) return;
       c.previousLog = c.log;
       c.log = new LogBuffer();
@@ -224,7 +224,7 @@ export class Kubelet {
     const pullMessage = `failed to pull and unpack image "${ref}": failed to resolve reference "${ref}": ${ref}: not found`;
     c.view.state = { waiting: { reason: 'ErrImagePull', message: pullMessage } };
     this.write(rt, (p) => applyStatus(rt, p, 'Pending'));
-    this.timer(rt, 10, () => {
+    podTimer(rt, 10, () => {
       c.view.state = {
         waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${c.spec.image}"` },
       };
@@ -261,7 +261,7 @@ export class Kubelet {
     const live = rt.containers.map((c) => c.process).filter((p): p is ContainerProcess => p !== undefined);
     for (const p of live) p.signal(grace === 0 ? 'SIGKILL' : 'SIGTERM');
     if (grace > 0)
-      this.timer(rt, grace * 1000, () => {
+      podTimer(rt, grace * 1000, () => {
         for (const p of live) p.signal('SIGKILL');
       });
     await Promise.allSettled(live.map((p) => p.exit));
@@ -372,26 +372,9 @@ export class Kubelet {
     return { rt, c, pod };
   }
 
-  /** `none` when a NetworkPolicy of the pod's namespace selects it and allows it no egress. */
-  private networkOf(pod: KubeObject): 'none' | 'granted' {
-    const policies = this.store.list(NETWORK_POLICIES, pod.metadata.namespace, () => true);
-    return policies.some((p) => deniesEgress(p, pod.metadata.labels ?? {})) ? 'none' : 'granted';
-  }
-
   /** Kill every pod's processes and remove their sandboxes (server shutdown). */
   async shutdown(): Promise<void> {
     await Promise.all([...this.pods.values()].map((rt) => this.tearDown(rt, 0)));
-  }
-
-  /** A timer owned by the pod; delays past Node's 2^31 − 1 ms limit (a long activeDeadlineSeconds) re-arm. */
-  private timer(rt: PodRuntime, ms: number, fn: () => void): void {
-    const step = Math.min(ms, 2 ** 31 - 1);
-    const t = setTimeout(() => {
-      rt.timers.delete(t);
-      if (ms > step) this.timer(rt, ms - step, fn);
-      else fn();
-    }, step);
-    rt.timers.add(t);
   }
 
   /** Read-modify-write the pod in the store, if it is still this pod. */

@@ -87,3 +87,14 @@ export function applyStatus(rt: PodRuntime, pod: KubeObject, phase: string): voi
   }
   pod.status = status;
 }
+
+/** A timer owned by the pod; delays past Node's 2^31 − 1 ms limit (a long activeDeadlineSeconds) re-arm. */
+export function podTimer(rt: PodRuntime, ms: number, fn: () => void): void {
+  const step = Math.min(ms, 2 ** 31 - 1);
+  const t = setTimeout(() => {
+    rt.timers.delete(t);
+    if (ms > step) podTimer(rt, ms - step, fn);
+    else fn();
+  }, step);
+  rt.timers.add(t);
+}
