@@ -5,22 +5,13 @@
 import type { ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { ClientError } from '@everdict/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Demo } from '../src/commands/demo.js';
 import { makeContext } from '../src/context.js';
 import { everdict, started } from './capture.js';
-import { type FakeServer, fakeServer, type Handler, json, problem, until } from './fake-server.js';
+import { fakeServers, type Handler, json, problem, until } from './fake-server.js';
 
-let server: FakeServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
-
-async function start(handler: Handler): Promise<{ s: FakeServer; env: Record<string, string> }> {
-  server = await fakeServer(handler);
-  return { s: server, env: { EVERDICT_URL: server.url, EVERDICT_API_KEY: 'evd_test_0123456789abcdef' } };
-}
+const start = fakeServers();
 
 describe('sandbox exec answers (the ExecView shape)', () => {
   const execAnswer = (body: unknown) => async () =>

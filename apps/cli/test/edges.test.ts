@@ -5,30 +5,12 @@
 // closes its tail when looking at the turn fails. More in test/edges-more.test.ts.
 
 import { PassThrough } from 'node:stream';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli } from '../src/program.js';
 import { everdict, Sink, started } from './capture.js';
-import {
-  created,
-  type FakeServer,
-  fakeServer,
-  type Handler,
-  json,
-  problem,
-  sse,
-  until,
-} from './fake-server.js';
+import { created, type FakeServer, fakeServers, json, problem, sse, until } from './fake-server.js';
 
-let server: FakeServer | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
-
-async function start(handler: Handler): Promise<{ s: FakeServer; env: Record<string, string> }> {
-  server = await fakeServer(handler);
-  return { s: server, env: { EVERDICT_URL: server.url, EVERDICT_API_KEY: 'evd_test_0123456789abcdef' } };
-}
+const start = fakeServers();
 
 const RUN = '/runs/run_1';
 const ANALYSIS = ['run', 'analysis', '--config', '{"fn":"echo"}'];

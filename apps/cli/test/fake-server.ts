@@ -4,6 +4,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { afterEach } from 'vitest';
 
 export interface Hit {
   readonly method: string;
@@ -103,4 +104,20 @@ export async function until(what: string, check: () => boolean, ms = 10_000): Pr
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/**
+ * A fake control plane per test of the calling file (closed after each), and the environment that points the
+ * CLI at it: `const start = fakeServers();` then `const { s, env } = await start(handler)`.
+ */
+export function fakeServers(): (handler: Handler) => Promise<{ s: FakeServer; env: Record<string, string> }> {
+  let server: FakeServer | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+  return async (handler) => {
+    server = await fakeServer(handler);
+    return { s: server, env: { EVERDICT_URL: server.url, EVERDICT_API_KEY: 'evd_test_0123456789abcdef' } };
+  };
 }
