@@ -6,14 +6,13 @@
 // (EVERDICT_LEASE_MS=1000: an unreported lease expires in ~1.2 s.)
 import { dataOf } from '@everdict/client';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import type { TurnLease } from '../src/control-plane.js';
 import { isAgentError } from '../src/errors.js';
 import { HttpControlPlane } from '../src/http/http-control-plane.js';
 import { runInterval } from '../src/loop/interval.js';
 import { withHeartbeat, workOnce } from '../src/loop/worker.js';
 import type { Completion, ModelProvider } from '../src/model/provider.js';
 import { Transcript } from '../src/transcript/transcript.js';
-import { createAgent, message, type Seat, seat } from './support.js';
+import { createAgent, leaseFor, message, type Seat, seat } from './support.js';
 
 let s: Seat;
 beforeAll(async () => {
@@ -30,14 +29,7 @@ const cancelAfter = (runId: string) =>
       .catch(() => undefined);
   });
 
-async function leaseOf(holder: string, runId: string): Promise<TurnLease> {
-  for (let i = 0; ; i++) {
-    const leases = await s.agents.lease({ free: 1, holder, waitMs: 2000 });
-    const hit = leases.find((l) => l.runId === runId);
-    if (hit) return hit;
-    if (i > 60) throw new Error(`no lease on ${runId} for ${holder}`);
-  }
-}
+const leaseOf = (holder: string, runId: string) => leaseFor(s, holder, runId);
 
 /** Answers `reply` to every call, counting them. */
 function counting(reply: Omit<Completion, 'model' | 'usage' | 'finishReason'>) {

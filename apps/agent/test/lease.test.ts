@@ -4,11 +4,10 @@
 // it stops and reports nothing. (EVERDICT_LEASE_MS=1000: heartbeats every 200 ms, expiry found in ~1.2 s.)
 import { dataOf } from '@everdict/client';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import type { TurnLease } from '../src/control-plane.js';
 import { isAgentError } from '../src/errors.js';
 import { workOnce } from '../src/loop/worker.js';
 import type { ModelProvider } from '../src/model/provider.js';
-import { createAgent, message, recordOf, type Seat, seat } from './support.js';
+import { createAgent, leaseFor, message, recordOf, type Seat, seat } from './support.js';
 
 let s: Seat;
 beforeAll(async () => {
@@ -18,14 +17,7 @@ afterAll(async () => {
   await s?.stop();
 });
 
-async function leaseOf(holder: string, runId: string): Promise<TurnLease> {
-  for (let i = 0; ; i++) {
-    const leases = await s.agents.lease({ free: 1, holder, waitMs: 2000 });
-    const hit = leases.find((l) => l.runId === runId);
-    if (hit) return hit;
-    if (i > 60) throw new Error(`no lease on ${runId} for ${holder}`);
-  }
-}
+const leaseOf = (holder: string, runId: string) => leaseFor(s, holder, runId);
 
 describe('turn leases', () => {
   it('an expired lease is granted again under a new epoch; the old holder is lost and its report is stale', async () => {

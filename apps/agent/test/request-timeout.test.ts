@@ -4,12 +4,11 @@
 // the call waited forever while the heartbeat kept renewing the lease: the turn was held by nobody working.
 // (EVERDICT_LEASE_MS=1000: heartbeats every 200 ms, expiry found in ~1.2 s.)
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import type { TurnLease } from '../src/control-plane.js';
 import { isAgentError } from '../src/errors.js';
 import { HttpControlPlane } from '../src/http/http-control-plane.js';
 import { workOnce } from '../src/loop/worker.js';
 import type { ModelProvider } from '../src/model/provider.js';
-import { createAgent, message, type Seat, seat } from './support.js';
+import { createAgent, leaseFor, message, type Seat, seat } from './support.js';
 
 let s: Seat;
 beforeAll(async () => {
@@ -32,14 +31,7 @@ const answering: ModelProvider = {
   },
 };
 
-async function leaseOf(holder: string, runId: string): Promise<TurnLease> {
-  for (let i = 0; ; i++) {
-    const leases = await s.agents.lease({ free: 1, holder, waitMs: 2000 });
-    const hit = leases.find((l) => l.runId === runId);
-    if (hit) return hit;
-    if (i > 60) throw new Error(`no lease on ${runId} for ${holder}`);
-  }
-}
+const leaseOf = (holder: string, runId: string) => leaseFor(s, holder, runId);
 
 describe('request timeout', () => {
   it('a transcript append that never answers ends the interval; the lease expires and the turn is leased again', async () => {

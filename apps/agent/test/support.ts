@@ -4,6 +4,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { createClient, dataOf, type EverdictClient } from '@everdict/client';
 import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
+import type { TurnLease } from '../src/control-plane.js';
 import { HttpControlPlane } from '../src/http/http-control-plane.js';
 
 export interface Seat {
@@ -79,4 +80,14 @@ export async function pairCommandRunner(s: Seat, kinds: ('command' | 'eval')[] =
       capabilities: { drivers: ['process'], kinds, images: ['*'], slots: 1 },
     },
   });
+}
+
+/** The lease of `runId` for `holder`, asked for until the control plane grants it (about 2 min at most). */
+export async function leaseFor(s: Seat, holder: string, runId: string): Promise<TurnLease> {
+  for (let i = 0; ; i++) {
+    const leases = await s.agents.lease({ free: 1, holder, waitMs: 2000 });
+    const hit = leases.find((l) => l.runId === runId);
+    if (hit) return hit;
+    if (i > 60) throw new Error(`no lease on ${runId} for ${holder}`);
+  }
 }

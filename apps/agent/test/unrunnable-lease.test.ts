@@ -7,11 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dataOf } from '@everdict/client';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import type { TurnLease } from '../src/control-plane.js';
 import { hostIdentity } from '../src/host/pairing.js';
 import { runInterval } from '../src/loop/interval.js';
 import type { ModelProvider } from '../src/model/provider.js';
-import { createAgent, message, type Seat, seat } from './support.js';
+import { createAgent, leaseFor, message, type Seat, seat } from './support.js';
 
 let s: Seat;
 beforeAll(async () => {
@@ -21,14 +20,7 @@ afterAll(async () => {
   await s?.stop();
 });
 
-async function leaseOf(holder: string, runId: string): Promise<TurnLease> {
-  for (let i = 0; ; i++) {
-    const leases = await s.agents.lease({ free: 1, holder, waitMs: 2000 });
-    const hit = leases.find((l) => l.runId === runId);
-    if (hit) return hit;
-    if (i > 60) throw new Error(`no lease on ${runId} for ${holder}`);
-  }
-}
+const leaseOf = (holder: string, runId: string) => leaseFor(s, holder, runId);
 
 /** Asks once, then answers. */
 const asking: ModelProvider = {
