@@ -21,6 +21,9 @@ export function eventPosition(after: string | undefined): string | undefined {
 /** Facts read from the outbox at a time by a live feed (and what a paused consumer may hold past its mark). */
 export const FEED_PAGE = 500;
 
+/** How often, at most, a live feed's settled cursor reads (a fact committed late arrives within this and a poll). */
+export const SETTLED_READ_MS = 500;
+
 export function eventFeed(deps: Deps, pollMs = 1000): EventFeed {
   return {
     async list(p, opts = {}) {
@@ -47,6 +50,7 @@ export function eventFeed(deps: Deps, pollMs = 1000): EventFeed {
       // rest stays in the outbox, the cursors where it was delivered) until `resume()` — a slow SSE client holds
       // one page of facts at most, not every fact of a busy tenant.
       let paused = false;
+      let settledReadAt = Number.NEGATIVE_INFINITY;
       /** Delivers each fact `take` keeps; false when the consumer paused the feed (or it closed) on the way. */
       const pass = async (
         read: () => Promise<PlacedEvent[]>,
@@ -75,6 +79,10 @@ export function eventFeed(deps: Deps, pollMs = 1000): EventFeed {
             },
           );
           if (!live) return;
+          // The settled cursor only finds a fact committed late, which is rare: it reads at most every
+          // SETTLED_READ_MS (the poll's wake runs it too), not on every NOTIFY of a busy tenant.
+          if (performance.now() - settledReadAt < SETTLED_READ_MS) continue;
+          settledReadAt = performance.now();
           const settled = await pass(
             () => readSettledOf(deps.db, p.tenantId, cursors.settled, filter, FEED_PAGE),
             (f) => cursors.settle(f),
