@@ -30,13 +30,11 @@ export {
   type Exhaustion,
   exhaustion,
   inFlightBlock,
-  MICRO_USD_PER_USD,
   rootEnvelope,
   rootEnvelopeId,
   type SliceSpec,
   type Spend,
   settleOnPath,
-  toMicroUsd,
 } from './envelope.js';
 export { AdmissionError, type AdmissionErrorCode, httpStatusOf } from './errors.js';
 export { FairQueue, LANE, type QueueItem } from './fair-queue.js';
