@@ -2,6 +2,7 @@
 // timeout: an apiserver (or a load balancer in front of it) that accepts the connection and never answers
 // would hold provision, dispose or capacity forever. The same clients, with a middleware that gives every
 // request an AbortSignal of `timeoutMs` (it covers the response body too).
+import { PlacementError } from '@everdict/placement';
 import {
   createConfiguration,
   type KubeConfig,
@@ -30,4 +31,15 @@ export function apiClient<T>(kc: KubeConfig, type: ApiConstructor<T>, timeoutMs:
       promiseMiddleware: [deadline],
     }),
   );
+}
+
+/** The HTTP status of a failed API call (undefined when no answer came). */
+export const code = (error: unknown) => (error as { code?: number }).code;
+
+/** An API failure (refused, timed out, unreachable) as this package's one error type. */
+export function apiFailure(what: string, error: unknown, detail: Record<string, unknown>): PlacementError {
+  if (error instanceof PlacementError) return error;
+  const body = (error as { body?: unknown }).body;
+  const why = typeof body === 'string' && body ? body : (error as Error).message;
+  return new PlacementError('spawn_failed', `${what}: ${why}`, { ...detail, status: code(error) });
 }

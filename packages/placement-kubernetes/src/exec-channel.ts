@@ -32,6 +32,8 @@ export interface ExecChannel {
   /** The final status, or null when the connection ended without one (the pod went away). */
   readonly status: Promise<V1Status | null>;
   close(): void;
+  /** Cut the connection at once (no close handshake: the peer may never answer one). */
+  terminate(): void;
 }
 
 export class UpgradeRefused extends Error {
@@ -170,6 +172,7 @@ function channelOn(socket: WebSocket): ExecChannel {
     resize: (cols, rows) => send(4, Buffer.from(JSON.stringify({ Width: cols, Height: rows }))),
     status,
     close: () => socket.close(),
+    terminate: () => socket.terminate(),
   };
 }
 

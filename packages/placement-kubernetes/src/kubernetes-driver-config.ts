@@ -55,6 +55,26 @@ export const KubernetesDriverConfig = z.object({
     .nonnegative()
     .max(2 ** 31 - 1)
     .default(3000),
+  /**
+   * How long the pod watch may stay silent (no event, no bookmark) before it is cut and resumed from the
+   * last resourceVersion (410 → re-list): a stream behind a hung proxy would otherwise hide every phase
+   * change. Well above the apiserver's periodic bookmarks to a watch that allows them.
+   */
+  watchIdleTimeoutMs: z
+    .int()
+    .positive()
+    .max(2 ** 31 - 1)
+    .default(150_000),
+  /**
+   * The deadline of each of the driver's own execs (snapshot, restore, directories, the kill of a stopped
+   * command), from the handshake to the final status: a node that accepts the exec and never answers fails
+   * the operation (`spawn_failed`, `detail.reason: "internal_exec_timeout"`) instead of holding it forever.
+   */
+  internalExecTimeoutMs: z
+    .int()
+    .positive()
+    .max(2 ** 31 - 1)
+    .default(300_000),
   /** This instance's owner lease: renewed every third of it; pods of a lapsed owner are reapable. */
   leaseDurationSeconds: z.int().positive().default(30),
   /** Names this driver instance (pod owner label, lease name); default random. */

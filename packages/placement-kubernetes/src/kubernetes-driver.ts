@@ -15,6 +15,7 @@ import {
   LogOptions,
   type LogOptionsInput,
   PlacementError,
+  type ProvisionSpec,
   type ProvisionSpecInput,
   parseCommand,
   parseHandle,
@@ -30,7 +31,7 @@ import {
   unsupported,
 } from '@everdict/placement';
 import { CoordinationV1Api, CoreV1Api, NetworkingV1Api, type V1Pod } from '@kubernetes/client-node';
-import { apiClient } from './api-clients.js';
+import { apiClient, apiFailure, code } from './api-clients.js';
 import { namespaceSlots } from './capacity.js';
 import type { ChannelProtocol } from './exec-channel.js';
 import {
@@ -38,9 +39,10 @@ import {
   type ResolvedConfig,
   resolveConfig,
 } from './kubernetes-driver-config.js';
-import { labelsOf, OWNER_KEY, selectorFor } from './labels.js';
+import { labelsOf, labelValue, OWNER_KEY, selectorFor } from './labels.js';
 import { ensureNetworkPolicy } from './network-policy.js';
 import { OwnerLeases } from './owner-lease.js';
+import { AbandonedPods, createPod, InFlight } from './pod-create.js';
 import {
   DRIVER_NAME,
   handleOf,
@@ -55,16 +57,6 @@ import { runCommand, type SandboxTarget, startStream } from './sandbox-exec.js';
 import { sandboxLogs } from './sandbox-logs.js';
 import { makeDirectories, restoreWorkspace, snapshotWorkspace } from './workspace.js';
 
-const code = (error: unknown) => (error as { code?: number }).code;
-
-/** An API failure (refused, timed out, unreachable) as this package's one error type. */
-function apiFailure(what: string, error: unknown, detail: Record<string, unknown>): PlacementError {
-  if (error instanceof PlacementError) return error;
-  const body = (error as { body?: unknown }).body;
-  const why = typeof body === 'string' && body ? body : (error as Error).message;
-  return new PlacementError('spawn_failed', `${what}: ${why}`, { ...detail, status: code(error) });
-}
-
 export class KubernetesDriver implements Driver {
   readonly config: ResolvedConfig;
   private readonly core: CoreV1Api;
@@ -73,6 +65,9 @@ export class KubernetesDriver implements Driver {
   private readonly watches = new Map<string, PodWatch>();
   /** Sandboxes this instance provisioned and has not disposed: never reaped by it. */
   private readonly held = new Map<string, SandboxHandle>();
+  /** Sandboxes being provisioned now: their pods are not orphans yet. */
+  private readonly provisioning = new InFlight();
+  private readonly abandoned = new AbandonedPods();
   private protocol: ChannelProtocol | undefined;
 
   constructor(input: KubernetesDriverConfigInput = {}) {
@@ -112,7 +107,9 @@ export class KubernetesDriver implements Driver {
   async podsIn(namespace: string): Promise<PodWatch> {
     let watch = this.watches.get(namespace);
     if (!watch) {
-      watch = new PodWatch(this.config.kubeConfig, this.core, namespace);
+      watch = new PodWatch(this.config.kubeConfig, this.core, namespace, undefined, undefined, {
+        idleTimeoutMs: this.config.watchIdleTimeoutMs,
+      });
       this.watches.set(namespace, watch);
     }
     try {
@@ -133,12 +130,26 @@ export class KubernetesDriver implements Driver {
     const spec = parseProvisionSpec(input);
     if (spec.limits.cpuTimeMs !== undefined)
       throw unsupported(DRIVER_NAME, 'a CPU-time limit (Kubernetes limits CPU rate, not total)');
-    const namespace = this.config.namespaceFor(spec.labels.tenant);
     const id = sandboxId('everdict', spec.labels);
+    // while it is provisioned, a pod of this instance that it does not hold yet is not an orphan to reap
+    return this.provisioning.during(id, () => this.provisionPod(spec, id));
+  }
+
+  private async provisionPod(spec: ProvisionSpec, id: string): Promise<SandboxHandle> {
+    const namespace = this.config.namespaceFor(spec.labels.tenant);
     const pods = await this.podsIn(namespace);
     const existing = pods.get(id);
-    if (existing && !existing.metadata?.deletionTimestamp) return this.started(pods, id);
-    if (existing) await pods.waitFor(id, (p) => p === undefined, this.config.forceDeleteAfterMs * 2);
+    const dying = existing?.metadata?.deletionTimestamp !== undefined || this.abandoned.has(existing);
+    if (existing && !dying) return this.started(pods, id);
+    if (existing) {
+      await pods
+        .waitFor(id, (p) => p === undefined, this.config.forceDeleteAfterMs * 2)
+        .catch(() => {
+          throw new PlacementError('spawn_failed', `the previous pod ${id} is still being deleted`, {
+            pod: id,
+          });
+        });
+    }
     const capacity = await this.capacity();
     if (capacity.slotsFree <= 0)
       throw new PlacementError('capacity', 'no sandbox slot is free', { ...capacity });
@@ -162,22 +173,10 @@ export class KubernetesDriver implements Driver {
       },
       Date.now(),
     );
-    try {
-      await this.core.createNamespacedPod({ namespace, body });
-    } catch (error) {
-      if (code(error) === 409) return this.started(pods, id);
-      if (code(error) === 403 && /exceeded quota/.test(String((error as { body?: unknown }).body))) {
-        throw new PlacementError('capacity', 'the namespace quota admits no more sandbox pods', {
-          namespace,
-        });
-      }
-      throw new PlacementError(
-        'spawn_failed',
-        `the pod could not be created: ${String((error as { body?: unknown }).body ?? error)}`,
-        { namespace },
-      );
-    }
-    const handle = await this.started(pods, id);
+    const owner = this.config.instanceId;
+    const created = await createPod(this.core, body, owner, () => pods.get(id), this.abandoned);
+    if (created === 'exists') return this.started(pods, id);
+    const handle = await this.started(pods, id, created.uid);
     if (spec.workspace || spec.directories.length > 0) {
       try {
         const target = this.target(handle, namespace);
@@ -195,17 +194,16 @@ export class KubernetesDriver implements Driver {
   }
 
   /** Wait until the pod runs and return its handle; a pod that cannot start is removed and refused. */
-  private async started(pods: PodWatch, id: string): Promise<SandboxHandle> {
+  private async started(pods: PodWatch, id: string, uid?: string): Promise<SandboxHandle> {
+    // the pod this provision made (or adopts), not one abandoned before whose deletion the watch has not shown
+    const ours = (p: V1Pod | undefined) =>
+      p !== undefined && (uid === undefined ? !this.abandoned.has(p) : p.metadata?.uid === uid);
     let pod: V1Pod | undefined;
     try {
       // the create's own ADDED event may not have arrived yet: wait for the pod itself
-      pod = await pods.waitFor(
-        id,
-        (p) => p !== undefined && podState(p) !== 'pending',
-        this.config.startTimeoutMs,
-      );
+      pod = await pods.waitFor(id, (p) => ours(p) && podState(p) !== 'pending', this.config.startTimeoutMs);
     } catch {
-      pod = pods.get(id);
+      pod = ours(pods.get(id)) ? pods.get(id) : undefined;
     }
     const state = podState(pod);
     const handle = pod ? handleOf(pod) : undefined;
@@ -247,6 +245,7 @@ export class KubernetesDriver implements Driver {
       pod: handle.id,
       handle,
       requestTimeoutMs: this.config.requestTimeoutMs,
+      internalExecTimeoutMs: this.config.internalExecTimeoutMs,
       protocol: this.protocol,
       learned: (p) => {
         this.protocol = p;
@@ -357,9 +356,13 @@ export class KubernetesDriver implements Driver {
       for (const pod of list.items) {
         const name = pod.metadata?.name ?? '';
         const podLabels = labelsOf(pod.metadata?.annotations);
-        if (!podLabels || this.held.has(name)) continue;
+        if (!podLabels || this.held.has(name) || this.provisioning.has(name)) continue;
+        // this instance's own pod that it neither holds nor provisions is an orphan (a create that got no
+        // answer and whose clean-up failed or came first): reapable though this instance's lease is live
+        const owner = pod.metadata?.labels?.[OWNER_KEY];
+        const orphan = owner === labelValue(this.config.instanceId);
         try {
-          if (await this.leases.isLive(namespace, pod.metadata?.labels?.[OWNER_KEY])) continue;
+          if (!orphan && (await this.leases.isLive(namespace, owner))) continue;
           await this.deletePod(pods, name, this.config.terminationGracePeriodSeconds);
         } catch (error) {
           throw apiFailure(`sandbox ${name} could not be reaped`, error, { id: name, namespace });

@@ -50,6 +50,8 @@ export interface SandboxTarget {
   handle: SandboxHandle;
   /** The deadline of the exec WebSocket handshake. */
   requestTimeoutMs: number;
+  /** The deadline of each of the driver's own execs (`runInternal`), handshake to final status. */
+  internalExecTimeoutMs: number;
   /** The protocol that worked before (v5 is tried first when unknown). */
   protocol: ChannelProtocol | undefined;
   learned(protocol: ChannelProtocol): void;
@@ -124,23 +126,58 @@ export async function settledOutcome(
   return outcome(target, status, stderr);
 }
 
-/** Run one of the driver's own commands (not wrapped, not logged) and collect its output. */
+/** The `detail.reason` of an internal exec that passed `internalExecTimeoutMs`. */
+export const INTERNAL_EXEC_TIMEOUT = 'internal_exec_timeout';
+
+/**
+ * Run one of the driver's own commands (not wrapped, not logged) and collect its output. The whole exec,
+ * handshake to final status, has `internalExecTimeoutMs`: a node that accepted the exec and never answers
+ * (no frame, no status, the connection alive) fails it with `spawn_failed` and the connection is cut.
+ */
 export async function runInternal(
   target: SandboxTarget,
   command: string[],
   stdin: Uint8Array | undefined,
   capBytes: number,
 ) {
-  const channel = await openChannel(target, () => command, stdin !== undefined, false);
   const stdout = new CappedOutput(capBytes);
   const stderr = new CappedOutput(64 * 1024);
-  channel.stdout.on('data', (d: Buffer) => stdout.push(d));
-  channel.stderr.on('data', (d: Buffer) => stderr.push(d));
-  if (stdin !== undefined) {
-    channel.write(stdin);
-    channel.closeStdin();
+  let channel: ExecChannel | undefined;
+  let expired = false;
+  const exchange = async () => {
+    const opened = await openChannel(target, () => command, stdin !== undefined, false);
+    channel = opened;
+    if (expired) opened.terminate();
+    opened.stdout.on('data', (d: Buffer) => stdout.push(d));
+    opened.stderr.on('data', (d: Buffer) => stderr.push(d));
+    if (stdin !== undefined) {
+      opened.write(stdin);
+      opened.closeStdin();
+    }
+    return opened.status;
+  };
+  let timer: { clear(): void } | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = after(target.internalExecTimeoutMs, () => {
+      expired = true;
+      channel?.terminate();
+      reject(
+        new PlacementError(
+          'spawn_failed',
+          `the driver's exec of ${command[0] ?? 'a command'} got no final status in ${target.internalExecTimeoutMs} ms`,
+          { pod: target.pod, reason: INTERNAL_EXEC_TIMEOUT, timeoutMs: target.internalExecTimeoutMs },
+        ),
+      );
+    });
+  });
+  const exchanged = exchange();
+  exchanged.catch(() => undefined); // after the deadline, a late refusal has no one to tell
+  let status: V1Status | null;
+  try {
+    status = await Promise.race([exchanged, deadline]);
+  } finally {
+    timer?.clear();
   }
-  const status = await channel.status;
   return { exitCode: await settledOutcome(target, status, stderr.bytes()), stdout, stderr };
 }
 

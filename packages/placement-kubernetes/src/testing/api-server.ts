@@ -128,6 +128,21 @@ export interface TestApiServer {
    */
   stallRequests(match: ((request: RequestRecord) => boolean) | undefined): void;
   /**
+   * Fault injection: requests that `match` are carried out (a create creates) but their answer is never
+   * sent, as when the apiserver committed a write and the connection back to the client then hung.
+   */
+  holdResponses(match: ((request: RequestRecord) => boolean) | undefined): void;
+  /**
+   * Fault injection: every watch open now goes silent — no events, no bookmarks, no end at
+   * `timeoutSeconds`, the connection left open (a hung proxy). Watches opened later are served normally.
+   */
+  stallWatches(): void;
+  /**
+   * Fault injection: exec upgrades that `match` are accepted (101, the protocol agreed) but the kubelet
+   * never runs the command and never sends a frame or a status, as a hung node's exec stream.
+   */
+  stallExecs(match: ((request: RequestRecord) => boolean) | undefined): void;
+  /**
    * Fault injection: every new watch answers one ERROR event carrying `status` (HTTP 200) and ends, as the
    * apiserver does for a 500 from etcd or a 504 "Too large resource version"; `undefined` heals it.
    */
@@ -192,10 +207,17 @@ export async function startTestApiServer(input: TestApiServerOptions = {}): Prom
       (p) => p.startsWith(prefix) && Buffer.from(p.slice(prefix.length), 'base64url').toString() === token,
     );
   };
-  let stall: ((request: RequestRecord) => boolean) | undefined;
+  type Match = ((request: RequestRecord) => boolean) | undefined;
+  let stall: Match;
+  let holdResponse: Match;
+  let stallExec: Match;
   const held = new Set<Duplex>();
-  /** Records the request; true when it is to be held unanswered. */
-  const record = (req: IncomingMessage, url: URL, upgrade: boolean): boolean => {
+  const hold = (socket: Duplex) => {
+    held.add(socket);
+    socket.once('close', () => held.delete(socket));
+  };
+  /** Records the request: its record, or false when it is to be held unanswered (`stallRequests`). */
+  const record = (req: IncomingMessage, url: URL, upgrade: boolean): RequestRecord | false => {
     const entry: RequestRecord = {
       method: req.method ?? 'GET',
       path: url.pathname,
@@ -205,15 +227,26 @@ export async function startTestApiServer(input: TestApiServerOptions = {}): Prom
       upgrade,
     };
     requests.push(entry);
-    if (!stall?.(entry)) return false;
-    held.add(req.socket);
-    req.socket.once('close', () => held.delete(req.socket));
-    return true;
+    if (stall?.(entry)) {
+      hold(req.socket);
+      return false;
+    }
+    return entry;
+  };
+  /** `holdResponses`: the handler runs, and everything it answers is dropped (the socket is kept open). */
+  const mute = (res: ServerResponse): void => {
+    hold(res.socket as Duplex);
+    res.writeHead = (() => res) as unknown as ServerResponse['writeHead'];
+    res.flushHeaders = () => undefined;
+    res.write = () => true;
+    res.end = (() => res) as unknown as ServerResponse['end'];
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    if (record(req, url, false)) return;
+    const entry = record(req, url, false);
+    if (!entry) return;
+    if (holdResponse?.(entry)) mute(res);
     if (['/healthz', '/livez', '/readyz'].includes(url.pathname)) {
       res.writeHead(200, { 'Content-Type': 'text/plain' });
       return void res.end('ok');
@@ -237,7 +270,8 @@ export async function startTestApiServer(input: TestApiServerOptions = {}): Prom
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    if (record(req, url, true)) return;
+    const entry = record(req, url, true);
+    if (!entry) return;
     const refuse = (code: number, text: string) =>
       socket.end(`HTTP/1.1 ${code} ${text}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
     if (!authorized(req)) return refuse(401, 'Unauthorized');
@@ -249,6 +283,10 @@ export async function startTestApiServer(input: TestApiServerOptions = {}): Prom
     }
     if (route?.type.kind !== 'Pod' || route.subresource !== 'exec' || !route.name)
       return refuse(404, 'Not Found');
+    if (stallExec?.(entry)) {
+      hold(socket);
+      return wss.handleUpgrade(req, socket, head, () => undefined);
+    }
     handleExecUpgrade(
       kubelet,
       wss,
@@ -314,6 +352,15 @@ export async function startTestApiServer(input: TestApiServerOptions = {}): Prom
     },
     stallRequests: (match) => {
       stall = match;
+    },
+    holdResponses: (match) => {
+      holdResponse = match;
+    },
+    stallWatches: () => {
+      for (const w of watches) w.stall();
+    },
+    stallExecs: (match) => {
+      stallExec = match;
     },
     failWatches: (status) => {
       ctx.failWatch = status;

@@ -21,6 +21,11 @@ export interface WatchOptions {
 export interface OpenWatch {
   /** End the stream as an apiserver restart or request timeout does (the client sees a clean end). */
   end(): void;
+  /**
+   * Go silent, as a stream behind a hung proxy or a wedged apiserver does: no more events, no bookmarks, no
+   * end at `timeoutSeconds` — the connection stays open until the client closes it (or `end()`).
+   */
+  stall(): void;
 }
 
 export function serveWatch(
@@ -38,8 +43,9 @@ export function serveWatch(
   });
   res.flushHeaders();
   let firstTable = true;
+  let stalled = false;
   const write = (event: { type: string; object: unknown }) => {
-    if (!res.writableEnded) res.write(`${JSON.stringify(event)}\n`);
+    if (!stalled && !res.writableEnded) res.write(`${JSON.stringify(event)}\n`);
   };
   const deliver = (event: WatchEvent) => {
     if (!options.table) return write(event);
@@ -71,13 +77,22 @@ export function serveWatch(
 
   let bookmarkTimer: NodeJS.Timeout | undefined;
   let timeoutTimer: NodeJS.Timeout | undefined;
+  const quiet = () => {
+    unsubscribe();
+    clearTimeout(bookmarkTimer);
+    clearTimeout(timeoutTimer);
+  };
   const watch: OpenWatch = {
     end: () => {
-      unsubscribe();
-      clearTimeout(bookmarkTimer);
-      clearTimeout(timeoutTimer);
+      quiet();
       registry.delete(watch);
-      if (!res.writableEnded) res.end();
+      // a stalled stream sends nothing more, not even its end: the connection is cut instead
+      if (stalled) res.destroy();
+      else if (!res.writableEnded) res.end();
+    },
+    stall: () => {
+      stalled = true;
+      quiet();
     },
   };
   registry.add(watch);

@@ -302,7 +302,9 @@ export class Kubelet {
     rt.timers.clear();
     await rt.sandbox?.destroy().catch(() => {});
     for (const { log } of rt.containers) this.lagged(() => log.end());
-    this.pods.delete(`${rt.namespace}/${rt.name}`);
+    // a pod of the same name created since (after a grace-0 delete) is another pod: keyed by uid, as a kubelet
+    const key = `${rt.namespace}/${rt.name}`;
+    if (this.pods.get(key) === rt) this.pods.delete(key);
     const current = this.store.get(PODS, rt.namespace, rt.name);
     if (current && current.metadata.uid === rt.uid) {
       this.store.remove(PODS, rt.namespace, rt.name);
