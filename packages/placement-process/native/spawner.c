@@ -7,7 +7,12 @@
  *      uid, gid, file, argc, args.., envc, env.., joinc, joins.., warm mount, warm controller
  *   -> {"t":"pid"|"init"|"failed"|"exit",...} (the exit once fd 3 has ended too) and {"cmd":"NODE_HANDLE","type":"net.Native","msg":{"t":"fd",..}}
  * Lines from Node it does not know (NODE_HANDLE_ACK) are skipped. One thread beside the loop writes
- * cgroup.procs (the first write after a quiet spell waits for an RCU grace period). */
+ * cgroup.procs (the first write after a quiet spell waits for an RCU grace period).
+ * The driver gone (its channel ended, or a send to it failed): every bubblewrap not yet reaped is SIGKILLed
+ * with its process group — the namespace init still held is in it — and each released init (a pidfd), then
+ * this process exits. --die-with-parent alone leaves some behind (bubblewrap sets PR_SET_PDEATHSIG only after
+ * its clone, and a held init reads end-of-file on --block-fd as "go" and runs its command, orphaned and in no
+ * sandbox cgroup), so it is not relied on: kill_all(). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -18,13 +23,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifndef SYS_pidfd_open /* older headers: the numbers every architecture shares since Linux 5.3 */
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
 
 static int chan = -1, wake[2];
+static void kill_all(void);
 
 /* ---- output: one JSON line per message, a descriptor attached with SCM_RIGHTS ---- */
 static void send_line(const char *line, int fd) {
@@ -45,7 +58,7 @@ static void send_line(const char *line, int fd) {
   while (iov.iov_len > 0) {
     ssize_t n = sendmsg(chan, &msg, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) _exit(0); /* the driver is gone */
+    if (n < 0) kill_all(); /* the driver is gone */
     iov.iov_base = (char *)iov.iov_base + n;
     iov.iov_len -= (size_t)n;
     msg.msg_control = NULL; /* the descriptor went with the first byte */
@@ -74,6 +87,7 @@ static void send_failed(long id, const char *what, const char *path, int err) {
 struct child {
   long id;
   pid_t pid, init;
+  int init_fd; /* a pidfd of the namespace init, opened while it is held (kill_all) */
   int info, release; /* bubblewrap's --json-status-fd (read to its end) and, held, --block-fd (written once joined) */
   int hold;
   char text[1024]; /* the status line being read */
@@ -92,6 +106,7 @@ static void free_child(struct child *c) {
     if (*p == c) { *p = c->next; break; }
   if (c->info >= 0) close(c->info);
   if (c->release >= 0) close(c->release);
+  if (c->init_fd >= 0) close(c->init_fd);
   free(c->joins);
   free(c->payload);
   free(c);
@@ -269,6 +284,7 @@ static void start(char *payload, size_t n) {
   uid_t u = (uid_t)atol(uid);
   gid_t g = (gid_t)atol(gid);
   volatile int child_err = 0;
+  pid_t self = getpid();
   pid_t pid = vfork();
   if (pid == 0) {
     /* The child shares our memory until it execs: raw system calls only (glibc's setuid would signal
@@ -278,6 +294,9 @@ static void start(char *payload, size_t n) {
       syscall(SYS_setgroups, 0, NULL); /* fails unless root: then there is nothing to drop */
       if (syscall(SYS_setgid, g) != 0 || syscall(SYS_setuid, u) != 0) { child_err = errno; _exit(127); }
     }
+    /* Dies with this process from its first instruction (after the uid change, which clears it): bubblewrap
+     * sets it only after its clone. A parent gone already (getppid changed) is a death missed: exit. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != self) { child_err = ESRCH; _exit(127); }
     int moved[6];
     for (int i = 0; i < 6; i++) moved[i] = theirs[i] < 0 ? -1 : fcntl(theirs[i], F_DUPFD_CLOEXEC, 10);
     for (int i = 0; i < 6; i++) if (moved[i] >= 0 && dup2(moved[i], i) < 0) { child_err = errno; _exit(127); }
@@ -303,6 +322,7 @@ static void start(char *payload, size_t n) {
   c->info = ours[3]; /* -1 unless used: status */
   c->release = ours[4]; /* -1 unless used: hold */
   c->hold = hold;
+  c->init_fd = -1;
   c->status = -1;
   c->payload = payload;
   c->joins = joins;
@@ -372,6 +392,8 @@ static void read_info(struct child *c) {
     if (code >= 0) c->status = (int)code;
     long pid = member(c->text, "\"child-pid\"");
     if (pid <= 0 || !c->hold || c->asked) continue;
+    /* Held now (--block-fd): this pid is the init's until we release it. kill_all signals it through this. */
+    c->init_fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
     struct job *j = calloc(1, sizeof *j);
     j->c = c;
     j->warm_fd = -1;
@@ -423,6 +445,20 @@ static void reap(void) {
     if (c->release >= 0) { close(c->release); c->release = -1; }
     maybe_free(c);
   }
+}
+
+/* The driver is gone: SIGKILL every bubblewrap not yet reaped with its process group (its pid: setsid in
+ * start(); a held namespace init is in it until released — it reads end-of-file on --block-fd otherwise and
+ * runs its command) and each released namespace init (its pidfd: its namespace dies with it), then exit.
+ * A reaped child is not signalled: its pid and group may be someone else's. */
+static void kill_all(void) {
+  for (struct child *c = children; c; c = c->next) {
+    if (c->exited) continue;
+    kill(-c->pid, SIGKILL);
+    kill(c->pid, SIGKILL);
+    if (c->init_fd >= 0) syscall(SYS_pidfd_send_signal, c->init_fd, SIGKILL, NULL, 0);
+  }
+  _exit(0);
 }
 
 static void on_child(int sig) {
@@ -489,7 +525,7 @@ int main(void) {
     if (input) {
       if (cap - len < 65536) in = realloc(in, cap = cap * 2 + 65536);
       ssize_t n = read(chan, in + len, cap - len);
-      if (n == 0 || (n < 0 && errno != EINTR)) return 0; /* the driver is gone: --die-with-parent does the rest */
+      if (n == 0 || (n < 0 && errno != EINTR)) kill_all(); /* the driver is gone */
       if (n > 0) len += (size_t)n;
       char *nl;
       size_t used = 0;

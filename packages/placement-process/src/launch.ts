@@ -180,6 +180,26 @@ class StatusLines {
   }
 }
 
+/**
+ * Inline launches not yet reaped: SIGKILLed (group and namespace init) when this process or thread exits —
+ * bubblewrap's --die-with-parent, set only after its clone, misses the ones still starting, and a held
+ * namespace init reads end-of-file on --block-fd as "go" (README, "The owner's death"). A SIGKILL of this
+ * process runs no hook: the spawner (`spawner: 'process'`) covers that, inline does not.
+ */
+const inlineLive = new Set<() => void>();
+let inlineHooked = false;
+
+function killOnExit(kill: () => void): () => void {
+  inlineLive.add(kill);
+  if (!inlineHooked) {
+    inlineHooked = true;
+    process.once('exit', () => {
+      for (const k of inlineLive) k();
+    });
+  }
+  return () => inlineLive.delete(kill);
+}
+
 /** Starts the process with child_process.spawn here (the driver's own fork), holding and joining inline. */
 export function launchInline(request: SpawnRequest, join: (pid: number) => void): Launch {
   const hold = request.join !== null;
@@ -200,6 +220,12 @@ export function launchInline(request: SpawnRequest, join: (pid: number) => void)
   let error: Error | null = null;
   let init: number | null = null;
   const lines = new StatusLines();
+  // (not started — no pid, no 'exit' to come — nothing to kill)
+  if (child.pid !== undefined)
+    child.once(
+      'exit',
+      killOnExit(() => killTargets(child.pid, init ?? lines.childPid)),
+    );
   const stdio = child.stdio as unknown as readonly (Writable | Readable | null)[];
   const info = statusFd ? (stdio[3] as Readable | null) : null;
   // The status is complete once fd 3 reached its end (bubblewrap's exit closes it), which may come after 'exit'.

@@ -181,12 +181,19 @@ export class Spawner {
     const child = spawn(file, args, {
       // Not the driver's NODE_OPTIONS (a profiler hook, --require …): the spawner loads nothing else.
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      // Its own session: a signal to the driver's process group (^C, a supervisor's or CI's group kill)
+      // does not reach it, so it outlives the driver, sees the channel end and kills what it started.
+      detached: true,
+      // The Node program's stdin: a pipe only this process holds, whose end it reads as the driver's death
+      // (script.ts: its 'disconnect' can fail to come).
+      stdio: [native === null ? 'pipe' : 'ignore', 'ignore', 'inherit', 'ipc'],
       serialization: 'json',
     });
     this.child = child;
     child.unref();
     child.channel?.unref();
+    child.stdin?.on('error', () => undefined);
+    (child.stdin as Socket | null)?.unref();
     child.on('message', (m: unknown, handle?: unknown) => this.receive(m, handle));
     child.on('error', () => undefined);
     child.once('exit', () => this.died(child));

@@ -17,7 +17,10 @@
 // while bubblewrap starts, the spawner writes its own pid into the cgroup it is already in (a move to where
 // it is: nothing changes) and that wait overlaps the start instead of holding the command; skipped when
 // the spawner wrote a cgroup.procs within the last few ms (the lock is still warm). The spawner exits when the
-// channel closes (its parent died), and bubblewrap's --die-with-parent takes the sandboxes with it.
+// channel closes (its parent died), after it SIGKILLed every bubblewrap it started and has not seen exit,
+// with its process group (a held namespace init is in it), and each released namespace init: bubblewrap's
+// --die-with-parent alone left some behind (it is set only after bubblewrap's clone, and a held init reads
+// end-of-file on --block-fd as "go": README, "The owner's death").
 // Inherited descriptors: a descriptor the driver's process inherited without close-on-exec (a shell's, a
 // supervisor's) passes to every process it forks, and bubblewrap closes none, so it would reach every
 // sandbox. Node opens its own with close-on-exec (the IPC channel included), so at start the spawner closes
@@ -75,7 +78,19 @@ const send = (m, h) => {
   if (h) process.send(m, h, () => h.close()); else process.send(m);
 };
 const killAll = (pids) => { for (const p of pids) { if (p) try { process.kill(p, 'SIGKILL'); } catch {} } };
-process.on('disconnect', () => process.exit(0));
+// Started and not seen exit: [bubblewrap's pid, the namespace init's once released] (killAll at the end).
+const live = new Map();
+const end = () => {
+  for (const [pid, init] of live.values()) killAll([-pid, pid, init]);
+  process.exit(0);
+};
+process.on('disconnect', end);
+// 'disconnect' never comes when the driver died while a handle it had not acknowledged was in flight (Node
+// queues the disconnect behind the handle's ACK): the spawner lived on with every sandbox. Stdin is a pipe
+// only the driver holds (close-on-exec there), so its end says the same, always.
+process.stdin.on('end', end);
+process.stdin.on('error', end);
+process.stdin.resume();
 process.on('message', (m) => { if (m && m.t === 'spawn') start(m); });
 function detach(s) {
   const h = s && s._handle;
@@ -113,6 +128,9 @@ function start(m) {
     if (c.pid === undefined) send({ t: 'exit', id: m.id, code: null, signal: null, status: null });
   });
   if (c.pid === undefined) return;
+  const entry = [c.pid, null];
+  live.set(m.id, entry);
+  c.once('exit', () => live.delete(m.id));
   send({ t: 'pid', id: m.id, pid: c.pid });
   for (const [i, h] of pipes) if (h) send({ t: 'fd', id: m.id, i }, h);
   let exitCode = null;
@@ -146,6 +164,7 @@ function start(m) {
       Promise.all(joins).then(
         () => {
           lastAttach = Date.now();
+          entry[1] = init;
           send({ t: 'init', id: m.id, pid: init });
           release.end('1');
         },
