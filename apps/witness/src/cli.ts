@@ -5,7 +5,7 @@
 //   everdict-witness keygen PATH     write a new witness seed (mode 0600) and print its public key
 // Exit codes: 0 stopped (SIGTERM/SIGINT) or `--once` done · 1 `--once` with a log that did not answer ·
 // 2 configuration or state refused · 3 a fork.
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { bytesToHex, generateKeyPair } from '@everdict/headlog';
 import { pino } from 'pino';
 import { parseConfig } from './config.js';
@@ -19,9 +19,17 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'keygen') {
     const path = argv[1];
     if (!path || argv.length > 2) throw new WitnessError('BadConfig', 'usage: everdict-witness keygen PATH');
-    if (existsSync(path)) throw new WitnessError('BadConfig', `${path} exists: not overwritten`);
     const key = generateKeyPair();
-    writeFileSync(path, `${bytesToHex(key.secretKey)}\n`, { mode: 0o600 });
+    try {
+      // 'wx': created here or refused, in one step — an existing key (a witness's identity) is never replaced.
+      writeFileSync(path, `${bytesToHex(key.secretKey)}\n`, { mode: 0o600, flag: 'wx' });
+    } catch (e) {
+      const exists = (e as NodeJS.ErrnoException).code === 'EEXIST';
+      throw new WitnessError(
+        'BadConfig',
+        exists ? `${path} exists: not overwritten` : `cannot write ${path}: ${(e as Error).message}`,
+      );
+    }
     process.stdout.write(`${JSON.stringify({ public_key: bytesToHex(key.publicKey) })}\n`);
     return 0;
   }

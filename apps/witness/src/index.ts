@@ -1,7 +1,7 @@
 // @everdict/witness — an independent witness of Everdict head logs (issue 18 §3).
 export { parseConfig, readWitnessKey, type WitnessConfig } from './config.js';
 export { WITNESS_ERROR_CODES, WitnessError, type WitnessErrorCode } from './errors.js';
-export { LogClient } from './log-client.js';
+export { LogClient, MAX_ANSWER_BYTES } from './log-client.js';
 export { WitnessMetrics } from './metrics.js';
 export { EXIT_FORK, type MetricsServer, type RunResult, runWitness, startMetricsServer } from './run.js';
 export {

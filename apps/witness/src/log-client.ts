@@ -1,6 +1,6 @@
 // The log's wire contract as a witness reads it (`@everdict/headlog`'s wire schemas): every answer is
-// parsed exactly; anything else — a network error, a non-2xx, a body that is not the route's object — is
-// `LogUnavailable`.
+// parsed exactly; anything else — a network error (before or during the body), a non-2xx, a body larger
+// than `MAX_ANSWER_BYTES`, a body that is not the route's object — is `LogUnavailable`.
 import {
   type Cosignature,
   consistencyProofWire,
@@ -14,14 +14,50 @@ import {
 import type { z } from 'zod';
 import { WitnessError } from './errors.js';
 
+/**
+ * The largest answer read from a log (bytes). The wire contract's answers are small — a consistency proof is
+ * at most ~7 KB, an STH with a thousand cosignatures ~250 KB — so a larger body is refused, and the witness
+ * stops reading it, rather than holding whatever a hostile or broken log streams.
+ */
+export const MAX_ANSWER_BYTES = 1 << 20;
+
+/** The body as text, at most `MAX_ANSWER_BYTES`; the stream is cancelled past the cap. */
+async function boundedText(res: Response, url: string): Promise<string> {
+  const tooLarge = () =>
+    new WitnessError('LogUnavailable', `${url}: the answer is larger than ${MAX_ANSWER_BYTES} bytes`);
+  const declared = Number(res.headers.get('content-length') ?? Number.NaN);
+  if (declared > MAX_ANSWER_BYTES) {
+    await res.body?.cancel().catch(() => undefined);
+    throw tooLarge();
+  }
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > MAX_ANSWER_BYTES) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 async function call<S extends z.ZodType>(schema: S, url: string, init?: RequestInit): Promise<z.output<S>> {
   let res: Response;
+  let text: string;
   try {
     res = await fetch(url, { ...init, signal: AbortSignal.timeout(30_000) });
+    // Reading the body can fail too (a connection cut mid-body, the timeout): the log did not answer.
+    text = await boundedText(res, url);
   } catch (e) {
+    if (e instanceof WitnessError) throw e;
     throw new WitnessError('LogUnavailable', `${url}: ${(e as Error).message}`);
   }
-  const text = await res.text();
   if (!res.ok) throw new WitnessError('LogUnavailable', `${url}: HTTP ${res.status} ${text.slice(0, 200)}`);
   let json: unknown;
   try {

@@ -5,7 +5,7 @@
 // A log is remembered under its normalized URL (`normalizeLogUrl`), so a config that spells it another way
 // (`http://X:80/` for `http://x`) finds the same pinned key and accepted tree; entries of an older file that
 // fold into one are merged only when they agree, else the file is refused (`CorruptState`).
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { treeHeadWire } from '@everdict/headlog';
 import { z } from 'zod';
@@ -107,17 +107,27 @@ export function loadState(path: string): WitnessState {
 
 let counter = 0;
 
+/**
+ * Writes the state atomically and durably: a temp file in the same directory, fsynced, renamed over the old
+ * one, the directory fsynced. Any failure is `StateUnwritable`, with the temp file removed: the caller has
+ * not committed the state it tried to write.
+ */
 export function saveState(path: string, state: WitnessState): void {
   const text = `${JSON.stringify(witnessStateSchema.parse(state), null, 2)}\n`;
   const tmp = join(dirname(path), `.${process.pid}.${++counter}.witness-state.tmp`);
-  const fd = openSync(tmp, 'w', 0o600);
   try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    const fd = openSync(tmp, 'w', 0o600);
+    try {
+      writeFileSync(fd, text); // loops until every byte is written
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, path);
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw new WitnessError('StateUnwritable', `cannot write ${path}: ${(e as Error).message}`);
   }
-  renameSync(tmp, path);
   try {
     const dir = openSync(dirname(path), 'r');
     try {

@@ -2,10 +2,11 @@
 // smaller than the last accepted tree, and consistent with it (a proof from the accepted size); then
 // remember it (state file, atomically) and only then cosign it and post the cosignature back.
 //
-// Outcomes: `accepted` (a new tree, cosigned), `unchanged` (the same tree; the cosignature is re-posted if
-// the log does not hold it yet), `rejected` (not the log's, or no well-formed proof: not accepted, not a
-// fork), `fork` (a signed tree that cannot extend the accepted one: smaller, another root at one size, a
-// consistency proof that fails, or another key — the alarm).
+// Outcomes: `accepted` (a new tree, or the same tree signed later: cosigned), `unchanged` (the same STH, or
+// an older one over the same tree; the cosignature is re-posted if the log does not hold it yet),
+// `rejected` (not the log's, or no well-formed proof: not accepted, not a fork), `fork` (a signed tree that
+// cannot extend the accepted one: smaller, another root at one size, a consistency proof that fails, an
+// empty tree whose root is not H(""), or another key — the alarm).
 import {
   bytesToHex,
   type Cosignature,
@@ -22,7 +23,7 @@ import {
 import type { Logger } from 'pino';
 import { LogClient } from './log-client.js';
 import type { WitnessMetrics } from './metrics.js';
-import { foldLogs, normalizeLogUrl, saveState, type WitnessState } from './state.js';
+import { foldLogs, type LogState, normalizeLogUrl, saveState, type WitnessState } from './state.js';
 
 export interface LogTarget {
   readonly url: string;
@@ -46,6 +47,8 @@ export interface WitnessOptions {
 
 export class Witness {
   readonly publicKey: string;
+  /** Per log (normalized URL): the poll in progress, which the next poll of that log waits for. */
+  private readonly polling = new Map<string, Promise<PollOutcome>>();
   constructor(private readonly o: WitnessOptions) {
     this.publicKey = bytesToHex(o.key.publicKey);
     // One entry per log, under its normalized URL (a state built by hand, not by `loadState`, too).
@@ -58,18 +61,40 @@ export class Witness {
     return this.o.state;
   }
 
-  private persist(): void {
-    saveState(this.o.statePath, this.o.state);
+  /**
+   * Writes the state with `entry` for `url`, and only then takes it as this witness's memory: a write that
+   * fails (`StateUnwritable`) leaves the memory as it was, so no later poll cosigns a tree that is not on
+   * disk.
+   */
+  private commit(url: string, entry: LogState): void {
+    const next: WitnessState = { ...this.o.state, logs: { ...this.o.state.logs, [url]: entry } };
+    saveState(this.o.statePath, next);
+    this.o.state.logs[url] = entry;
   }
 
   /**
-   * Polls one log once. Throws `WitnessError` (`LogUnavailable`) when the log does not answer. The log is
-   * remembered (and named in metrics and log lines) under its normalized URL: however it is spelled, one log
-   * has one pinned key and one accepted tree.
+   * Polls one log once. Throws `WitnessError` (`LogUnavailable`) when the log does not answer, and
+   * (`StateUnwritable`) when the state file cannot be written — then nothing was accepted or cosigned. The
+   * log is remembered (and named in metrics and log lines) under its normalized URL: however it is spelled,
+   * one log has one pinned key and one accepted tree. Polls of one log run one at a time, in call order:
+   * each starts from the tree the one before it accepted (two polls running at once could each accept a
+   * different continuation of the same tree, and cosign both).
    */
   async poll(target: LogTarget): Promise<PollOutcome> {
-    const { metrics, logger } = this.o;
     const url = normalizeLogUrl(target.url);
+    const run = (this.polling.get(url) ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => this.pollOnce(url, target));
+    this.polling.set(url, run);
+    try {
+      return await run;
+    } finally {
+      if (this.polling.get(url) === run) this.polling.delete(url);
+    }
+  }
+
+  private async pollOnce(url: string, target: LogTarget): Promise<PollOutcome> {
+    const { metrics, logger } = this.o;
     const client = new LogClient(url);
     const entry = this.o.state.logs[url];
     let logKey = entry?.log_key;
@@ -84,9 +109,8 @@ export class Witness {
     }
     if (logKey === undefined) {
       logKey = target.key ?? (await client.key()).publicKey;
+      this.commit(url, { log_key: logKey, accepted: null });
       if (target.key === undefined) logger.warn({ log: url, log_key: logKey }, 'log key pinned on first use');
-      this.o.state.logs[url] = { log_key: logKey, accepted: null };
-      this.persist();
     }
     const keyBytes = parseHash(logKey)!;
     const accepted = entry?.accepted ? parseTreeHeadJson(entry.accepted) : null;
@@ -98,44 +122,45 @@ export class Witness {
       if (!isHeadLogError(e)) throw e;
       return this.reject(url, e.code, e.detail);
     }
-    if (accepted) {
-      const acceptedSize = accepted.treeSize;
-      if (next.treeSize < acceptedSize) {
+    const acceptedSize = accepted?.treeSize ?? 0;
+    if (accepted && next.treeSize < acceptedSize) {
+      return this.fork(
+        url,
+        'InconsistentLog',
+        `a tree of ${next.treeSize} after an accepted tree of ${acceptedSize}`,
+        acceptedSize,
+        next.treeSize,
+      );
+    }
+    if (accepted && next.treeSize === acceptedSize) {
+      if (next.root !== accepted.root) {
         return this.fork(
           url,
           'InconsistentLog',
-          `a tree of ${next.treeSize} after an accepted tree of ${acceptedSize}`,
+          `two roots for tree size ${acceptedSize}`,
           acceptedSize,
           next.treeSize,
         );
       }
-      if (next.treeSize === acceptedSize) {
-        if (next.root !== accepted.root) {
-          return this.fork(
-            url,
-            'InconsistentLog',
-            `two roots for tree size ${acceptedSize}`,
-            acceptedSize,
-            next.treeSize,
-          );
-        }
+      // The same tree signed again later is accepted below (a log re-signs to show it is alive); the same
+      // tree signed earlier than the accepted STH is a stale one: not accepted, the memory does not go back.
+      if (next.timestampMs <= accepted.timestampMs) {
         if (!cosignatures.some((c) => c.witness === this.publicKey)) await this.post(client, url, accepted);
         return { kind: 'unchanged', treeSize: acceptedSize };
       }
-      const proof = await client.consistency(acceptedSize, next.treeSize);
-      try {
-        verifyTreeHeadExtends(accepted, next, proof, keyBytes);
-      } catch (e) {
-        if (!isHeadLogError(e)) throw e;
-        if (e.code === 'InconsistentLog') {
-          return this.fork(url, e.code, e.detail, acceptedSize, next.treeSize);
-        }
-        return this.reject(url, e.code, e.detail);
-      }
+    }
+    const proof =
+      accepted && next.treeSize > acceptedSize ? await client.consistency(acceptedSize, next.treeSize) : [];
+    try {
+      // The first STH too: a signed empty tree whose root is not H("") is a tree that cannot exist.
+      verifyTreeHeadExtends(accepted, next, proof, keyBytes);
+    } catch (e) {
+      if (!isHeadLogError(e)) throw e;
+      if (e.code === 'InconsistentLog') return this.fork(url, e.code, e.detail, acceptedSize, next.treeSize);
+      return this.reject(url, e.code, e.detail);
     }
     // Remember first, then cosign: a restarted witness never forgets a tree it vouched for.
-    this.o.state.logs[url] = { log_key: logKey, accepted: treeHeadToJson(next) };
-    this.persist();
+    this.commit(url, { log_key: logKey, accepted: treeHeadToJson(next) });
     metrics.accepted.inc({ log: url });
     metrics.treeSize.set({ log: url }, next.treeSize);
     logger.info({ log: url, tree_size: next.treeSize, root: next.root }, 'tree head accepted');

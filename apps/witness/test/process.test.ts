@@ -2,14 +2,16 @@
 // (@everdict/headlog/testing): restarted from its state file, it refuses a log that was rewritten while it
 // was down — exit 3 and an error line — where a witness without that memory would have cosigned it.
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bytesToHex, keyPairFromSeed } from '@everdict/headlog';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Fixture, fixture, head } from './helpers.js';
 
 const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
-let f: Fixture;
+let f: Fixture | undefined;
 
 beforeAll(() => {
   if (!existsSync(cli))
@@ -17,6 +19,7 @@ beforeAll(() => {
 });
 afterEach(async () => {
   await f?.server.close();
+  f = undefined;
 });
 
 function witness(args: string[]): Promise<{ code: number; lines: Record<string, unknown>[]; err: string }> {
@@ -129,5 +132,26 @@ describe('everdict-witness (process)', () => {
     } finally {
       await second.server.close();
     }
+  });
+
+  it('keygen: a new 0600 seed and its public key; an existing file or an unwritable path is exit 2', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'witness-keygen-'));
+    const path = join(dir, 'witness.key');
+    const made = await witness(['keygen', path]);
+    expect(made.code, made.err).toBe(0);
+    const seed = readFileSync(path, 'utf8').trim();
+    expect(seed).toMatch(/^[0-9a-f]{64}$/);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    const pair = keyPairFromSeed(Buffer.from(seed, 'hex'));
+    expect(made.lines[0]).toEqual({ public_key: bytesToHex(pair.publicKey) });
+
+    const again = await witness(['keygen', path]);
+    expect(again.code).toBe(2);
+    expect(again.lines.find((l) => l.level === 50)).toMatchObject({ code: 'BadConfig' });
+    expect(readFileSync(path, 'utf8').trim()).toBe(seed); // never replaced
+
+    const nowhere = await witness(['keygen', join(dir, 'missing', 'witness.key')]);
+    expect(nowhere.code, nowhere.err).toBe(2);
+    expect(nowhere.lines.find((l) => l.level === 50)).toMatchObject({ code: 'BadConfig' });
   });
 });

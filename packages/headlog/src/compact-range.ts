@@ -3,6 +3,7 @@
 // per leaf) and reports every perfect node the append completed, so a store that keeps them can answer
 // any later proof (see `plan.ts`). The root of the tree is the frontier folded right to left, which is
 // exactly RFC 9162's MTH: its split point is the largest perfect subtree on the left.
+import { requireSize } from './bytes.js';
 import { HASH_SIZE } from './constants.js';
 import { HeadLogError } from './errors.js';
 import { EMPTY_ROOT, nodeHash } from './hash.js';
@@ -34,6 +35,7 @@ export class CompactRange {
    * sequencer resumes after a restart: one read of at most 53 nodes).
    */
   static restore(size: number, frontier: readonly Uint8Array[]): CompactRange {
+    requireSize(size, 'a restored tree size');
     const ids = frontierNodes(size);
     if (frontier.length !== ids.length || frontier.some((h) => h.length !== HASH_SIZE)) {
       throw new HeadLogError('MissingNode', `a tree of ${size} leaves has ${ids.length} frontier nodes`);

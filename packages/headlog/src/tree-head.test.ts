@@ -167,4 +167,13 @@ describe('what a witness checks before cosigning', () => {
       /BadSignature/,
     );
   });
+
+  it('refuses a signed empty tree whose root is not H(""), as a first STH too; accepts H("")', () => {
+    const bogus = signTreeHead({ treeSize: 0, root: ROOT, timestampMs: 1 }, log);
+    expect(() => verifyTreeHeadExtends(null, bogus, [], log.publicKey)).toThrow(/InconsistentLog/);
+    expect(() => verifyTreeHeadExtends(bogus, bogus, [], log.publicKey)).toThrow(/InconsistentLog/);
+    const empty = signTreeHead({ treeSize: 0, root: hex(blake3(new Uint8Array(0))), timestampMs: 1 }, log);
+    verifyTreeHeadExtends(null, empty, [], log.publicKey);
+    verifyTreeHeadExtends(empty, at(5), [], log.publicKey);
+  });
 });

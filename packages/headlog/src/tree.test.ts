@@ -105,6 +105,9 @@ describe('CompactRange', () => {
   it('refuses a frontier of the wrong shape and a leaf hash that is not 32 bytes', () => {
     expect(() => CompactRange.restore(5, [new Uint8Array(32)])).toThrow(/MissingNode/);
     expect(() => CompactRange.restore(5, [new Uint8Array(32), new Uint8Array(31)])).toThrow(/MissingNode/);
+    // A size that is not a tree size is refused before any node is looked at (1.5 "has" one frontier node).
+    for (const size of [1.5, -1, Number.NaN, 2 ** 53])
+      expect(() => CompactRange.restore(size, [new Uint8Array(32)])).toThrow(/OutOfRange/);
     expect(() => CompactRange.empty().append(new Uint8Array(31))).toThrow(/OutOfRange/);
   });
 });
