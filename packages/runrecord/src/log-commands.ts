@@ -7,7 +7,9 @@
 // (`InsufficientWitnesses`), the latest STH extends it or it extends the latest (`InconsistentLog`), every
 // leaf is in it (`InclusionFailed` / `MalformedProof`), and the served record agrees with the leaves
 // (`ForeignLeaf`, `ForkedRecord`, `TruncatedRecord`). A log that does not answer its wire contract is
-// `LogUnavailable`. Every failure: exit 1, one line {"ok":false,"error":CODE}.
+// `LogUnavailable` — a network error before or during the body (a connection cut mid-read, the timeout), a
+// non-2xx, a body larger than `MAX_LOG_ANSWER_BYTES`, one that is not the route's object. Every failure:
+// exit 1, one line {"ok":false,"error":CODE}.
 import {
   consistencyProofWire,
   cosignedTreeHeadFromWire,
@@ -95,17 +97,54 @@ function witnessFlags(f: Flags): { keys: Hex[]; k: number } {
   return { keys, k };
 }
 
+/**
+ * The largest answer read from the log (bytes). A run's leaves with their audit paths are legitimately
+ * several MB for a long run (~2 KB a leaf), so the cap is generous; a larger body is refused — a declared
+ * `content-length` above it without reading a byte, a streamed one by cancelling it once past the cap —
+ * rather than holding whatever a hostile or broken log sends.
+ */
+export const MAX_LOG_ANSWER_BYTES = 64 * 1024 * 1024;
+
+/** The body as text, at most `MAX_LOG_ANSWER_BYTES`; the stream is cancelled past the cap. */
+async function boundedText(res: Response, path: string): Promise<string> {
+  const tooLarge = () =>
+    new Failure('LogUnavailable', `${path}: the answer is larger than ${MAX_LOG_ANSWER_BYTES} bytes`);
+  const declared = Number(res.headers.get('content-length') ?? Number.NaN);
+  if (declared > MAX_LOG_ANSWER_BYTES) {
+    await res.body?.cancel().catch(() => undefined);
+    throw tooLarge();
+  }
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > MAX_LOG_ANSWER_BYTES) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 async function get<S extends z.ZodType>(schema: S, url: URL, apiKey?: string): Promise<z.output<S>> {
   let res: Response;
+  let text: string;
   try {
     res = await fetch(url, {
       headers: apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` },
       signal: AbortSignal.timeout(60_000),
     });
+    // Reading the body can fail too (a connection cut mid-body, the timeout): the log did not answer.
+    text = await boundedText(res, url.pathname);
   } catch (e) {
+    if (e instanceof Failure) throw e;
     throw new Failure('LogUnavailable', `${url.pathname}: ${(e as Error).message}`);
   }
-  const text = await res.text();
   if (!res.ok)
     throw new Failure('LogUnavailable', `${url.pathname}: HTTP ${res.status} ${text.slice(0, 200)}`);
   let json: unknown;
