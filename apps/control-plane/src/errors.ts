@@ -47,6 +47,10 @@ export const REFUSALS = {
   },
   route_not_found: { status: 404, when: 'no route for this method and path' },
   conflict: { status: 409, when: 'the state does not allow it (terminal run, agent disabled, …)' },
+  causer_cancelled: {
+    status: 409,
+    when: 'admission rule `causer_cancelled`: a run caused by a cancelled tree (nothing is created)',
+  },
   snapshot_mismatch: {
     status: 409,
     when: 'a resume offers a snapshot other than the one parked (nothing is written)',
@@ -121,6 +125,11 @@ export type ControlPlaneErrorCode = keyof typeof REFUSALS;
  */
 export const ADMISSION_RULES = {
   agent_disabled: { code: 'conflict', retryAfter: false, when: 'the agent being activated is disabled' },
+  causer_cancelled: {
+    code: 'causer_cancelled',
+    retryAfter: false,
+    when: "the causer is cancelled, or a cancelled ancestor's cascade reaches it (its tree causes nothing more)",
+  },
   envelope: {
     code: 'envelope_exhausted',
     retryAfter: false,

@@ -1,7 +1,7 @@
 import { isTerminalStatus, RunCause, RunStatus } from '@everdict/run-model';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type CausalNode, cascade, cascadeOptOut } from './cascade.js';
+import { type CausalNode, cascade, cascadeOptOut, revokedBy } from './cascade.js';
 import { AdmissionError } from './errors.js';
 import { tenantPolicy } from './policy.js';
 
@@ -90,6 +90,67 @@ describe('cascade', () => {
         );
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('revokedBy: the gate reaches exactly as far as the cascade would', () => {
+  const child = { cause: 'run', kind: 'eval' } as const;
+  // root (cancelled) → mid (succeeded) → leaf (running); other (running) → its child (cancelled).
+  const root = node('root', null, 'cancelled');
+  const mid = node('mid', 'root', 'succeeded');
+  const leaf = node('leaf', 'mid');
+
+  it('refuses a child of a cancelled causer, and of a finished run under a cancelled ancestor', () => {
+    expect(revokedBy(root, [], child)).toBe('root');
+    expect(revokedBy(mid, [root], child)).toBe('root');
+    expect(revokedBy(leaf, [mid, root], child)).toBe('root');
+    expect(revokedBy(node('c', 'p', 'cancelled'), [node('p', null)], child)).toBe('c');
+  });
+
+  it('lets a live tree (finished runs included) cause work', () => {
+    const live = node('root', null, 'running');
+    expect(revokedBy(node('mid', 'root', 'failed'), [live], child)).toBeNull();
+    expect(revokedBy(live, [], child)).toBeNull();
+  });
+
+  it('stops at an opted-out run, and lets an opted-out child through (it would survive the cascade)', () => {
+    const byEvent = node('mid', 'root', 'succeeded', 'event');
+    expect(revokedBy(byEvent, [root], child, { causes: ['event'] })).toBeNull();
+    expect(revokedBy(mid, [root], { cause: 'event', kind: 'eval' }, { causes: ['event'] })).toBeNull();
+    expect(revokedBy(mid, [root], child, { kinds: ['eval'] })).toBeNull();
+    // An opted-out run that is itself cancelled still revokes its own children.
+    expect(revokedBy(node('x', 'root', 'cancelled', 'event'), [root], child, { causes: ['event'] })).toBe(
+      'x',
+    );
+  });
+
+  it('agrees with cascade: a new run under `causer` is refused iff cascading the revoker would reach it', () => {
+    const status = fc.constantFrom<RunStatus>(...RunStatus.options);
+    const cause = fc.constantFrom<RunCause>(...RunCause.options);
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(status, cause), { minLength: 1, maxLength: 6 }),
+        cause,
+        fc.subarray([...RunCause.options]),
+        (chain, childCause, skip) => {
+          // A chain r0 → r1 → … → rn; the new run is caused by rn.
+          const nodes = chain.map(([s, c], i) => node(`r${i}`, i === 0 ? null : `r${i - 1}`, s, c));
+          const causer = nodes.at(-1)!;
+          const ancestors = nodes.slice(0, -1).reverse();
+          const optOut = { causes: skip };
+          const got = revokedBy(causer, ancestors, { cause: childCause, kind: 'eval' }, optOut);
+          // The reference: the nearest cancelled run on the chain whose cascade would cancel the new run
+          // (a queued leaf under the causer).
+          const fresh = node('new', causer.runId, 'queued', childCause);
+          const reach = [...nodes]
+            .reverse()
+            .find(
+              (n) => n.status === 'cancelled' && cascade([...nodes, fresh], n.runId, optOut).includes('new'),
+            );
+          expect(got).toBe(reach?.runId ?? null);
+        },
+      ),
     );
   });
 });

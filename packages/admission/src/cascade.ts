@@ -57,3 +57,29 @@ export function cascade(
   }
   return cancel;
 }
+
+/**
+ * The gate's half of the kill switch (rule `causer_cancelled`): the cancelled run whose cascade covers a
+ * new run caused by `causer`, or null when the new run may be admitted. The same reach as `cascade`: walking
+ * up from the causer (`ancestors`: its causer first, up to the tree's root), a cancelled run revokes, an
+ * opted-out run stops the walk (a cascade from above would not enter it), and a new run that is itself
+ * opted out (its `cause` or `kind`) would survive a cascade, so nothing revokes it. A cancelled run causes
+ * nothing, whatever cancelled it; a finished (succeeded, failed) causer still may — a subscription answers
+ * its settle — unless a cancelled ancestor's cascade reaches through it.
+ */
+export function revokedBy(
+  causer: CausalNode,
+  ancestors: readonly CausalNode[],
+  child: { readonly cause: RunCause; readonly kind: RunKind },
+  optOut: CascadeOptOut = {},
+): string | null {
+  const causes = new Set(optOut.causes ?? []);
+  const kinds = new Set(optOut.kinds ?? []);
+  const skipped = (n: { cause: RunCause; kind: RunKind }) => causes.has(n.cause) || kinds.has(n.kind);
+  if (skipped(child)) return null;
+  for (const node of [causer, ...ancestors]) {
+    if (node.status === 'cancelled') return node.runId;
+    if (skipped(node)) return null;
+  }
+  return null;
+}

@@ -165,6 +165,49 @@ export function describeAdmissionStoreContract(name: string, makeStore: StoreFac
       expect(await store.getRun('a', 'other')).toMatchObject({ status: 'queued' });
     });
 
+    it('refuses a run caused by a cancelled tree (409 causer_cancelled); a plan decided before the cancel races', async () => {
+      await tenant('a', { cascade: { skipKinds: [], skipCauses: ['event'] } });
+      await admit(store, task('a', 'root', { kind: 'agent' }), T0);
+      await admit(store, task('a', 'done', { cause: 'run', causedByRunId: 'root' }), T0);
+      await release(store, { tenant: 'a', runId: 'done', status: 'failed' }, T0 + 1);
+      // Decided while the tree is alive, committed after its root is cancelled.
+      const key = { tenant: 'a', requestId: 'req-late', causedByRunId: 'done' };
+      const late = decide(
+        await store.loadAdmission(key),
+        parseAdmissionRequest(task('a', 'late', { cause: 'run', causedByRunId: 'done' })),
+        T0 + 2,
+      );
+      if (!('plan' in late)) throw new Error('expected an admissible plan');
+      // Still alive: a finished run's settle may still cause work (a subscription answering it).
+      expect(
+        await admit(store, task('a', 'alive', { cause: 'event', causedByRunId: 'done' }), T0 + 2),
+      ).toMatchObject({ outcome: 'admitted' });
+      await release(store, { tenant: 'a', runId: 'root', status: 'cancelled' }, T0 + 3);
+
+      const refused = { outcome: 'refused', rule: 'causer_cancelled', status: 409, retry: { when: 'never' } };
+      expect(
+        await admit(store, task('a', 'c1', { cause: 'run', causedByRunId: 'root' }), T0 + 4),
+      ).toMatchObject(refused);
+      // Through a finished run: the cancelled root's cascade reaches it.
+      expect(
+        await admit(store, task('a', 'c2', { cause: 'run', causedByRunId: 'done' }), T0 + 4),
+      ).toMatchObject(refused);
+      expect(await store.commitAdmission(late.plan)).toEqual({ status: 'raced' });
+      // Opted out (cause `event`): it would survive the cascade, so it is admitted; so is what it causes.
+      expect(
+        await admit(store, task('a', 'e1', { cause: 'event', causedByRunId: 'done' }), T0 + 4),
+      ).toMatchObject({ outcome: 'admitted' });
+      expect(
+        await admit(store, task('a', 'e2', { cause: 'run', causedByRunId: 'alive' }), T0 + 4),
+      ).toMatchObject({
+        outcome: 'admitted',
+      });
+      // Nothing of a refusal is written: no slot, the causers' children unchanged.
+      for (const id of ['c1', 'c2', 'late']) expect(await store.getRun('a', id)).toBeNull();
+      expect(await store.getRun('a', 'root')).toMatchObject({ status: 'cancelled', children: 1 });
+      expect(await store.getRun('a', 'done')).toMatchObject({ children: 2 });
+    });
+
     it('keeps the session pool: per-tenant and global caps, a member reserve, slots freed on close', async () => {
       await tenant('a', { session: { maxSessions: 2, memberReserve: 1 } });
       const open = (id: string, cause: 'member' | 'event') =>

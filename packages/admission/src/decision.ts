@@ -5,6 +5,7 @@ import { AdmissionError } from './errors.js';
 
 export type RefusalRule =
   | 'agent_disabled'
+  | 'causer_cancelled'
   | 'envelope'
   | 'queue_depth'
   | 'session_cap'
@@ -62,6 +63,7 @@ export type AdmissionDecision = Admitted | Refused;
 
 const STATUS: Readonly<Record<RefusalRule, Refused['status']>> = {
   agent_disabled: 409,
+  causer_cancelled: 409,
   envelope: 402,
   queue_depth: 429,
   session_cap: 429,
@@ -101,8 +103,8 @@ export function refusalError(decision: Refused): AdmissionError {
   const code =
     decision.status === 402
       ? 'envelope_exhausted'
-      : decision.status === 409
-        ? 'agent_disabled'
+      : decision.rule === 'agent_disabled' || decision.rule === 'causer_cancelled'
+        ? decision.rule
         : 'capacity_refused';
   return new AdmissionError(code, decision.detail, { rule: decision.rule, retry: decision.retry });
 }

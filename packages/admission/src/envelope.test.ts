@@ -7,9 +7,11 @@ import {
   assertPath,
   canAdmit,
   delegate,
+  exhaustedResource,
   exhaustion,
   rootEnvelope,
   settleOnPath,
+  toMicroUsd,
 } from './envelope.js';
 import { admit } from './gate.js';
 import { MemoryAdmissionStore } from './memory/index.js';
@@ -113,6 +115,46 @@ describe('envelope overshoot bound', () => {
         },
       ),
       { numRuns: 120 },
+    );
+  });
+});
+
+// Budgets compare in whole micro-dollars (toMicroUsd): in binary floating point 0.1 + 0.2 > 0.3, so an exact
+// fit (cap 0.3, spent 0.1, estimate 0.2) was refused. Amounts with at most 6 decimals now compare exactly.
+describe('budget arithmetic in micro-dollars', () => {
+  const root = (usd: number, spentUsd: number) => ({
+    ...rootEnvelope('t', { usd, tokens: 30 }, 9),
+    spent: { usd: spentUsd, tokens: 0, runs: 0 },
+  });
+
+  it('admits an exact decimal fit and refuses one micro-dollar more', () => {
+    const spent = settleOnPath(admitOnPath([root(0.3, 0)]), { usd: 0.1, tokens: 10 })[0]!;
+    expect(exhaustedResource(spent, { usd: 0.2, tokens: 20 })).toBeNull();
+    expect(exhaustedResource(spent, { usd: 0.200001, tokens: 0 })).toBe('usd');
+    expect(exhaustedResource(spent, { usd: 0, tokens: 21 })).toBe('tokens');
+    expect(exhaustedResource(root(0.3, 0.1 + 0.2), { usd: 0, tokens: 0 })).toBe('usd');
+    expect(exhaustedResource(root(0.7, 0.1 + 0.2 + 0.4 - 0.000001), { usd: 0.000001, tokens: 0 })).toBeNull();
+    expect(toMicroUsd(0.1 + 0.2)).toBe(300_000);
+  });
+
+  // Oracle: integer micro-dollars. Charges settled one by one, then an estimate: admitted iff every sum fits.
+  it('agrees with integer micro-dollar arithmetic on random amounts of <= 6 decimals (property)', () => {
+    const micros = fc.integer({ min: 0, max: 5_000_000 });
+    // The estimate is random, or within one micro-dollar of the balance left (the edge a float misjudges).
+    const pick = fc.oneof(
+      micros.map((m) => ({ m })),
+      fc.integer({ min: -1, max: 1 }).map((edge) => ({ edge })),
+    );
+    fc.assert(
+      fc.property(micros, fc.array(micros, { maxLength: 8 }), pick, (cap, charges, e) => {
+        let path = [root(cap / 1e6, 0)];
+        for (const c of charges) path = settleOnPath(admitOnPath(path), { usd: c / 1e6, tokens: 0 });
+        const spent = charges.reduce((a, b) => a + b, 0);
+        const estimate = 'm' in e ? e.m : Math.max(0, cap - spent + e.edge);
+        const fits = spent < cap && cap - spent >= estimate;
+        expect(exhaustedResource(path[0]!, { usd: estimate / 1e6, tokens: 0 })).toBe(fits ? null : 'usd');
+      }),
+      { numRuns: 2000 },
     );
   });
 });

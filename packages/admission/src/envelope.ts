@@ -39,8 +39,26 @@ export function rootEnvelopeId(tenant: string): string {
 
 const NO_ESTIMATE: Actuals = { usd: 0, tokens: 0 };
 
+/**
+ * Budgets compare in whole micro-dollars: the one unit of usd arithmetic (a SQL store generates its guard
+ * from these two, the control plane's `admission-store/sql/budget.ts`). In binary floating point
+ * 0.1 + 0.2 > 0.3, so comparing dollars refused exact fits; amounts with at most 6 decimals compare exactly
+ * once rounded to this unit (a float sum drifts by far less than half a unit).
+ */
+export const MICRO_USD_PER_USD = 1_000_000;
+
+/** `usd` rounded to whole micro-dollars: floor(usd × 1e6 + 0.5), each step an IEEE double operation. */
+export function toMicroUsd(usd: number): number {
+  return Math.floor(usd * MICRO_USD_PER_USD + 0.5);
+}
+
+/** No balance left, or less than the estimate (tokens and runs are integers: exact as they are). */
 function lacks(cap: number | undefined, spent: number, estimate: number): boolean {
   return cap !== undefined && (spent >= cap || cap - spent < estimate);
+}
+
+function lacksUsd(cap: number | undefined, spent: number, estimate: number): boolean {
+  return cap !== undefined && lacks(toMicroUsd(cap), toMicroUsd(spent), toMicroUsd(estimate));
 }
 
 /**
@@ -52,7 +70,7 @@ export function exhaustedResource(
   estimate: Actuals = NO_ESTIMATE,
 ): Exhaustion['resource'] | null {
   const { caps, spent } = env;
-  if (lacks(caps.usd, spent.usd, estimate.usd)) return 'usd';
+  if (lacksUsd(caps.usd, spent.usd, estimate.usd)) return 'usd';
   if (lacks(caps.tokens, spent.tokens, estimate.tokens)) return 'tokens';
   if (lacks(caps.runs, spent.runs, 1)) return 'runs';
   return null;

@@ -9,6 +9,7 @@ export type AdmissionErrorCode =
   | 'run_exists' // 409: a different request already admitted this run id
   | 'contended' // 409: the admission kept racing concurrent writers; retry
   | 'agent_disabled' // 409: a refusal because the agent being activated is disabled, raised
+  | 'causer_cancelled' // 409: a refusal because the causer (or an ancestor whose cascade reaches it) is cancelled, raised
   | 'envelope_exhausted' // 402: a refusal by the envelope rule, raised
   | 'capacity_refused'; // 429: a refusal by a cap or fan-out rule, raised
 
@@ -21,6 +22,7 @@ const STATUS: Record<AdmissionErrorCode, number> = {
   run_exists: 409,
   contended: 409,
   agent_disabled: 409,
+  causer_cancelled: 409,
   envelope_exhausted: 402,
   capacity_refused: 429,
 };

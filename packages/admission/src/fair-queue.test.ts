@@ -117,6 +117,69 @@ describe('FairQueue', () => {
     );
   });
 
+  // Cancelled entries are not banked: a tenant with no live entry left in a lane starts its next one at the
+  // class clock (WFQ's "idle" rule). Before, 100 queued-then-cancelled runs kept a's lane tag at 100, so its
+  // next run waited behind all of b's backlog (only the aging bound cut the wait).
+  it('does not count cancelled entries against a tenant: its next entry starts at the class clock', () => {
+    const q = new FairQueue(1e9);
+    for (let i = 0; i < 100; i++) q.enqueue({ id: `b${i}`, tenant: 'b', class: 'batch', enqueuedAt: 0 });
+    for (let i = 0; i < 100; i++) q.enqueue({ id: `a${i}`, tenant: 'a', class: 'batch', enqueuedAt: 0 });
+    for (let i = 0; i < 100; i++) expect(q.remove('a', `a${i}`)).toBe(true);
+    q.enqueue({ id: 'probe', tenant: 'a', class: 'batch', enqueuedAt: 0 });
+    const order = Array.from({ length: 4 }, () => q.next(0)?.id);
+    expect(order).toEqual(['b0', 'probe', 'b1', 'b2']);
+  });
+
+  // ...and that cannot be gamed: a tenant that enqueues, cancels (some or all) and re-queues at will never gets
+  // ahead of its weighted share against a continuously backlogged one: served_a <= w_a / w_b * (served_b + 1).
+  it('gives no more than the weighted share to a tenant that cancels and re-queues (property)', () => {
+    const op = fc.oneof(
+      fc.record({ enqueue: fc.integer({ min: 1, max: 5 }) }),
+      fc.record({ cancel: fc.nat() }),
+      fc.record({ cancelAll: fc.constant(true) }),
+      fc.record({ serve: fc.integer({ min: 1, max: 4 }) }),
+    );
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.constantFrom<RunClass>('interactive', 'batch'),
+        fc.array(op, { maxLength: 120 }),
+        (wa, wb, cls, ops) => {
+          const q = new FairQueue(1e9);
+          q.setWeight('a', wa);
+          q.setWeight('b', wb);
+          for (let i = 0; i < 2000; i++) q.enqueue({ id: `b${i}`, tenant: 'b', class: cls, enqueuedAt: 0 });
+          const live: string[] = [];
+          let id = 0;
+          const served = { a: 0, b: 0 };
+          for (const o of ops) {
+            if ('enqueue' in o) {
+              for (let i = 0; i < o.enqueue; i++) {
+                const item = `a${id++}`;
+                q.enqueue({ id: item, tenant: 'a', class: cls, enqueuedAt: 0 });
+                live.push(item);
+              }
+            } else if ('cancel' in o) {
+              if (live.length > 0)
+                expect(q.remove('a', live.splice(o.cancel % live.length, 1)[0]!)).toBe(true);
+            } else if ('cancelAll' in o) {
+              for (const item of live.splice(0)) expect(q.remove('a', item)).toBe(true);
+            } else {
+              for (let i = 0; i < o.serve; i++) {
+                const item = q.next(0)!;
+                served[item.tenant as 'a' | 'b']++;
+                if (item.tenant === 'a') live.splice(live.indexOf(item.id), 1);
+                expect(served.a).toBeLessThanOrEqual((wa / wb) * (served.b + 1) + 1e-9);
+              }
+            }
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
   // A weight near zero made every tag Infinity (1 / 5e-324) or so large that other tenants' 1 / weight steps
   // were lost in rounding: the class clock jumped there and the class became one FIFO for every tenant.
   it('refuses weights outside [MIN_WEIGHT, MAX_WEIGHT], and keeps others fair after the lightest is served', () => {

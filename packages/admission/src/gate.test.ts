@@ -40,6 +40,7 @@ function snapshot(fix: number, policy: TenantPolicyInput = {}): AdmissionSnapsho
     policy: p,
     global: globalPolicy(),
     causer: fix >= 5 ? { ...causer, children: 0, depth: fix >= 6 ? 0 : 2 } : causer,
+    ancestors: [],
     path: [{ ...root, spent: { usd: fix >= 2 ? 1 : 10, tokens: 0, runs: 0 }, inFlight: fix >= 4 ? 0 : 4 }],
     sliceTaken: false,
     agentDisabled: fix < 1,

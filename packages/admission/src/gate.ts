@@ -1,6 +1,8 @@
-// The one gate, in this order for every kind: agent switch → causal envelope (402) → tenant queue depth /
-// session pool and in-flight caps (429) → fan-out guards: children, depth (429) → class assignment.
+// The one gate, in this order for every kind: agent switch → causal tree alive (409) → causal envelope
+// (402) → tenant queue depth / session pool and in-flight caps (429) → fan-out guards: children, depth (429)
+// → class assignment.
 // `decide` is pure; `admit` reads a snapshot, decides, and commits with the same caps as guards.
+import { cascadeOptOut, revokedBy } from './cascade.js';
 import { assignClass } from './class.js';
 import {
   type AdmissionDecision,
@@ -67,6 +69,19 @@ export function decide(
   }
   if (snap.agentDisabled)
     return refuse(request, 'agent_disabled', { when: 'never' }, `agent ${request.agentId} is disabled`);
+  // 0b. the causal tree is alive (409): a cancelled causer, or one a cancelled ancestor's cascade reaches,
+  // causes nothing more — the cascade's reach (`revokedBy`), with the tenant's opt-out.
+  const revoker = causer ? revokedBy(causer, snap.ancestors, request, cascadeOptOut(policy.cascade)) : null;
+  if (causer && revoker !== null) {
+    const who =
+      revoker === causer.runId ? `causer ${revoker}` : `${revoker}, an ancestor of causer ${causer.runId},`;
+    return refuse(
+      request,
+      'causer_cancelled',
+      { when: 'never' },
+      `run ${who} is cancelled: its tree causes no more runs`,
+    );
+  }
 
   // 1. causal envelope (402): the drawn envelope — or the new slice of it — and every ancestor.
   const slice: Envelope | null = request.envelope ? delegate(snap.path[0]!, request.envelope) : null;

@@ -1,7 +1,7 @@
 // @everdict/admission — the one admission gate: envelopes (402), caps and fan-out guards (429), class,
 // tenant-fair WFQ with aging, the session pool, cascade cancellation, and the store they run on.
 
-export { type CascadeOptOut, type CausalNode, cascade, cascadeOptOut } from './cascade.js';
+export { type CascadeOptOut, type CausalNode, cascade, cascadeOptOut, revokedBy } from './cascade.js';
 export { assignClass, DEFAULT_CLASS, isAutonomous } from './class.js';
 export {
   type AdmissionDecision,
@@ -30,11 +30,13 @@ export {
   type Exhaustion,
   exhaustion,
   inFlightBlock,
+  MICRO_USD_PER_USD,
   rootEnvelope,
   rootEnvelopeId,
   type SliceSpec,
   type Spend,
   settleOnPath,
+  toMicroUsd,
 } from './envelope.js';
 export { AdmissionError, type AdmissionErrorCode, httpStatusOf } from './errors.js';
 export { FairQueue, LANE, type QueueItem } from './fair-queue.js';

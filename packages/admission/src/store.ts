@@ -70,6 +70,11 @@ export interface AdmissionSnapshot {
   readonly global: GlobalPolicy;
   /** The causer when key.causedByRunId was given and found in this tenant; else null. */
   readonly causer: RunSlot | null;
+  /**
+   * The causer's causal ancestors, its own causer first, up to its tree's root (empty without a causer):
+   * with `causer`, what the `causer_cancelled` rule walks (`revokedBy`).
+   */
+  readonly ancestors: readonly CausalNode[];
   /** The envelope to draw from (causer's, else the tenant root) up to the root; empty if unknown tenant. */
   readonly path: readonly Envelope[];
   readonly sliceTaken: boolean;

@@ -1,5 +1,7 @@
 // The WFQ kernel. Per tenant and class, a FIFO; each node gets a virtual finish tag
-// F = max(V_class, tenant's last F in that class) + 1 / weight. Dispatch order:
+// F = max(V_class, tenant's last F in that class) + 1 / weight — or V_class + 1 / weight when the tenant has
+// no live (queued) node left in that class: the tags of cancelled nodes are not banked against it (WFQ's idle
+// rule; served nodes' tags are ≤ V_class already, so cancelling and re-queueing gains nothing). Dispatch order:
 //   1. aged first: a tenant whose oldest queued node has waited >= agingMs is aged; aged tenants are
 //      served ahead of every class, oldest node first within the tenant, and by weight across tenants on
 //      their own aged clock (`agedTag`), so a flood that ages cannot buy more than its weighted share;
@@ -66,6 +68,8 @@ export class WfqTenant {
   /** Per lane: its last finish tag is finishTag(laneStart, laneCount, weight). */
   readonly laneStart = [0, 0, 0];
   readonly laneCount = [0, 0, 0];
+  /** Per lane: live nodes queued (none left: the next node restarts the lane at the class clock). */
+  readonly laneLive = [0, 0, 0];
 
   /** Its number in the queue's heaps. */
   constructor(
@@ -132,7 +136,7 @@ export class Wfq {
     const lane = nodes.lane[n]!;
     const fifo = t.lanes[lane as 0 | 1 | 2];
     const clock = this.clock[lane]!;
-    if (clock > finishTag(t.laneStart[lane]!, t.laneCount[lane]!, t.weight)) {
+    if (t.laneLive[lane] === 0 || clock > finishTag(t.laneStart[lane]!, t.laneCount[lane]!, t.weight)) {
       t.laneStart[lane] = clock;
       t.laneCount[lane] = 1;
     } else t.laneCount[lane]!++;
@@ -140,6 +144,7 @@ export class Wfq {
     nodes.seq[n] = this.seq++;
     nodes.removed[n] = 0;
     fifo.push(n);
+    t.laneLive[lane]!++;
     t.count++;
     this.count++;
     // The tenant's oldest may change (a node enqueued with an earlier enqueuedAt, or a first one).
@@ -150,6 +155,7 @@ export class Wfq {
   remove(t: WfqTenant, n: number): void {
     const lane = this.nodes.lane[n]!;
     this.nodes.removed[n] = 1;
+    t.laneLive[lane]!--;
     t.count--;
     this.count--;
     t.lanes[lane as 0 | 1 | 2].noteRemoved();
@@ -206,6 +212,7 @@ export class Wfq {
   private serve(t: WfqTenant, n: number): number {
     const lane = this.nodes.lane[n]!;
     t.lanes[lane as 0 | 1 | 2].shift();
+    t.laneLive[lane]!--;
     t.count--;
     this.count--;
     const finish = this.nodes.finish[n]!;

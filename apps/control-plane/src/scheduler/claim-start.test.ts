@@ -130,6 +130,26 @@ describe('claimAndStart', () => {
     expect([...first, ...next, ...last].map((s) => s.runId)).toEqual(ids);
   });
 
+  // A tenant with room for one run and a long interactive backlog fills the claim's window and candidate
+  // pool; the kernel serves its one run and then the next tenant's — so does one claimAndStart (it claims
+  // again while a claim dropped a candidate past its tenant's room).
+  it('is not cut short by one tenant’s backlog past its room: it goes on to the next tenant’s run', async () => {
+    t = await testCore({ scheduler: { enabled: false } });
+    const backlog: string[] = [];
+    // More than the candidate pool of a claim of 3 (3 × 2 + 8).
+    for (let i = 0; i < 20; i++) backlog.push(await create('interactive', `b${i}`));
+    const other = await t.core.services.auth.createTenant(t.admin, { id: 'acme' });
+    const acme = await t.core.services.auth.authenticate(other.key.key);
+    const theirs = (await t.core.services.runs.create(acme, echo('batch', 'acme'))).run.id;
+    await db()
+      .updateTable('adm_tenants')
+      .set({ max_concurrent: 1 })
+      .where('tenant', '=', 'default')
+      .execute();
+    const started = await claimAndStart(db(), 3, new Date(Date.now() + 5), INLINE_KINDS);
+    expect(started.map((s) => s.runId)).toEqual([backlog[0], theirs]);
+  }, 60_000);
+
   it('leaves other kinds queued (command runs wait for a driver)', async () => {
     t = await testCore({ scheduler: { enabled: false } });
     const cmd = await t.core.services.runs.create(t.admin, {

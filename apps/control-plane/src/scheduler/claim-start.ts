@@ -32,7 +32,7 @@
 // (runners/leases.ts, agents/leases.ts) the asynchronous setting would also cover every other write of it.
 import type { RunClass } from '@everdict/run-model';
 import { sql } from 'kysely';
-import { claimStatement, dispatchOf } from '../admission-store/sql/claim.js';
+import { claimStatement, claimUntilServed, dispatchOf } from '../admission-store/sql/claim.js';
 import type { Executor } from '../db/tx.js';
 import { leaseUpsert, NEXT_ATTEMPT } from '../leases/store.js';
 import { EVENTS_CHANNEL } from '../ledger/events.js';
@@ -55,6 +55,7 @@ interface Row {
   enqueued_at: string | number | bigint;
   subject: unknown;
   attempt: number;
+  crowded: boolean;
 }
 
 /** Who holds the leases of the runs this claim starts (leases/), and for how long. */
@@ -130,23 +131,29 @@ export async function claimAndStart(
         ? sql`SELECT set_config('synchronous_commit', 'off', true) AS s`
         : sql`SELECT NULL::text AS s`
     }),`;
-  const select = sql`SELECT ur.id AS run_id, ur.tenant, ur.class, ur.enqueued_at, ur.subject, ur.attempt FROM ur
+  const select = sql`SELECT ur.id AS run_id, ur.tenant, ur.class, ur.enqueued_at, ur.subject, ur.attempt,
+      (SELECT crowded FROM crowd) AS crowded FROM ur
     WHERE (SELECT count(*) FROM note) >= 0 AND (SELECT count(*) FROM async) = 1
       AND (SELECT count(*) FROM lease) >= 0 AND (SELECT n FROM done) >= 0
     ORDER BY ur.arm, ur.pos`;
-  const { rows } = await sql<Row>`${claimStatement(
-    capacity,
-    nowMs,
-    { kinds, tenant: scope.tenant },
-    {
-      name: 'claim_start',
-      join: sql`JOIN runs r ON r.id = w.run_id`,
-      where: sql`AND r.status = 'queued' AND r.updated_at <= ${nowMs}::bigint ${imageOnly}`,
-      lockFirst: sql`r,`,
-      runTenant: sql`r.tenant_id`,
-      ctes,
-      select,
-    },
-  )}`.execute(ex);
-  return rows.map((r) => ({ ...dispatchOf(r, nowMs), subject: r.subject, epoch: r.attempt }));
+  return claimUntilServed(capacity, async (n) => {
+    const { rows } = await sql<Row>`${claimStatement(
+      n,
+      nowMs,
+      { kinds, tenant: scope.tenant },
+      {
+        name: 'claim_start',
+        join: sql`JOIN runs r ON r.id = w.run_id`,
+        where: sql`AND r.status = 'queued' AND r.updated_at <= ${nowMs}::bigint ${imageOnly}`,
+        lockFirst: sql`r,`,
+        runTenant: sql`r.tenant_id`,
+        ctes,
+        select,
+      },
+    )}`.execute(ex);
+    return {
+      claimed: rows.map((r) => ({ ...dispatchOf(r, nowMs), subject: r.subject, epoch: r.attempt })),
+      crowded: rows[0]?.crowded === true,
+    };
+  });
 }

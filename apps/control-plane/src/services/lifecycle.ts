@@ -9,13 +9,13 @@ import {
   parseAdmissionRequest,
 } from '@everdict/admission';
 import { type createRun, createRunFromSpec, RunSpec } from '@everdict/run-model';
-import { commitPlan } from '../admission-store/sql/commit.js';
+import { commitCaused } from '../admission-store/sql/causal-tree.js';
 import { autoRequestId } from '../admission-store/sql/rows.js';
 import { abort, atomically, StepAborted } from '../admission-store/sql/scope.js';
 import { PgAdmissionStore } from '../admission-store/sql/store.js';
 import { agentRunSpec } from '../agents/activation.js';
 import type { Executor, Tx } from '../db/tx.js';
-import { ControlPlaneError } from '../errors.js';
+import { ADMISSION_RULES, ControlPlaneError } from '../errors.js';
 import { appendEvents } from '../ledger/events.js';
 import { recordIdentity } from '../ledger/records.js';
 import { findRun, type RunRow, runDocument, runToRow, withSlot } from '../ledger/runs.js';
@@ -40,8 +40,7 @@ export function refusalToError(
     kind,
     d.rule,
   );
-  const code = d.status === 402 ? 'envelope_exhausted' : d.status === 409 ? 'conflict' : 'capacity_exceeded';
-  return new ControlPlaneError(code, d.detail, { rule: d.rule, retry: d.retry });
+  return new ControlPlaneError(ADMISSION_RULES[d.rule].code, d.detail, { rule: d.rule, retry: d.retry });
 }
 
 /** Thrown by createRunTx in `ownTx` mode when the admission raced: roll the transaction back and call again. */
@@ -227,7 +226,7 @@ export async function createRunTx(
         slotOfDecision(decision),
       );
       await appendEvents(t, factsToEvents(facts), DISPATCH_CHANNEL);
-      const committed = await commitPlan(t, verdict.plan).catch((e: unknown) => {
+      const committed = await commitCaused(t, verdict.plan).catch((e: unknown) => {
         if (e instanceof StepAborted) return e.result as CommitResult;
         throw e;
       });

@@ -1,5 +1,6 @@
 // The in-memory store's commit: re-check every guard against the current state, then record the admission,
 // count it on its envelope path and the causer, and enqueue it (the role `commit.ts` has in every store's folder).
+import { cascadeOptOut, revokedBy } from '../cascade.js';
 import { admittedEnvelope } from '../envelope.js';
 import { adjust, sessionBlock } from '../session-pool.js';
 import type { AdmissionPlan, CommitResult } from '../store.js';
@@ -42,7 +43,10 @@ export function commitAdmission(m: MemoryState, plan: AdmissionPlan): CommitResu
         slot.member,
       ) !== null) ||
     (slot.causedByRunId !== null &&
-      (causer < 0 || (guards.maxChildren !== null && table.children[causer]! >= guards.maxChildren)));
+      (causer < 0 ||
+        (guards.maxChildren !== null && table.children[causer]! >= guards.maxChildren) ||
+        revokedBy(table.slot(causer), table.ancestors(causer), slot, cascadeOptOut(t.policy.cascade)) !==
+          null));
   if (raced) return RACED;
 
   for (const node of path) node.env = admittedEnvelope(node.env);

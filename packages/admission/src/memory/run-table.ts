@@ -6,6 +6,7 @@
 // ids, a hand-made plan's decision) sit in sparse side maps. Decisions are rebuilt from the row on
 // demand: a repeated request gets an equal decision, not the same object.
 import type { RunCause, RunClass, RunKind, RunLifetime, RunStatus } from '@everdict/run-model';
+import type { CausalNode } from '../cascade.js';
 import type { Admitted } from '../decision.js';
 import { LANE } from '../fair-queue.js';
 import type { AdmissionPlan, RunSlot } from '../store.js';
@@ -162,6 +163,22 @@ export class RunTable extends WfqNodes {
 
   envelopeId(r: number): string {
     return this.envIds.get(r) ?? this.envNode[r]!.env.id;
+  }
+
+  /** Row `r`'s causal ancestors, its causer first, up to its tree's root (as the cascade sees them). */
+  ancestors(r: number): CausalNode[] {
+    const out: CausalNode[] = [];
+    for (let a = this.causer[r]!; a >= 0; a = this.causer[a]!) {
+      const causer = this.causer[a]!;
+      out.push({
+        runId: this.runId[a]!,
+        causedByRunId: causer < 0 ? null : this.runId[causer]!,
+        status: this.statusOf(a),
+        cause: this.causes.values[this.cause[a]!]!,
+        kind: this.kinds.values[this.kind[a]!]!,
+      });
+    }
+    return out;
   }
 
   /** The row as the store interface returns it: a copy. */

@@ -64,6 +64,13 @@ export interface ClaimedRow {
   tenant: string;
   class: string;
   enqueued_at: string | number | bigint;
+  /**
+   * The claim dropped a candidate past its tenant's room (max_concurrent − running): such a tenant's entries
+   * can fill the window and the candidate pool, so a claim short of its capacity may have missed entries of
+   * other tenants the kernel would serve next. Those tenants are at their quota now; claiming again (the
+   * rest of the capacity, same clock) continues the kernel's order exactly — `claimUntilServed`.
+   */
+  crowded: boolean;
 }
 
 /**
@@ -164,17 +171,26 @@ export function claimStatement(
       ORDER BY t.tenant
       FOR UPDATE OF t
     ),
+    ranked AS MATERIALIZED (
+      SELECT c.*, row_number() OVER (PARTITION BY c.tenant ORDER BY c.arm, c.pos) AS k, ten.room FROM cand c
+      JOIN ten ON ten.tenant = c.tenant
+      WHERE c.run_tenant = c.tenant
+    ),
     pick AS MATERIALIZED (
       SELECT c.run_id, c.tenant, c.class, c.lane, c.finish, c.tag, c.enqueued_at, c.kind, c.lifetime, c.arm,
         c.pos
-      FROM (
-        SELECT c.*, row_number() OVER (PARTITION BY c.tenant ORDER BY c.arm, c.pos) AS k FROM cand c
-        WHERE c.run_tenant = c.tenant
-      ) c
-      JOIN ten ON ten.tenant = c.tenant
-      WHERE c.k <= ten.room
+      FROM ranked c
+      WHERE c.k <= c.room
       ORDER BY c.arm, c.pos
       LIMIT ${capacity}::int
+    ),
+    -- A candidate past its tenant's room, and more entries than the window or the pool saw: they may hold
+    -- other tenants' entries the kernel serves next (see ClaimedRow.crowded).
+    crowd AS MATERIALIZED (
+      SELECT EXISTS (SELECT 1 FROM ranked c WHERE c.k > c.room)
+        AND ((SELECT count(*) FROM cand) >= ${pool}::int
+          OR (SELECT count(*) FROM win WHERE arm = 0) >= ${window}::int
+          OR (SELECT count(*) FROM win WHERE arm = 1) >= ${window}::int) AS crowded
     ),
     dq AS (DELETE FROM adm_queue q USING pick p WHERE q.tenant = p.tenant AND q.run_id = p.run_id RETURNING 1),
     us AS (
@@ -226,7 +242,7 @@ export function claimStatement(
     ${
       ledger
         ? ledger.select
-        : sql`SELECT p.run_id, p.tenant, p.class, p.enqueued_at FROM pick p
+        : sql`SELECT p.run_id, p.tenant, p.class, p.enqueued_at, (SELECT crowded FROM crowd) AS crowded FROM pick p
     WHERE (SELECT n FROM done) >= 0 ORDER BY p.arm, p.pos`
     }`;
 }
@@ -262,9 +278,28 @@ export async function claimQueued(
   now: number,
   filter: ClaimFilter = {},
 ): Promise<Dispatch[]> {
-  if (capacity <= 0) return [];
-  const { rows } = await sql<ClaimedRow>`${claimStatement(capacity, now, filter)}`.execute(ex);
-  return rows.map((r) => dispatchOf(r, now));
+  return claimUntilServed(capacity, async (n) => {
+    const { rows } = await sql<ClaimedRow>`${claimStatement(n, now, filter)}`.execute(ex);
+    return { claimed: rows.map((r) => dispatchOf(r, now)), crowded: rows[0]?.crowded === true };
+  });
+}
+
+/**
+ * Claims until `capacity` is served, or a claim took nothing, or took all it could see (not crowded): one
+ * statement serves a prefix of the kernel's order (a crowded window can leave it short), so the statements
+ * together serve what `Wfq.next` would, `capacity` times (aged-order.test.ts).
+ */
+export async function claimUntilServed<T>(
+  capacity: number,
+  claim: (capacity: number) => Promise<{ claimed: T[]; crowded: boolean }>,
+): Promise<T[]> {
+  const served: T[] = [];
+  while (served.length < capacity) {
+    const { claimed, crowded } = await claim(capacity - served.length);
+    served.push(...claimed);
+    if (claimed.length === 0 || !crowded) break;
+  }
+  return served;
 }
 
 /** A claimed queue entry as admission's Dispatch (how long it waited, as of `now`). */

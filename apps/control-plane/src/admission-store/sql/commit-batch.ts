@@ -18,9 +18,10 @@ import { ASSERT_SQLSTATE } from '../../db/migrations/0005_assert.js';
 import { json } from '../../db/numeric.js';
 import { prepared } from '../../db/prepared.js';
 import { type Executor, isRetryable } from '../../db/tx.js';
+import { usdHeadroom } from './budget.js';
 import { envelopeReleases } from './released.js';
 import { isRecordedRequest, slotRow } from './rows.js';
-import { wfqTagUpsert } from './wfq-tags.js';
+import { laneQueued, wfqTagCtes } from './wfq-tags.js';
 
 /** A write carried by the admission statement: a data-modifying query that must touch exactly `rows` rows. */
 export interface Rider {
@@ -97,7 +98,7 @@ export async function commitBatch<R>(
       UPDATE adm_envelopes e SET in_flight = e.in_flight + d.k, spent_runs = e.spent_runs + d.k
       FROM d JOIN env_lock l ON l.tenant = d.tenant AND l.id = d.id JOIN rel r ON r.tenant = d.tenant AND r.id = d.id
       WHERE e.tenant = d.tenant AND e.id = d.id AND GREATEST(e.in_flight - r.n, 0) + d.k <= e.in_flight_cap
-        AND (e.cap_usd IS NULL OR (e.spent_usd + r.usd < e.cap_usd AND e.cap_usd - (e.spent_usd + r.usd) >= d.usd))
+        AND ${usdHeadroom(sql`e.cap_usd`, sql`e.spent_usd + r.usd`, sql`d.usd`)}
         AND (e.cap_tokens IS NULL OR (e.spent_tokens + r.tokens < e.cap_tokens
           AND e.cap_tokens - (e.spent_tokens + r.tokens) >= d.tokens))
         AND (e.cap_runs IS NULL OR e.spent_runs + d.k <= e.cap_runs)
@@ -114,11 +115,11 @@ export async function commitBatch<R>(
         queued_background = a.queued_background + t.qb, queued_batch = a.queued_batch + t.qh
       FROM t JOIN ten_lock l ON l.tenant = t.tenant JOIN env_ok o ON o.tenant = t.tenant
       WHERE a.tenant = t.tenant AND (t.max IS NULL OR a.queued + t.k <= t.max) AND o.n = t.npath
-      RETURNING a.tenant, a.weight
+      RETURNING a.tenant, a.weight, a.queued_interactive, a.queued_background, a.queued_batch
     ),
-    f AS (${wfqTagUpsert(sql`SELECT l.tenant, l.lane, l.k, ten.weight
+    ${wfqTagCtes(sql`SELECT l.tenant, l.lane, l.k, ten.weight, ${laneQueued('ten', sql`l.lane`)} = l.k AS fresh
       FROM jsonb_to_recordset(${json(hot.lanes)}::jsonb) AS l(tenant text, lane int, k int)
-      JOIN ten ON ten.tenant = l.tenant`)}),
+      JOIN ten ON ten.tenant = l.tenant`)},
     q AS (
       INSERT INTO adm_queue (run_id, tenant, class, lane, finish, enqueued_at, kind)
       SELECT e.run_id, e.tenant, e.class, e.lane, f.start_v + (f.n - e.back) / ten.weight, e.at, e.kind

@@ -6,10 +6,11 @@ import { type AdmissionPlan, type Admitted, type CommitResult, LANE } from '@eve
 import { sql } from 'kysely';
 import { json } from '../../db/numeric.js';
 import type { Tx } from '../../db/tx.js';
+import { usdHeadroom } from './budget.js';
 import { envelopeReleases } from './released.js';
 import { envelopeRow, isRecordedRequest, QUEUED_COLUMN, slotRow } from './rows.js';
 import { abort } from './scope.js';
-import { wfqTagUpsert } from './wfq-tags.js';
+import { wfqTagCtes } from './wfq-tags.js';
 
 const RACED: CommitResult = { status: 'raced' };
 
@@ -74,7 +75,7 @@ export async function commitPlan(tx: Tx, plan: AdmissionPlan): Promise<CommitRes
   const envelopeGuard = sql`UPDATE adm_envelopes e SET in_flight = e.in_flight + 1, spent_runs = e.spent_runs + 1
       FROM rel r
       WHERE e.tenant = ${tenant} AND r.tenant = e.tenant AND r.id = e.id AND GREATEST(e.in_flight - r.n, 0) < e.in_flight_cap
-        AND (e.cap_usd IS NULL OR (e.spent_usd + r.usd < e.cap_usd AND e.cap_usd - (e.spent_usd + r.usd) >= ${usd}::float8))
+        AND ${usdHeadroom(sql`e.cap_usd`, sql`e.spent_usd + r.usd`, sql`${usd}::float8`)}
         AND (e.cap_tokens IS NULL OR (e.spent_tokens + r.tokens < e.cap_tokens
           AND e.cap_tokens - (e.spent_tokens + r.tokens) >= ${tokens}::float8))
         AND (e.cap_runs IS NULL OR e.spent_runs + 1 <= e.cap_runs)
@@ -126,9 +127,9 @@ export async function commitPlan(tx: Tx, plan: AdmissionPlan): Promise<CommitRes
       UPDATE adm_tenants SET queued = queued + 1, ${col} = ${col} + 1
       WHERE tenant = ${tenant} AND (${max}::int IS NULL OR queued < ${max}::int)
         AND (SELECT count(*) FROM env) = ${envIds.length}
-      RETURNING weight
+      RETURNING weight, ${col} AS lane_queued
     ),
-    f AS (${wfqTagUpsert(sql`SELECT ${tenant}::text AS tenant, ${lane}::int AS lane, 1 AS k, ten.weight FROM ten`)}),
+    ${wfqTagCtes(sql`SELECT ${tenant}::text AS tenant, ${lane}::int AS lane, 1 AS k, ten.weight, ten.lane_queued = 1 AS fresh FROM ten`)},
     q AS (
       INSERT INTO adm_queue (run_id, tenant, class, lane, finish, enqueued_at, kind)
       SELECT ${slot.runId}, ${tenant}, ${slot.class}, ${lane}, f.start_v + f.n / ten.weight, ${slot.admittedAt}, ${slot.kind}

@@ -29,6 +29,7 @@ export interface SnapshotParts {
   tenant: Selectable<AdmTenantsTable> | undefined;
   global: Selectable<AdmGlobalTable> | undefined;
   causer: AdmissionSnapshot['causer'];
+  ancestors: AdmissionSnapshot['ancestors'];
   path: Envelope[];
   sliceTaken: boolean;
   agentDisabled: boolean;
@@ -76,6 +77,7 @@ export function snapshotOf(p: SnapshotParts): AdmissionSnapshot {
     policy: t ? memoParse(tenantPolicies, t.policy, tenantPolicy) : null,
     global: memoParse(globalPolicies, g?.policy, globalPolicy),
     causer: p.causer,
+    ancestors: p.ancestors,
     path: p.path,
     sliceTaken: p.sliceTaken,
     agentDisabled: p.agentDisabled,
@@ -144,6 +146,7 @@ export async function loadTaskSnapshots(
       tenant: t,
       global: r.global_row ?? undefined,
       causer: null,
+      ancestors: [],
       path: t ? (r.path ?? []).map(envelopeOf) : [],
       sliceTaken: false,
       agentDisabled: false,

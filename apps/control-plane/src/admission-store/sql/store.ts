@@ -22,8 +22,8 @@ import type { RunCause, RunStatus } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { json } from '../../db/numeric.js';
 import type { Executor } from '../../db/tx.js';
+import { causalAncestors, commitCaused } from './causal-tree.js';
 import { claimQueued } from './claim.js';
-import { commitPlan } from './commit.js';
 import { commitBatch, isBatchable } from './commit-batch.js';
 import { snapshotOf } from './load.js';
 import { runningOf } from './released.js';
@@ -172,11 +172,13 @@ export class PgAdmissionStore implements AdmissionStore {
     ]);
     const causer = causerRow ? slotOf(causerRow) : null;
     const path = t ? await envelopePath(ex, tenant, causer ? causer.envelopeId : rootEnvelopeId(tenant)) : [];
+    const ancestors = causer ? await causalAncestors(ex, tenant, causer.runId) : [];
     return snapshotOf({
       prior: prior ? (prior.decision as unknown as Admitted) : null,
       tenant: t,
       global: g,
       causer,
+      ancestors,
       path,
       sliceTaken: slice !== undefined,
       agentDisabled: agent !== undefined && !agent.enabled,
@@ -186,8 +188,8 @@ export class PgAdmissionStore implements AdmissionStore {
 
   /**
    * The create path's statement (commit-batch.ts) for what it carries — a task on its tenant's root path —
-   * else, or when it answers 'raced', the one-by-one commit (commit.ts), which tells duplicate / run_exists
-   * / raced apart: what the create combiner does.
+   * else, or when it answers 'raced', the one-by-one commit (commit.ts, behind the causal-tree re-check of
+   * causal-tree.ts), which tells duplicate / run_exists / raced apart: what the create combiner does.
    */
   async commitAdmission(plan: AdmissionPlan): Promise<CommitResult> {
     if (isBatchable(plan)) {
@@ -197,7 +199,7 @@ export class PgAdmissionStore implements AdmissionStore {
       });
       if (r === 'committed') return { status: 'committed', decision: plan.decision };
     }
-    return atomically(this.exec, (tx) => commitPlan(tx, plan));
+    return atomically(this.exec, (tx) => commitCaused(tx, plan));
   }
 
   async claim(capacity: number, now: number): Promise<Dispatch[]> {

@@ -1,0 +1,24 @@
+// The usd budget guard in SQL, generated from admission's one unit (envelope.ts `MICRO_USD_PER_USD`,
+// `toMicroUsd`): cap, spend and estimate are each rounded to whole micro-dollars — floor(x × 1e6 + 0.5), the
+// same IEEE double operations in float8 as the kernel's in JS — and compared as integers, so an exact decimal
+// fit (cap 0.3, spent 0.1, estimate 0.2) is admitted here exactly when the kernel admits it. Tokens and runs
+// are integers: compared as they are.
+import { MICRO_USD_PER_USD } from '@everdict/admission';
+import { sql } from 'kysely';
+
+type Fragment = ReturnType<typeof sql>;
+
+/** `toMicroUsd(x)` in SQL: `x` a float8 expression of US dollars. */
+export function microUsd(x: Fragment): Fragment {
+  return sql`floor((${x})::float8 * ${sql.lit(MICRO_USD_PER_USD)}::float8 + 0.5::float8)`;
+}
+
+/**
+ * The kernel's usd headroom (envelope.ts `exhaustedResource`): no cap, or balance left and at least
+ * `estimate`, in whole micro-dollars. Each argument a float8 expression (`cap` may be NULL).
+ */
+export function usdHeadroom(cap: Fragment, spent: Fragment, estimate: Fragment): Fragment {
+  const c = microUsd(cap);
+  const s = microUsd(spent);
+  return sql`(${cap} IS NULL OR (${s} < ${c} AND ${c} - ${s} >= ${microUsd(estimate)}))`;
+}
