@@ -90,6 +90,15 @@ export interface TurnReport {
   readonly attestation?: Record<string, unknown>;
 }
 
+/** Why a holder declines a parked turn's resume: what the record refused (the control plane's codes). */
+export type DeclineReason = 'manifest_mismatch' | 'snapshot_mismatch';
+
+/** What a decline did: the turn is ready again for the other holders, or none is left and it failed. */
+export interface TurnDeclined {
+  readonly outcome: 'requeued' | 'failed';
+  readonly declinedBy: readonly string[];
+}
+
 export interface CommandRunSpec {
   readonly command: readonly string[];
   readonly image?: string;
@@ -134,6 +143,13 @@ export interface ControlPlane {
    * after it (after `resumed`: the head the new interval starts at).
    */
   report(lease: LeaseRef, report: TurnReport): Promise<{ recordHead: string }>;
+  /**
+   * This holder cannot resume the parked turn it leased (the record refused its manifest, or the snapshot):
+   * the lease is released at once (no attempt counted) and the turn never offered to it again — or it fails
+   * `no_compatible_host` when no paired host is left to take it. A stale epoch is `stale_lease`; a retry of
+   * the same decline answers the same.
+   */
+  decline(lease: LeaseRef, why: { reason: DeclineReason; message?: string }): Promise<TurnDeclined>;
 
   /** A page of the turn's transcript (its trajectory). */
   readTranscript(runId: string, page: { offset: number; limit: number }): Promise<TranscriptPage>;

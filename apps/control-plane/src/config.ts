@@ -67,7 +67,7 @@ export interface Config {
   readonly shutdownGraceMs: number;
   /** A running execution's lease lasts this long without a heartbeat (EVERDICT_LEASE_MS). */
   readonly leaseMs: number;
-  /** Starts of a run before a lost execution fails it `executor_lost` (EVERDICT_MAX_ATTEMPTS). */
+  /** Lost executions of a run (not its starts: a resume is none) after which it fails `executor_lost` (EVERDICT_MAX_ATTEMPTS). */
   readonly maxAttempts: number;
   /** Inline executions at once in this process (EVERDICT_EXECUTIONS). */
   readonly executions: number;

@@ -9,11 +9,13 @@ import { z } from 'zod';
 import {
   type CommandRunSpec,
   type ControlPlane,
+  type DeclineReason,
   type ExperimentSpec,
   type LeaseRef,
   Resolution,
   type RunView,
   type TranscriptPage,
+  type TurnDeclined,
   TurnLease,
   type TurnReport,
 } from '../control-plane.js';
@@ -258,6 +260,23 @@ export class HttpControlPlane implements ControlPlane {
       ),
     );
     return { recordHead: run.record.head };
+  }
+
+  async decline(lease: LeaseRef, why: { reason: DeclineReason; message?: string }): Promise<TurnDeclined> {
+    const out = await call(async () =>
+      dataOf(
+        await this.client.POST('/internal/agent/v1/runs/{id}/decline', {
+          params: { path: { id: lease.runId } },
+          body: {
+            ...held(lease),
+            reason: why.reason,
+            ...(why.message ? { message: why.message.slice(0, 2000) } : {}),
+          },
+          ...this.#bounded(),
+        }),
+      ),
+    );
+    return { outcome: out.outcome, declinedBy: out.declinedBy };
   }
 
   async readTranscript(runId: string, page: { offset: number; limit: number }): Promise<TranscriptPage> {

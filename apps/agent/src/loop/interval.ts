@@ -10,7 +10,7 @@
 import { type TraceEvent, usageFromTrace } from '@everdict/run-model';
 import type { Outcome } from '@everdict/runrecord';
 import { type AgentSpec, priceCall } from '../agent-spec.js';
-import type { ControlPlane, LeaseRef, TurnLease, TurnReport } from '../control-plane.js';
+import type { ControlPlane, DeclineReason, LeaseRef, TurnLease, TurnReport } from '../control-plane.js';
 import { AgentError, isAgentError } from '../errors.js';
 import type { IntervalSigner } from '../host/host-key.js';
 import type { ModelProvider } from '../model/provider.js';
@@ -51,7 +51,29 @@ export type IntervalOutcome =
       readonly transcript: string;
     }
   | { readonly result: 'succeeded'; readonly runId: string; readonly summary: string }
-  | { readonly result: 'failed'; readonly runId: string; readonly error: { code: string; message: string } };
+  | { readonly result: 'failed'; readonly runId: string; readonly error: { code: string; message: string } }
+  | {
+      /** The park's resume was refused for this process (manifest/snapshot): declined, the lease released. */
+      readonly result: 'declined';
+      readonly runId: string;
+      readonly reason: DeclineReason;
+      /** `requeued`: left for other hosts; `failed`: none was left (`no_compatible_host`). */
+      readonly outcome: 'requeued' | 'failed';
+    };
+
+const DECLINED_RECORD_CODES: Record<string, DeclineReason> = {
+  ManifestMismatch: 'manifest_mismatch',
+  SnapshotMismatch: 'snapshot_mismatch',
+};
+
+/** The decline reason of a refused `resumed` report, if the refusal is one another process might not meet. */
+function declineReasonOf(e: unknown): DeclineReason | undefined {
+  if (!isAgentError(e) || e.code !== 'record_refused') return undefined;
+  const code = e.detail.recordCode;
+  return typeof code === 'string' && Object.hasOwn(DECLINED_RECORD_CODES, code)
+    ? DECLINED_RECORD_CODES[code]
+    : undefined;
+}
 
 function reportUsage(events: readonly TraceEvent[]): NonNullable<TurnReport['usage']> {
   const u = usageFromTrace(events);
@@ -80,9 +102,20 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
   // A disabled agent's turn (disabled since it was activated, e.g. while it was parked) is not run: it is
   // reported `failed` (`agent_disabled`) below, which releases the lease — not left to expire and be leased
   // again, for ever.
+  // A park this process cannot resume — the record refuses its manifest, or the stored transcript is not the
+  // parked snapshot — is declined with the reason: released at once and never offered to this holder again
+  // (or failed `no_compatible_host` when no paired host is left), not left to expire and be leased again.
   if (phase === 'parked' && agent.enabled) {
     const name = await transcript.name();
-    head = (await cp.report(ref, { event: 'resumed', transcript: name.address, manifest })).recordHead;
+    try {
+      head = (await cp.report(ref, { event: 'resumed', transcript: name.address, manifest })).recordHead;
+    } catch (e) {
+      const reason = declineReasonOf(e);
+      if (!reason) throw e;
+      const message = e instanceof Error ? e.message : String(e);
+      const { outcome } = await cp.decline(ref, { reason, message });
+      return { result: 'declined', runId: lease.runId, reason, outcome };
+    }
     await transcript.reload(); // the control plane's label of the park's idle energy
   }
   const startedMs = now();

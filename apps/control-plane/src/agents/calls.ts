@@ -25,7 +25,7 @@ import {
   TranscriptAppend,
   TranscriptQuery,
 } from './schemas.js';
-import { pendingOf, resolutionsOf } from './turns.js';
+import { declinesOf, pendingOf, resolutionsOf } from './turns.js';
 
 /** The agent run `runId`, whatever its tenant (the service token is the agent service's, not a tenant's). */
 export async function turnOf(ex: Tx | Deps['db'], runId: string): Promise<RunRow> {
@@ -245,7 +245,9 @@ export function turnCalls(deps: Deps, trajectories: RunTrajectories | null, hold
         .executeTakeFirst();
       if (row?.kind !== 'agent') throw notFound('run', runId);
       assertMayAnswer(p, row);
-      return { runId, status: row.status, pending: await pendingOf(deps.db, p.tenantId, runId) };
+      const pending = await pendingOf(deps.db, p.tenantId, runId);
+      const declined = await declinesOf(deps.db, runId);
+      return { runId, status: row.status, pending, ...(declined.length > 0 ? { declined } : {}) };
     },
 
     /** POST /runs/:id/input: a person answers a pending approval (the turn's creator, or an admin). */

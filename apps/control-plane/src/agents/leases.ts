@@ -4,7 +4,8 @@
 // result is READY and is leased where it lies (awaiting_input: attempt + 1 = the new epoch) — the holder's
 // `resumed` report un-parks it. Heartbeats extend; an expired lease on a running turn is requeued by the
 // sweep, on a parked one simply dropped (the turn stays ready for the next holder); every report and call
-// carries the epoch, and a stale one is 409 `stale_lease` that changes nothing.
+// carries the epoch, and a stale one is 409 `stale_lease` that changes nothing. A holder that cannot resume a
+// parked turn declines it (declines.ts): released at once, never offered to that holder again.
 import { sql } from 'kysely';
 import { numeric } from '../db/numeric.js';
 import { retryOnConflict, type Tx } from '../db/tx.js';
@@ -19,7 +20,10 @@ import { type AgentHost, admitHolder, type HolderPolicy } from './hosts.js';
 import type { TurnLeaseView } from './schemas.js';
 import { turnLeaseOf, WAITING_CALL } from './turns.js';
 
-/** Parked turns with nothing left to wait for and no live lease, locked, leased to `holder` (of `tenant` only, if named). */
+/**
+ * Parked turns with nothing left to wait for, no live lease and no decline by `holder` (agents/declines.ts: it
+ * said it cannot resume them), locked, leased to `holder` (of `tenant` only, if named).
+ */
 async function leaseReadyParks(
   tx: Tx,
   holder: string,
@@ -36,6 +40,7 @@ async function leaseReadyParks(
       WHERE r.kind = 'agent' AND r.status = 'awaiting_input' ${ofTenant}
         AND NOT EXISTS (SELECT 1 FROM run_leases l WHERE l.run_id = r.id AND l.expires_at_ms >= ${nowMs}::bigint)
         AND NOT ${WAITING_CALL}
+        AND NOT EXISTS (SELECT 1 FROM agent_turn_declines d WHERE d.run_id = r.id AND d.holder = ${holder})
       ORDER BY r.updated_at, r.id
       LIMIT ${n}::int
       FOR UPDATE OF r SKIP LOCKED

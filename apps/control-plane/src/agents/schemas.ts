@@ -112,6 +112,15 @@ export const HeartbeatRequest = z.strictObject({
   leases: z.array(z.strictObject({ runId: z.string().min(1).max(200), epoch: Epoch })).max(256),
 });
 export const HeldLease = z.strictObject({ holder: Holder, epoch: Epoch });
+/** Why a holder declines a parked turn's resume (agents/declines.ts): what the record refused. */
+export const DECLINE_REASONS = ['manifest_mismatch', 'snapshot_mismatch'] as const;
+export const DeclineInput = z.strictObject({
+  holder: Holder,
+  epoch: Epoch,
+  reason: z.enum(DECLINE_REASONS),
+  message: z.string().max(2000).optional(),
+});
+export type DeclineInput = z.infer<typeof DeclineInput>;
 export const TranscriptAppend = z.strictObject({
   holder: Holder,
   epoch: Epoch,

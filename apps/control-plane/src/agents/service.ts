@@ -11,6 +11,7 @@ import type { GroupView, Principal } from '../services/types.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { type Dispatched, turnCalls } from './calls.js';
 import { conversations } from './conversations.js';
+import { type TurnDeclined, turnDeclines } from './declines.js';
 import { storageWattsPerGb } from './energy.js';
 import {
   type AgentHostView,
@@ -31,6 +32,7 @@ import {
   type Resolution,
   type TurnLeaseView,
 } from './schemas.js';
+import type { TurnDecline } from './turns.js';
 
 export interface AgentService {
   create(p: Principal, input: unknown): Promise<AgentView>;
@@ -44,7 +46,11 @@ export interface AgentService {
     runId: string,
     input: unknown,
   ): Promise<{ run: RunView; callId: string; resolution: { approved: boolean; note?: string; by: string } }>;
-  pending(p: Principal, runId: string): Promise<{ runId: string; status: string; pending: PendingCall[] }>;
+  /** GET /runs/:id/input: what the turn waits on; `declined`: the holders that said they cannot resume it. */
+  pending(
+    p: Principal,
+    runId: string,
+  ): Promise<{ runId: string; status: string; pending: PendingCall[]; declined?: TurnDecline[] }>;
   lease(input: unknown, signal?: AbortSignal): Promise<{ leases: TurnLeaseView[] }>;
   heartbeat(input: unknown): Promise<{ lost: string[] }>;
   dispatch(runId: string, input: unknown): Promise<Dispatched>;
@@ -56,6 +62,11 @@ export interface AgentService {
     query: unknown,
   ): Promise<{ events: unknown[]; nextOffset: number; eventCount: number }>;
   report(p: Principal, input: unknown): Promise<RunView>;
+  /**
+   * POST /internal/agent/v1/runs/:id/decline: the holder of a parked turn's lease cannot resume it (its
+   * manifest, or the snapshot, is refused): released now, never offered to it again (agents/declines.ts).
+   */
+  decline(runId: string, input: unknown): Promise<TurnDeclined>;
   /** POST /agents/hosts/pair: a pairing token + the host's public key → its host id (agents/hosts.ts). */
   pairHost(input: unknown): Promise<{ hostId: string; publicKey: string }>;
   /** The paired agent hosts' public keys (GET /keys). */
@@ -129,6 +140,7 @@ export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
     append: calls.append,
     transcript: calls.transcript,
     report: reports.report,
+    decline: turnDeclines(deps, holders).decline,
     pairHost: (raw) => pairAgentHost(deps, raw),
     hostKeys: () => agentHostKeys(deps.db),
     listHosts: (p) => listAgentHosts(deps.db, p),

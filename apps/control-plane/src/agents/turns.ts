@@ -1,7 +1,7 @@
 // What the control plane knows of a turn beyond its run row: its opening message, its park, the calls it
 // dispatched and the results that arrived for them. A run call is resolved when its caused run is terminal
 // (derived from the ledger, never a second copy), an experiment call when every run of its group is; an
-// approval when a person answered (POST /runs/:id/input).
+// approval when a person answered (POST /runs/:id/input). And the holders that declined to resume it.
 import { RunStatus, rollupStatus } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { numeric } from '../db/numeric.js';
@@ -151,6 +151,25 @@ export async function pendingOf(ex: Executor, tenant: string, turnId: string): P
     }
   }
   return out;
+}
+
+/** A holder's decline of the turn's resume (agents/declines.ts): who, why, when. */
+export interface TurnDecline {
+  holder: string;
+  reason: 'manifest_mismatch' | 'snapshot_mismatch';
+  at: string;
+}
+
+/** The holders that declined to resume the turn, oldest first: it is offered to none of them again. */
+export async function declinesOf(ex: Executor, turnId: string): Promise<TurnDecline[]> {
+  const rows = await ex
+    .selectFrom('agent_turn_declines')
+    .select(['holder', 'reason', 'declined_at'])
+    .where('run_id', '=', turnId)
+    .orderBy('declined_at')
+    .orderBy('holder')
+    .execute();
+  return rows.map((r) => ({ holder: r.holder, reason: r.reason, at: new Date(r.declined_at).toISOString() }));
 }
 
 /** The lease a holder gets on `row` at `epoch`: the agent version it runs, its record, its inputs. */

@@ -57,3 +57,16 @@ export interface AgentHostsTable {
   created_at: Ts;
   revoked_at: Ts | null;
 }
+
+/** Migration 0029: a holder's decline of a parked turn it cannot resume (agents/declines.ts). */
+export interface AgentTurnDeclinesTable {
+  run_id: string;
+  holder: string;
+  tenant_id: string;
+  epoch: Int8;
+  reason: 'manifest_mismatch' | 'snapshot_mismatch';
+  message: string | null;
+  /** What the decline did: the turn stayed ready for other holders, or none was left and it failed. */
+  outcome: 'requeued' | 'failed';
+  declined_at: Ts;
+}

@@ -6,6 +6,7 @@ import type {
   AgentCallsTable,
   AgentHostsTable,
   AgentsTable,
+  AgentTurnDeclinesTable,
   AgentTurnsTable,
   AgentVersionsTable,
 } from './schema-agents.js';
@@ -76,6 +77,8 @@ export interface RunsTable {
   interval_head: string | null;
   /** Starts of this run (0007): the epoch of its current lease. */
   attempt: ColumnType<number, number | undefined, number>;
+  /** Executions of this run the lease sweep found lost and requeued (0030): the attempts rule counts these. */
+  lost_attempts: ColumnType<number, number | undefined, number>;
   /** The run recorded a trajectory event (0013): its terminal transition queues the seal. */
   trajectory_open: ColumnType<boolean, boolean | undefined, boolean>;
   /** The sealed trajectory's ref (run-model TrajectoryRef); null until sealed (migration 0009). */
@@ -344,6 +347,7 @@ export interface Database {
   agent_versions: AgentVersionsTable;
   agent_turns: AgentTurnsTable;
   agent_hosts: AgentHostsTable;
+  agent_turn_declines: AgentTurnDeclinesTable;
   agent_calls: AgentCallsTable;
   run_leases: RunLeasesTable;
   cascade_jobs: CascadeJobsTable;

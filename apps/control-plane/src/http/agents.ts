@@ -1,13 +1,15 @@
 // Agents (issue 16): the registry (versioned), conversations and their turns, approvals (GET /runs/:id/input
 // lists what a turn waits on, POST answers an approval) — behind an API key;
 // and the agent service's side behind the service token (/internal/agent/v1/*): turn leases (long-poll),
-// heartbeats, tool calls, transcript reads/writes. Leased transition reports go to
-// /internal/agent-run-events with `epoch` + `holder` (internal.ts hands them to the agent service).
+// heartbeats, tool calls, transcript reads/writes, a parked turn's decline by a holder that cannot resume it
+// (agents/declines.ts). Leased transition reports go to /internal/agent-run-events with `epoch` + `holder`
+// (internal.ts hands them to the agent service).
 import { createRoute, z } from '@hono/zod-openapi';
 import {
   CallInput,
   CreateAgentInput,
   CreateConversationInput,
+  DeclineInput,
   HeartbeatRequest,
   HeldLease,
   InputAnswer,
@@ -20,92 +22,19 @@ import {
 } from '../agents/schemas.js';
 import type { AgentService } from '../agents/service.js';
 import { ControlPlaneError } from '../errors.js';
+import {
+  AgentSchema,
+  PendingCallSchema,
+  ResolutionSchema,
+  TurnDeclinedSchema,
+  TurnLeaseSchema,
+} from './agent-schemas.js';
 import type { RouteDeps } from './deps.js';
 import { API_KEY_SECURITY, createRouter, INTERNAL_SECURITY, json, jsonBody } from './openapi.js';
 import { problemResponses } from './problem.js';
 import { GroupSchema, IdParam, RunSchema } from './schemas.js';
 
-const Envelope = z
-  .object({
-    usd: z.number().optional(),
-    tokens: z.number().int().optional(),
-    runs: z.number().int().optional(),
-    inFlight: z.number().int().optional(),
-  })
-  .openapi('AgentEnvelope');
-const Pricing = z
-  .object({
-    inputUsdPerMTok: z.number(),
-    outputUsdPerMTok: z.number(),
-    cacheReadUsdPerMTok: z.number().optional(),
-  })
-  .openapi('AgentPricing');
-export const AgentSchema = z
-  .object({
-    id: z.string(),
-    tenantId: z.string(),
-    name: z.string(),
-    version: z.number().int(),
-    enabled: z.boolean(),
-    model: z.string(),
-    systemPrompt: z.string(),
-    tools: z.array(z.string()),
-    envelope: Envelope,
-    pricing: Pricing.optional(),
-    maxStepsPerInterval: z.number().int(),
-    createdBy: z.string(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
-  })
-  .openapi('Agent');
-const ResolutionSchema = z
-  .object({
-    kind: z.enum(['approval', 'run', 'experiment']),
-    callId: z.string(),
-    approved: z.boolean().optional(),
-    note: z.string().optional(),
-    by: z.string().optional(),
-    runId: z.string().optional(),
-    status: z.enum(['succeeded', 'partial', 'failed', 'cancelled']).optional(),
-    outputs: z.unknown().optional(),
-    groupId: z.string().optional(),
-    runs: z
-      .array(z.object({ runId: z.string(), status: z.enum(['succeeded', 'failed', 'cancelled']) }))
-      .optional(),
-  })
-  .openapi('CallResolution');
-const PendingCallSchema = z
-  .object({
-    callId: z.string(),
-    kind: z.enum(['approval', 'run', 'experiment']),
-    tool: z.string(),
-    prompt: z.string().optional().openapi({ description: 'An approval’s question.' }),
-    runId: z.string().optional().openapi({ description: 'The caused run a `run` call waits on.' }),
-    groupId: z
-      .string()
-      .optional()
-      .openapi({ description: 'The experiment group an `experiment` call waits on.' }),
-    waitingOn: z.array(z.string()).optional().openapi({ description: 'Its runs not settled yet.' }),
-    since: z.string(),
-  })
-  .openapi('PendingCall');
-const TurnLeaseSchema = z
-  .object({
-    runId: z.string(),
-    tenant: z.string(),
-    epoch: z.number().int(),
-    leaseMs: z.number().int(),
-    heartbeatMs: z.number().int(),
-    unitId: z.string(),
-    grantsId: z.string(),
-    agent: z.record(z.string(), z.unknown()),
-    record: z.unknown(),
-    recordHead: z.string(),
-    parkedAtMs: z.number().int().optional(),
-    input: z.object({ text: z.string() }).optional(),
-    resolutions: z.array(ResolutionSchema),
-  })
-  .openapi('TurnLease');
+export { AgentSchema };
 
 const RunIdParam = IdParam;
 
@@ -184,7 +113,24 @@ const routes = {
     responses: {
       200: json(
         z
-          .object({ runId: z.string(), status: z.string(), pending: z.array(PendingCallSchema) })
+          .object({
+            runId: z.string(),
+            status: z.string(),
+            pending: z.array(PendingCallSchema),
+            declined: z
+              .array(
+                z.object({
+                  holder: z.string(),
+                  reason: z.enum(['manifest_mismatch', 'snapshot_mismatch']),
+                  at: z.string(),
+                }),
+              )
+              .optional()
+              .openapi({
+                description:
+                  'The agent hosts that declined to resume the turn (it is offered to none of them again); absent when none did.',
+              }),
+          })
           .openapi('PendingInput'),
         'The calls still waiting, in dispatch order.',
       ),
@@ -255,6 +201,19 @@ const routes = {
         'Dispatched.',
       ),
       ...problemResponses(400, 401, 402, 404, 409, 415, 422, 429),
+    },
+  }),
+  decline: createRoute({
+    method: 'post',
+    path: '/internal/agent/v1/runs/{id}/decline',
+    tags: ['internal'],
+    summary:
+      'The holder of a parked turn’s lease cannot resume it (the record refuses its manifest, or the stored transcript is not the parked snapshot): the lease is released with no attempt counted, and the turn is never offered to this holder again — or fails `no_compatible_host` when no paired host is left to take it. Idempotent per lease; a stale epoch is 409 `stale_lease`.',
+    security: INTERNAL_SECURITY,
+    request: { params: RunIdParam, body: jsonBody(DeclineInput) },
+    responses: {
+      200: json(TurnDeclinedSchema, 'What the decline did.'),
+      ...problemResponses(400, 401, 404, 409, 415),
     },
   }),
   resolutions: createRoute({
@@ -359,6 +318,9 @@ export function agentRoutes({ services, lifecycle }: RouteDeps) {
   app.openapi(routes.heartbeat, async (c) => c.json(await svc().heartbeat(c.req.valid('json')), 200));
   app.openapi(routes.call, async (c) =>
     c.json(await svc().dispatch(c.req.valid('param').id, c.req.valid('json')), 201),
+  );
+  app.openapi(routes.decline, async (c) =>
+    c.json(await svc().decline(c.req.valid('param').id, c.req.valid('json')), 200),
   );
   app.openapi(routes.resolutions, async (c) =>
     c.json(await svc().resolutions(c.req.valid('param').id, c.req.valid('json')), 200),

@@ -270,6 +270,7 @@ describe('system routes', () => {
         '/internal/agent/v1/heartbeat',
         '/internal/agent/v1/leases',
         '/internal/agent/v1/runs/{id}/calls',
+        '/internal/agent/v1/runs/{id}/decline',
         '/internal/agent/v1/runs/{id}/read',
         '/internal/agent/v1/runs/{id}/resolutions',
         '/internal/agent/v1/runs/{id}/transcript',

@@ -1,7 +1,8 @@
 // The lease rule on a real (PGlite) core: a start grants a lease at the run's next attempt; an expired one
-// is requeued (running → queued, no record segment) until maxAttempts, then failed executor_lost; a
-// superseded attempt's result is refused and changes nothing; a heartbeat reports leases lost; a heartbeat
-// that lands between the sweep's scan and its lock wins (the run is neither requeued nor failed).
+// is requeued (running → queued, no record segment) until its maxAttempts-th loss, then failed executor_lost
+// (starts and re-grants do not count: only lost executions do); a superseded attempt's result is refused and
+// changes nothing; a heartbeat reports leases lost; a heartbeat that lands between the sweep's scan and its
+// lock wins (the run is neither requeued nor failed).
 import { transition } from '@everdict/run-model';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestCore, testCore } from '../../test/core.js';
@@ -193,6 +194,35 @@ describe('leases', { timeout: 120_000 }, () => {
       .where('tenant', '=', t.admin.tenantId)
       .executeTakeFirstOrThrow();
     expect({ running: ten.running, queued: ten.queued }).toEqual({ running: 0, queued: 0 });
+  });
+
+  it('counts lost executions, not starts: re-granted past maxAttempts, a run is still requeued when lost', async () => {
+    const { deps, id } = await setup();
+    const tenant = t.admin.tenantId;
+    const policy = leasePolicy({ maxAttempts: 2 });
+    let now = clockMs + 5;
+    await claimAndStart(deps.db, 1, at(now), INLINE_KINDS, LEASE);
+    // Four more grants of the running run (as a resume is leased): epochs 2..5, none lost.
+    for (const epoch of [2, 3, 4, 5]) {
+      const [l] = await grant(deps.db, [{ runId: id, tenant }], 'runner-1', now, 10_000);
+      expect(l).toMatchObject({ runId: id, epoch });
+    }
+    for (const [expected, epoch] of [
+      [{ requeued: [id], failed: [] }, 5],
+      [{ requeued: [], failed: [id] }, 6],
+    ] as const) {
+      now += 10_001;
+      expect(await sweepExpiredLeases(deps, policy, at(now).getTime())).toEqual({ ...expected, dropped: 0 });
+      expect(await t.core.services.runs.get(t.admin, id)).toMatchObject({ attempt: epoch });
+      now += 1;
+      if (expected.failed.length === 0) {
+        const [next] = await claimAndStart(deps.db, 1, at(now), INLINE_KINDS, LEASE);
+        expect(next).toMatchObject({ runId: id, epoch: epoch + 1 });
+      }
+    }
+    const run = await t.core.services.runs.get(t.admin, id);
+    expect(run).toMatchObject({ status: 'failed', error: { code: 'executor_lost' } });
+    expect((await t.core.services.runs.record(t.admin, id)).verify.ok).toBe(true);
   });
 
   it.each([

@@ -1,5 +1,5 @@
 // The lease rule's numbers: how long a lease lasts without a heartbeat, how often holders renew, how
-// many starts a run gets before a lost execution fails it. One policy for every executor.
+// many lost executions fail a run. One policy for every executor.
 import { z } from 'zod';
 
 export interface LeasePolicy {
@@ -7,7 +7,10 @@ export interface LeasePolicy {
   readonly leaseMs: number;
   /** Holders renew this often (default 2 s; at most a fifth of leaseMs). */
   readonly heartbeatMs: number;
-  /** Starts of a run before a lost execution fails it `executor_lost` (EVERDICT_MAX_ATTEMPTS, default 3). */
+  /**
+   * Lost executions (expired leases of a running run) that fail it `executor_lost`: the ones before are
+   * requeued (EVERDICT_MAX_ATTEMPTS, default 3). Starts and resumes after a clean park do not count (sweep.ts).
+   */
   readonly maxAttempts: number;
   /** How often the expiry sweep runs (default heartbeatMs): lost leases are found within leaseMs + this. */
   readonly sweepMs: number;

@@ -1,6 +1,8 @@
 // The lease table (run_leases, migration 0007): one row per run an executor holds. The epoch is the run's
-// `attempt` (incremented by every start): a holder proves it is the current attempt by its epoch, and a
-// result or heartbeat carrying an older one is refused (`stale_lease`, 409) and changes nothing.
+// `attempt` (incremented by every start, every lease of a parked turn's resume included: strictly monotonic
+// per run): a holder proves it is the current attempt by its epoch, and a result or heartbeat carrying an
+// older one is refused (`stale_lease`, 409) and changes nothing. The attempts rule does not read it: it
+// counts lost executions (`runs.lost_attempts`, sweep.ts).
 //
 // Lock order: runs (by id) → run_leases (by run_id) → the admission rows (admission-store/sql/settle.ts). grant locks the
 // run first; renew touches leases only; the sweep (sweep.ts) locks runs, then leases.
@@ -48,7 +50,10 @@ export function leaseUpsert(source: Fragment, holder: string, nowMs: number, exp
     RETURNING run_id, tenant, epoch`;
 }
 
-/** The next attempt of a run row aliased `r`: every start counts one (the new lease's epoch). */
+/**
+ * The next attempt of a run row aliased `r`: every start counts one (the new lease's epoch). Not the
+ * attempts rule's count: that is `lost_attempts` (sweep.ts).
+ */
 export const NEXT_ATTEMPT = sql`r.attempt + 1`;
 
 /**

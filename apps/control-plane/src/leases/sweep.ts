@@ -1,8 +1,12 @@
 // The expiry sweep: leases not renewed for leaseMs are lost. Each lost run still running at the lost
 // epoch is requeued (run-model's `requeue`, cause executor_lost: running → queued, no record segment —
 // nothing attested ran) while it has attempts left, else failed `executor_lost` through the ordinary
-// settle path. Leftover leases (the run settled or cancelled meanwhile) are dropped. Replicas may sweep at
-// once: every write is conditional on the run row locked at the lost epoch, so each run moves once.
+// settle path. The attempts rule counts LOST executions (`runs.lost_attempts`, migration 0030, which the
+// requeue increments), never starts: `runs.attempt` — the lease epoch — is bumped by every start, every
+// resume of a parked turn included, so a run that parked and resumed any number of times still gets
+// maxAttempts lost executions, the last of which fails it. Leftover leases (the run settled or cancelled
+// meanwhile) are dropped. Replicas may sweep at once: every write is conditional on the run row locked at
+// the lost epoch, so each run moves once.
 // The scan reads without locks, so its answer is stale by the time a run is acted on: both the requeue and
 // the fail re-check, under the run's row lock and then the lease's, that the lease is still expired at that
 // epoch. A heartbeat that extended it between the scan and the lock wins: that run is left alone.
@@ -31,8 +35,16 @@ export interface Expired {
   tenant: string;
   epoch: string | number;
   status: string;
+  /** The run's attempt: the epoch of its current lease (every start counts one). */
   attempt: number;
+  /** Executions of the run lost before this one (each requeued by the sweep). */
+  lost_attempts: number;
   lifetime: string;
+}
+
+/** This lost execution is the run's last allowed one: `lost_attempts` before it + 1 reaches maxAttempts. */
+function isLastAttempt(r: Pick<Expired, 'lost_attempts'>, policy: Pick<LeasePolicy, 'maxAttempts'>): boolean {
+  return r.lost_attempts + 1 >= policy.maxAttempts;
 }
 
 /** Requeue or fail up to `limit` runs whose lease expired before `nowMs`. */
@@ -48,7 +60,7 @@ export async function sweepExpiredLeases(
 /** Up to `limit` leases expired before `nowMs`, oldest first, read without locks. */
 export async function scanExpiredLeases(deps: Deps, nowMs: number, limit = 200): Promise<Expired[]> {
   const { rows } = await sql<Expired>`
-    SELECT l.run_id, l.tenant, l.epoch, r.status, r.attempt, r.lifetime FROM run_leases l
+    SELECT l.run_id, l.tenant, l.epoch, r.status, r.attempt, r.lost_attempts, r.lifetime FROM run_leases l
     JOIN runs r ON r.id = l.run_id
     WHERE l.expires_at_ms < ${nowMs}::bigint
     ORDER BY l.expires_at_ms
@@ -59,6 +71,9 @@ export async function scanExpiredLeases(deps: Deps, nowMs: number, limit = 200):
 /**
  * Acts on a scan's answer (`rows`, possibly stale): drops leftover leases, requeues runs with attempts left,
  * fails the others — each write re-checked under the run's lock, so a run renewed or moved since is left alone.
+ * This loss is the run's `lost_attempts + 1`-th: the maxAttempts-th fails it (a session run: the first).
+ * `lost_attempts` read by the scan is current when the run is still running at the scanned epoch: only a
+ * requeue (which leaves that epoch behind) changes it.
  */
 export async function settleExpired(
   deps: Deps,
@@ -70,7 +85,7 @@ export async function settleExpired(
   if (rows.length === 0) return out;
   const live = rows.filter((r) => r.status === 'running' && r.attempt === numeric(r.epoch));
   const stale = rows.filter((r) => !live.includes(r));
-  const exhausted = live.filter((r) => r.attempt >= policy.maxAttempts || r.lifetime === 'session');
+  const exhausted = live.filter((r) => isLastAttempt(r, policy) || r.lifetime === 'session');
   const again = live.filter((r) => !exhausted.includes(r));
 
   if (stale.length > 0) {
@@ -127,7 +142,7 @@ async function failLost(
     const items: Finished[] = exhausted
       .filter((r) => still.has(r.run_id))
       .map((r) => {
-        const message = `its executor was lost (lease expired) on attempt ${r.attempt} of ${policy.maxAttempts}`;
+        const message = `its executor was lost (lease expired): lost attempt ${r.lost_attempts + 1} of ${policy.maxAttempts}`;
         return {
           tenant: r.tenant,
           runId: r.run_id,
@@ -213,7 +228,7 @@ async function requeueLost(deps: Deps, lost: readonly Expired[], nowMs: number):
     ),
     ur AS (
       UPDATE runs r SET status = 'queued', updated_at = ${nowMs}::bigint,
-        interval_started_at = NULL, interval_head = NULL
+        interval_started_at = NULL, interval_head = NULL, lost_attempts = r.lost_attempts + 1
       FROM ls WHERE r.id = ls.run_id
       RETURNING r.id, r.tenant_id, r.kind, r.attempt
     ),

@@ -27,6 +27,8 @@ import * as m0025 from './0025_lean_run_writes.js';
 import * as m0026 from './0026_session_execs.js';
 import * as m0027 from './0027_runner_sandbox_kind.js';
 import * as m0028 from './0028_subscription_enabled_at.js';
+import * as m0029 from './0029_agent_turn_declines.js';
+import * as m0030 from './0030_lost_attempts.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -56,6 +58,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '0026_session_execs': m0026,
   '0027_runner_sandbox_kind': m0027,
   '0028_subscription_enabled_at': m0028,
+  '0029_agent_turn_declines': m0029,
+  '0030_lost_attempts': m0030,
 };
 
 export const migrationProvider: MigrationProvider = {

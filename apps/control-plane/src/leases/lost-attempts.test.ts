@@ -1,0 +1,131 @@
+// The attempts rule counts LOST executions, never starts, on the real core (a migrated PGlite) through the real
+// app, with the core's clock moved by the test (a lease expires in clock time): an agent turn that parks and
+// resumes more times than maxAttempts (every resume is a new lease: a new epoch) is requeued on its first lost
+// lease, not failed; it fails `executor_lost` on its maxAttempts-th lost lease. Epochs stay strictly
+// monotonic throughout and a superseded one is 409 `stale_lease`.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, INTERNAL_TOKEN, type TestApp, testApp } from '../http/testing/harness.js';
+import { leasePolicy, sweepExpiredLeases } from './index.js';
+
+let t: TestApp;
+let clockMs = Date.now();
+beforeAll(async () => {
+  t = await testApp({ clock: () => new Date(clockMs) });
+}, 300_000);
+afterAll(async () => {
+  await t?.close();
+});
+
+const MAX_ATTEMPTS = 3;
+const policy = leasePolicy({ maxAttempts: MAX_ATTEMPTS });
+const svc = { authorization: `Bearer ${INTERNAL_TOKEN}` };
+const internal = (method: string, path: string, body?: unknown) =>
+  call(t.app, method, path, { key: null, body, headers: { ...svc, 'x-everdict-tenant': 'default' } });
+const MANIFEST = 'c'.repeat(64);
+const transcript = (n: number) => n.toString(16).padStart(64, '0');
+
+async function leaseOne(holder: string): Promise<{ runId: string; epoch: number }> {
+  const r = await internal('POST', '/internal/agent/v1/leases', { holder, free: 1 });
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  const [lease] = r.body.leases as { runId: string; epoch: number }[];
+  if (!lease) throw new Error('no lease offered');
+  return lease;
+}
+
+const runOf = async (id: string) => (await call(t.app, 'GET', `/runs/${id}`)).body;
+
+/** Move the clock past every lease granted so far, then sweep (any background sweep may act first: read the run). */
+async function loseLease(runId: string) {
+  clockMs += policy.leaseMs + 1_000;
+  await sweepExpiredLeases(t.core.internals.deps, policy, clockMs);
+  return runOf(runId);
+}
+
+describe('the attempts rule counts lost executions, not starts', { timeout: 180_000 }, () => {
+  it('a turn parked and resumed more than maxAttempts times is requeued on a lost lease; maxAttempts losses fail it', async () => {
+    const a = await call(t.app, 'POST', '/agents', {
+      body: { name: 'parker', model: 'scripted', tools: ['ask_approval'] },
+    });
+    expect(a.status, JSON.stringify(a.body)).toBe(201);
+    const agentId = (a.body.agent as { id: string }).id;
+    const conv = await call(t.app, 'POST', '/conversations', { body: { agentId } });
+    const convId = (conv.body.group as { id: string }).id;
+    const msg = await call(t.app, 'POST', `/conversations/${convId}/messages`, { body: { text: 'go' } });
+    expect(msg.status).toBe(202);
+    const runId = (msg.body.run as { id: string }).id;
+
+    // Park and resume PARKS (> maxAttempts) times: every resume is leased anew (epoch + 1).
+    const PARKS = MAX_ATTEMPTS + 2;
+    const epochs: number[] = [];
+    let held = { holder: 'host-a', epoch: 0 };
+    for (let i = 1; i <= PARKS + 1; i++) {
+      const lease = await leaseOne('host-a');
+      expect(lease.runId).toBe(runId);
+      epochs.push(lease.epoch);
+      held = { holder: 'host-a', epoch: lease.epoch };
+      if (i > 1) {
+        const resumed = await internal('POST', '/internal/agent-run-events', {
+          runId,
+          event: 'resumed',
+          ...held,
+          transcript: transcript(i - 1),
+          manifest: MANIFEST,
+        });
+        expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+        expect(resumed.body.status).toBe('running');
+      }
+      if (i > PARKS) break;
+      const asked = await internal('POST', `/internal/agent/v1/runs/${runId}/calls`, {
+        ...held,
+        callId: `call_${i}`,
+        tool: 'ask_approval',
+        input: { question: `step ${i}?` },
+      });
+      expect(asked.status, JSON.stringify(asked.body)).toBe(201);
+      const parked = await internal('POST', '/internal/agent-run-events', {
+        runId,
+        event: 'awaiting_input',
+        ...held,
+        transcript: transcript(i),
+        transcriptBytes: 100,
+        manifest: MANIFEST,
+        account: { dispatched: [`call_${i}`], resolved: i > 1 ? [`call_${i - 1}`] : [] },
+      });
+      expect(parked.status, JSON.stringify(parked.body)).toBe(200);
+      const answered = await call(t.app, 'POST', `/runs/${runId}/input`, {
+        body: { callId: `call_${i}`, approved: true },
+      });
+      expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+    }
+    expect(epochs).toEqual(Array.from({ length: PARKS + 1 }, (_, k) => k + 1));
+    expect(await runOf(runId)).toMatchObject({ status: 'running', attempt: PARKS + 1 });
+
+    // Its first lost lease (the run's attempt is far past maxAttempts): requeued, not failed.
+    expect(await loseLease(runId)).toMatchObject({ status: 'queued', attempt: PARKS + 1 });
+    const stale = await internal('POST', `/internal/agent/v1/runs/${runId}/transcript`, {
+      ...held,
+      events: [],
+    });
+    expect(stale.status).toBe(409);
+    expect(stale.body.code).toBe('stale_lease');
+
+    // Lost again (2 of 3): requeued; each new start is a higher epoch.
+    const second = await leaseOne('host-b');
+    expect(second).toMatchObject({ runId, epoch: PARKS + 2 });
+    expect(await loseLease(runId)).toMatchObject({ status: 'queued', attempt: PARKS + 2 });
+
+    // The maxAttempts-th lost lease fails it executor_lost.
+    const third = await leaseOne('host-c');
+    expect(third).toMatchObject({ runId, epoch: PARKS + 3 });
+    const failed = await loseLease(runId);
+    expect(failed).toMatchObject({ status: 'failed', attempt: PARKS + 3, error: { code: 'executor_lost' } });
+    expect((failed.error as { message: string }).message).toContain(`lost attempt 3 of ${MAX_ATTEMPTS}`);
+    const requeued = await t.core.internals.deps.db
+      .selectFrom('events')
+      .select('kind')
+      .where('run_id', '=', runId)
+      .where('kind', '=', 'run.requeued')
+      .execute();
+    expect(requeued).toHaveLength(MAX_ATTEMPTS - 1);
+  });
+});
