@@ -119,6 +119,8 @@ export async function sessionTestApp(
     close: async () => {
       await core.close();
       if (own) await (database as { dispose?: () => Promise<void> }).dispose?.().catch(() => undefined);
+      // the scaffolds made ahead (directories, cgroups): not left for another driver's sweep
+      driver.drainReadyPool();
       rmSync(root, { recursive: true, force: true });
     },
   };

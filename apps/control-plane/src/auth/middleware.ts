@@ -1,11 +1,14 @@
 // Authentication at the HTTP edge. Public routes take an API key (`Authorization: Bearer <key>`),
 // resolved by the key repository (hash at rest) to a tenant + role; internal routes take the service
 // token, compared in constant time. Refusals are problem+json: 401 for missing or unknown credentials,
-// 403 for a member on an admin route. Tenant scoping happens in every query, never here by filtering.
+// 403 for a member on an admin route (or another tenant's admin on an operator route) — decided by the
+// route's middleware, before its body or parameters are validated: a caller without the right learns
+// nothing about the input's schema. Tenant scoping happens in every query, never here by filtering.
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv, Role } from '../http/env.js';
 import { problem, sendProblem } from '../http/problem.js';
 import type { AuthService } from '../services/api.js';
+import { OPERATOR_TENANT } from '../services/auth.js';
 import { bearerSecret, constantTimeEqual } from './secrets.js';
 
 export const CHALLENGE = { 'www-authenticate': 'Bearer realm="everdict"' };
@@ -37,6 +40,20 @@ export function requireRole(role: Role): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (role === 'admin' && c.get('principal').role !== 'admin') {
       return sendProblem(c, problem('forbidden', 'this operation needs an admin key'));
+    }
+    await next();
+  };
+}
+
+/** Operator routes (`POST /tenants`): an admin key of the operator tenant only. */
+export function requireOperator(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const p = c.get('principal');
+    if (p.role !== 'admin' || p.tenantId !== OPERATOR_TENANT) {
+      return sendProblem(
+        c,
+        problem('forbidden', `only an admin of tenant ${OPERATOR_TENANT} may do this (the operator)`),
+      );
     }
     await next();
   };

@@ -44,6 +44,7 @@ function table(): Record<string, string> {
     'terminal.js': path.join(dir, 'terminal.js'),
     'detail.js': path.join(dir, 'detail.js'),
     'new-run.js': path.join(dir, 'new-run.js'),
+    'rows.js': path.join(dir, 'rows.js'),
     'xterm.mjs': vendorFile('@xterm/xterm', 'lib/xterm.mjs'),
     'xterm.css': vendorFile('@xterm/xterm', 'css/xterm.css'),
     'addon-fit.mjs': vendorFile('@xterm/addon-fit', 'lib/addon-fit.mjs'),

@@ -4,14 +4,17 @@
 // its burn (money and energy so far, estimated); its detail has the same; its terminal (xterm.js over the
 // ticket flow) runs what is typed into it and shows the output in the xterm DOM, and the remote `exit 3`
 // shows as `exited 3`; a character split across two output chunks shows whole in the trajectory pane.
-// Screenshots (1280×800 and 390×844) go to .test-results/screenshots/.
+// Screenshots (1280×800 and 390×844) go to .test-results/screenshots/. The page is guarded (`guardPage`): a
+// file that does not load (xterm's modules included) fails at once, naming it.
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   DESKTOP,
+  guardPage,
   launchChromium,
   listen,
   login,
+  type PageGuard,
   PHONE,
   shot,
   sideScroll,
@@ -27,6 +30,7 @@ let server: { base: string; close(): Promise<void> };
 let closeTerminals: () => Promise<void>;
 let browser: Browser;
 let page: Page;
+let guard: PageGuard | undefined;
 let sessionId = '';
 let key = '';
 
@@ -50,8 +54,11 @@ describe('console: a held-open session and its terminal (headless Chromium, bubb
     closeTerminals = terminals.close;
     server = await listen(app.app.fetch, terminals.upgrade);
     page = await browser.newPage({ viewport: DESKTOP });
+    guard = guardPage(page);
     await login(page, server.base, key);
   }, 300_000);
+
+  beforeEach(() => guard?.check());
 
   afterAll(async () => {
     await browser?.close();

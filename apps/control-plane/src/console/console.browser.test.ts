@@ -3,9 +3,22 @@
 // row, a held-open session shows its TTL, the detail shows the record's verdict, a refused create shows the
 // refusal (and creates nothing), the keyboard drives it, and neither 1280×800 nor 390×844 scrolls sideways.
 // Screenshots go to .test-results/screenshots/ (git-ignored; the root README's quickstart links them).
+// The page is guarded (test/console-browser.ts `guardPage`): a file of it that does not load fails the test at
+// once, naming the file, instead of leaving every wait to run out.
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DESKTOP, launchChromium, listen, PHONE, shot, sideScroll } from '../../test/console-browser.js';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  DESKTOP,
+  guardPage,
+  launchChromium,
+  listen,
+  login,
+  type PageGuard,
+  PHONE,
+  shot,
+  sideScroll,
+  WAIT_MS,
+} from '../../test/console-browser.js';
 import { ADMIN_KEY, call, type TestApp, testApp, until } from '../http/testing/harness.js';
 
 let t: TestApp;
@@ -13,6 +26,7 @@ let server: { base: string; close(): Promise<void> };
 let base = '';
 let browser: Browser;
 let page: Page;
+let guard: PageGuard | undefined;
 
 const sleepRun = (ms: number) => ({ kind: 'analysis', subject: { config: { fn: 'sleep', ms } } });
 
@@ -24,7 +38,11 @@ describe('activity console (headless Chromium)', () => {
     server = await listen(t.app.fetch);
     base = server.base;
     page = await browser.newPage({ viewport: DESKTOP });
+    guard = guardPage(page);
   }, 300_000);
+
+  // A page that broke in an earlier test fails the later ones at once, saying why.
+  beforeEach(() => guard?.check());
 
   afterAll(async () => {
     await browser?.close();
@@ -227,6 +245,29 @@ describe('activity console (headless Chromium)', () => {
     await page.waitForSelector('#detail:not([hidden])');
     const detail = await sideScroll(page);
     expect(detail.scroll).toBeLessThanOrEqual(detail.client);
+  });
+
+  it('a file of the page that does not load fails the wait at once, naming it', async () => {
+    const missing = '/console/assets/views.js';
+    const broken = await listen((req) =>
+      new URL(req.url).pathname === missing ? new Response('gone', { status: 404 }) : t.app.fetch(req),
+    );
+    const p = await browser.newPage({ viewport: DESKTOP });
+    try {
+      const watched = guardPage(p);
+      const started = Date.now();
+      const error = await login(p, broken.base, ADMIN_KEY).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(String(error)).toMatch(/script \/console\/assets\/views\.js answered 404/);
+      expect(() => watched.check()).toThrow(/views\.js answered 404/);
+      // Decided by the 404, not by a wait running out (WAIT_MS bounds every wait on the page).
+      expect(Date.now() - started).toBeLessThan(WAIT_MS);
+    } finally {
+      await p.close().catch(() => undefined);
+      await broken.close();
+    }
   });
 });
 

@@ -1,18 +1,54 @@
 // One router factory for every route group: validation failures become problem+json 400s with the
 // zod issues, and the OpenAPI document is generated from the same zod schemas the routes validate with.
+// A body the route declares `required` is required: a request without one is refused (400 malformed_json)
+// after the route's own middleware (authorization first) and before its validators — @hono/zod-openapi
+// alone would validate `{}` in its place, and a schema of defaults would then pass (`POST /api-keys` with no
+// body minted a key).
 import { JsonValue } from '@everdict/run-model';
-import { OpenAPIHono, z } from '@hono/zod-openapi';
+import { OpenAPIHono, type RouteConfig, z } from '@hono/zod-openapi';
+import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from './env.js';
-import { sendProblem, validationProblem } from './problem.js';
+import { problem, sendProblem, validationProblem } from './problem.js';
 
 export function createRouter(): OpenAPIHono<AppEnv> {
-  return new OpenAPIHono<AppEnv>({
+  const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result, c) => {
       if (!result.success) return sendProblem(c, validationProblem(result.error, result.target));
       return undefined;
     },
   });
+  const register = app.openapi;
+  app.openapi = ((route: RouteConfig, ...rest: unknown[]) =>
+    (register as (r: RouteConfig, ...a: unknown[]) => unknown)(
+      withRequiredBody(route),
+      ...rest,
+    )) as typeof app.openapi;
+  return app;
 }
+
+/** A route whose body is `required` gets `requireBody` after its own middleware (so after its role check). */
+function withRequiredBody(route: RouteConfig): RouteConfig {
+  if (route.request?.body?.required !== true) return route;
+  const own = route.middleware === undefined ? [] : [route.middleware].flat();
+  return { ...route, middleware: [...own, requireBody] as RouteConfig['middleware'] };
+}
+
+/**
+ * No body at all (no Content-Type, nothing sent) where one is required: 400 `malformed_json`, as an empty
+ * `application/json` body already is. A body without a Content-Type is left to the media-type gate (415).
+ */
+export const requireBody: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (c.req.header('content-type') === undefined) {
+    // Read (and cached by hono) only when nothing says what the body is.
+    const none = c.req.raw.body === null || (await c.req.arrayBuffer()).byteLength === 0;
+    if (none)
+      return sendProblem(
+        c,
+        problem('malformed_json', 'a JSON body is required (Content-Type: application/json)'),
+      );
+  }
+  await next();
+};
 
 /** A JSON response of `schema` (an OpenAPI route's `responses` entry). */
 export const json = <T extends z.ZodType>(schema: T, description: string) => ({

@@ -121,6 +121,10 @@ export const SubscriptionSchema = z
     cooldownSec: z.number().int(),
     maxDepth: z.number().int(),
     enabled: z.boolean(),
+    disabledReason: z.enum(['disabled', 'key_revoked']).nullable().openapi({
+      description:
+        'Why it does not fire: `disabled` (PATCH `enabled: false`) or `key_revoked` (the API key that created it — whose authority it acts with — is revoked; it cannot be enabled again).',
+    }),
     lastFiredAt: Ts.nullable(),
     createdBy: z.string(),
     createdAt: Ts,

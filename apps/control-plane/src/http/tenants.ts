@@ -3,7 +3,7 @@
 
 import { TenantPolicy } from '@everdict/admission';
 import { createRoute, z } from '@hono/zod-openapi';
-import { requireRole } from '../auth/middleware.js';
+import { requireOperator, requireRole } from '../auth/middleware.js';
 import { CreateKeyInput, TenantPolicyPatch } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
 import { API_KEY_SECURITY, createRouter, json } from './openapi.js';
@@ -11,9 +11,12 @@ import { problemResponses } from './problem.js';
 import { ApiKeySchema, CreatedKeySchema, IdParam } from './schemas.js';
 
 const admin = requireRole('admin');
+const operator = requireOperator();
 
+// Strict, as every body of these routes: a misspelt field is a 400, never a silent default (a key minted
+// `member` for `{"rol": "admin"}`).
 export const CreateTenantInput = z
-  .object({
+  .strictObject({
     id: z
       .string()
       .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'lower-case letters, digits, _ and -, at most 63')
@@ -34,7 +37,7 @@ const createTenant = createRoute({
   summary:
     'Create a tenant and its first admin key (shown once). Operator only: an admin of tenant `default`.',
   security: API_KEY_SECURITY,
-  middleware: [admin] as const,
+  middleware: [operator] as const,
   request: { body: { required: true, content: { 'application/json': { schema: CreateTenantInput } } } },
   responses: {
     201: json(CreatedTenantSchema, 'The tenant and its admin key.'),

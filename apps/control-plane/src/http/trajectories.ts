@@ -2,6 +2,7 @@ import { decodeOtlpRequest, encodeOtlpResponse } from '@everdict/trajectory-stor
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
+import { requireRole } from '../auth/middleware.js';
 import { revokedEvent, watchRevocation } from '../auth/revocation.js';
 import { ControlPlaneError, isControlPlaneError } from '../errors.js';
 import { fromStoreError } from '../trajectory/errors.js';
@@ -159,6 +160,7 @@ const putPolicy = createRoute({
   tags: ['trajectories'],
   summary: 'Sets `trajectoryRetentionDays` (admin key).',
   security: API_KEY_SECURITY,
+  middleware: [requireRole('admin')] as const, // before the body is validated (auth/middleware.ts)
   request: { body: { required: true, content: { 'application/json': { schema: PolicySchema } } } },
   responses: {
     200: json(PolicySchema, 'The policy now.'),

@@ -13,7 +13,7 @@ import { assertPlaceable } from '../runners/placement.js';
 import type { Deps } from '../services/context.js';
 import { createRunTx } from '../services/lifecycle.js';
 import { unstorable } from '../services/storable-guard.js';
-import { toModelSubscription } from '../services/subscriptions.js';
+import { creatorRevoked, toModelSubscription } from '../services/subscriptions.js';
 import { CreateRunInput } from '../services/types.js';
 
 export const SUBSCRIPTIONS_CONSUMER = 'subscriptions';
@@ -160,10 +160,17 @@ async function fire(
   const current = await tx
     .selectFrom('subscriptions')
     .select(['last_fired_at', 'run_spec', 'created_by', 'enabled', 'deleted_at', 'enabled_at'])
+    .select(creatorRevoked.as('creator_revoked'))
     .where('id', '=', subId)
     .forUpdate()
     .executeTakeFirst();
   if (!current?.enabled || current.deleted_at !== null || beforeEnabled(event, current.enabled_at)) return;
+  // It acts with its creator key's authority: a revoked key fires nothing (revoking disables the key's
+  // subscriptions in its transaction; this covers one revoked before that rule, and says why).
+  if (current.creator_revoked) {
+    await recordFiring(deps, tx, subId, event, null, 'refused:key_revoked');
+    return;
+  }
   // A stored spec that no longer parses (written by an older version) is skipped with a recorded
   // refusal: the cursor moves on, and every other subscription, of every tenant, still fires.
   if (!sub) {

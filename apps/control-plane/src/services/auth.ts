@@ -11,6 +11,7 @@ import { ControlPlaneError, notFound } from '../errors.js';
 import type { AuthService } from './api.js';
 import { asControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
+import { disableForRevokedKey } from './subscriptions.js';
 import { type ApiKeyView, CreateKeyInput, type Principal, type Role, TenantPolicyPatch } from './types.js';
 
 // One-shot `hash` (no Hash object per call): the same SHA-256 hex as createHash(...).update(raw, 'utf8').digest('hex').
@@ -192,6 +193,9 @@ export function authService(
           .returningAll()
           .executeTakeFirst();
         if (r) await sql`SELECT pg_notify(${KEYS_CHANNEL}, ${r.key_hash})`.execute(tx);
+        // What acts with the key's authority past its requests stops with it, in this transaction: the
+        // subscriptions it created (they say `disabledReason: key_revoked`).
+        if (r) await disableForRevokedKey(tx, p.tenantId, r.id);
         return (
           r ??
           tx

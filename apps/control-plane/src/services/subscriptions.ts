@@ -1,11 +1,15 @@
 // One registry for every trigger: event subscriptions and schedules (subscriptions to their own
 // `schedule.fired` slots). Consumers read the outbox from durable cursors (scheduler/).
+// A subscription acts with the authority of the API key that created it (`createdBy`): revoking that key
+// disables it in the revoking transaction (`disableForRevokedKey`), it says so (`disabledReason:
+// key_revoked`), it cannot be enabled again (409) — and a firing checks the key too (`fire`).
 
 import { SCHEDULE_FIRED, Subscription } from '@everdict/run-model';
 import { CronExpressionParser } from 'cron-parser';
 import { type Selectable, sql } from 'kysely';
 import { iso, json } from '../db/numeric.js';
 import type { SubscriptionsTable } from '../db/schema.js';
+import { type Tx, withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import { assertPlaceable } from '../runners/placement.js';
 import type { SubscriptionService } from './api.js';
@@ -17,7 +21,12 @@ import { CreateRunInput, CreateSubscriptionInput, type SubscriptionView } from '
 
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
 
-export function subscriptionView(r: SubscriptionRow): SubscriptionView {
+/** True when the API key the row's `created_by` names is revoked (no such key: a service actor, never). */
+export const creatorRevoked = sql<boolean>`EXISTS (SELECT 1 FROM api_keys k
+  WHERE k.id = subscriptions.created_by AND k.revoked_at IS NOT NULL)`;
+
+/** `revoked`: the creator key is revoked — the subscription is disabled whatever its flag says. */
+export function subscriptionView(r: SubscriptionRow, revoked = false): SubscriptionView {
   return {
     id: r.id,
     tenantId: r.tenant_id,
@@ -27,7 +36,8 @@ export function subscriptionView(r: SubscriptionRow): SubscriptionView {
     runSpec: r.run_spec,
     cooldownSec: r.cooldown_sec,
     maxDepth: r.max_depth,
-    enabled: r.enabled,
+    enabled: r.enabled && !revoked,
+    disabledReason: revoked ? 'key_revoked' : r.enabled ? null : 'disabled',
     lastFiredAt: iso(r.last_fired_at),
     createdBy: r.created_by,
     createdAt: iso(r.created_at)!,
@@ -71,14 +81,16 @@ export function toModelSubscription(r: ModelFields): Subscription {
 }
 
 export function subscriptionService(deps: Deps): SubscriptionService {
-  const find = async (tenant: string, id: string) => {
-    const r = await deps.db
+  /** The live row and whether its creator key is revoked; locked when read in `tx`. */
+  const find = async (tenant: string, id: string, tx?: Tx) => {
+    const q = (tx ?? deps.db)
       .selectFrom('subscriptions')
       .selectAll()
+      .select(creatorRevoked.as('creator_revoked'))
       .where('tenant_id', '=', tenant)
       .where('id', '=', id)
-      .where('deleted_at', 'is', null)
-      .executeTakeFirst();
+      .where('deleted_at', 'is', null);
+    const r = await (tx ? q.forUpdate() : q).executeTakeFirst();
     if (!r) throw notFound('subscription', id);
     return r;
   };
@@ -144,42 +156,51 @@ export function subscriptionService(deps: Deps): SubscriptionService {
         })
         .returningAll()
         .executeTakeFirstOrThrow();
-      return subscriptionView(row);
+      return subscriptionView(row, false);
     },
     async list(p) {
       const rows = await deps.db
         .selectFrom('subscriptions')
         .selectAll()
+        .select(creatorRevoked.as('creator_revoked'))
         .where('tenant_id', '=', p.tenantId)
         .where('deleted_at', 'is', null)
         .orderBy('created_at')
         .execute();
-      return rows.map(subscriptionView);
+      return rows.map((r) => subscriptionView(r, r.creator_revoked));
     },
     async get(p, id) {
-      return subscriptionView(await find(p.tenantId, id));
+      const r = await find(p.tenantId, id);
+      return subscriptionView(r, r.creator_revoked);
     },
     async setEnabled(p, id, enabled) {
       // Enabling a disabled subscription starts it anew (`enabled_at` = now): it answers events from then on
       // — the consumer skips older ones, and a schedule fires no slot that passed while it was disabled — even
-      // when the consumer or the ticker is behind. Enabling an enabled one keeps its time. One statement.
-      const r = await deps.db
-        .updateTable('subscriptions')
-        .set(
-          enabled
-            ? {
-                enabled,
-                enabled_at: sql<Date>`CASE WHEN enabled THEN enabled_at ELSE ${deps.clock()}::timestamptz END`,
-              }
-            : { enabled },
-        )
-        .where('tenant_id', '=', p.tenantId)
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .returningAll()
-        .executeTakeFirst();
-      if (!r) throw notFound('subscription', id);
-      return subscriptionView(r);
+      // when the consumer or the ticker is behind. Enabling an enabled one keeps its time. One transaction:
+      // the row is locked, and one whose creator key is revoked is not enabled again (409, nothing written).
+      return withTx(deps.db, async (tx) => {
+        const current = await find(p.tenantId, id, tx);
+        if (enabled && current.creator_revoked)
+          throw new ControlPlaneError(
+            'conflict',
+            'the API key that created this subscription is revoked: create a new one with a live key',
+            { reason: 'key_revoked' },
+          );
+        const r = await tx
+          .updateTable('subscriptions')
+          .set(
+            enabled
+              ? {
+                  enabled,
+                  enabled_at: sql<Date>`CASE WHEN enabled THEN enabled_at ELSE ${deps.clock()}::timestamptz END`,
+                }
+              : { enabled },
+          )
+          .where('id', '=', current.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        return subscriptionView(r, current.creator_revoked);
+      });
     },
     async delete(p, id) {
       await find(p.tenantId, id);
@@ -190,4 +211,21 @@ export function subscriptionService(deps: Deps): SubscriptionService {
         .execute();
     },
   };
+}
+
+/**
+ * In the transaction that revokes API key `keyId` of `tenant`: the subscriptions it created stop acting with
+ * its authority — disabled (their `disabledReason` becomes `key_revoked`). Answers how many.
+ */
+export async function disableForRevokedKey(tx: Tx, tenant: string, keyId: string): Promise<number> {
+  const rows = await tx
+    .updateTable('subscriptions')
+    .set({ enabled: false })
+    .where('tenant_id', '=', tenant)
+    .where('created_by', '=', keyId)
+    .where('enabled', '=', true)
+    .where('deleted_at', 'is', null)
+    .returning('id')
+    .execute();
+  return rows.length;
 }

@@ -278,7 +278,10 @@ export interface SubscriptionView {
   runSpec: Record<string, unknown>;
   cooldownSec: number;
   maxDepth: number;
+  /** False when disabled, by a PATCH or because the creator key was revoked (`disabledReason`). */
   enabled: boolean;
+  /** Why it does not fire: `disabled` (PATCH `enabled: false`), `key_revoked` (its creator key is revoked). */
+  disabledReason: 'disabled' | 'key_revoked' | null;
   lastFiredAt: string | null;
   createdBy: string;
   createdAt: string;
@@ -378,7 +381,7 @@ export type TenantPolicyPatch = z.input<typeof TenantPolicyPatch>;
 /** The tenant's policy as admission holds it. */
 export type TenantPolicyView = AdmissionTenantPolicy;
 
-export const CreateKeyInput = z.object({
+export const CreateKeyInput = z.strictObject({
   role: Role.default('member'),
   label: z.string().max(200).default(''),
 });

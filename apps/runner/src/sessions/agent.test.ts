@@ -40,6 +40,7 @@ afterAll(async () => {
   for (const c of wss.clients) c.terminate(); // a stalled one too
   await agent?.stop();
   await new Promise<void>((r) => wss.close(() => r()));
+  driver?.drainReadyPool();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -293,6 +293,7 @@ export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
           cooldownSec: input.cooldownSec,
           maxDepth: input.maxDepth,
           enabled: input.enabled,
+          disabledReason: input.enabled ? null : 'disabled',
           lastFiredAt: null,
           createdBy: p.actor,
           createdAt: now(),
@@ -309,6 +310,7 @@ export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
       async setEnabled(p, sid, enabled) {
         const s = own(subs, p, sid, 'subscription');
         s.enabled = enabled;
+        s.disabledReason = enabled ? null : 'disabled';
         return s;
       },
       async delete(p, sid) {
