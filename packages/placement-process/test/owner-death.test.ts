@@ -45,25 +45,41 @@ function survivors(needles: readonly string[], except: number): { pid: number; l
   return found;
 }
 
-/** Resolves once the child printed `text`; rejects (with its stderr) if it exits first. */
-function printed(child: ChildProcess, text: string): Promise<void> {
+/**
+ * The child's output from its start: `printed(text)` resolves once its stdout so far holds `text` — also when
+ * that came before the call (a second line can arrive in the same chunk as the first) — and rejects, with its
+ * stderr, if it exits first.
+ */
+function output(child: ChildProcess): { printed(text: string): Promise<void>; stderr(): string } {
   let out = '';
   let err = '';
+  let exited = false;
+  const waiters = new Set<() => void>();
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+    for (const w of waiters) w();
+  });
   child.stderr!.on('data', (d: Buffer) => {
     err += d.toString();
   });
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      if (out.includes(text)) resolve();
-    };
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      check();
-    });
-    child.once('exit', () => {
-      if (!out.includes(text)) reject(new Error(`exited before "${text}": ${err}`));
-    });
+  child.once('exit', () => {
+    exited = true;
+    for (const w of waiters) w();
   });
+  return {
+    stderr: () => err,
+    printed: (text) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (out.includes(text)) resolve();
+          else if (exited) reject(new Error(`exited before "${text}": ${err}`));
+          else return;
+          waiters.delete(check);
+        };
+        waiters.add(check);
+        check();
+      }),
+  };
 }
 
 const ways = ['exit', 'throw', 'kill', 'terminate'] as const;
@@ -89,17 +105,14 @@ describe.each([
         detached: true,
       });
       children.push(child);
-      let stderr = '';
-      child.stderr!.on('data', (d: Buffer) => {
-        stderr += d.toString();
-      });
+      const said = output(child);
       const exited = new Promise((r) => child.once('exit', r));
-      await printed(child, 'starting');
+      await said.printed('starting');
       if (way === 'kill') kill(-child.pid!);
       if (way === 'terminate')
-        await printed(child, 'terminated'); // the worker ended, its process lives on
+        await said.printed('terminated'); // the worker ended, its process lives on
       else await exited;
-      if (way === 'throw') expect(stderr).toContain('the owner failed');
+      if (way === 'throw') expect(said.stderr()).toContain('the owner failed');
 
       const needles = [stateDir, marker];
       try {
@@ -113,9 +126,8 @@ describe.each([
         // Failed or not: nothing of it stays running, and it is gone before its cgroups are reaped.
         for (const s of survivors(needles, way === 'terminate' ? child.pid! : -1)) kill(s.pid);
         if (way === 'terminate') {
-          const gone = new Promise((r) => child.once('exit', r));
           kill(-child.pid!);
-          await gone;
+          await exited; // listened for from the start: an exit before this point is not missed
         }
         await expect.poll(() => survivors(needles, -1), { timeout: 20_000, interval: 200 }).toEqual([]);
         // What the dead owner left (label files, workspaces, cgroups, scaffolds) is reaped.
