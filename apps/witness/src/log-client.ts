@@ -8,6 +8,7 @@ import {
   cosignedTreeHeadFromWire,
   cosignedTreeHeadWire,
   logKeyWire,
+  readAnswer,
   type SignedTreeHead,
   treeHeadToJson,
 } from '@everdict/headlog';
@@ -21,30 +22,12 @@ import { WitnessError } from './errors.js';
  */
 export const MAX_ANSWER_BYTES = 1 << 20;
 
-/** The body as text, at most `MAX_ANSWER_BYTES`; the stream is cancelled past the cap. */
+/** The body as text, at most `MAX_ANSWER_BYTES` (headlog's `readAnswer`: the stream is cancelled past the cap). */
 async function boundedText(res: Response, url: string): Promise<string> {
-  const tooLarge = () =>
-    new WitnessError('LogUnavailable', `${url}: the answer is larger than ${MAX_ANSWER_BYTES} bytes`);
-  const declared = Number(res.headers.get('content-length') ?? Number.NaN);
-  if (declared > MAX_ANSWER_BYTES) {
-    await res.body?.cancel().catch(() => undefined);
-    throw tooLarge();
-  }
-  if (!res.body) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > MAX_ANSWER_BYTES) {
-      await reader.cancel().catch(() => undefined);
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  const text = await readAnswer(res, MAX_ANSWER_BYTES);
+  if (text === undefined)
+    throw new WitnessError('LogUnavailable', `${url}: the answer is larger than ${MAX_ANSWER_BYTES} bytes`);
+  return text;
 }
 
 async function call<S extends z.ZodType>(schema: S, url: string, init?: RequestInit): Promise<z.output<S>> {

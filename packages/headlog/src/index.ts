@@ -1,6 +1,7 @@
 // @everdict/headlog — a transparency log of run-record heads (`everdict.headlog/1`): RFC 9162 Merkle
 // trees with BLAKE3, leaves, proofs, signed tree heads, witness cosignatures and a reader's verdicts.
 // Pure: no I/O. Storage is the caller's, through `CompactRange` (appends) and proof plans (reads).
+export { readAnswer } from './answer.js';
 export { bytesToHex, type Hex, isHashHex, parseHash, parseHex } from './bytes.js';
 export {
   consistencyInput,

@@ -23,6 +23,7 @@ import {
   loggedLeavesWire,
   logKeyWire,
   parseHash,
+  readAnswer,
   requireWitnesses,
   type SignedTreeHead,
   verifyConsistency,
@@ -105,30 +106,12 @@ function witnessFlags(f: Flags): { keys: Hex[]; k: number } {
  */
 export const MAX_LOG_ANSWER_BYTES = 64 * 1024 * 1024;
 
-/** The body as text, at most `MAX_LOG_ANSWER_BYTES`; the stream is cancelled past the cap. */
+/** The body as text, at most `MAX_LOG_ANSWER_BYTES` (headlog's `readAnswer`: the stream is cancelled past the cap). */
 async function boundedText(res: Response, path: string): Promise<string> {
-  const tooLarge = () =>
-    new Failure('LogUnavailable', `${path}: the answer is larger than ${MAX_LOG_ANSWER_BYTES} bytes`);
-  const declared = Number(res.headers.get('content-length') ?? Number.NaN);
-  if (declared > MAX_LOG_ANSWER_BYTES) {
-    await res.body?.cancel().catch(() => undefined);
-    throw tooLarge();
-  }
-  if (!res.body) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > MAX_LOG_ANSWER_BYTES) {
-      await reader.cancel().catch(() => undefined);
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  const text = await readAnswer(res, MAX_LOG_ANSWER_BYTES);
+  if (text === undefined)
+    throw new Failure('LogUnavailable', `${path}: the answer is larger than ${MAX_LOG_ANSWER_BYTES} bytes`);
+  return text;
 }
 
 async function get<S extends z.ZodType>(schema: S, url: URL, apiKey?: string): Promise<z.output<S>> {
