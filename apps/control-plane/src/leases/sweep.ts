@@ -4,7 +4,11 @@
 // settle path. The attempts rule counts LOST executions (`runs.lost_attempts`, migration 0030, which the
 // requeue increments), never starts: `runs.attempt` — the lease epoch — is bumped by every start, every
 // resume of a parked turn included, so a run that parked and resumed any number of times still gets
-// maxAttempts lost executions, the last of which fails it. Leftover leases (the run settled or cancelled
+// maxAttempts lost executions, the last of which fails it. A lease of a parked agent turn (leased where it
+// lies, `awaiting_input`, for its resume) that expired with the turn still parked at that epoch is a lost
+// execution too (its holder died before its `resumed` report): `lost_attempts` is counted and the turn stays
+// parked, ready for the next holder; the maxAttempts-th such loss fails it `executor_lost` — a turn that
+// crashes every host at resume is not leased for ever. Leftover leases (the run settled or cancelled
 // meanwhile) are dropped. Replicas may sweep at once: every write is conditional on the run row locked at
 // the lost epoch, so each run moves once.
 // The scan reads without locks, so its answer is stale by the time a run is acted on: both the requeue and
@@ -18,6 +22,7 @@ import { retryOnConflict, withTx } from '../db/tx.js';
 import { EVENTS_CHANNEL } from '../ledger/events.js';
 import { type Finished, settleMany } from '../scheduler/batch-transitions.js';
 import { type Deps, DISPATCH_CHANNEL } from '../services/context.js';
+import { transitionTx } from '../services/transition.js';
 import type { LeasePolicy } from './policy.js';
 
 export const LOST_CODE = 'executor_lost';
@@ -37,7 +42,7 @@ export interface Expired {
   status: string;
   /** The run's attempt: the epoch of its current lease (every start counts one). */
   attempt: number;
-  /** Executions of the run lost before this one (each requeued by the sweep). */
+  /** Executions of the run lost before this one (each requeued by the sweep, or a parked turn's lost resume). */
   lost_attempts: number;
   lifetime: string;
 }
@@ -84,7 +89,8 @@ export async function settleExpired(
   const out: SweepResult = { requeued: [], failed: [], dropped: 0 };
   if (rows.length === 0) return out;
   const live = rows.filter((r) => r.status === 'running' && r.attempt === numeric(r.epoch));
-  const stale = rows.filter((r) => !live.includes(r));
+  const parked = rows.filter((r) => r.status === 'awaiting_input' && r.attempt === numeric(r.epoch));
+  const stale = rows.filter((r) => !live.includes(r) && !parked.includes(r));
   const exhausted = live.filter((r) => isLastAttempt(r, policy) || r.lifetime === 'session');
   const again = live.filter((r) => !exhausted.includes(r));
 
@@ -107,7 +113,74 @@ export async function settleExpired(
     out.failed = await failLost(deps, policy, exhausted, nowMs);
     if (out.failed.length > 0) deps.log('warn', 'runs failed: executor lost', { runIds: out.failed });
   }
+  if (parked.length > 0) {
+    const lost = await loseParked(deps, policy, parked, nowMs);
+    if (lost.counted.length > 0)
+      deps.log('warn', 'parked turns: resume lost (lease expired)', { runIds: lost.counted });
+    if (lost.failed.length > 0) {
+      deps.log('warn', 'parked turns failed: executor lost', { runIds: lost.failed });
+      out.failed.push(...lost.failed);
+    }
+  }
   return out;
+}
+
+/**
+ * Leases of parked turns (`awaiting_input`, leased for their resume) that expired before the holder's
+ * `resumed`: each a lost execution, in ONE transaction — the turn's row locked (SKIP LOCKED) still parked at
+ * the lease's epoch, then the lease still expired before `nowMs` (a heartbeat or a `resumed` committed since
+ * the scan wins: the turn is left alone). The lease is dropped and `lost_attempts` (read under the lock)
+ * counted: the turn stays parked and ready; the maxAttempts-th loss (a session run: the first) fails it
+ * `executor_lost` (run-model's `fail` from awaiting_input; no interval is open).
+ */
+async function loseParked(
+  deps: Deps,
+  policy: Pick<LeasePolicy, 'maxAttempts'>,
+  parked: readonly Expired[],
+  nowMs: number,
+): Promise<{ counted: string[]; failed: string[] }> {
+  return withTx(deps.db, async (tx) => {
+    const { rows } = await sql<{ run_id: string; tenant: string; lost_attempts: number; lifetime: string }>`
+      WITH want AS (
+        SELECT * FROM unnest(${parked.map((r) => r.run_id)}::text[], ${parked.map((r) => r.attempt)}::int[]) AS w(run_id, epoch)
+      ),
+      lr AS MATERIALIZED (
+        SELECT r.id, r.tenant_id, r.attempt, r.lost_attempts, r.lifetime FROM runs r JOIN want w ON w.run_id = r.id
+        WHERE r.status = 'awaiting_input' AND r.attempt = w.epoch
+        ORDER BY r.id
+        FOR UPDATE OF r SKIP LOCKED
+      ),
+      ll AS MATERIALIZED (
+        SELECT l.run_id FROM run_leases l JOIN lr ON lr.id = l.run_id
+        WHERE l.epoch = lr.attempt AND l.expires_at_ms < ${nowMs}::bigint
+        ORDER BY l.run_id
+        FOR UPDATE OF l
+      ),
+      dl AS (
+        DELETE FROM run_leases l USING lr WHERE l.run_id = lr.id AND l.epoch = lr.attempt
+          AND l.run_id IN (SELECT run_id FROM ll)
+        RETURNING l.run_id
+      )
+      SELECT lr.id AS run_id, lr.tenant_id AS tenant, lr.lost_attempts, lr.lifetime FROM lr
+      WHERE lr.id IN (SELECT run_id FROM dl)
+      ORDER BY lr.id`.execute(tx);
+    const out = { counted: [] as string[], failed: [] as string[] };
+    for (const r of rows) {
+      const lostAttempts = numeric(r.lost_attempts);
+      await sql`UPDATE runs SET lost_attempts = lost_attempts + 1 WHERE id = ${r.run_id}`.execute(tx);
+      if (!isLastAttempt({ lost_attempts: lostAttempts }, policy) && r.lifetime !== 'session') {
+        out.counted.push(r.run_id);
+        continue;
+      }
+      const message = `its executor was lost at resume (lease expired): lost attempt ${lostAttempts + 1} of ${policy.maxAttempts}`;
+      await transitionTx(tx, deps, r.tenant, r.run_id, {
+        type: 'fail',
+        error: { code: LOST_CODE, message, retryable: true },
+      });
+      out.failed.push(r.run_id);
+    }
+    return out;
+  });
 }
 
 /**
