@@ -52,6 +52,38 @@ function isLastAttempt(r: Pick<Expired, 'lost_attempts'>, policy: Pick<LeasePoli
   return r.lost_attempts + 1 >= policy.maxAttempts;
 }
 
+type Fragment = ReturnType<typeof sql>;
+
+/**
+ * The re-check under lock every write of the sweep makes, as three CTEs (comma-separated, none after):
+ * `want` (the scanned runs and epochs), `lr` (those runs still `status` at that epoch, and `also`, locked in
+ * id order, SKIP LOCKED: a run another replica or a result holds is left to it; columns id, tenant_id, kind,
+ * attempt, lost_attempts, lifetime) and `ll` (their leases still at that epoch and still expired before
+ * `nowMs`, locked: a heartbeat committed since the scan extended it, and the run is left alone).
+ */
+function lockedExpired(
+  rows: readonly Expired[],
+  status: string,
+  nowMs: number,
+  also: Fragment = sql``,
+): Fragment {
+  return sql`want AS (
+      SELECT * FROM unnest(${rows.map((r) => r.run_id)}::text[], ${rows.map((r) => r.attempt)}::int[]) AS w(run_id, epoch)
+    ),
+    lr AS MATERIALIZED (
+      SELECT r.id, r.tenant_id, r.kind, r.attempt, r.lost_attempts, r.lifetime FROM runs r JOIN want w ON w.run_id = r.id
+      WHERE r.status = ${status} AND r.attempt = w.epoch ${also}
+      ORDER BY r.id
+      FOR UPDATE OF r SKIP LOCKED
+    ),
+    ll AS MATERIALIZED (
+      SELECT l.run_id FROM run_leases l JOIN lr ON lr.id = l.run_id
+      WHERE l.epoch = lr.attempt AND l.expires_at_ms < ${nowMs}::bigint
+      ORDER BY l.run_id
+      FOR UPDATE OF l
+    )`;
+}
+
 /** Requeue or fail up to `limit` runs whose lease expired before `nowMs`. */
 export async function sweepExpiredLeases(
   deps: Deps,
@@ -140,34 +172,25 @@ async function loseParked(
   nowMs: number,
 ): Promise<{ counted: string[]; failed: string[] }> {
   return withTx(deps.db, async (tx) => {
+    // The lease dropped and the loss counted in the same statement; `lost_attempts` as read under the lock.
     const { rows } = await sql<{ run_id: string; tenant: string; lost_attempts: number; lifetime: string }>`
-      WITH want AS (
-        SELECT * FROM unnest(${parked.map((r) => r.run_id)}::text[], ${parked.map((r) => r.attempt)}::int[]) AS w(run_id, epoch)
-      ),
-      lr AS MATERIALIZED (
-        SELECT r.id, r.tenant_id, r.attempt, r.lost_attempts, r.lifetime FROM runs r JOIN want w ON w.run_id = r.id
-        WHERE r.status = 'awaiting_input' AND r.attempt = w.epoch
-        ORDER BY r.id
-        FOR UPDATE OF r SKIP LOCKED
-      ),
-      ll AS MATERIALIZED (
-        SELECT l.run_id FROM run_leases l JOIN lr ON lr.id = l.run_id
-        WHERE l.epoch = lr.attempt AND l.expires_at_ms < ${nowMs}::bigint
-        ORDER BY l.run_id
-        FOR UPDATE OF l
-      ),
+      WITH ${lockedExpired(parked, 'awaiting_input', nowMs)},
       dl AS (
         DELETE FROM run_leases l USING lr WHERE l.run_id = lr.id AND l.epoch = lr.attempt
           AND l.run_id IN (SELECT run_id FROM ll)
         RETURNING l.run_id
+      ),
+      ul AS (
+        UPDATE runs r SET lost_attempts = r.lost_attempts + 1 FROM lr
+        WHERE r.id = lr.id AND lr.id IN (SELECT run_id FROM dl)
+        RETURNING r.id
       )
       SELECT lr.id AS run_id, lr.tenant_id AS tenant, lr.lost_attempts, lr.lifetime FROM lr
-      WHERE lr.id IN (SELECT run_id FROM dl)
+      WHERE lr.id IN (SELECT id FROM ul)
       ORDER BY lr.id`.execute(tx);
     const out = { counted: [] as string[], failed: [] as string[] };
     for (const r of rows) {
       const lostAttempts = numeric(r.lost_attempts);
-      await sql`UPDATE runs SET lost_attempts = lost_attempts + 1 WHERE id = ${r.run_id}`.execute(tx);
       if (!isLastAttempt({ lost_attempts: lostAttempts }, policy) && r.lifetime !== 'session') {
         out.counted.push(r.run_id);
         continue;
@@ -198,19 +221,8 @@ async function failLost(
 ): Promise<string[]> {
   return withTx(deps.db, async (tx) => {
     const { rows } = await sql<{ run_id: string }>`
-      WITH want AS (
-        SELECT * FROM unnest(${exhausted.map((r) => r.run_id)}::text[], ${exhausted.map((r) => r.attempt)}::int[]) AS w(run_id, epoch)
-      ),
-      lr AS MATERIALIZED (
-        SELECT r.id, r.attempt FROM runs r JOIN want w ON w.run_id = r.id
-        WHERE r.status = 'running' AND r.attempt = w.epoch
-        ORDER BY r.id
-        FOR UPDATE OF r SKIP LOCKED
-      )
-      SELECT l.run_id FROM run_leases l JOIN lr ON lr.id = l.run_id
-      WHERE l.epoch = lr.attempt AND l.expires_at_ms < ${nowMs}::bigint
-      ORDER BY l.run_id
-      FOR UPDATE OF l`.execute(tx);
+      WITH ${lockedExpired(exhausted, 'running', nowMs)}
+      SELECT run_id FROM ll`.execute(tx);
     const still = new Set(rows.map((r) => r.run_id));
     const items: Finished[] = exhausted
       .filter((r) => still.has(r.run_id))
@@ -244,22 +256,7 @@ async function requeueLost(deps: Deps, lost: readonly Expired[], nowMs: number):
     throw new Error('run-model: requeue is not running → queued');
   const at = new Date(nowMs).toISOString();
   const { rows } = await sql<{ id: string }>`
-    WITH want AS (
-      SELECT * FROM unnest(${lost.map((r) => r.run_id)}::text[], ${lost.map((r) => r.attempt)}::int[]) AS w(run_id, epoch)
-    ),
-    lr AS MATERIALIZED (
-      SELECT r.id, r.tenant_id, r.kind, r.attempt FROM runs r JOIN want w ON w.run_id = r.id
-      WHERE r.status = 'running' AND r.attempt = w.epoch AND r.lifetime <> 'session'
-        AND r.updated_at <= ${nowMs}::bigint
-      ORDER BY r.id
-      FOR UPDATE OF r SKIP LOCKED
-    ),
-    ll AS MATERIALIZED (
-      SELECT l.run_id FROM run_leases l JOIN lr ON lr.id = l.run_id
-      WHERE l.epoch = lr.attempt AND l.expires_at_ms < ${nowMs}::bigint
-      ORDER BY l.run_id
-      FOR UPDATE OF l
-    ),
+    WITH ${lockedExpired(lost, 'running', nowMs, sql`AND r.lifetime <> 'session' AND r.updated_at <= ${nowMs}::bigint`)},
     ls AS MATERIALIZED (
       SELECT s.tenant, s.run_id, s.class, s.kind, s.admitted_at FROM adm_slots s
       JOIN lr ON s.tenant = lr.tenant_id AND s.run_id = lr.id
