@@ -40,9 +40,17 @@ const nodeOf = (r: NodeRow): CausalNode => ({
   kind: r.kind,
 });
 
-/** The ancestors of `runId` (not itself): its causer first, up to its tree's root. One statement. */
-export async function causalAncestors(ex: Executor, tenant: string, runId: string): Promise<CausalNode[]> {
-  const { rows } = await sql<NodeRow>`
+/**
+ * The ancestors of `runId` (not itself): its causer first, up to its tree's root. One statement; with
+ * `lock`, their slots are locked FOR SHARE in run id order (the control plane's order for slots) as read.
+ */
+export async function causalAncestors(
+  ex: Executor,
+  tenant: string,
+  runId: string,
+  lock = false,
+): Promise<CausalNode[]> {
+  const { rows } = await sql<NodeRow & { n: number }>`
     WITH RECURSIVE up(run_id, n) AS (
       SELECT s.caused_by_run_id, 0 FROM adm_slots s
       WHERE s.tenant = ${tenant} AND s.run_id = ${runId} AND s.caused_by_run_id IS NOT NULL
@@ -50,10 +58,10 @@ export async function causalAncestors(ex: Executor, tenant: string, runId: strin
       SELECT s.caused_by_run_id, up.n + 1 FROM adm_slots s JOIN up ON s.tenant = ${tenant} AND s.run_id = up.run_id
       WHERE s.caused_by_run_id IS NOT NULL AND up.n < ${MAX_WALK}
     )
-    SELECT s.run_id, s.caused_by_run_id, s.status, s.cause, s.kind
+    SELECT s.run_id, s.caused_by_run_id, s.status, s.cause, s.kind, up.n
     FROM up JOIN adm_slots s ON s.tenant = ${tenant} AND s.run_id = up.run_id
-    ORDER BY up.n`.execute(ex);
-  return rows.map(nodeOf);
+    ${lock ? sql`ORDER BY s.run_id FOR SHARE OF s` : sql`ORDER BY up.n`}`.execute(ex);
+  return (lock ? [...rows].sort((a, b) => a.n - b.n) : rows).map(nodeOf);
 }
 
 /**
@@ -70,16 +78,9 @@ export async function revokedAtCommit(tx: Tx, plan: AdmissionPlan): Promise<stri
     WHERE tenant = ${tenant} AND run_id = ${causerId} FOR NO KEY UPDATE`.execute(tx);
   const causer = mine[0];
   if (!causer) return null; // no causer any more: the commit's own guard answers `raced`
-  // The chain never changes (a slot's causer is written once); its statuses are read under the lock.
-  const ids = (await causalAncestors(tx, tenant, causerId)).map((a) => a.runId);
-  const { rows: locked } =
-    ids.length === 0
-      ? { rows: [] as NodeRow[] }
-      : await sql<NodeRow>`
-    SELECT run_id, caused_by_run_id, status, cause, kind FROM adm_slots
-    WHERE tenant = ${tenant} AND run_id = ANY(${ids}::text[]) ORDER BY run_id FOR SHARE`.execute(tx);
-  const byId = new Map(locked.map((r) => [r.run_id, nodeOf(r)]));
-  const ancestors = ids.map((id) => byId.get(id)).filter((n): n is CausalNode => n !== undefined);
+  // The chain never changes (a slot's causer is written once): walked and locked in one statement, its
+  // statuses read under the lock.
+  const ancestors = await causalAncestors(tx, tenant, causerId, true);
   const chain = [nodeOf(causer), ...ancestors];
   if (!chain.some((n) => n.status === 'cancelled')) return null; // the common case: no policy read
   const t = await tx
