@@ -19,7 +19,7 @@ import { canonicalJsonl, digestOf } from '@everdict/trajectory-store';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { revokeAgentHost } from '../src/agents/hosts.js';
-import { ADMIN_KEY, call, INTERNAL_TOKEN } from '../src/http/testing/harness.js';
+import { ADMIN_KEY, call, callInternal } from '../src/http/testing/harness.js';
 import { leasePolicy } from '../src/leases/policy.js';
 import { expireHolder, requeueExpired } from '../src/runners/leases.js';
 import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
@@ -57,9 +57,7 @@ describe.runIf(LIVE_PG)('an agent host’s report or append racing its revoke', 
     await t?.close();
   });
 
-  const svc = { authorization: `Bearer ${INTERNAL_TOKEN}`, 'x-everdict-tenant': 'default' };
-  const internal = (method: string, path: string, body?: unknown) =>
-    call(t.app, method, path, { key: null, body, headers: svc });
+  const internal = (method: string, path: string, body?: unknown) => callInternal(t.app, method, path, body);
 
   /** Resolves once `n` backends of this database wait on a lock, or `done()` says to stop looking. */
   const waiting = (n: number, done?: () => boolean) => lockWaits(watch, n, done);

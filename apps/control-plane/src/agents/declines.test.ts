@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { generateSigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, INTERNAL_TOKEN, type TestApp, testApp } from '../http/testing/harness.js';
+import { call, callInternal, type TestApp, testApp } from '../http/testing/harness.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -17,9 +17,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const svc = { authorization: `Bearer ${INTERNAL_TOKEN}` };
-const internal = (method: string, path: string, body?: unknown) =>
-  call(t.app, method, path, { key: null, body, headers: { ...svc, 'x-everdict-tenant': 'default' } });
+const internal = (method: string, path: string, body?: unknown) => callInternal(t.app, method, path, body);
 type Lease = { runId: string; epoch: number };
 
 async function pairHost(name: string): Promise<string> {

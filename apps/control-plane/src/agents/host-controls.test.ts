@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { generateSigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, INTERNAL_TOKEN, type TestApp, testApp } from '../http/testing/harness.js';
+import { call, callInternal, type TestApp, testApp } from '../http/testing/harness.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -16,9 +16,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const svc = { authorization: `Bearer ${INTERNAL_TOKEN}`, 'x-everdict-tenant': 'default' };
-const internal = (method: string, path: string, body?: unknown) =>
-  call(t.app, method, path, { key: null, body, headers: svc });
+const internal = (method: string, path: string, body?: unknown) => callInternal(t.app, method, path, body);
 type Lease = { runId: string; epoch: number };
 type Host = { id: string; state: string; leasesHeld: number; shared: boolean; requeued?: string[] };
 

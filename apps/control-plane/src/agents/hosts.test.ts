@@ -16,7 +16,7 @@ import {
 } from '@everdict/runrecord';
 import { canonicalJsonl, digestOf } from '@everdict/trajectory-store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, INTERNAL_TOKEN, type TestApp, testApp } from '../http/testing/harness.js';
+import { call, callInternal, type TestApp, testApp } from '../http/testing/harness.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -26,9 +26,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const svc = { authorization: `Bearer ${INTERNAL_TOKEN}` };
-const internal = (method: string, path: string, body?: unknown) =>
-  call(t.app, method, path, { key: null, body, headers: { ...svc, 'x-everdict-tenant': 'default' } });
+const internal = (method: string, path: string, body?: unknown) => callInternal(t.app, method, path, body);
 const MANIFEST = 'c'.repeat(64);
 type Lease = { runId: string; epoch: number; unitId: Hex; grantsId: Hex; recordHead: Hex };
 type Run = { status: string; record: { head: string; length: number } };

@@ -6,7 +6,7 @@
 // lease expires before its `resumed` report (its host died at resume) is a lost execution too: counted, the
 // turn still parked and leasable; its maxAttempts-th such loss fails it `executor_lost`; a heartbeat wins.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, INTERNAL_TOKEN, type TestApp, testApp } from '../http/testing/harness.js';
+import { call, callInternal, type TestApp, testApp } from '../http/testing/harness.js';
 import { leasePolicy, scanExpiredLeases, settleExpired, sweepExpiredLeases } from './index.js';
 
 let t: TestApp;
@@ -20,9 +20,7 @@ afterAll(async () => {
 
 const MAX_ATTEMPTS = 3;
 const policy = leasePolicy({ maxAttempts: MAX_ATTEMPTS });
-const svc = { authorization: `Bearer ${INTERNAL_TOKEN}` };
-const internal = (method: string, path: string, body?: unknown) =>
-  call(t.app, method, path, { key: null, body, headers: { ...svc, 'x-everdict-tenant': 'default' } });
+const internal = (method: string, path: string, body?: unknown) => callInternal(t.app, method, path, body);
 const MANIFEST = 'c'.repeat(64);
 const transcript = (n: number) => n.toString(16).padStart(64, '0');
 
@@ -43,18 +41,23 @@ async function loseLease(runId: string) {
   return runOf(runId);
 }
 
+/** A conversation with a scripted agent that asks for approval: the run of its first message (a turn). */
+async function startTurn(name: string): Promise<string> {
+  const a = await call(t.app, 'POST', '/agents', {
+    body: { name, model: 'scripted', tools: ['ask_approval'] },
+  });
+  expect(a.status, JSON.stringify(a.body)).toBe(201);
+  const agentId = (a.body.agent as { id: string }).id;
+  const conv = await call(t.app, 'POST', '/conversations', { body: { agentId } });
+  const convId = (conv.body.group as { id: string }).id;
+  const msg = await call(t.app, 'POST', `/conversations/${convId}/messages`, { body: { text: 'go' } });
+  expect(msg.status).toBe(202);
+  return (msg.body.run as { id: string }).id;
+}
+
 describe('the attempts rule counts lost executions, not starts', { timeout: 180_000 }, () => {
   it('a turn parked and resumed more than maxAttempts times is requeued on a lost lease; maxAttempts losses fail it', async () => {
-    const a = await call(t.app, 'POST', '/agents', {
-      body: { name: 'parker', model: 'scripted', tools: ['ask_approval'] },
-    });
-    expect(a.status, JSON.stringify(a.body)).toBe(201);
-    const agentId = (a.body.agent as { id: string }).id;
-    const conv = await call(t.app, 'POST', '/conversations', { body: { agentId } });
-    const convId = (conv.body.group as { id: string }).id;
-    const msg = await call(t.app, 'POST', `/conversations/${convId}/messages`, { body: { text: 'go' } });
-    expect(msg.status).toBe(202);
-    const runId = (msg.body.run as { id: string }).id;
+    const runId = await startTurn('parker');
 
     // Park and resume PARKS (> maxAttempts) times: every resume is leased anew (epoch + 1).
     const PARKS = MAX_ATTEMPTS + 2;
@@ -142,16 +145,7 @@ const lostOf = async (runId: string) =>
 describe('a parked turn whose resume lease expires lost an execution', { timeout: 180_000 }, () => {
   it('each expiry before `resumed` counts (still parked, leasable); the maxAttempts-th fails it; a heartbeat wins', async () => {
     const deps = t.core.internals.deps;
-    const a = await call(t.app, 'POST', '/agents', {
-      body: { name: 'crasher', model: 'scripted', tools: ['ask_approval'] },
-    });
-    expect(a.status, JSON.stringify(a.body)).toBe(201);
-    const agentId = (a.body.agent as { id: string }).id;
-    const conv = await call(t.app, 'POST', '/conversations', { body: { agentId } });
-    const convId = (conv.body.group as { id: string }).id;
-    const msg = await call(t.app, 'POST', `/conversations/${convId}/messages`, { body: { text: 'go' } });
-    expect(msg.status).toBe(202);
-    const runId = (msg.body.run as { id: string }).id;
+    const runId = await startTurn('crasher');
 
     // Started (epoch 1), parks on a question, answered: ready to be leased for its resume.
     const first = await leaseOne('host-a');

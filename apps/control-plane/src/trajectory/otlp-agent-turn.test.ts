@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { encodeAttestationBody, generateSigningKey, type Hex, signAttestation } from '@everdict/runrecord';
 import { canonicalJsonl, digestOf } from '@everdict/trajectory-store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_KEY, call, INTERNAL_TOKEN, type TestApp, testApp } from '../http/testing/harness.js';
+import { ADMIN_KEY, call, callInternal, type TestApp, testApp } from '../http/testing/harness.js';
 import { agentTrace, otlpJson } from './otlp-fixtures.js';
 
 let t: TestApp;
@@ -19,9 +19,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const svc = { authorization: `Bearer ${INTERNAL_TOKEN}`, 'x-everdict-tenant': 'default' };
-const internal = (method: string, path: string, body?: unknown) =>
-  call(t.app, method, path, { key: null, body, headers: svc });
+const internal = (method: string, path: string, body?: unknown) => callInternal(t.app, method, path, body);
 type Lease = { runId: string; epoch: number; unitId: Hex; grantsId: Hex; recordHead: Hex };
 type Event = { seq: number; type: string } & Record<string, unknown>;
 

@@ -138,6 +138,12 @@ export async function call(
   return { status: res.status, type, body: parsed, headers: res.headers };
 }
 
+/** A call to `/internal/*` with the service token, acting inside `tenant` (the agent service's calls). */
+export function callInternal(app: Fetcher, method: string, path: string, body?: unknown, tenant = 'default') {
+  const headers = { authorization: `Bearer ${INTERNAL_TOKEN}`, 'x-everdict-tenant': tenant };
+  return call(app, method, path, { key: null, body, headers });
+}
+
 /** Poll until `check` returns a value (not undefined) or time runs out. */
 export async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 90_000): Promise<T> {
   const deadline = Date.now() + ms;
