@@ -1,7 +1,8 @@
 // The witness's memory: per log, its pinned key and the last STH it accepted. Written atomically (a temp
-// file in the same directory, fsynced, renamed over the old one, the directory fsynced) before the
-// cosignature leaves, so a crash never leaves a witness that cosigned a tree it does not remember. A state
-// file that exists but does not parse is refused (`CorruptState`): starting empty would re-accept any tree.
+// file in the same directory, fsynced, renamed over the old one, the directory fsynced — any of these failing
+// is `StateUnwritable`) before the cosignature leaves, so a crash never leaves a witness that cosigned a
+// tree it does not remember. A state file that exists but does not parse is refused (`CorruptState`):
+// starting empty would re-accept any tree.
 // A log is remembered under its normalized URL (`normalizeLogUrl`), so a config that spells it another way
 // (`http://X:80/` for `http://x`) finds the same pinned key and accepted tree; entries of an older file that
 // fold into one are merged only when they agree, else the file is refused (`CorruptState`).
@@ -107,12 +108,31 @@ export function loadState(path: string): WitnessState {
 
 let counter = 0;
 
+/** The one step of a save a test can make fail: the fsync of the state file's directory. */
+export interface StateDisk {
+  /** Makes the directory entry of a rename durable; throws when it cannot. */
+  fsyncDirectory(dir: string): void;
+}
+
+export const nodeStateDisk: StateDisk = {
+  fsyncDirectory(dir) {
+    const fd = openSync(dir, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  },
+};
+
 /**
  * Writes the state atomically and durably: a temp file in the same directory, fsynced, renamed over the old
  * one, the directory fsynced. Any failure is `StateUnwritable`, with the temp file removed: the caller has
- * not committed the state it tried to write.
+ * not committed the state it tried to write. That includes the directory's fsync: until it succeeds the
+ * rename may not survive a crash, so a tree this state names must not be cosigned yet (the file may already
+ * hold it; the next save writes it again).
  */
-export function saveState(path: string, state: WitnessState): void {
+export function saveState(path: string, state: WitnessState, disk: StateDisk = nodeStateDisk): void {
   const text = `${JSON.stringify(witnessStateSchema.parse(state), null, 2)}\n`;
   const tmp = join(dirname(path), `.${process.pid}.${++counter}.witness-state.tmp`);
   try {
@@ -129,13 +149,11 @@ export function saveState(path: string, state: WitnessState): void {
     throw new WitnessError('StateUnwritable', `cannot write ${path}: ${(e as Error).message}`);
   }
   try {
-    const dir = openSync(dirname(path), 'r');
-    try {
-      fsyncSync(dir);
-    } finally {
-      closeSync(dir);
-    }
-  } catch {
-    // a directory that cannot be opened for fsync (some filesystems): the rename is still atomic
+    disk.fsyncDirectory(dirname(path));
+  } catch (e) {
+    throw new WitnessError(
+      'StateUnwritable',
+      `${path} written but its directory could not be fsynced: ${(e as Error).message}`,
+    );
   }
 }

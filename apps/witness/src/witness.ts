@@ -23,7 +23,14 @@ import {
 import type { Logger } from 'pino';
 import { LogClient } from './log-client.js';
 import type { WitnessMetrics } from './metrics.js';
-import { foldLogs, type LogState, normalizeLogUrl, saveState, type WitnessState } from './state.js';
+import {
+  foldLogs,
+  type LogState,
+  normalizeLogUrl,
+  type StateDisk,
+  saveState,
+  type WitnessState,
+} from './state.js';
 
 export interface LogTarget {
   readonly url: string;
@@ -43,6 +50,8 @@ export interface WitnessOptions {
   readonly state: WitnessState;
   readonly metrics: WitnessMetrics;
   readonly logger: Logger;
+  /** How the state file's directory is fsynced (default: `nodeStateDisk`); a failure is `StateUnwritable`. */
+  readonly disk?: StateDisk | undefined;
 }
 
 export class Witness {
@@ -68,7 +77,7 @@ export class Witness {
    */
   private commit(url: string, entry: LogState): void {
     const next: WitnessState = { ...this.o.state, logs: { ...this.o.state.logs, [url]: entry } };
-    saveState(this.o.statePath, next);
+    saveState(this.o.statePath, next, this.o.disk);
     this.o.state.logs[url] = entry;
   }
 

@@ -40,6 +40,14 @@ describe('a served record against its logged leaves', () => {
     );
   });
 
+  it('held to the largest logged length, not the last leaf: a log whose lengths go down hides no cut', () => {
+    // The spec's "latest logged length" is the largest in any log that follows it; a log that appends a
+    // shorter leaf (3, then 2 again) must not make a record cut to 2 prove.
+    const down = indexed(leafOf(1), leafOf(2), leafOf(3), leafOf(2));
+    expect(codeOf(() => verifyServedRecord(RUN, down, served(2)))).toBe('TruncatedRecord');
+    expect(codeOf(() => verifyServedRecord(RUN, down, served(3)))).toBe('ok');
+  });
+
   it('ForkedRecord: two heads at one length in the log, or a served head the log does not hold', () => {
     expect(
       codeOf(() => verifyServedRecord(RUN, indexed(leafOf(1), leafOf(2), leafOf(2, 1)), served(2))),

@@ -21,13 +21,15 @@ const USAGE = `usage:
   everdict-runrecord log-root < {"leaves": [hex…]}        the head log's tree size and root
   everdict-runrecord log-verify-inclusion < proof.json   {"leaf","index","tree_size","root","path"}
   everdict-runrecord log-verify-consistency < proof.json {"old_size","old_root","new_size","new_root","proof"}
-  everdict-runrecord verify --log URL --run ID --tenant ID --key APIKEY [--witness-key HEX]… [--min-witnesses K]
-                     [--expect-head HEX] [--trust-key HEX]… < wire.json
+  everdict-runrecord verify --log URL --run ID --tenant ID --key APIKEY [--log-key HEX]
+                     [--witness-key HEX]… [--min-witnesses K] [--expect-head HEX] [--trust-key HEX]… < wire.json
                                                          verify, then prove the record against the head log
   everdict-runrecord verify-audit [--key HEX] < chain.json  a runner key's audit chain (GET /runners/:id/audit) is unbroken
   everdict-runrecord check-group [--witness-key HEX]… [--min-witnesses K] [--log-key HEX]
                      < {"proof": GET /groups/:id/proof, "report": {"groupId","runs":[ids]}}
                                                          the report omits no logged run of the group
+  verify --log and check-group need a trust anchor the log does not supply: --log-key, or K ≥ 1 (K defaults
+  to 1 when a --witness-key is named); without one they refuse (exit 2)
 exit codes: 0 ok · 1 refused / does not verify / malformed input · 2 usage, or standard input unreadable`;
 
 class UsageError {

@@ -1,12 +1,16 @@
 // The reader's half of the head log (issue 18 §4; spec/witnessed-heads.md "What a reader can prove"):
-//   verify --log URL --run ID --tenant ID --key APIKEY [--witness-key HEX]… [--min-witnesses k] < wire.json
+//   verify --log URL --run ID --tenant ID --key APIKEY [--log-key HEX] [--witness-key HEX]…
+//          [--min-witnesses k] < wire.json
 //   check-group [--witness-key HEX]… [--min-witnesses k] [--log-key HEX] < {"proof": …, "report": {…}}
-// `verify --log` first verifies the record exactly as `verify` does; then it fetches the run's logged leaves
-// (`GET /runs/:id/log`: proofs in one STH with its cosignatures), the log's key and its latest STH, and
-// checks, in this order: the STH is the log's (`BadSignature`), at least k named witnesses cosigned it
-// (`InsufficientWitnesses`), the latest STH extends it or it extends the latest (`InconsistentLog`), every
-// leaf is in it (`InclusionFailed` / `MalformedProof`), and the served record agrees with the leaves
-// (`ForeignLeaf`, `ForkedRecord`, `TruncatedRecord`). A log that does not answer its wire contract is
+// Each needs a trust anchor the log does not supply: a pinned `--log-key`, or k ≥ 1 named witnesses ("a
+// reader trusts an STH that carries cosignatures from at least k witnesses it names"). Without one, the only
+// key is the one the log serves about itself — a forged log would verify itself — so it is a usage error
+// (exit 2). `verify --log` first verifies the record exactly as `verify` does; then it fetches the run's
+// logged leaves (`GET /runs/:id/log`: proofs in one STH with its cosignatures), the log's key (unless
+// `--log-key` pins it) and its latest STH, and checks, in this order: the STH is the log's (`BadSignature`),
+// at least k named witnesses cosigned it (`InsufficientWitnesses`), the latest STH extends it or it extends
+// the latest (`InconsistentLog`), every leaf is in it (`InclusionFailed` / `MalformedProof`), and the served
+// record agrees with the leaves (`ForeignLeaf`, `ForkedRecord`, `TruncatedRecord`). A log that does not answer its wire contract is
 // `LogUnavailable` — a network error before or during the body (a connection cut mid-read, the timeout), a
 // non-2xx, a body larger than `MAX_LOG_ANSWER_BYTES`, one that is not the route's object. Every failure:
 // exit 1, one line {"ok":false,"error":CODE}.
@@ -99,6 +103,20 @@ function witnessFlags(f: Flags): { keys: Hex[]; k: number } {
 }
 
 /**
+ * The log key the reader pins (`--log-key`), at most one; with none, k ≥ 1 witnesses must be required — else
+ * nothing but the log vouches for the log (usage error).
+ */
+function trustAnchor(f: Flags, k: number): Hex | undefined {
+  const logKey = hexFlag(f, '--log-key');
+  if (logKey.length > 1) throw new LogUsageError('--log-key given twice');
+  if (logKey[0] === undefined && k === 0)
+    throw new LogUsageError(
+      "needs a trusted --log-key HEX, or --witness-key HEX with --min-witnesses of at least 1: the log's own key proves nothing about the log",
+    );
+  return logKey[0];
+}
+
+/**
  * The largest answer read from the log (bytes). A run's leaves with their audit paths are legitimately
  * several MB for a long run (~2 KB a leaf), so the cap is generous; a larger body is refused — a declared
  * `content-length` above it without reading a byte, a streamed one by cancelling it once past the cap —
@@ -163,6 +181,7 @@ export const VERIFY_LOG_FLAGS = [
   '--key',
   '--witness-key',
   '--min-witnesses',
+  '--log-key',
   '--expect-head',
   '--trust-key',
 ] as const;
@@ -175,6 +194,7 @@ export async function verifyWithLog(args: readonly string[], stdin: string): Pro
   const tenantId = single(f, '--tenant', true)!;
   const apiKey = single(f, '--key', true)!;
   const { keys, k } = witnessFlags(f);
+  const pinned = trustAnchor(f, k);
   const expectHead = hexFlag(f, '--expect-head');
   if (expectHead.length > 1) throw new LogUsageError('--expect-head given twice');
   const trustKeys = f.has('--trust-key') ? hexFlag(f, '--trust-key') : undefined;
@@ -204,9 +224,10 @@ export async function verifyWithLog(args: readonly string[], stdin: string): Pro
       new URL(`runs/${encodeURIComponent(runId)}/log`, root),
       apiKey,
     );
-    const key = await get(logKeyWire, new URL('log/key', root));
+    // A pinned key is the log's; else the served one, which the witnesses' cosignatures bind (via log_id).
+    const key = pinned ?? (await get(logKeyWire, new URL('log/key', root))).public_key;
     const latestWire = await get(cosignedTreeHeadWire, new URL('log/sth', root));
-    const logKey = parseHash(key.public_key)!;
+    const logKey = parseHash(key)!;
     const { sth, cosignatures } = check(() => cosignedTreeHeadFromWire(served.sth));
     const latest = check(() => cosignedTreeHeadFromWire(latestWire).sth);
     check(() => verifyTreeHead(sth, logKey));
@@ -270,8 +291,7 @@ const checkGroupInput = z.strictObject({
 export function checkGroup(args: readonly string[], stdin: string): CommandResult {
   const f = flags(args, ['--witness-key', '--min-witnesses', '--log-key']);
   const { keys, k } = witnessFlags(f);
-  const logKey = hexFlag(f, '--log-key');
-  if (logKey.length > 1) throw new LogUsageError('--log-key given twice');
+  const logKey = trustAnchor(f, k);
   let input: z.output<typeof checkGroupInput>;
   try {
     const r = checkGroupInput.safeParse(JSON.parse(stdin));
@@ -283,7 +303,7 @@ export function checkGroup(args: readonly string[], stdin: string): CommandResul
   try {
     const { proof, report } = input;
     const { sth, cosignatures } = check(() => cosignedTreeHeadFromWire(proof.sth));
-    if (logKey[0] !== undefined) check(() => verifyTreeHead(sth, parseHash(logKey[0])!));
+    if (logKey !== undefined) check(() => verifyTreeHead(sth, parseHash(logKey)!));
     check(() => requireWitnesses(sth, cosignatures, keys, k));
     if (proof.group_hash !== check(() => idHash(report.groupId))) {
       throw new Failure('ForeignLeaf', 'the proof is for another group');

@@ -247,3 +247,50 @@ describe('everdict-runrecord check-group', () => {
     ]);
   });
 });
+
+describe('a log does not vouch for itself (a trusted --log-key, or k ≥ 1 named witnesses)', () => {
+  /** An impostor's log under its own key: the record cut to 2 segments, group exp-7 without run-2. */
+  function forgedLog(): TestLog {
+    const forged = new TestLog(generateKeyPair(), []);
+    for (const [i, s] of record.segments.slice(0, 2).entries())
+      forged.append({ tenantId: 'acme', runId: 'run-1', groupId: 'exp-7', length: i + 1, head: s.head });
+    forged.append({ tenantId: 'acme', runId: 'run-3', groupId: 'exp-7', length: 1, head: addr(0x44) });
+    forged.publish();
+    return forged;
+  }
+  const base = () => verifyArgs().slice(0, 9); // verify --log URL --run --tenant --key, no witness flags
+  const logKey = () => bytesToHex(log.key.publicKey);
+
+  it('verify --log with no trusted anchor is a usage error; with a pinned --log-key the impostor is BadSignature', async () => {
+    server.serve(forgedLog());
+    const cutShort = wire(cut(record, 2));
+    for (const args of [base(), [...base(), '--min-witnesses', '0']]) {
+      const r = await run(args, cutShort); // it verified itself: exit 0, ok
+      expect([r.code, r.out], r.err).toEqual([2, '']);
+      expect(r.err).toMatch(/--log-key/);
+    }
+    const pinned = await run([...base(), '--log-key', logKey()], cutShort);
+    expect([pinned.code, pinned.json], pinned.err).toEqual([1, { ok: false, error: 'BadSignature' }]);
+    server.serve(log); // the real log, its key pinned and no witness asked for: proven by its signature
+    const honest = await run([...base(), '--log-key', logKey(), '--min-witnesses', '0'], wire(record));
+    expect([honest.code, honest.json?.ok], honest.err).toEqual([0, true]);
+  });
+
+  it('check-group with no trusted anchor is a usage error; with a pinned --log-key the impostor is BadSignature', async () => {
+    server.serve(forgedLog());
+    const res = await fetch(`${server.url}/groups/exp-7/proof`, {
+      headers: { authorization: 'Bearer key-acme' },
+    });
+    const input = JSON.stringify({
+      proof: groupProofWire.parse(await res.json()),
+      report: { groupId: 'exp-7', runs: ['run-1', 'run-3'] }, // run-2 omitted, and the impostor agrees
+    });
+    for (const args of [['check-group'], ['check-group', '--min-witnesses', '0']]) {
+      const r = await run(args, input); // it checked: exit 0, ok
+      expect([r.code, r.out], r.err).toEqual([2, '']);
+      expect(r.err).toMatch(/--log-key/);
+    }
+    const pinned = await run(['check-group', '--log-key', logKey()], input);
+    expect([pinned.code, pinned.json], pinned.err).toEqual([1, { ok: false, error: 'BadSignature' }]);
+  });
+});

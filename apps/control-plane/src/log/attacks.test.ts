@@ -54,7 +54,10 @@ const db = () => s.t.core.internals.ldb.db;
 const wireOf = async (runId: string) =>
   (await call(s.t.app, 'GET', `/runs/${runId}/record?view=wire`)).body as unknown as WireRecord;
 
-/** `verify --log` for a run as a reader that wants `k` cosignatures from the test's witness. */
+/**
+ * `verify --log` for a run as a reader that wants `k` cosignatures from the test's witness; with none it pins the
+ * log's key (a reader must trust something the log does not serve).
+ */
 const verifyLog = (runId: string, wire: WireRecord, k = 1) =>
   runrecord(
     [
@@ -67,7 +70,9 @@ const verifyLog = (runId: string, wire: WireRecord, k = 1) =>
       'default',
       '--key',
       ADMIN_KEY,
-      ...(k > 0 ? ['--witness-key', W(), '--min-witnesses', String(k)] : []),
+      ...(k > 0
+        ? ['--witness-key', W(), '--min-witnesses', String(k)]
+        : ['--log-key', bytesToHex(s.logKey.publicKey)]),
     ],
     JSON.stringify(wire),
   );
