@@ -21,11 +21,38 @@ export interface ClientOptions {
 
 export type EverdictClient = Client<paths>;
 
-/** Turns every non-2xx answer into a thrown ClientError, every transport failure into `network`. */
+/** The answer's text; a body that breaks off is `network` (the answer never fully arrived). */
+async function bodyText(response: Response): Promise<string> {
+  try {
+    return await response.text();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new ClientError('network', 0, `the answer broke off: ${message}`);
+  }
+}
+
+/**
+ * Turns every non-2xx answer into a thrown ClientError, every transport failure into `network` — and a 2xx
+ * read as JSON whose body breaks off (`network`) or is not JSON (`bad_response`, e.g. an HTML page at the
+ * wrong URL) into a ClientError too, never a bare TypeError or SyntaxError.
+ */
 const refusals: Middleware = {
-  async onResponse({ response }) {
-    if (response.ok) return undefined;
-    const text = await response.clone().text();
+  async onResponse({ response, options }) {
+    if (response.ok) {
+      if (options.parseAs !== 'json' || response.body === null) return undefined;
+      const text = await bodyText(response);
+      if (text.trim().length > 0) {
+        try {
+          JSON.parse(text);
+        } catch {
+          const type = response.headers.get('content-type') ?? 'no content type';
+          throw new ClientError('bad_response', response.status, `the answer is not JSON (${type})`);
+        }
+      }
+      const { status, statusText, headers } = response;
+      return new Response(text.length > 0 ? text : null, { status, statusText, headers });
+    }
+    const text = await bodyText(response);
     let body: unknown;
     try {
       body = text.length > 0 ? JSON.parse(text) : undefined;

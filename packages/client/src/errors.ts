@@ -46,15 +46,47 @@ export function isClientError(err: unknown, code?: string): err is ClientError {
   return err instanceof ClientError && (code === undefined || err.code === code);
 }
 
+/**
+ * Seconds a `Retry-After` header asks for: delay-seconds (`120`) or an HTTP-date (RFC 9110 §10.2.3; a date
+ * already past is 0). Undefined when absent or unreadable.
+ */
+export function parseRetryAfter(value: string | null, now: number = Date.now()): number | undefined {
+  if (value === null) return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) {
+    const n = Number(v);
+    return Number.isSafeInteger(n) ? n : undefined;
+  }
+  const at = Date.parse(v);
+  if (!/[a-z]/i.test(v) || !Number.isFinite(at)) return undefined;
+  return Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+const OPTIONAL_MEMBERS = ['type', 'title', 'detail', 'rule', 'issues'] as const;
+
+/**
+ * The body as a Problem. A body with a stable `code` stays that code even when an optional member is not the
+ * documented shape (the member is dropped) or `status` is missing (the answer's status is used): a refusal
+ * never degrades to `bad_response` over a detail.
+ */
+function problemOf(body: unknown, status: number): Problem | undefined {
+  const strict = Problem.safeParse(body);
+  if (strict.success) return strict.data;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  const b: Record<string, unknown> = { ...(body as Record<string, unknown>) };
+  if (!Number.isInteger(b.status)) b.status = status;
+  for (const key of OPTIONAL_MEMBERS) {
+    if (key in b && !Problem.shape[key].safeParse(b[key]).success) delete b[key];
+  }
+  const lenient = Problem.safeParse(b);
+  return lenient.success ? lenient.data : undefined;
+}
+
 /** The ClientError for a non-2xx answer; `body` is what openapi-fetch parsed (or undefined). */
 export function errorFromResponse(response: Response, body: unknown): ClientError {
-  const retry = response.headers.get('retry-after');
-  const retryAfter = retry !== null && /^\d+$/.test(retry) ? Number(retry) : undefined;
-  const parsed = Problem.safeParse(body);
-  if (parsed.success) {
-    const p = parsed.data;
-    return new ClientError(p.code, response.status, p.detail ?? p.title ?? p.code, p, retryAfter);
-  }
+  const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
+  const p = problemOf(body, response.status);
+  if (p) return new ClientError(p.code, response.status, p.detail ?? p.title ?? p.code, p, retryAfter);
   return new ClientError(
     'bad_response',
     response.status,

@@ -8,4 +8,11 @@ export {
   type EverdictClient,
   type paths,
 } from './client.js';
-export { CLIENT_ERROR_CODES, ClientError, errorFromResponse, isClientError, Problem } from './errors.js';
+export {
+  CLIENT_ERROR_CODES,
+  ClientError,
+  errorFromResponse,
+  isClientError,
+  Problem,
+  parseRetryAfter,
+} from './errors.js';

@@ -115,11 +115,14 @@ export interface Verdict {
   detail: string;
 }
 
-/** The value at a dotted path of the run (numeric segments index arrays), or undefined. */
+/**
+ * The value at a dotted path of the run (numeric segments index arrays), or undefined. Own properties only:
+ * `constructor`, `__proto__`, `toString` … are not fields of a run record.
+ */
 export function readPath(run: Run, path: string): unknown {
   let here: unknown = run;
   for (const key of path.split('.')) {
-    if (here === null || typeof here !== 'object') return undefined;
+    if (here === null || typeof here !== 'object' || !Object.hasOwn(here, key)) return undefined;
     here = (here as Record<string, unknown>)[key];
   }
   return here;

@@ -5,6 +5,7 @@ import type { RunQueued } from './facts.js';
 import { Origin } from './origin.js';
 import { emptyOutputs, RunError, RunOutputs, TrajectoryRef } from './outputs.js';
 import { Id, Timestamp, Tokens, toMillis, Usd } from './primitives.js';
+import { MAX_SESSION_TTL_SEC } from './session.js';
 import { checkKindedSubject } from './subject.js';
 import { EMPTY_USAGE, Usage } from './usage.js';
 import {
@@ -182,7 +183,11 @@ export interface CreateRunContext {
   class?: RunClass;
 }
 
-/** A new run, born queued, plus its `run.queued` fact. Parses the spec (invalid_input on failure). */
+/**
+ * A new run, born queued, plus its `run.queued` fact. Parses the spec (invalid_input on failure); its
+ * expiresAt must be in the future, and a session's at most MAX_SESSION_TTL_SEC away (a session that far
+ * off has no hard expiry in any sense the reaper could honour).
+ */
 export function createRun(spec: RunSpecInput, ctx: CreateRunContext): { run: Run; facts: [RunQueued] } {
   return createRunFromSpec(parseOrThrow(RunSpec, spec, 'run spec'), ctx);
 }
@@ -197,6 +202,20 @@ export function createRunFromSpec(parsed: RunSpec, ctx: CreateRunContext): { run
     throw new RunModelError('invalid_input', 'expiresAt is not in the future', {
       expiresAt: parsed.expiresAt,
     });
+  }
+  if (
+    parsed.lifetime === 'session' &&
+    parsed.expiresAt !== undefined &&
+    toMillis(parsed.expiresAt) - toMillis(ctx.now) > MAX_SESSION_TTL_SEC * 1000
+  ) {
+    throw new RunModelError(
+      'invalid_input',
+      'a session is held open at most MAX_SESSION_TTL_SEC (366 days)',
+      {
+        expiresAt: parsed.expiresAt,
+        maxSessionTtlSec: MAX_SESSION_TTL_SEC,
+      },
+    );
   }
   const run = parseOrThrow(
     Run,

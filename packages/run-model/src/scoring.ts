@@ -14,7 +14,6 @@ import {
 } from './grader.js';
 import { Id, Timestamp } from './primitives.js';
 import type { Run } from './run.js';
-import { isTerminalStatus } from './vocabulary.js';
 
 export const Score = z.strictObject({
   id: Id,
@@ -56,7 +55,10 @@ export const Scoring = z.strictObject({
   groupId: Id,
   graders: z.array(Grader),
   aggregate: Aggregate,
-  /** Member runs not scored because they had not settled. */
+  /**
+   * Members not scored: not settled yet, cancelled (stopped before a result: no evidence to grade), or not
+   * among the runs handed in. Each counts neither passed nor failed.
+   */
   skippedRunIds: z.array(Id),
   rescoreOf: Id.optional(),
   createdAt: Timestamp,
@@ -97,6 +99,28 @@ interface Plan {
   skipped: string[];
 }
 
+/** A run phase 2 can grade: it settled with a result. A cancelled run was stopped before it gave one. */
+const hasEvidence = (run: Run): boolean => run.status === 'succeeded' || run.status === 'failed';
+
+function freeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object') {
+    for (const v of Object.values(value)) freeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/**
+ * What graders and judges see of a run: phase 1 only — a frozen deep copy without the score refs earlier
+ * scorings attached (`outputs.scores`), so a verdict never depends on what was scored before (a re-score
+ * with the same graders gives the same verdicts) and no grader or injected Judge can edit the caller's run.
+ */
+export function phaseOneView(run: Run): Run {
+  const copy = structuredClone(run);
+  copy.outputs.scores = [];
+  return freeze(copy);
+}
+
 function plan(input: ScoringInput): Plan {
   const graders = parseOrThrow(GraderList, input.graders, 'graders');
   const members = new Set(input.group.runIds);
@@ -112,8 +136,10 @@ function plan(input: ScoringInput): Plan {
       throw new RunModelError('invalid_input', `run ${run.id} given twice`, { runId: run.id });
     seen.add(run.id);
   }
-  const graded = input.runs.filter((r) => isTerminalStatus(r.status));
-  const skipped = input.runs.filter((r) => !isTerminalStatus(r.status)).map((r) => r.id);
+  const graded = input.runs.filter(hasEvidence).map(phaseOneView);
+  const gradedIds = new Set(graded.map((r) => r.id));
+  // Every member not graded is listed: live, cancelled, or not handed in at all — never silently dropped.
+  const skipped = [...members].filter((id) => !gradedIds.has(id));
   return { graders, graded, skipped };
 }
 
@@ -220,12 +246,28 @@ export async function scoreGroup(input: ScoringInput & { judge?: Judge }): Promi
   return assemble(input, p, verdicts);
 }
 
-/** A re-score of an earlier scoring: new rows linked by `rescoreOf`; the earlier scoring is not touched. */
-export function rescore(previous: Scoring, input: Omit<ScoringInput, 'rescoreOf'>): ScoringResult {
-  if (previous.groupId !== input.group.id) {
+function checkSameGroup(previous: Scoring, groupId: string): void {
+  if (previous.groupId !== groupId) {
     throw new RunModelError('invalid_input', `scoring ${previous.id} belongs to group ${previous.groupId}`);
   }
+}
+
+/**
+ * A re-score of an earlier scoring with deterministic graders: new rows linked by `rescoreOf`; the earlier
+ * scoring is not touched. A re-score with a judge is `rescoreGroup`.
+ */
+export function rescore(previous: Scoring, input: Omit<ScoringInput, 'rescoreOf'>): ScoringResult {
+  checkSameGroup(previous, input.group.id);
   return applyGraders({ ...input, rescoreOf: previous.id });
+}
+
+/** `rescore` with any graders, judges included ("re-score with a different judge"): `scoreGroup` + rescoreOf. */
+export async function rescoreGroup(
+  previous: Scoring,
+  input: Omit<ScoringInput, 'rescoreOf'> & { judge?: Judge },
+): Promise<ScoringResult> {
+  checkSameGroup(previous, input.group.id);
+  return await scoreGroup({ ...input, rescoreOf: previous.id });
 }
 
 /** A copy of the run with these scores appended to outputs.scores (the join point); phase-1 fields untouched. */

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { RunModelError } from './errors.js';
 import type { RunFact } from './facts.js';
 import { RunError } from './outputs.js';
-import { toMillis } from './primitives.js';
+import { Timestamp, toMillis } from './primitives.js';
 import type { Run } from './run.js';
 import { isTerminalStatus, type RunStatus } from './vocabulary.js';
 
@@ -83,6 +83,8 @@ export interface RunPatch {
   startedAt?: string;
   settledAt?: string;
   error?: RunError;
+  /** Set by `start`: the attempt it begins (the previous count + 1; the control plane's lease epoch). */
+  attempt?: number;
 }
 
 export type TransitionResult =
@@ -130,14 +132,32 @@ function factFor(run: Run, event: RunEvent, now: string): RunFact {
   }
 }
 
+function invalid(run: Run, message: string, details: Record<string, unknown>): TransitionResult {
+  return { ok: false, error: new RunModelError('invalid_input', message, { runId: run.id, ...details }) };
+}
+
 /**
  * Apply one event to a run at `now`. Never mutates: returns a patched copy, the patch and the facts it
- * emits, or a typed refusal (`already_terminal`, `illegal_transition`, `invalid_input` when `now`
- * precedes the run's last update).
+ * emits, or a typed refusal (`already_terminal`, `illegal_transition`; `invalid_input` when the event is
+ * not a RunEvent — e.g. a `fail` whose error is malformed —, `now` is not an ISO timestamp with an offset,
+ * or `now` precedes the run's last update). So a transition never yields a run `Run` would refuse.
  */
 export function transition(run: Run, event: RunEvent, now: string): TransitionResult {
   const to = nextStatus(run.status, event.type);
   if (to === undefined) return refuse(run, event);
+  const parsed = RunEvent.safeParse(event);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => ({
+      path: i.path.map(String).join('.'),
+      message: i.message,
+    }));
+    return invalid(run, `invalid ${event.type} event for run ${run.id}`, { event: event.type, issues });
+  }
+  if (!Timestamp.safeParse(now).success) {
+    return invalid(run, `now ${String(now)} is not an ISO timestamp with an offset`, {
+      now: String(now).slice(0, 100),
+    });
+  }
   if (!(toMillis(now) >= toMillis(run.updatedAt))) {
     const error = new RunModelError('invalid_input', `now ${now} precedes run ${run.id}'s last update`, {
       runId: run.id,
@@ -147,12 +167,16 @@ export function transition(run: Run, event: RunEvent, now: string): TransitionRe
     return { ok: false, error };
   }
   const patch: RunPatch = { status: to, updatedAt: now };
-  if (event.type === 'start') patch.startedAt = now;
+  if (event.type === 'start') {
+    patch.startedAt = now;
+    patch.attempt = (run.attempt ?? 0) + 1;
+  }
   if (isTerminalStatus(to)) patch.settledAt = now;
-  if (event.type === 'fail') patch.error = event.error;
+  const ev = parsed.data;
+  if (ev.type === 'fail') patch.error = ev.error;
   const next: Run = { ...run, ...patch };
-  if (event.type === 'requeue') delete next.startedAt;
-  return { ok: true, run: next, patch, facts: [factFor(run, event, now)] };
+  if (ev.type === 'requeue') delete next.startedAt;
+  return { ok: true, run: next, patch, facts: [factFor(run, ev, now)] };
 }
 
 /** `transition`, throwing the RunModelError on refusal. */

@@ -6,6 +6,7 @@ import { SCHEDULE_FIRED } from './facts.js';
 import { EventKind } from './origin.js';
 import { Id, type JsonValue, Timestamp, toMillis } from './primitives.js';
 import { type Run, type RunSpecInput, RunTemplate } from './run.js';
+import { MAX_SESSION_TTL_SEC } from './session.js';
 
 /** `run.settled` exactly, or a prefix wildcard such as `run.*` or `*`. */
 export const EventSelectorKind = z.union([EventKind, z.string().regex(/^([a-z][a-z0-9_]*\.)*\*$/)]);
@@ -30,8 +31,15 @@ export const Subscription = z
     selector: EventSelector,
     /** The run each matching event creates, minus its origin (stamped per firing by `runSpecFor`). */
     runSpec: RunTemplate,
-    /** A session run's lifetime from the firing; required when runSpec.lifetime is session. */
-    sessionTtlMs: z.int().positive().optional(),
+    /**
+     * A session run's lifetime from the firing; required when runSpec.lifetime is session. At most
+     * MAX_SESSION_TTL_SEC (366 days): a longer one is no session, and past the date range it broke `runSpecFor`.
+     */
+    sessionTtlMs: z
+      .int()
+      .positive()
+      .max(MAX_SESSION_TTL_SEC * 1000)
+      .optional(),
     enabled: z.boolean(),
     /** Minimum gap between two firings of this subscription. */
     cooldownMs: z.int().nonnegative(),

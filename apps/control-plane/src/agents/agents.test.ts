@@ -255,6 +255,34 @@ describe('agents: a turn parks as a transcript and resumes after an approval', (
     const record = await call(t.app, 'GET', `/runs/${run.id}/record`);
     expect((record.body.verify as { account: string }).account).toBe('blocking');
   });
+
+  it("a failed report's error is run-model's RunError: an empty code is 400 and changes nothing; retryable and detail are kept", async () => {
+    const { run } = await turn(await agent());
+    const lease = await leaseOne('host-e');
+    const held = { holder: 'host-e', epoch: lease!.epoch };
+    const bad = await internal('POST', '/internal/agent-run-events', {
+      runId: run.id,
+      event: 'failed',
+      ...held,
+      error: { code: '', message: 'x' },
+    });
+    expect(bad.status, JSON.stringify(bad.body)).toBe(400);
+    expect((await call(t.app, 'GET', `/runs/${run.id}`)).body.status).toBe('running');
+    const error = {
+      code: 'model_error',
+      message: 'the model refused',
+      retryable: true,
+      detail: { status: 529 },
+    };
+    const ok = await internal('POST', '/internal/agent-run-events', {
+      runId: run.id,
+      event: 'failed',
+      ...held,
+      error,
+    });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect((await call(t.app, 'GET', `/runs/${run.id}`)).body).toMatchObject({ status: 'failed', error });
+  });
 });
 
 describe('agents: start_experiment starts an experiment group', () => {

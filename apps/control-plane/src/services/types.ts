@@ -10,6 +10,7 @@ import {
   PermissionMode,
   type PlatformEvent,
   RunClass,
+  RunError,
   RunKind,
   RunLifetime,
   RunStatus,
@@ -348,7 +349,8 @@ export const AgentRunEventInput = z.object({
     .optional(),
   /** What the run used, in run-model's `Usage` terms (each field non-negative and finite); any subset. */
   usage: Usage.partial().optional(),
-  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  /** A `failed` report's error: run-model's `RunError` (a non-empty code; retryable and detail kept). */
+  error: RunError.optional(),
   /** A leased turn (src/agents/): the lease's epoch and holder; a stale one is 409 `stale_lease`. */
   epoch: z.int().positive().max(INT4_MAX).optional(),
   holder: z.string().min(1).max(200).optional(),
