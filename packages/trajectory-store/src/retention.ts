@@ -3,7 +3,8 @@
 // trajectories are never touched. Each deletion leaves a tombstone (`deleted.json`, the same record the
 // caller persists), so a later read answers `trajectory_deleted` rather than a silent 404.
 import { z } from 'zod';
-import { parseOrThrow } from './errors.js';
+import type { ObjectBackend } from './backend.js';
+import { parseOrThrow, TrajectoryStoreError } from './errors.js';
 import { checkTenant, layout } from './keys.js';
 import { DeletionRecord, encodeRecord, type Provenance, SealRecord } from './records.js';
 import { readRecord } from './state.js';
@@ -52,6 +53,16 @@ export interface RetentionOptions extends RetentionPolicy {
   readonly now: Date;
   /** True when a run record names this trajectory or it carries scores: then it is never deleted. */
   readonly isEvidence: (candidate: RetentionCandidate) => boolean | Promise<boolean>;
+  /**
+   * Runs the decision on one expired candidate — `isEvidence`, then its deletion — as one critical section
+   * (e.g. under the lock a scorer takes to record a score): a score recorded meanwhile is seen, or its
+   * recorder sees the tombstone; the caller may persist the deletion record `decide` answers inside it too,
+   * so a pass that fails later has still recorded every deletion it made. Absent → no exclusion.
+   */
+  readonly exclusive?: (
+    candidate: RetentionCandidate,
+    decide: () => Promise<DeletionRecord | null>,
+  ) => Promise<DeletionRecord | null>;
 }
 
 /** Applies the policy to every sealed trajectory of `tenant`; returns one deletion record per deletion. */
@@ -72,7 +83,7 @@ export async function applyRetention(
   const deletions: DeletionRecord[] = [];
   for await (const object of backend.list(tenant, layout.trajectoriesRoot)) {
     if (!object.path.endsWith('/seal.json')) continue;
-    const seal = await readRecord(backend, tenant, object.path, SealRecord);
+    const seal = await readSealKept(backend, tenant, object.path);
     if (!seal) continue;
     const id = seal.trajectoryId;
     const candidate: RetentionCandidate = {
@@ -82,35 +93,66 @@ export async function applyRetention(
       sealedAt: seal.sealedAt,
       ...(seal.provenance ? { provenance: seal.provenance } : {}),
     };
-    const expired = retentionVerdict(seal, policy, options.now, false).action === 'delete';
-    if (
-      !expired ||
-      retentionVerdict(seal, policy, options.now, await options.isEvidence(candidate)).action === 'keep'
-    )
-      continue;
-    const record = DeletionRecord.parse({
-      tenant,
-      trajectoryId: id,
-      digest: seal.digest,
-      eventCount: seal.eventCount,
-      storedBytes: seal.storedBytes,
-      sealedAt: seal.sealedAt,
-      deletedAt: options.now.toISOString(),
-      reason: 'retention',
-      retentionDays: days,
-      ...(seal.provenance ? { provenance: seal.provenance } : {}),
-    });
-    // Tombstone first: from here on the trajectory reads as deleted, whatever step a crash interrupts.
-    await backend.put({ tenant, path: layout.deletion(id) }, encodeRecord(record));
-    await backend.delete({ tenant, path: layout.sealedObject(id) });
-    if (seal.provenance) {
-      const { source, externalId } = seal.provenance;
-      await backend.delete({ tenant, path: layout.importIndex(source, externalId, id) });
-      await backend.delete({ tenant, path: layout.meta(id) });
-    }
-    await backend.delete({ tenant, path: layout.seal(id) });
-    store.forget(tenant, id);
-    deletions.push(record);
+    if (retentionVerdict(seal, policy, options.now, false).action !== 'delete') continue;
+    const decide = () => deleteUnlessEvidence(store, tenant, seal, candidate, days, options);
+    const record = await (options.exclusive ? options.exclusive(candidate, decide) : decide());
+    if (record) deletions.push(record);
   }
   return deletions;
+}
+
+/**
+ * A listed seal record, or null if it is gone or does not parse: a trajectory whose seal cannot be read cannot
+ * be judged expired or not evidence — it is kept (its reads answer `integrity_failed`), and the pass goes on.
+ */
+async function readSealKept(
+  backend: ObjectBackend,
+  tenant: string,
+  path: string,
+): Promise<SealRecord | null> {
+  try {
+    return await readRecord(backend, tenant, path, SealRecord);
+  } catch (err) {
+    if (err instanceof TrajectoryStoreError && err.code === 'integrity_failed') return null;
+    throw err;
+  }
+}
+
+/** The deletion of one expired sealed trajectory unless it is evidence (re-read: it may have gone since). */
+async function deleteUnlessEvidence(
+  store: TrajectoryStore,
+  tenant: string,
+  listed: SealRecord,
+  candidate: RetentionCandidate,
+  days: number,
+  options: RetentionOptions,
+): Promise<DeletionRecord | null> {
+  const { backend } = store;
+  const id = listed.trajectoryId;
+  const seal = await readSealKept(backend, tenant, layout.seal(id));
+  if (!seal || seal.digest !== listed.digest) return null; // deleted (or replaced) since it was listed
+  if (await options.isEvidence(candidate)) return null;
+  const record = DeletionRecord.parse({
+    tenant,
+    trajectoryId: id,
+    digest: seal.digest,
+    eventCount: seal.eventCount,
+    storedBytes: seal.storedBytes,
+    sealedAt: seal.sealedAt,
+    deletedAt: options.now.toISOString(),
+    reason: 'retention',
+    retentionDays: days,
+    ...(seal.provenance ? { provenance: seal.provenance } : {}),
+  });
+  // Tombstone first: from here on the trajectory reads as deleted, whatever step a crash interrupts.
+  await backend.put({ tenant, path: layout.deletion(id) }, encodeRecord(record));
+  await backend.delete({ tenant, path: layout.sealedObject(id) });
+  if (seal.provenance) {
+    const { source, externalId } = seal.provenance;
+    await backend.delete({ tenant, path: layout.importIndex(source, externalId, id) });
+    await backend.delete({ tenant, path: layout.meta(id) });
+  }
+  await backend.delete({ tenant, path: layout.seal(id) });
+  store.forget(tenant, id);
+  return record;
 }

@@ -6,7 +6,7 @@ import type { ObjectBackend } from './backend.js';
 import { canonicalLine } from './canonical.js';
 import { TrajectoryStoreError } from './errors.js';
 import { checkRunIds, numberDrafts, parseBatch, type TraceEventDraft } from './events.js';
-import { checkId, checkTenant } from './keys.js';
+import { checkId, checkTenant, layout } from './keys.js';
 import { readLive, readSealed, type Verification, verifySealed } from './read.js';
 import type { DeletionRecord, SealRecord } from './records.js';
 import { sealTrajectory } from './seal.js';
@@ -20,6 +20,9 @@ import type {
   TrajectoryStoreOptions,
 } from './store-types.js';
 import { ChangeFeed } from './sync.js';
+
+/** Refusals of the input itself: nothing was written, the cached state still holds. */
+const REFUSALS = new Set(['bad_request', 'out_of_order', 'event_conflict', 'trajectory_sealed']);
 
 const DEFAULTS = {
   maxBatchEvents: 10_000,
@@ -72,12 +75,28 @@ export class TrajectoryStore {
 
   async #append(tenant: string, trajectoryId: string, batch: readonly TraceEvent[]): Promise<AppendResult> {
     const key = this.#key(tenant, trajectoryId);
-    return this.#cache.locks.run(key, async () => {
-      const state = await this.#live(key, tenant, trajectoryId);
-      const result = await appendEvents(this.#target(tenant, trajectoryId, state), batch);
-      if (result.appended > 0) this.#feed.bump(key);
-      return result;
-    });
+    return this.#cache.locks.run(key, () =>
+      this.#writing(key, async () => {
+        const state = await this.#live(key, tenant, trajectoryId);
+        const result = await appendEvents(this.#target(tenant, trajectoryId, state), batch);
+        if (result.appended > 0) this.#feed.bump(key);
+        return result;
+      }),
+    );
+  }
+
+  /**
+   * A write under the key's lock. If it fails, what this process knows of the trajectory is forgotten: a
+   * write whose answer was lost (a timeout after the object landed) may have stored a chunk the cached index
+   * does not hold, and the next append must number after it, not beside it (two chunks at one offset).
+   */
+  async #writing<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!(err instanceof TrajectoryStoreError) || !REFUSALS.has(err.code)) this.#cache.forget(key);
+      throw err;
+    }
   }
 
   /**
@@ -93,22 +112,24 @@ export class TrajectoryStore {
     if (!/^[0-9a-f]{32}$/.test(batchKey))
       throw new TrajectoryStoreError('bad_request', 'a batch key is 32 lowercase hex characters');
     const key = this.#key(tenant, trajectoryId);
-    return this.#cache.locks.run(key, async () => {
-      const state = await this.#live(key, tenant, trajectoryId);
-      const index = state.index;
-      const prior = index.findBatch(batchKey);
-      if (prior >= 0)
-        return {
-          appended: 0,
-          duplicates: index.at(prior).count,
-          eventCount: index.eventCount,
-          lastSeq: index.lastSeq,
-        };
-      const batch = numberDrafts(drafts, trajectoryId, index.lastSeq + 1, this.#opts.maxBatchEvents);
-      const result = await appendEvents(this.#target(tenant, trajectoryId, state), batch, batchKey);
-      if (result.appended > 0) this.#feed.bump(key);
-      return result;
-    });
+    return this.#cache.locks.run(key, () =>
+      this.#writing(key, async () => {
+        const state = await this.#live(key, tenant, trajectoryId);
+        const index = state.index;
+        const prior = index.findBatch(batchKey);
+        if (prior >= 0)
+          return {
+            appended: 0,
+            duplicates: index.at(prior).count,
+            eventCount: index.eventCount,
+            lastSeq: index.lastSeq,
+          };
+        const batch = numberDrafts(drafts, trajectoryId, index.lastSeq + 1, this.#opts.maxBatchEvents);
+        const result = await appendEvents(this.#target(tenant, trajectoryId, state), batch, batchKey);
+        if (result.appended > 0) this.#feed.bump(key);
+        return result;
+      }),
+    );
   }
 
   /**
@@ -154,11 +175,25 @@ export class TrajectoryStore {
     }
   }
 
-  /** Follows the trajectory from `offset`: every stored event, then each new one, until it is sealed. */
+  /**
+   * Follows the trajectory from `offset`: every stored event, then each new one, until it is sealed — or,
+   * read to its end and not sealed, until `ended(eventCount)` answers true (its writer is done and nothing
+   * will seal it, e.g. a run that ended without an event), asked each time the tail would wait.
+   */
   async *tail(
     tenant: string,
     trajectoryId: string,
-    { offset = 0, signal, pageSize = 500 }: { offset?: number; signal?: AbortSignal; pageSize?: number } = {},
+    {
+      offset = 0,
+      signal,
+      pageSize = 500,
+      ended,
+    }: {
+      offset?: number;
+      signal?: AbortSignal;
+      pageSize?: number;
+      ended?: (eventCount: number) => Promise<boolean>;
+    } = {},
   ): AsyncGenerator<TailItem> {
     const key = this.#key(tenant, trajectoryId);
     let at = offset;
@@ -169,6 +204,12 @@ export class TrajectoryStore {
       for (const event of page.items) yield { offset: at++, event };
       if (page.items.length > 0) continue;
       if (page.sealed) return;
+      if (ended && (await ended(page.eventCount))) {
+        // An event may have landed after the page was read and before its writer ended: read once more.
+        const last = await this.read(tenant, trajectoryId, { offset: at, limit: 1 });
+        if (last.items.length === 0) return;
+        continue;
+      }
       await this.#feed.wait(key, version, this.#opts.tailPollMs, signal);
     }
   }
@@ -269,6 +310,14 @@ export class TrajectoryStore {
     }));
   }
 
+  async #closedInStorage(tenant: string, id: string): Promise<boolean> {
+    const [seal, deletion] = await Promise.all([
+      this.backend.stat({ tenant, path: layout.seal(id) }),
+      this.backend.stat({ tenant, path: layout.deletion(id) }),
+    ]);
+    return seal !== null || deletion !== null;
+  }
+
   #key(tenant: string, id: string): string {
     return `${checkTenant(tenant)}\u0000${checkId(id)}`;
   }
@@ -283,7 +332,13 @@ export class TrajectoryStore {
     tenant: string,
     id: string,
   ): Promise<Extract<TrajectoryState, { status: 'live' }>> {
-    const state = this.#cache.peek(key) ?? (await this.#cache.reloadLocked(key, tenant, id));
+    const cached = this.#cache.peek(key);
+    let state = cached ?? (await this.#cache.reloadLocked(key, tenant, id));
+    // A cached live state may be stale: another process (a replica's seal worker, retention) may have sealed
+    // or deleted the trajectory since. Its seal would take no later chunk (a reload removes leftovers), so an
+    // append acknowledged now would be lost: the seal and the tombstone are looked for before every write.
+    if (cached && state.status === 'live' && (await this.#closedInStorage(tenant, id)))
+      state = await this.#cache.reloadLocked(key, tenant, id);
     if (state.status === 'live') return state;
     throw new TrajectoryStoreError(
       'trajectory_sealed',

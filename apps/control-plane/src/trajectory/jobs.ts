@@ -6,6 +6,7 @@
 import { applyRetention, type DeletionRecord, type RetentionCandidate } from '@everdict/trajectory-store';
 import { sql } from 'kysely';
 import { json } from '../db/numeric.js';
+import type { Executor } from '../db/tx.js';
 import { isControlPlaneError } from '../errors.js';
 import type { Deps } from '../services/context.js';
 import { mapStoreErrors } from './errors.js';
@@ -118,27 +119,33 @@ export class TrajectoryJobs {
       .execute();
     const all: DeletionRecord[] = [];
     for (const p of policies) {
-      const deletions = await mapStoreErrors(() =>
-        applyRetention(this.trajectories.store, p.tenant_id, {
-          trajectoryRetentionDays: p.retention_days,
-          now,
-          isEvidence: (c) => this.isEvidence(c),
-        }),
-      );
-      for (const d of deletions) {
-        await db
-          .insertInto('trajectory_deletions')
-          .values({
-            tenant_id: d.tenant,
-            trajectory_id: d.trajectoryId,
-            digest: d.digest,
-            sealed_at: d.sealedAt,
-            deleted_at: d.deletedAt,
-            reason: d.reason,
-            record: json(d),
-          })
-          .onConflict((oc) => oc.columns(['tenant_id', 'trajectory_id']).doNothing())
-          .execute();
+      const deletions: DeletionRecord[] = [];
+      try {
+        await mapStoreErrors(() =>
+          applyRetention(this.trajectories.store, p.tenant_id, {
+            trajectoryRetentionDays: p.retention_days,
+            now,
+            isEvidence: (c) => this.isEvidence(c),
+            // The decision, the deletion and its record under the trajectory's writer lock, which a score is
+            // recorded under too (service.ts): a score committed meanwhile is seen here, or its recorder sees
+            // the tombstone; and each deletion is recorded as it is made, whatever fails later in the pass.
+            exclusive: (c, decide) =>
+              this.trajectories.locks.run(c.tenant, c.trajectoryId, async (ex) => {
+                const d = await decide();
+                if (d) {
+                  await recordDeletion(ex, d);
+                  deletions.push(d);
+                }
+                return d;
+              }),
+          }),
+        );
+      } catch (e) {
+        // One tenant's storage failing stops its pass, not every other tenant's.
+        this.deps.log('warn', 'trajectory retention failed for a tenant; retried next pass', {
+          tenant: p.tenant_id,
+          error: String(e),
+        });
       }
       if (deletions.length > 0)
         this.deps.log('info', 'trajectory retention deleted sealed trajectories', {
@@ -202,4 +209,21 @@ export class TrajectoryJobs {
       }
     }
   }
+}
+
+/** One retention deletion in `trajectory_deletions` (once per trajectory). */
+async function recordDeletion(ex: Executor, d: DeletionRecord): Promise<void> {
+  await ex
+    .insertInto('trajectory_deletions')
+    .values({
+      tenant_id: d.tenant,
+      trajectory_id: d.trajectoryId,
+      digest: d.digest,
+      sealed_at: d.sealedAt,
+      deleted_at: d.deletedAt,
+      reason: d.reason,
+      record: json(d),
+    })
+    .onConflict((oc) => oc.columns(['tenant_id', 'trajectory_id']).doNothing())
+    .execute();
 }

@@ -122,14 +122,23 @@ export class RunTrajectories {
     return mapStoreErrors(() => this.store.read(tenant, runId, page));
   }
 
-  /** Follows the run's trajectory from `offset` until it is sealed or `signal` aborts. */
+  /**
+   * Follows the run's trajectory from `offset` until it is sealed or `signal` aborts — or, for a run that
+   * ended without recording an event (its trajectory is never sealed: `seal` answers null), once it ended.
+   */
   async tail(
     tenant: string,
     runId: string,
     opts: { offset: number; signal: AbortSignal },
   ): Promise<AsyncGenerator<TailItem>> {
     await this.run(this.ldb.db, tenant, runId);
-    return this.store.tail(tenant, runId, opts);
+    // Asked only while the tail waits on an empty trajectory (one with events is sealed at the run's end).
+    const ended = async (eventCount: number) => {
+      if (eventCount > 0) return false;
+      const row = await this.run(this.ldb.db, tenant, runId);
+      return isTerminalStatus(row.status as RunStatus) && !row.trajectory;
+    };
+    return this.store.tail(tenant, runId, { ...opts, ended });
   }
 
   /**

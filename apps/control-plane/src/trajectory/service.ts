@@ -10,11 +10,12 @@ import {
   type TailItem,
 } from '@everdict/trajectory-store';
 import { iso, json, numeric } from '../db/numeric.js';
+import type { Executor } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import type { Deps } from '../services/context.js';
 import type { Principal } from '../services/types.js';
 import { mapStoreErrors } from './errors.js';
-import { gradeDocument, gradedDocument } from './grading.js';
+import { type GradedVerdict, gradeDocument, gradedDocument } from './grading.js';
 import { importOtlpSpans, type OtlpImportResult } from './imports.js';
 import type { RunTrajectories } from './run-trajectories.js';
 
@@ -112,6 +113,23 @@ export class TrajectoryService {
     const imported = await mapStoreErrors(() => getImported(this.runs.store, p.tenantId, id));
     const doc = await gradedDocument(this.runs.store, p.tenantId, imported);
     const verdicts = await gradeDocument(doc, parsed.data, this.judge);
+    // Recorded under the trajectory's lock, which retention decides and deletes under (jobs.ts), and only
+    // if the graded copy is still there: a score never lands on a trajectory retention deleted meanwhile.
+    return this.runs.locks.run(p.tenantId, id, async (ex) => {
+      const now = await mapStoreErrors(() => getImported(this.runs.store, p.tenantId, id));
+      if (now.digest !== imported.digest)
+        throw new ControlPlaneError('conflict', `imported trajectory ${id} changed while it was graded`);
+      return { scores: await this.#record(ex, p, id, imported.digest, verdicts) };
+    });
+  }
+
+  async #record(
+    ex: Executor,
+    p: Principal,
+    id: string,
+    digest: string,
+    verdicts: readonly GradedVerdict[],
+  ): Promise<TrajectoryScoreView[]> {
     const at = this.deps.clock().toISOString();
     const rows = verdicts.map((v) => ({
       id: this.deps.ids('tsc'),
@@ -122,11 +140,11 @@ export class TrajectoryService {
       value: v.value,
       passed: v.passed,
       detail: json(v.detail),
-      digest: imported.digest,
+      digest,
       created_at: at,
     }));
-    const saved = await this.deps.db.insertInto('trajectory_scores').values(rows).returningAll().execute();
-    return { scores: saved.map(scoreView) };
+    const saved = await ex.insertInto('trajectory_scores').values(rows).returningAll().execute();
+    return saved.map(scoreView);
   }
 
   async scores(p: Principal, trajectoryId: string): Promise<TrajectoryScoreView[]> {

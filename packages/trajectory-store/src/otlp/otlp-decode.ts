@@ -147,7 +147,7 @@ function checkValueDepth(request: unknown): void {
       for (const item of node) if (item !== null && typeof item === 'object') stack.push([item, depth]);
       continue;
     }
-    if (ArrayBuffer.isView(node)) continue;
+    if (node === null || typeof node !== 'object' || ArrayBuffer.isView(node)) continue;
     for (const key of Object.keys(node as object)) {
       const child = (node as Record<string, unknown>)[key];
       if (child === null || typeof child !== 'object') continue;
@@ -168,7 +168,7 @@ function id(
   encoding: 'hex' | 'base64',
   what: string,
 ): string | undefined {
-  if (!raw) return undefined;
+  if (raw === undefined || (raw === '' && what === 'parentSpanId')) return undefined; // a root span
   const hex = encoding === 'hex' ? raw.toLowerCase() : Buffer.from(raw, 'base64').toString('hex');
   if (!new RegExp(`^[0-9a-f]{${bytes * 2}}$`).test(hex) || /^0+$/.test(hex))
     throw new TrajectoryStoreError('bad_request', `invalid OTLP ${what}: ${raw}`);
@@ -220,6 +220,11 @@ export function decodeOtlpJson(body: string | Uint8Array | unknown): OtlpSpan[] 
       throw new TrajectoryStoreError('bad_request', 'the OTLP JSON body is not JSON');
     }
   }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new TrajectoryStoreError(
+      'bad_request',
+      'the OTLP JSON body is not an ExportTraceServiceRequest object',
+    );
   checkValueDepth(parsed);
   return normalize(parsed, 'hex');
 }
@@ -237,7 +242,12 @@ export function decodeOtlpProtobuf(body: Uint8Array): OtlpSpan[] {
     );
   }
   checkValueDepth(message);
-  return normalize(type.toObject(message, { longs: String, enums: Number, bytes: String }), 'base64');
+  // `json: true`: a NaN or ±Infinity double becomes "NaN" / "Infinity" / "-Infinity", as OTLP/JSON writes it,
+  // so the same spans decode identically from both encodings (a non-finite double is a legal attribute).
+  return normalize(
+    type.toObject(message, { longs: String, enums: Number, bytes: String, json: true }),
+    'base64',
+  );
 }
 
 /** Decodes by content type: `application/x-protobuf` or `application/json` (parameters ignored). */

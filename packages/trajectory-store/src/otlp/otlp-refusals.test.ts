@@ -9,9 +9,10 @@ import type { TraceEventDraft } from '../events.js';
 import { importTrajectory } from '../imports.js';
 import { localBackend } from '../local/local-backend.js';
 import { TrajectoryStore } from '../trajectory-store.js';
-import { type Attributes, decodeOtlpJson, type OtlpSpan } from './otlp-decode.js';
+import { type Attributes, decodeOtlpJson, decodeOtlpProtobuf, type OtlpSpan } from './otlp-decode.js';
 import { ingestOtlp } from './otlp-ingest.js';
 import { MAX_ATTRIBUTE_JSON_DEPTH, spansToDrafts } from './otlp-map.js';
+import { exportRequestType } from './otlp-proto.js';
 
 const BASE = 1_764_576_000_000_000_000n;
 
@@ -149,5 +150,86 @@ describe('an AnyValue nested past MAX_ATTRIBUTE_JSON_DEPTH', () => {
     for (let v: unknown = span!.attributes.deep; v && typeof v === 'object'; depth++)
       v = (v as Record<string, unknown>).k;
     expect(depth).toBe(MAX_ATTRIBUTE_JSON_DEPTH);
+  });
+});
+
+describe('a malformed OTLP/JSON body', () => {
+  const withIds = (traceId: string, spanId: string, parentSpanId?: string) => ({
+    resourceSpans: [
+      {
+        scopeSpans: [
+          {
+            spans: [
+              {
+                traceId,
+                spanId,
+                ...(parentSpanId === undefined ? {} : { parentSpanId }),
+                name: 's',
+                startTimeUnixNano: String(BASE),
+                endTimeUnixNano: String(BASE + 1_000n),
+              },
+            ],
+          },
+        ],
+      },
+    ],
+  });
+  const decode = (body: string) => Promise.resolve().then(() => decodeOtlpJson(body));
+
+  it('that is JSON but not an object (null, an array, a number) is bad_request, not a TypeError', async () => {
+    for (const body of ['null', '[]', '[null]', '7', '"text"']) await expectCode(decode(body), 'bad_request');
+  });
+
+  it('a span with an empty traceId or spanId is bad_request; an empty parentSpanId is a root span', async () => {
+    await expectCode(decode(JSON.stringify(withIds('', 'f2'.repeat(8)))), 'bad_request');
+    await expectCode(decode(JSON.stringify(withIds('f2'.repeat(16), ''))), 'bad_request');
+    const [root] = await decode(JSON.stringify(withIds('f2'.repeat(16), 'f2'.repeat(8), '')));
+    expect(root).toMatchObject({ traceId: 'f2'.repeat(16), spanId: 'f2'.repeat(8) });
+    expect(root!.parentSpanId).toBeUndefined();
+  });
+});
+
+describe('a non-finite double attribute', () => {
+  it('decodes from protobuf as OTLP/JSON writes it ("NaN", "Infinity", "-Infinity"), not refused', () => {
+    const values = [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1.5];
+    const attributes = values.map((v, i) => ({ key: `d${i}`, value: { doubleValue: v } }));
+    const span = (traceId: unknown, spanId: unknown, attrs: unknown) => ({
+      traceId,
+      spanId,
+      name: 'ratio',
+      startTimeUnixNano: String(BASE),
+      endTimeUnixNano: String(BASE + 1_000n),
+      attributes: attrs,
+    });
+    const type = exportRequestType();
+    const proto = type
+      .encode(
+        type.fromObject({
+          resourceSpans: [
+            {
+              scopeSpans: [
+                {
+                  spans: [
+                    span(Buffer.from('f4'.repeat(16), 'hex'), Buffer.from('f4'.repeat(8), 'hex'), attributes),
+                  ],
+                },
+              ],
+            },
+          ],
+        }),
+      )
+      .finish();
+    const asJson = attributes.map((a) => ({
+      key: a.key,
+      value: {
+        doubleValue: Number.isFinite(a.value.doubleValue) ? a.value.doubleValue : String(a.value.doubleValue),
+      },
+    }));
+    const json = JSON.stringify({
+      resourceSpans: [{ scopeSpans: [{ spans: [span('f4'.repeat(16), 'f4'.repeat(8), asJson)] }] }],
+    });
+    const [fromProto] = decodeOtlpProtobuf(proto);
+    expect(fromProto!.attributes).toEqual({ d0: 'NaN', d1: 'Infinity', d2: '-Infinity', d3: 1.5 });
+    expect(decodeOtlpJson(json)).toEqual([fromProto]);
   });
 });
