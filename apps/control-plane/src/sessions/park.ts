@@ -38,36 +38,51 @@ export async function suspendSession(core: SessionCore, p: Principal, runId: str
       const snap = await compute.driver.snapshot(handle).catch((e: unknown) => {
         throw placementProblem(e);
       });
-      const path = await snapshots.put(p.tenantId, snap.address, snap.bytes);
+      // The park's own object (a store that does not answer: 503, the tx rolls back, nothing changes).
+      const path = await snapshots.put(p.tenantId, runId, snap.address, snap.bytes);
+      // Refused after the upload (the record, the row, the release): the object goes with the refusal.
+      const unstore = (e: unknown) =>
+        snapshots.delete(p.tenantId, path).then(
+          () => Promise.reject(e),
+          () => Promise.reject(e),
+        );
       const park: Park = {
         address: snap.address,
         path,
         manifest: handle.environment.address,
         bytes: snap.bytes.byteLength,
       };
-      const { row: parked } = await transitionTx(
-        tx,
-        deps,
-        p.tenantId,
-        runId,
-        { type: 'await_input', reason: 'suspended' },
-        {
-          image: { root: snap.address as Hex },
-          manifest: park.manifest,
-          interval: { watts: OPEN_SESSION_WATTS, meter: SESSION_METER },
-        },
-      );
-      const now = deps.clock();
-      await tx
-        .updateTable('sessions')
-        .set({ state: 'parked', handle: null, park: JSON.stringify(park), parked_at: now, execs_running: 0 })
-        .where('tenant_id', '=', p.tenantId)
-        .where('run_id', '=', runId)
-        .execute();
-      // Released before the commit: a failed commit leaves an open row whose compute is gone (settled lost
-      // at its next use), never compute no row names.
-      await compute.driver.dispose(handle);
-      return parked;
+      return (async () => {
+        const { row: parked } = await transitionTx(
+          tx,
+          deps,
+          p.tenantId,
+          runId,
+          { type: 'await_input', reason: 'suspended' },
+          {
+            image: { root: snap.address as Hex },
+            manifest: park.manifest,
+            interval: { watts: OPEN_SESSION_WATTS, meter: SESSION_METER },
+          },
+        );
+        const now = deps.clock();
+        await tx
+          .updateTable('sessions')
+          .set({
+            state: 'parked',
+            handle: null,
+            park: JSON.stringify(park),
+            parked_at: now,
+            execs_running: 0,
+          })
+          .where('tenant_id', '=', p.tenantId)
+          .where('run_id', '=', runId)
+          .execute();
+        // Released before the commit: a failed commit leaves an open row whose compute is gone (settled lost
+        // at its next use), never compute no row names.
+        await compute.driver.dispose(handle);
+        return parked;
+      })().catch(unstore);
     },
     1,
   );

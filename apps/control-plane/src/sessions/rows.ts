@@ -22,6 +22,20 @@ export function mayAttach(p: Principal, run: Pick<RunRow, 'created_by'>): boolea
   return p.role === 'admin' || run.created_by === p.actor;
 }
 
+/**
+ * The run exposes `channel` (its `attach` set, as opened): one it does not expose is 409
+ * `channel_not_attached` — a session opened without a terminal gets no terminal, whoever asks.
+ */
+export function requireChannel(run: Pick<RunRow, 'id' | 'attach'>, channel: 'exec' | 'terminal'): void {
+  const attach: readonly string[] = Array.isArray(run.attach) ? run.attach : [];
+  if (!attach.includes(channel))
+    throw new ControlPlaneError(
+      'conflict',
+      `session ${run.id} does not expose ${channel} (attach: ${attach.join(', ') || 'none'})`,
+      { runId: run.id, reason: 'channel_not_attached', channel, attach: [...attach] },
+    );
+}
+
 /** Whether the row still holds the compute `handleId` on `holder` open (not parked, resumed elsewhere or ended). */
 export function holdsCompute(s: SessionRow, holder: string, handleId: string): boolean {
   return s.state === 'open' && s.holder === holder && (s.handle as { id?: unknown } | null)?.id === handleId;
@@ -87,9 +101,9 @@ export function dueAt(session: SessionRow, at: Date): 'expired' | 'idle' | null 
 }
 
 /**
- * Traffic (a touch, the terminal): the idle deadline moves to now + idle timeout — never earlier, and never on
- * a session already due (past its expiry or idle deadline, as `sessionDue` decides): terminal bytes arriving
- * before the reaper's next sweep do not revive it.
+ * Traffic (the terminal's bytes; a touch is none — it extends the expiry only): the idle deadline moves to
+ * now + idle timeout — never earlier, and never on a session already due (past its expiry or idle deadline,
+ * as `sessionDue` decides): terminal bytes arriving before the reaper's next sweep do not revive it.
  */
 export async function markActive(ex: Executor, tenant: string, runId: string, now: Date): Promise<void> {
   await sql`UPDATE sessions SET last_activity_at = ${now},
@@ -149,4 +163,46 @@ export async function execRefused(
         WHEN last_activity_at = ${marked} THEN ${before.idle_deadline}::timestamptz
         ELSE GREATEST(${before.idle_deadline}::timestamptz, last_activity_at + make_interval(secs => idle_timeout_sec)) END
     WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open'`.execute(ex);
+}
+
+/**
+ * The session a redeemed terminal ticket attaches to, in the redeeming transaction: open, its run not settled
+ * (a cancel leaves the row and compute to the reaper) and not due at `now` — else 409 with the reason every
+ * other attach answers (`session_parked`: resume it first; `session_ended`: closed, reaped, cancelled or due).
+ */
+export async function openForTerminal(
+  ex: Executor,
+  tenant: string,
+  runId: string,
+  now: Date,
+): Promise<SessionRow & { handle: NonNullable<SessionRow['handle']> }> {
+  const s = await ex
+    .selectFrom('sessions')
+    .selectAll()
+    .where('tenant_id', '=', tenant)
+    .where('run_id', '=', runId)
+    .executeTakeFirst();
+  if (s?.state === 'parked')
+    throw new ControlPlaneError('conflict', `session ${runId} is parked`, {
+      runId,
+      state: s.state,
+      reason: 'session_parked',
+    });
+  if (s?.state !== 'open' || !s.handle)
+    throw new ControlPlaneError('conflict', `session ${runId} has ended`, { runId, reason: 'session_ended' });
+  const run = await findRun(ex, tenant, runId);
+  if (!run || isTerminalStatus(run.status as RunStatus))
+    throw new ControlPlaneError('conflict', `session ${runId} has ended (${run?.status ?? 'gone'})`, {
+      runId,
+      reason: 'session_ended',
+      status: run?.status ?? null,
+    });
+  const due = dueAt(s, now);
+  if (due)
+    throw new ControlPlaneError('conflict', `session ${runId} has ended (${due})`, {
+      runId,
+      reason: 'session_ended',
+      due,
+    });
+  return { ...s, handle: s.handle };
 }

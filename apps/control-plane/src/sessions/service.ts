@@ -27,7 +27,8 @@ import {
   execRefused,
   execStarted,
   holdsCompute,
-  markActive,
+  openForTerminal,
+  requireChannel,
   type SessionRow,
   sessionOf,
 } from './rows.js';
@@ -44,6 +45,9 @@ import {
   type TicketView,
   TouchInput,
 } from './types.js';
+
+/** The channels a session exposes when its opener names none. */
+const SESSION_CHANNELS: ['exec', 'terminal'] = ['exec', 'terminal'];
 
 const who = (p: Principal) => ({ tenant: p.tenantId, actor: p.actor });
 const utf8 = (b: Uint8Array) => Buffer.from(b).toString('utf8');
@@ -81,7 +85,7 @@ export class SessionService {
       kind: 'sandbox',
       subject: { image: input.image ?? 'default' },
       lifetime: 'session',
-      attach: input.attach ?? ['exec', 'terminal'],
+      attach: input.attach ?? SESSION_CHANNELS,
       ...(input.placement ? { placement: input.placement } : {}),
       ttlSec: input.ttlSec,
       ...(input.requestId ? { requestId: input.requestId } : {}),
@@ -96,7 +100,9 @@ export class SessionService {
       input.ttlSec ?? (input.expiresAt ? Math.ceil((Date.parse(input.expiresAt) - now) / 1000) : undefined);
     if (ttlSec === undefined || !(ttlSec > 0))
       throw new ControlPlaneError('bad_request', 'a session run needs ttlSec (or a future expiresAt)');
-    return this.#open(p, input, ttlSec, Math.min(ttlSec, DEFAULT_IDLE_TIMEOUT_SEC), ctx);
+    // The channels a session gives when none is named (as POST /sandboxes): exec and the terminal.
+    const attach = input.attach && input.attach.length > 0 ? input.attach : SESSION_CHANNELS;
+    return this.#open(p, { ...input, attach }, ttlSec, Math.min(ttlSec, DEFAULT_IDLE_TIMEOUT_SEC), ctx);
   }
 
   async #open(
@@ -172,7 +178,8 @@ export class SessionService {
     const input = asControlPlaneError(() => ExecInput.parse(raw));
     const { deps, log } = this.core;
     const marked = deps.clock();
-    const { session } = await sessionOf(deps.db, p, runId, { state: 'open', at: marked });
+    const { run, session } = await sessionOf(deps.db, p, runId, { state: 'open', at: marked });
+    requireChannel(run, 'exec');
     const handle = handleOf(session.handle);
     const compute = computeOf(this.core, session.holder);
     const timeoutMs = input.timeoutMs ?? 60_000;
@@ -271,7 +278,8 @@ export class SessionService {
         .where('tenant_id', '=', p.tenantId)
         .where('run_id', '=', runId)
         .execute();
-      await markActive(tx, p.tenantId, runId, now);
+      // A touch extends the expiry only: it is no traffic in the sandbox (idle is counted from exec and
+      // terminal traffic alone), so a client touching for TTL does not keep a forgotten shell from idling.
       return tx
         .selectFrom('sessions')
         .selectAll()
@@ -282,10 +290,16 @@ export class SessionService {
     return this.#view(row, 'running', (await sessionPolicy(deps.db, p.tenantId)).sessionUsdPerHour);
   }
 
-  /** POST /sandboxes/:id/close: disposed and settled succeeded (endReason closed). */
+  /**
+   * POST /sandboxes/:id/close: disposed and settled succeeded (endReason closed). A session already past its
+   * expiry or idle deadline had ended before the close (the reaper had not swept it yet): decided under the
+   * row lock, it settles with that reason (`expired` | `idle`), as the reaper would have — exactly once.
+   */
   async close(p: Principal, runId: string): Promise<RunView> {
     await sessionOf(this.core.deps.db, p, runId);
-    await settleSession(this.core, p.tenantId, runId, 'closed');
+    await settleSession(this.core, p.tenantId, runId, 'closed', {
+      decide: (s) => dueAt(s, this.core.deps.clock()) ?? 'closed',
+    });
     return this.#run(p, runId);
   }
 
@@ -318,7 +332,8 @@ export class SessionService {
   /** POST /runs/:id/terminal-ticket: creator or admin; single use, 30 s, bound to the run and the caller. */
   async terminalTicket(p: Principal, runId: string): Promise<TicketView> {
     const { deps } = this.core;
-    await sessionOf(deps.db, p, runId, { state: 'open', at: deps.clock() });
+    const { run } = await sessionOf(deps.db, p, runId, { state: 'open', at: deps.clock() });
+    requireChannel(run, 'terminal');
     return mintTicket(deps.db, p.tenantId, runId, p.actor, deps.clock());
   }
 
@@ -332,23 +347,7 @@ export class SessionService {
     const now = deps.clock();
     return withTx(deps.db, async (tx) => {
       const { tenant, actor } = await redeemTicket(tx, runId, ticket, now);
-      const s = await tx
-        .selectFrom('sessions')
-        .selectAll()
-        .where('tenant_id', '=', tenant)
-        .where('run_id', '=', runId)
-        .executeTakeFirst();
-      if (s?.state !== 'open' || !s.handle)
-        throw new ControlPlaneError('conflict', `session ${runId} is not open`, {
-          reason: 'session_not_open',
-        });
-      const due = dueAt(s, now);
-      if (due)
-        throw new ControlPlaneError('conflict', `session ${runId} has ended (${due})`, {
-          runId,
-          reason: 'session_ended',
-          due,
-        });
+      const s = await openForTerminal(tx, tenant, runId, now);
       return { tenant, actor, handle: handleOf(s.handle), compute: computeOf(this.core, s.holder) };
     });
   }

@@ -26,6 +26,12 @@ export interface SettleContext extends ComputeSources {
   readonly log: SessionLog;
 }
 
+/** When the session ends by itself: its expiry, or (open) its idle deadline if that comes first. */
+function endsAt(s: SessionRow): number {
+  const expires = s.expires_at.getTime();
+  return s.state === 'parked' ? expires : Math.min(expires, s.idle_deadline.getTime());
+}
+
 /** Settle one session; false when there was no row (already settled) or another replica holds it. */
 export async function settleSession(
   ctx: SettleContext,
@@ -61,8 +67,11 @@ export async function settleSession(
       const now = deps.clock();
       const policy = await sessionPolicy(tx, tenant);
       const usage = rowToRun(row).usage;
+      // Money for the time it was held: up to now, but never past its deadline — a session is not open past
+      // its expiry (or, open, its idle deadline), however late the sweep (a backlog, every replica down).
+      const heldUntil = Math.min(now.getTime(), endsAt(s));
       const cost = {
-        costUsd: usage.costUsd + sessionUsd(now.getTime() - s.opened_at.getTime(), policy.sessionUsdPerHour),
+        costUsd: usage.costUsd + sessionUsd(heldUntil - s.opened_at.getTime(), policy.sessionUsdPerHour),
       };
       if (end === 'lost') {
         await transitionTx(
