@@ -7,31 +7,32 @@
 // `invalid_agent_host` for a revoked or, under `requirePaired`, unpaired one — then the lease at `epoch`:
 // else 409 `stale_lease`, nothing changed):
 //   - the turn must be parked (awaiting_input); a running one has an interval open: 409 `not_parked`;
-//   - the decline is saved (agent_turn_declines, one per turn and holder): this holder is never offered the
-//     turn again (agents/leases.ts `leaseReadyParks`);
+//   - the decline is saved (agent_turn_declines, one per turn and holder) with the capability set the holder
+//     leased it under (`capabilities`, as its lease request declared it; none: a set of its own): this holder
+//     is not offered the turn again while it presents that set (agents/leases.ts `leaseReadyParks`) — after
+//     its capabilities change it is (what it could not resume, its new build may);
 //   - the lease is released; it counts no attempt (only lost executions do: leases/sweep.ts), and the next
 //     holder's lease carries the next epoch, as every lease does (epochs only rise);
 //   - if no active paired host that may lease the turn (its tenant's or a shared one) is left that has not
 //     declined it — and the decliner is a paired host, or the control plane requires paired hosts, so no
 //     unknown holder may still come — the turn fails `no_compatible_host` (its record closes); else it is
-//     ready again at once for the others (`requeued`).
+//     ready again at once for the others (`requeued`). A revoke re-checks this (compatible-hosts.ts).
 // A retried decline of the same lease by the same holder answers what the first did and changes nothing.
 import { numeric } from '../db/numeric.js';
 import { type Tx, withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import { assertCurrentEpoch, release } from '../leases/store.js';
-import { lockRun, type RunRow, rowToView } from '../ledger/runs.js';
+import { lockRun, rowToView } from '../ledger/runs.js';
 import type { RunView } from '../ledger/views.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
-import { transitionTx } from '../services/lifecycle.js';
 import { turnOf } from './calls.js';
+import { capabilityKey, failNoCompatibleHost, hostsLeft } from './compatible-hosts.js';
 import { type AgentHost, admitHolder, type HolderPolicy } from './hosts.js';
 import { DeclineInput } from './schemas.js';
 import { declinesOf } from './turns.js';
 
-/** The run code of a turn no host can resume. */
-export const NO_COMPATIBLE_HOST = 'no_compatible_host';
+export { NO_COMPATIBLE_HOST } from './compatible-hosts.js';
 
 export interface TurnDeclined {
   readonly run: RunView;
@@ -44,27 +45,6 @@ export interface TurnDeclined {
 
 const declinersOf = async (tx: Tx, runId: string): Promise<string[]> =>
   (await declinesOf(tx, runId)).map((d) => d.holder);
-
-/** Active paired hosts that may lease `run` (its tenant's, shared) and have not declined it. */
-async function hostsLeft(tx: Tx, run: RunRow): Promise<number> {
-  const row = await tx
-    .selectFrom('agent_hosts as h')
-    .select((eb) => eb.fn.countAll<string | number>().as('n'))
-    .where('h.state', '=', 'active')
-    .where((eb) => eb.or([eb('h.tenant_id', 'is', null), eb('h.tenant_id', '=', run.tenant_id)]))
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('agent_turn_declines as d')
-            .select('d.holder')
-            .whereRef('d.holder', '=', 'h.id')
-            .where('d.run_id', '=', run.id),
-        ),
-      ),
-    )
-    .executeTakeFirst();
-  return numeric(row?.n ?? 0);
-}
 
 export function turnDeclines(deps: Deps, holders: HolderPolicy) {
   return {
@@ -97,27 +77,18 @@ export function turnDeclines(deps: Deps, holders: HolderPolicy) {
               { reason: 'not_parked' },
             );
           const now = deps.clock();
+          const row = {
+            epoch: input.epoch,
+            reason: input.reason,
+            message: input.message ?? null,
+            outcome: 'requeued' as const,
+            declined_at: now,
+            capabilities: capabilityKey(input.capabilities),
+          };
           await tx
             .insertInto('agent_turn_declines')
-            .values({
-              run_id: runId,
-              holder: input.holder,
-              tenant_id: run.tenant_id,
-              epoch: input.epoch,
-              reason: input.reason,
-              message: input.message ?? null,
-              outcome: 'requeued',
-              declined_at: now,
-            })
-            .onConflict((oc) =>
-              oc.columns(['run_id', 'holder']).doUpdateSet({
-                epoch: input.epoch,
-                reason: input.reason,
-                message: input.message ?? null,
-                outcome: 'requeued',
-                declined_at: now,
-              }),
-            )
+            .values({ run_id: runId, holder: input.holder, tenant_id: run.tenant_id, ...row })
+            .onConflict((oc) => oc.columns(['run_id', 'holder']).doUpdateSet(row))
             .execute();
           await release(tx, runId, input.epoch);
           const declinedBy = await declinersOf(tx, runId);
@@ -129,17 +100,13 @@ export function turnDeclines(deps: Deps, holders: HolderPolicy) {
               reason: input.reason,
               declinedBy,
             };
-          const failed = await transitionTx(tx, deps, run.tenant_id, runId, {
-            type: 'fail',
-            error: {
-              code: NO_COMPATIBLE_HOST,
-              message:
-                `no agent host can resume this turn: declined by ${declinedBy.join(', ')} (last: ${input.reason}${input.message ? `: ${input.message}` : ''})`.slice(
-                  0,
-                  2000,
-                ),
-            },
-          });
+          const failed = await failNoCompatibleHost(
+            tx,
+            deps,
+            run,
+            declinedBy,
+            `last: ${input.reason}${input.message ? `: ${input.message}` : ''}`,
+          );
           await tx
             .updateTable('agent_turn_declines')
             .set({ outcome: 'failed' })

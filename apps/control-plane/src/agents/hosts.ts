@@ -152,14 +152,16 @@ export async function listAgentHosts(ex: Executor, p: Principal): Promise<AgentH
 /**
  * Revoke (a tenant admin, its own tenant's host; a shared host is the operator's: 404 here, as for runners):
  * its calls are refused at once, and `expire` (the lease rule's, runners/leases.ts `expireHolder`) expires
- * every lease it holds in the same transaction — the caller then sweeps: they requeue. Idempotent.
+ * every lease it holds in the same transaction — the caller then sweeps (revoke.ts). Answers each expired
+ * lease's turn (`expired`), and each with its status at the revoke (`held` ; read, not locked: the revoke never locks a turn's row).
+ * Idempotent.
  */
 export async function revokeAgentHost(
   deps: Deps,
   p: Principal,
   hostId: string,
   expire: (tx: Tx, holder: string) => Promise<string[]>,
-): Promise<{ expired: string[] }> {
+): Promise<{ expired: string[]; held: { runId: string; status: string }[] }> {
   if (p.role !== 'admin') throw new ControlPlaneError('forbidden', 'admin role required');
   return withTx(deps.db, async (tx) => {
     const row = await tx
@@ -170,12 +172,16 @@ export async function revokeAgentHost(
       .forUpdate()
       .executeTakeFirst();
     if (!row) throw notFound('agent host', hostId);
-    if (row.state === 'revoked') return { expired: [] };
+    if (row.state === 'revoked') return { expired: [], held: [] };
     await tx
       .updateTable('agent_hosts')
       .set({ state: 'revoked', revoked_at: deps.clock() })
       .where('id', '=', hostId)
       .execute();
-    return { expired: await expire(tx, hostId) };
+    const ids = await expire(tx, hostId);
+    if (ids.length === 0) return { expired: [], held: [] };
+    const rows = await tx.selectFrom('runs').select(['id', 'status']).where('id', 'in', ids).execute();
+    const status = new Map(rows.map((r) => [r.id, r.status as string]));
+    return { expired: ids, held: ids.map((runId) => ({ runId, status: status.get(runId) ?? 'unknown' })) };
   });
 }

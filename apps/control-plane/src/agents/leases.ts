@@ -3,9 +3,13 @@
 // lease in one statement (claimAndStart, kind `agent`); a parked turn whose every dispatched call has its
 // result is READY and is leased where it lies (awaiting_input: attempt + 1 = the new epoch) — the holder's
 // `resumed` report un-parks it. Heartbeats extend; an expired lease on a running turn is requeued by the
-// sweep, on a parked one simply dropped (the turn stays ready for the next holder); every report and call
-// carries the epoch, and a stale one is 409 `stale_lease` that changes nothing. A holder that cannot resume a
-// parked turn declines it (declines.ts): released at once, never offered to that holder again.
+// sweep, on a parked one counted as a lost resume (the turn stays ready for the next holder); every report
+// and call carries the epoch, and a stale one is 409 `stale_lease` that changes nothing. A holder that cannot
+// resume a parked turn declines it (declines.ts): released at once, not offered to that holder again while it
+// presents the same capability set.
+// Ready parks are offered oldest-READY first: ready since the park (`updated_at`) or since its last lost
+// resume (`resume_lost_at`, leases/sweep.ts), whichever is later — a turn whose resume crashed its host goes
+// behind the parks that were waiting meanwhile, instead of being offered first again.
 import { sql } from 'kysely';
 import { numeric } from '../db/numeric.js';
 import { retryOnConflict, type Tx } from '../db/tx.js';
@@ -21,12 +25,14 @@ import type { TurnLeaseView } from './schemas.js';
 import { turnLeaseOf, WAITING_CALL } from './turns.js';
 
 /**
- * Parked turns with nothing left to wait for, no live lease and no decline by `holder` (agents/declines.ts: it
- * said it cannot resume them), locked, leased to `holder` (of `tenant` only, if named).
+ * Parked turns with nothing left to wait for, no live lease and no decline by `holder` under the capability
+ * set it presents now (`caps`, agents/declines.ts: it said it cannot resume them), oldest-ready first, locked,
+ * leased to `holder` (of `tenant` only, if named).
  */
 async function leaseReadyParks(
   tx: Tx,
   holder: string,
+  caps: string | null,
   n: number,
   nowMs: number,
   leaseMs: number,
@@ -40,8 +46,9 @@ async function leaseReadyParks(
       WHERE r.kind = 'agent' AND r.status = 'awaiting_input' ${ofTenant}
         AND NOT EXISTS (SELECT 1 FROM run_leases l WHERE l.run_id = r.id AND l.expires_at_ms >= ${nowMs}::bigint)
         AND NOT ${WAITING_CALL}
-        AND NOT EXISTS (SELECT 1 FROM agent_turn_declines d WHERE d.run_id = r.id AND d.holder = ${holder})
-      ORDER BY r.updated_at, r.id
+        AND NOT EXISTS (SELECT 1 FROM agent_turn_declines d WHERE d.run_id = r.id AND d.holder = ${holder}
+          AND d.capabilities IS NOT DISTINCT FROM ${caps}::text)
+      ORDER BY GREATEST(r.updated_at, COALESCE(r.resume_lost_at, r.updated_at)), r.id
       LIMIT ${n}::int
       FOR UPDATE OF r SKIP LOCKED
     ),
@@ -54,13 +61,17 @@ async function leaseReadyParks(
   return rows.map((r) => ({ runId: r.run_id, epoch: numeric(r.epoch) }));
 }
 
-/** Up to `free` turns for `holder`: new ones first (WFQ order), then ready parks. */
+/**
+ * Up to `free` turns for `holder`: new ones first (WFQ order), then ready parks. `caps`: the digest of the
+ * capability set the holder presents (capabilityKey; null: none declared).
+ */
 export async function grantTurnLeases(
   deps: Deps,
   policy: LeasePolicy,
   holder: string,
   free: number,
   holders: HolderPolicy,
+  caps: string | null = null,
 ): Promise<TurnLeaseView[]> {
   return retryOnConflict(() =>
     deps.db.transaction().execute(async (tx) => {
@@ -81,6 +92,7 @@ export async function grantTurnLeases(
       const parks = await leaseReadyParks(
         tx,
         holder,
+        caps,
         free - started.length,
         now.getTime(),
         policy.leaseMs,

@@ -102,10 +102,17 @@ export const InputAnswer = z.strictObject({
 const Holder = z.string().min(1).max(200);
 const Epoch = z.int().positive().max(INT4_MAX);
 
+/**
+ * What a holder can resume, as it declares it (e.g. its transcript protocols and agent build): a set of
+ * labels. A decline bars its holder only while it presents the same set (agents/declines.ts); none declared
+ * is one set of its own.
+ */
+export const HolderCapabilities = z.array(z.string().min(1).max(200)).max(64);
 export const LeaseRequest = z.strictObject({
   holder: Holder,
   free: z.int().min(0).max(64),
   waitMs: z.int().min(0).max(25_000).default(0),
+  capabilities: HolderCapabilities.optional(),
 });
 export const HeartbeatRequest = z.strictObject({
   holder: Holder,
@@ -119,6 +126,8 @@ export const DeclineInput = z.strictObject({
   epoch: Epoch,
   reason: z.enum(DECLINE_REASONS),
   message: z.string().max(2000).optional(),
+  /** The capability set the holder presented when it leased the turn (its lease request's). */
+  capabilities: HolderCapabilities.optional(),
 });
 export type DeclineInput = z.infer<typeof DeclineInput>;
 export const TranscriptAppend = z.strictObject({

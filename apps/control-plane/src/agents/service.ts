@@ -4,12 +4,13 @@
 import type { PublicKeyEntry } from '../keys/registry.js';
 import type { LeasePolicy } from '../leases/policy.js';
 import type { RunView } from '../ledger/views.js';
-import { expireHolder, requeueExpired } from '../runners/leases.js';
+import { expireHolder } from '../runners/leases.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import type { GroupView, Principal } from '../services/types.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { type Dispatched, turnCalls } from './calls.js';
+import { capabilityKey } from './compatible-hosts.js';
 import { conversations } from './conversations.js';
 import { type TurnDeclined, turnDeclines } from './declines.js';
 import { storageWattsPerGb } from './energy.js';
@@ -24,6 +25,7 @@ import {
 import { grantTurnLeases, heartbeatTurns } from './leases.js';
 import { agentRegistry } from './registry.js';
 import { turnReports } from './reports.js';
+import { type RevokedTurns, settleRevokedTurns } from './revoke.js';
 import {
   type AgentView,
   HeartbeatRequest,
@@ -75,9 +77,10 @@ export interface AgentService {
   listHosts(p: Principal): Promise<AgentHostView[]>;
   /**
    * POST /agents/hosts/:id/revoke (admin, its tenant's host): its next call is 401 `invalid_agent_host`; the
-   * leases it held expire and are swept at once (`requeued`: the turns that went back to the queue).
+   * leases it held expire and are swept at once, and the answer says what became of every turn it held
+   * (revoke.ts); declined turns no host can resume any more fail `no_compatible_host`.
    */
-  revokeHost(p: Principal, hostId: string): Promise<AgentHostView & { requeued: string[] }>;
+  revokeHost(p: Principal, hostId: string): Promise<AgentHostView & RevokedTurns>;
 }
 
 export interface AgentServiceOptions {
@@ -121,9 +124,10 @@ export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
     /** Long-poll: answers as soon as a turn is ready, or empty after `waitMs`. */
     async lease(raw, signal) {
       const input = asControlPlaneError(() => LeaseRequest.parse(raw));
+      const caps = capabilityKey(input.capabilities);
       const deadline = Date.now() + input.waitMs;
       for (;;) {
-        const leases = await grantTurnLeases(deps, o.lease, input.holder, input.free, holders);
+        const leases = await grantTurnLeases(deps, o.lease, input.holder, input.free, holders, caps);
         if (leases.length > 0 || Date.now() >= deadline || signal?.aborted) return { leases };
         await sleep(Math.min(pollMs, Math.max(1, deadline - Date.now())), signal);
         // Aborted while asleep (the host went away, or this server began draining): grant nothing more.
@@ -145,11 +149,17 @@ export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
     hostKeys: () => agentHostKeys(deps.db),
     listHosts: (p) => listAgentHosts(deps.db, p),
     async revokeHost(p, hostId) {
-      const { expired } = await revokeAgentHost(deps, p, hostId, expireHolder);
-      const requeued = await requeueExpired(deps, o.lease, expired);
+      const { held } = await revokeAgentHost(deps, p, hostId, expireHolder);
+      const turns = await settleRevokedTurns(
+        deps,
+        o.lease,
+        holders,
+        { id: hostId, tenantId: p.tenantId },
+        held,
+      );
       const view = (await listAgentHosts(deps.db, p)).find((h) => h.id === hostId);
       if (!view) throw new Error(`agent host ${hostId} vanished`);
-      return { ...view, requeued };
+      return { ...view, ...turns };
     },
   };
 }

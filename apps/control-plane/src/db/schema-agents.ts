@@ -69,4 +69,6 @@ export interface AgentTurnDeclinesTable {
   /** What the decline did: the turn stayed ready for other holders, or none was left and it failed. */
   outcome: 'requeued' | 'failed';
   declined_at: Ts;
+  /** Migration 0031: the digest of the capability set the holder declined under (NULL: it declared none). */
+  capabilities: ColumnType<string | null, string | null | undefined, string | null>;
 }

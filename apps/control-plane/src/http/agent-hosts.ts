@@ -20,9 +20,27 @@ const AgentHostSchema = z
     createdAt: z.string(),
     revokedAt: z.string().nullable(),
     leasesHeld: z.number().int(),
-    requeued: z.array(z.string()).optional(),
   })
   .openapi('AgentHost');
+
+const RevokedAgentHostSchema = AgentHostSchema.extend({
+  turns: z
+    .array(
+      z.object({
+        runId: z.string(),
+        outcome: z.enum(['requeued', 'parked', 'failed', 'settled', 'pending']),
+        status: z.string(),
+      }),
+    )
+    .openapi({ description: 'Every turn the host held, with what became of it (agents/revoke.ts).' }),
+  requeued: z.array(z.string()),
+  parked: z.array(z.string()),
+  failed: z.array(z.string()),
+  noCompatibleHost: z.array(z.string()).openapi({
+    description:
+      'Declined parked turns of the tenant no active host can resume now: failed `no_compatible_host`.',
+  }),
+}).openapi('RevokedAgentHost');
 
 const routes = {
   pairHost: createRoute({
@@ -56,12 +74,12 @@ const routes = {
     path: '/agents/hosts/{id}/revoke',
     tags: ['agents'],
     summary:
-      "Revoke one of the tenant's agent hosts (admin): its next lease, heartbeat, call or report is 401 `invalid_agent_host`; the turns its leases held go back to the queue (`requeued`). Idempotent.",
+      "Revoke one of the tenant's agent hosts (admin): its next lease, heartbeat, call or report is 401 `invalid_agent_host`; each turn its leases held is moved by the lease rule — a running one back to the queue (`requeued`), a parked one's lost resume counted (`parked`), a last attempt failed (`failed`) — and declined parked turns no host can resume any more fail `no_compatible_host`. Idempotent.",
     security: API_KEY_SECURITY,
     middleware: [requireRole('admin')] as const,
     request: { params: IdParam },
     responses: {
-      200: json(AgentHostSchema, 'The agent host, revoked; `requeued` lists the turns its leases held.'),
+      200: json(RevokedAgentHostSchema, 'The agent host, revoked, and the fate of every turn it held.'),
       ...problemResponses(400, 401, 403, 404),
     },
   }),

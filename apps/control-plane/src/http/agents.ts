@@ -128,7 +128,7 @@ const routes = {
               .optional()
               .openapi({
                 description:
-                  'The agent hosts that declined to resume the turn (it is offered to none of them again); absent when none did.',
+                  'The agent hosts that declined to resume the turn (none is offered it again while it declares the capabilities it declined under); absent when none did.',
               }),
           })
           .openapi('PendingInput'),
@@ -208,7 +208,7 @@ const routes = {
     path: '/internal/agent/v1/runs/{id}/decline',
     tags: ['internal'],
     summary:
-      'The holder of a parked turn’s lease cannot resume it (the record refuses its manifest, or the stored transcript is not the parked snapshot): the lease is released with no attempt counted, and the turn is never offered to this holder again — or fails `no_compatible_host` when no paired host is left to take it. Idempotent per lease; a stale epoch is 409 `stale_lease`.',
+      'The holder of a parked turn’s lease cannot resume it (the record refuses its manifest, or the stored transcript is not the parked snapshot): the lease is released with no attempt counted, and the turn is not offered to this holder again while it declares the same `capabilities` — or fails `no_compatible_host` when no paired host is left to take it. Idempotent per lease; a stale epoch is 409 `stale_lease`.',
     security: INTERNAL_SECURITY,
     request: { params: RunIdParam, body: jsonBody(DeclineInput) },
     responses: {

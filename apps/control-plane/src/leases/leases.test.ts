@@ -89,6 +89,7 @@ describe('leases', { timeout: 120_000 }, () => {
       requeued: [],
       failed: [],
       dropped: 0,
+      parked: [],
     });
     const runningRow = await selectRunRows(deps.db)
       .selectAll()
@@ -96,7 +97,7 @@ describe('leases', { timeout: 120_000 }, () => {
       .executeTakeFirstOrThrow();
     // Expired: requeued (run-model's requeue), counters back, no segment, the fact as run-model states it.
     const swept = await sweepExpiredLeases(deps, policy, at(t0 + 10_001).getTime());
-    expect(swept).toEqual({ requeued: [id], failed: [], dropped: 0 });
+    expect(swept).toEqual({ requeued: [id], failed: [], dropped: 0, parked: [] });
     const run = await t.core.services.runs.get(t.admin, id);
     expect(run).toMatchObject({ status: 'queued', attempt: 1 });
     expect(run.startedAt).toBeUndefined();
@@ -182,7 +183,11 @@ describe('leases', { timeout: 120_000 }, () => {
     ]) {
       await claimAndStart(deps.db, 1, at(now), INLINE_KINDS, LEASE);
       now += 10_001;
-      expect(await sweepExpiredLeases(deps, policy, at(now).getTime())).toEqual({ ...expected, dropped: 0 });
+      expect(await sweepExpiredLeases(deps, policy, at(now).getTime())).toEqual({
+        ...expected,
+        dropped: 0,
+        parked: [],
+      });
       now += 1;
     }
     const run = await t.core.services.runs.get(t.admin, id);
@@ -212,7 +217,11 @@ describe('leases', { timeout: 120_000 }, () => {
       [{ requeued: [], failed: [id] }, 6],
     ] as const) {
       now += 10_001;
-      expect(await sweepExpiredLeases(deps, policy, at(now).getTime())).toEqual({ ...expected, dropped: 0 });
+      expect(await sweepExpiredLeases(deps, policy, at(now).getTime())).toEqual({
+        ...expected,
+        dropped: 0,
+        parked: [],
+      });
       expect(await t.core.services.runs.get(t.admin, id)).toMatchObject({ attempt: epoch });
       now += 1;
       if (expected.failed.length === 0) {
@@ -248,6 +257,7 @@ describe('leases', { timeout: 120_000 }, () => {
         requeued: [],
         failed: [],
         dropped: 0,
+        parked: [],
       });
       expect(await t.core.services.runs.get(t.admin, id)).toMatchObject({ status: 'running', attempt: 1 });
       const lease = await deps.db
@@ -260,8 +270,8 @@ describe('leases', { timeout: 120_000 }, () => {
       const expired = await sweepExpiredLeases(deps, policy, at(now + 10_001).getTime());
       expect(expired).toEqual(
         what.startsWith('fail')
-          ? { requeued: [], failed: [id], dropped: 0 }
-          : { requeued: [id], failed: [], dropped: 0 },
+          ? { requeued: [], failed: [id], dropped: 0, parked: [] }
+          : { requeued: [id], failed: [], dropped: 0, parked: [] },
       );
     },
   );
@@ -282,6 +292,7 @@ describe('leases', { timeout: 120_000 }, () => {
       requeued: [],
       failed: [],
       dropped: 1,
+      parked: [],
     });
   });
 });

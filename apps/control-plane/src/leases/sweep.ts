@@ -14,7 +14,6 @@
 // The scan reads without locks, so its answer is stale by the time a run is acted on: both the requeue and
 // the fail re-check, under the run's row lock and then the lease's, that the lease is still expired at that
 // epoch. A heartbeat that extended it between the scan and the lock wins: that run is left alone.
-import { LANE } from '@everdict/admission';
 import { nextStatus, REQUEUE_CAUSE } from '@everdict/run-model';
 import { sql } from 'kysely';
 import { numeric } from '../db/numeric.js';
@@ -24,6 +23,7 @@ import { type Finished, settleMany } from '../scheduler/batch-transitions.js';
 import { type Deps, DISPATCH_CHANNEL } from '../services/context.js';
 import { transitionTx } from '../services/transition.js';
 import type { LeasePolicy } from './policy.js';
+import { fairRequeueCtes } from './requeue-order.js';
 
 export const LOST_CODE = 'executor_lost';
 
@@ -32,6 +32,8 @@ export interface SweepResult {
   failed: string[];
   /** Leases dropped because their run was no longer running at their epoch. */
   dropped: number;
+  /** Parked agent turns whose resume lease was lost: counted, still parked and ready (failed ones: `failed`). */
+  parked: string[];
 }
 
 /** A lease the scan found expired, with its run as the scan read it (no locks: act on it re-checked). */
@@ -118,7 +120,7 @@ export async function settleExpired(
   rows: readonly Expired[],
   nowMs: number,
 ): Promise<SweepResult> {
-  const out: SweepResult = { requeued: [], failed: [], dropped: 0 };
+  const out: SweepResult = { requeued: [], failed: [], dropped: 0, parked: [] };
   if (rows.length === 0) return out;
   const live = rows.filter((r) => r.status === 'running' && r.attempt === numeric(r.epoch));
   const parked = rows.filter((r) => r.status === 'awaiting_input' && r.attempt === numeric(r.epoch));
@@ -147,6 +149,7 @@ export async function settleExpired(
   }
   if (parked.length > 0) {
     const lost = await loseParked(deps, policy, parked, nowMs);
+    out.parked = lost.counted;
     if (lost.counted.length > 0)
       deps.log('warn', 'parked turns: resume lost (lease expired)', { runIds: lost.counted });
     if (lost.failed.length > 0) {
@@ -162,7 +165,8 @@ export async function settleExpired(
  * `resumed`: each a lost execution, in ONE transaction — the turn's row locked (SKIP LOCKED) still parked at
  * the lease's epoch, then the lease still expired before `nowMs` (a heartbeat or a `resumed` committed since
  * the scan wins: the turn is left alone). The lease is dropped and `lost_attempts` (read under the lock)
- * counted: the turn stays parked and ready; the maxAttempts-th loss (a session run: the first) fails it
+ * counted: the turn stays parked and ready again as of `nowMs` (`resume_lost_at`: it is offered behind the
+ * parks that were ready before it, agents/leases.ts); the maxAttempts-th loss (a session run: the first) fails it
  * `executor_lost` (run-model's `fail` from awaiting_input; no interval is open).
  */
 async function loseParked(
@@ -181,7 +185,7 @@ async function loseParked(
         RETURNING l.run_id
       ),
       ul AS (
-        UPDATE runs r SET lost_attempts = r.lost_attempts + 1 FROM lr
+        UPDATE runs r SET lost_attempts = r.lost_attempts + 1, resume_lost_at = ${nowMs}::bigint FROM lr
         WHERE r.id = lr.id AND lr.id IN (SELECT run_id FROM dl)
         RETURNING r.id
       )
@@ -245,11 +249,9 @@ async function failLost(
 
 /**
  * running → queued (run-model's `requeue`) for runs still running at the lost epoch, in ONE statement, in
- * the control plane's lock order (runs → leases → slots → tenant rows): the lease dropped, the slot queued
- * again, the tenant's counters moved back, the queue entry re-inserted at its lane's current virtual time
- * with its original enqueue time (its tenant was charged its finish tag at admission: the retry is not
- * charged twice, and it ages from when it was first queued), the run's interval discarded (a lost attempt
- * attests nothing), and a `run.requeued` fact.
+ * the control plane's lock order (runs → leases → slots → tenant rows → adm_wfq): the lease dropped, the slot
+ * queued again, the tenant's counters moved back, the queue entry re-inserted (`fairRequeueCtes`), the run's
+ * interval discarded (a lost attempt attests nothing), and a `run.requeued` fact.
  */
 async function requeueLost(deps: Deps, lost: readonly Expired[], nowMs: number): Promise<string[]> {
   if (nextStatus('running', 'requeue') !== 'queued')
@@ -286,16 +288,10 @@ async function requeueLost(deps: Deps, lost: readonly Expired[], nowMs: number):
       UPDATE adm_tenants t SET running = GREATEST(t.running - d.n, 0), queued = t.queued + d.n,
         queued_interactive = t.queued_interactive + d.qi, queued_background = t.queued_background + d.qb,
         queued_batch = t.queued_batch + d.qh
-      FROM d JOIN tl ON tl.tenant = d.tenant WHERE t.tenant = d.tenant RETURNING 1
+      FROM d JOIN tl ON tl.tenant = d.tenant WHERE t.tenant = d.tenant
+      RETURNING t.tenant, t.weight, t.queued_interactive, t.queued_background, t.queued_batch
     ),
-    q AS (
-      INSERT INTO adm_queue (run_id, tenant, class, lane, finish, enqueued_at, kind)
-      SELECT ls.run_id, ls.tenant, ls.class, x.lane, (SELECT v FROM adm_vtime WHERE lane = x.lane), ls.admitted_at,
-        ls.kind
-      FROM ls CROSS JOIN LATERAL (SELECT CASE ls.class WHEN 'interactive' THEN ${LANE.interactive}::int
-        WHEN 'background' THEN ${LANE.background}::int ELSE ${LANE.batch}::int END AS lane) x
-      RETURNING 1
-    ),
+    ${fairRequeueCtes(nowMs)},
     ur AS (
       UPDATE runs r SET status = 'queued', updated_at = ${nowMs}::bigint,
         interval_started_at = NULL, interval_head = NULL, lost_attempts = r.lost_attempts + 1

@@ -29,6 +29,7 @@ import * as m0027 from './0027_runner_sandbox_kind.js';
 import * as m0028 from './0028_subscription_enabled_at.js';
 import * as m0029 from './0029_agent_turn_declines.js';
 import * as m0030 from './0030_lost_attempts.js';
+import * as m0031 from './0031_agent_turn_fairness.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -60,6 +61,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0028_subscription_enabled_at': m0028,
   '0029_agent_turn_declines': m0029,
   '0030_lost_attempts': m0030,
+  '0031_agent_turn_fairness': m0031,
 };
 
 export const migrationProvider: MigrationProvider = {
