@@ -112,9 +112,18 @@ export class AuditChain {
    * after that in place, through the file kept open: every head is the same 65 bytes (64 hex and a newline)
    * written at offset 0 by one `write`, which a killed process cannot leave half done — a rename per
    * completion batch cost the event loop ≈ 0.5–3 ms under load (README, "Figures").
+   *
+   * The head goes first, the unanswered links after it: a process killed between the two writes then leaves
+   * the new head with links it no longer needs (harmless), never the old head without the links that lead
+   * past it — the control plane's head would be a link this runner could no longer resume from, and every
+   * later completion refused `attestation_mismatch` until it paired again.
    */
   persist(): void {
+    this.#persistHead();
     this.#persistSent();
+  }
+
+  #persistHead(): void {
     const address = this.#head;
     if (!this.file || address === undefined) return;
     const line = `${address}\n`;

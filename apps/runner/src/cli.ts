@@ -53,6 +53,13 @@ async function driverOf(kind: 'process' | 'kubernetes', slots: number): Promise<
   return new ProcessDriver({ slots: sandboxes });
 }
 
+/** A non-negative finite number (decimal), or a `usage` error naming where it came from. */
+function numberOption(name: string, raw: string): number {
+  const n = /^\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw) : Number.NaN;
+  if (!Number.isFinite(n)) throw new RunnerError('usage', `${name} is a non-negative number (got ${raw})`);
+  return n;
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -99,10 +106,17 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'start') {
+    // Checked before anything starts: a watts figure that is not a number made every interval fail at its
+    // end (its energy not a u64) — each run re-run until `executor_lost` — and a grace that is not one
+    // killed every interval at the first SIGTERM.
+    const watts = numberOption(
+      'EVERDICT_WATTS_PER_CORE',
+      process.env.EVERDICT_WATTS_PER_CORE ?? String(DEFAULT_WATTS_PER_CORE),
+    );
+    const graceMs = numberOption('--grace-ms', values['grace-ms'] ?? '60000');
     const pairing = await loadPairing(stateDir);
     const key = await loadOrCreateKey(stateDir);
     const powercapRoot = process.env.EVERDICT_POWERCAP_ROOT ?? '/sys/class/powercap';
-    const watts = Number(process.env.EVERDICT_WATTS_PER_CORE ?? DEFAULT_WATTS_PER_CORE);
     // --url: the control plane moved (an embedded runner's parent restarted on another port).
     const url = values.url ?? pairing.url;
     const driver = await driverOf(driverKind, slots);
@@ -113,7 +127,7 @@ async function main(argv: string[]): Promise<number> {
       audit: new AuditChain(join(stateDir, AUDIT_HEAD_FILE)),
       meter: () => new EnergyMeter(powercapRoot, watts),
       slots,
-      graceMs: Number(values['grace-ms'] ?? 60_000),
+      graceMs,
       ...(process.env.EVERDICT_RUNNER_LEASE_ON_FREE === 'poll' ? { leaseOnFree: 'poll' as const } : {}),
       log,
     });

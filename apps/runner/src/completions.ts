@@ -24,6 +24,7 @@ import type { AuditChain, SentLinks } from './audit-chain.js';
 import { RunnerError } from './errors.js';
 import type { CompletionResult, CompletionsReply, RunnerApi } from './port.js';
 import type { CompleteBody, Lease } from './protocol.js';
+import { isTransient, retryDelayMs } from './transient.js';
 
 export const MAX_BATCH = 64;
 
@@ -80,6 +81,10 @@ export class Completions {
   /** The answers, taken in order (a later batch's answer waits for the earlier one's). */
   #answers: Promise<void> = Promise.resolve();
   #submitted = 0;
+  /** A transient failure's pause: nothing is sent until it ends. */
+  #paused = false;
+  /** Transient failures in a row (the pause doubles with each). */
+  #failures = 0;
   /** Batches sent, for tests and logs. */
   batches = 0;
 
@@ -106,7 +111,7 @@ export class Completions {
   }
 
   #pump(): void {
-    while (this.#waiting.length > 0 && !this.#hold) {
+    while (this.#waiting.length > 0 && !this.#hold && !this.#paused) {
       const limit = this.#chain.head === undefined ? 1 : this.#maxInFlight;
       if (this.#inFlight >= limit) return;
       this.#sendOne();
@@ -200,9 +205,15 @@ export class Completions {
       // No answer: its links stay unanswered (the chain's, kept since `sending`).
       this.#hold = true;
       this.#next?.answered([], [], asked);
-      for (const b of batch) b.w.reject(err);
+      if (isTransient(err)) {
+        // Not refused: signed again from the same head (the same bytes: Ed25519 is deterministic) and sent
+        // again after a pause — unless aborted meanwhile (its lease lost or expired: then nothing is sent).
+        this.#requeue(batch.map((b) => b.w));
+        this.#pause();
+      } else for (const b of batch) b.w.reject(err);
       return;
     }
+    let transient = false;
     const results: CompletionResult[] = reply.results;
     const links = sent();
     if (links) this.#chain.answered(links, results[0]?.outcome === 'settled');
@@ -226,6 +237,10 @@ export class Completions {
           // overtook the one before) or will never hold (the one before was refused or lost): nothing of it
           // was written; it is signed again from the chain's head once the batches in flight are answered.
           again.push(b.w);
+        } else if (isTransient(r.error)) {
+          // The control plane could not settle it (its database, say): nothing of it was written.
+          again.push(b.w);
+          transient = true;
         } else b.w.reject(r.error);
       } else {
         again.push(b.w); // skipped after a refusal (or not answered): signed again with the chain's head
@@ -241,7 +256,25 @@ export class Completions {
       asked,
     );
     for (const w of settled) w.resolve(true);
+    this.#requeue(again);
+    if (transient) this.#pause();
+    else this.#failures = 0;
+  }
+
+  /** Puts `again` back in the queue at their places (before what was submitted after them). */
+  #requeue(again: Waiting[]): void {
     if (again.length > 0) this.#waiting = [...again, ...this.#waiting].sort((a, b) => a.seq - b.seq);
+  }
+
+  /** Holds what waits for a pause after a transient failure (doubling with each in a row), then sends. */
+  #pause(): void {
+    const ms = retryDelayMs(this.#failures);
+    this.#failures += 1;
+    this.#paused = true;
+    setTimeout(() => {
+      this.#paused = false;
+      this.#pump();
+    }, ms);
   }
 }
 

@@ -1,9 +1,10 @@
 // The daemon's loop: long-poll for as many leases as it has free slots, execute each in its own interval,
 // heartbeat every `heartbeatMs` with the leases it holds (a lease the control plane calls `lost` has its
-// compute killed at once), and drain on request: stop asking for leases, let the running intervals finish
-// (up to the grace; then kill them, and wait at most the request timeout more for them to wind down: what is
-// left is abandoned, its lease expiring into a requeue), keep heartbeating until then, return. Every call to
-// the control plane is bounded by the request timeout (timed-api.ts).
+// compute killed at once, and so has one no heartbeat renewed within its `leaseMs`), and drain on request:
+// stop asking for leases, let the running intervals finish (up to the grace; then kill them, and wait at
+// most the request timeout more for them to wind down: what is left is abandoned, its lease expiring into a
+// requeue), keep heartbeating until then, return. Every call to the control plane is bounded by the request
+// timeout (timed-api.ts).
 //
 // A slot is a sandbox's compute, not a lease. An interval holds its slot from its provision until its
 // command has exited and its usage and energy are read (interval.ts, `hooks.computed`); its artifacts, the
@@ -23,7 +24,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NextLeases } from './completions.js';
 import { type DaemonOptions, leaseBound } from './daemon-options.js';
-import { endsWithin, type Held } from './held-lease.js';
+import { armExpiry, endsWithin, type Held } from './held-lease.js';
 import { executeInterval, type IntervalSteps } from './interval.js';
 import type { Lease } from './protocol.js';
 import { REQUEST_TIMEOUT_MS, withRequestTimeout } from './timed-api.js';
@@ -288,6 +289,7 @@ export class RunnerDaemon {
           },
         )
         .finally(() => {
+          clearTimeout(h.expiry);
           this.#computed(h); // an interval that ended before its compute did frees its slot here
           // A superseded interval leaves its run's entries to the lease that replaced it.
           if (!this.#superseded.delete(h)) {
@@ -298,6 +300,8 @@ export class RunnerDaemon {
         }),
     };
     this.#held.set(lease.runId, h);
+    // Granted at the latest now: its lease runs `leaseMs` from here until a heartbeat renews it.
+    this.#arm(h, performance.now());
     this.peak.held = Math.max(this.peak.held, this.#held.size - this.#released.size);
     // Aborted while it waits for a slot (lost, killed): it ends without starting.
     abort.signal.addEventListener(
@@ -334,6 +338,16 @@ export class RunnerDaemon {
     else this.#wake();
   }
 
+  /** Arms the kill of `h` where its lease ends unrenewed (held-lease.ts, `armExpiry`): it never runs on unleased. */
+  #arm(h: Held, from: number): void {
+    armExpiry(h, from, () => {
+      const { runId, epoch } = h.lease;
+      if (this.#held.get(runId) !== h || this.#released.has(runId) || h.abort.signal.aborted) return;
+      this.#log('warn', 'lease expired without a renewal: killing its compute', { runId, epoch });
+      h.abort.abort();
+    });
+  }
+
   #scheduleHeartbeat(everyMs: number): void {
     this.#heartbeat = setTimeout(async () => {
       await this.#beat();
@@ -350,8 +364,13 @@ export class RunnerDaemon {
       .filter((h) => !this.#released.has(h.lease.runId))
       .sort((a, b) => (a.lease.runId < b.lease.runId ? -1 : a.lease.runId > b.lease.runId ? 1 : 0));
     const leases = named.map((h) => ({ runId: h.lease.runId, epoch: h.lease.epoch }));
+    const sentAt = performance.now();
     try {
       const answer = await this.#o.api.heartbeat(leases);
+      const lost = new Set(answer.lost);
+      // Every lease named and not lost was renewed (from before this call was sent, at the latest).
+      for (const h of named)
+        if (!lost.has(h.lease.runId) && this.#held.get(h.lease.runId) === h) this.#arm(h, sentAt);
       for (const runId of answer.lost) {
         // The interval this heartbeat named: a later lease of the run that came meanwhile is not lost.
         const h = named.find((n) => n.lease.runId === runId);

@@ -21,6 +21,7 @@ import {
   type paths,
 } from '@everdict/client';
 import type { TraceEvent } from '@everdict/run-model';
+import { z } from 'zod';
 import type { CompletionResult, CompletionsReply, RunnerApi } from './port.js';
 import {
   type Capabilities,
@@ -150,6 +151,29 @@ function responseOf(res: IncomingMessage): Response {
   } as unknown as Response;
 }
 
+/** What the artifact route answers: the stored file's path, content address and size. */
+const StoredArtifact = z.object({
+  path: z.string(),
+  address: z.string().regex(/^blake3:[0-9a-f]{64}$/),
+  size: z.int().min(0),
+});
+
+/**
+ * A 2xx answer as `schema` reads it — or ClientError `bad_response` (the answer's status) naming what is wrong:
+ * an answer the runner cannot read is a typed refusal of the call, never a ZodError nor a value taken on trust.
+ */
+function answerOf<T>(schema: z.ZodType<T>, json: unknown, what: string, status = 200): T {
+  const parsed = schema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const at = issue && issue.path.length > 0 ? ` at ${issue.path.join('.')}` : '';
+  throw new ClientError(
+    'bad_response',
+    status,
+    `the control plane's answer to ${what} is malformed${at}: ${issue?.message ?? 'invalid'}`,
+  );
+}
+
 export class HttpRunnerApi implements RunnerApi {
   readonly #client: EverdictClient;
   readonly #http: RunnerTransport;
@@ -163,12 +187,14 @@ export class HttpRunnerApi implements RunnerApi {
 
   async leases(free: number, waitMs: number, signal?: AbortSignal): Promise<Lease[]> {
     const answer = await this.#http.post('/runner/v1/leases', { free, waitMs }, signal ? { signal } : {});
-    return LeasesAnswer.parse(answer).leases;
+    return answerOf(LeasesAnswer, answer, 'a lease request').leases;
   }
 
   async heartbeat(leases: { runId: string; epoch: number }[], signal?: AbortSignal) {
-    return HeartbeatAnswer.parse(
+    return answerOf(
+      HeartbeatAnswer,
       await this.#http.post('/runner/v1/heartbeat', { leases }, signal ? { signal } : {}),
+      'a heartbeat',
     );
   }
 
@@ -194,9 +220,14 @@ export class HttpRunnerApi implements RunnerApi {
       ...(signal ? { signal } : {}),
     } as RequestInit & { duplex: 'half' });
     const text = await response.text();
-    const json: unknown = text ? JSON.parse(text) : undefined;
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
     if (!response.ok) throw errorFromResponse(response, json);
-    return json as { path: string; address: string; size: number };
+    return answerOf(StoredArtifact, json, 'an artifact upload', response.status);
   }
 
   async complete(runId: string, body: CompleteBody, signal?: AbortSignal): Promise<void> {
@@ -217,7 +248,13 @@ export class HttpRunnerApi implements RunnerApi {
       { items, ...(next ? { next } : {}) },
       signal ? { signal } : {},
     );
-    const parsed = CompletionsAnswer.parse(answer);
+    const parsed = answerOf(CompletionsAnswer, answer, 'a completion batch');
+    if (parsed.results.length !== items.length)
+      throw new ClientError(
+        'bad_response',
+        200,
+        `the control plane answered ${parsed.results.length} results for ${items.length} completions`,
+      );
     return {
       results: parsed.results.map(resultOf),
       ...(parsed.leases ? { leases: parsed.leases } : {}),

@@ -9,6 +9,7 @@
 // behind it (artifacts, dispose, the signed completion and its answer). `hooks.computed` marks the line
 // between them: the daemon's slot is the compute, so it takes its next lease there, while this interval's
 // lease is still held until the completion settles it.
+import { constants as osConstants } from 'node:os';
 import type {
   Driver,
   ExecStream,
@@ -189,11 +190,19 @@ export async function executeInterval(
     ]);
     step('command');
     if (aborted(signal)) return end();
-    let exitCode = ended.exitCode;
+    // The exit code the driver observed: the one the attestation signs. What a harness reports of its case
+    // (out/outputs.json's `exitCode`) is an output, never signed as the interval's exit.
+    const exitCode = ended.exitCode;
+    let reported = exitCode;
+    /** The interval failed on what it observed besides the exit (a limit, the harness's out/ files). */
+    let failed = false;
     // Stopped at a limit: the command's end, observed — named in the trajectory and the summary, and the
     // interval completes failed (not a lost executor, its lease left to expire and the run re-run).
     const stop = ended.stop;
-    if (stop) await journal.append({ type: 'error', message: stop.message, code: stop.code, fatal: true });
+    if (stop) {
+      failed = true;
+      await journal.append({ type: 'error', message: stop.message, code: stop.code, fatal: true });
+    }
 
     const outputs: CompleteBody['outputs'] = {};
     if (stop) outputs.summary = `stopped at a limit of its sandbox (${stop.code}): ${stop.message}`;
@@ -209,15 +218,18 @@ export async function executeInterval(
       if (read.outputs) {
         if (read.outputs.summary !== undefined) outputs.summary = read.outputs.summary;
         if (read.outputs.result !== undefined) outputs.result = read.outputs.result;
-        if (read.outputs.exitCode !== undefined) exitCode = read.outputs.exitCode;
+        if (read.outputs.exitCode !== undefined) reported = read.outputs.exitCode;
       }
       if (read.problem) {
         await journal.append({ type: 'error', message: read.problem, code: 'bad_harness_output' });
         outputs.summary = read.problem;
-        if (exitCode === 0) exitCode = 1;
+        failed = true;
+        if (reported === 0) reported = 1;
       }
+      if (reported !== 0) failed = true;
     }
-    outputs.exitCode = exitCode;
+    outputs.exitCode = reported;
+    const outcome = exitCode === 0 && !failed ? 'succeeded' : 'failed';
     step('outputs');
     const usage = await deps.driver.usage(handle).catch(() => null);
     step('usage');
@@ -262,7 +274,7 @@ export async function executeInterval(
             provenance: energy.provenance,
             meter: energy.meter,
             journalRoot,
-            outcome: exitCode === 0 ? 'succeeded' : 'failed',
+            outcome,
             exitCode,
             ...(auditPrev === undefined ? {} : { auditPrev }),
           });
@@ -302,17 +314,30 @@ export async function executeInterval(
 const LIMIT_STOPS: readonly PlacementErrorCode[] = ['timeout', 'oom', 'pids_exhausted', 'output_capped'];
 
 /**
- * How the command ended: its exit code (a signal's as 128 + 9) and, when the driver stopped it at a limit,
+ * How the command ended: its exit code (a signal's as 128 + its number) and, when the driver stopped it at a limit,
  * that stop (its exit code the driver's when it reports one, else a SIGKILL's). Anything else rejects.
  */
-async function commandEnd(exit: ExecStream['exit']): Promise<{ exitCode: number; stop?: PlacementError }> {
+export async function commandEnd(
+  exit: ExecStream['exit'],
+): Promise<{ exitCode: number; stop?: PlacementError }> {
   try {
-    return { exitCode: (await exit).exitCode ?? 128 + 9 };
+    const { exitCode, signal } = await exit;
+    return { exitCode: exitCode ?? signalExit(signal) };
   } catch (err) {
     if (!isPlacementError(err) || !LIMIT_STOPS.includes(err.code)) throw err;
     const reported = err.detail.exitCode;
     return { exitCode: Number.isInteger(reported) ? (reported as number) : 128 + 9, stop: err };
   }
+}
+
+/**
+ * A command a signal ended exits 128 + the signal's number, as a shell reports it: the signal the driver
+ * observed (SIGTERM 143, SIGKILL 137), not a SIGKILL assumed for every one. One the driver did not name, or
+ * this host does not know, counts as SIGKILL's.
+ */
+function signalExit(signal: string | null): number {
+  const n = signal === null ? undefined : (osConstants.signals as Record<string, number | undefined>)[signal];
+  return 128 + (n ?? 9);
 }
 
 /** `work`'s answer — or false as soon as `signal` aborts (the work goes on, its answer no longer awaited). */

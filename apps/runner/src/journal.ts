@@ -8,10 +8,15 @@
 // and digest), computed as they go: nothing of the interval is kept to compute it. The digests (each a
 // WebAssembly instance: ≈ 0.2 ms to make) are reused: a journal that closed gives its back, reset, to the
 // next one; a journal abandoned with a batch maybe still in flight (which would update it) keeps its own.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { TraceEvent } from '@everdict/run-model';
 import { canonicalLine, StreamingDigest } from '@everdict/trajectory-store';
 import { RunnerError } from './errors.js';
 import type { RunnerApi } from './port.js';
+import { isTransient, retryDelayMs } from './transient.js';
+
+/** Sends of one batch at most: the first and its retries after transient failures (transient.ts). */
+export const MAX_SENDS = 6;
 
 export interface JournalOptions {
   readonly maxEvents?: number;
@@ -47,6 +52,8 @@ export class Journal {
   #timer: NodeJS.Timeout;
   /** Closed: the digest went back to the spares, nothing more is hashed or sent. */
   #closed = false;
+  /** Abandoned (a killed interval): a batch that failed is not sent again. */
+  #abandoned = false;
 
   private constructor(
     api: Pick<RunnerApi, 'events'>,
@@ -120,7 +127,7 @@ export class Journal {
       if (this.#closed && events.length > 0) throw new RunnerError('bad_state', 'the journal is closed');
       if (events.length === 0) return;
       try {
-        await this.#api.events(this.#runId, this.#epoch, events);
+        await this.#send(events);
       } catch (err) {
         this.#failure = err;
         throw err;
@@ -130,6 +137,22 @@ export class Journal {
     if (events.length > 0) void next.then(this.#sent, this.#sent);
     this.#inFlight = next.catch(() => {});
     return next;
+  }
+
+  /**
+   * One batch to the control plane — again, the same events, after a transient failure (transient.ts: the
+   * store skips a batch it holds already), up to MAX_SENDS in all, and not once the journal was abandoned.
+   */
+  async #send(events: TraceEvent[]): Promise<void> {
+    for (let failures = 0; ; failures++) {
+      try {
+        return await this.#api.events(this.#runId, this.#epoch, events);
+      } catch (err) {
+        if (!isTransient(err) || failures + 1 >= MAX_SENDS || this.#abandoned) throw err;
+      }
+      await sleep(retryDelayMs(failures));
+      if (this.#abandoned) throw new RunnerError('bad_state', 'the journal was abandoned');
+    }
   }
 
   readonly #sent = (): void => {
@@ -151,6 +174,7 @@ export class Journal {
 
   /** Stops the timer without sending anything more (a killed interval). */
   abandon(): void {
+    this.#abandoned = true;
     clearInterval(this.#timer);
     this.#batch = [];
     this.#lines = [];

@@ -2,12 +2,17 @@
 // out/trace.jsonl into the journal) and every file of out/ uploaded as an artifact.
 import { Readable } from 'node:stream';
 import type { Driver, SandboxHandle } from '@everdict/placement';
-import { readTar, utf8 } from '@everdict/placement';
+import { isPlacementError, readTar, utf8 } from '@everdict/placement';
 import { TraceEvent } from '@everdict/run-model';
 import type { IntervalDeps, IntervalHooks } from './interval.js';
 import type { Journal } from './journal.js';
 import { type Artifact, HarnessOutputs, type Lease } from './protocol.js';
 import { onlyDirectories } from './snapshot-files.js';
+
+const MiB = 1024 * 1024;
+/** The most of out/outputs.json or out/trace.jsonl the runner reads. */
+export const HARNESS_FILE_CAP_BYTES = 16 * MiB;
+const TOO_LARGE = Symbol('too large');
 
 /** out/outputs.json (required) and out/trace.jsonl (optional: validated TraceEvents) of an eval harness. */
 export async function readHarnessResults(
@@ -15,16 +20,25 @@ export async function readHarnessResults(
   handle: SandboxHandle,
   journal: Journal,
 ): Promise<{ outputs?: HarnessOutputs; problem?: string }> {
-  const read = async (path: string) => {
-    const r = await driver.exec(handle, ['sh', '-c', `[ -f ${path} ] && cat ${path} || exit 3`], {
-      timeoutMs: 60_000,
-      outputCapBytes: 16 * 1024 * 1024,
-      onOutputCap: 'kill',
-    });
-    return r.exitCode === 0 ? utf8(r.stdout) : undefined;
+  // A file past the cap is the harness's output, too large to read: a problem of its interval (which completes
+  // failed), not a failure of the runner's (which would leave the lease to expire and the run to be re-run).
+  const read = async (path: string): Promise<string | undefined | typeof TOO_LARGE> => {
+    try {
+      const r = await driver.exec(handle, ['sh', '-c', `[ -f ${path} ] && cat ${path} || exit 3`], {
+        timeoutMs: 60_000,
+        outputCapBytes: HARNESS_FILE_CAP_BYTES,
+        onOutputCap: 'kill',
+      });
+      return r.exitCode === 0 ? utf8(r.stdout) : undefined;
+    } catch (err) {
+      if (isPlacementError(err) && err.code === 'output_capped') return TOO_LARGE;
+      throw err;
+    }
   };
+  const tooLarge = (path: string) => `${path} is larger than ${HARNESS_FILE_CAP_BYTES / MiB} MiB`;
   const raw = await read('out/outputs.json');
   if (raw === undefined) return { problem: 'the harness wrote no out/outputs.json' };
+  if (raw === TOO_LARGE) return { problem: tooLarge('out/outputs.json') };
   let outputs: HarnessOutputs;
   try {
     const parsed = HarnessOutputs.safeParse(JSON.parse(raw));
@@ -35,6 +49,7 @@ export async function readHarnessResults(
     return { problem: 'out/outputs.json is not JSON' };
   }
   const trace = await read('out/trace.jsonl');
+  if (trace === TOO_LARGE) return { outputs, problem: tooLarge('out/trace.jsonl') };
   if (trace !== undefined) {
     const lines = trace.split('\n').filter((l) => l.trim() !== '');
     for (let i = 0; i < lines.length; i++) {

@@ -1,7 +1,7 @@
 // The runner key's audit chain: links are made one at a time across slots (each names the one before), the
 // chain advances only when the control plane accepted the completion, and a restart continues it from the
 // state directory's `audit.head`.
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -63,5 +63,22 @@ describe('AuditChain', () => {
       return { address: addr(6), result: null };
     });
     expect(named).toBe(addr(5));
+  });
+
+  it('a process killed while an answer is written keeps the accepted link: head or resumable', () => {
+    dir = mkdtempSync(join(tmpdir(), 'audit-'));
+    const file = join(dir, AUDIT_HEAD_FILE);
+    const chain = new AuditChain(file);
+    const sent = chain.sending([addr(1)]); // written before the call
+    // The control plane accepted addr(1); the answer is taken — and the process dies at its second file
+    // write (stood in for here by a write that fails: a directory where its temporary file goes).
+    chain.answered(sent, true);
+    chain.advance(addr(1), false);
+    mkdirSync(`${file}.tmp`);
+    expect(() => chain.persist()).toThrow();
+    // Restarted: the accepted link is the head, or a link the control plane may name to resume from.
+    const restarted = new AuditChain(file);
+    expect(restarted.head === addr(1) || restarted.resumeAt(addr(1))).toBe(true);
+    expect(restarted.head).toBe(addr(1));
   });
 });

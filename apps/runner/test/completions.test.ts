@@ -4,6 +4,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ClientError } from '@everdict/client';
 import { describe, expect, it } from 'vitest';
 import { AUDIT_HEAD_FILE, AuditChain } from '../src/audit-chain.js';
 import { Completions } from '../src/completions.js';
@@ -111,6 +112,58 @@ describe('Completions', () => {
     );
     await expect(q.submit(request('r1', 1))).rejects.toThrow('network');
     expect(chain.head).toBeUndefined();
+  });
+
+  it('a call that got no answer is sent again, the same bytes: a control plane that settled it answers settled', async () => {
+    const chain = new AuditChain();
+    chain.advance(addr(100));
+    const sent: Item[][] = [];
+    let recorded = addr(100);
+    const q = new Completions(
+      {
+        completeMany: async (items: Item[]): Promise<CompletionsReply> => {
+          sent.push(items);
+          const prev = items[0]?.attestation.prev;
+          if (sent.length === 1) {
+            recorded = addr(1); // settled and committed ... and the answer is lost
+            throw new ClientError('network', 0, 'no answer from the control plane: socket hang up');
+          }
+          // The same epoch and attestation again: the settled run (apps/control-plane completion.ts).
+          if (recorded === addr(1) && prev === addr(100)) return { results: [{ outcome: 'settled' }] };
+          return { results: [{ outcome: 'refused', error: new Error('409 stale_lease') }] };
+        },
+      },
+      chain,
+    );
+    expect(await q.submit(request('r1', 1))).toBe(true);
+    expect(sent).toHaveLength(2);
+    expect(sent[1]).toEqual(sent[0]);
+    expect(chain.head).toBe(addr(1));
+  });
+
+  it('an item the control plane could not settle (5xx, nothing written) is sent again', async () => {
+    const chain = new AuditChain();
+    let call = 0;
+    const q = new Completions(
+      {
+        completeMany: async (items: Item[]): Promise<CompletionsReply> => {
+          call += 1;
+          if (call === 1)
+            return {
+              results: items.map((_, i) =>
+                i === 0
+                  ? { outcome: 'refused', error: new ClientError('unavailable', 503, 'database down') }
+                  : { outcome: 'skipped' },
+              ),
+            };
+          return { results: items.map(() => ({ outcome: 'settled' as const })) };
+        },
+      },
+      chain,
+    );
+    expect(await q.submit(request('r1', 1))).toBe(true);
+    expect(call).toBe(2);
+    expect(chain.head).toBe(addr(1));
   });
 
   it('after a call that got no answer, a refusal naming one of its links as accepted resumes the chain there', async () => {

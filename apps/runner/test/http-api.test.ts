@@ -91,6 +91,38 @@ describe('RunnerTransport', () => {
     t.close();
   });
 
+  it('a malformed 2xx answer is ClientError bad_response, never a ZodError or a value taken on trust', async () => {
+    const { url } = await serve((req, _body, res) => {
+      if (req.url === '/runner/v1/leases') return json(res, 200, { leases: [{ runId: 'r1' }] });
+      if (req.url === '/runner/v1/heartbeat') return json(res, 200, { lost: 'r1' });
+      if (req.url === '/runner/v1/completions') return json(res, 200, { results: [] });
+      if (req.url?.startsWith('/runner/v1/runs/r1/artifacts')) {
+        res.writeHead(201, { 'content-type': 'application/json' });
+        return res.end(req.url.includes('path=a.txt') ? '{"path":"a.txt"}' : 'not json');
+      }
+      json(res, 404, { status: 404, code: 'not_found' });
+    });
+    const api = new HttpRunnerApi(url, 'c');
+    const fail = (p: Promise<unknown>) =>
+      p.then(
+        () => 'answered',
+        (e: unknown) => e,
+      );
+    const bodies = () => Readable.from([Buffer.from('x')]);
+    const errors = [
+      await fail(api.leases(1, 0)),
+      await fail(api.heartbeat([])),
+      await fail(api.completeMany([{ runId: 'r1', epoch: 1, outputs: {}, attestation: {} }])),
+      await fail(api.artifact('r1', 1, 'a.txt', bodies())),
+      await fail(api.artifact('r1', 1, 'b.txt', bodies())),
+    ];
+    for (const e of errors) {
+      expect(e).toBeInstanceOf(ClientError);
+      expect(e).toMatchObject({ code: 'bad_response' });
+    }
+    expect((errors[2] as ClientError).message).toContain('0 results for 1 completions');
+  });
+
   it('no answer is ClientError network; an aborted long-poll rejects at once', async () => {
     const { url } = await serve(() => {
       // never answers
@@ -145,7 +177,11 @@ describe('HttpRunnerApi under the request timeout', () => {
 describe('an artifact upload under the idle timeout (bytes must move, however long it takes)', () => {
   const MiB = 1024 * 1024;
   const stored = (res: ServerResponse, size: number) =>
-    json(res, 201, { path: 'big.bin', address: 'b3:x', size });
+    json(res, 201, {
+      path: 'big.bin',
+      address: 'blake3:abababababababababababababababababababababababababababababababab',
+      size,
+    });
 
   /**
    * A server that takes the body slowly, at most `perTick` bytes every 20 ms (each tick's reading then a pause),
@@ -197,7 +233,11 @@ describe('an artifact upload under the idle timeout (bytes must move, however lo
     const started = performance.now();
     const answer = await api.artifact('r1', 1, 'big.bin', Readable.from([Buffer.alloc(size, 7)]));
     const took = performance.now() - started;
-    expect(answer).toEqual({ path: 'big.bin', address: 'b3:x', size });
+    expect(answer).toEqual({
+      path: 'big.bin',
+      address: 'blake3:abababababababababababababababababababababababababababababababab',
+      size,
+    });
     expect(received()).toBe(size);
     // Twice the timeout and more: a fixed bound of 500 ms cut it (it did before).
     expect(took).toBeGreaterThan(1000);
@@ -257,7 +297,11 @@ describe('an artifact upload under the idle timeout (bytes must move, however lo
       await new Promise((r) => setImmediate(r));
       const until = performance.now() + 600;
       while (performance.now() < until); // the runner's loop held: its idle timer is due when it runs again
-      expect(await pending).toEqual({ path: 'big.bin', address: 'b3:x', size: 64 * MiB });
+      expect(await pending).toEqual({
+        path: 'big.bin',
+        address: 'blake3:abababababababababababababababababababababababababababababababab',
+        size: 64 * MiB,
+      });
     } finally {
       child.kill();
     }
@@ -276,7 +320,7 @@ const server = http.createServer((req, res) => {
   });
   req.on('end', () => {
     res.writeHead(201, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ path: 'big.bin', address: 'b3:x', size: received }));
+    res.end(JSON.stringify({ path: 'big.bin', address: 'blake3:abababababababababababababababababababababababababababababababab', size: received }));
   });
 });
 server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));

@@ -1,6 +1,7 @@
 // The journal: bounded batches in order, numbered events, and a root equal to the digest of the canonical
 // JSONL of exactly what was sent (what the control plane recomputes from the events it stored).
 
+import { ClientError } from '@everdict/client';
 import type { TraceEvent } from '@everdict/run-model';
 import { blake3, bytesToHex } from '@everdict/runrecord';
 import { canonicalJsonl, StreamingDigest } from '@everdict/trajectory-store';
@@ -35,6 +36,39 @@ describe('Journal', () => {
     await expect(journal.append({ type: 'log', level: 'info', message: 'a' })).rejects.toThrow('stale_lease');
     await expect(journal.append({ type: 'log', level: 'info', message: 'b' })).rejects.toThrow('stale_lease');
     await expect(journal.close()).rejects.toThrow('stale_lease');
+  });
+
+  it('a batch that got no answer is sent again, the same events; the root counts them once', async () => {
+    const calls: TraceEvent[][] = [];
+    const api = {
+      events: async (_runId: string, _epoch: number, events: TraceEvent[]) => {
+        calls.push(events);
+        // Stored, and the answer lost (the store skips the same batch when it comes again).
+        if (calls.length === 1) throw new ClientError('network', 0, 'no answer from the control plane');
+      },
+    };
+    const journal = await Journal.open(api, 'run-1', 1, { maxEvents: 2, flushMs: 60_000 });
+    for (const m of ['a', 'b', 'c']) await journal.append({ type: 'log', level: 'info', message: m });
+    const root = await journal.close();
+    expect(calls.map((b) => b.map((e) => e.seq))).toEqual([[0, 1], [0, 1], [2]]);
+    expect(calls[1]).toEqual(calls[0]);
+    const sent = [...calls[1]!, ...calls[2]!];
+    expect(root).toBe(bytesToHex(blake3(new TextEncoder().encode(canonicalJsonl(sent)))));
+  });
+
+  it('an abandoned journal does not send a failed batch again', async () => {
+    let calls = 0;
+    const api = {
+      events: async () => {
+        calls += 1;
+        throw new ClientError('network', 0, 'no answer from the control plane');
+      },
+    };
+    const journal = await Journal.open(api, 'run-1', 1, { maxEvents: 1, flushMs: 60_000 });
+    const appended = journal.append({ type: 'log', level: 'info', message: 'a' });
+    journal.abandon();
+    await expect(appended).rejects.toBeInstanceOf(Error);
+    expect(calls).toBe(1);
   });
 
   it('the root of an empty interval is the digest of zero bytes', async () => {

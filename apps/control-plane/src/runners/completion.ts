@@ -268,7 +268,15 @@ async function settleCompletion(
       : body.outcome === 'failed'
         ? {
             type: 'fail',
-            error: { code: 'exit_code', message: `exited with ${body.exitCode}`, retryable: false },
+            error: {
+              code: 'exit_code',
+              // exit 0 and failed: a limit stopped it or its harness reported a failure (outputs say which)
+              message:
+                body.exitCode === 0
+                  ? 'exited with 0, failed on its outputs (a limit or its harness)'
+                  : `exited with ${body.exitCode}`,
+              retryable: false,
+            },
           }
         : (() => {
             throw mismatch(`a runner's interval ends succeeded or failed, not ${body.outcome}`);
