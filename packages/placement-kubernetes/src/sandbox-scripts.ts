@@ -17,6 +17,9 @@ export const KEEPER = [
   [
     `c=$${CONTROL_ENV}`,
     ': >>"$c/log"',
+    // the keeper's own stderr is not the sandbox's log: a shell reports a job a signal ended ("Terminated")
+    // there, and the pod log would show it as if a command had printed it
+    'exec 2>/dev/null',
     "trap 'kill $t 2>/dev/null; exit 0' TERM INT",
     'tail -n +1 -f "$c/log" & t=$!',
     'wait $t',
