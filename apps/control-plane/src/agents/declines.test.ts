@@ -1,12 +1,11 @@
 // POST /internal/agent/v1/runs/:id/decline on the real core (migrated PGlite) through the real app: a holder
 // that cannot resume a parked turn declines it — checked like every leased call (stale epoch or another
 // holder: 409 `stale_lease`, nothing changed; a running turn: 409 `not_parked`), released at once (the next
-// lease has the next epoch: epochs only rise; a decline counts no lost attempt), never offered to that holder again; once every
+// lease has the next epoch: epochs only rise; a decline counts no lost attempt), not offered to that holder again while it declares the same capabilities; once every
 // paired host that could take it declined, it fails `no_compatible_host`. A retry answers the same.
 // (The agent service's side, with real hosts and the record's own refusal: apps/agent test/decline-lease.test.ts.)
-import { randomBytes } from 'node:crypto';
-import { generateSigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pairAgentHost } from '../http/testing/agent-turns.js';
 import { call, callInternal, type TestApp, testApp } from '../http/testing/harness.js';
 
 let t: TestApp;
@@ -20,16 +19,7 @@ afterAll(async () => {
 const internal = (method: string, path: string, body?: unknown) => callInternal(t.app, method, path, body);
 type Lease = { runId: string; epoch: number };
 
-async function pairHost(name: string): Promise<string> {
-  const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { body: {} });
-  const key = generateSigningKey(randomBytes(32));
-  const paired = await call(t.app, 'POST', '/agents/hosts/pair', {
-    key: null,
-    body: { token: minted.body.token, publicKey: key.publicKey, name },
-  });
-  expect(paired.status, JSON.stringify(paired.body)).toBe(201);
-  return paired.body.hostId as string;
-}
+const pairHost = (name: string) => pairAgentHost(t.app, name);
 
 const leases = async (holder: string) =>
   ((await internal('POST', '/internal/agent/v1/leases', { holder, free: 8 })).body.leases as Lease[]) ?? [];

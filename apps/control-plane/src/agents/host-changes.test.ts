@@ -6,9 +6,14 @@
 //     (or none, when it declared none) is not offered the turn again; a changed set is;
 //   - a revoke re-checks the declined turns: with the last host that had not declined one gone, it fails
 //     `no_compatible_host` (as a decline that leaves no host does).
-import { randomBytes } from 'node:crypto';
-import { generateSigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  leaseTurns,
+  pairAgentHost,
+  parkReady,
+  startAgentTurn,
+  type TurnLease,
+} from '../http/testing/agent-turns.js';
 import { call, callInternal, type TestApp, testApp } from '../http/testing/harness.js';
 
 let t: TestApp;
@@ -21,81 +26,19 @@ afterAll(async () => {
 
 const internal = (method: string, path: string, body?: unknown, tenant?: string) =>
   callInternal(t.app, method, path, body, tenant);
-type Lease = { runId: string; epoch: number };
-
-/** A host of the tenant whose admin key is `key`. */
-async function pairHost(key: string, name: string): Promise<string> {
-  const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { key, body: {} });
-  expect(minted.status).toBe(201);
-  const signing = generateSigningKey(randomBytes(32));
-  const paired = await call(t.app, 'POST', '/agents/hosts/pair', {
-    key: null,
-    body: { token: minted.body.token, publicKey: signing.publicKey, name },
-  });
-  expect(paired.status, JSON.stringify(paired.body)).toBe(201);
-  return paired.body.hostId as string;
-}
-
-async function startTurn(key: string): Promise<string> {
-  const a = await call(t.app, 'POST', '/agents', {
-    key,
-    body: { name: 'hc', model: 'scripted', tools: ['ask_approval'] },
-  });
-  const agentId = (a.body.agent as { id: string }).id;
-  const conv = await call(t.app, 'POST', '/conversations', { key, body: { agentId } });
-  const convId = (conv.body.group as { id: string }).id;
-  const msg = await call(t.app, 'POST', `/conversations/${convId}/messages`, { key, body: { text: 'hi' } });
-  expect(msg.status).toBe(202);
-  return (msg.body.run as { id: string }).id;
-}
-
-const lease = async (holder: string, capabilities?: string[], free = 8) => {
-  const r = await internal('POST', '/internal/agent/v1/leases', {
-    holder,
-    free,
-    ...(capabilities ? { capabilities } : {}),
-  });
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body.leases as Lease[];
-};
+const lease = (holder: string, capabilities?: string[]) =>
+  leaseTurns(t.app, holder, capabilities ? { capabilities } : {});
 
 /**
  * The turn's first interval, by an unpaired holder (a paired host's report must carry its signed attestation):
  * it asks for approval and parks; the approval arrives (ready). Nothing else of any tenant may be queued.
  */
-async function parkReady(tenant: string, key: string, runId: string) {
+async function parkReadyAs(tenant: string, key: string, runId: string) {
   const holder = `u-${tenant}`;
-  const [l] = await lease(holder, undefined, 1);
+  const [l] = await leaseTurns(t.app, holder, { free: 1 });
   expect(l?.runId).toBe(runId);
   if (!l) throw new Error('no lease');
-  const held = { holder, epoch: l.epoch };
-  const asked = await internal('POST', `/internal/agent/v1/runs/${l.runId}/calls`, {
-    ...held,
-    callId: 'call_1',
-    tool: 'ask_approval',
-    input: { question: 'ok?' },
-  });
-  expect(asked.status, JSON.stringify(asked.body)).toBe(201);
-  const parked = await internal(
-    'POST',
-    '/internal/agent-run-events',
-    {
-      runId: l.runId,
-      event: 'awaiting_input',
-      ...held,
-      transcript: 'a'.repeat(64),
-      transcriptBytes: 100,
-      manifest: 'c'.repeat(64),
-      account: { dispatched: ['call_1'], resolved: [] },
-    },
-    tenant,
-  );
-  expect(parked.status, JSON.stringify(parked.body)).toBe(200);
-  const answered = await call(t.app, 'POST', `/runs/${l.runId}/input`, {
-    key,
-    body: { callId: 'call_1', approved: true },
-  });
-  expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+  await parkReady(t.app, l, holder, { tenant, key });
 }
 
 const decline = (runId: string, holder: string, epoch: number, capabilities?: string[]) =>
@@ -111,10 +54,10 @@ describe('revoking an agent host', () => {
   it('answers the fate of every turn it held: running → requeued, parked for its resume → parked', async () => {
     const TENANT = 'hc-revoke';
     const key = await t.tenant(TENANT);
-    const host = await pairHost(key, 'holder');
-    const parkedTurn = await startTurn(key);
-    await parkReady(TENANT, key, parkedTurn);
-    const runningTurn = await startTurn(key);
+    const host = await pairAgentHost(t.app, 'holder', key);
+    const parkedTurn = await startAgentTurn(t.app, 'hc', key);
+    await parkReadyAs(TENANT, key, parkedTurn);
+    const runningTurn = await startAgentTurn(t.app, 'hc', key);
     const held = await lease(host);
     expect(held.map((l) => l.runId).sort()).toEqual([parkedTurn, runningTurn].sort());
     expect(await runOf(key, runningTurn)).toMatchObject({ status: 'running' });
@@ -147,13 +90,13 @@ describe('revoking an agent host', () => {
   it('fails a declined turn no_compatible_host once the last host that had not declined it is revoked', async () => {
     const TENANT = 'hc-strand';
     const key = await t.tenant(TENANT);
-    const decliner = await pairHost(key, 'decliner');
-    const other = await pairHost(key, 'other');
-    const turn = await startTurn(key);
-    await parkReady(TENANT, key, turn);
+    const decliner = await pairAgentHost(t.app, 'decliner', key);
+    const other = await pairAgentHost(t.app, 'other', key);
+    const turn = await startAgentTurn(t.app, 'hc', key);
+    await parkReadyAs(TENANT, key, turn);
     const [resume] = await lease(decliner);
     expect(resume?.runId).toBe(turn);
-    const declined = await decline(turn, decliner, (resume as Lease).epoch);
+    const declined = await decline(turn, decliner, (resume as TurnLease).epoch);
     expect(declined.body).toMatchObject({ outcome: 'requeued', declinedBy: [decliner] });
 
     const revoked = await call(t.app, 'POST', `/agents/hosts/${other}/revoke`, { key });
@@ -172,14 +115,14 @@ describe('a decline is keyed to the capability set its holder declined under', (
   it('the same set is not offered the turn again; a changed set is', async () => {
     const TENANT = 'hc-caps';
     const key = await t.tenant(TENANT);
-    const host = await pairHost(key, 'upgrading');
-    const spare = await pairHost(key, 'spare'); // keeps a compatible host around: the decline requeues
-    const turn = await startTurn(key);
+    const host = await pairAgentHost(t.app, 'upgrading', key);
+    const spare = await pairAgentHost(t.app, 'spare', key); // keeps a compatible host around: the decline requeues
+    const turn = await startAgentTurn(t.app, 'hc', key);
     const v1 = ['everdict-agent/transcript/1'];
-    await parkReady(TENANT, key, turn);
+    await parkReadyAs(TENANT, key, turn);
     const [resume] = await lease(host, v1);
     expect(resume?.runId).toBe(turn);
-    const declined = await decline(turn, host, (resume as Lease).epoch, v1);
+    const declined = await decline(turn, host, (resume as TurnLease).epoch, v1);
     expect(declined.status, JSON.stringify(declined.body)).toBe(200);
     expect(declined.body).toMatchObject({ outcome: 'requeued' });
 
@@ -187,16 +130,19 @@ describe('a decline is keyed to the capability set its holder declined under', (
     expect(await lease(host, [...v1, ...v1])).toEqual([]);
     // Upgraded (a new protocol it can resume): offered again, at the next epoch.
     const upgraded = await lease(host, ['everdict-agent/transcript/2', ...v1]);
-    expect(upgraded).toEqual([{ ...upgraded[0], runId: turn, epoch: (resume as Lease).epoch + 1 }]);
+    expect(upgraded).toEqual([{ ...upgraded[0], runId: turn, epoch: (resume as TurnLease).epoch + 1 }]);
 
     // It declines again under the new set: that set is now barred too; none declared is a set of its own.
     expect(
-      (await decline(turn, host, (resume as Lease).epoch + 1, ['everdict-agent/transcript/2', ...v1])).body,
+      (await decline(turn, host, (resume as TurnLease).epoch + 1, ['everdict-agent/transcript/2', ...v1]))
+        .body,
     ).toMatchObject({ outcome: 'requeued' });
     expect(await lease(host, ['everdict-agent/transcript/2', ...v1])).toEqual([]);
     const [bare] = await lease(host);
     expect(bare?.runId).toBe(turn);
-    expect((await decline(turn, host, (bare as Lease).epoch)).body).toMatchObject({ outcome: 'requeued' });
+    expect((await decline(turn, host, (bare as TurnLease).epoch)).body).toMatchObject({
+      outcome: 'requeued',
+    });
     expect(await lease(host)).toEqual([]);
     expect((await lease(spare)).map((l) => l.runId)).toEqual([turn]);
 

@@ -5,7 +5,8 @@
 //   - a parked turn whose resume lease is lost is ready again behind the parks that waited meanwhile (ready
 //     since the loss), not first again by its park time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, callInternal, type TestApp, testApp } from '../http/testing/harness.js';
+import { leaseOneTurn, parkReady, startAgentTurn, type TurnLease } from '../http/testing/agent-turns.js';
+import { call, type TestApp, testApp } from '../http/testing/harness.js';
 import { leasePolicy, sweepExpiredLeases } from '../leases/index.js';
 
 let t: TestApp;
@@ -18,16 +19,7 @@ afterAll(async () => {
 });
 
 const policy = leasePolicy({ maxAttempts: 5 });
-const internal = (method: string, path: string, body?: unknown) => callInternal(t.app, method, path, body);
-type Lease = { runId: string; epoch: number };
-
-async function leaseOne(holder: string): Promise<Lease> {
-  const r = await internal('POST', '/internal/agent/v1/leases', { holder, free: 1 });
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  const [lease] = r.body.leases as Lease[];
-  if (!lease) throw new Error('no lease offered');
-  return lease;
-}
+const leaseOne = (holder: string) => leaseOneTurn(t.app, holder);
 
 const runOf = async (id: string) => (await call(t.app, 'GET', `/runs/${id}`)).body;
 
@@ -38,43 +30,14 @@ async function crash() {
 }
 
 async function startTurn(name: string): Promise<string> {
-  const a = await call(t.app, 'POST', '/agents', {
-    body: { name, model: 'scripted', tools: ['ask_approval'] },
-  });
-  expect(a.status, JSON.stringify(a.body)).toBe(201);
-  const agentId = (a.body.agent as { id: string }).id;
-  const conv = await call(t.app, 'POST', '/conversations', { body: { agentId } });
-  const convId = (conv.body.group as { id: string }).id;
-  const msg = await call(t.app, 'POST', `/conversations/${convId}/messages`, { body: { text: 'go' } });
-  expect(msg.status).toBe(202);
+  const runId = await startAgentTurn(t.app, name);
   clockMs += 1_000;
-  return (msg.body.run as { id: string }).id;
+  return runId;
 }
 
 /** Run the turn's first interval under `lease`: it asks for approval, parks, and the approval arrives. */
-async function parkReady(lease: Lease, holder: string) {
-  const held = { holder, epoch: lease.epoch };
-  const asked = await internal('POST', `/internal/agent/v1/runs/${lease.runId}/calls`, {
-    ...held,
-    callId: 'call_1',
-    tool: 'ask_approval',
-    input: { question: 'ok?' },
-  });
-  expect(asked.status, JSON.stringify(asked.body)).toBe(201);
-  const parked = await internal('POST', '/internal/agent-run-events', {
-    runId: lease.runId,
-    event: 'awaiting_input',
-    ...held,
-    transcript: 'a'.repeat(64),
-    transcriptBytes: 100,
-    manifest: 'c'.repeat(64),
-    account: { dispatched: ['call_1'], resolved: [] },
-  });
-  expect(parked.status, JSON.stringify(parked.body)).toBe(200);
-  const answered = await call(t.app, 'POST', `/runs/${lease.runId}/input`, {
-    body: { callId: 'call_1', approved: true },
-  });
-  expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+async function parkReadyAs(lease: TurnLease, holder: string) {
+  await parkReady(t.app, lease, holder);
   clockMs += 1_000;
 }
 
@@ -97,9 +60,9 @@ describe('a crash-looping turn does not starve its peers', { timeout: 180_000 },
 
   it('a parked turn whose resume was lost is ready behind the parks that waited meanwhile', async () => {
     const p1 = await startTurn('park-1');
-    await parkReady(await leaseOne('h2'), 'h2');
+    await parkReadyAs(await leaseOne('h2'), 'h2');
     const p2 = await startTurn('park-2');
-    await parkReady(await leaseOne('h2'), 'h2');
+    await parkReadyAs(await leaseOne('h2'), 'h2');
 
     const resume = await leaseOne('h3');
     expect(resume.runId).toBe(p1);

@@ -6,6 +6,7 @@
 // lease expires before its `resumed` report (its host died at resume) is a lost execution too: counted, the
 // turn still parked and leasable; its maxAttempts-th such loss fails it `executor_lost`; a heartbeat wins.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { leaseOneTurn, startAgentTurn } from '../http/testing/agent-turns.js';
 import { call, callInternal, type TestApp, testApp } from '../http/testing/harness.js';
 import { leasePolicy, scanExpiredLeases, settleExpired, sweepExpiredLeases } from './index.js';
 
@@ -24,13 +25,7 @@ const internal = (method: string, path: string, body?: unknown) => callInternal(
 const MANIFEST = 'c'.repeat(64);
 const transcript = (n: number) => n.toString(16).padStart(64, '0');
 
-async function leaseOne(holder: string): Promise<{ runId: string; epoch: number }> {
-  const r = await internal('POST', '/internal/agent/v1/leases', { holder, free: 1 });
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  const [lease] = r.body.leases as { runId: string; epoch: number }[];
-  if (!lease) throw new Error('no lease offered');
-  return lease;
-}
+const leaseOne = (holder: string) => leaseOneTurn(t.app, holder);
 
 const runOf = async (id: string) => (await call(t.app, 'GET', `/runs/${id}`)).body;
 
@@ -41,19 +36,7 @@ async function loseLease(runId: string) {
   return runOf(runId);
 }
 
-/** A conversation with a scripted agent that asks for approval: the run of its first message (a turn). */
-async function startTurn(name: string): Promise<string> {
-  const a = await call(t.app, 'POST', '/agents', {
-    body: { name, model: 'scripted', tools: ['ask_approval'] },
-  });
-  expect(a.status, JSON.stringify(a.body)).toBe(201);
-  const agentId = (a.body.agent as { id: string }).id;
-  const conv = await call(t.app, 'POST', '/conversations', { body: { agentId } });
-  const convId = (conv.body.group as { id: string }).id;
-  const msg = await call(t.app, 'POST', `/conversations/${convId}/messages`, { body: { text: 'go' } });
-  expect(msg.status).toBe(202);
-  return (msg.body.run as { id: string }).id;
-}
+const startTurn = (name: string) => startAgentTurn(t.app, name);
 
 describe('the attempts rule counts lost executions, not starts', { timeout: 180_000 }, () => {
   it('a turn parked and resumed more than maxAttempts times is requeued on a lost lease; maxAttempts losses fail it', async () => {

@@ -113,7 +113,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
   };
 }
 
-type Fetcher = { request(input: string, init?: RequestInit): Response | Promise<Response> };
+export type Fetcher = { request(input: string, init?: RequestInit): Response | Promise<Response> };
 
 /** A JSON call with an API key; returns status, content-type and the parsed body. */
 export async function call(
