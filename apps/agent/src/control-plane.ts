@@ -131,6 +131,11 @@ export interface ControlPlane {
     /** Ends the poll early (the service stopping): the request is aborted. */
     signal?: AbortSignal;
     /**
+     * What this holder can resume (host/capabilities.ts; default: this build's `hostCapabilities()`): a park
+     * it declined under the same set is not offered to it again.
+     */
+    capabilities?: readonly string[];
+    /**
      * The holder's signer when it is a paired host: a granted lease it cannot read is reported `failed`
      * (`bad_lease`) with the interval attestation it signs — a paired host's report must carry one.
      */
@@ -145,11 +150,15 @@ export interface ControlPlane {
   report(lease: LeaseRef, report: TurnReport): Promise<{ recordHead: string }>;
   /**
    * This holder cannot resume the parked turn it leased (the record refused its manifest, or the snapshot):
-   * the lease is released at once (no attempt counted) and the turn never offered to it again — or it fails
+   * the lease is released at once (no attempt counted) and the turn not offered to it again while it declares
+   * the same `capabilities` (its lease request's; default: this build's `hostCapabilities()`) — or it fails
    * `no_compatible_host` when no paired host is left to take it. A stale epoch is `stale_lease`; a retry of
    * the same decline answers the same.
    */
-  decline(lease: LeaseRef, why: { reason: DeclineReason; message?: string }): Promise<TurnDeclined>;
+  decline(
+    lease: LeaseRef,
+    why: { reason: DeclineReason; message?: string; capabilities?: readonly string[] },
+  ): Promise<TurnDeclined>;
 
   /** A page of the turn's transcript (its trajectory). */
   readTranscript(runId: string, page: { offset: number; limit: number }): Promise<TranscriptPage>;

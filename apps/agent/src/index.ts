@@ -22,6 +22,7 @@ export {
   type TurnReport,
 } from './control-plane.js';
 export { AgentError, type AgentErrorCode, httpStatusOf, isAgentError } from './errors.js';
+export { AGENT_BUILD, hostCapabilities } from './host/capabilities.js';
 export {
   defaultStateDir,
   HostPairing,
@@ -57,7 +58,7 @@ export type {
   ToolSpec,
 } from './model/provider.js';
 export { ScriptedProvider, type ScriptedReply, type ScriptStep } from './model/scripted-provider.js';
-export { AGENT_PROTOCOL, manifestOf } from './record/identity.js';
+export { AGENT_PROTOCOL, manifestBasisOf, manifestOf } from './record/identity.js';
 export { phaseOf, type TurnPhase } from './record/turn-record.js';
 export { TOOLS, toolSpecs } from './tools/catalog.js';
 export { messagesOf, outstandingCalls } from './transcript/messages.js';

@@ -1,6 +1,7 @@
 // A host that leases a parked turn it cannot resume — the record refuses its manifest — declines it, on the
 // real control plane: the lease is released at once (no attempt counted; the next lease has the next epoch),
-// the turn is never offered to that host again, and another host resumes it; when no paired host is left that
+// the turn is not offered to that host again (while it declares the same capabilities: a process speaking that
+// other protocol leases and declines under its own set), and another host resumes it; when no paired host is left that
 // has not declined it, the turn fails `no_compatible_host`. Before, the interval threw, the lease sat until it
 // expired, and the turn was leased again — to the same host — and refused again, for ever.
 // (EVERDICT_LEASE_MS=60000: a lease left to expire would still be live for the whole test.)
@@ -11,6 +12,7 @@ import { dataOf } from '@everdict/client';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { TurnLease } from '../src/control-plane.js';
 import { isAgentError } from '../src/errors.js';
+import { hostCapabilities } from '../src/host/capabilities.js';
 import { type HostIdentity, hostIdentity } from '../src/host/pairing.js';
 import { runInterval } from '../src/loop/interval.js';
 import type { ModelProvider } from '../src/model/provider.js';
@@ -18,6 +20,8 @@ import { createAgent, leaseFor, message, recordOf, type Seat, seat } from './sup
 
 /** Another agent protocol than the park's: the record refuses this process's manifest on resume. */
 const OTHER_PROTOCOL = 'everdict-agent/transcript/2';
+/** What a process speaking it declares on its lease requests and declines. */
+const OTHER_CAPS = hostCapabilities(OTHER_PROTOCOL);
 
 let s: Seat;
 let dir: string;
@@ -103,25 +107,27 @@ const resumeOtherwise = (lease: TurnLease, host: HostIdentity) =>
     protocol: OTHER_PROTOCOL,
   });
 
-/** What `holder` is offered right now (no wait). */
-const offeredNow = async (holder: string) =>
-  (await s.agents.lease({ free: 8, holder, waitMs: 0 })).map((l) => l.runId);
+/** What `holder` is offered right now (no wait), declaring `capabilities` (default: this build's). */
+const offeredNow = async (holder: string, capabilities?: readonly string[]) =>
+  (await s.agents.lease({ free: 8, holder, waitMs: 0, ...(capabilities ? { capabilities } : {}) })).map(
+    (l) => l.runId,
+  );
 
 const getRun = async (runId: string) =>
   dataOf(await s.admin.GET('/runs/{id}', { params: { path: { id: runId } } }));
 
 describe('a parked turn this host cannot resume', () => {
-  it('is declined (manifest_mismatch): released at once, never offered to it again, resumed by another host', async () => {
+  it('is declined (manifest_mismatch): released at once, not offered to it again under the same capabilities, resumed by another host', async () => {
     const runId = await readyPark();
-    const leaseB = await leaseFor(s, hostB.hostId, runId);
+    const leaseB = await leaseFor(s, hostB.hostId, runId, OTHER_CAPS);
     const out = await resumeOtherwise(leaseB, hostB);
     expect(out).toEqual({ result: 'declined', runId, reason: 'manifest_mismatch', outcome: 'requeued' });
     expect((await getRun(runId)).status).toBe('awaiting_input');
     expect((await recordOf(s, runId)).verify.phase).toBe('parked');
 
-    // Never offered to host B again; offered to host C at once (B's lease would live 60 s), at the next epoch
-    // (epochs only rise).
-    expect(await offeredNow(hostB.hostId)).not.toContain(runId);
+    // Not offered to host B again while it declares the same set; offered to host C at once (B's lease would
+    // live 60 s), at the next epoch (epochs only rise).
+    expect(await offeredNow(hostB.hostId, OTHER_CAPS)).not.toContain(runId);
     const leaseC = (await s.agents.lease({ free: 8, holder: hostC.hostId, waitMs: 0 })).find(
       (l) => l.runId === runId,
     );
@@ -131,7 +137,7 @@ describe('a parked turn this host cannot resume', () => {
     // A retried decline of B's lease answers the same and changes nothing; one of a lease not held (another
     // holder, an older epoch) is stale_lease and changes nothing: C's lease stands.
     const refB = { runId, tenant: leaseB.tenant, epoch: leaseB.epoch, holder: hostB.hostId };
-    expect(await s.agents.decline(refB, { reason: 'manifest_mismatch' })).toEqual({
+    expect(await s.agents.decline(refB, { reason: 'manifest_mismatch', capabilities: OTHER_CAPS })).toEqual({
       outcome: 'requeued',
       declinedBy: [hostB.hostId],
     });
@@ -158,9 +164,9 @@ describe('a parked turn this host cannot resume', () => {
 
   it('fails no_compatible_host once every paired host that could take it declined it', async () => {
     const runId = await readyPark();
-    const b = await resumeOtherwise(await leaseFor(s, hostB.hostId, runId), hostB);
+    const b = await resumeOtherwise(await leaseFor(s, hostB.hostId, runId, OTHER_CAPS), hostB);
     expect(b).toMatchObject({ result: 'declined', outcome: 'requeued' });
-    const c = await resumeOtherwise(await leaseFor(s, hostC.hostId, runId), hostC);
+    const c = await resumeOtherwise(await leaseFor(s, hostC.hostId, runId, OTHER_CAPS), hostC);
     expect(c).toMatchObject({ result: 'declined', reason: 'manifest_mismatch', outcome: 'failed' });
     const run = await getRun(runId);
     expect(run.status).toBe('failed');

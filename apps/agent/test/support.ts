@@ -82,10 +82,23 @@ export async function pairCommandRunner(s: Seat, kinds: ('command' | 'eval')[] =
   });
 }
 
-/** The lease of `runId` for `holder`, asked for until the control plane grants it (about 2 min at most). */
-export async function leaseFor(s: Seat, holder: string, runId: string): Promise<TurnLease> {
+/**
+ * The lease of `runId` for `holder`, asked for until the control plane grants it (about 2 min at most);
+ * `capabilities`: what the holder declares (default: this build's).
+ */
+export async function leaseFor(
+  s: Seat,
+  holder: string,
+  runId: string,
+  capabilities?: readonly string[],
+): Promise<TurnLease> {
   for (let i = 0; ; i++) {
-    const leases = await s.agents.lease({ free: 1, holder, waitMs: 2000 });
+    const leases = await s.agents.lease({
+      free: 1,
+      holder,
+      waitMs: 2000,
+      ...(capabilities ? { capabilities } : {}),
+    });
     const hit = leases.find((l) => l.runId === runId);
     if (hit) return hit;
     if (i > 60) throw new Error(`no lease on ${runId} for ${holder}`);

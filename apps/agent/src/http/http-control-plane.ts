@@ -20,6 +20,7 @@ import {
   type TurnReport,
 } from '../control-plane.js';
 import { AgentError, type AgentErrorCode, parseOrThrow } from '../errors.js';
+import { hostCapabilities } from '../host/capabilities.js';
 import type { IntervalSigner } from '../host/host-key.js';
 import { signInterval } from '../record/attest.js';
 import { Transcript } from '../transcript/transcript.js';
@@ -153,8 +154,14 @@ export class HttpControlPlane implements ControlPlane {
     waitMs?: number;
     signal?: AbortSignal;
     signer?: IntervalSigner | undefined;
+    capabilities?: readonly string[];
   }): Promise<TurnLease[]> {
-    const body = { holder: request.holder, free: request.free, waitMs: request.waitMs ?? 0 };
+    const body = {
+      holder: request.holder,
+      free: request.free,
+      waitMs: request.waitMs ?? 0,
+      capabilities: [...(request.capabilities ?? hostCapabilities())],
+    };
     const init = { body, ...this.#bounded(body.waitMs, request.signal) };
     const out = await call(async () => dataOf(await this.client.POST('/internal/agent/v1/leases', init)));
     const leases: TurnLease[] = [];
@@ -262,7 +269,10 @@ export class HttpControlPlane implements ControlPlane {
     return { recordHead: run.record.head };
   }
 
-  async decline(lease: LeaseRef, why: { reason: DeclineReason; message?: string }): Promise<TurnDeclined> {
+  async decline(
+    lease: LeaseRef,
+    why: { reason: DeclineReason; message?: string; capabilities?: readonly string[] },
+  ): Promise<TurnDeclined> {
     const out = await call(async () =>
       dataOf(
         await this.client.POST('/internal/agent/v1/runs/{id}/decline', {
@@ -271,6 +281,7 @@ export class HttpControlPlane implements ControlPlane {
             ...held(lease),
             reason: why.reason,
             ...(why.message ? { message: why.message.slice(0, 2000) } : {}),
+            capabilities: [...(why.capabilities ?? hostCapabilities())],
           },
           ...this.#bounded(),
         }),

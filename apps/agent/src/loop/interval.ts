@@ -12,6 +12,7 @@ import type { Outcome } from '@everdict/runrecord';
 import { type AgentSpec, priceCall } from '../agent-spec.js';
 import type { ControlPlane, DeclineReason, LeaseRef, TurnLease, TurnReport } from '../control-plane.js';
 import { AgentError, isAgentError } from '../errors.js';
+import { hostCapabilities } from '../host/capabilities.js';
 import type { IntervalSigner } from '../host/host-key.js';
 import type { ModelProvider } from '../model/provider.js';
 import { AGENT_METER, signInterval } from '../record/attest.js';
@@ -103,8 +104,9 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
   // reported `failed` (`agent_disabled`) below, which releases the lease — not left to expire and be leased
   // again, for ever.
   // A park this process cannot resume — the record refuses its manifest, or the stored transcript is not the
-  // parked snapshot — is declined with the reason: released at once and never offered to this holder again
-  // (or failed `no_compatible_host` when no paired host is left), not left to expire and be leased again.
+  // parked snapshot — is declined with the reason: released at once and not offered to this holder again
+  // while it declares the same capabilities (or failed `no_compatible_host` when no paired host is left),
+  // not left to expire and be leased again.
   if (phase === 'parked' && agent.enabled) {
     const name = await transcript.name();
     try {
@@ -113,7 +115,10 @@ export async function runInterval(lease: TurnLease, o: IntervalOptions): Promise
       const reason = declineReasonOf(e);
       if (!reason) throw e;
       const message = e instanceof Error ? e.message : String(e);
-      const { outcome } = await cp.decline(ref, { reason, message });
+      // Under the capability set this process leases with (worker.ts): it is not offered the park again
+      // while it declares that set — after a restart as another one (build, manifest basis) it is.
+      const capabilities = hostCapabilities(o.protocol);
+      const { outcome } = await cp.decline(ref, { reason, message, capabilities });
       return { result: 'declined', runId: lease.runId, reason, outcome };
     }
     await transcript.reload(); // the control plane's label of the park's idle energy

@@ -4,6 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ControlPlane, TurnLease } from '../control-plane.js';
 import { isAgentError } from '../errors.js';
+import { hostCapabilities } from '../host/capabilities.js';
 import { type IntervalOptions, type IntervalOutcome, runInterval } from './interval.js';
 
 export interface WorkerOptions extends IntervalOptions {
@@ -60,6 +61,7 @@ export async function workOnce(options: WorkerOptions, waitMs = 0): Promise<Leas
     holder: options.holder,
     waitMs,
     signer: options.signer,
+    capabilities: hostCapabilities(options.protocol),
   });
   return Promise.all(leases.map((lease) => workLease(options, lease)));
 }
@@ -80,6 +82,7 @@ export async function workEach(options: WorkerOptions, waitMs = 0): Promise<Leas
     holder: options.holder,
     waitMs,
     signer: options.signer,
+    capabilities: hostCapabilities(options.protocol),
   });
   const settled = await Promise.allSettled(leases.map((lease) => workLease(options, lease)));
   return settled.map((s, i): LeaseReport => {
@@ -136,6 +139,7 @@ export async function serve(options: ServeOptions, onOutcome?: (o: LeaseOutcome)
         waitMs: options.waitMs ?? 20_000,
         signal,
         signer: options.signer,
+        capabilities: hostCapabilities(options.protocol),
       });
     } catch (err) {
       if (signal.aborted) break;

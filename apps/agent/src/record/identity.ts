@@ -9,12 +9,15 @@ import type { AgentSpec } from '../agent-spec.js';
 /** The transcript protocol this service speaks (bumped when how a transcript is replayed changes). */
 export const AGENT_PROTOCOL = 'everdict-agent/transcript/1';
 
+/** How a manifest is computed (bumped with `manifestOf`'s fields). */
+const MANIFEST_SCHEME = 'everdict.agent.manifest/1';
+
 const address = (tag: string, value: unknown) =>
   bytesToHex(blake3(new TextEncoder().encode(`${tag}\n${canonicalJson(value)}`)));
 
 /** The environment manifest of a turn of this agent, as this process would run it. */
 export function manifestOf(agent: AgentSpec, protocol: string = AGENT_PROTOCOL): string {
-  return address('everdict.agent.manifest/1', {
+  return address(MANIFEST_SCHEME, {
     protocol,
     agentId: agent.id,
     version: agent.version,
@@ -22,4 +25,13 @@ export function manifestOf(agent: AgentSpec, protocol: string = AGENT_PROTOCOL):
     systemPrompt: agent.systemPrompt,
     tools: [...agent.tools].sort(),
   });
+}
+
+/**
+ * The address of what this process puts into every manifest it computes — the scheme and its protocol; the
+ * rest is the leased agent's, the same on every host. Two processes with the same basis compute the same
+ * manifest for every agent: a park one cannot resume (ManifestMismatch), the other cannot either.
+ */
+export function manifestBasisOf(protocol: string = AGENT_PROTOCOL): string {
+  return address('everdict.agent.manifest-basis/1', { scheme: MANIFEST_SCHEME, protocol });
 }
