@@ -1,6 +1,8 @@
 // The daemon's loop: long-poll for as many leases as it has free slots, execute each in its own interval,
-// heartbeat every `heartbeatMs` with the leases it holds (a lease the control plane calls `lost` has its
-// compute killed at once, and so has one no heartbeat renewed within its `leaseMs`), and drain on request:
+// heartbeat every `heartbeatMs` with the leases it holds — on that interval whatever an earlier heartbeat still
+// waits for (at most `HEARTBEATS_IN_FLIGHT` at once, each bounded by `heartbeatTimeoutMs`), a renewal counted
+// from the send of the heartbeat that brought it (a lease the control plane calls `lost` has its compute killed
+// at once, and so has one no heartbeat renewed within its `leaseMs`) — and drain on request:
 // stop asking for leases, let the running intervals finish (up to the grace; then kill them, and wait at
 // most the request timeout more for them to wind down: what is left is abandoned, its lease expiring into a
 // requeue), keep heartbeating until then, return. Every call to the control plane is bounded by the request
@@ -24,7 +26,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NextLeases } from './completions.js';
 import { type DaemonOptions, leaseBound } from './daemon-options.js';
-import { armExpiry, endsWithin, type Held } from './held-lease.js';
+import { armExpiry, endsWithin, HeartbeatPacer, type Held, renewExpiry } from './held-lease.js';
 import { executeInterval, type IntervalSteps } from './interval.js';
 import type { Lease } from './protocol.js';
 import { REQUEST_TIMEOUT_MS, withRequestTimeout } from './timed-api.js';
@@ -57,7 +59,9 @@ export class RunnerDaemon {
   /** A drain past its grace: whatever still arrives is killed at once too. */
   #killing = false;
   #slotFreed: (() => void) | undefined;
-  #heartbeat: NodeJS.Timeout | undefined;
+  #heartbeats: HeartbeatPacer | undefined;
+  /** The shortest `leaseMs` granted yet: it bounds a heartbeat's wait for its answer. */
+  #shortestLeaseMs = Number.POSITIVE_INFINITY;
   #loop: Promise<void> | undefined;
   /** Intervals ended, by how: for tests and logs. */
   readonly ended = { completed: 0, aborted: 0, failed: 0 };
@@ -141,7 +145,13 @@ export class RunnerDaemon {
 
   start(): void {
     if (this.#loop) return;
-    this.#scheduleHeartbeat(this.#o.heartbeatMs ?? 2000);
+    this.#heartbeats = new HeartbeatPacer({
+      everyMs: this.#o.heartbeatMs ?? 2000,
+      requestTimeoutMs: this.#requestTimeoutMs,
+      shortestLeaseMs: () => this.#shortestLeaseMs,
+      beat: (signal) => this.#beat(signal),
+      log: (msg, fields) => this.#log('warn', msg, fields),
+    });
     this.#loop = this.#leaseLoop();
   }
 
@@ -169,8 +179,7 @@ export class RunnerDaemon {
           runIds: [...this.#held.keys(), ...[...this.#superseded].map((h) => h.lease.runId)],
         });
     }
-    clearTimeout(this.#heartbeat);
-    this.#heartbeat = undefined;
+    this.#heartbeats?.stop();
   }
 
   #log(level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void {
@@ -300,6 +309,7 @@ export class RunnerDaemon {
         }),
     };
     this.#held.set(lease.runId, h);
+    this.#shortestLeaseMs = Math.min(this.#shortestLeaseMs, lease.leaseMs);
     // Granted at the latest now: its lease runs `leaseMs` from here until a heartbeat renews it.
     this.#arm(h, performance.now());
     this.peak.held = Math.max(this.peak.held, this.#held.size - this.#released.size);
@@ -340,22 +350,18 @@ export class RunnerDaemon {
 
   /** Arms the kill of `h` where its lease ends unrenewed (held-lease.ts, `armExpiry`): it never runs on unleased. */
   #arm(h: Held, from: number): void {
-    armExpiry(h, from, () => {
-      const { runId, epoch } = h.lease;
-      if (this.#held.get(runId) !== h || this.#released.has(runId) || h.abort.signal.aborted) return;
-      this.#log('warn', 'lease expired without a renewal: killing its compute', { runId, epoch });
-      h.abort.abort();
-    });
+    armExpiry(h, from, () => this.#expired(h));
   }
 
-  #scheduleHeartbeat(everyMs: number): void {
-    this.#heartbeat = setTimeout(async () => {
-      await this.#beat();
-      if (this.#heartbeat !== undefined) this.#scheduleHeartbeat(everyMs);
-    }, everyMs);
+  #expired(h: Held): void {
+    const { runId, epoch } = h.lease;
+    if (this.#held.get(runId) !== h || this.#released.has(runId) || h.abort.signal.aborted) return;
+    this.#log('warn', 'lease expired without a renewal: killing its compute', { runId, epoch });
+    h.abort.abort();
   }
 
-  async #beat(): Promise<void> {
+  /** One heartbeat (`signal` ends it: its timeout, the drain's end); the pacer sends it and logs its failure. */
+  async #beat(signal: AbortSignal): Promise<void> {
     // In run id order, the order a completion batch releases its leases in: the renewal (when the plan
     // follows the list) then locks the rows in the same order, so the two do not deadlock each other.
     // Every lease held is named — executing, waiting for a slot, settling — until a completion settles it
@@ -365,29 +371,29 @@ export class RunnerDaemon {
       .sort((a, b) => (a.lease.runId < b.lease.runId ? -1 : a.lease.runId > b.lease.runId ? 1 : 0));
     const leases = named.map((h) => ({ runId: h.lease.runId, epoch: h.lease.epoch }));
     const sentAt = performance.now();
-    try {
-      const answer = await this.#o.api.heartbeat(leases);
-      const lost = new Set(answer.lost);
-      // Every lease named and not lost was renewed (from before this call was sent, at the latest).
-      for (const h of named)
-        if (!lost.has(h.lease.runId) && this.#held.get(h.lease.runId) === h) this.#arm(h, sentAt);
-      for (const runId of answer.lost) {
-        // The interval this heartbeat named: a later lease of the run that came meanwhile is not lost.
-        const h = named.find((n) => n.lease.runId === runId);
-        // (A run a completion settled meanwhile is answered lost too: nothing of it is left to kill.)
-        if (h && this.#held.get(runId) === h && !this.#released.has(runId)) {
-          this.#log('warn', 'lease lost: killing its compute', { runId });
-          h.abort.abort();
-        }
+    const answer = await this.#o.api.heartbeat(leases, signal);
+    const lost = new Set(answer.lost);
+    // Every lease named and not lost was renewed (from before this call was sent, at the latest) — unless a
+    // heartbeat sent later renewed it already, or its interval was killed meanwhile (lost: nothing revives it).
+    for (const h of named) {
+      const { runId } = h.lease;
+      if (lost.has(runId) || this.#held.get(runId) !== h || h.abort.signal.aborted) continue;
+      renewExpiry(h, sentAt, () => this.#expired(h));
+    }
+    for (const runId of answer.lost) {
+      // The interval this heartbeat named: a later lease of the run that came meanwhile is not lost.
+      const h = named.find((n) => n.lease.runId === runId);
+      // (A run a completion settled meanwhile is answered lost too: nothing of it is left to kill.)
+      if (h && this.#held.get(runId) === h && !this.#released.has(runId)) {
+        this.#log('warn', 'lease lost: killing its compute', { runId });
+        h.abort.abort();
       }
-      if (answer.draining && !this.#draining) {
-        this.#log('info', 'the control plane drains this runner');
-        this.#draining = true;
-        this.#stop.abort();
-        this.#wake();
-      }
-    } catch (err) {
-      this.#log('warn', 'heartbeat failed', { err: String(err) });
+    }
+    if (answer.draining && !this.#draining) {
+      this.#log('info', 'the control plane drains this runner');
+      this.#draining = true;
+      this.#stop.abort();
+      this.#wake();
     }
   }
 }
