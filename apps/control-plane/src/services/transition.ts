@@ -6,6 +6,7 @@ import {
   isTerminalStatus as isTerminal,
   type RunEvent,
   type RunFact,
+  type RunModelError,
   totalTokens,
   transition,
 } from '@everdict/run-model';
@@ -69,6 +70,12 @@ export interface TransitionExtras {
    * awaiting_input, OFFERED at resume_input. `idleUj` is the park's estimated idle energy (never zero).
    */
   image?: { root: Hex; idleUj?: bigint };
+  /**
+   * When the interval that ends here stopped, if before now (epoch ms): a session the reaper settles late
+   * stopped at its deadline, where its money stops too. Clamped to [the interval's start, now]; the
+   * transition itself (its facts, `endedAt`) is still now.
+   */
+  intervalEndMs?: number;
   /** The record's close reason when it is not the status's own (a lost host closes `abandoned`). */
   closeReason?: 'completed' | 'abandoned' | 'failed' | 'cancelled';
   /** resume_input: the park's idle energy as its executor's model prices it (agents/energy.ts); estimated. */
@@ -114,7 +121,25 @@ const runManifest = (run: { kind: string; subject: unknown }) =>
 
 const DEFAULT_METER = { watts: 5, meter: 'inline-wallclock-model' };
 
-/** Apply one status-machine event to a run (locks the row). Throws 404 / 409. */
+/**
+ * run-model's refusal as the app's, by whose fault it is. A state the event does not fit
+ * (`already_terminal`, `illegal_transition`) is 409 `conflict`. `invalid_input` names the culprit in its
+ * details: a malformed event (`issues`: e.g. a fail whose error is malformed) is the caller's input → 400
+ * `bad_request`; `now` before the run's last update (`updatedAt`) is this replica's clock behind the one
+ * that wrote the run — not the caller's fault, and no defect either: 409 `conflict`, `reason:
+ * clock_behind`, retryable once the clock passes `updatedAt`; a `now` that is no timestamp is a defect of
+ * ours → `internal` (500, logged). Every refusal leaves the run as it was.
+ */
+export function transitionRefusal(error: RunModelError): ControlPlaneError {
+  const details = { ...error.details, reason: error.code };
+  if (error.code !== 'invalid_input') return new ControlPlaneError('conflict', error.message, details);
+  if ('issues' in error.details) return new ControlPlaneError('bad_request', error.message, details);
+  if ('updatedAt' in error.details)
+    return new ControlPlaneError('conflict', error.message, { ...details, reason: 'clock_behind' });
+  return new ControlPlaneError('internal', error.message, details);
+}
+
+/** Apply one status-machine event to a run (locks the row). Throws 404 / 400 / 409 (transitionRefusal). */
 export async function transitionTx(
   tx: Tx,
   deps: Deps,
@@ -129,11 +154,7 @@ export async function transitionTx(
   if (!row) throw notFound('run', runId);
   const at = nowIso(deps);
   const result = transition(rowToRun(row), event, at);
-  if (!result.ok)
-    throw new ControlPlaneError('conflict', result.error.message, {
-      ...result.error.details,
-      reason: result.error.code,
-    });
+  if (!result.ok) throw transitionRefusal(result.error);
   const { run, patch, facts } = result;
   const from = row.status;
   const outputs = extras.outputs ? { ...run.outputs, ...extras.outputs } : run.outputs;
@@ -154,6 +175,10 @@ export async function transitionTx(
             ? 'failed'
             : 'cancelled';
     const startedMs = row.interval_started_at !== null ? numeric(row.interval_started_at) : nowMs;
+    const endedMs =
+      extras.intervalEndMs === undefined || !Number.isFinite(extras.intervalEndMs)
+        ? nowMs
+        : Math.max(startedMs, Math.min(nowMs, Math.floor(extras.intervalEndMs)));
     const meter = { ...DEFAULT_METER, ...extras.interval };
     if (extras.attested) {
       const a = extras.attested;
@@ -178,7 +203,7 @@ export async function transitionTx(
           row,
           {
             startedMs,
-            endedMs: nowMs,
+            endedMs,
             watts: meter.watts,
             meter: meter.meter,
             outcome,

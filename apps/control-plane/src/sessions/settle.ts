@@ -67,8 +67,9 @@ export async function settleSession(
       const now = deps.clock();
       const policy = await sessionPolicy(tx, tenant);
       const usage = rowToRun(row).usage;
-      // Money for the time it was held: up to now, but never past its deadline — a session is not open past
-      // its expiry (or, open, its idle deadline), however late the sweep (a backlog, every replica down).
+      // Money and the record's energy for the time it was held: up to now, but never past its deadline — a
+      // session is not open past its expiry (or, open, its idle deadline), however late the sweep (a backlog,
+      // every replica down).
       const heldUntil = Math.min(now.getTime(), endsAt(s));
       const cost = {
         costUsd: usage.costUsd + sessionUsd(heldUntil - s.opened_at.getTime(), policy.sessionUsdPerHour),
@@ -91,12 +92,14 @@ export async function settleSession(
             usage: cost,
             closeReason: 'abandoned',
             interval: { watts: OPEN_SESSION_WATTS, meter: SESSION_METER },
+            intervalEndMs: heldUntil,
           },
         );
       } else {
         if (row.status === 'awaiting_input' && parked) {
-          // A parked session ends: the record resumes the park it holds (its idle energy counted) and closes.
-          const parkedMs = now.getTime() - (s.parked_at ?? now).getTime();
+          // A parked session ends: the record resumes the park it holds (its idle energy counted, up to where
+          // the money stops) and closes.
+          const parkedMs = Math.max(0, heldUntil - (s.parked_at ?? now).getTime());
           await transitionTx(
             tx,
             deps,
@@ -119,6 +122,8 @@ export async function settleSession(
             outputs: { result: { endReason: end === 'cancelled' ? 'closed' : end } },
             usage: cost,
             interval: { watts: OPEN_SESSION_WATTS, meter: SESSION_METER },
+            // The record's interval stops where the money does (never before it started).
+            intervalEndMs: heldUntil,
           },
         );
       }
