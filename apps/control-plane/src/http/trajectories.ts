@@ -46,7 +46,13 @@ const runTrajectoryStream = createRoute({
   path: '/runs/{id}/trajectory/stream',
   tags: ['trajectories'],
   summary:
-    "With Accept: text/event-stream, tails the run's trajectory over SSE (event `trajectory.event`, id = offset; ends once sealed); otherwise one JSON page from the same position.",
+    "With Accept: text/event-stream, tails the run's trajectory over SSE (event `trajectory.event`, id = offset; ends once sealed, or once a run with no event ended); otherwise one JSON page from the same position.",
+  description:
+    'The stream closes with one `end` event, `{runId, status, runStatus?}`: `status: "sealed"` — the trajectory ' +
+    'was sealed and every event from the position was sent; `status: "ended"` — the run ended without recording ' +
+    'an event, so there is no trajectory and nothing was sealed (`runStatus` is its terminal status; both carry ' +
+    'it); `status: "limit"` — `limit` events were sent (resume with Last-Event-ID). A store failure sends an ' +
+    '`error` event `{code}` instead, a revoked key `{code: "unauthorized"}`; a draining process closes it without one.',
   security: API_KEY_SECURITY,
   request: { params: IdParam, query: StreamQuery, headers: StreamHeaders },
   responses: {
@@ -276,7 +282,8 @@ export function trajectoryRoutes(deps: RouteDeps) {
 
 /**
  * SSE tail: every event from `from` (id = its offset), then each new one, until the trajectory is sealed
- * and read to its end (an `end` event), `limit` events were sent, the client leaves, or the process drains.
+ * and read to its end, or the run ended without an event (an `end` event saying which), `limit` events were
+ * sent, the client leaves, or the process drains.
  * The run is resolved first, so an unknown (or another tenant's) run is a 404 problem, not an empty stream.
  */
 async function streamTrajectory(
@@ -301,14 +308,15 @@ async function streamTrajectory(
       void stream.write(': keep-alive\n\n').catch(stop);
     }, deps.heartbeatMs);
     let sent = 0;
-    let ended = false;
+    let end: EndEvent | null = null;
     try {
       const tail = await svc.runTail(principal, runId, { offset: from, signal: abort.signal });
       for await (const { offset, event } of tail) {
         await stream.writeSSE({ id: String(offset), event: 'trajectory.event', data: JSON.stringify(event) });
         if (++sent >= limit) break;
       }
-      ended = sent < limit && !abort.signal.aborted;
+      if (sent >= limit) end = { runId, status: 'limit' };
+      else if (!abort.signal.aborted) end = await howItEnded(svc, principal.tenantId, runId);
     } catch (e) {
       if (!abort.signal.aborted) {
         const err = fromStoreError(e);
@@ -321,9 +329,21 @@ async function streamTrajectory(
       revocation.stop();
     }
     if (revocation.signal.aborted) await stream.writeSSE(revokedEvent);
-    else if (ended)
-      await stream.writeSSE({ event: 'end', data: JSON.stringify({ runId, status: 'sealed' }) });
-    else if (sent >= limit)
-      await stream.writeSSE({ event: 'end', data: JSON.stringify({ runId, status: 'limit' }) });
+    else if (end) await stream.writeSSE({ event: 'end', data: JSON.stringify(end) });
   });
+}
+
+/** The data of the stream's closing `end` event (the route's description says what each status means). */
+type EndEvent =
+  | { runId: string; status: 'limit' }
+  | { runId: string; status: 'sealed' | 'ended'; runStatus: string };
+
+/**
+ * Why a tail that was not cut short ran out, from storage: the trajectory is `sealed` (read to its end), or
+ * the run `ended` with nothing recorded — no trajectory exists, and nothing was sealed.
+ */
+async function howItEnded(svc: TrajectoryService, tenant: string, runId: string): Promise<EndEvent> {
+  const run = await svc.runs.head(tenant, runId);
+  const stored = await svc.runs.store.head(tenant, runId);
+  return { runId, status: stored.status === 'sealed' ? 'sealed' : 'ended', runStatus: run.status };
 }

@@ -7,13 +7,14 @@
 import { SCHEDULE_FIRED, Subscription } from '@everdict/run-model';
 import { CronExpressionParser } from 'cron-parser';
 import { type Selectable, sql } from 'kysely';
+import { ZodError } from 'zod';
 import { iso, json } from '../db/numeric.js';
 import type { SubscriptionsTable } from '../db/schema.js';
 import { type Tx, withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import { assertPlaceable } from '../runners/placement.js';
 import type { SubscriptionService } from './api.js';
-import { asControlPlaneError } from './boundary.js';
+import { asControlPlaneError, toControlPlaneError } from './boundary.js';
 import type { Deps } from './context.js';
 import { prepareCreate } from './lifecycle.js';
 import { groupOfTenant, who } from './runs.js';
@@ -57,27 +58,58 @@ type ModelFields = Pick<
 >;
 
 /**
- * The run-model Subscription the causation rules read (the template is projected, never the raw spec).
- * Throws (a ZodError, or run-model's) when the stored spec no longer parses.
+ * The run-model Subscription the causation rules read (the template is projected, never the raw spec), parsed
+ * by run-model's own schema — its bounds are the ones a firing meets (a session's TTL at most
+ * MAX_SESSION_TTL_SEC, a session needs one, a filter of scalars), never re-stated here. Only a session carries
+ * `sessionTtlMs`: another run's `ttlSec` is its own expiry, which a firing passes on as it is.
+ * Throws (a ZodError, or run-model's) when the stored spec no longer parses or run-model refuses it.
  */
 export function toModelSubscription(r: ModelFields): Subscription {
   const spec = CreateRunInput.parse(r.run_spec);
-  return {
+  return Subscription.parse({
     id: r.id,
     tenant: r.tenant_id,
-    selector: { eventKind: r.selector_kind, filter: r.selector_filter as Subscription['selector']['filter'] },
+    selector: { eventKind: r.selector_kind, filter: r.selector_filter },
     runSpec: {
       kind: spec.kind,
       subject: spec.subject,
       placement: spec.placement ?? { where: spec.kind === 'analysis' ? 'inline' : 'driver' },
       lifetime: spec.lifetime,
       attach: spec.attach,
-    } as Subscription['runSpec'],
-    ...(spec.ttlSec ? { sessionTtlMs: spec.ttlSec * 1000 } : {}),
+    },
+    ...(spec.lifetime === 'session' && spec.ttlSec !== undefined ? { sessionTtlMs: spec.ttlSec * 1000 } : {}),
     enabled: r.enabled,
     cooldownMs: r.cooldown_sec * 1000,
     maxDepth: r.max_depth,
-  };
+  });
+}
+
+/** run-model's field (an issue path) as the request names it. */
+function requestPath(path: readonly PropertyKey[]): string {
+  const [head, ...rest] = path.map(String);
+  if (head === 'sessionTtlMs') return 'runSpec.ttlSec';
+  if (head === 'cooldownMs') return 'cooldownSec';
+  if (head === 'selector' && rest[0] === 'eventKind') return ['selector', 'kind', ...rest.slice(1)].join('.');
+  return path.map(String).join('.');
+}
+
+/**
+ * At creation, the subscription as every firing will read it: what run-model refuses (a session TTL past
+ * MAX_SESSION_TTL_SEC, a session without one, a non-scalar filter) is `bad_request` — as POST /runs answers
+ * the same spec — naming the request's fields, and nothing is saved.
+ */
+function checkAsFired(fields: ModelFields): void {
+  try {
+    toModelSubscription(fields);
+  } catch (e) {
+    if (!(e instanceof ZodError)) throw toControlPlaneError(e);
+    const issues = e.issues.map((i) => ({ path: requestPath(i.path), message: i.message }));
+    throw new ControlPlaneError(
+      'bad_request',
+      `invalid subscription: ${issues[0]?.path ?? ''} ${issues[0]?.message ?? ''}`.trim(),
+      { issues },
+    );
+  }
 }
 
 export function subscriptionService(deps: Deps): SubscriptionService {
@@ -110,20 +142,16 @@ export function subscriptionService(deps: Deps): SubscriptionService {
         ? { kind: SCHEDULE_FIRED, filter: { scheduleId: id } }
         : input.selector!;
       // Checked now, as every firing will check it — never first when it fires (nothing is saved otherwise).
-      asControlPlaneError(() =>
-        Subscription.parse(
-          toModelSubscription({
-            id,
-            tenant_id: p.tenantId,
-            selector_kind: selector.kind,
-            selector_filter: selector.filter,
-            run_spec: input.runSpec,
-            enabled: input.enabled,
-            cooldown_sec: input.cooldownSec,
-            max_depth: input.maxDepth,
-          }),
-        ),
-      );
+      checkAsFired({
+        id,
+        tenant_id: p.tenantId,
+        selector_kind: selector.kind,
+        selector_filter: selector.filter,
+        run_spec: input.runSpec,
+        enabled: input.enabled,
+        cooldown_sec: input.cooldownSec,
+        max_depth: input.maxDepth,
+      });
       prepareCreate(
         deps,
         who(p),

@@ -127,9 +127,20 @@ function value(v: RawValue | undefined): AttributeValue {
   return null;
 }
 
+/**
+ * An attribute map with no prototype, every key an own property: `__proto__` (or `constructor`) is an attribute
+ * like any other — assigned on a plain `{}` it would replace the map's prototype, lose the attribute, and let its
+ * value answer the mapping's look-ups (`gen_ai.operation.name`, `everdict.run_id`). A repeated key: the last wins.
+ */
 function attributes(kvs: RawKeyValue[] | undefined): Attributes {
-  const out: Attributes = {};
-  for (const kv of kvs ?? []) out[kv.key] = value(kv.value);
+  const out = Object.create(null) as Attributes;
+  for (const kv of kvs ?? [])
+    Object.defineProperty(out, kv.key, {
+      value: value(kv.value),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   return out;
 }
 
@@ -175,6 +186,20 @@ function id(
   return hex;
 }
 
+/**
+ * A span that ends before it starts is `bad_request` (the request is refused, nothing stored) — for every kind
+ * of span and in both encodings, decided here where both meet (a negative latency or a result before its call
+ * is no observation). A span ending when it starts is fine.
+ */
+function checkTimes(start: string, end: string, traceId: string, spanId: string): void {
+  if (BigInt(end) < BigInt(start))
+    throw new TrajectoryStoreError(
+      'bad_request',
+      `OTLP span ${spanId} ends (${end}) before it starts (${start})`,
+      { traceId, spanId, startTimeUnixNano: start, endTimeUnixNano: end },
+    );
+}
+
 function normalize(input: unknown, encoding: 'hex' | 'base64'): OtlpSpan[] {
   const req = parseOrThrow(RawRequest, input, 'OTLP ExportTraceServiceRequest');
   const spans: OtlpSpan[] = [];
@@ -186,9 +211,12 @@ function normalize(input: unknown, encoding: 'hex' | 'base64'): OtlpSpan[] {
         : undefined;
       for (const s of ss.spans ?? []) {
         const parent = id(s.parentSpanId, 8, encoding, 'parentSpanId');
+        const traceId = id(s.traceId, 16, encoding, 'traceId')!;
+        const spanId = id(s.spanId, 8, encoding, 'spanId')!;
+        checkTimes(s.startTimeUnixNano, s.endTimeUnixNano, traceId, spanId);
         spans.push({
-          traceId: id(s.traceId, 16, encoding, 'traceId')!,
-          spanId: id(s.spanId, 8, encoding, 'spanId')!,
+          traceId,
+          spanId,
           ...(parent ? { parentSpanId: parent } : {}),
           name: s.name,
           kind: s.kind ?? 0,

@@ -167,7 +167,7 @@ export function createDetail({ state, render, keyRefused, isRefusal }) {
     const terminalBytes = terminalDecoder();
     status.textContent = 'live';
     let n = 0;
-    let sealed = false;
+    let ended = false;
     const settledGrace = setInterval(() => {
       const run = state.runs.get(id);
       if (run && ['succeeded', 'failed', 'cancelled'].includes(run.status) && n === 0) {
@@ -179,8 +179,15 @@ export function createDetail({ state, render, keyRefused, isRefusal }) {
         `/runs/${encodeURIComponent(id)}/trajectory/stream`,
         (e) => {
           if (e.event === 'end') {
-            sealed = true;
-            status.textContent = 'sealed';
+            ended = true;
+            // sealed: the store sealed it; ended: the run ended with no event; limit: the stream's cap
+            const why = JSON.parse(e.data).status;
+            status.textContent =
+              why === 'ended'
+                ? 'no trajectory recorded'
+                : why === 'limit'
+                  ? 'stream limit reached'
+                  : 'sealed';
             return;
           }
           if (e.event === 'error') throw errorEvent(e);
@@ -196,7 +203,7 @@ export function createDetail({ state, render, keyRefused, isRefusal }) {
         },
         signal,
       );
-      if (!sealed && !signal.aborted) status.textContent = 'disconnected';
+      if (!ended && !signal.aborted) status.textContent = 'disconnected';
     } catch (e) {
       if (e.code === 'not_found') status.textContent = 'no trajectory';
       else {
