@@ -14,8 +14,7 @@ import { hostCapabilities } from '../src/host/capabilities.js';
 import { type HostIdentity, hostIdentity } from '../src/host/pairing.js';
 import { HttpControlPlane } from '../src/http/http-control-plane.js';
 import { type WorkerOptions, workOnce } from '../src/loop/worker.js';
-import type { ModelProvider } from '../src/model/provider.js';
-import { createAgent, message, recordOf, type Seat, seat } from './support.js';
+import { asking, createAgent, message, recordOf, type Seat, seat } from './support.js';
 
 /** Another agent protocol than the park's: the record refuses the manifest of a process speaking it. */
 const OTHER_PROTOCOL = 'everdict-agent/transcript/2';
@@ -46,29 +45,6 @@ afterAll(async () => {
   await s?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
-
-/** Asks once, then answers. */
-const asking: ModelProvider = {
-  name: 'asking',
-  async complete(req) {
-    const asked = req.messages.some((m) => m.role === 'tool');
-    return {
-      model: req.model,
-      content: asked ? 'shipped' : 'may I?',
-      toolCalls: asked
-        ? []
-        : [
-            {
-              callId: 'call_ask',
-              tool: 'ask_approval',
-              argumentsJson: JSON.stringify({ question: 'ship?' }),
-            },
-          ],
-      usage: { inputTokens: 1, outputTokens: 1 },
-      finishReason: 'stop',
-    };
-  },
-};
 
 interface Sent {
   readonly path: string;

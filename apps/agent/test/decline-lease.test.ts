@@ -15,8 +15,7 @@ import { isAgentError } from '../src/errors.js';
 import { hostCapabilities } from '../src/host/capabilities.js';
 import { type HostIdentity, hostIdentity } from '../src/host/pairing.js';
 import { runInterval } from '../src/loop/interval.js';
-import type { ModelProvider } from '../src/model/provider.js';
-import { createAgent, leaseFor, message, recordOf, type Seat, seat } from './support.js';
+import { asking, createAgent, leaseFor, message, recordOf, type Seat, seat } from './support.js';
 
 /** Another agent protocol than the park's: the record refuses this process's manifest on resume. */
 const OTHER_PROTOCOL = 'everdict-agent/transcript/2';
@@ -50,29 +49,6 @@ afterAll(async () => {
   await s?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
-
-/** Asks once, then answers. */
-const asking: ModelProvider = {
-  name: 'asking',
-  async complete(req) {
-    const asked = req.messages.some((m) => m.role === 'tool');
-    return {
-      model: req.model,
-      content: asked ? 'shipped' : 'may I?',
-      toolCalls: asked
-        ? []
-        : [
-            {
-              callId: 'call_ask',
-              tool: 'ask_approval',
-              argumentsJson: JSON.stringify({ question: 'ship?' }),
-            },
-          ],
-      usage: { inputTokens: 1, outputTokens: 1 },
-      finishReason: 'stop',
-    };
-  },
-};
 
 /** A turn parked by an unpaired holder on an approval, then answered: ready to resume. */
 async function readyPark(): Promise<string> {

@@ -6,6 +6,7 @@ import { createClient, dataOf, type EverdictClient } from '@everdict/client';
 import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
 import type { TurnLease } from '../src/control-plane.js';
 import { HttpControlPlane } from '../src/http/http-control-plane.js';
+import type { ModelProvider } from '../src/model/provider.js';
 
 export interface Seat {
   readonly cp: ControlPlaneProcess;
@@ -104,3 +105,26 @@ export async function leaseFor(
     if (i > 60) throw new Error(`no lease on ${runId} for ${holder}`);
   }
 }
+
+/** A model that asks for approval once (`ask_approval`), then answers. */
+export const asking: ModelProvider = {
+  name: 'asking',
+  async complete(req) {
+    const asked = req.messages.some((m) => m.role === 'tool');
+    return {
+      model: req.model,
+      content: asked ? 'shipped' : 'may I?',
+      toolCalls: asked
+        ? []
+        : [
+            {
+              callId: 'call_ask',
+              tool: 'ask_approval',
+              argumentsJson: JSON.stringify({ question: 'ship?' }),
+            },
+          ],
+      usage: { inputTokens: 1, outputTokens: 1 },
+      finishReason: 'stop',
+    };
+  },
+};

@@ -9,8 +9,7 @@ import { dataOf } from '@everdict/client';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { hostIdentity } from '../src/host/pairing.js';
 import { runInterval } from '../src/loop/interval.js';
-import type { ModelProvider } from '../src/model/provider.js';
-import { createAgent, leaseFor, message, type Seat, seat } from './support.js';
+import { asking, createAgent, leaseFor, message, type Seat, seat } from './support.js';
 
 let s: Seat;
 beforeAll(async () => {
@@ -21,29 +20,6 @@ afterAll(async () => {
 });
 
 const leaseOf = (holder: string, runId: string) => leaseFor(s, holder, runId);
-
-/** Asks once, then answers. */
-const asking: ModelProvider = {
-  name: 'asking',
-  async complete(req) {
-    const asked = req.messages.some((m) => m.role === 'tool');
-    return {
-      model: req.model,
-      content: asked ? 'done' : 'may I?',
-      toolCalls: asked
-        ? []
-        : [
-            {
-              callId: 'call_ask',
-              tool: 'ask_approval',
-              argumentsJson: JSON.stringify({ question: 'ship?' }),
-            },
-          ],
-      usage: { inputTokens: 1, outputTokens: 1 },
-      finishReason: 'stop',
-    };
-  },
-};
 
 describe('a lease that cannot be run', () => {
   it('a parked turn of an agent disabled since is failed agent_disabled, not left to expire', async () => {

@@ -1,6 +1,8 @@
-// The closing `end` event of GET /runs/:id/trajectory/stream says why the stream ended: `sealed` only when a
-// trajectory was sealed, `ended` (with the run's status) for a run that ended without an event — nothing was
-// sealed then. The route's OpenAPI description says the same.
+// GET /runs/:id/trajectory/stream ends, and its closing `end` event says why. A run that ended without
+// recording an event has no trajectory to seal (`run.trajectory` stays absent): the tail ends on the run's end
+// — opened before or after it — not following an empty trajectory for ever, with `ended` and the run's status,
+// never `sealed`. A run that ended with events sends them all and ends at the seal (`sealed`). The route's
+// OpenAPI description says the same.
 import type { TraceEvent } from '@everdict/run-model';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, type TestApp, testApp } from './testing/harness.js';
@@ -20,15 +22,19 @@ async function newRun(): Promise<string> {
   return (r.body.run as { id: string }).id;
 }
 
-/** The SSE messages of a stream until it closes (the signal bounds the wait; null if still open then). */
-async function untilClosed(
-  runId: string,
-  signal: AbortSignal,
-): Promise<{ event: string; data: string }[] | null> {
+const stream = async (runId: string) => {
   const res = await t.app.request(`/runs/${runId}/trajectory/stream`, {
     headers: { authorization: `Bearer ${await t.key('admin')}`, accept: 'text/event-stream' },
   });
   expect(res.status).toBe(200);
+  return res;
+};
+
+/** The SSE messages until the stream closes, or null if it is still open when `signal` aborts. */
+async function untilClosed(
+  res: Response,
+  signal: AbortSignal,
+): Promise<{ event: string; data: string }[] | null> {
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   const stop = () => void reader.cancel().catch(() => undefined);
   signal.addEventListener('abort', stop, { once: true });
@@ -57,17 +63,21 @@ const endOf = (messages: { event: string; data: string }[] | null) => {
 };
 
 describe('the trajectory stream’s closing event', { timeout: 120_000 }, () => {
-  it('a run that ended without an event: `ended` with the run’s status, never `sealed`', async () => {
+  it('a run that ended without an event: the tail ends (opened before and after its end) with `ended`, never `sealed`', async () => {
     const runId = await newRun();
+    const reading = untilClosed(await stream(runId), AbortSignal.timeout(20_000));
     await call(t.app, 'POST', `/runs/${runId}/cancel`);
     await t.core.trajectoryJobs!.sealDue();
     expect((await call(t.app, 'GET', `/runs/${runId}`)).body.trajectory).toBeUndefined();
-    const messages = await untilClosed(runId, AbortSignal.timeout(20_000));
-    expect(messages?.map((m) => m.event)).toEqual(['end']);
-    expect(endOf(messages)).toEqual({ runId, status: 'ended', runStatus: 'cancelled' });
+    const before = await reading;
+    expect(before?.map((m) => m.event)).toEqual(['end']);
+    expect(endOf(before)).toEqual({ runId, status: 'ended', runStatus: 'cancelled' });
+    const after = await untilClosed(await stream(runId), AbortSignal.timeout(20_000));
+    expect(after?.map((m) => m.event)).toEqual(['end']);
+    expect(endOf(after)).toEqual({ runId, status: 'ended', runStatus: 'cancelled' });
   });
 
-  it('a run whose trajectory was sealed: `sealed`, after every event', async () => {
+  it('a run that ended with events: every one, then `sealed` at the seal', async () => {
     const runId = await newRun();
     const ts = '2026-12-01T10:00:00.000Z';
     const events: TraceEvent[] = [1, 2].map((seq) => ({
@@ -80,9 +90,10 @@ describe('the trajectory stream’s closing event', { timeout: 120_000 }, () => 
     }));
     await t.core.trajectories!.append('default', runId, events);
     await call(t.app, 'POST', `/runs/${runId}/cancel`);
+    const reading = untilClosed(await stream(runId), AbortSignal.timeout(20_000));
     await t.core.trajectoryJobs!.sealDue();
     expect((await call(t.app, 'GET', `/runs/${runId}`)).body.trajectory).toBeDefined();
-    const messages = await untilClosed(runId, AbortSignal.timeout(20_000));
+    const messages = await reading;
     expect(messages?.filter((m) => m.event === 'trajectory.event')).toHaveLength(2);
     expect(endOf(messages)).toEqual({ runId, status: 'sealed', runStatus: 'cancelled' });
   });
