@@ -6,19 +6,16 @@ import {
   AttachChannels,
   GraderList,
   type GroupStatus,
-  JsonValue,
-  PermissionMode,
   type PlatformEvent,
   RunClass,
-  RunError,
   RunKind,
   RunLifetime,
   RunStatus,
   type Score,
   type Scoring,
-  Usage,
 } from '@everdict/run-model';
 import { z } from 'zod';
+import { INT4_MAX, INT8_MAX } from './column-bounds.js';
 
 // The vocabulary is run-model's; these aliases only name its schemas where the service inputs use them.
 export const RunKindInput = RunKind;
@@ -34,10 +31,7 @@ export type Role = z.infer<typeof Role>;
 const Json = z.record(z.string(), z.unknown());
 
 // ---- the ledger's real bounds: inputs that land in a column carry its range (400 out_of_range beyond) ----
-/** PostgreSQL `integer`. */
-export const INT4_MAX = 2_147_483_647;
-/** PostgreSQL `bigint` (event positions). */
-export const INT8_MAX = 9_223_372_036_854_775_807n;
+export { INT4_MAX, INT8_MAX } from './column-bounds.js';
 
 /** An outbox position (`events.id`, a bigserial): decimal digits, at most the bigint maximum. */
 export const EventPosition = z
@@ -288,81 +282,8 @@ export interface SubscriptionView {
   createdAt: string;
 }
 
-// ---- agent bridge ----
-export const AgentRunEventInput = z.object({
-  /** Absent on `started` to open a new agent run; required afterwards. */
-  runId: z.string().optional(),
-  event: z.enum(['started', 'awaiting_input', 'suspended', 'resumed', 'succeeded', 'failed', 'cancelled']),
-  cause: z.enum(['event', 'chat']).default('event'),
-  agent: z
-    .object({
-      agentId: z.string(),
-      agentVersion: z.string().default('0'),
-      model: z.string().optional(),
-      conversationId: z.string().optional(),
-      /** run-model's PermissionMode; absent → `ask` (the agent asks before acting: the safe default). */
-      permissionMode: PermissionMode.default('ask'),
-    })
-    .optional(),
-  eventId: z.string().optional(),
-  groupId: z.string().optional(),
-  requestId: z.string().optional(),
-  /**
-   * Transcript address (64 hex): REQUIRED on awaiting_input/suspended (the snapshot parked; none is ever
-   * invented) and on resumed (the snapshot offered; a different one is 409 `snapshot_mismatch`).
-   */
-  transcript: z
-    .string()
-    .regex(/^[0-9a-f]{64}$/)
-    .optional(),
-  /**
-   * The agent environment's manifest address (64 hex) at a park and at a resume (the RESUMING
-   * environment's); absent → the run's own (kind + agent). A resume whose manifest differs from the
-   * parked one is 409 `manifest_mismatch`.
-   */
-  manifest: z
-    .string()
-    .regex(/^[0-9a-f]{64}$/)
-    .optional(),
-  /**
-   * The calls the agent dispatched / saw resolved during the interval that ends with this report (call
-   * ids). Absent → the interval carries no account and the record's account verdict is `no_verdict`.
-   */
-  account: z
-    .strictObject({
-      dispatched: z.array(z.string().min(1).max(256)).max(10_000),
-      resolved: z.array(z.string().min(1).max(256)).max(10_000),
-    })
-    .optional(),
-  /** What the run left (run-model outputs: graders read `summary`, `result`, `exitCode`). */
-  outputs: z
-    .strictObject({
-      summary: z.string().optional(),
-      result: JsonValue.optional(),
-      /** A process exit code: 32-bit, as the run record's attestation holds it. */
-      exitCode: z
-        .int()
-        .min(-(INT4_MAX + 1))
-        .max(INT4_MAX)
-        .optional(),
-    })
-    .optional(),
-  /** What the run used, in run-model's `Usage` terms (each field non-negative and finite); any subset. */
-  usage: Usage.partial().optional(),
-  /** A `failed` report's error: run-model's `RunError` (a non-empty code; retryable and detail kept). */
-  error: RunError.optional(),
-  /** A leased turn (src/agents/): the lease's epoch and holder; a stale one is 409 `stale_lease`. */
-  epoch: z.int().positive().max(INT4_MAX).optional(),
-  holder: z.string().min(1).max(200).optional(),
-  /** A transcript park: the canonical bytes of the transcript parked (its idle energy's input). */
-  transcriptBytes: z.int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional(),
-  /**
-   * A paired agent host's `sandbox.attestation/1` (wire body, signed) of the interval this report ends —
-   * required from a paired host (agents/attestation.ts), refused from an unpaired holder.
-   */
-  attestation: z.record(z.string(), z.unknown()).optional(),
-});
-export type AgentRunEventInput = z.input<typeof AgentRunEventInput>;
+// ---- agent bridge: services/agent-run-event.ts ----
+export { AgentRunEventInput } from './agent-run-event.js';
 
 // ---- keys / tenants ----
 /** What a tenant admin may set of the tenant's policy (PATCH /tenant/policy); the rest is the deployment's. */
