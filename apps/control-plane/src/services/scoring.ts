@@ -89,9 +89,9 @@ export async function scoreTx(
     .where('group_id', '=', group.id)
     .orderBy('id')
     .execute();
-  // A cancelled run was stopped before it gave a result: there is no evidence to grade, so it gets no verdict
-  // (no score, counted neither passed nor failed, never sent to a judge) and is listed with the unsettled.
-  const evidenced = rows.filter((r) => r.status !== 'cancelled');
+  // run-model grades only runs with evidence: a cancelled run (stopped before a result) or an unsettled one
+  // gets no verdict — no score, counted neither passed nor failed, never sent to a judge — and is listed in
+  // `skippedRunIds`.
   let first = true;
   const ids = () => {
     const id = deps.ids(first ? 'scoring' : 'score');
@@ -101,8 +101,8 @@ export async function scoreTx(
   // Graders and the judge run outside any transaction: a model judge may take seconds, locks must not.
   const scored = await asControlPlaneError(() =>
     scoreGroup({
-      group: { id: group.id, runIds: evidenced.map((r) => r.id) },
-      runs: evidenced.map(rowToRun),
+      group: { id: group.id, runIds: rows.map((r) => r.id) },
+      runs: rows.map(rowToRun),
       graders: req.graders,
       ids,
       now: deps.clock().toISOString(),
@@ -110,12 +110,7 @@ export async function scoreTx(
       ...(req.judge ? { judge: req.judge } : {}),
     }),
   );
-  const unscored = new Set(scored.scoring.skippedRunIds);
-  const scoring: ScoringView = {
-    ...scored.scoring,
-    skippedRunIds: rows.filter((r) => r.status === 'cancelled' || unscored.has(r.id)).map((r) => r.id),
-  };
-  const { scores } = scored;
+  const { scoring, scores } = scored;
   await withTx(deps.db, (tx) => saveScoring(tx, tenant, scoring, scores, req.within));
   return { scoring, scores };
 }
