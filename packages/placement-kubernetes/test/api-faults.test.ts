@@ -50,7 +50,8 @@ describe('the driver when the API server misbehaves', () => {
   });
 
   it('fails an exec with spawn_failed when the exec upgrade is never answered', async () => {
-    const d = await f.driver({ slots: 4, requestTimeoutMs: 300 });
+    // 1.5 s, not 300 ms: the exec after the stall must connect within it on a loaded CI machine too
+    const d = await f.driver({ slots: 4, requestTimeoutMs: 1_500 });
     const h = await d.provision(labels('hung-exec'));
     f.server.stallRequests((r) => r.upgrade);
     try {
