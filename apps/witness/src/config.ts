@@ -7,7 +7,7 @@
 //   --metrics-port N                     EVERDICT_WITNESS_METRICS_PORT default 9464 (0: any free port)
 //   --metrics-host H                     EVERDICT_WITNESS_METRICS_HOST default 0.0.0.0
 //   --once                               poll every log once, then exit
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { type KeyPair, keyPairFromSeed, parseHash } from '@everdict/headlog';
 import { z } from 'zod';
 import { WitnessError } from './errors.js';
@@ -109,12 +109,28 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Wi
   return r.data;
 }
 
-/** The witness key: a file holding the 32-byte Ed25519 seed as 64 hex digits (whitespace ignored). */
+/**
+ * Permission bits a witness key file must not have: any access by others, or write by the group. Group read
+ * stays allowed: a Kubernetes Secret mounted with `defaultMode: 0400` under a pod `fsGroup` is 0440.
+ */
+const KEY_FILE_FORBIDDEN_MODE = 0o027;
+
+/**
+ * The witness key: a file holding the 32-byte Ed25519 seed as 64 hex digits (whitespace ignored), that others
+ * cannot read nor the group write (`BadConfig` otherwise: anyone who reads the seed can cosign as this witness).
+ */
 export function readWitnessKey(path: string): KeyPair {
   let text: string;
   try {
+    const mode = statSync(path).mode & 0o777;
+    if ((mode & KEY_FILE_FORBIDDEN_MODE) !== 0)
+      throw new WitnessError(
+        'BadConfig',
+        `the key file ${path} has mode ${mode.toString(8).padStart(4, '0')}: others may read or the group may write it (chmod 600 it)`,
+      );
     text = readFileSync(path, 'utf8');
   } catch (e) {
+    if (e instanceof WitnessError) throw e;
     throw new WitnessError('BadConfig', `cannot read the key file ${path}: ${(e as Error).message}`);
   }
   const seed = parseHash(text.trim().toLowerCase());

@@ -1,4 +1,4 @@
-// A log over real HTTP (@everdict/headlog/testing — the control plane's `/log` routes are not built yet)
+// A log over real HTTP (@everdict/headlog/testing — the wire contract the control plane's `/log` routes answer)
 // and a witness key, for the witness's tests.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

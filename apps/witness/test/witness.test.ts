@@ -1,5 +1,5 @@
-// The witness against a log served over real HTTP by @everdict/headlog/testing (the control plane's `/log`
-// routes, issue 18 §2, are not built yet): accepts and cosigns trees that extend what it accepted, and
+// The witness against a log served over real HTTP by @everdict/headlog/testing (the wire contract of the
+// control plane's `/log` routes, issue 18 §2): accepts and cosigns trees that extend what it accepted, and
 // alarms — fork counter, error line — on a log that rewrote a leaf, forked its tree, or shrank.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 // The log's HTTP wire contract (issue 18 §2's routes), as zod schemas and the builders a server answers
-// with — so the control plane (when it serves `/log`), the test log server, the witness and the runrecord
+// with — so the control plane (`src/http/log.ts`), the test log server, the witness and the runrecord
 // CLI speak one set of objects. Proof routes answer the spec's command-line objects exactly
 // (`inclusionInput`, `consistencyInput`); an STH is the spec's JSON form, with its cosignatures beside it.
 //

@@ -273,6 +273,69 @@ describe('the head log in the control plane', { timeout: 300_000 }, () => {
     }
   });
 
+  it('stop() waits for the probe in flight, and no pass begins after it was called', async () => {
+    await sequenceAll(s.log);
+    // The loop's probe of log_pending, held by a kysely plugin once armed; released, it answers "pending".
+    const probes = new Set<unknown>();
+    let armed = false;
+    let held = false;
+    let release = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const db = s.t.core.internals.ldb.db.withPlugin({
+      transformQuery: (args) => {
+        if (JSON.stringify(args.node).includes('FROM log_pending LIMIT 1')) probes.add(args.queryId);
+        return args.node;
+      },
+      transformResult: async (args) => {
+        if (!armed || !probes.has(args.queryId)) return args.result;
+        held = true;
+        await gate;
+        return { ...args.result, rows: [{ one: 1 }] };
+      },
+    });
+    const h = new HeadLog(db, {
+      key: s.logKey,
+      sthIntervalMs: 0,
+      sequenceMs: 5,
+      clock: () => Date.now() + 30_000_000,
+    });
+    let passCalls = 0;
+    let lastSettled = false;
+    const pass = h.pass.bind(h);
+    h.pass = async (opts) => {
+      passCalls += 1;
+      const r = await pass(opts);
+      lastSettled = r.settled;
+      return r;
+    };
+    h.start();
+    const events: string[] = [];
+    let stopping: Promise<void> | undefined;
+    try {
+      await until('settled', async () => (lastSettled ? true : undefined));
+      armed = true;
+      await until('a probe held', async () => (held ? true : undefined));
+      const before = passCalls;
+      stopping = h.stop().then(() => {
+        events.push('stopped');
+      });
+      // Before the fix stop() resolved at once (its promise chain is microtasks, done long before this
+      // timer); with it, stop() cannot resolve while the probe is held, whatever the timer's margin.
+      await Promise.race([stopping, new Promise((r) => setTimeout(r, 200))]);
+      events.push('released');
+      release();
+      await stopping;
+      expect(events).toEqual(['released', 'stopped']);
+      // The probe said "pending", but the loop was stopped meanwhile: no pass began.
+      expect(passCalls).toBe(before);
+    } finally {
+      release();
+      await (stopping ?? h.stop());
+    }
+  });
+
   it('a pass is three statements: its lock, its reads, its writes (the leaves, nodes and tree head)', async () => {
     await sequenceAll(s.log);
     let statements = 0;

@@ -78,6 +78,10 @@ export class HeadLog {
   private readonly sequenceMs: number;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private running: Promise<unknown> = Promise.resolve();
+  /** The loop's tick in flight (its probe, then its pass): `stop()` waits for it. */
+  private ticking: Promise<void> = Promise.resolve();
+  /** Bumped by every start and stop: a tick of an earlier loop never schedules another. */
+  private generation = 0;
   private stopped = true;
 
   constructor(
@@ -112,14 +116,16 @@ export class HeadLog {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    const generation = ++this.generation;
+    const live = () => !this.stopped && this.generation === generation;
     // While the log is settled (nothing pending, the whole tree signed), a tick is one probe of
     // log_pending, not a sequencing transaction of six statements: an idle replica stays nearly silent.
     let settled = false;
-    const loop = async () => {
-      this.timer = null;
+    const tick = async () => {
       let again = false;
       try {
-        if (!settled || (await anyPending(this.db))) {
+        // A stop during the probe ends the tick there: no pass begins after `stop()` was called.
+        if ((!settled || (await anyPending(this.db))) && live()) {
           const r = await this.pass();
           again = r.more;
           settled = r.settled;
@@ -128,16 +134,22 @@ export class HeadLog {
         settled = false;
         this.o.log?.('error', 'head log: sequencing pass failed', { error: String(e) });
       }
-      if (!this.stopped) this.timer = setTimeout(loop, again ? 0 : this.sequenceMs);
+      if (live()) this.timer = setTimeout(loop, again ? 0 : this.sequenceMs);
+    };
+    const loop = () => {
+      this.timer = null;
+      this.ticking = tick();
     };
     this.timer = setTimeout(loop, 0);
   }
 
-  /** Stops the loop and waits for a pass in flight. */
+  /** Stops the loop and waits for its tick in flight (a probe, or a pass) and any pass in flight. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.generation++;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    await this.ticking;
     await this.running;
   }
 

@@ -1,6 +1,6 @@
 // A log served over real HTTP for tests — the wire contract of `../wire.ts` answered from `TestLog`s, every
 // body built by the wire module's builders and checked against its schema before it is sent. It stands in
-// for the control plane's `/log` routes (issue 18 §2), which are not built yet. Each route family reads one
+// for the control plane's `/log` routes (issue 18 §2, apps/control-plane/src/http/log.ts). Each route family reads one
 // of four views (`sth`, `proofs`, `runs`, `groups`), which a test may point at different logs to stage a
 // log that shows different readers different trees.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
