@@ -23,7 +23,7 @@ import { type Finished, settleMany } from '../scheduler/batch-transitions.js';
 import { type Deps, DISPATCH_CHANNEL } from '../services/context.js';
 import { transitionTx } from '../services/transition.js';
 import type { LeasePolicy } from './policy.js';
-import { fairRequeueCtes } from './requeue-order.js';
+import { requeueCtes } from './requeue-order.js';
 
 export const LOST_CODE = 'executor_lost';
 
@@ -250,8 +250,9 @@ async function failLost(
 /**
  * running → queued (run-model's `requeue`) for runs still running at the lost epoch, in ONE statement, in
  * the control plane's lock order (runs → leases → slots → tenant rows → adm_wfq): the lease dropped, the slot
- * queued again, the tenant's counters moved back, the queue entry re-inserted (`fairRequeueCtes`), the run's
- * interval discarded (a lost attempt attests nothing), and a `run.requeued` fact.
+ * queued again, the tenant's counters moved back, the queue entry re-inserted as a new arrival of its tenant
+ * (`requeueCtes`: its next WFQ tag, aged from now — one rule for every kind), the run's interval discarded
+ * (a lost attempt attests nothing), and a `run.requeued` fact.
  */
 async function requeueLost(deps: Deps, lost: readonly Expired[], nowMs: number): Promise<string[]> {
   if (nextStatus('running', 'requeue') !== 'queued')
@@ -259,39 +260,8 @@ async function requeueLost(deps: Deps, lost: readonly Expired[], nowMs: number):
   const at = new Date(nowMs).toISOString();
   const { rows } = await sql<{ id: string }>`
     WITH ${lockedExpired(lost, 'running', nowMs, sql`AND r.lifetime <> 'session' AND r.updated_at <= ${nowMs}::bigint`)},
-    ls AS MATERIALIZED (
-      SELECT s.tenant, s.run_id, s.class, s.kind, s.admitted_at FROM adm_slots s
-      JOIN lr ON s.tenant = lr.tenant_id AND s.run_id = lr.id
-      WHERE s.status = 'running' AND s.run_id IN (SELECT run_id FROM ll)
-      ORDER BY s.tenant, s.run_id
-      FOR UPDATE OF s
-    ),
+    ${requeueCtes(sql`SELECT lr.tenant_id AS tenant, lr.id AS run_id FROM lr WHERE lr.id IN (SELECT run_id FROM ll)`, nowMs)},
     dl AS (DELETE FROM run_leases l USING ls WHERE l.run_id = ls.run_id RETURNING 1),
-    us AS (
-      UPDATE adm_slots s SET status = 'queued', started_at = NULL FROM ls
-      WHERE s.tenant = ls.tenant AND s.run_id = ls.run_id RETURNING 1
-    ),
-    d AS MATERIALIZED (
-      SELECT tenant, count(*)::int AS n,
-        (count(*) FILTER (WHERE class = 'interactive'))::int AS qi,
-        (count(*) FILTER (WHERE class = 'background'))::int AS qb,
-        (count(*) FILTER (WHERE class = 'batch'))::int AS qh
-      FROM ls GROUP BY tenant
-    ),
-    tl AS MATERIALIZED (
-      SELECT t.tenant FROM adm_tenants t JOIN d ON d.tenant = t.tenant
-      WHERE (SELECT count(*) FROM us) >= 0
-      ORDER BY t.tenant
-      FOR UPDATE OF t
-    ),
-    ut AS (
-      UPDATE adm_tenants t SET running = GREATEST(t.running - d.n, 0), queued = t.queued + d.n,
-        queued_interactive = t.queued_interactive + d.qi, queued_background = t.queued_background + d.qb,
-        queued_batch = t.queued_batch + d.qh
-      FROM d JOIN tl ON tl.tenant = d.tenant WHERE t.tenant = d.tenant
-      RETURNING t.tenant, t.weight, t.queued_interactive, t.queued_background, t.queued_batch
-    ),
-    ${fairRequeueCtes(nowMs)},
     ur AS (
       UPDATE runs r SET status = 'queued', updated_at = ${nowMs}::bigint,
         interval_started_at = NULL, interval_head = NULL, lost_attempts = r.lost_attempts + 1

@@ -20,7 +20,6 @@ describe('migration 0030 (lost attempts)', { timeout: 120_000 }, () => {
     const deps = t.core.internals.deps;
     const echo = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'x' } } };
     const lost = (await t.core.services.runs.create(t.admin, echo)).run.id;
-    const fresh = (await t.core.services.runs.create(t.admin, echo)).run.id;
     const policy = leasePolicy({ maxAttempts: 5 });
     for (let i = 0; i < 2; i++) {
       clockMs += 5;
@@ -32,6 +31,8 @@ describe('migration 0030 (lost attempts)', { timeout: 120_000 }, () => {
       clockMs += 1_001;
       expect((await sweepExpiredLeases(deps, policy, clockMs)).requeued).toEqual([lost]);
     }
+    // Created after the losses: a requeued run re-enters behind its tenant's queued runs (leases/requeue-order.ts).
+    const fresh = (await t.core.services.runs.create(t.admin, echo)).run.id;
     const counts = async () =>
       (
         await deps.db
