@@ -9,6 +9,7 @@ import {
   delegate,
   exhaustedResource,
   exhaustion,
+  MAX_USD,
   rootEnvelope,
   settleOnPath,
   toMicroUsd,
@@ -135,6 +136,14 @@ describe('budget arithmetic in micro-dollars', () => {
     expect(exhaustedResource(root(0.3, 0.1 + 0.2), { usd: 0, tokens: 0 })).toBe('usd');
     expect(exhaustedResource(root(0.7, 0.1 + 0.2 + 0.4 - 0.000001), { usd: 0.000001, tokens: 0 })).toBeNull();
     expect(toMicroUsd(0.1 + 0.2)).toBe(300_000);
+  });
+
+  // Past MAX_USD an amount counts as MAX_USD: finite micro-dollars (a SQL store's float8 product would overflow).
+  it('counts amounts past MAX_USD as MAX_USD', () => {
+    expect(toMicroUsd(Number.MAX_VALUE)).toBe(toMicroUsd(MAX_USD));
+    expect(Number.isFinite(toMicroUsd(1e303))).toBe(true);
+    expect(exhaustedResource(root(1e303, 1e299), { usd: 1e299, tokens: 0 })).toBeNull();
+    expect(exhaustedResource(root(1e303, 2e302), { usd: 0, tokens: 0 })).toBe('usd');
   });
 
   // Oracle: integer micro-dollars. Charges settled one by one, then an estimate: admitted iff every sum fits.

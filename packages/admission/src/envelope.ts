@@ -47,9 +47,15 @@ const NO_ESTIMATE: Actuals = { usd: 0, tokens: 0 };
  */
 export const MICRO_USD_PER_USD = 1_000_000;
 
-/** `usd` rounded to whole micro-dollars: floor(usd × 1e6 + 0.5), each step an IEEE double operation. */
+/**
+ * Amounts past this count as this much (a cap written as "practically unlimited", a spend past it): in
+ * micro-dollars, a float8 product past ~1.8e302 dollars overflows — Infinity here, an error (22003) in SQL.
+ */
+export const MAX_USD = 1e300;
+
+/** `usd` rounded to whole micro-dollars: floor(min(usd, MAX_USD) × 1e6 + 0.5), each step an IEEE double operation. */
 export function toMicroUsd(usd: number): number {
-  return Math.floor(usd * MICRO_USD_PER_USD + 0.5);
+  return Math.floor(Math.min(usd, MAX_USD) * MICRO_USD_PER_USD + 0.5);
 }
 
 /** No balance left, or less than the estimate (tokens and runs are integers: exact as they are). */

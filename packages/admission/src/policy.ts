@@ -4,13 +4,18 @@ import { z } from 'zod';
 import { parseOrThrow } from './errors.js';
 import { MAX_WEIGHT, MIN_WEIGHT } from './wfq.js';
 
-const count = z.number().int().nonnegative();
-const positiveCount = z.number().int().positive();
+/**
+ * The largest count a policy or cap may hold: a SQL store keeps run counts, caps and quotas in 32-bit integer
+ * columns, so a larger one it cannot store (or compare) would be accepted by one store and fail in another.
+ */
+export const MAX_COUNT = 2_147_483_647;
+const count = z.number().int().nonnegative().max(MAX_COUNT);
+const positiveCount = z.number().int().positive().max(MAX_COUNT);
 
-/** Caps of an envelope; an absent cap is unlimited. */
+/** Caps of an envelope; an absent cap is unlimited. Tokens are kept as doubles: any safe integer. */
 export const EnvelopeCaps = z.object({
   usd: z.number().nonnegative().optional(),
-  tokens: count.optional(),
+  tokens: z.number().int().nonnegative().optional(),
   runs: count.optional(),
 });
 export type EnvelopeCaps = z.infer<typeof EnvelopeCaps>;
@@ -51,7 +56,7 @@ export const TenantPolicy = z
     /** Fan-out guard: runs one run may cause over its life. */
     maxChildrenPerRun: count.default(100),
     /** Fan-out guard: a root run has depth 0; a run caused at depth d has depth d + 1. */
-    maxCausalDepth: count.default(8),
+    maxCausalDepth: z.number().int().nonnegative().default(8),
     /** The root envelope: the tenant budget every delegated slice draws from. */
     budget: EnvelopeCaps.default({}),
     /** In-flight (admitted, unsettled) runs under the root envelope; bounds the root's overshoot. */
@@ -77,9 +82,9 @@ export const GlobalPolicy = z
     /** Global slots only member-caused sessions may take. */
     memberReserve: count.default(0),
     /** An item queued this long is promoted past every class and served oldest-first (the aging guard). */
-    agingMs: positiveCount.default(30_000),
+    agingMs: z.number().int().positive().default(30_000),
     /** Retry hint used when no completion estimate exists (429 concurrency / queue_depth). */
-    retryBackoffMs: positiveCount.default(1_000),
+    retryBackoffMs: z.number().int().positive().default(1_000),
   })
   .refine((p) => p.memberReserve <= p.maxSessions, {
     message: 'memberReserve must not exceed maxSessions',

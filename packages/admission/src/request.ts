@@ -2,7 +2,7 @@
 import { RunCause, RunClass, RunKind, RunLifetime } from '@everdict/run-model';
 import { z } from 'zod';
 import { parseOrThrow } from './errors.js';
-import { EnvelopeCaps } from './policy.js';
+import { EnvelopeCaps, MAX_COUNT } from './policy.js';
 
 const id = z.string().min(1).max(256);
 
@@ -23,7 +23,11 @@ export const AdmissionRequest = z.object({
   agentId: id.optional(),
   /** The delegated slice this run is activated with; its children then draw from it. */
   envelope: z
-    .object({ id, caps: EnvelopeCaps.optional(), inFlightCap: z.number().int().positive().optional() })
+    .object({
+      id,
+      caps: EnvelopeCaps.optional(),
+      inFlightCap: z.number().int().positive().max(MAX_COUNT).optional(),
+    })
     .optional(),
   /** Estimated cost: admission also needs this much balance left (a check, not a reservation). */
   estimate: z

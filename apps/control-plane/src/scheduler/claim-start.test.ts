@@ -247,4 +247,38 @@ describe('claimAndStart', () => {
       ['rnr_1', 1],
     ]);
   });
+
+  // A claimer restricted to some images (a runner's capabilities) sees the queue of those images only, as it
+  // sees its kinds only: before, the window was the queue's head of every image, so a backlog of another
+  // image (for a runner that is busy or gone) ahead of ours left this runner idle with its run queued.
+  it('serves a restricted-image claimer the runs of its images behind a backlog of other images', async () => {
+    t = await testCore({ scheduler: { enabled: false } });
+    const other: string[] = [];
+    for (let i = 0; i < 40; i++) other.push(await create('batch'));
+    const mine = [await create('batch'), await create('interactive')];
+    await sql`UPDATE runs SET subject = jsonb_set(subject, '{image}', '"img-a"') WHERE id = ANY(${other}::text[])`.execute(
+      db(),
+    );
+    await sql`UPDATE runs SET subject = jsonb_set(subject, '{image}', '"img-b"') WHERE id = ANY(${mine}::text[])`.execute(
+      db(),
+    );
+    const now = new Date(Date.now() + 5);
+    const started = await claimAndStart(db(), 1, now, INLINE_KINDS, undefined, { images: ['img-b'] });
+    // Its own order among its runs: interactive first.
+    expect(started.map((s) => s.runId)).toEqual([mine[1]]);
+    // Its batch run, behind the 40 batch runs of the other image.
+    const young = await claimAndStart(db(), 5, now, INLINE_KINDS, undefined, { images: ['img-b'] });
+    expect(young.map((s) => s.runId)).toEqual([mine[0]]);
+    // Aged (an hour later, past the default bound): the aged arm sees its images only too.
+    const later = await create('batch');
+    await sql`UPDATE runs SET subject = jsonb_set(subject, '{image}', '"img-b"') WHERE id = ${later}`.execute(
+      db(),
+    );
+    const aged = new Date(now.getTime() + 3_600_000);
+    const rest = await claimAndStart(db(), 5, aged, INLINE_KINDS, undefined, { images: ['img-b'] });
+    expect(rest.map((s) => s.runId)).toEqual([later]);
+    // Every image ('*'): the rest, in order.
+    const all = await claimAndStart(db(), 50, aged, INLINE_KINDS, undefined, { images: ['*'] });
+    expect(all.map((s) => s.runId)).toEqual(other);
+  });
 });

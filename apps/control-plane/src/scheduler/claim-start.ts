@@ -97,10 +97,14 @@ export async function claimAndStart(
   const nowMs = now.getTime();
   const at = now.toISOString();
   const images = scope.images;
-  const imageOnly =
-    images === undefined || images.includes('*')
-      ? sql``
-      : sql`AND ${RUN_IMAGE_SQL} = ANY(${[...images]}::text[])`;
+  const restricted = images !== undefined && !images.includes('*');
+  const imageOnly = restricted ? sql`AND ${RUN_IMAGE_SQL} = ANY(${[...images]}::text[])` : sql``;
+  // The queue as this claimer can take it: its images only, in the window scans too (ClaimFilter.entry).
+  const entry = restricted
+    ? (alias: string) =>
+        sql`EXISTS (SELECT 1 FROM runs r WHERE r.id = ${sql.ref(`${alias}.run_id`)}
+          AND ${RUN_IMAGE_SQL} = ANY(${[...images]}::text[]))`
+    : undefined;
   const ctes = sql`
     ur AS (
       UPDATE runs r SET status = 'running', updated_at = ${nowMs}::bigint,
@@ -140,7 +144,7 @@ export async function claimAndStart(
     const { rows } = await sql<Row>`${claimStatement(
       n,
       nowMs,
-      { kinds, tenant: scope.tenant },
+      { kinds, tenant: scope.tenant, entry },
       {
         name: 'claim_start',
         join: sql`JOIN runs r ON r.id = w.run_id`,

@@ -1,16 +1,19 @@
-// The usd budget guard in SQL, generated from admission's one unit (envelope.ts `MICRO_USD_PER_USD`,
-// `toMicroUsd`): cap, spend and estimate are each rounded to whole micro-dollars — floor(x × 1e6 + 0.5), the
-// same IEEE double operations in float8 as the kernel's in JS — and compared as integers, so an exact decimal
+// The usd budget guard in SQL, generated from admission's one unit (envelope.ts `MICRO_USD_PER_USD`, `MAX_USD`,
+// `toMicroUsd`): cap, spend and estimate are each rounded to whole micro-dollars — floor(min(x, MAX_USD) × 1e6
+// + 0.5), the same IEEE double operations in float8 as the kernel's in JS — and compared as integers, so an exact decimal
 // fit (cap 0.3, spent 0.1, estimate 0.2) is admitted here exactly when the kernel admits it. Tokens and runs
 // are integers: compared as they are.
-import { MICRO_USD_PER_USD } from '@everdict/admission';
+import { MAX_USD, MICRO_USD_PER_USD } from '@everdict/admission';
 import { sql } from 'kysely';
 
 type Fragment = ReturnType<typeof sql>;
 
-/** `toMicroUsd(x)` in SQL: `x` a float8 expression of US dollars. */
+/**
+ * `toMicroUsd(x)` in SQL: `x` a float8 expression of US dollars, counted as at most MAX_USD (past ~1.8e302 the
+ * float8 product overflows: SQLSTATE 22003 where the kernel admitted).
+ */
 export function microUsd(x: Fragment): Fragment {
-  return sql`floor((${x})::float8 * ${sql.lit(MICRO_USD_PER_USD)}::float8 + 0.5::float8)`;
+  return sql`floor(LEAST((${x})::float8, ${sql.lit(MAX_USD)}::float8) * ${sql.lit(MICRO_USD_PER_USD)}::float8 + 0.5::float8)`;
 }
 
 /**

@@ -39,6 +39,13 @@ const DEFAULT_AGING_MS = globalPolicy().agingMs;
 export interface ClaimFilter {
   kinds?: readonly string[] | undefined;
   tenant?: string | undefined;
+  /**
+   * A further condition on a queue entry (`alias` names its adm_queue row), applied where the kinds are: the
+   * claim then sees only the entries it could take (a runner's images), as it sees only its kinds. A condition
+   * the ledger's half alone applied left the window — the head of every entry — unclaimable for such a claimer,
+   * however many of its own runs waited behind.
+   */
+  entry?: ((alias: string) => Fragment) | undefined;
 }
 
 /** The ledger's half of a claim (scheduler/claim-start.ts): its run rows, locked and started with the claim. */
@@ -91,12 +98,14 @@ export function claimStatement(
   // claim short.
   const window = pool * 2;
   const kinds = filter.kinds;
+  const entry = filter.entry;
+  const entryOf = (alias: string) => (entry === undefined ? sql`` : sql`AND ${entry(alias)}`);
   const kindOf = (alias: string) =>
     kinds === undefined
-      ? sql``
+      ? entryOf(alias)
       : kinds.length === 1
-        ? sql`AND ${sql.ref(`${alias}.kind`)} = ${kinds[0]}`
-        : sql`AND ${sql.ref(`${alias}.kind`)} = ANY(${[...kinds]}::text[])`;
+        ? sql`AND ${sql.ref(`${alias}.kind`)} = ${kinds[0]} ${entryOf(alias)}`
+        : sql`AND ${sql.ref(`${alias}.kind`)} = ANY(${[...kinds]}::text[]) ${entryOf(alias)}`;
   const tenantOf = (alias: string) =>
     filter.tenant === undefined ? sql`` : sql`AND ${sql.ref(`${alias}.tenant`)} = ${filter.tenant}`;
   const name = ledger ? ledger.name : 'claim';
@@ -146,7 +155,7 @@ export function claimStatement(
       SELECT 1 AS arm, row_number() OVER (ORDER BY w.lane, w.finish, w.seq) AS pos, w.run_id, w.tenant,
         NULL::float8 AS tag FROM (${youngHead(
           sql`SELECT w.run_id, w.tenant, w.lane, w.finish, w.seq FROM adm_queue w
-          WHERE w.enqueued_at > ${nowMs}::bigint - (SELECT aging FROM cfg) ${tenantOf('w')}
+          WHERE w.enqueued_at > ${nowMs}::bigint - (SELECT aging FROM cfg) ${tenantOf('w')} ${entryOf('w')}
             AND EXISTS (SELECT 1 FROM adm_tenants t WHERE t.tenant = w.tenant AND ${runningOf('t')} < t.max_concurrent)`,
           kinds,
           window,

@@ -80,6 +80,47 @@ describe('kernel parity: WFQ cancellations', () => {
   });
 });
 
+describe('kernel parity: policy bounds', () => {
+  // The policy schema took any safe integer; the SQL store keeps these counts in integer columns (or casts
+  // them ::int), so 2^31 answered a raw 22003 (a 500) where the memory store took it: both refuse it (400).
+  it('refuses counts past the int4 range with a 400 on both stores, and leaves the tenant unknown', async () => {
+    const big = 2 ** 31;
+    const inputs = [
+      { maxQueued: big },
+      { maxConcurrent: big },
+      { maxChildrenPerRun: big },
+      { inFlightCap: big },
+      { budget: { runs: big } },
+      { session: { maxSessions: big, memberReserve: 0 } },
+    ];
+    for (const s of [new MemoryAdmissionStore(), new PgAdmissionStore(d.db)] as AdmissionStore[]) {
+      for (const policy of inputs) {
+        const error = await configureTenant(s, 'bounds', policy).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        expect(error, `${s.constructor.name} ${JSON.stringify(policy)}`).toMatchObject({
+          code: 'bad_request',
+          httpStatus: 400,
+        });
+      }
+      expect((await s.loadAdmission({ tenant: 'bounds', requestId: 'r' })).policy).toBeNull();
+      await expect(configureGlobal(s, { maxSessions: big })).rejects.toMatchObject({ code: 'bad_request' });
+      // The request's own slice: its in-flight cap and runs cap are integer columns too.
+      await configureTenant(s, 'bounds', { maxQueued: 2 ** 31 - 1 });
+      const slice = { id: 'bounds-s', inFlightCap: big };
+      await expect(admit(s, task('bounds', 'b1', { envelope: slice }), 0)).rejects.toMatchObject({
+        code: 'bad_request',
+      });
+      const runs = { id: 'bounds-s', caps: { runs: big } };
+      await expect(admit(s, task('bounds', 'b2', { envelope: runs }), 0)).rejects.toMatchObject({
+        code: 'bad_request',
+      });
+      expect(await outcome(s, task('bounds', 'b3'))).toBe('admitted');
+    }
+  });
+});
+
 describe('kernel parity: budgets in micro-dollars', () => {
   it('admits cap 0.3 − spent 0.1 ≥ estimate 0.2 and refuses 0.200001 (both stores, both commit paths)', async () => {
     for (const make of [() => new MemoryAdmissionStore(), () => new PgAdmissionStore(d.db)]) {
@@ -104,6 +145,28 @@ describe('kernel parity: budgets in micro-dollars', () => {
           'admitted',
         );
       }
+    }
+  });
+
+  // A cap written as "practically unlimited" (1e303: any finite number the create schema takes) overflowed the
+  // SQL guard's float8 product (cap × 1e6 > 1.8e308: SQLSTATE 22003, a 500 on POST /runs) where the kernel
+  // admitted: amounts count as at most MAX_USD in both.
+  it('admits under a usd cap past the float8 range of micro-dollars, and still refuses a spent one (both stores)', async () => {
+    for (const s of [new MemoryAdmissionStore(), new PgAdmissionStore(d.db)] as AdmissionStore[]) {
+      const t = `huge-${s.constructor.name}`;
+      await configureTenant(s, t, { budget: { usd: Number.MAX_VALUE }, maxConcurrent: 1000 });
+      expect(await outcome(s, task(t, `${t}-root`)), s.constructor.name).toBe('admitted');
+      const slice = { id: `${t}-s`, caps: { usd: 1e303 } };
+      expect(await outcome(s, task(t, `${t}-agent`, { kind: 'agent', envelope: slice }))).toBe('admitted');
+      const child = { cause: 'run' as const, causedByRunId: `${t}-agent` };
+      expect(await outcome(s, task(t, `${t}-c1`, child)), s.constructor.name).toBe('admitted');
+      await dequeue(s, 10_000, 0);
+      const big = { usd: 2e302, tokens: 0 };
+      expect(
+        (await release(s, { tenant: t, runId: `${t}-c1`, status: 'succeeded', actuals: big }, 0)).settled,
+      ).toBe(true);
+      // Spent 2e302 of 1e303 counts as spent MAX_USD of MAX_USD: refused, on both stores alike.
+      expect(await outcome(s, task(t, `${t}-c2`, child)), s.constructor.name).toBe('refused:402:envelope');
     }
   });
 
