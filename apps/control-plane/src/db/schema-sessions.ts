@@ -23,8 +23,14 @@ export interface SessionsTable {
   parked_at: Ts | null;
   trajectory_bytes: ColumnType<DbNumeric, DbNumeric | undefined, DbNumeric>;
   trajectory_truncated: ColumnType<boolean, boolean | undefined, boolean>;
-  /** Commands running in the compute (exec), migration 0026: the idle deadline of the last one to end is exact. */
-  execs_running: ColumnType<number, number | undefined, number>;
+}
+
+/** A command running in a session's compute (exec), migration 0032: counts until its timeout (`until`). */
+export interface SessionExecsTable {
+  tenant_id: string;
+  run_id: string;
+  exec_id: string;
+  until: Ts;
 }
 
 export interface TerminalTicketsTable {

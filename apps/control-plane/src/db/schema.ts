@@ -18,7 +18,12 @@ import type {
   RunnerPairingTokensTable,
   RunnersTable,
 } from './schema-runners.js';
-import type { SessionChannelsTable, SessionsTable, TerminalTicketsTable } from './schema-sessions.js';
+import type {
+  SessionChannelsTable,
+  SessionExecsTable,
+  SessionsTable,
+  TerminalTicketsTable,
+} from './schema-sessions.js';
 import type {
   TrajectoryDeletionsTable,
   TrajectoryPoliciesTable,
@@ -343,6 +348,7 @@ export interface Database {
   sessions: SessionsTable;
   session_channels: SessionChannelsTable;
   terminal_tickets: TerminalTicketsTable;
+  session_execs: SessionExecsTable;
   agents: AgentsTable;
   agent_versions: AgentVersionsTable;
   agent_turns: AgentTurnsTable;

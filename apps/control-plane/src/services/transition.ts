@@ -76,6 +76,12 @@ export interface TransitionExtras {
    * transition itself (its facts, `endedAt`) is still now.
    */
   intervalEndMs?: number;
+  /**
+   * The interval that ends here ran nothing: a parked session resumed only to be closed, in the same
+   * transaction. No executed segment is sealed (`resumed` → `closed`): the record claims no interval it did not
+   * hold.
+   */
+  nothingRan?: boolean;
   /** The record's close reason when it is not the status's own (a lost host closes `abandoned`). */
   closeReason?: 'completed' | 'abandoned' | 'failed' | 'cancelled';
   /** resume_input: the park's idle energy as its executor's model prices it (agents/energy.ts); estimated. */
@@ -164,7 +170,7 @@ export async function transitionTx(
   const ops: Operation[] = [];
   let attestationRow: Insertable<AttestationsTable> | null = null;
   const nowMs = Date.parse(at);
-  const endsInterval = from === 'running' && patch.status !== 'running';
+  const endsInterval = from === 'running' && patch.status !== 'running' && extras.nothingRan !== true;
   if (endsInterval) {
     const outcome =
       event.type === 'await_input'

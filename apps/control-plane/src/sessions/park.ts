@@ -23,7 +23,7 @@ import {
   type SessionCompute,
 } from './compute.js';
 import { OPEN_SESSION_WATTS, parkEnergyUj, SESSION_METER } from './meter.js';
-import { type Park, sessionOf } from './rows.js';
+import { execsCleared, type Park, sessionOf } from './rows.js';
 import type { SessionCore } from './service.js';
 import { ResumeInput } from './types.js';
 
@@ -73,11 +73,11 @@ export async function suspendSession(core: SessionCore, p: Principal, runId: str
             handle: null,
             park: JSON.stringify(park),
             parked_at: now,
-            execs_running: 0,
           })
           .where('tenant_id', '=', p.tenantId)
           .where('run_id', '=', runId)
           .execute();
+        await execsCleared(tx, p.tenantId, runId);
         // Released before the commit: a failed commit leaves an open row whose compute is gone (settled lost
         // at its next use), never compute no row names.
         await compute.driver.dispose(handle);
@@ -157,11 +157,11 @@ export async function resumeSession(
             parked_at: null,
             last_activity_at: now,
             idle_deadline: new Date(now.getTime() + session.idle_timeout_sec * 1000),
-            execs_running: 0,
           })
           .where('tenant_id', '=', p.tenantId)
           .where('run_id', '=', runId)
           .execute();
+        await execsCleared(tx, p.tenantId, runId);
         return { resumed, path: park.path };
       },
       1,

@@ -24,12 +24,16 @@ async function openSession(): Promise<string> {
   return (r.body.run as { id: string }).id;
 }
 const db = () => t.core.internals.deps.db;
-const row = (id: string) =>
-  db()
+/** The row's activity and deadline, and how many command marks count for it (`execs_running`). */
+const row = async (id: string) => {
+  const s = await db()
     .selectFrom('sessions')
-    .select(['last_activity_at', 'idle_deadline', 'execs_running'])
+    .select(['last_activity_at', 'idle_deadline'])
     .where('run_id', '=', id)
     .executeTakeFirstOrThrow();
+  const marks = await db().selectFrom('session_execs').select('exec_id').where('run_id', '=', id).execute();
+  return { ...s, execs_running: marks.length };
+};
 const at = (base: number, sec: number) => new Date(base + sec * 1000);
 const covers = (mark: Date, timeoutMs: number) => mark.getTime() + IDLE_SEC * 1000 + timeoutMs;
 
@@ -40,14 +44,14 @@ describe('a refused exec’s compensation', () => {
     const a = at(base, 1); // A's mark, then A reads the row …
     const before = await row(id);
     const b = at(base, 2); // … B marks, reads and starts (a 10-minute command) …
-    await execStarted(db(), 'default', id, b, 600_000);
-    await execStarted(db(), 'default', id, a, 60_000); // … then A starts, and is refused
-    await execRefused(db(), 'default', id, a, before);
+    await execStarted(db(), 'default', id, 'B', b, 600_000);
+    await execStarted(db(), 'default', id, 'A', a, 60_000); // … then A starts, and is refused
+    await execRefused(db(), 'default', id, 'A', a, before);
     const after = await row(id);
     expect(after.execs_running).toBe(1);
     expect(after.idle_deadline.getTime()).toBeGreaterThanOrEqual(covers(b, 600_000)); // B still covered
     expect(after.last_activity_at.getTime()).toBe(b.getTime());
-    await execEnded(db(), 'default', id, at(base, 30));
+    await execEnded(db(), 'default', id, 'B', at(base, 30));
     expect(await row(id)).toMatchObject({ execs_running: 0, idle_deadline: at(base, 30 + IDLE_SEC) });
     await call(t.app, 'POST', `/sandboxes/${id}/close`, { key: SESSION_ADMIN_KEY });
   }, 60_000);
@@ -56,9 +60,9 @@ describe('a refused exec’s compensation', () => {
     const id = await openSession();
     const mark = at(Date.now(), 1);
     const before = await row(id); // both read the row, then both start
-    await execStarted(db(), 'default', id, mark, 600_000); // B
-    await execStarted(db(), 'default', id, mark, 60_000); // A, refused
-    await execRefused(db(), 'default', id, mark, before);
+    await execStarted(db(), 'default', id, 'B', mark, 600_000); // B
+    await execStarted(db(), 'default', id, 'A', mark, 60_000); // A, refused
+    await execRefused(db(), 'default', id, 'A', mark, before);
     const after = await row(id);
     expect(after.execs_running).toBe(1);
     expect(after.idle_deadline.getTime()).toBeGreaterThanOrEqual(covers(mark, 600_000));
@@ -70,10 +74,10 @@ describe('a refused exec’s compensation', () => {
     const base = Date.now();
     const a = at(base, 1);
     const before = await row(id);
-    await execStarted(db(), 'default', id, at(base, 2), 600_000); // B starts …
-    await execStarted(db(), 'default', id, a, 60_000); // … A starts …
-    await execEnded(db(), 'default', id, at(base, 3)); // … B ends, A is refused
-    await execRefused(db(), 'default', id, a, before);
+    await execStarted(db(), 'default', id, 'B', at(base, 2), 600_000); // B starts …
+    await execStarted(db(), 'default', id, 'A', a, 60_000); // … A starts …
+    await execEnded(db(), 'default', id, 'B', at(base, 3)); // … B ends, A is refused
+    await execRefused(db(), 'default', id, 'A', a, before);
     expect(await row(id)).toMatchObject({
       execs_running: 0,
       last_activity_at: at(base, 3),
@@ -82,8 +86,8 @@ describe('a refused exec’s compensation', () => {
 
     const alone = await row(id);
     const c = at(base, 10);
-    await execStarted(db(), 'default', id, c, 60_000);
-    await execRefused(db(), 'default', id, c, alone);
+    await execStarted(db(), 'default', id, 'C', c, 60_000);
+    await execRefused(db(), 'default', id, 'C', c, alone);
     expect(await row(id)).toEqual(alone);
     await call(t.app, 'POST', `/sandboxes/${id}/close`, { key: SESSION_ADMIN_KEY });
   }, 60_000);

@@ -112,57 +112,89 @@ export async function markActive(ex: Executor, tenant: string, runId: string, no
       AND expires_at > ${now} AND idle_deadline > ${now}`.execute(ex);
 }
 
+/*
+ * A command's mark (`session_execs`, one row per exec): it counts from its start until its timeout
+ * (`until`), the latest the driver lets it run — past that, no command of it can still run, whichever
+ * replica started it. So a replica that dies mid-command leaves a mark that stops counting at its timeout;
+ * nothing has to notice the replica is gone. The exact idle deadline is then: the last traffic + idle
+ * timeout, but never before a counting mark's `until` + idle timeout (its command may still be running).
+ */
+
 /**
- * A command starts: one more running, and the idle deadline covers its timeout (never earlier than it was).
- * The activity mark never moves back: a command whose mark was taken before another's start does not hide it.
+ * A command starts: its mark, and the idle deadline covers its timeout (never earlier than it was). The
+ * activity mark never moves back: a command whose mark was taken before another's start does not hide it.
  */
 export async function execStarted(
   ex: Executor,
   tenant: string,
   runId: string,
+  execId: string,
   now: Date,
   timeoutMs: number,
 ): Promise<void> {
-  await sql`UPDATE sessions SET last_activity_at = GREATEST(last_activity_at, ${now}),
-      execs_running = execs_running + 1,
-      idle_deadline = GREATEST(idle_deadline, ${now}::timestamptz + make_interval(secs => idle_timeout_sec + ${timeoutMs / 1000}::float8))
-    WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open'`.execute(ex);
+  const until = new Date(now.getTime() + timeoutMs);
+  await sql`WITH s AS (UPDATE sessions SET last_activity_at = GREATEST(last_activity_at, ${now}),
+        idle_deadline = GREATEST(idle_deadline, ${until}::timestamptz + make_interval(secs => idle_timeout_sec))
+      WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open' RETURNING tenant_id, run_id)
+    INSERT INTO session_execs (tenant_id, run_id, exec_id, until)
+      SELECT tenant_id, run_id, ${execId}, ${until} FROM s`.execute(ex);
 }
 
 /**
- * A command ended: the last one running leaves the deadline at now + idle timeout (earlier than its start
- * set it: the timeout it covered is over); one ending while another still runs never moves it earlier.
+ * A command ended: its mark goes (with marks already past their timeout), and the deadline is now + idle
+ * timeout — or, while another mark still counts, that mark's `until` + idle timeout if later.
  */
-export async function execEnded(ex: Executor, tenant: string, runId: string, now: Date): Promise<void> {
-  await sql`UPDATE sessions SET last_activity_at = ${now}, execs_running = GREATEST(execs_running - 1, 0),
-      idle_deadline = CASE WHEN execs_running > 1
-        THEN GREATEST(idle_deadline, ${now}::timestamptz + make_interval(secs => idle_timeout_sec))
-        ELSE ${now}::timestamptz + make_interval(secs => idle_timeout_sec) END
-    WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open'`.execute(ex);
+export async function execEnded(
+  ex: Executor,
+  tenant: string,
+  runId: string,
+  execId: string,
+  now: Date,
+): Promise<void> {
+  await sql`WITH gone AS (DELETE FROM session_execs WHERE tenant_id = ${tenant} AND run_id = ${runId}
+        AND (exec_id = ${execId} OR until <= ${now}))
+    UPDATE sessions s SET last_activity_at = ${now},
+      idle_deadline = GREATEST(${now}::timestamptz + make_interval(secs => s.idle_timeout_sec),
+        (SELECT max(e.until) FROM session_execs e WHERE e.tenant_id = s.tenant_id AND e.run_id = s.run_id
+          AND e.exec_id <> ${execId} AND e.until > ${now}) + make_interval(secs => s.idle_timeout_sec))
+    WHERE s.tenant_id = ${tenant} AND s.run_id = ${runId} AND s.state = 'open'`.execute(ex);
 }
 
 /**
  * Undoes an execStarted at `marked` whose command was refused (the compute unreachable) — its own effect
- * only, relative to the row as it is now, never a value read before: one running fewer, and
- *  - another command still running: the activity and deadline stay (its cover stands; the last command's
- *    end sets the deadline to its end + idle timeout, which drops this one's cover too);
- *  - none: the activity as it was `before` if nothing marked the row since this start, else the later
- *    mark's; the deadline as it was `before`, or as the later mark's traffic moved it (mark + idle timeout).
+ * only, relative to the row as it is now, never a value read before: its mark goes, and
+ *  - the activity as it was `before` if nothing marked the row since this start and no other mark counts,
+ *    else as it is;
+ *  - the deadline as it was `before`, or as later traffic moved it (its mark + idle timeout) — never before
+ *    another counting mark's `until` + idle timeout.
  */
 export async function execRefused(
   ex: Executor,
   tenant: string,
   runId: string,
+  execId: string,
   marked: Date,
   before: { last_activity_at: Date; idle_deadline: Date },
 ): Promise<void> {
-  await sql`UPDATE sessions SET execs_running = GREATEST(execs_running - 1, 0),
-      last_activity_at = CASE WHEN execs_running <= 1 AND last_activity_at = ${marked}
-        THEN ${before.last_activity_at} ELSE last_activity_at END,
-      idle_deadline = CASE WHEN execs_running > 1 THEN idle_deadline
-        WHEN last_activity_at = ${marked} THEN ${before.idle_deadline}::timestamptz
-        ELSE GREATEST(${before.idle_deadline}::timestamptz, last_activity_at + make_interval(secs => idle_timeout_sec)) END
-    WHERE tenant_id = ${tenant} AND run_id = ${runId} AND state = 'open'`.execute(ex);
+  await sql`WITH gone AS (DELETE FROM session_execs WHERE tenant_id = ${tenant} AND run_id = ${runId}
+        AND exec_id = ${execId}),
+      other AS (SELECT max(until) AS until FROM session_execs WHERE tenant_id = ${tenant} AND run_id = ${runId}
+        AND exec_id <> ${execId} AND until > ${marked})
+    UPDATE sessions s SET
+      last_activity_at = CASE WHEN other.until IS NULL AND s.last_activity_at = ${marked}
+        THEN ${before.last_activity_at} ELSE s.last_activity_at END,
+      idle_deadline = GREATEST(
+        CASE WHEN s.last_activity_at = ${marked} THEN ${before.idle_deadline}::timestamptz
+          ELSE GREATEST(${before.idle_deadline}::timestamptz,
+            s.last_activity_at + make_interval(secs => s.idle_timeout_sec)) END,
+        other.until + make_interval(secs => s.idle_timeout_sec))
+    FROM other
+    WHERE s.tenant_id = ${tenant} AND s.run_id = ${runId} AND s.state = 'open'`.execute(ex);
+}
+
+/** The compute was released or replaced (park, resume): no command of it runs, its marks go. */
+export async function execsCleared(ex: Executor, tenant: string, runId: string): Promise<void> {
+  await ex.deleteFrom('session_execs').where('tenant_id', '=', tenant).where('run_id', '=', runId).execute();
 }
 
 /**

@@ -1,10 +1,11 @@
 // The sessions service: open (through the one gate, on the session lane), exec, touch, close, list, and
 // terminal tickets. Park/resume are in park.ts, the reaper in reaper.ts, the WebSocket in terminal.ts.
+import { randomUUID } from 'node:crypto';
 import { isPlacementError } from '@everdict/placement';
 import { extendExpiry } from '@everdict/run-model';
 import { withTx } from '../db/tx.js';
-import { ControlPlaneError, isControlPlaneError } from '../errors.js';
-import { rowToView, selectRunRows } from '../ledger/runs.js';
+import { ControlPlaneError, isControlPlaneError, notFound } from '../errors.js';
+import { findRun, rowToView, selectRunRows } from '../ledger/runs.js';
 import type { RunView } from '../ledger/views.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
@@ -19,7 +20,6 @@ import {
   provisionSession,
 } from './compute.js';
 import type { SessionLog } from './log.js';
-import { openEnergyUj, sessionUsd } from './meter.js';
 import { sessionPolicy } from './policy.js';
 import {
   dueAt,
@@ -29,7 +29,6 @@ import {
   holdsCompute,
   openForTerminal,
   requireChannel,
-  type SessionRow,
   sessionOf,
 } from './rows.js';
 import { type SettleContext, settleSession } from './settle.js';
@@ -45,6 +44,7 @@ import {
   type TicketView,
   TouchInput,
 } from './types.js';
+import { sessionView } from './view.js';
 
 /** The channels a session exposes when its opener names none. */
 const SESSION_CHANNELS: ['exec', 'terminal'] = ['exec', 'terminal'];
@@ -184,7 +184,8 @@ export class SessionService {
     const compute = computeOf(this.core, session.holder);
     const timeoutMs = input.timeoutMs ?? 60_000;
     // A command still running is traffic: the idle deadline covers its timeout.
-    await execStarted(deps.db, p.tenantId, runId, marked, timeoutMs);
+    const execId = randomUUID();
+    await execStarted(deps.db, p.tenantId, runId, execId, marked, timeoutMs);
     const started = performance.now();
     let view: ExecView;
     try {
@@ -232,11 +233,11 @@ export class SessionService {
         throw placementProblem(e);
       } else {
         // Refused (the compute unreachable, say): the row's activity as it was — a refusal changes nothing.
-        await execRefused(deps.db, p.tenantId, runId, marked, session).catch(() => undefined);
+        await execRefused(deps.db, p.tenantId, runId, execId, marked, session).catch(() => undefined);
         throw placementProblem(e);
       }
     }
-    await execEnded(deps.db, p.tenantId, runId, deps.clock());
+    await execEnded(deps.db, p.tenantId, runId, execId, deps.clock());
     // Answered only once recorded: a result the sealed trajectory would lack is a 503 the client sees.
     await log.exec(p.tenantId, runId, p.actor, input.command, view).catch((e: unknown) => {
       throw isControlPlaneError(e) && e.code === 'storage_unavailable'
@@ -287,7 +288,10 @@ export class SessionService {
         .where('run_id', '=', runId)
         .executeTakeFirstOrThrow();
     });
-    return this.#view(row, 'running', (await sessionPolicy(deps.db, p.tenantId)).sessionUsdPerHour);
+    const run = await findRun(deps.db, p.tenantId, runId);
+    if (!run) throw notFound('run', runId);
+    const { sessionUsdPerHour } = await sessionPolicy(deps.db, p.tenantId);
+    return sessionView(deps.db, row, run, sessionUsdPerHour, deps.clock());
   }
 
   /**
@@ -306,27 +310,43 @@ export class SessionService {
   /** GET /sandboxes: the tenant's open and parked sessions, with TTL left and what they burn. */
   async list(p: Principal): Promise<SessionView[]> {
     const { deps } = this.core;
-    const rows = await deps.db
+    const sessions = await deps.db
       .selectFrom('sessions')
-      .innerJoin('runs', 'runs.id', 'sessions.run_id')
-      .selectAll('sessions')
-      .select('runs.status as status')
-      .where('sessions.tenant_id', '=', p.tenantId)
-      .where('runs.status', 'not in', ['succeeded', 'failed', 'cancelled'])
-      .orderBy('sessions.opened_at', 'desc')
+      .selectAll()
+      .where('tenant_id', '=', p.tenantId)
+      .orderBy('opened_at', 'desc')
       .limit(1000)
       .execute();
+    if (sessions.length === 0) return [];
+    const runs = new Map(
+      (
+        await selectRunRows(deps.db)
+          .selectAll()
+          .where('tenant_id', '=', p.tenantId)
+          .where(
+            'id',
+            'in',
+            sessions.map((s) => s.run_id),
+          )
+          .where('status', 'not in', ['succeeded', 'failed', 'cancelled'])
+          .execute()
+      ).map((r) => [r.id, r]),
+    );
     const { sessionUsdPerHour } = await sessionPolicy(deps.db, p.tenantId);
-    return rows.map((r) => this.#view(r, r.status, sessionUsdPerHour));
+    const at = deps.clock();
+    const views: SessionView[] = [];
+    for (const s of sessions) {
+      const run = runs.get(s.run_id);
+      if (run) views.push(await sessionView(deps.db, s, run, sessionUsdPerHour, at));
+    }
+    return views;
   }
 
   async get(p: Principal, runId: string): Promise<SessionView> {
-    const { run, session } = await sessionOf(this.core.deps.db, p, runId);
-    return this.#view(
-      session,
-      run.status,
-      (await sessionPolicy(this.core.deps.db, p.tenantId)).sessionUsdPerHour,
-    );
+    const { deps } = this.core;
+    const { run, session } = await sessionOf(deps.db, p, runId);
+    const { sessionUsdPerHour } = await sessionPolicy(deps.db, p.tenantId);
+    return sessionView(deps.db, session, run, sessionUsdPerHour, deps.clock());
   }
 
   /** POST /runs/:id/terminal-ticket: creator or admin; single use, 30 s, bound to the run and the caller. */
@@ -359,33 +379,5 @@ export class SessionService {
       .where('id', '=', runId)
       .executeTakeFirstOrThrow();
     return rowToView(row);
-  }
-
-  #view(s: SessionRow, status: string, usdPerHour: number): SessionView {
-    const now = this.core.deps.clock().getTime();
-    const heldMs = now - s.opened_at.getTime();
-    const park = s.park as { address?: string } | null;
-    return {
-      id: s.run_id,
-      status,
-      state: s.state,
-      image: s.image,
-      createdBy: s.created_by,
-      holder: s.holder,
-      openedAt: s.opened_at.toISOString(),
-      expiresAt: s.expires_at.toISOString(),
-      ttlLeftSec: Math.max(0, (s.expires_at.getTime() - now) / 1000),
-      idleTimeoutSec: s.idle_timeout_sec,
-      idleDeadline: s.idle_deadline.toISOString(),
-      idleLeftSec: s.state === 'open' ? Math.max(0, (s.idle_deadline.getTime() - now) / 1000) : null,
-      lastActivityAt: s.last_activity_at.toISOString(),
-      burn: {
-        usdPerHour,
-        usd: sessionUsd(heldMs, usdPerHour),
-        energyUj: openEnergyUj(heldMs),
-        provenance: 'estimated',
-      },
-      snapshot: park?.address ?? null,
-    };
   }
 }

@@ -8,13 +8,14 @@
 import { isTerminalStatus, type RunStatus, type SessionEndReason } from '@everdict/run-model';
 import type { Hex } from '@everdict/runrecord';
 import { type Executor, withTx } from '../db/tx.js';
-import { rowToRun, selectRunRows } from '../ledger/runs.js';
+import { selectRunRows } from '../ledger/runs.js';
 import type { Deps } from '../services/context.js';
 import { transitionTx } from '../services/lifecycle.js';
 import { type ComputeSources, computeOf, disposeQuietly, handleOf } from './compute.js';
 import type { SessionLog } from './log.js';
-import { OPEN_SESSION_WATTS, parkEnergyUj, SESSION_METER, sessionUsd } from './meter.js';
+import { OPEN_SESSION_WATTS, SESSION_METER } from './meter.js';
 import { sessionPolicy } from './policy.js';
+import { sessionPrice } from './price.js';
 import type { Park, SessionRow } from './rows.js';
 import type { SnapshotStore } from './snapshots.js';
 
@@ -24,12 +25,6 @@ export interface SettleContext extends ComputeSources {
   readonly deps: Deps;
   readonly snapshots: SnapshotStore;
   readonly log: SessionLog;
-}
-
-/** When the session ends by itself: its expiry, or (open) its idle deadline if that comes first. */
-function endsAt(s: SessionRow): number {
-  const expires = s.expires_at.getTime();
-  return s.state === 'parked' ? expires : Math.min(expires, s.idle_deadline.getTime());
 }
 
 /** Settle one session; false when there was no row (already settled) or another replica holds it. */
@@ -64,16 +59,13 @@ export async function settleSession(
     end = why;
     const parked = s.park as Park | null;
     if (!isTerminalStatus(row.status as RunStatus)) {
-      const now = deps.clock();
       const policy = await sessionPolicy(tx, tenant);
-      const usage = rowToRun(row).usage;
       // Money and the record's energy for the time it was held: up to now, but never past its deadline — a
       // session is not open past its expiry (or, open, its idle deadline), however late the sweep (a backlog,
-      // every replica down).
-      const heldUntil = Math.min(now.getTime(), endsAt(s));
-      const cost = {
-        costUsd: usage.costUsd + sessionUsd(heldUntil - s.opened_at.getTime(), policy.sessionUsdPerHour),
-      };
+      // every replica down). Priced by `sessionPrice`, as GET /sandboxes shows it.
+      const price = sessionPrice(s, row, deps.clock().getTime(), policy.sessionUsdPerHour);
+      const heldUntil = price.heldUntilMs;
+      const cost = { costUsd: price.costUsd };
       if (end === 'lost') {
         await transitionTx(
           tx,
@@ -96,10 +88,10 @@ export async function settleSession(
           },
         );
       } else {
-        if (row.status === 'awaiting_input' && parked) {
+        const resumesPark = row.status === 'awaiting_input' && parked !== null && price.parkIdleUj !== null;
+        if (resumesPark) {
           // A parked session ends: the record resumes the park it holds (its idle energy counted, up to where
           // the money stops) and closes.
-          const parkedMs = Math.max(0, heldUntil - (s.parked_at ?? now).getTime());
           await transitionTx(
             tx,
             deps,
@@ -107,7 +99,7 @@ export async function settleSession(
             runId,
             { type: 'resume_input' },
             {
-              image: { root: parked.address as Hex, idleUj: parkEnergyUj(parkedMs, parked.bytes) },
+              image: { root: parked.address as Hex, idleUj: price.parkIdleUj },
               manifest: parked.manifest,
             },
           );
@@ -124,6 +116,8 @@ export async function settleSession(
             interval: { watts: OPEN_SESSION_WATTS, meter: SESSION_METER },
             // The record's interval stops where the money does (never before it started).
             intervalEndMs: heldUntil,
+            // A park resumed only to close ran nothing: resumed → closed, no executed interval.
+            nothingRan: resumesPark,
           },
         );
       }

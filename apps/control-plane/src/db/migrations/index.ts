@@ -30,6 +30,7 @@ import * as m0028 from './0028_subscription_enabled_at.js';
 import * as m0029 from './0029_agent_turn_declines.js';
 import * as m0030 from './0030_lost_attempts.js';
 import * as m0031 from './0031_agent_turn_fairness.js';
+import * as m0032 from './0032_session_exec_marks.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -62,6 +63,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0029_agent_turn_declines': m0029,
   '0030_lost_attempts': m0030,
   '0031_agent_turn_fairness': m0031,
+  '0032_session_exec_marks': m0032,
 };
 
 export const migrationProvider: MigrationProvider = {
