@@ -1,7 +1,7 @@
 // The bubblewrap command line of a sandbox: new user, pid, ipc, uts, cgroup and (unless the network is
 // granted) net namespaces; the image's root filesystem read-only; a private /proc, /dev and /tmp; the
 // workspace read-write at /workspace; --die-with-parent; a new session. Nothing else of the host is there.
-import { lstatSync, readlinkSync } from 'node:fs';
+import { accessSync, constants, lstatSync, readlinkSync } from 'node:fs';
 import type { NetworkGrant } from '@everdict/placement';
 import type { ResolvedImage } from './images.js';
 
@@ -69,3 +69,51 @@ export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/
 export const HOST_ENV: Readonly<Record<string, string>> = Object.freeze({
   PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
 });
+
+/**
+ * Variables the host's dynamic loader or libc act on (glibc's "unsecure" list and the families it reads):
+ * they must never be in bubblewrap's (or prlimit's) own environment, which runs on the host. They reach the
+ * command as `--setenv` arguments instead; every other variable goes in as bubblewrap's environment, which
+ * — unlike its argv — other host users cannot read (/proc/<pid>/environ is its user's and root's only).
+ */
+const LOADER_VARS = new Set([
+  'GCONV_PATH',
+  'GETCONF_DIR',
+  'HOSTALIASES',
+  'LOCALDOMAIN',
+  'LOCPATH',
+  'NIS_PATH',
+  'NLSPATH',
+  'RESOLV_HOST_CONF',
+  'RES_OPTIONS',
+  'TMPDIR',
+  'TZDIR',
+]);
+
+export function actsOnHost(name: string): boolean {
+  return /^(LD_|MALLOC_|GLIBC_)/.test(name) || LOADER_VARS.has(name);
+}
+
+const programs = new Map<string, string>();
+
+/**
+ * A host program's absolute path, looked up on the host's PATH (HOST_ENV) once: the environment bubblewrap
+ * and prlimit run with carries the caller's PATH, which must not choose them. A name not found stays as it
+ * is (its start then fails: spawn_failed).
+ */
+export function hostProgram(name: string): string {
+  if (name.includes('/')) return name;
+  const known = programs.get(name);
+  if (known) return known;
+  for (const dir of HOST_ENV.PATH!.split(':')) {
+    const path = `${dir}/${name}`;
+    try {
+      accessSync(path, constants.X_OK);
+      programs.set(name, path);
+      return path;
+    } catch {
+      // not here
+    }
+  }
+  return name;
+}

@@ -6,7 +6,14 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isDirectory, PlacementError, readTar, snapshotDirectory, writeTree } from '@everdict/placement';
+import {
+  isDirectory,
+  PlacementError,
+  readTar,
+  snapshotDirectory,
+  type TarEntry,
+  writeTree,
+} from '@everdict/placement';
 
 /** A local image name: lower-case, no `:` or `/` (so a registry reference never matches one). */
 export const IMAGE_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
@@ -51,6 +58,13 @@ export async function imageDigest(imagesDir: string, name: string): Promise<stri
   return digest;
 }
 
+/**
+ * Setuid and setgid bits are dropped on import: the image is a directory on the host, where a tarball's
+ * setuid-root file would be a root program for every host user; in a sandbox they do nothing (bubblewrap
+ * sets no_new_privs). The sticky bit and the rest of the mode are kept.
+ */
+const withoutSetId = (entry: TarEntry): TarEntry => ({ ...entry, mode: entry.mode & ~0o6000 });
+
 export interface ImportedImage {
   readonly name: string;
   readonly root: string;
@@ -59,8 +73,9 @@ export interface ImportedImage {
 
 /**
  * Adds (or replaces) the image `name` from a tarball (plain or gzip): extracted into a fresh directory
- * (no path escapes, no writes through symlinks, hard links copied, device files and fifos skipped), the
- * mount points the sandbox needs made (proc, dev, tmp, workspace), its digest computed, then swapped in.
+ * (no path escapes, no writes through symlinks, hard links copied, device files and fifos skipped, setuid
+ * and setgid bits dropped), the mount points the sandbox needs made (proc, dev, tmp, workspace), its digest
+ * computed, then swapped in.
  */
 export async function importImage(
   imagesDir: string,
@@ -77,7 +92,7 @@ export async function importImage(
     );
   }
   await mkdir(imagesDir, { recursive: true, mode: 0o755 });
-  const entries = await readTar(tarball, { skipSpecial: true });
+  const entries = (await readTar(tarball, { skipSpecial: true })).map(withoutSetId);
   const tag = randomBytes(6).toString('hex');
   const fresh = join(imagesDir, `.import-${name}-${tag}`);
   await mkdir(fresh, { mode: 0o755 });

@@ -65,6 +65,14 @@ export const ProcessDriverConfig = z.strictObject({
    * provisions (a runner's slots freed together) empties the pool faster than it refills under load.
    */
   readyPool: z.int().nonnegative().default(16),
+  /**
+   * The largest workspace archive `snapshot` reads (it is held in memory): past it the archiver is stopped
+   * and the snapshot refused (`output_capped`) — a sparse file costs a sandbox no disk, its archive all of it.
+   */
+  snapshotCapBytes: z
+    .int()
+    .positive()
+    .default(1024 * 1024 * 1024),
   /** How often a command's CPU time is checked against `limits.cpuTimeMs`. */
   cpuPollMs: z.int().positive().default(100),
 });

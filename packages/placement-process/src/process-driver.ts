@@ -50,7 +50,7 @@ import {
   writeRecord,
 } from './sandbox-state.js';
 import { Spawner } from './spawner/client.js';
-import { snapshotWorkspace } from './workspace-archive.js';
+import { restoreWorkspace, snapshotWorkspace } from './workspace-archive.js';
 import { makeWorkspaceDirectories } from './workspace-directories.js';
 
 export const PROCESS_DRIVER = 'process';
@@ -310,12 +310,16 @@ export class ProcessDriver implements Driver {
     // ended its namespace's init is often still in the cgroups, tearing the namespaces down (≈ 1 in 3 runs
     // here), and can no longer touch the workspace.
     const idle = box.running.size === 0 && !(await box.limits.active());
-    return snapshotWorkspace({ bwrap: this.config.bwrap, user: this.user }, box.record.workspace, idle);
+    return snapshotWorkspace(
+      { bwrap: this.config.bwrap, user: this.user, capBytes: this.config.snapshotCapBytes },
+      box.record.workspace,
+      idle,
+    );
   }
 
   async restore(handle: SandboxHandle, snapshot: Snapshot): Promise<void> {
     const box = await this.sandbox(handle);
-    await restoreDirectory(box.record.workspace, snapshot, this.owner());
+    await restoreWorkspace(box, snapshot, this.owner());
   }
 
   async usage(handle: SandboxHandle): Promise<SandboxUsage> {

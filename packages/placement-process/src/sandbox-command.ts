@@ -5,7 +5,7 @@
 // refused fork, and records why.
 import type { Duplex, Readable, Writable } from 'node:stream';
 import { type CommandBudget, PlacementError, wallTimer } from '@everdict/placement';
-import { HOST_ENV, sandboxCwd } from './bwrap-args.js';
+import { actsOnHost, hostProgram, sandboxCwd } from './bwrap-args.js';
 import { type Launch, launchInline, launchViaSpawner } from './launch.js';
 import type { CgroupHierarchy, LimitCounters, SandboxLimits } from './limits/limits.js';
 import { killedByCpuRlimit } from './limits/rlimit.js';
@@ -80,14 +80,21 @@ export class SandboxCommand {
     // fd 3: bubblewrap's status (--json-status-fd): the namespace init's pid once it is made, then the
     // command's exit status once it was exec'd and ended — none when bubblewrap itself failed (bwrapFailure).
     const hold = limits.joinsByPid ? ['--block-fd', '4'] : [];
-    // The command's environment goes in as bubblewrap arguments, never into bubblewrap's own environment:
-    // bubblewrap runs on the host, outside the namespaces, and must not see LD_PRELOAD and the like.
-    const vars = Object.entries(env).flatMap(([k, v]) => ['--setenv', k, v]);
+    // The command's environment is bubblewrap's own (it passes it on; its argv is every host user's to read,
+    // its environment is not), but for the variables the host's loader and libc act on: bubblewrap runs on
+    // the host, outside the namespaces, and must not see LD_PRELOAD and the like — those go in as arguments.
+    // Bubblewrap and prlimit are found on the host's PATH, never the caller's (hostProgram).
+    const own: Record<string, string> = {};
+    const vars: string[] = [];
+    for (const [k, v] of Object.entries(env)) {
+      if (actsOnHost(k)) vars.push('--setenv', k, v);
+      else own[k] = v;
+    }
+    const wrapper = limits.wrapper.map((arg, i) => (i === 0 ? hostProgram(arg) : arg));
     const full = [
-      ...limits.wrapper,
-      setup.bwrap,
+      ...wrapper,
+      hostProgram(setup.bwrap),
       ...setup.args,
-      '--clearenv',
       ...vars,
       '--chdir',
       sandboxCwd(cwd),
@@ -100,7 +107,7 @@ export class SandboxCommand {
     const request: SpawnRequest = {
       file: full[0]!,
       args: full.slice(1),
-      env: HOST_ENV,
+      env: own,
       user: setup.user,
       join: limits.joinsByPid ? limits.joinFiles : null,
       status: true,

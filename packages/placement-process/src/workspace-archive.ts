@@ -4,13 +4,25 @@
 // a command still running in the sandbox swap a directory for a symlink mid-walk and have root read host
 // files into the snapshot; from inside, a symlink can only lead to what the sandbox itself can see.
 import { spawn } from 'node:child_process';
-import { canonicalTar, PlacementError, type Snapshot, snapshotAddress, writeTar } from '@everdict/placement';
+import {
+  canonicalTar,
+  PlacementError,
+  removeTreeNoFollow,
+  restoreDirectory,
+  type Snapshot,
+  snapshotAddress,
+  type WriteTreeOptions,
+  writeTar,
+} from '@everdict/placement';
 import { HOST_ENV, sandboxArgs, WORKSPACE } from './bwrap-args.js';
+import type { Sandbox } from './held-sandbox.js';
 import { readableDirectoryEntries } from './workspace-directories.js';
 
 export interface ArchiveSetup {
   readonly bwrap: string;
   readonly user: { readonly uid: number; readonly gid: number } | null;
+  /** Past this many archive bytes the archiver is stopped: `output_capped` (default: no bound, tests). */
+  readonly capBytes?: number;
 }
 
 /**
@@ -43,7 +55,22 @@ export async function archiveWorkspace(setup: ArchiveSetup, workspace: string): 
   );
   const out: Buffer[] = [];
   const err: Buffer[] = [];
-  child.stdout.on('data', (c: Buffer) => out.push(c));
+  const capBytes = setup.capBytes ?? Number.POSITIVE_INFINITY;
+  let size = 0;
+  let capped = false;
+  child.stdout.on('data', (c: Buffer) => {
+    size += c.byteLength;
+    if (size <= capBytes) out.push(c);
+    else if (!capped) {
+      capped = true;
+      out.length = 0;
+      try {
+        process.kill(-child.pid!, 'SIGKILL'); // bubblewrap's process group (detached), its namespace with it
+      } catch {
+        // already gone
+      }
+    }
+  });
   child.stderr.on('data', (c: Buffer) => err.push(c));
   const code = await new Promise<number | null>((resolve, reject) => {
     child.on('error', reject);
@@ -51,6 +78,11 @@ export async function archiveWorkspace(setup: ArchiveSetup, workspace: string): 
   }).catch((e: Error) => {
     throw new PlacementError('spawn_failed', `could not start the archiver: ${e.message}`);
   });
+  if (capped) {
+    throw new PlacementError('output_capped', `the workspace's archive passed ${capBytes} bytes`, {
+      capBytes,
+    });
+  }
   if (code !== 0) {
     throw new PlacementError('spawn_failed', `the workspace could not be archived (tar exit ${code})`, {
       stderr: Buffer.concat(err).toString('utf8').slice(0, 2000),
@@ -58,4 +90,29 @@ export async function archiveWorkspace(setup: ArchiveSetup, workspace: string): 
   }
   const bytes = await canonicalTar(Buffer.concat(out), { skipSpecial: true });
   return { address: snapshotAddress(bytes), bytes };
+}
+
+/**
+ * Replaces a held sandbox's workspace with `snapshot` (restoreDirectory). A dispose that overtakes it answers
+ * `gone` and leaves nothing: not a raw ENOENT from its workspace removed under it, nor a workspace swapped
+ * back in after the removal (the label file is gone: nothing else would ever remove it).
+ */
+export async function restoreWorkspace(
+  box: Sandbox,
+  snapshot: Snapshot,
+  options: WriteTreeOptions,
+): Promise<void> {
+  const { id } = box.record.handle;
+  const gone = () => new PlacementError('gone', `sandbox ${id} was disposed during the restore`, { id });
+  try {
+    await restoreDirectory(box.record.workspace, snapshot, options);
+  } catch (e) {
+    if (box.disposed) throw gone();
+    throw e;
+  }
+  if (box.disposed) {
+    await box.removal;
+    await removeTreeNoFollow(box.record.workspace);
+    throw gone();
+  }
 }

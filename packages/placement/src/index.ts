@@ -54,6 +54,7 @@ export {
 } from './observe.js';
 export { CappedOutput, toBytes, utf8 } from './output.js';
 export { placementOf, type Rung, rungFor } from './placement-map.js';
+export { removeTreeNoFollow } from './remove-tree.js';
 export * from './session-channel.js';
 export { restoreDirectory, snapshotDirectory, verifiedSnapshotEntries } from './snapshot.js';
 export {

@@ -5,6 +5,7 @@ import { chmod, chown, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { snapshotAddress } from './address.js';
 import { PlacementError } from './errors.js';
+import { removeTreeNoFollow } from './remove-tree.js';
 import { Snapshot } from './spec.js';
 import type { TarEntry } from './tar/tar-entry.js';
 import { readTar } from './tar/tar-reader.js';
@@ -42,7 +43,10 @@ export async function verifiedSnapshotEntries(input: Snapshot): Promise<TarEntry
 
 /**
  * Replaces the contents of `dir` with a verified snapshot: written into a fresh sibling first, then
- * swapped in by rename. Any refusal (address, form, unsafe paths) happens before `dir` is touched.
+ * swapped in by rename. Any refusal (address, form, unsafe paths) happens before `dir` is touched. The old
+ * contents are removed without following symlinks (`removeTreeNoFollow`): a command still running there
+ * may swap a directory for a symlink to a host path mid-removal. What such a command keeps adding may be
+ * left as `.<dir>.old-<tag>` beside it (the swap is done either way).
  */
 export async function restoreDirectory(
   dir: string,
@@ -60,11 +64,11 @@ export async function restoreDirectory(
       await chown(fresh, options.owner.uid, options.owner.gid);
     }
     await writeTree(fresh, entries, options);
+    await rename(dir, old); // `dir` gone meanwhile (its sandbox disposed): nothing is swapped in
   } catch (e) {
     await rm(fresh, { recursive: true, force: true });
     throw e;
   }
-  await rename(dir, old);
   await rename(fresh, dir);
-  await rm(old, { recursive: true, force: true });
+  await removeTreeNoFollow(old);
 }

@@ -102,9 +102,14 @@ class V2Sandbox implements SandboxLimits {
   }
 
   async usage() {
-    const usec = keyedCount(this.cpuStat.readOr(), 'usage_usec');
+    // an unreadable cpu.stat (the cgroup gone) measured nothing: null, not 0 ms
+    const stat = this.cpuStat.readOr();
+    const usec = /^usage_usec\s/m.test(stat) ? keyedCount(stat, 'usage_usec') : null;
     const peak = this.memoryPeak.readOr().trim();
-    return { cpuTimeMs: usec / 1000, peakMemoryBytes: peak === '' ? null : Number(peak) };
+    return {
+      cpuTimeMs: usec === null ? null : usec / 1000,
+      peakMemoryBytes: peak === '' ? null : Number(peak),
+    };
   }
 
   async processes(): Promise<number[]> {
