@@ -29,6 +29,8 @@ const run = spawnSync('pnpm', ['exec', 'turbo', 'run', 'test', '--continue', ...
 
 let passed = 0;
 let failed = 0;
+// Where the time went: each package's wall time (its first file's start to its last file's end).
+const walls = [];
 let skipped = 0;
 const missing = [];
 const failures = [];
@@ -45,6 +47,15 @@ for (const r of reports) {
       failures.push(`${file.name.replace(root, '')} > ${t.fullName}\n    ${why}`);
     }
   }
+  const files = j.testResults ?? [];
+  if (files.length > 0) {
+    const start = Math.min(...files.map((f) => f.startTime ?? Infinity));
+    const end = Math.max(...files.map((f) => f.endTime ?? 0));
+    if (Number.isFinite(start) && end > start)
+      walls.push(
+        `${r.replace(root, '').replace('/.test-results/vitest.json', '')} ${((end - start) / 1000).toFixed(0)} s`,
+      );
+  }
   passed += j.numPassedTests ?? 0;
   failed += j.numFailedTests ?? 0;
   skipped += (j.numPendingTests ?? 0) + (j.numTodoTests ?? 0);
@@ -55,6 +66,7 @@ if (missing.length > 0) {
   failed += missing.length;
   console.error(`suites failed outside a test: ${missing.join(', ')}`);
 }
+if (walls.length > 0) console.log(`\ntest wall time per package: ${walls.join(', ')}`);
 // The closing lines are what a truncated CI log still shows: name every failed test and its first lines.
 if (failures.length > 0) console.log(`\nfailed tests:\n${failures.map((f) => `  ${f}`).join('\n')}`);
 console.log(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);

@@ -138,8 +138,10 @@ describe('everdict-runner against the real control plane', () => {
   });
 
   it('kill -9 of a runner mid-run: the run completes on a second runner, one executed segment', async () => {
-    const dirA = await pair(cp.url, cp.apiKey, 'bravo');
-    const dirB = await pair(cp.url, cp.apiKey, 'charlie');
+    const [dirA, dirB] = await Promise.all([
+      pair(cp.url, cp.apiKey, 'bravo'),
+      pair(cp.url, cp.apiKey, 'charlie'),
+    ]);
     const a = startRunner(dirA);
     runners.push(a);
     const id = await createCommandRun(['sh', '-c', 'if [ -e /proc/self ]; then sleep 4; fi; echo finished']);

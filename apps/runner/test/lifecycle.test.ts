@@ -188,8 +188,12 @@ describe('cancellation, network grants and accounts', () => {
     };
     const first = await startControlPlane({ dataDir, env });
     cps.push(first);
-    const a = startRunner(await pair(first.url, first.apiKey, 'r1', 2));
-    const b = startRunner(await pair(first.url, first.apiKey, 'r2', 2));
+    const [dirA, dirB] = await Promise.all([
+      pair(first.url, first.apiKey, 'r1', 2),
+      pair(first.url, first.apiKey, 'r2', 2),
+    ]);
+    const a = startRunner(dirA);
+    const b = startRunner(dirB);
     runners.push(a, b);
     // Both runners alive (a heartbeat each: their lease loops are polling) before the runs exist: a runner
     // still starting on a loaded machine would otherwise leave all four runs to the other one.

@@ -57,8 +57,8 @@ beforeAll(async () => {
     // starved for a few seconds on a loaded machine missed, losing a session the first two tests still use.
     env: { EVERDICT_SESSIONS: 'runner', EVERDICT_LEASE_MS: '15000', EVERDICT_SESSION_SWEEP_MS: '500' },
   });
-  dirA = await pair(cp.url, cp.apiKey, 'sess-a');
-  dirB = await pair(cp.url, cp.apiKey, 'sess-b');
+  // Both pairings at once (each a CLI process): they share nothing but the control plane.
+  [dirA, dirB] = await Promise.all([pair(cp.url, cp.apiKey, 'sess-a'), pair(cp.url, cp.apiKey, 'sess-b')]);
   idA = runnerIdOf(dirA);
   idB = runnerIdOf(dirB);
   runnerA = launch(dirA);

@@ -36,7 +36,9 @@ describe('the driver when the API server misbehaves', () => {
   });
 
   it('fails capacity() with spawn_failed when the quota list is never answered', async () => {
-    const d = await f.driver({ slots: 4, requestTimeoutMs: 300 });
+    // 1.5 s, not 300 ms: the list after the stall must be answered within it on a loaded machine too (300 ms
+    // failed there: "The user aborted a request" on the second capacity())
+    const d = await f.driver({ slots: 4, requestTimeoutMs: 1_500 });
     const ns = d.config.capacityNamespaces[0] as string;
     await d.podsIn(ns);
     f.server.stallRequests((r) => r.path === `/api/v1/namespaces/${ns}/resourcequotas`);
@@ -67,7 +69,8 @@ describe('the driver when the API server misbehaves', () => {
   });
 
   it('fails dispose with a PlacementError when the delete is never answered; a retry removes the pod', async () => {
-    const d = await f.driver({ slots: 4, requestTimeoutMs: 300 });
+    // 1.5 s, as above: the provision and the retried delete are answered within it on a loaded machine too
+    const d = await f.driver({ slots: 4, requestTimeoutMs: 1_500 });
     const ns = d.config.capacityNamespaces[0] as string;
     const h = await d.provision(labels('hung-delete'));
     f.server.stallRequests((r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${h.id}`));

@@ -1,7 +1,8 @@
 // The native spawner (native/spawner.c, built by native.ts): the default where a C compiler is,
 // built once into the state directory and reused, a small process; without a compiler the Node spawner
-// runs instead. The behaviour suites (spawner, pty, isolation, limits, …) run on whichever program is the
-// default; CI runs the package's suite again with EVERDICT_PLACEMENT_SPAWNER_PROGRAM=node (.ci/run).
+// runs instead. Every test here names its program (both, where both apply); the behaviour suites (spawner,
+// pty, isolation, limits, …) run on whichever program is the default, and CI runs them again with
+// EVERDICT_PLACEMENT_SPAWNER_PROGRAM=node (.ci/run).
 import { spawnSync } from 'node:child_process';
 import { chmodSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
@@ -144,12 +145,15 @@ describe('native spawner', () => {
     },
   );
 
-  it('reports a missing bubblewrap as spawn_failed, with no process left', async () => {
-    const driver = makeDriver({ bwrap: join(tempDir(), 'no-bwrap') });
-    const h = await driver.provision({ labels: labels() });
-    await refusal(driver.exec(h, ['true']), 'spawn_failed');
-    await driver.dispose(h);
-  });
+  it.each(['auto', 'node'] as const)(
+    'reports a missing bubblewrap as spawn_failed, with no process left (%s)',
+    async (program) => {
+      const driver = makeDriver({ bwrap: join(tempDir(), 'no-bwrap'), spawnerProgram: program });
+      const h = await driver.provision({ labels: labels() });
+      await refusal(driver.exec(h, ['true']), 'spawn_failed');
+      await driver.dispose(h);
+    },
+  );
 });
 
 describe('spawner descriptors', () => {
@@ -225,13 +229,16 @@ describe('spawner stdin', () => {
     },
   );
 
-  it('runs an exec with no input and one with input (the driver asks for stdin only then)', async () => {
-    const driver = makeDriver({});
-    const h = await driver.provision({ labels: labels() });
-    const none = await driver.exec(h, ['sh', '-c', 'cat; echo end']);
-    expect(utf8(none.stdout)).toBe('end\n');
-    const some = await driver.exec(h, ['sh', '-c', 'cat; echo end'], { stdin: 'x' });
-    expect(utf8(some.stdout)).toBe('xend\n');
-    await driver.dispose(h);
-  });
+  it.each(['auto', 'node'] as const)(
+    'runs an exec with no input and one with input (the driver asks for stdin only then) (%s)',
+    async (program) => {
+      const driver = makeDriver({ spawnerProgram: program });
+      const h = await driver.provision({ labels: labels() });
+      const none = await driver.exec(h, ['sh', '-c', 'cat; echo end']);
+      expect(utf8(none.stdout)).toBe('end\n');
+      const some = await driver.exec(h, ['sh', '-c', 'cat; echo end'], { stdin: 'x' });
+      expect(utf8(some.stdout)).toBe('xend\n');
+      await driver.dispose(h);
+    },
+  );
 });

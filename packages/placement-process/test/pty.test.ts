@@ -38,7 +38,9 @@ const SIZE_PER_LINE = [
   'stty -echo; echo ready; while read -r l; do echo "seen $l $(stty size)"; done; echo "done $(stty size)"',
 ];
 
-describe.each(['process', 'inline'] as const)('pty input order (spawner: %s)', (spawner) => {
+// Concurrent: each test has its own driver and sandbox (its own pid namespace: the loop killer sees only its
+// sandbox), and the two resize-loop tests each wait out RESIZE_ACK_TIMEOUT_MS (5 s) — together, not in turn.
+describe.concurrent.each(['process', 'inline'] as const)('pty input order (spawner: %s)', (spawner) => {
   it('applies a resize before the stdin written after it, and before the end of input after it', async () => {
     const driver = makeDriver({ spawner });
     const handle = await driver.provision({ labels: { tenant: 'pty', runId: spawner, kind: 'sandbox' } });
