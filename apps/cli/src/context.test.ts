@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { everdict } from '../test/capture.js';
 import { resolveConnection } from './context.js';
 import { SECRETS_FILE } from './stack/secrets.js';
 
@@ -41,5 +42,22 @@ describe('resolveConnection', () => {
     expect(resolveConnection({ url: 'https://everdict.example.com', key: 'evd_theirs' }, env).key).toBe(
       'evd_theirs',
     );
+  });
+});
+
+describe('a URL that is not one', () => {
+  it.each([
+    [['--url', 'localhost:8787', 'runs'], {}, /usage: --url localhost:8787 is not an http/],
+    [['--url', 'notaurl', 'runs'], {}, /usage: --url notaurl is not/],
+    [
+      ['runs'],
+      { EVERDICT_URL: 'ftp://127.0.0.1:8787' },
+      /usage: EVERDICT_URL ftp:\/\/127\.0\.0\.1:8787 is not/,
+    ],
+  ])('%j is a usage error (exit 2) before any call, not "unavailable"', async (args, extra, message) => {
+    const r = await everdict(args, { ...env, ...extra });
+    expect(r.err).toMatch(message);
+    expect(r.err).not.toMatch(/unavailable|\n\s+at /);
+    expect(r.code).toBe(2);
   });
 });

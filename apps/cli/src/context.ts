@@ -4,8 +4,9 @@
 
 import path from 'node:path';
 import { ClientError, createClient, type EverdictClient, errorFromResponse } from '@everdict/client';
+import { CliError } from './errors.js';
 import type { Io } from './io.js';
-import { readStackFile } from './stack/secrets.js';
+import { readStackFile, SECRETS_FILE } from './stack/secrets.js';
 
 export interface GlobalOptions {
   url?: string;
@@ -99,8 +100,29 @@ export function resolveConnection(
   return key ? { url, key } : { url };
 }
 
+/** Where the URL came from, for a usage error that names it. */
+function urlSource(opts: GlobalOptions, env: NodeJS.ProcessEnv): string {
+  if (opts.url !== undefined) return '--url';
+  if (env.EVERDICT_URL !== undefined) return 'EVERDICT_URL';
+  if (env.EVERDICT !== undefined) return 'EVERDICT';
+  return `the main job's ${SECRETS_FILE}`;
+}
+
+/** An http(s) URL of the control plane; anything else (`--url localhost:8787`, a typo) is a usage error (2). */
+function checkUrl(url: string, source: string): void {
+  let protocol = '';
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    /* not a URL */
+  }
+  if (protocol !== 'http:' && protocol !== 'https:')
+    throw new CliError('usage', `${source} ${url} is not an http:// or https:// URL of the control plane`);
+}
+
 export function makeContext(opts: GlobalOptions, io: Io): Context {
   const { url, key } = resolveConnection(opts, io.env);
+  checkUrl(url, urlSource(opts, io.env));
   const bounded: typeof fetch = (input, init) =>
     fetch(input, { ...init, signal: callSignal(io.env, io.signal) });
   const client = createClient({ baseUrl: url, ...(key ? { token: key } : {}), fetch: bounded });

@@ -358,6 +358,7 @@ describe('with the agent service: agent chat and the demo', () => {
     );
     expect(r.out).toMatch(/record: closed, account non_blocking, idle [1-9]\d* µJ while parked/);
     expect(r.out).not.toMatch(/agent conversation \(no agent service/);
+    expect(r.out).toMatch(/^ {3}terminal → exit 0: terminal-42$/m);
     expect(r.out).toMatch(/(\d+) verified, 0 did not/);
     expect(r.out).toMatch(/signed by control-plane [0-9a-f]{16}…/);
     // The agent turn's intervals are signed by the agent host's own key, verified trusting only it.

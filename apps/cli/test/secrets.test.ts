@@ -1,7 +1,7 @@
 // `<dataDir>/main-job.json` holds the admin key and service token the main job's data already uses: a file
 // that is not JSON, or not their shape, is refused as a usage error (exit 2) naming the file, and is never
 // overwritten with new keys.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
@@ -79,5 +79,21 @@ describe('main-job.json', () => {
     const again = loadOrCreateSecrets(dir, {});
     expect(again).toEqual({ ...first, created: false });
     expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ url: 'http://127.0.0.1:8787' });
+  });
+  it('a kept file readable by others (restored with cp: 0644) is narrowed to 0600 when the main job uses it', () => {
+    const file = fresh();
+    const secrets = {
+      apiKey: 'evd_the-key-the-data-uses-0123',
+      internalToken: 'int_the-token-of-the-data-0123',
+    };
+    writeFileSync(file, `${JSON.stringify(secrets)}\n`);
+    chmodSync(file, 0o644);
+    expect(loadOrCreateSecrets(dir, {})).toMatchObject({ ...secrets, created: false });
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    rmSync(file);
+    writeFileSync(file, `${JSON.stringify(secrets)}\n`);
+    chmodSync(file, 0o640);
+    recordUrl(dir, 'http://127.0.0.1:8787'); // the URL written into it after the start
+    expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 });

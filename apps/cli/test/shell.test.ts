@@ -3,7 +3,7 @@
 // the embedded session placement (`EVERDICT_SESSIONS=process`: a real bubblewrap sandbox). What goes into
 // the pty reaches the remote shell raw; the local terminal's size is the remote pty's, and a resize of it
 // (SIGWINCH) follows; the remote `exit 3` is the CLI's exit code 3. Then, in-process: stdin that is a pipe
-// ends as Ctrl-D, and a refused ticket is exit 3.
+// ends as Ctrl-D, a refused ticket is exit 3, and the demo's sandbox step opens a terminal too.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,8 +13,10 @@ import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Demo } from '../src/commands/demo.js';
+import { makeContext } from '../src/context.js';
 import { runCli } from '../src/program.js';
-import { everdict } from './capture.js';
+import { everdict, Sink } from './capture.js';
 
 const CLI = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const SCRIPT = '/usr/bin/script';
@@ -150,5 +152,18 @@ describe('sandbox shell through a real pty (script -qec)', () => {
     const r = await everdict(['sandbox', 'shell', id], env);
     expect(r.code).toBe(3);
     expect(r.err).toMatch(/^refused 409 /m);
+  }, 120_000);
+  it("the demo's sandbox step: exec, then a terminal over the ticket flow that runs what it types", async () => {
+    const stdout = new Sink();
+    const ctx = makeContext(
+      { url: cp.url, key: cp.apiKey },
+      { stdout, stderr: new Sink(), stdin: new PassThrough(), env: { PATH: process.env.PATH ?? '' } },
+    );
+    const demo = new Demo(ctx);
+    await demo.sandbox();
+    expect(stdout.text).toMatch(/exec → exit 0: hello from/);
+    expect(stdout.text).toMatch(/^ {3}terminal → exit 0: terminal-42$/m);
+    expect(stdout.text).toMatch(/run_\w+ closed/);
+    expect(demo.made).toHaveLength(1);
   }, 120_000);
 });

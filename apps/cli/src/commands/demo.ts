@@ -2,21 +2,32 @@
 // re-scored, a causal tree cancelled in one cascade, an envelope refusing fan-out, and — where this control
 // plane has the routes — an agent conversation that parks for an approval (listed by GET /runs/:id/input,
 // approved by POST) and resumes, and a sandbox with
-// exec. It prints what happened, then verifies EVERY record it made, locally, trusting the keys of the
+// exec and a terminal (the ticket flow `everdict sandbox shell` uses). It prints what happened, then verifies EVERY record it made, locally, trusting the keys of the
 // signers GET /keys lists. Exit 0 only if every step ran and every record verifies.
+import { PassThrough, Writable } from 'node:stream';
 import { ClientError } from '@everdict/client';
 import type { Command } from 'commander';
 import { pause } from '../backoff.js';
 import type { Context, Done } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
-import { line } from '../io.js';
+import { type Io, line } from '../io.js';
 import { answer, describePending, pendingInput } from './agent.js';
 import { type GroupSummary, scoreGroup, scoreTable, waitGroup } from './experiment.js';
 import { describeVerdict, verifyRun } from './record.js';
+import { openShell } from './shell.js';
 import { getRun, TERMINAL } from './watch.js';
 
 interface Created {
   run: { id: string; status: string };
+}
+
+/** What the demo's terminal printed. */
+class Collector extends Writable {
+  text = '';
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
+    this.text += chunk.toString('utf8');
+    cb();
+  }
 }
 
 const SLEEP = (ms: number) => ({ kind: 'analysis', subject: { config: { fn: 'sleep', ms } } });
@@ -236,9 +247,9 @@ export class Demo {
     }
   }
 
-  /** 5. A sandbox session (when the sessions routes exist): open, exec, close. */
+  /** 5. A sandbox session (when the sessions routes exist): open, exec, a terminal, close. */
   async sandbox(): Promise<void> {
-    this.say('== 5. sandbox session: open, exec, close');
+    this.say('== 5. sandbox session: open, exec, a terminal, close');
     try {
       const opened = await this.ctx.call<{ run?: { id: string }; id?: string }>('POST', '/sandboxes', {
         image: 'default',
@@ -251,6 +262,8 @@ export class Demo {
         command: ['sh', '-c', 'echo hello from $(hostname)'],
       });
       this.say(`   exec → exit ${r.exitCode}: ${(r.stdout ?? '').trim()}`);
+      if (r.exitCode !== 0) throw new CliError('run_failed', `the exec in ${id} exited ${r.exitCode}`);
+      await this.terminal(id);
       await this.ctx.call('POST', `/sandboxes/${id}/close`, {});
       this.say(`   ${id} closed`);
     } catch (e) {
@@ -260,6 +273,25 @@ export class Demo {
       );
       this.skipped.push('sandbox session (no sessions routes)');
     }
+  }
+
+  /**
+   * A terminal into the session, as `everdict sandbox shell` opens it (ticket, then the WebSocket), typed
+   * into from a pipe: the expansion runs remotely, so its result (42) is not in what was typed.
+   */
+  async terminal(id: string): Promise<void> {
+    const stdin = new PassThrough();
+    const stdout = new Collector();
+    const io: Io = { ...this.ctx.io, stdin, stdout };
+    stdin.end('echo terminal-$((6*7))\nexit 0\n');
+    const code = await openShell({ ...this.ctx, io }, id);
+    const shown = /terminal-42/.test(stdout.text);
+    this.say(`   terminal → exit ${code}: ${shown ? 'terminal-42' : '(no output)'}`);
+    if (code !== 0 || !shown)
+      throw new CliError(
+        'run_failed',
+        `the terminal of ${id} exited ${code}${shown ? '' : ' without its output'}`,
+      );
   }
 
   /**

@@ -5,6 +5,9 @@ import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { age, table } from '../table.js';
 
+/** The largest page `GET /runs` gives. */
+export const MAX_PAGE = 500;
+
 interface RunRow {
   id: string;
   kind: string;
@@ -27,7 +30,9 @@ interface ListOptions {
 }
 
 export async function runsCommand(ctx: Context, o: ListOptions): Promise<number> {
-  if (!/^\d+$/.test(o.limit)) throw new CliError('usage', '--limit is a whole number');
+  // The control plane's page bounds (1–500): outside them it is a usage error here, not a refusal (3).
+  if (!/^\d+$/.test(o.limit) || Number(o.limit) < 1 || Number(o.limit) > MAX_PAGE)
+    throw new CliError('usage', `--limit is a whole number from 1 to ${MAX_PAGE}`);
   const base = new URLSearchParams();
   if (o.kind) base.set('kind', o.kind);
   if (o.status) base.set('status', o.status);

@@ -76,25 +76,61 @@ export async function waitSettled(
   }
 }
 
-/** Tails the trajectory, one line per event on stdout, until sealed or `signal` aborts. */
+/** Events one trajectory stream sends before it ends `{status: "limit"}` (the control plane's default `limit`). */
+export const TRAJECTORY_PAGE = 10_000;
+
+/**
+ * Tails the trajectory, one line per event on stdout, until sealed or `signal` aborts. The stream ends after
+ * a page of events (`end` `{status: "limit"}`) and may drop: either way it is reopened after the last event
+ * it sent (`offset`), a drop after a pause (Backoff) — nothing skipped, nothing twice. A refusal (4xx) or an
+ * `error` event ends the tail with a line on stderr.
+ */
 export async function followTrajectory(ctx: Context, id: string, signal: AbortSignal): Promise<number> {
-  const url = `${ctx.url}/runs/${encodeURIComponent(id)}/trajectory/stream`;
+  const base = `${ctx.url}/runs/${encodeURIComponent(id)}/trajectory/stream`;
+  const backoff = new Backoff();
   let n = 0;
-  try {
-    for await (const e of streamEvents(url, ctx.key, signal, requestTimeoutMs(ctx.io.env))) {
-      if (e.event === 'end') break;
-      if (e.event === 'error') {
-        line(ctx.io.stderr, `trajectory: ${e.data}`);
-        break;
+  let offset = 0;
+  while (!signal.aborted) {
+    let end: string | undefined;
+    try {
+      const url = offset === 0 ? base : `${base}?offset=${offset}`;
+      for await (const e of streamEvents(url, ctx.key, signal, requestTimeoutMs(ctx.io.env))) {
+        if (e.event === 'end') {
+          end = endStatus(e.data) ?? 'sealed';
+          break;
+        }
+        if (e.event === 'error') {
+          line(ctx.io.stderr, `trajectory: ${e.data}`);
+          return n;
+        }
+        if (e.event !== 'trajectory.event') continue;
+        backoff.reset();
+        n++;
+        if (e.id !== undefined && /^\d+$/.test(e.id)) offset = Number(e.id) + 1;
+        line(ctx.io.stdout, describeTraceEvent(e.id, e.data));
       }
-      if (e.event !== 'trajectory.event') continue;
-      n++;
-      line(ctx.io.stdout, describeTraceEvent(e.id, e.data));
+      if (end === 'limit') continue; // the next page, at once
+      if (end !== undefined || signal.aborted) return n; // sealed, or the run ended without a trajectory
+      // Closed without an `end` (a draining control plane, a proxy): reopened after a pause.
+      await pause(backoff.delay(), signal);
+    } catch (err) {
+      if (signal.aborted) return n;
+      if (!transient(err)) {
+        line(ctx.io.stderr, `trajectory unavailable: ${(err as Error).message}`);
+        return n;
+      }
+      await pause(backoff.delay((err as ClientError).retryAfterSeconds), signal);
     }
-  } catch (err) {
-    if (!signal.aborted) line(ctx.io.stderr, `trajectory unavailable: ${(err as Error).message}`);
   }
   return n;
+}
+
+function endStatus(data: string): string | undefined {
+  try {
+    return (JSON.parse(data) as { status?: string }).status;
+  } catch {
+    return undefined;
+  }
 }
 
 export function describeTraceEvent(id: string | undefined, data: string): string {

@@ -4,7 +4,7 @@
 // exists but is not JSON of that shape is refused (usage, exit 2) and never overwritten: the data the stack
 // already holds uses the key in it.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { CliError } from '../errors.js';
@@ -47,6 +47,18 @@ function readStored(file: string): z.infer<typeof Stored> | undefined {
   return parsed.data;
 }
 
+/**
+ * The file holds the admin key: readable by its owner only. A kept file with a wider mode (restored with
+ * `cp`, unpacked from an archive) is narrowed to 0600 — `writeFileSync`'s `mode` applies only to a new file.
+ */
+function ownerOnly(file: string): void {
+  try {
+    if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+  } catch {
+    /* not ours to change (another owner): left as it is */
+  }
+}
+
 export function loadOrCreateSecrets(
   dataDir: string,
   env: NodeJS.ProcessEnv,
@@ -62,7 +74,7 @@ export function loadOrCreateSecrets(
     mkdirSync(dataDir, { recursive: true });
     // `wx`: never over a file that appeared meanwhile.
     writeFileSync(file, `${JSON.stringify(stored, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
-  }
+  } else ownerOnly(file);
   return {
     apiKey: env.EVERDICT_BOOTSTRAP_API_KEY ?? stored.apiKey,
     internalToken: env.EVERDICT_INTERNAL_TOKEN ?? stored.internalToken,
@@ -86,4 +98,5 @@ export function recordUrl(dataDir: string, url: string): void {
   const file = path.join(dataDir, SECRETS_FILE);
   const v = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
   writeFileSync(file, `${JSON.stringify({ ...v, url }, null, 2)}\n`, { mode: 0o600 });
+  ownerOnly(file);
 }

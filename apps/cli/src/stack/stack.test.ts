@@ -3,6 +3,7 @@
 // rejection left that process running with no main job to stop it (holding the port and the data dir).
 // Runs the real built control plane (apps/control-plane/dist/main.js).
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -74,4 +75,34 @@ describe('startStack', () => {
     leaked.push(...running);
     expect(running).toEqual([]);
   }, 30_000);
+  it('a port another server listens on is refused before anything starts (not "healthy" through it)', async () => {
+    // Another server on the port that answers /healthz 200, as a second main job would.
+    const other = http.createServer((_req, res) => res.end('{"status":"ok"}'));
+    const port = await new Promise<number>((resolve) =>
+      other.listen(0, '127.0.0.1', () => resolve((other.address() as net.AddressInfo).port)),
+    );
+    const paths = defaultPaths({});
+    const dir = path.join(dataDir, 'port-taken');
+    try {
+      const outcome = await startStack({
+        dataDir: dir,
+        port,
+        env: { PATH: process.env.PATH ?? '' },
+        paths,
+        healthTimeoutMs: 120_000,
+      }).then(
+        async (stack) => {
+          await stack.stop();
+          return 'started';
+        },
+        (e: unknown) => e,
+      );
+      expect(String(outcome)).toMatch(
+        new RegExp(`port ${port} on 127\\.0\\.0\\.1 is not free \\(EADDRINUSE\\)`),
+      );
+      expect(existsSync(path.join(dir, 'main-job.json'))).toBe(false); // no keys minted for it
+    } finally {
+      await new Promise((r) => other.close(r));
+    }
+  }, 180_000);
 });

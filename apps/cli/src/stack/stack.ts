@@ -3,6 +3,7 @@
 // EVERDICT_MODEL_BASE_URL), with a seeded admin key and a generated internal token; waits for health,
 // prints the console URL and the key; stop() (Ctrl-C) stops every part.
 import { mkdirSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { pause } from '../backoff.js';
 import { defaultPaths, type PartPaths, passThrough } from './parts.js';
@@ -99,13 +100,32 @@ function agentArgs(agentMain: string, url: string, dataDir: string, env: NodeJS.
   return [...args, '--script', script];
 }
 
+/**
+ * Refuses a port something already listens on. Otherwise the health check below would be answered by that
+ * other server (another main job, say): "healthy", a banner with a key it does not know, then a failure
+ * that names the agent, not the port.
+ */
+async function checkPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  const inUse = await new Promise<string | null>((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+    probe.listen(port, host, () => probe.close(() => resolve(null)));
+  });
+  if (inUse)
+    throw new StackError(
+      `port ${port} on ${host} is not free (${inUse}): is another \`everdict start\` running? Stop it, or pick another port with --port (0: any free port)`,
+    );
+}
+
 export async function startStack(o: StackOptions): Promise<Stack> {
   const paths = o.paths ?? defaultPaths(o.env);
   const status = o.onStatus ?? (() => undefined);
+  const host = o.host ?? '127.0.0.1';
+  await checkPortFree(host, o.port);
   const secrets = loadOrCreateSecrets(o.dataDir, o.env);
   const logDir = path.join(o.dataDir, 'logs');
   const embeddedRunner = o.env.EVERDICT_RUNNER !== 'external';
-  const host = o.host ?? '127.0.0.1';
   const base = passThrough(o.env);
   const backing: Record<string, string> = {
     ledger: o.env.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : `PGlite in ${path.join(o.dataDir, 'pglite')}`,

@@ -4,7 +4,9 @@
 // and the detail's streams and says so; a dropped feed is retried with a growing backoff and a 401 on
 // reconnect stops it; a refused saved key is forgotten with the reason shown, an unreachable control plane
 // keeps it; a busy tenant's page keeps its newest 500 runs; the facts pane keeps its last 400 lines and shows
-// times in the viewer's time zone.
+// times in the viewer's time zone; the trajectory pane follows a live run past the stream's page of 10,000
+// events; a cut facts stream is reopened after the last fact shown; a run's re-read that answers late never
+// replaces a newer one.
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, listen, login } from '../../test/console-browser.js';
@@ -201,5 +203,103 @@ describe('console: the live feed and a long session (headless Chromium)', () => 
     const lines = ((await p.textContent('#d-facts')) ?? '').split('\n').filter(Boolean);
     expect(lines.length).toBe(400);
     expect(lines[0]).toContain('run.note600');
+  });
+  it("the trajectory pane stays live past the stream's page of 10,000 events", async () => {
+    const p = await freshPage();
+    await login(p, base, (await memberKey()).key);
+    const run = await queuedRun();
+    // 10,050 spans exported into the live run's trajectory (OTLP/HTTP JSON, in bodies under the body limit).
+    const total = 10_050;
+    const now = BigInt(Date.now()) * 1_000_000n;
+    for (let from = 0; from < total; from += 150) {
+      const spans = Array.from({ length: Math.min(150, total - from) }, (_, j) => from + j).map((i) => ({
+        traceId: '0af7651916cd43dd8448eb211c80319c',
+        spanId: `b7ad6b7169${String(i + 1).padStart(6, '0')}`,
+        name: `step-${i + 1}`,
+        kind: 1,
+        startTimeUnixNano: String(now + BigInt(i) * 1_000_000n),
+        endTimeUnixNano: String(now + BigInt(i + 1) * 1_000_000n),
+        attributes: [],
+        status: {},
+      }));
+      const r = await call(t.app, 'POST', '/v1/traces', {
+        body: {
+          resourceSpans: [
+            {
+              resource: { attributes: [{ key: 'everdict.run_id', value: { stringValue: run } }] },
+              scopeSpans: [{ scope: { name: 'console-test' }, spans }],
+            },
+          ],
+        },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+    }
+    await p.locator(`#rows [data-run="${run}"]`).click();
+    // The last span shown, or the pane stopped at the page's end.
+    await expect
+      .poll(
+        async () => {
+          const state = (await p.textContent('#d-traj-state')) ?? '';
+          const text = (await p.textContent('#d-traj')) ?? '';
+          return text.includes(`"step-${total}"`) || /limit/.test(state) ? 'settled' : 'waiting';
+        },
+        { timeout: 120_000, interval: 250 },
+      )
+      .toBe('settled');
+    expect(await p.textContent('#d-traj-state')).toBe('live');
+    const lines = ((await p.textContent('#d-traj')) ?? '').split('\n').filter(Boolean);
+    expect(lines.length).toBe(400); // the pane keeps its last 400
+    expect(lines.at(-1)).toContain(`"step-${total}"`);
+    expect(lines[0]).toContain(`"step-${total - 399}"`); // nothing twice, nothing skipped at the page's end
+  });
+
+  it('a cut facts stream is reopened after the last fact shown (after=), nothing twice', async () => {
+    const p = await freshPage();
+    await login(p, base, (await memberKey()).key);
+    const run = await queuedRun();
+    const at = new Date().toISOString();
+    const fact = (i: number) =>
+      `id: ${i}\nevent: run.note\ndata: ${JSON.stringify({ id: String(i), kind: `run.note${i}`, at })}\n\n`;
+    const asked: string[] = [];
+    await p.route(`**/runs/${run}/events**`, (route) => {
+      const url = route.request().url();
+      asked.push(new URL(url).search);
+      // First connection: three facts, then the connection ends without `end` (a proxy cut it).
+      const body =
+        asked.length === 1
+          ? [1, 2, 3].map(fact).join('')
+          : `${[4, 5].map(fact).join('')}event: end\ndata: {}\n\n`;
+      return route.fulfill({ status: 200, headers: { 'content-type': 'text/event-stream' }, body });
+    });
+    await p.locator(`#rows [data-run="${run}"]`).click();
+    await expect.poll(() => p.textContent('#d-facts'), { timeout: 60_000 }).toContain('run.note5\n');
+    const notes = ((await p.textContent('#d-facts')) ?? '').match(/run\.note\d+/g);
+    expect(notes).toEqual(['run.note1', 'run.note2', 'run.note3', 'run.note4', 'run.note5']);
+    expect(asked).toEqual(['', '?after=3']);
+  });
+  it("a run's re-read answering after a newer one does not put the older status back", async () => {
+    const p = await freshPage();
+    await login(p, base, (await memberKey()).key);
+    // The first re-read of the run (the page reads it when its `run.queued` fact arrives) is held back until a
+    // later re-read (after the cancel) has answered.
+    let runId = '';
+    let held: (() => Promise<void>) | undefined;
+    await p.route(/\/runs\/run_[0-9a-z]+$/, async (route) => {
+      const answer = await route.fetch();
+      if (runId && route.request().url().endsWith(`/runs/${runId}`) && held === undefined) {
+        held = () => route.fulfill({ response: answer });
+        return;
+      }
+      await route.fulfill({ response: answer });
+    });
+    runId = await queuedRun();
+    await expect.poll(() => held !== undefined, { timeout: 30_000 }).toBe(true);
+    expect((await call(t.app, 'POST', `/runs/${runId}/cancel`)).status).toBe(200);
+    const badge = p.locator(`#rows [data-run="${runId}"] [data-status]`);
+    await expect.poll(() => badge.getAttribute('data-status'), { timeout: 30_000 }).toBe('cancelled');
+    await held?.();
+    // Every flush has answered (the held one included): the row still says what the newest read said.
+    await expect.poll(() => p.evaluate(() => document.body.dataset.flushing), { timeout: 30_000 }).toBe('0');
+    expect(await badge.getAttribute('data-status')).toBe('cancelled');
   });
 });

@@ -142,7 +142,19 @@ function touchRun(id) {
   pendingRuns.add(id);
   if (flushTimer === null) flushTimer = setTimeout(flush, 150);
 }
+/** Flushes under way (each runs on its own): `data-flushing` on <body>, 0 when the page has all it asked for. */
+let flushing = 0;
+/** A re-read answer older than what the page holds (two re-reads of one run can answer out of order). */
+const older = (run, held) => held !== undefined && Date.parse(run.updatedAt) < Date.parse(held.updatedAt);
 async function flush() {
+  document.body.dataset.flushing = String(++flushing);
+  try {
+    await flushRuns();
+  } finally {
+    document.body.dataset.flushing = String(--flushing);
+  }
+}
+async function flushRuns() {
   flushTimer = null;
   const ids = [...pendingRuns];
   pendingRuns.clear();
@@ -150,6 +162,7 @@ async function flush() {
     ids.map(async (id) => {
       try {
         const run = await state.conn.call('GET', `/runs/${encodeURIComponent(id)}`);
+        if (older(run, state.runs.get(id))) return; // a later re-read already answered: kept
         const fresh = !state.runs.has(id);
         state.runs.set(id, run);
         if (fresh && !groupOf(id)) groupsDirty = true;

@@ -1,7 +1,7 @@
 // The run detail pane: a run's head, causal tree, record verdict, facts and trajectory (both live), and for a
 // held-open session a terminal. `createDetail` is given the console's state and the few console functions it
 // calls back (the row list's render, the refused-key stop), so this module imports nothing from console.js.
-import { ApiError, errorEvent } from '/console/assets/live.js';
+import { ApiError, backoff, errorEvent, sleep } from '/console/assets/live.js';
 import { openTerminal } from '/console/assets/terminal.js';
 import {
   clock,
@@ -18,9 +18,28 @@ const $ = (id) => document.getElementById(id);
 /** Lines a facts/trajectory pane keeps. */
 const MAX_LOG_LINES = 400;
 
-/** One line into a facts/trajectory pane, which keeps its last MAX_LOG_LINES. */
+/** Lines waiting for the next frame, by pane. */
+const pendingLines = new WeakMap();
+
+/**
+ * One line into a facts/trajectory pane, which keeps its last MAX_LOG_LINES. Lines are written once a frame
+ * (one layout, one scroll), so a stream of thousands of events does not stall the page.
+ */
 function appendLine(out, line) {
-  out.append(`${line}\n`);
+  let lines = pendingLines.get(out);
+  if (!lines) {
+    lines = [];
+    pendingLines.set(out, lines);
+    requestAnimationFrame(() => writeLines(out));
+  }
+  lines.push(`${line}\n`);
+  if (lines.length > MAX_LOG_LINES) lines.shift();
+}
+
+function writeLines(out) {
+  const lines = pendingLines.get(out) ?? [];
+  pendingLines.delete(out);
+  out.append(...lines);
   while (out.childNodes.length > MAX_LOG_LINES) out.firstChild.remove();
   out.scrollTop = out.scrollHeight;
 }
@@ -142,32 +161,85 @@ export function createDetail({ state, render, keyRefused, isRefusal }) {
     return e instanceof ApiError ? `${e.code}: ${e.message}` : `disconnected: ${e?.message ?? e}`;
   }
 
-  async function loadFacts(id, signal) {
-    const out = $('d-facts');
-    try {
-      await state.conn.stream(
-        `/runs/${encodeURIComponent(id)}/events`,
-        (e) => {
-          if (e.event === 'end') return;
-          if (e.event === 'error') throw errorEvent(e);
-          const f = JSON.parse(e.data);
-          appendLine(out, `${clock(f.at)} ${f.kind}`);
-        },
-        signal,
-      );
-    } catch (e) {
-      const why = streamFailure(e, signal);
-      if (why) appendLine(out, `(${why})`);
+  /**
+   * A failure a detail stream is reopened after (no answer, a 5xx, 429, the stream cut); a refusal (4xx, the
+   * key refused included) is final.
+   */
+  const retryable = (e) => !(e instanceof ApiError) || e.status === 0 || e.status >= 500 || e.status === 429;
+
+  /**
+   * Follows one detail stream until it ends for good or the pane closes: `open(good)` reads one connection from
+   * where the last one stopped (calling `good()` on each event: the backoff starts over) and answers how it
+   * ended (`'end'`, `'next'`: reopen at once, undefined: cut). A cut or retryable failure
+   * is reopened after `backoff` from where it stopped; `onRetry(ms, why)` before each wait. Answers the
+   * final failure (shown by the caller), or null.
+   */
+  async function reopening(signal, open, onRetry) {
+    let attempt = 0;
+    while (!signal.aborted) {
+      let ended;
+      let why = 'disconnected';
+      try {
+        ended = await open(() => {
+          attempt = 0;
+        });
+      } catch (e) {
+        if (signal.aborted) return null;
+        if (!retryable(e)) return e;
+        why = e instanceof ApiError ? `${e.code}: ${e.message}` : `disconnected: ${e?.message ?? e}`;
+      }
+      if (ended === 'end' || signal.aborted) return null;
+      if (ended === 'next') continue;
+      const ms = backoff(attempt++);
+      onRetry(ms, why);
+      await sleep(ms, signal);
     }
+    return null;
   }
 
+  /** The run's facts; a cut stream is reopened after the last fact shown (`after`: nothing twice). */
+  async function loadFacts(id, signal) {
+    const out = $('d-facts');
+    let after;
+    const failure = await reopening(
+      signal,
+      async (good) => {
+        let ended;
+        const q = after === undefined ? '' : `?after=${encodeURIComponent(after)}`;
+        await state.conn.stream(
+          `/runs/${encodeURIComponent(id)}/events${q}`,
+          (e) => {
+            if (e.event === 'end') {
+              ended = 'end';
+              return;
+            }
+            if (e.event === 'error') throw errorEvent(e);
+            good();
+            if (e.id) after = e.id;
+            const f = JSON.parse(e.data);
+            appendLine(out, `${clock(f.at)} ${f.kind}`);
+          },
+          signal,
+        );
+        return ended;
+      },
+      (ms, why) => appendLine(out, `(${why}; reconnecting in ${Math.ceil(ms / 1000)} s)`),
+    );
+    const why = failure && streamFailure(failure, signal);
+    if (why) appendLine(out, `(${why})`);
+  }
+
+  /**
+   * The run's trajectory, live. The stream ends after a page of events (`end` `{status: "limit"}`) and may be
+   * cut: either way it is reopened after the last event shown (`offset`), so a long run stays live to its end.
+   */
   async function loadTrajectory(id, signal) {
     const out = $('d-traj');
     const status = $('d-traj-state');
     const terminalBytes = terminalDecoder();
     status.textContent = 'live';
     let n = 0;
-    let ended = false;
+    let offset = 0;
     const settledGrace = setInterval(() => {
       const run = state.runs.get(id);
       if (run && ['succeeded', 'failed', 'cancelled'].includes(run.status) && n === 0) {
@@ -175,39 +247,47 @@ export function createDetail({ state, render, keyRefused, isRefusal }) {
       }
     }, 2000);
     try {
-      await state.conn.stream(
-        `/runs/${encodeURIComponent(id)}/trajectory/stream`,
-        (e) => {
-          if (e.event === 'end') {
-            ended = true;
-            // sealed: the store sealed it; ended: the run ended with no event; limit: the stream's cap
-            const why = JSON.parse(e.data).status;
-            status.textContent =
-              why === 'ended'
-                ? 'no trajectory recorded'
-                : why === 'limit'
-                  ? 'stream limit reached'
-                  : 'sealed';
-            return;
-          }
-          if (e.event === 'error') throw errorEvent(e);
-          if (e.event !== 'trajectory.event') return;
-          n++;
-          const ev = JSON.parse(e.data);
-          const { type, ts, ...rest } = ev;
-          const text = terminalBytes(ev) ?? JSON.stringify(rest);
-          appendLine(
-            out,
-            `${String(e.id).padStart(4)} ${type} ${text.length > 300 ? `${text.slice(0, 297)}…` : text}`,
-          );
-        },
+      const failure = await reopening(
         signal,
+        async (good) => {
+          let ended;
+          await state.conn.stream(
+            `/runs/${encodeURIComponent(id)}/trajectory/stream?offset=${offset}`,
+            (e) => {
+              if (e.event === 'end') {
+                // sealed: the store sealed it; ended: the run ended with no event; limit: one page sent
+                const why = JSON.parse(e.data).status;
+                if (why === 'limit') {
+                  ended = 'next';
+                  return;
+                }
+                ended = 'end';
+                status.textContent = why === 'ended' ? 'no trajectory recorded' : 'sealed';
+                return;
+              }
+              if (e.event === 'error') throw errorEvent(e);
+              if (e.event !== 'trajectory.event') return;
+              good();
+              if (status.textContent !== 'live') status.textContent = 'live';
+              n++;
+              if (/^\d+$/.test(String(e.id))) offset = Number(e.id) + 1;
+              const ev = JSON.parse(e.data);
+              const { type, ts, ...rest } = ev;
+              const text = terminalBytes(ev) ?? JSON.stringify(rest);
+              appendLine(
+                out,
+                `${String(e.id).padStart(4)} ${type} ${text.length > 300 ? `${text.slice(0, 297)}…` : text}`,
+              );
+            },
+            signal,
+          );
+          return ended;
+        },
+        (ms, why) => (status.textContent = `${why}; reconnecting in ${Math.ceil(ms / 1000)} s`),
       );
-      if (!ended && !signal.aborted) status.textContent = 'disconnected';
-    } catch (e) {
-      if (e.code === 'not_found') status.textContent = 'no trajectory';
+      if (failure?.code === 'not_found') status.textContent = 'no trajectory';
       else {
-        const why = streamFailure(e, signal);
+        const why = failure && streamFailure(failure, signal);
         if (why) status.textContent = why;
       }
     } finally {

@@ -93,7 +93,8 @@ export function backoff(attempt, random = Math.random) {
   return Math.round(base * (0.5 + random() / 2));
 }
 
-const sleep = (ms, signal) =>
+/** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
+export const sleep = (ms, signal) =>
   new Promise((resolve) => {
     const t = setTimeout(resolve, ms);
     signal.addEventListener(
