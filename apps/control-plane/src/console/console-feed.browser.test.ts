@@ -299,7 +299,9 @@ describe('console: the live feed and a long session (headless Chromium)', () => 
     await expect.poll(() => badge.getAttribute('data-status'), { timeout: 30_000 }).toBe('cancelled');
     await held?.();
     // Every flush has answered (the held one included): the row still says what the newest read said.
-    await expect.poll(() => p.evaluate(() => document.body.dataset.flushing), { timeout: 30_000 }).toBe('0');
+    await expect
+      .poll(() => p.evaluate<string | undefined>('document.body.dataset.flushing'), { timeout: 30_000 })
+      .toBe('0');
     expect(await badge.getAttribute('data-status')).toBe('cancelled');
   });
 });
