@@ -37,28 +37,33 @@ describe.runIf(LIVE_PG)('placement answers on two replicas', { timeout: 120_000 
     await live?.drop();
   });
 
-  it('a drain and a revoke on A clear B’s remembered positives; after the revoke B refuses', async () => {
+  it('a drain and a revoke on A clear B’s remembered positives; after each B refuses', async () => {
     const admin = await a.services.auth.authenticate(KEY);
     const onB = () =>
       b.services.runs.create(admin, { kind: 'command', subject: { command: ['true'] } }).then(
         () => 'created',
         (e: { code?: string }) => e.code,
       );
-    const { token } = await a.services.runners!.mintPairingToken(admin, { name: 'r' });
-    const r = await a.services.runners!.pair({
-      token,
-      publicKey: generateSigningKey(randomBytes(32)).publicKey,
-      name: 'r',
-      capabilities: CAPS,
-    });
+    const pair = async (name: string) => {
+      const { token } = await a.services.runners!.mintPairingToken(admin, { name });
+      return a.services.runners!.pair({
+        token,
+        publicKey: generateSigningKey(randomBytes(32)).publicKey,
+        name,
+        capabilities: CAPS,
+      });
+    };
     const cacheB = placeableCache(b.internals.deps);
+    const drained = await pair('drained');
     expect(await onB()).toBe('created');
     expect(cacheB.size).toBe(1);
-    await a.services.runners!.drain(admin, r.runnerId);
+    await a.services.runners!.drain(admin, drained.runnerId);
     await eventually(async () => (cacheB.size === 0 ? true : undefined));
-    expect(await onB()).toBe('created'); // a draining runner stays in the placement index
+    expect(await onB()).toBe('no_placement'); // a draining runner leaves the placement index
+    const revoked = await pair('revoked');
+    expect(await onB()).toBe('created');
     expect(cacheB.size).toBe(1);
-    await a.services.runners!.revoke(admin, r.runnerId);
+    await a.services.runners!.revoke(admin, revoked.runnerId);
     await eventually(async () => (cacheB.size === 0 ? true : undefined));
     expect(await onB()).toBe('no_placement');
   });

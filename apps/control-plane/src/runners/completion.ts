@@ -5,6 +5,7 @@
 import type { RunEvent } from '@everdict/run-model';
 import type { AttestationBody, Hex } from '@everdict/runrecord';
 import { canonicalLine, StreamingDigest } from '@everdict/trajectory-store';
+import { sql } from 'kysely';
 import type { SlotSettlement } from '../admission-store/sql/settle.js';
 import type { Tx } from '../db/tx.js';
 import { isRetryable, withTx } from '../db/tx.js';
@@ -34,7 +35,7 @@ import {
   releaseLeases,
 } from './completion-rows.js';
 import { noStore, parse } from './intervals.js';
-import type { RunnerIdentity } from './registry.js';
+import { type RunnerIdentity, runnerMaySee } from './registry.js';
 import { CompleteInput } from './schemas.js';
 
 /** The events an interval appended to the run's trajectory (its journal), in order, read back page by page. */
@@ -240,14 +241,21 @@ async function settleCompletion(
   const { read, events, settles, writes } = batch;
   // Lock order of the lease rule: the run row (by id: ids are unique across tenants), then its lease.
   const row = read ? read.row : await lockRunById(tx, runId);
-  if (!row) throw staleLease(runId, input.epoch, null);
-  // A repeat of a completion that already settled this run with this very attestation, by this runner.
-  if (row.status !== 'running' && row.attempt === input.epoch && body.signature?.key === runner.publicKey) {
+  // Another tenant's run is, to a tenant-scoped runner, as a run that does not exist (nothing of it answered).
+  if (!row || !runnerMaySee(runner, row.tenant_id)) throw staleLease(runId, input.epoch, null);
+  // A repeat of a completion that already settled this run with this very attestation, by this runner: the
+  // stored attestation's signature, not only its address (which does not cover the signature), is the one
+  // presented — a copy of another runner's attestation re-signed (or just re-labelled) with this runner's
+  // key is not a repeat.
+  const sig = body.signature;
+  if (row.status !== 'running' && row.attempt === input.epoch && sig?.key === runner.publicKey) {
     const done = await tx
       .selectFrom('attestations')
       .select('address')
       .where('run_id', '=', runId)
       .where('address', '=', address)
+      .where(sql<string>`body->'signature'->>'key'`, '=', sig.key)
+      .where(sql<string>`body->'signature'->>'sig'`, '=', sig.sig)
       .executeTakeFirst();
     if (done) return row;
   }

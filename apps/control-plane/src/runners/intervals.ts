@@ -13,7 +13,7 @@ import { mapStoreErrors } from '../trajectory/errors.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { holdRunner } from './completion-rows.js';
 import { assertRunnerLease } from './leases.js';
-import type { RunnerIdentity } from './registry.js';
+import { type RunnerIdentity, runnerMaySee } from './registry.js';
 import { ArtifactQuery, EventsInput } from './schemas.js';
 
 export const parse = <T>(
@@ -67,7 +67,8 @@ export async function appendRunnerEvents(
     .select('tenant_id')
     .where('id', '=', runId)
     .executeTakeFirst();
-  if (!owner) throw staleLease(runId, input.epoch, null);
+  // Another tenant's run is, to a tenant-scoped runner, as a run that does not exist (no epoch answered).
+  if (!owner || !runnerMaySee(runner, owner.tenant_id)) throw staleLease(runId, input.epoch, null);
   const tenant = owner.tenant_id;
   return trajectories.locks.run(tenant, runId, (ex) =>
     inTx(ex, async (tx) => {
@@ -150,14 +151,15 @@ export async function putArtifact(
   body: ReadableStream<Uint8Array> | null,
 ): Promise<{ path: string; address: string; size: number }> {
   const q = parse(ArtifactQuery, query);
-  await withTx(deps.db, (tx) => assertRunnerLease(tx, runner, runId, q.epoch));
-  if (!trajectories) throw noStore();
   const owner = await deps.db
     .selectFrom('runs')
     .select('tenant_id')
     .where('id', '=', runId)
     .executeTakeFirst();
-  if (!owner) throw staleLease(runId, q.epoch, null);
+  // Another tenant's run is, to a tenant-scoped runner, as a run that does not exist (no epoch answered).
+  if (!owner || !runnerMaySee(runner, owner.tenant_id)) throw staleLease(runId, q.epoch, null);
+  await withTx(deps.db, (tx) => assertRunnerLease(tx, runner, runId, q.epoch));
+  if (!trajectories) throw noStore();
   const source = body ? Readable.fromWeb(body as Parameters<typeof Readable.fromWeb>[0]) : Readable.from([]);
   const stored = await mapStoreErrors(() =>
     storeArtifact(trajectories.store.backend, owner.tenant_id, {

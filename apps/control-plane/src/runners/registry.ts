@@ -24,6 +24,10 @@ const secret = (prefix: string): string => `${prefix}${randomBytes(32).toString(
 
 export type RunnerState = 'active' | 'draining' | 'revoked';
 
+/** Whether `runner` may learn anything of a run of `tenant`: a shared runner any, a tenant-scoped one its own. */
+export const runnerMaySee = (runner: Pick<RunnerIdentity, 'tenantId'>, tenant: string): boolean =>
+  runner.tenantId === null || runner.tenantId === tenant;
+
 /** A runner as its credential resolves it. */
 export interface RunnerIdentity {
   id: string;
@@ -278,7 +282,7 @@ async function lockOwnRunner(tx: Tx, p: Principal, runnerId: string): Promise<Ru
 }
 
 /**
- * No new leases; current ones finish. Idempotent; a revoked runner stays revoked (409). Answers the
+ * No new leases (nor placements: its rows leave the placement index); current ones finish. Idempotent; a revoked runner stays revoked (409). Answers the
  * credential hash, for the caller to evict from its replica's cache (the others hear RUNNERS_CHANNEL).
  */
 export async function drainRunner(deps: Deps, p: Principal, runnerId: string): Promise<string> {
@@ -286,6 +290,9 @@ export async function drainRunner(deps: Deps, p: Principal, runnerId: string): P
     const row = await lockOwnRunner(tx, p, runnerId);
     if (row.state === 'revoked') throw new ControlPlaneError('conflict', `runner ${runnerId} is revoked`);
     await tx.updateTable('runners').set({ state: 'draining' }).where('id', '=', runnerId).execute();
+    // It takes no new runs, so it leaves the placement index: a run only it could take is 422 `no_placement`
+    // at the create door rather than admitted to wait queued for a runner that will never lease it.
+    await tx.deleteFrom('runner_images').where('runner_id', '=', runnerId).execute();
     await announceChange(tx, row.credential_hash);
     return row.credential_hash;
   });

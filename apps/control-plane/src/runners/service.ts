@@ -162,6 +162,8 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
     list: (p) => listRunners(deps, p),
     async drain(p, id) {
       waiters.credentials.evict(await drainRunner(deps, p, id));
+      // Its kinds and images place nothing more here (the other replicas clear theirs at the NOTIFY).
+      placeableCache(deps).clear();
       return viewOf(deps, p, id);
     },
     async revoke(p, id) {
