@@ -29,6 +29,11 @@ export interface ExecChannel {
   /** v5: tells the command its stdin ended. v4 cannot say so without closing the connection: returns false. */
   closeStdin(): boolean;
   resize(cols: number, rows: number): void;
+  /**
+   * Whether the connection is not being read because stdout or stderr holds unread output (back-pressure:
+   * the channel buffers at most about a stream's high-water mark and one frame, never the whole output).
+   */
+  readonly held: boolean;
   /** The final status, or null when the connection ended without one (the pod went away). */
   readonly status: Promise<V1Status | null>;
   close(): void;
@@ -131,15 +136,30 @@ function channelOn(socket: WebSocket): ExecChannel {
     resolveStatus = resolve;
   });
   let received: V1Status | null = null;
+  // Back-pressure: a stream whose reader is behind stops the socket (TCP then holds the sender back, as a
+  // child process's pipe would); reading resumes once both streams have drained.
+  let held = false;
+  const hold = () => {
+    if (held) return;
+    held = true;
+    socket.pause();
+  };
+  const release = () => {
+    if (!held || stdout.writableNeedDrain || stderr.writableNeedDrain) return;
+    held = false;
+    socket.resume();
+  };
+  stdout.on('drain', release);
+  stderr.on('drain', release);
   socket.on('message', (raw: Buffer, isBinary: boolean) => {
     if (!isBinary || raw.length === 0) return;
     const data = raw.subarray(1);
     switch (raw[0]) {
       case 1:
-        stdout.write(data);
+        if (!stdout.write(data)) hold();
         break;
       case 2:
-        stderr.write(data);
+        if (!stderr.write(data)) hold();
         break;
       case 3:
         try {
@@ -163,6 +183,9 @@ function channelOn(socket: WebSocket): ExecChannel {
     protocol,
     stdout,
     stderr,
+    get held() {
+      return held;
+    },
     write: (data) => send(0, data),
     closeStdin: () => {
       if (protocol !== V5) return false;

@@ -31,8 +31,8 @@ import {
   unsupported,
 } from '@everdict/placement';
 import { CoordinationV1Api, CoreV1Api, NetworkingV1Api, type V1Pod } from '@kubernetes/client-node';
-import { apiClient, apiFailure, code } from './api-clients.js';
-import { namespaceSlots } from './capacity.js';
+import { apiClient, apiFailure } from './api-clients.js';
+import { namespaceSlots, type Slots } from './capacity.js';
 import type { ChannelProtocol } from './exec-channel.js';
 import {
   type KubernetesDriverConfigInput,
@@ -43,6 +43,7 @@ import { labelsOf, labelValue, OWNER_KEY, selectorFor } from './labels.js';
 import { ensureNetworkPolicy } from './network-policy.js';
 import { OwnerLeases } from './owner-lease.js';
 import { AbandonedPods, createPod, InFlight } from './pod-create.js';
+import { deletePod } from './pod-delete.js';
 import {
   DRIVER_NAME,
   handleOf,
@@ -150,9 +151,15 @@ export class KubernetesDriver implements Driver {
           });
         });
     }
-    const capacity = await this.capacity();
-    if (capacity.slotsFree <= 0)
-      throw new PlacementError('capacity', 'no sandbox slot is free', { ...capacity });
+    // the slots of the namespace the pod goes to (not the sum over capacityNamespaces, which may not
+    // include it: with a namespace per tenant and no capacityNamespaces that sum is 0 and nothing ran)
+    const slots = await this.slotsIn(namespace);
+    if (slots.free <= 0)
+      throw new PlacementError('capacity', `no sandbox slot is free in ${namespace}`, {
+        namespace,
+        slotsTotal: slots.total,
+        slotsFree: slots.free,
+      });
     if (spec.network === 'none' && this.config.networkPolicy)
       await ensureNetworkPolicy(this.networking, namespace);
     await this.leases.hold(namespace).catch((error: unknown) => {
@@ -186,7 +193,8 @@ export class KubernetesDriver implements Driver {
         // ran, so an exec could come first; an init container would cost a container start instead.
         if (spec.directories.length > 0) await makeDirectories(target, spec.directories);
       } catch (error) {
-        await this.dispose(handle);
+        // the seeding failure is the answer; a dispose that fails too leaves the pod for reap
+        await this.dispose(handle).catch(() => this.held.delete(handle.id));
         throw error;
       }
     }
@@ -213,13 +221,26 @@ export class KubernetesDriver implements Driver {
     }
     const why = podProblem(pod);
     const unplaced = unschedulableReason(pod) !== undefined;
-    if (pod) await this.deletePod(pods, id, 0);
-    if (state === 'image_not_found') throw new PlacementError('image_not_found', why, { pod: id });
+    // a delete that fails leaves the pod an orphan of this instance (neither held nor provisioning once
+    // this provision returns), which the next reap removes; the refusal still says why the pod did not run
+    const cleanup = pod ? await this.removeRefused(pods, id) : 'not_found';
+    const detail = { pod: id, cleanup };
+    if (state === 'image_not_found') throw new PlacementError('image_not_found', why, detail);
     // still Pending because no node has room (and no autoscaler made some in startTimeoutMs): capacity
     if (state === 'pending' && unplaced) {
-      throw new PlacementError('capacity', `no node has room for the sandbox pod: ${why}`, { pod: id });
+      throw new PlacementError('capacity', `no node has room for the sandbox pod: ${why}`, detail);
     }
-    throw new PlacementError('spawn_failed', `the sandbox pod did not start: ${why}`, { pod: id, state });
+    throw new PlacementError('spawn_failed', `the sandbox pod did not start: ${why}`, { ...detail, state });
+  }
+
+  /** Delete (grace 0) a pod provision refuses: `deleted`, or `left_for_reap` when the delete failed. */
+  private async removeRefused(pods: PodWatch, id: string): Promise<'deleted' | 'left_for_reap'> {
+    try {
+      await this.deletePod(pods, id, 0);
+      return 'deleted';
+    } catch {
+      return 'left_for_reap';
+    }
   }
 
   /** A live sandbox's pod and how to run commands in it; `gone` when it no longer exists. */
@@ -315,28 +336,8 @@ export class KubernetesDriver implements Driver {
   }
 
   /** Delete with grace; if the pod is still there after `forceDeleteAfterMs`, delete it with grace 0. */
-  async deletePod(pods: PodWatch, name: string, graceSeconds: number): Promise<'graceful' | 'forced'> {
-    const namespace = pods.namespace;
-    const remove = async (grace: number) => {
-      try {
-        await this.core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: grace });
-      } catch (error) {
-        if (code(error) !== 404) throw error;
-      }
-    };
-    await remove(graceSeconds);
-    try {
-      await pods.waitFor(
-        name,
-        (p) => p === undefined,
-        graceSeconds === 0 ? this.config.startTimeoutMs : this.config.forceDeleteAfterMs,
-      );
-      return 'graceful';
-    } catch {
-      await remove(0);
-      await pods.waitFor(name, (p) => p === undefined, this.config.startTimeoutMs);
-      return 'forced';
-    }
+  deletePod(pods: PodWatch, name: string, graceSeconds: number): Promise<'graceful' | 'forced'> {
+    return deletePod(this.core, pods, name, graceSeconds, this.config);
   }
 
   async reap(selector: { labels: LabelSelector }): Promise<ReapedSandbox[]> {
@@ -377,17 +378,22 @@ export class KubernetesDriver implements Driver {
     let total = 0;
     let free = 0;
     for (const namespace of this.config.capacityNamespaces) {
-      const quotas = await this.core.listNamespacedResourceQuota({ namespace }).catch((error: unknown) => {
-        throw apiFailure(`cannot read the resource quotas of ${namespace}`, error, { namespace });
-      });
-      const live = (await this.podsIn(namespace))
-        .all()
-        .filter((p) => !['gone', 'failed'].includes(podState(p))).length;
-      const slots = namespaceSlots(quotas.items, live, this.config.maxSandboxes);
+      const slots = await this.slotsIn(namespace);
       total += slots.total;
       free += slots.free;
     }
     return { slotsTotal: total, slotsFree: free, mechanism: 'kubernetes' };
+  }
+
+  /** One namespace's sandbox slots: its ResourceQuotas, or the driver's cap less its live sandbox pods. */
+  private async slotsIn(namespace: string): Promise<Slots> {
+    const quotas = await this.core.listNamespacedResourceQuota({ namespace }).catch((error: unknown) => {
+      throw apiFailure(`cannot read the resource quotas of ${namespace}`, error, { namespace });
+    });
+    const live = (await this.podsIn(namespace))
+      .all()
+      .filter((p) => !['gone', 'failed'].includes(podState(p))).length;
+    return namespaceSlots(quotas.items, live, this.config.maxSandboxes);
   }
 
   /** Stop watching and give up the owner leases. Sandboxes stay (dispose them first, or reap them later). */

@@ -53,13 +53,23 @@ async function* fileLogs(
   };
   quiet();
   void channel.status.then(() => clearTimeout(timer));
+  // a caller that reads slowly holds the connection back (the channel stops reading it), never buffering
+  // the whole file here; while it does, silence is the caller's, not the node's: the timer waits
   channel.stdout.on('data', (d: Buffer) => {
     quiet();
-    if (!ended) sink.write(d);
+    if (!ended && !sink.write(d)) {
+      channel.stdout.pause();
+      clearTimeout(timer);
+    }
+  });
+  sink.on('drain', () => {
+    if (ended || !channel.stdout.isPaused()) return;
+    quiet();
+    channel.stdout.resume();
   });
   channel.stdout.on('end', end);
   channel.stderr.on('data', (d: Buffer) => {
-    quiet();
+    if (!channel.stdout.isPaused()) quiet();
     stderr.push(d);
   });
   const abort = () => {
@@ -67,10 +77,12 @@ async function* fileLogs(
     channel.close();
   };
   signal?.addEventListener('abort', abort, { once: true });
+  let read = false;
   try {
     for await (const chunk of sink) yield new Uint8Array(chunk as Buffer);
     if (stalled) throw stalled;
     if (signal?.aborted) return;
+    read = true;
     const exitCode = await settledOutcome(target, await channel.status, stderr.bytes());
     if (exitCode !== 0) {
       throw new PlacementError('spawn_failed', `the sandbox log cannot be read: ${utf8(stderr.bytes())}`, {
@@ -81,7 +93,10 @@ async function* fileLogs(
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener('abort', abort);
-    channel.close();
+    // a read given up early (aborted, stalled, the caller stopped) may hold the connection unread: a close
+    // handshake would wait behind the unread rest, so cut it
+    if (read) channel.close();
+    else channel.terminate();
   }
 }
 
