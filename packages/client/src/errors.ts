@@ -14,7 +14,15 @@ export const Problem = z
     rule: z.string().optional(),
     issues: z
       .array(
-        z.object({ code: z.string(), path: z.array(z.union([z.string(), z.number()])), message: z.string() }),
+        z.object({
+          code: z.string(),
+          /** The offending field: a parameter or header name, or the path into the body. */
+          path: z.array(z.union([z.string(), z.number()])),
+          /** Why the value is refused. */
+          message: z.string(),
+          /** Where the field is: query, path, header, cookie or body (open: an older server sends none). */
+          in: z.string().optional(),
+        }),
       )
       .optional(),
   })

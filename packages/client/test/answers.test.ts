@@ -48,6 +48,18 @@ beforeAll(async () => {
           }),
         );
         return;
+      case 'validation':
+        res.writeHead(400, { 'content-type': PROBLEM }).end(
+          JSON.stringify({
+            type: 'urn:everdict:problem:validation_failed',
+            title: 'Bad Request',
+            status: 400,
+            code: 'validation_failed',
+            detail: 'query parameter "limit": Invalid input: expected number, received NaN',
+            issues: [{ code: 'invalid_type', path: ['limit'], message: 'Invalid input', in: 'query' }],
+          }),
+        );
+        return;
       default:
         res.writeHead(404).end();
     }
@@ -98,6 +110,14 @@ describe('answers off the happy path arrive as ClientErrors', () => {
     expect(err).toMatchObject({ code: 'capacity_exceeded', status: 429, retryAfterSeconds: 7 });
     expect(err.problem).toMatchObject({ status: 429, rule: 'queue_depth', details: { limit: 3 } });
     expect(err.problem?.issues).toBeUndefined();
+  });
+  it('a schema refusal keeps the field it names: the detail as message, each issue with where it is', async () => {
+    const err = (await failure(clientFor('validation').GET('/healthz', {}))) as ClientError;
+    expect(err).toMatchObject({ code: 'validation_failed', status: 400 });
+    expect(err.message).toBe('query parameter "limit": Invalid input: expected number, received NaN');
+    expect(err.problem?.issues).toEqual([
+      { code: 'invalid_type', path: ['limit'], message: 'Invalid input', in: 'query' },
+    ]);
   });
 });
 

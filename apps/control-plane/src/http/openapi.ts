@@ -1,5 +1,7 @@
-// One router factory for every route group: validation failures become problem+json 400s with the
-// zod issues, and the OpenAPI document is generated from the same zod schemas the routes validate with.
+// One router factory for every route group: validation failures (query, path parameters, headers, body)
+// become problem+json 400s by one mapping (problem.ts `validationProblem`: the zod issues, each with its
+// field and where it is, and a `detail` naming the first), every route that validates input documents that
+// 400, and the OpenAPI document is generated from the same zod schemas the routes validate with.
 // A body the route declares `required` is required: a request without one is refused (400 malformed_json)
 // after the route's own middleware (authorization first) and before its validators — @hono/zod-openapi
 // alone would validate `{}` in its place, and a schema of defaults would then pass (`POST /api-keys` with no
@@ -8,7 +10,7 @@ import { JsonValue } from '@everdict/run-model';
 import { OpenAPIHono, type RouteConfig, z } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from './env.js';
-import { problem, sendProblem, validationProblem } from './problem.js';
+import { problem, problemResponses, sendProblem, validationProblem } from './problem.js';
 
 export function createRouter(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
@@ -20,10 +22,24 @@ export function createRouter(): OpenAPIHono<AppEnv> {
   const register = app.openapi;
   app.openapi = ((route: RouteConfig, ...rest: unknown[]) =>
     (register as (r: RouteConfig, ...a: unknown[]) => unknown)(
-      withRequiredBody(route),
+      withValidationRefusal(withRequiredBody(route)),
       ...rest,
     )) as typeof app.openapi;
   return app;
+}
+
+/** A route that validates any part of its request can answer that 400: documented on every such route. */
+function withValidationRefusal(route: RouteConfig): RouteConfig {
+  const r = route.request;
+  const validates =
+    r !== undefined &&
+    (r.params !== undefined ||
+      r.query !== undefined ||
+      r.headers !== undefined ||
+      r.cookies !== undefined ||
+      r.body !== undefined);
+  if (!validates || route.responses[400] !== undefined) return route;
+  return { ...route, responses: { ...route.responses, ...problemResponses(400) } };
 }
 
 /** A route whose body is `required` gets `requireBody` after its own middleware (so after its role check). */

@@ -14,11 +14,21 @@ import { isRangeIssue, toControlPlaneError } from '../services/boundary.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
+/** The part of the request an issue is about; `path` is then relative to it (a body field's, a parameter's name). */
+export const ISSUE_LOCATIONS = ['query', 'path', 'header', 'cookie', 'body'] as const;
+export type IssueLocation = (typeof ISSUE_LOCATIONS)[number];
+
 export const IssueSchema = z
   .object({
-    code: z.string(),
-    path: z.array(z.union([z.string(), z.number()])),
-    message: z.string(),
+    code: z.string().openapi({ description: "zod's issue code, e.g. invalid_type, too_small." }),
+    path: z.array(z.union([z.string(), z.number()])).openapi({
+      description: 'The offending field: a parameter or header name, or the path into the body.',
+    }),
+    message: z.string().openapi({ description: 'Why the value is refused.' }),
+    in: z
+      .enum(ISSUE_LOCATIONS)
+      .optional()
+      .openapi({ description: 'Where the field is: query, path, header, cookie or body.' }),
   })
   .openapi('ValidationIssue');
 
@@ -28,13 +38,23 @@ export const ProblemSchema = z
     title: z.string(),
     status: z.number().int(),
     code: z.string().openapi({ description: 'Stable machine-readable reason; switch on this.' }),
-    detail: z.string().optional(),
+    detail: z.string().optional().openapi({
+      description:
+        'For people; a schema refusal names its first offending field and why (`issues` lists all).',
+    }),
     rule: z.string().optional().openapi({ description: 'The admission rule that refused (402/429).' }),
-    issues: z.array(IssueSchema).optional(),
+    issues: z
+      .array(IssueSchema)
+      .optional()
+      .openapi({ description: 'A schema refusal (validation_failed, out_of_range): every offending field.' }),
     reason: z
       .string()
       .optional()
       .openapi({ description: 'Why a part is unavailable (503), e.g. runner_unreachable.' }),
+    details: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .openapi({ description: "The refusal's own facts (e.g. an admission rule's `retry` hint)." }),
   })
   .catchall(z.unknown())
   .openapi('Problem');
@@ -81,20 +101,61 @@ export function problemResponse(p: Problem, headers: Record<string, string> = {}
   });
 }
 
+/** hono's validation targets → the part of the request they read. */
+const TARGET_LOCATIONS: Readonly<Record<string, IssueLocation>> = {
+  query: 'query',
+  param: 'path',
+  header: 'header',
+  cookie: 'cookie',
+  json: 'body',
+  form: 'body',
+};
+
+const LOCATION_NOUNS: Readonly<Record<IssueLocation, string>> = {
+  query: 'query parameter',
+  path: 'path parameter',
+  header: 'header',
+  cookie: 'cookie',
+  body: 'body field',
+};
+
+type Issue = z.infer<typeof IssueSchema>;
+
 /** zod issues, trimmed to what a client needs (never the offending input echoed back). */
-export function zodIssues(error: ZodError): z.infer<typeof IssueSchema>[] {
+export function zodIssues(error: ZodError, location?: IssueLocation): Issue[] {
   return error.issues.slice(0, 50).map((i) => ({
     code: String(i.code),
     path: i.path.map((p) => (typeof p === 'symbol' ? String(p) : p)),
     message: i.message,
+    ...(location === undefined ? {} : { in: location }),
   }));
 }
 
-/** A schema refusal: `out_of_range` when every issue is a number outside its bounds, else `validation_failed`. */
-export function validationProblem(error: ZodError, where?: string): Problem {
+/** A readable line naming the first offending field and why, e.g. `query parameter "limit": Too small: …`. */
+function issuesDetail(issues: readonly Issue[], total: number, location?: IssueLocation): string {
+  const first = issues[0];
+  if (first === undefined) return `invalid ${location ?? 'request'}`;
+  const field = first.path.join('.');
+  const subject =
+    field === ''
+      ? `the ${location ?? 'request'}`
+      : `${location === undefined ? 'field' : LOCATION_NOUNS[location]} "${field}"`;
+  const more = total > 1 ? ` (and ${total - 1} more: see issues)` : '';
+  return `${subject}: ${first.message}${more}`;
+}
+
+/**
+ * A schema refusal: `out_of_range` when every issue is a number outside its bounds, else `validation_failed`.
+ * `target` is the validator's (query, param, header, cookie, json, form): the one mapping from zod issues to
+ * the problem for every part of a request — `issues` (each with its `path` and `in`) and a `detail` naming
+ * the first offending field and why.
+ */
+export function validationProblem(error: ZodError, target?: string): Problem {
   const code =
     error.issues.length > 0 && error.issues.every(isRangeIssue) ? 'out_of_range' : 'validation_failed';
-  return problem(code, where ? `invalid ${where}` : 'invalid request', { issues: zodIssues(error) });
+  const location = target === undefined ? undefined : TARGET_LOCATIONS[target];
+  const issues = zodIssues(error, location);
+  return problem(code, issuesDetail(issues, error.issues.length, location), { issues });
 }
 
 /** Throw a ready-made problem from a handler (app.onError renders it as is). */
