@@ -4,7 +4,9 @@
  *   <- {"t":"spawn","b":"<base64 of NUL-terminated fields>"}: id, flags (h hold, c control, w warm, u user,
  *      e stdin at end-of-file: our end of fd 0 closed at once, not sent, s status: fd 3 is bubblewrap's
  *      --json-status-fd, read to its end, its "exit-code" sent with the exit as "status"; h implies it),
- *      uid, gid, file, argc, args.., envc, env.., joinc, joins.., warm mount, warm controller
+ *      uid, gid, file, argc, args.., envc, env.., joinc, joins.., warm mount, warm controller, and with flag
+ *      a: fdargc, fdargs.. — written NUL-terminated to a memfd that becomes the child's fd 6 (bubblewrap's
+ *      --args 6 reads it to its end): arguments no process's command line shows
  *   -> {"t":"pid"|"init"|"failed"|"exit",...} (the exit once fd 3 has ended too) and {"cmd":"NODE_HANDLE","type":"net.Native","msg":{"t":"fd",..}}
  * Lines from Node it does not know (NODE_HANDLE_ACK) are skipped. One thread beside the loop writes
  * cgroup.procs (the first write after a quiet spell waits for an RCU grace period).
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -261,10 +264,28 @@ static void start(char *payload, size_t n) {
   int argc, envc, joinc;
   char **args = list(&f, &argc), **env = list(&f, &envc), **joins = list(&f, &joinc);
   char *mount = field(&f), *controller = field(&f);
+  int fdargc = 0;
+  char **fdargs = strchr(flags, 'a') ? list(&f, &fdargc) : NULL;
   if (hold && strchr(flags, 'w') && mount && controller) warm(mount, controller);
-  /* Sockets as libuv makes them for 'pipe' stdio: ours[i] stays here, theirs[i] becomes the child's fd i. */
-  int ours[6], theirs[6], used[6] = {1, 1, 1, status, hold, control};
-  for (int i = 0; i < 6; i++) ours[i] = theirs[i] = -1;
+  /* Sockets as libuv makes them for 'pipe' stdio: ours[i] stays here, theirs[i] becomes the child's fd i;
+   * theirs[6]: the memfd of fdargs, read from its start. */
+  int ours[7], theirs[7], used[6] = {1, 1, 1, status, hold, control};
+  for (int i = 0; i < 7; i++) ours[i] = theirs[i] = -1;
+  if (fdargs) {
+    if ((theirs[6] = memfd_create("bwrap-args", MFD_CLOEXEC)) < 0) { send_failed(id, "spawn", file, errno); goto fail; }
+    for (int i = 0; i < fdargc && fdargs[i]; i++) {
+      const char *p = fdargs[i];
+      size_t left = strlen(p) + 1; /* with its NUL */
+      while (left > 0) {
+        ssize_t w = write(theirs[6], p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) { send_failed(id, "spawn", file, errno); goto fail; }
+        p += w;
+        left -= (size_t)w;
+      }
+    }
+    if (lseek(theirs[6], 0, SEEK_SET) < 0) { send_failed(id, "spawn", file, errno); goto fail; }
+  }
   for (int i = 0; i < 6; i++) {
     int sv[2];
     if (!used[i]) continue;
@@ -297,16 +318,16 @@ static void start(char *payload, size_t n) {
     /* Dies with this process from its first instruction (after the uid change, which clears it): bubblewrap
      * sets it only after its clone. A parent gone already (getppid changed) is a death missed: exit. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != self) { child_err = ESRCH; _exit(127); }
-    int moved[6];
-    for (int i = 0; i < 6; i++) moved[i] = theirs[i] < 0 ? -1 : fcntl(theirs[i], F_DUPFD_CLOEXEC, 10);
-    for (int i = 0; i < 6; i++) if (moved[i] >= 0 && dup2(moved[i], i) < 0) { child_err = errno; _exit(127); }
+    int moved[7];
+    for (int i = 0; i < 7; i++) moved[i] = theirs[i] < 0 ? -1 : fcntl(theirs[i], F_DUPFD_CLOEXEC, 10);
+    for (int i = 0; i < 7; i++) if (moved[i] >= 0 && dup2(moved[i], i) < 0) { child_err = errno; _exit(127); }
     execve(path, argv, env);
     child_err = errno;
     _exit(127);
   }
   int err = pid < 0 ? errno : child_err;
   free(argv);
-  for (int i = 0; i < 6; i++) if (theirs[i] >= 0) close(theirs[i]);
+  for (int i = 0; i < 7; i++) if (theirs[i] >= 0) { close(theirs[i]); theirs[i] = -1; }
   if (eof) { close(ours[0]); ours[0] = -1; } /* the command reads end-of-file on its stdin */
   if (err) {
     if (pid > 0) waitpid(pid, NULL, 0);
@@ -343,11 +364,14 @@ static void start(char *payload, size_t n) {
   }
   free(args);
   free(env);
+  free(fdargs);
   return;
 fail:
-  for (int i = 0; i < 6; i++) if (ours[i] >= 0) close(ours[i]);
+  for (int i = 0; i < 7; i++) if (ours[i] >= 0) close(ours[i]);
+  for (int i = 0; i < 7; i++) if (theirs[i] >= 0) close(theirs[i]);
   free(args);
   free(env);
+  free(fdargs);
   free(joins);
   free(payload);
 }

@@ -20,6 +20,8 @@ export interface Sandbox {
   readonly created: boolean;
   /** The spec's directories this process made in the workspace, parents first (removal-hint). */
   made: readonly string[];
+  /** A restore was begun here: its dispose also removes what restores left beside the workspace. */
+  restored: boolean;
 }
 
 /** The sandbox of `record` with `limits`: `created` by this process, or adopted (its log counts what is there). */
@@ -49,5 +51,6 @@ export function heldSandbox(
     removal: null,
     created,
     made: [],
+    restored: false,
   };
 }

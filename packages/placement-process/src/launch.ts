@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { Duplex, PassThrough, type Readable, Writable } from 'node:stream';
-import type { Spawner, SpawnRequest } from './spawner/client.js';
+import { ARGS_FD, fdArgsBytes, type Spawner, type SpawnRequest } from './spawner/client.js';
 
 export interface ProcessEnd {
   readonly code: number | null;
@@ -204,19 +204,35 @@ function killOnExit(kill: () => void): () => void {
 export function launchInline(request: SpawnRequest, join: (pid: number) => void): Launch {
   const hold = request.join !== null;
   const statusFd = hold || request.status;
+  const fdArgs = request.fdArgs ?? null;
+  // a NUL byte would split an argument in two on fd 6: refused as child_process refuses one in argv
+  if (fdArgs?.some((a) => a.includes('\0')))
+    throw new TypeError('an argument, a variable or a path holds a NUL byte');
+  const fds: ('pipe' | 'ignore')[] = [
+    'pipe',
+    'pipe',
+    'pipe',
+    ...(statusFd ? (['pipe'] as const) : request.control ? (['ignore'] as const) : []),
+    ...(hold ? (['pipe'] as const) : request.control ? (['ignore'] as const) : []),
+    ...(request.control ? (['pipe'] as const) : []),
+  ];
+  if (fdArgs) {
+    while (fds.length < ARGS_FD) fds.push('ignore');
+    fds.push('pipe');
+  }
   const child = spawn(request.file, request.args, {
     detached: true,
     env: request.env,
-    stdio: [
-      'pipe',
-      'pipe',
-      'pipe',
-      ...(statusFd ? (['pipe'] as const) : request.control ? (['ignore'] as const) : []),
-      ...(hold ? (['pipe'] as const) : request.control ? (['ignore'] as const) : []),
-      ...(request.control ? (['pipe'] as const) : []),
-    ],
+    stdio: fds,
     ...(request.user ?? {}),
   });
+  const pipes = child.stdio as unknown as readonly (Writable | Readable | null | undefined)[];
+  const argsPipe = fdArgs ? ((pipes[ARGS_FD] as Writable | null | undefined) ?? null) : null;
+  if (fdArgs && argsPipe) {
+    // bubblewrap reads it to its end (--args): written, then our end closed
+    argsPipe.on('error', () => undefined);
+    argsPipe.end(fdArgsBytes(fdArgs), () => argsPipe.destroy());
+  }
   let error: Error | null = null;
   let init: number | null = null;
   const lines = new StatusLines();

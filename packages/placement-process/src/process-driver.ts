@@ -206,7 +206,9 @@ export class ProcessDriver implements Driver {
         box.made = makeWorkspaceDirectories(record.workspace, spec.directories, this.user);
       return box;
     } catch (e) {
-      await removeSandbox(await this.state(), record, this.backend.open(record.limits.paths, spec.limits));
+      await removeSandbox(await this.state(), record, this.backend.open(record.limits.paths, spec.limits), {
+        leftovers: spec.workspace !== undefined,
+      });
       this.sandboxes.delete(id);
       if (e instanceof PlacementError) throw e;
       throw new PlacementError('spawn_failed', `could not set up sandbox ${id}: ${(e as Error).message}`, {
@@ -340,11 +342,13 @@ export class ProcessDriver implements Driver {
       return;
     }
     const record = await readRecord(await this.state(), handle.id);
+    // not held here: what restores another instance made may be beside the workspace
     if (record)
       await removeSandbox(
         await this.state(),
         record,
         this.backend.open(record.limits.paths, record.handle.limits),
+        { leftovers: true },
       );
   }
 
@@ -362,8 +366,11 @@ export class ProcessDriver implements Driver {
   private async remove(box: Sandbox): Promise<string[]> {
     box.log.close();
     for (const c of box.running) c.kill({ kind: 'gone' });
+    // Restore leftovers are looked for (a listing of the workspaces' directory) only after a restore here, or
+    // for an adopted sandbox (another instance may have restored it): none otherwise.
     const removed = await removeSandbox(await this.state(), box.record, box.limits, {
       made: box.made,
+      leftovers: box.restored || !box.created,
       ...(box.created ? { logWritten: box.log.touched } : {}),
     });
     await Promise.all([...box.running].map((c) => c.exited));

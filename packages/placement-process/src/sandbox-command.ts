@@ -9,7 +9,7 @@ import { actsOnHost, hostProgram, sandboxCwd } from './bwrap-args.js';
 import { type Launch, launchInline, launchViaSpawner } from './launch.js';
 import type { CgroupHierarchy, LimitCounters, SandboxLimits } from './limits/limits.js';
 import { killedByCpuRlimit } from './limits/rlimit.js';
-import type { Spawner, SpawnRequest } from './spawner/client.js';
+import { ARGS_FD, type Spawner, type SpawnRequest } from './spawner/client.js';
 
 export type StopReason =
   | { readonly kind: 'timeout'; readonly bound: 'exec' | 'deadline' }
@@ -91,19 +91,11 @@ export class SandboxCommand {
       else own[k] = v;
     }
     const wrapper = limits.wrapper.map((arg, i) => (i === 0 ? hostProgram(arg) : arg));
-    const full = [
-      ...wrapper,
-      hostProgram(setup.bwrap),
-      ...setup.args,
-      ...vars,
-      '--chdir',
-      sandboxCwd(cwd),
-      '--json-status-fd',
-      '3',
-      ...hold,
-      '--',
-      ...argv,
-    ];
+    // Bubblewrap's own options are read from fd 6 (--args), not its argv: its namespace init is pid 1 in the
+    // sandbox, a copy of it, and its command line (/proc/1/cmdline, and `ps` on the host) showed the
+    // workspace's host path and the loader variables' values. Only the command's own argv stays there.
+    const options = [...setup.args, ...vars, '--chdir', sandboxCwd(cwd), '--json-status-fd', '3', ...hold];
+    const full = [...wrapper, hostProgram(setup.bwrap), '--args', String(ARGS_FD), '--', ...argv];
     const request: SpawnRequest = {
       file: full[0]!,
       args: full.slice(1),
@@ -114,6 +106,7 @@ export class SandboxCommand {
       warm: limits.joinsByPid ? setup.warm : null,
       control: withControl,
       stdin: withStdin,
+      fdArgs: options,
     };
     const startedAt = performance.now();
     const launch = setup.spawner

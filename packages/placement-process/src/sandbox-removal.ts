@@ -1,17 +1,19 @@
 // Removing a sandbox: what runs in its cgroups is killed and the cgroups removed, then its workspace and
 // log, and its label file last — so a crash halfway through leaves a label file for `reap` to find.
 import { type Dirent, existsSync, unlinkSync } from 'node:fs';
-import { readdir, rm, rmdir } from 'node:fs/promises';
+import { readdir, rmdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { removeTreeNoFollow } from '@everdict/placement';
 import type { SandboxLimits } from './limits/limits.js';
 import { removeRecord, type SandboxRecord, type StateLayout } from './sandbox-state.js';
 
 /**
- * Removes a tree of empty directories only (a command run's workspace: `out/` and nothing in it), depth
- * first, without following anything (`readdir`'s types are the entries' own): a readdir of `path`, then an
- * rmdir of each directory in it — only a directory that is not empty is read in turn — then `path`'s
- * rmdir; a recursive `rm` also lstats each entry. False as soon as it meets anything else, or more than
- * `budget` entries — the caller then removes the rest recursively.
+ * Removes a workspace whose entries are all empty directories (a command run's workspace: `out/` and
+ * nothing in it): a readdir of `path` (the workspace itself: its parent is the driver's, no command can swap
+ * it), an rmdir of each entry — rmdir follows no final symlink — then `path`'s rmdir. Never a deeper path: a
+ * command may have swapped an entry for a symlink to a host directory, and a path through it is followed
+ * (this walked down and removed empty host directories). False as soon as it meets anything else, or more
+ * than `budget` entries — the caller then removes the rest without following symlinks (removeTreeNoFollow).
  *
  * Every call goes through the thread pool. These rmdirs were synchronous (a thread-pool trip costs two context
  * switches), but a sandbox's directories were bind-mounted into its namespaces, and their rmdir waits in the
@@ -20,7 +22,7 @@ import { removeRecord, type SandboxRecord, type StateLayout } from './sandbox-st
  * the dispose halves the median, not the p99). The runner's whole thread stood still meanwhile, 30 % of its
  * profile's samples under the runner bench.
  */
-async function removeEmptyDirs(path: string, budget = { left: 16 }): Promise<boolean> {
+async function removeEmptyDirs(path: string, budget = 16): Promise<boolean> {
   let entries: Dirent[];
   try {
     entries = await readdir(path, { withFileTypes: true });
@@ -28,14 +30,11 @@ async function removeEmptyDirs(path: string, budget = { left: 16 }): Promise<boo
     return false;
   }
   for (const e of entries) {
-    if (!e.isDirectory() || --budget.left < 0) return false;
-    const child = join(path, e.name);
+    if (!e.isDirectory() || --budget < 0) return false;
     try {
-      await rmdir(child); // the common case: `out/`, empty
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') return false;
-      if (!(await removeEmptyDirs(child, budget))) return false;
+      await rmdir(join(path, e.name)); // the common case: `out/`, empty
+    } catch {
+      return false;
     }
   }
   try {
@@ -48,9 +47,12 @@ async function removeEmptyDirs(path: string, budget = { left: 16 }): Promise<boo
 
 /**
  * Removes a directory tree; an empty one (the common case) or one of a few empty directories with an rmdir
- * each, anything else recursively (it may be large).
+ * each, anything else with removeTreeNoFollow: never a path-based recursive removal (`fs.rm`), which follows
+ * a directory a command still running (one that survived the kill, or a race with it) swaps for a symlink
+ * to a host directory mid-walk, and deletes that directory's files as root
+ * (`test/review2-dispose-nofollow.test.ts`). True when something was there and is gone now.
  */
-async function removeTree(path: string): Promise<boolean> {
+export async function removeTree(path: string): Promise<boolean> {
   try {
     await rmdir(path);
     return true;
@@ -59,16 +61,29 @@ async function removeTree(path: string): Promise<boolean> {
     if (code === 'ENOENT') return false;
     if (code === 'ENOTEMPTY' && (await removeEmptyDirs(path))) return true;
   }
-  try {
-    await rm(path, { recursive: true });
-    return true;
-  } catch {
-    return false;
+  return removeTreeNoFollow(path);
+}
+
+/**
+ * Removes what restores of the workspace left beside it (`.<workspace>.restore-*` half written by a process
+ * that died, `.<workspace>.old-*` an old workspace a still-running command kept adding to), without following
+ * symlinks: a command may still hold an old one bind-mounted. Returns how many went.
+ */
+export async function removeRestoreLeftovers(workspace: string): Promise<number> {
+  const prefix = `.${basename(workspace)}.`;
+  const parent = dirname(workspace);
+  let count = 0;
+  for (const name of await readdir(parent).catch(() => [] as string[])) {
+    if (name.startsWith(prefix) && (await removeTree(join(parent, name)))) count++;
   }
+  return count;
 }
 
 export interface RemovalHints {
-  /** Also half-done restores of a crashed process (`reap`). */
+  /**
+   * Also what restores left beside the workspace (removeRestoreLeftovers): `reap` (a crashed process's), and
+   * `dispose` of a sandbox restored (or adopted: its history is another process's).
+   */
   readonly leftovers?: boolean;
   /**
    * Directories the driver made in the workspace (ProvisionSpec.directories), parents first: removed
@@ -98,7 +113,7 @@ async function removeMadeDirectories(workspace: string, made: readonly string[])
 
 /**
  * Removes everything of a sandbox and returns what was there: `cgroup:<controller>` (or `cgroup`),
- * `workspace`, `restore-leftover` (with `leftovers`: half-done restores of a crashed process), `log`, `label`.
+ * `workspace`, `restore-leftover` (with `leftovers`: what restores left beside it), `log`, `label`.
  */
 export async function removeSandbox(
   l: StateLayout,
@@ -110,11 +125,7 @@ export async function removeSandbox(
   if (options.made) await removeMadeDirectories(record.workspace, options.made);
   if (await removeTree(record.workspace)) removed.push('workspace');
   if (options.leftovers) {
-    const prefix = `.${basename(record.workspace)}.`;
-    const parent = dirname(record.workspace);
-    for (const name of await readdir(parent).catch(() => [] as string[])) {
-      if (name.startsWith(prefix) && (await removeTree(join(parent, name)))) removed.push('restore-leftover');
-    }
+    for (let n = await removeRestoreLeftovers(record.workspace); n > 0; n--) removed.push('restore-leftover');
   }
   // A log nobody wrote here is looked for first (a failed unlink throws: an error object and its stack):
   // another instance that adopted the sandbox may still have written one.

@@ -16,6 +16,7 @@ import {
 } from '@everdict/placement';
 import { HOST_ENV, sandboxArgs, WORKSPACE } from './bwrap-args.js';
 import type { Sandbox } from './held-sandbox.js';
+import { removeRestoreLeftovers } from './sandbox-removal.js';
 import { readableDirectoryEntries } from './workspace-directories.js';
 
 export interface ArchiveSetup {
@@ -104,6 +105,7 @@ export async function restoreWorkspace(
 ): Promise<void> {
   const { id } = box.record.handle;
   const gone = () => new PlacementError('gone', `sandbox ${id} was disposed during the restore`, { id });
+  box.restored = true; // a dispose from now on also removes what this restore may leave beside the workspace
   try {
     await restoreDirectory(box.record.workspace, snapshot, options);
   } catch (e) {
@@ -113,6 +115,7 @@ export async function restoreWorkspace(
   if (box.disposed) {
     await box.removal;
     await removeTreeNoFollow(box.record.workspace);
+    await removeRestoreLeftovers(box.record.workspace);
     throw gone();
   }
 }

@@ -37,6 +37,20 @@ export interface SpawnRequest {
   readonly stdin: boolean;
   /** With `join`: the hierarchy the spawner warms the attach lock through (script.ts); null: none. */
   readonly warm: CgroupHierarchy | null;
+  /**
+   * Arguments the process reads from fd 6 (bubblewrap's `--args 6`), each NUL-terminated: not in its argv,
+   * which every host user and the sandbox's own processes read (the namespace init, pid 1, is a copy of
+   * bubblewrap). Absent or null: no fd 6.
+   */
+  readonly fdArgs?: readonly string[] | null;
+}
+
+/** The descriptor SpawnRequest.fdArgs are read from. */
+export const ARGS_FD = 6;
+
+/** SpawnRequest.fdArgs as the bytes written to fd 6: each argument NUL-terminated (none holds one: holdsNul). */
+export function fdArgsBytes(args: readonly string[]): Buffer {
+  return Buffer.from(args.map((a) => `${a}\0`).join(''));
 }
 
 /** Events of one started process, in the order the spawner sends them. */
@@ -226,13 +240,17 @@ export class Spawner {
   }
 }
 
-/** Whether a string of the request holds a NUL byte (no exec could pass it). */
-function holdsNul(request: SpawnRequest): boolean {
+/**
+ * Whether a string of the request holds a NUL byte (no exec could pass it; in `fdArgs` it would split one
+ * argument into two — an option of bubblewrap's made from a variable's value).
+ */
+export function holdsNul(request: SpawnRequest): boolean {
   const strings = [
     request.file,
     ...request.args,
     ...Object.entries(request.env).flat(),
     ...(request.join ?? []),
+    ...(request.fdArgs ?? []),
     request.warm?.mount ?? '',
     request.warm?.controller ?? '',
   ];
@@ -253,13 +271,15 @@ function nodeMessage(id: number, request: SpawnRequest): object {
     control: request.control,
     stdin: request.stdin,
     warm: request.warm,
+    fdArgs: request.fdArgs ?? null,
   };
 }
 
 /**
  * The native spawner's request (native/spawner.c): NUL-terminated fields in base64, so its side needs no
  * JSON string decoding — id, flags, uid, gid, file, then counted lists of args, `K=V` env and join files,
- * then the warm hierarchy (holdsNul: none holds a NUL byte).
+ * then the warm hierarchy, then (flag `a`) the counted list of fd 6's arguments (holdsNul: none holds a NUL
+ * byte).
  */
 function nativeMessage(id: number, request: SpawnRequest): object {
   const flags =
@@ -268,7 +288,8 @@ function nativeMessage(id: number, request: SpawnRequest): object {
     (request.control ? 'c' : '') +
     (request.warm ? 'w' : '') +
     (request.user ? 'u' : '') +
-    (request.stdin ? '' : 'e');
+    (request.stdin ? '' : 'e') +
+    (request.fdArgs ? 'a' : '');
   const env = Object.entries(request.env).map(([k, v]) => `${k}=${v}`);
   const join = request.join ?? [];
   const fields = [
@@ -285,6 +306,7 @@ function nativeMessage(id: number, request: SpawnRequest): object {
     ...join,
     request.warm?.mount ?? '',
     request.warm?.controller ?? '',
+    ...(request.fdArgs ? [String(request.fdArgs.length), ...request.fdArgs] : []),
   ];
   return { t: 'spawn', b: Buffer.from(`${fields.join('\0')}\0`).toString('base64') };
 }

@@ -3,7 +3,7 @@
 // (≈ 90 MB RSS in the runner; libuv forks with fork(), which copies the parent's page tables and blocks
 // its event loop until the child has exec'd). Kept as a string so it runs the same from src/ (tests) and
 // dist/ with no file to locate. Protocol (JSON over the IPC channel), see client.ts:
-//   → {t:'spawn', id, file, args, env, uid?, gid?, join: string[] | null, status, control}
+//   → {t:'spawn', id, file, args, env, uid?, gid?, join: string[] | null, status, control, fdArgs}
 //   ← {t:'pid', id, pid}; {t:'fd', id, i} with the pipe handle of the child's fd i (0, 1, 2, and 5 with
 //     `control`); {t:'init', id, pid} once the namespace init is in the cgroups (`join`); {t:'failed', id,
 //     message}; {t:'exit', id, code, signal, status}.
@@ -21,6 +21,8 @@
 // with its process group (a held namespace init is in it), and each released namespace init: bubblewrap's
 // --die-with-parent alone left some behind (it is set only after bubblewrap's clone, and a held init reads
 // end-of-file on --block-fd as "go": README, "The owner's death").
+// fdArgs (a string[], or null): written to the child's fd 6, each NUL-terminated, and that end closed
+// (bubblewrap's --args 6 reads it to its end): arguments no process's command line shows.
 // Inherited descriptors: a descriptor the driver's process inherited without close-on-exec (a shell's, a
 // supervisor's) passes to every process it forks, and bubblewrap closes none, so it would reach every
 // sandbox. Node opens its own with close-on-exec (the IPC channel included), so at start the spawner closes
@@ -106,6 +108,8 @@ function start(m) {
   if (status) stdio.push('pipe'); else if (m.control) stdio.push('ignore');
   if (hold) stdio.push('pipe'); else if (m.control) stdio.push('ignore');
   if (m.control) stdio.push('pipe');
+  const fdArgs = Array.isArray(m.fdArgs) ? m.fdArgs : null;
+  if (fdArgs) { while (stdio.length < 6) stdio.push('ignore'); stdio.push('pipe'); }
   if (hold) warm(m.warm);
   let c;
   try {
@@ -128,6 +132,11 @@ function start(m) {
     if (c.pid === undefined) send({ t: 'exit', id: m.id, code: null, signal: null, status: null });
   });
   if (c.pid === undefined) return;
+  if (fdArgs && c.stdio[6]) {
+    const a = c.stdio[6];
+    a.on('error', () => {});
+    a.end(fdArgs.map((x) => x + '\0').join(''), () => a.destroy());
+  }
   const entry = [c.pid, null];
   live.set(m.id, entry);
   c.once('exit', () => live.delete(m.id));
