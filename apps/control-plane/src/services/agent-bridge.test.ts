@@ -116,13 +116,17 @@ describe('agent bridge: transitions and record segments', () => {
     ]);
   });
 
-  it('started for a run the agent service was handed (queued) starts it', async () => {
+  it('started for a queued run is a 409 not_claimed: a queued run starts only through its lease claim', async () => {
     const { run } = await t.core.services.runs.create(t.admin, {
       kind: 'agent',
       subject: { agentId: 'handed', agentVersion: '1', permissionMode: 'read_only' },
       placement: { where: 'runtime' },
     });
-    expect((await report({ runId: run.id, event: 'started' })).status).toBe('running');
+    const prior = await snapshotOf(run.id);
+    const refused = await report({ runId: run.id, event: 'started' }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'conflict', details: { reason: 'not_claimed' } });
+    expect(await snapshotOf(run.id)).toEqual(prior);
+    expect(prior.status).toBe('queued');
   });
 });
 

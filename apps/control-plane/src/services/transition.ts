@@ -4,6 +4,7 @@
 import {
   eventFromFact,
   isTerminalStatus as isTerminal,
+  ReportedUsage,
   type RunEvent,
   type RunFact,
   type RunModelError,
@@ -29,6 +30,7 @@ import { appendEvents, type NewEvent } from '../ledger/events.js';
 import { addressOf, appendSegments, NO_CALLS, plannedSegments, sealInterval } from '../ledger/records.js';
 import { lockRun, type RunRow, rowToRun, withSlot } from '../ledger/runs.js';
 import type { AttestedWrites, RunSet } from './attested-writes.js';
+import { asControlPlaneError } from './boundary.js';
 import { type Deps, DISPATCH_CHANNEL, INLINE_LANE_KINDS, nowIso } from './context.js';
 
 export function factsToEvents(facts: readonly RunFact[]) {
@@ -40,6 +42,13 @@ export function factsToEvents(facts: readonly RunFact[]) {
 
 export interface TransitionExtras {
   outputs?: Record<string, unknown>;
+  /**
+   * What the executor reported the run used (an agent's report, a runner's completion, a session's price):
+   * checked here against run-model's `ReportedUsage` — the one place every reported usage passes — before
+   * anything is read or written: a cost past `MAX_USAGE_USD` (its sum per envelope would overflow float8 at
+   * settle), a token count past a safe integer, a negative or non-finite measure is 400 (`out_of_range`; a
+   * non-integer count, `bad_request`).
+   */
   usage?: Record<string, number>;
   /** For an interval that ends here: what the interval produced and the energy model. */
   interval?: { journal?: unknown; watts?: number; meter?: string; exitCode?: number };
@@ -154,6 +163,7 @@ export async function transitionTx(
   event: RunEvent,
   extras: TransitionExtras = {},
 ): Promise<{ row: RunRow; from: string }> {
+  if (extras.usage) asControlPlaneError(() => ReportedUsage.parse(extras.usage));
   const locked =
     extras.locked?.id === runId && extras.locked.tenant_id === tenant ? extras.locked : undefined;
   const row = locked ?? (await lockRun(tx, tenant, runId));
