@@ -150,7 +150,7 @@ describe('the driver on a cluster with no room for the pod', () => {
   });
 
   it("refuses with capacity and the scheduler's words when the pod stays Unschedulable; the pod is removed", async () => {
-    const d = await f.driver({ slots: 4, startTimeoutMs: 500 });
+    const d = await f.driver({ slots: 4, startTimeoutMs: 3_000 });
     const ns = d.config.capacityNamespaces[0] as string;
     const big = d.provision({ ...labels('too-big'), limits: { memoryBytes: 2 * 1024 ** 3 } });
     await expect(big).rejects.toMatchObject({

@@ -47,7 +47,7 @@ describe('the driver when the cluster hangs', () => {
     );
 
   it('deletes the pod a create made when the answer to the create never came', async () => {
-    const d = await f.driver({ slots: 4, requestTimeoutMs: 500 });
+    const d = await f.driver({ slots: 4, requestTimeoutMs: 2_000 });
     const ns = d.config.capacityNamespaces[0] as string;
     await d.podsIn(ns);
     const id = sandboxId('everdict', labels('unanswered').labels);
@@ -95,7 +95,7 @@ describe('the driver when the cluster hangs', () => {
   });
 
   it('reaps the orphan of an unanswered create whose clean-up delete got no answer either (same instance)', async () => {
-    const d = await f.driver({ slots: 4, requestTimeoutMs: 500 });
+    const d = await f.driver({ slots: 4, requestTimeoutMs: 2_000 });
     const ns = d.config.capacityNamespaces[0] as string;
     const watch = await d.podsIn(ns);
     const id = sandboxId('everdict', labels('orphan').labels);
@@ -173,14 +173,14 @@ describe('the driver when the cluster hangs', () => {
   });
 
   it('fails an internal exec the node never answers with spawn_failed (internal_exec_timeout)', async () => {
-    const d = await f.driver({ slots: 4, internalExecTimeoutMs: 1000 });
+    const d = await f.driver({ slots: 4, internalExecTimeoutMs: 3_000 });
     const h = await d.provision(labels('hung-internal-exec'));
     await d.exec(h, ['sh', '-c', 'echo kept > kept.txt']);
     f.server.stallExecs((r) => r.upgrade && r.path.endsWith(`/pods/${h.id}/exec`));
     const hung = d.snapshot(h); // the upgrade is accepted (101), then no frame and no status ever come
     await expect(bounded(hung)).rejects.toMatchObject({
       code: 'spawn_failed',
-      detail: { reason: 'internal_exec_timeout', timeoutMs: 1000 },
+      detail: { reason: 'internal_exec_timeout', timeoutMs: 3_000 },
     });
     f.server.stallExecs(undefined);
     const snapshot = await d.snapshot(h);

@@ -78,7 +78,7 @@ describe('the sandbox log', () => {
   });
 
   it('fails a read with spawn_failed when the exec upgrade is never answered', async () => {
-    const d = await f.driver({ slots: 4, requestTimeoutMs: 500 });
+    const d = await f.driver({ slots: 4, requestTimeoutMs: 2_000 });
     const h = await d.provision(labels('hung-log-exec'));
     f.server.stallRequests((r) => r.upgrade);
     try {
@@ -93,7 +93,7 @@ describe('the sandbox log', () => {
   });
 
   it('fails a read with spawn_failed when it gets no data for requestTimeoutMs', async () => {
-    const d = await f.driver({ slots: 4, requestTimeoutMs: 1000 });
+    const d = await f.driver({ slots: 4, requestTimeoutMs: 2_500 });
     const h = await d.provision(labels('stalled-log-read'));
     await d.exec(h, ['echo', 'before']);
     // A FIFO in place of the log file: the read's `cat` blocks opening it, and no frame ever comes. Made
@@ -113,14 +113,14 @@ describe('the sandbox log', () => {
     expect(await swap.status).toMatchObject({ status: 'Success' });
     await expect(text(d.logs(h))).rejects.toMatchObject({
       code: 'spawn_failed',
-      message: expect.stringContaining('no data for 1000 ms'),
+      message: expect.stringContaining('no data for 2500 ms'),
     });
     await d.dispose(h);
     await d.close();
   });
 
   it('fails a follow with spawn_failed when pods/log is never answered', async () => {
-    const d = await f.driver({ slots: 4, requestTimeoutMs: 500 });
+    const d = await f.driver({ slots: 4, requestTimeoutMs: 2_000 });
     const h = await d.provision(labels('hung-log-follow'));
     f.server.stallRequests((r) => r.path.endsWith(`/pods/${h.id}/log`));
     try {
