@@ -1,7 +1,7 @@
 // Test helpers: a driver on a fresh state directory (removed afterwards), and the requirement that real
 // bubblewrap is here — a missing bwrap fails the suite, never skips it.
 import { type ChildProcess, execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
@@ -73,4 +73,19 @@ export function firstLine(child: ChildProcess): Promise<string> {
     });
     child.on('exit', (code) => reject(new Error(`holder exited early (${code})`)));
   });
+}
+
+/** Every host process whose argv mentions `needle` (as any other host user reads it). */
+export function hostArgvWith(needle: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8');
+      if (cmd.includes(needle)) out.push(cmd.split('\0').join(' '));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
 }

@@ -4,27 +4,11 @@
 // Now they go in as its environment, except those the host's dynamic loader and libc act on (LD_*, …),
 // which must never reach bubblewrap itself and stay arguments. And with the caller's PATH in bubblewrap's
 // environment, bubblewrap (and prlimit) must still be the host's, not one found on that PATH.
-import { readdirSync, readFileSync } from 'node:fs';
 import { utf8 } from '@everdict/placement';
 import { describe, expect, it } from 'vitest';
-import { makeDriver, requireBwrap } from './helpers.js';
+import { hostArgvWith as argvWith, makeDriver, requireBwrap } from './helpers.js';
 
 const SECRET = 'hunter2-review-secret-7f3a';
-
-/** Every host process whose argv mentions `needle` (as any other host user reads it). */
-function argvWith(needle: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8');
-      if (cmd.includes(needle)) out.push(cmd.split('\0').join(' '));
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return out;
-}
 
 describe.each(['process', 'inline'] as const)('environment out of argv (spawner %s)', (spawner) => {
   for (const limits of ['auto', 'rlimit'] as const) {

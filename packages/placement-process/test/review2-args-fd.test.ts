@@ -5,28 +5,12 @@
 // 6`, NUL-separated), so no process's command line in the sandbox, nor on the host, holds them. Run on every
 // way bubblewrap is started: the spawner (native, or the Node one with EVERDICT_PLACEMENT_SPAWNER_PROGRAM=node)
 // and inline, each with and without the cgroup hold.
-import { readdirSync, readFileSync } from 'node:fs';
 import { utf8 } from '@everdict/placement';
 import { describe, expect, it } from 'vitest';
 import { layout, readRecord } from '../src/sandbox-state.js';
-import { makeDriver, requireBwrap } from './helpers.js';
+import { hostArgvWith, makeDriver, requireBwrap } from './helpers.js';
 
 const SECRET = 'ld-review2-value-5c1e';
-
-/** Host processes whose argv mentions `needle`. */
-function hostArgvWith(needle: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8');
-      if (cmd.includes(needle)) out.push(cmd.split('\0').join(' '));
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return out;
-}
 
 // every process's command line in the sandbox (the init, the shell), then the shell's own environment
 const READ =
