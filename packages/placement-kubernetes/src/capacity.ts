@@ -1,6 +1,6 @@
 // Slots from a namespace's ResourceQuotas: for every quota resource a sandbox pod consumes (pods, CPU,
-// memory — requests or limits, which are equal on sandbox pods), how many more such pods fit; the
-// smallest answer wins. Without a quota the driver's own cap on live sandboxes applies.
+// memory, ephemeral storage — requests or limits, which are equal on sandbox pods), how many more such pods
+// fit; the smallest answer wins. Without a quota the driver's own cap on live sandboxes applies.
 import { DEFAULT_LIMITS } from '@everdict/placement';
 import type { V1ResourceQuota } from '@kubernetes/client-node';
 import { parseResource } from './quantity.js';
@@ -8,6 +8,8 @@ import { parseResource } from './quantity.js';
 export interface PodFootprint {
   memoryBytes: bigint;
   cpuMillis: bigint | undefined;
+  /** The pod's ephemeral-storage request = limit (the driver's `diskBytes`). */
+  diskBytes: bigint;
 }
 
 /** What one sandbox pod uses of a quota resource (0n: the resource does not constrain sandboxes). */
@@ -24,6 +26,10 @@ function perPod(resource: string, pod: PodFootprint): bigint {
     case 'requests.cpu':
     case 'limits.cpu':
       return pod.cpuMillis ?? 0n;
+    case 'ephemeral-storage':
+    case 'requests.ephemeral-storage':
+    case 'limits.ephemeral-storage':
+      return pod.diskBytes;
     default:
       return 0n;
   }
@@ -57,13 +63,20 @@ export function slotsFromQuotas(quotas: V1ResourceQuota[], pod: PodFootprint): S
 }
 
 /**
- * A namespace's slots: its quotas measured in sandboxes of the default limits (the unit of a slot), or —
- * when no quota constrains sandbox pods — the driver's cap minus the sandboxes alive there.
+ * A namespace's slots: its quotas measured in sandboxes of the default limits and the driver's disk
+ * (`diskBytes`, which every sandbox pod requests) — the unit of a slot — or, when no quota constrains
+ * sandbox pods, the driver's cap minus the sandboxes alive there.
  */
-export function namespaceSlots(quotas: V1ResourceQuota[], livePods: number, maxSandboxes: number): Slots {
+export function namespaceSlots(
+  quotas: V1ResourceQuota[],
+  livePods: number,
+  maxSandboxes: number,
+  diskBytes: bigint,
+): Slots {
   const slots = slotsFromQuotas(quotas, {
     memoryBytes: BigInt(DEFAULT_LIMITS.memoryBytes),
     cpuMillis: undefined,
+    diskBytes,
   });
   return slots ?? { total: maxSandboxes, free: Math.max(0, maxSandboxes - livePods) };
 }

@@ -93,6 +93,13 @@ export const KubernetesDriverConfig = z.object({
     .int()
     .positive()
     .default(512 * 1024 * 1024),
+  /**
+   * Each sandbox's disk (ProvisionSpec limits carry no disk limit): the `sizeLimit` of the workspace emptyDir
+   * and the container's ephemeral-storage request = limit, which bounds everything the pod writes (workspace,
+   * /tmp, the control files and log). Past either the kubelet evicts the pod. Default: twice `snapshotMaxBytes`
+   * (1 GiB at the defaults) — a workspace as large as the largest snapshot, and as much again besides.
+   */
+  diskBytes: z.int().positive().optional(),
 });
 export type KubernetesDriverConfigInput = z.input<typeof KubernetesDriverConfig>;
 
@@ -103,6 +110,7 @@ export interface ResolvedConfig
   capacityNamespaces: string[];
   instanceId: string;
   forceDeleteAfterMs: number;
+  diskBytes: number;
 }
 
 export function resolveConfig(input: KubernetesDriverConfigInput): ResolvedConfig {
@@ -119,6 +127,7 @@ export function resolveConfig(input: KubernetesDriverConfigInput): ResolvedConfi
     capacityNamespaces: config.capacityNamespaces ?? (typeof namespace === 'string' ? [namespace] : []),
     instanceId: config.instanceId ?? randomBytes(6).toString('hex'),
     forceDeleteAfterMs: config.forceDeleteAfterMs ?? (config.terminationGracePeriodSeconds + 5) * 1000,
+    diskBytes: config.diskBytes ?? 2 * config.snapshotMaxBytes,
   };
 }
 

@@ -32,7 +32,6 @@ import {
 } from '@everdict/placement';
 import { CoordinationV1Api, CoreV1Api, NetworkingV1Api, type V1Pod } from '@kubernetes/client-node';
 import { apiClient, apiFailure } from './api-clients.js';
-import { namespaceSlots, type Slots } from './capacity.js';
 import type { ChannelProtocol } from './exec-channel.js';
 import {
   type KubernetesDriverConfigInput,
@@ -40,6 +39,7 @@ import {
   resolveConfig,
 } from './kubernetes-driver-config.js';
 import { labelsOf, labelValue, OWNER_KEY, selectorFor } from './labels.js';
+import { NamespaceCapacity } from './namespace-capacity.js';
 import { ensureNetworkPolicy } from './network-policy.js';
 import { OwnerLeases } from './owner-lease.js';
 import { AbandonedPods, createPod, InFlight } from './pod-create.js';
@@ -63,6 +63,7 @@ export class KubernetesDriver implements Driver {
   private readonly core: CoreV1Api;
   private readonly networking: NetworkingV1Api;
   private readonly leases: OwnerLeases;
+  private readonly namespaceCapacity: NamespaceCapacity;
   private readonly watches = new Map<string, PodWatch>();
   /** Sandboxes this instance provisioned and has not disposed: never reaped by it. */
   private readonly held = new Map<string, SandboxHandle>();
@@ -81,6 +82,12 @@ export class KubernetesDriver implements Driver {
       apiClient(kc, CoordinationV1Api, timeout),
       this.config.instanceId,
       this.config.leaseDurationSeconds,
+    );
+    this.namespaceCapacity = new NamespaceCapacity(
+      this.core,
+      (namespace) => this.podsIn(namespace),
+      this.config.maxSandboxes,
+      this.config.diskBytes,
     );
   }
 
@@ -153,7 +160,7 @@ export class KubernetesDriver implements Driver {
     }
     // the slots of the namespace the pod goes to (not the sum over capacityNamespaces, which may not
     // include it: with a namespace per tenant and no capacityNamespaces that sum is 0 and nothing ran)
-    const slots = await this.slotsIn(namespace);
+    const slots = await this.namespaceCapacity.slotsIn(namespace);
     if (slots.free <= 0)
       throw new PlacementError('capacity', `no sandbox slot is free in ${namespace}`, {
         namespace,
@@ -177,6 +184,7 @@ export class KubernetesDriver implements Driver {
         owner: this.config.instanceId,
         runAsUser: this.config.runAsUser,
         terminationGracePeriodSeconds: this.config.terminationGracePeriodSeconds,
+        diskBytes: this.config.diskBytes,
       },
       Date.now(),
     );
@@ -374,26 +382,8 @@ export class KubernetesDriver implements Driver {
     return reaped;
   }
 
-  async capacity(): Promise<Capacity> {
-    let total = 0;
-    let free = 0;
-    for (const namespace of this.config.capacityNamespaces) {
-      const slots = await this.slotsIn(namespace);
-      total += slots.total;
-      free += slots.free;
-    }
-    return { slotsTotal: total, slotsFree: free, mechanism: 'kubernetes' };
-  }
-
-  /** One namespace's sandbox slots: its ResourceQuotas, or the driver's cap less its live sandbox pods. */
-  private async slotsIn(namespace: string): Promise<Slots> {
-    const quotas = await this.core.listNamespacedResourceQuota({ namespace }).catch((error: unknown) => {
-      throw apiFailure(`cannot read the resource quotas of ${namespace}`, error, { namespace });
-    });
-    const live = (await this.podsIn(namespace))
-      .all()
-      .filter((p) => !['gone', 'failed'].includes(podState(p))).length;
-    return namespaceSlots(quotas.items, live, this.config.maxSandboxes);
+  capacity(): Promise<Capacity> {
+    return this.namespaceCapacity.of(this.config.capacityNamespaces);
   }
 
   /** Stop watching and give up the owner leases. Sandboxes stay (dispose them first, or reap them later). */

@@ -1,7 +1,8 @@
 // The Pod of one sandbox, and the handle read back from it. Restricted Pod Security: non-root user, no
 // privilege escalation, every capability dropped, seccomp RuntimeDefault, read-only root filesystem with
 // emptyDir volumes for the workspace, /tmp and the driver's control files; no service-account token;
-// requests = limits (memory, and CPU when a share is given); activeDeadlineSeconds = the sandbox's deadline.
+// requests = limits (memory, ephemeral storage, and CPU when a share is given), the workspace's emptyDir
+// sizeLimit the same disk amount; activeDeadlineSeconds = the sandbox's deadline.
 import {
   environmentOf,
   type Labels,
@@ -13,6 +14,7 @@ import {
 import type { V1Pod } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { LABELS_ANNOTATION, labelsOf, podLabels, SANDBOX_ANNOTATION } from './labels.js';
+import { formatBytes } from './quantity.js';
 import { CONTAINER, CONTROL_ENV, KEEPER } from './sandbox-scripts.js';
 
 export const DRIVER_NAME = 'kubernetes';
@@ -26,6 +28,8 @@ export interface PodSettings {
   owner: string;
   runAsUser: number;
   terminationGracePeriodSeconds: number;
+  /** The sandbox's disk: the workspace emptyDir's sizeLimit and the container's ephemeral-storage. */
+  diskBytes: number;
 }
 
 /** What the pod remembers of its spec, so any driver instance can rebuild the handle from the pod alone. */
@@ -43,7 +47,11 @@ export function sandboxPod(
   createdAtMs: number,
 ): V1Pod {
   const { limits } = spec;
-  const resources: Record<string, string> = { memory: String(limits.memoryBytes) };
+  const disk = formatBytes(BigInt(settings.diskBytes));
+  const resources: Record<string, string> = {
+    memory: String(limits.memoryBytes),
+    'ephemeral-storage': disk,
+  };
   if (limits.cpus !== undefined) resources.cpu = `${Math.max(1, Math.round(limits.cpus * 1000))}m`;
   const record = { image: spec.image, limits, network: spec.network, createdAtMs };
   return {
@@ -98,7 +106,7 @@ export function sandboxPod(
         },
       ],
       volumes: [
-        { name: 'workspace', emptyDir: {} },
+        { name: 'workspace', emptyDir: { sizeLimit: disk } },
         { name: 'tmp', emptyDir: {} },
         { name: 'control', emptyDir: {} },
       ],

@@ -1,6 +1,6 @@
 // Kubernetes resource quantities ("500m", "2", "128Mi", "1G", "1e3") as exact integers: CPU in
-// millicores, everything else in base units. Shared by the driver (capacity from a ResourceQuota) and the
-// test API server (quota admission and status).
+// millicores, everything else in base units. Shared by the driver (capacity from a ResourceQuota, the pod's
+// disk quantities) and the test API server (quota admission and status).
 
 const BINARY: Record<string, bigint> = {
   Ki: 1024n,

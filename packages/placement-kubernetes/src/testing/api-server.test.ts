@@ -152,6 +152,51 @@ describe('the test API server on the wire', () => {
     await call('DELETE', '/api/v1/namespaces/wire/resourcequotas/q');
   });
 
+  it('counts ephemeral-storage against a quota like memory (403 past it), without demanding it of pods', async () => {
+    await call('POST', '/api/v1/namespaces/wire/resourcequotas', {
+      metadata: { name: 'disk' },
+      spec: { hard: { 'requests.ephemeral-storage': '1Gi', 'limits.ephemeral-storage': '1Gi' } },
+    });
+    const withDisk = (name: string) => ({
+      metadata: { name },
+      spec: {
+        restartPolicy: 'Never',
+        containers: [
+          {
+            name: 'c',
+            image: 'busybox:1.36',
+            command: ['sleep', '30'],
+            resources: { limits: { cpu: '250m', memory: '64Mi', 'ephemeral-storage': '600Mi' } },
+          },
+        ],
+      },
+    });
+    // not in the apiserver's validation set (cpu, memory): a pod stating none counts 0
+    expect((await call('POST', '/api/v1/namespaces/wire/pods', pod('no-disk', ['sleep', '30']))).status).toBe(
+      201,
+    );
+    expect((await call('POST', '/api/v1/namespaces/wire/pods', withDisk('disk-a'))).status).toBe(201);
+    const refused = await call('POST', '/api/v1/namespaces/wire/pods', withDisk('disk-b'));
+    expect(refused.status).toBe(403);
+    expect(JSON.parse(refused.body)).toMatchObject({
+      kind: 'Status',
+      status: 'Failure',
+      reason: 'Forbidden',
+      code: 403,
+      details: { name: 'disk-b', kind: 'pods' },
+      message:
+        'pods "disk-b" is forbidden: exceeded quota: disk, requested: limits.ephemeral-storage=600Mi,requests.ephemeral-storage=600Mi, used: limits.ephemeral-storage=600Mi,requests.ephemeral-storage=600Mi, limited: limits.ephemeral-storage=1Gi,requests.ephemeral-storage=1Gi',
+    });
+    const quota = JSON.parse((await call('GET', '/api/v1/namespaces/wire/resourcequotas/disk')).body);
+    expect(quota.status.used).toEqual({
+      'requests.ephemeral-storage': '600Mi',
+      'limits.ephemeral-storage': '600Mi',
+    });
+    for (const name of ['no-disk', 'disk-a'])
+      await call('DELETE', `/api/v1/namespaces/wire/pods/${name}?gracePeriodSeconds=0`);
+    await call('DELETE', '/api/v1/namespaces/wire/resourcequotas/disk');
+  });
+
   it('decodes a Lease MicroTime as the apiserver does: six fractional digits, or 400', async () => {
     const lease = (name: string, renewTime: string) => ({
       metadata: { name },

@@ -1,6 +1,7 @@
 // ResourceQuota, as the apiserver's quota admission and the quota controller do it: a create that would
-// pass `spec.hard` is refused 403 "exceeded quota", a compute quota demands the pod state its requests or
-// limits, and `status.used` counts the namespace's pods that are not in a terminal phase.
+// pass `spec.hard` is refused 403 "exceeded quota", a CPU or memory quota demands the pod state its
+// requests or limits (an ephemeral-storage quota does not: a container stating none counts 0), and
+// `status.used` counts the namespace's pods that are not in a terminal phase.
 import { formatResource, parseResource } from '../quantity.js';
 import type { ObjectStore } from './object-store.js';
 import type { PodSpec } from './pods/pod-spec.js';
@@ -10,7 +11,10 @@ import { errors } from './status.js';
 
 const QUOTAS = findType('', 'v1', 'resourcequotas') as ResourceType;
 const PODS = findType('', 'v1', 'pods') as ResourceType;
+/** Compute resources every container must state once a quota names them (the apiserver's validation set). */
 const COMPUTE = ['requests.cpu', 'requests.memory', 'limits.cpu', 'limits.memory', 'cpu', 'memory'];
+/** Counted from the containers like memory, but not demanded of them. */
+const STORAGE = ['requests.ephemeral-storage', 'limits.ephemeral-storage', 'ephemeral-storage'];
 
 const isTerminal = (pod: KubeObject) => {
   const phase = (pod.status as { phase?: string } | undefined)?.phase;
@@ -20,14 +24,18 @@ const isTerminal = (pod: KubeObject) => {
 /** What one pod uses of a quota resource, or undefined when some container does not state it. */
 function podAmount(pod: KubeObject, resource: string): bigint | undefined {
   if (resource === 'pods' || resource === 'count/pods') return 1n;
-  if (!COMPUTE.includes(resource)) return 0n;
+  const required = COMPUTE.includes(resource);
+  if (!required && !STORAGE.includes(resource)) return 0n;
   const [section, name] = resource.includes('.')
     ? (resource.split('.') as [string, string])
     : ['requests', resource];
   let total = 0n;
   for (const c of (pod.spec as PodSpec).containers) {
     const text = c.resources?.[section as 'requests' | 'limits']?.[name];
-    if (text === undefined) return undefined;
+    if (text === undefined) {
+      if (required) return undefined;
+      continue;
+    }
     total += parseResource(name, text) ?? 0n;
   }
   return total;
