@@ -3,26 +3,35 @@
 // close), the outbox, the admission slot and counters (admission-store/sql/settle.ts), the hot rows last.
 //
 // 1. Read the runs and their record segments, without locks (one statement).
-// 2. In JS: each run's transition, attestation and record ops (runrecord hashes the chain).
+// 2. In JS: each run's transition, attestation and record ops (runrecord hashes the chain). A result the
+//    status machine or the usage check refuses is written nowhere: reported (`refused`, with its code) and
+//    logged as a warning, never counted as settled.
 // 3. Write everything in ONE statement that first updates the runs (by id) it keeps: only those still running
 //    at the row version read in 1 (`xmin`). The UPDATE is its own lock: a row changed by a transaction it
 //    waited on is re-checked on its new version (READ COMMITTED), whose xmin differs, and left out; every
 //    other write joins the UPDATE's RETURNING (no FOR UPDATE first: no Heap/LOCK WAL record per run). A run
 //    cancelled, or changed in any way, since the read is left out of every write. Those are read again and retried; a run no longer running is dropped (terminal is
 //    terminal: the late result is lost, as it must be). One statement is atomic: no BEGIN/COMMIT needed.
-import { type RunEvent, totalTokens, transition } from '@everdict/run-model';
+import { ReportedUsage, type RunEvent, totalTokens, transition } from '@everdict/run-model';
 import type { WireSegment } from '@everdict/runrecord';
 import { sql } from 'kysely';
 import { SETTLE_WAKE_SQL, settleSlotsCtes } from '../admission-store/sql/settle.js';
 import { json, numeric } from '../db/numeric.js';
 import { prepared } from '../db/prepared.js';
 import type { Executor } from '../db/tx.js';
+import { ControlPlaneError, type ControlPlaneErrorCode } from '../errors.js';
 import { releaseSettled } from '../leases/store.js';
 import { EVENTS_CHANNEL, notifyAfterCommit, notifyCalls } from '../ledger/events.js';
 import { appendOps, intervalAttestation } from '../ledger/records.js';
 import { type RunRow, rowToRun } from '../ledger/runs.js';
+import { toControlPlaneError } from '../services/boundary.js';
 import { type Deps, DISPATCH_CHANNEL, nowIso } from '../services/context.js';
-import { factsToEvents, observedAccount, type TransitionExtras } from '../services/transition.js';
+import {
+  factsToEvents,
+  observedAccount,
+  type TransitionExtras,
+  transitionRefusal,
+} from '../services/transition.js';
 
 const DEFAULT_METER = { watts: 5, meter: 'inline-wallclock-model' };
 /** Re-reads of runs whose row changed between read and write before giving up on them (and logging). */
@@ -63,12 +72,52 @@ async function readRuns(ex: Executor, ids: readonly string[]): Promise<Map<strin
   return new Map(rows.map((r) => [r.id, r]));
 }
 
+/**
+ * A result the status machine refuses for a run still running (transitionTx's refusal, by the same rule:
+ * `transitionRefusal` — e.g. `conflict` with `reason: clock_behind` when this replica's clock is behind the
+ * run's last update, the schema refusal for a malformed fail event) or whose reported usage is out of bounds
+ * (`ReportedUsage`, as transitionTx checks it: `out_of_range` for a cost past MAX_USAGE_USD or a non-finite
+ * one). Nothing of it is written; the run stays running, and its lease, no longer renewed, expires into the
+ * sweep (leases/sweep.ts).
+ */
+export interface SettleRefusal {
+  tenant: string;
+  runId: string;
+  /** The app's stable code (errors.ts REFUSALS). */
+  code: ControlPlaneErrorCode;
+  /** What refused it: run-model's code, `clock_behind`, or the usage check's. */
+  reason: string;
+  message: string;
+}
+
 /** What one write statement settles: rows for the run, segment and event writes, and the items they cover. */
 export interface SettlePlan {
   runs: Record<string, unknown>[];
   segments: Record<string, unknown>[];
   events: Record<string, unknown>[];
   items: Finished[];
+  /** Items refused before any write (logged as they are found): never settled by a retry. */
+  refused: SettleRefusal[];
+}
+
+function refusalOf(it: Finished, e: ControlPlaneError): SettleRefusal {
+  const reason = e.details.reason;
+  return {
+    tenant: it.tenant,
+    runId: it.runId,
+    code: e.code,
+    reason: typeof reason === 'string' ? reason : e.code,
+    message: e.message,
+  };
+}
+
+/** The usage check every reported usage passes (transitionTx's): a refusal, or null. */
+function usageRefusal(it: Finished): SettleRefusal | null {
+  if (!it.extras.usage) return null;
+  const parsed = ReportedUsage.safeParse(it.extras.usage);
+  if (parsed.success) return null;
+  const e = toControlPlaneError(parsed.error);
+  return refusalOf(it, e instanceof ControlPlaneError ? e : new ControlPlaneError('bad_request', String(e)));
 }
 
 /** Steps 1–2: read the items' runs and plan the writes of those still running (record chain in memory). */
@@ -85,14 +134,28 @@ export async function planSettle(
   );
   const at = nowIso(deps);
   const nowMs = Date.parse(at);
-  const out: SettlePlan = { runs: [], segments: [], events: [], items: [] };
+  const out: SettlePlan = { runs: [], segments: [], events: [], items: [], refused: [] };
+  const refuse = (r: SettleRefusal) => {
+    out.refused.push(r);
+    deps.log('warn', 'settle: result refused, not applied (the run stays running until its lease expires)', {
+      ...r,
+    });
+  };
   for (const it of items) {
     const row = rows.get(it.runId);
     if (!row || row.tenant_id !== it.tenant || row.status !== 'running') continue;
     // A superseded attempt's result (its lease was lost and the run requeued): refused, nothing written.
     if (it.epoch !== undefined && row.attempt !== it.epoch) continue;
+    const badUsage = usageRefusal(it);
+    if (badUsage) {
+      refuse(badUsage);
+      continue;
+    }
     const result = transition(rowToRun(row), it.event, at);
-    if (!result.ok) continue;
+    if (!result.ok) {
+      refuse(refusalOf(it, transitionRefusal(result.error)));
+      continue;
+    }
     const { run, patch, facts } = result;
     const outputs = it.extras.outputs ? { ...run.outputs, ...it.extras.outputs } : run.outputs;
     const usage = it.extras.usage ? { ...run.usage, ...it.extras.usage } : run.usage;
@@ -215,17 +278,30 @@ export async function writeSettle(
   return { ids: rows.map((r) => r.id), wake: rows[0]?.wake ?? null };
 }
 
+/** What settling a batch came to: the ids settled, and the items refused (each logged once, as a warning). */
+export interface SettleOutcome {
+  settled: string[];
+  refused: SettleRefusal[];
+}
+
 /**
  * running → succeeded | failed for K runs. A run no longer running (cancelled meanwhile) is skipped: terminal
- * is terminal, the late result is dropped. Returns the ids settled. On a database handle each statement
- * commits alone; inside a transaction, the caller's commit decides.
+ * is terminal, the late result is dropped. A result the status machine (or the usage check) refuses is
+ * reported in `refused` with its code, never as settled. On a database handle each statement commits alone;
+ * inside a transaction, the caller's commit decides.
  */
-export async function settleMany(ex: Executor, deps: Deps, items: readonly Finished[]): Promise<string[]> {
+export async function settleOutcome(
+  ex: Executor,
+  deps: Deps,
+  items: readonly Finished[],
+): Promise<SettleOutcome> {
   const settled: string[] = [];
+  const refused: SettleRefusal[] = [];
   let todo: readonly Finished[] = items;
   for (let attempt = 0; attempt < ATTEMPTS && todo.length > 0; attempt++) {
     const p = await planSettle(ex, deps, todo);
-    if (p.items.length === 0) return settled;
+    refused.push(...p.refused);
+    if (p.items.length === 0) return { settled, refused };
     const written = await writeSettle(ex, p);
     const done = new Set(written.ids);
     if (done.size > 0) await notifySettled(ex, deps, written.wake);
@@ -236,5 +312,10 @@ export async function settleMany(ex: Executor, deps: Deps, items: readonly Finis
     deps.log('warn', 'settle: run rows kept changing; results left unsettled', {
       runIds: todo.map((i) => i.runId),
     });
-  return settled;
+  return { settled, refused };
+}
+
+/** `settleOutcome`'s settled ids (the refused ones are logged there). */
+export async function settleMany(ex: Executor, deps: Deps, items: readonly Finished[]): Promise<string[]> {
+  return (await settleOutcome(ex, deps, items)).settled;
 }

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, type TestCore, testCore } from '../../test/core.js';
 import { leasePolicy } from '../leases/policy.js';
 import { type Deps, DISPATCH_CHANNEL } from '../services/context.js';
-import { settleMany } from './batch-transitions.js';
+import { settleOutcome } from './batch-transitions.js';
 import { BACKLOG_FACTOR, DispatchLoop } from './dispatch-loop.js';
 import type { SettleBatch } from './settle-batcher.js';
 
@@ -21,7 +21,7 @@ function heldSettle() {
   const settleBatch: SettleBatch = async (deps, items) => {
     entered += items.length;
     await gate;
-    const out = await settleMany(deps.db, deps, items);
+    const out = await settleOutcome(deps.db, deps, items);
     steps.push(`settled ${items.length}`);
     return out;
   };

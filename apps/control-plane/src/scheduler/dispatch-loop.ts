@@ -42,7 +42,7 @@ export class DispatchLoop {
   private readonly executing = new Set<Promise<void>>();
   /** The executions in flight by run id: aborted when their run stops running (a cancel, on any replica). */
   private readonly controllers = new Map<string, AbortController>();
-  private readonly settling = new Set<Promise<void>>();
+  private readonly settling = new Set<Promise<unknown>>();
   private readonly loop: WakeLoop;
   /** The NOTIFY payload of this loop's own creates (Deps.localDispatch): they wake it in-process instead. */
   readonly wakeToken = `dispatch:${globalThis.crypto.randomUUID()}`;

@@ -9,11 +9,23 @@ import { sql } from 'kysely';
 type Fragment = ReturnType<typeof sql>;
 
 /**
+ * `x` (a float8 expression of US dollars) counted as at most MAX_USD: the kernel's rule (`toMicroUsd`), which
+ * counts any amount past MAX_USD as MAX_USD. Every usd counter a settle or a fold writes is kept to it (the
+ * addends bounded first, then the sum), so a counter can never overflow float8 (~1.8e308: SQLSTATE 22003, a
+ * settle, fold or read that can never succeed again) however many runs it sums: a reader's sum of the main
+ * row and its STRIPES released rows stays below (1 + STRIPES) × MAX_USD. Nothing a decision reads is lost:
+ * past MAX_USD every amount compares as MAX_USD.
+ */
+export function boundedUsd(x: Fragment): Fragment {
+  return sql`LEAST((${x})::float8, ${sql.lit(MAX_USD)}::float8)`;
+}
+
+/**
  * `toMicroUsd(x)` in SQL: `x` a float8 expression of US dollars, counted as at most MAX_USD (past ~1.8e302 the
  * float8 product overflows: SQLSTATE 22003 where the kernel admitted).
  */
 export function microUsd(x: Fragment): Fragment {
-  return sql`floor(LEAST((${x})::float8, ${sql.lit(MAX_USD)}::float8) * ${sql.lit(MICRO_USD_PER_USD)}::float8 + 0.5::float8)`;
+  return sql`floor(${boundedUsd(x)} * ${sql.lit(MICRO_USD_PER_USD)}::float8 + 0.5::float8)`;
 }
 
 /**

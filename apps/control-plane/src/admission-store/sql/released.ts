@@ -4,9 +4,11 @@
 // Plain reads use the views `adm_envelopes_now` / `adm_tenants_now`; the guarded writes (create, claim) lock the
 // main row and subtract the sums read by their own statement: a settle committed after that statement's
 // snapshot is not seen, so a guard reads a count that is too high, never too low — a cap refuses early under a
-// race, it never admits one too many. `foldReleases` moves the sums back into the main rows.
+// race, it never admits one too many. `foldReleases` moves the sums back into the main rows. Spend on either
+// row is kept to admission's MAX_USD (budget.ts `boundedUsd`): a reader's sum stays finite.
 import { sql } from 'kysely';
 import type { Executor } from '../../db/tx.js';
+import { boundedUsd } from './budget.js';
 
 /** Stripes per released row: a settle writes the stripe of its connection (`pg_backend_pid() % STRIPES`). */
 export const STRIPES = 8;
@@ -43,10 +45,11 @@ export async function foldReleases(ex: Executor, threshold = 100_000): Promise<n
       SELECT x.tenant, x.id, x.stripe, x.in_flight, x.spent_usd, x.spent_tokens FROM adm_envelope_releases x
       JOIN main USING (tenant, id) ORDER BY x.tenant, x.id, x.stripe FOR UPDATE OF x
     ),
-    sums AS (SELECT tenant, id, sum(in_flight)::int AS n, sum(spent_usd) AS usd, sum(spent_tokens) AS tokens
-      FROM rel GROUP BY tenant, id),
+    sums AS (SELECT tenant, id, sum(in_flight)::int AS n, ${boundedUsd(sql`sum(${boundedUsd(sql`spent_usd`)})`)} AS usd,
+      sum(spent_tokens) AS tokens FROM rel GROUP BY tenant, id),
     up AS (
-      UPDATE adm_envelopes e SET in_flight = GREATEST(e.in_flight - s.n, 0), spent_usd = e.spent_usd + s.usd,
+      UPDATE adm_envelopes e SET in_flight = GREATEST(e.in_flight - s.n, 0),
+        spent_usd = ${boundedUsd(sql`${boundedUsd(sql`e.spent_usd`)} + s.usd`)},
         spent_tokens = e.spent_tokens + s.tokens
       FROM sums s WHERE e.tenant = s.tenant AND e.id = s.id RETURNING 1
     ),

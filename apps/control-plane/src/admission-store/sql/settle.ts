@@ -16,6 +16,10 @@
 // prev) >= 0`, an InitPlan evaluated before the scan starts). The hot rows (envelopes, tenants, global) come
 // last, so they are held only for the rest of this statement and its commit.
 //
+// Spend is kept to admission's MAX_USD (budget.ts `boundedUsd`): each run's usd, each envelope's sum and each
+// released row's total saturate there — the kernel counts any spend past it as MAX_USD — so no number of
+// settles can overflow float8 on the settle's write, the fold, or a reader's sum.
+//
 // A release wakes the claimers: when a tenant whose running count this settle lowers still has queued runs
 // (they may have waited on its `max_concurrent`), `ss_wake` gives the payload of a NOTIFY on the dispatch
 // channel — RELEASED_PAYLOAD, plus INLINE_ONLY_NOTE when only inline-lane kinds are queued (the runners'
@@ -35,6 +39,7 @@ import {
   RELEASED_PAYLOAD,
   RUNNERS_ONLY_NOTE,
 } from '../../services/context.js';
+import { boundedUsd } from './budget.js';
 import { STRIPE_SQL } from './released.js';
 import { slotOf } from './rows.js';
 
@@ -49,7 +54,7 @@ export function settleSlotsCtes(source: ReturnType<typeof sql>) {
     ss_in AS MATERIALIZED (${source}),
     ss_old AS MATERIALIZED (
       SELECT s.tenant, s.run_id, s.status, s.class, s.lifetime, s.member, s.envelope_id,
-        i.status AS next, i.usd, i.tokens
+        i.status AS next, ${boundedUsd(sql`COALESCE(i.usd, 0)`)} AS usd, i.tokens
       FROM adm_slots s JOIN ss_in i ON s.tenant = i.tenant AND s.run_id = i.run_id
       WHERE s.status NOT IN (${sql.join(TERMINAL_STATUSES.map((t) => sql.lit(t)))})
         AND NOT (s.status = 'queued' AND i.status = 'succeeded')
@@ -72,7 +77,8 @@ export function settleSlotsCtes(source: ReturnType<typeof sql>) {
       FROM adm_envelopes e JOIN ss_path p ON e.tenant = p.tenant AND e.id = p.parent_id WHERE p.depth < 64
     ),
     ss_agg AS MATERIALIZED (
-      SELECT tenant, id, sum(usd) AS usd, sum(tokens) AS tokens, sum(n)::int AS n FROM ss_path GROUP BY tenant, id
+      SELECT tenant, id, ${boundedUsd(sql`sum(usd)`)} AS usd, sum(tokens) AS tokens, sum(n)::int AS n
+      FROM ss_path GROUP BY tenant, id
     ),
     ss_delta AS MATERIALIZED (
       SELECT tenant,
@@ -103,7 +109,8 @@ export function settleSlotsCtes(source: ReturnType<typeof sql>) {
       WHERE (SELECT count(*) FROM ss_ten) >= 0
       ORDER BY a.tenant, a.id
       ON CONFLICT (tenant, id, stripe) DO UPDATE SET in_flight = x.in_flight + EXCLUDED.in_flight,
-        spent_usd = x.spent_usd + EXCLUDED.spent_usd, spent_tokens = x.spent_tokens + EXCLUDED.spent_tokens
+        spent_usd = ${boundedUsd(sql`${boundedUsd(sql`x.spent_usd`)} + EXCLUDED.spent_usd`)},
+        spent_tokens = x.spent_tokens + EXCLUDED.spent_tokens
       RETURNING 1
     ),
     ss_ten_rel AS (
