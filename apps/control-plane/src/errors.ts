@@ -167,22 +167,60 @@ export function isRefusalCode(code: string): code is ControlPlaneErrorCode {
   return Object.hasOwn(REFUSALS, code);
 }
 
+/** The part of a request an offending field is in; its `path` is then relative to that part. */
+export const ISSUE_LOCATIONS = ['query', 'path', 'header', 'cookie', 'body'] as const;
+export type IssueLocation = (typeof ISSUE_LOCATIONS)[number];
+
+/** One offending field of a schema refusal, as a client reads it (never the offending input echoed back). */
+export interface ValidationIssue {
+  /** zod's issue code (e.g. invalid_type, too_big); `invalid_input` when run-model refused without one. */
+  readonly code: string;
+  readonly path: readonly (string | number)[];
+  readonly message: string;
+  readonly in?: IssueLocation;
+}
+
 export class ControlPlaneError extends Error {
   readonly code: ControlPlaneErrorCode;
   readonly httpStatus: number;
   /** Machine-readable context; for 402/429 `details.rule` names the refusing admission rule. */
   readonly details: Readonly<Record<string, unknown>>;
+  /**
+   * A schema refusal's offending fields (`validation_failed`, `out_of_range`), rendered as the problem's
+   * top-level `issues`. Set only by the one mapping, `validationRefusal` (services/boundary.ts).
+   */
+  readonly issues: readonly ValidationIssue[] | undefined;
 
-  constructor(code: ControlPlaneErrorCode, message: string, details: Record<string, unknown> = {}) {
+  constructor(
+    code: ControlPlaneErrorCode,
+    message: string,
+    details: Record<string, unknown> = {},
+    issues?: readonly ValidationIssue[],
+  ) {
     super(message);
     this.name = 'ControlPlaneError';
     this.code = code;
     this.httpStatus = ERROR_STATUS[code];
     this.details = details;
+    this.issues = issues;
   }
 
-  toJSON(): { error: { code: ControlPlaneErrorCode; message: string; details: Record<string, unknown> } } {
-    return { error: { code: this.code, message: this.message, details: { ...this.details } } };
+  toJSON(): {
+    error: {
+      code: ControlPlaneErrorCode;
+      message: string;
+      details: Record<string, unknown>;
+      issues?: readonly ValidationIssue[];
+    };
+  } {
+    return {
+      error: {
+        code: this.code,
+        message: this.message,
+        details: { ...this.details },
+        ...(this.issues === undefined ? {} : { issues: this.issues }),
+      },
+    };
   }
 }
 

@@ -214,15 +214,31 @@ describe('subscriptions are checked when created, not when they fire', () => {
     await refused('POST', '/subscriptions', 'validation_failed', {
       body: { name: 's', schedule: { cron: '0 * * * *', timezone: 'Mars/Olympus_Mons' }, runSpec: analysis },
     });
-    for (const runSpec of [
-      { kind: 'eval', subject: { nope: 1 } },
-      { kind: 'agent', subject: { agentId: 'a', permissionMode: 'yolo' } },
-      { kind: 'analysis', subject: { config: {} }, placement: { where: 'driver' } },
-      { kind: 'sandbox', subject: { image: 'alpine:3.20' }, lifetime: 'session' },
-    ]) {
-      await refused('POST', '/subscriptions', 'bad_request', {
+    // What a schema refuses is validation_failed naming the body field (as the edge answers); what the core
+    // refuses of a valid spec (an analysis run placed elsewhere than inline) is bad_request.
+    for (const [runSpec, code, field] of [
+      [{ kind: 'eval', subject: { nope: 1 } }, 'validation_failed', 'runSpec.subject'],
+      [
+        { kind: 'agent', subject: { agentId: 'a', permissionMode: 'yolo' } },
+        'validation_failed',
+        'runSpec.subject',
+      ],
+      [
+        { kind: 'analysis', subject: { config: {} }, placement: { where: 'driver' } },
+        'bad_request',
+        undefined,
+      ],
+      [
+        { kind: 'sandbox', subject: { image: 'alpine:3.20' }, lifetime: 'session' },
+        'validation_failed',
+        'runSpec.ttlSec',
+      ],
+    ] as const) {
+      const r = await refused('POST', '/subscriptions', code, {
         body: { name: 's', selector: { kind: 'run.queued' }, runSpec },
       });
+      if (field === undefined) expect(r.body).not.toHaveProperty('issues');
+      else expect(r.body.detail, JSON.stringify(r.body)).toMatch(new RegExp(`^body field "${field}(\\.|")`));
     }
     const ok = await call(t.app, 'POST', '/subscriptions', {
       body: { name: 'ok', schedule: { cron: '0 * * * *', timezone: 'Europe/Berlin' }, runSpec: analysis },

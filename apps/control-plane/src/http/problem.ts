@@ -9,14 +9,20 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ZodError } from 'zod';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/availability.js';
-import { ControlPlaneError, type ControlPlaneErrorCode, REFUSALS } from '../errors.js';
-import { isRangeIssue, toControlPlaneError } from '../services/boundary.js';
+import {
+  ControlPlaneError,
+  type ControlPlaneErrorCode,
+  ISSUE_LOCATIONS,
+  type IssueLocation,
+  REFUSALS,
+  type ValidationIssue,
+} from '../errors.js';
+import { toControlPlaneError, validationRefusal } from '../services/boundary.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
 /** The part of the request an issue is about; `path` is then relative to it (a body field's, a parameter's name). */
-export const ISSUE_LOCATIONS = ['query', 'path', 'header', 'cookie', 'body'] as const;
-export type IssueLocation = (typeof ISSUE_LOCATIONS)[number];
+export { ISSUE_LOCATIONS, type IssueLocation };
 
 export const IssueSchema = z
   .object({
@@ -111,51 +117,26 @@ const TARGET_LOCATIONS: Readonly<Record<string, IssueLocation>> = {
   form: 'body',
 };
 
-const LOCATION_NOUNS: Readonly<Record<IssueLocation, string>> = {
-  query: 'query parameter',
-  path: 'path parameter',
-  header: 'header',
-  cookie: 'cookie',
-  body: 'body field',
-};
-
-type Issue = z.infer<typeof IssueSchema>;
-
-/** zod issues, trimmed to what a client needs (never the offending input echoed back). */
-export function zodIssues(error: ZodError, location?: IssueLocation): Issue[] {
-  return error.issues.slice(0, 50).map((i) => ({
-    code: String(i.code),
-    path: i.path.map((p) => (typeof p === 'symbol' ? String(p) : p)),
-    message: i.message,
-    ...(location === undefined ? {} : { in: location }),
-  }));
-}
-
-/** A readable line naming the first offending field and why, e.g. `query parameter "limit": Too small: …`. */
-function issuesDetail(issues: readonly Issue[], total: number, location?: IssueLocation): string {
-  const first = issues[0];
-  if (first === undefined) return `invalid ${location ?? 'request'}`;
-  const field = first.path.join('.');
-  const subject =
-    field === ''
-      ? `the ${location ?? 'request'}`
-      : `${location === undefined ? 'field' : LOCATION_NOUNS[location]} "${field}"`;
-  const more = total > 1 ? ` (and ${total - 1} more: see issues)` : '';
-  return `${subject}: ${first.message}${more}`;
-}
-
 /**
- * A schema refusal: `out_of_range` when every issue is a number outside its bounds, else `validation_failed`.
- * `target` is the validator's (query, param, header, cookie, json, form): the one mapping from zod issues to
- * the problem for every part of a request — `issues` (each with its `path` and `in`) and a `detail` naming
- * the first offending field and why.
+ * A schema refusal of the request part hono's validator `target` names (query, param, header, cookie, json,
+ * form): the one mapping (services/boundary.ts `validationRefusal`, which every service's schema refusal
+ * goes through too) rendered — `out_of_range` when every issue is a number outside its bounds, else
+ * `validation_failed`; `issues` (each with its `path` and `in`) and a `detail` naming the first offending
+ * field and why.
  */
 export function validationProblem(error: ZodError, target?: string): Problem {
-  const code =
-    error.issues.length > 0 && error.issues.every(isRangeIssue) ? 'out_of_range' : 'validation_failed';
   const location = target === undefined ? undefined : TARGET_LOCATIONS[target];
-  const issues = zodIssues(error, location);
-  return problem(code, issuesDetail(issues, error.issues.length, location), { issues });
+  const refusal = validationRefusal(error, location === undefined ? {} : { in: location });
+  return issuesProblem(refusal.code, refusal.message, refusal.issues ?? []);
+}
+
+/** A schema refusal as a problem: its issues top-level, its message (naming the first field) the `detail`. */
+function issuesProblem(
+  code: ControlPlaneErrorCode,
+  detail: string,
+  issues: readonly ValidationIssue[],
+): Problem {
+  return problem(code, detail, { issues: issues.map((i) => ({ ...i, path: [...i.path] })) });
 }
 
 /** Throw a ready-made problem from a handler (app.onError renders it as is). */
@@ -204,6 +185,10 @@ export function errorToProblem(thrown: unknown): MappedError {
     };
   }
   const err = toControlPlaneError(thrown);
+  if (err instanceof ControlPlaneError && err.issues !== undefined) {
+    // A service's schema refusal: exactly the edge's shape (top-level `issues`, no `details`).
+    return { problem: issuesProblem(err.code, err.message, err.issues), unexpected: false };
+  }
   if (err instanceof ControlPlaneError && err.code === 'database_unavailable') {
     return {
       problem: problem(err.code, err.message),

@@ -87,7 +87,7 @@ async function assertRoomToStart(tx: Tx, tenant: string): Promise<void> {
 export function agentBridgeService(deps: Deps): AgentBridgeService {
   return {
     async report(p, raw) {
-      const input = asControlPlaneError(() => AgentRunEventInput.parse(raw));
+      const input = asControlPlaneError(() => AgentRunEventInput.parse(raw), { in: 'body' });
       // runrecord's refusals (SnapshotMismatch → 409 snapshot_mismatch, …) leave as the core's own errors.
       const row = await asControlPlaneError(() =>
         withTx(deps.db, async (tx) => {

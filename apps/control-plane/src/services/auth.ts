@@ -165,7 +165,7 @@ export function authService(
     },
     async createKey(p, input) {
       requireAdmin(p);
-      const { role, label } = asControlPlaneError(() => CreateKeyInput.parse(input));
+      const { role, label } = asControlPlaneError(() => CreateKeyInput.parse(input), { in: 'body' });
       const raw = newRawKey();
       return { ...view(await insertKey(deps, p.tenantId, raw, role, label)), key: raw };
     },
@@ -243,7 +243,7 @@ export function authService(
     },
     async setPolicy(p, input) {
       requireAdmin(p);
-      const patch = asControlPlaneError(() => TenantPolicyPatch.parse(input));
+      const patch = asControlPlaneError(() => TenantPolicyPatch.parse(input), { in: 'body' });
       return withTx(deps.db, async (tx) => {
         const row = await tx
           .selectFrom('adm_tenants')

@@ -15,7 +15,9 @@ import { EventPosition } from './types.js';
 
 /** A caller's `after`: an outbox position within bigint (400 `out_of_range` beyond), or undefined. */
 export function eventPosition(after: string | undefined): string | undefined {
-  return after === undefined ? undefined : asControlPlaneError(() => EventPosition.parse(after));
+  return after === undefined
+    ? undefined
+    : asControlPlaneError(() => EventPosition.parse(after), { at: ['after'] });
 }
 
 /** Facts read from the outbox at a time by a live feed (and what a paused consumer may hold past its mark). */

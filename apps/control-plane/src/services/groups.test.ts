@@ -132,9 +132,16 @@ describe('groups: fan-out, rollup, score, promote', () => {
       [{ type: 'exit_code' }, { type: 'exit_code' }],
       [],
     ]) {
+      // A schema refusal, as the edge answers one: validation_failed naming the body's `graders`.
       await expect(
         t.core.services.groups.score(t.admin, group.id, { graders } as never),
-      ).rejects.toMatchObject({ httpStatus: 400, code: 'bad_request' });
+      ).rejects.toMatchObject({
+        httpStatus: 400,
+        code: 'validation_failed',
+        issues: expect.arrayContaining([
+          expect.objectContaining({ path: expect.arrayContaining(['graders']), in: 'body' }),
+        ]),
+      });
     }
   });
 

@@ -120,7 +120,7 @@ export async function createGroupTx(
 export function groupService(deps: Deps, judge?: Judge): GroupService {
   return {
     async create(p, raw) {
-      const input = asControlPlaneError(() => CreateGroupInput.parse(raw));
+      const input = asControlPlaneError(() => CreateGroupInput.parse(raw), { in: 'body' });
       await assertPlaceable(deps, p.tenantId, input.spec);
       try {
         return await withTx(deps.db, (tx) => createGroupTx(tx, deps, who(p), input));
@@ -147,7 +147,7 @@ export function groupService(deps: Deps, judge?: Judge): GroupService {
       return groupView(deps.db, await findGroup(deps.db, p.tenantId, id));
     },
     async list(p, raw) {
-      const q = asControlPlaneError(() => ListGroupsQuery.parse(raw));
+      const q = asControlPlaneError(() => ListGroupsQuery.parse(raw), { in: 'query' });
       let sel = deps.db.selectFrom('run_groups').selectAll().where('tenant_id', '=', p.tenantId);
       if (q.kind) sel = sel.where('kind', '=', q.kind);
       const b = q.cursor ? decodeCursor(q.cursor) : null;
@@ -171,7 +171,7 @@ export function groupService(deps: Deps, judge?: Judge): GroupService {
       };
     },
     async score(p, id, raw) {
-      const input = asControlPlaneError(() => ScoreGroupInput.parse(raw));
+      const input = asControlPlaneError(() => ScoreGroupInput.parse(raw), { in: 'body' });
       return scoreTx(deps, p.tenantId, await findGroup(deps.db, p.tenantId, id), {
         graders: input.graders,
         rescoreOf: input.rescoreOf ?? null,
@@ -179,7 +179,7 @@ export function groupService(deps: Deps, judge?: Judge): GroupService {
       });
     },
     async promote(p, id, raw) {
-      const input = asControlPlaneError(() => PromoteGroupInput.parse(raw));
+      const input = asControlPlaneError(() => PromoteGroupInput.parse(raw), { in: 'body' });
       const g = await findGroup(deps.db, p.tenantId, id);
       if (g.kind !== 'experiment')
         throw new ControlPlaneError('conflict', `group ${id} is a ${g.kind}, not an experiment`);

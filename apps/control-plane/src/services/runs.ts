@@ -88,15 +88,21 @@ export function runService(
   const combine = createCombiner(deps, combiner);
   return {
     async create(p, input, ctx = {}) {
-      const attribution = await attributionOf(deps, p, ctx);
-      await groupOfTenant(deps, p, input);
-      const held = sessions?.();
-      if (held && isSessionSandbox(input)) return held.openRun(p, input, attribution); // the same gate, session lane
-      await assertPlaceable(deps, p.tenantId, input);
-      // Combined: creates arriving while a create transaction is in flight are admitted together in the
-      // next one (create-combiner.ts); each still gets exactly the decision a sequential create would.
-      const { row, admission } = await combine(who(p), input, attribution);
-      return { run: rowToView(row), admission };
+      // A schema refusal from deeper down (the lifecycle's parse of the spec) names the body's fields.
+      return asControlPlaneError(
+        async () => {
+          const attribution = await attributionOf(deps, p, ctx);
+          await groupOfTenant(deps, p, input);
+          const held = sessions?.();
+          if (held && isSessionSandbox(input)) return held.openRun(p, input, attribution); // the same gate, session lane
+          await assertPlaceable(deps, p.tenantId, input);
+          // Combined: creates arriving while a create transaction is in flight are admitted together in the
+          // next one (create-combiner.ts); each still gets exactly the decision a sequential create would.
+          const { row, admission } = await combine(who(p), input, attribution);
+          return { run: rowToView(row), admission };
+        },
+        { in: 'body' },
+      );
     },
     async createMany(p, inputs) {
       if (!Array.isArray(inputs) || inputs.length < 1 || inputs.length > MAX_RUNS_BATCH)
@@ -126,7 +132,7 @@ export function runService(
       );
     },
     async list(p, query) {
-      const q = asControlPlaneError(() => ListRunsQuery.parse(query));
+      const q = asControlPlaneError(() => ListRunsQuery.parse(query), { in: 'query' });
       const before = q.cursor ? decodeCursor(q.cursor) : undefined;
       if (q.cursor && !before) throw invalidCursor();
       const rows = await listRuns(deps.db, p.tenantId, {

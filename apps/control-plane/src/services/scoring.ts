@@ -99,16 +99,19 @@ export async function scoreTx(
     return id;
   };
   // Graders and the judge run outside any transaction: a model judge may take seconds, locks must not.
-  const scored = await asControlPlaneError(() =>
-    scoreGroup({
-      group: { id: group.id, runIds: rows.map((r) => r.id) },
-      runs: rows.map(rowToRun),
-      graders: req.graders,
-      ids,
-      now: deps.clock().toISOString(),
-      ...(req.rescoreOf ? { rescoreOf: req.rescoreOf } : {}),
-      ...(req.judge ? { judge: req.judge } : {}),
-    }),
+  // Of what run-model refuses, only the parse of `graders` (the request body's) names fields.
+  const scored = await asControlPlaneError(
+    () =>
+      scoreGroup({
+        group: { id: group.id, runIds: rows.map((r) => r.id) },
+        runs: rows.map(rowToRun),
+        graders: req.graders,
+        ids,
+        now: deps.clock().toISOString(),
+        ...(req.rescoreOf ? { rescoreOf: req.rescoreOf } : {}),
+        ...(req.judge ? { judge: req.judge } : {}),
+      }),
+    { in: 'body', at: ['graders'] },
   );
   const { scoring, scores } = scored;
   await withTx(deps.db, (tx) => saveScoring(tx, tenant, scoring, scores, req.within));

@@ -1,7 +1,8 @@
 // A subscription is checked when it is created by run-model's own Subscription schema, exactly as every firing
-// reads it: a session TTL past MAX_SESSION_TTL_SEC is refused then (400 bad_request, as POST /runs answers the
-// same spec; nothing saved) — never accepted and refused at each firing — while a one-shot run's ttlSec, which
-// is no session TTL, is taken as POST /runs takes it.
+// reads it: a session TTL past MAX_SESSION_TTL_SEC is refused then (400 out_of_range naming the body field
+// runSpec.ttlSec, in the edge's shape; POST /runs refuses the same spec too; nothing saved) — never accepted
+// and refused at each firing — while a one-shot run's ttlSec, which is no session TTL, is taken as POST /runs
+// takes it.
 import { MAX_SESSION_TTL_SEC } from '@everdict/run-model';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../test/core.js';
@@ -32,16 +33,18 @@ async function subscriptionRows(): Promise<number> {
 }
 
 describe('a subscription’s run template, checked at creation as it fires', { timeout: 120_000 }, () => {
-  it('a session TTL past MAX_SESSION_TTL_SEC → 400 bad_request naming runSpec.ttlSec, nothing saved', async () => {
+  it('a session TTL past MAX_SESSION_TTL_SEC → 400 out_of_range naming runSpec.ttlSec, nothing saved', async () => {
     const before = await subscriptionRows();
     for (const ttlSec of [MAX_SESSION_TTL_SEC + 1, 400 * 86_400, 2 ** 31 - 1]) {
       const r = await call(t.app, 'POST', '/subscriptions', {
         body: { name: 'long session', selector: { kind: 'run.queued' }, runSpec: session(ttlSec) },
       });
       expect(r.status, JSON.stringify(r.body)).toBe(400);
-      expect(r.body.code).toBe('bad_request');
-      expect((r.body.details as { issues: { path: string }[] }).issues[0]?.path).toBe('runSpec.ttlSec');
-      // POST /runs refuses the same spec with the same code.
+      expect(r.body.code).toBe('out_of_range');
+      expect(r.body.issues).toEqual([expect.objectContaining({ path: ['runSpec', 'ttlSec'], in: 'body' })]);
+      expect(r.body.detail).toMatch(/^body field "runSpec\.ttlSec": /);
+      expect(r.body).not.toHaveProperty('details');
+      // POST /runs refuses the same spec (run-model's session bound when the run is built: bad_request).
       const run = await call(t.app, 'POST', '/runs', { body: session(ttlSec) });
       expect(run.status).toBe(400);
       expect(run.body.code).toBe('bad_request');

@@ -4,17 +4,17 @@
 // disables it in the revoking transaction (`disableForRevokedKey`), it says so (`disabledReason:
 // key_revoked`), it cannot be enabled again (409) — and a firing checks the key too (`fire`).
 
-import { SCHEDULE_FIRED, Subscription } from '@everdict/run-model';
+import { MAX_SESSION_TTL_SEC, SCHEDULE_FIRED, Subscription } from '@everdict/run-model';
 import { CronExpressionParser } from 'cron-parser';
 import { type Selectable, sql } from 'kysely';
 import { ZodError } from 'zod';
 import { iso, json } from '../db/numeric.js';
 import type { SubscriptionsTable } from '../db/schema.js';
 import { type Tx, withTx } from '../db/tx.js';
-import { ControlPlaneError, notFound } from '../errors.js';
+import { ControlPlaneError, notFound, type ValidationIssue } from '../errors.js';
 import { assertPlaceable } from '../runners/placement.js';
 import type { SubscriptionService } from './api.js';
-import { asControlPlaneError, toControlPlaneError } from './boundary.js';
+import { asControlPlaneError, toControlPlaneError, validationRefusal } from './boundary.js';
 import type { Deps } from './context.js';
 import { prepareCreate } from './lifecycle.js';
 import { groupOfTenant, who } from './runs.js';
@@ -84,31 +84,37 @@ export function toModelSubscription(r: ModelFields): Subscription {
   });
 }
 
-/** run-model's field (an issue path) as the request names it. */
-function requestPath(path: readonly PropertyKey[]): string {
-  const [head, ...rest] = path.map(String);
-  if (head === 'sessionTtlMs') return 'runSpec.ttlSec';
-  if (head === 'cooldownMs') return 'cooldownSec';
-  if (head === 'selector' && rest[0] === 'eventKind') return ['selector', 'kind', ...rest.slice(1)].join('.');
-  return path.map(String).join('.');
+/**
+ * run-model's field (an issue) as the request names it: `sessionTtlMs` is `runSpec.ttlSec` (its bound in
+ * seconds), `cooldownMs` is `cooldownSec`, `selector.eventKind` is `selector.kind`.
+ */
+function requestIssue(issue: ValidationIssue): ValidationIssue {
+  const [head, ...rest] = issue.path;
+  if (head === 'sessionTtlMs') {
+    const message =
+      issue.code === 'too_big'
+        ? `Too big: a session is held open at most ${MAX_SESSION_TTL_SEC} seconds (366 days)`
+        : issue.message.replaceAll('sessionTtlMs', 'ttlSec');
+    return { ...issue, path: ['runSpec', 'ttlSec', ...rest], message };
+  }
+  if (head === 'cooldownMs') return { ...issue, path: ['cooldownSec', ...rest] };
+  if (head === 'selector' && rest[0] === 'eventKind')
+    return { ...issue, path: ['selector', 'kind', ...rest.slice(1)] };
+  return issue;
 }
 
 /**
- * At creation, the subscription as every firing will read it: what run-model refuses (a session TTL past
- * MAX_SESSION_TTL_SEC, a session without one, a non-scalar filter) is `bad_request` — as POST /runs answers
- * the same spec — naming the request's fields, and nothing is saved.
+ * At creation, the subscription as every firing will read it: what run-model's schema refuses (a session TTL
+ * past MAX_SESSION_TTL_SEC, a session without one, a non-scalar filter) is the schema refusal every 400 with
+ * issues is (`validationRefusal`: `out_of_range` / `validation_failed`), naming the request's body fields,
+ * and nothing is saved.
  */
 function checkAsFired(fields: ModelFields): void {
   try {
     toModelSubscription(fields);
   } catch (e) {
     if (!(e instanceof ZodError)) throw toControlPlaneError(e);
-    const issues = e.issues.map((i) => ({ path: requestPath(i.path), message: i.message }));
-    throw new ControlPlaneError(
-      'bad_request',
-      `invalid subscription: ${issues[0]?.path ?? ''} ${issues[0]?.message ?? ''}`.trim(),
-      { issues },
-    );
+    throw validationRefusal(e, { in: 'body', restate: requestIssue });
   }
 }
 
@@ -128,7 +134,7 @@ export function subscriptionService(deps: Deps): SubscriptionService {
   };
   return {
     async create(p, raw) {
-      const input = asControlPlaneError(() => CreateSubscriptionInput.parse(raw));
+      const input = asControlPlaneError(() => CreateSubscriptionInput.parse(raw), { in: 'body' });
       await assertPlaceable(deps, p.tenantId, input.runSpec);
       const id = deps.ids('sub');
       if (input.schedule) {
@@ -152,13 +158,17 @@ export function subscriptionService(deps: Deps): SubscriptionService {
         cooldown_sec: input.cooldownSec,
         max_depth: input.maxDepth,
       });
-      prepareCreate(
-        deps,
-        who(p),
-        input.runSpec,
-        input.schedule
-          ? { cause: 'schedule', scheduleId: id, eventId: '0', eventKind: SCHEDULE_FIRED }
-          : { cause: 'event', eventId: '0', eventKind: selector.kind },
+      asControlPlaneError(
+        () =>
+          prepareCreate(
+            deps,
+            who(p),
+            input.runSpec,
+            input.schedule
+              ? { cause: 'schedule', scheduleId: id, eventId: '0', eventKind: SCHEDULE_FIRED }
+              : { cause: 'event', eventId: '0', eventKind: selector.kind },
+          ),
+        { in: 'body', at: ['runSpec'] },
       );
       await groupOfTenant(deps, p, input.runSpec);
       const now = deps.clock();

@@ -1,12 +1,12 @@
 // run-model's refusals of a transition, answered by whose fault they are: a malformed event (the caller's
-// input) is 400 bad_request; a state the event does not fit is 409 conflict; this replica's clock behind
+// input) is the schema refusal every 400 with issues is (validation_failed, in the edge's shape); a state the event does not fit is 409 conflict; this replica's clock behind
 // the run's last update is 409 conflict `clock_behind` (not the caller's fault, not a 500). Every refusal
 // leaves the run, its record, its events and its admission slot as they were. On PGlite.
 import type { RunEvent } from '@everdict/run-model';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
-import { errorToProblem } from '../http/problem.js';
+import { errorToProblem, ProblemSchema } from '../http/problem.js';
 import { COMMAND_SPEC, call, type TestApp, testApp } from '../http/testing/harness.js';
 import type { Deps } from './context.js';
 import { transitionTx } from './lifecycle.js';
@@ -52,22 +52,23 @@ async function refusal(runId: string, event: RunEvent, deps: Deps = t.core.inter
 }
 
 describe('a transition run-model refuses is answered by whose fault it is, and changes nothing', () => {
-  it("a fail whose error is malformed (the caller's input): 400 bad_request with the issues", async () => {
+  it("a fail whose error is malformed (the caller's input): 400 validation_failed, the edge's shape", async () => {
     const id = await created();
     const before = await stateOf(id);
     const malformed = { type: 'fail', error: { code: '', message: 'x', extra: 1 } } as unknown as RunEvent;
     const e = await refusal(id, malformed);
     expect(e).toBeInstanceOf(ControlPlaneError);
     const err = e as ControlPlaneError;
-    expect({ code: err.code, status: err.httpStatus, reason: err.details.reason }).toEqual({
-      code: 'bad_request',
-      status: 400,
-      reason: 'invalid_input',
-    });
-    expect(err.details.issues).toEqual(
-      expect.arrayContaining([expect.objectContaining({ path: 'error.code' })]),
-    );
-    expect(errorToProblem(e).problem).toMatchObject({ status: 400, code: 'bad_request' });
+    expect({ code: err.code, status: err.httpStatus }).toEqual({ code: 'validation_failed', status: 400 });
+    const mapped = errorToProblem(e);
+    expect(mapped.unexpected).toBe(false);
+    const p = mapped.problem;
+    // What the client reads: top-level issues with array paths (no `details`), a detail naming the first.
+    expect(ProblemSchema.safeParse(p).success).toBe(true);
+    expect(Object.keys(p).sort()).toEqual(['code', 'detail', 'issues', 'status', 'title', 'type']);
+    expect(p).toMatchObject({ status: 400, code: 'validation_failed' });
+    expect(p.issues).toContainEqual(expect.objectContaining({ path: ['error', 'code'] }));
+    expect(p.detail).toMatch(/^field "error\.(code|extra)": /);
     expect(await stateOf(id)).toEqual(before);
   });
 

@@ -30,7 +30,7 @@ import { appendEvents, type NewEvent } from '../ledger/events.js';
 import { addressOf, appendSegments, NO_CALLS, plannedSegments, sealInterval } from '../ledger/records.js';
 import { lockRun, type RunRow, rowToRun, withSlot } from '../ledger/runs.js';
 import type { AttestedWrites, RunSet } from './attested-writes.js';
-import { asControlPlaneError } from './boundary.js';
+import { asControlPlaneError, runModelValidationRefusal } from './boundary.js';
 import { type Deps, DISPATCH_CHANNEL, INLINE_LANE_KINDS, nowIso } from './context.js';
 
 export function factsToEvents(facts: readonly RunFact[]) {
@@ -139,8 +139,8 @@ const DEFAULT_METER = { watts: 5, meter: 'inline-wallclock-model' };
 /**
  * run-model's refusal as the app's, by whose fault it is. A state the event does not fit
  * (`already_terminal`, `illegal_transition`) is 409 `conflict`. `invalid_input` names the culprit in its
- * details: a malformed event (`issues`: e.g. a fail whose error is malformed) is the caller's input → 400
- * `bad_request`; `now` before the run's last update (`updatedAt`) is this replica's clock behind the one
+ * details: a malformed event (`issues`: e.g. a fail whose error is malformed) is the caller's input → the
+ * schema refusal every 400 with issues is (`validationRefusal`: `validation_failed`); `now` before the run's last update (`updatedAt`) is this replica's clock behind the one
  * that wrote the run — not the caller's fault, and no defect either: 409 `conflict`, `reason:
  * clock_behind`, retryable once the clock passes `updatedAt`; a `now` that is no timestamp is a defect of
  * ours → `internal` (500, logged). Every refusal leaves the run as it was.
@@ -148,7 +148,8 @@ const DEFAULT_METER = { watts: 5, meter: 'inline-wallclock-model' };
 export function transitionRefusal(error: RunModelError): ControlPlaneError {
   const details = { ...error.details, reason: error.code };
   if (error.code !== 'invalid_input') return new ControlPlaneError('conflict', error.message, details);
-  if ('issues' in error.details) return new ControlPlaneError('bad_request', error.message, details);
+  const malformed = runModelValidationRefusal(error);
+  if (malformed !== undefined) return malformed;
   if ('updatedAt' in error.details)
     return new ControlPlaneError('conflict', error.message, { ...details, reason: 'clock_behind' });
   return new ControlPlaneError('internal', error.message, details);
@@ -163,7 +164,7 @@ export async function transitionTx(
   event: RunEvent,
   extras: TransitionExtras = {},
 ): Promise<{ row: RunRow; from: string }> {
-  if (extras.usage) asControlPlaneError(() => ReportedUsage.parse(extras.usage));
+  if (extras.usage) asControlPlaneError(() => ReportedUsage.parse(extras.usage), { at: ['usage'] });
   const locked =
     extras.locked?.id === runId && extras.locked.tenant_id === tenant ? extras.locked : undefined;
   const row = locked ?? (await lockRun(tx, tenant, runId));
