@@ -4,9 +4,12 @@
  *   <- {"t":"spawn","b":"<base64 of NUL-terminated fields>"}: id, flags (h hold, c control, w warm, u user,
  *      e stdin at end-of-file: our end of fd 0 closed at once, not sent, s status: fd 3 is bubblewrap's
  *      --json-status-fd, read to its end, its "exit-code" sent with the exit as "status"; h implies it),
- *      uid, gid, file, argc, args.., envc, env.., joinc, joins.., warm mount, warm controller, and with flag
- *      a: fdargc, fdargs.. — written NUL-terminated to a memfd that becomes the child's fd 6 (bubblewrap's
- *      --args 6 reads it to its end): arguments no process's command line shows
+ *      uid, gid, file, argc, args.., envc, env.., joinc, joins.., leavec, leaves.., warm mount, warm
+ *      controller, and with flag a: fdargc, fdargs.. — written NUL-terminated to the child's fd 6 (bubblewrap's
+ *      --args 6 reads it to its end): arguments no process's command line shows. A memfd; held (h), a pipe
+ *      whose end comes once bubblewrap's own pid is in the joins' cgroup.procs, so it clones its namespace
+ *      init and cgroup namespace inside them (the sandbox's /proc/self/cgroup shows "/"); once the init's
+ *      pid is read, bubblewrap is moved back to the leaves (our own cgroups), then the init is released
  *   -> {"t":"pid"|"init"|"failed"|"exit",...} (the exit once fd 3 has ended too) and {"cmd":"NODE_HANDLE","type":"net.Native","msg":{"t":"fd",..}}
  * Lines from Node it does not know (NODE_HANDLE_ACK) are skipped. One thread beside the loop writes
  * cgroup.procs (the first write after a quiet spell waits for an RCU grace period).
@@ -97,9 +100,10 @@ struct child {
   size_t len;
   int status; /* the "exit-code" bubblewrap reported; -1: none (yet) */
   char exit_line[160]; /* the exit message, kept until fd 3 has ended */
-  char *payload; /* the request: joins point into it */
-  char **joins;
-  int njoin, asked, joining, exited;
+  char *payload; /* the request: joins and leaves point into it */
+  char **joins, **leaves;
+  int njoin, nleave, asked, joining, exited;
+  int args_w; /* held: our end of fd 6's pipe, closed once bubblewrap joined (its options end there) */
   struct child *next;
 };
 static struct child *children;
@@ -110,7 +114,9 @@ static void free_child(struct child *c) {
   if (c->info >= 0) close(c->info);
   if (c->release >= 0) close(c->release);
   if (c->init_fd >= 0) close(c->init_fd);
+  if (c->args_w >= 0) close(c->args_w);
   free(c->joins);
+  free(c->leaves);
   free(c->payload);
   free(c);
 }
@@ -119,7 +125,11 @@ static void maybe_free(struct child *c) {
 }
 
 /* ---- the join thread: cgroup.procs writes, in order, off the loop ---- */
-struct job { struct child *c; int warm_fd; pid_t pid; int err; const char *failed; struct job *next; };
+/* pid written into each of files; leave: bubblewrap moved back out once init (its clone) exists */
+struct job {
+  struct child *c; int warm_fd; pid_t pid, init; char **files; int nfiles, leave; int err; const char *failed;
+  struct job *next;
+};
 static struct job *todo, *done;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t more = PTHREAD_COND_INITIALIZER;
@@ -139,9 +149,9 @@ static void *joiner(void *arg) {
       free(j);
       continue;
     }
-    for (int i = 0; i < j->c->njoin && !j->failed; i++) {
-      int fd = open(j->c->joins[i], O_WRONLY | O_CLOEXEC);
-      if (fd < 0 || write(fd, pid, strlen(pid)) < 0) { j->err = errno; j->failed = j->c->joins[i]; }
+    for (int i = 0; i < j->nfiles && !j->failed; i++) {
+      int fd = open(j->files[i], O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || write(fd, pid, strlen(pid)) < 0) { j->err = errno; j->failed = j->files[i]; }
       if (fd >= 0) close(fd);
     }
     pthread_mutex_lock(&lock);
@@ -261,8 +271,10 @@ static void start(char *payload, size_t n) {
   long id = atol(ids);
   int hold = strchr(flags, 'h') != NULL, control = strchr(flags, 'c') != NULL, eof = strchr(flags, 'e') != NULL;
   int status = hold || strchr(flags, 's') != NULL;
-  int argc, envc, joinc;
+  int argc, envc, joinc, leavec;
   char **args = list(&f, &argc), **env = list(&f, &envc), **joins = list(&f, &joinc);
+  char **leaves = list(&f, &leavec);
+  int args_w = -1;
   char *mount = field(&f), *controller = field(&f);
   int fdargc = 0;
   char **fdargs = strchr(flags, 'a') ? list(&f, &fdargc) : NULL;
@@ -271,20 +283,36 @@ static void start(char *payload, size_t n) {
    * theirs[6]: the memfd of fdargs, read from its start. */
   int ours[7], theirs[7], used[6] = {1, 1, 1, status, hold, control};
   for (int i = 0; i < 7; i++) ours[i] = theirs[i] = -1;
-  if (fdargs) {
+  if (hold && !fdargs) { send_failed(id, "join", "without fd 6", EINVAL); goto fail; }
+  if (fdargs && hold) {
+    /* a pipe holding them all (so no write waits), its end withheld until bubblewrap joined */
+    int pp[2];
+    size_t total = 0;
+    for (int i = 0; i < fdargc && fdargs[i]; i++) total += strlen(fdargs[i]) + 1;
+    if (pipe2(pp, O_CLOEXEC) < 0) { send_failed(id, "spawn", file, errno); goto fail; }
+    theirs[6] = pp[0];
+    args_w = pp[1];
+    if (total > 65536 && fcntl(args_w, F_SETPIPE_SZ, (int)total) < (int)total) {
+      send_failed(id, "spawn", file, E2BIG);
+      goto fail;
+    }
+  } else if (fdargs) {
     if ((theirs[6] = memfd_create("bwrap-args", MFD_CLOEXEC)) < 0) { send_failed(id, "spawn", file, errno); goto fail; }
+  }
+  if (fdargs) {
+    int to = args_w >= 0 ? args_w : theirs[6];
     for (int i = 0; i < fdargc && fdargs[i]; i++) {
       const char *p = fdargs[i];
       size_t left = strlen(p) + 1; /* with its NUL */
       while (left > 0) {
-        ssize_t w = write(theirs[6], p, left);
+        ssize_t w = write(to, p, left);
         if (w < 0 && errno == EINTR) continue;
         if (w < 0) { send_failed(id, "spawn", file, errno); goto fail; }
         p += w;
         left -= (size_t)w;
       }
     }
-    if (lseek(theirs[6], 0, SEEK_SET) < 0) { send_failed(id, "spawn", file, errno); goto fail; }
+    if (args_w < 0 && lseek(theirs[6], 0, SEEK_SET) < 0) { send_failed(id, "spawn", file, errno); goto fail; }
   }
   for (int i = 0; i < 6; i++) {
     int sv[2];
@@ -348,8 +376,22 @@ static void start(char *payload, size_t n) {
   c->payload = payload;
   c->joins = joins;
   c->njoin = joinc;
+  c->leaves = leaves;
+  c->nleave = leavec;
+  c->args_w = args_w;
+  args_w = -1;
   c->next = children;
   children = c;
+  if (hold) { /* bubblewrap itself into the cgroups; its options end once it is there (joined) */
+    struct job *j = calloc(1, sizeof *j);
+    j->c = c;
+    j->warm_fd = -1;
+    j->pid = pid;
+    j->files = joins;
+    j->nfiles = joinc;
+    c->joining++;
+    queue(j);
+  }
   char line[160];
   snprintf(line, sizeof line, "{\"t\":\"pid\",\"id\":%ld,\"pid\":%d}\n", id, (int)pid);
   send_line(line, -1);
@@ -369,10 +411,12 @@ static void start(char *payload, size_t n) {
 fail:
   for (int i = 0; i < 7; i++) if (ours[i] >= 0) close(ours[i]);
   for (int i = 0; i < 7; i++) if (theirs[i] >= 0) close(theirs[i]);
+  if (args_w >= 0) close(args_w);
   free(args);
   free(env);
   free(fdargs);
   free(joins);
+  free(leaves);
   free(payload);
 }
 
@@ -398,8 +442,8 @@ static void send_exit(struct child *c) {
   send_line(line, -1);
 }
 
-/* Bubblewrap's --json-status-fd, one JSON object a line: {"child-pid": N, ...} (held: join N, then release
- * it), later {"exit-code": N} for a command it exec'd. Read to its end: a closed reader would SIGPIPE it. */
+/* Bubblewrap's --json-status-fd, one JSON object a line: {"child-pid": N, ...} (held: move bubblewrap back
+ * out of the cgroups N was born in, then release N), later {"exit-code": N} for a command it exec'd. Read to its end: a closed reader would SIGPIPE it. */
 static void read_info(struct child *c) {
   char buf[512];
   ssize_t n = read(c->info, buf, sizeof buf);
@@ -421,24 +465,34 @@ static void read_info(struct child *c) {
     struct job *j = calloc(1, sizeof *j);
     j->c = c;
     j->warm_fd = -1;
-    j->pid = (pid_t)pid;
-    c->asked = c->joining = 1;
+    j->pid = c->pid;
+    j->init = (pid_t)pid;
+    j->files = c->leaves;
+    j->nfiles = c->nleave;
+    j->leave = 1;
+    c->asked = 1;
+    c->joining++;
     queue(j);
   }
 }
 
 static void joined(struct job *j) {
   struct child *c = j->c;
-  c->joining = 0;
+  c->joining--;
   if (j->failed) {
-    kill(-c->pid, SIGKILL);
-    kill(j->pid, SIGKILL);
-    send_failed(c->id, "join", j->failed, j->err);
+    /* not reaped yet (a child is freed only once no job is pending): its pid and group are still its own */
+    if (!c->exited) { kill(-c->pid, SIGKILL); kill(c->pid, SIGKILL); }
+    if (j->init > 0) kill(j->init, SIGKILL);
+    send_failed(c->id, j->leave ? "leave" : "join", j->failed, j->err);
+    if (c->args_w >= 0) { close(c->args_w); c->args_w = -1; }
+  } else if (!j->leave) {
+    last_attach_ms = now_ms();
+    if (c->args_w >= 0) { close(c->args_w); c->args_w = -1; } /* its options end: it clones in the cgroups */
   } else {
     last_attach_ms = now_ms();
-    c->init = j->pid;
+    c->init = j->init;
     char line[96];
-    snprintf(line, sizeof line, "{\"t\":\"init\",\"id\":%ld,\"pid\":%d}\n", c->id, (int)j->pid);
+    snprintf(line, sizeof line, "{\"t\":\"init\",\"id\":%ld,\"pid\":%d}\n", c->id, (int)j->init);
     send_line(line, -1);
     if (c->release >= 0) {
       if (send(c->release, "1", 1, MSG_NOSIGNAL) < 0) {}

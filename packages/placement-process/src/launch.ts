@@ -1,7 +1,7 @@
 // Starting one bubblewrap process, two ways behind one shape: through the driver's spawner (a small
 // long-lived process, spawner/), or inline with child_process.spawn from the driver's own process. Either
 // way the driver gets the child's pipes as streams of its own, its pid, the namespace init's pid once it
-// has been moved into the sandbox's cgroups (held with --json-status-fd/--block-fd until then), `exited`
+// exists in the sandbox's cgroups and bubblewrap was moved back out (SpawnRequest.join), `exited`
 // (the process was reaped; with the command's exit status as bubblewrap reported it on --json-status-fd)
 // and `closed`: it exited and its stdout and stderr were read to the end (child_process's 'close'). A kill
 // after the reap sends nothing: both pids may belong to someone else by then (the kernel hands out freed
@@ -9,6 +9,7 @@
 import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { Duplex, PassThrough, type Readable, Writable } from 'node:stream';
+import type { SandboxLimits } from './limits/limits.js';
 import { ARGS_FD, fdArgsBytes, type Spawner, type SpawnRequest } from './spawner/client.js';
 
 export interface ProcessEnd {
@@ -200,14 +201,18 @@ function killOnExit(kill: () => void): () => void {
   return () => inlineLive.delete(kill);
 }
 
-/** Starts the process with child_process.spawn here (the driver's own fork), holding and joining inline. */
-export function launchInline(request: SpawnRequest, join: (pid: number) => void): Launch {
+/**
+ * Starts the process with child_process.spawn here (the driver's own fork), joining and holding inline
+ * (SpawnRequest.join: bubblewrap is moved into `cgroups` before fd 6 ends, and out once its init exists).
+ */
+export function launchInline(request: SpawnRequest, cgroups: Pick<SandboxLimits, 'join' | 'leave'>): Launch {
   const hold = request.join !== null;
   const statusFd = hold || request.status;
   const fdArgs = request.fdArgs ?? null;
   // a NUL byte would split an argument in two on fd 6: refused as child_process refuses one in argv
   if (fdArgs?.some((a) => a.includes('\0')))
     throw new TypeError('an argument, a variable or a path holds a NUL byte');
+  if (hold && !fdArgs) throw new TypeError('a cgroup join needs the options on fd 6');
   const fds: ('pipe' | 'ignore')[] = [
     'pipe',
     'pipe',
@@ -228,12 +233,22 @@ export function launchInline(request: SpawnRequest, join: (pid: number) => void)
   });
   const pipes = child.stdio as unknown as readonly (Writable | Readable | null | undefined)[];
   const argsPipe = fdArgs ? ((pipes[ARGS_FD] as Writable | null | undefined) ?? null) : null;
+  let error: Error | null = null;
+  if (hold && child.pid !== undefined) {
+    // Before bubblewrap has its options' end, so before its clone (synchronous: it cannot be there yet).
+    try {
+      cgroups.join(child.pid);
+    } catch (e) {
+      error = e as Error;
+      killTargets(child.pid, null);
+    }
+  }
   if (fdArgs && argsPipe) {
     // bubblewrap reads it to its end (--args): written, then our end closed
     argsPipe.on('error', () => undefined);
-    argsPipe.end(fdArgsBytes(fdArgs), () => argsPipe.destroy());
+    if (error === null) argsPipe.end(fdArgsBytes(fdArgs), () => argsPipe.destroy());
+    else argsPipe.destroy();
   }
-  let error: Error | null = null;
   let init: number | null = null;
   const lines = new StatusLines();
   // (not started — no pid, no 'exit' to come — nothing to kill)
@@ -264,7 +279,7 @@ export function launchInline(request: SpawnRequest, join: (pid: number) => void)
     if (!lines.push(chunk.toString('utf8')) || release === null) return;
     const nsInit = lines.childPid!;
     try {
-      join(nsInit);
+      cgroups.leave(child.pid!); // its init is in the cgroups (born there): bubblewrap itself goes back
     } catch (e) {
       error = e as Error;
       killTargets(child.pid, nsInit);

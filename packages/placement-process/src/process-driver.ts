@@ -1,7 +1,7 @@
 // The process driver: each sandbox is a private workspace directory, a set of cgroups (or rlimits) and a
 // label file; each command runs in a fresh bubblewrap sandbox over them (see bwrap-args.ts and
 // sandbox-command.ts). The embedded default rung for command, eval and sandbox runs.
-import { chownSync, mkdirSync } from 'node:fs';
+import { chownSync, mkdirSync, renameSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import {
   blake3Hex,
@@ -37,7 +37,8 @@ import type { LimitBackend, SandboxLimits } from './limits/limits.js';
 import { ProcessDriverConfig, type ProcessDriverConfigInput } from './process-driver-config.js';
 import { ReadyPool, reapScaffolds } from './ready-pool.js';
 import { execIn, streamIn } from './run-commands.js';
-import { removeSandbox } from './sandbox-removal.js';
+import { removeSandbox, removeTree } from './sandbox-removal.js';
+import { disposeHeld, disposeUnheld, type HeldSandboxes, restoreWorkspace } from './sandbox-restore.js';
 import {
   currentOwner,
   ensureLayout,
@@ -47,10 +48,11 @@ import {
   readRecord,
   type SandboxRecord,
   type StateLayout,
+  workspaceName,
   writeRecord,
 } from './sandbox-state.js';
 import { Spawner } from './spawner/client.js';
-import { restoreWorkspace, snapshotWorkspace } from './workspace-archive.js';
+import { snapshotWorkspace } from './workspace-archive.js';
 import { makeWorkspaceDirectories } from './workspace-directories.js';
 
 export const PROCESS_DRIVER = 'process';
@@ -61,6 +63,8 @@ export class ProcessDriver implements Driver {
   private readonly backend: LimitBackend;
   private readonly sandboxes = new Map<string, Sandbox>();
   private readonly pending = new Map<string, Promise<Sandbox>>();
+  /** What a dispose needs of this driver (sandbox-restore.ts). */
+  private readonly holding: HeldSandboxes = { state: () => this.state(), held: this.sandboxes };
   private layout: StateLayout | undefined;
   private stateTag: string | undefined;
   private ready: ReadyPool | undefined;
@@ -164,7 +168,7 @@ export class ProcessDriver implements Driver {
   private async create(id: string, spec: ProvisionSpec, l: StateLayout): Promise<Sandbox> {
     const image = await resolveImage(this.config.imagesDir, spec.image);
     // A scaffold made ahead when one is ready: its workspace and cgroups are this sandbox's, by their paths
-    // in the label file (their names stay the scaffold's).
+    // in the label file (the cgroups' names stay the scaffold's; its workspace is renamed, below).
     const scaffold = this.pool(l)?.take();
     const cgroup = scaffold?.name ?? this.cgroupName(id);
     const createdAtMs = Date.now();
@@ -183,7 +187,7 @@ export class ProcessDriver implements Driver {
       handle,
       env: spec.env,
       imageRoot: image.kind === 'named' ? image.root : null,
-      workspace: scaffold?.workspace ?? join(l.workspaces, id),
+      workspace: join(l.workspaces, workspaceName()),
       log: join(l.logs, `${id}.log`),
       limits: {
         mechanism: this.backend.mechanism,
@@ -193,7 +197,11 @@ export class ProcessDriver implements Driver {
     };
     writeRecord(l, record);
     try {
-      if (!scaffold) {
+      // A scaffold's name tells its owner and how many it made (ready-pool.ts): a command would read it in
+      // /proc/self/mountinfo. Renamed after the label file is written, so a crash in between leaves an
+      // untaken scaffold, which `reap` removes.
+      if (scaffold) renameSync(scaffold.workspace, record.workspace);
+      else {
         mkdirSync(record.workspace, { mode: 0o700 });
         if (this.user) chownSync(record.workspace, this.user.uid, this.user.gid);
       }
@@ -206,6 +214,7 @@ export class ProcessDriver implements Driver {
         box.made = makeWorkspaceDirectories(record.workspace, spec.directories, this.user);
       return box;
     } catch (e) {
+      if (scaffold) await removeTree(scaffold.workspace); // not renamed: gone with the sandbox
       await removeSandbox(await this.state(), record, this.backend.open(record.limits.paths, spec.limits), {
         leftovers: spec.workspace !== undefined,
       });
@@ -267,7 +276,7 @@ export class ProcessDriver implements Driver {
     const l = await this.state();
     if (held && !held.disposed) {
       if (hasRecord(l, handle.id)) return held;
-      await this.disposeHeld(held); // another instance disposed (or reaped) it: what is left here goes too
+      await disposeHeld(this.holding, held); // another instance disposed (or reaped) it: what is left here goes too
       throw new PlacementError('gone', `sandbox ${handle.id} was removed by another driver instance`, {
         id: handle.id,
       });
@@ -337,45 +346,8 @@ export class ProcessDriver implements Driver {
   async dispose(input: SandboxHandle): Promise<void> {
     const handle = this.ownHandle(input) ?? parseHandle(input);
     const held = this.sandboxes.get(handle.id);
-    if (held) {
-      await this.disposeHeld(held);
-      return;
-    }
-    const record = await readRecord(await this.state(), handle.id);
-    // not held here: what restores another instance made may be beside the workspace
-    if (record)
-      await removeSandbox(
-        await this.state(),
-        record,
-        this.backend.open(record.limits.paths, record.handle.limits),
-        { leftovers: true },
-      );
-  }
-
-  private async disposeHeld(box: Sandbox): Promise<string[]> {
-    if (box.disposed) return [];
-    box.disposed = true;
-    const removal = this.remove(box);
-    box.removal = removal.then(
-      () => undefined,
-      () => undefined,
-    );
-    return removal;
-  }
-
-  private async remove(box: Sandbox): Promise<string[]> {
-    box.log.close();
-    for (const c of box.running) c.kill({ kind: 'gone' });
-    // Restore leftovers are looked for (a listing of the workspaces' directory) only after a restore here, or
-    // for an adopted sandbox (another instance may have restored it): none otherwise.
-    const removed = await removeSandbox(await this.state(), box.record, box.limits, {
-      made: box.made,
-      leftovers: box.restored || !box.created,
-      ...(box.created ? { logWritten: box.log.touched } : {}),
-    });
-    await Promise.all([...box.running].map((c) => c.exited));
-    this.sandboxes.delete(box.record.handle.id);
-    return removed;
+    if (held) await disposeHeld(this.holding, held);
+    else await disposeUnheld(await this.state(), handle.id, this.backend);
   }
 
   async reap(selector: { labels: LabelSelector }): Promise<ReapedSandbox[]> {

@@ -13,7 +13,8 @@
 // A scaffold is named `pool-<owner pid>-<owner start time>-<n>-<state tag>` (its workspace under
 // <stateDir>/workspaces, its cgroups under each hierarchy's parent): a crash leaves names that say whose
 // they were, and `reap` removes those of a dead owner that no label file took (`orphanScaffolds`). On a
-// normal exit the process removes its own (an `exit` hook, synchronous: empty directories).
+// normal exit the process removes its own (an `exit` hook, synchronous: empty directories). A provision that
+// takes one renames its workspace to a random name (a command reads it in /proc/self/mountinfo).
 import { readdirSync, readFileSync, rmdirSync } from 'node:fs';
 import { chown, mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';

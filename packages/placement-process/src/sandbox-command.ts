@@ -1,7 +1,9 @@
 // One command in a sandbox: bubblewrap started as the sandbox user in its own process group; with
-// cgroups, the namespace's init is held (--block-fd) until it has been moved into the sandbox's cgroups
-// (--json-status-fd gives its pid), so the command and everything it forks are limited and counted from the
-// first instruction. A watcher ends the command on the wall budget, the CPU-time limit, an OOM kill or a
+// cgroups, bubblewrap itself is moved into the sandbox's cgroups before it reads the end of its options
+// (fd 6), so the namespace init it clones — and the cgroup namespace made with it, rooted there: the sandbox
+// sees `/` in /proc/self/cgroup — is in them from its first instruction; the init is held (--block-fd,
+// --json-status-fd gives its pid) until bubblewrap was moved back out, so the command and everything it
+// forks are limited and counted alone (SpawnRequest.join). A watcher ends the command on the wall budget, the CPU-time limit, an OOM kill or a
 // refused fork, and records why.
 import type { Duplex, Readable, Writable } from 'node:stream';
 import { type CommandBudget, PlacementError, wallTimer } from '@everdict/placement';
@@ -102,6 +104,7 @@ export class SandboxCommand {
       env: own,
       user: setup.user,
       join: limits.joinsByPid ? limits.joinFiles : null,
+      leave: limits.joinsByPid ? limits.leaveFiles : null,
       status: true,
       warm: limits.joinsByPid ? setup.warm : null,
       control: withControl,
@@ -111,7 +114,7 @@ export class SandboxCommand {
     const startedAt = performance.now();
     const launch = setup.spawner
       ? await launchViaSpawner(setup.spawner, request)
-      : launchInline(request, (pid) => limits.join(pid));
+      : launchInline(request, limits);
     return new SandboxCommand(setup, launch, budget, before, startedAt);
   }
 

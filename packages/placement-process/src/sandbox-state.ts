@@ -1,6 +1,7 @@
 // Label files: one JSON file per sandbox under <stateDir>/sandboxes/, written before anything else of the
 // sandbox exists and removed after everything else is gone, so `reap` finds every leftover of a crash by
 // reading this one directory. Each names the sandbox's labels, workspace, log, cgroups and owner process.
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -35,6 +36,15 @@ export function layout(stateDir: string): StateLayout {
     workspaces: join(stateDir, 'workspaces'),
     logs: join(stateDir, 'logs'),
   };
+}
+
+/**
+ * A new sandbox's workspace directory name: random, a new one for each sandbox. A command sees its host path
+ * in /proc/self/mountinfo (the bind mount's root, README), so the name says nothing of the sandbox's tenant
+ * or run (its id is a hash of both, the same for every provision of the run) nor of the driver's process.
+ */
+export function workspaceName(): string {
+  return `ws-${randomBytes(12).toString('hex')}`;
 }
 
 /** Makes the state directories; the path down to a workspace must be searchable by the sandbox user (0711). */

@@ -4,19 +4,8 @@
 // a command still running in the sandbox swap a directory for a symlink mid-walk and have root read host
 // files into the snapshot; from inside, a symlink can only lead to what the sandbox itself can see.
 import { spawn } from 'node:child_process';
-import {
-  canonicalTar,
-  PlacementError,
-  removeTreeNoFollow,
-  restoreDirectory,
-  type Snapshot,
-  snapshotAddress,
-  type WriteTreeOptions,
-  writeTar,
-} from '@everdict/placement';
+import { canonicalTar, PlacementError, type Snapshot, snapshotAddress, writeTar } from '@everdict/placement';
 import { HOST_ENV, sandboxArgs, WORKSPACE } from './bwrap-args.js';
-import type { Sandbox } from './held-sandbox.js';
-import { removeRestoreLeftovers } from './sandbox-removal.js';
 import { readableDirectoryEntries } from './workspace-directories.js';
 
 export interface ArchiveSetup {
@@ -91,31 +80,4 @@ export async function archiveWorkspace(setup: ArchiveSetup, workspace: string): 
   }
   const bytes = await canonicalTar(Buffer.concat(out), { skipSpecial: true });
   return { address: snapshotAddress(bytes), bytes };
-}
-
-/**
- * Replaces a held sandbox's workspace with `snapshot` (restoreDirectory). A dispose that overtakes it answers
- * `gone` and leaves nothing: not a raw ENOENT from its workspace removed under it, nor a workspace swapped
- * back in after the removal (the label file is gone: nothing else would ever remove it).
- */
-export async function restoreWorkspace(
-  box: Sandbox,
-  snapshot: Snapshot,
-  options: WriteTreeOptions,
-): Promise<void> {
-  const { id } = box.record.handle;
-  const gone = () => new PlacementError('gone', `sandbox ${id} was disposed during the restore`, { id });
-  box.restored = true; // a dispose from now on also removes what this restore may leave beside the workspace
-  try {
-    await restoreDirectory(box.record.workspace, snapshot, options);
-  } catch (e) {
-    if (box.disposed) throw gone();
-    throw e;
-  }
-  if (box.disposed) {
-    await box.removal;
-    await removeTreeNoFollow(box.record.workspace);
-    await removeRestoreLeftovers(box.record.workspace);
-    throw gone();
-  }
 }

@@ -15,6 +15,7 @@ const request: SpawnRequest = {
   env: {},
   user: null,
   join: null,
+  leave: null,
   status: false,
   warm: null,
   control: false,
@@ -107,13 +108,15 @@ describe('launchViaSpawner kill', () => {
   });
 });
 
+const noCgroups = { join: () => undefined, leave: () => undefined };
+
 describe('launchInline kill', () => {
   it('kills a running command, and sends nothing once it was reaped', async () => {
-    const running = launchInline({ ...request, file: 'sleep', args: ['30'] }, () => undefined);
+    const running = launchInline({ ...request, file: 'sleep', args: ['30'] }, noCgroups);
     running.kill();
     expect(await running.closed).toEqual({ code: null, signal: 'SIGKILL', status: null });
 
-    const done = launchInline({ ...request, file: 'echo', args: ['out'] }, () => undefined);
+    const done = launchInline({ ...request, file: 'echo', args: ['out'] }, noCgroups);
     let out = '';
     done.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString('utf8');

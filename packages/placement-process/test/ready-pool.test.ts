@@ -29,19 +29,24 @@ describe('scaffolds made ahead', () => {
     requireBwrap();
     const driver = makeDriver({ readyPool: 2 });
     const first = await driver.provision({ labels: { tenant: 't', runId: 'first', kind: 'command' } });
-    expect(basename((await recordOf(driver, first.id)).workspace)).not.toMatch(/^pool-/); // none ready yet
+    const firstCgroups = (await recordOf(driver, first.id)).limits.paths;
+    expect(firstCgroups.filter((p) => basename(p).startsWith('pool-'))).toEqual([]); // none ready yet
     // A busy loop well above a sandbox's own start-up CPU (bubblewrap's in-cgroup part, sh, cat, id: ≈ 20 ms
     // under the full suite's load), so the second's usage below cannot reach it unless it counted this one's.
     const burn = await driver.exec(first, ['sh', '-c', 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done']);
     expect(burn.exitCode).toBe(0);
     await poolFilled(driver);
+    const workspaces = layout(driver.config.stateDir).workspaces;
+    const ready = readdirSync(workspaces).filter((n) => n.startsWith('pool-'));
 
     const second = await driver.provision({
       labels: { tenant: 't', runId: 'second', kind: 'command' },
       limits,
     });
     const record = await recordOf(driver, second.id);
-    expect(basename(record.workspace)).toMatch(/^pool-/);
+    // It took a scaffold, whose workspace was renamed to a name that says nothing (test/mountinfo.test.ts).
+    expect(ready.filter((n) => !existsSync(join(workspaces, n)))).toHaveLength(1);
+    expect(basename(record.workspace)).not.toMatch(/^pool-/);
     const st = statSync(record.workspace);
     expect(st.mode & 0o777).toBe(0o700);
     expect(readdirSync(record.workspace)).toEqual([]);
@@ -91,11 +96,12 @@ describe('scaffolds made ahead', () => {
     const { pid, taken } = JSON.parse(line) as { pid: number; taken: string };
     const holder = makeDriver({ stateDir });
     const takenRecord = await recordOf(holder, taken);
-    expect(basename(takenRecord.workspace)).toMatch(/^pool-/);
+    expect(basename(takenRecord.workspace)).not.toMatch(/^pool-/); // renamed when taken
     if (holder.describe().mechanism === 'rlimit') {
       child.kill('SIGKILL');
       return;
     }
+    expect(basename(takenRecord.limits.paths[0]!)).toMatch(/^pool-/); // a scaffold's cgroups keep its name
     const parent = dirname(takenRecord.limits.paths[0]!);
     const scaffolds = () => readdirSync(parent).filter((n) => n.startsWith(`pool-${pid}-`));
     expect(scaffolds()).toHaveLength(3); // two ready, one taken

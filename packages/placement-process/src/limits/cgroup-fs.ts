@@ -11,6 +11,7 @@ import {
 import { rmdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { CgroupHierarchy } from './limits.js';
 
 export function write(path: string, value: string): void {
   writeFileSync(path, value);
@@ -22,6 +23,26 @@ export function readSync(path: string): string {
   } catch {
     return '';
   }
+}
+
+/**
+ * This process's own `cgroup.procs` in hierarchy `h` (from /proc/self/cgroup: `<n>:<controllers>:<path>`,
+ * v2's line `0::<path>`), or null when it is in none there. Where a process moved into a sandbox's cgroups
+ * is moved back to (`SandboxLimits.leave`); the spawners find theirs the same way for their warm write.
+ */
+export function ownProcs(h: CgroupHierarchy, own = readSync('/proc/self/cgroup')): string | null {
+  for (const line of own.split('\n')) {
+    const first = line.indexOf(':');
+    const second = line.indexOf(':', first + 1);
+    if (first < 0 || second < 0) continue;
+    const controllers = line.slice(first + 1, second);
+    const match =
+      h.controller === '' ? line.startsWith('0::') : controllers.split(',').includes(h.controller);
+    if (!match) continue;
+    const rel = line.slice(second + 1);
+    return `${h.mount}${rel === '/' ? '' : rel}/cgroup.procs`;
+  }
+  return null;
 }
 
 /** One buffer for every `CgroupFile` read: reads are synchronous, so never two at once. */

@@ -5,7 +5,16 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceLimits } from '@everdict/placement';
-import { anyActive, CgroupFile, killAndRemove, pidsIn, threadsIn, write } from './cgroup-fs.js';
+import {
+  anyActive,
+  CgroupFile,
+  killAndRemove,
+  ownProcs,
+  pidsIn,
+  readSync,
+  threadsIn,
+  write,
+} from './cgroup-fs.js';
 import { type CgroupHierarchy, keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
 
 export type V1Controller = 'memory' | 'pids' | 'cpuacct' | 'cpu';
@@ -71,7 +80,18 @@ export class CgroupV1Backend implements LimitBackend {
       write(`${cpu}/cpu.cfs_period_us`, String(CFS_PERIOD_US));
       write(`${cpu}/cpu.cfs_quota_us`, String(Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US))));
     }
-    return new V1Sandbox(dirs);
+    return new V1Sandbox(dirs, this.homes(dirs));
+  }
+
+  /** This process's own cgroup.procs in each hierarchy of `dirs` (SandboxLimits.leaveFiles), read now. */
+  private homes(dirs: Map<V1Controller, string>): Map<V1Controller, string> {
+    const own = readSync('/proc/self/cgroup');
+    const out = new Map<V1Controller, string>();
+    for (const c of dirs.keys()) {
+      const procs = ownProcs({ mount: this.mounts[c]!, controller: c }, own);
+      if (procs !== null) out.set(c, procs);
+    }
+    return out;
   }
 
   open(paths: readonly string[]): SandboxLimits {
@@ -82,7 +102,7 @@ export class CgroupV1Backend implements LimitBackend {
         if (m !== undefined && p.startsWith(`${m}/`)) dirs.set(c, p);
       }
     }
-    return new V1Sandbox(dirs);
+    return new V1Sandbox(dirs, this.homes(dirs));
   }
 }
 
@@ -92,6 +112,7 @@ class V1Sandbox implements SandboxLimits {
   readonly joinsByPid = true;
   private readonly unique: string[];
   readonly joinFiles: readonly string[];
+  readonly leaveFiles: readonly string[];
   /** Each cgroup's `tasks`: every thread in it (cgroup.procs lists thread-group leaders only). */
   private readonly taskFiles: readonly string[];
   /** The files read at each command's start, end and poll, and by `usage` (held open: cgroup-fs.ts). */
@@ -100,9 +121,20 @@ class V1Sandbox implements SandboxLimits {
   private readonly cpuUsage: CgroupFile | null;
   private readonly memoryPeak: CgroupFile | null;
 
-  constructor(private readonly dirs: Map<V1Controller, string>) {
+  constructor(
+    private readonly dirs: Map<V1Controller, string>,
+    homes: Map<V1Controller, string>,
+  ) {
     this.unique = [...new Set(dirs.values())];
     this.joinFiles = this.unique.map((dir) => `${dir}/cgroup.procs`);
+    // each joined directory's hierarchy once (co-mounted controllers share one), as `unique`
+    const leave = new Set<string>();
+    for (const dir of this.unique) {
+      const c = [...dirs].find(([, d]) => d === dir)![0];
+      const home = homes.get(c);
+      if (home !== undefined) leave.add(home);
+    }
+    this.leaveFiles = [...leave];
     this.taskFiles = this.unique.map((dir) => `${dir}/tasks`);
     const file = (c: V1Controller, name: string) => {
       const dir = dirs.get(c);
@@ -116,6 +148,10 @@ class V1Sandbox implements SandboxLimits {
 
   join(pid: number): void {
     for (const file of this.joinFiles) write(file, String(pid));
+  }
+
+  leave(pid: number): void {
+    for (const file of this.leaveFiles) write(file, String(pid));
   }
 
   async counters() {

@@ -5,7 +5,16 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceLimits } from '@everdict/placement';
-import { anyActive, CgroupFile, killAndRemove, pidsIn, readSync, threadsIn, write } from './cgroup-fs.js';
+import {
+  anyActive,
+  CgroupFile,
+  killAndRemove,
+  ownProcs,
+  pidsIn,
+  readSync,
+  threadsIn,
+  write,
+} from './cgroup-fs.js';
 import { type CgroupHierarchy, keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
 
 const CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
@@ -60,11 +69,11 @@ export class CgroupV2Backend implements LimitBackend {
     if (limits.cpus !== undefined) {
       write(`${dir}/cpu.max`, `${Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US))} ${CFS_PERIOD_US}`);
     }
-    return new V2Sandbox(dir);
+    return new V2Sandbox(dir, ownProcs(this.warm));
   }
 
   open(paths: readonly string[]): SandboxLimits {
-    return new V2Sandbox(paths[0] ?? join(this.mount, this.parent, 'missing'));
+    return new V2Sandbox(paths[0] ?? join(this.mount, this.parent, 'missing'), ownProcs(this.warm));
   }
 }
 
@@ -79,7 +88,14 @@ class V2Sandbox implements SandboxLimits {
   private readonly cpuStat: CgroupFile;
   private readonly memoryPeak: CgroupFile;
 
-  constructor(private readonly dir: string) {
+  /** This process's own cgroup.procs (SandboxLimits.leaveFiles), read when the sandbox was made or opened. */
+  readonly leaveFiles: readonly string[];
+
+  constructor(
+    private readonly dir: string,
+    home: string | null,
+  ) {
+    this.leaveFiles = home === null ? [] : [home];
     this.memoryEvents = new CgroupFile(`${dir}/memory.events`);
     this.pidsEvents = new CgroupFile(`${dir}/pids.events`);
     this.cpuStat = new CgroupFile(`${dir}/cpu.stat`);
@@ -92,6 +108,10 @@ class V2Sandbox implements SandboxLimits {
 
   join(pid: number): void {
     write(`${this.dir}/cgroup.procs`, String(pid));
+  }
+
+  leave(pid: number): void {
+    for (const file of this.leaveFiles) write(file, String(pid));
   }
 
   async counters() {

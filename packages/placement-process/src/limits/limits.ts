@@ -19,12 +19,22 @@ export interface SandboxLimits {
   readonly mechanism: LimitMechanism;
   /** Extra argv put before bubblewrap's (rlimits: `prlimit …`); empty for cgroups. */
   readonly wrapper: readonly string[];
-  /** Whether each command's namespace init must be moved in by pid (cgroups) before it runs. */
+  /**
+   * Whether each command's bubblewrap must be moved in by pid (cgroups) before it makes the sandbox's
+   * namespaces (sandbox-command.ts), and moved back out before the command runs.
+   */
   readonly joinsByPid: boolean;
   /** Moves a process (and so everything it forks later) into the sandbox's cgroups. Synchronous: it runs while the command is held. */
   join(pid: number): void;
   /** The files `join` writes the pid into (`cgroup.procs` of each cgroup): the spawner writes them itself. */
   readonly joinFiles: readonly string[];
+  /** Moves a process `join` moved in back to this process's own cgroups (`leaveFiles`). Synchronous, as `join`. */
+  leave(pid: number): void;
+  /**
+   * The `cgroup.procs` of this process's own cgroup in each hierarchy of `joinFiles` (the spawner's: its
+   * child), where `leave` writes the pid; one the process is in no cgroup of is left out.
+   */
+  readonly leaveFiles: readonly string[];
   counters(): Promise<LimitCounters>;
   usage(): Promise<MeasuredUsage>;
   /** Processes in the sandbox now (cgroups), or [] when the mechanism cannot list them. */

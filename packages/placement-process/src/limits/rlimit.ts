@@ -56,6 +56,8 @@ export class RlimitBackend implements LimitBackend {
       joinsByPid: false,
       join: () => undefined,
       joinFiles: [],
+      leave: () => undefined,
+      leaveFiles: [],
       counters: async () => ({ oomKills: 0, pidsRefused: 0 }),
       usage: async () => ({ cpuTimeMs: null, peakMemoryBytes: null }),
       processes: async () => [],

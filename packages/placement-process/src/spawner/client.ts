@@ -18,10 +18,17 @@ export interface SpawnRequest {
   readonly env: Readonly<Record<string, string>>;
   readonly user: { readonly uid: number; readonly gid: number } | null;
   /**
-   * `cgroup.procs` files the namespace init is written into before it runs (its pid read from fd 3, then
-   * released through fd 4: bubblewrap's --json-status-fd 3 --block-fd 4); null: no hold.
+   * `cgroup.procs` files bubblewrap's own pid is written into before it may make its namespaces: it reads
+   * its options from fd 6 (`fdArgs`, required with `join`) to their end, and that end comes only once it
+   * joined. Its namespace init (its clone) is then born in the sandbox's cgroups, and so is the cgroup
+   * namespace made with it — rooted at the sandbox's own cgroup, so /proc/self/cgroup in the sandbox shows
+   * `/`, not the cgroup's host path (README, "What a command sees of the host's layout"). The init is held
+   * (bubblewrap's --json-status-fd 3 --block-fd 4) until bubblewrap was moved back out (`leave`). Null: no
+   * hold.
    */
   readonly join: readonly string[] | null;
+  /** With `join`: the `cgroup.procs` bubblewrap is moved back to once its init exists (the spawner's own). */
+  readonly leave: readonly string[] | null;
   /**
    * Fd 3 is bubblewrap's --json-status-fd: read to its end, and the `exit-code` it reports (only for a
    * command bubblewrap exec'd) sent with the exit as `status` — the exit waits for that end.
@@ -138,16 +145,22 @@ export class Spawner {
     this.waiting.set(id, events);
     this.whenKnown(() => {
       const native = this.native ?? null;
-      const message = holdsNul(request)
-        ? null
-        : native === null
-          ? nodeMessage(id, request)
-          : nativeMessage(id, request);
+      const message =
+        holdsNul(request) || (request.join !== null && !request.fdArgs)
+          ? null
+          : native === null
+            ? nodeMessage(id, request)
+            : nativeMessage(id, request);
       if (message === null) {
         // A NUL byte would shift the native spawner's fields; child_process refuses it too (the Node
-        // spawner's spawn throws). Refused here for both, failed and ended as a spawn that failed.
+        // spawner's spawn throws). Refused here for both, failed and ended as a spawn that failed. A join
+        // needs fd 6 (SpawnRequest.join): without it bubblewrap could clone before it joined.
         this.waiting.delete(id);
-        events.failed('an argument, a variable or a path holds a NUL byte');
+        events.failed(
+          holdsNul(request)
+            ? 'an argument, a variable or a path holds a NUL byte'
+            : 'a cgroup join needs the options on fd 6',
+        );
         events.exit(null, null, null);
         return;
       }
@@ -250,6 +263,7 @@ export function holdsNul(request: SpawnRequest): boolean {
     ...request.args,
     ...Object.entries(request.env).flat(),
     ...(request.join ?? []),
+    ...(request.leave ?? []),
     ...(request.fdArgs ?? []),
     request.warm?.mount ?? '',
     request.warm?.controller ?? '',
@@ -267,6 +281,7 @@ function nodeMessage(id: number, request: SpawnRequest): object {
     env: request.env,
     ...(request.user ? { uid: request.user.uid, gid: request.user.gid } : {}),
     join: request.join,
+    leave: request.leave ?? [],
     status: request.status,
     control: request.control,
     stdin: request.stdin,
@@ -277,8 +292,8 @@ function nodeMessage(id: number, request: SpawnRequest): object {
 
 /**
  * The native spawner's request (native/spawner.c): NUL-terminated fields in base64, so its side needs no
- * JSON string decoding — id, flags, uid, gid, file, then counted lists of args, `K=V` env and join files,
- * then the warm hierarchy, then (flag `a`) the counted list of fd 6's arguments (holdsNul: none holds a NUL
+ * JSON string decoding — id, flags, uid, gid, file, then counted lists of args, `K=V` env, join files and
+ * leave files, then the warm hierarchy, then (flag `a`) the counted list of fd 6's arguments (holdsNul: none holds a NUL
  * byte).
  */
 function nativeMessage(id: number, request: SpawnRequest): object {
@@ -292,6 +307,7 @@ function nativeMessage(id: number, request: SpawnRequest): object {
     (request.fdArgs ? 'a' : '');
   const env = Object.entries(request.env).map(([k, v]) => `${k}=${v}`);
   const join = request.join ?? [];
+  const leave = request.leave ?? [];
   const fields = [
     String(id),
     flags,
@@ -304,6 +320,8 @@ function nativeMessage(id: number, request: SpawnRequest): object {
     ...env,
     String(join.length),
     ...join,
+    String(leave.length),
+    ...leave,
     request.warm?.mount ?? '',
     request.warm?.controller ?? '',
     ...(request.fdArgs ? [String(request.fdArgs.length), ...request.fdArgs] : []),

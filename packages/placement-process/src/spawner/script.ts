@@ -3,14 +3,17 @@
 // (≈ 90 MB RSS in the runner; libuv forks with fork(), which copies the parent's page tables and blocks
 // its event loop until the child has exec'd). Kept as a string so it runs the same from src/ (tests) and
 // dist/ with no file to locate. Protocol (JSON over the IPC channel), see client.ts:
-//   → {t:'spawn', id, file, args, env, uid?, gid?, join: string[] | null, status, control, fdArgs}
+//   → {t:'spawn', id, file, args, env, uid?, gid?, join: string[] | null, leave: string[], status, control,
+//     fdArgs}
 //   ← {t:'pid', id, pid}; {t:'fd', id, i} with the pipe handle of the child's fd i (0, 1, 2, and 5 with
 //     `control`); {t:'init', id, pid} once the namespace init is in the cgroups (`join`); {t:'failed', id,
 //     message}; {t:'exit', id, code, signal, status}.
 // With `status` (or `join`), fd 3 is bubblewrap's --json-status-fd, read to its end: `status` is the
 // `exit-code` it wrote there — only for a command it exec'd; null when none came — and the exit is sent
-// once fd 3 has ended. With `join`, bubblewrap also holds its namespace init (--block-fd 4): the spawner
-// reads the init's pid (`child-pid` on fd 3), writes it into every `cgroup.procs` of `join`, then releases it.
+// once fd 3 has ended. With `join` (and fdArgs: required), the spawner writes bubblewrap's own pid into
+// every `cgroup.procs` of `join` before it ends fd 6, so bubblewrap clones its namespace init (and the
+// cgroup namespace) inside the sandbox's cgroups; bubblewrap holds that init (--block-fd 4) and the spawner,
+// once it has the init's pid (`child-pid` on fd 3), moves bubblewrap back into `leave`, then releases it.
 // Warm (`warm: {mount, controller}` with `join`): a write to cgroup.procs takes the kernel's global
 // cgroup_threadgroup_rwsem for writing, and the first writer after ≈ a grace period without one waits for
 // an RCU grace period (rcu_sync; ≈ 5–15 ms here, measured: 0.03–0.2 ms for the writes right after). So
@@ -135,7 +138,23 @@ function start(m) {
   if (fdArgs && c.stdio[6]) {
     const a = c.stdio[6];
     a.on('error', () => {});
-    a.end(fdArgs.map((x) => x + '\0').join(''), () => a.destroy());
+    const bytes = fdArgs.map((x) => x + '\0').join('');
+    if (!hold) a.end(bytes, () => a.destroy());
+    else {
+      // written now, ended once bubblewrap is in the cgroups: it reads to the end before its clone
+      a.write(bytes);
+      Promise.all(m.join.map((f) => writeFile(f, String(c.pid)))).then(
+        () => {
+          lastAttach = Date.now();
+          a.end(() => a.destroy());
+        },
+        (e) => {
+          a.destroy();
+          killAll([-c.pid, c.pid]);
+          send({ t: 'failed', id: m.id, message: e.message });
+        },
+      );
+    }
   }
   const entry = [c.pid, null];
   live.set(m.id, entry);
@@ -168,9 +187,10 @@ function start(m) {
     });
     const joinInit = (pid) => {
       init = pid;
+      // Born in the cgroups (bubblewrap joined before its clone): bubblewrap goes back to the spawner's own.
       // Off this thread (libuv's pool): the first write to a v1 cgroup.procs waits for an RCU grace period.
-      const joins = m.join.map((f) => writeFile(f, String(init)));
-      Promise.all(joins).then(
+      const leaves = (m.leave || []).map((f) => writeFile(f, String(c.pid)));
+      Promise.all(leaves).then(
         () => {
           lastAttach = Date.now();
           entry[1] = init;
