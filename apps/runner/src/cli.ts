@@ -13,7 +13,7 @@ import { RunnerError } from './errors.js';
 import { HttpRunnerApi, pairRunner } from './http-api.js';
 import type { Capabilities } from './protocol.js';
 import { SessionAgent } from './sessions/agent.js';
-import { defaultStateDir, loadOrCreateKey, loadPairing, savePairing } from './state.js';
+import { defaultStateDir, loadOrCreateKey, loadPairing, newKey, savePairedIdentity } from './state.js';
 
 const USAGE = `usage:
   everdict-runner pair <url> <token> [--name NAME] [--slots N] [--driver process|kubernetes] [--state-dir DIR]
@@ -87,7 +87,10 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'pair') {
     const [url, token] = rest;
     if (!url || !token) throw new RunnerError('usage', USAGE);
-    const key = await loadOrCreateKey(stateDir);
+    // A pairing is a new identity: a new key, whatever the directory holds (the control plane refuses a key
+    // any runner holds, a revoked one's too). The directory changes only once the pairing is accepted — a
+    // refused one leaves it as it was, its old pairing still usable if it was.
+    const key = newKey();
     const name = values.name ?? hostname();
     const paired = await pairRunner(url, {
       token,
@@ -95,7 +98,7 @@ async function main(argv: string[]): Promise<number> {
       name,
       capabilities: capabilitiesOf(driverKind, slots),
     });
-    await savePairing(stateDir, {
+    await savePairedIdentity(stateDir, key, {
       url,
       runnerId: paired.runnerId,
       credential: paired.credential,

@@ -22,8 +22,10 @@ export {
   KEY_FILE,
   loadOrCreateKey,
   loadPairing,
+  newKey,
   PAIRING_FILE,
   Pairing,
+  savePairedIdentity,
   savePairing,
 } from './state.js';
 export { REQUEST_TIMEOUT_MS, withRequestTimeout } from './timed-api.js';

@@ -2,6 +2,10 @@
 // (`signing.key`, 64 hex, mode 0600 — it never leaves this directory) and its pairing (`runner.json`: the
 // control plane's URL, runner id and credential, mode 0600). Key and files are the agent host's too
 // (@everdict/client/host-identity); this module keeps the runner's file names, pairing shape and errors.
+// A pairing is a new identity: `pair` makes its key in memory (`newKey`) and `savePairedIdentity` replaces
+// both files only once the control plane accepted it, each written beside its file and renamed over it.
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   hostStateDir,
@@ -10,7 +14,7 @@ import {
   SIGNING_KEY_FILE,
   writeStateFile,
 } from '@everdict/client/host-identity';
-import type { SigningKey } from '@everdict/runrecord';
+import { generateSigningKey, type SigningKey } from '@everdict/runrecord';
 import { z } from 'zod';
 import { RunnerError } from './errors.js';
 
@@ -33,6 +37,56 @@ export type Pairing = z.infer<typeof Pairing>;
 /** The runner's key, made (from 32 random bytes) and stored with mode 0600 on first use. */
 export function loadOrCreateKey(dir: string): Promise<SigningKey> {
   return loadOrCreateSigningKey(dir, (message) => new RunnerError('bad_state', message));
+}
+
+/** A new key (from 32 random bytes), in memory only: stored by `savePairedIdentity` once it is paired. */
+export function newKey(): SigningKey {
+  return generateSigningKey(randomBytes(32));
+}
+
+/** `text` in a new file beside `path` (mode 0600, flushed to disk): its name, for `rename` over `path`. */
+async function stage(path: string, text: string): Promise<string> {
+  const staged = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  const file = await open(staged, 'wx', 0o600);
+  try {
+    await file.writeFile(text);
+    await file.chmod(0o600);
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  return staged;
+}
+
+/**
+ * Replace the runner's identity in `dir` with a new pairing and its key (the key the control plane paired):
+ * both files are staged beside theirs first, then renamed over them — the key, then `runner.json` — so a
+ * failure before the renames leaves the directory as it was, and a reader never sees a half-written file.
+ */
+export async function savePairedIdentity(dir: string, key: SigningKey, pairing: Pairing): Promise<void> {
+  const parsed = Pairing.parse(pairing);
+  if (parsed.publicKey !== key.publicKey)
+    throw new RunnerError('bad_state', 'the pairing names another public key than its signing key');
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const keyPath = join(dir, KEY_FILE);
+  const pairingPath = join(dir, PAIRING_FILE);
+  const staged: string[] = [];
+  try {
+    staged.push(await stage(keyPath, `${Buffer.from(key.secretKey).toString('hex')}\n`));
+    staged.push(await stage(pairingPath, `${JSON.stringify(parsed, null, 2)}\n`));
+    await rename(staged[0] as string, keyPath);
+    await rename(staged[1] as string, pairingPath);
+  } catch (err) {
+    await Promise.all(staged.map((path) => rm(path, { force: true })));
+    throw err;
+  }
+  // The renames themselves, durable: the directory's entries flushed too.
+  const entries = await open(dir, 'r');
+  try {
+    await entries.sync();
+  } finally {
+    await entries.close();
+  }
 }
 
 export async function savePairing(dir: string, pairing: Pairing): Promise<void> {

@@ -37,13 +37,20 @@ export function admin(url: string, apiKey: string): EverdictClient {
   return createClient({ baseUrl: url, token: apiKey });
 }
 
-/** Mints a pairing token and runs `everdict-runner pair`; returns the state directory. */
-export async function pair(url: string, apiKey: string, name: string, slots = 2): Promise<string> {
-  const { token } = dataOf(
-    // No body: the runner names itself at pairing.
-    await admin(url, apiKey).POST('/runners/pairing-tokens', {}),
-  );
-  const stateDir = scratch(`runner-${name}-`);
+/** Mints a pairing token (single use) with the tenant's admin key. */
+export async function mintPairingToken(url: string, apiKey: string): Promise<string> {
+  // No body: the runner names itself at pairing.
+  return dataOf(await admin(url, apiKey).POST('/runners/pairing-tokens', {})).token;
+}
+
+/** Runs `everdict-runner pair` into `stateDir/state` (existing or not): its exit status and stderr. */
+export async function runPair(
+  url: string,
+  token: string,
+  stateDir: string,
+  name: string,
+  slots = 2,
+): Promise<{ status: number | null; stderr: string }> {
   // Asynchronously: a spawnSync would block this process's event loop for the whole pairing (seconds on a
   // loaded machine), and an idle keep-alive socket the server closes meanwhile would still look open to the
   // next request sent right after — `fetch failed` (other side closed).
@@ -70,6 +77,14 @@ export async function pair(url: string, apiKey: string, name: string, slots = 2)
   const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
   const status = await new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   clearTimeout(timer);
+  return { status, stderr };
+}
+
+/** Mints a pairing token and runs `everdict-runner pair` in a new directory; returns the state directory. */
+export async function pair(url: string, apiKey: string, name: string, slots = 2): Promise<string> {
+  const token = await mintPairingToken(url, apiKey);
+  const stateDir = scratch(`runner-${name}-`);
+  const { status, stderr } = await runPair(url, token, stateDir, name, slots);
   if (status !== 0) throw new Error(`pair failed (${status}): ${stderr}`);
   return stateDir;
 }

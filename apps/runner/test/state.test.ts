@@ -1,14 +1,22 @@
 // The runner's state directory on the shared host identity (@everdict/client/host-identity): a directory
 // written the way the runner always wrote it (a 64-hex key + newline, `runner.json` pretty JSON) loads
 // unchanged — the same key, the same pairing; a pairing saved now is byte-identical and 0600; no pairing is
-// `not_paired`, a bad key file `bad_state`.
+// `not_paired`, a bad key file `bad_state`. A new pairing replaces key and pairing together (renamed over them,
+// 0600, nothing left beside them); one that names another key than its own is refused, nothing written.
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateSigningKey } from '@everdict/runrecord';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadOrCreateKey, loadPairing, type Pairing, savePairing } from '../src/state.js';
+import {
+  loadOrCreateKey,
+  loadPairing,
+  newKey,
+  type Pairing,
+  savePairedIdentity,
+  savePairing,
+} from '../src/state.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -44,5 +52,33 @@ describe('runner state directory', () => {
     await expect(loadPairing(dir)).rejects.toMatchObject({ code: 'not_paired' });
     await writeFile(join(dir, 'signing.key'), 'xyz\n');
     await expect(loadOrCreateKey(dir)).rejects.toMatchObject({ code: 'bad_state' });
+  });
+
+  it('a new pairing replaces the key and the pairing; one naming another key is refused, nothing written', async () => {
+    const old = await loadOrCreateKey(dir);
+    const pairingOf = (publicKey: string, runnerId: string): Pairing => ({
+      url: 'http://127.0.0.1:8787',
+      runnerId,
+      credential: `evr_${runnerId}`,
+      publicKey,
+      name: 'r1',
+    });
+    await savePairing(dir, pairingOf(old.publicKey, 'rnr_old'));
+    const before = [await readFile(join(dir, 'signing.key')), await readFile(join(dir, 'runner.json'))];
+
+    const key = newKey();
+    expect(key.publicKey).not.toBe(old.publicKey);
+    await expect(savePairedIdentity(dir, key, pairingOf(old.publicKey, 'rnr_new'))).rejects.toMatchObject({
+      code: 'bad_state',
+    });
+    expect(await readFile(join(dir, 'signing.key'))).toEqual(before[0]);
+    expect(await readFile(join(dir, 'runner.json'))).toEqual(before[1]);
+
+    await savePairedIdentity(dir, key, pairingOf(key.publicKey, 'rnr_new'));
+    expect((await loadOrCreateKey(dir)).publicKey).toBe(key.publicKey);
+    expect(await loadPairing(dir)).toEqual(pairingOf(key.publicKey, 'rnr_new'));
+    for (const file of ['signing.key', 'runner.json'])
+      expect((await stat(join(dir, file))).mode & 0o777).toBe(0o600);
+    expect((await readdir(dir)).sort()).toEqual(['runner.json', 'signing.key']);
   });
 });

@@ -1,5 +1,6 @@
 // Runners (docs/runner-protocol.md): pairing tokens (tenant admin → tenant-scoped runner; service token →
-// shared runner), pairing (the token is the credential), the runners list, drain, revoke; the harness
+// shared runner), pairing (the token is the credential), the runners list, drain, revoke (a tenant admin: its
+// tenant's runners; the operator, `/internal/runners/*`: the shared ones); the harness
 // registry; and the runner's own calls under `/runner/v1/*` with `Authorization: Bearer <credential>`:
 // leases (long-poll), heartbeats, events, artifacts (streamed), completion with a signed attestation.
 // Bodies are declared loosely here and parsed strictly by the runner service (zod: 400 validation_failed).
@@ -13,6 +14,13 @@ import type { RouteDeps } from './deps.js';
 import type { AppEnv } from './env.js';
 import { API_KEY_SECURITY, createRouter, INTERNAL_SECURITY, json } from './openapi.js';
 import { errorToProblem, ProblemSchema, problem, problemResponses, sendProblem } from './problem.js';
+import {
+  HarnessSchema,
+  LeaseSchema,
+  PairedSchema,
+  PairingTokenSchema,
+  RunnerSchema,
+} from './runner-schemas.js';
 import { IdParam, RunSchema } from './schemas.js';
 
 export const RUNNER_SECURITY = [{ runnerCredential: [] }];
@@ -26,63 +34,6 @@ const body = (description: string) => ({
 const optionalBody = (description: string) => ({ ...body(description), required: false });
 const admin = requireRole('admin');
 
-const CapabilitiesSchema = z
-  .object({
-    drivers: z.array(z.enum(['process', 'kubernetes'])),
-    kinds: z.array(z.enum(['command', 'eval', 'sandbox'])),
-    images: z.array(z.string()),
-    slots: z.number().int(),
-    namespaces: z.array(z.string()).optional(),
-  })
-  .openapi('RunnerCapabilities');
-const PairingTokenSchema = z.object({ token: z.string(), expiresAt: z.string() }).openapi('PairingToken');
-const PairedSchema = z.object({ runnerId: z.string(), credential: z.string() }).openapi('PairedRunner');
-const RunnerSchema = z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    shared: z.boolean(),
-    tenantId: z.string().nullable(),
-    capabilities: CapabilitiesSchema,
-    state: z.enum(['active', 'draining', 'revoked']),
-    publicKey: z.string(),
-    createdAt: z.string(),
-    lastHeartbeatAt: z.string().nullable(),
-    revokedAt: z.string().nullable(),
-    leasesHeld: z.number().int(),
-    requeued: z.array(z.string()).optional(),
-  })
-  .openapi('Runner');
-const HarnessSchema = z
-  .object({
-    id: z.string(),
-    version: z.string(),
-    image: z.string(),
-    command: z.array(z.string()),
-    createdBy: z.string(),
-    createdAt: z.string(),
-  })
-  .openapi('Harness');
-const LeaseSchema = z
-  .object({
-    runId: z.string(),
-    tenant: z.string(),
-    kind: z.string(),
-    epoch: z.number().int(),
-    attempt: z.number().int(),
-    spec: z.record(z.string(), z.unknown()),
-    unitId: z.string(),
-    grantsId: z.string(),
-    recordHead: z.string(),
-    leaseMs: z.number().int(),
-    heartbeatMs: z.number().int(),
-    grants: z.object({ network: z.enum(['none', 'granted']) }),
-    seqFrom: z.number().int(),
-    harness: z
-      .object({ id: z.string(), version: z.string(), image: z.string(), command: z.array(z.string()) })
-      .optional(),
-  })
-  .openapi('Lease');
 const RunIdParam = z.object({
   id: z
     .string()
@@ -114,9 +65,10 @@ const pairRoute = createRoute({
   method: 'post',
   path: '/runners/pair',
   tags: ['runners'],
-  summary: 'Redeem a pairing token: `{token, publicKey, name, capabilities}` → the runner id and credential.',
+  summary:
+    'Redeem a pairing token: `{token, publicKey, name, capabilities}` → the runner id and credential (a public key registered to any runner already, revoked ones included: 409 `conflict`, `details.reason: public_key_in_use`, the token unspent).',
   request: { body: body('`{token, publicKey, name, capabilities}`') },
-  responses: { 201: json(PairedSchema, 'Shown once.'), ...problemResponses(400, 401, 415) },
+  responses: { 201: json(PairedSchema, 'Shown once.'), ...problemResponses(400, 401, 409, 415) },
 });
 const listRoute = createRoute({
   method: 'get',
@@ -151,6 +103,41 @@ const revokeRoute = createRoute({
   responses: {
     200: json(RunnerSchema, 'The runner, revoked; `requeued` lists the runs its leases held.'),
     ...problemResponses(400, 401, 403, 404),
+  },
+});
+const listSharedRoute = createRoute({
+  method: 'get',
+  path: '/internal/runners',
+  tags: ['internal'],
+  summary: 'The shared runners (the operator’s door; a tenant’s runners are its admins’).',
+  security: INTERNAL_SECURITY,
+  responses: {
+    200: json(z.object({ items: z.array(RunnerSchema) }).openapi('SharedRunnerList'), 'Shared runners.'),
+    ...problemResponses(401),
+  },
+});
+const drainSharedRoute = createRoute({
+  method: 'post',
+  path: '/internal/runners/{id}/drain',
+  tags: ['internal'],
+  summary: 'Drain a shared runner, as `POST /runners/{id}/drain` does (a tenant’s runner: 404).',
+  security: INTERNAL_SECURITY,
+  request: { params: IdParam },
+  responses: {
+    200: json(RunnerSchema, 'The runner, draining.'),
+    ...problemResponses(400, 401, 404, 409),
+  },
+});
+const revokeSharedRoute = createRoute({
+  method: 'post',
+  path: '/internal/runners/{id}/revoke',
+  tags: ['internal'],
+  summary: 'Revoke a shared runner, as `POST /runners/{id}/revoke` does (a tenant’s runner: 404).',
+  security: INTERNAL_SECURITY,
+  request: { params: IdParam },
+  responses: {
+    200: json(RunnerSchema, 'The runner, revoked; `requeued` lists the runs its leases held.'),
+    ...problemResponses(400, 401, 404),
   },
 });
 const defineHarnessRoute = createRoute({
@@ -319,6 +306,9 @@ export function runnerRoutes({ services, lifecycle }: RouteDeps) {
   app.openapi(revokeRoute, async (c) =>
     c.json(await svc().revoke(c.get('principal'), c.req.valid('param').id), 200),
   );
+  app.openapi(listSharedRoute, async (c) => c.json({ items: await svc().listShared() }, 200));
+  app.openapi(drainSharedRoute, async (c) => c.json(await svc().drainShared(c.req.valid('param').id), 200));
+  app.openapi(revokeSharedRoute, async (c) => c.json(await svc().revokeShared(c.req.valid('param').id), 200));
   app.openapi(defineHarnessRoute, async (c) => {
     const { harness, created } = await svc().defineHarness(c.get('principal'), c.req.valid('json'));
     return created ? c.json(harness, 201) : c.json(harness, 200);

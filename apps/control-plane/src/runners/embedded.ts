@@ -9,7 +9,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateSigningKey, hexToBytes, type SigningKey } from '@everdict/runrecord';
@@ -86,6 +86,20 @@ async function loadOrCreateKey(dir: string): Promise<SigningKey> {
   return key;
 }
 
+/**
+ * A new key in place of one a runner of this ledger holds already (a pairing refuses a registered key, a revoked
+ * runner's too: registry.ts `refuseRegisteredKey`): written beside it (0600), then renamed over it.
+ */
+async function replaceKey(dir: string): Promise<SigningKey> {
+  const file = path.join(dir, KEY_FILE);
+  const next = `${file}.next`;
+  const key = generateSigningKey(randomBytes(32));
+  await writeFile(next, `${Buffer.from(key.secretKey).toString('hex')}\n`, { mode: 0o600 });
+  await chmod(next, 0o600);
+  await rename(next, file);
+  return key;
+}
+
 function pipeLogs(child: ChildProcess, log: Log): void {
   let rest = '';
   const onData = (chunk: Buffer) => {
@@ -138,7 +152,7 @@ export async function pairEmbeddedRunner(o: EmbeddedRunnerOptions): Promise<Embe
   const dir = stateOf(o.stateDir);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await chmod(dir, 0o700);
-  const key = await loadOrCreateKey(dir);
+  let key = await loadOrCreateKey(dir);
 
   let runnerId = readPairing(o.stateDir)?.runnerId;
   const active = runnerId
@@ -151,6 +165,20 @@ export async function pairEmbeddedRunner(o: EmbeddedRunnerOptions): Promise<Embe
         .executeTakeFirst()
     : undefined;
   if (!active) {
+    // Its key belongs to a runner here already (drained or revoked, or its pairing file lost): a key pairs one
+    // runner, ever, so the new pairing is made with a new key (the old runner's records still verify with the
+    // old one, listed by GET /keys).
+    const held = await o.ledger
+      .selectFrom('runners')
+      .select('id')
+      .where('public_key', '=', key.publicKey)
+      .executeTakeFirst();
+    if (held) {
+      key = await replaceKey(dir);
+      o.log('info', 'embedded runner: its key is registered to a runner already; pairing with a new key', {
+        runnerId: held.id,
+      });
+    }
     const { token } = await o.mintToken();
     const paired = await o.pair({
       token,

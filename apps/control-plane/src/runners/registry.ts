@@ -1,6 +1,7 @@
 // Runners: pairing tokens (minted by a tenant admin → tenant-scoped runner; by the service token → shared),
-// pairing (token → runner id + credential, both secrets stored as SHA-256 hashes only), the runners list,
-// drain and revoke, credential authentication, the runners' public keys (GET /keys). What the placement index
+// pairing (token → runner id + credential, both secrets stored as SHA-256 hashes only; one runner per public
+// key, ever), the runners lists, drain and revoke (a tenant admin: its tenant's runners; the operator: the shared
+// ones), credential authentication, the runners' public keys (GET /keys). What the placement index
 // (`runner_images`, written here at pairing) answers is placeable.ts.
 import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
@@ -23,6 +24,18 @@ export const credentialHash = sha256;
 const secret = (prefix: string): string => `${prefix}${randomBytes(32).toString('base64url')}`;
 
 export type RunnerState = 'active' | 'draining' | 'revoked';
+
+/**
+ * Who administers runners (lists, drains, revokes): a tenant's admin key — its tenant's runners only — or the
+ * operator (the service token, `/internal/runners/*`) — the shared runners only. Either is answered 404 for the
+ * other's runners: a tenant never touches a shared runner, and the operator's door reaches no tenant's runner.
+ */
+export type RunnerAdmin = Principal | typeof OPERATOR;
+/** The operator: the service token's door (`/internal/runners/*`), which administers the shared runners. */
+export const OPERATOR = 'operator' as const;
+
+/** Advisory lock class of a pairing's public key (the object id is hashtext(key)): one pairing per key at once. */
+const PAIRING_KEY_LOCK_CLASS = 0x504b; // "PK"
 
 /** Whether `runner` may learn anything of a run of `tenant`: a shared runner any, a tenant-scoped one its own. */
 export const runnerMaySee = (runner: Pick<RunnerIdentity, 'tenantId'>, tenant: string): boolean =>
@@ -166,7 +179,33 @@ export async function redeemPairingToken(
   return claimed;
 }
 
-/** Redeem a pairing token (single use, before it expires): a runner id and its credential (shown once). */
+/**
+ * 409 `conflict` (`details.reason: 'public_key_in_use'`) when `publicKey` is registered to a runner already —
+ * active, draining or revoked: an attestation is verified against its runner's registered key, so a second
+ * runner with the key would sign as the first, and a revoked runner's key never comes back (its old records
+ * still verify with it, under its runner id). Serialized per key (an advisory lock held to the commit), so two
+ * pairings of one key at once pair one runner.
+ */
+async function refuseRegisteredKey(tx: Tx, publicKey: string): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(${PAIRING_KEY_LOCK_CLASS}::int, hashtext(${publicKey}))`.execute(tx);
+  const holder = await tx
+    .selectFrom('runners')
+    .select('id')
+    .where('public_key', '=', publicKey)
+    .limit(1)
+    .executeTakeFirst();
+  if (holder)
+    throw new ControlPlaneError(
+      'conflict',
+      'this public key is already registered to a runner (revoked runners included): pair with a new key',
+      { reason: 'public_key_in_use' },
+    );
+}
+
+/**
+ * Redeem a pairing token (single use, before it expires): a runner id and its credential (shown once). A public
+ * key registered already is refused (`refuseRegisteredKey`) in the token's transaction: the token stays unspent.
+ */
 export async function pair(deps: Deps, raw: unknown): Promise<{ runnerId: string; credential: string }> {
   const input = parse(PairInput, raw);
   const credential = secret('evr_');
@@ -174,6 +213,8 @@ export async function pair(deps: Deps, raw: unknown): Promise<{ runnerId: string
   const now = deps.clock();
   return withTx(deps.db, async (tx) => {
     const claimed = await redeemPairingToken(tx, input.token, runnerId, now);
+    // After the token (an unknown token learns nothing of keys); the refusal rolls the token's claim back.
+    await refuseRegisteredKey(tx, input.publicKey);
     await tx
       .insertInto('runners')
       .values({
@@ -239,12 +280,19 @@ export async function leasesHeldBy(ex: Executor, holders: readonly string[]): Pr
   return new Map(held.map((h) => [h.holder, Number(h.n)]));
 }
 
-/** The runners a principal may see: its tenant's, and the shared ones (marked `shared`). */
-export async function listRunners(deps: Deps, p: Principal): Promise<RunnerView[]> {
+/**
+ * The runners a principal may see: its tenant's, and the shared ones (marked `shared`). The operator sees the
+ * shared ones only (the runners it administers).
+ */
+export async function listRunners(deps: Deps, who: RunnerAdmin): Promise<RunnerView[]> {
   const rows = await deps.db
     .selectFrom('runners')
     .selectAll()
-    .where((eb) => eb.or([eb('tenant_id', '=', p.tenantId), eb('tenant_id', 'is', null)]))
+    .where((eb) =>
+      who === OPERATOR
+        ? eb('tenant_id', 'is', null)
+        : eb.or([eb('tenant_id', '=', who.tenantId), eb('tenant_id', 'is', null)]),
+    )
     .orderBy('created_at')
     .orderBy('id')
     .execute();
@@ -267,14 +315,17 @@ export async function listRunners(deps: Deps, p: Principal): Promise<RunnerView[
   }));
 }
 
-/** A runner the admin may administer: its own tenant's (a shared runner is the operator's: 404 here). */
-async function lockOwnRunner(tx: Tx, p: Principal, runnerId: string): Promise<RunnerRow> {
-  requireAdmin(p);
+/**
+ * A runner `who` may administer, locked: a tenant admin's own tenant's (a shared runner is the operator's: 404
+ * here), the operator's shared ones (a tenant's runner is its admins': 404 at the operator's door).
+ */
+async function lockOwnRunner(tx: Tx, who: RunnerAdmin, runnerId: string): Promise<RunnerRow> {
+  if (who !== OPERATOR) requireAdmin(who);
   const row = await tx
     .selectFrom('runners')
     .selectAll()
     .where('id', '=', runnerId)
-    .where('tenant_id', '=', p.tenantId)
+    .where((eb) => (who === OPERATOR ? eb('tenant_id', 'is', null) : eb('tenant_id', '=', who.tenantId)))
     .forUpdate()
     .executeTakeFirst();
   if (!row) throw notFound('runner', runnerId);
@@ -285,9 +336,9 @@ async function lockOwnRunner(tx: Tx, p: Principal, runnerId: string): Promise<Ru
  * No new leases (nor placements: its rows leave the placement index); current ones finish. Idempotent; a revoked runner stays revoked (409). Answers the
  * credential hash, for the caller to evict from its replica's cache (the others hear RUNNERS_CHANNEL).
  */
-export async function drainRunner(deps: Deps, p: Principal, runnerId: string): Promise<string> {
+export async function drainRunner(deps: Deps, who: RunnerAdmin, runnerId: string): Promise<string> {
   return withTx(deps.db, async (tx) => {
-    const row = await lockOwnRunner(tx, p, runnerId);
+    const row = await lockOwnRunner(tx, who, runnerId);
     if (row.state === 'revoked') throw new ControlPlaneError('conflict', `runner ${runnerId} is revoked`);
     await tx.updateTable('runners').set({ state: 'draining' }).where('id', '=', runnerId).execute();
     // It takes no new runs, so it leaves the placement index: a run only it could take is 422 `no_placement`
@@ -311,12 +362,12 @@ export async function drainRunner(deps: Deps, p: Principal, runnerId: string): P
  */
 export async function revokeRunner(
   deps: Deps,
-  p: Principal,
+  who: RunnerAdmin,
   runnerId: string,
   expire: (tx: Tx, runnerId: string) => Promise<string[]>,
 ): Promise<{ expired: string[]; credentialHash: string }> {
   return withTx(deps.db, async (tx) => {
-    const row = await lockOwnRunner(tx, p, runnerId);
+    const row = await lockOwnRunner(tx, who, runnerId);
     if (row.state === 'revoked') return { expired: [], credentialHash: row.credential_hash };
     await tx
       .updateTable('runners')

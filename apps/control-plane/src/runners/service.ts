@@ -21,7 +21,9 @@ import {
   drainRunner,
   listRunners,
   mintPairingToken,
+  OPERATOR,
   pair,
+  type RunnerAdmin,
   type RunnerIdentity,
   type RunnerView,
   revokeRunner,
@@ -38,6 +40,12 @@ export interface RunnerService {
   list(p: Principal): Promise<RunnerView[]>;
   drain(p: Principal, runnerId: string): Promise<RunnerView>;
   revoke(p: Principal, runnerId: string): Promise<RunnerView & { requeued: string[] }>;
+  /** The operator's door (service token): the shared runners (a tenant's runners are not listed). */
+  listShared(): Promise<RunnerView[]>;
+  /** The operator's door: drain a shared runner, as `drain` does (a tenant's runner: 404). */
+  drainShared(runnerId: string): Promise<RunnerView>;
+  /** The operator's door: revoke a shared runner, as `revoke` does (a tenant's runner: 404). */
+  revokeShared(runnerId: string): Promise<RunnerView & { requeued: string[] }>;
   authenticate(credential: string): Promise<RunnerIdentity>;
   leases(runner: RunnerIdentity, input: unknown, signal?: AbortSignal): Promise<{ leases: Lease[] }>;
   heartbeat(runner: RunnerIdentity, input: unknown): Promise<{ lost: string[]; draining: boolean }>;
@@ -142,8 +150,8 @@ export class LeaseWaiters {
   }
 }
 
-async function viewOf(deps: Deps, p: Principal, runnerId: string): Promise<RunnerView> {
-  const all = await listRunners(deps, p);
+async function viewOf(deps: Deps, who: RunnerAdmin, runnerId: string): Promise<RunnerView> {
+  const all = await listRunners(deps, who);
   const v = all.find((r) => r.id === runnerId);
   if (!v) throw new Error(`runner ${runnerId} vanished`);
   return v;
@@ -152,6 +160,30 @@ async function viewOf(deps: Deps, p: Principal, runnerId: string): Promise<Runne
 export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerServiceOptions): RunnerService {
   const pollMs = opts.pollMs ?? 1000;
   const db: Db = deps.db;
+  async function drainAs(who: RunnerAdmin, id: string): Promise<RunnerView> {
+    waiters.credentials.evict(await drainRunner(deps, who, id));
+    // Its kinds and images place nothing more here (the other replicas clear theirs at the NOTIFY).
+    placeableCache(deps).clear();
+    return viewOf(deps, who, id);
+  }
+  async function revokeAs(who: RunnerAdmin, id: string): Promise<RunnerView & { requeued: string[] }> {
+    const { expired, credentialHash } = await revokeRunner(deps, who, id, (tx, rid) => expireHolder(tx, rid));
+    // Its next call here is 401 at once, and its kinds and images place nothing more here (the other
+    // replicas evict at the commit's NOTIFY).
+    waiters.credentials.evict(credentialHash);
+    placeableCache(deps).clear();
+    // Its session channel here closes now (other replicas close theirs at the NOTIFY): exec and terminal
+    // traffic no longer reaches it, and the sessions it held are settled lost by the sweep. The revoke has
+    // committed: a failure here is logged (the hub's next touch closes the channel) rather than answered.
+    await replicaSessionHub(deps)
+      ?.revoked(id)
+      .catch((e: unknown) =>
+        deps.log('warn', 'closing a revoked runner’s session channel failed', { error: String(e) }),
+      );
+    const requeued = await requeueExpired(deps, opts.lease, expired);
+    if (requeued.length > 0) waiters.wake();
+    return { ...(await viewOf(deps, who, id)), requeued };
+  }
   return {
     mintPairingToken: async (p, input) => {
       if (p.role !== 'admin') throw new ControlPlaneError('forbidden', 'admin role required');
@@ -160,30 +192,11 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
     mintSharedPairingToken: (input) => mintPairingToken(deps, null, 'service', input),
     pair: (input) => pair(deps, input),
     list: (p) => listRunners(deps, p),
-    async drain(p, id) {
-      waiters.credentials.evict(await drainRunner(deps, p, id));
-      // Its kinds and images place nothing more here (the other replicas clear theirs at the NOTIFY).
-      placeableCache(deps).clear();
-      return viewOf(deps, p, id);
-    },
-    async revoke(p, id) {
-      const { expired, credentialHash } = await revokeRunner(deps, p, id, (tx, rid) => expireHolder(tx, rid));
-      // Its next call here is 401 at once, and its kinds and images place nothing more here (the other
-      // replicas evict at the commit's NOTIFY).
-      waiters.credentials.evict(credentialHash);
-      placeableCache(deps).clear();
-      // Its session channel here closes now (other replicas close theirs at the NOTIFY): exec and terminal
-      // traffic no longer reaches it, and the sessions it held are settled lost by the sweep. The revoke has
-      // committed: a failure here is logged (the hub's next touch closes the channel) rather than answered.
-      await replicaSessionHub(deps)
-        ?.revoked(id)
-        .catch((e: unknown) =>
-          deps.log('warn', 'closing a revoked runner’s session channel failed', { error: String(e) }),
-        );
-      const requeued = await requeueExpired(deps, opts.lease, expired);
-      if (requeued.length > 0) waiters.wake();
-      return { ...(await viewOf(deps, p, id)), requeued };
-    },
+    drain: (p, id) => drainAs(p, id),
+    revoke: (p, id) => revokeAs(p, id),
+    listShared: () => listRunners(deps, OPERATOR),
+    drainShared: (id) => drainAs(OPERATOR, id),
+    revokeShared: (id) => revokeAs(OPERATOR, id),
     authenticate: (credential) => authenticateRunner(db, credential, waiters.credentials),
     async leases(runner, raw, signal) {
       const r = LeasesInput.safeParse(raw);

@@ -2,9 +2,11 @@
 // side spoken over a real WebSocket by the test (its driver calls answered by a real process driver), a session
 // is opened on the runner and execs there; the runner is revoked (POST /runners/{id}/revoke); then its channel
 // is closed, an exec is refused without reaching the runner, and the sweep settles the session lost.
+import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { decodeBytes, encodeBytes, isPlacementError, type SandboxHandle } from '@everdict/placement';
+import { generateSigningKey } from '@everdict/runrecord';
 import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -96,7 +98,7 @@ async function pairSessionRunner(name: string): Promise<{ runnerId: string; cred
     key: null,
     body: {
       token: minted.body.token,
-      publicKey: 'c'.repeat(64),
+      publicKey: generateSigningKey(randomBytes(32)).publicKey,
       name,
       capabilities: { drivers: ['process'], kinds: ['sandbox'], images: ['default'], slots: 2 },
     },
