@@ -173,7 +173,7 @@ export type IssueLocation = (typeof ISSUE_LOCATIONS)[number];
 
 /** One offending field of a schema refusal, as a client reads it (never the offending input echoed back). */
 export interface ValidationIssue {
-  /** zod's issue code (e.g. invalid_type, too_big); `invalid_input` when run-model refused without one. */
+  /** zod's issue code (e.g. invalid_type, too_big, custom), run-model's refusals included (their zod codes kept). */
   readonly code: string;
   readonly path: readonly (string | number)[];
   readonly message: string;

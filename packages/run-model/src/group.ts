@@ -137,8 +137,7 @@ export function createGroup(input: CreateGroupInput): RunGroup {
     updatedAt: input.now,
   };
   const parsed = RunGroup.safeParse(group);
-  if (!parsed.success)
-    throw new RunModelError('invalid_input', 'invalid run group', { issues: parsed.error.issues });
+  if (!parsed.success) throw new RunModelError('invalid_input', 'invalid run group', {}, parsed.error.issues);
   return parsed.data;
 }
 

@@ -169,7 +169,7 @@ describe('RunSpec and createRun', () => {
       expect(e).toBeInstanceOf(RunModelError);
       expect((e as RunModelError).code).toBe('invalid_input');
       expect((e as RunModelError).httpStatus).toBe(400);
-      expect((e as RunModelError).details.issues).toBeInstanceOf(Array);
+      expect((e as RunModelError).issues).toBeInstanceOf(Array);
     }
   });
   it('rejects unknown top-level fields', () => {

@@ -1,6 +1,6 @@
 // Run — one activation of some executable — and RunSpec, what a client submits to create one.
 import { z } from 'zod';
-import { parseOrThrow, RunModelError } from './errors.js';
+import { parseOrThrow, RunModelError, schemaRefusal } from './errors.js';
 import type { RunQueued } from './facts.js';
 import { Origin } from './origin.js';
 import { emptyOutputs, RunError, RunOutputs, TrajectoryRef } from './outputs.js';
@@ -208,13 +208,19 @@ export function createRunFromSpec(parsed: RunSpec, ctx: CreateRunContext): { run
     parsed.expiresAt !== undefined &&
     toMillis(parsed.expiresAt) - toMillis(ctx.now) > MAX_SESSION_TTL_SEC * 1000
   ) {
-    throw new RunModelError(
-      'invalid_input',
-      'a session is held open at most MAX_SESSION_TTL_SEC (366 days)',
-      {
-        expiresAt: parsed.expiresAt,
-        maxSessionTtlSec: MAX_SESSION_TTL_SEC,
-      },
+    // A schema refusal of the spec's field (a custom issue naming itself out_of_range: the value is past its
+    // range, though no plain number), so a caller can name the field its client sent.
+    throw schemaRefusal(
+      'run spec',
+      [
+        {
+          code: 'custom',
+          path: ['expiresAt'],
+          message: `a session is held open at most ${MAX_SESSION_TTL_SEC} seconds (366 days)`,
+          params: { code: 'out_of_range', maximum: MAX_SESSION_TTL_SEC },
+        },
+      ],
+      { expiresAt: parsed.expiresAt, maxSessionTtlSec: MAX_SESSION_TTL_SEC },
     );
   }
   const run = parseOrThrow(

@@ -1,6 +1,6 @@
 // The run status machine: one transition table, pure transitions that return {run, patch, facts}.
 import { z } from 'zod';
-import { RunModelError } from './errors.js';
+import { RunModelError, type RunModelIssue } from './errors.js';
 import type { RunFact } from './facts.js';
 import { RunError } from './outputs.js';
 import { Timestamp, toMillis } from './primitives.js';
@@ -132,8 +132,16 @@ function factFor(run: Run, event: RunEvent, now: string): RunFact {
   }
 }
 
-function invalid(run: Run, message: string, details: Record<string, unknown>): TransitionResult {
-  return { ok: false, error: new RunModelError('invalid_input', message, { runId: run.id, ...details }) };
+function invalid(
+  run: Run,
+  message: string,
+  details: Record<string, unknown>,
+  issues?: readonly RunModelIssue[],
+): TransitionResult {
+  return {
+    ok: false,
+    error: new RunModelError('invalid_input', message, { runId: run.id, ...details }, issues),
+  };
 }
 
 /**
@@ -147,11 +155,12 @@ export function transition(run: Run, event: RunEvent, now: string): TransitionRe
   if (to === undefined) return refuse(run, event);
   const parsed = RunEvent.safeParse(event);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => ({
-      path: i.path.map(String).join('.'),
-      message: i.message,
-    }));
-    return invalid(run, `invalid ${event.type} event for run ${run.id}`, { event: event.type, issues });
+    return invalid(
+      run,
+      `invalid ${event.type} event for run ${run.id}`,
+      { event: event.type },
+      parsed.error.issues,
+    );
   }
   if (!Timestamp.safeParse(now).success) {
     return invalid(run, `now ${String(now)} is not an ISO timestamp with an offset`, {

@@ -1,6 +1,6 @@
 // Foreign errors (zod, run-model, admission, runrecord) become the app's one error class at this boundary.
 import { AdmissionError } from '@everdict/admission';
-import { RunModelError } from '@everdict/run-model';
+import { RunModelError, type RunModelIssue } from '@everdict/run-model';
 import { isRunRecordError } from '@everdict/runrecord';
 import { ZodError, type z } from 'zod';
 import {
@@ -48,12 +48,6 @@ export interface IssueSite {
   readonly restate?: (issue: ValidationIssue) => ValidationIssue;
 }
 
-/** An issue run-model carries in an `invalid_input` error's `details.issues`: a dotted path, no zod code. */
-interface RunModelIssue {
-  readonly path: string;
-  readonly message: string;
-}
-
 const LOCATION_NOUNS: Readonly<Record<IssueLocation, string>> = {
   query: 'query parameter',
   path: 'path parameter',
@@ -87,22 +81,20 @@ function issuesDetail(issues: readonly ValidationIssue[], total: number, locatio
  * `validationProblem`) and for every service that parses: `out_of_range` when every issue is a number outside
  * its bounds, else `validation_failed`; `issues` (each `{code, path, message, in?}`) and a message naming the
  * first offending field and why. Rendered as problem+json with top-level `issues` and that message as
- * `detail` (http/problem.ts `errorToProblem`). run-model's issues (dotted paths, no zod code) are read as
- * `invalid_input` issues, never a range.
+ * `detail` (http/problem.ts `errorToProblem`). run-model's issues (`RunModelError.issues`) are zod's as zod
+ * reported them, so they map with their real codes, and a range is a range.
  */
 export function validationRefusal(
   source: ZodError | readonly RunModelIssue[],
   site: IssueSite = {},
 ): ControlPlaneError {
-  const zod = source instanceof ZodError ? source.issues : undefined;
-  const raw: ValidationIssue[] =
-    zod?.map((i) => ({ code: String(i.code), path: segments(i.path), message: i.message })) ??
-    (source as readonly RunModelIssue[]).map((i) => ({
-      code: 'invalid_input',
-      path: i.path === '' ? [] : i.path.split('.').map((p) => (/^\d+$/.test(p) ? Number(p) : p)),
-      message: i.message,
-    }));
-  const range = zod !== undefined && zod.length > 0 && zod.every(isRangeIssue);
+  const zod = source instanceof ZodError ? source.issues : source;
+  const raw: ValidationIssue[] = zod.map((i) => ({
+    code: String(i.code),
+    path: segments(i.path),
+    message: i.message,
+  }));
+  const range = zod.length > 0 && zod.every(isRangeIssue);
   return refusalOf(range ? 'out_of_range' : 'validation_failed', raw.slice(0, MAX_ISSUES), raw.length, site);
 }
 
@@ -137,26 +129,17 @@ function sited(e: ControlPlaneError, site: IssueSite): ControlPlaneError {
   return refusalOf(code, issues, issues.length, site);
 }
 
-function runModelIssues(details: Readonly<Record<string, unknown>>): RunModelIssue[] | undefined {
-  const issues = details.issues;
-  if (!Array.isArray(issues)) return undefined;
-  return issues.map((i: unknown) => {
-    const { path, message } = (typeof i === 'object' && i !== null ? i : {}) as Record<string, unknown>;
-    return { path: typeof path === 'string' ? path : '', message: String(message ?? 'invalid') };
-  });
-}
-
 /**
- * run-model's `invalid_input` that carries zod's issues (`parseOrThrow`, a malformed status-machine event) is
- * a schema refusal: `validationRefusal`. Undefined for any other RunModelError (a model invariant, a state).
+ * run-model's `invalid_input` that carries zod's issues (`RunModelError.issues`: `parseOrThrow`, a malformed
+ * status-machine event, a session expiry past its bound) is a schema refusal: `validationRefusal`, with
+ * zod's codes. Undefined for any other RunModelError (a model invariant, a state, a clock).
  */
 export function runModelValidationRefusal(
   e: RunModelError,
   site: IssueSite = {},
 ): ControlPlaneError | undefined {
-  if (e.code !== 'invalid_input') return undefined;
-  const issues = runModelIssues(e.details);
-  return issues === undefined ? undefined : validationRefusal(issues, site);
+  if (e.code !== 'invalid_input' || e.issues === undefined) return undefined;
+  return validationRefusal(e.issues, site);
 }
 
 export function toControlPlaneError(e: unknown, site: IssueSite = {}): unknown {

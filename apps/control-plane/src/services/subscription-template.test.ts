@@ -44,10 +44,11 @@ describe('a subscription’s run template, checked at creation as it fires', { t
       expect(r.body.issues).toEqual([expect.objectContaining({ path: ['runSpec', 'ttlSec'], in: 'body' })]);
       expect(r.body.detail).toMatch(/^body field "runSpec\.ttlSec": /);
       expect(r.body).not.toHaveProperty('details');
-      // POST /runs refuses the same spec (run-model's session bound when the run is built: bad_request).
+      // POST /runs refuses the same spec the same way (out_of_range naming its body field ttlSec).
       const run = await call(t.app, 'POST', '/runs', { body: session(ttlSec) });
       expect(run.status).toBe(400);
-      expect(run.body.code).toBe('bad_request');
+      expect(run.body.code).toBe('out_of_range');
+      expect(run.body.issues).toEqual([expect.objectContaining({ path: ['ttlSec'], in: 'body' })]);
     }
     expect(await subscriptionRows()).toBe(before);
     const ok = await call(t.app, 'POST', '/subscriptions', {

@@ -6,6 +6,7 @@ import {
   AttachChannels,
   GraderList,
   type GroupStatus,
+  MAX_SESSION_TTL_SEC,
   type PlatformEvent,
   RunClass,
   RunKind,
@@ -65,9 +66,11 @@ export const RequestId = z
 /**
  * POST /runs body: a run-model RunSpec without `origin` (the server stamps who/why) and with placement
  * optional (analysis → inline; everything else → driver, which waits queued until a driver exists).
- * The subject is validated per kind by @everdict/run-model.
+ * The subject is validated per kind by @everdict/run-model. A session's `ttlSec` is at most run-model's
+ * MAX_SESSION_TTL_SEC (366 days): past it, `400 out_of_range` naming `ttlSec` (as a subscription's session
+ * template is refused), before anything is admitted.
  */
-export const CreateRunInput = z.object({
+const CreateRunFields = z.object({
   kind: RunKindInput,
   subject: z.unknown().default({}),
   lifetime: LifetimeInput.default('task'),
@@ -114,6 +117,17 @@ export const CreateRunInput = z.object({
    * reserved: a create without one is keyed `auto:<runId>` and is never recorded (nothing can repeat it).
    */
   requestId: RequestId.optional(),
+});
+export const CreateRunInput = CreateRunFields.superRefine((v, ctx) => {
+  if (v.lifetime === 'session' && v.ttlSec !== undefined && v.ttlSec > MAX_SESSION_TTL_SEC)
+    ctx.addIssue({
+      code: 'too_big',
+      origin: 'number',
+      maximum: MAX_SESSION_TTL_SEC,
+      inclusive: true,
+      path: ['ttlSec'],
+      message: `Too big: a session is held open at most ${MAX_SESSION_TTL_SEC} seconds (366 days)`,
+    });
 });
 export type CreateRunInput = z.input<typeof CreateRunInput>;
 

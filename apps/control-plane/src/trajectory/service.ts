@@ -12,6 +12,7 @@ import {
 import { iso, json, numeric } from '../db/numeric.js';
 import type { Executor } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
+import { validationRefusal } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import type { Principal } from '../services/types.js';
 import { mapStoreErrors } from './errors.js';
@@ -105,11 +106,10 @@ export class TrajectoryService {
     id: string,
     input: { graders: unknown },
   ): Promise<{ scores: TrajectoryScoreView[] }> {
+    // The graders are the body's `graders` (POST /trajectories/:id/score): a refusal names them there, in the
+    // edge's shape (the one mapping).
     const parsed = GraderList.safeParse(input.graders);
-    if (!parsed.success)
-      throw new ControlPlaneError('validation_failed', 'graders do not match their schema', {
-        issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })),
-      });
+    if (!parsed.success) throw validationRefusal(parsed.error, { in: 'body', at: ['graders'] });
     const imported = await mapStoreErrors(() => getImported(this.runs.store, p.tenantId, id));
     const doc = await gradedDocument(this.runs.store, p.tenantId, imported);
     const verdicts = await gradeDocument(doc, parsed.data, this.judge);
