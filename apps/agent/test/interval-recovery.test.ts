@@ -2,8 +2,11 @@
 // - a turn whose answer is already stored (its `succeeded` report never reached the control plane; the lease
 //   expired and the turn was leased again) settles with that answer — the model is not asked, and paid, again;
 // - tool-call ids the provider left empty or repeated (some OpenAI-compatible servers do) are made unique
-//   before anything is stored or dispatched: the model's output is kept, and no call is mistaken for another.
-// (EVERDICT_LEASE_MS=1000: an unreported lease expires in ~1.2 s.)
+//   before anything is stored or dispatched: the model's output is kept, and no call is mistaken for another;
+// - a cancel that arrives mid-model-call reaches the agent within a heartbeat: it stops and reports nothing.
+// (EVERDICT_LEASE_MS=60000: a heartbeated lease never expires under a loaded machine. The lost holder's lease
+// is ended by revoking it — its leases expire at once and the sweep requeues the turn — not by racing a short
+// lease against the next holder's heartbeat.)
 import { dataOf } from '@everdict/client';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { isAgentError } from '../src/errors.js';
@@ -12,11 +15,20 @@ import { runInterval } from '../src/loop/interval.js';
 import { withHeartbeat, workOnce } from '../src/loop/worker.js';
 import type { Completion, ModelProvider } from '../src/model/provider.js';
 import { Transcript } from '../src/transcript/transcript.js';
-import { createAgent, leaseFor, message, type Seat, seat } from './support.js';
+import {
+  createAgent,
+  leaseFor,
+  message,
+  recordOf,
+  revokeHost,
+  type Seat,
+  seat,
+  tenantHost,
+} from './support.js';
 
 let s: Seat;
 beforeAll(async () => {
-  s = await seat({ EVERDICT_LEASE_MS: '1000' });
+  s = await seat({ EVERDICT_LEASE_MS: '60000' });
 }, 300_000);
 afterAll(async () => {
   await s?.stop();
@@ -64,15 +76,21 @@ describe('interval recovery', () => {
       return fetch(req);
     };
     const cp = new HttpControlPlane({ url: s.cp.url, token: s.cp.internalToken, fetch: resetting });
-    const err = await workOnce({ controlPlane: cp, provider: () => provider, holder: 'host-a' }, 2000).then(
+    const hostA = await tenantHost(s, 'host-a');
+    onTestFinished(hostA.cleanup);
+    const err = await workOnce(
+      { controlPlane: cp, provider: () => provider, holder: hostA.hostId, signer: hostA.signer },
+      2000,
+    ).then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(isAgentError(err) && err.code).toBe('control_plane_unavailable');
     expect(seen.calls).toBe(1);
-    // The lease expires; another host gets the turn.
+    // Host A is gone: its lease expires and the sweep requeues the turn (a lost execution); another host gets it.
+    expect(await revokeHost(s, hostA.hostId)).toEqual([runId]);
     const again = await leaseOf('host-b', runId);
-    // Heartbeated as a host does: the 1 s lease must not expire under a loaded machine meanwhile.
+    expect(again.epoch).toBe(2);
     const out = await withHeartbeat(s.agents, 'host-b', again, (signal) =>
       runInterval(again, { controlPlane: s.agents, provider: () => provider, holder: 'host-b', signal }),
     );
@@ -113,4 +131,35 @@ describe('interval recovery', () => {
     expect(pending.map((p) => p.callId).sort()).toEqual([...outstanding].sort());
     expect(pending.map((p) => p.prompt).sort()).toEqual(['first?', 'second?', 'third?']);
   }, 60_000);
+});
+
+describe('a turn cancelled mid-interval', () => {
+  it('cancelling a turn mid-interval reaches the agent within a heartbeat: it stops, reports nothing', async () => {
+    const agentId = await createAgent(s, { tools: ['ask_approval'] });
+    const runId = await message(s, agentId, 'think hard');
+    let calling!: () => void;
+    const called = new Promise<void>((r) => {
+      calling = r;
+    });
+    // A model that answers only when its request is aborted (the lease lost): the interval is mid-call.
+    const stuck: ModelProvider = {
+      name: 'stuck',
+      complete: (req) =>
+        new Promise((_, reject) => {
+          calling();
+          req.signal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+        }),
+    };
+    const working = workOnce({ controlPlane: s.agents, provider: () => stuck, holder: 'h', slots: 1 }, 5000);
+    await called;
+    // Held under its heartbeat until now (not lost to an expiry): what stops it next is the cancel.
+    expect(dataOf(await s.admin.GET('/runs/{id}', { params: { path: { id: runId } } })).status).toBe(
+      'running',
+    );
+    await s.admin.POST('/runs/{id}/cancel', { params: { path: { id: runId } }, body: { reason: 'stop' } });
+    const [out] = await working;
+    expect(out).toEqual({ result: 'lost', runId });
+    const { verify } = await recordOf(s, runId);
+    expect(verify).toMatchObject({ ok: true, phase: 'closed' });
+  }, 120_000);
 });

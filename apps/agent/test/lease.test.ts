@@ -1,12 +1,11 @@
 // Turn leases on the real control plane follow the runner protocol's rules: a lease not renewed expires and
 // the turn is leased again under a new epoch; the old holder is `lost` and its late report is
-// `stale_lease` (nothing is written). Cancelling a turn mid-interval reaches the agent within a heartbeat:
-// it stops and reports nothing. (EVERDICT_LEASE_MS=1000: heartbeats every 200 ms, expiry found in ~1.2 s.)
+// `stale_lease` (nothing is written). (EVERDICT_LEASE_MS=1000: an unrenewed lease is found expired in ~1.2 s.
+// No holder here heartbeats, so no expiry races a live heartbeat on a loaded machine; a test whose lease a
+// heartbeat must keep runs on long leases: cancelling mid-interval is in interval-recovery.test.ts.)
 import { dataOf } from '@everdict/client';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { isAgentError } from '../src/errors.js';
-import { workOnce } from '../src/loop/worker.js';
-import type { ModelProvider } from '../src/model/provider.js';
 import { createAgent, leaseFor, message, recordOf, type Seat, seat } from './support.js';
 
 let s: Seat;
@@ -45,30 +44,5 @@ describe('turn leases', () => {
     const run = dataOf(await s.admin.GET('/runs/{id}', { params: { path: { id: runId } } }));
     expect(['running', 'queued']).toContain(run.status);
     expect((await recordOf(s, runId)).verify.length).toBe(0);
-  }, 120_000);
-
-  it('cancelling a turn mid-interval reaches the agent within a heartbeat: it stops, reports nothing', async () => {
-    const agentId = await createAgent(s, { tools: ['ask_approval'] });
-    const runId = await message(s, agentId, 'think hard');
-    let calling!: () => void;
-    const called = new Promise<void>((r) => {
-      calling = r;
-    });
-    // A model that answers only when its request is aborted (the lease lost): the interval is mid-call.
-    const stuck: ModelProvider = {
-      name: 'stuck',
-      complete: (req) =>
-        new Promise((_, reject) => {
-          calling();
-          req.signal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
-        }),
-    };
-    const working = workOnce({ controlPlane: s.agents, provider: () => stuck, holder: 'h', slots: 1 }, 5000);
-    await called;
-    await s.admin.POST('/runs/{id}/cancel', { params: { path: { id: runId } }, body: { reason: 'stop' } });
-    const [out] = await working;
-    expect(out).toEqual({ result: 'lost', runId });
-    const { verify } = await recordOf(s, runId);
-    expect(verify).toMatchObject({ ok: true, phase: 'closed' });
   }, 120_000);
 });

@@ -2,7 +2,9 @@
 // plane: every call of HttpControlPlane is bounded by its request timeout, so the interval ends as
 // `control_plane_unavailable`, its heartbeat stops and the lease expires — the turn is leased again. Before,
 // the call waited forever while the heartbeat kept renewing the lease: the turn was held by nobody working.
-// (EVERDICT_LEASE_MS=1000: heartbeats every 200 ms, expiry found in ~1.2 s.)
+// (EVERDICT_LEASE_MS=5000, heartbeats every 1 s: a 5 s lease spans the 3 s hang with room for heartbeats a
+// loaded machine delays by seconds — a 1 s lease did not — and, once the heartbeat stops, it is found expired
+// within ~6 s. The expiry is what proves the heartbeat stopped, so it is waited for, not forced.)
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { isAgentError } from '../src/errors.js';
 import { HttpControlPlane } from '../src/http/http-control-plane.js';
@@ -12,7 +14,7 @@ import { createAgent, leaseFor, message, type Seat, seat } from './support.js';
 
 let s: Seat;
 beforeAll(async () => {
-  s = await seat({ EVERDICT_LEASE_MS: '1000' });
+  s = await seat({ EVERDICT_LEASE_MS: '5000' });
 }, 300_000);
 afterAll(async () => {
   await s?.stop();

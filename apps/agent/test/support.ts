@@ -2,9 +2,13 @@
 // embedded PGlite ledger in a fresh directory — @everdict/client/testing), its admin API through the typed
 // client, and the agent service's seat of the port over HTTP with the service token.
 import { generateKeyPairSync } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createClient, dataOf, type EverdictClient } from '@everdict/client';
 import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
 import type { TurnLease } from '../src/control-plane.js';
+import { type HostIdentity, hostIdentity, pairHost } from '../src/host/pairing.js';
 import { HttpControlPlane } from '../src/http/http-control-plane.js';
 import type { ModelProvider } from '../src/model/provider.js';
 
@@ -81,6 +85,31 @@ export async function pairCommandRunner(s: Seat, kinds: ('command' | 'eval')[] =
       capabilities: { drivers: ['process'], kinds, images: ['*'], slots: 1 },
     },
   });
+}
+
+/**
+ * An agent host of the tenant (paired with its admin's pairing token, so the admin may revoke it), its state in
+ * a fresh directory removed by `cleanup`.
+ */
+export async function tenantHost(
+  s: Seat,
+  name: string,
+): Promise<HostIdentity & { cleanup(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'agent-tenant-host-'));
+  const { token } = dataOf(await s.admin.POST('/runners/pairing-tokens', { body: {} }));
+  await pairHost({ url: s.cp.url, token, name, dir });
+  const host = await hostIdentity({ url: s.cp.url, dir, name });
+  if (!host) throw new Error(`host ${name} did not pair`);
+  return { ...host, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Revokes `host` — the holder is gone for good: its leases expire at once and the sweep moves their turns
+ * (the lease rule's expiry, without waiting out a lease period) — and answers the turns it requeued.
+ */
+export async function revokeHost(s: Seat, hostId: string): Promise<string[]> {
+  const out = dataOf(await s.admin.POST('/agents/hosts/{id}/revoke', { params: { path: { id: hostId } } }));
+  return out.requeued;
 }
 
 /**

@@ -2,6 +2,8 @@
 // settled `failed` (`agent_disabled`), which releases it, on the real control plane. Before, the interval
 // threw before it began, reported nothing, and the lease sat until it expired: a parked turn was then
 // ready again and leased again, and refused again, every lease period, for ever.
+// (EVERDICT_LEASE_MS=60000: the intervals run without a heartbeat, so a loaded machine must not expire their
+// leases meanwhile; nothing here waits for an expiry.)
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +15,7 @@ import { asking, createAgent, leaseFor, message, type Seat, seat } from './suppo
 
 let s: Seat;
 beforeAll(async () => {
-  s = await seat();
+  s = await seat({ EVERDICT_LEASE_MS: '60000' });
 }, 300_000);
 afterAll(async () => {
   await s?.stop();
