@@ -10,7 +10,8 @@
  *      whose end comes once bubblewrap's own pid is in the joins' cgroup.procs, so it clones its namespace
  *      init and cgroup namespace inside them (the sandbox's /proc/self/cgroup shows "/"); once the init's
  *      pid is read, bubblewrap is moved back to the leaves (our own cgroups), then the init is released
- *   -> {"t":"pid"|"init"|"failed"|"exit",...} (the exit once fd 3 has ended too) and {"cmd":"NODE_HANDLE","type":"net.Native","msg":{"t":"fd",..}}
+ *   -> {"t":"pid"|"init"|"warning"|"failed"|"exit",...} (a warning: a leave not written — best-effort, the
+ *      command runs and bubblewrap stays in the joins' cgroups until it exits) (the exit once fd 3 has ended too) and {"cmd":"NODE_HANDLE","type":"net.Native","msg":{"t":"fd",..}}
  * Lines from Node it does not know (NODE_HANDLE_ACK) are skipped. One thread beside the loop writes
  * cgroup.procs (the first write after a quiet spell waits for an RCU grace period).
  * The driver gone (its channel ended, or a send to it failed): every bubblewrap not yet reaped is SIGKILLed
@@ -81,12 +82,16 @@ static const struct { int n; const char *name; } SIGNALS[] = {
   {SIGPROF, "SIGPROF"}, {SIGWINCH, "SIGWINCH"}, {SIGIO, "SIGIO"}, {SIGPWR, "SIGPWR"}, {SIGSYS, "SIGSYS"},
 };
 
-static void send_failed(long id, const char *what, const char *path, int err) {
+/* t: "failed" (the start failed: killed) or "warning" (it goes on: a move back out that could not be made) */
+static void send_message(const char *t, long id, const char *what, const char *path, int err) {
   char line[1024], text[700];
   snprintf(text, sizeof text, "%s %s: %s", what, path, strerror(err));
   for (char *p = text; *p; p++) if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) *p = '?';
-  snprintf(line, sizeof line, "{\"t\":\"failed\",\"id\":%ld,\"message\":\"%s\"}\n", id, text);
+  snprintf(line, sizeof line, "{\"t\":\"%s\",\"id\":%ld,\"message\":\"%s\"}\n", t, id, text);
   send_line(line, -1);
+}
+static void send_failed(long id, const char *what, const char *path, int err) {
+  send_message("failed", id, what, path, err);
 }
 
 /* ---- children ---- */
@@ -149,9 +154,10 @@ static void *joiner(void *arg) {
       free(j);
       continue;
     }
-    for (int i = 0; i < j->nfiles && !j->failed; i++) {
+    /* a join stops at its first failure (fatal); a leave tries every file (best-effort: joined()) */
+    for (int i = 0; i < j->nfiles && (j->leave || !j->failed); i++) {
       int fd = open(j->files[i], O_WRONLY | O_CLOEXEC);
-      if (fd < 0 || write(fd, pid, strlen(pid)) < 0) { j->err = errno; j->failed = j->files[i]; }
+      if ((fd < 0 || write(fd, pid, strlen(pid)) < 0) && !j->failed) { j->err = errno; j->failed = j->files[i]; }
       if (fd >= 0) close(fd);
     }
     pthread_mutex_lock(&lock);
@@ -479,6 +485,14 @@ static void read_info(struct child *c) {
 static void joined(struct job *j) {
   struct child *c = j->c;
   c->joining--;
+  if (j->failed && j->leave && j->err != ESRCH) {
+    /* Best-effort: our own cgroup not writable here (a delegated subtree) — bubblewrap stays in the
+     * sandbox's cgroups until it exits (it waits for its init) and the command runs; the driver warns. */
+    send_message("warning", c->id, "leave", j->failed, j->err);
+    j->failed = NULL;
+  } else if (j->failed && j->leave) {
+    j->failed = NULL; /* ESRCH: bubblewrap is gone (its own failure, told by its status): nothing to move */
+  }
   if (j->failed) {
     /* not reaped yet (a child is freed only once no job is pending): its pid and group are still its own */
     if (!c->exited) { kill(-c->pid, SIGKILL); kill(c->pid, SIGKILL); }

@@ -16,5 +16,7 @@ export {
   LimitsMode,
   ProcessDriverConfig,
   type ProcessDriverConfigInput,
+  type ProcessDriverWarning,
+  type ProcessDriverWarningListener,
 } from './process-driver-config.js';
 export { layout, listRecords, ownerAlive, SandboxRecord } from './sandbox-state.js';

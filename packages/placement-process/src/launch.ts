@@ -71,8 +71,18 @@ function closedOf(stream: Readable): Promise<void> {
   return new Promise((resolve) => stream.once('close', () => resolve()));
 }
 
+/**
+ * What could not be done and was let go: bubblewrap not moved back into `leave` (SpawnRequest.leave, the
+ * spawner's or this process's own cgroups) — it stays in the sandbox's cgroups until it exits.
+ */
+export type LaunchWarning = (message: string) => void;
+
 /** Starts the process through the spawner; resolves once its pipes are here (or it failed). */
-export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promise<Launch> {
+export function launchViaSpawner(
+  spawner: Spawner,
+  request: SpawnRequest,
+  warn: LaunchWarning = () => undefined,
+): Promise<Launch> {
   return new Promise((resolve) => {
     let pid: number | undefined;
     let init: number | null = null;
@@ -127,6 +137,7 @@ export function launchViaSpawner(spawner: Spawner, request: SpawnRequest): Promi
         init = p;
         if (killed && !reaped) killTargets(undefined, p);
       },
+      warning: warn,
       failed: (message) => {
         error ??= new Error(message);
         ready();
@@ -203,9 +214,14 @@ function killOnExit(kill: () => void): () => void {
 
 /**
  * Starts the process with child_process.spawn here (the driver's own fork), joining and holding inline
- * (SpawnRequest.join: bubblewrap is moved into `cgroups` before fd 6 ends, and out once its init exists).
+ * (SpawnRequest.join: bubblewrap is moved into `cgroups` before fd 6 ends — fatal if it cannot be — and out
+ * once its init exists: best-effort, a failed move out is `warn`ed and the command runs).
  */
-export function launchInline(request: SpawnRequest, cgroups: Pick<SandboxLimits, 'join' | 'leave'>): Launch {
+export function launchInline(
+  request: SpawnRequest,
+  cgroups: Pick<SandboxLimits, 'join' | 'leave'>,
+  warn: LaunchWarning = () => undefined,
+): Launch {
   const hold = request.join !== null;
   const statusFd = hold || request.status;
   const fdArgs = request.fdArgs ?? null;
@@ -278,13 +294,10 @@ export function launchInline(request: SpawnRequest, cgroups: Pick<SandboxLimits,
   info?.on('data', (chunk: Buffer) => {
     if (!lines.push(chunk.toString('utf8')) || release === null) return;
     const nsInit = lines.childPid!;
-    try {
-      cgroups.leave(child.pid!); // its init is in the cgroups (born there): bubblewrap itself goes back
-    } catch (e) {
-      error = e as Error;
-      killTargets(child.pid, nsInit);
-      return;
-    }
+    // Its init is in the cgroups (born there): bubblewrap itself goes back. Best-effort (SpawnRequest.leave);
+    // ESRCH: bubblewrap is gone already (its own failure, told by its status), nothing to move.
+    const failed = cgroups.leave(child.pid!).find((e) => (e as NodeJS.ErrnoException).code !== 'ESRCH');
+    if (failed) warn(`leave ${failed.message}`);
     init = nsInit;
     release.end('1');
     // Keep reading to the end: the command's exit status comes last.

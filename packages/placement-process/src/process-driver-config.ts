@@ -6,6 +6,15 @@ import { join } from 'node:path';
 import { z } from 'zod';
 
 export const LimitsMode = z.enum(['auto', 'cgroup-v2', 'cgroup-v1', 'rlimit']);
+
+/** Something the driver worked around that its host may want logged (`onWarning`). */
+export interface ProcessDriverWarning {
+  /** `cgroup_leave_failed`: bubblewrap could not be moved back out of a sandbox's cgroups (README, Limits). */
+  readonly code: 'cgroup_leave_failed';
+  readonly message: string;
+}
+
+export type ProcessDriverWarningListener = (warning: ProcessDriverWarning) => void;
 export type LimitsMode = z.infer<typeof LimitsMode>;
 
 export const ProcessDriverConfig = z.strictObject({
@@ -75,6 +84,11 @@ export const ProcessDriverConfig = z.strictObject({
     .default(1024 * 1024 * 1024),
   /** How often a command's CPU time is checked against `limits.cpuTimeMs`. */
   cpuPollMs: z.int().positive().default(100),
+  /**
+   * Told of a ProcessDriverWarning, once per driver and code. Default: `process.emitWarning(message,
+   * {code: 'EVERDICT_CGROUP_LEAVE_FAILED'})` — Node prints it on stderr, `process.on('warning')` sees it.
+   */
+  onWarning: z.custom<ProcessDriverWarningListener>((v) => typeof v === 'function', 'a function').optional(),
 });
 export type ProcessDriverConfig = z.output<typeof ProcessDriverConfig>;
 export type ProcessDriverConfigInput = z.input<typeof ProcessDriverConfig>;

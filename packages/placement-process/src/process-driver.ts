@@ -286,6 +286,22 @@ export class ProcessDriver implements Driver {
     return this.adopt(record);
   }
 
+  /**
+   * Bubblewrap could not be moved back out of a sandbox's cgroups (SpawnRequest.leave): the command ran, with
+   * bubblewrap counted in the sandbox's cgroups. The same cause (this host's cgroup layout) holds for every
+   * command, so the host hears it once per driver.
+   */
+  private readonly warnLeave = (detail: string): void => {
+    if (this.leaveWarned) return;
+    this.leaveWarned = true;
+    const message =
+      "bubblewrap could not be moved back out of a sandbox's cgroups, so it stays there until its command " +
+      `ends (its memory and its pid count against the sandbox's limits); reported once per driver: ${detail}`;
+    if (this.config.onWarning) this.config.onWarning({ code: 'cgroup_leave_failed', message });
+    else process.emitWarning(message, { code: 'EVERDICT_CGROUP_LEAVE_FAILED' });
+  };
+  private leaveWarned = false;
+
   private setup(box: Sandbox) {
     return {
       bwrap: this.config.bwrap,
@@ -296,6 +312,7 @@ export class ProcessDriver implements Driver {
       pollMs: this.config.cpuPollMs,
       spawner: this.spawner,
       warm: this.backend.warm,
+      warn: this.warnLeave,
     };
   }
 

@@ -8,7 +8,7 @@
 import type { Duplex, Readable, Writable } from 'node:stream';
 import { type CommandBudget, PlacementError, wallTimer } from '@everdict/placement';
 import { actsOnHost, hostProgram, sandboxCwd } from './bwrap-args.js';
-import { type Launch, launchInline, launchViaSpawner } from './launch.js';
+import { type Launch, type LaunchWarning, launchInline, launchViaSpawner } from './launch.js';
 import type { CgroupHierarchy, LimitCounters, SandboxLimits } from './limits/limits.js';
 import { killedByCpuRlimit } from './limits/rlimit.js';
 import { ARGS_FD, type Spawner, type SpawnRequest } from './spawner/client.js';
@@ -36,6 +36,8 @@ export interface CommandSetup {
   readonly spawner: Spawner | null;
   /** Where the spawner warms the cgroup attach lock for a join (LimitBackend.warm). */
   readonly warm: CgroupHierarchy | null;
+  /** Told when bubblewrap could not be moved back out of the sandbox's cgroups (the command runs). */
+  readonly warn: LaunchWarning;
 }
 
 export interface CommandExit {
@@ -113,8 +115,8 @@ export class SandboxCommand {
     };
     const startedAt = performance.now();
     const launch = setup.spawner
-      ? await launchViaSpawner(setup.spawner, request)
-      : launchInline(request, limits);
+      ? await launchViaSpawner(setup.spawner, request, setup.warn)
+      : launchInline(request, limits, setup.warn);
     return new SandboxCommand(setup, launch, budget, before, startedAt);
   }
 

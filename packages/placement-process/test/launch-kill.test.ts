@@ -108,7 +108,7 @@ describe('launchViaSpawner kill', () => {
   });
 });
 
-const noCgroups = { join: () => undefined, leave: () => undefined };
+const noCgroups = { join: () => undefined, leave: () => [] };
 
 describe('launchInline kill', () => {
   it('kills a running command, and sends nothing once it was reaped', async () => {

@@ -126,6 +126,7 @@ describe('native spawner', () => {
                 socket.resume();
               },
               init: () => undefined,
+              warning: () => undefined,
               failed: (message) => {
                 failed = message;
               },
@@ -214,6 +215,7 @@ describe('spawner stdin', () => {
                   });
               },
               init: () => undefined,
+              warning: () => undefined,
               failed: () => undefined,
               exit: (code) => {
                 setTimeout(() => {

@@ -14,6 +14,7 @@ const Schema = z.discriminatedUnion('t', [
     i: z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(5)]),
   }),
   z.object({ t: z.literal('failed'), id: z.int(), message: z.string() }),
+  z.object({ t: z.literal('warning'), id: z.int(), message: z.string() }),
   z.object({
     t: z.literal('exit'),
     id: z.int(),
@@ -27,7 +28,7 @@ const value = fc.oneof(
   fc.integer({ min: -3, max: 7 }),
   fc.integer(),
   fc.constantFrom(2 ** 53, -(2 ** 53), 1.5, Number.NaN, Number.POSITIVE_INFINITY, -0),
-  fc.constantFrom('pid', 'init', 'fd', 'failed', 'exit', 'spawn', '', 'SIGKILL'),
+  fc.constantFrom('pid', 'init', 'fd', 'failed', 'warning', 'exit', 'spawn', '', 'SIGKILL'),
   fc.string(),
   fc.constant(null),
   fc.constant(undefined),
@@ -38,7 +39,7 @@ const value = fc.oneof(
 const message = fc.oneof(
   fc.record(
     {
-      t: fc.constantFrom('pid', 'init', 'fd', 'failed', 'exit', 'spawn'),
+      t: fc.constantFrom('pid', 'init', 'fd', 'failed', 'warning', 'exit', 'spawn'),
       id: value,
       pid: value,
       i: value,

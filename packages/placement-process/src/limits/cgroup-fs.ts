@@ -17,6 +17,19 @@ export function write(path: string, value: string): void {
   writeFileSync(path, value);
 }
 
+/** Writes `value` into each of `paths`, all tried; returns the errors of those that failed. */
+export function writeEach(paths: readonly string[], value: string): Error[] {
+  const failed: Error[] = [];
+  for (const path of paths) {
+    try {
+      writeFileSync(path, value);
+    } catch (e) {
+      failed.push(e as Error);
+    }
+  }
+  return failed;
+}
+
 export function readSync(path: string): string {
   try {
     return readFileSync(path, 'utf8');

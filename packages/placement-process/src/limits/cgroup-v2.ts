@@ -14,6 +14,7 @@ import {
   readSync,
   threadsIn,
   write,
+  writeEach,
 } from './cgroup-fs.js';
 import { type CgroupHierarchy, keyedCount, type LimitBackend, type SandboxLimits } from './limits.js';
 
@@ -110,8 +111,8 @@ class V2Sandbox implements SandboxLimits {
     write(`${this.dir}/cgroup.procs`, String(pid));
   }
 
-  leave(pid: number): void {
-    for (const file of this.leaveFiles) write(file, String(pid));
+  leave(pid: number): Error[] {
+    return writeEach(this.leaveFiles, String(pid));
   }
 
   async counters() {

@@ -28,8 +28,12 @@ export interface SandboxLimits {
   join(pid: number): void;
   /** The files `join` writes the pid into (`cgroup.procs` of each cgroup): the spawner writes them itself. */
   readonly joinFiles: readonly string[];
-  /** Moves a process `join` moved in back to this process's own cgroups (`leaveFiles`). Synchronous, as `join`. */
-  leave(pid: number): void;
+  /**
+   * Moves a process `join` moved in back to this process's own cgroups (`leaveFiles`). Synchronous, as `join`.
+   * Best-effort: every file is tried, and the writes that failed are returned (not thrown) — the process then
+   * stays in the sandbox's cgroups there until it exits (README, Limits).
+   */
+  leave(pid: number): readonly Error[];
   /**
    * The `cgroup.procs` of this process's own cgroup in each hierarchy of `joinFiles` (the spawner's: its
    * child), where `leave` writes the pid; one the process is in no cgroup of is left out.

@@ -56,7 +56,7 @@ export class RlimitBackend implements LimitBackend {
       joinsByPid: false,
       join: () => undefined,
       joinFiles: [],
-      leave: () => undefined,
+      leave: () => [],
       leaveFiles: [],
       counters: async () => ({ oomKills: 0, pidsRefused: 0 }),
       usage: async () => ({ cpuTimeMs: null, peakMemoryBytes: null }),

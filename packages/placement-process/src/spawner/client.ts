@@ -27,7 +27,11 @@ export interface SpawnRequest {
    * hold.
    */
   readonly join: readonly string[] | null;
-  /** With `join`: the `cgroup.procs` bubblewrap is moved back to once its init exists (the spawner's own). */
+  /**
+   * With `join`: the `cgroup.procs` bubblewrap is moved back to once its init exists (the spawner's own).
+   * Best-effort: a file that cannot be written (the spawner's cgroup outside a delegated subtree) is a
+   * `warning` and the command runs, bubblewrap staying in the sandbox's cgroups until it exits.
+   */
   readonly leave: readonly string[] | null;
   /**
    * Fd 3 is bubblewrap's --json-status-fd: read to its end, and the `exit-code` it reports (only for a
@@ -65,6 +69,8 @@ export interface SpawnEvents {
   pid(pid: number): void;
   pipe(fd: number, stream: Socket): void;
   init(pid: number): void;
+  /** Bubblewrap could not be moved back into `leave` (SpawnRequest.leave); the command runs all the same. */
+  warning(message: string): void;
   failed(message: string): void;
   /** `status`: bubblewrap's `exit-code` on fd 3 (SpawnRequest.status); null when none came. */
   exit(code: number | null, signal: string | null, status: number | null): void;
@@ -78,6 +84,7 @@ export type SpawnerMessage =
   | { readonly t: 'init'; readonly id: number; readonly pid: number }
   | { readonly t: 'fd'; readonly id: number; readonly i: 0 | 1 | 2 | 5 }
   | { readonly t: 'failed'; readonly id: number; readonly message: string }
+  | { readonly t: 'warning'; readonly id: number; readonly message: string }
   | {
       readonly t: 'exit';
       readonly id: number;
@@ -107,6 +114,7 @@ export function spawnerMessage(raw: unknown): SpawnerMessage | null {
     case 'fd':
       return m.i === 0 || m.i === 1 || m.i === 2 || m.i === 5 ? (m as SpawnerMessage) : null;
     case 'failed':
+    case 'warning':
       return typeof m.message === 'string' ? (m as SpawnerMessage) : null;
     case 'exit':
       return isIntOrNull(m.code) && isStringOrNull(m.signal) && isIntOrNull(m.status)
@@ -238,6 +246,7 @@ export class Spawner {
     else if (m.t === 'init') events.init(m.pid);
     else if (m.t === 'fd') events.pipe(m.i, pipeSocket(handle, m.i));
     else if (m.t === 'failed') events.failed(m.message);
+    else if (m.t === 'warning') events.warning(m.message);
     else {
       this.waiting.delete(m.id);
       if (this.waiting.size === 0) this.child?.channel?.unref();

@@ -6,14 +6,16 @@
 //   → {t:'spawn', id, file, args, env, uid?, gid?, join: string[] | null, leave: string[], status, control,
 //     fdArgs}
 //   ← {t:'pid', id, pid}; {t:'fd', id, i} with the pipe handle of the child's fd i (0, 1, 2, and 5 with
-//     `control`); {t:'init', id, pid} once the namespace init is in the cgroups (`join`); {t:'failed', id,
+//     `control`); {t:'init', id, pid} once the namespace init is in the cgroups (`join`); {t:'warning', id,
+//     message}: bubblewrap could not be moved back into `leave` (best-effort, the command runs); {t:'failed', id,
 //     message}; {t:'exit', id, code, signal, status}.
 // With `status` (or `join`), fd 3 is bubblewrap's --json-status-fd, read to its end: `status` is the
 // `exit-code` it wrote there — only for a command it exec'd; null when none came — and the exit is sent
 // once fd 3 has ended. With `join` (and fdArgs: required), the spawner writes bubblewrap's own pid into
 // every `cgroup.procs` of `join` before it ends fd 6, so bubblewrap clones its namespace init (and the
 // cgroup namespace) inside the sandbox's cgroups; bubblewrap holds that init (--block-fd 4) and the spawner,
-// once it has the init's pid (`child-pid` on fd 3), moves bubblewrap back into `leave`, then releases it.
+// once it has the init's pid (`child-pid` on fd 3), moves bubblewrap back into `leave` (best-effort: a
+// failed write is a `warning`, bubblewrap then stays in the sandbox's cgroups until it exits), then releases it.
 // Warm (`warm: {mount, controller}` with `join`): a write to cgroup.procs takes the kernel's global
 // cgroup_threadgroup_rwsem for writing, and the first writer after ≈ a grace period without one waits for
 // an RCU grace period (rcu_sync; ≈ 5–15 ms here, measured: 0.03–0.2 ms for the writes right after). So
@@ -189,19 +191,18 @@ function start(m) {
       init = pid;
       // Born in the cgroups (bubblewrap joined before its clone): bubblewrap goes back to the spawner's own.
       // Off this thread (libuv's pool): the first write to a v1 cgroup.procs waits for an RCU grace period.
+      // Best-effort: a file not writable here (our own cgroup outside a delegated subtree) leaves bubblewrap
+      // in the sandbox's cgroups until it exits; the command runs and the driver is warned. ESRCH: bubblewrap
+      // is gone already (its own failure, told by its status): nothing to move, nothing to say.
       const leaves = (m.leave || []).map((f) => writeFile(f, String(c.pid)));
-      Promise.all(leaves).then(
-        () => {
-          lastAttach = Date.now();
-          entry[1] = init;
-          send({ t: 'init', id: m.id, pid: init });
-          release.end('1');
-        },
-        (e) => {
-          killAll([-c.pid, init]);
-          send({ t: 'failed', id: m.id, message: e.message });
-        },
-      );
+      Promise.allSettled(leaves).then((results) => {
+        const failed = results.find((r) => r.status === 'rejected' && !(r.reason && r.reason.code === 'ESRCH'));
+        if (failed) send({ t: 'warning', id: m.id, message: 'leave ' + String(failed.reason && failed.reason.message) });
+        lastAttach = Date.now();
+        entry[1] = init;
+        send({ t: 'init', id: m.id, pid: init });
+        release.end('1');
+      });
     };
   }
   c.on('exit', (code, signal) => statusRead.then(() => send({ t: 'exit', id: m.id, code, signal, status: exitCode })));
