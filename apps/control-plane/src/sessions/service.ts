@@ -7,7 +7,7 @@ import { withTx } from '../db/tx.js';
 import { ControlPlaneError, isControlPlaneError, notFound } from '../errors.js';
 import { findRun, rowToView, selectRunRows } from '../ledger/runs.js';
 import type { RunView } from '../ledger/views.js';
-import { asControlPlaneError } from '../services/boundary.js';
+import { asControlPlaneError, validationRefusal } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import { createRunTx, transitionTx } from '../services/lifecycle.js';
 import type { AdmissionView, CreateRunContext, CreateRunInput, Principal } from '../services/types.js';
@@ -118,14 +118,21 @@ export class SessionService {
     // The embedded driver, or a connected runner offering the placement's driver and the image (422 if none).
     const compute = await placeCompute(this.core, p.tenantId, placement, image);
     const policy = await sessionPolicy(deps.db, p.tenantId);
+    // A range refusal in the one shape (services/boundary.ts): the body field named, as the edge names it.
     if (ttlSec > policy.maxSessionTtlSec)
-      throw new ControlPlaneError(
-        'out_of_range',
-        `ttlSec is above the tenant's maxSessionTtlSec (${policy.maxSessionTtlSec})`,
-        {
-          field: 'ttlSec',
-          max: policy.maxSessionTtlSec,
-        },
+      throw validationRefusal(
+        [
+          {
+            code: 'too_big',
+            origin: 'number',
+            maximum: policy.maxSessionTtlSec,
+            inclusive: true,
+            path: ['ttlSec'],
+            message: `Too big: expected number to be <=${policy.maxSessionTtlSec} (the tenant's maxSessionTtlSec)`,
+            input: ttlSec,
+          },
+        ],
+        { in: 'body' },
       );
     // The run id is chosen first, so the compute can be provisioned (labelled with it) BEFORE any
     // transaction: no connection or admission lock is held while a sandbox comes up. A crash between the

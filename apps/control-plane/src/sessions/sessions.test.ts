@@ -296,3 +296,21 @@ describe('the session trajectory', () => {
     expect((await call('POST', `/sandboxes/${id}/close`)).status).toBe(200);
   }, 60_000);
 });
+
+describe('the tenant policy on a session', () => {
+  it("a ttlSec above the tenant's maxSessionTtlSec is 400 out_of_range in the one refusal shape, and opens nothing", async () => {
+    const key = await t.tenant('ttl-capped', { maxSessionTtlSec: 120 });
+    const before = sandboxesIn(t.stateDir).length;
+    const r = await call('POST', '/sandboxes', { ttlSec: 121, idleTimeoutSec: 60 }, key);
+    expect(r.status, JSON.stringify(r.body)).toBe(400);
+    expect(r.body).toMatchObject({
+      code: 'out_of_range',
+      issues: [{ code: 'too_big', path: ['ttlSec'], in: 'body' }],
+    });
+    expect(r.body.detail).toContain('body field "ttlSec"');
+    expect(r.body).not.toHaveProperty('details');
+    expect(sandboxesIn(t.stateDir).length).toBe(before);
+    const listed = await call('GET', '/sandboxes', undefined, key);
+    expect(listed.body.items).toEqual([]);
+  });
+});
