@@ -5,6 +5,12 @@ import { type S3Backend, s3Backend } from './s3-backend.js';
 
 let server: S3rverHandle;
 let prefixes = 0;
+// The test files share one process (vitest.config.ts: isolate: false): the credentials are put back after.
+const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+const restore = (name: string, value: string | undefined) => {
+  if (value === undefined) delete process.env[name];
+  else process.env[name] = value;
+};
 
 beforeAll(async () => {
   server = await startS3rver();
@@ -13,6 +19,8 @@ beforeAll(async () => {
   process.env.AWS_SECRET_ACCESS_KEY = 'S3RVER';
 });
 afterAll(async () => {
+  restore('AWS_ACCESS_KEY_ID', saved.id);
+  restore('AWS_SECRET_ACCESS_KEY', saved.secret);
   await server?.stop();
 });
 
