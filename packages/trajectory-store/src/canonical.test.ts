@@ -40,6 +40,21 @@ describe('canonical JSON', () => {
     }
   });
 
+  it('writes an own __proto__ key as a member, the same from JSON text and from a map without a prototype', () => {
+    const text = '{"__proto__":{"__proto__":1,"a":2},"constructor":"c","toString":"t"}';
+    const parsed: unknown = JSON.parse(text);
+    const bare = Object.create(null) as Record<string, unknown>;
+    Object.defineProperty(bare, 'toString', { value: 't', enumerable: true });
+    Object.defineProperty(bare, '__proto__', {
+      value: JSON.parse('{"a":2,"__proto__":1}'),
+      enumerable: true,
+    });
+    Object.defineProperty(bare, 'constructor', { value: 'c', enumerable: true });
+    expect(canonicalJson(parsed)).toBe(text);
+    expect(canonicalJson(bare)).toBe(text);
+    expect(canonicalJson(JSON.parse(canonicalJson(parsed)))).toBe(text); // read back, the same bytes
+  });
+
   it('JSONL ends every line with a newline; the empty trajectory is empty', () => {
     expect(canonicalJsonl([{ b: 2, a: 1 }, [1]])).toBe('{"a":1,"b":2}\n[1]\n');
     expect(canonicalJsonl([])).toBe('');

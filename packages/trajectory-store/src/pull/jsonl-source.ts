@@ -11,6 +11,7 @@ import { TrajectoryStoreError } from '../errors.js';
 import type { TraceEventDraft } from '../events.js';
 import { decodeOtlpJson, type OtlpSpan } from '../otlp/otlp-decode.js';
 import { spansToDrafts } from '../otlp/otlp-map.js';
+import { keepProtoKeys } from '../proto-keys.js';
 import type { PulledTrace, TraceSource } from './trace-source.js';
 
 export interface JsonlSourceOptions {
@@ -81,9 +82,10 @@ export class JsonlTraceSource implements TraceSource {
           'bad_request',
           `${this.#location} line ${n}: neither a TraceEvent nor OTLP JSON`,
         );
-      const list = runs.get(event.data.runId) ?? [];
-      list.push(event.data);
-      runs.set(event.data.runId, list);
+      const parsed = keepProtoKeys(value, event.data, `${this.#location} line ${n}`);
+      const list = runs.get(parsed.runId) ?? [];
+      list.push(parsed);
+      runs.set(parsed.runId, list);
     }
     for (const [runId, events] of runs) {
       events.sort((a, b) => a.seq - b.seq);
