@@ -13,7 +13,7 @@ import { RunnerError } from './errors.js';
 import { HttpRunnerApi, pairRunner } from './http-api.js';
 import type { Capabilities } from './protocol.js';
 import { SessionAgent } from './sessions/agent.js';
-import { defaultStateDir, loadOrCreateKey, loadPairing, newKey, savePairedIdentity } from './state.js';
+import { defaultStateDir, loadPairedKey, loadPairing, newKey, savePairedIdentity } from './state.js';
 
 const USAGE = `usage:
   everdict-runner pair <url> <token> [--name NAME] [--slots N] [--driver process|kubernetes] [--state-dir DIR]
@@ -118,7 +118,8 @@ async function main(argv: string[]): Promise<number> {
     );
     const graceMs = numberOption('--grace-ms', values['grace-ms'] ?? '60000');
     const pairing = await loadPairing(stateDir);
-    const key = await loadOrCreateKey(stateDir);
+    // The key the pairing names, or `bad_state` before anything is contacted (never a key made here).
+    const key = await loadPairedKey(stateDir, pairing);
     const powercapRoot = process.env.EVERDICT_POWERCAP_ROOT ?? '/sys/class/powercap';
     // --url: the control plane moved (an embedded runner's parent restarted on another port).
     const url = values.url ?? pairing.url;

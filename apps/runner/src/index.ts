@@ -21,6 +21,7 @@ export {
   defaultStateDir,
   KEY_FILE,
   loadOrCreateKey,
+  loadPairedKey,
   loadPairing,
   newKey,
   PAIRING_FILE,

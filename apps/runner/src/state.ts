@@ -4,14 +4,18 @@
 // (@everdict/client/host-identity); this module keeps the runner's file names, pairing shape and errors.
 // A pairing is a new identity: `pair` makes its key in memory (`newKey`) and `savePairedIdentity` replaces
 // both files only once the control plane accepted it, each written beside its file and renamed over it.
+// `start` signs only with the key its pairing names (`loadPairedKey`): never one it makes itself.
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   hostStateDir,
   loadOrCreateSigningKey,
+  loadSigningKey,
   readStateFile,
   SIGNING_KEY_FILE,
+  stageFile,
+  syncDirectory,
   writeStateFile,
 } from '@everdict/client/host-identity';
 import { generateSigningKey, type SigningKey } from '@everdict/runrecord';
@@ -39,23 +43,32 @@ export function loadOrCreateKey(dir: string): Promise<SigningKey> {
   return loadOrCreateSigningKey(dir, (message) => new RunnerError('bad_state', message));
 }
 
+/**
+ * The key `pairing` was paired with, from `dir`'s key file: `bad_state` when there is none or it is another
+ * key — the control plane refuses every completion signed with a key it did not pair. Never makes one.
+ */
+export async function loadPairedKey(dir: string, pairing: Pairing): Promise<SigningKey> {
+  const path = join(dir, KEY_FILE);
+  const again = `pair again (\`everdict-runner pair <url> <token>\`: a new key and pairing)`;
+  const key = await loadSigningKey(dir, (message) => new RunnerError('bad_state', `${message}: ${again}`));
+  if (!key)
+    throw new RunnerError(
+      'bad_state',
+      `no signing key at ${path} for runner ${pairing.runnerId} (${join(dir, PAIRING_FILE)}); the control plane ` +
+        `accepts only the key it paired, and a new one would have every completion refused: ${again}`,
+    );
+  if (key.publicKey !== pairing.publicKey)
+    throw new RunnerError(
+      'bad_state',
+      `${path} (public key ${key.publicKey}) is not the key ${join(dir, PAIRING_FILE)} was paired with ` +
+        `(${pairing.publicKey}); the control plane would refuse every completion it signs: ${again}`,
+    );
+  return key;
+}
+
 /** A new key (from 32 random bytes), in memory only: stored by `savePairedIdentity` once it is paired. */
 export function newKey(): SigningKey {
   return generateSigningKey(randomBytes(32));
-}
-
-/** `text` in a new file beside `path` (mode 0600, flushed to disk): its name, for `rename` over `path`. */
-async function stage(path: string, text: string): Promise<string> {
-  const staged = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  const file = await open(staged, 'wx', 0o600);
-  try {
-    await file.writeFile(text);
-    await file.chmod(0o600);
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  return staged;
 }
 
 /**
@@ -72,21 +85,15 @@ export async function savePairedIdentity(dir: string, key: SigningKey, pairing: 
   const pairingPath = join(dir, PAIRING_FILE);
   const staged: string[] = [];
   try {
-    staged.push(await stage(keyPath, `${Buffer.from(key.secretKey).toString('hex')}\n`));
-    staged.push(await stage(pairingPath, `${JSON.stringify(parsed, null, 2)}\n`));
+    staged.push(await stageFile(keyPath, `${Buffer.from(key.secretKey).toString('hex')}\n`));
+    staged.push(await stageFile(pairingPath, `${JSON.stringify(parsed, null, 2)}\n`));
     await rename(staged[0] as string, keyPath);
     await rename(staged[1] as string, pairingPath);
   } catch (err) {
     await Promise.all(staged.map((path) => rm(path, { force: true })));
     throw err;
   }
-  // The renames themselves, durable: the directory's entries flushed too.
-  const entries = await open(dir, 'r');
-  try {
-    await entries.sync();
-  } finally {
-    await entries.close();
-  }
+  await syncDirectory(dir); // the renames themselves, durable
 }
 
 export async function savePairing(dir: string, pairing: Pairing): Promise<void> {

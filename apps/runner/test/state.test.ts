@@ -3,6 +3,7 @@
 // unchanged — the same key, the same pairing; a pairing saved now is byte-identical and 0600; no pairing is
 // `not_paired`, a bad key file `bad_state`. A new pairing replaces key and pairing together (renamed over them,
 // 0600, nothing left beside them); one that names another key than its own is refused, nothing written.
+// `start`'s key is the one its pairing names: none, or another, is `bad_state` — and no key is made.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,7 @@ import { generateSigningKey } from '@everdict/runrecord';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   loadOrCreateKey,
+  loadPairedKey,
   loadPairing,
   newKey,
   type Pairing,
@@ -80,5 +82,31 @@ describe('runner state directory', () => {
     for (const file of ['signing.key', 'runner.json'])
       expect((await stat(join(dir, file))).mode & 0o777).toBe(0o600);
     expect((await readdir(dir)).sort()).toEqual(['runner.json', 'signing.key']);
+  });
+
+  it("start's key is its pairing's: none or another is bad_state, naming the file and re-pairing", async () => {
+    const key = newKey();
+    const pairing: Pairing = {
+      url: 'http://127.0.0.1:8787',
+      runnerId: 'rnr_1',
+      credential: 'evr_1',
+      publicKey: key.publicKey,
+      name: 'r1',
+    };
+    await savePairing(dir, pairing);
+    const none = loadPairedKey(dir, pairing);
+    await expect(none).rejects.toMatchObject({ code: 'bad_state' });
+    await expect(none).rejects.toThrow(/no signing key at .*signing\.key.*everdict-runner pair/);
+    expect(await readdir(dir)).toEqual(['runner.json']); // none made
+
+    await savePairedIdentity(dir, key, pairing);
+    expect((await loadPairedKey(dir, pairing)).publicKey).toBe(key.publicKey);
+    const other = newKey();
+    await writeFile(join(dir, 'signing.key'), `${Buffer.from(other.secretKey).toString('hex')}\n`);
+    const another = loadPairedKey(dir, pairing);
+    await expect(another).rejects.toMatchObject({ code: 'bad_state' });
+    await expect(another).rejects.toThrow(
+      /signing\.key .* is not the key .*runner\.json.*everdict-runner pair/,
+    );
   });
 });

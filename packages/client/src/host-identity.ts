@@ -7,9 +7,9 @@
 // `@everdict/client/host-identity` subpath (the package's index stays free of node:fs and node:crypto).
 // Each app keeps its own error type: the refusals here are made by the caller's `fail`.
 import { createPrivateKey, createPublicKey, type KeyObject, randomBytes, sign } from 'node:crypto';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { link, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   type Attestation,
   type AttestationBody,
@@ -36,32 +36,102 @@ export function hostStateDir(
   return env[variable] ?? join(homedir(), fallback);
 }
 
+// Every file here is written whole or not at all, one rule for all of them: staged beside its name (`stageFile`:
+// a new file, O_EXCL, mode 0600, flushed), then renamed over it (`writeStateFile`, the runner's pairing) or
+// linked to it (`loadOrCreateSigningKey`: the name is taken once, never replaced), then the directory flushed
+// (`syncDirectory`). A crash leaves the old file or the new one — never a truncated one — and at worst a
+// `*.tmp` beside it.
+
+/** `text` in a new file beside `path` (O_EXCL, mode 0600, flushed to disk): its name, to rename or link. */
+export async function stageFile(path: string, text: string): Promise<string> {
+  const staged = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  const file = await open(staged, 'wx', 0o600);
+  try {
+    try {
+      await file.writeFile(text);
+      await file.chmod(0o600); // whatever the umask
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+  } catch (err) {
+    await rm(staged, { force: true });
+    throw err;
+  }
+  return staged;
+}
+
+/** Flushes `dir`'s entries: the renames and links made in it, durable. */
+export async function syncDirectory(dir: string): Promise<void> {
+  const entries = await open(dir, 'r');
+  try {
+    await entries.sync();
+  } finally {
+    await entries.close();
+  }
+}
+
+/** `text` as `path` (0600), replacing any file there at once: staged beside it, renamed over it. */
+async function replaceFile(path: string, text: string): Promise<void> {
+  const staged = await stageFile(path, text);
+  try {
+    await rename(staged, path);
+  } catch (err) {
+    await rm(staged, { force: true });
+    throw err;
+  }
+  await syncDirectory(dirname(path));
+}
+
+/** `text` as `path` (0600) unless a file is there already: false then, the file there left as it was. */
+async function createFileOnce(path: string, text: string): Promise<boolean> {
+  const staged = await stageFile(path, text);
+  try {
+    await link(staged, path); // EEXIST: another writer took the name first
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  } finally {
+    await rm(staged, { force: true });
+  }
+  await syncDirectory(dirname(path));
+  return true;
+}
+
+/** The host's key in `dir`, or null when there is none; `fail` when the file is not a 64-hex secret key. */
+export async function loadSigningKey(dir: string, fail: HostIdentityFail): Promise<SigningKey | null> {
+  const path = join(dir, SIGNING_KEY_FILE);
+  const text = await readStateFile(dir, SIGNING_KEY_FILE);
+  if (text === null) return null;
+  const hex = text.trim();
+  if (!/^[0-9a-f]{64}$/.test(hex)) throw fail(`${path} is not a 64-hex secret key`);
+  return generateSigningKey(hexToBytes(hex));
+}
+
 /**
  * The host's key in `dir`, made (from 32 random bytes) and stored with mode 0600 on first use; `fail` when
- * the file is not a 64-hex secret key. A concurrent first use loses the `wx` race with EEXIST (never two keys).
+ * the file is not a 64-hex secret key. The key file appears whole (staged, then linked to its name); of
+ * concurrent first uses — processes or calls — the first link wins and the others load its key: one key.
  */
 export async function loadOrCreateSigningKey(dir: string, fail: HostIdentityFail): Promise<SigningKey> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const path = join(dir, SIGNING_KEY_FILE);
-  try {
-    const hex = (await readFile(path, 'utf8')).trim();
-    if (!/^[0-9a-f]{64}$/.test(hex)) throw fail(`${path} is not a 64-hex secret key`);
-    return generateSigningKey(hexToBytes(hex));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
+  const known = await loadSigningKey(dir, fail);
+  if (known) return known;
   const key = generateSigningKey(randomBytes(32));
-  await writeFile(path, `${Buffer.from(key.secretKey).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
-  await chmod(path, 0o600);
-  return key;
+  const text = `${Buffer.from(key.secretKey).toString('hex')}\n`;
+  if (await createFileOnce(join(dir, SIGNING_KEY_FILE), text)) return key;
+  const winner = await loadSigningKey(dir, fail);
+  if (!winner) throw fail(`${join(dir, SIGNING_KEY_FILE)} vanished while it was made`);
+  return winner;
 }
 
-/** Write `value` as pretty JSON + newline to `dir/file` with mode 0600 (the directory made 0700). */
+/**
+ * Write `value` as pretty JSON + newline to `dir/file` with mode 0600 (the directory made 0700): staged beside
+ * it and renamed over it, so a reader or a crash sees the old file or the new one, never a part of one.
+ */
 export async function writeStateFile(dir: string, file: string, value: unknown): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const path = join(dir, file);
-  await writeFile(path, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600 });
-  await chmod(path, 0o600);
+  await replaceFile(join(dir, file), `${JSON.stringify(value, null, 2)}\n`);
 }
 
 /** The text of `dir/file`, or null when there is none (any other read error is thrown). */

@@ -1,10 +1,12 @@
 // The one host identity of runners and agent hosts (src/host-identity.ts): the key is made once with mode
 // 0600 in a 0700 directory and read back as the same key; a file that is not a key is the caller's error;
 // state files are 0600 pretty JSON; the native signer signs exactly as runrecord's signAttestation and its
-// signature verifies with runrecord; a key whose public half is another's is refused.
+// signature verifies with runrecord; a key whose public half is another's is refused. Files appear whole:
+// staged beside their name, then linked (the key: concurrent first uses agree on one key) or renamed over it
+// (a state file: a reader of the old file still reads it whole), nothing left beside them.
 
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -20,6 +22,7 @@ import {
   attestationSigner,
   hostStateDir,
   loadOrCreateSigningKey,
+  loadSigningKey,
   readStateFile,
   SIGNING_KEY_FILE,
   writeStateFile,
@@ -63,6 +66,37 @@ describe('host identity: key and state files', () => {
     await writeStateFile(dir, 'x.json', { a: 1 });
     expect(await mode(join(dir, 'x.json'))).toBe(0o600);
     expect(await readStateFile(dir, 'x.json')).toBe('{\n  "a": 1\n}\n');
+    expect(await readdir(dir)).toEqual(['x.json']); // nothing staged left beside it
+  });
+
+  it('concurrent first uses of one directory agree on one key, written whole, nothing left beside it', async () => {
+    await mkdir(dir, { mode: 0o700 }); // there already: the first uses reach the key file together
+    const keys = await Promise.all(Array.from({ length: 8 }, () => loadOrCreateSigningKey(dir, fail)));
+    const stored = await loadSigningKey(dir, fail);
+    expect(stored).not.toBeNull();
+    for (const key of keys) expect(key.publicKey).toBe(stored?.publicKey);
+    expect(await mode(join(dir, SIGNING_KEY_FILE))).toBe(0o600);
+    expect(await readdir(dir)).toEqual([SIGNING_KEY_FILE]);
+  });
+
+  it('replaces a state file, never rewrites it in place: a reader of the old one still reads it whole', async () => {
+    await writeStateFile(dir, 'x.json', { a: 'old' });
+    const reader = await open(join(dir, 'x.json'), 'r');
+    try {
+      await writeStateFile(dir, 'x.json', { a: 'new' });
+      expect(await reader.readFile('utf8')).toBe('{\n  "a": "old"\n}\n');
+    } finally {
+      await reader.close();
+    }
+    expect(await readStateFile(dir, 'x.json')).toBe('{\n  "a": "new"\n}\n');
+    expect(await mode(join(dir, 'x.json'))).toBe(0o600);
+    expect(await readdir(dir)).toEqual(['x.json']);
+  });
+
+  it('loads no key where there is none (and makes none)', async () => {
+    expect(await loadSigningKey(dir, fail)).toBeNull();
+    const key = await loadOrCreateSigningKey(dir, fail);
+    expect((await loadSigningKey(dir, fail))?.publicKey).toBe(key.publicKey);
   });
 
   it('names the state directory from the environment, else under the home directory', () => {
