@@ -24,17 +24,34 @@ export async function writeTemplate(): Promise<string> {
   return file;
 }
 
+/**
+ * A Blob whose `arrayBuffer()` hands out a copy of bytes held in memory. PGlite reads its data directory and
+ * file bundle through `arrayBuffer()` on every start; Node's Blob streams its content out in small chunks
+ * and joins them, which was ≈ a quarter of a PGlite start’s CPU (≈ 0.4 s of ≈ 1.6 s for the 43 MB template
+ * and the bundle). A copy is one memcpy, and PGlite never sees another start's buffer.
+ */
+class BytesBlob extends Blob {
+  readonly #bytes: Uint8Array;
+  constructor(bytes: Uint8Array) {
+    super([bytes]);
+    this.#bytes = new Uint8Array(bytes); // a plain copy: a Buffer's slice() is a view, not a copy
+  }
+  override arrayBuffer(): Promise<ArrayBuffer> {
+    return Promise.resolve(this.#bytes.slice().buffer);
+  }
+}
+
 let template: Promise<Blob> | null = null;
 /** The migrated data directory: globalSetup's file when there is one, else made once in this worker. */
 export function templateDataDir(): Promise<Blob> {
   template ??= (async () => {
     const file = process.env[TEMPLATE_ENV];
-    if (file) return new Blob([readFileSync(file)]);
+    if (file) return new BytesBlob(readFileSync(file));
     const pglite = new PGlite();
     await openDatabase({ pglite }); // migrated; its Kysely handle is dropped without closing PGlite
     const dump = await pglite.dumpDataDir('none');
     await pglite.close();
-    return dump;
+    return new BytesBlob(new Uint8Array(await dump.arrayBuffer()));
   })();
   return template;
 }
@@ -56,7 +73,7 @@ function compiledPglite(): Promise<Compiled> {
     return {
       pgliteWasmModule,
       initdbWasmModule,
-      fsBundle: new Blob([readFileSync(join(dist, 'pglite.data'))]),
+      fsBundle: new BytesBlob(readFileSync(join(dist, 'pglite.data'))),
     };
   })();
   return compiled;
