@@ -31,6 +31,7 @@ import * as m0029 from './0029_agent_turn_declines.js';
 import * as m0030 from './0030_lost_attempts.js';
 import * as m0031 from './0031_agent_turn_fairness.js';
 import * as m0032 from './0032_session_exec_marks.js';
+import * as m0033 from './0033_attestations_by_run.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -64,6 +65,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0030_lost_attempts': m0030,
   '0031_agent_turn_fairness': m0031,
   '0032_session_exec_marks': m0032,
+  '0033_attestations_by_run': m0033,
 };
 
 export const migrationProvider: MigrationProvider = {
