@@ -44,7 +44,7 @@ import {
   type TicketView,
   TouchInput,
 } from './types.js';
-import { sessionView } from './view.js';
+import { sessionView, sessionViews } from './view.js';
 
 /** The channels a session exposes when its opener names none. */
 const SESSION_CHANNELS: ['exec', 'terminal'] = ['exec', 'terminal'];
@@ -340,13 +340,12 @@ export class SessionService {
       ).map((r) => [r.id, r]),
     );
     const { sessionUsdPerHour } = await sessionPolicy(deps.db, p.tenantId);
-    const at = deps.clock();
-    const views: SessionView[] = [];
-    for (const s of sessions) {
+    const listed = sessions.flatMap((s) => {
       const run = runs.get(s.run_id);
-      if (run) views.push(await sessionView(deps.db, s, run, sessionUsdPerHour, at));
-    }
-    return views;
+      return run ? [[s, run] as const] : [];
+    });
+    // Their records in one batch (verified in memory, as each GET /sandboxes/:id verifies its own).
+    return sessionViews(deps.db, listed, sessionUsdPerHour, deps.clock());
   }
 
   async get(p: Principal, runId: string): Promise<SessionView> {
