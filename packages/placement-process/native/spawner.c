@@ -154,10 +154,14 @@ static void *joiner(void *arg) {
       free(j);
       continue;
     }
-    /* a join stops at its first failure (fatal); a leave tries every file (best-effort: joined()) */
+    /* a join stops at its first failure (fatal); a leave tries every file (best-effort: joined()) and
+     * keeps its first failure that is not ESRCH (bubblewrap gone: no warning), so one cannot hide another */
     for (int i = 0; i < j->nfiles && (j->leave || !j->failed); i++) {
       int fd = open(j->files[i], O_WRONLY | O_CLOEXEC);
-      if ((fd < 0 || write(fd, pid, strlen(pid)) < 0) && !j->failed) { j->err = errno; j->failed = j->files[i]; }
+      if (fd < 0 || write(fd, pid, strlen(pid)) < 0) {
+        int e = errno;
+        if (!j->failed || (j->leave && j->err == ESRCH && e != ESRCH)) { j->err = e; j->failed = j->files[i]; }
+      }
       if (fd >= 0) close(fd);
     }
     pthread_mutex_lock(&lock);

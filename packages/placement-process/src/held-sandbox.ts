@@ -13,6 +13,8 @@ export interface Sandbox {
   readonly log: SandboxLog;
   readonly args: readonly string[];
   readonly running: Set<SandboxCommand>;
+  /** Namespace inits (host pids) of ended commands not yet seen finish exiting (run-commands.ts `settled`). */
+  readonly ending: Set<number>;
   disposed: boolean;
   /** Settles once a dispose begun (`disposed`) has removed it and it is no longer held. */
   removal: Promise<void> | null;
@@ -47,6 +49,7 @@ export function heldSandbox(
     log: new SandboxLog(record.log, logCapBytes, !created),
     args: sandboxArgs(image, record.workspace, record.handle.network),
     running: new Set(),
+    ending: new Set(),
     disposed: false,
     removal: null,
     created,

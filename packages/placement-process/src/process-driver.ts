@@ -36,7 +36,7 @@ import { detectLimits } from './limits/detect.js';
 import type { LimitBackend, SandboxLimits } from './limits/limits.js';
 import { ProcessDriverConfig, type ProcessDriverConfigInput } from './process-driver-config.js';
 import { ReadyPool, reapScaffolds } from './ready-pool.js';
-import { execIn, streamIn } from './run-commands.js';
+import { execIn, settled, streamIn } from './run-commands.js';
 import { removeSandbox, removeTree } from './sandbox-removal.js';
 import { disposeHeld, disposeUnheld, type HeldSandboxes, restoreWorkspace } from './sandbox-restore.js';
 import {
@@ -352,6 +352,7 @@ export class ProcessDriver implements Driver {
 
   async usage(handle: SandboxHandle): Promise<SandboxUsage> {
     const box = await this.sandbox(handle);
+    await settled(box); // what ended commands left behind is still being charged: final once gone
     const measured = await box.limits.usage();
     return {
       ...measured,

@@ -1,7 +1,6 @@
 // exec and stream on a held sandbox: environment, budget, output capture (capped, and teed into the
 // sandbox's log), a pseudo-terminal for `tty` streams (pty.ts), and the translation of how a command ended into a result or a PlacementError.
 import { PassThrough } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CappedOutput,
   Command,
@@ -21,6 +20,7 @@ import {
 } from '@everdict/placement';
 import { DEFAULT_PATH, WORKSPACE } from './bwrap-args.js';
 import type { Sandbox } from './held-sandbox.js';
+import { finished } from './limits/cgroup-fs.js';
 import type { LimitCounters } from './limits/limits.js';
 import { DEFAULT_TERMINAL_SIZE, ptyArgv, ptyToolsIn } from './pty.js';
 import { PtyInput } from './pty-input.js';
@@ -42,17 +42,31 @@ function gone(box: Sandbox): PlacementError {
   });
 }
 
+/** How long a command's end waits for its processes to leave the sandbox's cgroups (`settled`). */
+export const SETTLE_TIMEOUT_MS = 1000;
+
 /**
- * After a command was stopped (killed), waits (bounded) until its processes have left the sandbox's
- * cgroups when it was the sandbox's only command: the pipes close as the namespace's processes exit, a
- * moment before the kernel takes them out of the cgroup.
+ * Waits (bounded: SETTLE_TIMEOUT_MS) until the sandbox's cgroups hold no task, when no other command runs
+ * there. A command's exit is reported once its namespace init saw it end; what it left in its pid namespace
+ * is killed after, as the init exits (and a stopped command's processes leave a moment after its pipes
+ * closed), all CPU time charged to the sandbox. Waited for where the usage is read — a stopped command,
+ * a command's end under `cpuTimeMs`, `usage()` — so that reading is final. With other commands running,
+ * not waited for: their processes cannot be told apart from its own, and the usage is live anyway.
  */
-async function drained(box: Sandbox): Promise<void> {
-  if (!box.limits.joinsByPid) return;
-  for (let round = 0; round < 200 && box.running.size === 0; round++) {
-    if ((await box.limits.processes()).length === 0) return;
-    await sleep(5);
-  }
+export async function settled(box: Sandbox): Promise<void> {
+  if (!box.limits.joinsByPid || box.running.size > 0) return;
+  const inits = [...box.ending];
+  if (await box.limits.settle(SETTLE_TIMEOUT_MS, inits)) for (const pid of inits) box.ending.delete(pid);
+}
+
+/** A command of `box` has ended: its namespace init is one `settled` waits for. */
+function ended(box: Sandbox, c: SandboxCommand): void {
+  box.running.delete(c);
+  const init = c.nsInit;
+  if (init === null || !box.limits.joinsByPid) return;
+  box.ending.add(init);
+  // never settled while other commands keep running: those already finished are let go
+  if (box.ending.size > 64) for (const pid of box.ending) if (finished(pid)) box.ending.delete(pid);
 }
 
 /**
@@ -104,8 +118,8 @@ export async function execIn(
   c.stderr.on('data', capture(stderr));
   c.stdin.end(stdinBytes);
   const exit = await c.exited;
-  box.running.delete(c);
-  if (exit.stop) await drained(box);
+  ended(box, c);
+  if (exit.stop || box.record.handle.limits.cpuTimeMs !== undefined) await settled(box);
   const endedAtMs = Date.now();
   const result: ExecResult = {
     exitCode: exit.exitCode ?? 128 + signalNumber(exit.signal),
@@ -283,8 +297,8 @@ function attach(
   c.stderr.pipe(stderr);
   const exit: Promise<StreamExit> = c.exited.then(async (e) => {
     onEnded();
-    box.running.delete(c);
-    if (e.stop) await drained(box);
+    ended(box, c);
+    if (e.stop || box.record.handle.limits.cpuTimeMs !== undefined) await settled(box);
     if (c.failedToSpawn)
       throw new PlacementError('spawn_failed', c.failedToSpawn.message, { command: argv[0] });
     if (box.disposed) throw gone(box);

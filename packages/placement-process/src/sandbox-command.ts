@@ -155,6 +155,11 @@ export class SandboxCommand {
     return this.stopReason;
   }
 
+  /** The namespace init's host pid once known (null: none yet, or no hold). */
+  get nsInit(): number | null {
+    return this.launch.nsInit();
+  }
+
   get failedToSpawn(): Error | null {
     return this.launch.error();
   }

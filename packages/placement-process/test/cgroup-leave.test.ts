@@ -5,8 +5,10 @@
 // cgroups until it exits, and the driver warns once. Before, every command on such a host failed
 // (`spawn_failed`, "leave …"). Here the move out is pointed at a file that cannot be written, on every way
 // bubblewrap is started: the spawner (native and Node programs) and inline.
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { utf8 } from '@everdict/placement';
 import { describe, expect, it } from 'vitest';
 import type { SandboxLimits } from '../src/limits/limits.js';
@@ -79,4 +81,42 @@ describe.each([
     expect(warnings[0]!.message).toMatch(/ENOENT|No such file/);
     await driver.dispose(handle);
   }, 60_000);
+
+  // Of several move-out files that fail, the one reported is the first real failure: an ESRCH (bubblewrap
+  // gone, no warning) before it must not hide it. Before, the native spawner kept only the first failure,
+  // so an ESRCH first made a later ENOENT silent. A zombie's coredump_filter answers a write with ESRCH.
+  it('warns for a failed move out even after one that answered ESRCH', async () => {
+    requireBwrap();
+    const warnings: ProcessDriverWarning[] = [];
+    const driver = makeDriver({ spawner, spawnerProgram, readyPool: 0, onWarning: (w) => warnings.push(w) });
+    const handle = await driver.provision({
+      labels: { tenant: 'tenant-leave', runId: `esrch-${spawner}-${spawnerProgram}`, kind: 'command' },
+      limits: { memoryBytes: 256 * 1024 * 1024, pids: 64 },
+    });
+    const parent = spawn('sh', ['-c', 'sleep 0 & exec sleep 60'], { stdio: 'ignore' });
+    try {
+      const zombie = await zombieChildOf(parent.pid!);
+      const box = await driver.sandbox(handle);
+      const unwritable = join(tempDir(), 'no-such-cgroup', 'cgroup.procs');
+      const esrch = `/proc/${zombie}/coredump_filter`;
+      (box as { limits: SandboxLimits }).limits = leavingTo(box.limits, [esrch, unwritable]);
+      expect((await driver.exec(handle, ['true'])).exitCode).toBe(0);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]!.message).toContain(unwritable);
+      expect(warnings[0]!.message).toMatch(/ENOENT|No such file/);
+    } finally {
+      parent.kill('SIGKILL');
+      await driver.dispose(handle);
+    }
+  }, 60_000);
 });
+
+/** The child of `pid` once it has exited and is left unreaped (a zombie). */
+async function zombieChildOf(pid: number): Promise<number> {
+  for (let i = 0; i < 1000; i++) {
+    const child = Number(readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(' ')[0]);
+    if (child > 0 && /^State:\s*Z/m.test(readFileSync(`/proc/${child}/status`, 'utf8'))) return child;
+    await sleep(10);
+  }
+  throw new Error('no zombie child');
+}

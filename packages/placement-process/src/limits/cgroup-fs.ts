@@ -6,6 +6,7 @@ import {
   readSync as readFd,
   readFileSync,
   rmdirSync,
+  watch,
   writeFileSync,
 } from 'node:fs';
 import { rmdir } from 'node:fs/promises';
@@ -139,6 +140,25 @@ export function pidsIn(dir: string): number[] {
 const PF_EXITING = 0x4;
 
 /**
+ * Whether process `pid`, once seen exiting, has finished: gone, or a zombie (`Z`/`X` in /proc/<pid>/stat).
+ * A task leaves its cgroup's listings (`cgroup_exit`) before its last work — a namespace init then kills and
+ * reaps its namespace's other processes — still charged to the cgroup. A pid that runs without PF_EXITING
+ * is not the one seen exiting (reused): finished too.
+ */
+export function finished(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return true;
+  }
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  if (fields[0] === 'Z' || fields[0] === 'X') return true;
+  const flags = Number(fields[6]);
+  return Number.isInteger(flags) && (flags & PF_EXITING) === 0;
+}
+
+/**
  * Whether task `tid` has begun to exit: `/proc/<tid>/stat`'s flags (field 9) carry PF_EXITING, or the task
  * is gone. Anything unreadable for another reason (a /proc mounted with `hidepid`, a parse failure) counts
  * as not exiting: the caller then assumes the task may still run.
@@ -193,6 +213,63 @@ export function threadsIn(files: readonly string[]): number[] | null {
     out.push(...idsOf(text));
   }
   return out;
+}
+
+/**
+ * A condition on a cgroup: true (met), false (not yet), null (cannot be known — stop waiting).
+ */
+export type CgroupCheck = () => boolean | null;
+
+/** The first pause of `pollUntil`; each next one is twice as long, up to `POLL_MAX_MS`. */
+const POLL_FIRST_MS = 1;
+const POLL_MAX_MS = 16;
+
+/**
+ * Resolves true once `check` holds, false when it cannot be known or `timeoutMs` passed first. Checked at
+ * once, then after timers of 1, 2, 4, 8, 16, 16 … ms: the event loop runs between checks (no busy wait),
+ * and a condition met within a millisecond or two — the common case — costs one or two reads.
+ */
+export async function pollUntil(check: CgroupCheck, timeoutMs: number): Promise<boolean> {
+  const end = performance.now() + timeoutMs;
+  for (let pause = POLL_FIRST_MS; ; pause = Math.min(POLL_MAX_MS, pause * 2)) {
+    const met = check();
+    if (met !== false) return met === true;
+    const left = end - performance.now();
+    if (left <= 0) return false;
+    await sleep(Math.min(pause, left));
+  }
+}
+
+/**
+ * As `pollUntil`, woken by inotify on `file` (v2's `cgroup.events` is modified when `populated` changes)
+ * instead of timers; a file that cannot be watched falls back to `pollUntil`.
+ */
+export function watchUntil(file: string, check: CgroupCheck, timeoutMs: number): Promise<boolean> {
+  const first = check();
+  if (first !== false) return Promise.resolve(first === true);
+  let watcher: ReturnType<typeof watch>;
+  return new Promise<boolean>((resolve) => {
+    let timer: NodeJS.Timeout | undefined;
+    const done = (met: boolean) => {
+      clearTimeout(timer);
+      watcher.close();
+      resolve(met);
+    };
+    try {
+      watcher = watch(file, { persistent: false }, () => {
+        const met = check();
+        if (met !== false) done(met === true);
+      });
+    } catch {
+      resolve(pollUntil(check, timeoutMs));
+      return;
+    }
+    watcher.on('error', () => done(check() === true));
+    timer = setTimeout(() => done(check() === true), timeoutMs);
+    // changed between the first check and the watch
+    const met = check();
+    if (met !== false) done(met === true);
+  });
 }
 
 /**

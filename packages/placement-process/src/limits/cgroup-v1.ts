@@ -8,9 +8,11 @@ import type { ResourceLimits } from '@everdict/placement';
 import {
   anyActive,
   CgroupFile,
+  finished,
   killAndRemove,
   ownProcs,
   pidsIn,
+  pollUntil,
   readSync,
   threadsIn,
   write,
@@ -179,6 +181,14 @@ class V1Sandbox implements SandboxLimits {
 
   async active(): Promise<boolean> {
     return anyActive(() => threadsIn(this.taskFiles));
+  }
+
+  settle(timeoutMs: number, inits: readonly number[] = []): Promise<boolean> {
+    return pollUntil(() => {
+      const tasks = threadsIn(this.taskFiles);
+      if (tasks === null) return null;
+      return tasks.length === 0 && inits.every(finished);
+    }, timeoutMs);
   }
 
   async remove(): Promise<string[]> {

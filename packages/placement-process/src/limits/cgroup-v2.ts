@@ -1,18 +1,21 @@
 // cgroup v2: one directory per sandbox, <mount>/<parent>/<id>, with memory, pids and cpu enabled down
 // the path. OOM kills are memory.events' `oom_kill`; refused forks pids.events' `max`; cgroup.kill ends
 // everything at once. (This host mounts the v1 controllers, so this backend is not exercised here.)
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceLimits } from '@everdict/placement';
 import {
   anyActive,
   CgroupFile,
+  finished,
   killAndRemove,
   ownProcs,
   pidsIn,
+  pollUntil,
   readSync,
   threadsIn,
+  watchUntil,
   write,
   writeEach,
 } from './cgroup-fs.js';
@@ -140,6 +143,24 @@ class V2Sandbox implements SandboxLimits {
   async active(): Promise<boolean> {
     // cgroup.threads lists every thread of a v2 cgroup (an unreadable one counts as active: cgroup-fs.ts)
     return anyActive(() => threadsIn([`${this.dir}/cgroup.threads`]));
+  }
+
+  async settle(timeoutMs: number, inits: readonly number[] = []): Promise<boolean> {
+    const end = performance.now() + timeoutMs;
+    const events = `${this.dir}/cgroup.events`;
+    // `populated 0`: no task in the cgroup or below; a cgroup that is gone holds none
+    const empty = (): boolean | null => {
+      let text: string;
+      try {
+        text = readFileSync(events, 'utf8');
+      } catch (e) {
+        return (e as NodeJS.ErrnoException).code === 'ENOENT' && !existsSync(this.dir) ? true : null;
+      }
+      return /^populated\s+0\s*$/m.test(text);
+    };
+    if (!(await watchUntil(events, empty, timeoutMs))) return false;
+    // the inits' last work comes after they left the cgroup: no event for it
+    return pollUntil(() => inits.every(finished), Math.max(0, end - performance.now()));
   }
 
   async remove(): Promise<string[]> {

@@ -48,6 +48,16 @@ export interface SandboxLimits {
    * (cgroup-fs.ts `anyActive`); false when the mechanism cannot list them (rlimit, as `processes`).
    */
   active(): Promise<boolean>;
+  /**
+   * Resolves once no task is left in the sandbox's cgroups (true), or after `timeoutMs` (false; at once
+   * when the mechanism cannot list them: rlimit, true). What a command left behind in its pid namespace is
+   * killed only as its init exits, after the command's exit was reported, and that exit is CPU time charged
+   * to the sandbox: its usage is final only once this resolved (run-commands.ts `settled`). v2 waits on
+   * `cgroup.events` (`populated 0`, inotify), v1 re-reads the `tasks` files with a short backoff. Then
+   * each of `inits` (ended commands' namespace inits) must have finished exiting (cgroup-fs.ts `finished`):
+   * an init leaves the listing before it kills and reaps the rest of its namespace, still charged.
+   */
+  settle(timeoutMs: number, inits?: readonly number[]): Promise<boolean>;
   /** Removes what the mechanism created; returns words for what was removed (`cgroup:memory`, …). */
   remove(): Promise<string[]>;
 }

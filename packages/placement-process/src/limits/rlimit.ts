@@ -62,6 +62,7 @@ export class RlimitBackend implements LimitBackend {
       usage: async () => ({ cpuTimeMs: null, peakMemoryBytes: null }),
       processes: async () => [],
       active: async () => false,
+      settle: async () => true,
       remove: async () => [],
     };
   }

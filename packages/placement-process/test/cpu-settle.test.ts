@@ -1,0 +1,66 @@
+// A command's CPU time is read only once its processes have left the sandbox's cgroups. After a command
+// that exits normally, bubblewrap reports its exit as soon as the namespace init saw the command end; what
+// the command left behind in its pid namespace (a background process) is killed only then, by the init's
+// exit, and its exit — freeing its memory — is CPU time the sandbox's cgroups are charged for after the
+// exit was reported. Before, the usage read at the command's end (and `usage()` right after it) missed it:
+// read again a moment later, the same sandbox had used more CPU with no command running.
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { layout, readRecord } from '../src/sandbox-state.js';
+import { makeDriver, requireBwrap } from './helpers.js';
+
+// A background process that holds ~300 MB (its exit frees them: CPU time charged to the sandbox) and spins,
+// started and ready before the command itself exits 0.
+const leaveBehind = [
+  'sh',
+  '-c',
+  `node -e "globalThis.b = Buffer.alloc(3e8, 1); require('fs').writeFileSync('/workspace/ready', ''); for (;;);" \
+     >/dev/null 2>&1 </dev/null &
+   until [ -e /workspace/ready ]; do sleep 0.01; done; exit 0`,
+];
+
+beforeAll(() => {
+  requireBwrap();
+});
+
+/** Every task in the sandbox's cgroups (read afresh: a held descriptor may answer a stale list). */
+function tasksIn(paths: readonly string[]): string[] {
+  return paths.flatMap((dir) =>
+    readFileSync(`${dir}/tasks`, 'utf8')
+      .split('\n')
+      .filter((t) => t !== ''),
+  );
+}
+
+async function until(done: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > end) throw new Error('condition not reached');
+    await sleep(5);
+  }
+}
+
+const driver = makeDriver();
+
+describe("a command's final CPU time", () => {
+  for (const spawner of ['process', 'inline'] as const) {
+    it(`is read once what it left behind has left the cgroups (${spawner})`, async () => {
+      const d = spawner === 'process' ? driver : makeDriver({ spawner });
+      const h = await d.provision({
+        labels: { tenant: 'cpu', runId: `settle-${spawner}`, kind: 'sandbox' },
+        limits: { cpuTimeMs: 600_000, memoryBytes: 1024 * 1024 * 1024 },
+      });
+      const paths = (await readRecord(layout(d.config.stateDir), h.id))!.limits.paths;
+      const r = await d.exec(h, leaveBehind, { timeoutMs: 30_000 });
+      expect(r.exitCode).toBe(0);
+      // under cpuTimeMs the command's end reads the usage: only once nothing is left in the cgroups
+      expect(tasksIn(paths)).toEqual([]);
+      const first = (await d.usage(h)).cpuTimeMs;
+      await until(() => tasksIn(paths).length === 0);
+      const settled = (await d.usage(h)).cpuTimeMs;
+      expect(settled).toBe(first);
+      await d.dispose(h);
+    }, 60_000);
+  }
+});
