@@ -16,8 +16,8 @@ import {
   type TestRunner,
 } from '../src/http/testing/runners.js';
 import { leasePolicy } from '../src/leases/policy.js';
+import { revokeRunner } from '../src/runners/admin.js';
 import { expireHolder, requeueExpired } from '../src/runners/leases.js';
-import { revokeRunner } from '../src/runners/registry.js';
 import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
 import { lockWaits } from './lock-waits.js';
 import { type RunnerApp, runnerApp } from './runner-app.js';

@@ -14,9 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isControlPlaneError } from '../errors.js';
 import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
 import { leasePolicy } from '../leases/policy.js';
+import { revokeRunner } from './admin.js';
 import { journalRootOf } from './intervals.js';
 import { expireHolder, requeueExpired } from './leases.js';
-import { revokeRunner } from './registry.js';
 
 let t: TestApp;
 beforeAll(async () => {

@@ -1,15 +1,15 @@
 // Runners: pairing tokens (minted by a tenant admin → tenant-scoped runner; by the service token → shared),
 // pairing (token → runner id + credential, both secrets stored as SHA-256 hashes only; one runner per public
-// key, ever), the runners lists, drain and revoke (a tenant admin: its tenant's runners; the operator: the shared
-// ones), credential authentication, the runners' public keys (GET /keys). What the placement index
+// key, ever), credential authentication, the runners' public keys (GET /keys). The runners lists, drain and
+// revoke are admin.ts. What the placement index
 // (`runner_images`, written here at pairing) answers is placeable.ts.
 import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import { RUNNERS_CHANNEL, type RunnerCredentials } from '../auth/runner-credentials.js';
+import type { RunnerCredentials } from '../auth/runner-credentials.js';
 import { iso, json } from '../db/numeric.js';
 import type { Executor, Tx } from '../db/tx.js';
 import { withTx } from '../db/tx.js';
-import { ControlPlaneError, notFound } from '../errors.js';
+import { ControlPlaneError } from '../errors.js';
 import type { PublicKeyEntry } from '../keys/registry.js';
 import type { Deps } from '../services/context.js';
 import type { Principal } from '../services/types.js';
@@ -24,15 +24,6 @@ export const credentialHash = sha256;
 const secret = (prefix: string): string => `${prefix}${randomBytes(32).toString('base64url')}`;
 
 export type RunnerState = 'active' | 'draining' | 'revoked';
-
-/**
- * Who administers runners (lists, drains, revokes): a tenant's admin key — its tenant's runners only — or the
- * operator (the service token, `/internal/runners/*`) — the shared runners only. Either is answered 404 for the
- * other's runners: a tenant never touches a shared runner, and the operator's door reaches no tenant's runner.
- */
-export type RunnerAdmin = Principal | typeof OPERATOR;
-/** The operator: the service token's door (`/internal/runners/*`), which administers the shared runners. */
-export const OPERATOR = 'operator' as const;
 
 /** Advisory lock class of a pairing's public key (the object id is hashtext(key)): one pairing per key at once. */
 const PAIRING_KEY_LOCK_CLASS = 0x504b; // "PK"
@@ -66,7 +57,8 @@ export interface RunnerView {
   leasesHeld: number;
 }
 
-type RunnerRow = {
+/** A `runners` row as the registry and the administration (admin.ts) read it. */
+export type RunnerRow = {
   id: string;
   credential_hash: string;
   tenant_id: string | null;
@@ -88,7 +80,7 @@ const identityOf = (r: RunnerRow): RunnerIdentity => ({
   state: r.state,
 });
 
-function requireAdmin(p: Principal): void {
+export function requireAdmin(p: Principal): void {
   if (p.role !== 'admin') throw new ControlPlaneError('forbidden', 'admin role required');
 }
 
@@ -263,11 +255,6 @@ export async function authenticateRunner(
   return runner;
 }
 
-/** Every replica forgets the runner's credential at this transaction's commit (RUNNERS_CHANNEL). */
-async function announceChange(tx: Tx, credentialHash: string): Promise<void> {
-  await sql`SELECT pg_notify(${RUNNERS_CHANNEL}, ${credentialHash})`.execute(tx);
-}
-
 /** How many leases each of these holders (runners, agent hosts) holds now; absent = none. */
 export async function leasesHeldBy(ex: Executor, holders: readonly string[]): Promise<Map<string, number>> {
   if (holders.length === 0) return new Map();
@@ -278,107 +265,6 @@ export async function leasesHeldBy(ex: Executor, holders: readonly string[]): Pr
     .groupBy('holder')
     .execute();
   return new Map(held.map((h) => [h.holder, Number(h.n)]));
-}
-
-/**
- * The runners a principal may see: its tenant's, and the shared ones (marked `shared`). The operator sees the
- * shared ones only (the runners it administers).
- */
-export async function listRunners(deps: Deps, who: RunnerAdmin): Promise<RunnerView[]> {
-  const rows = await deps.db
-    .selectFrom('runners')
-    .selectAll()
-    .where((eb) =>
-      who === OPERATOR
-        ? eb('tenant_id', 'is', null)
-        : eb.or([eb('tenant_id', '=', who.tenantId), eb('tenant_id', 'is', null)]),
-    )
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-  const counts = await leasesHeldBy(
-    deps.db,
-    rows.map((r) => r.id),
-  );
-  return rows.map((r) => ({
-    id: r.id,
-    name: r.name,
-    shared: r.tenant_id === null,
-    tenantId: r.tenant_id,
-    capabilities: Capabilities.parse(r.capabilities),
-    state: r.state,
-    publicKey: r.public_key,
-    createdAt: iso(r.created_at)!,
-    lastHeartbeatAt: iso(r.last_heartbeat_at),
-    revokedAt: iso(r.revoked_at),
-    leasesHeld: counts.get(r.id) ?? 0,
-  }));
-}
-
-/**
- * A runner `who` may administer, locked: a tenant admin's own tenant's (a shared runner is the operator's: 404
- * here), the operator's shared ones (a tenant's runner is its admins': 404 at the operator's door).
- */
-async function lockOwnRunner(tx: Tx, who: RunnerAdmin, runnerId: string): Promise<RunnerRow> {
-  if (who !== OPERATOR) requireAdmin(who);
-  const row = await tx
-    .selectFrom('runners')
-    .selectAll()
-    .where('id', '=', runnerId)
-    .where((eb) => (who === OPERATOR ? eb('tenant_id', 'is', null) : eb('tenant_id', '=', who.tenantId)))
-    .forUpdate()
-    .executeTakeFirst();
-  if (!row) throw notFound('runner', runnerId);
-  return row as RunnerRow;
-}
-
-/**
- * No new leases (nor placements: its rows leave the placement index); current ones finish. Idempotent; a revoked runner stays revoked (409). Answers the
- * credential hash, for the caller to evict from its replica's cache (the others hear RUNNERS_CHANNEL).
- */
-export async function drainRunner(deps: Deps, who: RunnerAdmin, runnerId: string): Promise<string> {
-  return withTx(deps.db, async (tx) => {
-    const row = await lockOwnRunner(tx, who, runnerId);
-    if (row.state === 'revoked') throw new ControlPlaneError('conflict', `runner ${runnerId} is revoked`);
-    await tx.updateTable('runners').set({ state: 'draining' }).where('id', '=', runnerId).execute();
-    // It takes no new runs, so it leaves the placement index: a run only it could take is 422 `no_placement`
-    // at the create door rather than admitted to wait queued for a runner that will never lease it.
-    await tx.deleteFrom('runner_images').where('runner_id', '=', runnerId).execute();
-    await announceChange(tx, row.credential_hash);
-    return row.credential_hash;
-  });
-}
-
-/**
- * Revoke: the credential stops working at once, the runner leaves the placement index, and `expire` (the
- * lease rule) expires every lease it holds in the same transaction (the caller then sweeps: they requeue).
- * The runner's row is locked FOR UPDATE first (`lockOwnRunner`; keep it so): a completion holds it FOR KEY SHARE
- * (completion-rows.ts), so a completion in flight settles before the revoke reads the leases, or reads them
- * revoked after it — never settles on a lease it read before the revoke committed.
- * Its session channel row goes too: no replica relays to it any more, and the sessions it holds open are lost
- * to every replica's sweep once the replica holding the channel has closed it (sessions/hub.ts `revoked`).
- * Every replica forgets the credential at the commit (RUNNERS_CHANNEL); the caller evicts it from its own
- * cache with the answered `credentialHash` (the NOTIFY may come later).
- */
-export async function revokeRunner(
-  deps: Deps,
-  who: RunnerAdmin,
-  runnerId: string,
-  expire: (tx: Tx, runnerId: string) => Promise<string[]>,
-): Promise<{ expired: string[]; credentialHash: string }> {
-  return withTx(deps.db, async (tx) => {
-    const row = await lockOwnRunner(tx, who, runnerId);
-    if (row.state === 'revoked') return { expired: [], credentialHash: row.credential_hash };
-    await tx
-      .updateTable('runners')
-      .set({ state: 'revoked', revoked_at: deps.clock() })
-      .where('id', '=', runnerId)
-      .execute();
-    await tx.deleteFrom('runner_images').where('runner_id', '=', runnerId).execute();
-    await tx.deleteFrom('session_channels').where('runner_id', '=', runnerId).execute();
-    await announceChange(tx, row.credential_hash);
-    return { expired: await expire(tx, runnerId), credentialHash: row.credential_hash };
-  });
 }
 
 /** Every runner's public key, for GET /keys (revoked ones with `revokedAt`: old records still verify). */

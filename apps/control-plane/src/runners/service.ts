@@ -11,6 +11,7 @@ import type { Deps } from '../services/context.js';
 import { DISPATCH_CHANNEL, mayWakeRunners } from '../services/context.js';
 import type { Principal } from '../services/types.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
+import { drainRunner, listRunners, OPERATOR, type RunnerAdmin, revokeRunner } from './admin.js';
 import { type CompletionOutcome, completeRun, completeRuns } from './completion.js';
 import { defineHarness, type HarnessView, listHarnesses } from './harnesses.js';
 import { appendRunnerEvents, putArtifact } from './intervals.js';
@@ -18,15 +19,10 @@ import { expireHolder, grantLeases, heartbeat, type Lease, requeueExpired, sweep
 import { placeableCache } from './placeable.js';
 import {
   authenticateRunner,
-  drainRunner,
-  listRunners,
   mintPairingToken,
-  OPERATOR,
   pair,
-  type RunnerAdmin,
   type RunnerIdentity,
   type RunnerView,
-  revokeRunner,
   runnerKeys,
 } from './registry.js';
 import { CompletionsInput, HeartbeatInput, LeasesInput } from './schemas.js';

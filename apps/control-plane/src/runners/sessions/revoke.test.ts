@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type Json, SESSION_ADMIN_KEY, type SessionTestApp, sessionTestApp } from '../../../test/sessions.js';
 import { call as rawCall, until } from '../../http/testing/harness.js';
+import { revokeRunner } from '../admin.js';
 import { expireHolder } from '../leases.js';
-import { revokeRunner } from '../registry.js';
 
 let t: SessionTestApp;
 let server: Server;
