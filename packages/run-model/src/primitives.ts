@@ -19,13 +19,8 @@ export const Tokens = z.int().nonnegative();
  */
 export const Usd = z.number().nonnegative();
 
-/** Any JSON value (no undefined, functions, NaN or Infinity): what fits a JSON column. */
-export const JsonValue = z.json();
-export type JsonValue = z.infer<typeof JsonValue>;
-
-/** A JSON object. */
-export const JsonObject = z.record(z.string(), JsonValue);
-export type JsonObject = z.infer<typeof JsonObject>;
+// JSON values (objects keeping every own key, `__proto__` included): json-value.ts.
+export { JsonObject, JsonValue, ownProtoKeys } from './json-value.js';
 
 /** Milliseconds since the epoch of an ISO timestamp. */
 export function toMillis(ts: string): number {

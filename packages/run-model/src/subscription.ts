@@ -4,17 +4,19 @@ import { RunModelError } from './errors.js';
 import type { PlatformEvent } from './facts.js';
 import { SCHEDULE_FIRED } from './facts.js';
 import { EventKind } from './origin.js';
-import { Id, type JsonValue, Timestamp, toMillis } from './primitives.js';
+import { Id, type JsonValue, ownProtoKeys, Timestamp, toMillis } from './primitives.js';
 import { type Run, type RunSpecInput, RunTemplate } from './run.js';
 import { MAX_SESSION_TTL_SEC } from './session.js';
 
 /** `run.settled` exactly, or a prefix wildcard such as `run.*` or `*`. */
 export const EventSelectorKind = z.union([EventKind, z.string().regex(/^([a-z][a-z0-9_]*\.)*\*$/)]);
 
-/** Field equality on the event's `data`; keys are dotted paths (`error.code`), values JSON scalars. */
-export const EventFilter = z.record(
-  z.string().min(1),
-  z.union([z.string(), z.number(), z.boolean(), z.null()]),
+/**
+ * Field equality on the event's `data`; keys are dotted paths (`error.code`), values JSON scalars. A
+ * `__proto__` key is kept like any other (dropping it would widen the filter to match more events).
+ */
+export const EventFilter = ownProtoKeys(
+  z.record(z.string().min(1), z.union([z.string(), z.number(), z.boolean(), z.null()])),
 );
 export type EventFilter = z.infer<typeof EventFilter>;
 

@@ -87,7 +87,7 @@ describe('a __proto__ key in an event', () => {
     const [call] = events('run-b') as { input: object }[];
     Object.defineProperty(call!.input, '__proto__', { value: { fn: () => 1 }, enumerable: true });
     await expectCode(store.append(T, 'run-b', [call]), 'bad_request');
-    await expect(store.append(T, 'run-b', [call])).rejects.toThrow(/invalid events: 0\.input\.__proto__/);
+    await expect(store.append(T, 'run-b', [call])).rejects.toThrow(/invalid events: 0\.input/);
     expect((await store.read(T, 'run-b')).items).toEqual([]);
     await store.close();
   });

@@ -7,6 +7,7 @@ import {
   GraderList,
   type GroupStatus,
   MAX_SESSION_TTL_SEC,
+  ownProtoKeys,
   type PlatformEvent,
   RunClass,
   RunKind,
@@ -29,7 +30,8 @@ export const AttachInput = AttachChannel;
 export const Role = z.enum(['member', 'admin']);
 export type Role = z.infer<typeof Role>;
 
-const Json = z.record(z.string(), z.unknown());
+/** A free-form JSON object (a group's case, a selector filter): an own `__proto__` key is kept (run-model). */
+const Json = ownProtoKeys(z.record(z.string(), z.unknown()));
 
 // ---- the ledger's real bounds: inputs that land in a column carry its range (400 out_of_range beyond) ----
 export { INT4_MAX, INT8_MAX } from './column-bounds.js';
