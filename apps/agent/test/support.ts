@@ -1,12 +1,14 @@
 // Test support: a REAL control plane (the built apps/control-plane/dist/main.js as a child process, an
 // embedded PGlite ledger in a fresh directory — @everdict/client/testing), its admin API through the typed
 // client, and the agent service's seat of the port over HTTP with the service token.
-import { generateKeyPairSync } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient, dataOf, type EverdictClient } from '@everdict/client';
+import { pairingSignature } from '@everdict/client/host-identity';
 import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
+import { generateSigningKey } from '@everdict/runrecord';
 import type { TurnLease } from '../src/control-plane.js';
 import { type HostIdentity, hostIdentity, pairHost } from '../src/host/pairing.js';
 import { HttpControlPlane } from '../src/http/http-control-plane.js';
@@ -75,12 +77,12 @@ export async function recordOf(s: Seat, runId: string) {
 /** A runner registered for `kinds` (default `command`) runs, so they are placeable (it never leases: they stay queued). */
 export async function pairCommandRunner(s: Seat, kinds: ('command' | 'eval')[] = ['command']): Promise<void> {
   const { token } = dataOf(await s.admin.POST('/runners/pairing-tokens', { body: {} }));
-  const jwk = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' });
-  const publicKey = Buffer.from(jwk.x ?? '', 'base64url').toString('hex');
+  const key = generateSigningKey(randomBytes(32));
   await s.admin.POST('/runners/pair', {
     body: {
       token,
-      publicKey,
+      publicKey: key.publicKey,
+      signature: pairingSignature(key, token),
       name: 'idle-runner',
       capabilities: { drivers: ['process'], kinds, images: ['*'], slots: 1 },
     },

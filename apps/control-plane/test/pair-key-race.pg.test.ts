@@ -5,10 +5,11 @@
 // inserted, and both would pair. With it, one pairs and the other is 409 `public_key_in_use`, its token unspent.
 // Live PostgreSQL only (PGlite has one connection).
 import { randomBytes } from 'node:crypto';
-import { generateSigningKey } from '@everdict/runrecord';
+import { generateSigningKey, type SigningKey } from '@everdict/runrecord';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../src/http/testing/harness.js';
+import { pairingProof } from '../src/http/testing/runners.js';
 import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
 import { lockWaits } from './lock-waits.js';
 import { type RunnerApp, runnerApp } from './runner-app.js';
@@ -40,20 +41,21 @@ describe.runIf(LIVE_PG)('two pairings of one public key at once', () => {
     expect(minted.status, JSON.stringify(minted.body)).toBe(201);
     return String(minted.body.token);
   };
-  const pairWith = (token: string, publicKey: string) =>
+  const pairWith = (token: string, key: SigningKey) =>
     call(t.app, 'POST', '/runners/pair', {
       key: null,
-      body: { token, publicKey, name: 'racing', capabilities: CAPS },
+      body: { token, ...pairingProof(token, key), name: 'racing', capabilities: CAPS },
     });
 
   it('pairs one runner; the other is 409 and its token still pairs', async () => {
-    const key = generateSigningKey(randomBytes(32)).publicKey;
+    const signer = generateSigningKey(randomBytes(32));
+    const key = signer.publicKey;
     const tokens = [await mint(), await mint()];
     await locker.query('BEGIN');
     await locker.query('LOCK TABLE runners IN SHARE MODE');
     let settled = 0;
     const both = tokens.map((token) =>
-      pairWith(token, key).finally(() => {
+      pairWith(token, signer).finally(() => {
         settled += 1;
       }),
     );
@@ -67,7 +69,7 @@ describe.runIf(LIVE_PG)('two pairings of one public key at once', () => {
     const holders = await watch.query('SELECT id FROM runners WHERE public_key = $1', [key]);
     expect(holders.rowCount).toBe(1);
     const unspent = tokens[answers.indexOf(refused!)]!;
-    const fresh = await pairWith(unspent, generateSigningKey(randomBytes(32)).publicKey);
+    const fresh = await pairWith(unspent, generateSigningKey(randomBytes(32)));
     expect(fresh.status, JSON.stringify(fresh.body)).toBe(201);
   });
 });

@@ -3,10 +3,9 @@
 // the commit, through the `everdict_runners` NOTIFY (its payload is the runner's credential hash, not '*').
 // Observed through B's cache itself, not through its TTL: without the NOTIFY's clear the positive would stay
 // held and the wait below would time out. Runs only with EVERDICT_TEST_DATABASE_URL.
-import { randomBytes } from 'node:crypto';
-import { generateSigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Core, startCore } from '../src/core.js';
+import { pairingProof } from '../src/http/testing/runners.js';
 import { placeableCache } from '../src/runners/placeable.js';
 import { eventually } from './core.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
@@ -48,7 +47,7 @@ describe.runIf(LIVE_PG)('placement answers on two replicas', { timeout: 120_000 
       const { token } = await a.services.runners!.mintPairingToken(admin, { name });
       return a.services.runners!.pair({
         token,
-        publicKey: generateSigningKey(randomBytes(32)).publicKey,
+        ...pairingProof(token),
         name,
         capabilities: CAPS,
       });

@@ -23,6 +23,7 @@ import { type Core, startCore } from '../src/core.js';
 import { openDatabase } from '../src/db/database.js';
 import { withTx } from '../src/db/tx.js';
 import { until } from '../src/http/testing/harness.js';
+import { pairingProof } from '../src/http/testing/runners.js';
 import { announceSkippedLiveSuite, createLiveDatabase, LIVE_PG } from './db.js';
 import { migratedPglite } from './pglite-template.js';
 
@@ -201,7 +202,7 @@ describe.runIf(LIVE_PG)('the session relay between two replicas of one PostgreSQ
       const { token } = await runners.mintSharedPairingToken({});
       const { runnerId, credential } = await runners.pair({
         token,
-        publicKey: 'c'.repeat(64),
+        ...pairingProof(token),
         name: 'relay-test',
         capabilities: { drivers: ['process'], kinds: ['sandbox'], images: ['default'], slots: 1 },
       });

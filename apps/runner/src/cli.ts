@@ -5,6 +5,7 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { pairingSignature } from '@everdict/client/host-identity';
 import type { Driver } from '@everdict/placement';
 import { AUDIT_HEAD_FILE, AuditChain } from './audit-chain.js';
 import { leaseBound, RunnerDaemon } from './daemon.js';
@@ -95,6 +96,8 @@ async function main(argv: string[]): Promise<number> {
     const paired = await pairRunner(url, {
       token,
       publicKey: key.publicKey,
+      // The proof that this runner holds the key it registers (everdict-runner-pair/1, bound to the token).
+      signature: pairingSignature(key, token),
       name,
       capabilities: capabilitiesOf(driverKind, slots),
     });

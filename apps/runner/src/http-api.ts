@@ -274,10 +274,13 @@ function resultOf(r: CompletionsAnswer['results'][number]): CompletionResult {
   };
 }
 
-/** Pairs with a control plane: the token is the credential of this one call. */
+/**
+ * Pairs with a control plane: the token is the credential of this one call; `signature` proves the caller holds
+ * the key (`pairingSignature` of @everdict/client/host-identity).
+ */
 export async function pairRunner(
   baseUrl: string,
-  input: { token: string; publicKey: string; name: string; capabilities: Capabilities },
+  input: { token: string; publicKey: string; signature: string; name: string; capabilities: Capabilities },
 ): Promise<{ runnerId: string; credential: string }> {
   const client = createClient({ baseUrl });
   return dataOf(await client.POST('/runners/pair', { body: input }));

@@ -6,8 +6,15 @@
 // key — the pure-JS signer recomputed the public key on every signature. Node only: import it from the
 // `@everdict/client/host-identity` subpath (the package's index stays free of node:fs and node:crypto).
 // Each app keeps its own error type: the refusals here are made by the caller's `fail`.
-import { createPrivateKey, createPublicKey, type KeyObject, randomBytes, sign } from 'node:crypto';
-import { link, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  type KeyObject,
+  randomBytes,
+  sign,
+} from 'node:crypto';
+import { link, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
@@ -40,12 +47,74 @@ export function hostStateDir(
 // a new file, O_EXCL, mode 0600, flushed), then renamed over it (`writeStateFile`, the runner's pairing) or
 // linked to it (`loadOrCreateSigningKey`: the name is taken once, never replaced), then the directory flushed
 // (`syncDirectory`). A crash leaves the old file or the new one — never a truncated one — and at worst a
-// `*.tmp` beside it.
+// `<name>.<pid>.<12 hex>.tmp` beside it (after the key's link: a second name of the key itself), which the
+// next stage or key load in that directory removes (`removeStaleStaged`).
 
-/** `text` in a new file beside `path` (O_EXCL, mode 0600, flushed to disk): its name, to rename or link. */
+/** A staged file's name: `<file>.<pid>.<12 hex>.tmp` (`stageFile`). */
+const STAGED = /^(.+)\.(\d+)\.[0-9a-f]{12}\.tmp$/;
+
+/** How old a staged file must be before another stage or load may remove it (no writer holds one this long). */
+export const STALE_STAGED_MS = 60_000;
+
+/** This process's staged files not yet renamed or linked by this module (`replaceFile`, `createFileOnce`). */
+const inFlight = new Set<string>();
+
+/** Whether process `pid` exists (on this host: a state directory is local). EPERM: it does, as another user. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes the staged files a crashed writer left in `dir` (only names of `stageFile`'s pattern, never a state
+ * file): one is stale when it is older than `STALE_STAGED_MS` and no writer can be using it — its process is
+ * gone, or it is this process and not one of its stages in flight (a restarted container's runner is often the
+ * same pid as the one that crashed). A live other process's file is left alone, whatever its age. Removing a
+ * name only unlinks it: a leftover of the key's first link (a second name of `signing.key`) leaves the key.
+ * Answers the names removed. A missing directory is no error.
+ */
+export async function removeStaleStaged(dir: string, now: number = Date.now()): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const m = STAGED.exec(name);
+    if (!m) continue;
+    const path = join(dir, name);
+    const pid = Number(m[2]);
+    if (pid === process.pid ? inFlight.has(path) : alive(pid)) continue;
+    const info = await stat(path).catch(() => null);
+    if (!info?.isFile() || now - info.mtimeMs < STALE_STAGED_MS) continue;
+    await rm(path, { force: true });
+    removed.push(name);
+  }
+  return removed;
+}
+
+/**
+ * `text` in a new file beside `path` (O_EXCL, mode 0600, flushed to disk): its name, to rename or link. Stale
+ * staged files in the directory are removed first (`removeStaleStaged`).
+ */
 export async function stageFile(path: string, text: string): Promise<string> {
+  await removeStaleStaged(dirname(path));
   const staged = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  const file = await open(staged, 'wx', 0o600);
+  inFlight.add(staged);
+  let file: Awaited<ReturnType<typeof open>>;
+  try {
+    file = await open(staged, 'wx', 0o600);
+  } catch (err) {
+    inFlight.delete(staged);
+    throw err;
+  }
   try {
     try {
       await file.writeFile(text);
@@ -56,9 +125,15 @@ export async function stageFile(path: string, text: string): Promise<string> {
     }
   } catch (err) {
     await rm(staged, { force: true });
+    inFlight.delete(staged);
     throw err;
   }
   return staged;
+}
+
+/** A staged file of this process is renamed or removed: a later sweep may take a leftover of that name. */
+function settled(staged: string): void {
+  inFlight.delete(staged);
 }
 
 /** Flushes `dir`'s entries: the renames and links made in it, durable. */
@@ -79,6 +154,8 @@ async function replaceFile(path: string, text: string): Promise<void> {
   } catch (err) {
     await rm(staged, { force: true });
     throw err;
+  } finally {
+    settled(staged);
   }
   await syncDirectory(dirname(path));
 }
@@ -93,6 +170,7 @@ async function createFileOnce(path: string, text: string): Promise<boolean> {
     throw err;
   } finally {
     await rm(staged, { force: true });
+    settled(staged);
   }
   await syncDirectory(dirname(path));
   return true;
@@ -115,6 +193,7 @@ export async function loadSigningKey(dir: string, fail: HostIdentityFail): Promi
  */
 export async function loadOrCreateSigningKey(dir: string, fail: HostIdentityFail): Promise<SigningKey> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
+  await removeStaleStaged(dir);
   const known = await loadSigningKey(dir, fail);
   if (known) return known;
   const key = generateSigningKey(randomBytes(32));
@@ -144,6 +223,23 @@ export async function readStateFile(dir: string, file: string): Promise<string |
   }
 }
 
+/** The domain tag of a runner's pairing proof (the control plane's runners/registry.ts `pairingMessage`). */
+export const PAIRING_PROOF_TAG = 'everdict-runner-pair/1';
+
+/**
+ * What a runner signs to pair: `everdict-runner-pair/1`, the pairing token's SHA-256 (hex) and the public key,
+ * one per line (UTF-8, no trailing newline).
+ */
+export function pairingMessage(token: string, publicKey: string): Buffer {
+  const digest = createHash('sha256').update(token, 'utf8').digest('hex');
+  return Buffer.from(`${PAIRING_PROOF_TAG}\n${digest}\n${publicKey}`, 'utf8');
+}
+
+/** `key`'s proof that it holds its secret half, for `POST /runners/pair` with `token`: the `signature` (128 hex). */
+export function pairingSignature(key: SigningKey, token: string): string {
+  return sign(null, pairingMessage(token, key.publicKey), secretKeyObject(key)).toString('hex');
+}
+
 /** Signs an interval's attestation with the host's key: the wire body's fields and its address. */
 export type AttestationSigner = (attestation: Attestation) => {
   readonly body: AttestationBody;
@@ -155,15 +251,20 @@ const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
 
 const signers = new WeakMap<SigningKey, AttestationSigner>();
 
-/** The signer of `key` (made once per key object); `fail` when the key's public half is not its own. */
-export function attestationSigner(key: SigningKey, fail: HostIdentityFail): AttestationSigner {
-  const known = signers.get(key);
-  if (known) return known;
-  const secret: KeyObject = createPrivateKey({
+/** node:crypto's private key object of `key`. */
+function secretKeyObject(key: SigningKey): KeyObject {
+  return createPrivateKey({
     key: Buffer.concat([PKCS8_ED25519, key.secretKey]),
     format: 'der',
     type: 'pkcs8',
   });
+}
+
+/** The signer of `key` (made once per key object); `fail` when the key's public half is not its own. */
+export function attestationSigner(key: SigningKey, fail: HostIdentityFail): AttestationSigner {
+  const known = signers.get(key);
+  if (known) return known;
+  const secret = secretKeyObject(key);
   const spki = createPublicKey(secret).export({ format: 'der', type: 'spki' });
   if (spki.subarray(spki.length - 32).toString('hex') !== key.publicKey)
     throw fail('the signing key does not match its public key');

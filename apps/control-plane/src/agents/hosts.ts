@@ -21,7 +21,7 @@ import type { Executor, Tx } from '../db/tx.js';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import type { PublicKeyEntry } from '../keys/registry.js';
-import { hostKeys, leasesHeldBy, redeemPairingToken } from '../runners/registry.js';
+import { hostKeys, leasesHeldBy, redeemPairingToken, refuseRegisteredKey } from '../runners/registry.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import type { Principal } from '../services/types.js';
@@ -53,6 +53,8 @@ export interface AgentHostView {
   readonly publicKey: string;
   readonly createdAt: string;
   readonly revokedAt: string | null;
+  /** Who revoked it (the API key's id): null unless revoked. */
+  readonly revokedBy: string | null;
   readonly leasesHeld: number;
 }
 
@@ -71,6 +73,8 @@ export async function pairAgentHost(
   const now = deps.clock();
   return withTx(deps.db, async (tx) => {
     const claimed = await redeemPairingToken(tx, input.token, hostId, now);
+    // A key names one identity, runner or agent host (registry.ts): 409 `public_key_in_use`, the token unspent.
+    await refuseRegisteredKey(tx, input.publicKey);
     await tx
       .insertInto('agent_hosts')
       .values({
@@ -145,6 +149,7 @@ export async function listAgentHosts(ex: Executor, p: Principal): Promise<AgentH
     publicKey: r.public_key,
     createdAt: iso(r.created_at)!,
     revokedAt: iso(r.revoked_at),
+    revokedBy: r.revoked_by,
     leasesHeld: counts.get(r.id) ?? 0,
   }));
 }
@@ -154,7 +159,8 @@ export async function listAgentHosts(ex: Executor, p: Principal): Promise<AgentH
  * its calls are refused at once, and `expire` (the lease rule's, runners/leases.ts `expireHolder`) expires
  * every lease it holds in the same transaction — the caller then sweeps (revoke.ts). Answers each expired
  * lease's turn (`expired`), and each with its status at the revoke (`held` ; read, not locked: the revoke never locks a turn's row).
- * Idempotent.
+ * Idempotent. Recorded on the host's row: who (`revoked_by`, the key's id) and when (`revoked_at`), listed by
+ * GET /agents/hosts (`revokedBy`, `revokedAt`); a revoke of a revoked host records nothing.
  */
 export async function revokeAgentHost(
   deps: Deps,
@@ -175,7 +181,7 @@ export async function revokeAgentHost(
     if (row.state === 'revoked') return { expired: [], held: [] };
     await tx
       .updateTable('agent_hosts')
-      .set({ state: 'revoked', revoked_at: deps.clock() })
+      .set({ state: 'revoked', revoked_at: deps.clock(), revoked_by: p.actor })
       .where('id', '=', hostId)
       .execute();
     const ids = await expire(tx, hostId);

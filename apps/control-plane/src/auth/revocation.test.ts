@@ -7,6 +7,7 @@ import { generateSigningKey } from '@everdict/runrecord';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMAND_SPEC, call, type TestApp, testApp } from '../http/testing/harness.js';
+import { pairingProof } from '../http/testing/runners.js';
 import { hashKey } from '../services/auth.js';
 import { mintTicket, redeemTicket } from '../sessions/tickets.js';
 import { KEYS_CHANNEL } from './key-cache.js';
@@ -181,12 +182,13 @@ describe('a revoked key ends its unredeemed pairing tokens', () => {
       );
     const before = await paired();
     await revokeByApi(admin.id)();
-    const publicKey = generateSigningKey(randomBytes(32)).publicKey;
+    const key = generateSigningKey(randomBytes(32));
+    const publicKey = key.publicKey;
     const runner = await call(t.app, 'POST', '/runners/pair', {
       key: null,
       body: {
         token: forRunner,
-        publicKey,
+        ...pairingProof(forRunner, key),
         name: 'late',
         capabilities: { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 1 },
       },

@@ -1,11 +1,11 @@
 // The cached runner credential check: a paired runner's calls ask the ledger once; a revocation is refused
 // at once on the revoking core and, by NOTIFY, on a core that did not revoke it; a drain is seen the same
 // way; unknown credentials are never remembered; a lookup that raced an eviction is not remembered.
-import { createHash, randomBytes } from 'node:crypto';
-import { generateSigningKey } from '@everdict/runrecord';
+import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, type TestCore, testCore } from '../../test/core.js';
+import { pairingProof } from '../http/testing/runners.js';
 import { placeableCache } from '../runners/placeable.js';
 import type { RunnerService } from '../runners/service.js';
 import { RUNNERS_CHANNEL, RunnerCredentials } from './runner-credentials.js';
@@ -59,8 +59,7 @@ describe('runner authentication with the credential cache (PGlite core)', () => 
 
   const paired = async (name: string) => {
     const { token } = await svc.mintPairingToken(t.admin, { name });
-    const key = generateSigningKey(randomBytes(32));
-    return svc.pair({ token, publicKey: key.publicKey, name, capabilities: CAPS });
+    return svc.pair({ token, ...pairingProof(token), name, capabilities: CAPS });
   };
   const hashOf = (credential: string) => createHash('sha256').update(credential, 'utf8').digest('hex');
   const codeOf = (credential: string) =>
@@ -134,12 +133,7 @@ describe('placement answers remembered per replica (PGlite core)', () => {
     );
   const pairOne = async (name: string) => {
     const { token } = await svc.mintPairingToken(t.admin, { name });
-    return svc.pair({
-      token,
-      publicKey: generateSigningKey(randomBytes(32)).publicKey,
-      name,
-      capabilities: CAPS,
-    });
+    return svc.pair({ token, ...pairingProof(token), name, capabilities: CAPS });
   };
 
   it('a refusal is never remembered; a revoke here refuses at once; another replica’s NOTIFY clears', async () => {

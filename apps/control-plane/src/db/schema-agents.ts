@@ -56,6 +56,8 @@ export interface AgentHostsTable {
   state: 'active' | 'revoked';
   created_at: Ts;
   revoked_at: Ts | null;
+  /** Migration 0034: who revoked it (an API key's id). */
+  revoked_by: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** Migration 0029: a holder's decline of a parked turn it cannot resume (agents/declines.ts). */

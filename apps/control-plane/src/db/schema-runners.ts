@@ -1,3 +1,4 @@
+import type { ColumnType } from 'kysely';
 import type { Int8, J, Jsonb, Ts } from './column-types.js';
 
 export interface RunnersTable {
@@ -12,6 +13,10 @@ export interface RunnersTable {
   created_at: Ts;
   last_heartbeat_at: Ts | null;
   revoked_at: Ts | null;
+  /** Migration 0034: who drained it (an API key's id, or `operator`) and when; who revoked it. */
+  drained_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  drained_by: ColumnType<string | null, string | null | undefined, string | null>;
+  revoked_by: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface RunnerPairingTokensTable {

@@ -19,6 +19,7 @@ const AgentHostSchema = z
     publicKey: z.string(),
     createdAt: z.string(),
     revokedAt: z.string().nullable(),
+    revokedBy: z.string().nullable().openapi({ description: 'Who revoked it: the API key id.' }),
     leasesHeld: z.number().int(),
   })
   .openapi('AgentHost');
@@ -48,14 +49,14 @@ const routes = {
     path: '/agents/hosts/pair',
     tags: ['agents'],
     summary:
-      'Pair an agent host: redeem a runner pairing token with the host’s Ed25519 public key → its host id (its lease holder name); the key signs every interval it ends and is listed by GET /keys.',
+      'Pair an agent host: redeem a runner pairing token with the host’s Ed25519 public key → its host id (its lease holder name); the key signs every interval it ends and is listed by GET /keys. A key registered to any runner or agent host already (revoked ones included): 409 `conflict`, `details.reason: public_key_in_use`, the token unspent.',
     request: { body: jsonBody(AgentHostPairInput) },
     responses: {
       201: json(
         z.object({ hostId: z.string(), publicKey: z.string() }).openapi('PairedAgentHost'),
         'The host id.',
       ),
-      ...problemResponses(400, 401, 415),
+      ...problemResponses(400, 401, 409, 415),
     },
   }),
   listHosts: createRoute({

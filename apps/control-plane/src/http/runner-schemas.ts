@@ -29,6 +29,15 @@ export const RunnerSchema = z
     createdAt: z.string(),
     lastHeartbeatAt: z.string().nullable(),
     revokedAt: z.string().nullable(),
+    drainedAt: z.string().nullable(),
+    drainedBy: z
+      .string()
+      .nullable()
+      .openapi({ description: 'Who drained it: the API key id, or `operator` (the service token).' }),
+    revokedBy: z
+      .string()
+      .nullable()
+      .openapi({ description: 'Who revoked it: the API key id, or `operator` (the service token).' }),
     leasesHeld: z.number().int(),
     requeued: z.array(z.string()).optional(),
   })

@@ -66,8 +66,8 @@ const pairRoute = createRoute({
   path: '/runners/pair',
   tags: ['runners'],
   summary:
-    'Redeem a pairing token: `{token, publicKey, name, capabilities}` → the runner id and credential (a public key registered to any runner already, revoked ones included: 409 `conflict`, `details.reason: public_key_in_use`, the token unspent).',
-  request: { body: body('`{token, publicKey, name, capabilities}`') },
+    'Redeem a pairing token: `{token, publicKey, signature, name, capabilities}` → the runner id and credential. `signature` (128 hex) is the key’s Ed25519 signature of `everdict-runner-pair/1\\n<sha256(token) hex>\\n<publicKey>` (UTF-8): a signature that does not verify is 401 `invalid_pairing_token`, `details.reason: bad_signature`, the token unspent. A public key registered to any runner or agent host already, revoked ones included: 409 `conflict`, `details.reason: public_key_in_use`, the token unspent.',
+  request: { body: body('`{token, publicKey, signature, name, capabilities}`') },
   responses: { 201: json(PairedSchema, 'Shown once.'), ...problemResponses(400, 401, 409, 415) },
 });
 const listRoute = createRoute({

@@ -21,6 +21,9 @@ export type RunnerAdmin = Principal | typeof OPERATOR;
 /** The operator: the service token's door (`/internal/runners/*`), which administers the shared runners. */
 export const OPERATOR = 'operator' as const;
 
+/** Who acted, as the runner's row records it: the API key's id (`actor`), or `operator` (the service token). */
+export const actorOf = (who: RunnerAdmin): string => (who === OPERATOR ? OPERATOR : who.actor);
+
 /** Every replica forgets the runner's credential at this transaction's commit (RUNNERS_CHANNEL). */
 async function announceChange(tx: Tx, credentialHash: string): Promise<void> {
   await sql`SELECT pg_notify(${RUNNERS_CHANNEL}, ${credentialHash})`.execute(tx);
@@ -57,6 +60,9 @@ export async function listRunners(deps: Deps, who: RunnerAdmin): Promise<RunnerV
     createdAt: iso(r.created_at)!,
     lastHeartbeatAt: iso(r.last_heartbeat_at),
     revokedAt: iso(r.revoked_at),
+    drainedAt: iso(r.drained_at),
+    drainedBy: r.drained_by,
+    revokedBy: r.revoked_by,
     leasesHeld: counts.get(r.id) ?? 0,
   }));
 }
@@ -79,14 +85,22 @@ async function lockOwnRunner(tx: Tx, who: RunnerAdmin, runnerId: string): Promis
 }
 
 /**
- * No new leases (nor placements: its rows leave the placement index); current ones finish. Idempotent; a revoked runner stays revoked (409). Answers the
- * credential hash, for the caller to evict from its replica's cache (the others hear RUNNERS_CHANNEL).
+ * No new leases (nor placements: its rows leave the placement index); current ones finish. Idempotent; a revoked
+ * runner stays revoked (409, nothing recorded). The drain is recorded on the runner's row — who (`actorOf`) and
+ * when (`drained_by`, `drained_at`; GET /runners lists them) — once, by the drain that moved it from active (a
+ * drain of a draining runner changes nothing, so records nothing). Answers the credential hash, for the caller to
+ * evict from its replica's cache (the others hear RUNNERS_CHANNEL).
  */
 export async function drainRunner(deps: Deps, who: RunnerAdmin, runnerId: string): Promise<string> {
   return withTx(deps.db, async (tx) => {
     const row = await lockOwnRunner(tx, who, runnerId);
     if (row.state === 'revoked') throw new ControlPlaneError('conflict', `runner ${runnerId} is revoked`);
-    await tx.updateTable('runners').set({ state: 'draining' }).where('id', '=', runnerId).execute();
+    if (row.state === 'active')
+      await tx
+        .updateTable('runners')
+        .set({ state: 'draining', drained_at: deps.clock(), drained_by: actorOf(who) })
+        .where('id', '=', runnerId)
+        .execute();
     // It takes no new runs, so it leaves the placement index: a run only it could take is 422 `no_placement`
     // at the create door rather than admitted to wait queued for a runner that will never lease it.
     await tx.deleteFrom('runner_images').where('runner_id', '=', runnerId).execute();
@@ -96,7 +110,7 @@ export async function drainRunner(deps: Deps, who: RunnerAdmin, runnerId: string
 }
 
 /**
- * Revoke: the credential stops working at once, the runner leaves the placement index, and `expire` (the
+ * Revoke: recorded on the runner's row (`revoked_by`: `actorOf`, with `revoked_at`); the credential stops working at once, the runner leaves the placement index, and `expire` (the
  * lease rule) expires every lease it holds in the same transaction (the caller then sweeps: they requeue).
  * The runner's row is locked FOR UPDATE first (`lockOwnRunner`; keep it so): a completion holds it FOR KEY SHARE
  * (completion-rows.ts), so a completion in flight settles before the revoke reads the leases, or reads them
@@ -117,7 +131,7 @@ export async function revokeRunner(
     if (row.state === 'revoked') return { expired: [], credentialHash: row.credential_hash };
     await tx
       .updateTable('runners')
-      .set({ state: 'revoked', revoked_at: deps.clock() })
+      .set({ state: 'revoked', revoked_at: deps.clock(), revoked_by: actorOf(who) })
       .where('id', '=', runnerId)
       .execute();
     await tx.deleteFrom('runner_images').where('runner_id', '=', runnerId).execute();

@@ -12,8 +12,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { generateSigningKey, hexToBytes, type SigningKey } from '@everdict/runrecord';
+import { sign } from '@everdict/headlog';
+import { bytesToHex, generateSigningKey, hexToBytes, type SigningKey } from '@everdict/runrecord';
 import type { Executor } from '../db/tx.js';
+import { pairingMessage } from './registry.js';
 
 type Log = (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
 
@@ -29,6 +31,8 @@ export interface EmbeddedRunnerOptions {
   readonly pair: (input: {
     token: string;
     publicKey: string;
+    /** The proof that the runner holds the key (registry.ts `pairingMessage`, signed). */
+    signature: string;
     name: string;
     capabilities: ReturnType<typeof capabilitiesOf>;
   }) => Promise<{ runnerId: string; credential: string }>;
@@ -168,11 +172,18 @@ export async function pairEmbeddedRunner(o: EmbeddedRunnerOptions): Promise<Embe
     // Its key belongs to a runner here already (drained or revoked, or its pairing file lost): a key pairs one
     // runner, ever, so the new pairing is made with a new key (the old runner's records still verify with the
     // old one, listed by GET /keys).
-    const held = await o.ledger
-      .selectFrom('runners')
-      .select('id')
-      .where('public_key', '=', key.publicKey)
-      .executeTakeFirst();
+    // (An agent host's key counts too: a key names one identity, runner or agent host.)
+    const held =
+      (await o.ledger
+        .selectFrom('runners')
+        .select('id')
+        .where('public_key', '=', key.publicKey)
+        .executeTakeFirst()) ??
+      (await o.ledger
+        .selectFrom('agent_hosts')
+        .select('id')
+        .where('public_key', '=', key.publicKey)
+        .executeTakeFirst());
     if (held) {
       key = await replaceKey(dir);
       o.log('info', 'embedded runner: its key is registered to a runner already; pairing with a new key', {
@@ -183,6 +194,8 @@ export async function pairEmbeddedRunner(o: EmbeddedRunnerOptions): Promise<Embe
     const paired = await o.pair({
       token,
       publicKey: key.publicKey,
+      // Pairs as any runner does: with its signature of the pairing message (proof that it holds the key).
+      signature: bytesToHex(sign(pairingMessage(token, key.publicKey), key.secretKey)),
       name: 'embedded',
       capabilities: capabilitiesOf(
         o.slots,

@@ -1,10 +1,9 @@
 // The durable runner check applies where triggers create runs too: a subscription whose command runs were
 // placeable when it was made, firing after its only runner was revoked, records `refused:no_placement` —
 // nothing queued that no runner could ever take.
-import { randomBytes } from 'node:crypto';
-import { generateSigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, type TestCore, testCore } from '../../test/core.js';
+import { pairingProof } from '../http/testing/runners.js';
 
 let t: TestCore;
 beforeAll(async () => {
@@ -21,7 +20,7 @@ describe('subscription firings and runner placement', () => {
     const { token } = await services.runners!.mintPairingToken(t.admin, { name: 'only' });
     const { runnerId } = await services.runners!.pair({
       token,
-      publicKey: generateSigningKey(randomBytes(32)).publicKey,
+      ...pairingProof(token),
       name: 'only',
       capabilities: { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 1 },
     });

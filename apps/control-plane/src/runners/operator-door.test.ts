@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { generateSigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, INTERNAL_TOKEN, type TestApp, testApp } from '../http/testing/harness.js';
-import { leaseRuns, pairTestRunner, type TestRunner } from '../http/testing/runners.js';
+import { leaseRuns, pairingProof, pairTestRunner, type TestRunner } from '../http/testing/runners.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -30,7 +30,12 @@ async function pairShared(name: string, image: string): Promise<TestRunner> {
   const key = generateSigningKey(randomBytes(32));
   const paired = await call(t.app, 'POST', '/runners/pair', {
     key: null,
-    body: { token: minted.body.token, publicKey: key.publicKey, name, capabilities: caps(image) },
+    body: {
+      token: minted.body.token,
+      ...pairingProof(String(minted.body.token), key),
+      name,
+      capabilities: caps(image),
+    },
   });
   expect(paired.status, JSON.stringify(paired.body)).toBe(201);
   return { id: String(paired.body.runnerId), credential: String(paired.body.credential), key };

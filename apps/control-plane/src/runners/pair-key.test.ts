@@ -6,9 +6,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { generateSigningKey } from '@everdict/runrecord';
+import { generateSigningKey, type SigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, INTERNAL_TOKEN, type TestApp, testApp } from '../http/testing/harness.js';
+import { pairingProof } from '../http/testing/runners.js';
 import { pairEmbeddedRunner } from './embedded.js';
 
 let t: TestApp;
@@ -29,8 +30,12 @@ async function mint(shared = false): Promise<string> {
   return String(minted.body.token);
 }
 
-const pairWith = (token: string, publicKey: string, name = 'r') =>
-  call(t.app, 'POST', '/runners/pair', { key: null, body: { token, publicKey, name, capabilities: CAPS } });
+const pairWith = (token: string, key: SigningKey, name = 'r') =>
+  call(t.app, 'POST', '/runners/pair', {
+    key: null,
+    body: { token, ...pairingProof(token, key), name, capabilities: CAPS },
+  });
+const newKey = () => generateSigningKey(randomBytes(32));
 
 const runnersWithKey = async (publicKey: string) =>
   (
@@ -42,18 +47,18 @@ const runnersWithKey = async (publicKey: string) =>
   ).map((r) => r.id);
 
 /** The refusal, and that the token it presented still pairs (with a new key). */
-async function expectRefusedTokenUnspent(token: string, publicKey: string, holder: string): Promise<void> {
-  const refused = await pairWith(token, publicKey, 'impostor');
+async function expectRefusedTokenUnspent(token: string, key: SigningKey, holder: string): Promise<void> {
+  const refused = await pairWith(token, key, 'impostor');
   expect(refused.status, JSON.stringify(refused.body)).toBe(409);
   expect(refused.body).toMatchObject({ code: 'conflict', details: { reason: 'public_key_in_use' } });
-  expect(await runnersWithKey(publicKey)).toEqual([holder]);
-  const fresh = await pairWith(token, generateSigningKey(randomBytes(32)).publicKey);
+  expect(await runnersWithKey(key.publicKey)).toEqual([holder]);
+  const fresh = await pairWith(token, newKey());
   expect(fresh.status, JSON.stringify(fresh.body)).toBe(201);
 }
 
 describe('a public key pairs one runner', () => {
   it('a key an active runner holds: 409, the token unspent; across scopes too', async () => {
-    const key = generateSigningKey(randomBytes(32)).publicKey;
+    const key = newKey();
     const first = await pairWith(await mint(), key);
     expect(first.status, JSON.stringify(first.body)).toBe(201);
     const holder = String(first.body.runnerId);
@@ -69,7 +74,7 @@ describe('a public key pairs one runner', () => {
   });
 
   it('a revoked runner’s key does not come back', async () => {
-    const key = generateSigningKey(randomBytes(32)).publicKey;
+    const key = newKey();
     const first = await pairWith(await mint(), key);
     const holder = String(first.body.runnerId);
     const revoked = await call(t.app, 'POST', `/runners/${holder}/revoke`);
@@ -78,7 +83,7 @@ describe('a public key pairs one runner', () => {
   });
 
   it('an unusable token is still 401 with a registered key (the token is checked first)', async () => {
-    const key = generateSigningKey(randomBytes(32)).publicKey;
+    const key = newKey();
     expect((await pairWith(await mint(), key)).status).toBe(201);
     const refused = await pairWith('evp_not-a-token', key);
     expect([refused.status, refused.body.code]).toEqual([401, 'invalid_pairing_token']);

@@ -13,6 +13,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isControlPlaneError } from '../errors.js';
 import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
+import { pairingProof } from '../http/testing/runners.js';
 import { leasePolicy } from '../leases/policy.js';
 import { revokeRunner } from './admin.js';
 import { journalRootOf } from './intervals.js';
@@ -36,7 +37,7 @@ async function mint(): Promise<string> {
 
 const pairBody = (token: string, capabilities: object) => ({
   token,
-  publicKey: generateSigningKey(randomBytes(32)).publicKey,
+  ...pairingProof(token),
   name: 'r',
   capabilities,
 });
@@ -103,9 +104,10 @@ describe('a revoke racing the revoked runner', () => {
     if (!runners) throw new Error('no runner service');
     const deps = t.core.internals.deps;
     const key = generateSigningKey(randomBytes(32));
+    const token = await mint();
     const { runnerId, credential } = await runners.pair({
-      token: await mint(),
-      publicKey: key.publicKey,
+      token,
+      ...pairingProof(token, key),
       name: 'racing',
       capabilities: { ...CAPS, images: ['race-image'] },
     });

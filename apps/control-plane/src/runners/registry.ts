@@ -4,6 +4,8 @@
 // revoke are admin.ts. What the placement index
 // (`runner_images`, written here at pairing) answers is placeable.ts.
 import { createHash, randomBytes } from 'node:crypto';
+import { verifySignature } from '@everdict/headlog';
+import { hexToBytes } from '@everdict/runrecord';
 import { sql } from 'kysely';
 import type { RunnerCredentials } from '../auth/runner-credentials.js';
 import { iso, json } from '../db/numeric.js';
@@ -54,6 +56,11 @@ export interface RunnerView {
   createdAt: string;
   lastHeartbeatAt: string | null;
   revokedAt: string | null;
+  /** When it was drained, and by whom (the API key's id, or `operator`): null if never. */
+  drainedAt: string | null;
+  drainedBy: string | null;
+  /** Who revoked it (the API key's id, or `operator`): null unless revoked. */
+  revokedBy: string | null;
   leasesHeld: number;
 }
 
@@ -69,6 +76,9 @@ export type RunnerRow = {
   created_at: Date;
   last_heartbeat_at: Date | null;
   revoked_at: Date | null;
+  drained_at: Date | null;
+  drained_by: string | null;
+  revoked_by: string | null;
 };
 
 const identityOf = (r: RunnerRow): RunnerIdentity => ({
@@ -172,34 +182,68 @@ export async function redeemPairingToken(
 }
 
 /**
- * 409 `conflict` (`details.reason: 'public_key_in_use'`) when `publicKey` is registered to a runner already —
- * active, draining or revoked: an attestation is verified against its runner's registered key, so a second
- * runner with the key would sign as the first, and a revoked runner's key never comes back (its old records
- * still verify with it, under its runner id). Serialized per key (an advisory lock held to the commit), so two
- * pairings of one key at once pair one runner.
+ * 409 `conflict` (`details.reason: 'public_key_in_use'`) when `publicKey` is registered already — to a runner or
+ * to an agent host (agents/hosts.ts pairs through here too), active, draining or revoked: a key names one
+ * identity. An attestation is verified against its signer's registered key, so a second holder of the key would
+ * sign as the first (GET /keys would list the key under two ids), and a revoked holder's key never comes back
+ * (its old records still verify with it, under its id). Serialized per key (an advisory lock held to the
+ * commit, one lock class for both registries), so two pairings of one key at once — two runners, two hosts, or
+ * one of each — register one.
  */
-async function refuseRegisteredKey(tx: Tx, publicKey: string): Promise<void> {
+export async function refuseRegisteredKey(tx: Tx, publicKey: string): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(${PAIRING_KEY_LOCK_CLASS}::int, hashtext(${publicKey}))`.execute(tx);
-  const holder = await tx
-    .selectFrom('runners')
-    .select('id')
-    .where('public_key', '=', publicKey)
-    .limit(1)
-    .executeTakeFirst();
+  const { rows } = await sql<{ kind: string }>`
+    SELECT 'runner' AS kind FROM runners WHERE public_key = ${publicKey}
+    UNION ALL SELECT 'agent host' AS kind FROM agent_hosts WHERE public_key = ${publicKey}
+    LIMIT 1`.execute(tx);
+  const holder = rows[0];
   if (holder)
     throw new ControlPlaneError(
       'conflict',
-      'this public key is already registered to a runner (revoked runners included): pair with a new key',
+      `this public key is already registered to ${holder.kind === 'runner' ? 'a runner' : 'an agent host'} (revoked ones included): pair with a new key`,
       { reason: 'public_key_in_use' },
     );
 }
 
+/** The domain tag of a runner's pairing proof (`pairingMessage`). */
+export const PAIRING_PROOF_TAG = 'everdict-runner-pair/1';
+
 /**
- * Redeem a pairing token (single use, before it expires): a runner id and its credential (shown once). A public
- * key registered already is refused (`refuseRegisteredKey`) in the token's transaction: the token stays unspent.
+ * What a runner signs to pair (its proof that it holds the key it registers): `everdict-runner-pair/1`, the
+ * pairing token's SHA-256 (hex) and the public key, one per line (UTF-8, no trailing newline). Bound to the
+ * token, a proof is good for one pairing: replayed with another token it does not verify.
+ */
+export const pairingMessage = (token: string, publicKey: string): Uint8Array =>
+  new TextEncoder().encode(`${PAIRING_PROOF_TAG}\n${sha256(token)}\n${publicKey}`);
+
+/**
+ * 401 `invalid_pairing_token` (`details.reason: 'bad_signature'`) unless `signature` is the public key's strict
+ * (RFC 8032) Ed25519 signature of `pairingMessage`: checked before the token is touched, so a refused pairing
+ * spends nothing.
+ */
+function requireProofOfPossession(input: { token: string; publicKey: string; signature: string }): void {
+  const ok = verifySignature(
+    hexToBytes(input.signature),
+    pairingMessage(input.token, input.publicKey),
+    hexToBytes(input.publicKey),
+  );
+  if (!ok)
+    throw new ControlPlaneError(
+      'invalid_pairing_token',
+      'the pairing signature is not the public key’s signature of the pairing message (everdict-runner-pair/1)',
+      { reason: 'bad_signature' },
+    );
+}
+
+/**
+ * Redeem a pairing token (single use, before it expires): a runner id and its credential (shown once). The
+ * caller proves it holds the key's secret half (`signature`, `requireProofOfPossession`) before the token is
+ * read. A public key registered already is refused (`refuseRegisteredKey`) in the token's transaction: the
+ * token stays unspent.
  */
 export async function pair(deps: Deps, raw: unknown): Promise<{ runnerId: string; credential: string }> {
   const input = parse(PairInput, raw);
+  requireProofOfPossession(input);
   const credential = secret('evr_');
   const runnerId = deps.ids('rnr');
   const now = deps.clock();

@@ -13,6 +13,7 @@ import {
 } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, call, INTERNAL_TOKEN, type TestApp, testApp } from '../http/testing/harness.js';
+import { pairingProof } from '../http/testing/runners.js';
 import { leasePolicy } from '../leases/policy.js';
 import { journalRootOf } from './intervals.js';
 import { sweep } from './leases.js';
@@ -59,7 +60,12 @@ async function pairRunner(adminKey: string | null, caps: object = CAPS, name = '
   const key = generateSigningKey(randomBytes(32));
   const paired = await call(t.app, 'POST', '/runners/pair', {
     key: null,
-    body: { token: minted.body.token, publicKey: key.publicKey, name, capabilities: caps },
+    body: {
+      token: minted.body.token,
+      ...pairingProof(String(minted.body.token), key),
+      name,
+      capabilities: caps,
+    },
   });
   expect(paired.status, JSON.stringify(paired.body)).toBe(201);
   return { id: String(paired.body.runnerId), credential: String(paired.body.credential), key };
@@ -121,7 +127,12 @@ describe('runners', { timeout: 120_000 }, () => {
   it('a pairing token is single use; pairing needs no API key; a bad credential is 401', async () => {
     const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { body: {} });
     const key = generateSigningKey(randomBytes(32));
-    const body = { token: minted.body.token, publicKey: key.publicKey, name: 'x', capabilities: CAPS };
+    const body = {
+      token: minted.body.token,
+      ...pairingProof(String(minted.body.token), key),
+      name: 'x',
+      capabilities: CAPS,
+    };
     expect((await call(t.app, 'POST', '/runners/pair', { key: null, body })).status).toBe(201);
     const again = await call(t.app, 'POST', '/runners/pair', { key: null, body });
     expect(again.status).toBe(401);

@@ -43,6 +43,8 @@ const ImageRef = z
 export const PairInput = z.strictObject({
   token: z.string().min(1).max(512),
   publicKey: Hex64,
+  /** Ed25519 signature (128 lowercase hex) of `everdict-runner-pair/1\n<sha256(token) hex>\n<publicKey>` (registry.ts). */
+  signature: z.string().regex(/^[0-9a-f]{128}$/, '128 lowercase hex digits'),
   name: z.string().min(1).max(200),
   capabilities: Capabilities.extend({ images: z.array(ImageRef).min(1).max(1000) }),
 });

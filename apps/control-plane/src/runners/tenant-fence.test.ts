@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { encodeAttestationBody, generateSigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, INTERNAL_TOKEN, type TestApp, testApp } from '../http/testing/harness.js';
-import { leaseRuns, pairTestRunner, signTestInterval } from '../http/testing/runners.js';
+import { leaseRuns, pairingProof, pairTestRunner, signTestInterval } from '../http/testing/runners.js';
 import { PAIRING_TOKEN_TTL_MS } from './registry.js';
 
 let t: TestApp;
@@ -75,7 +75,12 @@ describe('a tenant-scoped runner and another tenant’s runs', () => {
     const sharedKey = generateSigningKey(randomBytes(32));
     const paired = await call(t.app, 'POST', '/runners/pair', {
       key: null,
-      body: { token: minted.body.token, publicKey: sharedKey.publicKey, name: 'shared', capabilities: CAPS },
+      body: {
+        token: minted.body.token,
+        ...pairingProof(String(minted.body.token), sharedKey),
+        name: 'shared',
+        capabilities: CAPS,
+      },
     });
     expect(paired.status).toBe(201);
     const byShared = await call(t.app, 'POST', `/runner/v1/runs/${runId}/complete`, {
@@ -172,7 +177,7 @@ describe('a pairing token’s 15 minutes', () => {
           key: null,
           body: {
             token,
-            publicKey: generateSigningKey(randomBytes(32)).publicKey,
+            ...pairingProof(String(token)),
             name: 'timed',
             capabilities: CAPS,
           },

@@ -32,6 +32,7 @@ import * as m0030 from './0030_lost_attempts.js';
 import * as m0031 from './0031_agent_turn_fairness.js';
 import * as m0032 from './0032_session_exec_marks.js';
 import * as m0033 from './0033_attestations_by_run.js';
+import * as m0034 from './0034_host_admin_actors.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -66,6 +67,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0031_agent_turn_fairness': m0031,
   '0032_session_exec_marks': m0032,
   '0033_attestations_by_run': m0033,
+  '0034_host_admin_actors': m0034,
 };
 
 export const migrationProvider: MigrationProvider = {

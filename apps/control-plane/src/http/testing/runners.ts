@@ -1,8 +1,10 @@
 // Test support: a runner paired with the real app (a pairing token minted by the admin key, an Ed25519 key
 // made here, the protocol's `/runners/pair`), and its lease requests.
 import { randomBytes } from 'node:crypto';
+import { sign } from '@everdict/headlog';
 import {
   type Attestation,
+  bytesToHex,
   generateSigningKey,
   type Hex,
   type SigningKey,
@@ -10,6 +12,7 @@ import {
 } from '@everdict/runrecord';
 import { expect } from 'vitest';
 import { journalRootOf } from '../../runners/intervals.js';
+import { pairingMessage } from '../../runners/registry.js';
 import { ADMIN_KEY, call } from './harness.js';
 
 type App = Parameters<typeof call>[0];
@@ -32,6 +35,18 @@ export interface TestLease {
 
 export const COMMAND_CAPS = { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 8 };
 
+/** `key`'s proof of possession for pairing with `token` (the `signature` of `POST /runners/pair`). */
+export const pairingSignature = (token: string, key: SigningKey): string =>
+  bytesToHex(sign(pairingMessage(token, key.publicKey), key.secretKey));
+
+/** A key (default: a new one) with its proof for pairing with `token`: the `publicKey` and `signature` of a pair body. */
+export function pairingProof(
+  token: string,
+  key: SigningKey = generateSigningKey(randomBytes(32)),
+): { publicKey: string; signature: string } {
+  return { publicKey: key.publicKey, signature: pairingSignature(token, key) };
+}
+
 /** Pair a runner (201 expected) with `capabilities` (default: command runs, the default image, 8 slots). */
 export async function pairTestRunner(
   app: App,
@@ -49,6 +64,7 @@ export async function pairTestRunner(
     body: {
       token: minted.body.token,
       publicKey: key.publicKey,
+      signature: pairingSignature(String(minted.body.token), key),
       name,
       capabilities: o.capabilities ?? COMMAND_CAPS,
     },

@@ -3,15 +3,14 @@
 // registers its channel (placement finds it by driver and image, not for another driver); reconciliation
 // disposes what the runner holds that no open session row names, and keeps what a row names; a runner is
 // placed only in images it registered for the kind `sandbox` when it paired, whatever its hello announces.
-import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { generateSigningKey } from '@everdict/runrecord';
 import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type SessionTestApp, sessionTestApp } from '../../../test/sessions.js';
 import { until } from '../../http/testing/harness.js';
+import { pairingProof } from '../../http/testing/runners.js';
 import { runnerHolder } from './hub.js';
 
 let t: SessionTestApp;
@@ -56,7 +55,6 @@ function connect(credential: string): Promise<WebSocket> {
 }
 
 /** A key of its own for each runner (a public key pairs one runner). */
-const newPublicKey = () => generateSigningKey(randomBytes(32)).publicKey;
 
 describe('runner session hub', () => {
   it('refuses a junk credential 401 at the upgrade', async () => {
@@ -69,7 +67,7 @@ describe('runner session hub', () => {
     const { token } = await runners.mintSharedPairingToken({});
     const { runnerId, credential } = await runners.pair({
       token,
-      publicKey: newPublicKey(),
+      ...pairingProof(token),
       name: 'hub-test',
       capabilities: { drivers: ['process'], kinds: ['command', 'sandbox'], images: ['default'], slots: 2 },
     });
@@ -133,7 +131,7 @@ describe('runner session hub', () => {
       const { token } = await runners.mintSharedPairingToken({});
       return runners.pair({
         token,
-        publicKey: newPublicKey(),
+        ...pairingProof(token),
         name,
         capabilities: { drivers: ['process'], kinds, images, slots: 2 },
       });

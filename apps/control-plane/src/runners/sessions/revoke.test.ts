@@ -2,16 +2,15 @@
 // side spoken over a real WebSocket by the test (its driver calls answered by a real process driver), a session
 // is opened on the runner and execs there; the runner is revoked (POST /runners/{id}/revoke); then its channel
 // is closed, an exec is refused without reaching the runner, and the sweep settles the session lost.
-import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { decodeBytes, encodeBytes, isPlacementError, type SandboxHandle } from '@everdict/placement';
-import { generateSigningKey } from '@everdict/runrecord';
 import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type Json, SESSION_ADMIN_KEY, type SessionTestApp, sessionTestApp } from '../../../test/sessions.js';
 import { call as rawCall, until } from '../../http/testing/harness.js';
+import { pairingProof } from '../../http/testing/runners.js';
 import { revokeRunner } from '../admin.js';
 import { expireHolder } from '../leases.js';
 
@@ -98,7 +97,7 @@ async function pairSessionRunner(name: string): Promise<{ runnerId: string; cred
     key: null,
     body: {
       token: minted.body.token,
-      publicKey: generateSigningKey(randomBytes(32)).publicKey,
+      ...pairingProof(String(minted.body.token)),
       name,
       capabilities: { drivers: ['process'], kinds: ['sandbox'], images: ['default'], slots: 2 },
     },
