@@ -139,6 +139,37 @@ static struct job *todo, *done;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t more = PTHREAD_COND_INITIALIZER;
 
+/* The leaves' descriptors, kept open (O_CLOEXEC) by this thread alone: every command's leave writes the same
+ * files — our own cgroups' cgroup.procs — so each is opened once, not on every command (an open and a close
+ * of a cgroup file each time: README, Figures). A write through a kept descriptor that fails for anything
+ * but the pid (ESRCH) drops it, and the file is opened afresh, as an uncached write would be. */
+static struct { char path[4096]; int fd; } kept[8];
+static int leave_write(const char *path, const char *pid) {
+  int k = 0;
+  while (k < 8 && kept[k].fd > 0 && strcmp(kept[k].path, path) != 0) k++;
+  if (k < 8 && kept[k].fd > 0) {
+    if (write(kept[k].fd, pid, strlen(pid)) >= 0) return 0;
+    if (errno == ESRCH) return ESRCH; /* the pid's: the descriptor is fine */
+    close(kept[k].fd);
+    kept[k].fd = 0;
+  }
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  if (write(fd, pid, strlen(pid)) < 0) {
+    int e = errno;
+    close(fd);
+    return e;
+  }
+  for (k = 0; k < 8 && kept[k].fd > 0; k++) {}
+  if (k < 8 && strlen(path) < sizeof kept[k].path) {
+    strcpy(kept[k].path, path);
+    kept[k].fd = fd;
+  } else {
+    close(fd);
+  }
+  return 0;
+}
+
 static void *joiner(void *arg) {
   (void)arg;
   for (;;) {
@@ -156,12 +187,13 @@ static void *joiner(void *arg) {
     }
     /* a join stops at its first failure (fatal); a leave tries every file (best-effort: joined()) and
      * keeps its first failure that is not ESRCH (bubblewrap gone: no warning), so one cannot hide another */
-    for (int i = 0; i < j->nfiles && (j->leave || !j->failed); i++) {
+    for (int i = 0; i < j->nfiles && j->leave; i++) {
+      int e = leave_write(j->files[i], pid);
+      if (e && (!j->failed || (j->err == ESRCH && e != ESRCH))) { j->err = e; j->failed = j->files[i]; }
+    }
+    for (int i = 0; i < j->nfiles && !j->leave && !j->failed; i++) {
       int fd = open(j->files[i], O_WRONLY | O_CLOEXEC);
-      if (fd < 0 || write(fd, pid, strlen(pid)) < 0) {
-        int e = errno;
-        if (!j->failed || (j->leave && j->err == ESRCH && e != ESRCH)) { j->err = e; j->failed = j->files[i]; }
-      }
+      if (fd < 0 || write(fd, pid, strlen(pid)) < 0) { j->err = errno; j->failed = j->files[i]; }
       if (fd >= 0) close(fd);
     }
     pthread_mutex_lock(&lock);
@@ -310,18 +342,21 @@ static void start(char *payload, size_t n) {
     if ((theirs[6] = memfd_create("bwrap-args", MFD_CLOEXEC)) < 0) { send_failed(id, "spawn", file, errno); goto fail; }
   }
   if (fdargs) {
+    /* all of them, each with its NUL, in one write (not one per option: ≈ 50 system calls a command) */
     int to = args_w >= 0 ? args_w : theirs[6];
-    for (int i = 0; i < fdargc && fdargs[i]; i++) {
-      const char *p = fdargs[i];
-      size_t left = strlen(p) + 1; /* with its NUL */
-      while (left > 0) {
-        ssize_t w = write(to, p, left);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) { send_failed(id, "spawn", file, errno); goto fail; }
-        p += w;
-        left -= (size_t)w;
-      }
+    size_t left = 0;
+    for (int i = 0; i < fdargc && fdargs[i]; i++) left += strlen(fdargs[i]) + 1;
+    char *all = malloc(left + 1), *p = all;
+    for (int i = 0; i < fdargc && fdargs[i]; i++) p = stpcpy(p, fdargs[i]) + 1;
+    p = all;
+    while (left > 0) {
+      ssize_t w = write(to, p, left);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) { free(all); send_failed(id, "spawn", file, errno); goto fail; }
+      p += w;
+      left -= (size_t)w;
     }
+    free(all);
     if (args_w < 0 && lseek(theirs[6], 0, SEEK_SET) < 0) { send_failed(id, "spawn", file, errno); goto fail; }
   }
   for (int i = 0; i < 6; i++) {

@@ -4,7 +4,8 @@
 // exit, and its exit — freeing its memory — is CPU time the sandbox's cgroups are charged for after the
 // exit was reported. Before, the usage read at the command's end (and `usage()` right after it) missed it:
 // read again a moment later, the same sandbox had used more CPU with no command running.
-import { readFileSync } from 'node:fs';
+import fs, { readFileSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { layout, readRecord } from '../src/sandbox-state.js';
@@ -63,4 +64,36 @@ describe("a command's final CPU time", () => {
       await d.dispose(h);
     }, 60_000);
   }
+
+  it('after a command that left nothing, usage and snapshot list one cgroup once each (v1: cpuacct)', async () => {
+    const d = makeDriver({ readyPool: 0 });
+    const h = await d.provision({ labels: { tenant: 'cpu', runId: 'settle-cheap', kind: 'command' } });
+    const box = await d.sandbox(h);
+    if (box.limits.mechanism !== 'cgroup-v1') return await d.dispose(h); // v2 waits on cgroup.events
+    expect((await d.exec(h, ['true'])).exitCode).toBe(0);
+    expect(box.ending.size).toBe(1); // its namespace init: what the settle waits for
+    // every file the driver reads synchronously meanwhile (its named import sees the wrapper once synced)
+    const reads: string[] = [];
+    const original = fs.readFileSync;
+    fs.readFileSync = ((path: fs.PathOrFileDescriptor, options?: unknown) => {
+      reads.push(String(path));
+      return (original as (p: fs.PathOrFileDescriptor, o?: unknown) => string | Buffer)(path, options);
+    }) as typeof fs.readFileSync;
+    syncBuiltinESMExports();
+    let usage: Awaited<ReturnType<typeof d.usage>>;
+    try {
+      usage = await d.usage(h);
+      await d.snapshot(h); // (the runner's next step: is anything still running?)
+    } finally {
+      fs.readFileSync = original;
+      syncBuiltinESMExports();
+    }
+    expect(usage.cpuTimeMs).toBeGreaterThan(0);
+    expect(box.ending.size).toBe(0); // settled: the init is let go
+    // the kernel builds a pid list for each `tasks` read: the cpuacct cgroup's alone, where the CPU time is
+    // charged and every task of the sandbox is (before: memory, pids and cpuacct — six lists for the two)
+    const cpuacct = box.record.limits.paths.find((p) => p.includes('/cpuacct'))!;
+    expect(reads.filter((p) => p.endsWith('/tasks'))).toEqual([`${cpuacct}/tasks`, `${cpuacct}/tasks`]);
+    await d.dispose(h);
+  });
 });

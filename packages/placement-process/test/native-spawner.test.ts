@@ -3,8 +3,8 @@
 // runs instead. Every test here names its program (both, where both apply); the behaviour suites (spawner,
 // pty, isolation, limits, …) run on whichever program is the default, and CI runs them again with
 // EVERDICT_PLACEMENT_SPAWNER_PROGRAM=node (.ci/run).
-import { spawnSync } from 'node:child_process';
-import { chmodSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { utf8 } from '@everdict/placement';
@@ -93,6 +93,70 @@ describe('native spawner', () => {
     expect(utf8(r.stdout)).toBe('fallback\n');
     expect(driver.spawner!.program).toBe('node');
     expect(readlinkSync(`/proc/${driver.spawner!.pid}/exe`)).toBe(process.execPath);
+    await driver.dispose(h);
+  });
+
+  it("keeps its own cgroups' cgroup.procs open for the move back out: opened once, not per command", async () => {
+    if (!hasCompiler) return; // the native program only
+    const driver = makeDriver({ spawnerProgram: 'auto', readyPool: 0 });
+    if (driver.describe().mechanism === 'rlimit') return; // no join, no move out
+    const held = (pid: number) =>
+      readdirSync(`/proc/${pid}/fd`).map((fd) => {
+        try {
+          return readlinkSync(`/proc/${pid}/fd/${fd}`);
+        } catch {
+          return '';
+        }
+      });
+    const h1 = await driver.provision({ labels: labels() });
+    expect((await driver.exec(h1, ['true'])).exitCode).toBe(0);
+    if (driver.spawner!.program !== 'native') return await driver.dispose(h1); // EVERDICT_PLACEMENT_SPAWNER_PROGRAM=node
+    const { leaveFiles } = (await driver.sandbox(h1)).limits;
+    const pid = driver.spawner!.pid!;
+    expect(leaveFiles.length).toBeGreaterThan(0);
+    for (const file of leaveFiles) expect(held(pid)).toContain(file);
+    // another sandbox's command moves bubblewrap back through the same descriptors: none opened anew
+    const h2 = await driver.provision({ labels: labels() });
+    const before = held(pid).filter((t) => t.endsWith('/cgroup.procs')).length;
+    expect((await driver.exec(h2, ['true'])).exitCode).toBe(0);
+    expect(held(pid).filter((t) => t.endsWith('/cgroup.procs')).length).toBe(before);
+    await driver.dispose(h1);
+    await driver.dispose(h2);
+  });
+
+  it("writes bubblewrap's options to fd 6 in one system call, not one per option", async () => {
+    if (!hasCompiler) return; // the native program only
+    const driver = makeDriver({ spawnerProgram: 'auto', readyPool: 0 });
+    const h = await driver.provision({ labels: labels() });
+    expect((await driver.exec(h, ['true'])).exitCode).toBe(0); // the spawner is up
+    if (driver.spawner!.program !== 'native') return await driver.dispose(h); // EVERDICT_PLACEMENT_SPAWNER_PROGRAM=node
+    // the spawner's main thread, traced (a real strace): the writes of the options hold their NULs
+    const out = join(tempDir(), 'strace');
+    const strace = spawn(
+      'strace',
+      ['-e', 'trace=write', '-s', '64', '-o', out, '-p', String(driver.spawner!.pid)],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    let attached = '';
+    await new Promise<void>((resolve, reject) => {
+      strace.stderr!.on('data', (d: Buffer) => {
+        attached += d.toString();
+        if (attached.includes('attached')) resolve();
+      });
+      strace.once('exit', (code) => reject(new Error(`strace exited ${code}: ${attached}`)));
+      strace.once('error', reject); // no strace here: the test needs it (as bubblewrap)
+    });
+    expect((await driver.exec(h, ['true'])).exitCode).toBe(0);
+    const ended = new Promise((resolve) => strace.once('exit', resolve));
+    strace.kill('SIGINT');
+    await ended;
+    const options = readFileSync(out, 'utf8')
+      .split('\n')
+      .filter((line) => line.startsWith('write(') && line.includes('--'));
+    expect(options).toHaveLength(1); // before: one write per option (≈ 50)
+    expect(options[0]).toMatch(/--unshare-user\\0/);
     await driver.dispose(h);
   });
 

@@ -3,10 +3,13 @@
 // directory for a symlink to a host directory while the driver — root — removes the tree. The removal must
 // never follow it, or it deletes the host directory's files. The swapper exchanges a directory and a
 // symlink atomically (renameat2 RENAME_EXCHANGE, in a perl loop), with files of the same names on both sides.
+// The swapper is SIGKILLed however the test ends — on a timeout too: one left running kept swapping (for
+// good: an orphaned busy loop) while the file's cleanup removed the state directory path by path, which
+// failed with ENOTDIR (rmSync meeting a directory turned symlink) and could follow the symlink.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { layout, readRecord } from '../src/sandbox-state.js';
 import { makeDriver, requireBwrap, tempDir } from './helpers.js';
 
@@ -37,14 +40,18 @@ describe('dispose while the workspace is being changed', () => {
         ],
         { cwd: record!.workspace, stdio: ['ignore', 'pipe', 'ignore'] },
       );
+      onTestFinished(() => {
+        if (flipper.exitCode === null && flipper.signalCode === null) flipper.kill('SIGKILL');
+      });
       const exited = new Promise((resolve) => flipper.once('exit', resolve));
       await new Promise<void>((resolve) => flipper.stdout.once('data', () => resolve()));
       await driver.dispose(box);
       flipper.kill('SIGKILL');
       await exited;
       expect(readdirSync(host).length).toBe(FILES);
+      expect(existsSync(record!.workspace)).toBe(false); // removed whole, the race notwithstanding
     }
     expect(existsSync(host)).toBe(true);
     expect(readdirSync(host).sort()).toEqual(names);
-  }, 180_000);
+  }, 600_000); // a net against a hang only: 8 rounds took over 180 s at a load of 30–40
 });

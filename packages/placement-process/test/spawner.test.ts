@@ -2,12 +2,12 @@
 // the driver. Commands get their stdin, stdout and stderr (large output with back-pressure), are limited
 // (held until they joined the cgroups), stop on the budget; a spawner that dies fails the commands it
 // held with spawn_failed — no hang — and the next command starts a new one. `inline` still works.
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { utf8 } from '@everdict/placement';
 import { refusal } from '@everdict/placement/contract';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { layout, listRecords } from '../src/sandbox-state.js';
 import { makeDriver, requireBwrap, tempDir } from './helpers.js';
 
@@ -138,7 +138,7 @@ describe('spawner: inline', () => {
 });
 
 describe('spawner: inherited descriptors', () => {
-  it('hands a sandbox none of the descriptors its driver process inherited (bubblewrap closes none)', () => {
+  it('hands a sandbox none of the descriptors its driver process inherited (bubblewrap closes none)', async () => {
     // A process (the built driver, as a runner would run it) that inherited fd 251 without close-on-exec from
     // the shell that started it, the way a shell or a supervisor hands a daemon its descriptors. (Node marks
     // fds 0–15, and the ones above up to the first gap, close-on-exec at start — libuv's
@@ -158,7 +158,9 @@ describe('spawner: inherited descriptors', () => {
       const flags = /flags:\\s*([0-7]+)/.exec(readFileSync('/proc/self/fdinfo/251', 'utf8'))[1];
       process.stdout.write(JSON.stringify({ own: readlinkSync('/proc/self/fd/251'), flags, sandbox: new TextDecoder().decode(r.stdout) }));
     `;
-    const run = spawnSync(
+    // Waited for without a wall-clock bound (the test's timeout is the net): a spawnSync `timeout` SIGTERMed
+    // the process on a loaded machine before it printed, and the test parsed its empty stdout.
+    const child = spawn(
       'bash',
       [
         '-c',
@@ -169,10 +171,24 @@ describe('spawner: inherited descriptors', () => {
         script,
         dir,
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8', timeout: 30_000 },
+      { stdio: ['ignore', 'pipe', 'pipe'] },
     );
-    expect(run.stderr).toBe('');
-    const out = JSON.parse(run.stdout) as { own: string; flags: string; sandbox: string };
+    onTestFinished(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString('utf8');
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString('utf8');
+    });
+    const [status, signal] = await new Promise<[number | null, string | null]>((resolve) =>
+      child.once('close', (code, sig) => resolve([code, sig])),
+    );
+    expect({ status, signal, stderr }).toEqual({ status: 0, signal: null, stderr: '' });
+    const out = JSON.parse(stdout) as { own: string; flags: string; sandbox: string };
     // The driver's process holds it, inheritable (no O_CLOEXEC): what every fork of it would pass on.
     expect([out.own, Number.parseInt(out.flags, 8) & 0o2000000]).toEqual([marker, 0]);
     expect(out.sandbox).toContain('socket:'); // the listing ran (stdio are sockets)

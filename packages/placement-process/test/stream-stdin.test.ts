@@ -62,12 +62,12 @@ describe.each(['auto', 'node'] as const)('stream stdin (%s)', (program) => {
     requireBwrap();
     const driver = makeDriver({ spawnerProgram: program });
     const h = await driver.provision({ labels: labels() });
-    const s = await driver.stream(h, ['sleep', '30']);
+    // No wall-clock bound (a loaded machine takes seconds to start a sandbox): the command sleeps far past
+    // the test's timeout, so only the kill can end it in time, and its SIGKILL says it was the kill.
+    const s = await driver.stream(h, ['sleep', '3600']);
     s.kill();
     s.stdin.end();
-    const t0 = performance.now();
-    expect((await collect(s)).exit).toMatchObject({ signal: 'SIGKILL' });
-    expect(performance.now() - t0).toBeLessThan(10_000);
+    expect((await collect(s)).exit).toEqual({ exitCode: null, signal: 'SIGKILL' });
     await driver.dispose(h);
   });
 });
