@@ -1,23 +1,15 @@
 // The built CLI (dist/cli.js) as a child process, on the edges of its input: flags given twice or with an
 // '=' in the value, bytes that are not UTF-8, JSON with a member name twice in one object, and standard
-// input that cannot be read at all.
-import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+// input that cannot be read at all. The tests are independent: they run concurrently (cli-process.ts).
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeWire } from '../src/wire.js';
+import { pkg, requireBuiltCli, runCli as run } from './cli-process.js';
 import { addr, exec, forge, UNIT } from './helpers.js';
 
-const pkg = fileURLToPath(new URL('..', import.meta.url));
-const cli = `${pkg}dist/cli.js`;
 const fixture = readFileSync(`${pkg}examples/record.json`, 'utf8');
 const head: string = JSON.parse(fixture).head;
-
-function run(args: string[], input: string | Buffer) {
-  const r = spawnSync(process.execPath, [cli, ...args], { input, encoding: 'utf8' });
-  return { code: r.status, out: r.stdout, err: r.stderr, json: () => JSON.parse(r.stdout) };
-}
 
 /** An ops.json with one accounted execute whose call id is the given UTF-8 (or not) bytes. */
 function opsWithCallId(id: Buffer): Buffer {
@@ -29,63 +21,72 @@ function opsWithCallId(id: Buffer): Buffer {
   return Buffer.concat([Buffer.from(before!), id, Buffer.from(after!)]);
 }
 
-beforeAll(() => {
-  if (!existsSync(cli))
-    throw new Error(`${cli} is missing: run \`pnpm --filter @everdict/runrecord build\` first`);
-});
+beforeAll(requireBuiltCli);
 
-describe('verify flags', () => {
-  it('--expect-head=VALUE: the whole rest of the argument is the value', () => {
-    expect(run(['verify', `--expect-head=${head}`], fixture).code).toBe(0);
-    for (const arg of [`--expect-head=${head}=junk`, `--trust-key=${addr(7)}=${addr(8)}`]) {
-      const r = run(['verify', arg], fixture);
-      expect([r.code, r.out]).toEqual([2, '']);
+describe.concurrent('verify flags', () => {
+  it('--expect-head=VALUE: the whole rest of the argument is the value', async () => {
+    const bad = [`--expect-head=${head}=junk`, `--trust-key=${addr(7)}=${addr(8)}`];
+    const [ok, ...refused] = await Promise.all([
+      run(['verify', `--expect-head=${head}`], fixture),
+      ...bad.map((arg) => run(['verify', arg], fixture)),
+    ]);
+    expect(ok.code).toBe(0);
+    for (const [i, r] of refused.entries()) {
+      expect([bad[i], r.code, r.out]).toEqual([bad[i], 2, '']);
       expect(r.err).toMatch(/needs 64 hex digits/);
     }
   });
 
-  it('--expect-head given twice is a usage error, whichever of the two matches', () => {
-    for (const heads of [
+  it('--expect-head given twice is a usage error, whichever of the two matches', async () => {
+    const pairs = [
       [addr(0), head],
       [head, addr(0)],
       [head, head],
-    ]) {
-      const r = run(['verify', '--expect-head', heads[0]!, `--expect-head=${heads[1]}`], fixture);
-      expect([r.code, r.out]).toEqual([2, '']);
+    ];
+    const results = await Promise.all(
+      pairs.map((heads) => run(['verify', '--expect-head', heads[0]!, `--expect-head=${heads[1]}`], fixture)),
+    );
+    for (const [i, r] of results.entries()) {
+      expect([pairs[i], r.code, r.out]).toEqual([pairs[i], 2, '']);
       expect(r.err).toMatch(/--expect-head given twice/);
     }
   });
 });
 
-describe('input bytes', () => {
-  it('UTF-8 call ids build and verify; bytes that are not UTF-8 are MalformedRecord, never U+FFFD', () => {
-    const ok = run(['build'], opsWithCallId(Buffer.from('café', 'utf8')));
+describe.concurrent('input bytes', () => {
+  it('UTF-8 call ids build and verify; bytes that are not UTF-8 are MalformedRecord, never U+FFFD', async () => {
+    const [ok, latin1, fffd] = await Promise.all([
+      run(['build'], opsWithCallId(Buffer.from('café', 'utf8'))),
+      // "caf\xE9" (Latin-1) is not UTF-8: refused, not built as "caf\uFFFD".
+      run(['build'], opsWithCallId(Buffer.from([0x63, 0x61, 0x66, 0xe9]))),
+      run(['build'], opsWithCallId(Buffer.from('caf\uFFFD', 'utf8'))),
+    ]);
     expect(ok.code).toBe(0);
     expect(ok.json().segments[0].account.dispatched).toEqual(['café']);
-    expect(run(['verify'], ok.out).json()).toMatchObject({ ok: true, account: 'non_blocking' });
-
-    // "caf\xE9" (Latin-1) is not UTF-8: refused, not built as "caf\uFFFD".
-    const latin1 = run(['build'], opsWithCallId(Buffer.from([0x63, 0x61, 0x66, 0xe9])));
     expect([latin1.code, latin1.json()]).toEqual([1, { error: 'MalformedRecord' }]);
 
     // A record whose heads were computed over "caf\uFFFD", carried with the id as the byte 0xE9: refused.
-    const fffd = run(['build'], opsWithCallId(Buffer.from('caf\uFFFD', 'utf8')));
     expect(fffd.code).toBe(0);
     const wire = Buffer.from(fffd.out, 'utf8');
     const at = wire.indexOf(Buffer.from('caf\uFFFD', 'utf8'));
     const mangled = Buffer.concat([wire.subarray(0, at + 3), Buffer.from([0xe9]), wire.subarray(at + 6)]);
-    expect(run(['verify'], fffd.out).code).toBe(0);
-    const r = run(['verify'], mangled);
+    const [okVerified, fffdVerified, r] = await Promise.all([
+      run(['verify'], ok.out),
+      run(['verify'], fffd.out),
+      run(['verify'], mangled),
+    ]);
+    expect(okVerified.json()).toMatchObject({ ok: true, account: 'non_blocking' });
+    expect(fffdVerified.code).toBe(0);
     expect([r.code, r.json()]).toEqual([1, { ok: false, error: 'MalformedRecord' }]);
   });
 
-  it('a byte order mark is not JSON text: MalformedRecord', () => {
-    const r = run(['verify'], Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(fixture)]));
+  it('a byte order mark is not JSON text: MalformedRecord', async () => {
+    const r = await run(['verify'], Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(fixture)]));
     expect([r.code, r.json()]).toEqual([1, { ok: false, error: 'MalformedRecord' }]);
   });
 });
 
-describe('a member name twice in one object is MalformedRecord (no reader may pick one)', () => {
+describe.concurrent('a member name twice in one object is MalformedRecord (no reader may pick one)', () => {
   const bad = addr(0);
   const cases: [string, string][] = [
     // JSON.parse keeps the last: each of these verified as the honest record before.
@@ -107,22 +108,21 @@ describe('a member name twice in one object is MalformedRecord (no reader may pi
     ],
   ];
   for (const [what, text] of cases) {
-    it(`verify: ${what}`, () => {
+    it(`verify: ${what}`, async () => {
       expect(() => JSON.parse(text)).not.toThrow();
-      const r = run(['verify'], text);
+      const r = await run(['verify'], text);
       expect([r.code, r.json()]).toEqual([1, { ok: false, error: 'MalformedRecord' }]);
       expect(r.err).toMatch(/appears twice/);
     });
   }
 
-  it('build: a duplicate in ops.json', () => {
+  it('build: a duplicate in ops.json', async () => {
     const ops = `{"unit_id": "${addr(5)}", "unit_id": "${UNIT}", "grants_id": "${addr(0x22)}", "ops": []}`;
-    const r = run(['build'], ops);
+    const r = await run(['build'], ops);
     expect([r.code, r.json()]).toEqual([1, { error: 'MalformedRecord' }]);
   });
 
-  it('control: the same name in sibling objects, in strings and in arrays is fine', () => {
-    expect(run(['verify'], fixture).code).toBe(0);
+  it('control: the same name in sibling objects, in strings and in arrays is fine', async () => {
     const ops = JSON.stringify({
       unit_id: UNIT,
       grants_id: addr(0x22),
@@ -131,7 +131,9 @@ describe('a member name twice in one object is MalformedRecord (no reader may pi
         { op: 'execute', attestation: addr(2), account: { dispatched: [], resolved: ['op'] } },
       ],
     });
-    expect(run(['build'], ops).code).toBe(0);
+    const [verified, built] = await Promise.all([run(['verify'], fixture), run(['build'], ops)]);
+    expect(verified.code).toBe(0);
+    expect(built.code).toBe(0);
   });
 });
 
@@ -142,31 +144,26 @@ describe('standard input that cannot be read', () => {
   });
   afterAll(() => closeSync(fd));
 
-  it('is not judged as a record: exit 2, nothing on stdout, the reason on stderr', () => {
-    for (const command of ['build', 'verify', 'inspect']) {
-      const r = spawnSync(process.execPath, [cli, command], {
-        stdio: [fd, 'pipe', 'pipe'],
-        encoding: 'utf8',
-      });
-      expect([command, r.status, r.stdout]).toEqual([command, 2, '']);
-      expect(r.stderr).toMatch(/cannot read standard input: EISDIR/);
+  it('is not judged as a record: exit 2, nothing on stdout, the reason on stderr', async () => {
+    const commands = ['build', 'verify', 'inspect'];
+    const results = await Promise.all(commands.map((command) => run([command], '', fd)));
+    for (const [i, r] of results.entries()) {
+      expect([commands[i], r.code, r.out]).toEqual([commands[i], 2, '']);
+      expect(r.err).toMatch(/cannot read standard input: EISDIR/);
     }
   });
 });
 
-describe('build blames the code verify blames: a malformed body is read after its segment’s phase', () => {
+describe.concurrent('build blames the code verify blames: a malformed body is read after its segment’s phase', () => {
   const doc = JSON.parse(readFileSync(`${pkg}examples/ops.json`, 'utf8'));
   const [execute, suspend] = doc.ops;
   const malformed = { ...execute.body, exit_code: 1.5 };
 
-  it('build: executed while parked, with a body that cannot be read → PhaseViolation, as verify says', () => {
+  it('build: executed while parked, with a body that cannot be read → PhaseViolation, as verify says', async () => {
     const ops = {
       ...doc,
       ops: [{ op: 'execute', attestation: addr(0xab) }, suspend, { ...execute, body: malformed }],
     };
-    const r = run(['build'], JSON.stringify(ops));
-    expect([r.code, r.json()]).toMatchObject([1, { error: 'PhaseViolation', index: 2, length: 2 }]);
-
     // The same content as a wire record whose heads recompute: verify blames the same segment the same way.
     const forged = forge(
       [
@@ -178,16 +175,19 @@ describe('build blames the code verify blames: a malformed body is read after it
       doc.grants_id,
     );
     const json = { ...encodeWire(forged), attestations: { [execute.attestation]: malformed } };
-    expect(run(['verify'], JSON.stringify(json)).json()).toEqual({
+    const [r, v] = await Promise.all([
+      run(['build'], JSON.stringify(ops)),
+      run(['verify'], JSON.stringify(json)),
+    ]);
+    expect([r.code, r.json()]).toMatchObject([1, { error: 'PhaseViolation', index: 2, length: 2 }]);
+    expect(v.json()).toEqual({
       ok: false,
       error: 'PhaseViolation',
       index: 2,
     });
   });
 
-  it('control: where the phase is fine, the body that cannot be read is MalformedRecord; after close, RecordClosed', () => {
-    const r = run(['build'], JSON.stringify({ ...doc, ops: [{ ...execute, body: malformed }] }));
-    expect([r.code, r.json()]).toMatchObject([1, { error: 'MalformedRecord', index: 0, length: 0 }]);
+  it('control: where the phase is fine, the body that cannot be read is MalformedRecord; after close, RecordClosed', async () => {
     const closed = {
       ...doc,
       ops: [
@@ -195,11 +195,16 @@ describe('build blames the code verify blames: a malformed body is read after it
         { ...execute, body: malformed },
       ],
     };
-    expect(run(['build'], JSON.stringify(closed)).json()).toMatchObject({ error: 'RecordClosed', index: 1 });
+    const [r, c] = await Promise.all([
+      run(['build'], JSON.stringify({ ...doc, ops: [{ ...execute, body: malformed }] })),
+      run(['build'], JSON.stringify(closed)),
+    ]);
+    expect([r.code, r.json()]).toMatchObject([1, { error: 'MalformedRecord', index: 0, length: 0 }]);
+    expect(c.json()).toMatchObject({ error: 'RecordClosed', index: 1 });
   });
 });
 
-describe('exit_code is a JSON integer: 0.0, 0e0, -0.0 are not (a reader that keeps floats apart refuses them)', () => {
+describe.concurrent('exit_code is a JSON integer: 0.0, 0e0, -0.0 are not (a reader that keeps floats apart refuses them)', () => {
   const ops = readFileSync(`${pkg}examples/ops.json`, 'utf8');
   /** The text with the second `"exit_code": 0` (the body of op / segment 3) written as `literal`. */
   function second(text: string, literal: string): string {
@@ -208,23 +213,27 @@ describe('exit_code is a JSON integer: 0.0, 0e0, -0.0 are not (a reader that kee
   }
 
   for (const literal of ['0.0', '0e0', '-0.0', '0E+0']) {
-    it(`verify and build refuse ${literal} where it stands: MalformedRecord at segment / op 3`, () => {
-      const v = run(['verify'], second(fixture, literal));
+    it(`verify and build refuse ${literal} where it stands: MalformedRecord at segment / op 3`, async () => {
+      const [v, b] = await Promise.all([
+        run(['verify'], second(fixture, literal)),
+        run(['build'], second(ops, literal)),
+      ]);
       expect([v.code, v.json()]).toEqual([1, { ok: false, error: 'MalformedRecord', index: 3 }]);
       expect(v.err).toMatch(/exit_code/);
-      const b = run(['build'], second(ops, literal));
       expect([b.code, b.json()]).toMatchObject([1, { error: 'MalformedRecord', index: 3, length: 3 }]);
     });
   }
 
-  it('control: integer literals (-0 included: the same i32) verify and build as before', () => {
-    expect(run(['verify'], second(fixture, '-0')).json()).toMatchObject({ ok: true, head });
-    const b = run(['build'], second(ops, '-0'));
+  it('control: integer literals (-0 included: the same i32) verify and build as before', async () => {
+    const [v, b, meter] = await Promise.all([
+      run(['verify'], second(fixture, '-0')),
+      run(['build'], second(ops, '-0')),
+      // "exit_code" as a string inside a call id or meter is not a member: untouched.
+      run(['verify'], fixture.replace('"meter": "', '"meter": "\\"exit_code\\": 1.5 ')),
+    ]);
+    expect(v.json()).toMatchObject({ ok: true, head });
     expect([b.code, JSON.parse(b.out).head]).toEqual([0, head]);
-    // "exit_code" as a string inside a call id or meter is not a member: untouched.
-    expect(
-      run(['verify'], fixture.replace('"meter": "', '"meter": "\\"exit_code\\": 1.5 ')).json(),
-    ).toMatchObject({
+    expect(meter.json()).toMatchObject({
       ok: false,
       error: 'AttestationMismatch',
     });

@@ -2,40 +2,19 @@
 // process, through a real node:http server standing in front of @everdict/headlog/testing's log server. A
 // body cut mid-read and a body past MAX_LOG_ANSWER_BYTES (declared, or streamed without a length) are
 // `LogUnavailable` — one JSON line, exit 1 — never a crash, and the CLI stops reading past the cap.
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { fileURLToPath } from 'node:url';
 import { bytesToHex, cosignTreeHead, generateKeyPair, type KeyPair } from '@everdict/headlog';
 import { startTestLogServer, TestLog, type TestLogServer } from '@everdict/headlog/testing';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_LOG_ANSWER_BYTES } from '../src/log-commands.js';
 import { encodeWire } from '../src/wire.js';
+import { requireBuiltCli, runCli as run } from './cli-process.js';
 import { closed, exec, forge } from './helpers.js';
 
-const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
-const run = (args: string[], input: string) =>
-  new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-    const p = spawn(process.execPath, [cli, ...args]);
-    let out = '';
-    let err = '';
-    p.stdout.on('data', (d) => {
-      out += d;
-    });
-    p.stderr.on('data', (d) => {
-      err += d;
-    });
-    p.on('close', (code) => resolve({ code, out, err }));
-    p.stdin.end(input);
-  });
-
-beforeAll(() => {
-  if (!existsSync(cli))
-    throw new Error(`${cli} is missing: run \`pnpm --filter @everdict/runrecord build\` first`);
-});
+beforeAll(requireBuiltCli);
 
 const record = forge([exec(1), exec(2), exec(3), closed()]);
 const wire = JSON.stringify(encodeWire(record));

@@ -2,46 +2,27 @@
 // @everdict/headlog/testing — the control plane's `/log` routes (issue 18 §2) are not built yet. Staged
 // attacks: a record served cut short, a forked record (served, and logged twice), a log that rewrote a
 // leaf, a group report that drops a run.
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { bytesToHex, cosignTreeHead, generateKeyPair, groupProofWire, type KeyPair } from '@everdict/headlog';
 import { startTestLogServer, TestLog, type TestLogServer } from '@everdict/headlog/testing';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { RunRecord } from '../src/types.js';
 import { encodeWire } from '../src/wire.js';
+import { requireBuiltCli, runCli } from './cli-process.js';
 import { addr, closed, exec, forge } from './helpers.js';
 
-const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
-const run = (args: string[], input: string) =>
-  new Promise<{ code: number | null; out: string; err: string; json: Record<string, unknown> | undefined }>(
-    (resolve) => {
-      const p = spawn(process.execPath, [cli, ...args]);
-      let out = '';
-      let err = '';
-      p.stdout.on('data', (d) => {
-        out += d;
-      });
-      p.stderr.on('data', (d) => {
-        err += d;
-      });
-      p.on('close', (code) => {
-        let json: Record<string, unknown> | undefined;
-        try {
-          json = JSON.parse(out);
-        } catch {
-          json = undefined;
-        }
-        resolve({ code, out, err, json });
-      });
-      p.stdin.end(input);
-    },
-  );
+/** The CLI's answer, its stdout as JSON where it is JSON. Calls that do not depend on each other start together. */
+const run = async (args: string[], input: string) => {
+  const r = await runCli(args, input);
+  let json: Record<string, unknown> | undefined;
+  try {
+    json = r.json();
+  } catch {
+    json = undefined;
+  }
+  return { code: r.code, out: r.out, err: r.err, json };
+};
 
-beforeAll(() => {
-  if (!existsSync(cli))
-    throw new Error(`${cli} is missing: run \`pnpm --filter @everdict/runrecord build\` first`);
-});
+beforeAll(requireBuiltCli);
 
 const record = forge([exec(1), exec(2), exec(3), closed()]);
 const wire = (r: RunRecord) => JSON.stringify(encodeWire(r));
@@ -99,8 +80,7 @@ const verifyArgs = (extra: string[] = []) => [
 
 describe('everdict-runrecord verify --log', () => {
   it('an honest record: the verify summary plus the log it was proven in', async () => {
-    const plain = await run(['verify'], wire(record));
-    const r = await run(verifyArgs(), wire(record));
+    const [plain, r] = await Promise.all([run(['verify'], wire(record)), run(verifyArgs(), wire(record))]);
     expect(r.code, r.err).toBe(0);
     const { log: proven, ...summary } = r.json!;
     expect(summary).toEqual(plain.json);
@@ -161,15 +141,25 @@ describe('everdict-runrecord verify --log', () => {
 
   it('too few witnesses, a log that does not answer, and usage errors', async () => {
     const stranger = bytesToHex(generateKeyPair().publicKey);
-    const few = await run(
-      [...verifyArgs().slice(0, 9), '--witness-key', stranger, '--witness-key', W(), '--min-witnesses', '2'],
-      wire(record),
-    );
+    const [few, unauthorised] = await Promise.all([
+      run(
+        [
+          ...verifyArgs().slice(0, 9),
+          '--witness-key',
+          stranger,
+          '--witness-key',
+          W(),
+          '--min-witnesses',
+          '2',
+        ],
+        wire(record),
+      ),
+      run(
+        verifyArgs().map((a) => (a === 'key-acme' ? 'nope' : a)),
+        wire(record),
+      ),
+    ]);
     expect([few.code, few.json], few.err).toEqual([1, { ok: false, error: 'InsufficientWitnesses' }]);
-    const unauthorised = await run(
-      verifyArgs().map((a) => (a === 'key-acme' ? 'nope' : a)),
-      wire(record),
-    );
     expect([unauthorised.code, unauthorised.json], unauthorised.err).toEqual([
       1,
       { ok: false, error: 'LogUnavailable' },
@@ -182,10 +172,12 @@ describe('everdict-runrecord verify --log', () => {
     );
     expect([down.code, down.json], down.err).toEqual([1, { ok: false, error: 'LogUnavailable' }]);
     server = await startTestLogServer({ log });
-    const usage = await run(['verify', '--log', server.url, '--tenant', 'acme', '--key', 'k'], wire(record));
+    const [usage, bad] = await Promise.all([
+      run(['verify', '--log', server.url, '--tenant', 'acme', '--key', 'k'], wire(record)),
+      run(verifyArgs(), '{not json'),
+    ]);
     expect(usage.code).toBe(2);
     expect(usage.err).toMatch(/--run is required/);
-    const bad = await run(verifyArgs(), '{not json');
     expect([bad.code, bad.json], bad.err).toEqual([1, { ok: false, error: 'MalformedRecord' }]);
   });
 });
@@ -221,26 +213,28 @@ describe('everdict-runrecord check-group', () => {
 
   it('a proof for another group, an edited leaf, a missing cosignature, a malformed input', async () => {
     const proof = await groupProof();
-    const other = await run(args(), JSON.stringify({ proof, report: { groupId: 'exp-8', runs: [] } }));
-    expect([other.code, other.json], other.err).toEqual([1, { ok: false, error: 'ForeignLeaf' }]);
     const edited = structuredClone(proof);
     const leaf = edited.leaves[1]!.leaf;
     edited.leaves[1]!.leaf = `${leaf.slice(0, -1)}${leaf.endsWith('0') ? '1' : '0'}`;
-    const tampered = await run(
-      args(),
-      JSON.stringify({ proof: edited, report: { groupId: 'exp-7', runs: [] } }),
-    );
+    const uncosigned = { ...proof, sth: { ...proof.sth, cosignatures: [] } };
+    const [other, tampered, r, malformed] = await Promise.all([
+      run(args(), JSON.stringify({ proof, report: { groupId: 'exp-8', runs: [] } })),
+      run(args(), JSON.stringify({ proof: edited, report: { groupId: 'exp-7', runs: [] } })),
+      run(
+        args(),
+        JSON.stringify({
+          proof: uncosigned,
+          report: { groupId: 'exp-7', runs: ['run-1', 'run-2', 'run-3'] },
+        }),
+      ),
+      run(args(), JSON.stringify({ proof, report: { groupId: 'exp-7' } })),
+    ]);
+    expect([other.code, other.json], other.err).toEqual([1, { ok: false, error: 'ForeignLeaf' }]);
     expect([tampered.code, tampered.json], tampered.err).toEqual([
       1,
       { ok: false, error: 'InclusionFailed' },
     ]);
-    const uncosigned = { ...proof, sth: { ...proof.sth, cosignatures: [] } };
-    const r = await run(
-      args(),
-      JSON.stringify({ proof: uncosigned, report: { groupId: 'exp-7', runs: ['run-1', 'run-2', 'run-3'] } }),
-    );
     expect([r.code, r.json], r.err).toEqual([1, { ok: false, error: 'InsufficientWitnesses' }]);
-    const malformed = await run(args(), JSON.stringify({ proof, report: { groupId: 'exp-7' } }));
     expect([malformed.code, malformed.json], malformed.err).toEqual([
       1,
       { ok: false, error: 'MalformedProof' },
@@ -264,12 +258,16 @@ describe('a log does not vouch for itself (a trusted --log-key, or k ≥ 1 named
   it('verify --log with no trusted anchor is a usage error; with a pinned --log-key the impostor is BadSignature', async () => {
     server.serve(forgedLog());
     const cutShort = wire(cut(record, 2));
-    for (const args of [base(), [...base(), '--min-witnesses', '0']]) {
-      const r = await run(args, cutShort); // it verified itself: exit 0, ok
+    const [bare, zero, pinned] = await Promise.all([
+      run(base(), cutShort),
+      run([...base(), '--min-witnesses', '0'], cutShort),
+      run([...base(), '--log-key', logKey()], cutShort),
+    ]);
+    for (const r of [bare, zero]) {
+      // it verified itself: exit 0, ok
       expect([r.code, r.out], r.err).toEqual([2, '']);
       expect(r.err).toMatch(/--log-key/);
     }
-    const pinned = await run([...base(), '--log-key', logKey()], cutShort);
     expect([pinned.code, pinned.json], pinned.err).toEqual([1, { ok: false, error: 'BadSignature' }]);
     server.serve(log); // the real log, its key pinned and no witness asked for: proven by its signature
     const honest = await run([...base(), '--log-key', logKey(), '--min-witnesses', '0'], wire(record));
@@ -285,12 +283,16 @@ describe('a log does not vouch for itself (a trusted --log-key, or k ≥ 1 named
       proof: groupProofWire.parse(await res.json()),
       report: { groupId: 'exp-7', runs: ['run-1', 'run-3'] }, // run-2 omitted, and the impostor agrees
     });
-    for (const args of [['check-group'], ['check-group', '--min-witnesses', '0']]) {
-      const r = await run(args, input); // it checked: exit 0, ok
+    const [bare, zero, pinned] = await Promise.all([
+      run(['check-group'], input),
+      run(['check-group', '--min-witnesses', '0'], input),
+      run(['check-group', '--log-key', logKey()], input),
+    ]);
+    for (const r of [bare, zero]) {
+      // it checked: exit 0, ok
       expect([r.code, r.out], r.err).toEqual([2, '']);
       expect(r.err).toMatch(/--log-key/);
     }
-    const pinned = await run(['check-group', '--log-key', logKey()], input);
     expect([pinned.code, pinned.json], pinned.err).toEqual([1, { ok: false, error: 'BadSignature' }]);
   });
 });
