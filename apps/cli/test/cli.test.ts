@@ -6,18 +6,20 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
+import type { ControlPlaneProcess } from '@everdict/client/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { everdict } from './capture.js';
+import { fileControlPlane } from './control-plane.js';
 
 let cp: ControlPlaneProcess;
+const controlPlane = fileControlPlane();
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  cp = await startControlPlane();
+  cp = await controlPlane.start();
   env = { EVERDICT_URL: cp.url, EVERDICT_API_KEY: cp.apiKey };
 }, 300_000);
-afterAll(async () => cp?.stop());
+afterAll(() => controlPlane.stop());
 
 const ECHO = '{"fn":"echo","message":"hello","value":42}';
 

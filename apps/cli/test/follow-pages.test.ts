@@ -2,18 +2,20 @@
 // PGlite): the trajectory stream ends after a page of events (`end` `{status: "limit"}`, "resume with
 // Last-Event-ID", after 10,000 by default); the tail goes on with the next page instead of going quiet while the run still runs.
 import { PassThrough } from 'node:stream';
-import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
+import type { ControlPlaneProcess } from '@everdict/client/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { followTrajectory, TRAJECTORY_PAGE } from '../src/commands/watch.js';
 import { makeContext } from '../src/context.js';
 import { Sink } from './capture.js';
+import { fileControlPlane } from './control-plane.js';
 
 let cp: ControlPlaneProcess;
+const controlPlane = fileControlPlane();
 
 beforeAll(async () => {
-  cp = await startControlPlane();
+  cp = await controlPlane.start();
 }, 300_000);
-afterAll(async () => cp?.stop());
+afterAll(() => controlPlane.stop());
 
 async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
   const res = await fetch(`${cp.url}${path}`, {
@@ -21,8 +23,9 @@ async function api<T>(method: string, path: string, body?: unknown): Promise<T> 
     headers: { authorization: `Bearer ${cp.apiKey}`, 'content-type': 'application/json' },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
-  expect(res.status).toBeLessThan(300);
-  return (await res.json()) as T;
+  const text = await res.text();
+  expect(res.status, `${method} ${path} answered ${res.status}: ${text}`).toBeLessThan(300);
+  return JSON.parse(text) as T;
 }
 
 /** Exports spans `step-<from+1>` … `step-<from+count>` into the run's trajectory through OTLP/HTTP JSON. */
@@ -50,11 +53,16 @@ async function exportSpans(runId: string, from: number, count: number): Promise<
 
 describe('the trajectory tail', () => {
   it('follows the stream past its page limit (10,000 events): every event once, in order', async () => {
-    const created = await api<{ run: { id: string } }>('POST', '/runs', {
-      kind: 'analysis',
-      subject: { config: { fn: 'sleep', ms: 120_000 } },
+    // A run that stays live however slow this machine is: a sandbox session, open until it is closed (or
+    // its 600 s idle timeout, past this test's). An analysis `sleep` lived at most the inline lane's 30 s
+    // timeout: under load it had ended before this test did, and the closing cancel answered 409. (An agent
+    // turn will not do: its host's transcript is its trajectory, OTLP spans for it are imported apart.)
+    const opened = await api<{ run: { id: string } }>('POST', '/sandboxes', {
+      image: 'default',
+      ttlSec: 600,
+      idleTimeoutSec: 600,
     });
-    const runId = created.run.id;
+    const runId = opened.run.id;
     // One page and a bit, in bodies under the 1 MiB limit.
     const total = TRAJECTORY_PAGE + 5;
     for (let from = 0; from < total; from += 2_000)
@@ -79,6 +87,6 @@ describe('the trajectory tail', () => {
     expect(stillTailing).toBe(true);
     expect(n).toBe(total);
     expect(steps()).toEqual(Array.from({ length: total }, (_, i) => `step-${i + 1}`));
-    await api('POST', `/runs/${runId}/cancel`, {});
+    await api('POST', `/sandboxes/${runId}/close`, {});
   });
 });

@@ -5,20 +5,22 @@
 // A control plane that stops answering (SIGSTOP: it still accepts connections) no longer hangs a command
 // forever: past EVERDICT_REQUEST_TIMEOUT_MS it is `unavailable` (4).
 import { PassThrough, Writable } from 'node:stream';
-import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
+import type { ControlPlaneProcess } from '@everdict/client/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/program.js';
+import { fileControlPlane } from './control-plane.js';
 
 let cp: ControlPlaneProcess;
+const controlPlane = fileControlPlane();
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  cp = await startControlPlane();
+  cp = await controlPlane.start();
   env = { PATH: process.env.PATH ?? '', EVERDICT_URL: cp.url, EVERDICT_API_KEY: cp.apiKey };
 }, 300_000);
 afterAll(async () => {
   cp?.child.kill('SIGCONT'); // were a test to leave it stopped
-  await cp?.stop();
+  await controlPlane.stop();
 });
 
 class Sink extends Writable {

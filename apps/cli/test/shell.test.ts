@@ -4,24 +4,26 @@
 // the pty reaches the remote shell raw; the local terminal's size is the remote pty's, and a resize of it
 // (SIGWINCH) follows; the remote `exit 3` is the CLI's exit code 3. Then, in-process: stdin that is a pipe
 // ends as Ctrl-D, a refused ticket is exit 3, and the demo's sandbox step opens a terminal too.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
+import type { ControlPlaneProcess } from '@everdict/client/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Demo } from '../src/commands/demo.js';
 import { makeContext } from '../src/context.js';
 import { runCli } from '../src/program.js';
 import { everdict, Sink } from './capture.js';
+import { fileControlPlane } from './control-plane.js';
 
 const CLI = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const SCRIPT = '/usr/bin/script';
 
 let cp: ControlPlaneProcess;
+const controlPlane = fileControlPlane({ env: { EVERDICT_SESSIONS: 'process' } });
 let env: Record<string, string>;
 let dir: string;
 
@@ -30,11 +32,11 @@ beforeAll(async () => {
   if (!existsSync(SCRIPT)) throw new Error(`no ${SCRIPT}: apt-get install bsdutils (util-linux script)`);
   if (!existsSync(CLI)) throw new Error(`no ${CLI}: pnpm --filter @everdict/cli build`);
   dir = mkdtempSync(join(tmpdir(), 'cli-shell-'));
-  cp = await startControlPlane({ env: { EVERDICT_SESSIONS: 'process' } });
+  cp = await controlPlane.start();
   env = { EVERDICT_URL: cp.url, EVERDICT_API_KEY: cp.apiKey };
 }, 300_000);
 afterAll(async () => {
-  await cp?.stop();
+  await controlPlane.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -44,25 +46,45 @@ async function openSandbox(): Promise<string> {
   return (JSON.parse(open.out) as { run: { id: string } }).run.id;
 }
 
-/** Waits until `check()` holds, or fails with what the pty printed so far. */
-async function until(what: string, check: () => boolean, out: () => string, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
+/** Waits until `check()` holds, or fails at `deadline` naming what it waited for and what the pty printed. */
+async function until(what: string, check: () => boolean, out: () => string, deadline: number): Promise<void> {
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; the pty printed:\n${out()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
+/** Writes a line into the FIFO if its reader holds it open (never blocks); false if none does yet. */
+function release(fifo: string): boolean {
+  try {
+    const fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+    try {
+      writeSync(fd, 'go\n');
+    } finally {
+      closeSync(fd);
+    }
+    return true;
+  } catch {
+    return false; // ENXIO: no reader (not yet, or gone)
+  }
+}
+
 describe('sandbox shell through a real pty (script -qec)', () => {
   it('raw keys reach the remote shell, the size and its change follow, `exit 3` exits 3', async () => {
+    // One budget for every wait below, inside the test's timeout: a slow step fails naming itself and what
+    // the pty printed, not as an anonymous test timeout (CI at load 30–40: "timed out in 240000ms").
+    const deadline = Date.now() + 280_000;
     const id = await openSandbox();
     const token = randomBytes(6).toString('hex');
     const go = join(dir, `resize-${token}`);
-    // Inside the pty: set its size, then (in the background, once the test says so) change it — the kernel
-    // sends the foreground CLI SIGWINCH — and exec the CLI in the foreground.
+    execFileSync('mkfifo', [go]);
+    // Inside the pty: set its size, then (in the background, once the test writes into the FIFO) change it —
+    // the kernel sends the foreground CLI SIGWINCH — and exec the CLI in the foreground. The background part
+    // blocks in `read` (the FIFO opened read-write: the open never blocks; bounded by `timeout`), not a
+    // `sleep 0.1` loop that forked ten processes a second on a machine already short of CPU.
     const inside = [
       'stty cols 100 rows 30',
-      `(for i in $(seq 1200); do [ -e '${go}' ] && break; sleep 0.1; done; stty cols 120 rows 40 </dev/tty) &`,
+      `(timeout 290 sh -c 'exec 3<>"$0"; read _ <&3' '${go}'; stty cols 120 rows 40 </dev/tty) &`,
       `exec '${process.execPath}' '${CLI}' sandbox shell ${id}`,
     ].join('\n');
     const child: ChildProcess = spawn(SCRIPT, ['-qec', inside, '/dev/null'], {
@@ -85,7 +107,7 @@ describe('sandbox shell through a real pty (script -qec)', () => {
         'the remote shell',
         () => out.includes('ready-42'),
         () => out,
-        120_000,
+        deadline,
       );
       expect(out).toContain('30 100'); // the local pty's size at connect is the remote pty's
       // Raw mode: Ctrl-C is a byte for the remote shell (it interrupts the remote sleep), not a SIGINT for
@@ -95,6 +117,7 @@ describe('sandbox shell through a real pty (script -qec)', () => {
         'the remote sleep',
         () => out.includes('sleep 600'),
         () => out,
+        deadline,
       );
       type('\x03');
       type('echo int-$((3+4))\n');
@@ -102,21 +125,39 @@ describe('sandbox shell through a real pty (script -qec)', () => {
         'the interrupted shell',
         () => out.includes('int-7'),
         () => out,
+        deadline,
       );
       expect(out).not.toContain('not-2');
-      writeFileSync(go, '');
-      // Resized locally (SIGWINCH → {"type":"resize"}): ask the remote pty until it reports the new size.
-      const deadline = Date.now() + 60_000;
-      while (!out.includes('40 120')) {
+      await until(
+        'the resizer to hold its FIFO',
+        () => release(go),
+        () => out,
+        deadline,
+      );
+      // Resized locally (SIGWINCH → {"type":"resize"}): ask the remote pty until it reports the new size,
+      // at growing intervals (each ask is a process in the sandbox).
+      for (let wait = 250; !out.includes('40 120'); wait = Math.min(wait * 2, 4_000)) {
         if (Date.now() > deadline) throw new Error(`the resize never reached the remote pty:\n${out}`);
         type('stty size\n');
-        await new Promise((r) => setTimeout(r, 500));
+        const asked = Date.now();
+        await until(
+          '',
+          () => out.includes('40 120') || Date.now() - asked >= wait,
+          () => out,
+          Infinity,
+        );
       }
       type(`echo hello-${token}-$((40+2)); exit 3\n`);
+      await until(
+        'the CLI to exit',
+        () => child.exitCode !== null || child.signalCode !== null,
+        () => out,
+        deadline,
+      );
       expect(await exited).toBe(3);
       expect(out).toContain(`hello-${token}-42`);
     } finally {
-      writeFileSync(go, '');
+      release(go);
       if (child.exitCode === null) child.kill('SIGKILL');
     }
     // The session outlives its terminal.
@@ -124,7 +165,7 @@ describe('sandbox shell through a real pty (script -qec)', () => {
     expect(exec.code, exec.err).toBe(0);
     expect(exec.out).toContain('still-2');
     expect((await everdict(['sandbox', 'close', id], env)).code).toBe(0);
-  }, 240_000);
+  }, 300_000);
 
   it('stdin that is a pipe: its bytes go through and its end is Ctrl-D (the shell exits 0)', async () => {
     const id = await openSandbox();

@@ -79,10 +79,13 @@ export async function startControlPlane(
   let log = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`control plane did not start in time:\n${log.slice(-4000)}`)),
-      options.startTimeoutMs ?? 240_000,
-    );
+    // A start that timed out leaves nothing running: the child is killed and reaped before the rejection (a caller
+    // whose start rejected has no handle to stop it with).
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      child.kill('SIGKILL'); // its exit (below) rejects
+    }, options.startTimeoutMs ?? 240_000);
     const onData = (chunk: Buffer) => {
       log += chunk.toString('utf8');
       const m = /"port":(\d+)[^\n]*"msg":"control plane listening"/.exec(log);
@@ -95,7 +98,8 @@ export async function startControlPlane(
     child.stderr?.on('data', onData);
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`control plane exited (${code}) before listening:\n${log.slice(-4000)}`));
+      const why = late ? 'did not start in time (killed)' : `exited (${code}) before listening`;
+      reject(new Error(`control plane ${why}:\n${log.slice(-4000)}`));
     });
   });
   // Keep draining its output so it never blocks on a full pipe.

@@ -2,6 +2,7 @@
 // DATABASE_URL, a slow first start): startStack rejects AND the control plane it spawned is gone. Before, the
 // rejection left that process running with no main job to stop it (holding the port and the data dir).
 // Runs the real built control plane (apps/control-plane/dist/main.js).
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -25,26 +26,50 @@ afterAll(() => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-const childrenRunning = (file: string) => processesRunning(file, process.pid);
+/**
+ * This worker's children naming `file` that `fn` left running: children from before it are not its. Test
+ * files share one worker (isolate: false), and a file whose hook timed out can leave its own control plane
+ * running as a child of that worker — the CI failure `expected [ 21543 ] to deeply equal []` was that one.
+ */
+async function leftRunning(
+  file: string,
+  fn: () => Promise<unknown>,
+): Promise<{ out: unknown; pids: number[] }> {
+  const before = new Set(processesRunning(file, process.pid));
+  const out = await fn().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  return { out, pids: processesRunning(file, process.pid).filter((pid) => !before.has(pid)) };
+}
 
 describe('startStack', () => {
   it('a control plane not healthy in time is stopped before startStack rejects', async () => {
     const paths = defaultPaths({});
     expect(existsSync(paths.controlPlane)).toBe(true);
-    const err = await startStack({
-      dataDir,
-      port: 0,
-      env: { PATH: process.env.PATH ?? '' },
-      paths,
-      healthTimeoutMs: 1,
-    }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(String(err)).toMatch(/did not listen in time|not healthy in time/);
-    const running = childrenRunning(paths.controlPlane);
-    leaked.push(...running);
-    expect(running).toEqual([]);
+    // Another child of this worker that names the control plane, running all along (as one another file left).
+    const other = spawn(process.execPath, ['-e', 'setInterval(() => {}, 60_000)', paths.controlPlane], {
+      stdio: 'ignore',
+    });
+    const otherGone = new Promise((r) => other.once('exit', r));
+    await new Promise((r) => other.once('spawn', r)); // exec'd: its command line names the control plane
+    try {
+      const { out: err, pids } = await leftRunning(paths.controlPlane, () =>
+        startStack({
+          dataDir,
+          port: 0,
+          env: { PATH: process.env.PATH ?? '' },
+          paths,
+          healthTimeoutMs: 1,
+        }),
+      );
+      expect(String(err)).toMatch(/did not listen in time|not healthy in time/);
+      leaked.push(...pids);
+      expect(pids).toEqual([]);
+    } finally {
+      other.kill('SIGKILL');
+      await otherGone;
+    }
   }, 120_000);
 
   it('a control plane that accepts but never answers /healthz: rejects at the deadline, not never', async () => {
@@ -60,20 +85,18 @@ describe('startStack', () => {
         probe.close(() => resolve(p));
       });
     });
-    const err = await startStack({
-      dataDir: path.join(dataDir, 'hung'),
-      port,
-      env: { PATH: process.env.PATH ?? '' },
-      paths: { controlPlane: fake, agent: fake },
-      healthTimeoutMs: 1_000,
-    }).then(
-      () => undefined,
-      (e: unknown) => e,
+    const { out: err, pids } = await leftRunning(fake, () =>
+      startStack({
+        dataDir: path.join(dataDir, 'hung'),
+        port,
+        env: { PATH: process.env.PATH ?? '' },
+        paths: { controlPlane: fake, agent: fake },
+        healthTimeoutMs: 1_000,
+      }),
     );
     expect(String(err)).toMatch(/not healthy in time/);
-    const running = childrenRunning(fake);
-    leaked.push(...running);
-    expect(running).toEqual([]);
+    leaked.push(...pids);
+    expect(pids).toEqual([]);
   }, 30_000);
   it('a port another server listens on is refused before anything starts (not "healthy" through it)', async () => {
     // Another server on the port that answers /healthz 200, as a second main job would.
