@@ -56,7 +56,7 @@ const agentProcess = (stateDir: string, ...extra: string[]) =>
     '--script',
     script,
     '--wait-ms',
-    '5000',
+    '25000', // the most it takes; a long-poll answers as soon as the turn is ready (5 s ran out at load 30)
     ...extra,
   ]);
 const stateDir = () => mkdtempSync(path.join(os.tmpdir(), 'everdict-agent-host-'));
@@ -215,7 +215,9 @@ describe('a turn waiting on an approval', () => {
     expect(approvals.map((e) => e.type === 'extension' && (e.data as { decision: string }).decision)).toEqual(
       ['requested', 'approved'],
     );
-  }, 180_000);
+    // Two agent processes, a pairing and four offline verifications, each a Node start: at load 30 this took
+    // over the 180 s it had. A safety net against hangs, not a speed limit.
+  }, 900_000);
 
   it('the same turn awaited inside one interval verifies blocking', async () => {
     const agentId = await createAgent(s, { tools: ['ask_approval'] });
@@ -223,15 +225,17 @@ describe('a turn waiting on an approval', () => {
     const provider = new ScriptedProvider(APPROVAL_SCRIPT);
     const working = workOnce(
       { controlPlane: s.agents, provider: () => provider, holder: 'h', mode: 'blocking' },
-      5000,
+      25_000,
     );
-    // The call exists once the interval dispatched it; answer it while the interval waits.
-    for (let i = 0; ; i++) {
+    // The call exists once the interval dispatched it; answer it while the interval waits. Bounded by a
+    // generous deadline, not by a count of tries (a loaded machine's interval takes seconds to get there).
+    const deadline = Date.now() + 240_000;
+    for (;;) {
       const r = await answer(runId, { callId: 'call_0_0', approved: false, note: 'not today' }).catch(
         (e: unknown) => e,
       );
       if (!(r instanceof Error)) break;
-      if (i > 400) throw r;
+      if (Date.now() > deadline) throw r;
       await new Promise((res) => setTimeout(res, 25));
     }
     const [out] = await working;
@@ -239,7 +243,7 @@ describe('a turn waiting on an approval', () => {
     const { wire, verify } = await recordOf(s, runId);
     expect(verify).toMatchObject({ ok: true, account: 'blocking' });
     expect(decodeWire(wire).segments.map((x) => x.kind)).toEqual(['executed', 'closed']);
-  }, 120_000);
+  }, 600_000);
 });
 
 describe('resuming refuses what the park did not record', () => {

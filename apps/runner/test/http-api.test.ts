@@ -165,13 +165,16 @@ describe('HttpRunnerApi under the request timeout', () => {
     const socketClosed = new Promise<void>((r) => {
       cut = r;
     });
-    const { url } = await serve((req) => {
-      req.socket.once('close', () => cut()); // never answered: only the runner can end it
+    const { url } = await serve(() => {
+      // never answered: only the runner can end its socket
     });
+    // Watched from the accepted connection, not from the handler: on a loaded machine the 100 ms timeout can
+    // cut the request before the server has read its body, and a handler that never ran watched nothing.
+    server!.on('connection', (socket) => socket.once('close', () => cut()));
     const api = withRequestTimeout(new HttpRunnerApi(url, 'cred-1'), 100);
     await expect(api.heartbeat([])).rejects.toMatchObject({ code: 'network' });
     await socketClosed;
-  }, 20_000);
+  }, 120_000);
 });
 
 describe('an artifact upload under the idle timeout (bytes must move, however long it takes)', () => {
@@ -225,23 +228,29 @@ describe('an artifact upload under the idle timeout (bytes must move, however lo
   }
 
   it('a body that goes up for several times the timeout, with steady progress, is stored', async () => {
-    // ≤ 50 MB/s: over a second for 64 MiB, yet what the kernel holds when the last byte is handed on
-    // (≈ 4 MiB on loopback here) reaches the server well within the timeout.
-    const { url, received } = await slowServer(MiB);
-    const api = withRequestTimeout(new HttpRunnerApi(url, 'cred-1'), 500);
-    const size = 64 * MiB;
-    const started = performance.now();
-    const answer = await api.artifact('r1', 1, 'big.bin', Readable.from([Buffer.alloc(size, 7)]));
-    const took = performance.now() - started;
-    expect(answer).toEqual({
-      path: 'big.bin',
-      address: 'blake3:abababababababababababababababababababababababababababababababab',
-      size,
-    });
-    expect(received()).toBe(size);
-    // Twice the timeout and more: a fixed bound of 500 ms cut it (it did before).
-    expect(took).toBeGreaterThan(1000);
-  }, 60_000);
+    // The server runs in its own process and paces the body itself: 4 MiB, then 500 ms taking nothing, so
+    // the upload lasts ≥ 15 × 500 ms = 7.5 s whatever the load — over twice the 3 s idle timeout — while no
+    // gap is near it. (A server on this test's loop, 20 ms pauses and a 500 ms timeout, failed at load 30:
+    // the starved loop itself was the idleness.)
+    const child = await childServer(4 * MiB, 500);
+    try {
+      const api = withRequestTimeout(new HttpRunnerApi(child.url, 'cred-1'), 3000);
+      const size = 64 * MiB;
+      const started = performance.now();
+      const answer = await api.artifact('r1', 1, 'big.bin', Readable.from([Buffer.alloc(size, 7)]));
+      const took = performance.now() - started;
+      // The size is what the server counted: every byte reached it.
+      expect(answer).toEqual({
+        path: 'big.bin',
+        address: 'blake3:abababababababababababababababababababababababababababababababab',
+        size,
+      });
+      // Twice the timeout and more: a fixed bound of 3 s cut it (it did before).
+      expect(took).toBeGreaterThan(6000);
+    } finally {
+      child.stop();
+    }
+  }, 300_000);
 
   it('a body that stops moving fails as `network` after the idle timeout, and its request is cut', async () => {
     // The server shares this test's event loop: a timeout near its pauses would fail on a loaded machine.
@@ -278,12 +287,11 @@ describe('an artifact upload under the idle timeout (bytes must move, however lo
 
   it('a held event loop is not idleness: bytes the server took meanwhile count once the loop runs again', async () => {
     // The server runs in its own process, reading steadily while this one is held three times the timeout.
-    const child = spawn(process.execPath, ['-e', CHILD_SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // The timeout is 2 s (200 ms failed at load 30: the server's own process was starved that long), and the
+    // hold sleeps in Atomics.wait — the loop is held without taking a core from the server.
+    const child = await childServer(MiB, 10);
     try {
-      const port = await new Promise<number>((resolve) =>
-        child.stdout.once('data', (d: Buffer) => resolve(Number(d.toString('utf8').trim()))),
-      );
-      const api = withRequestTimeout(new HttpRunnerApi(`http://127.0.0.1:${port}/`, 'cred-1'), 200);
+      const api = withRequestTimeout(new HttpRunnerApi(child.url, 'cred-1'), 2000);
       let taken = 0;
       async function* body(): AsyncGenerator<Buffer> {
         for (let i = 0; i < 64; i++) {
@@ -295,28 +303,43 @@ describe('an artifact upload under the idle timeout (bytes must move, however lo
       while (taken < 8 * MiB) await new Promise((r) => setTimeout(r, 5));
       // Held from the check phase: the next loop iteration runs its due timers (the idle one) before its I/O.
       await new Promise((r) => setImmediate(r));
-      const until = performance.now() + 600;
-      while (performance.now() < until); // the runner's loop held: its idle timer is due when it runs again
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 6000); // its idle timer is due when it runs again
       expect(await pending).toEqual({
         path: 'big.bin',
         address: 'blake3:abababababababababababababababababababababababababababababababab',
         size: 64 * MiB,
       });
     } finally {
-      child.kill();
+      child.stop();
     }
-  }, 60_000);
+  }, 300_000);
 });
 
-/** A server that reads 1 MiB every 10 ms and answers as the artifact route does; prints its port. */
+/** `CHILD_SERVER` in its own process (its pace unaffected by this test's loop): its URL, and a stop. */
+async function childServer(perTick: number, pauseMs: number): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, ['-e', CHILD_SERVER, String(perTick), String(pauseMs)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('error', reject);
+    child.stdout.once('data', (d: Buffer) => resolve(Number(d.toString('utf8').trim())));
+  });
+  return { url: `http://127.0.0.1:${port}/`, stop: () => child.kill() };
+}
+
+/**
+ * A server that reads `argv[1]` bytes, then takes nothing for `argv[2]` ms, and so on; answers as the
+ * artifact route does, with the size it counted; prints its port.
+ */
 const CHILD_SERVER = `
 const http = require('node:http');
+const perTick = Number(process.argv[1]), pauseMs = Number(process.argv[2]);
 const server = http.createServer((req, res) => {
   let received = 0, tick = 0;
   req.on('data', (c) => {
     received += c.length; tick += c.length;
-    if (tick < 1048576) return;
-    tick = 0; req.pause(); setTimeout(() => req.resume(), 10);
+    if (tick < perTick) return;
+    tick = 0; req.pause(); setTimeout(() => req.resume(), pauseMs);
   });
   req.on('end', () => {
     res.writeHead(201, { 'content-type': 'application/json' });

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dataOf, isClientError } from '@everdict/client';
 import { type ControlPlaneProcess, startControlPlane } from '@everdict/client/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { admin, pair, type RunnerProcess, scratch, startRunner, waitFor } from './helpers.js';
 
 const cps: ControlPlaneProcess[] = [];
@@ -123,7 +123,18 @@ describe('cancellation, network grants and accounts', () => {
   }, 900_000);
 
   it('cancel reaches the runner within a heartbeat: the sandbox is killed, the run cancelled, no executed segment', async () => {
-    const marker = `60.${randomBytes(3).readUIntBE(0, 3)}`;
+    // An hour's sleep: only the runner ends it. (A 60-s one ended by itself at load 30 before the cancel
+    // reached the runner — the sandbox gone, but no lease lost to log.)
+    const marker = `3600.${randomBytes(3).readUIntBE(0, 3)}`;
+    onTestFinished(() => {
+      for (const pid of processesWith(marker)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone meanwhile
+        }
+      }
+    });
     const id = await create(cp, { kind: 'command', subject: { command: ['sleep', marker] } });
     await waitFor('the sandboxed sleep to run', async () =>
       processesWith(marker).length > 0 ? true : undefined,
@@ -139,14 +150,18 @@ describe('cancellation, network grants and accounts', () => {
     await waitFor('the sandbox to be killed', async () =>
       processesWith(marker).length === 0 && bwrapChildren(runner.child.pid!).length === 0 ? true : undefined,
     );
+    // Logged before the kill, so already there; else the runner's log says what ended the sandbox instead.
     await waitFor('the runner to log the lost lease', async () =>
       runner.logs().includes('lease lost: killing its compute') ? true : undefined,
-    );
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; the runner logged:\n${runner.logs()}`);
+    });
     const run = await runOf(cp, id);
     expect(run.status).toBe('cancelled');
     const rec = await record(cp, id);
     expect(executedSegments(rec.wire)).toBe(0);
-  });
+    // Three condition waits of up to 480 s each: the file's 600-s default was shorter than their sum.
+  }, 1_800_000);
 
   it('no network without a grant; a granted run sees the host network and reports no account (no_verdict)', async () => {
     const netdev = ['sh', '-c', 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "'];
