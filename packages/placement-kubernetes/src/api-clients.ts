@@ -1,7 +1,7 @@
 // API clients whose every call has a deadline. client-node's `makeApiClient` sends each request with no
 // timeout: an apiserver (or a load balancer in front of it) that accepts the connection and never answers
 // would hold provision, dispose or capacity forever. The same clients, with a middleware that gives every
-// request an AbortSignal of `timeoutMs` (it covers the response body too).
+// request an AbortSignal of `timeoutMs` (it covers the response body too), or of what `timeoutFor` says for it.
 import { PlacementError } from '@everdict/placement';
 import {
   createConfiguration,
@@ -11,15 +11,24 @@ import {
   type ResponseContext,
   ServerConfiguration,
 } from '@kubernetes/client-node';
+import type { ApiRequest } from './kubernetes-driver-config.js';
 
 type ApiConstructor<T> = new (config: ReturnType<typeof createConfiguration>) => T;
 
-export function apiClient<T>(kc: KubeConfig, type: ApiConstructor<T>, timeoutMs: number): T {
+export function apiClient<T>(
+  kc: KubeConfig,
+  type: ApiConstructor<T>,
+  timeoutMs: number,
+  timeoutFor?: (request: ApiRequest) => number | undefined,
+): T {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig names no current cluster');
   const deadline: Middleware = {
     pre: async (context: RequestContext) => {
-      context.setSignal(AbortSignal.timeout(timeoutMs));
+      const own = timeoutFor?.({ method: context.getHttpMethod(), url: new URL(context.getUrl()) });
+      // Only a deadline AbortSignal.timeout takes (a positive integer of ms, ≤ 2^31 − 1); anything else: the default.
+      const usable = own !== undefined && Number.isInteger(own) && own > 0 && own <= 2 ** 31 - 1;
+      context.setSignal(AbortSignal.timeout(usable ? own : timeoutMs));
       return context;
     },
     post: async (context: ResponseContext) => context,

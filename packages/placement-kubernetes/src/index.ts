@@ -2,6 +2,7 @@
 // verified against is '@everdict/placement-kubernetes/testing'.
 export { KubernetesDriver } from './kubernetes-driver.js';
 export {
+  type ApiRequest,
   KubernetesDriverConfig,
   type KubernetesDriverConfigInput,
   loadKubeConfig,

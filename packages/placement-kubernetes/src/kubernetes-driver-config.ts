@@ -5,6 +5,12 @@ import { randomBytes } from 'node:crypto';
 import { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 
+/** An API request as `requestTimeoutFor` sees it. */
+export interface ApiRequest {
+  method: string;
+  url: URL;
+}
+
 export const KubernetesDriverConfig = z.object({
   /** The cluster and credentials (default: `KubeConfig.loadFromDefault()`: KUBECONFIG, ~/.kube/config, or in-cluster). */
   kubeConfig: z.custom<KubeConfig>((v) => v instanceof KubeConfig, 'a KubeConfig').optional(),
@@ -45,6 +51,15 @@ export const KubernetesDriverConfig = z.object({
     .positive()
     .max(2 ** 31 - 1)
     .default(30_000),
+  /**
+   * A deadline for particular API requests instead of `requestTimeoutMs`: called with each request's
+   * method and URL, its number (ms) is that request's deadline; `undefined` keeps `requestTimeoutMs`.
+   * Default: none (every request has `requestTimeoutMs`). The fault tests use it to give only the request
+   * they hang a short deadline.
+   */
+  requestTimeoutFor: z
+    .custom<(request: ApiRequest) => number | undefined>((v) => typeof v === 'function', 'a function')
+    .optional(),
   /**
    * How long an exec that ended killed (137) or without a status waits on the watch for the pod status to
    * say why (OOMKilled, evicted, deleted): a kubelet reports a container's end about a second after the

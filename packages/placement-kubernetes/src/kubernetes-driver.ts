@@ -75,11 +75,11 @@ export class KubernetesDriver implements Driver {
   constructor(input: KubernetesDriverConfigInput = {}) {
     this.config = resolveConfig(input);
     const kc = this.config.kubeConfig;
-    const timeout = this.config.requestTimeoutMs;
-    this.core = apiClient(kc, CoreV1Api, timeout);
-    this.networking = apiClient(kc, NetworkingV1Api, timeout);
+    const { requestTimeoutMs: timeout, requestTimeoutFor: timeoutFor } = this.config;
+    this.core = apiClient(kc, CoreV1Api, timeout, timeoutFor);
+    this.networking = apiClient(kc, NetworkingV1Api, timeout, timeoutFor);
     this.leases = new OwnerLeases(
-      apiClient(kc, CoordinationV1Api, timeout),
+      apiClient(kc, CoordinationV1Api, timeout, timeoutFor),
       this.config.instanceId,
       this.config.leaseDurationSeconds,
     );

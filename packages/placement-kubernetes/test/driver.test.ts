@@ -8,8 +8,10 @@ import { PlacementError, type SandboxHandle, utf8 } from '@everdict/placement';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NETWORK_POLICY } from '../src/index.js';
 import { ChildProcessRunner } from '../src/testing/index.js';
-import { DriverFixture } from './fixture.js';
+import { CALM_REQUEST_TIMEOUT_MS, DriverFixture } from './fixture.js';
 
+// none of these tests is about a request deadline: a starved event loop must not fail their requests
+const calm = { requestTimeoutMs: CALM_REQUEST_TIMEOUT_MS };
 const labels = (runId: string, tenant = 'acme') => ({ labels: { tenant, runId, kind: 'command' } });
 async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((r) => setTimeout(r, 20));
@@ -25,7 +27,7 @@ describe('the driver against the default test server (bubblewrap pods)', () => {
   });
 
   it('follows pod phases through one list and a watch, never by polling a pod', async () => {
-    const d = await f.driver({ slots: 4 });
+    const d = await f.driver({ ...calm, slots: 4 });
     const ns = d.config.capacityNamespaces[0] as string;
     const h = await d.provision(labels('watched'));
     expect((await d.exec(h, ['true'])).exitCode).toBe(0);
@@ -44,7 +46,7 @@ describe('the driver against the default test server (bubblewrap pods)', () => {
   });
 
   it('resumes an ended watch from the last resourceVersion it saw, and takes bookmarks', async () => {
-    const d = await f.driver({ slots: 4 });
+    const d = await f.driver({ ...calm, slots: 4 });
     const ns = d.config.capacityNamespaces[0] as string;
     const h = await d.provision(labels('resumed'));
     const watch = await d.podsIn(ns);
@@ -68,7 +70,7 @@ describe('the driver against the default test server (bubblewrap pods)', () => {
   });
 
   it('re-lists after 410 Expired (a compacted resourceVersion) and keeps following', async () => {
-    const d = await f.driver({ slots: 4 });
+    const d = await f.driver({ ...calm, slots: 4 });
     const ns = d.config.capacityNamespaces[0] as string;
     const h = await d.provision(labels('expired'));
     const watch = await d.podsIn(ns);
@@ -102,7 +104,7 @@ describe('the driver against the default test server (bubblewrap pods)', () => {
       '-c',
       `import socket; socket.create_connection(("127.0.0.1", ${port}), 2); print("connected")`,
     ];
-    const d = await f.driver({ slots: 4 });
+    const d = await f.driver({ ...calm, slots: 4 });
     const ns = d.config.capacityNamespaces[0] as string;
     const closed = await d.provision(labels('offline'));
     expect(f.server.getObject('networking.k8s.io/v1', 'networkpolicies', ns, NETWORK_POLICY)).toBeDefined();
@@ -118,7 +120,7 @@ describe('the driver against the default test server (bubblewrap pods)', () => {
   });
 
   it('runs commands in a sandbox whose deadline is further away than a Node timer reaches (2^31 ms)', async () => {
-    const d = await f.driver({ slots: 4 });
+    const d = await f.driver({ ...calm, slots: 4 });
     const h = await d.provision({
       ...labels('long-lived'),
       limits: { wallTimeoutMs: 30 * 24 * 3600 * 1000 },
@@ -129,7 +131,7 @@ describe('the driver against the default test server (bubblewrap pods)', () => {
   });
 
   it('provisions pods that pass restricted Pod Security, which refuses a privileged pod', async () => {
-    const d = await f.driver({ slots: 4 });
+    const d = await f.driver({ ...calm, slots: 4 });
     const ns = d.config.capacityNamespaces[0] as string;
     const h = await d.provision(labels('restricted'));
     const pod = f.server.getObject('v1', 'pods', ns, h.id) as unknown as { spec: Record<string, unknown> };
@@ -176,7 +178,7 @@ describe('the driver against the default test server (bubblewrap pods)', () => {
       .map((l) => JSON.parse(l) as SandboxHandle);
     expect(handles).toHaveLength(2);
 
-    const reaper = await f.driver({ namespace: ns, leaseDurationSeconds: 1 });
+    const reaper = await f.driver({ ...calm, namespace: ns, leaseDurationSeconds: 1 });
     expect(await reaper.reap({ labels: { tenant } })).toEqual([]); // the holder is alive: its lease is fresh
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
@@ -195,7 +197,7 @@ describe('the driver against the default test server (bubblewrap pods)', () => {
     expect(rest.map((r) => r.id)).toEqual([handles[1]?.id]);
     for (const h of handles) expect(f.server.getObject('v1', 'pods', ns, h.id)).toBeUndefined();
     await reaper.close();
-  });
+  }, 600_000); // a second node process and its two pods on top: at load 30–40 past the 300 s default
 });
 
 describe('the driver against a v4-only, signal-faithful test server', () => {
@@ -208,7 +210,7 @@ describe('the driver against a v4-only, signal-faithful test server', () => {
   });
 
   it('falls back to v4.channel.k8s.io, remembers it, and still ends stdin', async () => {
-    const d = await f.driver({ slots: 4 });
+    const d = await f.driver({ ...calm, slots: 4 });
     const h = await d.provision(labels('v4'));
     const r = await d.exec(h, ['sh', '-c', 'cat; exit 4'], { stdin: 'through v4\n' });
     expect(r.exitCode).toBe(4);
@@ -223,7 +225,12 @@ describe('the driver against a v4-only, signal-faithful test server', () => {
   });
 
   it('deletes with grace, then forced when the pod stays Terminating', async () => {
-    const d = await f.driver({ slots: 4, terminationGracePeriodSeconds: 30, forceDeleteAfterMs: 300 });
+    const d = await f.driver({
+      ...calm,
+      slots: 4,
+      terminationGracePeriodSeconds: 30,
+      forceDeleteAfterMs: 300,
+    });
     const ns = d.config.capacityNamespaces[0] as string;
     const h = await d.provision(labels('stuck'));
     f.server.stallNode(true);

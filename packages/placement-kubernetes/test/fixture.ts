@@ -6,6 +6,12 @@ import { KubernetesDriver, type KubernetesDriverConfigInput } from '../src/index
 import { startTestApiServer, type TestApiServer, type TestApiServerOptions } from '../src/testing/index.js';
 
 export const MISSING_IMAGE = 'alpine:3.20';
+/**
+ * The request deadline of drivers in tests that are not about timeouts. The test API server answers in this
+ * process, so on a starved machine (load 30–40 on 2 cores) an ordinary list, delete or lease write has taken
+ * more than the driver's default 30 s: well above that, still below the test timeout (300 s).
+ */
+export const CALM_REQUEST_TIMEOUT_MS = 120_000;
 
 export class DriverFixture {
   private readonly namespaces = new Map<KubernetesDriver, string>();

@@ -11,6 +11,7 @@ const driver = new KubernetesDriver({
   pty: false,
   leaseDurationSeconds: 5, // 1 s lapsed between renewals at load average 30: the "owner alive" check then failed
   instanceId: 'holder',
+  requestTimeoutMs: 120_000, // the test's server answers in the (possibly starved) test process
 });
 for (const [runId, kind] of [
   ['held-1', 'command'],
