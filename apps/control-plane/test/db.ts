@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { type LedgerDatabase, openDatabase } from '../src/db/database.js';
-import { migratedPglite } from './pglite-template.js';
+import { recycledPglite } from './pglite-recycle.js';
 
 export const TEST_DATABASE_URL = process.env.EVERDICT_TEST_DATABASE_URL?.trim() || undefined;
 export const LIVE_PG = TEST_DATABASE_URL !== undefined;
@@ -66,11 +66,14 @@ export async function createLiveTemplate(): Promise<{ name: string; drop(): Prom
   return { name: new URL(live.url).pathname.slice(1), drop: live.drop };
 }
 
-/** A fresh migrated ledger database (a clone of globalSetup's migrated template when there is one). */
+/**
+ * A fresh migrated ledger database (a clone of globalSetup's migrated template when there is one; on PGlite, a
+ * recycled instance reset to that template's state).
+ */
 export async function testDatabase(opts: { poolSize?: number } = {}): Promise<TestDatabase> {
   if (!TEST_DATABASE_URL) {
     const handle = await openDatabase({
-      pglite: await migratedPglite(),
+      pglite: await recycledPglite(), // a fresh one, or a used one verifiably reset (pglite-recycle.ts)
       migrate: false,
     });
     return { ...handle, dispose: () => handle.close() };
