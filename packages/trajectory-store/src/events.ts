@@ -4,20 +4,18 @@
 import { TraceEvent, type TraceEventInput } from '@everdict/run-model';
 import { z } from 'zod';
 import { parseOrThrow, TrajectoryStoreError } from './errors.js';
-import { keepProtoKeys } from './proto-keys.js';
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** A TraceEvent without `seq` and `runId` (the store assigns both). */
 export type TraceEventDraft = DistributiveOmit<TraceEventInput, 'seq' | 'runId'>;
 
-/** Parses a batch of events; a `__proto__` key in an event's JSON is kept as data (proto-keys.ts). */
+/**
+ * Parses a batch of events; a `__proto__` key in an event's JSON is kept as data (run-model's JSON values keep
+ * every own key: its json-value.ts).
+ */
 export function parseBatch(input: unknown, trajectoryId: string, maxEvents: number): TraceEvent[] {
-  const events = keepProtoKeys(
-    input,
-    parseOrThrow(z.array(TraceEvent).max(maxEvents), input, 'events'),
-    'events',
-  );
+  const events = parseOrThrow(z.array(TraceEvent).max(maxEvents), input, 'events');
   checkRunIds(events, trajectoryId);
   return events;
 }

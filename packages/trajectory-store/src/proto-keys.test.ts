@@ -1,6 +1,6 @@
 // A key named `__proto__` (and `constructor`, `toString`, `prototype`) in an event's JSON is data: appended,
 // stored, read back and sealed with it, the digest the same on write and read. zod leaves such a key out of what
-// it parses; the store puts it back (proto-keys.ts).
+// it parses; run-model's JSON values put it back (its json-value.ts).
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';

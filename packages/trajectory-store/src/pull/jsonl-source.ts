@@ -11,7 +11,6 @@ import { TrajectoryStoreError } from '../errors.js';
 import type { TraceEventDraft } from '../events.js';
 import { decodeOtlpJson, type OtlpSpan } from '../otlp/otlp-decode.js';
 import { spansToDrafts } from '../otlp/otlp-map.js';
-import { keepProtoKeys } from '../proto-keys.js';
 import type { PulledTrace, TraceSource } from './trace-source.js';
 
 export interface JsonlSourceOptions {
@@ -82,7 +81,7 @@ export class JsonlTraceSource implements TraceSource {
           'bad_request',
           `${this.#location} line ${n}: neither a TraceEvent nor OTLP JSON`,
         );
-      const parsed = keepProtoKeys(value, event.data, `${this.#location} line ${n}`);
+      const parsed = event.data; // an own `__proto__` key kept (run-model's JSON values)
       const list = runs.get(parsed.runId) ?? [];
       list.push(parsed);
       runs.set(parsed.runId, list);
