@@ -9,7 +9,7 @@ import { generateSigningKey, type SigningKey } from '@everdict/runrecord';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../src/http/testing/harness.js';
-import { pairingProof } from '../src/http/testing/runners.js';
+import { mintPairingToken, pairingProof } from '../src/http/testing/runners.js';
 import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
 import { lockWaits } from './lock-waits.js';
 import { type RunnerApp, runnerApp } from './runner-app.js';
@@ -36,11 +36,7 @@ describe.runIf(LIVE_PG)('two pairings of one public key at once', () => {
     await t?.close();
   });
 
-  const mint = async () => {
-    const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { body: {} });
-    expect(minted.status, JSON.stringify(minted.body)).toBe(201);
-    return String(minted.body.token);
-  };
+  const mint = () => mintPairingToken(t.app);
   const pairWith = (token: string, key: SigningKey) =>
     call(t.app, 'POST', '/runners/pair', {
       key: null,

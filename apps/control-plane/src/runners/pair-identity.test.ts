@@ -11,7 +11,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { generateSigningKey, type SigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, call, INTERNAL_TOKEN, type TestApp, testApp } from '../http/testing/harness.js';
-import { pairingProof, pairingSignature } from '../http/testing/runners.js';
+import { mintPairingToken, pairingProof, pairingSignature } from '../http/testing/runners.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -24,13 +24,7 @@ afterAll(async () => {
 const CAPS = { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 1 };
 const newKey = () => generateSigningKey(randomBytes(32));
 
-async function mint(shared = false): Promise<string> {
-  const minted = shared
-    ? await call(t.app, 'POST', '/internal/runners/pairing-tokens', { key: INTERNAL_TOKEN, body: {} })
-    : await call(t.app, 'POST', '/runners/pairing-tokens', { body: {} });
-  expect(minted.status, JSON.stringify(minted.body)).toBe(201);
-  return String(minted.body.token);
-}
+const mint = (shared = false) => mintPairingToken(t.app, { shared });
 
 const pairRunner = (token: string, key: SigningKey, signature = pairingSignature(token, key)) =>
   call(t.app, 'POST', '/runners/pair', {

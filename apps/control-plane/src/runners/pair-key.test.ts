@@ -9,7 +9,7 @@ import path from 'node:path';
 import { generateSigningKey, type SigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, INTERNAL_TOKEN, type TestApp, testApp } from '../http/testing/harness.js';
-import { pairingProof } from '../http/testing/runners.js';
+import { mintPairingToken, pairingProof } from '../http/testing/runners.js';
 import { pairEmbeddedRunner } from './embedded.js';
 
 let t: TestApp;
@@ -22,13 +22,7 @@ afterAll(async () => {
 
 const CAPS = { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 1 };
 
-async function mint(shared = false): Promise<string> {
-  const minted = shared
-    ? await call(t.app, 'POST', '/internal/runners/pairing-tokens', { key: INTERNAL_TOKEN, body: {} })
-    : await call(t.app, 'POST', '/runners/pairing-tokens', { body: {} });
-  expect(minted.status, JSON.stringify(minted.body)).toBe(201);
-  return String(minted.body.token);
-}
+const mint = (shared = false) => mintPairingToken(t.app, { shared });
 
 const pairWith = (token: string, key: SigningKey, name = 'r') =>
   call(t.app, 'POST', '/runners/pair', {

@@ -13,7 +13,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isControlPlaneError } from '../errors.js';
 import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
-import { pairingProof } from '../http/testing/runners.js';
+import { mintPairingToken, pairingProof } from '../http/testing/runners.js';
 import { leasePolicy } from '../leases/policy.js';
 import { revokeRunner } from './admin.js';
 import { journalRootOf } from './intervals.js';
@@ -29,11 +29,7 @@ afterAll(async () => {
 
 const CAPS = { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 2 };
 
-async function mint(): Promise<string> {
-  const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { key: ADMIN_KEY, body: {} });
-  expect(minted.status).toBe(201);
-  return String(minted.body.token);
-}
+const mint = () => mintPairingToken(t.app);
 
 const pairBody = (token: string, capabilities: object) => ({
   token,

@@ -13,7 +13,7 @@ import {
 import { expect } from 'vitest';
 import { journalRootOf } from '../../runners/intervals.js';
 import { pairingMessage } from '../../runners/registry.js';
-import { ADMIN_KEY, call } from './harness.js';
+import { ADMIN_KEY, call, INTERNAL_TOKEN } from './harness.js';
 
 type App = Parameters<typeof call>[0];
 
@@ -45,6 +45,22 @@ export function pairingProof(
   key: SigningKey = generateSigningKey(randomBytes(32)),
 ): { publicKey: string; signature: string } {
   return { publicKey: key.publicKey, signature: pairingSignature(token, key) };
+}
+
+/**
+ * A pairing token (201 expected): the admin key's (`POST /runners/pairing-tokens`, a tenant runner) or, `shared`,
+ * the service token's (`POST /internal/runners/pairing-tokens`, a shared runner).
+ */
+export async function mintPairingToken(
+  app: App,
+  o: { shared?: boolean; name?: string } = {},
+): Promise<string> {
+  const body = o.name === undefined ? {} : { name: o.name };
+  const minted = o.shared
+    ? await call(app, 'POST', '/internal/runners/pairing-tokens', { key: INTERNAL_TOKEN, body })
+    : await call(app, 'POST', '/runners/pairing-tokens', { key: ADMIN_KEY, body });
+  expect(minted.status, JSON.stringify(minted.body)).toBe(201);
+  return String(minted.body.token);
 }
 
 /** Pair a runner (201 expected) with `capabilities` (default: command runs, the default image, 8 slots). */
