@@ -1,8 +1,12 @@
 // Content addresses shared by every driver and by hosts in other processes (a park restored elsewhere
 // must match): snapshot address = BLAKE3 of the tar bytes; environment address = BLAKE3 of the canonical
-// JSON {"driver","image","imageDigest"} (keys sorted, no spaces). BLAKE3 is @everdict/runrecord's.
+// JSON {"driver","image","imageDigest"} (run-model's canonicalJson: RFC 8785, keys sorted, no spaces). BLAKE3 is
+// @everdict/runrecord's.
+import { canonicalJson } from '@everdict/run-model';
 import { blake3, bytesToHex } from '@everdict/runrecord';
 import type { Environment } from './spec.js';
+
+export { canonicalJson };
 
 const utf8 = new TextEncoder();
 
@@ -14,16 +18,6 @@ export function blake3Hex(bytes: Uint8Array): string {
 /** The address of a snapshot: BLAKE3 of its tar bytes. */
 export function snapshotAddress(tar: Uint8Array): string {
   return blake3Hex(tar);
-}
-
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
-
-/** JSON with object keys sorted (by UTF-16 code unit, as Array.sort does) and no whitespace. */
-export function canonicalJson(value: Json): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const keys = Object.keys(value).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k] as Json)}`).join(',')}}`;
 }
 
 /** The canonical manifest bytes of an environment: {"driver":…,"image":…,"imageDigest":…}. */

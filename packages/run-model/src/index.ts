@@ -1,3 +1,4 @@
+export * from './canonical-json.js';
 export * from './errors.js';
 export * from './facts.js';
 export * from './grader.js';
