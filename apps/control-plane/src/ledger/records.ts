@@ -1,5 +1,7 @@
 // Each run's `sandbox.runrecord/1` chain: segments stored in wire form, appended through runrecord's host
 // API (which refuses illegal appends), verified from genesis on read.
+
+import { canonicalJson } from '@everdict/run-model';
 import {
   type Account,
   blake3,
@@ -29,7 +31,12 @@ import type { RunRow } from './runs.js';
 import type { RecordView } from './views.js';
 
 const enc = new TextEncoder();
-export const addressOf = (value: unknown): Hex => bytesToHex(blake3(enc.encode(JSON.stringify(value))));
+/**
+ * The address of a JSON value: BLAKE3 of its canonical JSON (run-model's `canonicalJson`, RFC 8785). A function of
+ * the value alone — key order never matters — so anyone holding a run (as GET /runs/:id returns it, read back from
+ * jsonb) recomputes its unit and grant-set ids, and with them the record's genesis head.
+ */
+export const addressOf = (value: unknown): Hex => bytesToHex(blake3(enc.encode(canonicalJson(value))));
 
 /** unit = what is activated (tenant, kind, subject); grants = what it may use (placement, attach, envelope). */
 export function recordIdentity(run: {

@@ -27,7 +27,8 @@ import type { AttestationsTable, RunsTable } from '../db/schema.js';
 import type { Tx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import { appendEvents, type NewEvent } from '../ledger/events.js';
-import { addressOf, appendSegments, NO_CALLS, plannedSegments, sealInterval } from '../ledger/records.js';
+import { resumeManifest, runManifest } from '../ledger/manifest.js';
+import { appendSegments, NO_CALLS, plannedSegments, sealInterval } from '../ledger/records.js';
 import { lockRun, type RunRow, rowToRun, withSlot } from '../ledger/runs.js';
 import type { AttestedWrites, RunSet } from './attested-writes.js';
 import { asControlPlaneError, runModelValidationRefusal } from './boundary.js';
@@ -130,9 +131,6 @@ export function observedAccount(kind: string, reported: Account | undefined): Ac
   // The kinds the control plane executes itself (inline): their intervals' accounts are observed, and empty.
   return reported ?? (INLINE_LANE_KINDS.has(kind) ? NO_CALLS : undefined);
 }
-
-const runManifest = (run: { kind: string; subject: unknown }) =>
-  addressOf({ manifest: run.kind, subject: run.subject });
 
 const DEFAULT_METER = { watts: 5, meter: 'inline-wallclock-model' };
 
@@ -262,7 +260,7 @@ export async function transitionTx(
     ops.push({
       op: 'resume',
       snapshot: extras.image ? { root: extras.image.root } : { transcript: extras.transcript as string },
-      manifest: extras.manifest ?? runManifest(run),
+      manifest: extras.manifest ?? (await resumeManifest(tx, row.id, run)),
       idleUj: extras.image?.idleUj ?? extras.idleUj ?? BigInt(Math.max(1, Math.round(parkedMs * 0.5))),
       idleProvenance: 'estimated',
     });
