@@ -20,6 +20,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { revokeAgentHost } from '../src/agents/hosts.js';
 import { ADMIN_KEY, call, callInternal } from '../src/http/testing/harness.js';
+import { agentHostPairingProof } from '../src/http/testing/runners.js';
 import { leasePolicy } from '../src/leases/policy.js';
 import { expireHolder, requeueExpired } from '../src/runners/leases.js';
 import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
@@ -68,9 +69,10 @@ describe.runIf(LIVE_PG)('an agent host’s report or append racing its revoke', 
     // Its token minted by tenant default's admin: a tenant-scoped host, which that admin may revoke.
     const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { key: ADMIN_KEY, body: {} });
     expect(minted.status, JSON.stringify(minted.body)).toBe(201);
+    const token = String(minted.body.token);
     const paired = await call(t.app, 'POST', '/agents/hosts/pair', {
       key: null,
-      body: { token: minted.body.token, publicKey: key.publicKey, name: 'racing' },
+      body: { token, ...agentHostPairingProof(token, key), name: 'racing' },
     });
     expect(paired.status, JSON.stringify(paired.body)).toBe(201);
     const hostId = paired.body.hostId as string;

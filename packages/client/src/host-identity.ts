@@ -223,21 +223,36 @@ export async function readStateFile(dir: string, file: string): Promise<string |
   }
 }
 
-/** The domain tag of a runner's pairing proof (the control plane's runners/registry.ts `pairingMessage`). */
+/** The domain tag of a runner's pairing proof, `POST /runners/pair` (the control plane's runners/registry.ts). */
 export const PAIRING_PROOF_TAG = 'everdict-runner-pair/1';
+/** The domain tag of an agent host's pairing proof, `POST /agents/hosts/pair`. */
+export const AGENT_HOST_PAIRING_PROOF_TAG = 'everdict-agent-host-pair/1';
+/** Whose pairing a proof is for: a runner's proof never verifies as an agent host's, nor the other way. */
+export type PairingProofTag = typeof PAIRING_PROOF_TAG | typeof AGENT_HOST_PAIRING_PROOF_TAG;
 
 /**
- * What a runner signs to pair: `everdict-runner-pair/1`, the pairing token's SHA-256 (hex) and the public key,
- * one per line (UTF-8, no trailing newline).
+ * What a host signs to pair: the domain tag (`tag`: a runner's by default, or `AGENT_HOST_PAIRING_PROOF_TAG`),
+ * the pairing token's SHA-256 (hex) and the public key, one per line (UTF-8, no trailing newline).
  */
-export function pairingMessage(token: string, publicKey: string): Buffer {
+export function pairingMessage(
+  token: string,
+  publicKey: string,
+  tag: PairingProofTag = PAIRING_PROOF_TAG,
+): Buffer {
   const digest = createHash('sha256').update(token, 'utf8').digest('hex');
-  return Buffer.from(`${PAIRING_PROOF_TAG}\n${digest}\n${publicKey}`, 'utf8');
+  return Buffer.from(`${tag}\n${digest}\n${publicKey}`, 'utf8');
 }
 
-/** `key`'s proof that it holds its secret half, for `POST /runners/pair` with `token`: the `signature` (128 hex). */
-export function pairingSignature(key: SigningKey, token: string): string {
-  return sign(null, pairingMessage(token, key.publicKey), secretKeyObject(key)).toString('hex');
+/**
+ * `key`'s proof that it holds its secret half, for pairing with `token`: the `signature` (128 hex) of
+ * `POST /runners/pair` (the default tag) or, with `AGENT_HOST_PAIRING_PROOF_TAG`, of `POST /agents/hosts/pair`.
+ */
+export function pairingSignature(
+  key: SigningKey,
+  token: string,
+  tag: PairingProofTag = PAIRING_PROOF_TAG,
+): string {
+  return sign(null, pairingMessage(token, key.publicKey, tag), secretKeyObject(key)).toString('hex');
 }
 
 /** Signs an interval's attestation with the host's key: the wire body's fields and its address. */

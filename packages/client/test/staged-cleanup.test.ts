@@ -2,7 +2,8 @@
 // directory removes the `<name>.<pid>.<12 hex>.tmp` files a writer left — its process gone, or this process's
 // own pid (a restarted container) outside its stages in flight — once they are older than STALE_STAGED_MS; it
 // leaves a live writer's file, a fresh one, any other name, and the key a leftover first link shares its inode
-// with. And the pairing proof: `pairingSignature` signs `everdict-runner-pair/1\n<sha256(token)>\n<publicKey>`.
+// with. And the pairing proof: `pairingSignature` signs `everdict-runner-pair/1\n<sha256(token)>\n<publicKey>`,
+// or with the agent host's tag `everdict-agent-host-pair/1\n…` — neither proof verifies as the other.
 import { spawn } from 'node:child_process';
 import { createHash, createPublicKey, randomBytes, verify } from 'node:crypto';
 import { link, mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import { generateSigningKey } from '@everdict/runrecord';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  AGENT_HOST_PAIRING_PROOF_TAG,
   loadOrCreateSigningKey,
   pairingMessage,
   pairingSignature,
@@ -119,5 +121,23 @@ describe('the pairing proof', () => {
       verify(null, pairingMessage(t, key.publicKey), pub, Buffer.from(signature, 'hex'));
     expect(ok(token)).toBe(true);
     expect(ok('evp_other')).toBe(false);
+  });
+
+  it('an agent host’s proof signs everdict-agent-host-pair/1 instead; neither verifies as the other', () => {
+    const key = generateSigningKey(randomBytes(32));
+    const token = 'evp_example';
+    const digest = createHash('sha256').update(token).digest('hex');
+    const message = pairingMessage(token, key.publicKey, AGENT_HOST_PAIRING_PROOF_TAG);
+    expect(message.toString('utf8')).toBe(`everdict-agent-host-pair/1\n${digest}\n${key.publicKey}`);
+    const spki = Buffer.concat([
+      Buffer.from('302a300506032b6570032100', 'hex'),
+      Buffer.from(key.publicKey, 'hex'),
+    ]);
+    const pub = createPublicKey({ key: spki, format: 'der', type: 'spki' });
+    const hostProof = Buffer.from(pairingSignature(key, token, AGENT_HOST_PAIRING_PROOF_TAG), 'hex');
+    const runnerProof = Buffer.from(pairingSignature(key, token), 'hex');
+    expect(verify(null, message, pub, hostProof)).toBe(true);
+    expect(verify(null, message, pub, runnerProof)).toBe(false);
+    expect(verify(null, pairingMessage(token, key.publicKey), pub, hostProof)).toBe(false);
   });
 });

@@ -1,8 +1,11 @@
 // Pairing an agent host with the control plane, as a runner pairs: a pairing token (a tenant admin's
 // `POST /runners/pairing-tokens`, or the operator's `POST /internal/runners/pairing-tokens` with the service
-// token → a shared host) redeemed at `POST /agents/hosts/pair` with the host's public key → its host id,
-// which is then its lease holder name. The key stays in the state directory (host-key.ts).
+// token → a shared host) redeemed at `POST /agents/hosts/pair` with the host's public key and its proof of
+// holding the key (the key's signature of `everdict-agent-host-pair/1\n<sha256(token)>\n<publicKey>`,
+// @everdict/client/host-identity `pairingSignature`) → its host id, which is then its lease holder name. The
+// key stays in the state directory (host-key.ts).
 import { createClient, dataOf } from '@everdict/client';
+import { AGENT_HOST_PAIRING_PROOF_TAG, pairingSignature } from '@everdict/client/host-identity';
 import { AgentError } from '../errors.js';
 import { toAgentError } from '../http/http-control-plane.js';
 import {
@@ -34,7 +37,12 @@ export async function pairHost(o: {
   const out = await call(async () =>
     dataOf(
       await client.POST('/agents/hosts/pair', {
-        body: { token: o.token, publicKey: key.publicKey, name: o.name },
+        body: {
+          token: o.token,
+          publicKey: key.publicKey,
+          signature: pairingSignature(key, o.token, AGENT_HOST_PAIRING_PROOF_TAG),
+          name: o.name,
+        },
       }),
     ),
   );

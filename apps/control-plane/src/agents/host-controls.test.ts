@@ -3,10 +3,9 @@
 // — the host's next call is 401 `invalid_agent_host` in the problem shape a revoked runner gets, and the
 // turn its lease held is requeued for another host; a member's or a foreign revoke changes nothing. Under the
 // switch an unpaired holder is refused with the typed error and the turn it asked for stays queued.
-import { randomBytes } from 'node:crypto';
-import { generateSigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, callInternal, type TestApp, testApp } from '../http/testing/harness.js';
+import { agentHostPairingProof } from '../http/testing/runners.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -24,10 +23,10 @@ type Host = { id: string; state: string; leasesHeld: number; shared: boolean; re
 async function pairHost(name: string): Promise<string> {
   const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { body: {} });
   expect(minted.status).toBe(201);
-  const key = generateSigningKey(randomBytes(32));
+  const token = String(minted.body.token);
   const paired = await call(t.app, 'POST', '/agents/hosts/pair', {
     key: null,
-    body: { token: minted.body.token, publicKey: key.publicKey, name },
+    body: { token, ...agentHostPairingProof(token), name },
   });
   expect(paired.status, JSON.stringify(paired.body)).toBe(201);
   return paired.body.hostId as string;

@@ -17,6 +17,7 @@ import {
 import { canonicalJsonl, digestOf } from '@everdict/trajectory-store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, callInternal, type TestApp, testApp } from '../http/testing/harness.js';
+import { agentHostPairingProof } from '../http/testing/runners.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -36,14 +37,15 @@ async function pairHost(name: string) {
   const minted = await internal('POST', '/internal/runners/pairing-tokens', {});
   expect(minted.status).toBe(201);
   const token = minted.body.token as string;
+  const proof = agentHostPairingProof(token, key);
   const paired = await call(t.app, 'POST', '/agents/hosts/pair', {
     key: null,
-    body: { token, publicKey: key.publicKey, name },
+    body: { token, ...proof, name },
   });
   expect(paired.status, JSON.stringify(paired.body)).toBe(201);
   const again = await call(t.app, 'POST', '/agents/hosts/pair', {
     key: null,
-    body: { token, publicKey: key.publicKey, name },
+    body: { token, ...proof, name },
   });
   expect(again.body.code).toBe('invalid_pairing_token'); // single use
   return { key, hostId: paired.body.hostId as string };
@@ -256,11 +258,11 @@ describe('agent hosts: a paired host signs its intervals', () => {
 
   it('a tenant-scoped host is offered only its tenant’s turns; a shared host any tenant’s', async () => {
     const otherAdmin = await t.tenant('hosts-other');
-    const key = generateSigningKey(randomBytes(32));
     const minted = await call(t.app, 'POST', '/runners/pairing-tokens', { body: {} }); // tenant default's admin
+    const token = String(minted.body.token);
     const paired = await call(t.app, 'POST', '/agents/hosts/pair', {
       key: null,
-      body: { token: minted.body.token, publicKey: key.publicKey, name: 'scoped' },
+      body: { token, ...agentHostPairingProof(token), name: 'scoped' },
     });
     expect(paired.status).toBe(201);
     const scoped = paired.body.hostId as string;

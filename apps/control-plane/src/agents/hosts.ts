@@ -1,8 +1,10 @@
 // Agent hosts (issue 16 item 4): an `everdict-agent` process with an Ed25519 key of its own, paired like a
 // runner. A pairing token (minted by a tenant admin → a tenant-scoped host, or by the service token → a
 // shared one; the runners' token table, single use, 15 min) is redeemed with the host's public key at
-// `POST /agents/hosts/pair`; the host's id is then its lease holder name, and every interval it ends carries
-// a `sandbox.attestation/1` it signed (agents/attestation.ts checks it). GET /keys lists the keys.
+// `POST /agents/hosts/pair`, with the key's signature of `everdict-agent-host-pair/1\n<sha256(token)>\n<key>`
+// (its proof of possession, checked before the token is read: runners/registry.ts); the host's id is then its
+// lease holder name, and every interval it ends carries a `sandbox.attestation/1` it signed
+// (agents/attestation.ts checks it). GET /keys lists the keys.
 // A tenant admin lists (GET /agents/hosts) and revokes (POST /agents/hosts/:id/revoke) its tenant's hosts as
 // it does its runners: a revoked host's next lease, heartbeat, call or report is 401 `invalid_agent_host`,
 // and the leases it held expire in the revoking transaction (the lease sweep then requeues their turns).
@@ -21,7 +23,15 @@ import type { Executor, Tx } from '../db/tx.js';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import type { PublicKeyEntry } from '../keys/registry.js';
-import { hostKeys, leasesHeldBy, redeemPairingToken, refuseRegisteredKey } from '../runners/registry.js';
+import {
+  AGENT_HOST_PAIRING_PROOF_TAG,
+  hostKeys,
+  leasesHeldBy,
+  redeemPairingToken,
+  refuseRegisteredKey,
+  requireProofOfPossession,
+} from '../runners/registry.js';
+import { PairingSignature } from '../runners/schemas.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import type { Principal } from '../services/types.js';
@@ -29,6 +39,8 @@ import type { Principal } from '../services/types.js';
 export const AgentHostPairInput = z.strictObject({
   token: z.string().min(1).max(512),
   publicKey: z.string().regex(/^[0-9a-f]{64}$/, '64 lowercase hex digits'),
+  /** Ed25519 signature (128 lowercase hex) of `everdict-agent-host-pair/1\n<sha256(token) hex>\n<publicKey>` (registry.ts `pairingMessage`). */
+  signature: PairingSignature,
   name: z.string().min(1).max(200),
 });
 export type AgentHostPairInput = z.input<typeof AgentHostPairInput>;
@@ -63,12 +75,17 @@ export interface HolderPolicy {
   readonly requirePaired: boolean;
 }
 
-/** Redeem a pairing token for an agent host: its id (the holder name its leases and reports carry). */
+/**
+ * Redeem a pairing token for an agent host: its id (the holder name its leases and reports carry). The caller
+ * proves it holds the key's secret half first — `signature` over the agent host's own domain tag (a runner's
+ * proof does not verify here): 401 `invalid_pairing_token`, `reason: bad_signature`, before the token is read.
+ */
 export async function pairAgentHost(
   deps: Deps,
   raw: unknown,
 ): Promise<{ hostId: string; publicKey: string }> {
   const input = asControlPlaneError(() => AgentHostPairInput.parse(raw));
+  requireProofOfPossession(input, AGENT_HOST_PAIRING_PROOF_TAG);
   const hostId = deps.ids('agh');
   const now = deps.clock();
   return withTx(deps.db, async (tx) => {

@@ -7,7 +7,7 @@ import { generateSigningKey } from '@everdict/runrecord';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMAND_SPEC, call, type TestApp, testApp } from '../http/testing/harness.js';
-import { pairingProof } from '../http/testing/runners.js';
+import { agentHostPairingProof, pairingProof } from '../http/testing/runners.js';
 import { hashKey } from '../services/auth.js';
 import { mintTicket, redeemTicket } from '../sessions/tickets.js';
 import { KEYS_CHANNEL } from './key-cache.js';
@@ -183,7 +183,6 @@ describe('a revoked key ends its unredeemed pairing tokens', () => {
     const before = await paired();
     await revokeByApi(admin.id)();
     const key = generateSigningKey(randomBytes(32));
-    const publicKey = key.publicKey;
     const runner = await call(t.app, 'POST', '/runners/pair', {
       key: null,
       body: {
@@ -197,16 +196,16 @@ describe('a revoked key ends its unredeemed pairing tokens', () => {
     expect(runner.body.code).toBe('invalid_pairing_token');
     const host = await call(t.app, 'POST', '/agents/hosts/pair', {
       key: null,
-      body: { token: forHost, publicKey, name: 'late' },
+      body: { token: forHost, ...agentHostPairingProof(forHost, key), name: 'late' },
     });
     expect(host.status).toBe(401);
     expect(host.body.code).toBe('invalid_pairing_token');
     expect(await paired()).toBe(before);
     // A live admin's token still pairs.
-    const live = await call(t.app, 'POST', '/runners/pairing-tokens', { body: {} });
+    const live = String((await call(t.app, 'POST', '/runners/pairing-tokens', { body: {} })).body.token);
     const ok = await call(t.app, 'POST', '/agents/hosts/pair', {
       key: null,
-      body: { token: String(live.body.token), publicKey, name: 'fine' },
+      body: { token: live, ...agentHostPairingProof(live, key), name: 'fine' },
     });
     expect(ok.status, JSON.stringify(ok.body)).toBe(201);
   });

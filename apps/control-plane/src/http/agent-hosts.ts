@@ -1,5 +1,6 @@
-// Agent hosts (issue 16): pairing with a runner pairing token and the host's Ed25519 key (no API key), and the
-// tenant's list and revocation of its hosts. Mounted before agents.ts: `GET /agents/hosts` is no agent id.
+// Agent hosts (issue 16): pairing with a runner pairing token and the host's Ed25519 key and its signature (no
+// API key), and the tenant's list and revocation of its hosts. Mounted before agents.ts: `GET /agents/hosts` is
+// no agent id.
 import { createRoute, z } from '@hono/zod-openapi';
 import { AgentHostPairInput } from '../agents/hosts.js';
 import { requireRole } from '../auth/middleware.js';
@@ -49,7 +50,7 @@ const routes = {
     path: '/agents/hosts/pair',
     tags: ['agents'],
     summary:
-      'Pair an agent host: redeem a runner pairing token with the host’s Ed25519 public key → its host id (its lease holder name); the key signs every interval it ends and is listed by GET /keys. A key registered to any runner or agent host already (revoked ones included): 409 `conflict`, `details.reason: public_key_in_use`, the token unspent.',
+      'Pair an agent host: redeem a runner pairing token with the host’s Ed25519 public key, `{token, publicKey, signature, name}` → its host id (its lease holder name); the key signs every interval it ends and is listed by GET /keys. `signature` (128 hex) is the key’s Ed25519 signature of `everdict-agent-host-pair/1\\n<sha256(token) hex>\\n<publicKey>` (UTF-8; a runner’s `everdict-runner-pair/1` proof does not verify here): a signature that does not verify is 401 `invalid_pairing_token`, `details.reason: bad_signature`, the token unspent. A key registered to any runner or agent host already (revoked ones included): 409 `conflict`, `details.reason: public_key_in_use`, the token unspent.',
     request: { body: jsonBody(AgentHostPairInput) },
     responses: {
       201: json(

@@ -1,9 +1,11 @@
 // One key, one identity; proof of possession; who drained and revoked — on the real core (PGlite):
 // - a public key a runner holds pairs no agent host, and an agent host's key pairs no runner: 409 `conflict`
 //   (`details.reason: public_key_in_use`), nothing registered, the token unspent;
-// - `POST /runners/pair` needs the key's signature of `everdict-runner-pair/1\n<sha256(token)>\n<publicKey>`:
-//   another key's, or one made for another token, is 401 `invalid_pairing_token` (`reason: bad_signature`), the
-//   token unspent; none at all is 400;
+// - `POST /runners/pair` needs the key's signature of `everdict-runner-pair/1\n<sha256(token)>\n<publicKey>`,
+//   `POST /agents/hosts/pair` of `everdict-agent-host-pair/1\n…`: another key's, one made for another token, one
+//   under the other route's tag, or 128 hex that is no signature is 401 `invalid_pairing_token`
+//   (`reason: bad_signature`), nothing registered, the token unspent; none at all (or not 128 lowercase hex) is
+//   400;
 // - a drain and a revoke record their actor (the admin key's id, or `operator` at the service token's door) and
 //   time, read back by GET /runners and GET /internal/runners; a refused drain records nothing; an agent host's
 //   revoke records its actor, read back by GET /agents/hosts.
@@ -12,6 +14,7 @@ import { generateSigningKey, type SigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, call, INTERNAL_TOKEN, type TestApp, testApp } from '../http/testing/harness.js';
 import { mintPairingToken, pairingProof, pairingSignature } from '../http/testing/runners.js';
+import { AGENT_HOST_PAIRING_PROOF_TAG } from './registry.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -31,10 +34,15 @@ const pairRunner = (token: string, key: SigningKey, signature = pairingSignature
     key: null,
     body: { token, publicKey: key.publicKey, signature, name: 'r', capabilities: CAPS },
   });
-const pairHost = (token: string, key: SigningKey) =>
+/** An agent host's proof of `key` for `token` (the agent host's domain tag). */
+const hostSignature = (token: string, key: SigningKey) =>
+  pairingSignature(token, key, AGENT_HOST_PAIRING_PROOF_TAG);
+/** `POST /agents/hosts/pair` with `key` and `signature` (default: the key's proof for `token`; `NONE`: none). */
+const NONE = Symbol('no signature');
+const pairHost = (token: string, key: SigningKey, signature: unknown = hostSignature(token, key)) =>
   call(t.app, 'POST', '/agents/hosts/pair', {
     key: null,
-    body: { token, publicKey: key.publicKey, name: 'h' },
+    body: { token, publicKey: key.publicKey, ...(signature === NONE ? {} : { signature }), name: 'h' },
   });
 
 const holdersOf = async (publicKey: string) => {
@@ -42,6 +50,12 @@ const holdersOf = async (publicKey: string) => {
   const runners = await db.selectFrom('runners').select('id').where('public_key', '=', publicKey).execute();
   const hosts = await db.selectFrom('agent_hosts').select('id').where('public_key', '=', publicKey).execute();
   return [...runners, ...hosts].map((r) => r.id);
+};
+
+const agentHostCount = async (): Promise<number> => {
+  const db = t.core.internals.deps.db;
+  const rows = await db.selectFrom('agent_hosts').select('id').execute();
+  return rows.length;
 };
 
 /** The token was not spent: it still pairs a runner with a new key. */
@@ -86,7 +100,11 @@ describe('pairing proves possession of the key', () => {
   it('another key’s signature, or one made for another token, is 401 bad_signature; the token unspent', async () => {
     const token = await mint();
     const key = newKey();
-    for (const signature of [pairingSignature(token, newKey()), pairingSignature(await mint(), key)]) {
+    for (const signature of [
+      pairingSignature(token, newKey()),
+      pairingSignature(await mint(), key),
+      hostSignature(token, key), // an agent host's proof of this very key and token: another domain
+    ]) {
       const refused = await pairRunner(token, key, signature);
       expect(refused.status, JSON.stringify(refused.body)).toBe(401);
       expect(refused.body).toMatchObject({
@@ -108,6 +126,56 @@ describe('pairing proves possession of the key', () => {
     });
     expect([refused.status, refused.body.code]).toEqual([400, 'validation_failed']);
     await expectUnspent(token);
+  });
+
+  it('an agent host: another key’s, another token’s, a runner’s or a garbage signature is 401 bad_signature; nothing written, the token unspent', async () => {
+    const token = await mint();
+    const key = newKey();
+    const hostsBefore = await agentHostCount();
+    for (const signature of [
+      hostSignature(token, newKey()),
+      hostSignature(await mint(), key),
+      pairingSignature(token, key), // a runner's proof of this very key and token: another domain
+      'ab'.repeat(64), // 128 hex that no key signed
+    ]) {
+      const refused = await pairHost(token, key, signature);
+      expect(refused.status, JSON.stringify(refused.body)).toBe(401);
+      expect(refused.body).toMatchObject({
+        code: 'invalid_pairing_token',
+        details: { reason: 'bad_signature' },
+      });
+    }
+    expect(await holdersOf(key.publicKey)).toEqual([]);
+    expect(await agentHostCount()).toBe(hostsBefore);
+    // The refused token still pairs this very key, with its proof.
+    const paired = await pairHost(token, key);
+    expect(paired.status, JSON.stringify(paired.body)).toBe(201);
+    expect(await holdersOf(key.publicKey)).toEqual([paired.body.hostId]);
+  });
+
+  it('an agent host pairing without a signature, or not 128 lowercase hex, is 400; the token unspent', async () => {
+    const token = await mint();
+    const key = newKey();
+    const good = hostSignature(token, key);
+    for (const signature of [
+      NONE,
+      null,
+      '',
+      good.slice(2),
+      `${good}00`,
+      good.toUpperCase(),
+      'zz'.repeat(64),
+      7,
+    ]) {
+      const refused = await pairHost(token, key, signature);
+      expect([refused.status, refused.body.code], JSON.stringify(refused.body)).toEqual([
+        400,
+        'validation_failed',
+      ]);
+    }
+    expect(await holdersOf(key.publicKey)).toEqual([]);
+    const paired = await pairHost(token, key, good);
+    expect(paired.status, JSON.stringify(paired.body)).toBe(201);
   });
 });
 

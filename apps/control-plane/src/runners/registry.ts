@@ -205,32 +205,43 @@ export async function refuseRegisteredKey(tx: Tx, publicKey: string): Promise<vo
     );
 }
 
-/** The domain tag of a runner's pairing proof (`pairingMessage`). */
+/** The domain tag of a runner's pairing proof (`pairingMessage`, `POST /runners/pair`). */
 export const PAIRING_PROOF_TAG = 'everdict-runner-pair/1';
+/** The domain tag of an agent host's pairing proof (`POST /agents/hosts/pair`, agents/hosts.ts). */
+export const AGENT_HOST_PAIRING_PROOF_TAG = 'everdict-agent-host-pair/1';
+/** Whose pairing a proof is for: a runner's proof never verifies as an agent host's, nor the other way. */
+export type PairingProofTag = typeof PAIRING_PROOF_TAG | typeof AGENT_HOST_PAIRING_PROOF_TAG;
 
 /**
- * What a runner signs to pair (its proof that it holds the key it registers): `everdict-runner-pair/1`, the
- * pairing token's SHA-256 (hex) and the public key, one per line (UTF-8, no trailing newline). Bound to the
- * token, a proof is good for one pairing: replayed with another token it does not verify.
+ * What a host signs to pair (its proof that it holds the key it registers): its domain tag (`tag`: a runner's,
+ * by default, or an agent host's), the pairing token's SHA-256 (hex) and the public key, one per line (UTF-8,
+ * no trailing newline). Bound to the token, a proof is good for one pairing: replayed with another token it
+ * does not verify; bound to the tag, a runner's proof pairs no agent host, and an agent host's no runner.
  */
-export const pairingMessage = (token: string, publicKey: string): Uint8Array =>
-  new TextEncoder().encode(`${PAIRING_PROOF_TAG}\n${sha256(token)}\n${publicKey}`);
+export const pairingMessage = (
+  token: string,
+  publicKey: string,
+  tag: PairingProofTag = PAIRING_PROOF_TAG,
+): Uint8Array => new TextEncoder().encode(`${tag}\n${sha256(token)}\n${publicKey}`);
 
 /**
  * 401 `invalid_pairing_token` (`details.reason: 'bad_signature'`) unless `signature` is the public key's strict
- * (RFC 8032) Ed25519 signature of `pairingMessage`: checked before the token is touched, so a refused pairing
- * spends nothing.
+ * (RFC 8032) Ed25519 signature of `pairingMessage` under `tag`: called before the token is touched, so a
+ * refused pairing spends nothing. `signature` and `publicKey` are hex already (the callers' zod schemas).
  */
-function requireProofOfPossession(input: { token: string; publicKey: string; signature: string }): void {
+export function requireProofOfPossession(
+  input: { token: string; publicKey: string; signature: string },
+  tag: PairingProofTag = PAIRING_PROOF_TAG,
+): void {
   const ok = verifySignature(
     hexToBytes(input.signature),
-    pairingMessage(input.token, input.publicKey),
+    pairingMessage(input.token, input.publicKey, tag),
     hexToBytes(input.publicKey),
   );
   if (!ok)
     throw new ControlPlaneError(
       'invalid_pairing_token',
-      'the pairing signature is not the public key’s signature of the pairing message (everdict-runner-pair/1)',
+      `the pairing signature is not the public key’s signature of the pairing message (${tag})`,
       { reason: 'bad_signature' },
     );
 }

@@ -40,11 +40,14 @@ const ImageRef = z
   .min(1)
   .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_IMAGE_BYTES, `at most ${MAX_IMAGE_BYTES} UTF-8 bytes`);
 
+/** A pairing proof: an Ed25519 signature, 128 lowercase hex (registry.ts `pairingMessage`, one per tag). */
+export const PairingSignature = z.string().regex(/^[0-9a-f]{128}$/, '128 lowercase hex digits');
+
 export const PairInput = z.strictObject({
   token: z.string().min(1).max(512),
   publicKey: Hex64,
   /** Ed25519 signature (128 lowercase hex) of `everdict-runner-pair/1\n<sha256(token) hex>\n<publicKey>` (registry.ts). */
-  signature: z.string().regex(/^[0-9a-f]{128}$/, '128 lowercase hex digits'),
+  signature: PairingSignature,
   name: z.string().min(1).max(200),
   capabilities: Capabilities.extend({ images: z.array(ImageRef).min(1).max(1000) }),
 });

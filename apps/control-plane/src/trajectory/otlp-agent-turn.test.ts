@@ -9,6 +9,7 @@ import { encodeAttestationBody, generateSigningKey, type Hex, signAttestation } 
 import { canonicalJsonl, digestOf } from '@everdict/trajectory-store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, call, callInternal, type TestApp, testApp } from '../http/testing/harness.js';
+import { agentHostPairingProof } from '../http/testing/runners.js';
 import { agentTrace, otlpJson } from './otlp-fixtures.js';
 
 let t: TestApp;
@@ -85,9 +86,10 @@ describe('OTLP import naming an agent turn', () => {
   it('mid-lease spans do not take the seqs the host numbers next; its signed close verifies its own transcript', async () => {
     const key = generateSigningKey(randomBytes(32));
     const minted = await internal('POST', '/internal/runners/pairing-tokens', {});
+    const token = String(minted.body.token);
     const paired = await call(t.app, 'POST', '/agents/hosts/pair', {
       key: null,
-      body: { token: minted.body.token, publicKey: key.publicKey, name: 'traced-host' },
+      body: { token, ...agentHostPairingProof(token, key), name: 'traced-host' },
     });
     expect(paired.status, JSON.stringify(paired.body)).toBe(201);
     const hostId = paired.body.hostId as string;

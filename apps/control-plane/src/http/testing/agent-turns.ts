@@ -1,9 +1,8 @@
 // The steps the agent tests take against the real app, written once: pair a host, start a turn, lease turns,
 // and run a turn's first interval to a ready park (it asks for approval, parks, the approval arrives).
-import { randomBytes } from 'node:crypto';
-import { generateSigningKey } from '@everdict/runrecord';
 import { expect } from 'vitest';
 import { ADMIN_KEY, call, callInternal, type Fetcher } from './harness.js';
+import { agentHostPairingProof } from './runners.js';
 
 export type TurnLease = { runId: string; epoch: number };
 
@@ -15,10 +14,10 @@ export const PARK_TRANSCRIPT = 'a'.repeat(64);
 export async function pairAgentHost(app: Fetcher, name: string, key = ADMIN_KEY): Promise<string> {
   const minted = await call(app, 'POST', '/runners/pairing-tokens', { key, body: {} });
   expect(minted.status, JSON.stringify(minted.body)).toBe(201);
-  const signing = generateSigningKey(randomBytes(32));
+  const token = String(minted.body.token);
   const paired = await call(app, 'POST', '/agents/hosts/pair', {
     key: null,
-    body: { token: minted.body.token, publicKey: signing.publicKey, name },
+    body: { token, ...agentHostPairingProof(token), name },
   });
   expect(paired.status, JSON.stringify(paired.body)).toBe(201);
   return paired.body.hostId as string;

@@ -12,7 +12,11 @@ import {
 } from '@everdict/runrecord';
 import { expect } from 'vitest';
 import { journalRootOf } from '../../runners/intervals.js';
-import { pairingMessage } from '../../runners/registry.js';
+import {
+  AGENT_HOST_PAIRING_PROOF_TAG,
+  type PairingProofTag,
+  pairingMessage,
+} from '../../runners/registry.js';
 import { ADMIN_KEY, call, INTERNAL_TOKEN } from './harness.js';
 
 type App = Parameters<typeof call>[0];
@@ -35,17 +39,27 @@ export interface TestLease {
 
 export const COMMAND_CAPS = { drivers: ['process'], kinds: ['command'], images: ['default'], slots: 8 };
 
-/** `key`'s proof of possession for pairing with `token` (the `signature` of `POST /runners/pair`). */
-export const pairingSignature = (token: string, key: SigningKey): string =>
-  bytesToHex(sign(pairingMessage(token, key.publicKey), key.secretKey));
+/**
+ * `key`'s proof of possession for pairing with `token`: the `signature` of `POST /runners/pair` (the default
+ * tag) or, with `AGENT_HOST_PAIRING_PROOF_TAG`, of `POST /agents/hosts/pair`.
+ */
+export const pairingSignature = (token: string, key: SigningKey, tag?: PairingProofTag): string =>
+  bytesToHex(sign(pairingMessage(token, key.publicKey, tag), key.secretKey));
 
 /** A key (default: a new one) with its proof for pairing with `token`: the `publicKey` and `signature` of a pair body. */
 export function pairingProof(
   token: string,
   key: SigningKey = generateSigningKey(randomBytes(32)),
+  tag?: PairingProofTag,
 ): { publicKey: string; signature: string } {
-  return { publicKey: key.publicKey, signature: pairingSignature(token, key) };
+  return { publicKey: key.publicKey, signature: pairingSignature(token, key, tag) };
 }
+
+/** `pairingProof` for an agent host (`POST /agents/hosts/pair`: the agent host's domain tag). */
+export const agentHostPairingProof = (
+  token: string,
+  key?: SigningKey,
+): { publicKey: string; signature: string } => pairingProof(token, key, AGENT_HOST_PAIRING_PROOF_TAG);
 
 /**
  * A pairing token (201 expected): the admin key's (`POST /runners/pairing-tokens`, a tenant runner) or, `shared`,
