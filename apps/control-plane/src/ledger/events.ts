@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import { decimal, iso, json } from '../db/numeric.js';
 import { prepared } from '../db/prepared.js';
 import type { Executor } from '../db/tx.js';
+import { SETTLED_HORIZON } from './horizon.js';
 
 export interface NewEvent {
   tenant: string;
@@ -122,12 +123,12 @@ export interface OutboxPosition {
   id: string;
 }
 
-/** Events after `pos` whose transactions are all settled (tx below the oldest running xid). */
+/** Events after `pos` whose transactions are all settled (tx below this database's horizon: horizon.ts). */
 export async function readSettled(ex: Executor, pos: OutboxPosition, limit: number) {
   const { rows } = await sql<EventRowLike & { tx: string | number | bigint }>`
     SELECT id, tx, tenant_id, kind, run_id, payload, created_at FROM events
     WHERE (tx, id) > (${pos.tx}::bigint, ${pos.id}::bigint)
-      AND tx < (pg_snapshot_xmin(pg_current_snapshot())::text)::bigint
+      AND tx < ${SETTLED_HORIZON}
     ORDER BY tx, id LIMIT ${limit}`.execute(ex);
   return rows.map((r) => ({ event: toPlatformEvent(r), pos: { tx: decimal(r.tx), id: decimal(r.id) } }));
 }
@@ -179,7 +180,7 @@ export async function readSettledOf(
   const { rows } = await sql<EventRowLike & { tx: string | number | bigint }>`
     SELECT id, tx, tenant_id, kind, run_id, payload, created_at FROM events
     WHERE (tx, id) > (${pos.tx}::bigint, ${pos.id}::bigint)
-      AND tx < (pg_snapshot_xmin(pg_current_snapshot())::text)::bigint
+      AND tx < ${SETTLED_HORIZON}
       AND tenant_id = ${tenant} ${feedFilter(filter)}
     ORDER BY tx, id LIMIT ${limit}`.execute(ex);
   return rows.map(placed);

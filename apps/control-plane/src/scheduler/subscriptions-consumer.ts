@@ -8,6 +8,7 @@ import { prepared } from '../db/prepared.js';
 import { type Tx, withTx } from '../db/tx.js';
 import { isControlPlaneError } from '../errors.js';
 import { readSettled } from '../ledger/events.js';
+import { SETTLED_HORIZON } from '../ledger/horizon.js';
 import { rowToRun, selectRunRows } from '../ledger/runs.js';
 import { assertPlaceable } from '../runners/placement.js';
 import type { Deps } from '../services/context.js';
@@ -45,7 +46,7 @@ export async function skipOrPending(deps: Deps): Promise<'skipped' | 'pending' |
     last AS (
       SELECT e.tx, e.id FROM events e, cur
       WHERE (e.tx, e.id) > (cur.tx, cur.id)
-        AND e.tx < (pg_snapshot_xmin(pg_current_snapshot())::text)::bigint
+        AND e.tx < ${SETTLED_HORIZON}
       ORDER BY e.tx DESC, e.id DESC LIMIT 1),
     skip AS (
       INSERT INTO consumer_cursors (consumer, tx, event_id, updated_at)
