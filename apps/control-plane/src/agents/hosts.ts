@@ -23,14 +23,7 @@ import type { Executor, Tx } from '../db/tx.js';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import type { PublicKeyEntry } from '../keys/registry.js';
-import {
-  AGENT_HOST_PAIRING_PROOF_TAG,
-  hostKeys,
-  leasesHeldBy,
-  redeemPairingToken,
-  refuseRegisteredKey,
-  requireProofOfPossession,
-} from '../runners/registry.js';
+import { AGENT_HOST_PAIRING_PROOF_TAG, hostKeys, leasesHeldBy, redeemForKey } from '../runners/registry.js';
 import { PairingSignature } from '../runners/schemas.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
@@ -85,18 +78,14 @@ export async function pairAgentHost(
   raw: unknown,
 ): Promise<{ hostId: string; publicKey: string }> {
   const input = asControlPlaneError(() => AgentHostPairInput.parse(raw));
-  requireProofOfPossession(input, AGENT_HOST_PAIRING_PROOF_TAG);
   const hostId = deps.ids('agh');
-  const now = deps.clock();
-  return withTx(deps.db, async (tx) => {
-    const claimed = await redeemPairingToken(tx, input.token, hostId, now);
-    // A key names one identity, runner or agent host (registry.ts): 409 `public_key_in_use`, the token unspent.
-    await refuseRegisteredKey(tx, input.publicKey);
+  // A key names one identity, runner or agent host (registry.ts): 409 `public_key_in_use`, the token unspent.
+  return redeemForKey(deps, input, hostId, AGENT_HOST_PAIRING_PROOF_TAG, async (tx, tenantId, now) => {
     await tx
       .insertInto('agent_hosts')
       .values({
         id: hostId,
-        tenant_id: claimed.tenant_id,
+        tenant_id: tenantId,
         name: input.name,
         public_key: input.publicKey,
         state: 'active',

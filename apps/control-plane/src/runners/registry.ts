@@ -254,19 +254,14 @@ export function requireProofOfPossession(
  */
 export async function pair(deps: Deps, raw: unknown): Promise<{ runnerId: string; credential: string }> {
   const input = parse(PairInput, raw);
-  requireProofOfPossession(input);
   const credential = secret('evr_');
   const runnerId = deps.ids('rnr');
-  const now = deps.clock();
-  return withTx(deps.db, async (tx) => {
-    const claimed = await redeemPairingToken(tx, input.token, runnerId, now);
-    // After the token (an unknown token learns nothing of keys); the refusal rolls the token's claim back.
-    await refuseRegisteredKey(tx, input.publicKey);
+  return redeemForKey(deps, input, runnerId, PAIRING_PROOF_TAG, async (tx, tenantId, now) => {
     await tx
       .insertInto('runners')
       .values({
         id: runnerId,
-        tenant_id: claimed.tenant_id,
+        tenant_id: tenantId,
         name: input.name,
         public_key: input.publicKey,
         credential_hash: sha256(credential),
@@ -279,9 +274,32 @@ export async function pair(deps: Deps, raw: unknown): Promise<{ runnerId: string
       .execute();
     await tx
       .insertInto('runner_images')
-      .values(imageRows(runnerId, claimed.tenant_id, input.capabilities))
+      .values(imageRows(runnerId, tenantId, input.capabilities))
       .execute();
     return { runnerId, credential };
+  });
+}
+
+/**
+ * One pairing, a runner's or an agent host's: the proof of possession under `tag` (before the token is read: a
+ * refused proof spends nothing), then in one transaction the token redeemed for `pairedId`, the key refused when
+ * any identity holds it already (`refuseRegisteredKey`, after the token: an unknown token learns nothing of
+ * keys; the refusal rolls the token's claim back), and `register` — the identity's own rows, in the token's
+ * tenant (null: shared).
+ */
+export async function redeemForKey<T>(
+  deps: Deps,
+  input: { token: string; publicKey: string; signature: string },
+  pairedId: string,
+  tag: PairingProofTag,
+  register: (tx: Tx, tenantId: string | null, now: Date) => Promise<T>,
+): Promise<T> {
+  requireProofOfPossession(input, tag);
+  const now = deps.clock();
+  return withTx(deps.db, async (tx) => {
+    const claimed = await redeemPairingToken(tx, input.token, pairedId, now);
+    await refuseRegisteredKey(tx, input.publicKey);
+    return register(tx, claimed.tenant_id, now);
   });
 }
 
