@@ -55,6 +55,14 @@ describe('canonical JSON', () => {
     expect(canonicalJson(JSON.parse(canonicalJson(parsed)))).toBe(text); // read back, the same bytes
   });
 
+  it('writes a value with toJSON (a Date) as JSON.stringify does, keys still sorted', () => {
+    const at = new Date('2026-12-05T16:00:00.000Z');
+    expect(canonicalJson({ z: at, a: [at] })).toBe(
+      '{"a":["2026-12-05T16:00:00.000Z"],"z":"2026-12-05T16:00:00.000Z"}',
+    );
+    expect(canonicalJson({ toJSON: () => ({ b: 1, a: 2 }) })).toBe('{"a":2,"b":1}');
+  });
+
   it('JSONL ends every line with a newline; the empty trajectory is empty', () => {
     expect(canonicalJsonl([{ b: 2, a: 1 }, [1]])).toBe('{"a":1,"b":2}\n[1]\n');
     expect(canonicalJsonl([])).toBe('');

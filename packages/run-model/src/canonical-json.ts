@@ -10,7 +10,7 @@
 //   array              → `[` canonical(items) joined by `,` `]` (an undefined item as null, as JSON.stringify)
 //   object             → `{` `"key":canonical(value)` joined by `,` `}`, own enumerable keys (an own `__proto__`
 //                        included) ascending by UTF-16 code units, members whose value is `undefined` left out
-//   no whitespace anywhere outside strings.
+//   no whitespace anywhere outside strings; a value with `toJSON` (a Date) as its toJSON(), as JSON.stringify.
 // For every JSON value this is RFC 8785 (JCS) output.
 // canonical JSONL = canonical(value) + "\n" for each value in order (the last line ends with "\n" too).
 import { RunModelError } from './errors.js';
@@ -53,6 +53,8 @@ export function canonicalJson(value: unknown): string {
         return `${out}]`;
       }
       const record = value as Record<string, unknown>;
+      // A value with toJSON (a Date) is written as what it stands for, as JSON.stringify writes it.
+      if (typeof record.toJSON === 'function') return canonicalJson((record.toJSON as () => unknown)());
       const keys = sortedKeys(record);
       let out = '{';
       let first = true;
