@@ -3,6 +3,8 @@
 // 3 refused, 4 unavailable.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -207,6 +209,45 @@ describe('record verify', () => {
     expect(r.out).toMatch(/verified/);
     expect(r.out).toMatch(/signed by [0-9a-f]{16}… \(control-plane\)/);
     expect(r.out).toMatch(/account\s+non_blocking/);
+    expect(r.out).toMatch(/binds\s+this run/);
+  });
+
+  it('a server answering with another run’s (valid) record: not this run’s record (exit 1)', async () => {
+    const other = await everdict(
+      ['run', 'analysis', '--config', '{"fn":"echo","other":true}', '--wait', '--json'],
+      env,
+    );
+    const otherId = (JSON.parse(other.out) as { id: string }).id;
+    // A proxy in front of the real control plane that swaps one route's answer: the record of `otherId`.
+    const lying = createServer(async (req, res) => {
+      const swapped = (req.url ?? '/').replace(`/runs/${runId}/record`, `/runs/${otherId}/record`);
+      const upstream = await fetch(`${cp.url}${swapped}`, {
+        method: req.method ?? 'GET',
+        headers: { authorization: req.headers.authorization ?? '' },
+      });
+      res.writeHead(upstream.status, {
+        'content-type': upstream.headers.get('content-type') ?? 'application/json',
+      });
+      res.end(Buffer.from(await upstream.arrayBuffer()));
+    });
+    await new Promise<void>((r) => lying.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(lying.address() as AddressInfo).port}`;
+      const r = await everdict(['record', 'verify', runId, '--json'], { ...env, EVERDICT_URL: url });
+      expect(r.code).toBe(1);
+      // The record itself verifies (it is a good record — of another run); it does not bind this run.
+      expect(JSON.parse(r.out)).toMatchObject({ ok: true, binds: false });
+      const plain = await everdict(['record', 'verify', runId], { ...env, EVERDICT_URL: url });
+      expect(plain.code).toBe(1);
+      expect(plain.out).toMatch(/DOES NOT VERIFY as this run's record/);
+      // Straight from the control plane the same run binds.
+      const honest = await everdict(['record', 'verify', runId, '--json'], env);
+      expect(honest.code).toBe(0);
+      expect(JSON.parse(honest.out)).toMatchObject({ ok: true, binds: true });
+    } finally {
+      lying.closeAllConnections();
+      await new Promise<void>((r) => lying.close(() => r()));
+    }
   });
 
   it('--json prints the runrecord verdict; a key that did not sign does not verify (exit 1)', async () => {

@@ -7,6 +7,7 @@ export * from './health.js';
 export * from './origin.js';
 export * from './outputs.js';
 export * from './primitives.js';
+export * from './record-identity.js';
 export * from './run.js';
 export * from './scoring.js';
 export * from './session.js';

@@ -233,8 +233,10 @@ export class Demo {
       const summary = (done as { outputs?: { summary?: string } }).outputs?.summary;
       this.say(`   turn ${runId}: ${done.status}${summary ? ` — "${summary}"` : ''}`);
       if (done.status !== 'succeeded') throw new CliError('run_failed', `turn ${runId} ended ${done.status}`);
-      const v = (await verifyRun(this.ctx, runId)).verdict;
+      const verified = await verifyRun(this.ctx, runId);
+      const v = verified.verdict;
       if (!v.ok) throw new CliError('not_verified', `turn ${runId}: ${v.error}`);
+      if (!verified.binds) throw new CliError('not_verified', `turn ${runId}: the record is not this run's`);
       this.say(
         `   record: ${v.phase}, account ${v.account}, idle ${v.cost.idle_uj} µJ while parked (estimated)`,
       );

@@ -1,7 +1,7 @@
 // Each run's `sandbox.runrecord/1` chain: segments stored in wire form, appended through runrecord's host
 // API (which refuses illegal appends), verified from genesis on read.
 
-import { canonicalJson } from '@everdict/run-model';
+import { canonicalJson, grantSet, unitDefinition } from '@everdict/run-model';
 import {
   type Account,
   blake3,
@@ -38,7 +38,10 @@ const enc = new TextEncoder();
  */
 export const addressOf = (value: unknown): Hex => bytesToHex(blake3(enc.encode(canonicalJson(value))));
 
-/** unit = what is activated (tenant, kind, subject); grants = what it may use (placement, attach, envelope). */
+/**
+ * unit = what is activated (tenant, kind, subject); grants = what it may use (placement, attach, envelope): the
+ * addresses of run-model's `unitDefinition` / `grantSet` — what `everdict record verify` recomputes from the run.
+ */
 export function recordIdentity(run: {
   tenant: string;
   kind: string;
@@ -47,18 +50,8 @@ export function recordIdentity(run: {
   attach: unknown;
   envelope?: unknown;
 }) {
-  const unitId = addressOf({
-    unit: 'everdict.run/1',
-    tenant: run.tenant,
-    kind: run.kind,
-    subject: run.subject,
-  });
-  const grantsId = addressOf({
-    grants: 'everdict.grants/1',
-    placement: run.placement,
-    attach: run.attach,
-    envelope: run.envelope ?? null,
-  });
+  const unitId = bytesToHex(blake3(enc.encode(unitDefinition(run))));
+  const grantsId = bytesToHex(blake3(enc.encode(grantSet(run))));
   return { unitId, grantsId, genesisHead: genesisHead(unitId, grantsId) };
 }
 
