@@ -12,13 +12,23 @@ export const RUN_UNIT_TAG = 'everdict.run/1';
 /** The tag of a run's grant set (`grantSet`). */
 export const RUN_GRANTS_TAG = 'everdict.grants/1';
 
+/** What of a run its record is bound to (as the control plane's GET /runs/:id returns it). */
+export interface RecordBoundRun {
+  readonly tenant: string;
+  readonly kind: string;
+  readonly subject: unknown;
+  readonly placement: unknown;
+  readonly attach: unknown;
+  readonly envelope?: unknown;
+}
+
 /** The canonical JSON whose BLAKE3 is a run record's `unit_id`. */
-export function unitDefinition(run: { tenant: string; kind: string; subject: unknown }): string {
+export function unitDefinition(run: Pick<RecordBoundRun, 'tenant' | 'kind' | 'subject'>): string {
   return canonicalJson({ unit: RUN_UNIT_TAG, tenant: run.tenant, kind: run.kind, subject: run.subject });
 }
 
 /** The canonical JSON whose BLAKE3 is a run record's `grants_id` (`envelope` null when the run has none). */
-export function grantSet(run: { placement: unknown; attach: unknown; envelope?: unknown }): string {
+export function grantSet(run: Pick<RecordBoundRun, 'placement' | 'attach' | 'envelope'>): string {
   return canonicalJson({
     grants: RUN_GRANTS_TAG,
     placement: run.placement,

@@ -4,7 +4,7 @@
 // and signed by a trusted key. And the record must be THIS run's: its `unit_id` and `grants_id` are recomputed
 // from the run as `GET /runs/:id` returns it (run-model's `unitDefinition` / `grantSet`, canonical JSON), so a
 // server cannot answer with another run's valid record. Exit 1 when it does not verify or is not the run's.
-import { grantSet, unitDefinition } from '@everdict/run-model';
+import { grantSet, type RecordBoundRun, unitDefinition } from '@everdict/run-model';
 import { blake3, bytesToHex, verifyOutput, verifyWire } from '@everdict/runrecord';
 import type { Command } from 'commander';
 import type { Context, Done } from '../context.js';
@@ -24,24 +24,15 @@ export interface VerifyReport {
   ok: boolean;
   verdict: ReturnType<typeof verifyOutput>;
   signers: { key: string; kind: string; name?: string }[];
-  /** Is the record this run's (its ids recomputed from the run)? Unknown when the wire form has no ids. */
+  /** Is the record this run's (its ids recomputed from the run)? False when the wire form names others, or none. */
   binds: boolean;
-}
-
-interface RunView {
-  tenant: string;
-  kind: string;
-  subject: unknown;
-  placement: unknown;
-  attach: unknown;
-  envelope?: unknown;
 }
 
 const utf8 = new TextEncoder();
 const address = (text: string) => bytesToHex(blake3(utf8.encode(text)));
 
 /** Whether `wire` opens at the run's own unit and grant set (its ids recomputed here, not read from the server). */
-function bindsRun(wire: unknown, run: RunView): boolean {
+function bindsRun(wire: unknown, run: RecordBoundRun): boolean {
   const ids = wire as { unit_id?: unknown; grants_id?: unknown } | null;
   return ids?.unit_id === address(unitDefinition(run)) && ids?.grants_id === address(grantSet(run));
 }
@@ -56,7 +47,7 @@ export async function verifyRun(
   for (const k of trustKeys)
     if (!/^[0-9a-f]{64}$/.test(k)) throw new CliError('usage', `--trust-key ${k}: 64 hex digits`);
   const wire = await ctx.call<unknown>('GET', `/runs/${encodeURIComponent(runId)}/record?view=wire`);
-  const run = await ctx.call<RunView>('GET', `/runs/${encodeURIComponent(runId)}`);
+  const run = await ctx.call<RecordBoundRun>('GET', `/runs/${encodeURIComponent(runId)}`);
   const keys = (await ctx.call<{ keys: KeyEntry[] }>('GET', '/keys')).keys;
   if (o.trustListed) for (const k of keys) if (!k.revokedAt) trustKeys.push(k.key);
   const result = verifyWire(wire, trustKeys.length > 0 ? { trustKeys } : {});

@@ -1,7 +1,7 @@
 // Each run's `sandbox.runrecord/1` chain: segments stored in wire form, appended through runrecord's host
 // API (which refuses illegal appends), verified from genesis on read.
 
-import { canonicalJson, grantSet, unitDefinition } from '@everdict/run-model';
+import { canonicalJson, grantSet, type RecordBoundRun, unitDefinition } from '@everdict/run-model';
 import {
   type Account,
   blake3,
@@ -42,14 +42,7 @@ export const addressOf = (value: unknown): Hex => bytesToHex(blake3(enc.encode(c
  * unit = what is activated (tenant, kind, subject); grants = what it may use (placement, attach, envelope): the
  * addresses of run-model's `unitDefinition` / `grantSet` — what `everdict record verify` recomputes from the run.
  */
-export function recordIdentity(run: {
-  tenant: string;
-  kind: string;
-  subject: unknown;
-  placement: unknown;
-  attach: unknown;
-  envelope?: unknown;
-}) {
+export function recordIdentity(run: RecordBoundRun) {
   const unitId = bytesToHex(blake3(enc.encode(unitDefinition(run))));
   const grantsId = bytesToHex(blake3(enc.encode(grantSet(run))));
   return { unitId, grantsId, genesisHead: genesisHead(unitId, grantsId) };
