@@ -5,7 +5,7 @@
 // Transaction ids are the whole server's, and so is `pg_snapshot_xmin(pg_current_snapshot())`: below it alone,
 // a long writing transaction in ANY database of the server (another application's, a migration, a stuck
 // session) held every subscription and feed here back until it ended. The horizon here is the snapshot's
-// oldest running transaction that is not known to run in another database — `pg_stat_activity` names the
+// oldest running transaction that is not known to run in another database — `pg_stat_activity` (`pg_stat_get_activity`) names the
 // database of each backend's running top-level transaction (`backend_xid`, the low 32 bits of the snapshot's
 // 64-bit ids) — or, when none is left, the snapshot's xmax. Only a transaction SEEN running in another
 // database is passed over, so every doubt holds the horizon where it was:
@@ -17,13 +17,17 @@
 // On PGlite (one backend) the snapshot runs nothing else, and this is the snapshot's xmax.
 import { sql } from 'kysely';
 
-/** A scalar SQL expression (bigint): facts with `tx` below it are settled. */
+/**
+ * A scalar SQL expression (bigint): facts with `tx` below it are settled. The transactions seen running in another
+ * database are read once per statement (an uncorrelated, hashed subplan over `pg_stat_get_activity`, the function
+ * under the pg_stat_activity view without its joins), not once per running transaction.
+ */
 export const SETTLED_HORIZON = sql<string>`(SELECT LEAST(
     (pg_snapshot_xmax(s)::text)::bigint,
     (SELECT min((x::text)::bigint) FROM pg_snapshot_xip(s) AS x
-      WHERE NOT EXISTS (
-        SELECT 1 FROM pg_stat_activity a
-        WHERE a.backend_xid::text = (((x::text)::bigint) % 4294967296)::text
+      WHERE (((x::text)::bigint) % 4294967296)::text NOT IN (
+        SELECT a.backend_xid::text FROM pg_stat_get_activity(NULL) AS a
+        WHERE a.backend_xid IS NOT NULL
           AND a.datid IS NOT NULL
           AND a.datid <> (SELECT d.oid FROM pg_database d WHERE d.datname = current_database()))))
   FROM pg_current_snapshot() AS s)`;
