@@ -9,21 +9,34 @@ import {
 } from '@everdict/run-model';
 import { TrajectoryStoreError } from './errors.js';
 
-/** `encode()`, with run-model's refusal (what JSON cannot hold) as this package's `bad_request`. */
-function asStoreError<T>(encode: () => T): T {
-  try {
-    return encode();
-  } catch (e) {
-    if (isRunModelError(e)) throw new TrajectoryStoreError('bad_request', e.message);
-    throw e;
-  }
+/** run-model's refusal (what JSON cannot hold) as this package's `bad_request`; anything else as it is. */
+function storeError(e: unknown): unknown {
+  return isRunModelError(e) ? new TrajectoryStoreError('bad_request', e.message) : e;
 }
 
 /** The canonical JSON text of `value`. */
-export const canonicalJson = (value: unknown): string => asStoreError(() => jsonOf(value));
+export function canonicalJson(value: unknown): string {
+  try {
+    return jsonOf(value);
+  } catch (e) {
+    throw storeError(e);
+  }
+}
 
-/** One canonical JSONL line (with its terminating newline). */
-export const canonicalLine = (value: unknown): string => asStoreError(() => lineOf(value));
+/** One canonical JSONL line (with its terminating newline): on every appended event's path, so no closure. */
+export function canonicalLine(value: unknown): string {
+  try {
+    return lineOf(value);
+  } catch (e) {
+    throw storeError(e);
+  }
+}
 
 /** The canonical JSONL of a sequence of values (the empty trajectory is zero bytes). */
-export const canonicalJsonl = (values: Iterable<unknown>): string => asStoreError(() => jsonlOf(values));
+export function canonicalJsonl(values: Iterable<unknown>): string {
+  try {
+    return jsonlOf(values);
+  } catch (e) {
+    throw storeError(e);
+  }
+}
