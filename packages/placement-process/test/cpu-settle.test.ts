@@ -8,6 +8,7 @@ import fs, { readFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { finished } from '../src/limits/cgroup-fs.js';
 import { layout, readRecord } from '../src/sandbox-state.js';
 import { makeDriver, requireBwrap } from './helpers.js';
 
@@ -72,6 +73,11 @@ describe("a command's final CPU time", () => {
     if (box.limits.mechanism !== 'cgroup-v1') return await d.dispose(h); // v2 waits on cgroup.events
     expect((await d.exec(h, ['true'])).exitCode).toBe(0);
     expect(box.ending.size).toBe(1); // its namespace init: what the settle waits for
+    // under load the init may still be on its way out; the count below is of a settle that finds it gone
+    // at its first look (one listing), so wait for that here, with reads of our own made before the count
+    const cpuacct = box.record.limits.paths.find((p) => p.includes('/cpuacct'))!;
+    const [init] = [...box.ending];
+    await until(() => tasksIn([cpuacct]).length === 0 && finished(init!));
     // every file the driver reads synchronously meanwhile (its named import sees the wrapper once synced)
     const reads: string[] = [];
     const original = fs.readFileSync;
@@ -92,7 +98,6 @@ describe("a command's final CPU time", () => {
     expect(box.ending.size).toBe(0); // settled: the init is let go
     // the kernel builds a pid list for each `tasks` read: the cpuacct cgroup's alone, where the CPU time is
     // charged and every task of the sandbox is (before: memory, pids and cpuacct — six lists for the two)
-    const cpuacct = box.record.limits.paths.find((p) => p.includes('/cpuacct'))!;
     expect(reads.filter((p) => p.endsWith('/tasks'))).toEqual([`${cpuacct}/tasks`, `${cpuacct}/tasks`]);
     await d.dispose(h);
   });
