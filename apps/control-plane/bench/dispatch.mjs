@@ -11,6 +11,9 @@
 //   dispatch.latency  one create every 20 ms (M creates, after BENCH_LATENCY_WARM paced ones reported as
 //                     dispatch.latency.warming): create → started p99 (p50 alongside)
 //   dispatch.response the same creates: create → response p99
+//   dispatch.latency.cpu, .runqueue  the same creates: CPU per run of the server + its backends, and the time
+//                     they spent runnable but waiting for a core (/proc schedstat run_delay) — at this load
+//                     the latency tail is that wait, not I/O or locks (control-plane README, Figures)
 //   dispatch.wal      WAL per run of the http shape: this database's records + their commits (pg_walinspect)
 //   dispatch.cpu      CPU per run of the http shape: the server process + its database backends
 //   dispatch.runner   runner leases (apps/runner/bench/dispatch-runner.mjs; the `runner` shape, ≈ 1 minute)
@@ -254,8 +257,10 @@ async function shapeLatency(make) {
     await until(async () => (await side.settled()) >= WARM + LATENCY_WARM);
     const early = await side.starts();
     const warmWaits = [...warming.sent].map(([id, at]) => early[id] - at);
+    const cpu = await cpuMeter(side.db, side.pid, side.exclude);
     const { sent, responded } = await paced(side, M);
     await until(async () => (await side.settled()) >= WARM + LATENCY_WARM + M);
+    const used = await cpu.take();
     const starts = await side.starts();
     const waits = [...sent].map(([id, at]) => starts[id] - at);
     return {
@@ -263,6 +268,8 @@ async function shapeLatency(make) {
       p99: quantile(waits, 0.99),
       respP99: quantile(responded, 0.99),
       warmingP99: quantile(warmWaits, 0.99),
+      cpuMs: (used.server + used.db) / M,
+      waitMs: (used.wait.server + used.wait.db) / M,
     };
   } finally {
     await side.close();
@@ -323,6 +330,20 @@ line(
   ` n=${LATENCY_WARM}`,
 );
 line('dispatch.response', results.latency, (x) => x.respP99, 'ms(create→response p99)', ` n=${M}`);
+line(
+  'dispatch.latency.cpu',
+  results.latency,
+  (x) => x.cpuMs,
+  'ms/run(one create every 20 ms, server + backends)',
+  ` n=${M}`,
+);
+line(
+  'dispatch.latency.runqueue',
+  results.latency,
+  (x) => x.waitMs,
+  'ms/run(one create every 20 ms, server + backends runnable but waiting for a core)',
+  ` n=${M}`,
+);
 line('dispatch.wal', results.http, (x) => x.walOwn, 'B/run(http shape, own db)', ` n=${N}`);
 line(
   'dispatch.wal.cluster',

@@ -97,6 +97,27 @@ function cpuMsOf(pid) {
   }
 }
 
+/**
+ * Ms a process's threads spent runnable but waiting for a core (`run_delay`, the second field of each thread's
+ * /proc/<pid>/task/<tid>/schedstat, ns): on a 2-core machine, the part of a request's latency that is neither
+ * its own work nor I/O. Threads that ended in between are not counted.
+ */
+function runQueueMsOf(pid) {
+  let ns = 0;
+  let tids = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return 0;
+  }
+  for (const tid of tids) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]);
+    } catch {}
+  }
+  return ns / 1e6;
+}
+
 /** CPU ms of a process's threads: `main` (the event loop) and the rest summed by name (V8's and libuv's say `node`). */
 function threadCpuOf(pid) {
   const out = new Map();
@@ -128,17 +149,30 @@ export async function cpuMeter(db, pid, exclude = []) {
     (await sqlOn(BASE, 'SELECT pid FROM pg_stat_activity WHERE datname = $1', [db.name]))
       .map((r) => r.pid)
       .filter((p) => !exclude.includes(p));
-  const base = new Map((await backends()).map((p) => [p, cpuMsOf(p)]));
+  const base = new Map((await backends()).map((p) => [p, { cpu: cpuMsOf(p), wait: runQueueMsOf(p) }]));
   const self = cpuMsOf(pid);
+  const selfWait = runQueueMsOf(pid);
   const selfThreads = threadCpuOf(pid);
   return {
-    /** {server, db, threads}: ms of CPU since the meter started. */
+    /**
+     * {server, db, threads, wait}: ms of CPU since the meter started; `wait` = {server, db}, ms spent runnable
+     * but waiting for a core (a backend that started after the meter counts from its start).
+     */
     async take() {
       let db = 0;
-      for (const p of await backends()) db += cpuMsOf(p) - (base.get(p) ?? 0);
+      let dbWait = 0;
+      for (const p of await backends()) {
+        db += cpuMsOf(p) - (base.get(p)?.cpu ?? 0);
+        dbWait += runQueueMsOf(p) - (base.get(p)?.wait ?? 0);
+      }
       const threads = {};
       for (const [name, ms] of threadCpuOf(pid)) threads[name] = ms - (selfThreads.get(name) ?? 0);
-      return { server: cpuMsOf(pid) - self, db, threads };
+      return {
+        server: cpuMsOf(pid) - self,
+        db,
+        threads,
+        wait: { server: runQueueMsOf(pid) - selfWait, db: dbWait },
+      };
     },
   };
 }
