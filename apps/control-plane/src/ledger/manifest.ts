@@ -6,10 +6,8 @@
 // was read back in. A run it parked carries that older address in its `suspended` segment; resuming it here
 // must name the same manifest or runrecord refuses (ManifestMismatch). So a resume that names no manifest
 // takes the older form exactly when the run's last park recorded it — any other manifest stays refused.
-import { blake3, bytesToHex, type Hex } from '@everdict/runrecord';
-import { sql } from 'kysely';
-import type { Executor } from '../db/tx.js';
-import { addressOf } from './records.js';
+import type { Hex, WireSegment } from '@everdict/runrecord';
+import { addressOf, addressOfText } from './records.js';
 
 type ManifestOf = { kind: string; subject: unknown };
 
@@ -19,29 +17,20 @@ const manifestValue = (run: ManifestOf) => ({ manifest: run.kind, subject: run.s
 export const runManifest = (run: ManifestOf): Hex => addressOf(manifestValue(run));
 
 /** The pre-canonical address of the same value (JSON.stringify, key order as read). */
-const legacyRunManifest = (run: ManifestOf): Hex =>
-  bytesToHex(blake3(new TextEncoder().encode(JSON.stringify(manifestValue(run)))));
-
-/** The manifest the run's last `suspended` segment names (null: never parked). */
-async function parkedManifest(ex: Executor, runId: string): Promise<string | null> {
-  const row = await ex
-    .selectFrom('record_segments')
-    .select(sql<string | null>`payload->>'manifest'`.as('manifest'))
-    .where('run_id', '=', runId)
-    .where(sql<boolean>`payload->>'kind' = 'suspended'`)
-    .orderBy('idx', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  return row?.manifest ?? null;
-}
+const legacyRunManifest = (run: ManifestOf): Hex => addressOfText(JSON.stringify(manifestValue(run)));
 
 /**
  * The manifest a resume names when its executor names none: the run's own — or, for a run an older control
  * plane parked under the pre-canonical address of the same value, that address (the same environment).
+ * `segments`: the run's record, which the resume appends to.
  */
-export async function resumeManifest(ex: Executor, runId: string, run: ManifestOf): Promise<Hex> {
+export function resumeManifest(run: ManifestOf, segments: readonly WireSegment[]): Hex {
   const current = runManifest(run);
   const legacy = legacyRunManifest(run);
   if (legacy === current) return current;
-  return (await parkedManifest(ex, runId)) === legacy ? legacy : current;
+  for (let i = segments.length - 1; i >= 0; i--) {
+    const g = segments[i]!;
+    if (g.kind === 'suspended') return g.manifest === legacy ? legacy : current;
+  }
+  return current;
 }

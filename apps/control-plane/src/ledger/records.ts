@@ -36,19 +36,23 @@ const enc = new TextEncoder();
  * the value alone — key order never matters — so anyone holding a run (as GET /runs/:id returns it, read back from
  * jsonb) recomputes its unit and grant-set ids, and with them the record's genesis head.
  */
-export const addressOf = (value: unknown): Hex => bytesToHex(blake3(enc.encode(canonicalJson(value))));
+export const addressOf = (value: unknown): Hex => addressOfText(canonicalJson(value));
+
+/** BLAKE3 (hex) of a text's UTF-8: the address of a value already encoded. */
+export const addressOfText = (text: string): Hex => bytesToHex(blake3(enc.encode(text)));
 
 /**
  * unit = what is activated (tenant, kind, subject); grants = what it may use (placement, attach, envelope): the
  * addresses of run-model's `unitDefinition` / `grantSet` — what `everdict record verify` recomputes from the run.
  */
 export function recordIdentity(run: RecordBoundRun) {
-  const unitId = bytesToHex(blake3(enc.encode(unitDefinition(run))));
-  const grantsId = bytesToHex(blake3(enc.encode(grantSet(run))));
+  const unitId = addressOfText(unitDefinition(run));
+  const grantsId = addressOfText(grantSet(run));
   return { unitId, grantsId, genesisHead: genesisHead(unitId, grantsId) };
 }
 
-async function segmentsOf(ex: Executor, runId: string): Promise<WireSegment[]> {
+/** The run's record segments in wire form, in order. */
+export async function segmentsOf(ex: Executor, runId: string): Promise<WireSegment[]> {
   const rows = await ex
     .selectFrom('record_segments')
     .select('payload')

@@ -28,7 +28,7 @@ import type { Tx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import { appendEvents, type NewEvent } from '../ledger/events.js';
 import { resumeManifest, runManifest } from '../ledger/manifest.js';
-import { appendSegments, NO_CALLS, plannedSegments, sealInterval } from '../ledger/records.js';
+import { appendSegments, NO_CALLS, plannedSegments, sealInterval, segmentsOf } from '../ledger/records.js';
 import { lockRun, type RunRow, rowToRun, withSlot } from '../ledger/runs.js';
 import type { AttestedWrites, RunSet } from './attested-writes.js';
 import { asControlPlaneError, runModelValidationRefusal } from './boundary.js';
@@ -244,6 +244,9 @@ export async function transitionTx(
       manifest: extras.manifest ?? runManifest(run),
     });
   }
+  // The record as the caller read it under the same row lock; a resume naming no manifest reads it here (once:
+  // the append below uses the same segments).
+  let segments = locked && extras.segments ? extras.segments : undefined;
   if (event.type === 'resume_input' && row.record_length > 0) {
     // The OFFERED snapshot and the resuming environment's manifest: runrecord refuses a mismatch
     // (SnapshotMismatch / ManifestMismatch → 409 snapshot_mismatch / manifest_mismatch, nothing written).
@@ -260,7 +263,7 @@ export async function transitionTx(
     ops.push({
       op: 'resume',
       snapshot: extras.image ? { root: extras.image.root } : { transcript: extras.transcript as string },
-      manifest: extras.manifest ?? (await resumeManifest(tx, row.id, run)),
+      manifest: extras.manifest ?? resumeManifest(run, (segments ??= await segmentsOf(tx, row.id))),
       idleUj: extras.image?.idleUj ?? extras.idleUj ?? BigInt(Math.max(1, Math.round(parkedMs * 0.5))),
       idleProvenance: 'estimated',
     });
@@ -286,7 +289,6 @@ export async function transitionTx(
     interval_started_at: startsInterval ? nowMs : null,
     interval_head: startsInterval ? rec.head : null,
   });
-  const segments = locked && extras.segments ? extras.segments : undefined;
   let updated: Selectable<RunsTable>;
   if (attestationRow && extras.deferAttested) {
     // Collected: the caller writes it with the others (see `deferAttested`); answered: the row before.
