@@ -58,6 +58,12 @@ const agentHostCount = async (): Promise<number> => {
   return rows.length;
 };
 
+/** A pairing refused for its signature: 401 invalid_pairing_token, reason bad_signature. */
+function expectBadSignature(refused: { status: number; body: Record<string, unknown> }): void {
+  expect(refused.status, JSON.stringify(refused.body)).toBe(401);
+  expect(refused.body).toMatchObject({ code: 'invalid_pairing_token', details: { reason: 'bad_signature' } });
+}
+
 /** The token was not spent: it still pairs a runner with a new key. */
 async function expectUnspent(token: string): Promise<void> {
   const fresh = await pairRunner(token, newKey());
@@ -106,11 +112,7 @@ describe('pairing proves possession of the key', () => {
       hostSignature(token, key), // an agent host's proof of this very key and token: another domain
     ]) {
       const refused = await pairRunner(token, key, signature);
-      expect(refused.status, JSON.stringify(refused.body)).toBe(401);
-      expect(refused.body).toMatchObject({
-        code: 'invalid_pairing_token',
-        details: { reason: 'bad_signature' },
-      });
+      expectBadSignature(refused);
     }
     expect(await holdersOf(key.publicKey)).toEqual([]);
     const paired = await pairRunner(token, key);
@@ -139,11 +141,7 @@ describe('pairing proves possession of the key', () => {
       'ab'.repeat(64), // 128 hex that no key signed
     ]) {
       const refused = await pairHost(token, key, signature);
-      expect(refused.status, JSON.stringify(refused.body)).toBe(401);
-      expect(refused.body).toMatchObject({
-        code: 'invalid_pairing_token',
-        details: { reason: 'bad_signature' },
-      });
+      expectBadSignature(refused);
     }
     expect(await holdersOf(key.publicKey)).toEqual([]);
     expect(await agentHostCount()).toBe(hostsBefore);
