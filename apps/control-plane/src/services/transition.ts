@@ -258,12 +258,17 @@ export async function transitionTx(
           reason: 'snapshot_required',
         },
       );
+    let manifest = extras.manifest;
+    if (!manifest) {
+      segments ??= await segmentsOf(tx, row.id);
+      manifest = resumeManifest(run, segments);
+    }
     const parkedMs = Math.max(1, nowMs - Number(row.updated_at));
     // A transcript park draws storage power: ~0.5 mW for the bytes kept (estimated, never zero).
     ops.push({
       op: 'resume',
       snapshot: extras.image ? { root: extras.image.root } : { transcript: extras.transcript as string },
-      manifest: extras.manifest ?? resumeManifest(run, (segments ??= await segmentsOf(tx, row.id))),
+      manifest,
       idleUj: extras.image?.idleUj ?? extras.idleUj ?? BigInt(Math.max(1, Math.round(parkedMs * 0.5))),
       idleProvenance: 'estimated',
     });
