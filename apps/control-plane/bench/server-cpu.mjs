@@ -6,6 +6,9 @@
 // (dispatch.mjs is): a steadier view of the process alone, for comparing two builds on a loaded machine.
 // BENCH_WARM: warm-up creates (100; thousands to measure past V8's optimising of the request path).
 // BENCH_A_NODE_ARGS / BENCH_B_NODE_ARGS: node flags for that side's server (e.g. a V8 flag measured against none).
+// BENCH_PACE_MS: the measured creates are sent one every that many ms instead of by 16 clients at once — the
+// latency shape's load (20), where each run is claimed, settled and announced alone and a statement fewer per
+// run shows; the warm-up stays concurrent.
 //   BENCH_A=/work/main/apps/control-plane/dist/main.js node apps/control-plane/bench/server-cpu.mjs
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,7 +16,7 @@ import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { client, cpuMeter, freshDatabase, pool, spawnServer, until } from './lib/measure.mjs';
+import { client, cpuMeter, freshDatabase, pool, sleep, spawnServer, until } from './lib/measure.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const own = path.join(here, '..', 'dist', 'main.js');
@@ -22,6 +25,7 @@ const N = Number(process.env.BENCH_RUNS ?? 600);
 const PAIRS = Number(process.env.BENCH_ROUNDS ?? 4);
 const CLIENTS = 16;
 const WARM = Number(process.env.BENCH_WARM ?? 100); // creates before the measured phase (JIT warm-up)
+const PACE_MS = Number(process.env.BENCH_PACE_MS ?? 0);
 const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
 let seq = 0;
 
@@ -56,7 +60,8 @@ async function round(main, flags) {
     await pool(WARM, CLIENTS, create);
     await until(async () => (await settled()) >= WARM);
     const cpu = await cpuMeter(db, srv.child.pid, [watchPid]);
-    await pool(N, CLIENTS, create);
+    if (PACE_MS > 0) await paced(N, PACE_MS, create);
+    else await pool(N, CLIENTS, create);
     await until(async () => (await settled()) >= WARM + N);
     const used = await cpu.take();
     return {
@@ -72,6 +77,18 @@ async function round(main, flags) {
     await db.drop();
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** `n` calls of `fn`, one started every `everyMs` on a fixed schedule (a late one does not push the next). */
+async function paced(n, everyMs, fn) {
+  const t0 = performance.now();
+  const calls = [];
+  for (let i = 0; i < n; i++) {
+    const wait = t0 + i * everyMs - performance.now();
+    if (wait > 0) await sleep(wait);
+    calls.push(fn());
+  }
+  await Promise.all(calls);
 }
 
 const out = { A: [], B: [] };
@@ -99,7 +116,7 @@ for (const [what, unit] of [
   const a = out.A.map((x) => x[what]);
   const b = out.B.map((x) => x[what]);
   console.log(
-    `BENCH server-cpu.${what} a=${r2(median(a))} b=${r2(median(b))} ratio=${r2(median(b) / median(a))} unit=${unit} a_rounds=[${a.map(r2)}] b_rounds=[${b.map(r2)}] n=${N}`,
+    `BENCH server-cpu.${what} a=${r2(median(a))} b=${r2(median(b))} ratio=${r2(median(b) / median(a))} unit=${unit}${PACE_MS > 0 ? `(one create every ${PACE_MS} ms)` : ''} a_rounds=[${a.map(r2)}] b_rounds=[${b.map(r2)}] n=${N}`,
   );
 }
 console.log(

@@ -1,8 +1,10 @@
 // Opens the ledger database: PostgreSQL via `pg` when a URL is given, otherwise PGlite (embedded).
+import { randomBytes } from 'node:crypto';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
+import { LISTENER_PREFIX, ListenerPresence } from './listener-presence.js';
 import { migrationProvider } from './migrations/index.js';
 import { prepareMarkedStatements } from './prepared.js';
 import type { Database } from './schema.js';
@@ -10,6 +12,8 @@ import { ConnectionWarmth, warmingPool } from './warm-pool.js';
 
 export type Dialect = 'postgres' | 'pglite';
 export type Listener = (payload: string) => void;
+/** A channel alone (payload '') or [channel, payload]. */
+export type Notification = string | readonly [string, string];
 
 export interface LedgerDatabase {
   db: Kysely<Database>;
@@ -17,6 +21,13 @@ export interface LedgerDatabase {
   /** Subscribe to a NOTIFY channel; resolves once listening. The returned function unsubscribes. */
   listen(channel: string, fn: Listener): Promise<() => Promise<void>>;
   notify(channel: string, payload?: string): Promise<void>;
+  /**
+   * Whether no other process listens on this database now (listener-presence.ts): a statement about to commit
+   * may leave its NOTIFY out and have `deliverLocally` announce it after the commit. Absent on PGlite.
+   */
+  alone?(): boolean;
+  /** Delivers `notifies` to this process's own listeners in memory (asynchronously), whoever else listens. */
+  deliverLocally?(notifies: readonly Notification[]): void;
   /**
    * A pool of its own (`max` connections, PostgreSQL only) for work that must never queue behind the shared
    * pool's transactions — the session relay, which such a transaction may be waiting on. Its caller
@@ -143,6 +154,20 @@ async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: warmingPool(pool, warmth) }) });
   let client: pg.Client | null = null;
   const channels = new Map<string, Set<Listener>>();
+  // This process's LISTEN connection is named so; the others' tell whether anyone else listens.
+  const listenerName = `${LISTENER_PREFIX}${randomBytes(8).toString('hex')}`;
+  const presence = new ListenerPresence(db, listenerName);
+  const deliver = (channel: string, payload: string) => {
+    for (const fn of channels.get(channel) ?? []) fn(payload);
+  };
+  // Asynchronously, as a notification arrives: never inside the caller's own code path.
+  const deliverLocally = (notifies: readonly Notification[]) =>
+    queueMicrotask(() => {
+      for (const n of notifies) {
+        if (typeof n === 'string') deliver(n, '');
+        else deliver(n[0], n[1]);
+      }
+    });
   let connecting: Promise<pg.Client> | null = null;
   let closed = false;
   let retry: ReturnType<typeof setTimeout> | undefined;
@@ -180,10 +205,9 @@ async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {
         connectionString: url,
         connectionTimeoutMillis: PG_TIMEOUTS.connectMs,
         keepAlive: true,
+        application_name: listenerName,
       });
-      c.on('notification', (n) => {
-        for (const fn of channels.get(n.channel) ?? []) fn(n.payload ?? '');
-      });
+      c.on('notification', (n) => deliver(n.channel, n.payload ?? ''));
       c.on('error', () => lost(c));
       c.on('end', () => lost(c));
       try {
@@ -224,6 +248,7 @@ async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {
         }
       }
       set.add(fn);
+      presence.start(); // a process that listens looks for others (one that does not always NOTIFYs)
       const mine = set;
       return async () => {
         mine.delete(fn);
@@ -232,11 +257,14 @@ async function openPostgres(url: string, max: number): Promise<LedgerDatabase> {
     async notify(channel, payload = '') {
       await sql`SELECT pg_notify(${channel}, ${payload})`.execute(db);
     },
+    alone: () => presence.alone,
+    deliverLocally,
     separatePool(n) {
       return new Kysely<Database>({ dialect: new PostgresDialect({ pool: newPool(url, n) }) });
     },
     async close() {
       closed = true;
+      presence.stop();
       if (retry) clearTimeout(retry);
       const c = client;
       client = null;

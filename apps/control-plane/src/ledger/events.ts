@@ -3,6 +3,7 @@
 // skipped (ids are assigned at insert, commits land in any order).
 import type { PlatformEvent } from '@everdict/run-model';
 import { sql } from 'kysely';
+import type { LedgerDatabase, Notification } from '../db/database.js';
 import { decimal, iso, json } from '../db/numeric.js';
 import { prepared } from '../db/prepared.js';
 import type { Executor } from '../db/tx.js';
@@ -34,7 +35,7 @@ export async function appendEvents(
 }
 
 /** `pg_notify(…)` calls, comma-separated, for a SELECT list: a channel alone (payload '') or [channel, payload]. */
-export function notifyCalls(notifies: readonly (string | readonly [string, string])[]) {
+export function notifyCalls(notifies: readonly Notification[]) {
   return sql.join(
     notifies.map((n) =>
       typeof n === 'string' ? sql`pg_notify(${n}, '')` : sql`pg_notify(${n[0]}, ${n[1]})`,
@@ -54,10 +55,19 @@ export function notifyCalls(notifies: readonly (string | readonly [string, strin
  */
 export function notifyAfterCommit(
   ex: Executor,
-  notifies: readonly (string | readonly [string, string])[],
+  notifies: readonly Notification[],
   onError?: (e: unknown) => void,
+  /**
+   * This process's LISTEN side: when no other process listens on the database (db/listener-presence.ts), the
+   * notifications are delivered to this process's listeners in memory and no statement is sent.
+   */
+  ldb?: Pick<LedgerDatabase, 'alone' | 'deliverLocally'>,
 ): Promise<void> {
   if (notifies.length === 0) return Promise.resolve();
+  if (ldb?.alone?.() === true && ldb.deliverLocally) {
+    ldb.deliverLocally(notifies);
+    return Promise.resolve();
+  }
   // A named prepared statement (db/prepared.ts): one text per shape of `notifies` (channels are parameters),
   // parsed once per pooled connection instead of once per batch.
   return sql`${sql.raw(prepared('notify_after'))}

@@ -1,8 +1,10 @@
-// Settle K finished runs in TWO autocommit statements, whatever K (the start side is claim-start.ts): the same
+// Settle K finished runs in TWO autocommit statements (one for carried runs), whatever K (the start side is claim-start.ts): the same
 // writes as transitionTx — the status machine's {patch, facts}, the record segments (interval attestation +
 // close), the outbox, the admission slot and counters (admission-store/sql/settle.ts), the hot rows last.
 //
-// 1. Read the runs and their record segments, without locks (one statement).
+// 1. Read the runs and their record segments, without locks (one statement) — except the runs a carrying claim
+//    handed over as it wrote them (`Finished.carried`, the inline lane: claim-start.ts `carry`), which are
+//    planned from that row, version and segments: for them the write is the only statement.
 // 2. In JS: each run's transition, attestation and record ops (runrecord hashes the chain). A result the
 //    status machine or the usage check refuses is written nowhere: reported (`refused`, with its code) and
 //    logged as a warning, never counted as settled.
@@ -13,7 +15,6 @@
 //    cancelled, or changed in any way, since the read is left out of every write. Those are read again and retried; a run no longer running is dropped (terminal is
 //    terminal: the late result is lost, as it must be). One statement is atomic: no BEGIN/COMMIT needed.
 import { ReportedUsage, type RunEvent, totalTokens, transition } from '@everdict/run-model';
-import type { WireSegment } from '@everdict/runrecord';
 import { sql } from 'kysely';
 import { SETTLE_WAKE_SQL, settleSlotsCtes } from '../admission-store/sql/settle.js';
 import { json, numeric } from '../db/numeric.js';
@@ -23,7 +24,7 @@ import { ControlPlaneError, type ControlPlaneErrorCode } from '../errors.js';
 import { releaseSettled } from '../leases/store.js';
 import { EVENTS_CHANNEL, notifyAfterCommit, notifyCalls } from '../ledger/events.js';
 import { appendOps, intervalAttestation } from '../ledger/records.js';
-import { type RunRow, rowToRun } from '../ledger/runs.js';
+import { rowToRun } from '../ledger/runs.js';
 import { toControlPlaneError } from '../services/boundary.js';
 import { type Deps, DISPATCH_CHANNEL, nowIso } from '../services/context.js';
 import {
@@ -32,6 +33,7 @@ import {
   type TransitionExtras,
   transitionRefusal,
 } from '../services/transition.js';
+import type { Carried } from './claim-start.js';
 
 const DEFAULT_METER = { watts: 5, meter: 'inline-wallclock-model' };
 /** Re-reads of runs whose row changed between read and write before giving up on them (and logging). */
@@ -44,16 +46,22 @@ export interface Finished {
   extras: TransitionExtras;
   /** The lease epoch the result was produced under (leases/): a run at another attempt refuses it. */
   epoch?: number;
+  /**
+   * The run as the claim that started it wrote it (claim-start.ts `carry`: this process's inline lane). Planned
+   * from it, the first write needs no read: it applies only if the row is still at that version, and a run
+   * changed since is read and planned again like any other.
+   */
+  carried?: Carried;
 }
 
-type ReadRow = RunRow & { version: string; segments: WireSegment[] | null };
+type ReadRow = Carried;
 
 /**
  * The runs with their row version and record segments: one statement, no locks. Not a prepared statement: a
  * generic plan made while the tables were small (a fresh database) joins them by sequential scans and keeps
  * doing so as they grow; planned per call, it follows their size.
  */
-async function readRuns(ex: Executor, ids: readonly string[]): Promise<Map<string, ReadRow>> {
+export async function readRuns(ex: Executor, ids: readonly string[]): Promise<Map<string, ReadRow>> {
   const rows = await ex
     .selectFrom('runs as r')
     .innerJoin('adm_slots as s', (j) =>
@@ -64,7 +72,7 @@ async function readRuns(ex: Executor, ids: readonly string[]): Promise<Map<strin
       sql<string>`r.xmin::text`.as('version'),
       's.depth as causal_depth',
       's.started_at as started_ms',
-      sql<WireSegment[] | null>`(SELECT jsonb_agg(g.payload ORDER BY g.idx) FROM record_segments g
+      sql<ReadRow['segments']>`(SELECT jsonb_agg(g.payload ORDER BY g.idx) FROM record_segments g
         WHERE g.run_id = r.id)`.as('segments'),
     ])
     .where('r.id', 'in', [...ids])
@@ -128,10 +136,9 @@ export async function planSettle(
 ): Promise<SettlePlan> {
   // One entry per run: a repeat would write its record segments twice.
   const items = [...new Map(finished.map((i) => [i.runId, i])).values()];
-  const rows = await readRuns(
-    ex,
-    items.map((i) => i.runId),
-  );
+  const unread = items.filter((i) => i.carried === undefined).map((i) => i.runId);
+  const rows = unread.length > 0 ? await readRuns(ex, unread) : new Map<string, ReadRow>();
+  for (const i of items) if (i.carried !== undefined) rows.set(i.runId, i.carried);
   const at = nowIso(deps);
   const nowMs = Date.parse(at);
   const out: SettlePlan = { runs: [], segments: [], events: [], items: [], refused: [] };
@@ -217,8 +224,11 @@ async function notifySettled(ex: Executor, deps: Deps, wake: string | null): Pro
   const channels = wake === null ? [EVENTS_CHANNEL] : [EVENTS_CHANNEL, [DISPATCH_CHANNEL, wake] as const];
   if (ex.isTransaction) await sql`SELECT ${notifyCalls(channels)}`.execute(ex);
   else
-    void notifyAfterCommit(ex, channels, (e) =>
-      deps.log('warn', 'settle: notify failed (listeners poll)', { error: String(e) }),
+    void notifyAfterCommit(
+      ex,
+      channels,
+      (e) => deps.log('warn', 'settle: notify failed (listeners poll)', { error: String(e) }),
+      deps.ldb,
     );
 }
 
@@ -306,7 +316,8 @@ export async function settleOutcome(
     const done = new Set(written.ids);
     if (done.size > 0) await notifySettled(ex, deps, written.wake);
     settled.push(...done);
-    todo = p.items.filter((i) => !done.has(i.runId));
+    // Not written: the row changed since it was read (or carried); read again.
+    todo = p.items.filter((i) => !done.has(i.runId)).map(({ carried: _c, ...i }) => i);
   }
   if (todo.length > 0)
     deps.log('warn', 'settle: run rows kept changing; results left unsettled', {

@@ -31,11 +31,14 @@
 // (keyed (run, epoch)) collide and either of whose settles could be accepted. Inside the caller's transaction
 // (runners/leases.ts, agents/leases.ts) the asynchronous setting would also cover every other write of it.
 import type { RunClass } from '@everdict/run-model';
+import type { WireSegment } from '@everdict/runrecord';
 import { sql } from 'kysely';
 import { claimStatement, claimUntilServed, dispatchOf } from '../admission-store/sql/claim.js';
+import type { LedgerDatabase } from '../db/database.js';
 import type { Executor } from '../db/tx.js';
 import { leaseUpsert, NEXT_ATTEMPT } from '../leases/store.js';
 import { EVENTS_CHANNEL } from '../ledger/events.js';
+import type { RunRow } from '../ledger/runs.js';
 
 export interface StartedRun {
   runId: string;
@@ -46,12 +49,22 @@ export interface StartedRun {
   enqueuedAt: number;
   waitedMs: number;
   subject: unknown;
+  /**
+   * The run as this claim left it (`ClaimLease.carry`): its row (`r.*`, the slot's depth and start), the row
+   * version the claim wrote (`xmin`) and its record segments — what the settle would read back
+   * (batch-transitions.ts `Carried`).
+   */
+  carried?: Carried;
 }
+
+/** A run row as the settle reads it: with its row version (`xmin`) and its record's segments. */
+export type Carried = RunRow & { version: string; segments: WireSegment[] | null };
 
 interface Row {
   run_id: string;
   tenant: string;
-  class: string;
+  /** The claimed queue entry's class (a carried row's `class` is the run row's). */
+  q_class: string;
   enqueued_at: string | number | bigint;
   subject: unknown;
   attempt: number;
@@ -68,6 +81,20 @@ export interface ClaimLease {
    * runner, an agent host), so the claim commits synchronously (see the header).
    */
   inProcess?: boolean;
+  /**
+   * Return each started run's whole row, version and segments (`StartedRun.carried`): the in-process settle
+   * then writes against the version this claim wrote without reading the row back first (one statement per
+   * settle batch fewer). Whatever changed the row since (a cancel, a sweep, a record append) changed its
+   * version, and the settle reads that run again.
+   */
+  carry?: boolean;
+  /**
+   * The claimer's LISTEN side, for an autocommit claim (the inline lane): when no other process listens
+   * (db/listener-presence.ts), the statement sends no NOTIFY and the `run.started` facts are announced to this
+   * process's listeners in memory once it returned. Absent (inside a caller's transaction): the statement
+   * NOTIFYs, delivered at that commit.
+   */
+  ldb?: Pick<LedgerDatabase, 'alone' | 'deliverLocally'>;
 }
 
 /**
@@ -96,6 +123,9 @@ export async function claimAndStart(
   if (capacity <= 0 || kinds.length === 0) return [];
   const nowMs = now.getTime();
   const at = now.toISOString();
+  const carry = lease?.carry === true;
+  // Decided before the statement: a listener that appears meanwhile misses this one and polls.
+  const local = lease?.ldb?.alone?.() === true;
   const images = scope.images;
   const restricted = images !== undefined && !images.includes('*');
   const imageOnly = restricted ? sql`AND ${RUN_IMAGE_SQL} = ANY(${[...images]}::text[])` : sql``;
@@ -110,7 +140,9 @@ export async function claimAndStart(
       UPDATE runs r SET status = 'running', updated_at = ${nowMs}::bigint,
         interval_started_at = ${nowMs}::bigint, interval_head = r.record_head, attempt = ${NEXT_ATTEMPT}
       FROM pick p WHERE r.id = p.run_id
-      RETURNING r.id, r.subject, r.attempt, p.tenant, p.class, p.enqueued_at, p.arm, p.pos
+      RETURNING ${
+        carry ? sql`r.*, r.xmin::text AS version,` : sql`r.id, r.subject, r.attempt,`
+      } p.tenant, p.class AS q_class, p.enqueued_at, p.arm, p.pos
     ),
     lease AS (${
       lease
@@ -129,14 +161,22 @@ export async function claimAndStart(
       FROM pick p ORDER BY p.arm, p.pos
       RETURNING 1
     ),
-    note AS (SELECT pg_notify(${EVENTS_CHANNEL}, '') AS n FROM (SELECT 1 FROM ev LIMIT 1) x),
+    note AS (SELECT pg_notify(${EVENTS_CHANNEL}, '') AS n FROM (SELECT 1 FROM ev LIMIT 1) x
+      WHERE ${!local}::boolean),
     async AS (${
       lease === undefined || lease.inProcess === true
         ? sql`SELECT set_config('synchronous_commit', 'off', true) AS s`
         : sql`SELECT NULL::text AS s`
     }),`;
-  const select = sql`SELECT ur.id AS run_id, ur.tenant, ur.class, ur.enqueued_at, ur.subject, ur.attempt,
-      (SELECT crowded FROM crowd) AS crowded FROM ur
+  // Carried: the row as the claim wrote it (with the claim's columns: tenant, q_class, enqueued_at), the slot's
+  // depth and start (the claim's own `us` update), and the record's segments (none is appended within this
+  // statement).
+  const columns = carry
+    ? sql`ur.*, s.depth AS causal_depth, s.started_at AS started_ms,
+      (SELECT jsonb_agg(g.payload ORDER BY g.idx) FROM record_segments g WHERE g.run_id = ur.id) AS segments`
+    : sql`ur.tenant, ur.q_class, ur.enqueued_at, ur.subject, ur.attempt`;
+  const select = sql`SELECT ur.id AS run_id, ${columns}, (SELECT crowded FROM crowd) AS crowded
+    FROM ur ${carry ? sql`JOIN us s ON s.tenant = ur.tenant AND s.run_id = ur.id` : sql``}
     WHERE (SELECT count(*) FROM note) >= 0 AND (SELECT count(*) FROM async) = 1
       AND (SELECT count(*) FROM lease) >= 0 AND (SELECT n FROM done) >= 0
     ORDER BY ur.arm, ur.pos`;
@@ -155,9 +195,25 @@ export async function claimAndStart(
         select,
       },
     )}`.execute(ex);
+    // Committed (an autocommit statement): its facts announced to this process alone (see `ClaimLease.ldb`).
+    if (local && rows.length > 0) lease?.ldb?.deliverLocally?.([EVENTS_CHANNEL]);
     return {
-      claimed: rows.map((r) => ({ ...dispatchOf(r, nowMs), subject: r.subject, epoch: r.attempt })),
+      claimed: rows.map((r) => ({
+        ...dispatchOf(
+          { run_id: r.run_id, tenant: r.tenant, class: r.q_class, enqueued_at: r.enqueued_at },
+          nowMs,
+        ),
+        subject: r.subject,
+        epoch: r.attempt,
+        ...(carry ? { carried: carriedOf(r as Row & Carried) } : {}),
+      })),
       crowded: rows[0]?.crowded === true,
     };
   });
+}
+
+/** The run row of a carrying claim's answer: its own columns, without the claim's. */
+function carriedOf(r: Row & Carried & { q_class?: unknown; arm?: unknown; pos?: unknown }): Carried {
+  const { run_id: _r, tenant: _t, enqueued_at: _e, crowded: _c, q_class: _q, arm: _a, pos: _p, ...row } = r;
+  return row as Carried;
 }

@@ -17,7 +17,7 @@ import { sweepExpiredLeases } from '../leases/sweep.js';
 import { findRun } from '../ledger/runs.js';
 import { type Deps, DISPATCH_CHANNEL, mayWakeInline, RELEASED_PAYLOAD } from '../services/context.js';
 import type { Finished } from './batch-transitions.js';
-import { claimAndStart } from './claim-start.js';
+import { claimAndStart, type StartedRun } from './claim-start.js';
 import { executeInline } from './inline-executor.js';
 import { type SettleBatch, SettleBatcher } from './settle-batcher.js';
 import { WakeLoop } from './wake-loop.js';
@@ -164,6 +164,8 @@ export class DispatchLoop {
           holder: this.leases.holder,
           leaseMs: this.lease.leaseMs,
           inProcess: true,
+          carry: true,
+          ldb: this.deps.ldb,
         }),
       );
       if (started.length < capacity) this.mayHaveWaiting = false;
@@ -172,7 +174,7 @@ export class DispatchLoop {
       for (const r of started) {
         this.deps.observe.dispatched(r.waitedMs / 1000, r.class);
         this.leases.track({ runId: r.runId, epoch: r.epoch });
-        this.execute(r.tenant, r.runId, r.epoch, r.subject);
+        this.execute(r);
       }
       // A claim short of its capacity took every run it could see (the rest is over quota or held by
       // another claimer): claiming again now would find nothing — that empty claim was every second claim
@@ -199,12 +201,13 @@ export class DispatchLoop {
     );
   }
 
-  private execute(tenant: string, runId: string, epoch: number, subject: unknown): void {
+  private execute({ tenant, runId, epoch, subject, carried }: StartedRun): void {
     const cancel = new AbortController();
     this.controllers.set(runId, cancel);
     const run = executeInline(this.deps, tenant, runId, subject, this.opts.timeoutMs, cancel.signal);
     const slot = run
-      .then((f) => this.handOver({ ...f, epoch }))
+      // The settle plans from the row the claim wrote (no read back unless it changed since).
+      .then((f) => this.handOver(carried ? { ...f, epoch, carried } : { ...f, epoch }))
       .catch((e: unknown) => this.deps.log('error', 'inline execution failed', { error: String(e) }))
       .finally(() => {
         this.controllers.delete(runId);

@@ -1,6 +1,6 @@
 // Group commit for settles: finished runs queue here; one flush settles all of them at once
-// (batch-transitions.settleMany: two statements, whatever the batch). While a flush runs, the next batch
-// gathers — no timer, no added latency when idle (a lone run is flushed at once).
+// (batch-transitions.settleMany: two statements, whatever the batch; one for the inline lane's carried runs).
+// While a flush runs, the next batch gathers — no timer, no added latency when idle (a lone run is flushed at once).
 //
 // The dispatch loop frees an execution slot as soon as the execution returns and hands the result here, so
 // `backlog` (queued + flushing) is what it must bound; `onDrained` tells it when a flush shrank the backlog.

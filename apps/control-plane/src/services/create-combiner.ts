@@ -232,6 +232,7 @@ async function decideAndWrite(
         ],
       ],
       (e) => deps.log('warn', 'create: notify failed (listeners poll)', { error: String(e) }),
+      deps.ldb,
     );
     deps.queueStats.noteEnqueued(built.length);
     const byId = new Map(written.committed.map((r) => [r.id, r]));

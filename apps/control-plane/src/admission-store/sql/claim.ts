@@ -204,7 +204,8 @@ export function claimStatement(
     dq AS (DELETE FROM adm_queue q USING pick p WHERE q.tenant = p.tenant AND q.run_id = p.run_id RETURNING 1),
     us AS (
       UPDATE adm_slots s SET status = 'running', started_at = ${nowMs}::bigint
-      FROM pick p WHERE s.tenant = p.tenant AND s.run_id = p.run_id RETURNING 1
+      FROM pick p WHERE s.tenant = p.tenant AND s.run_id = p.run_id
+      RETURNING s.tenant, s.run_id, s.depth, s.started_at -- the ledger's half may join it (claim-start.ts carry)
     ),
     ut AS (
       UPDATE adm_tenants t SET running = t.running + d.n, queued = t.queued - d.n,
