@@ -70,6 +70,24 @@ function ended(box: Sandbox, c: SandboxCommand): void {
 }
 
 /**
+ * The memory or pids limit the command ran into (its counters moved since `before`), once whatever it left in
+ * the sandbox is gone: a command that ended by itself before the watcher saw the limit (a fork bomb whose shell
+ * gave up) was not stopped, so nothing had waited for its namespace's other processes — the kernel kills them
+ * when the namespace's init exits, but they were still in the cgroup when the refusal was answered.
+ */
+async function limitHit(box: Sandbox, before: LimitCounters): Promise<StopReason | null> {
+  const after = await box.limits.counters();
+  const hit: StopReason | null =
+    after.oomKills > before.oomKills
+      ? { kind: 'oom' }
+      : after.pidsRefused > before.pidsRefused
+        ? { kind: 'pids_exhausted' }
+        : null;
+  if (hit) await settled(box);
+  return hit;
+}
+
+/**
  * Whether the sandbox's CPU time is used up (`limits.cpuTimeMs` reached, by every command so far). The watcher
  * only polls while a command runs (`cpuPollMs`): without this a command that crossed the limit between two
  * polls, or any command shorter than a poll, ran and answered as if there were no limit.
@@ -136,9 +154,8 @@ export async function execIn(
   }
   if (box.disposed) throw gone(box);
   if (exit.stop) throw stopError(exit.stop, budget, { result });
-  const after = await box.limits.counters();
-  if (after.oomKills > before.oomKills) throw stopError({ kind: 'oom' }, budget, { result });
-  if (after.pidsRefused > before.pidsRefused) throw stopError({ kind: 'pids_exhausted' }, budget, { result });
+  const limit = await limitHit(box, before);
+  if (limit) throw stopError(limit, budget, { result });
   const cpu = await cpuUsedUp(box);
   if (cpu) throw stopError(cpu, budget, { result });
   const failure = bwrapFailure(exit, result.stderr);
@@ -303,9 +320,8 @@ function attach(
       throw new PlacementError('spawn_failed', c.failedToSpawn.message, { command: argv[0] });
     if (box.disposed) throw gone(box);
     if (e.stop && e.stop.kind !== 'killed') throw stopError(e.stop, budget, {});
-    const after = await box.limits.counters();
-    if (after.oomKills > before.oomKills) throw stopError({ kind: 'oom' }, budget, {});
-    if (after.pidsRefused > before.pidsRefused) throw stopError({ kind: 'pids_exhausted' }, budget, {});
+    const limit = await limitHit(box, before);
+    if (limit) throw stopError(limit, budget, {});
     const cpu = await cpuUsedUp(box);
     if (cpu) throw stopError(cpu, budget, {});
     const failure = bwrapFailure(e, stderrHead);
