@@ -318,48 +318,35 @@ const load = (await import('node:os')).loadavg().map(r2).join('/');
 console.log(
   `# n=${N} latency_n=${M} rounds=${ROUNDS} clients=${CLIENTS} loadavg=${load} everdict_503_retries=${retries} build=${dist}`,
 );
-line('dispatch.http', results.http, (x) => x.rate, 'runs/s', ` n=${N}`);
-line('dispatch.drain', results.drain, (x) => x.rate, 'runs/s', ` n=${N}`);
-line('dispatch.latency', results.latency, (x) => x.p99, 'ms(create→started p99)', ` n=${M}`);
-line('dispatch.latency.p50', results.latency, (x) => x.p50, 'ms(create→started p50)', ` n=${M}`);
-line(
-  'dispatch.latency.warming',
-  results.latency,
-  (x) => x.warmingP99,
-  'ms(create→started p99, the first paced creates after the burst)',
-  ` n=${LATENCY_WARM}`,
-);
-line('dispatch.response', results.latency, (x) => x.respP99, 'ms(create→response p99)', ` n=${M}`);
-line(
-  'dispatch.latency.cpu',
-  results.latency,
-  (x) => x.cpuMs,
-  'ms/run(one create every 20 ms, server + backends)',
-  ` n=${M}`,
-);
-line(
-  'dispatch.latency.runqueue',
-  results.latency,
-  (x) => x.waitMs,
-  'ms/run(one create every 20 ms, server + backends runnable but waiting for a core)',
-  ` n=${M}`,
-);
-line('dispatch.wal', results.http, (x) => x.walOwn, 'B/run(http shape, own db)', ` n=${N}`);
-line(
-  'dispatch.wal.cluster',
-  results.http,
-  (x) => x.walCluster,
-  'B/run(http shape, whole cluster)',
-  ` n=${N}`,
-);
-line('dispatch.cpu', results.http, (x) => x.cpuMs, 'ms/run(http shape, server + backends)', ` n=${N}`);
-line(
-  'dispatch.cpu.server',
-  results.http,
-  (x) => x.cpuServerMs,
-  'ms/run(http shape, server process)',
-  ` n=${N}`,
-);
+// Every line of the measured shapes, in print order: [name, shape, the figure, its unit, what n counts].
+const LINES = [
+  ['dispatch.http', 'http', 'rate', 'runs/s', N],
+  ['dispatch.drain', 'drain', 'rate', 'runs/s', N],
+  ['dispatch.latency', 'latency', 'p99', 'ms(create→started p99)', M],
+  ['dispatch.latency.p50', 'latency', 'p50', 'ms(create→started p50)', M],
+  [
+    'dispatch.latency.warming',
+    'latency',
+    'warmingP99',
+    'ms(create→started p99, the first paced creates after the burst)',
+    LATENCY_WARM,
+  ],
+  ['dispatch.response', 'latency', 'respP99', 'ms(create→response p99)', M],
+  ['dispatch.latency.cpu', 'latency', 'cpuMs', 'ms/run(one create every 20 ms, server + backends)', M],
+  [
+    'dispatch.latency.runqueue',
+    'latency',
+    'waitMs',
+    'ms/run(one create every 20 ms, server + backends runnable but waiting for a core)',
+    M,
+  ],
+  ['dispatch.wal', 'http', 'walOwn', 'B/run(http shape, own db)', N],
+  ['dispatch.wal.cluster', 'http', 'walCluster', 'B/run(http shape, whole cluster)', N],
+  ['dispatch.cpu', 'http', 'cpuMs', 'ms/run(http shape, server + backends)', N],
+  ['dispatch.cpu.server', 'http', 'cpuServerMs', 'ms/run(http shape, server process)', N],
+];
+for (const [name, shape, figure, unit, n] of LINES)
+  line(name, results[shape], (x) => x[figure], unit, ` n=${n}`);
 
 // Runner leases (issue 13's shape): apps/runner/bench/dispatch-runner.mjs — command runs `true` through one
 // runner of 16 slots against graphile-worker running the same `bwrap … true` jobs, on the same PostgreSQL.

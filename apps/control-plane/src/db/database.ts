@@ -14,6 +14,8 @@ export type Dialect = 'postgres' | 'pglite';
 export type Listener = (payload: string) => void;
 /** A channel alone (payload '') or [channel, payload]. */
 export type Notification = string | readonly [string, string];
+/** What an announcer needs of the LISTEN side to skip a NOTIFY no other process would hear. */
+export type LocalDelivery = Pick<LedgerDatabase, 'alone' | 'deliverLocally'>;
 
 export interface LedgerDatabase {
   db: Kysely<Database>;

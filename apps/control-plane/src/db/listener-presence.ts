@@ -13,8 +13,7 @@
 // older than `staleMs` (the check failed, the timer was held) is not trusted: announcements go out as NOTIFYs
 // again until a look succeeds.
 
-import type { Kysely } from 'kysely';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database } from './schema.js';
 
 /** The application_name prefix of every control-plane LISTEN connection. */
@@ -63,7 +62,7 @@ export class ListenerPresence {
     return this.#aloneAt !== null && performance.now() - this.#aloneAt <= this.#staleMs;
   }
 
-  /** One look now (the timer's; tests call it to skip the wait). Never throws: a failed look trusts nothing. */
+  /** One look now (the timer's). Never throws: a failed look trusts nothing. */
   async look(): Promise<void> {
     if (this.#looking) return;
     this.#looking = true;

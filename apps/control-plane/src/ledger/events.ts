@@ -3,7 +3,7 @@
 // skipped (ids are assigned at insert, commits land in any order).
 import type { PlatformEvent } from '@everdict/run-model';
 import { sql } from 'kysely';
-import type { LedgerDatabase, Notification } from '../db/database.js';
+import type { LocalDelivery, Notification } from '../db/database.js';
 import { decimal, iso, json } from '../db/numeric.js';
 import { prepared } from '../db/prepared.js';
 import type { Executor } from '../db/tx.js';
@@ -61,7 +61,7 @@ export function notifyAfterCommit(
    * This process's LISTEN side: when no other process listens on the database (db/listener-presence.ts), the
    * notifications are delivered to this process's listeners in memory and no statement is sent.
    */
-  ldb?: Pick<LedgerDatabase, 'alone' | 'deliverLocally'>,
+  ldb?: LocalDelivery,
 ): Promise<void> {
   if (notifies.length === 0) return Promise.resolve();
   if (ldb?.alone?.() === true && ldb.deliverLocally) {

@@ -1,5 +1,5 @@
-// Settle K finished runs in TWO autocommit statements (one for carried runs), whatever K (the start side is claim-start.ts): the same
-// writes as transitionTx — the status machine's {patch, facts}, the record segments (interval attestation +
+// Settle K finished runs in TWO autocommit statements (one for carried runs), whatever K (the start side is
+// claim-start.ts): the same writes as transitionTx — the status machine's {patch, facts}, the record segments (interval attestation +
 // close), the outbox, the admission slot and counters (admission-store/sql/settle.ts), the hot rows last.
 //
 // 1. Read the runs and their record segments, without locks (one statement) — except the runs a carrying claim
@@ -54,14 +54,12 @@ export interface Finished {
   carried?: Carried;
 }
 
-type ReadRow = Carried;
-
 /**
  * The runs with their row version and record segments: one statement, no locks. Not a prepared statement: a
  * generic plan made while the tables were small (a fresh database) joins them by sequential scans and keeps
  * doing so as they grow; planned per call, it follows their size.
  */
-export async function readRuns(ex: Executor, ids: readonly string[]): Promise<Map<string, ReadRow>> {
+export async function readRuns(ex: Executor, ids: readonly string[]): Promise<Map<string, Carried>> {
   const rows = await ex
     .selectFrom('runs as r')
     .innerJoin('adm_slots as s', (j) =>
@@ -72,7 +70,7 @@ export async function readRuns(ex: Executor, ids: readonly string[]): Promise<Ma
       sql<string>`r.xmin::text`.as('version'),
       's.depth as causal_depth',
       's.started_at as started_ms',
-      sql<ReadRow['segments']>`(SELECT jsonb_agg(g.payload ORDER BY g.idx) FROM record_segments g
+      sql<Carried['segments']>`(SELECT jsonb_agg(g.payload ORDER BY g.idx) FROM record_segments g
         WHERE g.run_id = r.id)`.as('segments'),
     ])
     .where('r.id', 'in', [...ids])
@@ -137,7 +135,7 @@ export async function planSettle(
   // One entry per run: a repeat would write its record segments twice.
   const items = [...new Map(finished.map((i) => [i.runId, i])).values()];
   const unread = items.filter((i) => i.carried === undefined).map((i) => i.runId);
-  const rows = unread.length > 0 ? await readRuns(ex, unread) : new Map<string, ReadRow>();
+  const rows = unread.length > 0 ? await readRuns(ex, unread) : new Map<string, Carried>();
   for (const i of items) if (i.carried !== undefined) rows.set(i.runId, i.carried);
   const at = nowIso(deps);
   const nowMs = Date.parse(at);

@@ -34,7 +34,7 @@ import type { RunClass } from '@everdict/run-model';
 import type { WireSegment } from '@everdict/runrecord';
 import { sql } from 'kysely';
 import { claimStatement, claimUntilServed, dispatchOf } from '../admission-store/sql/claim.js';
-import type { LedgerDatabase } from '../db/database.js';
+import type { LocalDelivery } from '../db/database.js';
 import type { Executor } from '../db/tx.js';
 import { leaseUpsert, NEXT_ATTEMPT } from '../leases/store.js';
 import { EVENTS_CHANNEL } from '../ledger/events.js';
@@ -94,7 +94,7 @@ export interface ClaimLease {
    * process's listeners in memory once it returned. Absent (inside a caller's transaction): the statement
    * NOTIFYs, delivered at that commit.
    */
-  ldb?: Pick<LedgerDatabase, 'alone' | 'deliverLocally'>;
+  ldb?: LocalDelivery;
 }
 
 /**
