@@ -7,7 +7,7 @@
  *      uid, gid, file, argc, args.., envc, env.., joinc, joins.., leavec, leaves.., warm mount, warm
  *      controller, and with flag a: fdargc, fdargs.. — written NUL-terminated to the child's fd 6 (bubblewrap's
  *      --args 6 reads it to its end): arguments no process's command line shows. A memfd; held (h), a pipe
- *      whose end comes once bubblewrap's own pid is in the joins' cgroup.procs, so it clones its namespace
+ *      written (and ended) only once bubblewrap's own pid is in the joins' cgroup.procs, so it clones its namespace
  *      init and cgroup namespace inside them (the sandbox's /proc/self/cgroup shows "/"); once the init's
  *      pid is read, bubblewrap is moved back to the leaves (our own cgroups), then the init is released
  *   -> {"t":"pid"|"init"|"warning"|"failed"|"exit",...} (a warning: a leave not written — best-effort, the
@@ -108,7 +108,9 @@ struct child {
   char *payload; /* the request: joins and leaves point into it */
   char **joins, **leaves;
   int njoin, nleave, asked, joining, exited;
-  int args_w; /* held: our end of fd 6's pipe, closed once bubblewrap joined (its options end there) */
+  int args_w; /* held: our end of fd 6's pipe, written and closed once bubblewrap joined */
+  char *args_buf; /* held: its options (NUL-terminated each), written to args_w only once it joined */
+  size_t args_len;
   struct child *next;
 };
 static struct child *children;
@@ -120,6 +122,7 @@ static void free_child(struct child *c) {
   if (c->release >= 0) close(c->release);
   if (c->init_fd >= 0) close(c->init_fd);
   if (c->args_w >= 0) close(c->args_w);
+  free(c->args_buf);
   free(c->joins);
   free(c->leaves);
   free(c->payload);
@@ -305,6 +308,30 @@ static const char *resolve(const char *file, char **env, char *buf, size_t size)
   }
 }
 
+/* Writes all of len bytes to fd (a pipe sized to hold them, or a memfd): 0 or the errno. SIGPIPE is blocked
+ * around it and a pending one taken: a reader gone (bubblewrap killed) is EPIPE here, not this process's death
+ * (ignoring SIGPIPE instead would pass that to every command, an inherited disposition). */
+static int write_all(int fd, const char *p, size_t len) {
+  sigset_t pipe_set, old;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  int err = 0;
+  while (len > 0) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) { err = errno; break; }
+    p += w;
+    len -= (size_t)w;
+  }
+  if (err == EPIPE) {
+    const struct timespec now = {0, 0};
+    sigtimedwait(&pipe_set, NULL, &now);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return err;
+}
+
 /* Starts one request; owns the payload (kept with the child while its joins may still be written). */
 static void start(char *payload, size_t n) {
   struct fields f = {payload, payload + n};
@@ -317,6 +344,8 @@ static void start(char *payload, size_t n) {
   char **args = list(&f, &argc), **env = list(&f, &envc), **joins = list(&f, &joinc);
   char **leaves = list(&f, &leavec);
   int args_w = -1;
+  char *held_args = NULL;
+  size_t held_len = 0;
   char *mount = field(&f), *controller = field(&f);
   int fdargc = 0;
   char **fdargs = strchr(flags, 'a') ? list(&f, &fdargc) : NULL;
@@ -343,21 +372,23 @@ static void start(char *payload, size_t n) {
   }
   if (fdargs) {
     /* all of them, each with its NUL, in one write (not one per option: ≈ 50 system calls a command) */
-    int to = args_w >= 0 ? args_w : theirs[6];
-    size_t left = 0;
-    for (int i = 0; i < fdargc && fdargs[i]; i++) left += strlen(fdargs[i]) + 1;
-    char *all = malloc(left + 1), *p = all;
+    size_t len = 0;
+    for (int i = 0; i < fdargc && fdargs[i]; i++) len += strlen(fdargs[i]) + 1;
+    char *all = malloc(len + 1), *p = all;
     for (int i = 0; i < fdargc && fdargs[i]; i++) p = stpcpy(p, fdargs[i]) + 1;
-    p = all;
-    while (left > 0) {
-      ssize_t w = write(to, p, left);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) { free(all); send_failed(id, "spawn", file, errno); goto fail; }
-      p += w;
-      left -= (size_t)w;
+    if (args_w >= 0) {
+      /* Held: written only once bubblewrap joined (joined()). Not now: a spawner killed between this write
+       * and the join closed fd 6 with every option in it, and bubblewrap cloned its init outside the
+       * sandbox's cgroups, out of dispose's reach. Killed before the join, fd 6 ends empty: bubblewrap has
+       * no options, no root to exec from, and fails. */
+      held_args = all;
+      held_len = len;
+    } else {
+      int err = write_all(theirs[6], all, len);
+      free(all);
+      if (err) { send_failed(id, "spawn", file, err); goto fail; }
+      if (lseek(theirs[6], 0, SEEK_SET) < 0) { send_failed(id, "spawn", file, errno); goto fail; }
     }
-    free(all);
-    if (args_w < 0 && lseek(theirs[6], 0, SEEK_SET) < 0) { send_failed(id, "spawn", file, errno); goto fail; }
   }
   for (int i = 0; i < 6; i++) {
     int sv[2];
@@ -425,6 +456,9 @@ static void start(char *payload, size_t n) {
   c->nleave = leavec;
   c->args_w = args_w;
   args_w = -1;
+  c->args_buf = held_args;
+  c->args_len = held_len;
+  held_args = NULL;
   c->next = children;
   children = c;
   if (hold) { /* bubblewrap itself into the cgroups; its options end once it is there (joined) */
@@ -457,6 +491,7 @@ fail:
   for (int i = 0; i < 7; i++) if (ours[i] >= 0) close(ours[i]);
   for (int i = 0; i < 7; i++) if (theirs[i] >= 0) close(theirs[i]);
   if (args_w >= 0) close(args_w);
+  free(held_args);
   free(args);
   free(env);
   free(fdargs);
@@ -540,7 +575,12 @@ static void joined(struct job *j) {
     if (c->args_w >= 0) { close(c->args_w); c->args_w = -1; }
   } else if (!j->leave) {
     last_attach_ms = now_ms();
-    if (c->args_w >= 0) { close(c->args_w); c->args_w = -1; } /* its options end: it clones in the cgroups */
+    if (c->args_w >= 0) { /* its options, and their end: it clones in the cgroups */
+      /* EPIPE: bubblewrap is gone already (killed): its exit tells the driver */
+      if (write_all(c->args_w, c->args_buf, c->args_len)) {}
+      close(c->args_w);
+      c->args_w = -1;
+    }
   } else {
     last_attach_ms = now_ms();
     c->init = j->init;

@@ -12,7 +12,7 @@
 // With `status` (or `join`), fd 3 is bubblewrap's --json-status-fd, read to its end: `status` is the
 // `exit-code` it wrote there — only for a command it exec'd; null when none came — and the exit is sent
 // once fd 3 has ended. With `join` (and fdArgs: required), the spawner writes bubblewrap's own pid into
-// every `cgroup.procs` of `join` before it ends fd 6, so bubblewrap clones its namespace init (and the
+// every `cgroup.procs` of `join` before it writes fd 6 (and ends it), so bubblewrap clones its namespace init (and the
 // cgroup namespace) inside the sandbox's cgroups; bubblewrap holds that init (--block-fd 4) and the spawner,
 // once it has the init's pid (`child-pid` on fd 3), moves bubblewrap back into `leave` (best-effort: a
 // failed write is a `warning`, bubblewrap then stays in the sandbox's cgroups until it exits), then releases it.
@@ -143,12 +143,14 @@ function start(m) {
     const bytes = fdArgs.map((x) => x + '\0').join('');
     if (!hold) a.end(bytes, () => a.destroy());
     else {
-      // written now, ended once bubblewrap is in the cgroups: it reads to the end before its clone
-      a.write(bytes);
+      // Written only once bubblewrap is in the cgroups (it reads them to their end before its clone). Not
+      // before: a spawner killed between that write and the join closed fd 6 with every option in it, and
+      // bubblewrap cloned its init outside the sandbox's cgroups, where dispose could not reach it. Killed
+      // before the join, fd 6 ends empty: bubblewrap has no options, no root to exec from, and fails.
       Promise.all(m.join.map((f) => writeFile(f, String(c.pid)))).then(
         () => {
           lastAttach = Date.now();
-          a.end(() => a.destroy());
+          a.end(bytes, () => a.destroy());
         },
         (e) => {
           a.destroy();
