@@ -26,9 +26,26 @@ function kill(pid: number): void {
   }
 }
 
-/** Live (not zombie) processes whose command line names `needles` (a workspace path, the sleep marker). */
-function survivors(needles: readonly string[], except: number): { pid: number; line: string }[] {
-  const found: { pid: number; line: string }[] = [];
+/** A process's parent pid and the start of that parent's command line (what a failure report needs). */
+function parentOf(stat: string): string {
+  const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  try {
+    return `${ppid} ${readFileSync(`/proc/${ppid}/cmdline`, 'utf8').split('\0').join(' ').slice(0, 60)}`;
+  } catch {
+    return `${ppid} (gone)`;
+  }
+}
+
+/**
+ * Live (not zombie) processes whose command line names `needles` (a workspace path, the sleep marker), each
+ * with its parent: a bubblewrap whose parent is still the spawner says the spawner missed the owner's death;
+ * one under pid 1, that the spawner died without killing it.
+ */
+function survivors(
+  needles: readonly string[],
+  except: number,
+): { pid: number; line: string; parent: string }[] {
+  const found: { pid: number; line: string; parent: string }[] = [];
   for (const name of readdirSync('/proc')) {
     const pid = Number(name);
     if (!Number.isInteger(pid) || pid === except || pid === process.pid) continue;
@@ -37,7 +54,7 @@ function survivors(needles: readonly string[], except: number): { pid: number; l
       if (!needles.some((n) => line.includes(n))) continue;
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       if (stat.slice(stat.lastIndexOf(')') + 2)[0] === 'Z') continue; // dead, waiting to be reaped
-      found.push({ pid, line: line.slice(0, 120) });
+      found.push({ pid, line: line.slice(0, 120), parent: parentOf(stat) });
     } catch {
       // gone meanwhile
     }
