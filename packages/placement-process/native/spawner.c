@@ -580,6 +580,8 @@ static void joined(struct job *j) {
       if (write_all(c->args_w, c->args_buf, c->args_len)) {}
       close(c->args_w);
       c->args_w = -1;
+      free(c->args_buf); /* not kept for the command's life */
+      c->args_buf = NULL;
     }
   } else {
     last_attach_ms = now_ms();
