@@ -350,7 +350,8 @@ for (const [name, shape, figure, unit, n] of LINES)
 
 // Runner leases (issue 13's shape): apps/runner/bench/dispatch-runner.mjs — command runs `true` through one
 // runner of 16 slots against graphile-worker running the same `bwrap … true` jobs, on the same PostgreSQL.
-// BENCH_RUNNER_RUNS (1000) runs; its own JSON line follows as `dispatch.runner.detail`.
+// BENCH_RUNNER_RUNS (1000) runs a phase, BENCH_RUNNER_ROUNDS (3) interleaved rounds (the median ratio printed, each
+// round's beside it); its own JSON line follows as `dispatch.runner.detail`.
 if (SHAPES.includes('runner')) {
   const runnerBench = path.join(here, '..', '..', 'runner', 'bench', 'dispatch-runner.mjs');
   const { benchDispatchRunner } = await import(runnerBench);
@@ -359,7 +360,7 @@ if (SHAPES.includes('runner')) {
     runs: Number(process.env.BENCH_RUNNER_RUNS ?? 1000),
   });
   console.log(
-    `BENCH dispatch.runner everdict=${r0(out.runnerPerSec)} graphile=${r0(out.graphilePerSec)} ratio=${r2(out.vsGraphile)} unit=runs/s(command runs \`true\`, 1 runner × 16 slots) n=${out.runs}`,
+    `BENCH dispatch.runner everdict=${r0(out.runnerPerSec)} graphile=${r0(out.graphilePerSec)} ratio=${r2(out.vsGraphile)} unit=runs/s(command runs \`true\`, 1 runner × 16 slots) rounds=[${out.rounds.join(',')}] n=${out.runs}`,
   );
   console.log(`BENCH dispatch.runner.detail ${JSON.stringify(out)}`);
 }

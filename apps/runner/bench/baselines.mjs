@@ -1,5 +1,6 @@
-// The runner bench's baselines, run on the same machine before the control plane starts: a raw loop of the
-// process driver's `bwrap … true` sandboxes, and graphile-worker 0.17.3 running the same sandboxes as jobs.
+// The runner bench's baselines, on the same machine: a raw loop of the process driver's `bwrap … true` sandboxes
+// (before the control plane starts), and graphile-worker 0.17.3 running the same sandboxes as jobs (kept up beside
+// the control plane and runner, measured in rounds interleaved with theirs).
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { sandboxArgs } from '@everdict/placement-process';
@@ -38,16 +39,16 @@ export async function rawBwrap(n, workspace) {
   return n / ((performance.now() - t0) / 1000);
 }
 
-/** graphile-worker running `n` `bwrap … true` jobs, after `warm` of them (its pools and prepared statements made, as
- * our side's warm-up makes the control plane's), timed and metered from the first of the `n`. */
-export async function graphileBwrap(connectionString, database, n, workspace, warm) {
+/**
+ * graphile-worker running `bwrap … true` jobs, kept up across the bench's rounds (as our control plane and runner
+ * are): `warm(n)` runs n jobs unmetered (its pools and prepared statements made, its code hot, as our side's
+ * warm-up makes ours), `phase(n)` times and meters n jobs from the first one added, `stop()` ends it.
+ */
+export async function startGraphileBwrap(connectionString, database, workspace) {
   const quiet = new graphile.Logger(() => () => undefined);
   let done = 0;
-  let target = warm;
-  let finished;
-  let all = new Promise((r) => {
-    finished = r;
-  });
+  let target = 0;
+  let finished = () => {};
   const runner = await graphile.run({
     connectionString,
     concurrency: SLOTS,
@@ -68,30 +69,34 @@ export async function graphileBwrap(connectionString, database, n, workspace, wa
   const meter = new pg.Client({ connectionString });
   await meter.connect();
   const sample = async () => ({ self: cpuMs(process.pid).self, pg: await pgCpuMs(meter, database) });
-  try {
-    if (warm > 0) {
-      await pool(warm, SLOTS, () => utils.addJob('bwrap', {}));
-      await all;
-    }
-    target = warm + n;
-    all = new Promise((r) => {
+  /** Adds n jobs (16 callers) and resolves once all of them ran. */
+  const jobs = async (n) => {
+    target = done + n;
+    const all = new Promise((r) => {
       finished = r;
     });
-    const a = await sample();
-    const { result: perSec, msPerUnit: machineMs } = await machinePer(n, async () => {
-      const t0 = performance.now();
-      await pool(n, SLOTS, () => utils.addJob('bwrap', {}));
-      await all;
-      return n / ((performance.now() - t0) / 1000);
-    });
-    const b = await sample();
-    let pgMs = 0;
-    for (const [pid, ms] of b.pg) pgMs += ms - (a.pg.get(pid) ?? 0);
-    const per = (ms) => Math.round((ms / n) * 10) / 10;
-    return { perSec, machineMs, coreMsPerJob: { worker: per(b.self - a.self), postgres: per(pgMs) } };
-  } finally {
-    await meter.end();
-    await utils.release();
-    await runner.stop();
-  }
+    await pool(n, SLOTS, () => utils.addJob('bwrap', {}));
+    await all;
+  };
+  return {
+    warm: (n) => (n > 0 ? jobs(n) : Promise.resolve()),
+    async phase(n) {
+      const a = await sample();
+      const { result: perSec, msPerUnit: machineMs } = await machinePer(n, async () => {
+        const t0 = performance.now();
+        await jobs(n);
+        return n / ((performance.now() - t0) / 1000);
+      });
+      const b = await sample();
+      let pgMs = 0;
+      for (const [pid, ms] of b.pg) pgMs += ms - (a.pg.get(pid) ?? 0);
+      const per = (ms) => Math.round((ms / n) * 10) / 10;
+      return { perSec, machineMs, coreMsPerJob: { worker: per(b.self - a.self), postgres: per(pgMs) } };
+    },
+    async stop() {
+      await meter.end();
+      await utils.release();
+      await runner.stop();
+    },
+  };
 }

@@ -2,8 +2,10 @@
 // Benchmark `dispatch.runner`: command runs (`true`) created → leased → executed → settled per second by ONE
 // everdict-runner of 16 slots against the built control plane on PostgreSQL, side by side, in the same
 // process, with (1) a raw loop of the same `bwrap … true` sandboxes (16 at a time) and (2) graphile-worker
-// 0.17.3 running the same `bwrap … true` jobs (concurrency 16) on the same PostgreSQL server; then queued →
-// started latency (p50/p99) of runs created one at a time with the runner idle.
+// 0.17.3 running the same `bwrap … true` jobs (concurrency 16) on the same PostgreSQL server, both sides kept up
+// and measured in BENCH_RUNNER_ROUNDS (default 3) interleaved rounds — the side that goes first alternates, each
+// phase after a warm-up burst of its own, each round's ratio from its two adjacent phases, the median reported;
+// then queued → started latency (p50/p99) of runs created one at a time with the runner idle.
 //
 // Needs: the built control plane, runner and client (`pnpm --filter @everdict/runner... --filter
 // @everdict/control-plane... build`), bubblewrap, and a live PostgreSQL (EVERDICT_BENCH_DATABASE_URL, else
@@ -29,8 +31,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startControlPlane } from '@everdict/client/testing';
-import { client } from '../../control-plane/bench/lib/measure.mjs';
-import { graphileBwrap, pool, rawBwrap, SLOTS } from './baselines.mjs';
+import { client, median } from '../../control-plane/bench/lib/measure.mjs';
+import { pool, rawBwrap, SLOTS, startGraphileBwrap } from './baselines.mjs';
 import { cpuMs, machineBusyMs, machinePer, pgCpuMs, spawnerOf } from './cpu-meters.mjs';
 
 // pg is the control plane's dependency: resolved from there, same version.
@@ -44,6 +46,8 @@ const CLI = ROOT
 const CP_MAIN = ROOT ? join(ROOT, 'apps/control-plane/dist/main.js') : undefined;
 /** Warm-up runs (jobs) before each side's measured phase (BENCH_WARM_RUNS). */
 const WARM = Number(process.env.BENCH_WARM_RUNS ?? 2 * SLOTS);
+/** Interleaved rounds of the throughput phase (BENCH_RUNNER_ROUNDS): the side that goes first alternates. */
+const ROUNDS = Math.max(1, Number(process.env.BENCH_RUNNER_ROUNDS ?? 3));
 
 function scratch(prefix) {
   const dir = mkdtempSync(join(tmpdir(), prefix));
@@ -127,6 +131,7 @@ export async function benchDispatchRunner({
     await onServer(base, `ALTER DATABASE ${cpDb} SET log_statement = 'all'`);
   let cp;
   let runner;
+  let graphileSide;
   const db = new pg.Client({ connectionString: dbUrl(base, cpDb) });
   try {
     // 1. Baselines first (nothing else running): the raw bwrap loop, then graphile-worker.
@@ -137,12 +142,9 @@ export async function benchDispatchRunner({
     );
     const bwrapCoreMs = Math.round((cpuMs(process.pid).children - bw0) / runs);
     log(`raw bwrap: ${bwrapPerSec.toFixed(1)}/s`);
-    const {
-      perSec: graphilePerSec,
-      machineMs: graphileMachineMs,
-      coreMsPerJob: graphileCoreMsPerJob,
-    } = await graphileBwrap(dbUrl(base, gwDb), gwDb, runs, workspace, WARM);
-    log(`graphile-worker: ${graphilePerSec.toFixed(1)}/s`);
+    // graphile-worker stays up across the rounds, as our control plane and runner do.
+    graphileSide = await startGraphileBwrap(dbUrl(base, gwDb), gwDb, workspace);
+    await graphileSide.warm(WARM);
 
     // 2. The control plane (built, PostgreSQL) and one runner of 16 slots, as child processes.
     cp = await startControlPlane({
@@ -230,40 +232,84 @@ export async function benchDispatchRunner({
     const idle1 = await sample();
     const background = delta(idle0, idle1);
 
-    // The idle pause above cools what the warm-up heated: caches expire, and the first burst after it (every
-    // component waking at once) grew the pool from 5 to 10 connections inside the measured phase, 70–100
-    // warm-ups of ≈ 30 ms each. A second warm-up of the same size, right before the throughput phase, takes it.
-    await pool(WARM, SLOTS, create);
-    await waitCount(db, settledSql, 2 * WARM);
-    const warmed = await sample();
+    let settled = WARM;
+    /** One measured phase of our side: a warm-up burst of WARM runs first (see below), then N runs timed. */
+    const ourPhase = async () => {
+      // An idle pause cools what the warm-up heated: caches expire, and the first burst after it (every
+      // component waking at once) grew the pool from 5 to 10 connections inside the measured phase, 70–100
+      // warm-ups of ≈ 30 ms each. So each phase starts after a warm-up burst of its own (graphile's too).
+      await pool(WARM, SLOTS, create);
+      settled += WARM;
+      await waitCount(db, settledSql, settled);
+      const warmed = await sample();
+      // Throughput: N runs created (16 clients), until the last one settled.
+      const t0 = performance.now();
+      const m0 = machineBusyMs();
+      await pool(runs, SLOTS, create);
+      settled += runs;
+      await waitCount(db, settledSql, settled);
+      const perSec = runs / ((performance.now() - t0) / 1000);
+      const machineMs = Math.round(((machineBusyMs() - m0) / runs) * 10) / 10;
+      const busy = delta(warmed, await sample());
+      // Per run, net of the idle background over the same seconds: CPU ms by process (0.1 ms: 200 runs of
+      // 10-ms clock ticks resolve 0.05 ms).
+      const per = (k) =>
+        Math.round(((busy[k] - (background[k] / background.seconds) * busy.seconds) / runs) * 10) / 10;
+      const keys = [
+        'controlPlane',
+        'controlPlaneKernel',
+        'runner',
+        'runnerKernel',
+        'spawner',
+        'sandboxes',
+        'postgres',
+      ];
+      const coreMs = Object.fromEntries([...keys, 'benchClient'].map((k) => [k, per(k)]));
+      return { perSec, machineMs, coreMs };
+    };
+    const graphilePhase = async () => {
+      await graphileSide.warm(WARM);
+      return graphileSide.phase(runs);
+    };
 
-    // 3. Throughput: N runs created (16 clients), until the last one settled.
-    const t0 = performance.now();
-    const m0 = machineBusyMs();
-    await pool(runs, SLOTS, create);
-    await waitCount(db, settledSql, 2 * WARM + runs);
-    const runnerPerSec = runs / ((performance.now() - t0) / 1000);
-    const runnerMachineMs = Math.round(((machineBusyMs() - m0) / runs) * 10) / 10;
-    const busy = delta(warmed, await sample());
-    // Per run, net of the idle background over the same seconds: CPU ms by process (0.1 ms: 200 runs of
-    // 10-ms clock ticks resolve 0.05 ms).
-    const per = (k) =>
-      Math.round(((busy[k] - (background[k] / background.seconds) * busy.seconds) / runs) * 10) / 10;
+    // 3. Throughput, in interleaved rounds: the side that goes first alternates, each round's ratio is taken
+    // from its two adjacent phases, and the median of the rounds is reported (one machine's drift — another
+    // process, the host's neighbours — moves both sides of a round alike).
+    const rounds = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      let ours;
+      let theirs;
+      if (r % 2 === 0) {
+        theirs = await graphilePhase();
+        ours = await ourPhase();
+      } else {
+        ours = await ourPhase();
+        theirs = await graphilePhase();
+      }
+      rounds.push({ ours, theirs, ratio: ours.perSec / theirs.perSec });
+      log(
+        `round ${r + 1}: runner ${ours.perSec.toFixed(1)}/s, graphile-worker ${theirs.perSec.toFixed(1)}/s (${(ours.perSec / theirs.perSec).toFixed(2)})`,
+      );
+    }
+    const r1 = (x) => Math.round(x * 10) / 10;
+    const runnerPerSec = median(rounds.map((x) => x.ours.perSec));
+    const graphilePerSec = median(rounds.map((x) => x.theirs.perSec));
+    const runnerMachineMs = r1(median(rounds.map((x) => x.ours.machineMs)));
+    const graphileMachineMs = r1(median(rounds.map((x) => x.theirs.machineMs)));
     const coreMsPerRun = {
-      controlPlane: per('controlPlane'),
-      controlPlaneKernel: per('controlPlaneKernel'),
-      runner: per('runner'),
-      runnerKernel: per('runnerKernel'),
-      spawner: per('spawner'),
-      sandboxes: per('sandboxes'),
-      postgres: per('postgres'),
-      benchClient: per('benchClient'),
+      ...Object.fromEntries(
+        Object.keys(rounds[0].ours.coreMs).map((k) => [k, r1(median(rounds.map((x) => x.ours.coreMs[k])))]),
+      ),
       rawBwrap: bwrapCoreMs,
+    };
+    const graphileCoreMsPerJob = {
+      worker: r1(median(rounds.map((x) => x.theirs.coreMsPerJob.worker))),
+      postgres: r1(median(rounds.map((x) => x.theirs.coreMsPerJob.postgres))),
     };
     const { rows: bad } = await db.query(
       `SELECT count(*) AS n FROM runs WHERE kind = 'command' AND status <> 'succeeded'`,
     );
-    log(`runner: ${runnerPerSec.toFixed(1)}/s (${bad[0].n} not succeeded)`);
+    log(`runner: ${runnerPerSec.toFixed(1)}/s, median of ${ROUNDS} rounds (${bad[0].n} not succeeded)`);
 
     // 4. Latency with the runner idle: one run at a time, created_at → started_at.
     const lat = [];
@@ -289,12 +335,15 @@ export async function benchDispatchRunner({
       runnerPerSec: Math.round(runnerPerSec * 10) / 10,
       bwrapPerSec: Math.round(bwrapPerSec * 10) / 10,
       graphilePerSec: Math.round(graphilePerSec * 10) / 10,
-      vsGraphile: Math.round((runnerPerSec / graphilePerSec) * 100) / 100,
+      // The median of the rounds' ratios (each from two adjacent phases), and each round's.
+      vsGraphile: Math.round(median(rounds.map((x) => x.ratio)) * 100) / 100,
+      rounds: rounds.map((x) => Math.round(x.ratio * 100) / 100),
       vsBwrap: Math.round((runnerPerSec / bwrapPerSec) * 100) / 100,
       notSucceeded: Number(bad[0].n),
       coreMsPerRun,
       graphileCoreMsPerJob,
       machineMsPerRun: { runner: runnerMachineMs, graphile: graphileMachineMs, rawBwrap: bwrapMachineMs },
+      machineMsPerRunRounds: rounds.map((x) => [x.ours.machineMs, x.theirs.machineMs]),
       queuedToStartedMs: {
         p50: Math.round(quantile(lat, 0.5) * 10) / 10,
         p99: Math.round(quantile(lat, 0.99) * 10) / 10,
@@ -309,6 +358,7 @@ export async function benchDispatchRunner({
       await exited;
     }
     await cp?.stop().catch(() => {});
+    await graphileSide?.stop().catch(() => {});
     await onServer(base, `DROP DATABASE IF EXISTS ${cpDb} WITH (FORCE)`).catch(() => {});
     await onServer(base, `DROP DATABASE IF EXISTS ${gwDb} WITH (FORCE)`).catch(() => {});
     rmSync(work, { recursive: true, force: true });
