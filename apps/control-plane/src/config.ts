@@ -31,6 +31,12 @@ const EnvSchema = z.object({
   EVERDICT_PG_POOL_MAX: z.coerce.number().int().min(2).max(1000).default(10),
   EVERDICT_CREATE_BATCH_MS: z.coerce.number().int().min(0).max(1000).default(0),
   EVERDICT_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  EVERDICT_VACUUM_CHECK_MS: z.coerce
+    .number()
+    .int()
+    .max(3_600_000)
+    .refine((ms) => ms === 0 || ms >= 100, '0 (off) or at least 100 ms')
+    .default(2_000),
   EVERDICT_JUDGE: z.enum(['scripted', 'none']).default('scripted'),
   EVERDICT_S3_BUCKET: optionalString,
   EVERDICT_S3_ENDPOINT: optionalString,
@@ -77,6 +83,11 @@ export interface Config {
   readonly createBatchMs: number;
   /** The dispatch/trigger loops' poll fallback when no NOTIFY arrives (EVERDICT_POLL_MS). */
   readonly pollMs: number;
+  /**
+   * The vacuum keeper's look at the dead-row statistics (EVERDICT_VACUUM_CHECK_MS, default 2,000; `0`: no
+   * keeper). It vacuums only where no autovacuum runs: PGlite, or PostgreSQL with `autovacuum = off`.
+   */
+  readonly vacuumCheckMs: number;
   /** Who decides `judge` graders: the built-in deterministic `scripted` judge, or `none` (a 400). */
   readonly judge: 'scripted' | 'none';
   /** Where trajectories live: S3-compatible storage when `s3Bucket` is set, else `<dataDir>/trajectories`. */
@@ -134,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     pgPoolMax: e.EVERDICT_PG_POOL_MAX,
     createBatchMs: e.EVERDICT_CREATE_BATCH_MS,
     pollMs: e.EVERDICT_POLL_MS,
+    vacuumCheckMs: e.EVERDICT_VACUUM_CHECK_MS,
     judge: e.EVERDICT_JUDGE,
     logLevel: e.LOG_LEVEL,
     sessions: {

@@ -2,6 +2,7 @@ import { agentService } from './agents/service.js';
 import { KEYS_CHANNEL, KeyCache } from './auth/key-cache.js';
 import { type LedgerDatabase, openDatabase } from './db/database.js';
 import { QueueStats } from './db/queue-stats.js';
+import { VacuumKeeper } from './db/vacuum-keeper.js';
 import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from './executors/registry.js';
 import { KeyRing } from './keys/registry.js';
 import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from './keys/signer.js';
@@ -64,6 +65,8 @@ export interface Core {
     ldb: LedgerDatabase;
     dispatch: DispatchLoop | null;
     triggers: TriggerLoop | null;
+    /** The vacuum keeper (`CoreOptions.vacuum`), or null. */
+    vacuum: VacuumKeeper | null;
     /** Settles when the cascades left open by a previous process have been driven (resumed at start). */
     cascadesResumed: Promise<void>;
   };
@@ -189,6 +192,12 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     .catch((e) => deps.log('error', 'resuming open cascades failed', { error: String(e) }));
   if (trajectoryJobs && sched.enabled !== false) trajectoryJobs.start();
   const headLog = options.headLog ? openHeadLog(ldb.db, { log: deps.log, ...options.headLog }) : null;
+  const vacuum = options.vacuum
+    ? new VacuumKeeper(ldb.db, ldb.dialect, deps.log, options.vacuum, deps.queueStats)
+    : null;
+  await vacuum
+    ?.start()
+    .catch((e: unknown) => deps.log('warn', 'vacuum keeper not started', { error: String(e) }));
   return {
     services,
     dialect: ldb.dialect,
@@ -226,11 +235,12 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       await dispatch?.stop();
       await triggers?.stop();
       await trajectoryJobs?.stop();
+      await vacuum?.stop();
       await deps.queueStats.settled();
       await unlistenKeys();
       await options.trajectories?.close();
       await ldb.close();
     },
-    internals: { deps, ldb, dispatch, triggers, cascadesResumed: resumed },
+    internals: { deps, ldb, dispatch, triggers, vacuum, cascadesResumed: resumed },
   };
 }

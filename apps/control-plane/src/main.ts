@@ -66,6 +66,7 @@ async function main(): Promise<void> {
       pollMs: config.pollMs,
     },
     create: { batchMs: config.createBatchMs },
+    ...(config.vacuumCheckMs > 0 ? { vacuum: { checkMs: config.vacuumCheckMs } } : {}),
     ...(config.sessions.driver === 'off'
       ? {}
       : {

@@ -40,6 +40,14 @@ export class QueueStats {
       });
   }
 
+  /**
+   * A VACUUM of the queue (vacuum-keeper.ts) set its size in `pg_class` as the planner now sees it: `n`
+   * entries (negative: never counted). The next ANALYZE is then weighed against that.
+   */
+  sawSize(n: number): void {
+    this.known = Math.max(0, n);
+  }
+
   /** Wait for a refresh in flight (shutdown, tests). */
   async settled(): Promise<void> {
     await this.analyzing;

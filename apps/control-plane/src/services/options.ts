@@ -106,6 +106,12 @@ export interface CoreOptions {
   sessionRelay?: import('../runners/sessions/relay.js').RelayOptions | false;
   /** The head log (issue 18 §2): its key (file), witness keys, STH interval. Absent → no log is sequenced. */
   headLog?: import('../log/index.js').StartHeadLogOptions;
+  /**
+   * The vacuum keeper (db/vacuum-keeper.ts): vacuums the ledger's tables by autovacuum's rule where no
+   * autovacuum runs (PGlite; PostgreSQL with `autovacuum = off`). Absent → none (the process entry passes
+   * `{ checkMs: EVERDICT_VACUUM_CHECK_MS }` unless that is 0).
+   */
+  vacuum?: import('../db/vacuum-keeper.js').VacuumOptions;
   /** Admission / dispatch observer (metrics). */
   metrics?: CoreObserver;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;

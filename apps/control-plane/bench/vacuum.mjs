@@ -1,0 +1,117 @@
+#!/usr/bin/env node
+// What the vacuum keeper (src/db/vacuum-keeper.ts) is worth where no autovacuum runs: the shipped server on the
+// http shape (16 keep-alive clients POSTing `echo` analysis runs), BENCH_CHUNKS (5) chunks of BENCH_CHUNK (5,000)
+// runs in a row on one fresh database — the tables grow and their dead rows pile up — once with the keeper off
+// (EVERDICT_VACUUM_CHECK_MS=0) and once on (the default), in alternating order over BENCH_ROUNDS (1) rounds. Per
+// chunk: runs/s, CPU per run of the server process and of its database backends, and the tables with the most
+// dead rows. BENCH lines compare the last chunk of each side (the steady state the growth reaches).
+// Needs a server with `autovacuum = off` (this machine's) or the keeper has nothing to do there: it says so.
+//   node apps/control-plane/bench/vacuum.mjs
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import {
+  BASE,
+  client,
+  cpuMeter,
+  freshDatabase,
+  median,
+  pool,
+  spawnServer,
+  sqlOn,
+  until,
+} from './lib/measure.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const main = process.env.BENCH_MAIN ?? path.join(here, '..', 'dist', 'main.js');
+const CHUNK = Number(process.env.BENCH_CHUNK ?? 5000);
+const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
+
+const [{ a: autovacuum }] = await sqlOn(BASE, "SELECT current_setting('autovacuum') AS a");
+
+/** One side: a fresh database and server, CHUNKS chunks; returns each chunk's figures. */
+async function side(label, checkMs) {
+  const db = await freshDatabase(`bench_vac_${label}_${process.pid}`);
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'everdict-bench-'));
+  const key = `evk_bench_${randomBytes(12).toString('hex')}`;
+  const srv = await spawnServer(
+    process.execPath,
+    [main],
+    {
+      DATABASE_URL: db.url,
+      PORT: '0',
+      EVERDICT_DATA_DIR: dataDir,
+      EVERDICT_BOOTSTRAP_API_KEY: key,
+      EVERDICT_VACUUM_CHECK_MS: String(checkMs),
+    },
+    (line) => (line.includes('"control plane listening"') ? JSON.parse(line).port : undefined),
+  );
+  const http = client(srv.port, 16);
+  const watch = new pg.Client({ connectionString: db.url });
+  await watch.connect();
+  const settled = async () =>
+    (await watch.query("SELECT count(*)::int AS n FROM runs WHERE status IN ('succeeded', 'failed')")).rows[0]
+      .n;
+  const auth = { authorization: `Bearer ${key}` };
+  const create = async () => {
+    const r = await http.request('POST', '/runs', SPEC, auth);
+    if (r.status !== 201) throw new Error(`POST /runs ${r.status}`);
+  };
+  const chunks = [];
+  try {
+    await pool(100, 16, create);
+    let done = 100;
+    await until(async () => (await settled()) >= done);
+    const [{ pid: watchPid }] = (await watch.query('SELECT pg_backend_pid() AS pid')).rows;
+    for (let k = 0; k < CHUNKS; k++) {
+      const cpu = await cpuMeter(db, srv.child.pid, [watchPid]);
+      const t0 = performance.now();
+      await pool(CHUNK, 16, create);
+      done += CHUNK;
+      await until(async () => (await settled()) >= done);
+      const seconds = (performance.now() - t0) / 1000;
+      const used = await cpu.take();
+      const { rows } = await watch.query(
+        'SELECT relname, n_dead_tup::int AS dead FROM pg_stat_user_tables ORDER BY n_dead_tup DESC LIMIT 3',
+      );
+      const chunk = {
+        perSec: Math.round(CHUNK / seconds),
+        serverMs: +(used.server / CHUNK).toFixed(2),
+        dbMs: +(used.db / CHUNK).toFixed(2),
+        dead: Object.fromEntries(rows.map((r) => [r.relname, r.dead])),
+      };
+      chunks.push(chunk);
+      console.log(`# ${label} chunk ${k + 1}/${CHUNKS} (${done - 100} runs): ${JSON.stringify(chunk)}`);
+    }
+  } finally {
+    http.close();
+    await watch.end();
+    await srv.stop();
+    await db.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  return chunks;
+}
+
+console.log(`# server autovacuum=${autovacuum}; ${CHUNKS} × ${CHUNK} runs a side, ${ROUNDS} round(s)`);
+const last = { off: [], on: [] };
+for (let r = 0; r < ROUNDS; r++) {
+  const order = r % 2 === 0 ? ['off', 'on'] : ['on', 'off'];
+  for (const label of order) last[label].push((await side(label, label === 'on' ? 2000 : 0)).at(-1));
+}
+const fig = (label, f) => median(last[label].map(f));
+const line = (name, unit, f) => {
+  const on = fig('on', f);
+  const off = fig('off', f);
+  console.log(
+    `BENCH ${name} keeper=${on} none=${off} ratio=${(on / off).toFixed(2)} unit=${unit} n=${CHUNK} chunks=${CHUNKS} autovacuum=${autovacuum}`,
+  );
+};
+line('vacuum.http', 'runs/s(last chunk)', (c) => c.perSec);
+line('vacuum.db', 'ms/run(backends, last chunk)', (c) => c.dbMs);
+line('vacuum.server', 'ms/run(server process, last chunk)', (c) => c.serverMs);
