@@ -17,7 +17,7 @@
 //   dispatch.wal      WAL per run of the http shape: this database's records + their commits (pg_walinspect)
 //   dispatch.cpu      CPU per run of the http shape: the server process + its database backends
 //   dispatch.runner   runner leases (apps/runner/bench/dispatch-runner.mjs; the `runner` shape, ≈ 1 minute)
-// Env: BENCH_RUNS (N, 1000), BENCH_LATENCY_RUNS (M, 250), BENCH_LATENCY_WARM (100 paced creates first), BENCH_ROUNDS (2), BENCH_SHAPES (http,drain,latency,runner),
+// Env: BENCH_RUNS (N, 1000), BENCH_WARM (50 unmetered creates on each side first), BENCH_LATENCY_RUNS (M, 250), BENCH_LATENCY_WARM (100 paced creates first), BENCH_ROUNDS (2), BENCH_SHAPES (http,drain,latency,runner),
 // EVERDICT_BENCH_DATABASE_URL; EVERDICT_* settings are passed on to the shipped server; BENCH_BUILD_ROOT (a
 // checkout whose apps/control-plane/dist is the everdict side: an A/B of two builds, run alternately);
 // BENCH_SERVER_NODE_ARGS (node flags for the shipped server, e.g. --trace-gc).
@@ -52,7 +52,7 @@ const M = Number(process.env.BENCH_LATENCY_RUNS ?? 250);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const SHAPES = (process.env.BENCH_SHAPES ?? 'http,drain,latency,runner').split(',');
 const CLIENTS = 16;
-const WARM = 50;
+const WARM = Number(process.env.BENCH_WARM ?? 50); // creates before each measured phase (JIT warm-up)
 const LATENCY_WARM = Number(process.env.BENCH_LATENCY_WARM ?? 100);
 const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
 const tag = `bench_${process.pid}`;

@@ -3,12 +3,12 @@
 // http shape (16 keep-alive clients POSTing `echo` analysis runs), BENCH_CHUNKS (5) chunks of BENCH_CHUNK (5,000)
 // runs in a row on one fresh database — the tables grow and their dead rows pile up — once with the keeper off
 // (EVERDICT_VACUUM_CHECK_MS=0) and once on (the default), in alternating order over BENCH_ROUNDS (1) rounds. Per
-// chunk: runs/s, CPU per run of the server process and of its database backends, and the tables with the most
-// dead rows. BENCH lines compare the last chunk of each side (the steady state the growth reaches).
-// Needs a server with `autovacuum = off` (this machine's) or the keeper has nothing to do there: it says so.
+// chunk: runs/s, CPU per run of the server process and of its database backends, the server's resident set, and
+// the tables with the most dead rows. BENCH lines compare the last chunk of each side (the steady state the growth reaches).
+// BENCH_SIDES=on (or off): that side alone, its chunks only. Needs a server with `autovacuum = off` (this machine's) or the keeper has nothing to do there: it says so.
 //   node apps/control-plane/bench/vacuum.mjs
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,9 +30,14 @@ const main = process.env.BENCH_MAIN ?? path.join(here, '..', 'dist', 'main.js');
 const CHUNK = Number(process.env.BENCH_CHUNK ?? 5000);
 const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+const SIDES = (process.env.BENCH_SIDES ?? 'off,on').split(','); // one side alone: no BENCH line
 const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
 
 const [{ a: autovacuum }] = await sqlOn(BASE, "SELECT current_setting('autovacuum') AS a");
+
+/** The server process's resident set, MiB (to see a leak over many runs). */
+const rssMiB = (pid) =>
+  Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024);
 
 /** One side: a fresh database and server, CHUNKS chunks; returns each chunk's figures. */
 async function side(label, checkMs) {
@@ -83,6 +88,7 @@ async function side(label, checkMs) {
         perSec: Math.round(CHUNK / seconds),
         serverMs: +(used.server / CHUNK).toFixed(2),
         dbMs: +(used.db / CHUNK).toFixed(2),
+        rssMiB: rssMiB(srv.child.pid),
         dead: Object.fromEntries(rows.map((r) => [r.relname, r.dead])),
       };
       chunks.push(chunk);
@@ -101,9 +107,10 @@ async function side(label, checkMs) {
 console.log(`# server autovacuum=${autovacuum}; ${CHUNKS} × ${CHUNK} runs a side, ${ROUNDS} round(s)`);
 const last = { off: [], on: [] };
 for (let r = 0; r < ROUNDS; r++) {
-  const order = r % 2 === 0 ? ['off', 'on'] : ['on', 'off'];
+  const order = (r % 2 === 0 ? ['off', 'on'] : ['on', 'off']).filter((l) => SIDES.includes(l));
   for (const label of order) last[label].push((await side(label, label === 'on' ? 2000 : 0)).at(-1));
 }
+if (SIDES.length < 2) process.exit(0);
 const fig = (label, f) => median(last[label].map(f));
 const line = (name, unit, f) => {
   const on = fig('on', f);
