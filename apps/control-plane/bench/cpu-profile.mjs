@@ -5,23 +5,17 @@
 // warm-up left out). Without BENCH_PROFILE_DIR it only prints CPU per run (server process and backends).
 // Not a benchmark (server-cpu.mjs and dispatch.mjs are): where the server's time goes.
 //   BENCH_PROFILE_DIR=/tmp/prof node apps/control-plane/bench/cpu-profile.mjs [dist/main.js]
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { client, cpuMeter, freshDatabase, pool, spawnServer, until } from './lib/measure.mjs';
+import { cpuMeter, pool, shippedServer, until } from './lib/measure.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const main = process.argv[2] ?? path.join(here, '..', 'dist', 'main.js');
 const profDir = process.env.BENCH_PROFILE_DIR;
 const N = Number(process.env.BENCH_RUNS ?? 1000);
-const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
 
-const db = await freshDatabase(`bench_prof_${process.pid}`);
-const dataDir = mkdtempSync(path.join(tmpdir(), 'everdict-bench-'));
-const key = `evk_bench_${randomBytes(12).toString('hex')}`;
 const interval = process.env.BENCH_PROFILE_INTERVAL; // µs between samples (node's default 1000)
 const nodeArgs = process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
 const args = profDir
@@ -33,29 +27,13 @@ const args = profDir
       main,
     ]
   : [...nodeArgs, main];
-const srv = await spawnServer(
-  process.execPath,
-  args,
-  { DATABASE_URL: db.url, PORT: '0', EVERDICT_DATA_DIR: dataDir, EVERDICT_BOOTSTRAP_API_KEY: key },
-  (line) => (line.includes('"control plane listening"') ? JSON.parse(line).port : undefined),
-);
-const http = client(srv.port, 16);
-const watch = new pg.Client({ connectionString: db.url });
-await watch.connect();
-const settled = async () =>
-  (await watch.query("SELECT count(*)::int AS n FROM runs WHERE status IN ('succeeded', 'failed')")).rows[0]
-    .n;
-const auth = { authorization: `Bearer ${key}` };
-const create = async () => {
-  const r = await http.request('POST', '/runs', SPEC, auth);
-  if (r.status !== 201) throw new Error(`POST /runs ${r.status}`);
-};
+const srv = await shippedServer(`bench_prof_${process.pid}`, args);
+const { create, settled } = srv;
 let window;
 try {
   await pool(100, 16, create);
   await until(async () => (await settled()) >= 100);
-  const [{ pid: watchPid }] = (await watch.query('SELECT pg_backend_pid() AS pid')).rows;
-  const cpu = await cpuMeter(db, srv.child.pid, [watchPid]);
+  const cpu = await cpuMeter(srv.db, srv.srv.child.pid, [srv.watchPid]);
   const from = Number(process.hrtime.bigint() / 1000n); // the profile's clock: monotonic µs
   await pool(N, 16, create);
   await until(async () => (await settled()) >= 100 + N);
@@ -68,11 +46,7 @@ try {
     `server=${(used.server / N).toFixed(2)} db=${(used.db / N).toFixed(2)} ms/run load=${loadavg()[0].toFixed(1)} threads: ${threads}`,
   );
 } finally {
-  http.close();
-  await watch.end();
-  await srv.stop();
-  await db.drop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await srv.close();
 }
 if (profDir && window) {
   const file = readdirSync(profDir)

@@ -10,13 +10,10 @@
 // latency shape's load (20), where each run is claimed, settled and announced alone and a statement fewer per
 // run shows; the warm-up stays concurrent.
 //   BENCH_A=/work/main/apps/control-plane/dist/main.js node apps/control-plane/bench/server-cpu.mjs
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { client, cpuMeter, freshDatabase, pool, sleep, spawnServer, until } from './lib/measure.mjs';
+import { cpuMeter, pool, shippedServer, sleep, until } from './lib/measure.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const own = path.join(here, '..', 'dist', 'main.js');
@@ -26,7 +23,6 @@ const PAIRS = Number(process.env.BENCH_ROUNDS ?? 4);
 const CLIENTS = 16;
 const WARM = Number(process.env.BENCH_WARM ?? 100); // creates before the measured phase (JIT warm-up)
 const PACE_MS = Number(process.env.BENCH_PACE_MS ?? 0);
-const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
 let seq = 0;
 
 const nodeArgs = {
@@ -35,31 +31,14 @@ const nodeArgs = {
 };
 
 async function round(main, flags) {
-  const db = await freshDatabase(`bench_cpu_${process.pid}_${seq++}`);
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'everdict-bench-'));
-  const key = `evk_bench_${randomBytes(12).toString('hex')}`;
-  const srv = await spawnServer(
-    process.execPath,
-    [...flags, main],
-    { DATABASE_URL: db.url, PORT: '0', EVERDICT_DATA_DIR: dataDir, EVERDICT_BOOTSTRAP_API_KEY: key },
-    (line) => (line.includes('"control plane listening"') ? JSON.parse(line).port : undefined),
-  );
-  const http = client(srv.port, CLIENTS);
-  const watch = new pg.Client({ connectionString: db.url });
-  await watch.connect();
+  const srv = await shippedServer(`bench_cpu_${process.pid}_${seq++}`, [...flags, main], {
+    sockets: CLIENTS,
+  });
+  const { create, settled } = srv;
   try {
-    const [{ pid: watchPid }] = (await watch.query('SELECT pg_backend_pid() AS pid')).rows;
-    const settled = async () =>
-      (await watch.query("SELECT count(*)::int AS n FROM runs WHERE status IN ('succeeded', 'failed')"))
-        .rows[0].n;
-    const auth = { authorization: `Bearer ${key}` };
-    const create = async () => {
-      const r = await http.request('POST', '/runs', SPEC, auth);
-      if (r.status !== 201) throw new Error(`POST /runs ${r.status} ${JSON.stringify(r.json)}`);
-    };
     await pool(WARM, CLIENTS, create);
     await until(async () => (await settled()) >= WARM);
-    const cpu = await cpuMeter(db, srv.child.pid, [watchPid]);
+    const cpu = await cpuMeter(srv.db, srv.srv.child.pid, [srv.watchPid]);
     if (PACE_MS > 0) await paced(N, PACE_MS, create);
     else await pool(N, CLIENTS, create);
     await until(async () => (await settled()) >= WARM + N);
@@ -71,11 +50,7 @@ async function round(main, flags) {
       others: (used.server - (used.threads.main ?? 0)) / N,
     };
   } finally {
-    http.close();
-    await watch.end();
-    await srv.stop();
-    await db.drop();
-    rmSync(dataDir, { recursive: true, force: true });
+    await srv.close();
   }
 }
 

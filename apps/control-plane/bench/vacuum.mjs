@@ -5,25 +5,13 @@
 // (EVERDICT_VACUUM_CHECK_MS=0) and once on (the default), in alternating order over BENCH_ROUNDS (1) rounds. Per
 // chunk: runs/s, CPU per run of the server process and of its database backends, the server's resident set, and
 // the tables with the most dead rows. BENCH lines compare the last chunk of each side (the steady state the growth reaches).
-// BENCH_SIDES=on (or off): that side alone, its chunks only. Needs a server with `autovacuum = off` (this machine's) or the keeper has nothing to do there: it says so.
+// BENCH_SIDES=on (or off): that side alone, its chunks only. Needs a server with `autovacuum = off` (this
+// machine's), or the keeper has nothing to do there: the first line says which.
 //   node apps/control-plane/bench/vacuum.mjs
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import {
-  BASE,
-  client,
-  cpuMeter,
-  freshDatabase,
-  median,
-  pool,
-  spawnServer,
-  sqlOn,
-  until,
-} from './lib/measure.mjs';
+import { BASE, cpuMeter, median, pool, shippedServer, sqlOn, until } from './lib/measure.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const main = process.env.BENCH_MAIN ?? path.join(here, '..', 'dist', 'main.js');
@@ -31,7 +19,6 @@ const CHUNK = Number(process.env.BENCH_CHUNK ?? 5000);
 const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const SIDES = (process.env.BENCH_SIDES ?? 'off,on').split(','); // one side alone: no BENCH line
-const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
 
 const [{ a: autovacuum }] = await sqlOn(BASE, "SELECT current_setting('autovacuum') AS a");
 
@@ -41,65 +28,37 @@ const rssMiB = (pid) =>
 
 /** One side: a fresh database and server, CHUNKS chunks; returns each chunk's figures. */
 async function side(label, checkMs) {
-  const db = await freshDatabase(`bench_vac_${label}_${process.pid}`);
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'everdict-bench-'));
-  const key = `evk_bench_${randomBytes(12).toString('hex')}`;
-  const srv = await spawnServer(
-    process.execPath,
-    [main],
-    {
-      DATABASE_URL: db.url,
-      PORT: '0',
-      EVERDICT_DATA_DIR: dataDir,
-      EVERDICT_BOOTSTRAP_API_KEY: key,
-      EVERDICT_VACUUM_CHECK_MS: String(checkMs),
-    },
-    (line) => (line.includes('"control plane listening"') ? JSON.parse(line).port : undefined),
-  );
-  const http = client(srv.port, 16);
-  const watch = new pg.Client({ connectionString: db.url });
-  await watch.connect();
-  const settled = async () =>
-    (await watch.query("SELECT count(*)::int AS n FROM runs WHERE status IN ('succeeded', 'failed')")).rows[0]
-      .n;
-  const auth = { authorization: `Bearer ${key}` };
-  const create = async () => {
-    const r = await http.request('POST', '/runs', SPEC, auth);
-    if (r.status !== 201) throw new Error(`POST /runs ${r.status}`);
-  };
+  const srv = await shippedServer(`bench_vac_${label}_${process.pid}`, [main], {
+    env: { EVERDICT_VACUUM_CHECK_MS: String(checkMs) },
+  });
   const chunks = [];
   try {
-    await pool(100, 16, create);
+    await pool(100, 16, srv.create);
     let done = 100;
-    await until(async () => (await settled()) >= done);
-    const [{ pid: watchPid }] = (await watch.query('SELECT pg_backend_pid() AS pid')).rows;
+    await until(async () => (await srv.settled()) >= done);
     for (let k = 0; k < CHUNKS; k++) {
-      const cpu = await cpuMeter(db, srv.child.pid, [watchPid]);
+      const cpu = await cpuMeter(srv.db, srv.srv.child.pid, [srv.watchPid]);
       const t0 = performance.now();
-      await pool(CHUNK, 16, create);
+      await pool(CHUNK, 16, srv.create);
       done += CHUNK;
-      await until(async () => (await settled()) >= done);
+      await until(async () => (await srv.settled()) >= done);
       const seconds = (performance.now() - t0) / 1000;
       const used = await cpu.take();
-      const { rows } = await watch.query(
+      const { rows } = await srv.watch.query(
         'SELECT relname, n_dead_tup::int AS dead FROM pg_stat_user_tables ORDER BY n_dead_tup DESC LIMIT 3',
       );
       const chunk = {
         perSec: Math.round(CHUNK / seconds),
         serverMs: +(used.server / CHUNK).toFixed(2),
         dbMs: +(used.db / CHUNK).toFixed(2),
-        rssMiB: rssMiB(srv.child.pid),
+        rssMiB: rssMiB(srv.srv.child.pid),
         dead: Object.fromEntries(rows.map((r) => [r.relname, r.dead])),
       };
       chunks.push(chunk);
       console.log(`# ${label} chunk ${k + 1}/${CHUNKS} (${done - 100} runs): ${JSON.stringify(chunk)}`);
     }
   } finally {
-    http.close();
-    await watch.end();
-    await srv.stop();
-    await db.drop();
-    rmSync(dataDir, { recursive: true, force: true });
+    await srv.close();
   }
   return chunks;
 }

@@ -1,7 +1,10 @@
 // Measuring helpers of the benches (dispatch, headlog, run): databases, child servers, keep-alive HTTP, WAL and CPU.
 import { spawn } from 'node:child_process';
-import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 
 export const BASE =
@@ -287,4 +290,50 @@ export function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
   return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** The shapes' analysis run: `echo`, executed inline. */
+export const ECHO_SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
+
+/**
+ * The shipped server (`node <args>`, the last one its main.js) on a fresh database `name`, with a keep-alive client
+ * of `sockets` and a watch connection: `create()` POSTs one echo run (a non-201 throws), `settled()` counts the
+ * finished runs, `watchPid` is the watch connection's backend (to leave out of a cpuMeter), `close()` stops and
+ * drops everything. `env` is added to the server's.
+ */
+export async function shippedServer(name, args, { env = {}, sockets = 16 } = {}) {
+  const db = await freshDatabase(name);
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'everdict-bench-'));
+  const key = `evk_bench_${randomBytes(12).toString('hex')}`;
+  const srv = await spawnServer(
+    process.execPath,
+    args,
+    { DATABASE_URL: db.url, PORT: '0', EVERDICT_DATA_DIR: dataDir, EVERDICT_BOOTSTRAP_API_KEY: key, ...env },
+    (line) => (line.includes('"control plane listening"') ? JSON.parse(line).port : undefined),
+  );
+  const api = client(srv.port, sockets);
+  const watch = new pg.Client({ connectionString: db.url });
+  await watch.connect();
+  const [{ pid: watchPid }] = (await watch.query('SELECT pg_backend_pid() AS pid')).rows;
+  const auth = { authorization: `Bearer ${key}` };
+  return {
+    db,
+    srv,
+    watch,
+    watchPid,
+    settled: async () =>
+      (await watch.query("SELECT count(*)::int AS n FROM runs WHERE status IN ('succeeded', 'failed')"))
+        .rows[0].n,
+    create: async () => {
+      const r = await api.request('POST', '/runs', ECHO_SPEC, auth);
+      if (r.status !== 201) throw new Error(`POST /runs ${r.status} ${JSON.stringify(r.json)}`);
+    },
+    async close() {
+      api.close();
+      await watch.end();
+      await srv.stop();
+      await db.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }
