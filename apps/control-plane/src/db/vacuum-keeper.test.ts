@@ -1,12 +1,14 @@
 // The vacuum keeper (vacuum-keeper.ts): where no autovacuum runs, the dead row versions runs leave behind are
 // vacuumed by autovacuum's rule — the tables due, and only those. On the suite's database (PGlite; the live
 // server in the PostgreSQL pass: test/vacuum-keeper.pg.test.ts covers what only a server has).
+import { PGlite } from '@electric-sql/pglite';
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, type TestCore, testCore } from '../../test/core.js';
+import { openDatabase } from './database.js';
 import type { Db } from './tx.js';
-import { keeperIdleReason, vacuumDue } from './vacuum-keeper.js';
+import { keeperIdleReason, VacuumKeeper, vacuumDue } from './vacuum-keeper.js';
 
 let core: TestCore | null = null;
 afterEach(async () => {
@@ -71,6 +73,21 @@ describe('the vacuum keeper', () => {
     await core.close();
     core = null;
     await keeper.check(); // the database is closed: a look would fail loudly in the log, not run
+    expect(keeper.vacuums).toBe(0);
+  });
+
+  it('logs a spell of failing looks once, not at every look', async () => {
+    const ldb = await openDatabase({ pglite: new PGlite(), migrate: false });
+    const logged: string[] = [];
+    const keeper = new VacuumKeeper(ldb.db, ldb.dialect, (_level, msg) => logged.push(msg), {
+      checkMs: 3_600_000,
+      mode: 'always',
+    });
+    await ldb.close(); // every look fails from here on
+    await keeper.check();
+    await keeper.check();
+    await keeper.check();
+    expect(logged).toEqual(['vacuum failed']);
     expect(keeper.vacuums).toBe(0);
   });
 

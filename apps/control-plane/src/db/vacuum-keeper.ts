@@ -13,8 +13,8 @@
 //
 // Off the request path: the statistics query and the VACUUM run on the pool like any statement (on PGlite, one
 // connection: a VACUUM waits for the transaction in flight, and the next statement waits for it). A failure is
-// logged and the next check tries again; one the role can never get past (`insufficient_privilege`) stops the
-// keeper.
+// logged (once until a look succeeds again) and the next look tries again; one the role can never get past
+// (`insufficient_privilege`) stops the keeper.
 import { type QueryExecutorProvider, sql } from 'kysely';
 import type { Dialect } from './database.js';
 import type { QueueStats } from './queue-stats.js';
@@ -71,9 +71,11 @@ export class VacuumKeeper {
   #timer: ReturnType<typeof setInterval> | undefined;
   #inFlight: Promise<void> | null = null;
   #stopped = false;
+  /** The last look failed (its failure was logged; the next ones are not, until one succeeds). */
+  #failing = false;
   /** VACUUM statements run (tests, tooling). */
   vacuums = 0;
-  /** Tables vacuumed, by name, with how many times. */
+  /** Tables a VACUUM was run for, by name, with how many times (SKIP_LOCKED may have skipped one of them). */
   readonly vacuumed = new Map<string, number>();
   /** Why the keeper does nothing on this server (after start()), or null while it keeps. */
   idleReason: string | null = null;
@@ -135,13 +137,8 @@ export class VacuumKeeper {
 
   async #check(): Promise<void> {
     try {
-      const due = await this.#due();
-      if (due.length === 0 || this.#stopped) return;
-      const tables = sql.join(due.map((t) => sql.id(t.schema, t.table)));
-      await sql`VACUUM (SKIP_LOCKED) ${tables}`.execute(this.#db);
-      this.vacuums += 1;
-      for (const t of due) this.vacuumed.set(t.table, (this.vacuumed.get(t.table) ?? 0) + 1);
-      if (due.some((t) => t.table === 'adm_queue')) await this.#queueSize();
+      await this.#vacuumDue();
+      this.#failing = false;
     } catch (e) {
       const code = (e as { code?: unknown }).code;
       if (code === '42501') {
@@ -150,8 +147,20 @@ export class VacuumKeeper {
         this.#halt();
         return;
       }
-      this.#log('warn', 'vacuum failed', { error: String(e) });
+      // Once per spell of failures (a database outage would otherwise log every look).
+      if (!this.#failing) this.#log('warn', 'vacuum failed', { error: String(e) });
+      this.#failing = true;
     }
+  }
+
+  async #vacuumDue(): Promise<void> {
+    const due = await this.#due();
+    if (due.length === 0 || this.#stopped) return;
+    const tables = sql.join(due.map((t) => sql.id(t.schema, t.table)));
+    await sql`VACUUM (SKIP_LOCKED) ${tables}`.execute(this.#db);
+    this.vacuums += 1;
+    for (const t of due) this.vacuumed.set(t.table, (this.vacuumed.get(t.table) ?? 0) + 1);
+    if (due.some((t) => t.table === 'adm_queue')) await this.#queueSize();
   }
 
   #halt(): void {
