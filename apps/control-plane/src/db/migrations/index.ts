@@ -33,6 +33,7 @@ import * as m0031 from './0031_agent_turn_fairness.js';
 import * as m0032 from './0032_session_exec_marks.js';
 import * as m0033 from './0033_attestations_by_run.js';
 import * as m0034 from './0034_host_admin_actors.js';
+import * as m0035 from './0035_headlog_trigger_plan.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -68,6 +69,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0032_session_exec_marks': m0032,
   '0033_attestations_by_run': m0033,
   '0034_host_admin_actors': m0034,
+  '0035_headlog_trigger_plan': m0035,
 };
 
 export const migrationProvider: MigrationProvider = {
