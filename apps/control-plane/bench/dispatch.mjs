@@ -30,6 +30,7 @@ import pg from 'pg';
 import {
   client,
   cpuMeter,
+  ECHO_SPEC,
   freshDatabase,
   lsn,
   median,
@@ -54,7 +55,7 @@ const SHAPES = (process.env.BENCH_SHAPES ?? 'http,drain,latency,runner').split('
 const CLIENTS = 16;
 const WARM = Number(process.env.BENCH_WARM ?? 50); // creates before each measured phase (JIT warm-up)
 const LATENCY_WARM = Number(process.env.BENCH_LATENCY_WARM ?? 100);
-const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
+const SPEC = ECHO_SPEC;
 const tag = `bench_${process.pid}`;
 let seq = 0;
 let retries = 0;

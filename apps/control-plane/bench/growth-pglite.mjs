@@ -12,13 +12,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'kysely';
+import { ECHO_SPEC } from './lib/measure.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const { startCore } = await import(path.join(here, '..', 'dist', 'index.js'));
 const CHUNK = Number(process.env.BENCH_CHUNK ?? 4000);
 const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 6);
 const SIDES = (process.env.BENCH_SIDES ?? 'on').split(',');
-const SPEC = { kind: 'analysis', subject: { config: { fn: 'echo', message: 'b' } } };
 const KEY = 'evk_bench_growth_pglite_0001';
 
 // Every PGlite query's time, by its text (the first 60 characters after a `/* prepared:… */` marker's name).
@@ -54,7 +54,7 @@ async function side(label) {
       for (let i = 0; i < CHUNK; i += 100) {
         const results = await core.services.runs.createMany(
           admin,
-          Array.from({ length: Math.min(100, CHUNK - i) }, () => SPEC),
+          Array.from({ length: Math.min(100, CHUNK - i) }, () => ECHO_SPEC),
         );
         if (results.some((r) => !('created' in r))) throw new Error('a create was refused');
       }

@@ -1,14 +1,16 @@
 // Vacuums the ledger's tables when nothing else does. Every run leaves dead row versions behind it: its queue
 // entry and lease are inserted and deleted, its slot and run row updated. PostgreSQL's autovacuum clears them;
 // where it does not run — PGlite (one process: no autovacuum worker, whatever `SHOW autovacuum` says) or a
-// server with `autovacuum = off` — they pile up, and every claim, settle and sweep walks them: measured on
-// PostgreSQL with `autovacuum = off`, the http shape (bench/vacuum.mjs), the backends' CPU per run rose from 0.79
-// to 1.45 ms over 25,000 runs, and kept rising. (On PGlite, one backend, 24,000 runs showed no such growth with or
-// without the keeper — bench/growth-pglite.mjs; it keeps there all the same, by the same rule.) So this keeper does autovacuum's part of the work with autovacuum's own rule: every `checkMs` it
-// reads the cumulative statistics (`pg_stat_user_tables`, one query) and runs one `VACUUM (SKIP_LOCKED)` of the
-// tables of this schema (those its role may vacuum: its own) whose dead row versions reached `minDead` + `scale`
-// × live ones. SKIP_LOCKED: a table another replica is vacuuming right now is skipped, never waited for. Nothing
-// is ANALYZEd (an ANALYZE replans every hot statement on every pooled connection; the queue's own statistics are
+// server with `autovacuum = off` — they pile up, and every claim, settle and sweep walks them: on PostgreSQL with
+// `autovacuum = off`, the http shape (bench/vacuum.mjs), the backends' CPU per run rose from 0.79 to 1.45 ms over
+// 25,000 runs, and kept rising. (On PGlite, one backend, 24,000 runs showed no such growth with the keeper or
+// without — bench/growth-pglite.mjs; it keeps there all the same, by the same rule.)
+//
+// So this keeper does autovacuum's part of the work with autovacuum's own rule: every `checkMs` it reads the
+// cumulative statistics (`pg_stat_user_tables`, one query) and runs one `VACUUM (SKIP_LOCKED)` of the tables of
+// this schema (those its role may vacuum: its own) whose dead row versions reached `minDead` + `scale` × live
+// ones. SKIP_LOCKED: a table another replica is vacuuming right now is skipped, never waited for. Nothing is
+// ANALYZEd (an ANALYZE replans every hot statement on every pooled connection; the queue's own statistics are
 // queue-stats.ts's), but a VACUUM sets the table's size in `pg_class` too: the queue's new size is handed to
 // QueueStats so it still knows what the planner saw.
 //
@@ -130,9 +132,7 @@ export class VacuumKeeper {
 
   /** Stops looking and waits for a VACUUM in flight (before the database closes). */
   async stop(): Promise<void> {
-    this.#stopped = true;
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = undefined;
+    this.#halt();
     await this.#inFlight;
   }
 
@@ -164,6 +164,7 @@ export class VacuumKeeper {
     if (due.some((t) => t.table === 'adm_queue')) await this.#queueSize();
   }
 
+  /** No look from now on (the timer cleared); a look in flight finishes. */
   #halt(): void {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
