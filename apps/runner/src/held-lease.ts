@@ -1,6 +1,7 @@
 // What the daemon (daemon.ts) keeps of each lease it holds, how it heartbeats them, and how long it waits for
 // work to end.
 import { ClientError } from '@everdict/client';
+import { anySignal } from 'any-signal';
 import type { Lease } from './protocol.js';
 
 /**
@@ -133,11 +134,15 @@ export class HeartbeatPacer {
       ms,
     );
     this.#inFlight += 1;
+    // Joined for this heartbeat only (timed-api.ts: `AbortSignal.any` would keep every one for as long as
+    // `#stopped` lives).
+    const signal = anySignal([cut.signal, this.#stopped.signal]);
     try {
-      await this.#o.beat(AbortSignal.any([cut.signal, this.#stopped.signal]));
+      await this.#o.beat(signal);
     } catch (err) {
       if (!this.#stopped.signal.aborted) this.#log('heartbeat failed', { err: String(err) });
     } finally {
+      signal.clear();
       clearTimeout(timer);
       this.#inFlight -= 1;
       if (this.#owed && !this.#stopped.signal.aborted) {

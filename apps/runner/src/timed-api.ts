@@ -6,8 +6,13 @@
 // An artifact's upload is bounded by progress instead (`withIdleTimeout`): its body may take any time to go up,
 // but no byte taken from it for the request timeout fails it the same way — a fixed bound cut every large
 // artifact on a slow link, whatever its progress.
+// The caller's signal lives as long as the daemon (or its long-poll): it is joined to each call's own with
+// `anySignal`, whose listeners every call removes when it ends. `AbortSignal.any` keeps a reference to every
+// signal it ever joined to a source until that source aborts (Node 20: nodejs/node#55351) — one per call to
+// the control plane, for the daemon's whole life (README, "Long-lived signals").
 import { Readable } from 'node:stream';
 import { ClientError } from '@everdict/client';
+import { anySignal } from 'any-signal';
 import type { RunnerApi } from './port.js';
 
 /** How long a call to the control plane may go unanswered, by default (the daemon's `requestTimeoutMs`). */
@@ -20,16 +25,25 @@ export function withRequestTimeout(api: RunnerApi, timeoutMs = REQUEST_TIMEOUT_M
     call: (signal: AbortSignal) => Promise<T>,
   ): Promise<T> => {
     const timeout = AbortSignal.timeout(ms);
-    const signal = outer ? AbortSignal.any([timeout, outer]) : timeout;
+    const signal = anySignal([timeout, outer]);
     const reason = () =>
       timeout.aborted
         ? new ClientError('network', 0, `no answer from the control plane within ${ms} ms`)
         : (outer?.reason ?? new Error('aborted'));
-    if (signal.aborted) return Promise.reject(reason());
+    if (signal.aborted) {
+      signal.clear();
+      return Promise.reject(reason());
+    }
     return new Promise<T>((resolve, reject) => {
-      const stop = () => reject(reason());
+      const settled = () => {
+        signal.removeEventListener('abort', stop);
+        signal.clear();
+      };
+      const stop = () => {
+        settled();
+        reject(reason());
+      };
       signal.addEventListener('abort', stop, { once: true });
-      const settled = () => signal.removeEventListener('abort', stop);
       Promise.resolve()
         .then(() => call(signal))
         .then(
@@ -72,12 +86,13 @@ function withIdleTimeout<T>(
   call: (body: Readable, signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   const idle = new AbortController();
-  const signal = outer ? AbortSignal.any([idle.signal, outer]) : idle.signal;
+  const signal = anySignal([idle.signal, outer]);
   const reason = () =>
     idle.signal.aborted
       ? new ClientError('network', 0, `no bytes moved to the control plane for ${idleMs} ms`)
       : (outer?.reason ?? new Error('aborted'));
   if (signal.aborted) {
+    signal.clear();
     body.destroy();
     return Promise.reject(reason());
   }
@@ -113,6 +128,7 @@ function withIdleTimeout<T>(
       done = true;
       clearTimeout(timer);
       signal.removeEventListener('abort', stop);
+      signal.clear();
     };
     const stop = () => {
       settled();

@@ -5,6 +5,7 @@
 // no_placement → tool_unavailable, 404 not_found, 400 bad_request, no answer / 5xx → control_plane_unavailable.
 import { createClient, dataOf, type EverdictClient, isClientError } from '@everdict/client';
 import type { JsonValue, TraceEvent } from '@everdict/run-model';
+import { anySignal } from 'any-signal';
 import { z } from 'zod';
 import {
   type CommandRunSpec,
@@ -142,10 +143,27 @@ export class HttpControlPlane implements ControlPlane {
     this.#timeoutMs = o.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   }
 
-  /** The signal of one call: aborted past the request timeout (plus `waitMs`), or when `outer` aborts. */
-  #bounded(waitMs = 0, outer?: AbortSignal): { signal: AbortSignal } {
-    const timeout = AbortSignal.timeout(this.#timeoutMs + waitMs);
-    return { signal: outer ? AbortSignal.any([timeout, outer]) : timeout };
+  /** The signal of one call: aborted past the request timeout (plus `waitMs`). */
+  #bounded(waitMs = 0): { signal: AbortSignal } {
+    return { signal: AbortSignal.timeout(this.#timeoutMs + waitMs) };
+  }
+
+  /**
+   * `send` under `#bounded`'s signal, aborted also when `outer` (the serve loop's, a lease's) aborts. The two
+   * are joined for this call only: `AbortSignal.any` would keep every call's signal for as long as `outer`
+   * lives (Node 20: nodejs/node#55351; README, "Long-lived signals").
+   */
+  async #within<T>(
+    waitMs: number,
+    outer: AbortSignal | undefined,
+    send: (init: { signal: AbortSignal }) => Promise<T>,
+  ): Promise<T> {
+    const signal = anySignal([this.#bounded(waitMs).signal, outer]);
+    try {
+      return await send({ signal });
+    } finally {
+      signal.clear();
+    }
   }
 
   async lease(request: {
@@ -162,8 +180,11 @@ export class HttpControlPlane implements ControlPlane {
       waitMs: request.waitMs ?? 0,
       capabilities: [...(request.capabilities ?? hostCapabilities())],
     };
-    const init = { body, ...this.#bounded(body.waitMs, request.signal) };
-    const out = await call(async () => dataOf(await this.client.POST('/internal/agent/v1/leases', init)));
+    const out = await call(() =>
+      this.#within(body.waitMs, request.signal, async (bound) =>
+        dataOf(await this.client.POST('/internal/agent/v1/leases', { body, ...bound })),
+      ),
+    );
     const leases: TurnLease[] = [];
     for (const raw of out.leases as unknown[]) {
       const r = TurnLease.safeParse(raw);
@@ -372,13 +393,15 @@ export class HttpControlPlane implements ControlPlane {
 
   async awaitResolution(lease: LeaseRef, callId: string, signal?: AbortSignal): Promise<Resolution> {
     for (;;) {
-      const out = await call(async () =>
-        dataOf(
-          await this.client.POST('/internal/agent/v1/runs/{id}/resolutions', {
-            params: { path: { id: lease.runId } },
-            body: held(lease),
-            ...this.#bounded(0, signal),
-          }),
+      const out = await call(() =>
+        this.#within(0, signal, async (bound) =>
+          dataOf(
+            await this.client.POST('/internal/agent/v1/runs/{id}/resolutions', {
+              params: { path: { id: lease.runId } },
+              body: held(lease),
+              ...bound,
+            }),
+          ),
         ),
       );
       const hit = out.resolutions.find((r) => r.callId === callId);

@@ -313,7 +313,7 @@ export function agentRoutes({ services, lifecycle }: RouteDeps) {
     c.json(await svc().answer(c.get('principal'), c.req.valid('param').id, c.req.valid('json')), 200),
   );
   app.openapi(routes.lease, async (c) =>
-    c.json(await svc().lease(c.req.valid('json'), lifecycle.pollSignal(c.req.raw.signal)), 200),
+    c.json(await lifecycle.poll(c.req.raw.signal, (signal) => svc().lease(c.req.valid('json'), signal)), 200),
   );
   app.openapi(routes.heartbeat, async (c) => c.json(await svc().heartbeat(c.req.valid('json')), 200));
   app.openapi(routes.call, async (c) =>

@@ -1,5 +1,6 @@
 // Graceful shutdown at the HTTP edge: once draining, writes are refused with a 503 problem (stop
 // admitting), reads still answer, live streams end, and `drain()` waits for in-flight requests.
+import { anySignal } from 'any-signal';
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from './env.js';
 import { problem, sendProblem } from './problem.js';
@@ -26,11 +27,19 @@ export class Lifecycle {
   }
 
   /**
-   * A long-poll's signal: aborted when its client goes away OR when draining starts, so a held poll
-   * answers at once (empty) instead of keeping `drain()` waiting until its `waitMs` ends (up to 25 s).
+   * A long-poll: `wait` gets a signal aborted when its client goes away OR when draining starts, so a held
+   * poll answers at once (empty) instead of keeping `drain()` waiting until its `waitMs` ends (up to 25 s).
+   * The two are joined for this poll only (`anySignal`, cleared when `wait` ends): `AbortSignal.any` keeps
+   * every signal it joined to the shutdown signal, which lives as long as the process — one per runner or
+   * agent-host lease poll (Node 20: nodejs/node#55351; README, "Long-lived signals").
    */
-  pollSignal(request: AbortSignal): AbortSignal {
-    return AbortSignal.any([request, this.#shutdown.signal]);
+  async poll<T>(request: AbortSignal, wait: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const signal = anySignal([request, this.#shutdown.signal]);
+    try {
+      return await wait(signal);
+    } finally {
+      signal.clear();
+    }
   }
 
   middleware(): MiddlewareHandler<AppEnv> {

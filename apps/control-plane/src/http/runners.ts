@@ -318,10 +318,8 @@ export function runnerRoutes({ services, lifecycle }: RouteDeps) {
   );
   app.openapi(leasesRoute, async (c) =>
     c.json(
-      await svc().leases(
-        runnerOf(c.get('runner')),
-        c.req.valid('json'),
-        lifecycle.pollSignal(c.req.raw.signal),
+      await lifecycle.poll(c.req.raw.signal, (signal) =>
+        svc().leases(runnerOf(c.get('runner')), c.req.valid('json'), signal),
       ),
       200,
     ),

@@ -3,7 +3,9 @@
 // Last-Event-ID resumes exactly after the last fact it saw. The stream ends when the run settles,
 // when the client goes away, when the process starts draining, or when the caller's key is revoked (an
 // `error` event `{code: "unauthorized"}` first, auth/revocation.ts).
+
 import { isTerminalStatus } from '@everdict/run-model';
+import { anySignal } from 'any-signal';
 import type { Context } from 'hono';
 import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
 import { revokedEvent, watchRevocation } from '../auth/revocation.js';
@@ -82,18 +84,24 @@ async function runStream(
   const markSettled = () => {
     settled = true;
   };
-  await tail(
-    stream,
-    deps,
-    principal,
-    runId,
-    () => last,
-    send,
-    () => settled,
-    markSettled,
-    AbortSignal.any([lifecycle.signal, revoked]),
-    heartbeatMs,
-  );
+  // Joined for this stream only (lifecycle.ts `poll`: `AbortSignal.any` would keep it as long as the process).
+  const shutdown = anySignal([lifecycle.signal, revoked]);
+  try {
+    await tail(
+      stream,
+      deps,
+      principal,
+      runId,
+      () => last,
+      send,
+      () => settled,
+      markSettled,
+      shutdown,
+      heartbeatMs,
+    );
+  } finally {
+    shutdown.clear();
+  }
   if (settled) await stream.writeSSE({ event: 'end', data: JSON.stringify({ runId, status: 'settled' }) });
 }
 

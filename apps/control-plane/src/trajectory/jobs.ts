@@ -3,6 +3,7 @@
 // periodic retention pass. Both are safe on several replicas: a queue entry is leased (FOR UPDATE SKIP
 // LOCKED), a lease that outlives a crashed replica expires and another picks the entry up; retention
 // deletions are idempotent and recorded once per trajectory.
+import { setTimeout as delay } from 'node:timers/promises';
 import { applyRetention, type DeletionRecord, type RetentionCandidate } from '@everdict/trajectory-store';
 import { sql } from 'kysely';
 import { json } from '../db/numeric.js';
@@ -187,20 +188,15 @@ export class TrajectoryJobs {
     return runScored !== undefined;
   }
 
+  /**
+   * `fn` every `ms` until stopped. Each wait is node's `timers/promises` one, which takes its listener off the
+   * stop signal when the timer fires: a listener added per wait and left there (a `{ once: true }` listener
+   * goes only when the signal aborts) grew the signal by one every seal poll, for the process's life.
+   */
   async #every(ms: number, fn: () => Promise<void>): Promise<void> {
     const signal = this.#abort.signal;
     while (!signal.aborted) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, ms);
-        signal.addEventListener(
-          'abort',
-          () => {
-            clearTimeout(timer);
-            resolve();
-          },
-          { once: true },
-        );
-      });
+      await delay(ms, undefined, { signal }).catch(() => undefined);
       if (signal.aborted) return;
       try {
         await fn();
