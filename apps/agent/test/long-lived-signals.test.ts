@@ -28,8 +28,12 @@ describe('calls under the serve loop’s long-lived signal', () => {
 
   it('a lease poll in flight ends when the serve loop stops', async () => {
     let seen: Request | undefined;
+    // Both Requests are held: a Request follows its signal's abort only while it lives, and nothing else holds
+    // a hung one here (request-timeout.test.ts).
+    const hung: unknown[] = [];
     const hanging: typeof fetch = (input, init) => {
       const req = new Request(input, init);
+      hung.push(input, req);
       seen = req;
       return new Promise<Response>((_, reject) =>
         req.signal.addEventListener('abort', () => reject(req.signal.reason), { once: true }),
@@ -42,5 +46,6 @@ describe('calls under the serve loop’s long-lived signal', () => {
     serving.abort(new Error('host stopped'));
     await expect(poll).rejects.toBeDefined();
     expect(seen.signal.aborted).toBe(true);
+    expect(hung).toHaveLength(2);
   });
 });

@@ -43,16 +43,24 @@ describe('request timeout', () => {
       await s.admin.POST('/runs/{id}/cancel', { params: { path: { id: runId } }, body: { reason: 'done' } });
     });
     const cut: string[] = [];
+    // The hung requests, held for the test's length. A Request follows its signal's abort only while it lives,
+    // and nothing else holds a hung one here (a real fetch's socket would): a GC within the 3 s then dropped the
+    // whole chain — the requests, the timeout's listener, the awaiting interval — and the interval never ended
+    // (1 run in 4 under load, a 60 s test timeout in CI).
+    const hung: Request[] = [];
     // Every transcript append hangs until its request is aborted (the other calls reach the control plane).
     const hanging: typeof fetch = async (input, init) => {
       const req = new Request(input, init);
-      if (req.method === 'POST' && req.url.endsWith('/transcript'))
+      if (req.method === 'POST' && req.url.endsWith('/transcript')) {
+        if (input instanceof Request) hung.push(input);
+        hung.push(req);
         return new Promise<Response>((_, reject) =>
           req.signal.addEventListener('abort', () => {
             cut.push(req.url);
             reject(req.signal.reason);
           }),
         );
+      }
       return fetch(req);
     };
     const cp = new HttpControlPlane({
@@ -73,5 +81,6 @@ describe('request timeout', () => {
     // Nobody heartbeats the lease now: it expires and another host gets the turn under a new epoch.
     const again = await leaseOf('host-b', runId);
     expect(again.epoch).toBe(2);
+    expect(hung.length).toBeGreaterThan(0);
   }, 60_000);
 });
