@@ -32,12 +32,8 @@ export {
   loadPairing,
 } from './host/host-key.js';
 export { type HostIdentity, hostIdentity, mintSharedToken, pairHost } from './host/pairing.js';
-export {
-  type BadLease,
-  HttpControlPlane,
-  type HttpControlPlaneOptions,
-  toAgentError,
-} from './http/http-control-plane.js';
+export { type BadLease, HttpControlPlane, type HttpControlPlaneOptions } from './http/http-control-plane.js';
+export { toAgentError } from './http/refusals.js';
 export { AGENT_METER, type IntervalOptions, type IntervalOutcome, runInterval } from './loop/interval.js';
 export {
   type LeaseOutcome,

@@ -7,7 +7,7 @@
 import { createClient, dataOf } from '@everdict/client';
 import { AGENT_HOST_PAIRING_PROOF_TAG, pairingSignature } from '@everdict/client/host-identity';
 import { AgentError } from '../errors.js';
-import { toAgentError } from '../http/http-control-plane.js';
+import { call } from '../http/refusals.js';
 import {
   type HostPairing,
   type IntervalSigner,
@@ -16,14 +16,6 @@ import {
   loadPairing,
   savePairing,
 } from './host-key.js';
-
-async function call<T>(f: () => Promise<T>): Promise<T> {
-  try {
-    return await f();
-  } catch (e) {
-    throw toAgentError(e);
-  }
-}
 
 /** Redeem `token` for this host's key (made on first use); the pairing is saved in `dir`. */
 export async function pairHost(o: {
