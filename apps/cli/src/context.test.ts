@@ -61,3 +61,43 @@ describe('a URL that is not one', () => {
     expect(r.code).toBe(2);
   });
 });
+
+describe("a call's signal", () => {
+  it('is unlinked from Ctrl-C once the call is answered (no signal kept per call: nodejs/node#55351)', async () => {
+    const { createServer } = await import('node:http');
+    const { makeContext } = await import('./context.js');
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"ok":true}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as import('node:net').AddressInfo;
+    const interrupt = new AbortController();
+    const seen: AbortSignal[] = [];
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = ((input: Parameters<typeof fetch>[0], init?: RequestInit) => {
+      if (init?.signal) seen.push(init.signal);
+      return realFetch(input, init);
+    }) as typeof fetch;
+    try {
+      const ctx = makeContext(
+        { url: `http://127.0.0.1:${port}`, key: 'evd_x' },
+        {
+          stdout: process.stdout,
+          stderr: process.stderr,
+          stdin: process.stdin,
+          env: {},
+          signal: interrupt.signal,
+        },
+      );
+      for (let i = 0; i < 20; i++) expect(await ctx.call('GET', '/healthz')).toEqual({ ok: true });
+      expect(seen).toHaveLength(20);
+      interrupt.abort();
+      // Every call ended: Ctrl-C now reaches none of their signals (joined by AbortSignal.any, all 20 would abort).
+      expect(seen.filter((s) => s.aborted)).toHaveLength(0);
+    } finally {
+      globalThis.fetch = realFetch;
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});

@@ -4,6 +4,7 @@
 
 import path from 'node:path';
 import { ClientError, createClient, type EverdictClient, errorFromResponse } from '@everdict/client';
+import { anySignal, type ClearableSignal } from 'any-signal';
 import { CliError } from './errors.js';
 import type { Io } from './io.js';
 import { readStackFile, SECRETS_FILE } from './stack/secrets.js';
@@ -48,11 +49,12 @@ export function requestTimeoutMs(env: NodeJS.ProcessEnv): number {
  * Ctrl-C (a command asking for what it reports) is bounded by AFTER_INTERRUPT_MS instead; a second Ctrl-C
  * ends the process (main.ts).
  */
-export function callSignal(env: NodeJS.ProcessEnv, interrupt?: AbortSignal, extraMs = 0): AbortSignal {
+export function callSignal(env: NodeJS.ProcessEnv, interrupt?: AbortSignal, extraMs = 0): ClearableSignal {
   const ms = requestTimeoutMs(env) + extraMs;
-  if (interrupt === undefined) return AbortSignal.timeout(ms);
-  if (interrupt.aborted) return AbortSignal.timeout(Math.min(ms, AFTER_INTERRUPT_MS));
-  return AbortSignal.any([AbortSignal.timeout(ms), interrupt]);
+  if (interrupt?.aborted) return anySignal([AbortSignal.timeout(Math.min(ms, AFTER_INTERRUPT_MS))]);
+  // `clear()` unlinks it from `interrupt` (which lives as long as the process) once the call is answered:
+  // `AbortSignal.any` would keep every call's signal for the process's life (nodejs/node#55351).
+  return anySignal([AbortSignal.timeout(ms), interrupt]);
 }
 
 /**
@@ -123,6 +125,8 @@ function checkUrl(url: string, source: string): void {
 export function makeContext(opts: GlobalOptions, io: Io): Context {
   const { url, key } = resolveConnection(opts, io.env);
   checkUrl(url, urlSource(opts, io.env));
+  // Not cleared: the client reads the answer's body after `fetch` returns, and Ctrl-C must still cut it. A
+  // command makes few such calls, and they end with it.
   const bounded: typeof fetch = (input, init) =>
     fetch(input, { ...init, signal: callSignal(io.env, io.signal) });
   const client = createClient({ baseUrl: url, ...(key ? { token: key } : {}), fetch: bounded });
@@ -131,8 +135,14 @@ export function makeContext(opts: GlobalOptions, io: Io): Context {
     key,
     client,
     io,
-    call: (method, path, body, opts) =>
-      rawCall(url, key, method, path, body, callSignal(io.env, io.signal, opts?.extraTimeoutMs ?? 0)),
+    call: async (method, path, body, opts) => {
+      const signal = callSignal(io.env, io.signal, opts?.extraTimeoutMs ?? 0);
+      try {
+        return await rawCall(url, key, method, path, body, signal);
+      } finally {
+        signal.clear();
+      }
+    },
   };
 }
 

@@ -1,6 +1,7 @@
 // Server-Sent Events over fetch (Node 20 has no EventSource): GET with `Accept: text/event-stream` and the
 // API key in the Authorization header; yields each event until the server ends the stream or `signal` aborts.
 import { ClientError, errorFromResponse } from '@everdict/client';
+import { anySignal } from 'any-signal';
 
 export interface SseEvent {
   readonly id?: string;
@@ -57,12 +58,31 @@ export async function* streamEvents(
   signal?: AbortSignal,
   headersWithinMs?: number,
 ): AsyncGenerator<SseEvent> {
+  const unanswered = new AbortController();
+  // Joined for this stream only, and cleared when it ends (`AbortSignal.any` would keep it joined to the
+  // caller's signal — the process's Ctrl-C — for the process's life: nodejs/node#55351).
+  const both = anySignal([signal, unanswered.signal]);
+  try {
+    yield* openStream(url, key, { signal, both, unanswered }, headersWithinMs);
+  } finally {
+    both.clear();
+  }
+}
+
+async function* openStream(
+  url: string,
+  key: string | undefined,
+  {
+    signal,
+    both,
+    unanswered,
+  }: { signal: AbortSignal | undefined; both: AbortSignal; unanswered: AbortController },
+  headersWithinMs?: number,
+): AsyncGenerator<SseEvent> {
   const headers: Record<string, string> = { accept: 'text/event-stream' };
   if (key) headers.authorization = `Bearer ${key}`;
-  const unanswered = new AbortController();
   const timer =
     headersWithinMs === undefined ? undefined : setTimeout(() => unanswered.abort(), headersWithinMs);
-  const both = signal ? AbortSignal.any([signal, unanswered.signal]) : unanswered.signal;
   let res: Response;
   try {
     res = await fetch(url, { headers, signal: both });

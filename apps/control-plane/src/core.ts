@@ -1,4 +1,5 @@
 import { agentService } from './agents/service.js';
+import { TurnWaiters } from './agents/turn-waiters.js';
 import { KEYS_CHANNEL, KeyCache } from './auth/key-cache.js';
 import { type LedgerDatabase, openDatabase } from './db/database.js';
 import { QueueStats } from './db/queue-stats.js';
@@ -67,6 +68,8 @@ export interface Core {
     triggers: TriggerLoop | null;
     /** The vacuum keeper (`CoreOptions.vacuum`), or null. */
     vacuum: VacuumKeeper | null;
+    /** What wakes the agent hosts' waiting turn long-polls. */
+    turnWaiters: TurnWaiters;
     /** Settles when the cascades left open by a previous process have been driven (resumed at start). */
     cascadesResumed: Promise<void>;
   };
@@ -140,6 +143,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       })
     : null;
   const waiters = new LeaseWaiters(deps, lease);
+  const turnWaiters = new TurnWaiters(ldb);
   const runners = runnerService(deps, waiters, {
     pollMs: options.scheduler?.pollMs ?? 1000,
     lease,
@@ -157,6 +161,9 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     agents: agentService(deps, {
       lease,
       trajectories,
+      waiters: turnWaiters,
+      pollMs: options.agents?.pollMs ?? options.scheduler?.pollMs ?? 1000,
+      ...(options.agents?.recheckGapMs === undefined ? {} : { recheckGapMs: options.agents.recheckGapMs }),
       ...(options.agents?.storageWattsPerGb ? { storageWattsPerGb: options.agents.storageWattsPerGb } : {}),
       ...(options.agents?.requirePaired ? { requirePaired: true } : {}),
     }),
@@ -166,6 +173,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     : null;
   const trajectoryService = trajectories ? new TrajectoryService(deps, trajectories, options.judge) : null;
   await waiters.start();
+  await turnWaiters.start();
   const keys = new KeyRing(signer);
   keys.addSource(() => runners.keys());
   const agents = services.agents;
@@ -232,6 +240,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       await cascades.stop();
       await resumed;
       await waiters.stop();
+      await turnWaiters.stop();
       await dispatch?.stop();
       await triggers?.stop();
       await trajectoryJobs?.stop();
@@ -241,6 +250,6 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       await options.trajectories?.close();
       await ldb.close();
     },
-    internals: { deps, ldb, dispatch, triggers, vacuum, cascadesResumed: resumed },
+    internals: { deps, ldb, dispatch, triggers, vacuum, turnWaiters, cascadesResumed: resumed },
   };
 }

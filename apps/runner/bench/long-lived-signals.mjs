@@ -25,6 +25,7 @@ const answering = { heartbeat: () => Promise.resolve({ lost: [], draining: false
 function withAbortSignalAny(api, ms) {
   return {
     heartbeat(leases, outer) {
+      // biome-ignore lint/plugin: the leaking join is this bench's baseline (tooling/biome/no-abort-signal-any.grit)
       const signal = AbortSignal.any([AbortSignal.timeout(ms), outer]);
       return new Promise((resolve, reject) => {
         const stop = () => reject(new Error('aborted'));

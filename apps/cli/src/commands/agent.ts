@@ -5,6 +5,7 @@
 // call id. A turn waiting only on caused runs (or an experiment) is followed until it resumes.
 // Thin by design: the agent service and the control plane own the loop.
 import { createInterface } from 'node:readline/promises';
+import { anySignal } from 'any-signal';
 import type { Command } from 'commander';
 import { pause } from '../backoff.js';
 import type { Context, Done } from '../context.js';
@@ -107,8 +108,9 @@ export async function chat(
   const ended = new AbortController();
   rl?.on('SIGINT', () => atPrompt.abort());
   rl?.on('close', () => ended.abort());
-  const interrupt = ctx.io.signal ? AbortSignal.any([ctx.io.signal, atPrompt.signal]) : atPrompt.signal;
-  const signal = AbortSignal.any([interrupt, ended.signal]);
+  // Joined for this command, cleared when it ends (below).
+  const interrupt = anySignal([ctx.io.signal, atPrompt.signal]);
+  const signal = anySignal([interrupt, ended.signal]);
   /** A line typed at the prompt; undefined at end of input. */
   const ask = async (prompt: string): Promise<string | undefined> => {
     const text = await rl?.question(prompt, { signal }).catch(() => undefined);
@@ -151,6 +153,8 @@ export async function chat(
     }
   } finally {
     rl?.close();
+    signal.clear();
+    interrupt.clear();
   }
 }
 

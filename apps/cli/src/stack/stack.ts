@@ -5,6 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { anySignal } from 'any-signal';
 import { pause } from '../backoff.js';
 import { defaultPaths, type PartPaths, passThrough } from './parts.js';
 import { loadOrCreateSecrets, recordUrl } from './secrets.js';
@@ -55,7 +56,8 @@ async function waitHealthy(url: string, cp: Part, timeoutMs: number, signal?: Ab
       // Each probe is bounded: a control plane that accepts the socket but never answers is not healthy,
       // and the deadline below is still reached.
       const left = AbortSignal.timeout(Math.max(100, Math.min(5_000, deadline - Date.now())));
-      const res = await fetch(`${url}/healthz`, { signal: signal ? AbortSignal.any([left, signal]) : left });
+      const both = anySignal([left, signal]);
+      const res = await fetch(`${url}/healthz`, { signal: both }).finally(() => both.clear());
       if (res.ok) return;
     } catch {
       /* not listening yet, or no answer in time */

@@ -25,6 +25,7 @@ import {
   TranscriptAppend,
   TranscriptQuery,
 } from './schemas.js';
+import { announceTurnReady } from './turn-waiters.js';
 import { declinesOf, pendingOf, resolutionsOf } from './turns.js';
 
 /** The agent run `runId`, whatever its tenant (the service token is the agent service's, not a tenant's). */
@@ -282,6 +283,8 @@ export function turnCalls(deps: Deps, trajectories: RunTrajectories | null, hold
           .where('turn_id', '=', runId)
           .where('call_id', '=', input.callId)
           .execute();
+        // The turn may be ready now: the hosts' long-polls look again at the commit.
+        await announceTurnReady(tx);
         return { run: rowToView(row), callId: input.callId, resolution };
       });
     },

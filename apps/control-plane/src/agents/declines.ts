@@ -30,6 +30,7 @@ import { turnOf } from './calls.js';
 import { capabilityKey, failNoCompatibleHost, hostsLeft } from './compatible-hosts.js';
 import { type AgentHost, admitHolder, type HolderPolicy } from './hosts.js';
 import { DeclineInput } from './schemas.js';
+import { announceTurnReady } from './turn-waiters.js';
 import { declinesOf } from './turns.js';
 
 export { NO_COMPATIBLE_HOST } from './compatible-hosts.js';
@@ -91,6 +92,8 @@ export function turnDeclines(deps: Deps, holders: HolderPolicy) {
             .onConflict((oc) => oc.columns(['run_id', 'holder']).doUpdateSet(row))
             .execute();
           await release(tx, runId, input.epoch);
+          // Offered to the other holders: their long-polls look again at the commit.
+          await announceTurnReady(tx);
           const declinedBy = await declinersOf(tx, runId);
           const unknownMayCome = host === null && !holders.requirePaired;
           if (unknownMayCome || (await hostsLeft(tx, run)) > 0)

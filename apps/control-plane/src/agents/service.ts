@@ -1,6 +1,7 @@
 // The agent service's control-plane side, composed: the registry (POST/PATCH/GET /agents), conversations
 // and their turns, approvals (GET + POST /runs/:id/input), and what the agent service calls with the service
 // token — leases, heartbeats, tool calls, transcript reads and writes, leased reports.
+import { setTimeout as delay } from 'node:timers/promises';
 import type { PublicKeyEntry } from '../keys/registry.js';
 import type { LeasePolicy } from '../leases/policy.js';
 import type { RunView } from '../ledger/views.js';
@@ -34,6 +35,7 @@ import {
   type Resolution,
   type TurnLeaseView,
 } from './schemas.js';
+import type { TurnWaiters } from './turn-waiters.js';
 import type { TurnDecline } from './turns.js';
 
 export interface AgentService {
@@ -86,24 +88,21 @@ export interface AgentService {
 export interface AgentServiceOptions {
   readonly lease: LeasePolicy;
   readonly trajectories: RunTrajectories | null;
-  /** How often a waiting lease request looks again (default 200 ms). */
+  /** What wakes a waiting lease request (turn-waiters.ts); started and stopped with the core. */
+  readonly waiters: TurnWaiters;
+  /** A waiting lease request looks again at least this often, woken or not (default 1,000 ms). */
   readonly pollMs?: number;
+  /** …and at most this often, however often it is woken (default 200 ms). */
+  readonly recheckGapMs?: number;
   /** EVERDICT_STORAGE_W_PER_GB (default: the environment's, else 0.0012). */
   readonly storageWattsPerGb?: number;
   /** EVERDICT_AGENT_REQUIRE_PAIRED=1: only paired agent hosts may hold turn leases (default: any holder). */
   readonly requirePaired?: boolean;
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const t = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
+/** Resolves after `ms`, or at once when `signal` aborts (its listener removed either way). */
+const pause = (ms: number, signal?: AbortSignal) =>
+  delay(ms, undefined, signal ? { signal } : {}).catch(() => undefined);
 
 export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
   const registry = agentRegistry(deps);
@@ -111,7 +110,8 @@ export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
   const holders: HolderPolicy = { requirePaired: o.requirePaired ?? false };
   const calls = turnCalls(deps, o.trajectories, holders);
   const reports = turnReports(deps, o.trajectories, o.storageWattsPerGb ?? storageWattsPerGb(), holders);
-  const pollMs = o.pollMs ?? 200;
+  const pollMs = o.pollMs ?? 1000;
+  const gapMs = o.recheckGapMs ?? 200;
   return {
     create: registry.create,
     patch: registry.patch,
@@ -127,9 +127,18 @@ export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
       const caps = capabilityKey(input.capabilities);
       const deadline = Date.now() + input.waitMs;
       for (;;) {
+        const lookedAt = Date.now();
+        // A wake while this looks is not lost: the wait below returns at once after one.
+        const seen = o.waiters.generation;
         const leases = await grantTurnLeases(deps, o.lease, input.holder, input.free, holders, caps);
         if (leases.length > 0 || Date.now() >= deadline || signal?.aborted) return { leases };
-        await sleep(Math.min(pollMs, Math.max(1, deadline - Date.now())), signal);
+        await o.waiters.wait(Math.min(pollMs, Math.max(1, deadline - Date.now())), signal, seen);
+        // Woken sooner than the gap (facts under load): the rest of the gap first, so a wake costs no more than
+        // one lease transaction per gap. A turn is never missed this way: the next look sees what committed
+        // before it.
+        const early = lookedAt + gapMs - Date.now();
+        if (early > 0 && !signal?.aborted)
+          await pause(Math.min(early, Math.max(1, deadline - Date.now())), signal);
         // Aborted while asleep (the host went away, or this server began draining): grant nothing more.
         if (signal?.aborted) return { leases: [] };
       }

@@ -16,6 +16,7 @@
 // epoch. A heartbeat that extended it between the scan and the lock wins: that run is left alone.
 import { nextStatus, REQUEUE_CAUSE } from '@everdict/run-model';
 import { sql } from 'kysely';
+import { announceTurnReady } from '../agents/turn-waiters.js';
 import { numeric } from '../db/numeric.js';
 import { retryOnConflict, withTx } from '../db/tx.js';
 import { EVENTS_CHANNEL } from '../ledger/events.js';
@@ -206,6 +207,8 @@ async function loseParked(
       });
       out.failed.push(r.run_id);
     }
+    // Ready again for the next holder: the agent hosts' long-polls look at the commit.
+    if (out.counted.length > 0) await announceTurnReady(tx);
     return out;
   });
 }

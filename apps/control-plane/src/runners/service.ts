@@ -10,6 +10,7 @@ import type { RunView } from '../ledger/views.js';
 import type { Deps } from '../services/context.js';
 import { DISPATCH_CHANNEL, mayWakeRunners } from '../services/context.js';
 import type { Principal } from '../services/types.js';
+import { Waiters } from '../services/waiters.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { drainRunner, listRunners, OPERATOR, type RunnerAdmin, revokeRunner } from './admin.js';
 import { type CompletionOutcome, completeRun, completeRuns } from './completion.js';
@@ -87,7 +88,7 @@ export interface RunnerServiceOptions {
  */
 export class LeaseWaiters {
   readonly credentials = new RunnerCredentials();
-  private readonly waiting = new Set<() => void>();
+  private readonly waiting = new Waiters();
   private unlisten: (() => Promise<void>) | null = null;
   private unlistenRunners: (() => Promise<void>) | null = null;
   private reaper: NodeJS.Timeout | null = null;
@@ -118,24 +119,17 @@ export class LeaseWaiters {
   }
 
   wake(): void {
-    const all = [...this.waiting];
-    this.waiting.clear();
-    for (const w of all) w();
+    this.waiting.wake();
   }
 
-  /** Resolves at the next wake, after `ms`, or when `signal` aborts. */
-  wait(ms: number, signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.waiting.delete(done);
-        signal?.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.waiting.add(done);
-      signal?.addEventListener('abort', done, { once: true });
-    });
+  /** Counts wakes: a long-poll notes it before it looks, and passes it to `wait` (services/waiters.ts). */
+  get generation(): number {
+    return this.waiting.generation;
+  }
+
+  /** Resolves at the next wake, after `ms`, or when `signal` aborts; at once if woken since `seen`. */
+  wait(ms: number, signal?: AbortSignal, seen?: number): Promise<void> {
+    return this.waiting.wait(ms, signal, seen);
   }
 
   async stop(): Promise<void> {
@@ -199,11 +193,13 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
       if (!r.success) throw r.error;
       const deadline = Date.now() + r.data.waitMs;
       for (;;) {
+        // A wake while this looks is not lost: the wait below returns at once after one.
+        const seen = waiters.generation;
         // grantLeases reads the runner's state under its row lock: a drain or revoke since is seen.
         const leases = await grantLeases(deps, opts.lease, runner, r.data.free);
         const left = deadline - Date.now();
         if (leases.length > 0 || left <= 0 || signal?.aborted) return { leases };
-        await waiters.wait(Math.min(left, pollMs), signal);
+        await waiters.wait(Math.min(left, pollMs), signal, seen);
         // Aborted while asleep (the runner went away, or this server began draining): grant nothing more —
         // a lease granted now would reach no one and hold its run until the lease expires.
         if (signal?.aborted) return { leases: [] };

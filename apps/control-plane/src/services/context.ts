@@ -42,6 +42,13 @@ export const DISPATCH_CHANNEL = 'everdict_dispatch';
  */
 export const RELEASED_PAYLOAD = 'released';
 
+/**
+ * Announced at the commit of what makes a parked agent turn ready without writing a fact (an approval answered,
+ * a resume declined, a resume's lease lost): the agent hosts' turn long-polls look again
+ * (agents/turn-waiters.ts). (A fact announces itself on EVENTS_CHANNEL; a create, a release and a requeue on DISPATCH_CHANNEL.)
+ */
+export const TURNS_CHANNEL = 'everdict_turns';
+
 /** The kinds only the inline lane (this control plane's dispatch loop) executes: no runner ever claims them. */
 export const INLINE_LANE_KINDS: ReadonlySet<string> = new Set(['analysis']);
 /** Appended to a dispatch NOTIFY's payload when every run it announces is of the inline lane. */

@@ -85,8 +85,10 @@ export interface CoreOptions {
   /**
    * The agent service's side (src/agents/): EVERDICT_STORAGE_W_PER_GB for transcript parks (default: env,
    * else 0.0012); `requirePaired` (EVERDICT_AGENT_REQUIRE_PAIRED=1): only paired agent hosts hold turn leases.
+   * A waiting turn long-poll looks again when woken (agents/turn-waiters.ts), at most every `recheckGapMs`
+   * (default 200), and at least every `pollMs` (default: `scheduler.pollMs`, else 1,000).
    */
-  agents?: { storageWattsPerGb?: number; requirePaired?: boolean };
+  agents?: { storageWattsPerGb?: number; requirePaired?: boolean; pollMs?: number; recheckGapMs?: number };
   /**
    * The trajectory store (issue 12): runs' trajectories are appended, tailed and sealed through it
    * (`Core.trajectories`). Absent → no trajectory routes work (503) and nothing is sealed. The core closes it.

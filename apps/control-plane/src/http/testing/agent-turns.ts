@@ -70,15 +70,23 @@ export async function parkReady(
   holder: string,
   { tenant = 'default', key = ADMIN_KEY }: { tenant?: string; key?: string } = {},
 ) {
-  const held = { holder, epoch: lease.epoch };
-  const asked = await callInternal(
-    app,
-    'POST',
-    `/internal/agent/v1/runs/${lease.runId}/calls`,
-    { ...held, callId: 'call_1', tool: 'ask_approval', input: { question: 'ok?' } },
-    tenant,
-  );
-  expect(asked.status, JSON.stringify(asked.body)).toBe(201);
+  await askApproval(app, lease, holder, tenant);
+  await parkTurn(app, lease, holder, ['call_1'], tenant);
+  const answered = await call(app, 'POST', `/runs/${lease.runId}/input`, {
+    key,
+    body: { callId: 'call_1', approved: true },
+  });
+  expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+}
+
+/** Reports the turn leased by `lease` parked (`awaiting_input`), waiting on the calls `dispatched`. */
+export async function parkTurn(
+  app: Fetcher,
+  lease: TurnLease,
+  holder: string,
+  dispatched: string[],
+  tenant = 'default',
+): Promise<void> {
   const parked = await callInternal(
     app,
     'POST',
@@ -86,18 +94,26 @@ export async function parkReady(
     {
       runId: lease.runId,
       event: 'awaiting_input',
-      ...held,
+      holder,
+      epoch: lease.epoch,
       transcript: PARK_TRANSCRIPT,
       transcriptBytes: 100,
       manifest: PARK_MANIFEST,
-      account: { dispatched: ['call_1'], resolved: [] },
+      account: { dispatched, resolved: [] },
     },
     tenant,
   );
   expect(parked.status, JSON.stringify(parked.body)).toBe(200);
-  const answered = await call(app, 'POST', `/runs/${lease.runId}/input`, {
-    key,
-    body: { callId: 'call_1', approved: true },
-  });
-  expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+}
+
+/** The turn leased by `lease` asks for approval (call `call_1`). */
+export async function askApproval(app: Fetcher, lease: TurnLease, holder: string, tenant = 'default') {
+  const asked = await callInternal(
+    app,
+    'POST',
+    `/internal/agent/v1/runs/${lease.runId}/calls`,
+    { holder, epoch: lease.epoch, callId: 'call_1', tool: 'ask_approval', input: { question: 'ok?' } },
+    tenant,
+  );
+  expect(asked.status, JSON.stringify(asked.body)).toBe(201);
 }
