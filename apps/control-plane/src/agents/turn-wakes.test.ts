@@ -12,7 +12,7 @@ import {
   parkTurn,
   startAgentTurn,
 } from '../http/testing/agent-turns.js';
-import { call, callInternal, type TestApp, testApp } from '../http/testing/harness.js';
+import { ADMIN_KEY, call, callInternal, type TestApp, testApp } from '../http/testing/harness.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -84,14 +84,7 @@ describe('a waiting turn long-poll is woken', () => {
   }, 30_000);
 
   it('by the caused run it waits on settling', async () => {
-    const a = await call(t.app, 'POST', '/agents', {
-      body: { name: 'woken-by-settle', model: 'scripted', tools: ['run_command'] },
-    });
-    const agentId = (a.body.agent as { id: string }).id;
-    const conv = await call(t.app, 'POST', '/conversations', { body: { agentId } });
-    const convId = (conv.body.group as { id: string }).id;
-    const msg = await call(t.app, 'POST', `/conversations/${convId}/messages`, { body: { text: 'go' } });
-    const runId = (msg.body.run as { id: string }).id;
+    const runId = await startAgentTurn(t.app, 'woken-by-settle', ADMIN_KEY, ['run_command']);
     const lease = await leaseOneTurn(t.app, 'host-e');
     const held = { holder: 'host-e', epoch: lease.epoch };
     const started = await internal('POST', `/internal/agent/v1/runs/${runId}/calls`, {

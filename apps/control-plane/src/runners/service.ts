@@ -83,12 +83,12 @@ export interface RunnerServiceOptions {
 }
 
 /**
- * Wakes every waiting lease request (in-process); started/stopped with the core. Also holds this replica's
+ * Wakes every waiting lease request (in-process; `Waiters`: a wake during a look is not lost); started/stopped
+ * with the core. Also holds this replica's
  * runner credential cache (auth/runner-credentials.ts), evicted by RUNNERS_CHANNEL from the other replicas.
  */
-export class LeaseWaiters {
+export class LeaseWaiters extends Waiters {
   readonly credentials = new RunnerCredentials();
-  private readonly waiting = new Waiters();
   private unlisten: (() => Promise<void>) | null = null;
   private unlistenRunners: (() => Promise<void>) | null = null;
   private reaper: NodeJS.Timeout | null = null;
@@ -96,7 +96,9 @@ export class LeaseWaiters {
   constructor(
     private readonly deps: Deps,
     private readonly lease: LeasePolicy,
-  ) {}
+  ) {
+    super();
+  }
 
   async start(): Promise<void> {
     // An inline-only create (analysis runs: no runner can take them) does not wake the long-polls.
@@ -116,20 +118,6 @@ export class LeaseWaiters {
       );
     }, this.lease.sweepMs);
     this.reaper.unref?.();
-  }
-
-  wake(): void {
-    this.waiting.wake();
-  }
-
-  /** Counts wakes: a long-poll notes it before it looks, and passes it to `wait` (services/waiters.ts). */
-  get generation(): number {
-    return this.waiting.generation;
-  }
-
-  /** Resolves at the next wake, after `ms`, or when `signal` aborts; at once if woken since `seen`. */
-  wait(ms: number, signal?: AbortSignal, seen?: number): Promise<void> {
-    return this.waiting.wait(ms, signal, seen);
   }
 
   async stop(): Promise<void> {

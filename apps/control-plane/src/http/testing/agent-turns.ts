@@ -23,11 +23,16 @@ export async function pairAgentHost(app: Fetcher, name: string, key = ADMIN_KEY)
   return paired.body.hostId as string;
 }
 
-/** A conversation with a scripted agent that asks for approval: the run of its first message (a turn). */
-export async function startAgentTurn(app: Fetcher, name: string, key = ADMIN_KEY): Promise<string> {
+/** A conversation with a scripted agent (that asks for approval, by default): the run of its first message (a turn). */
+export async function startAgentTurn(
+  app: Fetcher,
+  name: string,
+  key = ADMIN_KEY,
+  tools: string[] = ['ask_approval'],
+): Promise<string> {
   const a = await call(app, 'POST', '/agents', {
     key,
-    body: { name, model: 'scripted', tools: ['ask_approval'] },
+    body: { name, model: 'scripted', tools },
   });
   expect(a.status, JSON.stringify(a.body)).toBe(201);
   const agentId = (a.body.agent as { id: string }).id;
