@@ -31,6 +31,14 @@ function counted(): { deps: Deps; kinds: string[] } {
   return { deps: { ...deps, db: deps.db.withPlugin(plugin) }, kinds };
 }
 
+/** An enabled schedule firing every minute (an `echo` analysis run each slot). */
+const everyMinute = (name: string) =>
+  t.core.services.subscriptions.create(t.admin, {
+    name,
+    schedule: { cron: '* * * * *' },
+    runSpec: { kind: 'analysis', subject: { config: { fn: 'echo' } } },
+  });
+
 const slotsOf = async (id: string) =>
   (
     await t.core.internals.deps.db
@@ -41,11 +49,7 @@ const slotsOf = async (id: string) =>
   ).length;
 
 it('tries a slot once: later ticks in it send only the schedules read, and a new slot is fired', async () => {
-  const sub = await t.core.services.subscriptions.create(t.admin, {
-    name: 'every minute',
-    schedule: { cron: '* * * * *' },
-    runSpec: { kind: 'analysis', subject: { config: { fn: 'echo' } } },
-  });
+  const sub = await everyMinute('every minute');
   offsetMs += 61_000; // a slot after the schedule's creation is due
   const memo: SlotMemo = new Map();
   const first = counted();
@@ -73,11 +77,7 @@ it('tries a slot once: later ticks in it send only the schedules read, and a new
 });
 
 it('waits for the first slot after a schedule was enabled without trying the one before it', async () => {
-  const sub = await t.core.services.subscriptions.create(t.admin, {
-    name: 'every minute, new',
-    schedule: { cron: '* * * * *' },
-    runSpec: { kind: 'analysis', subject: { config: { fn: 'echo' } } },
-  });
+  const sub = await everyMinute('every minute, new');
   const memo: SlotMemo = new Map();
   const before = counted();
   expect(await tickSchedules(before.deps, memo)).toBe(0);
@@ -91,11 +91,7 @@ it('waits for the first slot after a schedule was enabled without trying the one
 });
 
 it('learns a slot another replica fired, and forgets schedules no longer enabled', async () => {
-  const sub = await t.core.services.subscriptions.create(t.admin, {
-    name: 'every minute, two replicas',
-    schedule: { cron: '* * * * *' },
-    runSpec: { kind: 'analysis', subject: { config: { fn: 'echo' } } },
-  });
+  const sub = await everyMinute('every minute, two replicas');
   offsetMs += 61_000;
   expect(await tickSchedules(t.core.internals.deps, new Map())).toBe(1); // the other replica
   const memo: SlotMemo = new Map();
