@@ -205,6 +205,17 @@ export async function loadOrCreateSigningKey(dir: string, fail: HostIdentityFail
 }
 
 /**
+ * A new key in place of the one in `dir` (staged beside it and renamed over it, 0600): for a host whose key the
+ * control plane lists already — a pairing refuses a registered key, a revoked host's too — and that pairs anew.
+ */
+export async function replaceSigningKey(dir: string): Promise<SigningKey> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const key = generateSigningKey(randomBytes(32));
+  await replaceFile(join(dir, SIGNING_KEY_FILE), `${Buffer.from(key.secretKey).toString('hex')}\n`);
+  return key;
+}
+
+/**
  * Write `value` as pretty JSON + newline to `dir/file` with mode 0600 (the directory made 0700): staged beside
  * it and renamed over it, so a reader or a crash sees the old file or the new one, never a part of one.
  */

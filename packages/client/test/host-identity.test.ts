@@ -24,6 +24,7 @@ import {
   loadOrCreateSigningKey,
   loadSigningKey,
   readStateFile,
+  replaceSigningKey,
   SIGNING_KEY_FILE,
   writeStateFile,
 } from '../src/host-identity.js';
@@ -91,6 +92,15 @@ describe('host identity: key and state files', () => {
     expect(await readStateFile(dir, 'x.json')).toBe('{\n  "a": "new"\n}\n');
     expect(await mode(join(dir, 'x.json'))).toBe(0o600);
     expect(await readdir(dir)).toEqual(['x.json']);
+  });
+
+  it('replaces the key with a new one, 0600, that later loads return; nothing left beside it', async () => {
+    const old = await loadOrCreateSigningKey(dir, fail);
+    const next = await replaceSigningKey(dir);
+    expect(next.publicKey).not.toBe(old.publicKey);
+    expect(await mode(join(dir, SIGNING_KEY_FILE))).toBe(0o600);
+    expect((await loadOrCreateSigningKey(dir, fail)).publicKey).toBe(next.publicKey);
+    expect(await readdir(dir)).toEqual([SIGNING_KEY_FILE]);
   });
 
   it('loads no key where there is none (and makes none)', async () => {

@@ -5,7 +5,11 @@
 // @everdict/client/host-identity `pairingSignature`) → its host id, which is then its lease holder name. The
 // key stays in the state directory (host-key.ts).
 import { createClient, dataOf } from '@everdict/client';
-import { AGENT_HOST_PAIRING_PROOF_TAG, pairingSignature } from '@everdict/client/host-identity';
+import {
+  AGENT_HOST_PAIRING_PROOF_TAG,
+  pairingSignature,
+  replaceSigningKey,
+} from '@everdict/client/host-identity';
 import { AgentError } from '../errors.js';
 import { call } from '../http/refusals.js';
 import {
@@ -63,7 +67,10 @@ export interface HostIdentity {
  * The paired identity in `dir`, checked against the control plane's `GET /keys` (listed, not revoked). No
  * pairing (or one this control plane does not list): with `autoPair` (the service token) the host pairs now;
  * else null when it never paired (the control plane then seals its intervals with its own key) and
- * `not_paired` when its pairing is unknown here.
+ * `not_paired` when its pairing is unknown here. A key names one identity, ever (a pairing refuses a key the
+ * control plane lists, a revoked host's too): when this host's key is listed already — its host revoked, or
+ * paired with another ledger this state directory also served — `autoPair` pairs with a new key, as the
+ * control plane's embedded runner does (the old identity's records still verify with the old key, listed).
  */
 export async function hostIdentity(o: {
   url: string;
@@ -73,21 +80,27 @@ export async function hostIdentity(o: {
 }): Promise<HostIdentity | null> {
   const saved = await loadPairing(o.dir);
   if (!saved && !o.autoPair) return null; // never paired: no key is made either
-  const key = await loadOrCreateKey(o.dir);
+  let key = await loadOrCreateKey(o.dir);
   const identity = (p: HostPairing): HostIdentity => ({
     hostId: p.hostId,
     publicKey: key.publicKey,
     signer: intervalSigner(key),
   });
+  const client = createClient({ baseUrl: o.url });
+  const keys = async () => (await call(async () => dataOf(await client.GET('/keys')))).keys;
+  let listing: ReturnType<typeof keys> | undefined;
+  const listed = () => {
+    listing ??= keys();
+    return listing;
+  };
   if (saved && saved.publicKey === key.publicKey) {
-    const client = createClient({ baseUrl: o.url });
-    const { keys } = await call(async () => dataOf(await client.GET('/keys')));
-    const listed = keys.find(
+    const mine = (await listed()).find(
       (k) => k.kind === 'agent-host' && k.id === saved.hostId && k.key === key.publicKey,
     );
-    if (listed && !listed.revokedAt) return identity(saved);
+    if (mine && !mine.revokedAt) return identity(saved);
   }
   if (o.autoPair) {
+    if ((await listed()).some((k) => k.key === key.publicKey)) key = await replaceSigningKey(o.dir);
     const token = await mintSharedToken(o.url, o.autoPair.serviceToken);
     return identity(await pairHost({ url: o.url, token, name: o.name, dir: o.dir }));
   }
