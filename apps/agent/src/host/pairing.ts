@@ -10,6 +10,7 @@ import {
   pairingSignature,
   replaceSigningKey,
 } from '@everdict/client/host-identity';
+import type { SigningKey } from '@everdict/runrecord';
 import { AgentError } from '../errors.js';
 import { call } from '../http/refusals.js';
 import {
@@ -80,29 +81,25 @@ export async function hostIdentity(o: {
 }): Promise<HostIdentity | null> {
   const saved = await loadPairing(o.dir);
   if (!saved && !o.autoPair) return null; // never paired: no key is made either
-  let key = await loadOrCreateKey(o.dir);
-  const identity = (p: HostPairing): HostIdentity => ({
+  const key = await loadOrCreateKey(o.dir);
+  const identity = (p: HostPairing, k: SigningKey): HostIdentity => ({
     hostId: p.hostId,
-    publicKey: key.publicKey,
-    signer: intervalSigner(key),
+    publicKey: k.publicKey,
+    signer: intervalSigner(k),
   });
   const client = createClient({ baseUrl: o.url });
-  const keys = async () => (await call(async () => dataOf(await client.GET('/keys')))).keys;
-  let listing: ReturnType<typeof keys> | undefined;
-  const listed = () => {
-    listing ??= keys();
-    return listing;
-  };
+  const { keys } = await call(async () => dataOf(await client.GET('/keys')));
   if (saved && saved.publicKey === key.publicKey) {
-    const mine = (await listed()).find(
+    const mine = keys.find(
       (k) => k.kind === 'agent-host' && k.id === saved.hostId && k.key === key.publicKey,
     );
-    if (mine && !mine.revokedAt) return identity(saved);
+    if (mine && !mine.revokedAt) return identity(saved, key);
   }
   if (o.autoPair) {
-    if ((await listed()).some((k) => k.key === key.publicKey)) key = await replaceSigningKey(o.dir);
+    const listed = keys.some((k) => k.key === key.publicKey);
+    const fresh = listed ? await replaceSigningKey(o.dir) : key;
     const token = await mintSharedToken(o.url, o.autoPair.serviceToken);
-    return identity(await pairHost({ url: o.url, token, name: o.name, dir: o.dir }));
+    return identity(await pairHost({ url: o.url, token, name: o.name, dir: o.dir }), fresh);
   }
   throw new AgentError(
     'not_paired',
