@@ -31,6 +31,7 @@ const EnvSchema = z.object({
   EVERDICT_PG_POOL_MAX: z.coerce.number().int().min(2).max(1000).default(10),
   EVERDICT_CREATE_BATCH_MS: z.coerce.number().int().min(0).max(1000).default(0),
   EVERDICT_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  EVERDICT_ALONE_POLL_MS: z.coerce.number().int().min(10).max(600_000).optional(),
   EVERDICT_VACUUM_CHECK_MS: z.coerce
     .number()
     .int()
@@ -83,6 +84,11 @@ export interface Config {
   readonly createBatchMs: number;
   /** The dispatch/trigger loops' poll fallback when no NOTIFY arrives (EVERDICT_POLL_MS). */
   readonly pollMs: number;
+  /**
+   * The announcement-driven loops' poll fallback while this process is alone on its database
+   * (EVERDICT_ALONE_POLL_MS; default 5 × pollMs; db/fallback-poll.ts).
+   */
+  readonly alonePollMs: number;
   /**
    * The vacuum keeper's look at the dead-row statistics (EVERDICT_VACUUM_CHECK_MS, default 2,000; `0`: no
    * keeper). It vacuums only where no autovacuum runs: PGlite, or PostgreSQL with `autovacuum = off`.
@@ -145,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     pgPoolMax: e.EVERDICT_PG_POOL_MAX,
     createBatchMs: e.EVERDICT_CREATE_BATCH_MS,
     pollMs: e.EVERDICT_POLL_MS,
+    alonePollMs: e.EVERDICT_ALONE_POLL_MS ?? 5 * e.EVERDICT_POLL_MS,
     vacuumCheckMs: e.EVERDICT_VACUUM_CHECK_MS,
     judge: e.EVERDICT_JUDGE,
     logLevel: e.LOG_LEVEL,

@@ -2,12 +2,14 @@ import { agentService } from './agents/service.js';
 import { TurnWaiters } from './agents/turn-waiters.js';
 import { KEYS_CHANNEL, KeyCache } from './auth/key-cache.js';
 import { type LedgerDatabase, openDatabase } from './db/database.js';
+import { fallbackPoll } from './db/fallback-poll.js';
 import { QueueStats } from './db/queue-stats.js';
 import { VacuumKeeper } from './db/vacuum-keeper.js';
 import { AGENT_BRIDGE, ExecutorRegistry, INLINE_ANALYSIS } from './executors/registry.js';
 import { KeyRing } from './keys/registry.js';
 import { ephemeralSigner, loadOrCreateSecret, type Signer, signerOf } from './keys/signer.js';
 import { leasePolicy } from './leases/policy.js';
+import { EVENTS_CHANNEL } from './ledger/events.js';
 import { type HeadLog, openHeadLog } from './log/index.js';
 import { RUNNER_INDEX } from './runners/placement.js';
 import { LeaseWaiters, runnerService } from './runners/service.js';
@@ -19,7 +21,7 @@ import type { ControlPlaneServices } from './services/api.js';
 import { authService } from './services/auth.js';
 import { type BootstrapOutcome, bootstrapTenant } from './services/bootstrap.js';
 import { CascadeWorker } from './services/cascade.js';
-import { type Deps, defaultIds } from './services/context.js';
+import { type Deps, DISPATCH_CHANNEL, defaultIds } from './services/context.js';
 import { eventFeed } from './services/events-feed.js';
 import { groupService } from './services/groups.js';
 import { type CoreOptions, DEFAULT_POLICY, NO_OBSERVER } from './services/options.js';
@@ -70,6 +72,8 @@ export interface Core {
     vacuum: VacuumKeeper | null;
     /** What wakes the agent hosts' waiting turn long-polls. */
     turnWaiters: TurnWaiters;
+    /** What wakes the runners' waiting lease long-polls. */
+    leaseWaiters: LeaseWaiters;
     /** Settles when the cascades left open by a previous process have been driven (resumed at start). */
     cascadesResumed: Promise<void>;
   };
@@ -126,12 +130,16 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   const cascades = new CascadeWorker(deps, options.cascade);
   const trajectories = options.trajectories ? new RunTrajectories(options.trajectories, ldb) : null;
   const lease = leasePolicy(options.scheduler?.lease ?? {});
+  // The fallback looks of every announcement-driven loop, spaced out while this process is alone on its database.
+  const fallback = fallbackPoll(ldb, sched.pollMs ?? 1000, sched.alonePollMs);
   // Runners' session channels (held by whichever replica each runner connected to): sessions on runners.
   const hub = options.sessions
     ? new RunnerSessionHub(deps, {
         leaseMs: lease.leaseMs,
         ...(sched.replicaId === undefined ? {} : { replica: sched.replicaId }),
-        ...(options.sessionRelay === undefined ? {} : { relay: options.sessionRelay }),
+        ...(options.sessionRelay === false
+          ? { relay: false }
+          : { relay: { alonePollMs: fallback.aloneMs, ...options.sessionRelay } }),
       })
     : null;
   await hub?.start();
@@ -145,7 +153,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   const waiters = new LeaseWaiters(deps, lease);
   const turnWaiters = new TurnWaiters(ldb);
   const runners = runnerService(deps, waiters, {
-    pollMs: options.scheduler?.pollMs ?? 1000,
+    fallback,
     lease,
     trajectories,
   });
@@ -162,14 +170,17 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       lease,
       trajectories,
       waiters: turnWaiters,
-      pollMs: options.agents?.pollMs ?? options.scheduler?.pollMs ?? 1000,
+      fallback:
+        options.agents?.pollMs === undefined
+          ? fallback
+          : fallbackPoll(ldb, options.agents.pollMs, options.agents.alonePollMs ?? fallback.aloneMs),
       ...(options.agents?.recheckGapMs === undefined ? {} : { recheckGapMs: options.agents.recheckGapMs }),
       ...(options.agents?.storageWattsPerGb ? { storageWattsPerGb: options.agents.storageWattsPerGb } : {}),
       ...(options.agents?.requirePaired ? { requirePaired: true } : {}),
     }),
   });
   const trajectoryJobs = trajectories
-    ? new TrajectoryJobs(deps, trajectories, options.trajectoryJobs ?? {})
+    ? new TrajectoryJobs(deps, trajectories, { fallback, ...options.trajectoryJobs })
     : null;
   const trajectoryService = trajectories ? new TrajectoryService(deps, trajectories, options.judge) : null;
   await waiters.start();
@@ -183,12 +194,13 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   if (sched.enabled !== false) {
     dispatch = new DispatchLoop(deps, {
       pollMs: sched.pollMs ?? 1000,
+      fallback,
       concurrency: sched.inlineConcurrency ?? 8,
       timeoutMs: sched.inlineTimeoutMs ?? 30_000,
       lease,
       ...(sched.replicaId === undefined ? {} : { holder: sched.replicaId }),
     });
-    triggers = new TriggerLoop(deps, sched.pollMs ?? 1000);
+    triggers = new TriggerLoop(deps, sched.pollMs ?? 1000, fallback);
     await dispatch.start();
     const local = dispatch;
     deps.localDispatch = { token: local.wakeToken, wake: () => local.wake() };
@@ -199,7 +211,19 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     .resumePending()
     .catch((e) => deps.log('error', 'resuming open cascades failed', { error: String(e) }));
   if (trajectoryJobs && sched.enabled !== false) trajectoryJobs.start();
-  const headLog = options.headLog ? openHeadLog(ldb.db, { log: deps.log, ...options.headLog }) : null;
+  const headLog = options.headLog
+    ? openHeadLog(ldb.db, { log: deps.log, fallback, ...options.headLog })
+    : null;
+  // Every write of a record segment, and every run made terminal (its seal queued), writes a fact (announced on
+  // EVENTS_CHANNEL): the head log's probe and the seal queue's poll keep their pace while facts come.
+  const unlistenNudges: Array<() => Promise<void>> = [];
+  const nudge = () => {
+    headLog?.nudge();
+    trajectoryJobs?.nudge();
+  };
+  if (headLog || trajectoryJobs)
+    for (const channel of [EVENTS_CHANNEL, DISPATCH_CHANNEL])
+      unlistenNudges.push(await ldb.listen(channel, nudge));
   const vacuum = options.vacuum
     ? new VacuumKeeper(ldb.db, ldb.dialect, deps.log, options.vacuum, deps.queueStats)
     : null;
@@ -236,6 +260,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     async close() {
       await hub?.close();
       await sessions?.stop();
+      for (const u of unlistenNudges) await u();
       await headLog?.stop();
       await cascades.stop();
       await resumed;
@@ -250,6 +275,15 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
       await options.trajectories?.close();
       await ldb.close();
     },
-    internals: { deps, ldb, dispatch, triggers, vacuum, turnWaiters, cascadesResumed: resumed },
+    internals: {
+      deps,
+      ldb,
+      dispatch,
+      triggers,
+      vacuum,
+      turnWaiters,
+      leaseWaiters: waiters,
+      cascadesResumed: resumed,
+    },
   };
 }

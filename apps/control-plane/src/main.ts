@@ -64,6 +64,7 @@ async function main(): Promise<void> {
       lease: { leaseMs: config.leaseMs, maxAttempts: config.maxAttempts },
       inlineConcurrency: config.executions,
       pollMs: config.pollMs,
+      alonePollMs: config.alonePollMs,
     },
     create: { batchMs: config.createBatchMs },
     ...(config.vacuumCheckMs > 0 ? { vacuum: { checkMs: config.vacuumCheckMs } } : {}),

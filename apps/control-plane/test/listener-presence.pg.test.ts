@@ -4,6 +4,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type LedgerDatabase, openDatabase } from '../src/db/database.js';
+import { fallbackPoll } from '../src/db/fallback-poll.js';
 import { EVENTS_CHANNEL, notifyAfterCommit } from '../src/ledger/events.js';
 import { DISPATCH_CHANNEL, mayWakeRunners } from '../src/services/context.js';
 import { eventually, type TestCore, testCore } from './core.js';
@@ -43,6 +44,7 @@ describe.runIf(LIVE_PG)('listener presence', () => {
     const out = await outsider(live.url, PROBE);
     cleanup.push(out.close);
     await aloneBecomes(a, true); // the outsider is not a control plane: it does not count
+    expect(fallbackPoll(a, 100, 1_000).periodMs()).toBe(1_000);
 
     await notifyAfterCommit(a.db, [[PROBE, 'one']], undefined, a);
     await eventually(async () => (own.includes('one') ? true : undefined));
@@ -52,11 +54,14 @@ describe.runIf(LIVE_PG)('listener presence', () => {
     const theirs: string[] = [];
     await b.listen(PROBE, (p) => theirs.push(p));
     await aloneBecomes(a, false);
+    // Not alone: the fallback looks of its loops come every pollMs again (src/db/fallback-poll.ts).
+    expect(fallbackPoll(a, 100, 1_000).periodMs()).toBe(100);
     await notifyAfterCommit(a.db, [[PROBE, 'two']], undefined, a);
     await eventually(async () => (theirs.includes('two') && own.includes('two') ? true : undefined));
 
     await b.close();
     await aloneBecomes(a, true);
+    expect(fallbackPoll(a, 100, 1_000).periodMs()).toBe(1_000);
     await notifyAfterCommit(a.db, [[PROBE, 'three']], undefined, a);
     await eventually(async () => (own.includes('three') ? true : undefined));
     // A real NOTIFY reaches the outsider: 'two' did and arrives before anything sent after it; 'one' and

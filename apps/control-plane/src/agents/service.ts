@@ -2,6 +2,7 @@
 // and their turns, approvals (GET + POST /runs/:id/input), and what the agent service calls with the service
 // token — leases, heartbeats, tool calls, transcript reads and writes, leased reports.
 import { setTimeout as delay } from 'node:timers/promises';
+import { everyPoll, type FallbackPoll } from '../db/fallback-poll.js';
 import type { PublicKeyEntry } from '../keys/registry.js';
 import type { LeasePolicy } from '../leases/policy.js';
 import type { RunView } from '../ledger/views.js';
@@ -92,6 +93,8 @@ export interface AgentServiceOptions {
   readonly waiters: TurnWaiters;
   /** A waiting lease request looks again at least this often, woken or not (default 1,000 ms). */
   readonly pollMs?: number;
+  /** …or as this says (db/fallback-poll.ts: `aloneMs` while this process is alone on its database). */
+  readonly fallback?: FallbackPoll;
   /** …and at most this often, however often it is woken (default 200 ms). */
   readonly recheckGapMs?: number;
   /** EVERDICT_STORAGE_W_PER_GB (default: the environment's, else 0.0012). */
@@ -110,7 +113,7 @@ export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
   const holders: HolderPolicy = { requirePaired: o.requirePaired ?? false };
   const calls = turnCalls(deps, o.trajectories, holders);
   const reports = turnReports(deps, o.trajectories, o.storageWattsPerGb ?? storageWattsPerGb(), holders);
-  const pollMs = o.pollMs ?? 1000;
+  const fallback = o.fallback ?? everyPoll(o.pollMs ?? 1000);
   const gapMs = o.recheckGapMs ?? 200;
   return {
     create: registry.create,
@@ -132,7 +135,7 @@ export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
         const seen = o.waiters.generation;
         const leases = await grantTurnLeases(deps, o.lease, input.holder, input.free, holders, caps);
         if (leases.length > 0 || Date.now() >= deadline || signal?.aborted) return { leases };
-        await o.waiters.wait(Math.min(pollMs, Math.max(1, deadline - Date.now())), signal, seen);
+        await o.waiters.wait(Math.min(fallback.periodMs(), Math.max(1, deadline - Date.now())), signal, seen);
         // Woken sooner than the gap (facts under load): the rest of the gap first, so a wake costs no more than
         // one lease transaction per gap. A turn is never missed this way: the next look sees what committed
         // before it.

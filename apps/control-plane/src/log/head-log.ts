@@ -17,6 +17,7 @@ import {
   type SignedTreeHead,
   verifyCosignature,
 } from '@everdict/headlog';
+import { type FallbackPoll, NudgedLooks } from '../db/fallback-poll.js';
 import type { Db, Executor } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import { type PassResult, Sequencer } from './sequencer.js';
@@ -43,6 +44,12 @@ export interface HeadLogOptions {
   sequenceMs?: number;
   /** Pending leaves per pass (default 5,000). */
   batch?: number;
+  /**
+   * While this says the process is alone on its database (db/fallback-poll.ts), a settled log probes at the tick
+   * after a `nudge()` (the core nudges at every fact and dispatch announcement: each write of a record segment
+   * writes a fact), and every `aloneMs` otherwise. Absent: every `sequenceMs`.
+   */
+  fallback?: Pick<FallbackPoll, 'alone' | 'aloneMs'>;
   clock?: () => number;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
 }
@@ -83,6 +90,8 @@ export class HeadLog {
   /** Bumped by every start and stop: a tick of an earlier loop never schedules another. */
   private generation = 0;
   private stopped = true;
+  /** Which probes of a settled log run (db/fallback-poll.ts). */
+  private readonly looks: NudgedLooks;
 
   constructor(
     readonly db: Db,
@@ -92,6 +101,7 @@ export class HeadLog {
     this.logId = logIdOf(o.key.publicKey);
     this.witnessKeys = [...new Set(o.witnessKeys ?? [])];
     this.sequenceMs = o.sequenceMs ?? 250;
+    this.looks = new NudgedLooks(o.fallback, this.sequenceMs);
     this.sequencer = new Sequencer({
       key: o.key,
       sthIntervalMs: o.sthIntervalMs ?? 2_000,
@@ -105,6 +115,19 @@ export class HeadLog {
     const p = this.running.then(() => this.sequencer.pass(this.db, opts));
     this.running = p.catch(() => undefined);
     return p;
+  }
+
+  /**
+   * Something was announced that may have written a record segment (a fact, a dispatch): the next tick of a
+   * settled log probes. Costs no statement.
+   */
+  nudge(): void {
+    this.looks.nudge();
+  }
+
+  /** Probes of a settled log skipped while alone and nothing was announced (see `fallback`). */
+  get skippedProbes(): number {
+    return this.looks.skipped;
   }
 
   /** Forgets the cached frontier (the stored nodes were replaced, e.g. restored from a backup). */
@@ -124,8 +147,9 @@ export class HeadLog {
     const tick = async () => {
       let again = false;
       try {
+        // Alone on the database, a settled log probes only after an announcement, or once per `aloneMs`.
         // A stop during the probe ends the tick there: no pass begins after `stop()` was called.
-        if ((!settled || (await anyPending(this.db))) && live()) {
+        if ((!settled || (this.looks.look() && (await anyPending(this.db)))) && live()) {
           const r = await this.pass();
           again = r.more;
           settled = r.settled;

@@ -2,6 +2,7 @@
 // long-poll of lease requests — woken in-process by anything that queues a run on this replica and by the
 // dispatch channel's NOTIFY (creates and requeues on any replica), re-checked at most every poll interval.
 import { RUNNERS_CHANNEL, RunnerCredentials } from '../auth/runner-credentials.js';
+import { everyPoll, type FallbackPoll } from '../db/fallback-poll.js';
 import type { Db } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import type { PublicKeyEntry } from '../keys/registry.js';
@@ -76,6 +77,8 @@ export type { CompletionOutcome };
 export interface RunnerServiceOptions {
   /** Lease requests re-check at least this often while they wait. */
   pollMs?: number;
+  /** …or as this says (db/fallback-poll.ts: `aloneMs` while this process is alone on its database). */
+  fallback?: FallbackPoll;
   /** The lease rule's numbers (leases/policy.ts). */
   lease: LeasePolicy;
   /** Runs' trajectories: where a runner's events and artifacts are stored (without one: 503). */
@@ -136,7 +139,7 @@ async function viewOf(deps: Deps, who: RunnerAdmin, runnerId: string): Promise<R
 }
 
 export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerServiceOptions): RunnerService {
-  const pollMs = opts.pollMs ?? 1000;
+  const fallback = opts.fallback ?? everyPoll(opts.pollMs ?? 1000);
   const db: Db = deps.db;
   async function drainAs(who: RunnerAdmin, id: string): Promise<RunnerView> {
     waiters.credentials.evict(await drainRunner(deps, who, id));
@@ -187,7 +190,7 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
         const leases = await grantLeases(deps, opts.lease, runner, r.data.free);
         const left = deadline - Date.now();
         if (leases.length > 0 || left <= 0 || signal?.aborted) return { leases };
-        await waiters.wait(Math.min(left, pollMs), signal, seen);
+        await waiters.wait(Math.min(left, fallback.periodMs()), signal, seen);
         // Aborted while asleep (the runner went away, or this server began draining): grant nothing more —
         // a lease granted now would reach no one and hold its run until the lease expires.
         if (signal?.aborted) return { leases: [] };

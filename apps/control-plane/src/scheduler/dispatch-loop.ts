@@ -10,6 +10,7 @@
 // until a flush drains it (the batcher wakes the loop).
 import { isTerminalStatus, type RunStatus } from '@everdict/run-model';
 import { foldReleases } from '../admission-store/sql/released.js';
+import type { FallbackPoll } from '../db/fallback-poll.js';
 import { retryOnConflict } from '../db/tx.js';
 import { LeaseKeeper } from '../leases/keeper.js';
 import { type LeasePolicy, leasePolicy } from '../leases/policy.js';
@@ -24,6 +25,8 @@ import { WakeLoop } from './wake-loop.js';
 
 export interface DispatchLoopOptions {
   pollMs: number;
+  /** Which poll ticks look (db/fallback-poll.ts; default: every one). */
+  fallback?: FallbackPoll;
   concurrency: number;
   timeoutMs: number;
   /** How a batch of results is settled (default: settleMany on the database; tests wrap it). */
@@ -66,6 +69,8 @@ export class DispatchLoop {
   private readonly lease: LeasePolicy;
   readonly leases: LeaseKeeper;
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
+  /** The timer's sweep in flight (stop() waits for it). */
+  private sweeping: Promise<void> | null = null;
   dispatched = 0;
   /** Cycles that started nothing because the settle backlog was full (a recorded refusal, for tests). */
   heldBackCycles = 0;
@@ -100,14 +105,21 @@ export class DispatchLoop {
         if (payload === null || !payload.startsWith(RELEASED_PAYLOAD)) this.heard = true;
       },
       wakesFor: mayWakeInline,
+      ...(opts.fallback ? { fallback: opts.fallback } : {}),
     });
   }
 
   async start(): Promise<void> {
     await this.loop.start();
     this.leases.start();
-    // The sweep also runs on its own timer: with nothing to claim, no cycle would run it.
-    this.sweepTimer = setInterval(() => this.wake(), this.lease.sweepMs);
+    // The sweep also runs on its own timer, without a claim: with nothing to claim, no cycle would run it. A run
+    // it requeues is announced on the dispatch channel, which wakes the loop to claim it.
+    this.sweepTimer = setInterval(() => {
+      if (this.sweeping || this.loop.isStopped) return;
+      this.sweeping = this.sweepIfDue().finally(() => {
+        this.sweeping = null;
+      });
+    }, this.lease.sweepMs);
     this.sweepTimer.unref?.();
   }
 
@@ -248,6 +260,7 @@ export class DispatchLoop {
   async stop(): Promise<void> {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     await this.loop.stop();
+    await this.sweeping;
     await Promise.all([...this.executing]);
     await Promise.all([...this.settling]);
     await this.settler.idle();

@@ -5,7 +5,10 @@
 // per MIN_GAP_MS (one cycle drains everything settled meanwhile), and ticks schedules at most once per
 // wall-clock second: cron slots are whole seconds at the finest (cron-parser's optional seconds field) and
 // the ticker fires the latest due slot, so a second tick within the same second could fire nothing new. A
-// tick whose slots were all seen fired runs one statement (the schedules' read), no transaction.
+// tick whose slots were all seen fired runs one statement (the schedules' read), no transaction. A process alone
+// on its database looks at the outbox only when a fact was heard (and for two polls after it: a look reads below
+// the oldest open transaction, which another commit may hold back), else once per `aloneMs` (db/fallback-poll.ts).
+import { type FallbackPoll, NudgedLooks } from '../db/fallback-poll.js';
 import { EVENTS_CHANNEL } from '../ledger/events.js';
 import type { Deps } from '../services/context.js';
 import { type SlotMemo, tickSchedules } from './schedule-ticker.js';
@@ -21,11 +24,15 @@ export class TriggerLoop {
   private tickedSecond = Number.NEGATIVE_INFINITY;
   /** The slots this process has seen fired, per schedule (schedule-ticker.ts). */
   private readonly slots: SlotMemo = new Map();
+  /** Which cycles look at the outbox (db/fallback-poll.ts): every fact heard nudges it. */
+  private readonly outbox: NudgedLooks;
 
   constructor(
     private readonly deps: Deps,
     pollMs: number,
+    fallback?: Pick<FallbackPoll, 'alone' | 'aloneMs'>,
   ) {
+    this.outbox = new NudgedLooks(fallback, pollMs, 2 * pollMs);
     this.loop = new WakeLoop({
       ldb: deps.ldb,
       channel: EVENTS_CHANNEL,
@@ -33,6 +40,10 @@ export class TriggerLoop {
       cycle: () => this.cycle(),
       onError: (e) => deps.log('error', 'trigger cycle failed', { error: String(e) }),
       minGapMs: MIN_GAP_MS,
+      // A fact announced (not the poll's tick): the outbox may hold something to consume.
+      onHeard: (payload) => {
+        if (payload !== null) this.outbox.nudge();
+      },
     });
   }
 
@@ -40,7 +51,13 @@ export class TriggerLoop {
     return this.loop.start();
   }
 
+  /** Cycles that did not look at the outbox: alone, and no fact heard since the last look. */
+  get skippedOutboxLooks(): number {
+    return this.outbox.skipped;
+  }
+
   wake(): void {
+    this.outbox.nudge();
     this.loop.wake();
   }
 
@@ -50,6 +67,8 @@ export class TriggerLoop {
       this.tickedSecond = second;
       await tickSchedules(this.deps, this.slots);
     }
+    // Alone on the database with no fact heard for a while (a tick of the schedules' poll): nothing was settled.
+    if (!this.outbox.look()) return;
     // One statement: without any subscription it moves the cursor past everything settled (nothing could
     // fire); otherwise it says whether anything is pending, and the consuming transaction runs only then.
     if ((await skipOrPending(this.deps)) !== 'pending') return;

@@ -3,6 +3,7 @@
 // (setTimeout, setInterval and performance.now): time moves only when the test moves it, so "nothing
 // started" is exact, never a guess after a sleep.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { fallbackPoll } from '../db/fallback-poll.js';
 import {
   dispatchPayload,
   INLINE_ONLY_NOTE,
@@ -139,6 +140,29 @@ describe('WakeLoop', () => {
     expect(h.n).toBe(2);
     await vi.advanceTimersByTimeAsync(1_000); // the poll
     expect(h.n).toBe(3);
+    await loop.stop();
+  });
+
+  it('with a fallback: alone, the poll looks every aloneMs, a cycle counting as a look; not alone, every pollMs', async () => {
+    const ldb = { dialect: 'postgres' as const, isAlone: true, alone: () => ldb.isAlone };
+    const {
+      loop,
+      starts,
+      heard: h,
+    } = listening({ pollMs: 1_000, fallback: fallbackPoll(ldb, 1_000, 5_000) });
+    await loop.start(); // cycle 1, at 0
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect(starts).toEqual([0, 5_000, 10_000, 15_000, 20_000]);
+    expect(h.n).toBe(4); // the polls that looked, and only they
+    loop.wake(); // an in-process wake at 20,000 + ε: a look; the next poll is 5 s after it
+    await vi.advanceTimersByTimeAsync(2_500);
+    loop.wake();
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(starts.slice(5)).toEqual([20_000, 22_500, 27_000]);
+    ldb.isAlone = false; // another replica appeared: from the next tick on, every poll looks
+    const before = starts.length;
+    await vi.advanceTimersByTimeAsync(3_000);
+    expect(starts.length - before).toBe(3);
     await loop.stop();
   });
 

@@ -2,8 +2,10 @@
 // while a cycle runs schedules exactly one more cycle after it. With `minGapMs`, cycles start at most once per
 // gap: a wake sooner than that is deferred to the end of the gap (one timer, however many wakes arrive), so a
 // channel notified by every write costs one cycle per gap under load and no added latency when quiet.
-// stop() waits for the cycle in flight.
+// With `fallback`, the poll's ticks look only when it says so (db/fallback-poll.ts: a process alone on its
+// database looks every `aloneMs`; any cycle counts as a look). stop() waits for the cycle in flight.
 import type { LedgerDatabase } from '../db/database.js';
+import type { FallbackPoll } from '../db/fallback-poll.js';
 
 export interface WakeLoopOptions {
   ldb: Pick<LedgerDatabase, 'listen'>;
@@ -26,6 +28,8 @@ export interface WakeLoopOptions {
   onHeard?: (payload: string | null) => void;
   /** A NOTIFY whose payload this says no to does not wake the loop (work for another lane). */
   wakesFor?: (payload: string) => boolean;
+  /** Which poll ticks look (default: every one, each `pollMs`). */
+  fallback?: Pick<FallbackPoll, 'due'>;
 }
 
 export class WakeLoop {
@@ -53,6 +57,7 @@ export class WakeLoop {
       this.wake();
     });
     this.poll = setInterval(() => {
+      if (this.opts.fallback && !this.opts.fallback.due(this.lastStart)) return;
       this.opts.onHeard?.(null);
       this.wake();
     }, this.opts.pollMs);

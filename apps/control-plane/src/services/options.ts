@@ -18,6 +18,12 @@ export interface SchedulerOptions {
   enabled?: boolean;
   /** Poll fallback when no NOTIFY arrives. Default 1000 ms. */
   pollMs?: number;
+  /**
+   * The poll fallback while this process is alone on its database (db/fallback-poll.ts; EVERDICT_ALONE_POLL_MS):
+   * the dispatch loop's, the runner and agent-host lease long-polls', the session relay's and the head log's.
+   * Default 5 × pollMs.
+   */
+  alonePollMs?: number;
   /** Max inline runs executing at once in this replica. Default 8. */
   inlineConcurrency?: number;
   /** Inline analysis timeout. Default 30 s. */
@@ -86,9 +92,16 @@ export interface CoreOptions {
    * The agent service's side (src/agents/): EVERDICT_STORAGE_W_PER_GB for transcript parks (default: env,
    * else 0.0012); `requirePaired` (EVERDICT_AGENT_REQUIRE_PAIRED=1): only paired agent hosts hold turn leases.
    * A waiting turn long-poll looks again when woken (agents/turn-waiters.ts), at most every `recheckGapMs`
-   * (default 200), and at least every `pollMs` (default: `scheduler.pollMs`, else 1,000).
+   * (default 200), and at least every `pollMs` (default: `scheduler.pollMs`, else 1,000) — every `alonePollMs`
+   * (default: `scheduler.alonePollMs`, else 5 × pollMs) while this process is alone on its database.
    */
-  agents?: { storageWattsPerGb?: number; requirePaired?: boolean; pollMs?: number; recheckGapMs?: number };
+  agents?: {
+    storageWattsPerGb?: number;
+    requirePaired?: boolean;
+    pollMs?: number;
+    alonePollMs?: number;
+    recheckGapMs?: number;
+  };
   /**
    * The trajectory store (issue 12): runs' trajectories are appended, tailed and sealed through it
    * (`Core.trajectories`). Absent → no trajectory routes work (503) and nothing is sealed. The core closes it.

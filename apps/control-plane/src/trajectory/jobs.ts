@@ -6,6 +6,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { applyRetention, type DeletionRecord, type RetentionCandidate } from '@everdict/trajectory-store';
 import { sql } from 'kysely';
+import { type FallbackPoll, NudgedLooks } from '../db/fallback-poll.js';
 import { json } from '../db/numeric.js';
 import type { Executor } from '../db/tx.js';
 import { isControlPlaneError } from '../errors.js';
@@ -20,6 +21,12 @@ export interface TrajectoryJobOptions {
   readonly sealBatch?: number;
   /** How long a claimed entry is this replica's before another may take it (default 60 s). */
   readonly sealLeaseMs?: number;
+  /**
+   * While this says the process is alone on its database (db/fallback-poll.ts), the seal queue is polled at the
+   * tick after a `nudge()` (the core nudges at every fact: a run made terminal writes one in the transaction that
+   * queues its seal), and every `aloneMs` otherwise. Absent: every `sealPollMs`.
+   */
+  readonly fallback?: Pick<FallbackPoll, 'alone' | 'aloneMs'>;
   /** How often retention runs (default 1 h; the first pass one interval after start). */
   readonly retentionIntervalMs?: number;
 }
@@ -33,7 +40,8 @@ export interface SealPass {
 export class TrajectoryJobs {
   readonly #abort = new AbortController();
   readonly #loops: Promise<void>[] = [];
-  readonly #opts: Required<TrajectoryJobOptions>;
+  readonly #opts: Required<Omit<TrajectoryJobOptions, 'fallback'>>;
+  readonly #sealLooks: NudgedLooks;
 
   constructor(
     private readonly deps: Deps,
@@ -46,11 +54,26 @@ export class TrajectoryJobs {
       sealLeaseMs: options.sealLeaseMs ?? 60_000,
       retentionIntervalMs: options.retentionIntervalMs ?? 3_600_000,
     };
+    this.#sealLooks = new NudgedLooks(options.fallback, this.#opts.sealPollMs);
   }
 
   start(): void {
-    this.#loops.push(this.#every(this.#opts.sealPollMs, () => this.sealDue().then(() => undefined)));
+    this.#loops.push(
+      this.#every(this.#opts.sealPollMs, async () => {
+        if (this.#sealLooks.look()) await this.sealDue();
+      }),
+    );
     this.#loops.push(this.#every(this.#opts.retentionIntervalMs, () => this.retain().then(() => undefined)));
+  }
+
+  /** A fact was announced: a seal may have been queued (see `fallback`). */
+  nudge(): void {
+    this.#sealLooks.nudge();
+  }
+
+  /** Seal-queue polls skipped while alone and nothing was announced (see `fallback`). */
+  get skippedSealPolls(): number {
+    return this.#sealLooks.skipped;
   }
 
   async stop(): Promise<void> {

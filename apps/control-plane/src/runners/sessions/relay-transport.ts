@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { PlacementError } from '@everdict/placement';
 import { sql } from 'kysely';
 import type { LedgerDatabase } from '../../db/database.js';
+import { fallbackPoll } from '../../db/fallback-poll.js';
 import type { Db } from '../../db/tx.js';
 import type { Kind } from './relay-frames.js';
 
@@ -21,6 +22,8 @@ export const RELAY_CHANNEL = 'everdict_session_relay';
 export interface RelayOptions {
   /** How often a drain runs without a NOTIFY (default 1000 ms). */
   readonly pollMs?: number;
+  /** …while this process is alone on its database (db/fallback-poll.ts; default 5 × pollMs). */
+  readonly alonePollMs?: number;
   /** An idle conversation sends `alive` this often (default 1000 ms). */
   readonly aliveMs?: number;
   /** A peer silent this long is gone (default 10 s). */
@@ -79,6 +82,8 @@ export class RelayTransport {
   readonly #queues = new Map<string, Queue>();
   #seq = 0;
   #draining: Promise<void> | null = null;
+  /** When the last drain began (performance.now()). */
+  #drainedAt = Number.NEGATIVE_INFINITY;
   #again = false;
   #timers: ReturnType<typeof setInterval>[] = [];
   #unlisten: (() => Promise<void>) | null = null;
@@ -90,7 +95,7 @@ export class RelayTransport {
 
   /** `serve`: a frame opening a conversation this replica does not know (a holder being asked). */
   constructor(
-    private readonly ldb: Pick<LedgerDatabase, 'listen'>,
+    private readonly ldb: Pick<LedgerDatabase, 'listen' | 'dialect' | 'alone'>,
     private readonly db: Db,
     readonly replica: string,
     private readonly opts: RelayOptions,
@@ -120,7 +125,11 @@ export class RelayTransport {
       t.unref?.();
       this.#timers.push(t);
     };
-    every(this.opts.pollMs ?? 1000, () => this.drain());
+    // Alone on the database, no other replica can address a row to this one: the poll's looks are spaced out.
+    const fallback = fallbackPoll(this.ldb, this.opts.pollMs ?? 1000, this.opts.alonePollMs);
+    every(fallback.pollMs, () => {
+      if (fallback.due(this.#drainedAt)) this.drain();
+    });
     every(this.#aliveMs, () => this.#heartbeat());
     const staleMs = this.opts.staleMs ?? 60_000;
     every(Math.max(1000, Math.floor(staleMs / 2)), () => void this.sweep(staleMs).catch(this.warn));
@@ -230,6 +239,7 @@ export class RelayTransport {
       this.#again = true;
       return;
     }
+    this.#drainedAt = performance.now();
     this.#draining = (async () => {
       do {
         this.#again = false;
