@@ -40,7 +40,10 @@ export interface HeadLogOptions {
   witnessKeys?: readonly Hex[];
   /** EVERDICT_STH_INTERVAL_MS (default 2,000). */
   sthIntervalMs?: number;
-  /** How often the sequencer looks for pending leaves (default 250 ms: leaves are sequenced within 1 s). */
+  /**
+   * How often the sequencer looks for pending leaves (default 250 ms: leaves are sequenced within 1 s — while alone
+   * on the database, those a fact announced; an unannounced one within `fallback.aloneMs`).
+   */
   sequenceMs?: number;
   /** Pending leaves per pass (default 5,000). */
   batch?: number;
