@@ -147,10 +147,12 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     ? startSessions(deps, trajectories, {
         ...(hub ? { hub } : {}),
         ...options.sessions,
+        reaper: { fallback, ...options.sessions.reaper },
         ...(sched.enabled === false && options.sessions.sweep === undefined ? { sweep: false } : {}),
       })
     : null;
-  const waiters = new LeaseWaiters(deps, lease);
+  // Leases are swept by the dispatch loop when it runs (any holder's), else by the runners' waiters.
+  const waiters = new LeaseWaiters(deps, lease, sched.enabled === false);
   const turnWaiters = new TurnWaiters(ldb);
   const runners = runnerService(deps, waiters, {
     fallback,
@@ -204,6 +206,8 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     await dispatch.start();
     const local = dispatch;
     deps.localDispatch = { token: local.wakeToken, wake: () => local.wake() };
+    const ticker = triggers;
+    deps.schedulesChanged = () => ticker.schedulesChanged();
     await triggers.start();
   }
   // Cascades a previous process left halfway (a crash) complete now, in the background.
@@ -214,19 +218,23 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
   const headLog = options.headLog
     ? openHeadLog(ldb.db, { log: deps.log, fallback, ...options.headLog })
     : null;
+  const vacuum = options.vacuum
+    ? new VacuumKeeper(ldb.db, ldb.dialect, deps.log, { fallback, ...options.vacuum }, deps.queueStats)
+    : null;
   // Every write of a record segment, and every run made terminal (its seal queued), writes a fact (announced on
-  // EVENTS_CHANNEL): the head log's probe and the seal queue's poll keep their pace while facts come.
+  // EVENTS_CHANNEL), and every lease granted or run requeued is announced on DISPATCH_CHANNEL: the loops that
+  // space their looks out while alone (db/fallback-poll.ts) keep their pace while facts come — the head log's
+  // probe, the seal queue, the lease sweep, the sessions' reaper and the vacuum keeper.
   const unlistenNudges: Array<() => Promise<void>> = [];
   const nudge = () => {
     headLog?.nudge();
     trajectoryJobs?.nudge();
+    dispatch?.nudgeSweep();
+    sessions?.reaper.nudge();
+    vacuum?.nudge();
   };
-  if (headLog || trajectoryJobs)
-    for (const channel of [EVENTS_CHANNEL, DISPATCH_CHANNEL])
-      unlistenNudges.push(await ldb.listen(channel, nudge));
-  const vacuum = options.vacuum
-    ? new VacuumKeeper(ldb.db, ldb.dialect, deps.log, options.vacuum, deps.queueStats)
-    : null;
+  for (const channel of [EVENTS_CHANNEL, DISPATCH_CHANNEL])
+    unlistenNudges.push(await ldb.listen(channel, nudge));
   await vacuum
     ?.start()
     .catch((e: unknown) => deps.log('warn', 'vacuum keeper not started', { error: String(e) }));

@@ -68,6 +68,8 @@ export async function sessionTestApp(
     dataDir?: string;
     sweepMs?: number;
     sweep?: boolean;
+    /** How far apart the reaper's fallback sweeps fall while alone (default 5 s: `scheduler.alonePollMs`). */
+    alonePollMs?: number;
     trajectoryCapBytes?: number;
     policy?: TenantPolicyInput;
   } = {},
@@ -86,7 +88,10 @@ export async function sessionTestApp(
     trajectories: openTrajectoryStore({ dataDir, tailPollMs: 50, now: clock }),
     bootstrapKey: SESSION_ADMIN_KEY,
     executors: [],
-    scheduler: { enabled: false },
+    scheduler: {
+      enabled: false,
+      ...(opts.alonePollMs === undefined ? {} : { alonePollMs: opts.alonePollMs }),
+    },
     ...(opts.policy ? { policy: opts.policy } : {}),
     sessions: {
       driver,

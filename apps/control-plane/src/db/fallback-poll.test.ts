@@ -77,3 +77,39 @@ describe('NudgedLooks', () => {
     expect(taken).toEqual([100, 200, 300]); // the nudged tick, and the ones up to 250 ms after the nudge
   });
 });
+
+describe('NudgedLooks with deadlines', () => {
+  it('alone: the first tick at or after a known deadline looks; a look forgets it', () => {
+    const looks = new NudgedLooks(fallbackPoll({ dialect: 'pglite' }, 100, 10_000), 100);
+    expect(looks.look(0, 0)).toBe(true);
+    looks.dueBy(750); // in the loop's clock
+    looks.dueBy(900); // a later one: the earliest holds
+    const taken: number[] = [];
+    for (let t = 100; t < 3000; t += 100) if (looks.look(t, t)) taken.push(t);
+    expect(taken).toEqual([800]); // then quiet: the look at 800 forgot 750, and nobody said the next
+  });
+
+  it('the deadline is read in the loop clock, apart from the spacing: a clock moved forward passes it', () => {
+    const looks = new NudgedLooks(fallbackPoll({ dialect: 'pglite' }, 100, 10_000), 100);
+    looks.look(0, 1_000_000);
+    looks.dueBy(1_060_000); // a minute ahead on the loop's clock
+    expect(looks.look(100, 1_000_100)).toBe(false);
+    expect(looks.look(200, 1_060_000)).toBe(true); // a test's clock moved a minute in 100 ms of real time
+  });
+
+  it('not alone: every tick looks, deadline or not', () => {
+    const looks = new NudgedLooks(fallbackPoll(postgres(false), 100, 10_000), 100);
+    looks.dueBy(5_000);
+    for (let t = 0; t < 500; t += 100) expect(looks.look(t, t)).toBe(true);
+  });
+
+  it('the first tick alone again looks (the deadlines were not read while others shared the database)', () => {
+    const ldb = postgres(false);
+    const looks = new NudgedLooks(fallbackPoll(ldb, 100, 10_000), 100);
+    expect(looks.look(0, 0)).toBe(true);
+    ldb.isAlone = true;
+    expect(looks.look(100, 100)).toBe(true); // alone again: one look, to read what comes due
+    expect(looks.look(200, 200)).toBe(false);
+    expect(looks.look(300, 300)).toBe(false);
+  });
+});

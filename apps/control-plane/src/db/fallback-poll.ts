@@ -11,6 +11,12 @@
 // sent ≈ 28 statements a second, most of them these looks (control-plane README, "Idle cost"). A second process
 // appearing is seen within one presence look (1 s); from then on both look every `pollMs` again, and the
 // newcomer's own looks cover what it missed, as before.
+//
+// Loops whose work comes due by time — the lease sweep, the sessions' reaper, the schedules' read, the vacuum
+// keeper — are spaced the same way, with one more reason to look: the earliest deadline their last look read
+// (`NudgedLooks.dueBy`). Alone, every write that brings such a deadline nearer is this process's own and is
+// announced to it (a fact), or tells the loop in-process where it announces nothing (a session command's end, a
+// schedule created): an idle main job's time-driven statements fell from ≈ 5 to ≈ 1.5 a second.
 import type { LedgerDatabase } from './database.js';
 
 export interface FallbackPoll {
@@ -58,11 +64,19 @@ export function everyPoll(pollMs: number): FallbackPoll {
  * what it announces, so the next look sees that) or within `trailMs` after one, or once `aloneMs` has passed
  * since the last look (for work that comes due by time, or was written without an announcement); the other
  * ticks are skipped (`skipped`).
+ *
+ * A loop whose work also comes due by time (a lease's expiry, a session's deadline, a schedule's next slot) says
+ * when, after each look, with `dueBy(at)`: the first tick at or after that time looks too. Every write that
+ * brings a deadline nearer is announced with a fact in the same process while it is alone (a lease granted, a
+ * session opened or resumed), so between a look and the next nudge the deadlines it read are all there are.
  */
 export class NudgedLooks {
   #nudged = false;
   #nudgedAt = Number.NEGATIVE_INFINITY;
   #lookedAt = Number.NEGATIVE_INFINITY;
+  #dueAt = Number.POSITIVE_INFINITY;
+  /** Alone at the last tick: a tick that finds the process alone again looks (no deadline was read meanwhile). */
+  #wasAlone = false;
   /** Ticks that did not look (a recorded refusal, for tests and figures). */
   skipped = 0;
 
@@ -83,20 +97,37 @@ export class NudgedLooks {
     this.#nudgedAt = nowMs;
   }
 
-  /** Whether this tick should look; a look is noted as taken. */
-  look(nowMs: number = performance.now()): boolean {
+  /**
+   * Work this loop knows of comes due at `atMs` (in the clock the loop passes to `look` as `clockMs`): the first
+   * tick at or after it looks. The earliest of several holds; a look forgets it (the loop says the next after it).
+   * Deadlines are read while alone only: the first tick that finds the process alone again looks, and reads them.
+   */
+  dueBy(atMs: number): void {
+    if (atMs < this.#dueAt) this.#dueAt = atMs;
+  }
+
+  /**
+   * Whether this tick should look; a look is noted as taken. `nowMs` (performance.now()) spaces the looks;
+   * `clockMs` is compared with `dueBy` (the loop's clock, wall time by default).
+   */
+  look(nowMs: number = performance.now(), clockMs: number = Date.now()): boolean {
     const f = this.fallback;
+    const alone = f?.alone() === true;
+    const stillAlone = alone && this.#wasAlone;
+    this.#wasAlone = alone;
     const quiet =
-      f?.alone() === true &&
+      stillAlone &&
       !this.#nudged &&
       nowMs - this.#nudgedAt > this.trailMs &&
-      nowMs - this.#lookedAt < f.aloneMs - this.tickMs / 2;
+      nowMs - this.#lookedAt < f.aloneMs - this.tickMs / 2 &&
+      clockMs < this.#dueAt;
     if (quiet) {
       this.skipped++;
       return false;
     }
     this.#nudged = false;
     this.#lookedAt = nowMs;
+    this.#dueAt = Number.POSITIVE_INFINITY;
     return true;
   }
 }

@@ -18,8 +18,13 @@
 // connection: a VACUUM waits for the transaction in flight, and the next statement waits for it). A failure is
 // logged (once until a look succeeds again) and the next look tries again; one the role can never get past
 // (`insufficient_privilege`) stops the keeper.
+//
+// Dead row versions come from writes. Alone on its database (db/fallback-poll.ts) the keeper looks at the tick
+// after a fact was heard (`nudge`: a run created, started or settled), otherwise once per `aloneMs`: writes that
+// announce nothing (a heartbeat, a session channel's touch) leave a few dead rows a second, far below `minDead`.
 import { type QueryExecutorProvider, sql } from 'kysely';
 import type { Dialect } from './database.js';
+import { type FallbackPoll, NudgedLooks } from './fallback-poll.js';
 import type { QueueStats } from './queue-stats.js';
 
 export interface VacuumOptions {
@@ -34,6 +39,8 @@ export interface VacuumOptions {
    * whatever the server does (tests on a server that runs autovacuum).
    */
   mode?: 'auto' | 'always';
+  /** Which ticks look (db/fallback-poll.ts; default: every one). */
+  fallback?: Pick<FallbackPoll, 'alone' | 'aloneMs'>;
 }
 
 /** What the server says of its autovacuum: its setting, and whether it counts dead rows at all. */
@@ -72,6 +79,7 @@ export class VacuumKeeper {
   readonly #rule: { minDead: number; scale: number };
   readonly #mode: 'auto' | 'always';
   #timer: ReturnType<typeof setInterval> | undefined;
+  readonly #looks: NudgedLooks;
   #inFlight: Promise<void> | null = null;
   #stopped = false;
   /** The last look failed (its failure was logged; the next ones are not, until one succeeds). */
@@ -97,6 +105,17 @@ export class VacuumKeeper {
     this.#checkMs = options.checkMs ?? 2_000;
     this.#rule = { minDead: options.minDead ?? 1_000, scale: options.scale ?? 0.2 };
     this.#mode = options.mode ?? 'auto';
+    this.#looks = new NudgedLooks(options.fallback, this.#checkMs);
+  }
+
+  /** A fact was heard (core.ts): the next tick looks, alone or not. */
+  nudge(): void {
+    this.#looks.nudge();
+  }
+
+  /** Ticks that did not look (alone and quiet: a recorded refusal, for tests and figures). */
+  get skippedLooks(): number {
+    return this.#looks.skipped;
   }
 
   /** Asks the server whether it vacuums by itself; if not, starts looking every `checkMs`. */
@@ -117,7 +136,9 @@ export class VacuumKeeper {
       checkMs: this.#checkMs,
       ...this.#rule,
     });
-    this.#timer = setInterval(() => void this.check(), this.#checkMs);
+    this.#timer = setInterval(() => {
+      if (this.#looks.look()) void this.check();
+    }, this.#checkMs);
     this.#timer.unref?.();
   }
 

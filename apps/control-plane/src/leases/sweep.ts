@@ -108,6 +108,13 @@ export async function scanExpiredLeases(deps: Deps, nowMs: number, limit = 200):
   return rows;
 }
 
+/** The earliest lease expiry (epoch ms, the leases' clock), or null when no lease is held. */
+export async function nextLeaseExpiry(deps: Deps): Promise<number | null> {
+  const { rows } = await sql<{ next: number | null }>`
+    SELECT min(expires_at_ms)::float8 AS next FROM run_leases`.execute(deps.db);
+  return rows[0]?.next ?? null;
+}
+
 /**
  * Acts on a scan's answer (`rows`, possibly stale): drops leftover leases, requeues runs with attempts left,
  * fails the others — each write re-checked under the run's lock, so a run renewed or moved since is left alone.

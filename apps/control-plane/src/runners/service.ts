@@ -99,6 +99,11 @@ export class LeaseWaiters extends Waiters {
   constructor(
     private readonly deps: Deps,
     private readonly lease: LeasePolicy,
+    /**
+     * Sweep expired leases on the lease rule's timer (default). Off where the dispatch loop runs: its sweep is
+     * the same statement over every holder's leases.
+     */
+    private readonly sweeps = true,
   ) {
     super();
   }
@@ -114,7 +119,8 @@ export class LeaseWaiters extends Waiters {
       this.credentials.evict(hash);
       placeableCache(this.deps).clear();
     });
-    // The lease rule's sweep, also here: a core without the dispatch loop still requeues lost runner leases.
+    // The lease rule's sweep, here when the core runs no dispatch loop: lost runner leases still requeue.
+    if (!this.sweeps) return;
     this.reaper = setInterval(() => {
       sweep(this.deps, this.lease).catch((e: unknown) =>
         this.deps.log('error', 'runner lease sweep failed', { error: String(e) }),

@@ -10,11 +10,11 @@
 // until a flush drains it (the batcher wakes the loop).
 import { isTerminalStatus, type RunStatus } from '@everdict/run-model';
 import { foldReleases } from '../admission-store/sql/released.js';
-import type { FallbackPoll } from '../db/fallback-poll.js';
+import { type FallbackPoll, NudgedLooks } from '../db/fallback-poll.js';
 import { retryOnConflict } from '../db/tx.js';
 import { LeaseKeeper } from '../leases/keeper.js';
 import { type LeasePolicy, leasePolicy } from '../leases/policy.js';
-import { sweepExpiredLeases } from '../leases/sweep.js';
+import { nextLeaseExpiry, sweepExpiredLeases } from '../leases/sweep.js';
 import { findRun } from '../ledger/runs.js';
 import { type Deps, DISPATCH_CHANNEL, mayWakeInline, RELEASED_PAYLOAD } from '../services/context.js';
 import type { Finished } from './batch-transitions.js';
@@ -66,6 +66,13 @@ export class DispatchLoop {
    */
   private heard = true;
   private lastSweep = 0;
+  /**
+   * Which sweep ticks look (db/fallback-poll.ts): alone on the database, after a fact was heard (a lease granted,
+   * a run settled: `nudgeSweep`), at the earliest lease expiry the last sweep read, else once per `aloneMs`.
+   */
+  private readonly sweepLooks: NudgedLooks;
+  /** A fact was heard since the last fold of released counters (only a settle writes them). */
+  private foldPending = true;
   private readonly lease: LeasePolicy;
   readonly leases: LeaseKeeper;
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
@@ -84,6 +91,7 @@ export class DispatchLoop {
     };
     this.settler = new SettleBatcher(deps, drained, opts.settleBatch);
     this.lease = opts.lease ?? leasePolicy();
+    this.sweepLooks = new NudgedLooks(opts.fallback, this.lease.sweepMs);
     this.leases = new LeaseKeeper({
       db: deps.db,
       holder: opts.holder ?? deps.ids('inline'),
@@ -197,20 +205,43 @@ export class DispatchLoop {
   }
 
   /**
-   * At most every `sweepMs`: requeue (or fail) runs whose lease expired (leases/sweep.ts), any holder's; fold
-   * released counters past their threshold.
+   * At most every `sweepMs` — alone on the database, only as `sweepLooks` says: requeue (or fail) runs whose
+   * lease expired (leases/sweep.ts), any holder's; fold released counters past their threshold.
    */
   private async sweepIfDue(): Promise<void> {
     const now = Date.now();
     if (now - this.lastSweep < this.lease.sweepMs) return;
+    if (!this.sweepLooks.look(performance.now(), this.deps.clock().getTime())) return;
     this.lastSweep = now;
     await sweepExpiredLeases(this.deps, this.lease, this.deps.clock().getTime()).catch((e: unknown) =>
       this.deps.log('error', 'lease sweep failed', { error: String(e) }),
     );
-    // Released counters back into their main rows once a stripe has grown large (released.ts).
-    await foldReleases(this.deps.db).catch((e: unknown) =>
-      this.deps.log('warn', 'released counters: fold failed', { error: String(e) }),
-    );
+    // Released counters back into their main rows once a stripe has grown large (released.ts). Alone, only
+    // after a fact: no settle of this process's, nothing to fold.
+    if (this.foldPending || !this.opts.fallback?.alone()) {
+      this.foldPending = false;
+      await foldReleases(this.deps.db).catch((e: unknown) => {
+        this.foldPending = true;
+        this.deps.log('warn', 'released counters: fold failed', { error: String(e) });
+      });
+    }
+    // Alone, a lease can only be granted by this process (a fact, heard: nudgeSweep) and a heartbeat only moves
+    // an expiry later: the earliest expiry now is when the next sweep can find one.
+    if (this.opts.fallback?.alone()) {
+      const next = await nextLeaseExpiry(this.deps).catch(() => Number.NEGATIVE_INFINITY);
+      if (next !== null) this.sweepLooks.dueBy(next);
+    }
+  }
+
+  /** A fact was heard (core.ts): the next sweep tick looks, alone or not. */
+  nudgeSweep(): void {
+    this.foldPending = true;
+    this.sweepLooks.nudge();
+  }
+
+  /** Sweep ticks that did not look (alone and quiet: a recorded refusal, for tests and figures). */
+  get skippedSweeps(): number {
+    return this.sweepLooks.skipped;
   }
 
   private execute({ tenant, runId, epoch, subject, carried }: StartedRun): void {

@@ -8,6 +8,8 @@
 // tick whose slots were all seen fired runs one statement (the schedules' read), no transaction. A process alone
 // on its database looks at the outbox only when a fact was heard (and for two polls after it: a look reads below
 // the oldest open transaction, which another commit may hold back), else once per `aloneMs` (db/fallback-poll.ts).
+// Alone, it reads the schedules only when one was created or enabled here (`schedulesChanged`), when the earliest
+// next slot it knows of comes, or once per `aloneMs`: nobody else can have added one.
 import { type FallbackPoll, NudgedLooks } from '../db/fallback-poll.js';
 import { EVENTS_CHANNEL } from '../ledger/events.js';
 import type { Deps } from '../services/context.js';
@@ -26,6 +28,8 @@ export class TriggerLoop {
   private readonly slots: SlotMemo = new Map();
   /** Which cycles look at the outbox (db/fallback-poll.ts): every fact heard nudges it. */
   private readonly outbox: NudgedLooks;
+  /** Which ticks read the schedules: alone, a schedule written here nudges it; the next slots are its deadlines. */
+  private readonly schedules: NudgedLooks;
 
   constructor(
     private readonly deps: Deps,
@@ -33,6 +37,7 @@ export class TriggerLoop {
     fallback?: Pick<FallbackPoll, 'alone' | 'aloneMs'>,
   ) {
     this.outbox = new NudgedLooks(fallback, pollMs, 2 * pollMs);
+    this.schedules = new NudgedLooks(fallback, pollMs);
     this.loop = new WakeLoop({
       ldb: deps.ldb,
       channel: EVENTS_CHANNEL,
@@ -56,16 +61,35 @@ export class TriggerLoop {
     return this.outbox.skipped;
   }
 
+  /** Ticks that did not read the schedules: alone, none written here, no slot of theirs due. */
+  get skippedScheduleReads(): number {
+    return this.schedules.skipped;
+  }
+
   wake(): void {
     this.outbox.nudge();
     this.loop.wake();
   }
 
+  /** A schedule was created or enabled in this process (Deps.schedulesChanged): the next tick reads them. */
+  schedulesChanged(): void {
+    this.schedules.nudge();
+    this.loop.wake();
+  }
+
   private async cycle(): Promise<void> {
-    const second = Math.floor(this.deps.clock().getTime() / 1000);
-    if (second !== this.tickedSecond) {
+    const now = this.deps.clock().getTime();
+    const second = Math.floor(now / 1000);
+    if (second !== this.tickedSecond && this.schedules.look(performance.now(), now)) {
       this.tickedSecond = second;
-      await tickSchedules(this.deps, this.slots);
+      try {
+        await tickSchedules(this.deps, this.slots);
+      } catch (e) {
+        this.schedules.nudge(); // read again at the next tick
+        throw e;
+      }
+      // The earliest next slot of every schedule it read (a tick before it fires nothing).
+      for (const { until } of this.slots.values()) this.schedules.dueBy(until);
     }
     // Alone on the database with no fact heard for a while (a tick of the schedules' poll): nothing was settled.
     if (!this.outbox.look()) return;

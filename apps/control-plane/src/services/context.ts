@@ -27,6 +27,11 @@ export interface Deps {
    * replicas and the runner service still wake on it).
    */
   localDispatch?: LocalDispatch;
+  /**
+   * This process's trigger loop, when it runs one (core.ts): a schedule created or enabled here is read at its
+   * next tick even while the loop, alone on its database, spaces its reads out (scheduler/trigger-loop.ts).
+   */
+  schedulesChanged?: () => void;
 }
 
 export interface LocalDispatch {

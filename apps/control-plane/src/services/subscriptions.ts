@@ -194,6 +194,7 @@ export function subscriptionService(deps: Deps): SubscriptionService {
         })
         .returningAll()
         .executeTakeFirstOrThrow();
+      if (row.schedule_cron !== null) deps.schedulesChanged?.();
       return subscriptionView(row, false);
     },
     async list(p) {
@@ -216,7 +217,7 @@ export function subscriptionService(deps: Deps): SubscriptionService {
       // — the consumer skips older ones, and a schedule fires no slot that passed while it was disabled — even
       // when the consumer or the ticker is behind. Enabling an enabled one keeps its time. One transaction:
       // the row is locked, and one whose creator key is revoked is not enabled again (409, nothing written).
-      return withTx(deps.db, async (tx) => {
+      const view = await withTx(deps.db, async (tx) => {
         const current = await find(p.tenantId, id, tx);
         if (enabled && current.creator_revoked)
           throw new ControlPlaneError(
@@ -239,6 +240,9 @@ export function subscriptionService(deps: Deps): SubscriptionService {
           .executeTakeFirstOrThrow();
         return subscriptionView(r, current.creator_revoked);
       });
+      // Committed: an enabled schedule may have a slot due sooner than the ticker knows.
+      if (enabled) deps.schedulesChanged?.();
+      return view;
     },
     async delete(p, id) {
       await find(p.tenantId, id);

@@ -57,6 +57,8 @@ export function startSessions(
     backendFromEnv({}, { dataDir: options.snapshotDir ?? '.everdict/sessions' });
   const core = {
     deps,
+    // (Called only once the sessions serve: `reaper` is set by then.)
+    deadlineMoved: () => reaper.nudge(),
     compute: options.driver ? embeddedCompute(options.driver) : null,
     runners: options.hub ?? null,
     snapshots: objectSnapshots(objects),

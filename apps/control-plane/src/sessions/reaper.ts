@@ -8,9 +8,13 @@
 // Runner-held sessions: a runner whose session channel has not been seen for the lease (`runnerLeaseMs`) is
 // gone — each sweep settles the sessions it held open lost; and each time a runner's channel (re)connects, its
 // driver's `reap` removes what a previous runner process left (recoverRunner), those rows settled lost too.
+// Alone on its database (db/fallback-poll.ts) a replica sweeps when a fact was heard (a session opened, resumed or
+// its run cancelled: `nudge`), at the earliest deadline the last sweep read, and otherwise once per `aloneMs` —
+// every tick while a runner holds a session open (its channel's liveness is the deadline there).
 import type { Driver, ReapedSandbox } from '@everdict/placement';
 import { isTerminalStatus, type RunStatus, sessionDue } from '@everdict/run-model';
 import { sql } from 'kysely';
+import { type FallbackPoll, NudgedLooks } from '../db/fallback-poll.js';
 import type { Executor } from '../db/tx.js';
 import { runnerHolder, runnerOfHolder } from '../runners/sessions/hub.js';
 import { SESSION_KIND } from './compute.js';
@@ -25,17 +29,47 @@ export interface ReaperOptions {
   readonly onError?: (e: unknown) => void;
   /** A runner whose session channel was not seen for this long has lost its open sessions (default 10 s). */
   readonly runnerLeaseMs?: number;
+  /** Which ticks sweep (db/fallback-poll.ts; default: every one). */
+  readonly fallback?: Pick<FallbackPoll, 'alone' | 'aloneMs'>;
 }
 
 export class SessionReaper {
   #timer: ReturnType<typeof setTimeout> | null = null;
   #running: Promise<unknown> | null = null;
   #stopped = false;
+  readonly #looks: NudgedLooks;
 
   constructor(
     private readonly core: SessionCore,
     private readonly opts: ReaperOptions = {},
-  ) {}
+  ) {
+    this.#looks = new NudgedLooks(opts.fallback, opts.sweepMs ?? 1000);
+  }
+
+  /** A fact was heard (core.ts): the next tick sweeps, alone or not. */
+  nudge(): void {
+    this.#looks.nudge();
+  }
+
+  /** Ticks that did not sweep (alone and quiet: a recorded refusal, for tests and figures). */
+  get skippedSweeps(): number {
+    return this.#looks.skipped;
+  }
+
+  /**
+   * Alone: when the next sweep can find something. The earliest deadline of an open or parked session (a parked
+   * one has no idle deadline); a runner holding one open keeps every tick sweeping.
+   */
+  async #planNext(): Promise<void> {
+    const { rows } = await sql<{ next: number | null; on_runners: boolean | null }>`
+      SELECT (extract(epoch FROM min(CASE WHEN state = 'open' THEN LEAST(expires_at, idle_deadline)
+          ELSE expires_at END)) * 1000)::float8 AS next,
+        bool_or(state = 'open' AND holder LIKE 'runner:%') AS on_runners
+      FROM sessions`.execute(this.core.deps.db);
+    const r = rows[0];
+    if (r?.on_runners) this.#looks.nudge();
+    else if (r?.next != null) this.#looks.dueBy(r.next);
+  }
 
   /** Due now, re-decided under the row lock. */
   #decide = (
@@ -151,8 +185,15 @@ export class SessionReaper {
     const every = this.opts.sweepMs ?? 1000;
     const tick = () => {
       if (this.#stopped) return;
-      this.#running = this.sweep()
-        .catch((e: unknown) => this.opts.onError?.(e))
+      const looks = this.#looks.look(performance.now(), this.core.deps.clock().getTime());
+      const alone = this.opts.fallback?.alone() === true;
+      this.#running = (
+        looks ? this.sweep().then(() => (alone ? this.#planNext() : undefined)) : Promise.resolve()
+      )
+        .catch((e: unknown) => {
+          if (alone) this.#looks.nudge(); // the next tick sweeps again
+          this.opts.onError?.(e);
+        })
         .finally(() => {
           this.#running = null;
           if (!this.#stopped) this.#timer = setTimeout(tick, every);

@@ -56,6 +56,11 @@ export interface SessionCore extends SettleContext, ComputeSources {
   readonly deps: Deps;
   readonly snapshots: SnapshotStore;
   readonly log: SessionLog;
+  /**
+   * A write in this process moved a session's idle deadline earlier with no fact to say so (a command ended or
+   * was refused): the reaper's next tick sweeps (reaper.ts).
+   */
+  readonly deadlineMoved?: () => void;
 }
 
 /** A cheap look at the tenant's session pool (the gate decides; this only spares a doomed provision). */
@@ -241,10 +246,12 @@ export class SessionService {
       } else {
         // Refused (the compute unreachable, say): the row's activity as it was — a refusal changes nothing.
         await execRefused(deps.db, p.tenantId, runId, execId, marked, session).catch(() => undefined);
+        this.core.deadlineMoved?.();
         throw placementProblem(e);
       }
     }
     await execEnded(deps.db, p.tenantId, runId, execId, deps.clock());
+    this.core.deadlineMoved?.();
     // Answered only once recorded: a result the sealed trajectory would lack is a 503 the client sees.
     await log.exec(p.tenantId, runId, p.actor, input.command, view).catch((e: unknown) => {
       throw isControlPlaneError(e) && e.code === 'storage_unavailable'

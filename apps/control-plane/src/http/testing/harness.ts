@@ -54,6 +54,8 @@ export interface TestAppOptions {
   readonly headLog?: import('../../log/index.js').StartHeadLogOptions;
   /** The agent service's options (e.g. `requirePaired`: EVERDICT_AGENT_REQUIRE_PAIRED=1). */
   readonly agents?: import('../../services/options.js').CoreOptions['agents'];
+  /** The vacuum keeper's options (absent: no keeper). */
+  readonly vacuum?: import('../../services/options.js').CoreOptions['vacuum'];
 }
 
 export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
@@ -76,6 +78,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     metrics: metrics.coreObserver(),
     ...(opts.headLog ? { headLog: opts.headLog } : {}),
     ...(opts.agents ? { agents: opts.agents } : {}),
+    ...(opts.vacuum ? { vacuum: opts.vacuum } : {}),
   });
   metrics.setQueueDepthSource(() => core.queueDepth());
   const built = buildApp({
