@@ -57,15 +57,17 @@ export class SessionReaper {
   }
 
   /**
-   * Alone: when the next sweep can find something. The earliest deadline of an open or parked session (a parked
-   * one has no idle deadline); a runner holding one open keeps every tick sweeping.
+   * Alone: when the next sweep can find something — the earliest of the deadlines `sweep` compares with now (any
+   * session's expiry, an open one's idle deadline; each read off its index). A runner holding a session open
+   * keeps every tick sweeping.
    */
   async #planNext(): Promise<void> {
-    const { rows } = await sql<{ next: number | null; on_runners: boolean | null }>`
-      SELECT (extract(epoch FROM min(CASE WHEN state = 'open' THEN LEAST(expires_at, idle_deadline)
-          ELSE expires_at END)) * 1000)::float8 AS next,
-        bool_or(state = 'open' AND holder LIKE 'runner:%') AS on_runners
-      FROM sessions`.execute(this.core.deps.db);
+    const { rows } = await sql<{ next: number | null; on_runners: boolean }>`
+      SELECT (extract(epoch FROM LEAST((SELECT min(expires_at) FROM sessions),
+          (SELECT min(idle_deadline) FROM sessions WHERE state = 'open'))) * 1000)::float8 AS next,
+        EXISTS (SELECT 1 FROM sessions WHERE state = 'open' AND holder LIKE 'runner:%') AS on_runners`.execute(
+      this.core.deps.db,
+    );
     const r = rows[0];
     if (r?.on_runners) this.#looks.nudge();
     else if (r?.next != null) this.#looks.dueBy(r.next);
