@@ -228,22 +228,31 @@ describe('an artifact upload under the idle timeout (bytes must move, however lo
   }
 
   it('a body that goes up for several times the timeout, with steady progress, is stored', async () => {
-    // The server runs in its own process and paces the body itself: 4 MiB, then 500 ms taking nothing, so
-    // the upload lasts ≥ 15 × 500 ms = 7.5 s whatever the load — over twice the 3 s idle timeout — while no
-    // gap is near it. (A server on this test's loop, 20 ms pauses and a 500 ms timeout, failed at load 30:
-    // the starved loop itself was the idleness.)
-    const child = await childServer(4 * MiB, 500);
+    // The body comes slowly (1 MiB every 100 ms: ≥ 6.4 s, over twice the 3 s idle timeout) and the server, in
+    // its own process, reads it as it comes — no gap is near the timeout, and nothing is left in the sockets'
+    // buffers when the last slice is taken. (A server pacing itself, 4 MiB then 500 ms, failed at load: the
+    // kernel's buffers held up to ≈ 36 MiB past the last slice taken, more than it read in the 3 s before the
+    // answer was due. A server on this test's loop, 20 ms pauses and a 500 ms timeout, failed at load 30: the
+    // starved loop itself was the idleness.)
+    const child = await childServer(MiB, 0);
     try {
       const api = withRequestTimeout(new HttpRunnerApi(child.url, 'cred-1'), 3000);
-      const size = 64 * MiB;
+      const chunks = 64;
+      const chunk = Buffer.alloc(MiB, 7);
+      async function* slowBody(): AsyncGenerator<Buffer> {
+        for (let i = 0; i < chunks; i++) {
+          await new Promise((r) => setTimeout(r, 100));
+          yield chunk;
+        }
+      }
       const started = performance.now();
-      const answer = await api.artifact('r1', 1, 'big.bin', Readable.from([Buffer.alloc(size, 7)]));
+      const answer = await api.artifact('r1', 1, 'big.bin', Readable.from(slowBody()));
       const took = performance.now() - started;
       // The size is what the server counted: every byte reached it.
       expect(answer).toEqual({
         path: 'big.bin',
         address: 'blake3:abababababababababababababababababababababababababababababababab',
-        size,
+        size: chunks * MiB,
       });
       // Twice the timeout and more: a fixed bound of 3 s cut it (it did before).
       expect(took).toBeGreaterThan(6000);
