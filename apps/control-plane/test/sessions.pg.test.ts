@@ -91,6 +91,7 @@ describe.runIf(LIVE_PG)('sessions on two replicas of one PostgreSQL', () => {
       key: SESSION_ADMIN_KEY,
       body: { ttlSec: 300, idleTimeoutSec: 300 },
     });
+    expect(opened.status, JSON.stringify(opened.body)).toBe(201);
     const id = (opened.body.run as { id: string }).id;
     const minted = await call(a.app, 'POST', `/runs/${id}/terminal-ticket`, { key: SESSION_ADMIN_KEY });
     const ticket = minted.body.ticket as string;
@@ -111,6 +112,7 @@ describe.runIf(LIVE_PG)('sessions on two replicas of one PostgreSQL', () => {
       key: SESSION_ADMIN_KEY,
       body: { ttlSec: 1, idleTimeoutSec: 300 },
     });
+    expect(opened.status, JSON.stringify(opened.body)).toBe(201);
     const id = (opened.body.run as { id: string }).id;
     const db = a.core.internals.deps.db;
     await db
