@@ -20,8 +20,8 @@ afterAll(async () => {
   await t?.close();
 });
 
-/** Until `check` holds, for at most 10 s (a fallback look would come after 60). */
-const soon = (check: () => Promise<void> | void) => vi.waitFor(check, { timeout: 10_000, interval: 20 });
+/** Until `check` holds, for at most 30 s (a fallback look would come after 60; a loaded machine is slow). */
+const soon = (check: () => Promise<void> | void) => vi.waitFor(check, { timeout: 30_000, interval: 20 });
 
 const dispatch = () => {
   const d = t.core.internals.dispatch;

@@ -24,8 +24,8 @@ const reaper = () => {
   if (!r) throw new Error('no reaper');
   return r;
 };
-/** Until `check` holds, for at most 10 s (the fallback sweep would come after 60). */
-const soon = (check: () => Promise<void> | void) => vi.waitFor(check, { timeout: 10_000, interval: 50 });
+/** Until `check` holds, for at most 30 s (the fallback sweep would come after 60; a loaded machine is slow). */
+const soon = (check: () => Promise<void> | void) => vi.waitFor(check, { timeout: 30_000, interval: 50 });
 
 async function open(body: { ttlSec: number; idleTimeoutSec: number }): Promise<string> {
   const r = await call('POST', '/sandboxes', body);
@@ -51,6 +51,6 @@ it('a command ending brings the idle deadline back in: the session is reaped a t
   const endedAt = Date.now();
   const skipped = reaper().skippedSweeps;
   await soon(async () => expect((await run(id)).outputs?.result).toEqual({ endReason: 'idle' }));
-  expect(Date.now() - endedAt).toBeLessThan(5_000);
+  expect(Date.now() - endedAt).toBeLessThan(20_000); // its deadline (≈ 1 s), not the fallback's 60 s
   expect(reaper().skippedSweeps).toBeGreaterThan(skipped); // quiet between its end and its deadline
 }, 60_000);
