@@ -32,8 +32,8 @@ function sleptThrough(waits: { mock: { calls: unknown[][] } }) {
   expect(waits.mock.calls.length).toBeLessThan(5);
 }
 
-/** Until `check` holds, for at most 10 s (a poll would come after 60). */
-const soon = (check: () => Promise<void>) => vi.waitFor(check, { timeout: 10_000, interval: 25 });
+/** Until `check` holds, for at most 30 s (a poll would come after 60; a loaded machine is slow). */
+const soon = (check: () => Promise<void>) => vi.waitFor(check, { timeout: 30_000, interval: 25 });
 
 it('is alone on its database', async () => {
   // PGlite: by construction; PostgreSQL (the live pass): once its presence has looked and seen no one else.
