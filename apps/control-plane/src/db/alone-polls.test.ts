@@ -8,6 +8,7 @@
 // core: alone as well; test/listener-presence.pg.test.ts holds the switch back when a second one listens.)
 import { encodeAttestationBody, type Hex } from '@everdict/runrecord';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { ALONE_POLL_MS, beforeFallback as soon } from '../../test/alone.js';
 import { ADMIN_KEY, call, callInternal, type TestApp, testApp } from '../http/testing/harness.js';
 import { leaseRuns, pairTestRunner, signTestInterval } from '../http/testing/runners.js';
 import { journalRootOf } from '../runners/intervals.js';
@@ -15,7 +16,10 @@ import { fallbackPoll } from './fallback-poll.js';
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await testApp({ scheduler: { pollMs: 50, alonePollMs: 60_000 }, headLog: { sthIntervalMs: 10 } });
+  t = await testApp({
+    scheduler: { pollMs: 50, alonePollMs: ALONE_POLL_MS },
+    headLog: { sthIntervalMs: 10 },
+  });
 }, 300_000);
 afterAll(async () => {
   await t?.close();
@@ -32,12 +36,11 @@ function sleptThrough(waits: { mock: { calls: unknown[][] } }) {
   expect(waits.mock.calls.length).toBeLessThan(5);
 }
 
-/** Until `check` holds, for at most 30 s (a poll would come after 60; a loaded machine is slow). */
-const soon = (check: () => Promise<void>) => vi.waitFor(check, { timeout: 30_000, interval: 25 });
-
 it('is alone on its database', async () => {
   // PGlite: by construction; PostgreSQL (the live pass): once its presence has looked and seen no one else.
-  await soon(async () => expect(fallbackPoll(t.core.internals.ldb, 50, 60_000).periodMs()).toBe(60_000));
+  await soon(async () =>
+    expect(fallbackPoll(t.core.internals.ldb, 50, ALONE_POLL_MS).periodMs()).toBe(ALONE_POLL_MS),
+  );
 });
 
 it('a runner lease long-poll with nothing to lease sleeps through, not every pollMs; a create answers one at once', async () => {

@@ -7,21 +7,19 @@
 // with one core: alone as well, by presence.)
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { ALONE_POLL_MS, beforeFallback as soon } from '../../test/alone.js';
 import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
 import { leaseRuns, pairTestRunner } from '../http/testing/runners.js';
 
 let t: TestApp;
 beforeAll(async () => {
   t = await testApp({
-    scheduler: { pollMs: 50, alonePollMs: 60_000, lease: { leaseMs: 1_500, sweepMs: 20 } },
+    scheduler: { pollMs: 50, alonePollMs: ALONE_POLL_MS, lease: { leaseMs: 1_500, sweepMs: 20 } },
   });
 }, 300_000);
 afterAll(async () => {
   await t?.close();
 });
-
-/** Until `check` holds, for at most 30 s (a fallback look would come after 60; a loaded machine is slow). */
-const soon = (check: () => Promise<void> | void) => vi.waitFor(check, { timeout: 30_000, interval: 20 });
 
 const dispatch = () => {
   const d = t.core.internals.dispatch;
@@ -95,7 +93,7 @@ it('a schedule created on a quiet core fires its first slot at once and the next
 it('the vacuum keeper looks at a fact, not every tick', async () => {
   // A core of its own: the keeper on (PGlite has no autovacuum), ticking every 20 ms.
   const own = await testApp({
-    scheduler: { pollMs: 50, alonePollMs: 60_000 },
+    scheduler: { pollMs: 50, alonePollMs: ALONE_POLL_MS },
     vacuum: { checkMs: 20, mode: 'always' },
   });
   try {

@@ -4,13 +4,14 @@
 // session idle past its timeout is still reaped within a second or two of its deadline, the ticks between
 // skipped; and a command's end, which brings the idle deadline its start had pushed out back to now + the idle
 // timeout without a fact, is heard too. On the real core with real bubblewrap sandboxes.
-import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ALONE_POLL_MS, beforeFallback as soon } from '../../test/alone.js';
 import { type Json, SESSION_ADMIN_KEY, type SessionTestApp, sessionTestApp } from '../../test/sessions.js';
 import { call as rawCall } from '../http/testing/harness.js';
 
 let t: SessionTestApp;
 beforeAll(async () => {
-  t = await sessionTestApp({ sweepMs: 100, alonePollMs: 60_000 });
+  t = await sessionTestApp({ sweepMs: 100, alonePollMs: ALONE_POLL_MS });
 }, 240_000);
 afterAll(async () => {
   await t?.close();
@@ -24,8 +25,6 @@ const reaper = () => {
   if (!r) throw new Error('no reaper');
   return r;
 };
-/** Until `check` holds, for at most 30 s (the fallback sweep would come after 60; a loaded machine is slow). */
-const soon = (check: () => Promise<void> | void) => vi.waitFor(check, { timeout: 30_000, interval: 50 });
 
 async function open(body: { ttlSec: number; idleTimeoutSec: number }): Promise<string> {
   const r = await call('POST', '/sandboxes', body);
