@@ -16,7 +16,7 @@ import {
   signAttestation,
 } from '@everdict/runrecord';
 import { canonicalJsonl, digestOf } from '@everdict/trajectory-store';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { revokeAgentHost } from '../src/agents/hosts.js';
 import { ADMIN_KEY, call, callInternal } from '../src/http/testing/harness.js';
@@ -24,8 +24,8 @@ import { agentHostPairingProof } from '../src/http/testing/runners.js';
 import { leasePolicy } from '../src/leases/policy.js';
 import { expireHolder, requeueExpired } from '../src/runners/leases.js';
 import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
-import { lockWaits } from './lock-waits.js';
-import { type RunnerApp, runnerApp } from './runner-app.js';
+import { type LockRace, lockRace } from './lock-waits.js';
+import type { RunnerApp } from './runner-app.js';
 
 announceSkippedLiveSuite('test/agent-host-revoke.pg.test.ts');
 
@@ -34,15 +34,12 @@ type Event = Record<string, unknown>;
 
 describe.runIf(LIVE_PG)('an agent host’s report or append racing its revoke', () => {
   let t: RunnerApp;
+  let race: LockRace;
   let locker: pg.Client;
-  let watch: pg.Client;
 
   beforeAll(async () => {
-    t = await runnerApp(4);
-    locker = new pg.Client({ connectionString: t.database.url });
-    await locker.connect();
-    watch = new pg.Client({ connectionString: t.database.url });
-    await watch.connect();
+    race = await lockRace();
+    ({ t, locker } = race);
   }, 120_000);
 
   // A turn left queued is cancelled: the next test's host is offered only its own.
@@ -52,16 +49,11 @@ describe.runIf(LIVE_PG)('an agent host’s report or append racing its revoke', 
       await call(t.app, 'POST', `/runs/${runId}/cancel`, { key: ADMIN_KEY, body: {} });
   });
 
-  afterAll(async () => {
-    await locker?.end();
-    await watch?.end();
-    await t?.close();
-  });
+  afterAll(() => race?.close());
 
   const internal = (method: string, path: string, body?: unknown) => callInternal(t.app, method, path, body);
 
-  /** Resolves once `n` backends of this database wait on a lock, or `done()` says to stop looking. */
-  const waiting = (n: number, done?: () => boolean) => lockWaits(watch, n, done);
+  const waiting = (n: number, done?: () => boolean) => race.waiting(n, done);
 
   /** A paired host holding the lease of one new turn, whose transcript holds one message. */
   async function leased(): Promise<{ hostId: string; key: SigningKey; lease: Lease; events: Event[] }> {

@@ -5,40 +5,32 @@
 // runner's row (FOR KEY SHARE, as a completion: runners/intervals.ts). A third connection holds a row one side
 // needs next, so each pause is a lock wait (watched in pg_stat_activity), never a sleep. Live PostgreSQL only
 // (PGlite has one connection).
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, call } from '../src/http/testing/harness.js';
 import { leaseRuns, pairTestRunner, type TestLease, type TestRunner } from '../src/http/testing/runners.js';
 import { revokeRunner } from '../src/runners/admin.js';
 import { expireHolder } from '../src/runners/leases.js';
 import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
-import { lockWaits } from './lock-waits.js';
-import { type RunnerApp, runnerApp } from './runner-app.js';
+import { type LockRace, lockRace } from './lock-waits.js';
+import type { RunnerApp } from './runner-app.js';
 
 announceSkippedLiveSuite('test/interval-revoke.pg.test.ts');
 
 describe.runIf(LIVE_PG)('a runner’s events and artifacts racing its revoke', () => {
   let t: RunnerApp;
+  let race: LockRace;
   let locker: pg.Client;
-  let watch: pg.Client;
   let runs = 0;
 
   beforeAll(async () => {
-    t = await runnerApp(4);
-    locker = new pg.Client({ connectionString: t.database.url });
-    await locker.connect();
-    watch = new pg.Client({ connectionString: t.database.url });
-    await watch.connect();
+    race = await lockRace();
+    ({ t, locker } = race);
   }, 120_000);
 
-  afterAll(async () => {
-    await locker?.end();
-    await watch?.end();
-    await t?.close();
-  });
+  afterAll(() => race?.close());
 
-  /** Resolves once `n` backends of this database wait on a lock, or `done()` says to stop looking. */
-  const waiting = (n: number, done?: () => boolean) => lockWaits(watch, n, done);
+  const waiting = (n: number, done?: () => boolean) => race.waiting(n, done);
 
   /** A runner holding the lease of one new command run. */
   async function leased(): Promise<{ runner: TestRunner; lease: TestLease }> {

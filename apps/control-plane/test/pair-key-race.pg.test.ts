@@ -6,13 +6,13 @@
 // Live PostgreSQL only (PGlite has one connection).
 import { randomBytes } from 'node:crypto';
 import { generateSigningKey, type SigningKey } from '@everdict/runrecord';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../src/http/testing/harness.js';
 import { mintPairingToken, pairingProof } from '../src/http/testing/runners.js';
 import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
-import { lockWaits } from './lock-waits.js';
-import { type RunnerApp, runnerApp } from './runner-app.js';
+import { type LockRace, lockRace } from './lock-waits.js';
+import type { RunnerApp } from './runner-app.js';
 
 announceSkippedLiveSuite('test/pair-key-race.pg.test.ts');
 
@@ -20,21 +20,15 @@ const CAPS = { drivers: ['process'], kinds: ['command'], images: ['default'], sl
 
 describe.runIf(LIVE_PG)('two pairings of one public key at once', () => {
   let t: RunnerApp;
+  let race: LockRace;
   let locker: pg.Client;
   let watch: pg.Client;
 
   beforeAll(async () => {
-    t = await runnerApp(4);
-    locker = new pg.Client({ connectionString: t.database.url });
-    await locker.connect();
-    watch = new pg.Client({ connectionString: t.database.url });
-    await watch.connect();
+    race = await lockRace();
+    ({ t, locker, watch } = race);
   }, 120_000);
-  afterAll(async () => {
-    await locker?.end();
-    await watch?.end();
-    await t?.close();
-  });
+  afterAll(() => race?.close());
 
   const mint = () => mintPairingToken(t.app);
   const pairWith = (token: string, key: SigningKey) =>
@@ -56,7 +50,7 @@ describe.runIf(LIVE_PG)('two pairings of one public key at once', () => {
       }),
     );
     // Both wait: at the insert (past the key check), or one of them at the key's lock.
-    await lockWaits(watch, 2, () => settled > 0);
+    await race.waiting(2, () => settled > 0);
     await locker.query('COMMIT');
     const answers = await Promise.all(both);
     expect(answers.map((a) => a.status).sort()).toEqual([201, 409]);

@@ -3,37 +3,30 @@
 // rest of that batch. A third connection commits the change while the consumer waits for the subscription's row
 // (a lock wait watched in pg_stat_activity, never a sleep). Live PostgreSQL only (PGlite runs one transaction at
 // a time: a change there never lands inside a consuming batch).
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY } from '../src/http/testing/harness.js';
 import { consumeOnce } from '../src/scheduler/subscriptions-consumer.js';
 import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
-import { lockWaits } from './lock-waits.js';
-import { type RunnerApp, runnerApp } from './runner-app.js';
+import { type LockRace, lockRace } from './lock-waits.js';
+import type { RunnerApp } from './runner-app.js';
 
 announceSkippedLiveSuite('test/subscription-disable.pg.test.ts');
 
 describe.runIf(LIVE_PG)('a subscription changed while a consuming batch holds it', () => {
   let t: RunnerApp;
+  let race: LockRace;
   let locker: pg.Client;
-  let watch: pg.Client;
 
   beforeAll(async () => {
-    t = await runnerApp(4);
-    locker = new pg.Client({ connectionString: t.database.url });
-    await locker.connect();
-    watch = new pg.Client({ connectionString: t.database.url });
-    await watch.connect();
+    race = await lockRace();
+    ({ t, locker } = race);
   }, 120_000);
 
-  afterAll(async () => {
-    await locker?.end();
-    await watch?.end();
-    await t?.close();
-  });
+  afterAll(() => race?.close());
 
   /** Resolves once a backend of this database waits on a lock. */
-  const waiting = () => lockWaits(watch, 1);
+  const waiting = () => race.waiting(1);
 
   const changes: [string, string][] = [
     ['disabled', 'UPDATE subscriptions SET enabled = false WHERE id = $1'],
