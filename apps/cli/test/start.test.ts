@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { everdict } from './capture.js';
 
 const require = createRequire(import.meta.url);
 
@@ -87,6 +88,25 @@ describe('everdict start (the main job)', () => {
     expect((await fetch(`${url}/console`)).status).toBe(200);
     const runs = await fetch(`${url}/runs`, { headers: { authorization: `Bearer ${key}` } });
     expect(runs.status).toBe(200);
+    // A command run on the embedded runner: --wait prints the tails it settled with (stdout to stdout, stderr
+    // to stderr) and why it failed; a tail cut at 64 KiB says so.
+    const env = { EVERDICT_URL: url, EVERDICT_API_KEY: key };
+    const failed = await everdict(
+      ['run', 'command', '--wait', '--', 'sh', '-c', 'echo out; echo err >&2; exit 3'],
+      env,
+    );
+    expect(failed.code, failed.err).toBe(1);
+    expect(failed.out).toMatch(/^run_\w+ queued \(interactive\)\nout\n$/);
+    expect(failed.err).toMatch(
+      /^err\nrun_\w+ failed\nrun_failed: run_\w+ ended failed: exit_code: exited with 3\n$/,
+    );
+    const long = await everdict(
+      ['run', 'command', '--wait', '--', 'sh', '-c', 'head -c 70000 /dev/zero | tr "\\0" a'],
+      env,
+    );
+    expect(long.code, long.err).toBe(0);
+    expect(long.out.split('\n')[1]).toBe('a'.repeat(64 * 1024));
+    expect(long.err).toMatch(/output truncated to the last 64 KiB of each stream/);
     // The key and the internal token are kept for the next start (mode 0600).
     expect(JSON.parse(readFileSync(path.join(dataDir, 'main-job.json'), 'utf8')).apiKey).toBe(key);
 

@@ -1,6 +1,9 @@
 // everdict run <kind> [argv…] — submit one run through the gate; --wait for it to settle, --follow to
 // tail its trajectory while it runs. Exit 1 when a waited-for run did not succeed.
+
+import { COMMAND_TAIL_BYTES, CommandResult, RunError } from '@everdict/run-model';
 import type { Command } from 'commander';
+import { z } from 'zod';
 import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
@@ -120,12 +123,39 @@ export async function runCommand(
     outer?.removeEventListener('abort', onAbort);
   }
   if (o.json) line(ctx.io.stdout, JSON.stringify(run));
-  else line(ctx.io.stderr, `${id} ${run.status}`);
+  else {
+    // --follow streamed the output as it happened; --wait prints the tails the run settled with.
+    if (!o.follow) printOutputTails(ctx, run);
+    line(ctx.io.stderr, `${id} ${run.status}`);
+  }
   // Interrupted before it settled: how it ends was not observed, so it is not claimed (not `run_failed`).
   if (!TERMINAL.has(run.status))
     throw new CliError('interrupted', `stopped waiting: ${id} is still ${run.status}`);
-  if (run.status !== 'succeeded') throw new CliError('run_failed', `${id} ended ${run.status}`);
+  if (run.status !== 'succeeded') throw new CliError('run_failed', `${id} ended ${run.status}${why(run)}`);
   return 0;
+}
+
+/** Outputs whose `result` is a command's (run-model's `CommandResult`: its streams' tails). */
+const OutputTails = z.object({ result: CommandResult });
+
+/** The settled run's stdout and stderr tails, each to its own stream; nothing for other kinds' results. */
+function printOutputTails(ctx: Context, run: RunSummary): void {
+  const tails = OutputTails.safeParse(run.outputs);
+  if (!tails.success) return;
+  const { stdout, stderr, truncated } = tails.data.result;
+  if (stdout) ctx.io.stdout.write(stdout);
+  if (stderr) ctx.io.stderr.write(stderr);
+  if (truncated)
+    line(
+      ctx.io.stderr,
+      `${run.id}: output truncated to the last ${COMMAND_TAIL_BYTES / 1024} KiB of each stream (the whole streams: --follow, or GET /runs/${run.id}/trajectory)`,
+    );
+}
+
+/** `: <code>: <message>` from the run's error (exit_code: exited with 3), when it has one. */
+function why(run: RunSummary): string {
+  const error = RunError.safeParse(run.error);
+  return error.success ? `: ${error.data.code}: ${error.data.message}` : '';
 }
 
 export function registerRun(program: Command, ctx: () => Context, done: Done): void {
@@ -146,7 +176,10 @@ export function registerRun(program: Command, ctx: () => Context, done: Done): v
     .option('--envelope-runs <n>', 'open a delegated envelope capped at n runs')
     .option('--in-flight-cap <n>', "the envelope's in-flight cap")
     .option('--request-id <id>', 'idempotency key')
-    .option('--wait', 'wait until the run settles; exit 1 unless it succeeded')
+    .option(
+      '--wait',
+      'wait until the run settles, print its output tails (command, eval); exit 1 unless it succeeded',
+    )
     .option('-f, --follow', 'tail the trajectory while it runs (implies --wait)')
     .option('--json', 'print JSON')
     .action((kind: string, argv: string[], o: RunOptions) => done(runCommand(ctx(), kind, argv, o)));
