@@ -5,6 +5,7 @@ import { Command, CommanderError } from 'commander';
 import { registerAgent } from './commands/agent.js';
 import { registerDemo } from './commands/demo.js';
 import { registerExperiment } from './commands/experiment.js';
+import { registerHarness } from './commands/harness.js';
 import { registerRecord } from './commands/record.js';
 import { registerRun } from './commands/run.js';
 import { registerRuns } from './commands/runs.js';
@@ -45,6 +46,7 @@ export function buildProgram(
   };
   registerRun(program, ctx, done);
   registerExperiment(program, ctx, done);
+  registerHarness(program, ctx, done);
   registerRuns(program, ctx, done);
   registerRecord(program, ctx, done);
   registerSandbox(program, ctx, done);

@@ -21,8 +21,9 @@ export async function everdict(
   args: readonly string[],
   env: Record<string, string> = {},
   signal?: AbortSignal,
+  stdinText?: string,
 ): Promise<Ran> {
-  return started(args, env, signal).ran;
+  return started(args, env, signal, stdinText).ran;
 }
 
 /** `everdict args` under way: what it has printed so far, and its outcome once it ends. */
@@ -30,13 +31,16 @@ export function started(
   args: readonly string[],
   env: Record<string, string> = {},
   signal?: AbortSignal,
+  stdinText?: string,
 ): { ran: Promise<Ran>; printed: () => string } {
   const stdout = new Sink();
   const stderr = new Sink();
+  const stdin = new PassThrough();
+  if (stdinText !== undefined) stdin.end(stdinText);
   const ran = runCli(args, {
     stdout,
     stderr,
-    stdin: new PassThrough(),
+    stdin,
     env: { PATH: process.env.PATH ?? '', ...env },
     ...(signal ? { signal } : {}),
   }).then((code) => ({ code, out: stdout.text, err: stderr.text }));

@@ -196,6 +196,88 @@ describe('experiment, score, runs', () => {
   });
 });
 
+describe('experiment over a dataset (--cases)', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cli-cases-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const file = (name: string, text: string) => {
+    writeFileSync(path.join(dir, name), text);
+    return path.join(dir, name);
+  };
+  /** The cases the group's runs were given (an analysis run's `config.case`), in a stable order. */
+  const casesOf = async (out: string) => {
+    const id = (JSON.parse(out) as { group: { id: string } }).group.id;
+    const runs = await everdict(['runs', '--group', id, '--json'], env);
+    return (JSON.parse(runs.out) as { subject: { config: { case: { q: number } } } }[])
+      .map((r) => r.subject.config.case)
+      .sort((a, b) => a.q - b.q);
+  };
+  const experiment = (cases: string, stdin?: string) =>
+    everdict(
+      ['experiment', 'analysis', '--config', ECHO, '--cases', cases, '--no-score', '--json'],
+      env,
+      undefined,
+      stdin,
+    );
+
+  it('one run per case: JSON Lines (blank lines skipped), a JSON array, or stdin', async () => {
+    const lines = await experiment(file('cases.jsonl', '{"id":"a","q":1}\n\n{"id":"b","q":2}\n{"q":3}\n'));
+    expect(lines.code, lines.err).toBe(0);
+    expect(lines.err).toMatch(/: 3 analysis runs queued/);
+    expect(await casesOf(lines.out)).toEqual([{ id: 'a', q: 1 }, { id: 'b', q: 2 }, { q: 3 }]);
+    const array = await experiment(file('cases.json', ' [{"q":4},{"q":5}]'));
+    expect(array.code, array.err).toBe(0);
+    expect(await casesOf(array.out)).toEqual([{ q: 4 }, { q: 5 }]);
+    const stdin = await experiment('-', '{"q":6}\n');
+    expect(stdin.code, stdin.err).toBe(0);
+    expect(await casesOf(stdin.out)).toEqual([{ q: 6 }]);
+    expect((JSON.parse(stdin.out) as { group: { label: string } }).group.label).toBe('analysis over stdin');
+  });
+
+  it('a bad dataset, or -n with --cases, is usage (2) naming it, and creates nothing', async () => {
+    const before = await everdict(['runs', '--json', '--limit', '500'], env);
+    const bad = await experiment(file('bad.jsonl', '{"q":1}\n{oops\n'));
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('bad.jsonl:2: not JSON');
+    const scalars = await experiment(file('scalars.json', '[1,2]'));
+    expect(scalars.code).toBe(2);
+    expect(scalars.err).toMatch(/each a JSON object/);
+    expect((await experiment(file('empty.jsonl', '\n'))).code).toBe(2);
+    expect((await experiment(path.join(dir, 'missing.jsonl'))).err).toMatch(/ENOENT/);
+    const both = await everdict(['experiment', 'analysis', '-n', '2', '--cases', '-'], env);
+    expect(both.code).toBe(2);
+    expect((await everdict(['experiment', 'analysis', '--config', ECHO], env)).code).toBe(2);
+    const after = await everdict(['runs', '--json', '--limit', '500'], env);
+    expect(JSON.parse(after.out)).toHaveLength((JSON.parse(before.out) as unknown[]).length);
+  });
+});
+
+describe('harness', () => {
+  it('define: defined, the same again a no-op, a different one 409 (exit 3); list shows it', async () => {
+    const define = ['harness', 'define', 'cli-h@1', '--image', 'default', '--', 'sh', '-c', 'true'];
+    const first = await everdict(define, env);
+    expect(first.code, first.err).toBe(0);
+    expect(first.out).toBe('harness cli-h@1 defined\n');
+    expect((await everdict(define, env)).out).toBe('harness cli-h@1 already defined, identically\n');
+    const other = await everdict(['harness', 'define', 'cli-h@1', '--', 'sh', '-c', 'false'], env);
+    expect(other.code).toBe(3);
+    expect(other.err).toMatch(/refused 409 harness_conflict/);
+    const listed = await everdict(['harness', 'list', '--json'], env);
+    expect(JSON.parse(listed.out)).toContainEqual(
+      expect.objectContaining({ id: 'cli-h', version: '1', image: 'default', command: ['sh', '-c', 'true'] }),
+    );
+    expect((await everdict(['harness', 'list'], env)).out).toMatch(
+      /^cli-h@1\s+default\s+\["sh","-c","true"\]$/m,
+    );
+  });
+
+  it('no command, or a ref without a version, is usage (2)', async () => {
+    expect((await everdict(['harness', 'define', 'cli-h@2'], env)).code).toBe(2);
+    expect((await everdict(['harness', 'define', 'cli-h', '--', 'true'], env)).code).toBe(2);
+    expect((await everdict(['harness', 'define', 'cli-h@', '--', 'true'], env)).code).toBe(2);
+    expect((await everdict(['harness', 'list', '--json'], env)).out).not.toMatch(/"version":"2"/);
+  });
+});
+
 describe('record verify', () => {
   let runId = '';
   beforeAll(async () => {

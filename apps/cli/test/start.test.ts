@@ -1,7 +1,7 @@
 // The main job as a user starts it: `everdict start` (what `pnpm start` runs) spawned from the built CLI,
 // waited on until healthy, then SIGINT — every process it started must be gone and it must exit 0.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -107,6 +107,28 @@ describe('everdict start (the main job)', () => {
     expect(long.code, long.err).toBe(0);
     expect(long.out.split('\n')[1]).toBe('a'.repeat(64 * 1024));
     expect(long.err).toMatch(/output truncated to the last 64 KiB of each stream/);
+    // An eval experiment over a dataset on the embedded runner: a harness defined here reads case.json
+    // (`{runId, caseId, caseSpec}`) and answers it in out/outputs.json; one run per case, graded afterwards.
+    const harness =
+      'mkdir -p out && printf \'{"summary":"ok","result":%s,"exitCode":0}\' "$(cat case.json)" > out/outputs.json';
+    expect((await everdict(['harness', 'define', 'echo-case@1', '--', 'sh', '-c', harness], env)).code).toBe(
+      0,
+    );
+    const cases = path.join(dataDir, 'cases.jsonl');
+    writeFileSync(cases, '{"id":"a","answer":41}\n{"id":"b","answer":42}\n{"id":"c","answer":42}\n');
+    const grader =
+      '{"name":"answer","type":"json_field_equals","path":"outputs.result.caseSpec.answer","equals":42}';
+    const evals = await everdict(
+      ['experiment', 'eval', '--harness', 'echo-case@1', '--cases', cases, '--grader', grader, '--json'],
+      env,
+    );
+    expect(evals.code, evals.err).toBe(0);
+    const { group, scoring } = JSON.parse(evals.out) as {
+      group: { rollup: { byStatus: Record<string, number> } };
+      scoring: { aggregate: { graders: { grader: string; passRate: number }[] } };
+    };
+    expect(group.rollup.byStatus).toEqual({ succeeded: 3 });
+    expect(scoring.aggregate.graders.find((a) => a.grader === 'answer')?.passRate).toBeCloseTo(2 / 3);
     // The key and the internal token are kept for the next start (mode 0600).
     expect(JSON.parse(readFileSync(path.join(dataDir, 'main-job.json'), 'utf8')).apiKey).toBe(key);
 

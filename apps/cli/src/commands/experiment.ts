@@ -1,7 +1,10 @@
-// everdict experiment <kind> [argv…] -n N — N runs of one spec as one group (POST /groups), a progress
-// bar while they run, then the graders applied and the score table printed. Exit 1 when a run failed.
+// everdict experiment <kind> [argv…] -n N | --cases FILE — N runs of one spec, or one run per case of a dataset,
+// as one group (POST /groups), a progress bar while they run, then the graders applied and the score table
+// printed. Exit 1 when a run failed.
 // everdict score <group> --grader JSON… — (re-)score a group and print the table.
+import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import { z } from 'zod';
 import { pause } from '../backoff.js';
 import { type Context, type Done, reportingCall } from '../context.js';
 import { CliError } from '../errors.js';
@@ -98,7 +101,8 @@ export async function scoreGroup(
 }
 
 interface ExperimentOptions extends RunOptions {
-  repeat: string;
+  repeat?: string;
+  cases?: string;
   label?: string;
   grader?: string[];
   score?: boolean;
@@ -110,16 +114,25 @@ export async function experimentCommand(
   argv: readonly string[],
   o: ExperimentOptions,
 ): Promise<number> {
-  if (!/^\d+$/.test(o.repeat) || Number(o.repeat) < 1) throw new CliError('usage', '-n is a positive number');
-  const spec = runSpecOf(kind, argv, o);
+  if ((o.repeat === undefined) === (o.cases === undefined))
+    throw new CliError(
+      'usage',
+      'experiment: give -n N (runs of one spec) or --cases FILE (one run per case)',
+    );
+  if (o.repeat !== undefined && (!/^\d+$/.test(o.repeat) || Number(o.repeat) < 1))
+    throw new CliError('usage', '-n is a positive number');
+  const cases = o.cases === undefined ? undefined : await readCases(ctx, o.cases);
+  // Over a dataset an eval's case id comes from each case (`caseId`, else `id`; --case names the rest).
+  const spec = runSpecOf(kind, argv, cases && kind === 'eval' ? { ...o, case: o.case ?? 'case' } : o);
+  const n = cases?.length ?? Number(o.repeat);
   const created = await ctx.call<{ group: GroupSummary }>('POST', '/groups', {
     kind: 'experiment',
-    label: o.label ?? `${kind} ×${o.repeat}`,
-    repeat: Number(o.repeat),
+    label: o.label ?? (cases ? `${kind} over ${o.cases === '-' ? 'stdin' : o.cases}` : `${kind} ×${n}`),
+    ...(cases ? { cases } : { repeat: n }),
     spec,
   });
   const id = created.group.id;
-  line(ctx.io.stderr, `${id}: ${o.repeat} ${kind} runs queued`);
+  line(ctx.io.stderr, `${id}: ${n} ${kind} runs queued`);
   const group = await waitGroup(ctx, id, {
     progress: !o.json,
     ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
@@ -142,6 +155,49 @@ export async function experimentCommand(
   const failed = (group.rollup.byStatus.failed ?? 0) + (group.rollup.byStatus.cancelled ?? 0);
   if (failed > 0) throw new CliError('run_failed', `${failed} of ${group.rollup.total} runs did not succeed`);
   return 0;
+}
+
+/** The most cases one group takes (`POST /groups`). */
+const MAX_CASES = 10_000;
+const Cases = z.array(z.record(z.string(), z.unknown())).min(1).max(MAX_CASES);
+
+/**
+ * A dataset: a JSON array of case objects, or JSON Lines (one case object a line, blank lines skipped); `-` reads
+ * stdin. Anything else is a usage error naming the file (and the line).
+ */
+export async function readCases(ctx: Context, file: string): Promise<Record<string, unknown>[]> {
+  let text: string;
+  try {
+    text = file === '-' ? await readAll(ctx.io.stdin) : await readFile(file, 'utf8');
+  } catch (e) {
+    throw new CliError('usage', `--cases ${file}: ${(e as Error).message}`);
+  }
+  const values: unknown[] = [];
+  if (text.trimStart().startsWith('[')) {
+    try {
+      values.push(...(JSON.parse(text) as unknown[]));
+    } catch {
+      throw new CliError('usage', `--cases ${file}: not a JSON array`);
+    }
+  } else
+    for (const [i, row] of text.split('\n').entries()) {
+      if (!row.trim()) continue;
+      try {
+        values.push(JSON.parse(row));
+      } catch {
+        throw new CliError('usage', `--cases ${file}:${i + 1}: not JSON`);
+      }
+    }
+  const cases = Cases.safeParse(values);
+  if (!cases.success)
+    throw new CliError('usage', `--cases ${file}: 1 to ${MAX_CASES} cases, each a JSON object`);
+  return cases.data;
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(typeof c === 'string' ? Buffer.from(c) : c);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 export async function scoreCommand(
@@ -170,10 +226,13 @@ export async function scoreCommand(
 export function registerExperiment(program: Command, ctx: () => Context, done: Done): void {
   program
     .command('experiment')
-    .description('N runs of one spec as an experiment group: progress bar, then the score table')
+    .description(
+      'N runs of one spec, or one per case of a dataset, as an experiment group: progress, then scores',
+    )
     .argument('<kind>', 'the kind of each run (eval, command, analysis, …)')
     .argument('[argv...]', 'for `command`: the argv (after --)')
-    .requiredOption('-n, --repeat <n>', 'how many runs')
+    .option('-n, --repeat <n>', 'how many runs of the one spec')
+    .option('--cases <file>', 'one run per case: a JSON array or JSON Lines of case objects (- reads stdin)')
     .option('--label <label>', "the group's label")
     .option('--grader <json>', 'a grader spec (repeatable; default {"type":"exit_code"})', collect)
     .option('--no-score', 'do not score when the runs have settled')

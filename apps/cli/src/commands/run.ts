@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
+import { harnessRef } from './harness.js';
 import { parseJsonOption } from './options.js';
 import { followTrajectory, type RunSummary, TERMINAL, waitSettled } from './watch.js';
 
@@ -36,10 +37,8 @@ export function subjectOf(kind: string, argv: readonly string[], o: RunOptions):
       return { command: [...argv], ...(o.image ? { image: o.image } : {}) };
     case 'eval': {
       if (!o.harness || !o.case) throw new CliError('usage', 'run eval: --harness ID@VERSION and --case ID');
-      const at = o.harness.lastIndexOf('@');
-      if (at <= 0) throw new CliError('usage', '--harness is ID@VERSION');
       return {
-        harness: { id: o.harness.slice(0, at), version: o.harness.slice(at + 1) },
+        harness: harnessRef(o.harness),
         caseId: o.case,
         ...(o.caseSpec ? { caseSpec: parseJsonOption('--case-spec', o.caseSpec) } : {}),
       };
