@@ -196,6 +196,61 @@ describe('experiment, score, runs', () => {
   });
 });
 
+describe('the built CLI writing to a pipe', () => {
+  const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+  /**
+   * The built `everdict` with its stdout on a pipe this test does not read until the CLI has exited or 3 s have
+   * passed: a CLI that exits with bytes still unread loses them; one that waits for its reader gets them all.
+   */
+  const slowlyRead = (args: string[]) =>
+    new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+      const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env } });
+      const chunks: Buffer[] = [];
+      let err = '';
+      child.stderr.on('data', (c: Buffer) => {
+        err += c.toString();
+      });
+      child.stdout.pause();
+      const read = () => child.stdout.on('data', (c: Buffer) => chunks.push(c)).resume();
+      const timer = setTimeout(read, 3_000);
+      child.once('exit', () => {
+        clearTimeout(timer);
+        read();
+      });
+      child.on('close', (code) => resolve({ code, out: Buffer.concat(chunks).toString(), err }));
+    });
+
+  it('a reader slower than the CLI still gets every byte (process.exit dropped what the pipe had not taken)', async () => {
+    const big = 'x'.repeat(100_000); // each run's JSON holds it twice: its subject and its outputs.result
+    for (let i = 0; i < 2; i++) {
+      const made = await everdict(
+        ['run', 'analysis', '--config', JSON.stringify({ fn: 'echo', value: big }), '--wait', '--json'],
+        env,
+      );
+      expect(made.code, made.err).toBe(0);
+    }
+    const r = await slowlyRead(['runs', '--kind', 'analysis', '--json', '--limit', '500']);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out.length).toBeGreaterThan(400_000);
+    const runs = JSON.parse(r.out) as { subject: { config: { value?: string } } }[];
+    expect(runs.filter((x) => x.subject.config.value === big)).toHaveLength(2);
+  });
+
+  it('a reader that goes away (`| head`) ends it with 141, as SIGPIPE would, and no stack trace', async () => {
+    const child = spawn(process.execPath, [MAIN, 'runs', '--json', '--limit', '500'], {
+      env: { ...process.env, ...env },
+    });
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => {
+      err += c.toString();
+    });
+    child.stdout.once('data', () => child.stdout.destroy()); // the reader took its first bytes and left
+    const code = await new Promise<number | null>((r) => child.on('close', r));
+    expect(code, err).toBe(141);
+    expect(err).not.toMatch(/EPIPE|at /);
+  });
+});
+
 describe('experiment over a dataset (--cases)', () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cli-cases-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
