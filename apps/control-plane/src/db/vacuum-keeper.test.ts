@@ -52,11 +52,12 @@ describe('the vacuum keeper', () => {
     const tenantsDead = await dead(db, 'tenants');
     expect(tenantsDead).toBeLessThan(100); // not due: it must be left alone
 
+    // Both due tables, each once its statistics arrive: on a server the leases' dead rows are counted by the
+    // backends that deleted them, which report within 10 s when idle (PGSTAT_IDLE_INTERVAL), not with the queue's.
     await eventually(async () => {
       await keeper.check();
-      return keeper.vacuumed.has('adm_queue') ? true : undefined;
+      return keeper.vacuumed.has('adm_queue') && keeper.vacuumed.has('run_leases') ? true : undefined;
     }, 30_000);
-    expect(keeper.vacuumed.has('run_leases')).toBe(true);
     expect(keeper.vacuumed.has('tenants')).toBe(false);
     expect(await dead(db, 'adm_queue')).toBeLessThan(100);
 
