@@ -6,6 +6,7 @@ import { registerAgent } from './commands/agent.js';
 import { registerDemo } from './commands/demo.js';
 import { registerExperiment } from './commands/experiment.js';
 import { registerHarness } from './commands/harness.js';
+import { registerLogs } from './commands/logs.js';
 import { registerRecord } from './commands/record.js';
 import { registerRun } from './commands/run.js';
 import { registerRuns } from './commands/runs.js';
@@ -48,6 +49,7 @@ export function buildProgram(
   registerExperiment(program, ctx, done);
   registerHarness(program, ctx, done);
   registerRuns(program, ctx, done);
+  registerLogs(program, ctx, done);
   registerRecord(program, ctx, done);
   registerSandbox(program, ctx, done);
   registerAgent(program, ctx, done);

@@ -32,6 +32,8 @@ describe('--help and usage', () => {
     [['experiment']],
     [['score']],
     [['runs']],
+    [['logs']],
+    [['harness', 'define']],
     [['record', 'verify']],
     [['sandbox', 'shell']],
     [['agent', 'chat']],
@@ -83,6 +85,16 @@ describe('run', () => {
     const child = await everdict(['run', 'analysis', '--config', ECHO, '--caused-by', id], env);
     expect(child.code).toBe(3);
     expect(child.err).toMatch(/refused 402 envelope_exhausted \(rule envelope\)/);
+  });
+
+  it('logs: a run that recorded no event prints nothing (0); an unknown run is refused (3)', async () => {
+    const made = await everdict(['run', 'analysis', '--config', ECHO, '--wait', '--json'], env);
+    const id = (JSON.parse(made.out) as { id: string }).id;
+    expect(await everdict(['logs', id], env)).toEqual({ code: 0, out: '', err: '' });
+    expect(await everdict(['logs', id, '--follow'], env)).toEqual({ code: 0, out: '', err: '' });
+    const unknown = await everdict(['logs', 'run_nope'], env);
+    expect(unknown.code).toBe(3);
+    expect(unknown.err).toMatch(/refused 404 not_found/);
   });
 
   it('no answer exits 4', async () => {

@@ -100,6 +100,26 @@ describe('everdict start (the main job)', () => {
     expect(failed.err).toMatch(
       /^err\nrun_\w+ failed\nrun_failed: run_\w+ ended failed: exit_code: exited with 3\n$/,
     );
+    // Its trajectory: the output as text (each stream to its own), as stored (--json), and tailed (--follow).
+    const failedId = /^(run_\w+) queued/.exec(failed.out)?.[1] ?? '';
+    for (const args of [[], ['--follow']])
+      expect(await everdict(['logs', failedId, ...args], env)).toEqual({
+        code: 0,
+        out: 'out\n',
+        err: 'err\n',
+      });
+    const stored = await everdict(['logs', failedId, '--json'], env);
+    const events = stored.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(events).toHaveLength(2);
+    expect(events).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ type: 'log', stream: 'stdout', message: 'out', runId: failedId }),
+        expect.objectContaining({ type: 'log', stream: 'stderr', message: 'err', runId: failedId }),
+      ]),
+    );
     const long = await everdict(
       ['run', 'command', '--wait', '--', 'sh', '-c', 'head -c 70000 /dev/zero | tr "\\0" a'],
       env,

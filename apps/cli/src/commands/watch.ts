@@ -80,12 +80,18 @@ export async function waitSettled(
 export const TRAJECTORY_PAGE = 10_000;
 
 /**
- * Tails the trajectory, one line per event on stdout, until sealed or `signal` aborts. The stream ends after
+ * Tails the trajectory, each event to `print` (one line on stdout), until sealed or `signal` aborts. The stream ends after
  * a page of events (`end` `{status: "limit"}`) and may drop: either way it is reopened after the last event
  * it sent (`offset`), a drop after a pause (Backoff) — nothing skipped, nothing twice. A refusal (4xx) or an
  * `error` event ends the tail with a line on stderr.
  */
-export async function followTrajectory(ctx: Context, id: string, signal: AbortSignal): Promise<number> {
+export async function followTrajectory(
+  ctx: Context,
+  id: string,
+  signal: AbortSignal,
+  print: (id: string | undefined, data: string) => void = (eid, data) =>
+    line(ctx.io.stdout, describeTraceEvent(eid, data)),
+): Promise<number> {
   const base = `${ctx.url}/runs/${encodeURIComponent(id)}/trajectory/stream`;
   const backoff = new Backoff();
   let n = 0;
@@ -107,7 +113,7 @@ export async function followTrajectory(ctx: Context, id: string, signal: AbortSi
         backoff.reset();
         n++;
         if (e.id !== undefined && /^\d+$/.test(e.id)) offset = Number(e.id) + 1;
-        line(ctx.io.stdout, describeTraceEvent(e.id, e.data));
+        print(e.id, e.data);
       }
       if (end === 'limit') continue; // the next page, at once
       if (end !== undefined || signal.aborted) return n; // sealed, or the run ended without a trajectory
