@@ -3,6 +3,7 @@
 // in-process.
 import { Command, CommanderError } from 'commander';
 import { registerAgent } from './commands/agent.js';
+import { registerCancel } from './commands/cancel.js';
 import { registerDemo } from './commands/demo.js';
 import { registerExperiment } from './commands/experiment.js';
 import { registerHarness } from './commands/harness.js';
@@ -50,6 +51,7 @@ export function buildProgram(
   registerHarness(program, ctx, done);
   registerRuns(program, ctx, done);
   registerLogs(program, ctx, done);
+  registerCancel(program, ctx, done);
   registerRecord(program, ctx, done);
   registerSandbox(program, ctx, done);
   registerAgent(program, ctx, done);

@@ -33,6 +33,7 @@ describe('--help and usage', () => {
     [['score']],
     [['runs']],
     [['logs']],
+    [['cancel']],
     [['harness', 'define']],
     [['record', 'verify']],
     [['sandbox', 'shell']],
@@ -95,6 +96,25 @@ describe('run', () => {
     const unknown = await everdict(['logs', 'run_nope'], env);
     expect(unknown.code).toBe(3);
     expect(unknown.err).toMatch(/refused 404 not_found/);
+  });
+
+  it('cancel: the run and the runs it caused; cancelling it again is refused 409 (3)', async () => {
+    const sleep = '{"fn":"sleep","ms":20000}';
+    const root = await everdict(['run', 'analysis', '--config', sleep, '--json'], env);
+    const rootId = (JSON.parse(root.out) as { run: { id: string } }).run.id;
+    const child = await everdict(
+      ['run', 'analysis', '--config', sleep, '--caused-by', rootId, '--json'],
+      env,
+    );
+    const childId = (JSON.parse(child.out) as { run: { id: string } }).run.id;
+    const r = await everdict(['cancel', rootId, '--reason', 'not needed'], env);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toBe(`${rootId} cancelled with 1 descendant\n  ${childId} cancelled\n`);
+    const listed = await everdict(['runs', '--caused-by', rootId, '--json'], env);
+    expect((JSON.parse(listed.out) as { status: string }[]).map((x) => x.status)).toEqual(['cancelled']);
+    const again = await everdict(['cancel', rootId], env);
+    expect(again.code).toBe(3);
+    expect(again.err).toMatch(/refused 409 conflict: run \w+ already cancelled/);
   });
 
   it('no answer exits 4', async () => {
