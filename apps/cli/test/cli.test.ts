@@ -34,6 +34,7 @@ describe('--help and usage', () => {
     [['runs']],
     [['logs']],
     [['cancel']],
+    [['show']],
     [['harness', 'define']],
     [['record', 'verify']],
     [['sandbox', 'shell']],
@@ -110,6 +111,11 @@ describe('run', () => {
     const r = await everdict(['cancel', rootId, '--reason', 'not needed'], env);
     expect(r.code, r.err).toBe(0);
     expect(r.out).toBe(`${rootId} cancelled with 1 descendant\n  ${childId} cancelled\n`);
+    const shown = await everdict(['show', childId], env);
+    expect(shown.out).toMatch(new RegExp(`^${childId}  analysis  cancelled\n`));
+    expect(shown.out).toMatch(new RegExp(`^ {2}caused by +${rootId} \\(depth 1\\)$`, 'm'));
+    const asJson = JSON.parse((await everdict(['show', childId, '--json'], env)).out) as { id: string };
+    expect(asJson).toMatchObject({ id: childId, status: 'cancelled', causalDepth: 1 });
     const listed = await everdict(['runs', '--caused-by', rootId, '--json'], env);
     expect((JSON.parse(listed.out) as { status: string }[]).map((x) => x.status)).toEqual(['cancelled']);
     const again = await everdict(['cancel', rootId], env);

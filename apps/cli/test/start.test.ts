@@ -108,6 +108,14 @@ describe('everdict start (the main job)', () => {
         out: 'out\n',
         err: 'err\n',
       });
+    const shown = await everdict(['show', failedId], env);
+    expect(shown.code, shown.err).toBe(0);
+    expect(shown.out).toMatch(new RegExp(`^${failedId}  command  failed\n`));
+    expect(shown.out).toMatch(/^ {2}error +exit_code: exited with 3$/m);
+    expect(shown.out).toMatch(/^ {2}exit code +3$/m);
+    expect(shown.out).toMatch(/^ {2}trajectory +2 events, sealed/m);
+    expect(shown.out.endsWith('\nout\n')).toBe(true); // its output tails, as --wait prints them
+    expect(shown.err).toBe('err\n');
     const stored = await everdict(['logs', failedId, '--json'], env);
     const events = stored.out
       .trim()

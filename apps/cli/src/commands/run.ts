@@ -138,7 +138,7 @@ export async function runCommand(
 const OutputTails = z.object({ result: CommandResult });
 
 /** The settled run's stdout and stderr tails, each to its own stream; nothing for other kinds' results. */
-function printOutputTails(ctx: Context, run: RunSummary): void {
+export function printOutputTails(ctx: Context, run: RunSummary): void {
   const tails = OutputTails.safeParse(run.outputs);
   if (!tails.success) return;
   const { stdout, stderr, truncated } = tails.data.result;

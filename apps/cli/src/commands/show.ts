@@ -1,0 +1,119 @@
+// everdict show <run> [--json] — one run as the control plane holds it (GET /runs/:id): what it ran, where it
+// stands, why it failed, its scores, record and trajectory, then a command's or an eval's output tails.
+import type { Command } from 'commander';
+import { z } from 'zod';
+import type { Context, Done } from '../context.js';
+import { CliError } from '../errors.js';
+import { line } from '../io.js';
+import { table } from '../table.js';
+import { printOutputTails } from './run.js';
+
+/** The fields `show` prints; the rest of the run is in `--json`. Each is optional: absent ones are not shown. */
+const ShownRun = z.object({
+  id: z.string(),
+  kind: z.string(),
+  status: z.string(),
+  class: z.string().optional(),
+  lifetime: z.string().optional(),
+  attempt: z.number().optional(),
+  subject: z.unknown().optional(),
+  createdAt: z.string().optional(),
+  startedAt: z.string().optional(),
+  settledAt: z.string().optional(),
+  causalDepth: z.number().optional(),
+  origin: z.object({ causedByRunId: z.string().nullish() }).partial().optional(),
+  group: z.object({ id: z.string(), role: z.string().optional() }).nullish(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  outputs: z
+    .object({
+      exitCode: z.number().nullish(),
+      summary: z.string().optional(),
+      scores: z.array(z.object({ grader: z.string(), value: z.number(), passed: z.boolean().optional() })),
+      artifacts: z.array(z.object({ name: z.string(), bytes: z.number() })),
+    })
+    .partial()
+    .optional(),
+  record: z.object({ head: z.string(), length: z.number() }).optional(),
+  trajectory: z.object({ eventCount: z.number(), sealedAt: z.string().nullish() }).partial().optional(),
+});
+type ShownRun = z.infer<typeof ShownRun>;
+
+/** Label / value rows of a run, in the order a reader asks: what, where it stands, why, what it left. */
+function rows(r: ShownRun): string[][] {
+  const out: string[][] = [];
+  const add = (label: string, value: string | undefined) => {
+    if (value) out.push([label, value]);
+  };
+  add('subject', r.subject === undefined ? undefined : JSON.stringify(r.subject));
+  add(
+    'class',
+    [r.class, r.lifetime && `lifetime ${r.lifetime}`, r.attempt && `attempt ${r.attempt}`]
+      .filter(Boolean)
+      .join(' · '),
+  );
+  add(
+    'times',
+    [
+      r.createdAt && `created ${r.createdAt}`,
+      r.startedAt && `started ${r.startedAt}`,
+      r.settledAt && `settled ${r.settledAt}`,
+    ]
+      .filter(Boolean)
+      .join(' · '),
+  );
+  add(
+    'caused by',
+    r.origin?.causedByRunId ? `${r.origin.causedByRunId} (depth ${r.causalDepth ?? '?'})` : undefined,
+  );
+  add('group', r.group ? `${r.group.id}${r.group.role ? ` (${r.group.role})` : ''}` : undefined);
+  add('error', r.error ? `${r.error.code}: ${r.error.message}` : undefined);
+  add(
+    'exit code',
+    r.outputs?.exitCode === undefined || r.outputs.exitCode === null ? undefined : String(r.outputs.exitCode),
+  );
+  add('summary', r.outputs?.summary);
+  for (const s of r.outputs?.scores ?? [])
+    add(
+      'score',
+      `${s.grader} ${s.value}${s.passed === undefined ? '' : s.passed ? ' (passed)' : ' (failed)'}`,
+    );
+  for (const a of r.outputs?.artifacts ?? []) add('artifact', `${a.name} (${a.bytes} bytes)`);
+  add('record', r.record ? `head ${r.record.head} · length ${r.record.length}` : undefined);
+  add(
+    'trajectory',
+    r.trajectory
+      ? `${r.trajectory.eventCount ?? 0} events${r.trajectory.sealedAt ? ', sealed' : ', live'} (everdict logs ${r.id})`
+      : undefined,
+  );
+  return out;
+}
+
+export async function showCommand(ctx: Context, id: string, o: { json?: boolean }): Promise<number> {
+  const raw = await ctx.call<unknown>('GET', `/runs/${encodeURIComponent(id)}`);
+  if (o.json) {
+    line(ctx.io.stdout, JSON.stringify(raw));
+    return 0;
+  }
+  const parsed = ShownRun.safeParse(raw);
+  if (!parsed.success) throw new CliError('unavailable', 'the run answer is not the documented shape (Run)');
+  const run = parsed.data;
+  line(ctx.io.stdout, `${run.id}  ${run.kind}  ${run.status}`);
+  const body = table(['', ''], rows(run)).split('\n').slice(1);
+  for (const l of body) line(ctx.io.stdout, `  ${l}`);
+  printOutputTails(ctx, {
+    id: run.id,
+    kind: run.kind,
+    status: run.status,
+    outputs: (raw as { outputs?: unknown }).outputs,
+  });
+  return 0;
+}
+
+export function registerShow(program: Command, ctx: () => Context, done: Done): void {
+  program
+    .command('show')
+    .description('one run: what it ran, where it stands, why it failed, its scores, record and output')
+    .argument('<run>', 'the run id')
+    .option('--json', 'the run as the control plane answers it')
+    .action((id: string, o: { json?: boolean }) => done(showCommand(ctx(), id, o)));
+}
