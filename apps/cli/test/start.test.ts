@@ -14,14 +14,20 @@ const require = createRequire(import.meta.url);
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'everdict-main-job-'));
 const started: number[] = [];
-afterAll(() => {
-  // Only if the test failed half-way: stop what it started, by pid.
-  for (const pid of started)
+afterAll(async () => {
+  // Only if the test failed half-way: stop the main job as Ctrl-C stops it (its parts with it), then whatever is
+  // left of its process group by force. A SIGKILL of the main job alone left its control plane, embedded runner
+  // and agent running on, orphaned, for the rest of the run.
+  for (const pid of started) {
+    if (!alive(pid)) continue;
+    process.kill(pid, 'SIGINT');
+    for (let i = 0; i < 300 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
     try {
-      process.kill(pid, 'SIGKILL');
+      process.kill(-pid, 'SIGKILL'); // the main job runs detached: its own process group, its parts in it
     } catch {
-      /* gone */
+      /* the group is gone */
     }
+  }
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -58,6 +64,7 @@ describe('everdict start (the main job)', () => {
     const child = spawn(process.execPath, [MAIN, 'start', '--port', '0', '--data-dir', dataDir], {
       env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true, // its own process group: afterAll can stop every part of it (above)
     });
     if (child.pid) started.push(child.pid);
     let out = '';
