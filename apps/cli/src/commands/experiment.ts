@@ -3,6 +3,7 @@
 // printed. Exit 1 when a run failed.
 // everdict score <group> --grader JSON… — (re-)score a group and print the table.
 import { readFile } from 'node:fs/promises';
+import { text as readText } from 'node:stream/consumers';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { pause } from '../backoff.js';
@@ -168,7 +169,7 @@ const Cases = z.array(z.record(z.string(), z.unknown())).min(1).max(MAX_CASES);
 export async function readCases(ctx: Context, file: string): Promise<Record<string, unknown>[]> {
   let text: string;
   try {
-    text = file === '-' ? await readAll(ctx.io.stdin) : await readFile(file, 'utf8');
+    text = file === '-' ? await readText(ctx.io.stdin) : await readFile(file, 'utf8');
   } catch (e) {
     throw new CliError('usage', `--cases ${file}: ${(e as Error).message}`);
   }
@@ -192,12 +193,6 @@ export async function readCases(ctx: Context, file: string): Promise<Record<stri
   if (!cases.success)
     throw new CliError('usage', `--cases ${file}: 1 to ${MAX_CASES} cases, each a JSON object`);
   return cases.data;
-}
-
-async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(typeof c === 'string' ? Buffer.from(c) : c);
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 export async function scoreCommand(

@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import type { Context, Done } from '../context.js';
 import { line } from '../io.js';
-import { describeTraceEvent, followTrajectory } from './watch.js';
+import { describeEvent, describeTraceEvent, followTrajectory, parseTraceEvent } from './watch.js';
 
 interface Page {
   items: Record<string, unknown>[];
@@ -20,17 +20,8 @@ function printer(ctx: Context, json: boolean) {
     if (json) line(ctx.io.stdout, JSON.stringify(ev));
     else if (ev.type === 'log' && typeof ev.message === 'string')
       line(ev.stream === 'stderr' ? ctx.io.stderr : ctx.io.stdout, ev.message);
-    else line(ctx.io.stdout, describeTraceEvent(String(ev.seq ?? '?'), JSON.stringify(ev)));
+    else line(ctx.io.stdout, describeEvent(String(ev.seq ?? '?'), ev));
   };
-}
-
-function parseEvent(data: string): Record<string, unknown> | null {
-  try {
-    const v: unknown = JSON.parse(data);
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
 }
 
 export async function logsCommand(
@@ -42,7 +33,7 @@ export async function logsCommand(
   if (o.follow) {
     const stop = ctx.io.signal ?? new AbortController().signal;
     await followTrajectory(ctx, id, stop, (eid, data) => {
-      const ev = parseEvent(data);
+      const ev = parseTraceEvent(data);
       if (ev) print(ev);
       else line(ctx.io.stdout, describeTraceEvent(eid, data)); // not an event object: shown as it came
     });

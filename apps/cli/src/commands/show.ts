@@ -26,6 +26,7 @@ const ShownRun = z.object({
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   outputs: z
     .object({
+      result: z.unknown(), // a command's or an eval's output tails (printOutputTails)
       exitCode: z.number().nullish(),
       summary: z.string().optional(),
       scores: z.array(z.object({ grader: z.string(), value: z.number(), passed: z.boolean().optional() })),
@@ -100,12 +101,7 @@ export async function showCommand(ctx: Context, id: string, o: { json?: boolean 
   line(ctx.io.stdout, `${run.id}  ${run.kind}  ${run.status}`);
   const body = table(['', ''], rows(run)).split('\n').slice(1);
   for (const l of body) line(ctx.io.stdout, `  ${l}`);
-  printOutputTails(ctx, {
-    id: run.id,
-    kind: run.kind,
-    status: run.status,
-    outputs: (raw as { outputs?: unknown }).outputs,
-  });
+  printOutputTails(ctx, run);
   return 0;
 }
 

@@ -139,17 +139,28 @@ function endStatus(data: string): string | undefined {
   }
 }
 
-export function describeTraceEvent(id: string | undefined, data: string): string {
-  let ev: Record<string, unknown>;
+/** A trajectory event's JSON as an object, or null when it is not one. */
+export function parseTraceEvent(data: string): Record<string, unknown> | null {
   try {
-    ev = JSON.parse(data) as Record<string, unknown>;
+    const v: unknown = JSON.parse(data);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
   } catch {
-    return `${id ?? '?'} ${data}`;
+    return null;
   }
+}
+
+/** One line for an event: its id, its type, the rest of it as JSON (cut at 200 characters). */
+export function describeEvent(id: string | undefined, ev: Record<string, unknown>): string {
   const type = String(ev.type ?? 'event');
   const body = Object.fromEntries(
     Object.entries(ev).filter(([k]) => !['type', 'ts', 'runId', 'seq', 'at'].includes(k)),
   );
   const text = JSON.stringify(body);
   return `${(id ?? '?').padStart(4)} ${type} ${text.length > 200 ? `${text.slice(0, 197)}...` : text}`;
+}
+
+/** One line for an event as the stream sent it; what is not an event object is shown as it came. */
+export function describeTraceEvent(id: string | undefined, data: string): string {
+  const ev = parseTraceEvent(data);
+  return ev ? describeEvent(id, ev) : `${id ?? '?'} ${data}`;
 }
