@@ -105,9 +105,9 @@ describe('runner authentication with the credential cache (PGlite core)', () => 
       await svc.revoke(t.admin, b.runnerId);
       // Only this test's runners: on a server an earlier test's NOTIFY can still be on its way to the listener.
       const ours = [hashOf(a.credential), hashOf(b.credential)];
-      const theirs = () => heard.filter((h) => ours.includes(h));
-      await eventually(async () => (theirs().length >= 2 ? true : undefined));
-      expect(theirs()).toEqual(ours);
+      const heardOurs = () => heard.filter((h) => ours.includes(h));
+      await eventually(async () => (heardOurs().length >= 2 ? true : undefined));
+      expect(heardOurs()).toEqual(ours);
     } finally {
       await unlisten();
     }
