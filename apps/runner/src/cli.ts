@@ -186,11 +186,15 @@ async function main(argv: string[]): Promise<number> {
   throw new RunnerError('usage', USAGE);
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    const code = err instanceof RunnerError ? err.code : ((err as { code?: string }).code ?? 'error');
-    log('error', err instanceof Error ? err.message : String(err), { code });
-    process.exit(err instanceof RunnerError && err.code === 'usage' ? 64 : 1);
-  },
-);
+// On a pipe stdout and stderr are asynchronous: exiting at once drops what the reader has not taken yet (the
+// last log lines, a long listing). An empty write's callback runs once every write before it reached the OS.
+async function exitFlushed(code: number): Promise<never> {
+  await Promise.all([process.stdout, process.stderr].map((s) => new Promise((done) => s.write('', done))));
+  process.exit(code);
+}
+
+main(process.argv.slice(2)).then(exitFlushed, (err: unknown) => {
+  const code = err instanceof RunnerError ? err.code : ((err as { code?: string }).code ?? 'error');
+  log('error', err instanceof Error ? err.message : String(err), { code });
+  return exitFlushed(err instanceof RunnerError && err.code === 'usage' ? 64 : 1);
+});

@@ -45,10 +45,14 @@ async function main(argv: string[]): Promise<number> {
   return 2;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    process.stderr.write(`${isPlacementError(e) ? `${e.code}: ${e.message}` : String(e)}\n`);
-    process.exit(1);
-  },
-);
+// On a pipe stdout is asynchronous: exiting at once drops what the reader has not taken yet (a long `reap`
+// listing). An empty write's callback runs once every write before it has been handed to the OS.
+async function exitFlushed(code: number): Promise<never> {
+  await Promise.all([process.stdout, process.stderr].map((s) => new Promise((done) => s.write('', done))));
+  process.exit(code);
+}
+
+main(process.argv.slice(2)).then(exitFlushed, (e: unknown) => {
+  process.stderr.write(`${isPlacementError(e) ? `${e.code}: ${e.message}` : String(e)}\n`);
+  return exitFlushed(1);
+});
