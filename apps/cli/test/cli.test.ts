@@ -219,6 +219,37 @@ describe('experiment, score, runs', () => {
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/re-scores scoring_/);
     expect(r.out).toMatch(/^greets\s+100%/m);
+    expect(r.out).not.toMatch(/failed verdict/); // every verdict passed: no listing
+  });
+
+  it("score lists each failed verdict with its run and why; show gives a run's verdicts with their details", async () => {
+    const r = await everdict(
+      [
+        'score',
+        groupId,
+        '--grader',
+        '{"name":"off-by-one","type":"json_field_equals","path":"outputs.result","equals":41}',
+        '--grader',
+        '{"name":"as-configured","type":"json_field_equals","path":"outputs.result","equalsPath":"subject.config.value"}',
+      ],
+      env,
+    );
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(/^off-by-one\s+0%\s+0\s+4$/m);
+    expect(r.out).toMatch(/^as-configured\s+100%\s+1\s+4$/m);
+    expect(r.out).toMatch(/^4 failed verdicts:$/m);
+    expect(r.out).toMatch(/^run\s+case\s+grader\s+why$/m);
+    const listed = [
+      ...r.out.matchAll(/^(run_\w+)\s+-\s+off-by-one\s+outputs\.result differs from 41$/gm),
+    ].map((m) => m[1]);
+    expect(listed).toHaveLength(4);
+    const show = await everdict(['show', listed[0]!], env);
+    expect(show.code, show.err).toBe(0);
+    expect(show.out).toMatch(/score\s+off-by-one 0 \(failed\): outputs\.result differs from 41$/m);
+    expect(show.out).toMatch(
+      /score\s+as-configured 1 \(passed\): outputs\.result equals subject\.config\.value 42$/m,
+    );
+    expect(show.out).toMatch(/score\s+greets 1 \(passed\): outputs\.summary matches \/hel\+o\/$/m);
   });
 
   it('runs: filters, a table or --json', async () => {

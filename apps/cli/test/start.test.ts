@@ -143,27 +143,48 @@ describe('everdict start (the main job)', () => {
     expect(long.out.split('\n')[1]).toBe('a'.repeat(64 * 1024));
     expect(long.err).toMatch(/output truncated to the last 64 KiB of each stream/);
     // An eval experiment over a dataset on the embedded runner: a harness defined here reads case.json
-    // (`{runId, caseId, caseSpec}`) and answers it in out/outputs.json; one run per case, graded afterwards.
-    const harness =
-      'mkdir -p out && printf \'{"summary":"ok","result":%s,"exitCode":0}\' "$(cat case.json)" > out/outputs.json';
-    expect((await everdict(['harness', 'define', 'echo-case@1', '--', 'sh', '-c', harness], env)).code).toBe(
-      0,
-    );
+    // (`{runId, caseId, caseSpec}`) and answers it in out/outputs.json; one run per case, each graded against
+    // its own case's expected answer (`equalsPath`), the third case's expectation wrong on purpose.
+    const harness = [
+      'const { caseSpec } = JSON.parse(require("fs").readFileSync("case.json", "utf8"));',
+      'require("fs").mkdirSync("out", { recursive: true });',
+      'const result = { sum: caseSpec.a + caseSpec.b };',
+      'require("fs").writeFileSync("out/outputs.json", JSON.stringify({ summary: "sum " + result.sum, result }));',
+    ].join(' ');
+    expect((await everdict(['harness', 'define', 'adder@1', '--', 'node', '-e', harness], env)).code).toBe(0);
     const cases = path.join(dataDir, 'cases.jsonl');
-    writeFileSync(cases, '{"id":"a","answer":41}\n{"id":"b","answer":42}\n{"id":"c","answer":42}\n');
+    writeFileSync(
+      cases,
+      [
+        '{"id":"a","a":2,"b":2,"expected":{"sum":4}}',
+        '{"id":"b","a":2,"b":3,"expected":{"sum":5}}',
+        '{"id":"c","a":1,"b":1,"expected":{"sum":3}}',
+      ].join('\n'),
+    );
     const grader =
-      '{"name":"answer","type":"json_field_equals","path":"outputs.result.caseSpec.answer","equals":42}';
+      '{"name":"sum","type":"json_field_equals","path":"outputs.result","equalsPath":"subject.caseSpec.expected"}';
     const evals = await everdict(
-      ['experiment', 'eval', '--harness', 'echo-case@1', '--cases', cases, '--grader', grader, '--json'],
+      ['experiment', 'eval', '--harness', 'adder@1', '--cases', cases, '--grader', grader, '--json'],
       env,
     );
     expect(evals.code, evals.err).toBe(0);
-    const { group, scoring } = JSON.parse(evals.out) as {
-      group: { rollup: { byStatus: Record<string, number> } };
+    const { group, scoring, scores } = JSON.parse(evals.out) as {
+      group: { id: string; rollup: { byStatus: Record<string, number> } };
       scoring: { aggregate: { graders: { grader: string; passRate: number }[] } };
+      scores: { runId: string; passed?: boolean; detail: string }[];
     };
     expect(group.rollup.byStatus).toEqual({ succeeded: 3 });
-    expect(scoring.aggregate.graders.find((a) => a.grader === 'answer')?.passRate).toBeCloseTo(2 / 3);
+    expect(scoring.aggregate.graders.find((a) => a.grader === 'sum')?.passRate).toBeCloseTo(2 / 3);
+    const wrong = scores.filter((v) => v.passed === false);
+    expect(wrong.map((v) => v.detail)).toEqual([
+      'outputs.result differs from subject.caseSpec.expected {"sum":3}',
+    ]);
+    // Scored again as a person reads it: the failed verdict names its case.
+    const table = await everdict(['score', group.id, '--grader', grader], env);
+    expect(table.code, table.err).toBe(0);
+    expect(table.out).toContain(
+      `${wrong[0]!.runId}  c     sum     outputs.result differs from subject.caseSpec.expected {"sum":3}`,
+    );
     // The key and the internal token are kept for the next start (mode 0600).
     expect(JSON.parse(readFileSync(path.join(dataDir, 'main-job.json'), 'utf8')).apiKey).toBe(key);
 

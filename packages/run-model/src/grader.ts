@@ -29,20 +29,29 @@ export const OutputRegexGrader = z.strictObject({
     .regex(/^[imsu]*$/)
     .optional(),
 });
-/** Passes when the text at `field` (default `outputs.summary`) contains `text`. */
+/**
+ * Passes when the text at `field` (default `outputs.summary`) contains `text`, or the text at `textPath` — a
+ * reference into the same run, such as an eval case's `subject.caseSpec.expected` (exactly one of the two).
+ */
 export const OutputContainsGrader = z.strictObject({
   type: z.literal('output_contains'),
   name,
   field: FieldPath.default('outputs.summary'),
-  text: z.string().min(1),
+  text: z.string().min(1).optional(),
+  textPath: FieldPath.optional(),
   caseSensitive: z.boolean().default(true),
 });
-/** Passes when the JSON at `path` deep-equals `equals`. */
+/**
+ * Passes when the JSON at `path` deep-equals `equals`, or the JSON at `equalsPath` — a reference into the same
+ * run, such as an eval case's `subject.caseSpec.expected`: one grader for a dataset whose cases each carry their
+ * own answer (exactly one of the two).
+ */
 export const JsonFieldEqualsGrader = z.strictObject({
   type: z.literal('json_field_equals'),
   name,
   path: FieldPath,
-  equals: JsonValue,
+  equals: JsonValue.optional(),
+  equalsPath: FieldPath.optional(),
 });
 /** Value = the number at `path`; passes when it lies within [min, max] (either bound optional, not both). */
 export const NumericThresholdGrader = z.strictObject({
@@ -74,6 +83,21 @@ export const Grader = z
   .superRefine((g, ctx) => {
     if (g.type === 'numeric_threshold' && g.min === undefined && g.max === undefined) {
       ctx.addIssue({ code: 'custom', path: ['min'], message: 'numeric_threshold needs min or max' });
+    }
+    if (g.type === 'json_field_equals' && (g.equals === undefined) === (g.equalsPath === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['equals'],
+        message:
+          'json_field_equals needs exactly one of equals (a value) and equalsPath (a field of the run)',
+      });
+    }
+    if (g.type === 'output_contains' && (g.text === undefined) === (g.textPath === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['text'],
+        message: 'output_contains needs exactly one of text and textPath (a field of the run)',
+      });
     }
     if (g.type === 'output_regex') {
       try {
@@ -166,19 +190,23 @@ export function evaluateGrader(grader: DeterministicGrader, run: Run): Verdict {
     case 'output_contains': {
       const t = text(run, grader.field);
       if (t === undefined) return missing(grader.field);
-      const ok = grader.caseSensitive
-        ? t.includes(grader.text)
-        : t.toLowerCase().includes(grader.text.toLowerCase());
+      const wanted = grader.textPath === undefined ? grader.text : text(run, grader.textPath);
+      if (wanted === undefined || wanted === '') return missing(grader.textPath ?? 'text');
+      const ok = grader.caseSensitive ? t.includes(wanted) : t.toLowerCase().includes(wanted.toLowerCase());
+      const what = grader.textPath === undefined ? '' : `${grader.textPath} `;
       return pass(
         ok,
-        `${grader.field} ${ok ? 'contains' : 'does not contain'} ${JSON.stringify(grader.text)}`,
+        `${grader.field} ${ok ? 'contains' : 'does not contain'} ${what}${JSON.stringify(wanted)}`,
       );
     }
     case 'json_field_equals': {
       const v = readPath(run, grader.path);
       if (v === undefined) return missing(grader.path);
-      const ok = jsonEqual(v, grader.equals);
-      return pass(ok, `${grader.path} ${ok ? 'equals' : 'differs from'} ${JSON.stringify(grader.equals)}`);
+      const wanted = grader.equalsPath === undefined ? grader.equals : readPath(run, grader.equalsPath);
+      if (wanted === undefined) return missing(grader.equalsPath ?? 'equals');
+      const ok = jsonEqual(v, wanted);
+      const what = grader.equalsPath === undefined ? '' : `${grader.equalsPath} `;
+      return pass(ok, `${grader.path} ${ok ? 'equals' : 'differs from'} ${what}${JSON.stringify(wanted)}`);
     }
     case 'numeric_threshold': {
       const v = readPath(run, grader.path);

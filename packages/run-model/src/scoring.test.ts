@@ -5,6 +5,8 @@ import {
   evaluateGrader,
   Grader,
   type GraderInput,
+  type JsonObject,
+  type JsonValue,
   type Judge,
   type Run,
   RunModelError,
@@ -94,6 +96,54 @@ describe('deterministic graders', () => {
       true,
     );
   });
+  it("json_field_equals and output_contains compare against a field of the run: each eval case's own answer", () => {
+    const evalCase = (id: string, caseSpec: JsonObject, result: JsonValue): Run => {
+      const run = runIn('succeeded', { ...SPECS.eval, subject: { ...SPECS.eval.subject, caseSpec } }, id);
+      return {
+        ...run,
+        outputs: { ...run.outputs, result, summary: `the answer is ${JSON.stringify(result)}` },
+      };
+    };
+    const equalsCase = g({
+      type: 'json_field_equals',
+      path: 'outputs.result',
+      equalsPath: 'subject.caseSpec.expected',
+    });
+    expect(evaluateGrader(equalsCase, evalCase('a', { expected: { n: 4 } }, { n: 4 }))).toEqual({
+      value: 1,
+      passed: true,
+      detail: 'outputs.result equals subject.caseSpec.expected {"n":4}',
+    });
+    expect(evaluateGrader(equalsCase, evalCase('b', { expected: { n: 5 } }, { n: 4 }))).toMatchObject({
+      passed: false,
+      detail: 'outputs.result differs from subject.caseSpec.expected {"n":5}',
+    });
+    // A case without the field is not a pass by accident (undefined = undefined), it is named missing.
+    expect(evaluateGrader(equalsCase, evalCase('c', { question: 'x' }, { n: 4 }))).toEqual({
+      value: 0,
+      passed: false,
+      detail: 'subject.caseSpec.expected is missing',
+    });
+    // null is a value like any other.
+    expect(evaluateGrader(equalsCase, evalCase('d', { expected: null }, null)).passed).toBe(true);
+    const containsCase = g({
+      type: 'output_contains',
+      textPath: 'subject.caseSpec.expected',
+      caseSensitive: false,
+    });
+    expect(evaluateGrader(containsCase, evalCase('e', { expected: 'PARIS' }, 'paris')).passed).toBe(true);
+    expect(evaluateGrader(containsCase, evalCase('f', { expected: 'Lyon' }, 'paris'))).toMatchObject({
+      passed: false,
+      detail: 'outputs.summary does not contain subject.caseSpec.expected "Lyon"',
+    });
+    expect(evaluateGrader(containsCase, evalCase('g', { expected: 42 }, 42)).passed).toBe(true); // JSON text
+    // An empty expected text would be contained in anything: it is missing, never a pass.
+    expect(evaluateGrader(containsCase, evalCase('h', { expected: '' }, 'x'))).toMatchObject({
+      passed: false,
+      detail: 'subject.caseSpec.expected is missing',
+    });
+    expect(evaluateGrader(containsCase, evalCase('i', {}, 'x')).passed).toBe(false);
+  });
   it('numeric_threshold scores the number itself', () => {
     expect(
       evaluateGrader(g({ type: 'numeric_threshold', path: 'outputs.result.accuracy', min: 0.5, max: 1 }), r1),
@@ -110,6 +160,18 @@ describe('deterministic graders', () => {
     expect(Grader.safeParse({ type: 'output_regex', pattern: '(' }).success).toBe(false);
     expect(Grader.safeParse({ type: 'json_field_equals', path: 'a..b', equals: 1 }).success).toBe(false);
     expect(Grader.safeParse({ type: 'vibes' }).success).toBe(false);
+    // Exactly one of a value and a reference.
+    expect(Grader.safeParse({ type: 'json_field_equals', path: 'a' }).success).toBe(false);
+    expect(
+      Grader.safeParse({ type: 'json_field_equals', path: 'a', equals: 1, equalsPath: 'b' }).success,
+    ).toBe(false);
+    expect(Grader.safeParse({ type: 'json_field_equals', path: 'a', equalsPath: 'b..c' }).success).toBe(
+      false,
+    );
+    expect(Grader.safeParse({ type: 'json_field_equals', path: 'a', equals: null }).success).toBe(true);
+    expect(Grader.safeParse({ type: 'output_contains' }).success).toBe(false);
+    expect(Grader.safeParse({ type: 'output_contains', text: 'x', textPath: 'b' }).success).toBe(false);
+    expect(Grader.safeParse({ type: 'output_contains', textPath: 'subject.caseSpec.x' }).success).toBe(true);
     expect(Grader.safeParse({ type: 'judge', judgeId: 'j_1', rubric: 'be fair' }).success).toBe(true);
   });
 });

@@ -108,13 +108,13 @@ export class Demo {
     });
     checkpoint(this.ctx, `while ${g.id} ran (not scored)`);
     this.say(`   group ${g.id}: ${g.rollup.status} ${JSON.stringify(g.rollup.byStatus)}`);
-    const first = await scoreGroup(this.ctx, g.id, [
+    const { scoring: first } = await scoreGroup(this.ctx, g.id, [
       { type: 'exit_code' },
       { name: 'answer', type: 'output_regex', pattern: 'answer=42' },
     ]);
     this.say(`   scoring ${first.id}`);
     for (const l of scoreTable(first).split('\n')) this.say(`     ${l}`);
-    const second = await scoreGroup(
+    const { scoring: second } = await scoreGroup(
       this.ctx,
       g.id,
       [{ name: 'judged', type: 'judge', judgeId: 'keywords', rubric: 'answer 42' }],

@@ -88,17 +88,65 @@ export async function waitGroup(
   }
 }
 
+/** One grader's verdict on one run, as `POST /groups/:id/score` answers it. */
+export interface Verdict {
+  runId: string;
+  grader: string;
+  value: number;
+  passed?: boolean;
+  detail: string;
+}
+
 export async function scoreGroup(
   ctx: Context,
   id: string,
   graders: unknown[],
   rescoreOf?: string,
-): Promise<ScoringSummary> {
-  const res = await ctx.call<{ scoring: ScoringSummary }>('POST', `/groups/${encodeURIComponent(id)}/score`, {
-    graders,
-    ...(rescoreOf ? { rescoreOf } : {}),
-  });
-  return res.scoring;
+): Promise<{ scoring: ScoringSummary; scores: Verdict[] }> {
+  return ctx.call<{ scoring: ScoringSummary; scores: Verdict[] }>(
+    'POST',
+    `/groups/${encodeURIComponent(id)}/score`,
+    { graders, ...(rescoreOf ? { rescoreOf } : {}) },
+  );
+}
+
+/** Failed verdicts listed after the score table; the rest are a count (`everdict show <run>` has every one). */
+export const FAILED_SHOWN = 20;
+
+/**
+ * The failed verdicts, each with its run, its case (an eval's `caseId`) and why it failed — which cases a pass
+ * rate below 100 % is made of. The runs shown are fetched for their case ids (at most FAILED_SHOWN).
+ */
+export async function printFailedVerdicts(ctx: Context, scores: readonly Verdict[]): Promise<void> {
+  const failed = scores.filter((s) => s.passed === false);
+  if (failed.length === 0) return;
+  const shown = failed.slice(0, FAILED_SHOWN);
+  const caseOf = new Map(
+    await Promise.all(
+      [...new Set(shown.map((s) => s.runId))].map(async (runId) => {
+        const run = await ctx.call<{ subject?: { caseId?: unknown } }>(
+          'GET',
+          `/runs/${encodeURIComponent(runId)}`,
+        );
+        const caseId = run.subject?.caseId;
+        return [runId, typeof caseId === 'string' ? caseId : '-'] as const;
+      }),
+    ),
+  );
+  line(ctx.io.stdout, '');
+  line(ctx.io.stdout, `${failed.length} failed verdict${failed.length === 1 ? '' : 's'}:`);
+  line(
+    ctx.io.stdout,
+    table(
+      ['run', 'case', 'grader', 'why'],
+      shown.map((s) => [s.runId, caseOf.get(s.runId) ?? '-', s.grader, s.detail]),
+    ),
+  );
+  if (failed.length > shown.length)
+    line(
+      ctx.io.stdout,
+      `… and ${failed.length - shown.length} more (everdict show <run> lists a run's verdicts)`,
+    );
 }
 
 interface ExperimentOptions extends RunOptions {
@@ -144,13 +192,19 @@ export async function experimentCommand(
       'interrupted',
       `stopped waiting: ${id} has ${settledOf(group)} of ${group.rollup.total} runs settled (not scored)`,
     );
-  const scoring = o.score === false ? null : await scoreGroup(ctx, id, gradersOf(o.grader));
-  if (o.json) line(ctx.io.stdout, JSON.stringify({ group: { ...group, scoring }, scoring }));
+  const scored = o.score === false ? null : await scoreGroup(ctx, id, gradersOf(o.grader));
+  const scoring = scored?.scoring ?? null;
+  if (o.json)
+    line(
+      ctx.io.stdout,
+      JSON.stringify({ group: { ...group, scoring }, scoring, scores: scored?.scores ?? [] }),
+    );
   else {
     line(ctx.io.stdout, `group ${id} ${group.rollup.status} (${JSON.stringify(group.rollup.byStatus)})`);
-    if (scoring) {
-      line(ctx.io.stdout, `scoring ${scoring.id}`);
-      line(ctx.io.stdout, scoreTable(scoring));
+    if (scored) {
+      line(ctx.io.stdout, `scoring ${scored.scoring.id}`);
+      line(ctx.io.stdout, scoreTable(scored.scoring));
+      await printFailedVerdicts(ctx, scored.scores);
     }
   }
   const failed = (group.rollup.byStatus.failed ?? 0) + (group.rollup.byStatus.cancelled ?? 0);
@@ -206,7 +260,7 @@ export async function scoreCommand(
     rescoreOf = g.scoring?.id;
     if (!rescoreOf) throw new CliError('usage', `${id} has no scoring to re-score`);
   }
-  const scoring = await scoreGroup(ctx, id, gradersOf(o.grader), rescoreOf);
+  const { scoring, scores } = await scoreGroup(ctx, id, gradersOf(o.grader), rescoreOf);
   if (o.json) line(ctx.io.stdout, JSON.stringify(scoring));
   else {
     line(
@@ -214,6 +268,7 @@ export async function scoreCommand(
       `scoring ${scoring.id}${scoring.rescoreOf ? ` (re-scores ${scoring.rescoreOf})` : ''}`,
     );
     line(ctx.io.stdout, scoreTable(scoring));
+    await printFailedVerdicts(ctx, scores);
   }
   return 0;
 }

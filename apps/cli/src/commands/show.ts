@@ -1,5 +1,6 @@
 // everdict show <run> [--json] — one run as the control plane holds it (GET /runs/:id): what it ran, where it
-// stands, why it failed, its scores, record and trajectory, then a command's or an eval's output tails.
+// stands, why it failed, its scores (each with why it passed or failed: GET /runs/:id/scores), record and
+// trajectory, then a command's or an eval's output tails.
 import type { Command } from 'commander';
 import { z } from 'zod';
 import type { Context, Done } from '../context.js';
@@ -29,7 +30,14 @@ const ShownRun = z.object({
       result: z.unknown(), // a command's or an eval's output tails (printOutputTails)
       exitCode: z.number().nullish(),
       summary: z.string().optional(),
-      scores: z.array(z.object({ grader: z.string(), value: z.number(), passed: z.boolean().optional() })),
+      scores: z.array(
+        z.object({
+          scoreId: z.string().optional(),
+          grader: z.string(),
+          value: z.number(),
+          passed: z.boolean().optional(),
+        }),
+      ),
       artifacts: z.array(z.object({ name: z.string(), bytes: z.number() })),
     })
     .partial()
@@ -39,8 +47,21 @@ const ShownRun = z.object({
 });
 type ShownRun = z.infer<typeof ShownRun>;
 
+/** Each score's detail (why its grader passed or failed the run), by score id: `GET /runs/:id/scores`. */
+const RunScores = z.object({ scores: z.array(z.object({ id: z.string(), detail: z.string() })) });
+
+async function scoreDetails(ctx: Context, r: ShownRun): Promise<Map<string, string>> {
+  if (!r.outputs?.scores?.length) return new Map();
+  const parsed = RunScores.safeParse(
+    await ctx.call<unknown>('GET', `/runs/${encodeURIComponent(r.id)}/scores`),
+  );
+  if (!parsed.success)
+    throw new CliError('unavailable', 'the scores answer is not the documented shape (RunScores)');
+  return new Map(parsed.data.scores.map((s) => [s.id, s.detail]));
+}
+
 /** Label / value rows of a run, in the order a reader asks: what, where it stands, why, what it left. */
-function rows(r: ShownRun): string[][] {
+function rows(r: ShownRun, details: ReadonlyMap<string, string>): string[][] {
   const out: string[][] = [];
   const add = (label: string, value: string | undefined) => {
     if (value) out.push([label, value]);
@@ -73,11 +94,13 @@ function rows(r: ShownRun): string[][] {
     r.outputs?.exitCode === undefined || r.outputs.exitCode === null ? undefined : String(r.outputs.exitCode),
   );
   add('summary', r.outputs?.summary);
-  for (const s of r.outputs?.scores ?? [])
+  for (const s of r.outputs?.scores ?? []) {
+    const detail = s.scoreId === undefined ? undefined : details.get(s.scoreId);
     add(
       'score',
-      `${s.grader} ${s.value}${s.passed === undefined ? '' : s.passed ? ' (passed)' : ' (failed)'}`,
+      `${s.grader} ${s.value}${s.passed === undefined ? '' : s.passed ? ' (passed)' : ' (failed)'}${detail ? `: ${detail}` : ''}`,
     );
+  }
   for (const a of r.outputs?.artifacts ?? []) add('artifact', `${a.name} (${a.bytes} bytes)`);
   add('record', r.record ? `head ${r.record.head} · length ${r.record.length}` : undefined);
   add(
@@ -99,7 +122,9 @@ export async function showCommand(ctx: Context, id: string, o: { json?: boolean 
   if (!parsed.success) throw new CliError('unavailable', 'the run answer is not the documented shape (Run)');
   const run = parsed.data;
   line(ctx.io.stdout, `${run.id}  ${run.kind}  ${run.status}`);
-  const body = table(['', ''], rows(run)).split('\n').slice(1);
+  const body = table(['', ''], rows(run, await scoreDetails(ctx, run)))
+    .split('\n')
+    .slice(1);
   for (const l of body) line(ctx.io.stdout, `  ${l}`);
   printOutputTails(ctx, run);
   return 0;

@@ -184,6 +184,66 @@ describe('activity console (headless Chromium)', () => {
     await page.waitForSelector('#detail', { state: 'hidden' });
   });
 
+  it("the detail lists a scored run's verdicts with why each passed or failed; an unscored run shows none", async () => {
+    const g = await call(t.app, 'POST', '/groups', {
+      body: {
+        kind: 'experiment',
+        label: 'scored in the console',
+        repeat: 1,
+        spec: { kind: 'analysis', subject: { config: { fn: 'echo', value: 7 } } },
+      },
+    });
+    expect(g.status, JSON.stringify(g.body)).toBe(201);
+    const { id: gid, runIds } = g.body.group as { id: string; runIds: string[] };
+    const id = runIds[0]!;
+    await until(
+      'the run settled',
+      async () => ((await call(t.app, 'GET', `/runs/${id}`)).body.status === 'succeeded' ? true : undefined),
+      60_000,
+    );
+    const scored = await call(t.app, 'POST', `/groups/${gid}/score`, {
+      body: {
+        graders: [
+          {
+            name: 'as-configured',
+            type: 'json_field_equals',
+            path: 'outputs.result',
+            equalsPath: 'subject.config.value',
+          },
+          { name: 'eight', type: 'json_field_equals', path: 'outputs.result', equals: 8 },
+        ],
+      },
+    });
+    expect(scored.status, JSON.stringify(scored.body)).toBe(201);
+    const row = page.locator(`[data-group="${gid}"]`);
+    await expect.poll(async () => (await row.count()) > 0, { timeout: 60_000 }).toBe(true);
+    await row.click();
+    await page.locator(`[data-group="${gid}"] + .children [data-run="${id}"]`).click();
+    await page.waitForSelector('#d-scores-section:not([hidden])', { timeout: 30_000 });
+    const items = page.locator('#d-scores li');
+    expect(await items.allTextContents()).toEqual([
+      'as-configured 1 passed: outputs.result equals subject.config.value 7',
+      'eight 0 failed: outputs.result differs from 8',
+    ]);
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('#detail', { state: 'hidden' });
+    // A run nobody scored: its record and tree load, and no scores section appears.
+    const plain = await call(t.app, 'POST', '/runs', {
+      body: { kind: 'analysis', subject: { config: { fn: 'echo', value: 1 } } },
+    });
+    const plainId = (plain.body.run as { id: string }).id;
+    const answered = page.waitForResponse((r) => r.url().endsWith(`/runs/${plainId}/scores`));
+    await page.locator(`#rows [data-run="${plainId}"]`).click();
+    await page.waitForSelector('#detail:not([hidden])');
+    expect(await (await answered).json()).toEqual({ scores: [] });
+    await expect
+      .poll(() => page.textContent('#d-record'), { timeout: 30_000 })
+      .toMatch(/verified from genesis|segments/);
+    expect(await page.locator('#d-scores-section').isHidden()).toBe(true);
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('#detail', { state: 'hidden' });
+  });
+
   it('the causal tree: up to the root, down to the grandchild; a node opens its run', async () => {
     const make = async (causedBy?: string) => {
       const r = await call(t.app, 'POST', '/runs', {

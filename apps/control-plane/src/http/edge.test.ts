@@ -306,6 +306,7 @@ describe('system routes', () => {
         '/runs/{id}/cancel',
         '/runs/{id}/events',
         '/runs/{id}/record',
+        '/runs/{id}/scores',
         '/runs/{id}/terminal',
         '/runs/{id}/terminal-ticket',
         '/runs/{id}/trajectory',

@@ -74,6 +74,13 @@ describe('quickstart through the real core', () => {
           { type: 'exit_code' },
           { name: 'answer', type: 'json_field_equals', path: 'outputs.result', equals: 42 },
           { name: 'in-range', type: 'numeric_threshold', path: 'outputs.result', min: 40, max: 50 },
+          // Against a field of the run itself (an eval case's expected answer reads the same way).
+          {
+            name: 'as-configured',
+            type: 'json_field_equals',
+            path: 'outputs.result',
+            equalsPath: 'subject.config.value',
+          },
         ],
       },
     });
@@ -84,6 +91,7 @@ describe('quickstart through the real core', () => {
     expect(rate(scoring.aggregate, 'exit_code')).toBe(1);
     expect(rate(scoring.aggregate, 'answer')).toBe(1);
     expect(rate(scoring.aggregate, 'in-range')).toBe(1);
+    expect(rate(scoring.aggregate, 'as-configured')).toBe(1);
     // README step 4: a regex, a contains and a judge (the built-in scripted one), linked by rescoreOf.
     const rescored = await call(app, 'POST', `/groups/${groupId}/score`, {
       body: {
@@ -102,7 +110,40 @@ describe('quickstart through the real core', () => {
     expect(rate(again.aggregate, 'mentions')).toBe(0);
     expect(rate(again.aggregate, 'judged')).toBe(1);
     const run = await call(app, 'GET', `/runs/${runIds[0]}`);
-    expect((run.body.outputs as { scores: unknown[] }).scores).toHaveLength(6);
+    expect((run.body.outputs as { scores: unknown[] }).scores).toHaveLength(7);
+    // Each verdict with its detail, oldest first; the re-score's rows name the scoring they re-do.
+    const verdicts = await call(app, 'GET', `/runs/${runIds[0]}/scores`);
+    expect(verdicts.status, JSON.stringify(verdicts.body)).toBe(200);
+    const scores = verdicts.body.scores as {
+      grader: string;
+      passed?: boolean;
+      detail: string;
+      scoringId: string;
+      rescoreOf?: string;
+      runId: string;
+    }[];
+    expect(
+      scores
+        .map((v) => v.grader)
+        .slice(0, 4)
+        .sort(),
+    ).toEqual(['answer', 'as-configured', 'exit_code', 'in-range'].sort());
+    expect(scores.slice(0, 4).every((v) => v.scoringId === scoring.id && v.rescoreOf === undefined)).toBe(
+      true,
+    );
+    expect(scores.slice(4).every((v) => v.rescoreOf === scoring.id)).toBe(true);
+    expect(scores.every((v) => v.runId === runIds[0])).toBe(true);
+    expect(scores.find((v) => v.grader === 'as-configured')).toMatchObject({
+      passed: true,
+      detail: 'outputs.result equals subject.config.value 42',
+    });
+    expect(scores.find((v) => v.grader === 'mentions')).toMatchObject({
+      passed: false,
+      detail: 'outputs.summary does not contain "bye"',
+    });
+    const nobody = await call(app, 'GET', '/runs/run_00000000000000000000000000/scores');
+    expect(nobody.status).toBe(404);
+    expect(nobody.type).toBe('application/problem+json');
     const unknown = await call(app, 'POST', `/groups/${groupId}/score`, {
       body: { graders: [{ name: 'ok', type: 'status' }] },
     });
@@ -179,6 +220,10 @@ describe('quickstart through the real core', () => {
     const r = await call(app, 'GET', `/runs/${runIds[0]}`, { key: acme });
     expect(r.status).toBe(404);
     expect(r.type).toBe('application/problem+json');
+    // Its verdicts too (the run was scored above): nothing of it shows.
+    const verdicts = await call(app, 'GET', `/runs/${runIds[0]}/scores`, { key: acme });
+    expect(verdicts.status).toBe(404);
+    expect(verdicts.body.code).toBe('not_found');
     const keys = await call(app, 'POST', '/api-keys', { key: acme, body: { role: 'member', label: 'ci' } });
     expect(keys.status).toBe(201);
     const member = String(keys.body.key);

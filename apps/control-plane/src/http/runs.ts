@@ -17,6 +17,7 @@ import {
   RecordSchema,
   RunPageSchema,
   RunSchema,
+  ScoreSchema,
 } from './schemas.js';
 import { streamRunEvents, wantsEventStream } from './sse.js';
 
@@ -124,6 +125,24 @@ const getRun = createRoute({
   security: API_KEY_SECURITY,
   request: { params: IdParam },
   responses: { 200: json(RunSchema, 'The run.'), ...problemResponses(400, 401, 404) },
+});
+
+const RunScoresSchema = z
+  .object({
+    scores: z
+      .array(ScoreSchema)
+      .openapi({ description: 'Oldest first; a re-score names the scoring it re-does.' }),
+  })
+  .openapi('RunScores');
+
+const getRunScores = createRoute({
+  method: 'get',
+  path: '/runs/{id}/scores',
+  tags: ['runs'],
+  summary: 'Every verdict phase 2 gave the run, with its detail: why each grader passed or failed it.',
+  security: API_KEY_SECURITY,
+  request: { params: IdParam },
+  responses: { 200: json(RunScoresSchema, "The run's scores."), ...problemResponses(400, 401, 404) },
 });
 
 const CancelBody = z.object({ reason: z.string().max(1000).optional() }).openapi('CancelRun');
@@ -237,6 +256,10 @@ export function runRoutes(deps: RouteDeps) {
 
   app.openapi(getRun, async (c) =>
     c.json(await services.runs.get(c.get('principal'), c.req.valid('param').id), 200),
+  );
+
+  app.openapi(getRunScores, async (c) =>
+    c.json({ scores: await services.runs.scores(c.get('principal'), c.req.valid('param').id) }, 200),
   );
 
   app.openapi(cancelRun, async (c) => {

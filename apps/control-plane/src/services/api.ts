@@ -74,6 +74,8 @@ export interface RunService {
   ): Promise<Array<{ created: { run: RunView; admission: AdmissionView } } | { error: unknown }>>;
   list(p: Principal, query: ListRunsQuery): Promise<Page<RunView>>;
   get(p: Principal, runId: string): Promise<RunView>;
+  /** Every score phase 2 gave the run, oldest first, with its detail (`not_found` for no such run). */
+  scores(p: Principal, runId: string): Promise<ScoreView[]>;
   /** Cancels the run and its non-terminal causal descendants; `conflict` (409) if already terminal. */
   cancel(p: Principal, runId: string, reason?: string): Promise<{ run: RunView; cancelled: string[] }>;
   /** The run's record in wire form, verified from genesis on this read. */

@@ -13,6 +13,7 @@ import type { Deps } from './context.js';
 import { type CombinerOptions, createCombiner } from './create-combiner.js';
 import { eventPosition } from './events-feed.js';
 import { transitionTx } from './lifecycle.js';
+import { runScores } from './scoring.js';
 import {
   type CreateRunContext,
   CreateRunInput,
@@ -151,6 +152,10 @@ export function runService(
       const row = await findRun(deps.db, p.tenantId, runId);
       if (!row) throw notFound('run', runId);
       return rowToView(row);
+    },
+    async scores(p, runId) {
+      if (!(await findRun(deps.db, p.tenantId, runId))) throw notFound('run', runId);
+      return runScores(deps.db, p.tenantId, runId);
     },
     async cancel(p, runId, reason = 'cancelled by request') {
       const cancelled = await cancelTree(deps, cascades, p.tenantId, runId, reason);

@@ -47,6 +47,35 @@ export async function scoringView(ex: Executor, id: string | null): Promise<Scor
   return { ...view, graders, aggregate: aggregate.success ? aggregate.data : { runs: 0, graders: [] } };
 }
 
+/**
+ * Every verdict phase 2 gave one run, oldest first (re-scores after what they re-do), each with its detail —
+ * why it passed or failed, which the run's `outputs.scores` refs do not carry. Rows written before 0003 keep
+ * an object detail: shown as its JSON.
+ */
+export async function runScores(ex: Executor, tenant: string, runId: string): Promise<ScoreView[]> {
+  const rows = await ex
+    .selectFrom('scores')
+    .selectAll()
+    .where('tenant_id', '=', tenant)
+    .where('run_id', '=', runId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => ({
+    id: r.id,
+    scoringId: r.scoring_id,
+    runId: r.run_id,
+    groupId: r.group_id ?? '',
+    grader: r.grader,
+    graderType: r.grader_type || 'unknown',
+    value: r.value,
+    ...(r.passed === null ? {} : { passed: r.passed }),
+    detail: typeof r.detail === 'string' ? r.detail : JSON.stringify(r.detail ?? ''),
+    ...(r.rescore_of ? { rescoreOf: r.rescore_of } : {}),
+    createdAt: iso(r.created_at)!,
+  }));
+}
+
 export interface ScoreRequest {
   graders: GraderInput[];
   rescoreOf: string | null;

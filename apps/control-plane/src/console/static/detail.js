@@ -1,5 +1,5 @@
-// The run detail pane: a run's head, causal tree, record verdict, facts and trajectory (both live), and for a
-// held-open session a terminal. `createDetail` is given the console's state and the few console functions it
+// The run detail pane: a run's head, its scores (each verdict with why), causal tree, record verdict, facts and
+// trajectory (both live), and for a held-open session a terminal. `createDetail` is given the console's state and the few console functions it
 // calls back (the row list's render, the refused-key stop), so this module imports nothing from console.js.
 import { ApiError, backoff, errorEvent, sleep } from '/console/assets/live.js';
 import { openTerminal } from '/console/assets/terminal.js';
@@ -8,6 +8,7 @@ import {
   countdown,
   esc,
   isSession,
+  scoresView,
   statusBadge,
   terminalDecoder,
   treeView,
@@ -58,6 +59,7 @@ export function createDetail({ state, render, keyRefused, isRefusal }) {
       <section id="d-session-section" hidden><h3>Session</h3><p id="d-session" class="mono"></p></section>
       <section id="d-term-section" hidden><h3>Terminal <span class="muted" id="d-term-state"></span></h3>
         <button type="button" id="d-term-open">Open terminal</button><div id="d-term" class="terminal"></div></section>
+      <section id="d-scores-section" hidden><h3>Scores</h3><div id="d-scores"></div></section>
       <section><h3>Causal tree</h3><ul class="tree" id="d-tree"><li class="muted">…</li></ul></section>
       <section><h3>Record</h3><div id="d-record"><p class="muted">verifying…</p></div></section>
       <section><h3>Trajectory <span class="muted" id="d-traj-state"></span></h3><pre id="d-traj" class="log" aria-live="polite"></pre></section>
@@ -73,6 +75,10 @@ export function createDetail({ state, render, keyRefused, isRefusal }) {
     loadRecord(id).catch(
       (e) => ($('d-record').innerHTML = `<p class="error">${esc(e.code ?? '')} ${esc(e.message)}</p>`),
     );
+    loadScores(id).catch((e) => {
+      $('d-scores-section').hidden = false;
+      $('d-scores').innerHTML = `<p class="error">${esc(e.code ?? '')} ${esc(e.message)}</p>`;
+    });
     loadFacts(id, signal);
     loadTrajectory(id, signal);
     const run = state.runs.get(id);
@@ -147,6 +153,14 @@ export function createDetail({ state, render, keyRefused, isRefusal }) {
     };
     const tree = await build(root, 0);
     if (state.selected === id) $('d-tree').innerHTML = treeView(tree, id);
+  }
+
+  async function loadScores(id) {
+    // Shown once a run has verdicts (a group's scoring); a run never scored shows no section.
+    const { scores } = await state.conn.call('GET', `/runs/${encodeURIComponent(id)}/scores`);
+    if (state.selected !== id || scores.length === 0) return;
+    $('d-scores').innerHTML = scoresView(scores);
+    $('d-scores-section').hidden = false;
   }
 
   async function loadRecord(id) {

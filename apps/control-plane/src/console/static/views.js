@@ -176,6 +176,22 @@ export function verdictView(v, keys) {
   </dl>`;
 }
 
+/** A run's verdicts (`GET /runs/:id/scores`), oldest first: grader, value, passed or failed, and why. */
+export function scoresView(scores) {
+  if (!scores.length) return '<p class="muted">not scored</p>';
+  const row = (s) => {
+    const outcome =
+      s.passed === undefined
+        ? ''
+        : s.passed
+          ? ' <span class="verdict ok">passed</span>'
+          : ' <span class="verdict bad">failed</span>';
+    const rescore = s.rescoreOf ? ` <span class="muted">(re-scores ${esc(s.rescoreOf)})</span>` : '';
+    return `<li><b>${esc(s.grader)}</b> ${esc(String(s.value))}${outcome}: ${esc(s.detail)}${rescore}</li>`;
+  };
+  return `<ul class="scores">${scores.map(row).join('')}</ul>`;
+}
+
 export function treeView(node, selectedId) {
   const self =
     node.id === selectedId

@@ -237,6 +237,10 @@ export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
       async get(p, runId) {
         return own(runs, p, runId, 'run');
       },
+      async scores(p, runId) {
+        own(runs, p, runId, 'run');
+        return []; // this fake scores nothing (fake-groups keeps aggregates only)
+      },
       async cancel(p, runId) {
         const root = own(runs, p, runId, 'run');
         if (TERMINAL.has(root.status))
