@@ -577,14 +577,89 @@ describe('with the agent service: agent chat and the demo', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('agent chat: the parked turn lists its call (GET /runs/:id/input), --approve answers it by id, the turn finishes', async () => {
-    const created = await fetch(`${cp.url}/agents`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${cp.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'chat-releaser', model: 'scripted', tools: ['ask_approval'] }),
+  it('agent define refuses bad flags before any call; define and list show the agent', async () => {
+    const before = (await fetch(`${cp.url}/agents`, {
+      headers: { authorization: `Bearer ${cp.apiKey}` },
+    }).then((r) => r.json())) as { items: unknown[] };
+    for (const [args, why] of [
+      [
+        ['--model', 'scripted', '--tool', 'rm_rf'],
+        /--tool rm_rf: one of run_command, start_experiment, read_run, ask_approval/,
+      ],
+      [['--tool', 'read_run'], /give --model/],
+      [['--model', 'scripted', '--envelope-runs', '-1'], /--envelope-runs is an integer ≥ 0/],
+      [['--model', 'scripted', '--envelope-usd', 'lots'], /--envelope-usd is dollars ≥ 0/],
+      [['--model', 'scripted', '--max-steps', '0'], /--max-steps is an integer ≥ 1/],
+      [['--model', 'scripted', '--system', 'a', '--system-file', 'b'], /not both/],
+      [
+        ['--model', 'scripted', '--system-file', path.join(dir, 'no-such-prompt')],
+        /--system-file .*no-such-prompt: ENOENT/,
+      ],
+    ] as const) {
+      const r = await everdict(['agent', 'define', 'refused', ...args], env);
+      expect(r.code, r.err).toBe(2);
+      expect(r.err).toMatch(why);
+    }
+    const after = (await fetch(`${cp.url}/agents`, {
+      headers: { authorization: `Bearer ${cp.apiKey}` },
+    }).then((r) => r.json())) as { items: unknown[] };
+    expect(after.items).toHaveLength(before.items.length); // nothing created by a refusal
+    const prompt = path.join(dir, 'prompt.txt');
+    writeFileSync(prompt, 'You answer in haiku.\n');
+    const made = await everdict(
+      [
+        'agent',
+        'define',
+        'poet',
+        '--model',
+        'scripted',
+        '--system-file',
+        prompt,
+        '--tool',
+        'read_run',
+        '--tool',
+        'run_command',
+        '--envelope-runs',
+        '3',
+        '--envelope-usd',
+        '0.5',
+        '--max-steps',
+        '4',
+        '--json',
+      ],
+      env,
+    );
+    expect(made.code, made.err).toBe(0);
+    const poet = JSON.parse(made.out) as Record<string, unknown>;
+    expect(poet).toMatchObject({
+      name: 'poet',
+      version: 1,
+      model: 'scripted',
+      systemPrompt: 'You answer in haiku.\n',
+      tools: ['read_run', 'run_command'],
+      envelope: { runs: 3, usd: 0.5 },
+      maxStepsPerInterval: 4,
+      enabled: true,
     });
-    const agentId = ((await created.json()) as { agent: { id: string } }).agent.id;
-    const r = await everdict(['agent', 'chat', agentId, '-m', 'ship 1.4', '--approve'], env);
+    const listed = await everdict(['agent', 'list'], env);
+    expect(listed.code, listed.err).toBe(0);
+    expect(listed.out).toMatch(
+      new RegExp(`^${poet.id}\\s+poet\\s+1\\s+scripted\\s+read_run,run_command\\s+yes$`, 'm'),
+    );
+  });
+
+  it('agent chat: the parked turn lists its call (GET /runs/:id/input), --approve answers it by id, the turn finishes', async () => {
+    const created = await everdict(
+      ['agent', 'define', 'chat-releaser', '--model', 'scripted', '--tool', 'ask_approval'],
+      env,
+    );
+    expect(created.code, created.err).toBe(0);
+    const agentId =
+      /^agent (\w+) \(chat-releaser\) version 1 defined; talk to it: everdict agent chat \1$/m.exec(
+        created.out,
+      )?.[1];
+    expect(agentId).toBeDefined();
+    const r = await everdict(['agent', 'chat', agentId!, '-m', 'ship 1.4', '--approve'], env);
     expect(r.code, `${r.err}\n${agentLog}`).toBe(0);
     expect(r.err).toMatch(/^conversation \w+$/m);
     expect(r.err).toMatch(/^waiting: call_0_0 approval: May I ship this release\?$/m);

@@ -11,6 +11,7 @@ import { pause } from '../backoff.js';
 import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
+import { registerAgentDefinitions } from './agents.js';
 import { collect } from './options.js';
 import { followTrajectory, getRun, TERMINAL } from './watch.js';
 
@@ -173,7 +174,8 @@ async function waitWhileParked(ctx: Context, runId: string, answered: ReadonlySe
 }
 
 export function registerAgent(program: Command, ctx: () => Context, done: Done): void {
-  const agent = program.command('agent').description('agents');
+  const agent = program.command('agent').description('agents: define, list, chat');
+  registerAgentDefinitions(agent, ctx, done);
   agent
     .command('chat')
     .description(
