@@ -516,8 +516,24 @@ describe('sandbox (over the sessions routes) and agent chat', () => {
     expect(stopped.out).toContain('partial-before-the-limit');
     expect(stopped.err).toMatch(/exec_stopped: the command was stopped: timeout \(its time limit ran out/);
     expect(stopped.code).toBe(1);
+    const failed = await everdict(
+      ['sandbox', 'exec', id, '--', 'sh', '-c', 'echo to-stderr >&2; exit 3'],
+      env,
+    );
+    expect(failed.code).toBe(1);
     const close = await everdict(['sandbox', 'close', id], env);
     expect(close.code).toBe(0);
+    // The session's trajectory read back as a transcript: each exec's argv, its output, why it failed.
+    const logs = await everdict(['logs', id], env);
+    expect(logs.code, logs.err).toBe(0);
+    expect(logs.out).toMatch(/^\$ sh -c 'echo hi-from-sandbox'\nhi-from-sandbox\n\$ sh -c 'head -c 3000000/m);
+    expect(logs.out).toMatch(
+      /^\$ sh -c 'echo partial-before-the-limit; sleep 30'\npartial-before-the-limit\n\[the command was stopped: timeout \(its time limit ran out after \d+ ms\); the output above is partial\]$/m,
+    );
+    expect(logs.out).toMatch(/^\$ sh -c 'echo to-stderr >&2; exit 3'\n\[the command exited 3\]$/m);
+    expect(logs.err).toMatch(/^to-stderr$/m);
+    expect(logs.err).toMatch(/^\[output truncated at the output cap\]$/m);
+    expect(logs.out).not.toMatch(/tool_call|tool_result/); // every exec paired with its result
     const bad = await everdict(['sandbox', 'open', '--idle', 'soon'], env);
     expect(bad.code).toBe(2);
     const chat = await everdict(['agent', 'chat', 'releaser', '-m', 'hello'], env);

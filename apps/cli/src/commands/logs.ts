@@ -1,9 +1,13 @@
 // everdict logs <run> [--follow] [--json] — a run's trajectory from the trajectory store: a log event as its
-// text (stdout's to stdout, stderr's to stderr), any other event as one line; --follow tails it until sealed;
+// text (stdout's to stdout, stderr's to stderr), a session's `exec` as a transcript (`$ argv`, its output, its
+// exit), any other event as one line; --follow tails it until sealed;
 // --json prints each event as stored, one JSON object a line.
 import type { Command } from 'commander';
+import { quote } from 'shell-quote';
+import { z } from 'zod';
 import type { Context, Done } from '../context.js';
 import { line } from '../io.js';
+import { ExecAnswer, execFailure } from './sandbox.js';
 import { describeEvent, describeTraceEvent, followTrajectory, parseTraceEvent } from './watch.js';
 
 interface Page {
@@ -15,12 +19,46 @@ interface Page {
 /** The most events one page of `GET /runs/:id/trajectory` gives. */
 const PAGE = 1000;
 
+/** A held-open session's `exec` call, as its trajectory holds it (`tool_call`, tool `exec`). */
+const ExecCall = z.object({
+  type: z.literal('tool_call'),
+  tool: z.literal('exec'),
+  callId: z.string(),
+  input: z.object({ command: z.array(z.string()).min(1) }),
+});
+/** Its result (`tool_result` of the same call id): what `POST /sandboxes/:id/exec` answered. */
+const ExecResult = z.object({ type: z.literal('tool_result'), callId: z.string(), output: ExecAnswer });
+
+/**
+ * How one event reads: a log event as its text (each stream to its own); a session's `exec` as a transcript —
+ * `$ argv` (shell-quoted), its output to stdout and stderr, and why it failed (`[the command exited 3]`) as
+ * `sandbox exec` said it; any other event as one line.
+ */
 function printer(ctx: Context, json: boolean) {
+  const execs = new Set<string>();
+  const printExec = (ev: Record<string, unknown>): boolean => {
+    const call = ExecCall.safeParse(ev);
+    if (call.success) {
+      execs.add(call.data.callId);
+      line(ctx.io.stdout, `$ ${quote(call.data.input.command)}`);
+      return true;
+    }
+    const result = ExecResult.safeParse(ev);
+    if (!result.success || !execs.delete(result.data.callId)) return false;
+    const o = result.data.output;
+    // Each stream's text ends its line, so the next `$ argv` starts one of its own.
+    if (o.stdout) line(ctx.io.stdout, o.stdout.replace(/\n$/, ''));
+    if (o.stderr) line(ctx.io.stderr, o.stderr.replace(/\n$/, ''));
+    if (o.truncated) line(ctx.io.stderr, '[output truncated at the output cap]');
+    const failure = execFailure(o); // as `sandbox exec` said it when it ran
+    if (failure) line(ctx.io.stdout, `[${failure.message}]`);
+    return true;
+  };
   return (ev: Record<string, unknown>): void => {
     if (json) line(ctx.io.stdout, JSON.stringify(ev));
     else if (ev.type === 'log' && typeof ev.message === 'string')
       line(ev.stream === 'stderr' ? ctx.io.stderr : ctx.io.stdout, ev.message);
-    else line(ctx.io.stdout, describeEvent(String(ev.seq ?? '?'), ev));
+    else if (!printExec(ev)) line(ctx.io.stdout, describeEvent(String(ev.seq ?? '?'), ev));
   };
 }
 

@@ -35,7 +35,7 @@ function show(ctx: Context, a: SandboxAnswer, json?: boolean): void {
  * `oom`, `pids_exhausted`, `output_capped`) with the partial output kept. Fields are optional here so an
  * older control plane's answer (no `outcome`) still reads.
  */
-const ExecAnswer = z.looseObject({
+export const ExecAnswer = z.looseObject({
   exitCode: z.number().int().nullable().optional(),
   signal: z.string().nullable().optional(),
   stdout: z.string().optional(),
