@@ -13,6 +13,7 @@ import { registerRun } from './commands/run.js';
 import { registerRuns } from './commands/runs.js';
 import { registerSandbox } from './commands/sandbox.js';
 import { registerShow } from './commands/show.js';
+import { registerTrigger } from './commands/trigger.js';
 import { type Context, DEFAULT_URL, type Done, type GlobalOptions, makeContext } from './context.js';
 import { describeError, EXIT } from './errors.js';
 import { type Io, line } from './io.js';
@@ -50,6 +51,7 @@ export function buildProgram(
   registerRun(program, ctx, done);
   registerExperiment(program, ctx, done);
   registerHarness(program, ctx, done);
+  registerTrigger(program, ctx, done);
   registerRuns(program, ctx, done);
   registerShow(program, ctx, done);
   registerLogs(program, ctx, done);

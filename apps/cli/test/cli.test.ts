@@ -402,6 +402,113 @@ describe('harness', () => {
   });
 });
 
+describe('trigger (over the subscriptions routes)', () => {
+  it('a trigger on failed runs fires once per failure, caused by it; disable stops it; list and delete', async () => {
+    const made = await everdict(
+      [
+        'trigger',
+        'on',
+        'run.settled',
+        'analysis',
+        '--name',
+        'on-failure',
+        '--filter',
+        '{"outcome":"failed"}',
+        '--config',
+        '{"fn":"echo","message":"a run failed"}',
+      ],
+      env,
+    );
+    expect(made.code, made.err).toBe(0);
+    const id =
+      /^trigger (sub_\w+) \(on-failure\) on run\.settled \{"outcome":"failed"\} → analysis run$/m.exec(
+        made.out,
+      )?.[1];
+    expect(id, made.out).toBeDefined();
+    const failing = await everdict(['run', 'analysis', '--config', '{"fn":"fail"}', '--wait', '--json'], env);
+    expect(failing.code).toBe(1);
+    const failedId = (JSON.parse(failing.out) as { id: string }).id;
+    // The run it fires is caused by the failed one (its event's run), as `runs --caused-by` finds it.
+    const fired = async () => {
+      const r = await everdict(['runs', '--caused-by', failedId, '--json'], env);
+      return JSON.parse(r.out) as { id: string; origin: { cause: string; subscriptionId?: string } }[];
+    };
+    await expect.poll(async () => (await fired()).length, { timeout: 30_000 }).toBe(1);
+    expect((await fired())[0]?.origin).toMatchObject({ subscriptionId: id });
+    const listed = await everdict(['trigger', 'list'], env);
+    expect(listed.out).toMatch(/^trigger\s+name\s+when\s+runs\s+enabled\s+last fired$/m);
+    expect(listed.out).toMatch(
+      new RegExp(
+        `^${id}\\s+on-failure\\s+on run\\.settled \\{"outcome":"failed"\\}\\s+analysis\\s+yes\\s+\\d+s ago$`,
+        'm',
+      ),
+    );
+    // Disabled, the next failure fires nothing. Proven by a witness: a second trigger on the same events, which
+    // fires for that failure once the consumer has passed it — and only the witness's run follows it.
+    expect((await everdict(['trigger', 'disable', id!], env)).out).toMatch(
+      /^trigger sub_\w+ \(on-failure\) disabled$/m,
+    );
+    expect((await everdict(['trigger', 'list'], env)).out).toMatch(
+      new RegExp(`^${id}.*\\s+no \\(disabled\\)\\s+`, 'm'),
+    );
+    const witness = JSON.parse(
+      (
+        await everdict(
+          [
+            'trigger',
+            'on',
+            'run.settled',
+            'analysis',
+            '--name',
+            'witness',
+            '--filter',
+            '{"outcome":"failed"}',
+            '--config',
+            '{"fn":"echo"}',
+            '--json',
+          ],
+          env,
+        )
+      ).out,
+    ) as { id: string };
+    const again = await everdict(['run', 'analysis', '--config', '{"fn":"fail"}', '--wait', '--json'], env);
+    const againId = (JSON.parse(again.out) as { id: string }).id;
+    const after = async () =>
+      JSON.parse((await everdict(['runs', '--caused-by', againId, '--json'], env)).out) as {
+        origin: { subscriptionId?: string };
+      }[];
+    await expect.poll(async () => (await after()).length, { timeout: 30_000 }).toBeGreaterThan(0);
+    expect((await after()).map((r) => r.origin.subscriptionId)).toEqual([witness.id]);
+    const deleted = await everdict(['trigger', 'delete', id!], env);
+    expect(deleted.out).toMatch(/deleted \(the runs it made stay\)/);
+    expect((await everdict(['trigger', 'list', '--json'], env)).out).not.toContain(id!);
+    expect(await fired()).toHaveLength(1); // the run it made stays
+    expect((await everdict(['trigger', 'delete', witness.id], env)).code).toBe(0);
+  });
+
+  it('refuses a bad trigger before or at the call, saving nothing', async () => {
+    const before = (await everdict(['trigger', 'list', '--json'], env)).out;
+    for (const [args, code, why] of [
+      [['on', 'run.settled', 'analysis'], 2, /--name/],
+      [['on', 'run.settled', 'command', '--name', 'x'], 2, /give the argv after `--`/],
+      [['on', 'run.settled', 'analysis', '--name', 'x', '--filter', '[1]'], 2, /--filter is a JSON object/],
+      [
+        ['on', 'run.settled', 'analysis', '--name', 'x', '--max-depth', '99'],
+        2,
+        /--max-depth is a whole number ≤ 32/,
+      ],
+      [['every', 'every tuesday', 'analysis', '--name', 'x'], 3, /bad cron "every tuesday"/],
+      [['every', '0 3 * * *', 'analysis', '--name', 'x', '--timezone', 'Mars/Olympus'], 3, /timezone/],
+    ] as const) {
+      const r = await everdict(['trigger', ...args], env);
+      expect(r.code, `${args.join(' ')}: ${r.err}`).toBe(code);
+      expect(r.err).toMatch(why);
+    }
+    expect((await everdict(['trigger', 'list', '--json'], env)).out).toBe(before);
+    expect((await everdict(['trigger', 'disable', 'sub_nope'], env)).code).toBe(3);
+  });
+});
+
 describe('record verify', () => {
   let runId = '';
   beforeAll(async () => {

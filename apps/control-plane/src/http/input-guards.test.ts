@@ -214,6 +214,13 @@ describe('subscriptions are checked when created, not when they fire', () => {
     await refused('POST', '/subscriptions', 'validation_failed', {
       body: { name: 's', schedule: { cron: '0 * * * *', timezone: 'Mars/Olympus_Mons' }, runSpec: analysis },
     });
+    // A cron its parser cannot read: the refusal names the expression and says why, without the parser's
+    // `Error: ` prefix.
+    const cron = await refused('POST', '/subscriptions', 'bad_request', {
+      body: { name: 's', schedule: { cron: 'every tuesday' }, runSpec: analysis },
+    });
+    expect(cron.body.detail).toMatch(/^bad cron "every tuesday" \(timezone UTC\): \S/);
+    expect(cron.body.detail).not.toMatch(/Error: /);
     // What a schema refuses is validation_failed naming the body field (as the edge answers); what the core
     // refuses of a valid spec (an analysis run placed elsewhere than inline) is bad_request.
     for (const [runSpec, code, field] of [

@@ -141,7 +141,13 @@ export function subscriptionService(deps: Deps): SubscriptionService {
         try {
           CronExpressionParser.parse(input.schedule.cron, { tz: input.schedule.timezone });
         } catch (e) {
-          throw new ControlPlaneError('bad_request', `bad cron: ${String(e)}`);
+          // The parser's message, without its `Error: ` prefix, naming what it read.
+          const why = e instanceof Error ? e.message : String(e);
+          throw new ControlPlaneError(
+            'bad_request',
+            `bad cron ${JSON.stringify(input.schedule.cron)} (timezone ${input.schedule.timezone}): ${why}`,
+            { field: 'schedule.cron' },
+          );
         }
       }
       const selector = input.schedule
