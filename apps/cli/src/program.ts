@@ -10,6 +10,7 @@ import { registerHarness } from './commands/harness.js';
 import { registerLogs } from './commands/logs.js';
 import { registerRecord } from './commands/record.js';
 import { registerRun } from './commands/run.js';
+import { registerRunners } from './commands/runners.js';
 import { registerRuns } from './commands/runs.js';
 import { registerSandbox } from './commands/sandbox.js';
 import { registerShow } from './commands/show.js';
@@ -52,6 +53,7 @@ export function buildProgram(
   registerExperiment(program, ctx, done);
   registerHarness(program, ctx, done);
   registerTrigger(program, ctx, done);
+  registerRunners(program, ctx, done);
   registerRuns(program, ctx, done);
   registerShow(program, ctx, done);
   registerLogs(program, ctx, done);

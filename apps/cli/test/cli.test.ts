@@ -1,7 +1,7 @@
 // The CLI against a REAL control plane (the built apps/control-plane/dist/main.js as a child process on
 // embedded PGlite): every command's answer and exit code — 0 ok, 1 failed / did not verify, 2 usage,
 // 3 refused, 4 unavailable.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -506,6 +506,79 @@ describe('trigger (over the subscriptions routes)', () => {
     }
     expect((await everdict(['trigger', 'list', '--json'], env)).out).toBe(before);
     expect((await everdict(['trigger', 'disable', 'sub_nope'], env)).code).toBe(3);
+  });
+});
+
+describe('runner and queue', () => {
+  const RUNNER = fileURLToPath(new URL('../../runner/dist/cli.js', import.meta.url));
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cli-runner-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('runner token pairs a real runner (everdict-runner pair); list shows it; drain, then revoke', async () => {
+    const token = await everdict(['runner', 'token'], env);
+    expect(token.code, token.err).toBe(0);
+    const value = /^(evp_\S+)$/m.exec(token.out)?.[1];
+    expect(value, token.out).toBeDefined();
+    expect(token.out).toContain(`everdict-runner pair ${cp.url} ${value} --name <name> --slots <n>`);
+    const paired = spawnSync(
+      process.execPath,
+      [RUNNER, 'pair', cp.url, value!, '--name', 'cli-paired', '--slots', '2', '--state-dir', dir],
+      { encoding: 'utf8' },
+    );
+    expect(paired.status, paired.stderr).toBe(0);
+    const list = await everdict(['runner', 'list'], env);
+    const row =
+      /^(rnr_\w+)\s+cli-paired\s+active\s+tenant\s+command,eval\S*\s+process\s+2\s+0\s+never$/m.exec(
+        list.out,
+      );
+    expect(row, list.out).not.toBeNull();
+    const id = row![1]!;
+    // A token is single use: the same one again is refused by the control plane (the runner exits non-zero).
+    const twice = spawnSync(
+      process.execPath,
+      [RUNNER, 'pair', cp.url, value!, '--name', 'again', '--state-dir', path.join(dir, 'again')],
+      { encoding: 'utf8' },
+    );
+    expect(twice.status).not.toBe(0);
+    expect((await everdict(['runner', 'drain', id], env)).out).toMatch(
+      /^runner rnr_\w+ \(cli-paired\) draining$/m,
+    );
+    expect((await everdict(['runner', 'revoke', id], env)).out).toMatch(
+      /^runner rnr_\w+ \(cli-paired\) revoked$/m,
+    );
+    const json = JSON.parse((await everdict(['runner', 'list', '--json'], env)).out) as {
+      id: string;
+      state: string;
+    }[];
+    expect(json.find((r) => r.id === id)?.state).toBe('revoked');
+    const nobody = await everdict(['runner', 'drain', 'rnr_nope'], env);
+    expect(nobody.code).toBe(3);
+    expect(nobody.err).toMatch(/404 not_found/);
+  });
+
+  it('queue: running, the caps, and an envelope with what it spent', async () => {
+    const r = await everdict(
+      ['run', 'analysis', '--config', '{"fn":"sleep","ms":30000}', '--envelope-runs', '4', '--json'],
+      env,
+    );
+    const id = (JSON.parse(r.out) as { run: { id: string } }).run.id;
+    try {
+      await expect
+        .poll(async () => (await everdict(['queue'], env)).out, { timeout: 30_000 })
+        .toMatch(/^running {2}[1-9]\d* of \d+$/m);
+      const q = await everdict(['queue'], env);
+      expect(q.out).toMatch(/^queued {3}\d+ of \d+ \(interactive \d+, background \d+, batch \d+\)/m);
+      expect(q.out).toMatch(/^sessions \d+ held open$/m);
+      expect(q.out).toMatch(new RegExp(`^env_\\w+\\s+${id}\\s+1/4\\s+0/-\\s+0/-\\s+1/\\d+$`, 'm'));
+      const json = JSON.parse((await everdict(['queue', '--json'], env)).out) as {
+        queue: { caps: { maxConcurrent: number } };
+        envelopes: { openedBy: string | null }[];
+      };
+      expect(json.queue.caps.maxConcurrent).toBeGreaterThan(0);
+      expect(json.envelopes.some((e) => e.openedBy === id)).toBe(true);
+    } finally {
+      await everdict(['cancel', id], env);
+    }
   });
 });
 

@@ -1,0 +1,159 @@
+// The tenant's compute, from the command line (an admin key for the changes):
+//   everdict runner token — a single-use pairing token (15 min) and the `everdict-runner pair` line to use it;
+//   everdict runner list — the runners that may lease the tenant's runs (its own and the shared ones);
+//   everdict runner drain <id> | revoke <id> — no new leases / its next call refused and its leases requeued;
+//   everdict queue — where the tenant's runs wait: queued by class and kind, running, sessions, the caps, and the
+//     delegated envelopes (what each may still spend).
+import type { Command } from 'commander';
+import type { Context, Done } from '../context.js';
+import { line } from '../io.js';
+import { age, table } from '../table.js';
+
+interface Runner {
+  id: string;
+  name: string;
+  shared: boolean;
+  capabilities: {
+    drivers: string[];
+    kinds: string[];
+    images: string[];
+    slots: number;
+    namespaces?: string[];
+  };
+  state: string;
+  lastHeartbeatAt: string | null;
+  leasesHeld: number;
+  requeued?: string[];
+}
+
+interface TenantQueue {
+  queued: { total: number; interactive: number; background: number; batch: number };
+  running: number;
+  sessions: number;
+  caps: { maxQueued: number; maxConcurrent: number };
+  queuedByKind: Record<string, number>;
+}
+
+interface Envelope {
+  id: string;
+  openedBy: string | null;
+  caps: { usd: number | null; tokens: number | null; runs: number | null; inFlight: number };
+  spent: { usd: number; tokens: number; runs: number };
+  inFlight: number;
+}
+
+async function pairingToken(ctx: Context, o: { json?: boolean }): Promise<number> {
+  const t = await ctx.call<{ token: string; expiresAt: string }>('POST', '/runners/pairing-tokens');
+  if (o.json) line(ctx.io.stdout, JSON.stringify(t));
+  else {
+    line(ctx.io.stdout, `pairing token (single use, shown once, expires ${t.expiresAt}):`);
+    line(ctx.io.stdout, t.token);
+    line(ctx.io.stdout, '');
+    line(
+      ctx.io.stdout,
+      `on the runner's host: everdict-runner pair ${ctx.url} ${t.token} --name <name> --slots <n>`,
+    );
+  }
+  return 0;
+}
+
+async function listRunners(ctx: Context, o: { json?: boolean }): Promise<number> {
+  const { items } = await ctx.call<{ items: Runner[] }>('GET', '/runners');
+  if (o.json) line(ctx.io.stdout, JSON.stringify(items));
+  else
+    line(
+      ctx.io.stdout,
+      table(
+        ['runner', 'name', 'state', 'scope', 'kinds', 'drivers', 'slots', 'leases', 'heartbeat'],
+        items.map((r) => [
+          r.id,
+          r.name,
+          r.state,
+          r.shared ? 'shared' : 'tenant',
+          r.capabilities.kinds.join(','),
+          r.capabilities.drivers.join(','),
+          String(r.capabilities.slots),
+          String(r.leasesHeld),
+          r.lastHeartbeatAt ? `${age(r.lastHeartbeatAt)} ago` : 'never',
+        ]),
+      ),
+    );
+  return 0;
+}
+
+async function changeRunner(ctx: Context, id: string, action: 'drain' | 'revoke'): Promise<number> {
+  const r = await ctx.call<Runner>('POST', `/runners/${encodeURIComponent(id)}/${action}`);
+  const requeued = r.requeued?.length
+    ? `; ${r.requeued.length} lease(s) requeued: ${r.requeued.join(' ')}`
+    : '';
+  line(ctx.io.stdout, `runner ${r.id} (${r.name}) ${r.state}${requeued}`);
+  return 0;
+}
+
+const capOf = (n: number | null) => (n === null ? '-' : String(n));
+
+async function showQueue(ctx: Context, o: { json?: boolean }): Promise<number> {
+  const [q, { items: envelopes }] = await Promise.all([
+    ctx.call<TenantQueue>('GET', '/tenant/queue'),
+    ctx.call<{ items: Envelope[] }>('GET', '/envelopes'),
+  ]);
+  if (o.json) {
+    line(ctx.io.stdout, JSON.stringify({ queue: q, envelopes }));
+    return 0;
+  }
+  const byKind = Object.entries(q.queuedByKind)
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ');
+  line(
+    ctx.io.stdout,
+    `queued   ${q.queued.total} of ${q.caps.maxQueued} (interactive ${q.queued.interactive}, background ${q.queued.background}, batch ${q.queued.batch})${byKind ? ` — ${byKind}` : ''}`,
+  );
+  line(ctx.io.stdout, `running  ${q.running} of ${q.caps.maxConcurrent}`);
+  line(ctx.io.stdout, `sessions ${q.sessions} held open`);
+  if (envelopes.length === 0) return 0;
+  line(ctx.io.stdout, '');
+  line(
+    ctx.io.stdout,
+    table(
+      ['envelope', 'opened by', 'runs', 'usd', 'tokens', 'in flight'],
+      envelopes.map((e) => [
+        e.id,
+        e.openedBy ?? '-',
+        `${e.spent.runs}/${capOf(e.caps.runs)}`,
+        `${e.spent.usd}/${capOf(e.caps.usd)}`,
+        `${e.spent.tokens}/${capOf(e.caps.tokens)}`,
+        `${e.inFlight}/${e.caps.inFlight}`,
+      ]),
+    ),
+  );
+  return 0;
+}
+
+export function registerRunners(program: Command, ctx: () => Context, done: Done): void {
+  const runner = program.command('runner').description("the tenant's runners: pair, list, drain, revoke");
+  runner
+    .command('token')
+    .description('a single-use pairing token (15 min) for `everdict-runner pair` (admin)')
+    .option('--json', 'print JSON')
+    .action((o: { json?: boolean }) => done(pairingToken(ctx(), o)));
+  runner
+    .command('list')
+    .description("the runners that may lease the tenant's runs: its own and the shared ones")
+    .option('--json', 'print JSON')
+    .action((o: { json?: boolean }) => done(listRunners(ctx(), o)));
+  runner
+    .command('drain')
+    .argument('<id>', 'the runner')
+    .description('no new leases; what it runs finishes (admin)')
+    .action((id: string) => done(changeRunner(ctx(), id, 'drain')));
+  runner
+    .command('revoke')
+    .argument('<id>', 'the runner')
+    .description('its next call is refused and its leases requeue (admin)')
+    .action((id: string) => done(changeRunner(ctx(), id, 'revoke')));
+  program
+    .command('queue')
+    .description("where the tenant's runs wait: queued by class and kind, running, sessions, caps, envelopes")
+    .option('--json', 'print JSON')
+    .action((o: { json?: boolean }) => done(showQueue(ctx(), o)));
+}
