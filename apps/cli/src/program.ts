@@ -6,6 +6,7 @@ import { registerAgent } from './commands/agent.js';
 import { registerCancel } from './commands/cancel.js';
 import { registerDemo } from './commands/demo.js';
 import { registerExperiment } from './commands/experiment.js';
+import { registerGroups } from './commands/groups.js';
 import { registerHarness } from './commands/harness.js';
 import { registerLogs } from './commands/logs.js';
 import { registerRecord } from './commands/record.js';
@@ -54,6 +55,7 @@ export function buildProgram(
   registerHarness(program, ctx, done);
   registerTrigger(program, ctx, done);
   registerRunners(program, ctx, done);
+  registerGroups(program, ctx, done);
   registerRuns(program, ctx, done);
   registerShow(program, ctx, done);
   registerLogs(program, ctx, done);

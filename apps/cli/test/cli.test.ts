@@ -252,6 +252,22 @@ describe('experiment, score, runs', () => {
     expect(show.out).toMatch(/score\s+greets 1 \(passed\): outputs\.summary matches \/hel\+o\/$/m);
   });
 
+  it('groups: the experiment with its runs by status and its latest pass rates', async () => {
+    const r = await everdict(['groups', '--kind', 'experiment'], env);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out.split('\n')[0]).toMatch(/^group\s+kind\s+label\s+status\s+runs\s+scores\s+age$/);
+    // Its latest scoring is the one scored last in this file: two graders, one at 0 %, one at 100 %.
+    expect(r.out).toMatch(
+      new RegExp(
+        `^${groupId}\\s+experiment\\s+analysis ×4\\s+succeeded\\s+succeeded 4\\s+off-by-one 0% · as-configured 100%\\s+\\d+[smh]$`,
+        'm',
+      ),
+    );
+    const json = JSON.parse((await everdict(['groups', '--json', '--limit', '1'], env)).out) as unknown[];
+    expect(json).toHaveLength(1);
+    expect((await everdict(['groups', '--limit', 'x'], env)).code).toBe(2);
+  });
+
   it('runs: filters, a table or --json', async () => {
     const json = await everdict(['runs', '--group', groupId, '--json'], env);
     expect(json.code).toBe(0);
@@ -579,6 +595,32 @@ describe('runner and queue', () => {
     } finally {
       await everdict(['cancel', id], env);
     }
+  });
+});
+
+describe('keys', () => {
+  it('create mints a member key that works; a member cannot mint; revoke makes it 401', async () => {
+    const made = await everdict(['keys', 'create', '--label', 'cli-test'], env);
+    expect(made.code, made.err).toBe(0);
+    const key = made.out.trim();
+    const id = /^key (key_\w+) \(member\) — shown once/m.exec(made.err)?.[1];
+    expect(id, made.err).toBeDefined();
+    const member = { ...env, EVERDICT_API_KEY: key };
+    expect((await everdict(['runs', '--limit', '1'], member)).code).toBe(0);
+    const minted = await everdict(['keys', 'create'], member);
+    expect(minted.code).toBe(3);
+    expect(minted.err).toMatch(/403 forbidden/);
+    const listed = await everdict(['keys', 'list'], env);
+    expect(listed.out).toMatch(new RegExp(`^${id}\\s+member\\s+cli-test\\s+\\S+\\s+-$`, 'm'));
+    expect((await everdict(['keys', 'revoke', id!], env)).out).toMatch(
+      /revoked at \S+: its next call is 401/,
+    );
+    const refused = await everdict(['runs', '--limit', '1'], member);
+    expect(refused.code).toBe(3);
+    expect(refused.err).toMatch(/401/);
+    expect((await everdict(['keys', 'list'], env)).out).toMatch(
+      new RegExp(`^${id}\\s+member\\s+cli-test\\s+\\S+\\s+20\\d\\d-`, 'm'),
+    );
   });
 });
 
