@@ -4,6 +4,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerAgent } from './commands/agent.js';
 import { registerCancel } from './commands/cancel.js';
+import { registerCompare } from './commands/compare.js';
 import { registerDemo } from './commands/demo.js';
 import { registerExperiment } from './commands/experiment.js';
 import { registerGroups } from './commands/groups.js';
@@ -56,6 +57,7 @@ export function buildProgram(
   registerTrigger(program, ctx, done);
   registerRunners(program, ctx, done);
   registerGroups(program, ctx, done);
+  registerCompare(program, ctx, done);
   registerRuns(program, ctx, done);
   registerShow(program, ctx, done);
   registerLogs(program, ctx, done);

@@ -268,6 +268,21 @@ describe('experiment, score, runs', () => {
     expect((await everdict(['groups', '--limit', 'x'], env)).code).toBe(2);
   });
 
+  it('compare: pass rates side by side; runs without case ids are not matched; an unscored group is usage', async () => {
+    const same = await everdict(['compare', groupId, groupId], env);
+    expect(same.code, same.err).toBe(0);
+    expect(same.out).toMatch(/^off-by-one\s+0%\s+0%\s+\+0$/m);
+    expect(same.out).toMatch(/^no case in both groups: cases are matched by their case id/m);
+    const unscored = await everdict(
+      ['experiment', 'analysis', '-n', '1', '--config', ECHO, '--no-score', '--json'],
+      env,
+    );
+    const other = (JSON.parse(unscored.out) as { group: { id: string } }).group.id;
+    const refused = await everdict(['compare', groupId, other], env);
+    expect(refused.code).toBe(2);
+    expect(refused.err).toContain(`${other} has no scoring: everdict score ${other} first`);
+  });
+
   it('runs: filters, a table or --json', async () => {
     const json = await everdict(['runs', '--group', groupId, '--json'], env);
     expect(json.code).toBe(0);

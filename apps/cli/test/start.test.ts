@@ -185,6 +185,49 @@ describe('everdict start (the main job)', () => {
     expect(table.out).toContain(
       `${wrong[0]!.runId}  c     sum     outputs.result differs from subject.caseSpec.expected {"sum":3}`,
     );
+    // A second harness version over the same cases (it multiplies): the same pass rate, but case b regressed
+    // and case c was fixed — what `compare` shows, and what `--strict` refuses (exit 1).
+    const product = harness.replace('caseSpec.a + caseSpec.b', 'caseSpec.a * caseSpec.b');
+    expect(product).not.toBe(harness);
+    expect((await everdict(['harness', 'define', 'adder@2', '--', 'node', '-e', product], env)).code).toBe(0);
+    writeFileSync(
+      cases,
+      [
+        '{"id":"a","a":2,"b":2,"expected":{"sum":4}}',
+        '{"id":"b","a":2,"b":3,"expected":{"sum":5}}',
+        '{"id":"c","a":1,"b":3,"expected":{"sum":3}}',
+      ].join('\n'),
+    );
+    const runOf = async (version: string) => {
+      const r = await everdict(
+        [
+          'experiment',
+          'eval',
+          '--harness',
+          `adder@${version}`,
+          '--cases',
+          cases,
+          '--grader',
+          grader,
+          '--json',
+        ],
+        env,
+      );
+      expect(r.code, r.err).toBe(0);
+      return (JSON.parse(r.out) as { group: { id: string } }).group.id;
+    };
+    const [v1, v2] = [await runOf('1'), await runOf('2')];
+    const compared = await everdict(['compare', v1, v2, '--strict'], env);
+    expect(compared.code, compared.err).toBe(1);
+    expect(compared.out).toMatch(/^sum\s+66\.7%\s+66\.7%\s+\+0$/m);
+    expect(compared.out).toMatch(
+      /^3 cases in both: 1 regressed \(passed → failed\), 1 fixed \(failed → passed\)$/m,
+    );
+    expect(compared.out).toMatch(
+      /^case\s+grader\s+base\s+group\nb\s+sum\s+passed\s+failed\nc\s+sum\s+failed\s+passed$/m,
+    );
+    expect(compared.err).toMatch(/run_failed: 1 case verdict\(s\) regressed/);
+    expect((await everdict(['compare', v1, v1, '--strict'], env)).code).toBe(0);
     // The key and the internal token are kept for the next start (mode 0600).
     expect(JSON.parse(readFileSync(path.join(dataDir, 'main-job.json'), 'utf8')).apiKey).toBe(key);
 

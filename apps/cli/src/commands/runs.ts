@@ -29,6 +29,29 @@ interface ListOptions {
   json?: boolean;
 }
 
+/**
+ * `GET /runs` with these filters: one page, or (`all`) every page, following the cursor to the end — a cursor
+ * handed out twice would loop forever, so it stops there, saying so.
+ */
+export async function listRuns<T>(ctx: Context, filters: URLSearchParams, all: boolean): Promise<T[]> {
+  const items: T[] = [];
+  const seen = new Set<string>();
+  let cursor: string | null = null;
+  do {
+    const q = new URLSearchParams(filters);
+    if (cursor) q.set('cursor', cursor);
+    const page: { items?: T[]; nextCursor?: string | null } = await ctx.call('GET', `/runs?${q}`);
+    if (!Array.isArray(page?.items))
+      throw new CliError('unavailable', 'GET /runs answered without `items` (is --url the control plane?)');
+    items.push(...page.items);
+    cursor = all ? (page.nextCursor ?? null) : null;
+    if (cursor !== null && seen.has(cursor))
+      throw new CliError('unavailable', `GET /runs handed out cursor ${cursor} twice: stopped following it`);
+    if (cursor !== null) seen.add(cursor);
+  } while (cursor);
+  return items;
+}
+
 export async function runsCommand(ctx: Context, o: ListOptions): Promise<number> {
   // The control plane's page bounds (1–500): outside them it is a usage error here, not a refusal (3).
   if (!/^\d+$/.test(o.limit) || Number(o.limit) < 1 || Number(o.limit) > MAX_PAGE)
@@ -40,22 +63,7 @@ export async function runsCommand(ctx: Context, o: ListOptions): Promise<number>
   if (o.group) base.set('groupId', o.group);
   if (o.causedBy) base.set('causedBy', o.causedBy);
   base.set('limit', o.limit);
-  const items: RunRow[] = [];
-  const seen = new Set<string>();
-  let cursor: string | null = null;
-  do {
-    const q = new URLSearchParams(base);
-    if (cursor) q.set('cursor', cursor);
-    const page: { items?: RunRow[]; nextCursor?: string | null } = await ctx.call('GET', `/runs?${q}`);
-    if (!Array.isArray(page?.items))
-      throw new CliError('unavailable', 'GET /runs answered without `items` (is --url the control plane?)');
-    items.push(...page.items);
-    cursor = o.all ? (page.nextCursor ?? null) : null;
-    // --all follows the cursor to the end: a cursor handed out twice would loop forever.
-    if (cursor !== null && seen.has(cursor))
-      throw new CliError('unavailable', `GET /runs handed out cursor ${cursor} twice: stopped following it`);
-    if (cursor !== null) seen.add(cursor);
-  } while (cursor);
+  const items = await listRuns<RunRow>(ctx, base, o.all === true);
   if (o.json) {
     line(ctx.io.stdout, JSON.stringify(items));
     return 0;
