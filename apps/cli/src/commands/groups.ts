@@ -1,6 +1,7 @@
 // everdict groups [--kind K] [--limit N] [--json] — the tenant's run groups, newest first (GET /groups): each
 // experiment, scorecard, conversation or batch with its runs by status and its latest scoring's pass rates.
 // everdict keys list | create [--admin] [--label L] | revoke <id> — the tenant's API keys (admin).
+import type { components } from '@everdict/client';
 import type { Command } from 'commander';
 import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
@@ -57,16 +58,10 @@ async function listGroups(
   return 0;
 }
 
-interface ApiKey {
-  id: string;
-  role: string;
-  label: string;
-  createdAt: string;
-  revokedAt: string | null;
-}
+type ApiKey = components['schemas']['ApiKey'];
 
 async function listKeys(ctx: Context, o: { json?: boolean }): Promise<number> {
-  const { items } = await ctx.call<{ items: ApiKey[] }>('GET', '/api-keys');
+  const items: ApiKey[] = (await ctx.client.GET('/api-keys')).data?.items ?? [];
   if (o.json) line(ctx.io.stdout, JSON.stringify(items));
   else
     line(
@@ -83,10 +78,10 @@ async function createKey(
   ctx: Context,
   o: { admin?: boolean; label?: string; json?: boolean },
 ): Promise<number> {
-  const made = await ctx.call<ApiKey & { key: string }>('POST', '/api-keys', {
-    role: o.admin ? 'admin' : 'member',
-    ...(o.label ? { label: o.label } : {}),
+  const { data: made } = await ctx.client.POST('/api-keys', {
+    body: { role: o.admin ? 'admin' : 'member', ...(o.label ? { label: o.label } : {}) },
   });
+  if (!made) throw new CliError('unavailable', 'POST /api-keys answered without a body');
   if (o.json) line(ctx.io.stdout, JSON.stringify(made));
   else {
     line(ctx.io.stderr, `key ${made.id} (${made.role}) — shown once, keep it now:`);
@@ -96,7 +91,8 @@ async function createKey(
 }
 
 async function revokeKey(ctx: Context, id: string): Promise<number> {
-  const k = await ctx.call<ApiKey>('POST', `/api-keys/${encodeURIComponent(id)}/revoke`);
+  const { data: k } = await ctx.client.POST('/api-keys/{id}/revoke', { params: { path: { id } } });
+  if (!k) throw new CliError('unavailable', 'POST /api-keys/:id/revoke answered without a body');
   line(ctx.io.stdout, `key ${k.id} revoked at ${k.revokedAt}: its next call is 401`);
   return 0;
 }

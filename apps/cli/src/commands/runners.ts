@@ -4,46 +4,19 @@
 //   everdict runner drain <id> | revoke <id> — no new leases / its next call refused and its leases requeued;
 //   everdict queue — where the tenant's runs wait: queued by class and kind, running, sessions, the caps, and the
 //     delegated envelopes (what each may still spend).
+import type { components } from '@everdict/client';
 import type { Command } from 'commander';
 import type { Context, Done } from '../context.js';
+import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { age, table } from '../table.js';
 
-interface Runner {
-  id: string;
-  name: string;
-  shared: boolean;
-  capabilities: {
-    drivers: string[];
-    kinds: string[];
-    images: string[];
-    slots: number;
-    namespaces?: string[];
-  };
-  state: string;
-  lastHeartbeatAt: string | null;
-  leasesHeld: number;
-  requeued?: string[];
-}
-
-interface TenantQueue {
-  queued: { total: number; interactive: number; background: number; batch: number };
-  running: number;
-  sessions: number;
-  caps: { maxQueued: number; maxConcurrent: number };
-  queuedByKind: Record<string, number>;
-}
-
-interface Envelope {
-  id: string;
-  openedBy: string | null;
-  caps: { usd: number | null; tokens: number | null; runs: number | null; inFlight: number };
-  spent: { usd: number; tokens: number; runs: number };
-  inFlight: number;
-}
+type Runner = components['schemas']['Runner'];
+type Envelope = components['schemas']['Envelope'];
 
 async function pairingToken(ctx: Context, o: { json?: boolean }): Promise<number> {
-  const t = await ctx.call<{ token: string; expiresAt: string }>('POST', '/runners/pairing-tokens');
+  const { data: t } = await ctx.client.POST('/runners/pairing-tokens');
+  if (!t) throw new CliError('unavailable', 'POST /runners/pairing-tokens answered without a body');
   if (o.json) line(ctx.io.stdout, JSON.stringify(t));
   else {
     line(ctx.io.stdout, `pairing token (single use, shown once, expires ${t.expiresAt}):`);
@@ -58,7 +31,7 @@ async function pairingToken(ctx: Context, o: { json?: boolean }): Promise<number
 }
 
 async function listRunners(ctx: Context, o: { json?: boolean }): Promise<number> {
-  const { items } = await ctx.call<{ items: Runner[] }>('GET', '/runners');
+  const items: Runner[] = (await ctx.client.GET('/runners')).data?.items ?? [];
   if (o.json) line(ctx.io.stdout, JSON.stringify(items));
   else
     line(
@@ -82,7 +55,9 @@ async function listRunners(ctx: Context, o: { json?: boolean }): Promise<number>
 }
 
 async function changeRunner(ctx: Context, id: string, action: 'drain' | 'revoke'): Promise<number> {
-  const r = await ctx.call<Runner>('POST', `/runners/${encodeURIComponent(id)}/${action}`);
+  const path = action === 'drain' ? '/runners/{id}/drain' : '/runners/{id}/revoke';
+  const { data: r } = await ctx.client.POST(path, { params: { path: { id } } });
+  if (!r) throw new CliError('unavailable', `POST /runners/:id/${action} answered without a body`);
   const requeued = r.requeued?.length
     ? `; ${r.requeued.length} lease(s) requeued: ${r.requeued.join(' ')}`
     : '';
@@ -93,10 +68,10 @@ async function changeRunner(ctx: Context, id: string, action: 'drain' | 'revoke'
 const capOf = (n: number | null) => (n === null ? '-' : String(n));
 
 async function showQueue(ctx: Context, o: { json?: boolean }): Promise<number> {
-  const [q, { items: envelopes }] = await Promise.all([
-    ctx.call<TenantQueue>('GET', '/tenant/queue'),
-    ctx.call<{ items: Envelope[] }>('GET', '/envelopes'),
-  ]);
+  const [queue, listed] = await Promise.all([ctx.client.GET('/tenant/queue'), ctx.client.GET('/envelopes')]);
+  const q = queue.data;
+  if (!q) throw new CliError('unavailable', 'GET /tenant/queue answered without a body');
+  const envelopes: Envelope[] = listed.data?.items ?? [];
   if (o.json) {
     line(ctx.io.stdout, JSON.stringify({ queue: q, envelopes }));
     return 0;

@@ -5,6 +5,7 @@
 //   everdict trigger list | enable <id> | disable <id> | delete <id>.
 // The run spec is built from the same flags as `run` (runSpecOf); the control plane checks it at creation as every
 // firing reads it, so a spec it would refuse later is refused now and nothing is saved.
+import type { components } from '@everdict/client';
 import type { Command } from 'commander';
 import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
@@ -13,18 +14,8 @@ import { age, table } from '../table.js';
 import { parseJsonOption } from './options.js';
 import { type RunOptions, runSpecOf } from './run.js';
 
-export interface Trigger {
-  id: string;
-  name: string;
-  selector: { kind: string; filter: Record<string, unknown> };
-  schedule: { cron: string; timezone: string } | null;
-  runSpec: Record<string, unknown>;
-  cooldownSec: number;
-  maxDepth: number;
-  enabled: boolean;
-  disabledReason: string | null;
-  lastFiredAt: string | null;
-}
+/** A trigger as the control plane answers it (its `Subscription`, typed from its OpenAPI document). */
+export type Trigger = components['schemas']['Subscription'];
 
 interface TriggerOptions extends RunOptions {
   name?: string;
@@ -63,14 +54,18 @@ async function createTrigger(
   const cooldownSec = whole('--cooldown', o.cooldown, 2_147_483_647);
   const maxDepth = whole('--max-depth', o.maxDepth, 32);
   const runSpec = runSpecOf(kind, argv, o);
-  const trigger = await ctx.call<Trigger>('POST', '/subscriptions', {
-    name: o.name,
-    ...when,
-    runSpec,
-    ...(cooldownSec === undefined ? {} : { cooldownSec }),
-    ...(maxDepth === undefined ? {} : { maxDepth }),
-    ...(o.disabled ? { enabled: false } : {}),
+  const { data: trigger } = await ctx.client.POST('/subscriptions', {
+    body: {
+      name: o.name,
+      ...when,
+      // The spec is checked by the server (the run schema, as every firing reads it); the CLI builds it from flags.
+      runSpec: runSpec as never,
+      ...(cooldownSec === undefined ? {} : { cooldownSec }),
+      ...(maxDepth === undefined ? {} : { maxDepth }),
+      ...(o.disabled ? { enabled: false } : {}),
+    },
   });
+  if (!trigger) throw new CliError('unavailable', 'POST /subscriptions answered without a body');
   if (o.json) line(ctx.io.stdout, JSON.stringify(trigger));
   else
     line(
@@ -81,7 +76,7 @@ async function createTrigger(
 }
 
 export async function listTriggers(ctx: Context, o: { json?: boolean }): Promise<number> {
-  const { items } = await ctx.call<{ items: Trigger[] }>('GET', '/subscriptions');
+  const items = (await ctx.client.GET('/subscriptions')).data?.items ?? [];
   if (o.json) line(ctx.io.stdout, JSON.stringify(items));
   else
     line(
@@ -102,13 +97,17 @@ export async function listTriggers(ctx: Context, o: { json?: boolean }): Promise
 }
 
 async function setEnabled(ctx: Context, id: string, enabled: boolean): Promise<number> {
-  const t = await ctx.call<Trigger>('PATCH', `/subscriptions/${encodeURIComponent(id)}`, { enabled });
+  const { data: t } = await ctx.client.PATCH('/subscriptions/{id}', {
+    params: { path: { id } },
+    body: { enabled },
+  });
+  if (!t) throw new CliError('unavailable', 'PATCH /subscriptions/:id answered without a body');
   line(ctx.io.stdout, `trigger ${t.id} (${t.name}) ${t.enabled ? 'enabled' : 'disabled'}`);
   return 0;
 }
 
 async function deleteTrigger(ctx: Context, id: string): Promise<number> {
-  await ctx.call('DELETE', `/subscriptions/${encodeURIComponent(id)}`);
+  await ctx.client.DELETE('/subscriptions/{id}', { params: { path: { id } } });
   line(ctx.io.stdout, `trigger ${id} deleted (the runs it made stay)`);
   return 0;
 }
