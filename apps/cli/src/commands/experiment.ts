@@ -12,7 +12,7 @@ import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { fmtNumber, progressBar, table } from '../table.js';
 import { collect, parseJsonArray } from './options.js';
-import { type RunOptions, runSpecOf } from './run.js';
+import { type RunOptions, runSpecOf, subjectOptions } from './run.js';
 
 export interface GroupSummary {
   id: string;
@@ -274,24 +274,23 @@ export async function scoreCommand(
 }
 
 export function registerExperiment(program: Command, ctx: () => Context, done: Done): void {
-  program
-    .command('experiment')
-    .description(
-      'N runs of one spec, or one per case of a dataset, as an experiment group: progress, then scores',
-    )
-    .argument('<kind>', 'the kind of each run (eval, command, analysis, …)')
-    .argument('[argv...]', 'for `command`: the argv (after --)')
-    .option('-n, --repeat <n>', 'how many runs of the one spec')
-    .option('--cases <file>', 'one run per case: a JSON array or JSON Lines of case objects (- reads stdin)')
-    .option('--label <label>', "the group's label")
-    .option('--grader <json>', 'a grader spec (repeatable; default {"type":"exit_code"})', collect)
-    .option('--no-score', 'do not score when the runs have settled')
-    .option('--subject <json>', 'the subject as JSON')
-    .option('--image <ref>', 'image of a command')
-    .option('--harness <id@version>', 'eval: the harness')
-    .option('--case <id>', 'eval: the case id')
-    .option('--case-spec <json>', 'eval: an ad-hoc case')
-    .option('--config <json>', 'analysis: the inline configuration')
+  subjectOptions(
+    program
+      .command('experiment')
+      .description(
+        'N runs of one spec, or one per case of a dataset, as an experiment group: progress, then scores',
+      )
+      .argument('<kind>', 'the kind of each run (eval, command, analysis, …)')
+      .argument('[argv...]', 'for `command`: the argv (after --)')
+      .option('-n, --repeat <n>', 'how many runs of the one spec')
+      .option(
+        '--cases <file>',
+        'one run per case: a JSON array or JSON Lines of case objects (- reads stdin)',
+      )
+      .option('--label <label>', "the group's label")
+      .option('--grader <json>', 'a grader spec (repeatable; default {"type":"exit_code"})', collect)
+      .option('--no-score', 'do not score when the runs have settled'),
+  )
     .option('--envelope-runs <n>', 'each run opens an envelope capped at n runs')
     .option('--json', 'print JSON')
     .action((kind: string, argv: string[], o: ExperimentOptions) =>

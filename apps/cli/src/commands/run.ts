@@ -157,18 +157,24 @@ function why(run: RunSummary): string {
   return error.success ? `: ${error.data.code}: ${error.data.message}` : '';
 }
 
-export function registerRun(program: Command, ctx: () => Context, done: Done): void {
-  program
-    .command('run')
-    .description('submit a run (command, eval, sandbox, analysis, or any kind with --subject)')
-    .argument('<kind>', 'command | eval | sandbox | analysis | agent | …')
-    .argument('[argv...]', 'for `command`: the argv to run (after --)')
+/** The flags `subjectOf` reads, for every command that builds a run spec (run, experiment, trigger). */
+export function subjectOptions(cmd: Command): Command {
+  return cmd
     .option('--subject <json>', 'the subject as JSON (any kind)')
     .option('--image <ref>', 'image of a command or sandbox')
     .option('--harness <id@version>', 'eval: the harness')
     .option('--case <id>', 'eval: the case id')
     .option('--case-spec <json>', 'eval: an ad-hoc case')
-    .option('--config <json>', 'analysis: the inline configuration')
+    .option('--config <json>', 'analysis: the inline configuration');
+}
+
+export function registerRun(program: Command, ctx: () => Context, done: Done): void {
+  const run = program
+    .command('run')
+    .description('submit a run (command, eval, sandbox, analysis, or any kind with --subject)')
+    .argument('<kind>', 'command | eval | sandbox | analysis | agent | …')
+    .argument('[argv...]', 'for `command`: the argv to run (after --)');
+  subjectOptions(run)
     .option('--lifetime <lifetime>', 'task | session | service')
     .option('--ttl <seconds>', 'hard expiry from now')
     .option('--caused-by <run>', 'the run that caused this one (draws from its envelope)')

@@ -12,7 +12,7 @@ import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { age, table } from '../table.js';
 import { parseJsonOption } from './options.js';
-import { type RunOptions, runSpecOf } from './run.js';
+import { type RunOptions, runSpecOf, subjectOptions } from './run.js';
 
 /** A trigger as the control plane answers it (its `Subscription`, typed from its OpenAPI document). */
 export type Trigger = components['schemas']['Subscription'];
@@ -114,13 +114,7 @@ async function deleteTrigger(ctx: Context, id: string): Promise<number> {
 
 /** The run-spec flags `run` takes that a trigger's spec may carry (not --wait, --caused-by: a firing has its cause). */
 function runSpecOptions(cmd: Command): Command {
-  return cmd
-    .option('--subject <json>', 'the subject as JSON (any kind)')
-    .option('--image <ref>', 'image of a command or sandbox')
-    .option('--harness <id@version>', 'eval: the harness')
-    .option('--case <id>', 'eval: the case id')
-    .option('--case-spec <json>', 'eval: an ad-hoc case')
-    .option('--config <json>', 'analysis: the inline configuration')
+  return subjectOptions(cmd)
     .option('--lifetime <lifetime>', 'task | session')
     .option('--ttl <seconds>', 'hard expiry of each run, from its creation')
     .option('--envelope-runs <n>', 'each run opens a delegated envelope capped at n runs')
