@@ -105,6 +105,9 @@ export function registerGroups(program: Command, ctx: () => Context, done: Done)
     .option('--limit <n>', 'page size (1–500)')
     .option('--json', 'print the groups as one JSON array')
     .action((o: { kind?: string; limit?: string; json?: boolean }) => done(listGroups(ctx(), o)));
+}
+
+export function registerKeys(program: Command, ctx: () => Context, done: Done): void {
   const keys = program.command('keys').description("the tenant's API keys (admin)");
   keys
     .command('list')
