@@ -719,6 +719,9 @@ describe('sandbox (over the sessions routes) and agent chat', () => {
     const open = await everdict(['sandbox', 'open', '--ttl', '600', '--idle', '300', '--json'], env);
     expect(open.code).toBe(0);
     const id = (JSON.parse(open.out) as { run: { id: string } }).run.id;
+    const expiresAt = (JSON.parse(open.out) as { run: { expiresAt: string } }).run.expiresAt;
+    // `show` of a live session says when the reaper closes it.
+    expect((await everdict(['show', id], env)).out).toContain(`· expires ${expiresAt}`);
     const exec = await everdict(
       ['sandbox', 'exec', id, '--json', '--', 'sh', '-c', 'echo hi-from-sandbox'],
       env,

@@ -21,6 +21,7 @@ const ShownRun = z.object({
   createdAt: z.string().optional(),
   startedAt: z.string().optional(),
   settledAt: z.string().optional(),
+  expiresAt: z.string().optional(),
   causalDepth: z.number().optional(),
   origin: z.object({ causedByRunId: z.string().nullish() }).partial().optional(),
   group: z.object({ id: z.string(), role: z.string().optional() }).nullish(),
@@ -79,6 +80,8 @@ function rows(r: ShownRun, details: ReadonlyMap<string, string>): string[][] {
       r.createdAt && `created ${r.createdAt}`,
       r.startedAt && `started ${r.startedAt}`,
       r.settledAt && `settled ${r.settledAt}`,
+      // A held-open session's (or any run's) hard expiry: the reaper closes it then.
+      r.expiresAt && !r.settledAt && `expires ${r.expiresAt}`,
     ]
       .filter(Boolean)
       .join(' · '),
