@@ -122,12 +122,16 @@ describe('quickstart through the real core', () => {
       rescoreOf?: string;
       runId: string;
     }[];
-    expect(
-      scores
-        .map((v) => v.grader)
-        .slice(0, 4)
-        .sort(),
-    ).toEqual(['answer', 'as-configured', 'exit_code', 'in-range'].sort());
+    // Each scoring's verdicts in the order its graders were given.
+    expect(scores.map((v) => v.grader)).toEqual([
+      'exit_code',
+      'answer',
+      'in-range',
+      'as-configured',
+      'greets',
+      'mentions',
+      'judged',
+    ]);
     expect(scores.slice(0, 4).every((v) => v.scoringId === scoring.id && v.rescoreOf === undefined)).toBe(
       true,
     );

@@ -5,6 +5,7 @@ import {
   Aggregate,
   Grader,
   type GraderInput,
+  graderName,
   type Judge,
   Scoring,
   scoreGroup,
@@ -61,6 +62,23 @@ export async function runScores(ex: Executor, tenant: string, runId: string): Pr
     .orderBy('created_at')
     .orderBy('id')
     .execute();
+  // Within one scoring (its scores share a time), in the order its graders were given.
+  const scoringIds = [...new Set(rows.map((r) => r.scoring_id))];
+  const graders =
+    scoringIds.length === 0
+      ? []
+      : await ex.selectFrom('scorings').select(['id', 'graders']).where('id', 'in', scoringIds).execute();
+  const position = new Map(
+    graders.flatMap((s) =>
+      (Array.isArray(s.graders) ? (s.graders as Grader[]) : []).map(
+        (g, i) => [`${s.id}/${graderName(g)}`, i] as const,
+      ),
+    ),
+  );
+  const at = (r: (typeof rows)[number]) =>
+    position.get(`${r.scoring_id}/${r.grader}`) ?? Number.MAX_SAFE_INTEGER;
+  const time = (r: (typeof rows)[number]) => new Date(r.created_at).getTime();
+  rows.sort((a, b) => time(a) - time(b) || a.scoring_id.localeCompare(b.scoring_id) || at(a) - at(b));
   return rows.map((r) => ({
     id: r.id,
     scoringId: r.scoring_id,
