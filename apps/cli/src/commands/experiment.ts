@@ -4,6 +4,7 @@
 // everdict score <group> --grader JSON… — (re-)score a group and print the table.
 import { readFile } from 'node:fs/promises';
 import { text as readText } from 'node:stream/consumers';
+import type { components } from '@everdict/client';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { pause } from '../backoff.js';
@@ -89,13 +90,7 @@ export async function waitGroup(
 }
 
 /** One grader's verdict on one run, as `POST /groups/:id/score` answers it. */
-export interface Verdict {
-  runId: string;
-  grader: string;
-  value: number;
-  passed?: boolean;
-  detail: string;
-}
+export type Verdict = components['schemas']['Score'];
 
 export async function scoreGroup(
   ctx: Context,

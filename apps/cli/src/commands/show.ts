@@ -49,16 +49,10 @@ const ShownRun = z.object({
 type ShownRun = z.infer<typeof ShownRun>;
 
 /** Each score's detail (why its grader passed or failed the run), by score id: `GET /runs/:id/scores`. */
-const RunScores = z.object({ scores: z.array(z.object({ id: z.string(), detail: z.string() })) });
-
 async function scoreDetails(ctx: Context, r: ShownRun): Promise<Map<string, string>> {
   if (!r.outputs?.scores?.length) return new Map();
-  const parsed = RunScores.safeParse(
-    await ctx.call<unknown>('GET', `/runs/${encodeURIComponent(r.id)}/scores`),
-  );
-  if (!parsed.success)
-    throw new CliError('unavailable', 'the scores answer is not the documented shape (RunScores)');
-  return new Map(parsed.data.scores.map((s) => [s.id, s.detail]));
+  const { data } = await ctx.client.GET('/runs/{id}/scores', { params: { path: { id: r.id } } });
+  return new Map((data?.scores ?? []).map((s) => [s.id, s.detail]));
 }
 
 /** Label / value rows of a run, in the order a reader asks: what, where it stands, why, what it left. */
