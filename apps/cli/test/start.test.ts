@@ -144,12 +144,14 @@ describe('everdict start (the main job)', () => {
     expect(long.err).toMatch(/output truncated to the last 64 KiB of each stream/);
     // An eval experiment over a dataset on the embedded runner: a harness defined here reads case.json
     // (`{runId, caseId, caseSpec}`) and answers it in out/outputs.json; one run per case, each graded against
-    // its own case's expected answer (`equalsPath`), the third case's expectation wrong on purpose.
+    // its own case's answer key (`equalsPath`: `subject.expected`, which the harness is never given — its
+    // summary names the keys of the case it saw), the third case's expectation wrong on purpose.
     const harness = [
       'const { caseSpec } = JSON.parse(require("fs").readFileSync("case.json", "utf8"));',
       'require("fs").mkdirSync("out", { recursive: true });',
       'const result = { sum: caseSpec.a + caseSpec.b };',
-      'require("fs").writeFileSync("out/outputs.json", JSON.stringify({ summary: "sum " + result.sum, result }));',
+      'const summary = "sum " + result.sum + " from " + Object.keys(caseSpec).join(",");',
+      'require("fs").writeFileSync("out/outputs.json", JSON.stringify({ summary, result }));',
     ].join(' ');
     expect((await everdict(['harness', 'define', 'adder@1', '--', 'node', '-e', harness], env)).code).toBe(0);
     const cases = path.join(dataDir, 'cases.jsonl');
@@ -162,7 +164,7 @@ describe('everdict start (the main job)', () => {
       ].join('\n'),
     );
     const grader =
-      '{"name":"sum","type":"json_field_equals","path":"outputs.result","equalsPath":"subject.caseSpec.expected"}';
+      '{"name":"sum","type":"json_field_equals","path":"outputs.result","equalsPath":"subject.expected"}';
     const evals = await everdict(
       ['experiment', 'eval', '--harness', 'adder@1', '--cases', cases, '--grader', grader, '--json'],
       env,
@@ -176,14 +178,25 @@ describe('everdict start (the main job)', () => {
     expect(group.rollup.byStatus).toEqual({ succeeded: 3 });
     expect(scoring.aggregate.graders.find((a) => a.grader === 'sum')?.passRate).toBeCloseTo(2 / 3);
     const wrong = scores.filter((v) => v.passed === false);
-    expect(wrong.map((v) => v.detail)).toEqual([
-      'outputs.result differs from subject.caseSpec.expected {"sum":3}',
+    expect(wrong.map((v) => v.detail)).toEqual(['outputs.result differs from subject.expected {"sum":3}']);
+    // Each harness saw its case (keys in canonical order) without the answer key; the subject carries it.
+    const groupRuns = await everdict(['runs', '--group', group.id, '--json'], env);
+    expect(groupRuns.code, groupRuns.err).toBe(0);
+    const evalRuns = JSON.parse(groupRuns.out) as {
+      subject: { caseId: string; expected?: unknown };
+      outputs: { summary?: string };
+    }[];
+    expect(evalRuns.map((r) => r.outputs.summary).sort()).toEqual([
+      'sum 2 from a,b,id',
+      'sum 4 from a,b,id',
+      'sum 5 from a,b,id',
     ]);
+    expect(evalRuns.find((r) => r.subject.caseId === 'c')?.subject.expected).toEqual({ sum: 3 });
     // Scored again as a person reads it: the failed verdict names its case.
     const table = await everdict(['score', group.id, '--grader', grader], env);
     expect(table.code, table.err).toBe(0);
     expect(table.out).toContain(
-      `${wrong[0]!.runId}  c     sum     outputs.result differs from subject.caseSpec.expected {"sum":3}`,
+      `${wrong[0]!.runId}  c     sum     outputs.result differs from subject.expected {"sum":3}`,
     );
     // A second harness version over the same cases (it multiplies): the same pass rate, but case b regressed
     // and case c was fixed — what `compare` shows, and what `--strict` refuses (exit 1).

@@ -21,7 +21,7 @@ const hex = () => bytesToHex(randomBytes(32));
 const driver = new ProcessDriver({ stateDir: join(dir, 'state'), imagesDir: join(dir, 'images') });
 
 /** Runs an eval interval whose harness is `sh -c script`; answers its completion and signed body. */
-async function evalInterval(script: string) {
+async function evalInterval(script: string, subject: Record<string, unknown> = {}) {
   const completed: CompleteBody[] = [];
   const api: RunnerApi = {
     leases: async () => [],
@@ -41,7 +41,7 @@ async function evalInterval(script: string) {
     kind: 'eval',
     epoch: 1,
     attempt: 1,
-    spec: { kind: 'eval', subject: { harness: { id: 'h', version: '1' }, caseId: 'c1' } },
+    spec: { kind: 'eval', subject: { harness: { id: 'h', version: '1' }, caseId: 'c1', ...subject } },
     unitId: hex(),
     grantsId: hex(),
     recordHead: hex(),
@@ -58,7 +58,12 @@ async function evalInterval(script: string) {
   expect(await executeInterval(lease, deps, new AbortController().signal)).toBe('completed');
   expect(completed).toHaveLength(1);
   const body = decodeAttestationBody(completed[0]!.attestation);
-  return { outputs: completed[0]!.outputs, outcome: body.outcome, exitCode: body.exitCode };
+  return {
+    runId: lease.runId,
+    outputs: completed[0]!.outputs,
+    outcome: body.outcome,
+    exitCode: body.exitCode,
+  };
 }
 
 describe('the attested exit', () => {
@@ -86,6 +91,23 @@ describe('the attested exit', () => {
     );
     expect(r).toMatchObject({ outcome: 'failed', exitCode: 0, outputs: { exitCode: 1 } });
     expect(r.outputs.summary).toBe('out/trace.jsonl is larger than 16 MiB');
+  }, 120_000);
+
+  it('the harness is given its case, never its answer key: case.json, the workspace and its environment lack it', async () => {
+    const secret = 'answer-key-7f3a91';
+    // The harness echoes case.json as its result, and counts the answer key in every file it can see in its
+    // workspace and in its environment.
+    const r = await evalInterval(
+      `n=$( (grep -rl ${secret} . ; env | grep ${secret}) | wc -l); printf '{"summary":"%s","result":%s}' "$n" "$(cat case.json)" > out/outputs.json`,
+      { caseSpec: { question: 'six times seven' }, expected: { answer: secret } },
+    );
+    expect(r.outcome).toBe('succeeded');
+    expect(r.outputs.result).toEqual({
+      runId: r.runId,
+      caseId: 'c1',
+      caseSpec: { question: 'six times seven' },
+    });
+    expect(r.outputs.summary).toBe('0');
   }, 120_000);
 
   it("a command a signal ended exits 128 + that signal's number", async () => {

@@ -31,7 +31,7 @@ export const OutputRegexGrader = z.strictObject({
 });
 /**
  * Passes when the text at `field` (default `outputs.summary`) contains `text`, or the text at `textPath` — a
- * reference into the same run, such as an eval case's `subject.caseSpec.expected` (exactly one of the two).
+ * reference into the same run, such as an eval case's answer key `subject.expected` (exactly one of the two).
  */
 export const OutputContainsGrader = z.strictObject({
   type: z.literal('output_contains'),
@@ -43,7 +43,7 @@ export const OutputContainsGrader = z.strictObject({
 });
 /**
  * Passes when the JSON at `path` deep-equals `equals`, or the JSON at `equalsPath` — a reference into the same
- * run, such as an eval case's `subject.caseSpec.expected`: one grader for a dataset whose cases each carry their
+ * run, such as an eval case's answer key `subject.expected`: one grader for a dataset whose cases each carry their
  * own answer (exactly one of the two).
  */
 export const JsonFieldEqualsGrader = z.strictObject({

@@ -61,6 +61,15 @@ describe('subjects: the five known kinds are strict', () => {
     );
   });
 
+  it('eval carries its answer key beside the case: any JSON value, kept exactly', () => {
+    for (const expected of [{ sum: 4 }, 'Paris', 42, null, [1, 'two']]) {
+      const subject = { ...SPECS.eval.subject, caseSpec: { a: 2 }, expected };
+      expect(RunSpec.parse({ ...SPECS.eval, subject }).subject).toEqual(subject);
+    }
+    const notJson = { ...SPECS.eval.subject, expected: Number.NaN };
+    expect(RunSpec.safeParse({ ...SPECS.eval, subject: notJson }).success).toBe(false);
+  });
+
   it('sandbox accepts each source: environment, harness, run', () => {
     for (const source of [
       { type: 'environment', environmentId: 'e', version: '2' },

@@ -5,7 +5,6 @@ import {
   evaluateGrader,
   Grader,
   type GraderInput,
-  type JsonObject,
   type JsonValue,
   type Judge,
   type Run,
@@ -97,8 +96,10 @@ describe('deterministic graders', () => {
     );
   });
   it("json_field_equals and output_contains compare against a field of the run: each eval case's own answer", () => {
-    const evalCase = (id: string, caseSpec: JsonObject, result: JsonValue): Run => {
-      const run = runIn('succeeded', { ...SPECS.eval, subject: { ...SPECS.eval.subject, caseSpec } }, id);
+    // The case's answer key is the subject's `expected` (never handed to the harness), beside its caseSpec.
+    const evalCase = (id: string, answer: { expected?: JsonValue }, result: JsonValue): Run => {
+      const subject = { ...SPECS.eval.subject, caseSpec: { question: 'q' }, ...answer };
+      const run = runIn('succeeded', { ...SPECS.eval, subject }, id);
       return {
         ...run,
         outputs: { ...run.outputs, result, summary: `the answer is ${JSON.stringify(result)}` },
@@ -107,40 +108,40 @@ describe('deterministic graders', () => {
     const equalsCase = g({
       type: 'json_field_equals',
       path: 'outputs.result',
-      equalsPath: 'subject.caseSpec.expected',
+      equalsPath: 'subject.expected',
     });
     expect(evaluateGrader(equalsCase, evalCase('a', { expected: { n: 4 } }, { n: 4 }))).toEqual({
       value: 1,
       passed: true,
-      detail: 'outputs.result equals subject.caseSpec.expected {"n":4}',
+      detail: 'outputs.result equals subject.expected {"n":4}',
     });
     expect(evaluateGrader(equalsCase, evalCase('b', { expected: { n: 5 } }, { n: 4 }))).toMatchObject({
       passed: false,
-      detail: 'outputs.result differs from subject.caseSpec.expected {"n":5}',
+      detail: 'outputs.result differs from subject.expected {"n":5}',
     });
     // A case without the field is not a pass by accident (undefined = undefined), it is named missing.
-    expect(evaluateGrader(equalsCase, evalCase('c', { question: 'x' }, { n: 4 }))).toEqual({
+    expect(evaluateGrader(equalsCase, evalCase('c', {}, { n: 4 }))).toEqual({
       value: 0,
       passed: false,
-      detail: 'subject.caseSpec.expected is missing',
+      detail: 'subject.expected is missing',
     });
     // null is a value like any other.
     expect(evaluateGrader(equalsCase, evalCase('d', { expected: null }, null)).passed).toBe(true);
     const containsCase = g({
       type: 'output_contains',
-      textPath: 'subject.caseSpec.expected',
+      textPath: 'subject.expected',
       caseSensitive: false,
     });
     expect(evaluateGrader(containsCase, evalCase('e', { expected: 'PARIS' }, 'paris')).passed).toBe(true);
     expect(evaluateGrader(containsCase, evalCase('f', { expected: 'Lyon' }, 'paris'))).toMatchObject({
       passed: false,
-      detail: 'outputs.summary does not contain subject.caseSpec.expected "Lyon"',
+      detail: 'outputs.summary does not contain subject.expected "Lyon"',
     });
     expect(evaluateGrader(containsCase, evalCase('g', { expected: 42 }, 42)).passed).toBe(true); // JSON text
     // An empty expected text would be contained in anything: it is missing, never a pass.
     expect(evaluateGrader(containsCase, evalCase('h', { expected: '' }, 'x'))).toMatchObject({
       passed: false,
-      detail: 'subject.caseSpec.expected is missing',
+      detail: 'subject.expected is missing',
     });
     expect(evaluateGrader(containsCase, evalCase('i', {}, 'x')).passed).toBe(false);
   });

@@ -1,6 +1,6 @@
 // What was activated: one strict subject schema per known kind, a generic JSON object for open kinds.
 import { z } from 'zod';
-import { Id, JsonObject } from './primitives.js';
+import { Id, JsonObject, JsonValue } from './primitives.js';
 import { isKnownRunKind, type KnownRunKind, PermissionMode, RunKind } from './vocabulary.js';
 
 const Name = z.string().min(1).max(500);
@@ -10,11 +10,16 @@ export const ImageRef = z.string().min(1).max(1000);
 export const HarnessRef = z.strictObject({ id: Id, version: Name });
 export type HarnessRef = z.infer<typeof HarnessRef>;
 
-/** eval: one case of a harness. `caseSpec` carries an ad-hoc case (experiments without a dataset). */
+/**
+ * eval: one case of a harness. `caseSpec` is the case the harness is given (its workspace's `case.json`);
+ * `expected` is the case's answer key, for the graders only (`subject.expected`): whoever executes the run
+ * never hands it to the harness, so the system under evaluation cannot read its own answer.
+ */
 export const EvalSubject = z.strictObject({
   harness: HarnessRef,
   caseId: Id,
   caseSpec: JsonObject.optional(),
+  expected: JsonValue.optional(),
 });
 export type EvalSubject = z.infer<typeof EvalSubject>;
 

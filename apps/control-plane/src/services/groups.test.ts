@@ -25,6 +25,36 @@ const settledGroup = (id: string) =>
   });
 
 describe('groups: fan-out, rollup, score, promote', () => {
+  it("an eval dataset: each case is the harness's caseSpec, its expected the subject's answer key beside it", async () => {
+    const { runs } = await bare.core.services.groups.create(bare.admin, {
+      kind: 'experiment',
+      spec: { kind: 'eval', subject: { harness: { id: 'adder', version: '1' }, caseId: 'x' } },
+      cases: [
+        { id: 'a', a: 2, b: 2, expected: { sum: 4 } },
+        { caseId: 'b', a: 1, expected: null },
+        { id: 'c', a: 5 },
+      ],
+    });
+    expect(runs.map((r) => r.subject)).toEqual([
+      {
+        harness: { id: 'adder', version: '1' },
+        caseId: 'a',
+        caseSpec: { id: 'a', a: 2, b: 2 },
+        expected: { sum: 4 },
+      },
+      {
+        harness: { id: 'adder', version: '1' },
+        caseId: 'b',
+        caseSpec: { caseId: 'b', a: 1 },
+        expected: null,
+      },
+      { harness: { id: 'adder', version: '1' }, caseId: 'c', caseSpec: { id: 'c', a: 5 } },
+    ]);
+    // As stored, not only as answered.
+    const stored = await bare.core.services.runs.get(bare.admin, runs[0]!.id);
+    expect(stored.subject).toEqual(runs[0]!.subject);
+  });
+
   it("scores with run-model's graders: scores on runs, the aggregate on the group", async () => {
     const { group, runs } = await t.core.services.groups.create(t.admin, {
       kind: 'experiment',

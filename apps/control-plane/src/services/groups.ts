@@ -206,14 +206,22 @@ export function groupService(deps: Deps, judge?: Judge): GroupService {
   };
 }
 
-/** One case merged into the spec's subject: eval cases become caseSpec/caseId, analysis config gets `case`. */
+/**
+ * One case merged into the spec's subject: an eval case becomes caseId/caseSpec, its `expected` (the answer key)
+ * the subject's `expected` — beside the case, never in it, so the harness is not handed its answer; analysis
+ * config gets `case`.
+ */
 function mergeCase(
   kind: string,
   subject: Record<string, unknown>,
   c: Record<string, unknown>,
 ): Record<string, unknown> {
-  if (kind === 'eval')
-    return { ...subject, caseId: String(c.caseId ?? c.id ?? subject.caseId ?? 'case'), caseSpec: c };
+  if (kind === 'eval') {
+    const caseId = String(c.caseId ?? c.id ?? subject.caseId ?? 'case');
+    if (!Object.hasOwn(c, 'expected')) return { ...subject, caseId, caseSpec: c };
+    const { expected, ...caseSpec } = c;
+    return { ...subject, caseId, caseSpec, expected };
+  }
   if (kind === 'analysis' && subject.config && typeof subject.config === 'object')
     return { config: { ...(subject.config as object), case: c } };
   return { ...subject, case: c };

@@ -210,7 +210,10 @@ export const CreateGroupInput = z
     spec: CreateRunInput,
     /** N runs of one spec … */
     repeat: z.number().int().min(1).max(10_000).optional(),
-    /** … or one run per case (each case object is merged into spec.subject as `case`). */
+    /**
+     * … or one run per case: an eval case becomes the subject's `caseSpec` (its `caseId`/`id` the `caseId`, its
+     * `expected` the subject's `expected`, held back from the harness); another kind's is merged in as `case`.
+     */
     cases: z.array(Json).min(1).max(10_000).optional(),
     requestId: z.string().min(1).max(200).optional(),
   })
