@@ -89,7 +89,7 @@ describe('everdict start (the main job)', () => {
       }, 50);
     });
     const key = /^\s+API key\s+(\S+)/m.exec(out)?.[1] ?? '';
-    expect(key).toMatch(/^evd_/);
+    expect(key).toMatch(/^evk_[A-Za-z0-9_-]{43}$/);
     expect(out).toMatch(/console\s+http:\/\/localhost:\d+\/console/);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     expect((await fetch(`${url}/console`)).status).toBe(200);

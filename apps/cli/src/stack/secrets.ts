@@ -67,7 +67,8 @@ export function loadOrCreateSecrets(
   const found = readStored(file);
   const created = found === undefined;
   const stored: StackSecrets = found ?? {
-    apiKey: `evd_${randomBytes(24).toString('base64url')}`,
+    // The control plane's shape of a minted key (`evk_` + 32 random bytes, base64url: its auth/secrets.ts).
+    apiKey: `evk_${randomBytes(32).toString('base64url')}`,
     internalToken: `int_${randomBytes(24).toString('base64url')}`,
   };
   if (created) {

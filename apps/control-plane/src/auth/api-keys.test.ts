@@ -4,6 +4,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, type TestApp, testApp } from '../http/testing/harness.js';
+import { generateApiKey } from './secrets.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -15,6 +16,17 @@ afterAll(async () => {
 
 const count = async (query: ReturnType<typeof sql<{ n: string }>>) =>
   Number((await query.execute(t.core.internals.deps.db)).rows[0]?.n);
+
+describe('the shape of a key', () => {
+  it('a minted key and a generated bootstrap key share one shape: evk_ and 43 base64url characters', async () => {
+    const shape = /^evk_[A-Za-z0-9_-]{43}$/;
+    const made = await call(t.app, 'POST', '/api-keys', { body: { role: 'member' } });
+    expect(made.status).toBe(201);
+    expect(String(made.body.key)).toMatch(shape);
+    expect(generateApiKey()).toMatch(shape); // what main.ts installs as tenant default's first admin key
+    expect(generateApiKey()).not.toBe(generateApiKey());
+  });
+});
 
 describe('POST /api-keys/:id/revoke', () => {
   it('revoking twice keeps the first revocation time', async () => {

@@ -21,7 +21,11 @@ export function bearerSecret(header: string | undefined): string | undefined {
   return m?.[1];
 }
 
-/** A fresh API key: `evd_` + 32 random bytes, base64url (43 characters). */
+/**
+ * A fresh API key: `evk_` + 32 random bytes, base64url (43 characters) — every key this app mints, the generated
+ * bootstrap key and `POST /api-keys`' alike, so one prefix finds them all (a secret scanner's pattern, a grep);
+ * the other secrets carry their own: `evp_` a runner pairing token, `evr_` a runner credential, `evt_` a ticket.
+ */
 export function generateApiKey(): string {
-  return `evd_${randomBytes(32).toString('base64url')}`;
+  return `evk_${randomBytes(32).toString('base64url')}`;
 }

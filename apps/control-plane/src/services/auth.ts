@@ -1,9 +1,10 @@
 // API keys per tenant: only a SHA-256 hash at rest, the raw key shown once. Roles member | admin.
-import { hash, randomBytes } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { configureTenant, type TenantPolicyInput, tenantPolicy } from '@everdict/admission';
 import { sql } from 'kysely';
 import { PgAdmissionStore } from '../admission-store/sql/store.js';
 import { KEY_CACHE_MS, KEYS_CHANNEL, KeyCache } from '../auth/key-cache.js';
+import { generateApiKey } from '../auth/secrets.js';
 import { EVICT_ALL } from '../auth/ttl-cache.js';
 import { iso } from '../db/numeric.js';
 import { withTx } from '../db/tx.js';
@@ -95,8 +96,6 @@ export async function insertKey(
     );
 }
 
-export const newRawKey = (): string => `evk_${randomBytes(24).toString('base64url')}`;
-
 /** `keys`: verified keys remembered by this replica (key-cache.ts); the core evicts on KEYS_CHANNEL. */
 export function authService(
   deps: Deps,
@@ -166,7 +165,7 @@ export function authService(
     async createKey(p, input) {
       requireAdmin(p);
       const { role, label } = asControlPlaneError(() => CreateKeyInput.parse(input), { in: 'body' });
-      const raw = newRawKey();
+      const raw = generateApiKey();
       return { ...view(await insertKey(deps, p.tenantId, raw, role, label)), key: raw };
     },
     async listKeys(p) {
@@ -217,7 +216,7 @@ export function authService(
       // One transaction, decided by the tenant row's insert: of concurrent creates of one id exactly one
       // inserts it (the others wait on its key, then find it) — one tenant, one initial admin key; a refused
       // create writes nothing.
-      const raw = newRawKey();
+      const raw = generateApiKey();
       const key = await withTx(deps.db, async (tx) => {
         const inserted = await tx
           .insertInto('tenants')

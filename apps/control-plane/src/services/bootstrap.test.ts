@@ -69,7 +69,7 @@ describe('bootstrap key: first start only', () => {
     expect(await keyRows(second)).toHaveLength(1);
     await second.close();
 
-    const explicit = 'evd_local_quickstart_key_0001';
+    const explicit = 'evk_local_quickstart_key_0001';
     const third = await started(place, { bootstrapKey: explicit });
     expect(third.bootstrap).toMatchObject({ tenantCreated: false, keyCreated: true });
     expect(third.bootstrap?.generatedKey).toBeUndefined();
