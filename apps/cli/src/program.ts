@@ -3,6 +3,7 @@
 // in-process.
 import { Command, CommanderError } from 'commander';
 import { registerAgent } from './commands/agent.js';
+import { registerArtifact } from './commands/artifact.js';
 import { registerCancel } from './commands/cancel.js';
 import { registerCompare } from './commands/compare.js';
 import { registerDemo } from './commands/demo.js';
@@ -56,6 +57,7 @@ export function buildProgram(
   registerRuns(program, ctx, done);
   registerShow(program, ctx, done);
   registerLogs(program, ctx, done);
+  registerArtifact(program, ctx, done);
   registerCancel(program, ctx, done);
   registerRecord(program, ctx, done);
   registerExperiment(program, ctx, done);

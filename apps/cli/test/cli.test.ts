@@ -33,6 +33,7 @@ describe('--help and usage', () => {
     [['score']],
     [['runs']],
     [['logs']],
+    [['artifact']],
     [['cancel']],
     [['show']],
     [['harness', 'define']],
@@ -52,6 +53,8 @@ describe('--help and usage', () => {
     expect((await everdict(['run', 'command'], env)).code).toBe(2); // no argv
     expect((await everdict(['run', 'analysis', '--ttl', 'soon'], env)).code).toBe(2);
     expect((await everdict(['run', 'analysis', '--config', '{bad'], env)).code).toBe(2);
+    expect((await everdict(['artifact', 'run_x', '-o', 'f'], env)).code).toBe(2); // -o without a path
+    expect((await everdict(['artifact', 'run_x', 'a.txt', '--json'], env)).code).toBe(2); // --json lists
   });
 });
 

@@ -1,7 +1,7 @@
 // The main job as a user starts it: `everdict start` (what `pnpm start` runs) spawned from the built CLI,
 // waited on until healthy, then SIGINT — every process it started must be gone and it must exit 0.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -183,6 +183,7 @@ describe('everdict start (the main job)', () => {
     const groupRuns = await everdict(['runs', '--group', group.id, '--json'], env);
     expect(groupRuns.code, groupRuns.err).toBe(0);
     const evalRuns = JSON.parse(groupRuns.out) as {
+      id: string;
       subject: { caseId: string; expected?: unknown };
       outputs: { summary?: string };
     }[];
@@ -192,6 +193,32 @@ describe('everdict start (the main job)', () => {
       'sum 5 from a,b,id',
     ]);
     expect(evalRuns.find((r) => r.subject.caseId === 'c')?.subject.expected).toEqual({ sum: 3 });
+    // What the harness left under out/ is the run's to fetch: listed, printed, written only once verified.
+    const runC = evalRuns.find((r) => r.subject.caseId === 'c')!.id;
+    const listedArtifacts = await everdict(['artifact', runC], env);
+    expect(listedArtifacts.code, listedArtifacts.err).toBe(0);
+    expect(listedArtifacts.out).toMatch(/^outputs\.json\s+50\s+blake3:[0-9a-f]{64}$/m);
+    const printed = await everdict(['artifact', runC, 'outputs.json'], env);
+    expect(printed.code, printed.err).toBe(0);
+    expect(JSON.parse(printed.out)).toEqual({ summary: 'sum 2 from a,b,id', result: { sum: 2 } });
+    const saved = path.join(dataDir, 'c-outputs.json');
+    const written = await everdict(['artifact', runC, 'outputs.json', '-o', saved], env);
+    expect(written.code, written.err).toBe(0);
+    expect(written.err).toMatch(/c-outputs\.json: 50 bytes, blake3:[0-9a-f]{64} \(verified\)/);
+    expect(readFileSync(saved, 'utf8')).toBe(printed.out);
+    const unlisted = await everdict(['artifact', runC, 'case.json'], env);
+    expect(unlisted.code).toBe(3);
+    // Bytes altered in the store (the main job's local trajectories directory): no file, exit 1.
+    const address = /blake3:([0-9a-f]{64})/.exec(listedArtifacts.out)![1]!;
+    const object = findFile(path.join(dataDir, 'trajectories'), address);
+    expect(object).toBeDefined();
+    writeFileSync(object!, readFileSync(object!, 'utf8').replace('sum 2', 'sum 3'));
+    const altered = path.join(dataDir, 'altered.json');
+    const refused = await everdict(['artifact', runC, 'outputs.json', '-o', altered], env);
+    expect(refused.code, refused.err).toBe(1);
+    expect(refused.err).toMatch(/^not_verified: outputs\.json: /m);
+    expect(existsSync(altered)).toBe(false);
+    expect(readdirSync(dataDir).filter((f) => f.includes('altered'))).toEqual([]);
     // Scored again as a person reads it: the failed verdict names its case.
     const table = await everdict(['score', group.id, '--grader', grader], env);
     expect(table.code, table.err).toBe(0);
@@ -253,3 +280,10 @@ describe('everdict start (the main job)', () => {
     expect(out).toMatch(/stopped/);
   }, 600_000); // PGlite's first start alone takes minutes on a loaded 2-core machine
 });
+
+/** The file named `name` somewhere under `dir`. */
+function findFile(dir: string, name: string): string | undefined {
+  for (const f of readdirSync(dir, { recursive: true, encoding: 'utf8' }))
+    if (path.basename(f) === name) return path.join(dir, f);
+  return undefined;
+}

@@ -61,7 +61,7 @@ export const REFUSALS = {
   },
   attestation_mismatch: {
     status: 409,
-    when: "a runner's (or paired agent host's) interval attestation that is not signed by its key, not bound to the run, or whose journal root is not the events stored for the epoch; nothing changes",
+    when: "a runner's (or paired agent host's) interval attestation that is not signed by its key, not bound to the run, or whose journal root is not the events stored for the epoch, or whose outputs list an artifact not stored under its lease; nothing changes",
   },
   harness_conflict: {
     status: 409,

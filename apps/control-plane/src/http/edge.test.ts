@@ -303,6 +303,7 @@ describe('system routes', () => {
         '/runners/{id}/revoke',
         '/runs',
         '/runs/{id}',
+        '/runs/{id}/artifact',
         '/runs/{id}/cancel',
         '/runs/{id}/events',
         '/runs/{id}/record',

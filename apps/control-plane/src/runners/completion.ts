@@ -24,6 +24,7 @@ import { type Deps, nowIso } from '../services/context.js';
 import { transitionTx } from '../services/lifecycle.js';
 import { mapStoreErrors } from '../trajectory/errors.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
+import { checkArtifactClaims } from './artifact-claims.js';
 import {
   finishBatch,
   holdRunner,
@@ -270,6 +271,8 @@ async function settleCompletion(
     throw mismatch('journal_root is not the digest of the events stored for this epoch', {
       expected: root,
     });
+  // Its outputs' artifacts are the ones stored under this lease (artifact-claims.ts).
+  await checkArtifactClaims(tx, runId, input.epoch, input.outputs.artifacts ?? []);
   const event: RunEvent =
     body.outcome === 'succeeded'
       ? { type: 'succeed' }

@@ -7,11 +7,12 @@ import {
   type ImportedTrajectory,
   listImported,
   type OtlpSpan,
+  readArtifact,
   type TailItem,
 } from '@everdict/trajectory-store';
 import { iso, json, numeric } from '../db/numeric.js';
 import type { Executor } from '../db/tx.js';
-import { ControlPlaneError } from '../errors.js';
+import { ControlPlaneError, notFound } from '../errors.js';
 import { validationRefusal } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import type { Principal } from '../services/types.js';
@@ -60,6 +61,47 @@ export class TrajectoryService {
       eventCount: r.eventCount,
       sealed: r.sealed,
     }));
+  }
+
+  /**
+   * One artifact of the run, by its path under `out/`: one the run's outputs list, stored under the lease of
+   * the attempt that settled it (`runner_artifacts`; a completion's listing is checked against it,
+   * runners/artifact-claims.ts). The bytes stream from the store hashed as they pass; a mismatch with the
+   * address fails the stream after its last piece (`integrity_failed`). Another tenant's run, a path the
+   * outputs do not list: `not_found`.
+   */
+  async artifact(
+    p: Principal,
+    runId: string,
+    path: string,
+  ): Promise<{ address: string; size: number; body: AsyncIterable<Uint8Array> }> {
+    const run = await this.deps.db
+      .selectFrom('runs')
+      .select(['attempt', 'outputs'])
+      .where('tenant_id', '=', p.tenantId)
+      .where('id', '=', runId)
+      .executeTakeFirst();
+    if (!run) throw notFound('run', runId);
+    const listed = (run.outputs as { artifacts?: { name: string; uri: string }[] }).artifacts ?? [];
+    const ref = listed.find((a) => a.name === path);
+    const stored = ref
+      ? await this.deps.db
+          .selectFrom('runner_artifacts')
+          .select(['address', 'size'])
+          .where('run_id', '=', runId)
+          .where('epoch', '=', run.attempt)
+          .where('path', '=', path)
+          .executeTakeFirst()
+      : undefined;
+    if (!ref || !stored || ref.uri !== `artifact:${stored.address}`)
+      throw new ControlPlaneError('not_found', `run ${runId} lists no artifact ${JSON.stringify(path)}`, {
+        id: runId,
+        path,
+      });
+    const body = await mapStoreErrors(() =>
+      readArtifact(this.runs.store.backend, p.tenantId, stored.address),
+    );
+    return { address: stored.address, size: Number(stored.size), body };
   }
 
   runTail(

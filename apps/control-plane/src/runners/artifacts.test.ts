@@ -1,0 +1,162 @@
+// A run's artifacts, from the runner's upload to a user's download, on the real core: a completion lists only
+// what was stored under its lease (anything else is 409 attestation_mismatch and changes nothing), and
+// `GET /runs/:id/artifact?path=` serves exactly the listed bytes — verified against their address as they
+// stream, so bytes altered in the store never arrive whole.
+import { encodeAttestationBody, type Hex } from '@everdict/runrecord';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
+import {
+  COMMAND_CAPS,
+  leaseRuns,
+  pairTestRunner,
+  signTestInterval,
+  type TestLease,
+  type TestRunner,
+} from '../http/testing/runners.js';
+import { journalRootOf } from './intervals.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await testApp({ executors: [] });
+}, 300_000);
+afterAll(async () => {
+  await t?.close();
+});
+
+const complete = (r: TestRunner, l: TestLease, artifacts?: unknown[]) =>
+  call(t.app, 'POST', `/runner/v1/runs/${l.runId}/complete`, {
+    key: r.credential,
+    body: {
+      epoch: l.epoch,
+      outputs: { summary: 'done', ...(artifacts ? { artifacts } : {}) },
+      attestation: encodeAttestationBody(
+        signTestInterval(l, r.key.secretKey, {
+          meter: 'cgroup-cpu-model',
+          journalRoot: journalRootOf([]) as Hex,
+        }).body,
+      ),
+    },
+  });
+
+const upload = async (r: TestRunner, l: TestLease, path: string, body: string) => {
+  const res = await t.app.request(
+    `/runner/v1/runs/${l.runId}/artifacts?epoch=${l.epoch}&path=${encodeURIComponent(path)}`,
+    {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${r.credential}`, 'content-type': 'application/octet-stream' },
+      body,
+    },
+  );
+  expect(res.status).toBe(201);
+  const s = (await res.json()) as { address: string; size: number };
+  return { name: path, uri: `artifact:${s.address}`, bytes: s.size, digest: s.address };
+};
+
+const download = (runId: string, path: string, key = ADMIN_KEY) =>
+  t.app.request(`/runs/${runId}/artifact?path=${encodeURIComponent(path)}`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+
+const leasedRun = async (r: TestRunner): Promise<TestLease> => {
+  const created = await call(t.app, 'POST', '/runs', {
+    key: ADMIN_KEY,
+    body: { kind: 'command', subject: { command: ['true'] } },
+  });
+  expect(created.status).toBe(201);
+  const [l] = await leaseRuns(t.app, r, 1);
+  if (!l) throw new Error('no lease');
+  return l;
+};
+
+const runOf = async (id: string) =>
+  (await call(t.app, 'GET', `/runs/${id}`, { key: ADMIN_KEY })).body as {
+    status: string;
+    outputs: { artifacts?: unknown[] };
+  };
+
+describe("a completion's artifacts", () => {
+  it('are refused unless each was stored under the lease, as listed; the run stays running', async () => {
+    const r = await pairTestRunner(t.app, { name: 'claims', capabilities: COMMAND_CAPS });
+    const l = await leasedRun(r);
+    const report = await upload(r, l, 'report.txt', 'artifact bytes');
+    const other = await upload(r, l, 'other.txt', 'other bytes');
+    const wrongClaims: [string, unknown[]][] = [
+      ['never uploaded', [{ ...report, name: 'missing.txt' }]],
+      ['another artifact’s address', [{ ...report, uri: other.uri, digest: other.digest }]],
+      ['a size not stored', [{ ...report, bytes: 15 }]],
+      ['a digest not stored', [{ ...report, digest: other.digest }]],
+      ['one path twice', [report, report]],
+    ];
+    for (const [why, artifacts] of wrongClaims) {
+      const refused = await complete(r, l, artifacts);
+      expect(refused.status, why).toBe(409);
+      expect(refused.body.code, why).toBe('attestation_mismatch');
+      expect((await runOf(l.runId)).status, why).toBe('running');
+    }
+    const done = await complete(r, l, [report]);
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    expect((await runOf(l.runId)).outputs.artifacts).toEqual([report]);
+  });
+
+  it("another attempt's upload is not this attempt's", async () => {
+    const a = await pairTestRunner(t.app, { name: 'first', capabilities: COMMAND_CAPS });
+    const first = await leasedRun(a);
+    const early = await upload(a, first, 'early.txt', 'from attempt 1');
+    expect((await call(t.app, 'POST', `/runners/${a.id}/revoke`, { key: ADMIN_KEY })).status).toBe(200);
+    const b = await pairTestRunner(t.app, { name: 'second', capabilities: COMMAND_CAPS });
+    const [second] = await leaseRuns(t.app, b, 1);
+    expect(second?.runId).toBe(first.runId);
+    const refused = await complete(b, second!, [early]);
+    expect(refused.status).toBe(409);
+    expect(refused.body.code).toBe('attestation_mismatch');
+    expect(refused.body.detail).toContain('early.txt was not stored for epoch 2');
+  });
+});
+
+describe('GET /runs/:id/artifact', () => {
+  it('serves the bytes a run lists, with their address; not what it does not list, nor to another tenant', async () => {
+    const r = await pairTestRunner(t.app, { name: 'download', capabilities: COMMAND_CAPS });
+    const l = await leasedRun(r);
+    const report = await upload(r, l, 'reports/day 1.txt', 'line one\nline two\n');
+    await upload(r, l, 'unlisted.txt', 'uploaded, never listed');
+    expect((await complete(r, l, [report])).status).toBe(200);
+
+    const res = await download(l.runId, 'reports/day 1.txt');
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('line one\nline two\n');
+    expect(res.headers.get('etag')).toBe(`"${report.digest}"`);
+    expect(res.headers.get('content-type')).toBe('application/octet-stream');
+    expect(res.headers.get('content-length')).toBe('18');
+    expect(res.headers.get('content-disposition')).toBe("attachment; filename*=UTF-8''day%201.txt");
+
+    for (const path of ['unlisted.txt', 'missing.txt']) {
+      const none = await download(l.runId, path);
+      expect(none.status, path).toBe(404);
+      expect(((await none.json()) as { code: string }).code).toBe('not_found');
+    }
+    const theirs = await t.tenant('artifact-other');
+    expect((await download(l.runId, 'reports/day 1.txt', theirs)).status).toBe(404);
+    expect((await download('run_missing', 'x')).status).toBe(404);
+    const noPath = await t.app.request(`/runs/${l.runId}/artifact`, {
+      headers: { authorization: `Bearer ${ADMIN_KEY}` },
+    });
+    expect(noPath.status).toBe(400);
+  });
+
+  it('bytes altered in the store do not arrive whole: the body fails after its last piece', async () => {
+    const r = await pairTestRunner(t.app, { name: 'tamper', capabilities: COMMAND_CAPS });
+    const l = await leasedRun(r);
+    const a = await upload(r, l, 'result.json', '{"answer":42}');
+    expect((await complete(r, l, [a])).status).toBe(200);
+    const backend = t.core.trajectories!.store.backend;
+    const hex = a.digest.slice('blake3:'.length);
+    let key: { tenant: string; path: string } | undefined;
+    for await (const o of backend.list('default', 'artifacts/'))
+      if (o.path.endsWith(hex)) key = { tenant: 'default', path: o.path };
+    expect(key).toBeDefined();
+    await backend.put(key!, new TextEncoder().encode('{"answer":43}'));
+    const res = await download(l.runId, 'result.json');
+    expect(res.status).toBe(200); // the headers went before the bytes could be checked …
+    await expect(res.text()).rejects.toThrow(); // … and the body never completes
+  });
+});
