@@ -5,6 +5,8 @@
 // Screenshots go to .test-results/screenshots/ (git-ignored; the root README's quickstart links them).
 // The page is guarded (test/console-browser.ts `guardPage`): a file of it that does not load fails the test at
 // once, naming the file, instead of leaving every wait to run out.
+import { readFileSync } from 'node:fs';
+import { encodeAttestationBody, type Hex } from '@everdict/runrecord';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -20,6 +22,8 @@ import {
   WAIT_MS,
 } from '../../test/console-browser.js';
 import { ADMIN_KEY, call, type TestApp, testApp, until } from '../http/testing/harness.js';
+import { COMMAND_CAPS, leaseRuns, pairTestRunner, signTestInterval } from '../http/testing/runners.js';
+import { journalRootOf } from '../runners/intervals.js';
 
 let t: TestApp;
 let server: { base: string; close(): Promise<void> };
@@ -240,6 +244,59 @@ describe('activity console (headless Chromium)', () => {
       .poll(() => page.textContent('#d-record'), { timeout: 30_000 })
       .toMatch(/verified from genesis|segments/);
     expect(await page.locator('#d-scores-section').isHidden()).toBe(true);
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('#detail', { state: 'hidden' });
+  });
+
+  it("a run's artifacts: listed in its detail, each downloaded with the key, as stored", async () => {
+    // A runner paired here executes one command run and uploads what its out/ held (the runner's API).
+    const r = await pairTestRunner(t.app, { name: 'console-artifacts', capabilities: COMMAND_CAPS });
+    const created = await call(t.app, 'POST', '/runs', {
+      body: { kind: 'command', subject: { command: ['true'] } },
+    });
+    expect(created.status).toBe(201);
+    const id = (created.body.run as { id: string }).id;
+    const [lease] = await leaseRuns(t.app, r, 1);
+    expect(lease?.runId).toBe(id);
+    const put = await t.app.request(
+      `/runner/v1/runs/${id}/artifacts?epoch=${lease!.epoch}&path=reports/day.txt`,
+      {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${r.credential}`, 'content-type': 'application/octet-stream' },
+        body: 'forty-two\n',
+      },
+    );
+    expect(put.status).toBe(201);
+    const stored = (await put.json()) as { address: string; size: number };
+    const done = await call(t.app, 'POST', `/runner/v1/runs/${id}/complete`, {
+      key: r.credential,
+      body: {
+        epoch: lease!.epoch,
+        outputs: {
+          artifacts: [
+            { name: 'reports/day.txt', uri: `artifact:${stored.address}`, bytes: 10, digest: stored.address },
+          ],
+        },
+        attestation: encodeAttestationBody(
+          signTestInterval(lease!, r.key.secretKey, {
+            meter: 'cgroup-cpu-model',
+            journalRoot: journalRootOf([]) as Hex,
+          }).body,
+        ),
+      },
+    });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    await page.locator(`#rows [data-run="${id}"]`).click();
+    await page.waitForSelector('#d-artifacts-section:not([hidden])', { timeout: 30_000 });
+    expect(await page.locator('#d-artifacts li').allTextContents()).toEqual([
+      `reports/day.txt 10 bytes · ${stored.address}`,
+    ]);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.click('[data-artifact="reports/day.txt"]'),
+    ]);
+    expect(download.suggestedFilename()).toBe('day.txt');
+    expect(readFileSync((await download.path())!, 'utf8')).toBe('forty-two\n');
     await page.keyboard.press('Escape');
     await page.waitForSelector('#detail', { state: 'hidden' });
   });

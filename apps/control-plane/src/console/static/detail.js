@@ -4,6 +4,7 @@
 import { ApiError, backoff, errorEvent, sleep } from '/console/assets/live.js';
 import { openTerminal } from '/console/assets/terminal.js';
 import {
+  artifactsView,
   clock,
   countdown,
   esc,
@@ -60,6 +61,7 @@ export function createDetail({ state, render, keyRefused, isRefusal }) {
       <section id="d-term-section" hidden><h3>Terminal <span class="muted" id="d-term-state"></span></h3>
         <button type="button" id="d-term-open">Open terminal</button><div id="d-term" class="terminal"></div></section>
       <section id="d-scores-section" hidden><h3>Scores</h3><div id="d-scores"></div></section>
+      <section id="d-artifacts-section" hidden><h3>Artifacts <span class="muted" id="d-artifacts-state"></span></h3><div id="d-artifacts"></div></section>
       <section><h3>Causal tree</h3><ul class="tree" id="d-tree"><li class="muted">…</li></ul></section>
       <section><h3>Record</h3><div id="d-record"><p class="muted">verifying…</p></div></section>
       <section><h3>Trajectory <span class="muted" id="d-traj-state"></span></h3><pre id="d-traj" class="log" aria-live="polite"></pre></section>
@@ -79,6 +81,7 @@ export function createDetail({ state, render, keyRefused, isRefusal }) {
       $('d-scores-section').hidden = false;
       $('d-scores').innerHTML = `<p class="error">${esc(e.code ?? '')} ${esc(e.message)}</p>`;
     });
+    showArtifacts(id);
     loadFacts(id, signal);
     loadTrajectory(id, signal);
     const run = state.runs.get(id);
@@ -161,6 +164,31 @@ export function createDetail({ state, render, keyRefused, isRefusal }) {
     if (state.selected !== id || scores.length === 0) return;
     $('d-scores').innerHTML = scoresView(scores);
     $('d-scores-section').hidden = false;
+  }
+
+  /** The run's artifacts (a settled run's `outputs.artifacts`); a button downloads one (with the key). */
+  function showArtifacts(id) {
+    const artifacts = state.runs.get(id)?.outputs?.artifacts ?? [];
+    if (artifacts.length === 0) return;
+    $('d-artifacts').innerHTML = artifactsView(artifacts);
+    $('d-artifacts-section').hidden = false;
+    $('d-artifacts').addEventListener('click', async (e) => {
+      const name = e.target.closest?.('[data-artifact]')?.dataset.artifact;
+      if (!name) return;
+      $('d-artifacts-state').textContent = `downloading ${name}…`;
+      try {
+        const path = `/runs/${encodeURIComponent(id)}/artifact?path=${encodeURIComponent(name)}`;
+        const url = URL.createObjectURL(await state.conn.blob(path));
+        const a = document.createElement('a');
+        a.href = url;
+        a.download = name.slice(name.lastIndexOf('/') + 1);
+        a.click();
+        setTimeout(() => URL.revokeObjectURL(url), 60_000);
+        $('d-artifacts-state').textContent = '';
+      } catch (err) {
+        $('d-artifacts-state').textContent = `${err.code ?? ''} ${err.message}`;
+      }
+    });
   }
 
   async function loadRecord(id) {

@@ -37,6 +37,30 @@ export function api(key) {
     return json;
   }
 
+  /** A binary answer as a Blob (an artifact's bytes); a body that breaks off rejects, as a refusal does. */
+  async function blob(path) {
+    let res;
+    try {
+      res = await fetch(path, { headers: headers() });
+    } catch (e) {
+      throw new ApiError(0, { detail: String(e) });
+    }
+    if (!res.ok) {
+      let problem;
+      try {
+        problem = await res.json();
+      } catch {
+        problem = undefined;
+      }
+      throw new ApiError(res.status, problem);
+    }
+    try {
+      return await res.blob();
+    } catch (e) {
+      throw new ApiError(0, { code: 'broken_off', detail: `the bytes broke off: ${e}` });
+    }
+  }
+
   /** Reads an SSE endpoint until it ends or `signal` aborts; calls onEvent({id, event, data}). */
   async function stream(path, onEvent, signal) {
     const res = await fetch(path, { headers: headers({ accept: 'text/event-stream' }), signal });
@@ -84,7 +108,7 @@ export function api(key) {
     }
   }
 
-  return { call, stream };
+  return { blob, call, stream };
 }
 
 /** The wait before retry `attempt` (0, 1, …) of a dropped feed: 1 s doubling to 30 s, each jittered to 50–100 %. */

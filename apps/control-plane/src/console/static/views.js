@@ -192,6 +192,13 @@ export function scoresView(scores) {
   return `<ul class="scores">${scores.map(row).join('')}</ul>`;
 }
 
+/** A run's artifacts (the files its command left under `out/`), each with a button that downloads it. */
+export function artifactsView(artifacts) {
+  const row = (a) =>
+    `<li><button type="button" data-artifact="${esc(a.name)}">${esc(a.name)}</button> <span class="muted">${esc(String(a.bytes ?? '?'))} bytes · ${esc(a.digest ?? a.uri)}</span></li>`;
+  return `<ul class="artifacts">${artifacts.map(row).join('')}</ul>`;
+}
+
 export function treeView(node, selectedId) {
   const self =
     node.id === selectedId
