@@ -198,6 +198,13 @@ describe('everdict start (the main job)', () => {
     const listedArtifacts = await everdict(['artifact', runC], env);
     expect(listedArtifacts.code, listedArtifacts.err).toBe(0);
     expect(listedArtifacts.out).toMatch(/^outputs\.json\s+50\s+blake3:[0-9a-f]{64}$/m);
+    const showC = await everdict(['show', runC], env);
+    expect(showC.out).toMatch(
+      new RegExp(
+        `^  artifact +outputs\\.json \\(50 bytes; everdict artifact ${runC} outputs\\.json\\)$`,
+        'm',
+      ),
+    );
     const printed = await everdict(['artifact', runC, 'outputs.json'], env);
     expect(printed.code, printed.err).toBe(0);
     expect(JSON.parse(printed.out)).toEqual({ summary: 'sum 2 from a,b,id', result: { sum: 2 } });

@@ -2,6 +2,7 @@
 // stands, why it failed, its scores (each with why it passed or failed: GET /runs/:id/scores), record and
 // trajectory, then a command's or an eval's output tails.
 import type { Command } from 'commander';
+import { quote } from 'shell-quote';
 import { z } from 'zod';
 import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
@@ -98,7 +99,8 @@ function rows(r: ShownRun, details: ReadonlyMap<string, string>): string[][] {
       `${s.grader} ${s.value}${s.passed === undefined ? '' : s.passed ? ' (passed)' : ' (failed)'}${detail ? `: ${detail}` : ''}`,
     );
   }
-  for (const a of r.outputs?.artifacts ?? []) add('artifact', `${a.name} (${a.bytes} bytes)`);
+  for (const a of r.outputs?.artifacts ?? [])
+    add('artifact', `${a.name} (${a.bytes} bytes; ${quote(['everdict', 'artifact', r.id, a.name])})`);
   add('record', r.record ? `head ${r.record.head} · length ${r.record.length}` : undefined);
   add(
     'trajectory',
