@@ -12,6 +12,15 @@ export function parseJsonOption(name: string, text: string): Record<string, unkn
   return v as Record<string, unknown>;
 }
 
+/** Any JSON value (an eval case's answer key: an object, a string, a number, …). */
+export function parseJsonValue(name: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new CliError('usage', `${name} is not JSON`);
+  }
+}
+
 export function parseJsonArray(name: string, text: string): unknown[] {
   let v: unknown;
   try {

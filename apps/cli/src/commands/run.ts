@@ -8,7 +8,7 @@ import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { harnessRef } from './harness.js';
-import { parseJsonOption } from './options.js';
+import { parseJsonOption, parseJsonValue } from './options.js';
 import { followTrajectory, type RunSummary, TERMINAL, waitSettled } from './watch.js';
 
 export interface RunOptions {
@@ -17,6 +17,7 @@ export interface RunOptions {
   harness?: string;
   case?: string;
   caseSpec?: string;
+  expected?: string;
   config?: string;
   ttl?: string;
   lifetime?: string;
@@ -30,6 +31,11 @@ export interface RunOptions {
 }
 
 export function subjectOf(kind: string, argv: readonly string[], o: RunOptions): Record<string, unknown> {
+  if (o.expected !== undefined && (kind !== 'eval' || o.subject))
+    throw new CliError(
+      'usage',
+      "--expected is an eval run's answer key (with --harness and --case, not --subject)",
+    );
   if (o.subject) return parseJsonOption('--subject', o.subject);
   switch (kind) {
     case 'command':
@@ -41,6 +47,7 @@ export function subjectOf(kind: string, argv: readonly string[], o: RunOptions):
         harness: harnessRef(o.harness),
         caseId: o.case,
         ...(o.caseSpec ? { caseSpec: parseJsonOption('--case-spec', o.caseSpec) } : {}),
+        ...(o.expected === undefined ? {} : { expected: parseJsonValue('--expected', o.expected) }),
       };
     }
     case 'sandbox':
@@ -165,6 +172,10 @@ export function subjectOptions(cmd: Command): Command {
     .option('--harness <id@version>', 'eval: the harness')
     .option('--case <id>', 'eval: the case id')
     .option('--case-spec <json>', 'eval: an ad-hoc case')
+    .option(
+      '--expected <json>',
+      "eval: the case's answer key, for the graders (subject.expected; never given to the harness)",
+    )
     .option('--config <json>', 'analysis: the inline configuration');
 }
 
