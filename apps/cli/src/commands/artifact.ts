@@ -5,13 +5,14 @@
 
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createWriteStream, renameSync, rmSync } from 'node:fs';
+import { createWriteStream, openSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { errorFromResponse } from '@everdict/client';
+import { pipeline } from 'node:stream/promises';
+import { ClientError, errorFromResponse } from '@everdict/client';
 import { blake3 } from '@noble/hashes/blake3.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import type { Command } from 'commander';
-import { type Context, callSignal, type Done } from '../context.js';
+import { type Context, type Done, requestTimeoutMs } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { table } from '../table.js';
@@ -31,74 +32,134 @@ async function listed(ctx: Context, runId: string): Promise<Artifact[]> {
   return run.outputs?.artifacts ?? [];
 }
 
-/** Where the bytes go: stdout, or a file beside FILE renamed onto it once verified. */
-function destination(ctx: Context, out: string | undefined) {
-  if (out === undefined || out === '-')
-    return { stream: ctx.io.stdout, keep: () => undefined, discard: () => undefined, owned: false };
+/**
+ * Where the bytes go: stdout, or a file made beside FILE (opened here, so a path that cannot be written is a
+ * usage error before any byte is fetched) and renamed onto it once verified.
+ */
+function destination(out: string | undefined) {
+  if (out === undefined || out === '-') return undefined;
   const partial = join(dirname(out), `.${basename(out)}.${randomBytes(6).toString('hex')}.partial`);
-  const stream = createWriteStream(partial, { flags: 'wx' });
+  let fd: number;
+  try {
+    fd = openSync(partial, 'wx');
+  } catch (e) {
+    throw new CliError('usage', `cannot write ${out}: ${(e as Error).message}`);
+  }
+  const file = createWriteStream(partial, { fd });
   return {
-    stream,
+    file,
     keep: () => renameSync(partial, out),
-    discard: () => rmSync(partial, { force: true }),
-    owned: true,
+    discard: () => {
+      file.destroy();
+      rmSync(partial, { force: true });
+    },
   };
 }
 
+/**
+ * The artifact's answer: its headers within the request timeout, its body for as long as it takes (a large
+ * artifact), both cut by Ctrl-C until `release()`.
+ */
+async function fetchArtifact(
+  ctx: Context,
+  runId: string,
+  path: string,
+): Promise<{ res: Response; release: () => void }> {
+  const cut = new AbortController();
+  const interrupt = () => cut.abort();
+  const release = () => ctx.io.signal?.removeEventListener('abort', interrupt);
+  ctx.io.signal?.addEventListener('abort', interrupt, { once: true });
+  const timer = setTimeout(() => cut.abort(), requestTimeoutMs(ctx.io.env));
+  try {
+    const res = await fetch(
+      `${ctx.url}/runs/${encodeURIComponent(runId)}/artifact?path=${encodeURIComponent(path)}`,
+      { headers: ctx.key ? { authorization: `Bearer ${ctx.key}` } : {}, signal: cut.signal },
+    );
+    return { res, release };
+  } catch (e) {
+    release();
+    if (ctx.io.signal?.aborted)
+      throw new CliError('interrupted', 'stopped before the control plane answered');
+    throw new CliError('unavailable', `no answer from the control plane: ${(e as Error).message}`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A failure of the answer's body (cut short), as opposed to one of writing it. */
+class BrokeOff extends Error {}
+
 async function download(ctx: Context, runId: string, path: string, out: string | undefined): Promise<number> {
-  const entry = (await listed(ctx, runId)).find((a) => a.name === path);
-  if (!entry)
+  // The file first: a path that cannot be written is a usage error before any call.
+  const dest = destination(out);
+  const entry = await listed(ctx, runId).then(
+    (items) => items.find((a) => a.name === path),
+    (e: unknown) => {
+      dest?.discard();
+      throw e;
+    },
+  );
+  if (!entry) {
+    dest?.discard();
     throw new CliError(
       'refused',
       `run ${runId} lists no artifact ${JSON.stringify(path)} (everdict artifact ${runId} lists them)`,
     );
-  const expected = entry.uri.replace(/^artifact:/, '');
-  const signal = callSignal(ctx.io.env, ctx.io.signal);
-  let res: Response;
-  try {
-    res = await fetch(
-      `${ctx.url}/runs/${encodeURIComponent(runId)}/artifact?path=${encodeURIComponent(path)}`,
-      { headers: ctx.key ? { authorization: `Bearer ${ctx.key}` } : {}, signal },
-    );
-  } catch (e) {
-    signal.clear();
-    throw new CliError('unavailable', `no answer from the control plane: ${(e as Error).message}`);
   }
-  signal.clear();
-  // A refusal's problem document, reported as every other command reports it.
-  if (!res.ok) throw errorFromResponse(res, await res.json().catch(() => undefined));
-  if (!res.body) throw new CliError('unavailable', `HTTP ${res.status} without a body`);
-  const dest = destination(ctx, out);
+  const expected = entry.uri.replace(/^artifact:/, '');
+  const nothing = dest ? '; nothing written' : '';
   const hasher = blake3.create();
   let size = 0;
-  try {
-    for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
-      hasher.update(piece);
-      size += piece.length;
-      if (!dest.stream.write(piece)) await once(dest.stream, 'drain');
+  async function* hashed(body: AsyncIterable<Uint8Array>) {
+    try {
+      for await (const piece of body) {
+        hasher.update(piece);
+        size += piece.length;
+        yield piece;
+      }
+    } catch (e) {
+      throw new BrokeOff((e as Error).message);
     }
+  }
+  const { res, release } = await fetchArtifact(ctx, runId, path).catch((e: unknown) => {
+    dest?.discard();
+    throw e;
+  });
+  try {
+    // A refusal's problem document, reported as every other command reports it.
+    if (!res.ok) throw errorFromResponse(res, await res.json().catch(() => undefined));
+    if (!res.body) throw new CliError('unavailable', `HTTP ${res.status} without a body`);
+    const body = res.body as unknown as AsyncIterable<Uint8Array>;
+    if (dest) await pipeline(hashed(body), dest.file);
+    else
+      for await (const piece of hashed(body))
+        if (!ctx.io.stdout.write(piece)) await once(ctx.io.stdout, 'drain');
   } catch (e) {
-    if (dest.owned) dest.stream.end();
-    dest.discard();
+    dest?.discard();
+    if (!(e instanceof BrokeOff)) {
+      if (dest && !(e instanceof CliError) && !(e instanceof ClientError))
+        throw new CliError('unavailable', `cannot write ${out}: ${(e as Error).message}`);
+      throw e;
+    }
+    if (ctx.io.signal?.aborted)
+      throw new CliError('interrupted', `stopped after ${size} bytes of ${path}${nothing}`);
     throw new CliError(
       'not_verified',
-      `${path}: the bytes broke off after ${size} of ${entry.bytes ?? '?'} (the control plane found them altered, or the connection dropped)${dest.owned ? '; nothing written' : ''}: ${(e as Error).message}`,
+      `${path}: the bytes broke off after ${size} of ${entry.bytes ?? '?'} (the control plane found them altered, or the connection dropped)${nothing}: ${e.message}`,
     );
-  }
-  if (dest.owned) {
-    dest.stream.end();
-    await once(dest.stream, 'close');
+  } finally {
+    release();
   }
   const got = `blake3:${bytesToHex(hasher.digest())}`;
   if (got !== expected) {
-    dest.discard();
+    dest?.discard();
     throw new CliError(
       'not_verified',
-      `${path}: the bytes hash to ${got}, the run lists ${expected}${dest.owned ? '; nothing written' : ''}`,
+      `${path}: the bytes hash to ${got}, the run lists ${expected}${nothing}`,
     );
   }
-  dest.keep();
-  if (out !== undefined && out !== '-') line(ctx.io.stderr, `${out}: ${size} bytes, ${got} (verified)`);
+  dest?.keep();
+  if (dest) line(ctx.io.stderr, `${out}: ${size} bytes, ${got} (verified)`);
   return 0;
 }
 
