@@ -11,6 +11,17 @@ export class ApiError extends Error {
   }
 }
 
+/** A refused answer as the ApiError of its problem document (none when its body is not JSON). */
+async function refusal(res) {
+  let problem;
+  try {
+    problem = await res.json();
+  } catch {
+    problem = undefined;
+  }
+  return new ApiError(res.status, problem);
+}
+
 export function api(key) {
   const headers = (extra) => ({ authorization: `Bearer ${key}`, ...extra });
   async function call(method, path, body, extraHeaders = {}) {
@@ -45,15 +56,7 @@ export function api(key) {
     } catch (e) {
       throw new ApiError(0, { detail: String(e) });
     }
-    if (!res.ok) {
-      let problem;
-      try {
-        problem = await res.json();
-      } catch {
-        problem = undefined;
-      }
-      throw new ApiError(res.status, problem);
-    }
+    if (!res.ok) throw await refusal(res);
     try {
       return await res.blob();
     } catch (e) {
@@ -64,15 +67,7 @@ export function api(key) {
   /** Reads an SSE endpoint until it ends or `signal` aborts; calls onEvent({id, event, data}). */
   async function stream(path, onEvent, signal) {
     const res = await fetch(path, { headers: headers({ accept: 'text/event-stream' }), signal });
-    if (!res.ok) {
-      let problem;
-      try {
-        problem = await res.json();
-      } catch {
-        problem = undefined;
-      }
-      throw new ApiError(res.status, problem);
-    }
+    if (!res.ok) throw await refusal(res);
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
     let buffer = '';
