@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { createWriteStream, openSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { ClientError, errorFromResponse } from '@everdict/client';
+import { ClientError, type components, errorFromResponse } from '@everdict/client';
 import { blake3 } from '@noble/hashes/blake3.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import type { Command } from 'commander';
@@ -17,19 +17,12 @@ import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { table } from '../table.js';
 
-interface Artifact {
-  name: string;
-  uri: string;
-  bytes?: number;
-  digest?: string;
-}
+/** One entry of a run's `outputs.artifacts`, as the API document types it. */
+type Artifact = NonNullable<components['schemas']['Run']['outputs']>['artifacts'][number];
 
 async function listed(ctx: Context, runId: string): Promise<Artifact[]> {
-  const run = await ctx.call<{ outputs?: { artifacts?: Artifact[] } }>(
-    'GET',
-    `/runs/${encodeURIComponent(runId)}`,
-  );
-  return run.outputs?.artifacts ?? [];
+  const { data } = await ctx.client.GET('/runs/{id}', { params: { path: { id: runId } } });
+  return data?.outputs?.artifacts ?? [];
 }
 
 /**

@@ -6,7 +6,7 @@
 // The page is guarded (test/console-browser.ts `guardPage`): a file of it that does not load fails the test at
 // once, naming the file, instead of leaving every wait to run out.
 import { readFileSync } from 'node:fs';
-import { encodeAttestationBody, type Hex } from '@everdict/runrecord';
+import { encodeAttestationBody } from '@everdict/runrecord';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -23,7 +23,6 @@ import {
 } from '../../test/console-browser.js';
 import { ADMIN_KEY, call, type TestApp, testApp, until } from '../http/testing/harness.js';
 import { COMMAND_CAPS, leaseRuns, pairTestRunner, signTestInterval } from '../http/testing/runners.js';
-import { journalRootOf } from '../runners/intervals.js';
 
 let t: TestApp;
 let server: { base: string; close(): Promise<void> };
@@ -277,12 +276,7 @@ describe('activity console (headless Chromium)', () => {
             { name: 'reports/day.txt', uri: `artifact:${stored.address}`, bytes: 10, digest: stored.address },
           ],
         },
-        attestation: encodeAttestationBody(
-          signTestInterval(lease!, r.key.secretKey, {
-            meter: 'cgroup-cpu-model',
-            journalRoot: journalRootOf([]) as Hex,
-          }).body,
-        ),
+        attestation: encodeAttestationBody(signTestInterval(lease!, r.key.secretKey).body),
       },
     });
     expect(done.status, JSON.stringify(done.body)).toBe(200);
