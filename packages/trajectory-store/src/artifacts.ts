@@ -79,8 +79,10 @@ export async function putArtifactsFromDir(
 }
 
 /**
- * The artifact's bytes as a stream, hashed as they pass: if they do not match the address the stream fails
- * with `integrity_failed` after the last piece — a consumer acts only on a stream that ended cleanly.
+ * The artifact's bytes as a stream, hashed as they pass. The last piece is held back until the whole has been
+ * hashed: if the bytes do not match the address the stream fails with `integrity_failed` before it, so an
+ * altered artifact never arrives whole (an HTTP answer of it ends short of its length) — and a consumer acts
+ * only on a stream that ended cleanly.
  */
 export async function readArtifact(
   backend: ObjectBackend,
@@ -94,15 +96,18 @@ export async function readArtifact(
   if (!body) throw new TrajectoryStoreError('not_found', `no artifact ${address}`);
   const hasher = await StreamingDigest.create();
   return (async function* () {
+    let held: Uint8Array | undefined;
     for await (const piece of body) {
       hasher.update(piece);
-      yield piece;
+      if (held) yield held;
+      held = piece;
     }
     if (hasher.digest() !== address)
       throw new TrajectoryStoreError(
         'integrity_failed',
         `artifact ${address}: bytes do not match their address`,
       );
+    if (held) yield held;
   })();
 }
 

@@ -10,7 +10,13 @@ import { ArtifactRef, TraceEvent } from '@everdict/run-model';
 import { blake3 } from '@noble/hashes/blake3.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { putArtifact, putArtifactsFromDir, readArtifactBytes, toArtifactRef } from './artifacts.js';
+import {
+  putArtifact,
+  putArtifactsFromDir,
+  readArtifact,
+  readArtifactBytes,
+  toArtifactRef,
+} from './artifacts.js';
 import type { ObjectBackend } from './backend.js';
 import { canonicalJsonl } from './canonical.js';
 import { isTrajectoryStoreError, type TrajectoryErrorCode } from './errors.js';
@@ -274,6 +280,14 @@ export function describeBackendContract(name: string, factory: BackendFactory): 
       );
       await backend.close();
       await expectCode(readArtifactBytes(again.backend, T, entries[1]!.address), 'integrity_failed');
+      // Streamed, the altered bytes never arrive whole: the last piece waits for the check (here the only one).
+      const arrived: Uint8Array[] = [];
+      const drain = async () => {
+        for await (const piece of await readArtifact(again.backend, T, entries[1]!.address))
+          arrived.push(piece);
+      };
+      await expectCode(drain(), 'integrity_failed');
+      expect(arrived).toEqual([]);
       await expectCode(
         putArtifact(store.backend, T, { path: '../escape', body: Buffer.from('x') }),
         'bad_request',

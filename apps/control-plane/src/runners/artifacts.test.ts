@@ -2,7 +2,12 @@
 // what was stored under its lease (anything else is 409 attestation_mismatch and changes nothing), and
 // `GET /runs/:id/artifact?path=` serves exactly the listed bytes — verified against their address as they
 // stream, so bytes altered in the store never arrive whole.
-import { encodeAttestationBody, type Hex } from '@everdict/runrecord';
+
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { encodeAttestationBody } from '@everdict/runrecord';
+import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
 import {
@@ -13,7 +18,6 @@ import {
   type TestLease,
   type TestRunner,
 } from '../http/testing/runners.js';
-import { journalRootOf } from './intervals.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -29,12 +33,7 @@ const complete = (r: TestRunner, l: TestLease, artifacts?: unknown[]) =>
     body: {
       epoch: l.epoch,
       outputs: { summary: 'done', ...(artifacts ? { artifacts } : {}) },
-      attestation: encodeAttestationBody(
-        signTestInterval(l, r.key.secretKey, {
-          meter: 'cgroup-cpu-model',
-          journalRoot: journalRootOf([]) as Hex,
-        }).body,
-      ),
+      attestation: encodeAttestationBody(signTestInterval(l, r.key.secretKey).body),
     },
   });
 
@@ -66,6 +65,17 @@ const leasedRun = async (r: TestRunner): Promise<TestLease> => {
   const [l] = await leaseRuns(t.app, r, 1);
   if (!l) throw new Error('no lease');
   return l;
+};
+
+/** Replaces the stored bytes of the artifact at `digest` in the store (the control plane never would). */
+const alter = async (digest: string, bytes: string) => {
+  const backend = t.core.trajectories!.store.backend;
+  const hex = digest.slice('blake3:'.length);
+  let key: { tenant: string; path: string } | undefined;
+  for await (const o of backend.list('default', 'artifacts/'))
+    if (o.path.endsWith(hex)) key = { tenant: 'default', path: o.path };
+  expect(key).toBeDefined();
+  await backend.put(key!, new TextEncoder().encode(bytes));
 };
 
 const runOf = async (id: string) =>
@@ -143,18 +153,38 @@ describe('GET /runs/:id/artifact', () => {
     expect(noPath.status).toBe(400);
   });
 
-  it('bytes altered in the store do not arrive whole: the body fails after its last piece', async () => {
+  it('over a real node server, altered bytes cut their own answer short, and the next request is answered', async () => {
+    const r = await pairTestRunner(t.app, { name: 'tamper-http', capabilities: COMMAND_CAPS });
+    const l = await leasedRun(r);
+    const a = await upload(r, l, 'small.json', '{"answer":42}');
+    expect((await complete(r, l, [a])).status).toBe(200);
+    await alter(a.digest, '{"answer":43}');
+    const server = serve({ fetch: t.app.fetch, port: 0, hostname: '127.0.0.1' }) as Server;
+    await once(server, 'listening');
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const get = (p: string) => fetch(`${base}${p}`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+      // Cut short, whichever way the adapter ends it (a 200 whose body breaks off, or a 500 before any byte):
+      // never the altered bytes whole.
+      const cut = await get(`/runs/${l.runId}/artifact?path=small.json`)
+        .then(async (res) => (res.status === 200 ? await res.text() : `status ${res.status}`))
+        .catch((e: Error) => `failed: ${e.message}`);
+      expect(cut).not.toBe('{"answer":43}');
+      // The next request (on a kept-alive connection, if the client reuses one) is answered: before, the whole
+      // altered body went out and the failure then cut the connection the client reused next ("fetch failed").
+      expect((await get('/healthz')).status).toBe(200);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((res) => server.close(res));
+    }
+  });
+
+  it('bytes altered in the store do not arrive whole: the body fails before its last piece', async () => {
     const r = await pairTestRunner(t.app, { name: 'tamper', capabilities: COMMAND_CAPS });
     const l = await leasedRun(r);
     const a = await upload(r, l, 'result.json', '{"answer":42}');
     expect((await complete(r, l, [a])).status).toBe(200);
-    const backend = t.core.trajectories!.store.backend;
-    const hex = a.digest.slice('blake3:'.length);
-    let key: { tenant: string; path: string } | undefined;
-    for await (const o of backend.list('default', 'artifacts/'))
-      if (o.path.endsWith(hex)) key = { tenant: 'default', path: o.path };
-    expect(key).toBeDefined();
-    await backend.put(key!, new TextEncoder().encode('{"answer":43}'));
+    await alter(a.digest, '{"answer":43}');
     const res = await download(l.runId, 'result.json');
     expect(res.status).toBe(200); // the headers went before the bytes could be checked …
     await expect(res.text()).rejects.toThrow(); // … and the body never completes
