@@ -81,7 +81,10 @@ export function createDetail({ state, render, keyRefused, isRefusal }) {
       $('d-scores-section').hidden = false;
       $('d-scores').innerHTML = `<p class="error">${esc(e.code ?? '')} ${esc(e.message)}</p>`;
     });
-    showArtifacts(id);
+    loadArtifacts(id).catch((e) => {
+      $('d-artifacts-section').hidden = false;
+      $('d-artifacts').innerHTML = `<p class="error">${esc(e.code ?? '')} ${esc(e.message)}</p>`;
+    });
     loadFacts(id, signal);
     loadTrajectory(id, signal);
     const run = state.runs.get(id);
@@ -166,10 +169,14 @@ export function createDetail({ state, render, keyRefused, isRefusal }) {
     $('d-scores-section').hidden = false;
   }
 
-  /** The run's artifacts (a settled run's `outputs.artifacts`); a button downloads one (with the key). */
-  function showArtifacts(id) {
-    const artifacts = state.runs.get(id)?.outputs?.artifacts ?? [];
-    if (artifacts.length === 0) return;
+  /**
+   * The run's artifacts (a settled run's `outputs.artifacts`, read afresh: the row's copy may predate the
+   * settle); a button downloads one (with the key).
+   */
+  async function loadArtifacts(id) {
+    const run = await state.conn.call('GET', `/runs/${encodeURIComponent(id)}`);
+    const artifacts = run?.outputs?.artifacts ?? [];
+    if (state.selected !== id || artifacts.length === 0) return;
     $('d-artifacts').innerHTML = artifactsView(artifacts);
     $('d-artifacts-section').hidden = false;
     $('d-artifacts').addEventListener('click', async (e) => {
