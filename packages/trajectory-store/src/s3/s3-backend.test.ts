@@ -56,6 +56,24 @@ describe('S3 backend specifics', () => {
     await b.close();
   });
 
+  // The contract's tails poll while another instance writes; S3 answers such a read with the whole object or
+  // none. The stand-in must too (test/s3rver-server.mjs), or the contract fails on a half-written record.
+  it('a reader polling while an object is written sees none of it or all of it', async () => {
+    const b = backend('atomic/');
+    const whole = Buffer.alloc(2 * 1024 * 1024, 3);
+    const seen = new Set<number>();
+    let writing = true;
+    const reads = (async () => {
+      while (writing)
+        for (const i of [0, 1, 2, 3]) seen.add((await b.get({ tenant: 't', path: `o${i}` }))?.length ?? 0);
+    })();
+    for (const i of [0, 1, 2, 3]) await b.put({ tenant: 't', path: `o${i}` }, whole);
+    writing = false;
+    await reads;
+    expect([...seen].filter((n) => n !== 0 && n !== whole.length)).toEqual([]);
+    await b.close();
+  });
+
   it('keeps each tenant under its own prefix', async () => {
     const b = backend('tenancy/');
     await b.put({ tenant: 'a/b', path: 'x.json' }, Buffer.from('1'));
