@@ -38,11 +38,23 @@ async function* pieces(body: Body): AsyncGenerator<Uint8Array> {
   else yield* body;
 }
 
-export async function putArtifact(
+/** An artifact stored at a staging key and hashed, not yet at its address (`placeArtifact` puts it there). */
+export interface StagedArtifact extends ArtifactEntry {
+  readonly tenant: string;
+  /** The staging object's path (`uploads/<token>`). */
+  readonly upload: string;
+}
+
+/**
+ * Streams an artifact to a staging key (`uploads/<token>`), hashing it on the way in. A caller that must decide
+ * something between the upload and its address (the control plane lists it under a lease, in one critical
+ * section with `placeArtifact`) stages first; a leftover staging object is swept (`sweepArtifacts`).
+ */
+export async function stageArtifact(
   backend: ObjectBackend,
   tenant: string,
   artifact: { path: string; body: Body },
-): Promise<ArtifactEntry> {
+): Promise<StagedArtifact> {
   checkTenant(tenant);
   const relPath = parseOrThrow(ArtifactPath, artifact.path, 'artifact path');
   const hasher = await StreamingDigest.create();
@@ -52,13 +64,32 @@ export async function putArtifact(
       yield piece;
     }
   }
-  const upload = { tenant, path: layout.upload(randomBytes(12).toString('hex')) };
-  const written = await backend.putStream(upload, hashed());
-  const address = hasher.digest();
-  const target = { tenant, path: layout.artifact(address.slice(7)) };
+  const upload = layout.upload(randomBytes(12).toString('hex'));
+  const written = await backend.putStream({ tenant, path: upload }, hashed());
+  return { tenant, upload, path: relPath, address: hasher.digest(), size: written.size };
+}
+
+/** Puts a staged artifact at its address — or drops the staged copy where the same bytes are already there. */
+export async function placeArtifact(backend: ObjectBackend, staged: StagedArtifact): Promise<ArtifactEntry> {
+  const upload = { tenant: staged.tenant, path: staged.upload };
+  const target = { tenant: staged.tenant, path: layout.artifact(staged.address.slice(7)) };
   if (await backend.stat(target)) await backend.delete(upload);
   else await backend.move(upload, target);
-  return { path: relPath, address, size: written.size };
+  return { path: staged.path, address: staged.address, size: staged.size };
+}
+
+/** Deletes a staged artifact that will not be placed. */
+export function discardStaged(backend: ObjectBackend, staged: StagedArtifact): Promise<void> {
+  return backend.delete({ tenant: staged.tenant, path: staged.upload });
+}
+
+/** Stages and places an artifact in one go (nothing to decide between them). */
+export async function putArtifact(
+  backend: ObjectBackend,
+  tenant: string,
+  artifact: { path: string; body: Body },
+): Promise<ArtifactEntry> {
+  return placeArtifact(backend, await stageArtifact(backend, tenant, artifact));
 }
 
 /** Stores every file under `dir` (recursively, sorted by path); the listing `outputs.artifacts` draws on. */

@@ -8,6 +8,8 @@ export interface ObjectInfo {
   /** The path relative to the tenant's root. */
   readonly path: string;
   readonly size: number;
+  /** When the object was last written (the file's mtime; S3's `LastModified`); null where not reported. */
+  readonly modifiedAt: Date | null;
 }
 
 export interface PutStreamResult {

@@ -10,11 +10,14 @@ import { ArtifactRef, TraceEvent } from '@everdict/run-model';
 import { blake3 } from '@noble/hashes/blake3.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { sweepArtifacts } from './artifact-sweep.js';
 import {
+  placeArtifact,
   putArtifact,
   putArtifactsFromDir,
   readArtifact,
   readArtifactBytes,
+  stageArtifact,
   toArtifactRef,
 } from './artifacts.js';
 import type { ObjectBackend } from './backend.js';
@@ -381,6 +384,85 @@ export function describeBackendContract(name: string, factory: BackendFactory): 
       expect((await again.head(T, 'young')).status).toBe('sealed');
       expect((await again.head(T, 'live-old')).status).toBe('live');
       expect(await applyRetention(again, T, { now, isEvidence: () => false })).toEqual([]);
+    });
+
+    it('reports when each object was written, listed and stat-ed', async () => {
+      // S3 keeps LastModified to the second.
+      const before = Date.now() - 1000;
+      await store.backend.put({ tenant: T, path: 'when/a' }, Buffer.from('a'));
+      const after = Date.now() + 1000;
+      const stat = await store.backend.stat({ tenant: T, path: 'when/a' });
+      const listed = [];
+      for await (const o of store.backend.list(T, 'when/')) listed.push(o);
+      for (const info of [stat, ...listed]) {
+        expect(info?.modifiedAt?.getTime()).toBeGreaterThanOrEqual(before);
+        expect(info?.modifiedAt?.getTime()).toBeLessThanOrEqual(after);
+      }
+      expect(listed.map((o) => o.path)).toEqual(['when/a']);
+    });
+
+    it('sweeps artifacts nothing references and staged uploads past their grace, each decision exclusive', async () => {
+      const put = (p: string, body: string) =>
+        putArtifact(store.backend, T, { path: p, body: Buffer.from(body) });
+      const kept = await put('kept.txt', 'needed');
+      const orphan = await put('orphan.txt', 'nobody lists me');
+      const also = await put('also.txt', 'nor me');
+      const staged = await stageArtifact(store.backend, T, {
+        path: 'half.txt',
+        body: Buffer.from('never placed'),
+      });
+      await store.backend.put({ tenant: T, path: 'artifacts/blake3/zz/not-an-address' }, Buffer.from('x'));
+      const inside: string[] = [];
+      let open = 0;
+      const options = (now: Date) => ({
+        now,
+        exclusive: async <R>(address: string, fn: (ctx: string) => Promise<R>) => {
+          expect(open).toBe(0);
+          open++;
+          try {
+            return await fn(`ctx:${address}`);
+          } finally {
+            open--;
+          }
+        },
+        isReferenced: async (address: string, ctx: string) => {
+          inside.push(ctx);
+          return address === kept.address;
+        },
+      });
+      const first = await sweepArtifacts(store.backend, T, options(new Date()));
+      expect(new Set(first.deleted)).toEqual(new Set([orphan.address, also.address]));
+      expect(first).toMatchObject({ kept: 1, uploadsDeleted: 0 });
+      expect(inside.sort()).toEqual([kept, orphan, also].map((a) => `ctx:${a.address}`).sort());
+      expect((await readArtifactBytes(store.backend, T, kept.address)).toString()).toBe('needed');
+      await expectCode(readArtifactBytes(store.backend, T, orphan.address), 'not_found');
+      expect(await store.backend.stat({ tenant: T, path: staged.upload })).not.toBeNull();
+      expect(
+        await store.backend.stat({ tenant: T, path: 'artifacts/blake3/zz/not-an-address' }),
+      ).not.toBeNull();
+      // A day and more later the staged upload is a leftover; the referenced artifact stays.
+      const later = await sweepArtifacts(
+        store.backend,
+        T,
+        options(new Date(Date.now() + 86_400_000 + 60_000)),
+      );
+      expect(later).toEqual({ deleted: [], kept: 1, uploadsDeleted: 1 });
+      expect(await store.backend.stat({ tenant: T, path: staged.upload })).toBeNull();
+      // Placed after the sweep, the same bytes are written again at their address.
+      const back = await put('orphan-again.txt', 'nobody lists me');
+      expect(back.address).toBe(orphan.address);
+      expect((await readArtifactBytes(store.backend, T, orphan.address)).toString()).toBe('nobody lists me');
+      // Staged bytes already at their address: placing drops the staged copy.
+      const twice = await stageArtifact(store.backend, T, {
+        path: 'kept-too.txt',
+        body: Buffer.from('needed'),
+      });
+      expect(await placeArtifact(store.backend, twice)).toEqual({
+        path: 'kept-too.txt',
+        address: kept.address,
+        size: 6,
+      });
+      expect(await store.backend.stat({ tenant: T, path: twice.upload })).toBeNull();
     });
   });
 }

@@ -1,12 +1,22 @@
 // @everdict/trajectory-store — owned, sealed trajectories and run artifacts over an object store.
 export type { AppendResult } from './append.js';
 export {
+  type ArtifactSweep,
+  type ArtifactSweepOptions,
+  artifactAddressOf,
+  sweepArtifacts,
+} from './artifact-sweep.js';
+export {
   type ArtifactEntry,
   ArtifactPath,
+  discardStaged,
+  placeArtifact,
   putArtifact,
   putArtifactsFromDir,
   readArtifact,
   readArtifactBytes,
+  type StagedArtifact,
+  stageArtifact,
   toArtifactRef,
 } from './artifacts.js';
 export type { ObjectBackend, ObjectInfo, PutStreamResult } from './backend.js';

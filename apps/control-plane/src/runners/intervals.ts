@@ -3,12 +3,13 @@
 // commits to) and its artifacts (in the trajectory store). Its completion is completion.ts.
 import { Readable } from 'node:stream';
 import { blake3, bytesToHex } from '@everdict/runrecord';
-import { canonicalJsonl, putArtifact as storeArtifact } from '@everdict/trajectory-store';
+import { canonicalJsonl, discardStaged, placeArtifact, stageArtifact } from '@everdict/trajectory-store';
 import type { Executor, Tx } from '../db/tx.js';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import { REVOKED_EXPIRY_MS, staleLease } from '../leases/store.js';
 import type { Deps } from '../services/context.js';
+import { lockArtifactAddress } from '../trajectory/artifact-sweep.js';
 import { mapStoreErrors } from '../trajectory/errors.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { holdRunner } from './completion-rows.js';
@@ -161,25 +162,34 @@ export async function putArtifact(
   await withTx(deps.db, (tx) => assertRunnerLease(tx, runner, runId, q.epoch));
   if (!trajectories) throw noStore();
   const source = body ? Readable.fromWeb(body as Parameters<typeof Readable.fromWeb>[0]) : Readable.from([]);
-  const stored = await mapStoreErrors(() =>
-    storeArtifact(trajectories.store.backend, owner.tenant_id, {
-      path: q.path,
-      body: source as AsyncIterable<Uint8Array>,
-    }),
+  const backend = trajectories.store.backend;
+  const staged = await mapStoreErrors(() =>
+    stageArtifact(backend, owner.tenant_id, { path: q.path, body: source as AsyncIterable<Uint8Array> }),
   );
-  const { address, size } = stored;
-  await withTx(deps.db, async (tx) => {
-    // The runner's row first, FOR KEY SHARE, as a completion holds it (completion-rows.ts): the lease check
-    // reads the lease without a lock, so without it a revoke could commit between this check and the commit
-    // and the artifact be listed under a lease the revoke had ended. With it the revoke (FOR UPDATE of the row)
-    // waits for this listing, or this listing for the revoke — and then reads the lease revoked (409).
-    await holdRunner(tx, runner.id);
-    await assertRunnerLease(tx, runner, runId, q.epoch);
-    await tx
-      .insertInto('runner_artifacts')
-      .values({ run_id: runId, epoch: q.epoch, path: q.path, address, size })
-      .onConflict((oc) => oc.columns(['run_id', 'epoch', 'path']).doUpdateSet({ address, size }))
-      .execute();
-  });
+  const { address, size } = staged;
+  let placed = false;
+  try {
+    await withTx(deps.db, async (tx) => {
+      // The runner's row first, FOR KEY SHARE, as a completion holds it (completion-rows.ts): the lease check
+      // reads the lease without a lock, so without it a revoke could commit between this check and the commit
+      // and the artifact be listed under a lease the revoke had ended. With it the revoke (FOR UPDATE of the row)
+      // waits for this listing, or this listing for the revoke — and then reads the lease revoked (409).
+      await holdRunner(tx, runner.id);
+      await assertRunnerLease(tx, runner, runId, q.epoch);
+      // The address's lock, which the artifact sweep takes to decide and delete: the bytes are placed at their
+      // address and listed in one step against it — a sweep that ran first deleted them (placed anew here), one
+      // that runs after sees this listing.
+      await lockArtifactAddress(tx, owner.tenant_id, address);
+      await mapStoreErrors(() => placeArtifact(backend, staged));
+      placed = true;
+      await tx
+        .insertInto('runner_artifacts')
+        .values({ run_id: runId, epoch: q.epoch, path: q.path, address, size })
+        .onConflict((oc) => oc.columns(['run_id', 'epoch', 'path']).doUpdateSet({ address, size }))
+        .execute();
+    });
+  } finally {
+    if (!placed) await discardStaged(backend, staged).catch(() => undefined);
+  }
   return { path: q.path, address, size };
 }

@@ -1,6 +1,6 @@
 // The trajectory background work of one replica: the seal queue (runs made terminal, queued by a trigger
 // in the same transaction as their settle; sealed here, outside the hot settle transaction) and the
-// periodic retention pass. Both are safe on several replicas: a queue entry is leased (FOR UPDATE SKIP
+// periodic retention pass with the artifact sweep beside it. All are safe on several replicas: a queue entry is leased (FOR UPDATE SKIP
 // LOCKED), a lease that outlives a crashed replica expires and another picks the entry up; retention
 // deletions are idempotent and recorded once per trajectory.
 import { setTimeout as delay } from 'node:timers/promises';
@@ -11,6 +11,7 @@ import { json } from '../db/numeric.js';
 import type { Executor } from '../db/tx.js';
 import { isControlPlaneError } from '../errors.js';
 import type { Deps } from '../services/context.js';
+import { type ArtifactSweepPass, sweepTenantArtifacts } from './artifact-sweep.js';
 import { mapStoreErrors } from './errors.js';
 import type { RunTrajectories } from './run-trajectories.js';
 
@@ -27,7 +28,7 @@ export interface TrajectoryJobOptions {
    * queues its seal), and every `aloneMs` otherwise. Absent: every `sealPollMs`.
    */
   readonly fallback?: Pick<FallbackPoll, 'alone' | 'aloneMs'>;
-  /** How often retention runs (default 1 h; the first pass one interval after start). */
+  /** How often retention and the artifact sweep run (default 1 h; the first pass one interval after start). */
   readonly retentionIntervalMs?: number;
 }
 
@@ -63,7 +64,12 @@ export class TrajectoryJobs {
         if (this.#sealLooks.look()) await this.sealDue();
       }),
     );
-    this.#loops.push(this.#every(this.#opts.retentionIntervalMs, () => this.retain().then(() => undefined)));
+    this.#loops.push(
+      this.#every(this.#opts.retentionIntervalMs, async () => {
+        await this.retain();
+        await this.sweepArtifacts();
+      }),
+    );
   }
 
   /** A fact was announced: a seal may have been queued (see `fallback`). */
@@ -179,6 +185,36 @@ export class TrajectoryJobs {
       all.push(...deletions);
     }
     return all;
+  }
+
+  /**
+   * One artifact sweep over every tenant (artifact-sweep.ts): artifacts no run needs — uploads of attempts that
+   * were lost, killed or refused, and ones a settled run does not claim — and staged uploads older than a day
+   * are deleted. One tenant's storage failing stops its pass, not the others'.
+   */
+  async sweepArtifacts(now: Date = this.deps.clock()): Promise<ArtifactSweepPass[]> {
+    const tenants = await this.deps.db.selectFrom('tenants').select('id').orderBy('id').execute();
+    const passes: ArtifactSweepPass[] = [];
+    for (const { id } of tenants) {
+      try {
+        const pass = await mapStoreErrors(() =>
+          sweepTenantArtifacts(this.deps.db, this.trajectories.store.backend, id, now),
+        );
+        if (pass.deleted.length > 0 || pass.uploadsDeleted > 0)
+          this.deps.log('info', 'artifact sweep deleted what no run needs', {
+            tenant: id,
+            artifacts: pass.deleted.length,
+            uploads: pass.uploadsDeleted,
+          });
+        passes.push(pass);
+      } catch (e) {
+        this.deps.log('warn', 'artifact sweep failed for a tenant; retried next pass', {
+          tenant: id,
+          error: String(e),
+        });
+      }
+    }
+    return passes;
   }
 
   /** Evidence is never deleted: a run record names it, or it carries scores. */

@@ -131,7 +131,7 @@ export class LocalBackend implements ObjectBackend {
   async stat(key: ObjectKey): Promise<ObjectInfo | null> {
     try {
       const s = await stat(this.#file(key));
-      return s.isFile() ? { path: key.path, size: s.size } : null;
+      return s.isFile() ? { path: key.path, size: s.size, modifiedAt: s.mtime } : null;
     } catch (err) {
       if (isMissing(err)) return null;
       throw storageError(err, `stat ${key.path}`);
@@ -158,7 +158,7 @@ export class LocalBackend implements ObjectBackend {
           if (`${child}/`.startsWith(prefix) || prefix.startsWith(`${child}/`)) await walk(child);
         } else if (child.startsWith(prefix)) {
           const s = await stat(path.join(base, ...child.split('/'))).catch(() => null);
-          if (s) found.push({ path: child, size: s.size });
+          if (s) found.push({ path: child, size: s.size, modifiedAt: s.mtime });
         }
       }
     };

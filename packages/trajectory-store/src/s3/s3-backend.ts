@@ -107,7 +107,7 @@ export class S3Backend implements ObjectBackend {
   async stat(key: ObjectKey): Promise<ObjectInfo | null> {
     try {
       const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.#key(key) }));
-      return { path: key.path, size: out.ContentLength ?? 0 };
+      return { path: key.path, size: out.ContentLength ?? 0, modifiedAt: out.LastModified ?? null };
     } catch (err) {
       if (isNotFound(err)) return null;
       throw storageError(err, `head ${key.path}`);
@@ -123,7 +123,12 @@ export class S3Backend implements ObjectBackend {
       );
       for await (const page of pages) {
         for (const item of page.Contents ?? []) {
-          if (item.Key) yield { path: item.Key.slice(root.length), size: item.Size ?? 0 };
+          if (item.Key)
+            yield {
+              path: item.Key.slice(root.length),
+              size: item.Size ?? 0,
+              modifiedAt: item.LastModified ?? null,
+            };
         }
       }
     } catch (err) {

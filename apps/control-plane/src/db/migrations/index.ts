@@ -34,6 +34,7 @@ import * as m0032 from './0032_session_exec_marks.js';
 import * as m0033 from './0033_attestations_by_run.js';
 import * as m0034 from './0034_host_admin_actors.js';
 import * as m0035 from './0035_headlog_trigger_plan.js';
+import * as m0036 from './0036_runner_artifacts_address.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -70,6 +71,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0033_attestations_by_run': m0033,
   '0034_host_admin_actors': m0034,
   '0035_headlog_trigger_plan': m0035,
+  '0036_runner_artifacts_address': m0036,
 };
 
 export const migrationProvider: MigrationProvider = {
