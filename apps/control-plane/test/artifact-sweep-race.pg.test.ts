@@ -3,17 +3,18 @@
 // (trajectory/artifact-sweep.ts, runners/intervals.ts). Whichever goes first, the run that uploads ends up with
 // its bytes stored and served. A third connection holds what one side needs next, so each pause is a lock wait
 // (watched in pg_stat_activity), never a sleep. Live PostgreSQL only (PGlite has one connection).
-import { encodeAttestationBody } from '@everdict/runrecord';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, call } from '../src/http/testing/harness.js';
 import {
   COMMAND_CAPS,
+  completeTestLease,
+  downloadTestArtifact,
   leaseRuns,
   pairTestRunner,
-  signTestInterval,
   type TestLease,
   type TestRunner,
+  uploadTestArtifact,
 } from '../src/http/testing/runners.js';
 import { announceSkippedLiveSuite, LIVE_PG } from './db.js';
 import { type LockRace, lockRace } from './lock-waits.js';
@@ -48,31 +49,11 @@ describe.runIf(LIVE_PG)('the artifact sweep racing an upload of the same bytes',
     return lease;
   }
 
-  const upload = async (l: TestLease, path: string, body: string) => {
-    const res = await t.app.request(`/runner/v1/runs/${l.runId}/artifacts?epoch=${l.epoch}&path=${path}`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${runner.credential}`, 'content-type': 'application/octet-stream' },
-      body,
-    });
-    expect(res.status).toBe(201);
-    const s = (await res.json()) as { address: string; size: number };
-    return { name: path, uri: `artifact:${s.address}`, bytes: s.size, digest: s.address };
-  };
-
-  const complete = (l: TestLease, artifacts: unknown[]) =>
-    call(t.app, 'POST', `/runner/v1/runs/${l.runId}/complete`, {
-      key: runner.credential,
-      body: {
-        epoch: l.epoch,
-        outputs: { summary: 'done', artifacts },
-        attestation: encodeAttestationBody(signTestInterval(l, runner.key.secretKey).body),
-      },
-    });
-
+  const upload = (l: TestLease, path: string, body: string) =>
+    uploadTestArtifact(t.app, runner, l, path, body);
+  const complete = (l: TestLease, artifacts: unknown[]) => completeTestLease(t.app, runner, l, artifacts);
   const download = async (runId: string, path: string) => {
-    const res = await t.app.request(`/runs/${runId}/artifact?path=${path}`, {
-      headers: { authorization: `Bearer ${ADMIN_KEY}` },
-    });
+    const res = await downloadTestArtifact(t.app, runId, path);
     return { status: res.status, text: await res.text() };
   };
 

@@ -6,17 +6,18 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { encodeAttestationBody } from '@everdict/runrecord';
 import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
 import {
   COMMAND_CAPS,
+  completeTestLease,
+  downloadTestArtifact,
   leaseRuns,
   pairTestRunner,
-  signTestInterval,
   type TestLease,
   type TestRunner,
+  uploadTestArtifact,
 } from '../http/testing/runners.js';
 
 let t: TestApp;
@@ -28,33 +29,11 @@ afterAll(async () => {
 });
 
 const complete = (r: TestRunner, l: TestLease, artifacts?: unknown[]) =>
-  call(t.app, 'POST', `/runner/v1/runs/${l.runId}/complete`, {
-    key: r.credential,
-    body: {
-      epoch: l.epoch,
-      outputs: { summary: 'done', ...(artifacts ? { artifacts } : {}) },
-      attestation: encodeAttestationBody(signTestInterval(l, r.key.secretKey).body),
-    },
-  });
-
-const upload = async (r: TestRunner, l: TestLease, path: string, body: string) => {
-  const res = await t.app.request(
-    `/runner/v1/runs/${l.runId}/artifacts?epoch=${l.epoch}&path=${encodeURIComponent(path)}`,
-    {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${r.credential}`, 'content-type': 'application/octet-stream' },
-      body,
-    },
-  );
-  expect(res.status).toBe(201);
-  const s = (await res.json()) as { address: string; size: number };
-  return { name: path, uri: `artifact:${s.address}`, bytes: s.size, digest: s.address };
-};
-
+  completeTestLease(t.app, r, l, artifacts);
+const upload = (r: TestRunner, l: TestLease, path: string, body: string) =>
+  uploadTestArtifact(t.app, r, l, path, body);
 const download = (runId: string, path: string, key = ADMIN_KEY) =>
-  t.app.request(`/runs/${runId}/artifact?path=${encodeURIComponent(path)}`, {
-    headers: { authorization: `Bearer ${key}` },
-  });
+  downloadTestArtifact(t.app, runId, path, key);
 
 const leasedRun = async (r: TestRunner): Promise<TestLease> => {
   const created = await call(t.app, 'POST', '/runs', {

@@ -2,17 +2,19 @@
 // a lost attempt's upload, a staged upload left past its grace — and nothing a run still needs is: a claimed
 // artifact (also when another run's dead upload shares its bytes) and an upload of a run still running.
 
-import { blake3, bytesToHex, encodeAttestationBody } from '@everdict/runrecord';
+import { blake3, bytesToHex } from '@everdict/runrecord';
 import { stageArtifact } from '@everdict/trajectory-store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
 import {
   COMMAND_CAPS,
+  completeTestLease,
+  downloadTestArtifact,
   leaseRuns,
   pairTestRunner,
-  signTestInterval,
   type TestLease,
   type TestRunner,
+  uploadTestArtifact,
 } from '../http/testing/runners.js';
 
 let t: TestApp;
@@ -23,31 +25,10 @@ afterAll(async () => {
   await t?.close();
 });
 
-type Claim = { name: string; uri: string; bytes: number; digest: string };
-
-const complete = (r: TestRunner, l: TestLease, artifacts: Claim[]) =>
-  call(t.app, 'POST', `/runner/v1/runs/${l.runId}/complete`, {
-    key: r.credential,
-    body: {
-      epoch: l.epoch,
-      outputs: { summary: 'done', artifacts },
-      attestation: encodeAttestationBody(signTestInterval(l, r.key.secretKey).body),
-    },
-  });
-
-const upload = async (r: TestRunner, l: TestLease, path: string, body: string): Promise<Claim> => {
-  const res = await t.app.request(
-    `/runner/v1/runs/${l.runId}/artifacts?epoch=${l.epoch}&path=${encodeURIComponent(path)}`,
-    {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${r.credential}`, 'content-type': 'application/octet-stream' },
-      body,
-    },
-  );
-  expect(res.status).toBe(201);
-  const s = (await res.json()) as { address: string; size: number };
-  return { name: path, uri: `artifact:${s.address}`, bytes: s.size, digest: s.address };
-};
+const complete = (r: TestRunner, l: TestLease, artifacts: unknown[]) =>
+  completeTestLease(t.app, r, l, artifacts);
+const upload = (r: TestRunner, l: TestLease, path: string, body: string) =>
+  uploadTestArtifact(t.app, r, l, path, body);
 
 const leasedRun = async (r: TestRunner): Promise<TestLease> => {
   const created = await call(t.app, 'POST', '/runs', {
@@ -61,9 +42,7 @@ const leasedRun = async (r: TestRunner): Promise<TestLease> => {
 };
 
 const download = async (runId: string, path: string) => {
-  const res = await t.app.request(`/runs/${runId}/artifact?path=${encodeURIComponent(path)}`, {
-    headers: { authorization: `Bearer ${ADMIN_KEY}` },
-  });
+  const res = await downloadTestArtifact(t.app, runId, path);
   return { status: res.status, text: await res.text() };
 };
 

@@ -5,6 +5,7 @@ import { sign } from '@everdict/headlog';
 import {
   type Attestation,
   bytesToHex,
+  encodeAttestationBody,
   generateSigningKey,
   type Hex,
   type SigningKey,
@@ -143,5 +144,60 @@ export function signTestInterval(
       ...over,
     },
     secretKey,
+  );
+}
+
+/** An artifact as a completion claims it (`outputs.artifacts[]`). */
+export interface TestArtifactClaim {
+  readonly name: string;
+  readonly uri: string;
+  readonly bytes: number;
+  readonly digest: string;
+}
+
+/** `PUT /runner/v1/runs/:id/artifacts` as `runner` under `lease` (201 expected): the claim to list for it. */
+export async function uploadTestArtifact(
+  app: App,
+  runner: TestRunner,
+  lease: Pick<TestLease, 'runId' | 'epoch'>,
+  path: string,
+  body: string,
+): Promise<TestArtifactClaim> {
+  const res = await app.request(
+    `/runner/v1/runs/${lease.runId}/artifacts?epoch=${lease.epoch}&path=${encodeURIComponent(path)}`,
+    {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${runner.credential}`, 'content-type': 'application/octet-stream' },
+      body,
+    },
+  );
+  expect(res.status).toBe(201);
+  const s = (await res.json()) as { address: string; size: number };
+  return { name: path, uri: `artifact:${s.address}`, bytes: s.size, digest: s.address };
+}
+
+/** `POST /runner/v1/runs/:id/complete` as `runner`: `outputs` (a summary, `artifacts` if given), signed. */
+export function completeTestLease(app: App, runner: TestRunner, lease: TestLease, artifacts?: unknown[]) {
+  return call(app, 'POST', `/runner/v1/runs/${lease.runId}/complete`, {
+    key: runner.credential,
+    body: {
+      epoch: lease.epoch,
+      outputs: { summary: 'done', ...(artifacts ? { artifacts } : {}) },
+      attestation: encodeAttestationBody(signTestInterval(lease, runner.key.secretKey).body),
+    },
+  });
+}
+
+/** `GET /runs/:id/artifact?path=` with `key` (the admin key by default): the raw response. */
+export function downloadTestArtifact(
+  app: App,
+  runId: string,
+  path: string,
+  key = ADMIN_KEY,
+): Promise<Response> {
+  return Promise.resolve(
+    app.request(`/runs/${runId}/artifact?path=${encodeURIComponent(path)}`, {
+      headers: { authorization: `Bearer ${key}` },
+    }),
   );
 }
