@@ -1,8 +1,9 @@
 // The trajectory background work of one replica: the seal queue (runs made terminal, queued by a trigger
-// in the same transaction as their settle; sealed here, outside the hot settle transaction) and the
-// periodic retention pass with the artifact sweep beside it. All are safe on several replicas: a queue entry is leased (FOR UPDATE SKIP
-// LOCKED), a lease that outlives a crashed replica expires and another picks the entry up; retention
-// deletions are idempotent and recorded once per trajectory.
+// in the same transaction as their settle; sealed here, outside the hot settle transaction), the periodic
+// retention pass and the artifact sweep after it. All are safe on several replicas: a queue entry is leased
+// (FOR UPDATE SKIP LOCKED), a lease that outlives a crashed replica expires and another picks the entry up;
+// retention deletions are idempotent and recorded once per trajectory; the sweep decides each address under
+// its advisory lock (artifact-sweep.ts).
 import { setTimeout as delay } from 'node:timers/promises';
 import { applyRetention, type DeletionRecord, type RetentionCandidate } from '@everdict/trajectory-store';
 import { sql } from 'kysely';
