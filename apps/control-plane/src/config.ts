@@ -24,6 +24,13 @@ const EnvSchema = z.object({
     .min(1024)
     .max(64 * 1024 * 1024)
     .default(1024 * 1024),
+  // S3's CopyObject (the S3 backend's move to the content address) takes at most 5 GiB.
+  EVERDICT_ARTIFACT_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(5 * 1024 ** 3)
+    .default(5 * 1024 ** 3),
   EVERDICT_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   EVERDICT_LEASE_MS: z.coerce.number().int().min(50).max(3_600_000).default(10_000),
   EVERDICT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(3),
@@ -71,6 +78,8 @@ export interface Config {
   /** Bearer token for per-tenant series on /metrics; unset → /metrics shows aggregates only. */
   readonly metricsToken: string | undefined;
   readonly maxBodyBytes: number;
+  /** The largest artifact a runner may upload (EVERDICT_ARTIFACT_MAX_BYTES, default and most 5 GiB). */
+  readonly artifactMaxBytes: number;
   readonly shutdownGraceMs: number;
   /** A running execution's lease lasts this long without a heartbeat (EVERDICT_LEASE_MS). */
   readonly leaseMs: number;
@@ -144,6 +153,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = p
     internalToken: e.EVERDICT_INTERNAL_TOKEN,
     metricsToken: e.EVERDICT_METRICS_TOKEN,
     maxBodyBytes: e.EVERDICT_MAX_BODY_BYTES,
+    artifactMaxBytes: e.EVERDICT_ARTIFACT_MAX_BYTES,
     shutdownGraceMs: e.EVERDICT_SHUTDOWN_GRACE_MS,
     leaseMs: e.EVERDICT_LEASE_MS,
     maxAttempts: e.EVERDICT_MAX_ATTEMPTS,

@@ -158,6 +158,7 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     fallback,
     lease,
     trajectories,
+    ...(options.artifactMaxBytes === undefined ? {} : { artifactMaxBytes: options.artifactMaxBytes }),
   });
   const services: ControlPlaneServices = withStorableGuard({
     auth: authService(deps, policy, keyCache),

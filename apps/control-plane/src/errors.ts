@@ -85,6 +85,10 @@ export const REFUSALS = {
     when: 'retention deleted this sealed trajectory (`details.deletion` is the deletion record)',
   },
   body_too_large: { status: 413, when: 'the body is larger than `EVERDICT_MAX_BODY_BYTES`' },
+  artifact_too_large: {
+    status: 413,
+    when: "a runner's artifact upload is larger than `EVERDICT_ARTIFACT_MAX_BYTES` (`maxBytes`); nothing is stored or listed",
+  },
   unsupported_media_type: { status: 415, when: 'a body that is not `application/json`' },
   no_placement: {
     status: 422,

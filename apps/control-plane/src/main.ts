@@ -67,6 +67,7 @@ async function main(): Promise<void> {
       alonePollMs: config.alonePollMs,
     },
     create: { batchMs: config.createBatchMs },
+    artifactMaxBytes: config.artifactMaxBytes,
     ...(config.vacuumCheckMs > 0 ? { vacuum: { checkMs: config.vacuumCheckMs } } : {}),
     ...(config.sessions.driver === 'off'
       ? {}

@@ -239,7 +239,7 @@ export async function executeInterval(
     // snapshot and upload, the dispose, the completion's round trip — runs behind it.
     hooks.computed?.();
     if (aborted(signal)) return end();
-    const artifacts = await uploadOut(deps, lease, handle, hooks, signal).catch((err: unknown) => {
+    const artifacts = await uploadOut(deps, lease, handle, hooks, signal, journal).catch((err: unknown) => {
       if (aborted(signal)) return []; // an upload the abort cut: the interval ends aborted below
       throw err;
     });

@@ -1,6 +1,7 @@
 // The workspace's files an interval reads after its command: an eval harness's results (out/outputs.json,
 // out/trace.jsonl into the journal) and every file of out/ uploaded as an artifact.
 import { Readable } from 'node:stream';
+import { isClientError } from '@everdict/client';
 import type { Driver, SandboxHandle } from '@everdict/placement';
 import { isPlacementError, readTar, utf8 } from '@everdict/placement';
 import { TraceEvent } from '@everdict/run-model';
@@ -71,7 +72,9 @@ export async function readHarnessResults(
 
 /**
  * Every file under the workspace's out/ (except what the harness protocol reads), uploaded as it is — until
- * `signal` aborts: the upload in flight is given it, and no other starts.
+ * `signal` aborts: the upload in flight is given it, and no other starts. A file larger than the control plane
+ * takes (413 `artifact_too_large`) is left out, and the journal says so (an `error` event naming it): the run's
+ * other outputs still count, and no later attempt would fare better.
  */
 export async function uploadOut(
   deps: Pick<IntervalDeps, 'api' | 'driver'>,
@@ -79,6 +82,7 @@ export async function uploadOut(
   handle: SandboxHandle,
   hooks: Pick<IntervalHooks, 'uploading'>,
   signal: AbortSignal,
+  journal: Pick<Journal, 'append'>,
 ): Promise<Artifact[]> {
   const snapshot = await deps.driver.snapshot(handle);
   // Directories only (a command that wrote no file): nothing to upload, and nothing to parse.
@@ -91,13 +95,20 @@ export async function uploadOut(
     const path = e.path.slice('out/'.length);
     if (path === '') continue;
     if (out.length === 0) hooks.uploading?.();
-    const stored = await deps.api.artifact(
-      lease.runId,
-      lease.epoch,
-      path,
-      Readable.from([Buffer.from(e.data)]),
-      signal,
-    );
+    const stored = await deps.api
+      .artifact(lease.runId, lease.epoch, path, Readable.from([Buffer.from(e.data)]), signal)
+      .catch((err: unknown) => {
+        if (isClientError(err, 'artifact_too_large')) return null;
+        throw err;
+      });
+    if (!stored) {
+      await journal.append({
+        type: 'error',
+        code: 'artifact_too_large',
+        message: `out/${path} (${e.data.byteLength} bytes) is larger than the control plane takes: not uploaded`,
+      });
+      continue;
+    }
     out.push({ name: path, uri: `artifact:${stored.address}`, bytes: stored.size, digest: stored.address });
   }
   return out;

@@ -21,7 +21,8 @@ import { admin, pair, RUNRECORD_CLI, type RunnerProcess, startRunner, waitFor } 
 let cp: ControlPlaneProcess;
 const runners: RunnerProcess[] = [];
 beforeAll(async () => {
-  cp = await startControlPlane();
+  // Artifacts past 4 KiB are refused (the first test writes one): the rest of the suite writes only small ones.
+  cp = await startControlPlane({ env: { EVERDICT_ARTIFACT_MAX_BYTES: '4096' } });
 });
 afterAll(async () => {
   for (const r of runners) if (r.child.exitCode === null) r.child.kill('SIGKILL');
@@ -100,7 +101,7 @@ describe('everdict-runner against the real control plane', () => {
     const id = await createCommandRun([
       'sh',
       '-c',
-      'echo hello; echo oops >&2; mkdir -p out; printf art > out/a.txt',
+      'echo hello; echo oops >&2; mkdir -p out; printf art > out/a.txt; head -c 8192 /dev/zero > out/big.bin',
     ]);
     const run = await waitFor('the command run to settle', async () => {
       const r = await runOf(id);
@@ -110,6 +111,13 @@ describe('everdict-runner against the real control plane', () => {
     expect(run.outputs?.exitCode).toBe(0);
     expect(run.outputs?.result).toEqual({ stdout: 'hello\n', stderr: 'oops\n', truncated: false });
     expect(JSON.stringify(run.outputs?.artifacts)).toContain('a.txt');
+    // Past the control plane's bound (4 KiB here): left out, and the journal says why; the run still succeeds.
+    expect(JSON.stringify(run.outputs?.artifacts)).not.toContain('big.bin');
+    const trajectory = await fetch(`${cp.url}/runs/${id}/trajectory?limit=100`, {
+      headers: { authorization: `Bearer ${cp.apiKey}` },
+    });
+    const events = ((await trajectory.json()) as { items: { type: string; code?: string }[] }).items;
+    expect(events).toContainEqual(expect.objectContaining({ type: 'error', code: 'artifact_too_large' }));
 
     const wire = await wireRecord(id);
     expect(executedSegments(wire)).toBe(1);

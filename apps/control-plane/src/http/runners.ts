@@ -205,7 +205,7 @@ const artifactRoute = createRoute({
   method: 'put',
   path: '/runner/v1/runs/{id}/artifacts',
   tags: ['runner'],
-  summary: 'One artifact, raw bytes (streamed); `?epoch=&path=`.',
+  summary: 'One artifact, raw bytes (streamed, at most `EVERDICT_ARTIFACT_MAX_BYTES`); `?epoch=&path=`.',
   security: RUNNER_SECURITY,
   request: {
     params: RunIdParam,
@@ -216,7 +216,7 @@ const artifactRoute = createRoute({
       z.object({ path: z.string(), address: z.string(), size: z.number().int() }).openapi('ArtifactStored'),
       'Stored by content address.',
     ),
-    ...problemResponses(400, 401, 409),
+    ...problemResponses(400, 401, 409, 413),
   },
 });
 const completeRoute = createRoute({

@@ -22,7 +22,7 @@ import {
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await testApp({ executors: [] });
+  t = await testApp({ executors: [], artifactMaxBytes: 64 * 1024 });
 }, 300_000);
 afterAll(async () => {
   await t?.close();
@@ -99,6 +99,41 @@ describe("a completion's artifacts", () => {
     expect(refused.status).toBe(409);
     expect(refused.body.code).toBe('attestation_mismatch');
     expect(refused.body.detail).toContain('early.txt was not stored for epoch 2');
+  });
+
+  it('an upload past EVERDICT_ARTIFACT_MAX_BYTES is 413 artifact_too_large: nothing stored, staged or listed', async () => {
+    const r = await pairTestRunner(t.app, { name: 'bounded', capabilities: COMMAND_CAPS });
+    const l = await leasedRun(r);
+    const backend = t.core.trajectories!.store.backend;
+    const objects = async () => {
+      const paths: string[] = [];
+      for await (const o of backend.list('default', '')) paths.push(o.path);
+      return paths.filter((p) => p.startsWith('uploads/') || p.startsWith('artifacts/')).sort();
+    };
+    const before = await objects();
+    // Streamed without a declared length, in pieces: the bound is counted as the bytes arrive (64 KiB here).
+    const piece = new Uint8Array(16 * 1024).fill(7);
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent++ < 8) c.enqueue(piece);
+        else c.close();
+      },
+    });
+    const res = await t.app.request(`/runner/v1/runs/${l.runId}/artifacts?epoch=${l.epoch}&path=big.bin`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${r.credential}`, 'content-type': 'application/octet-stream' },
+      body,
+      duplex: 'half',
+    } as RequestInit);
+    expect(res.status).toBe(413);
+    expect(await res.json()).toMatchObject({ code: 'artifact_too_large', details: { maxBytes: 65_536 } });
+    expect(await objects()).toEqual(before);
+    // At the bound exactly it is stored, and the run completes claiming it.
+    const at = await upload(r, l, 'fits.bin', 'x'.repeat(65_536));
+    expect(at.bytes).toBe(65_536);
+    const done = await complete(r, l, [at]);
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
   });
 });
 

@@ -30,6 +30,12 @@ export function journalRootOf(events: readonly unknown[]): string {
   return bytesToHex(blake3(new TextEncoder().encode(canonicalJsonl(events))));
 }
 
+/** The default bound on one artifact upload: 5 GiB, what S3's CopyObject (the S3 backend's move) takes. */
+export const ARTIFACT_MAX_BYTES = 5 * 1024 ** 3;
+
+const artifactTooLarge = (maxBytes: number) =>
+  new ControlPlaneError('artifact_too_large', `an artifact is limited to ${maxBytes} bytes`, { maxBytes });
+
 export const noStore = () =>
   new ControlPlaneError(
     'storage_unavailable',
@@ -150,6 +156,7 @@ export async function putArtifact(
   runId: string,
   query: unknown,
   body: ReadableStream<Uint8Array> | null,
+  maxBytes = ARTIFACT_MAX_BYTES,
 ): Promise<{ path: string; address: string; size: number }> {
   const q = parse(ArtifactQuery, query);
   const owner = await deps.db
@@ -163,9 +170,25 @@ export async function putArtifact(
   if (!trajectories) throw noStore();
   const source = body ? Readable.fromWeb(body as Parameters<typeof Readable.fromWeb>[0]) : Readable.from([]);
   const backend = trajectories.store.backend;
+  // Counted as it streams: past the bound the stream fails, the store drops what it had written, and the
+  // answer is 413 (the store's own failure would name storage, not the size).
+  let received = 0;
+  let tooLarge = false;
+  async function* bounded(): AsyncGenerator<Uint8Array> {
+    for await (const piece of source as AsyncIterable<Uint8Array>) {
+      received += piece.byteLength;
+      if (received > maxBytes) {
+        tooLarge = true;
+        throw artifactTooLarge(maxBytes);
+      }
+      yield piece;
+    }
+  }
   const staged = await mapStoreErrors(() =>
-    stageArtifact(backend, owner.tenant_id, { path: q.path, body: source as AsyncIterable<Uint8Array> }),
-  );
+    stageArtifact(backend, owner.tenant_id, { path: q.path, body: bounded() }),
+  ).catch((e: unknown) => {
+    throw tooLarge ? artifactTooLarge(maxBytes) : e;
+  });
   const { address, size } = staged;
   let placed = false;
   try {

@@ -83,6 +83,8 @@ export interface RunnerServiceOptions {
   lease: LeasePolicy;
   /** Runs' trajectories: where a runner's events and artifacts are stored (without one: 503). */
   trajectories?: RunTrajectories | null;
+  /** The largest artifact a runner may upload, in bytes (default `ARTIFACT_MAX_BYTES`: 5 GiB). */
+  artifactMaxBytes?: number;
 }
 
 /**
@@ -210,7 +212,7 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
     events: (runner, runId, input) =>
       appendRunnerEvents(deps, runner, runId, input, opts.trajectories ?? null),
     artifact: (runner, runId, query, body) =>
-      putArtifact(deps, opts.trajectories ?? null, runner, runId, query, body),
+      putArtifact(deps, opts.trajectories ?? null, runner, runId, query, body, opts.artifactMaxBytes),
     complete: async (runner, runId, input) => ({
       run: await completeRun(deps, opts.trajectories ?? null, runner, runId, input),
     }),

@@ -107,6 +107,8 @@ export interface CoreOptions {
    * (`Core.trajectories`). Absent → no trajectory routes work (503) and nothing is sealed. The core closes it.
    */
   trajectories?: import('@everdict/trajectory-store').TrajectoryStore;
+  /** The largest artifact a runner may upload, in bytes (EVERDICT_ARTIFACT_MAX_BYTES; default 5 GiB). */
+  artifactMaxBytes?: number;
   /** Trajectory background work (the seal queue, retention). */
   trajectoryJobs?: import('../trajectory/jobs.js').TrajectoryJobOptions;
   /**

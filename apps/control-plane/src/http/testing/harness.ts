@@ -56,6 +56,8 @@ export interface TestAppOptions {
   readonly agents?: import('../../services/options.js').CoreOptions['agents'];
   /** The vacuum keeper's options (absent: no keeper). */
   readonly vacuum?: import('../../services/options.js').CoreOptions['vacuum'];
+  /** The largest artifact a runner may upload (absent: the core's default). */
+  readonly artifactMaxBytes?: number;
 }
 
 export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
@@ -79,6 +81,7 @@ export async function testApp(opts: TestAppOptions = {}): Promise<TestApp> {
     ...(opts.headLog ? { headLog: opts.headLog } : {}),
     ...(opts.agents ? { agents: opts.agents } : {}),
     ...(opts.vacuum ? { vacuum: opts.vacuum } : {}),
+    ...(opts.artifactMaxBytes === undefined ? {} : { artifactMaxBytes: opts.artifactMaxBytes }),
   });
   metrics.setQueueDepthSource(() => core.queueDepth());
   const built = buildApp({
