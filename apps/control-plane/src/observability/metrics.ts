@@ -17,6 +17,7 @@ export type AdmissionOutcome = 'admitted' | 'refused_402' | 'refused_429' | 'ref
 export interface CoreMetricsObserver {
   admission(outcome: AdmissionOutcome, kind: string, rule?: string): void;
   dispatched(latencySeconds: number, runClass: string): void;
+  deleted(what: 'trajectory' | 'artifact' | 'upload', count: number): void;
 }
 
 export interface Metrics {
@@ -82,6 +83,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     registers: [registry],
   });
+  const deletions = new Counter({
+    name: 'everdict_storage_deleted_total',
+    help: 'Objects the background passes deleted: sealed trajectories (retention), artifacts no run needs and staged uploads left behind (the artifact sweep).',
+    labelNames: ['what'] as const,
+    registers: [registry],
+  });
   const httpRequests = new Counter({
     name: 'everdict_http_requests_total',
     help: 'HTTP responses by method, route pattern and status.',
@@ -104,6 +111,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       return {
         admission: count,
         dispatched: (seconds, runClass) => dispatch.observe({ class: runClass }, Math.max(0, seconds)),
+        deleted: (what, count) => deletions.inc({ what }, count),
       };
     },
     observeDispatchLatency(seconds, runClass) {

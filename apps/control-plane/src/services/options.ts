@@ -45,7 +45,12 @@ export type AdmissionOutcome = 'admitted' | 'refused_402' | 'refused_429' | 'ref
 export interface CoreObserver {
   admission(outcome: AdmissionOutcome, kind: string, rule?: string): void;
   dispatched(latencySeconds: number, runClass: string): void;
+  /** What retention and the artifact sweep deleted in one pass (counted only when > 0). */
+  deleted?(what: StoredKind, count: number): void;
 }
+
+/** What the background passes delete: sealed trajectories (retention), artifacts and staged uploads (the sweep). */
+export type StoredKind = 'trajectory' | 'artifact' | 'upload';
 
 export const NO_OBSERVER: CoreObserver = { admission: () => undefined, dispatched: () => undefined };
 

@@ -83,9 +83,16 @@ describe('the artifact sweep', () => {
     const backend = t.core.trajectories!.store.backend;
     const leftover = await stageArtifact(backend, 'default', { path: 'x', body: Buffer.from('half way') });
 
+    const counted = async (what: string) => {
+      const m = /everdict_storage_deleted_total\{what="(\w+)"\} (\d+)/g;
+      const text = await (await t.app.request('/metrics')).text();
+      return Number([...text.matchAll(m)].find((x) => x[1] === what)?.[2] ?? 0);
+    };
+    const [artifactsBefore, uploadsBefore] = [await counted('artifact'), await counted('upload')];
     const [pass] = (await jobs.sweepArtifacts()).filter((p) => p.tenant === 'default');
     expect(new Set(pass?.deleted)).toEqual(new Set([unclaimed.digest, lostOwn.digest]));
     expect(pass?.uploadsDeleted).toBe(0);
+    expect(await counted('artifact')).toBe(artifactsBefore + 2);
     for (const gone of [unclaimed, lostOwn]) expect(await stored(gone.digest)).toBe(false);
     for (const kept of [claimed, inFlight]) expect(await stored(kept.digest)).toBe(true);
     expect(await download(settled.runId, 'report.txt')).toEqual({ status: 200, text: 'claimed bytes' });
@@ -101,6 +108,7 @@ describe('the artifact sweep', () => {
     const later = new Date(Date.now() + 86_400_000 + 60_000);
     const [next] = (await jobs.sweepArtifacts(later)).filter((p) => p.tenant === 'default');
     expect(next).toMatchObject({ deleted: [], uploadsDeleted: 1 });
+    expect(await counted('upload')).toBe(uploadsBefore + 1);
     expect(await backend.stat({ tenant: 'default', path: leftover.upload })).toBeNull();
 
     // Bytes the sweep deleted, uploaded again by a new run, are placed again and served.

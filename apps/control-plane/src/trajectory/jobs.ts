@@ -178,6 +178,7 @@ export class TrajectoryJobs {
           error: String(e),
         });
       }
+      if (deletions.length > 0) this.deps.observe.deleted?.('trajectory', deletions.length);
       if (deletions.length > 0)
         this.deps.log('info', 'trajectory retention deleted sealed trajectories', {
           tenant: p.tenant_id,
@@ -201,6 +202,8 @@ export class TrajectoryJobs {
         const pass = await mapStoreErrors(() =>
           sweepTenantArtifacts(this.deps.db, this.trajectories.store.backend, id, now),
         );
+        if (pass.deleted.length > 0) this.deps.observe.deleted?.('artifact', pass.deleted.length);
+        if (pass.uploadsDeleted > 0) this.deps.observe.deleted?.('upload', pass.uploadsDeleted);
         if (pass.deleted.length > 0 || pass.uploadsDeleted > 0)
           this.deps.log('info', 'artifact sweep deleted what no run needs', {
             tenant: id,

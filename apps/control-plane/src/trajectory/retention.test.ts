@@ -86,6 +86,10 @@ describe('trajectory retention', { timeout: 300_000 }, () => {
     now = new Date(now.getTime() + 30 * DAY);
     expect(await t.core.trajectoryJobs!.retain()).toEqual([]);
     expect(((await call(t.app, 'GET', '/trajectory-deletions')).body.items as unknown[]).length).toBe(1);
+    // Counted once on /metrics, as retention deleted it.
+    expect(await (await t.app.request('/metrics')).text()).toContain(
+      'everdict_storage_deleted_total{what="trajectory"} 1\n',
+    );
     // Another tenant sees none of it.
     const other = await t.tenant('elsewhere');
     expect((await call(t.app, 'GET', '/trajectory-deletions', { key: other })).body.items).toEqual([]);
