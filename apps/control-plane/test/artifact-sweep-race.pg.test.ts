@@ -5,12 +5,11 @@
 // (watched in pg_stat_activity), never a sleep. Live PostgreSQL only (PGlite has one connection).
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_KEY, call } from '../src/http/testing/harness.js';
 import {
   COMMAND_CAPS,
   completeTestLease,
   downloadTestArtifact,
-  leaseRuns,
+  leaseCommandRun,
   pairTestRunner,
   type TestLease,
   type TestRunner,
@@ -37,17 +36,8 @@ describe.runIf(LIVE_PG)('the artifact sweep racing an upload of the same bytes',
 
   afterAll(() => race?.close());
 
-  async function leased(): Promise<TestLease> {
-    runs += 1;
-    const created = await call(t.app, 'POST', '/runs', {
-      key: ADMIN_KEY,
-      body: { kind: 'command', subject: { command: ['true', String(runs)] } },
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    const [lease] = await leaseRuns(t.app, runner, 1);
-    if (!lease) throw new Error('no lease granted');
-    return lease;
-  }
+  /** A command run of its own (equal runs would sign equal attestation bodies), leased by the runner. */
+  const leased = () => leaseCommandRun(t.app, runner, ['true', String(++runs)]);
 
   const upload = (l: TestLease, path: string, body: string) =>
     uploadTestArtifact(t.app, runner, l, path, body);

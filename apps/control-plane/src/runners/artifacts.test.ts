@@ -13,6 +13,7 @@ import {
   COMMAND_CAPS,
   completeTestLease,
   downloadTestArtifact,
+  leaseCommandRun,
   leaseRuns,
   pairTestRunner,
   type TestLease,
@@ -35,16 +36,7 @@ const upload = (r: TestRunner, l: TestLease, path: string, body: string) =>
 const download = (runId: string, path: string, key = ADMIN_KEY) =>
   downloadTestArtifact(t.app, runId, path, key);
 
-const leasedRun = async (r: TestRunner): Promise<TestLease> => {
-  const created = await call(t.app, 'POST', '/runs', {
-    key: ADMIN_KEY,
-    body: { kind: 'command', subject: { command: ['true'] } },
-  });
-  expect(created.status).toBe(201);
-  const [l] = await leaseRuns(t.app, r, 1);
-  if (!l) throw new Error('no lease');
-  return l;
-};
+const leasedRun = (r: TestRunner) => leaseCommandRun(t.app, r);
 
 /** Replaces the stored bytes of the artifact at `digest` in the store (the control plane never would). */
 const alter = async (digest: string, bytes: string) => {

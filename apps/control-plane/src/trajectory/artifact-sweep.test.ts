@@ -10,6 +10,7 @@ import {
   COMMAND_CAPS,
   completeTestLease,
   downloadTestArtifact,
+  leaseCommandRun,
   leaseRuns,
   pairTestRunner,
   type TestLease,
@@ -30,16 +31,7 @@ const complete = (r: TestRunner, l: TestLease, artifacts: unknown[]) =>
 const upload = (r: TestRunner, l: TestLease, path: string, body: string) =>
   uploadTestArtifact(t.app, r, l, path, body);
 
-const leasedRun = async (r: TestRunner): Promise<TestLease> => {
-  const created = await call(t.app, 'POST', '/runs', {
-    key: ADMIN_KEY,
-    body: { kind: 'command', subject: { command: ['true'] } },
-  });
-  expect(created.status).toBe(201);
-  const [l] = await leaseRuns(t.app, r, 1);
-  if (!l) throw new Error('no lease');
-  return l;
-};
+const leasedRun = (r: TestRunner) => leaseCommandRun(t.app, r);
 
 const download = async (runId: string, path: string) => {
   const res = await downloadTestArtifact(t.app, runId, path);

@@ -201,3 +201,19 @@ export function downloadTestArtifact(
     }),
   );
 }
+
+/** A command run created with the admin key (201 expected) and leased by `runner`: its lease. */
+export async function leaseCommandRun(
+  app: App,
+  runner: TestRunner,
+  command: string[] = ['true'],
+): Promise<TestLease> {
+  const created = await call(app, 'POST', '/runs', {
+    key: ADMIN_KEY,
+    body: { kind: 'command', subject: { command } },
+  });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  const [lease] = await leaseRuns(app, runner, 1);
+  if (!lease) throw new Error('no lease granted');
+  return lease;
+}
