@@ -2,50 +2,24 @@
 //   import { describeBackendContract } from '@everdict/trajectory-store/contract';
 //   describeBackendContract('local', async () => ({ open: async () => localBackend({ root }) }));
 // `open()` returns a new backend over the same storage each call: a second call is a process restart.
+// The trajectory behaviour is here; artifacts and object metadata are contract-artifacts.ts.
 
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { ArtifactRef, TraceEvent } from '@everdict/run-model';
+import { TraceEvent } from '@everdict/run-model';
 import { blake3 } from '@noble/hashes/blake3.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { sweepArtifacts } from './artifact-sweep.js';
-import {
-  placeArtifact,
-  putArtifact,
-  putArtifactsFromDir,
-  readArtifact,
-  readArtifactBytes,
-  stageArtifact,
-  toArtifactRef,
-} from './artifacts.js';
-import type { ObjectBackend } from './backend.js';
+import { putArtifact, readArtifactBytes } from './artifacts.js';
 import { canonicalJsonl } from './canonical.js';
-import { isTrajectoryStoreError, type TrajectoryErrorCode } from './errors.js';
+import { describeArtifactContract } from './contract-artifacts.js';
+import { type BackendFactory, type BackendHarness, expectCode, T } from './contract-support.js';
 import { sampleEvents } from './fixtures.js';
 import { importTrajectory, listImported } from './imports.js';
 import { layout } from './keys.js';
 import { applyRetention } from './retention.js';
 import { TrajectoryStore } from './trajectory-store.js';
 
-export interface BackendHarness {
-  /** A backend over this harness's storage; each call is a fresh instance (a restart). */
-  open(): Promise<ObjectBackend>;
-  cleanup?(): Promise<void>;
-}
-export type BackendFactory = () => Promise<BackendHarness>;
-
-export async function expectCode(p: Promise<unknown>, code: TrajectoryErrorCode): Promise<void> {
-  const err = await p.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(err, `expected ${code}`).not.toBeNull();
-  expect(isTrajectoryStoreError(err) ? err.code : err).toBe(code);
-}
-
-const T = 'acme';
+export type { BackendFactory, BackendHarness } from './contract-support.js';
+export { expectCode } from './contract-support.js';
 
 function expectedDigest(events: readonly unknown[]): string {
   return `blake3:${bytesToHex(blake3(new TextEncoder().encode(canonicalJsonl(events))))}`;
@@ -84,6 +58,8 @@ export function describeBackendContract(name: string, factory: BackendFactory): 
       for (const s of opened.splice(0)) await s.close();
       await harness.cleanup?.();
     });
+
+    describeArtifactContract({ store: () => store, harness: () => harness, restart: () => restart() });
 
     it('appends in order and reads pages by offset', async () => {
       const events = sampleEvents('run-1', 1, 25);
@@ -257,59 +233,6 @@ export function describeBackendContract(name: string, factory: BackendFactory): 
       await expectCode(store.read('', 'x'), 'bad_request');
     });
 
-    it('keeps artifacts content-addressed, verified on the way out', async () => {
-      const dir = await mkdtemp(path.join(os.tmpdir(), 'ts-out-'));
-      await mkdir(path.join(dir, 'logs'));
-      await writeFile(path.join(dir, 'report.md'), '# report\n');
-      await writeFile(path.join(dir, 'logs', 'run.log'), 'line 1\nline 2\n');
-      await writeFile(path.join(dir, 'copy.md'), '# report\n');
-      const entries = await putArtifactsFromDir(store.backend, T, dir);
-      const hex = (s: string) => `blake3:${bytesToHex(blake3(new TextEncoder().encode(s)))}`;
-      expect(entries).toEqual([
-        { path: 'copy.md', address: hex('# report\n'), size: 9 },
-        { path: 'logs/run.log', address: hex('line 1\nline 2\n'), size: 14 },
-        { path: 'report.md', address: hex('# report\n'), size: 9 },
-      ]);
-      for (const e of entries)
-        expect(ArtifactRef.parse(toArtifactRef(e))).toMatchObject({ name: e.path, bytes: e.size });
-      const again = await restart();
-      expect((await readArtifactBytes(again.backend, T, entries[1]!.address)).toString()).toBe(
-        'line 1\nline 2\n',
-      );
-      const backend = await harness.open();
-      await backend.put(
-        { tenant: T, path: layout.artifact(entries[1]!.address.slice(7)) },
-        Buffer.from('line 1\nline 3\n'),
-      );
-      await backend.close();
-      await expectCode(readArtifactBytes(again.backend, T, entries[1]!.address), 'integrity_failed');
-      // Streamed, the altered bytes never arrive whole: the last piece waits for the check (here the only one).
-      const arrived: Uint8Array[] = [];
-      const drain = async () => {
-        for await (const piece of await readArtifact(again.backend, T, entries[1]!.address))
-          arrived.push(piece);
-      };
-      await expectCode(drain(), 'integrity_failed');
-      expect(arrived).toEqual([]);
-      await expectCode(
-        putArtifact(store.backend, T, { path: '../escape', body: Buffer.from('x') }),
-        'bad_request',
-      );
-    });
-
-    it('streams a large object in parts and reads it back byte for byte', async () => {
-      const size = 12 * 1024 * 1024 + 123;
-      const big = Buffer.alloc(size);
-      for (let i = 0; i + 4 <= size; i += 4) big.writeUInt32LE((i * 2654435761) >>> 0, i);
-      async function* pieces() {
-        for (let i = 0; i < size; i += 1_000_000) yield big.subarray(i, Math.min(size, i + 1_000_000));
-      }
-      const entry = await putArtifact(store.backend, T, { path: 'big.bin', body: pieces() });
-      expect(entry.size).toBe(size);
-      expect(entry.address).toBe(`blake3:${bytesToHex(blake3(big))}`);
-      expect((await readArtifactBytes(store.backend, T, entry.address)).equals(big)).toBe(true);
-    });
-
     it('imports trajectories with provenance that survives a restart', async () => {
       const drafts = sampleEvents('x', 0, 5).map(({ seq: _s, runId: _r, ...d }) => d);
       const provenance = { source: 'otlp', externalId: 'abc123', pulledAt: '2026-12-01T00:00:00.000Z' };
@@ -384,85 +307,6 @@ export function describeBackendContract(name: string, factory: BackendFactory): 
       expect((await again.head(T, 'young')).status).toBe('sealed');
       expect((await again.head(T, 'live-old')).status).toBe('live');
       expect(await applyRetention(again, T, { now, isEvidence: () => false })).toEqual([]);
-    });
-
-    it('reports when each object was written, listed and stat-ed', async () => {
-      // S3 keeps LastModified to the second.
-      const before = Date.now() - 1000;
-      await store.backend.put({ tenant: T, path: 'when/a' }, Buffer.from('a'));
-      const after = Date.now() + 1000;
-      const stat = await store.backend.stat({ tenant: T, path: 'when/a' });
-      const listed = [];
-      for await (const o of store.backend.list(T, 'when/')) listed.push(o);
-      for (const info of [stat, ...listed]) {
-        expect(info?.modifiedAt?.getTime()).toBeGreaterThanOrEqual(before);
-        expect(info?.modifiedAt?.getTime()).toBeLessThanOrEqual(after);
-      }
-      expect(listed.map((o) => o.path)).toEqual(['when/a']);
-    });
-
-    it('sweeps artifacts nothing references and staged uploads past their grace, each decision exclusive', async () => {
-      const put = (p: string, body: string) =>
-        putArtifact(store.backend, T, { path: p, body: Buffer.from(body) });
-      const kept = await put('kept.txt', 'needed');
-      const orphan = await put('orphan.txt', 'nobody lists me');
-      const also = await put('also.txt', 'nor me');
-      const staged = await stageArtifact(store.backend, T, {
-        path: 'half.txt',
-        body: Buffer.from('never placed'),
-      });
-      await store.backend.put({ tenant: T, path: 'artifacts/blake3/zz/not-an-address' }, Buffer.from('x'));
-      const inside: string[] = [];
-      let open = 0;
-      const options = (now: Date) => ({
-        now,
-        exclusive: async <R>(address: string, fn: (ctx: string) => Promise<R>) => {
-          expect(open).toBe(0);
-          open++;
-          try {
-            return await fn(`ctx:${address}`);
-          } finally {
-            open--;
-          }
-        },
-        isReferenced: async (address: string, ctx: string) => {
-          inside.push(ctx);
-          return address === kept.address;
-        },
-      });
-      const first = await sweepArtifacts(store.backend, T, options(new Date()));
-      expect(new Set(first.deleted)).toEqual(new Set([orphan.address, also.address]));
-      expect(first).toMatchObject({ kept: 1, uploadsDeleted: 0 });
-      expect(inside.sort()).toEqual([kept, orphan, also].map((a) => `ctx:${a.address}`).sort());
-      expect((await readArtifactBytes(store.backend, T, kept.address)).toString()).toBe('needed');
-      await expectCode(readArtifactBytes(store.backend, T, orphan.address), 'not_found');
-      expect(await store.backend.stat({ tenant: T, path: staged.upload })).not.toBeNull();
-      expect(
-        await store.backend.stat({ tenant: T, path: 'artifacts/blake3/zz/not-an-address' }),
-      ).not.toBeNull();
-      // A day and more later the staged upload is a leftover; the referenced artifact stays.
-      const later = await sweepArtifacts(
-        store.backend,
-        T,
-        options(new Date(Date.now() + 86_400_000 + 60_000)),
-      );
-      expect(later).toEqual({ deleted: [], kept: 1, uploadsDeleted: 1 });
-      expect(await store.backend.stat({ tenant: T, path: staged.upload })).toBeNull();
-      // Placed after the sweep, the same bytes are written again at their address.
-      const back = await put('orphan-again.txt', 'nobody lists me');
-      expect(back.address).toBe(orphan.address);
-      expect((await readArtifactBytes(store.backend, T, orphan.address)).toString()).toBe('nobody lists me');
-      // Staged bytes already at their address: placing drops the staged copy.
-      const twice = await stageArtifact(store.backend, T, {
-        path: 'kept-too.txt',
-        body: Buffer.from('needed'),
-      });
-      expect(await placeArtifact(store.backend, twice)).toEqual({
-        path: 'kept-too.txt',
-        address: kept.address,
-        size: 6,
-      });
-      expect(await store.backend.stat({ tenant: T, path: twice.upload })).toBeNull();
     });
   });
 }
