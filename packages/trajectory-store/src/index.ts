@@ -3,7 +3,6 @@ export type { AppendResult } from './append.js';
 export {
   type ArtifactSweep,
   type ArtifactSweepOptions,
-  artifactAddressOf,
   sweepArtifacts,
 } from './artifact-sweep.js';
 export {

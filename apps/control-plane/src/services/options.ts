@@ -45,7 +45,7 @@ export type AdmissionOutcome = 'admitted' | 'refused_402' | 'refused_429' | 'ref
 export interface CoreObserver {
   admission(outcome: AdmissionOutcome, kind: string, rule?: string): void;
   dispatched(latencySeconds: number, runClass: string): void;
-  /** What retention and the artifact sweep deleted in one pass (counted only when > 0). */
+  /** What retention and the artifact sweep deleted in one pass (called only by a pass that deleted something). */
   deleted?(what: StoredKind, count: number): void;
 }
 

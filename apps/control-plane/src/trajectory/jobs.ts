@@ -178,12 +178,13 @@ export class TrajectoryJobs {
           error: String(e),
         });
       }
-      if (deletions.length > 0) this.deps.observe.deleted?.('trajectory', deletions.length);
-      if (deletions.length > 0)
+      if (deletions.length > 0) {
+        this.deps.observe.deleted?.('trajectory', deletions.length);
         this.deps.log('info', 'trajectory retention deleted sealed trajectories', {
           tenant: p.tenant_id,
           count: deletions.length,
         });
+      }
       all.push(...deletions);
     }
     return all;
@@ -202,14 +203,15 @@ export class TrajectoryJobs {
         const pass = await mapStoreErrors(() =>
           sweepTenantArtifacts(this.deps.db, this.trajectories.store.backend, id, now),
         );
-        if (pass.deleted.length > 0) this.deps.observe.deleted?.('artifact', pass.deleted.length);
-        if (pass.uploadsDeleted > 0) this.deps.observe.deleted?.('upload', pass.uploadsDeleted);
-        if (pass.deleted.length > 0 || pass.uploadsDeleted > 0)
+        if (pass.deleted.length > 0 || pass.uploadsDeleted > 0) {
+          this.deps.observe.deleted?.('artifact', pass.deleted.length);
+          this.deps.observe.deleted?.('upload', pass.uploadsDeleted);
           this.deps.log('info', 'artifact sweep deleted what no run needs', {
             tenant: id,
             artifacts: pass.deleted.length,
             uploads: pass.uploadsDeleted,
           });
+        }
         passes.push(pass);
       } catch (e) {
         this.deps.log('warn', 'artifact sweep failed for a tenant; retried next pass', {
