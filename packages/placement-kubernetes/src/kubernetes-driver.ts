@@ -11,6 +11,7 @@ import {
   type ExecOptionsInput,
   type ExecResult,
   type ExecStream,
+  filesOfArchive,
   LabelSelector,
   LogOptions,
   type LogOptionsInput,
@@ -29,6 +30,8 @@ import {
   type StreamOptionsInput,
   sandboxId,
   unsupported,
+  WorkspaceDir,
+  type WorkspaceFile,
 } from '@everdict/placement';
 import { CoordinationV1Api, CoreV1Api, NetworkingV1Api, type V1Pod } from '@kubernetes/client-node';
 import { apiClient, apiFailure } from './api-clients.js';
@@ -54,8 +57,9 @@ import {
   unschedulableReason,
 } from './pod-manifest.js';
 import { PodWatch } from './pod-watch.js';
-import { runCommand, type SandboxTarget, startStream } from './sandbox-exec.js';
+import { runCommand, type SandboxTarget, startStream, streamInternal } from './sandbox-exec.js';
 import { sandboxLogs } from './sandbox-logs.js';
+import { filesCommand } from './sandbox-scripts.js';
 import { makeDirectories, restoreWorkspace, snapshotWorkspace } from './workspace.js';
 
 export class KubernetesDriver implements Driver {
@@ -311,6 +315,11 @@ export class KubernetesDriver implements Driver {
 
   async snapshot(handle: SandboxHandle): Promise<Snapshot> {
     return snapshotWorkspace(await this.live(handle), this.config.snapshotMaxBytes);
+  }
+
+  async *files(handle: SandboxHandle, dir: string): AsyncGenerator<WorkspaceFile> {
+    const path = WorkspaceDir.parse(dir);
+    yield* filesOfArchive(await streamInternal(await this.live(handle), filesCommand(path)));
   }
 
   async restore(handle: SandboxHandle, snapshot: Snapshot): Promise<void> {

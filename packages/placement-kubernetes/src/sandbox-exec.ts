@@ -16,6 +16,7 @@ import {
   timeoutError,
   toBytes,
   utf8,
+  type WorkspaceArchive,
 } from '@everdict/placement';
 import type { KubeConfig, V1Status } from '@kubernetes/client-node';
 import {
@@ -179,6 +180,37 @@ export async function runInternal(
     timer?.clear();
   }
   return { exitCode: await settledOutcome(target, status, stderr.bytes()), stdout, stderr };
+}
+
+/**
+ * Run one of the driver's own commands (not wrapped, not logged) and hand its stdout over as it arrives,
+ * with back-pressure (the channel stops reading while stdout holds unread output). No deadline: the consumer
+ * reads at its own pace and `stop` cuts the connection. `done` rejects with the PlacementError of a non-zero
+ * exit (its stderr's first 2,000 characters as detail) or of a connection that ended without a status.
+ */
+export async function streamInternal(target: SandboxTarget, command: string[]): Promise<WorkspaceArchive> {
+  const channel = await openChannel(target, () => command, false, false);
+  const stderr = new CappedOutput(64 * 1024);
+  channel.stderr.on('data', (d: Buffer) => stderr.push(d));
+  let stopped = false;
+  const done = channel.status.then(async (status) => {
+    if (stopped) return;
+    const code = await settledOutcome(target, status, stderr.bytes());
+    if (code !== 0) {
+      throw new PlacementError('spawn_failed', `${command[0] ?? 'a command'} exited ${code}`, {
+        exitCode: code,
+        stderr: utf8(stderr.bytes()).slice(0, 2000),
+      });
+    }
+  });
+  return {
+    stream: channel.stdout,
+    done,
+    stop() {
+      stopped = true;
+      channel.terminate();
+    },
+  };
 }
 
 function kill(target: SandboxTarget, execId: string): Promise<void> {

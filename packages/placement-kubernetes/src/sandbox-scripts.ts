@@ -84,6 +84,15 @@ export const LOG_COMMAND = ['sh', '-c', `f=$${CONTROL_ENV}/log; [ -e "$f" ] || e
 export const SNAPSHOT_COMMAND = ['tar', '-cf', '-', '.'];
 
 /**
+ * The regular files under the workspace directory `$1` as a tar on stdout; nothing when `$1` is absent, not a
+ * directory, or a symlink. (A hard link may be archived as a link entry, which `files` passes over: the tar of
+ * a user's image may not know GNU tar's `--hard-dereference`.)
+ */
+export function filesCommand(dir: string): string[] {
+  return ['sh', '-c', '[ -d "$1" ] && [ ! -L "$1" ] || exit 0; cd -- "$1" && exec tar -cf - .', 'sh', dir];
+}
+
+/**
  * Makes the spec's `directories` in the workspace (the working directory), parents first, mode 0755; a path
  * segment that is there as anything but a directory (a file, a symlink — never followed) fails it (exit 1,
  * the reason on stderr). Each path is split on `/` only (`set -f`: no globbing).

@@ -2,13 +2,14 @@
 // checkout's build (BENCH_BUILD_ROOT, e.g. a worktree of d32ac89) in the same process, alternating rounds.
 // Each round: 16 concurrent loops of what apps/runner's interval does with the process driver
 // (`new ProcessDriver({slots: 16})`, no limits given): provision({labels, network: 'none', directories:
-// ['out']}) → stream(['true']) with its stdin ended at once → usage → snapshot → dispose.
+// ['out']}) → stream(['true']) with its stdin ended at once → usage → out/'s files (`files`; a build
+// without it: `snapshot`) → dispose.
 // Per command: `driver` — this process's user+sys (process.cpuUsage, µs); `spawner` — the spawner's own
 // user+sys, `bwrap` — its reaped children's (bubblewraps; /proc/<spawner>/stat, 10 ms ticks); `wall` — the
 // round's wall time / N. Prints each round, then medians over the pairs and ratios this/other (< 1: less).
 // Run: pnpm --filter @everdict/placement-process build &&
 //   BENCH_BUILD_ROOT=/tmp/old-d32 node packages/placement-process/bench/runner-cpu.mjs
-// Env: BENCH_N (commands per round, 320), BENCH_PAIRS (5), BENCH_SNAPSHOT=0 (skip the snapshot step),
+// Env: BENCH_N (commands per round, 320), BENCH_PAIRS (5), BENCH_SNAPSHOT=0 (skip the out/ step),
 // BENCH_ONLY=this|other (one build alone).
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -60,7 +61,9 @@ async function round(name) {
         const exit = await s.exit;
         if (exit.exitCode !== 0) throw new Error(`exited ${exit.exitCode}`);
         await driver.usage(h);
-        if (SNAPSHOT) await driver.snapshot(h);
+        // out/'s files as the runner reads them: `files` where the build has it, its snapshot before
+        if (SNAPSHOT && driver.files) for await (const f of driver.files(h, 'out')) f.content.resume();
+        else if (SNAPSHOT) await driver.snapshot(h);
         await driver.dispose(h);
       }
     }),

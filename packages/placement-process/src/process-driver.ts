@@ -13,6 +13,7 @@ import {
   type ExecResult,
   type ExecStream,
   environmentOf,
+  filesOfArchive,
   LabelSelector,
   LogOptions,
   type LogOptionsInput,
@@ -29,6 +30,8 @@ import {
   type Snapshot,
   type StreamOptionsInput,
   sandboxId,
+  WorkspaceDir,
+  type WorkspaceFile,
 } from '@everdict/placement';
 import { heldSandbox, type Sandbox } from './held-sandbox.js';
 import { resolveImage } from './images.js';
@@ -54,6 +57,7 @@ import {
 import { Spawner } from './spawner/client.js';
 import { snapshotWorkspace } from './workspace-archive.js';
 import { makeWorkspaceDirectories } from './workspace-directories.js';
+import { archiveDirectory, nothingUnder } from './workspace-files.js';
 
 export const PROCESS_DRIVER = 'process';
 export type { Sandbox };
@@ -343,6 +347,15 @@ export class ProcessDriver implements Driver {
       box.record.workspace,
       idle,
     );
+  }
+
+  async *files(handle: SandboxHandle, dir: string): AsyncGenerator<WorkspaceFile> {
+    const path = WorkspaceDir.parse(dir);
+    const box = await this.sandbox(handle);
+    const idle = box.running.size === 0 && !(await box.limits.active());
+    if (nothingUnder(box.record.workspace, path, this.user, idle)) return;
+    const setup = { bwrap: this.config.bwrap, user: this.user };
+    yield* filesOfArchive(archiveDirectory(setup, box.record.workspace, path));
   }
 
   async restore(handle: SandboxHandle, snapshot: Snapshot): Promise<void> {

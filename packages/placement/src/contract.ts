@@ -7,7 +7,7 @@ import { execTests } from './contract/exec-tests.js';
 import type { DriverFixture } from './contract/fixture.js';
 import { SuiteHarness } from './contract/harness.js';
 import { lifecycleTests } from './contract/lifecycle.js';
-import { logTests, snapshotTests, streamTests, usageTests } from './contract/optional-tests.js';
+import { filesTests, logTests, snapshotTests, streamTests, usageTests } from './contract/optional-tests.js';
 
 export { type ContractCommands, type DriverFixture, posixCommands } from './contract/fixture.js';
 export { collect, refusal } from './contract/harness.js';
@@ -27,6 +27,7 @@ export function describeDriverContract(name: string, fixture: DriverFixture): vo
     describe('stream', () => streamTests(h));
     describe('logs', () => logTests(h));
     describe('snapshot and restore', () => snapshotTests(h));
+    describe('files', () => filesTests(h));
     describe('usage', () => usageTests(h));
   });
 }

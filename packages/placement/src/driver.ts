@@ -11,6 +11,7 @@ import type {
 } from './exec.js';
 import type { Capacity, DriverDescription, ReapedSandbox, SandboxUsage } from './observe.js';
 import type { LabelSelector, ProvisionSpecInput, SandboxHandle, Snapshot } from './spec.js';
+import type { WorkspaceFile } from './workspace-files.js';
 
 export interface Driver {
   /** Which driver this is and which optional operations it supports. Never throws. */
@@ -34,6 +35,13 @@ export interface Driver {
 
   /** The workspace as a deterministic POSIX tar with its BLAKE3 address. */
   snapshot(handle: SandboxHandle): Promise<Snapshot>;
+
+  /**
+   * The regular files under the workspace directory `dir` (`WorkspaceDir`), read from inside the sandbox and
+   * streamed one at a time: never the whole set in memory. No such directory: none. A consumer that stops early
+   * stops the reading. `unsupported` where the driver has no filesystem (capabilities.snapshot false).
+   */
+  files(handle: SandboxHandle, dir: string): AsyncIterable<WorkspaceFile>;
 
   /** Replaces the workspace with a snapshot; `snapshot_mismatch` (workspace untouched) if its bytes do not hash to its address. */
   restore(handle: SandboxHandle, snapshot: Snapshot): Promise<void>;

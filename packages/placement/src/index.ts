@@ -82,3 +82,10 @@ export { comparePaths, MODE_MASK, normalizeEntryPath, sortEntries, type TarEntry
 export { canonicalTar, isCanonicalTar, type ReadTarOptions, readTar } from './tar/tar-reader.js';
 export { writeTar } from './tar/tar-writer.js';
 export { isDirectory, readTree, type WriteTreeOptions, writeTree } from './tar/tree.js';
+export {
+  filesOfArchive,
+  refusedFiles,
+  type WorkspaceArchive,
+  WorkspaceDir,
+  type WorkspaceFile,
+} from './workspace-files.js';

@@ -21,6 +21,8 @@ export interface ContractCommands {
   writeFile(path: string, content: string): Command;
   /** Prints the content of `path`. */
   readFile(path: string): Command;
+  /** Writes `bytes` bytes (all `x`) to `path` (parents made): content too large for an argument. */
+  fill?(path: string, bytes: number): Command;
   /**
    * Exits 0 when `path` is a directory (not a symlink to one) the command may write into, non-zero
    * otherwise. Absent for a driver without a filesystem: it refuses a spec's `directories` (`unsupported`).
@@ -58,6 +60,8 @@ export const posixCommands: ContractCommands = {
   flood: (bytes) => sh('head -c "$1" /dev/zero | tr "\\0" x', String(bytes)),
   writeFile: (path, content) => sh('mkdir -p "$(dirname "$1")" && printf %s "$2" > "$1"', path, content),
   readFile: (path) => ['cat', path],
+  fill: (path, bytes) =>
+    sh('mkdir -p "$(dirname "$1")" && head -c "$2" /dev/zero | tr "\\0" x > "$1"', path, String(bytes)),
   writableDirectory: (path) => sh('test -d "$1" && ! test -L "$1" && test -w "$1"', path),
   ttyProbe: () =>
     sh(

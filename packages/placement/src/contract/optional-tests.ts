@@ -1,9 +1,10 @@
-// Contract: the optional operations — stream, logs, snapshot/restore, usage. Each either behaves as
+// Contract: the optional operations — stream, logs, snapshot/restore, files, usage. Each either behaves as
 // below or, when describe().capabilities says the driver lacks it, refuses with `unsupported`.
 import { expect, it } from 'vitest';
 import { blake3Hex } from '../address.js';
 import { SandboxUsage } from '../observe.js';
 import { isCanonicalTar, readTar } from '../tar/tar-reader.js';
+import type { WorkspaceFile } from '../workspace-files.js';
 import { collect, out, refusal, type SuiteHarness } from './harness.js';
 
 export function streamTests(h: () => SuiteHarness): void {
@@ -217,5 +218,74 @@ export function usageTests(h: () => SuiteHarness): void {
     expect(later.wallTimeMs).toBeGreaterThanOrEqual(u.wallTimeMs);
     if (u.cpuTimeMs !== null) expect(later.cpuTimeMs).toBeGreaterThanOrEqual(u.cpuTimeMs);
     if (u.peakMemoryBytes !== null) expect(u.peakMemoryBytes).toBeGreaterThan(0);
+  });
+}
+
+/** Every file `files` yields, its content read in full (in the order yielded). */
+async function readAll(
+  files: AsyncIterable<WorkspaceFile>,
+): Promise<Map<string, { size: number; text: string }>> {
+  const seen = new Map<string, { size: number; text: string }>();
+  for await (const f of files) seen.set(f.path, { size: f.size, text: await collect(f.content) });
+  return seen;
+}
+
+export function filesTests(h: () => SuiteHarness): void {
+  const cmd = () => h().fixture.commands;
+
+  it('streams the regular files under a workspace directory, nothing else, and none for an absent one', async () => {
+    const d = await h().driver();
+    if (!d.describe().capabilities.snapshot) {
+      const a = await h().provision(d);
+      await refusal(() => readAll(d.files(a, 'out')), 'unsupported');
+      return;
+    }
+    // Directories only (what a command that wrote no file leaves): no file.
+    const a = await h().provision(d, { directories: ['out', 'out/empty-dir'] });
+    expect((await readAll(d.files(a, 'out'))).size).toBe(0);
+    const big = 'x'.repeat(cmd().fill ? 300_000 : 1000);
+    await d.exec(a, cmd().writeFile('out/a.txt', 'alpha'));
+    await d.exec(
+      a,
+      cmd().fill?.('out/nested/deep/b.bin', big.length) ?? cmd().writeFile('out/nested/deep/b.bin', big),
+    );
+    await d.exec(a, cmd().writeFile('out/empty.txt', ''));
+    await d.exec(a, cmd().writeFile('elsewhere.txt', 'not under out'));
+    await d.exec(a, cmd().writeFile('out/.hidden', 'h'));
+    const seen = await readAll(d.files(a, 'out'));
+    expect([...seen.keys()].sort()).toEqual(['.hidden', 'a.txt', 'empty.txt', 'nested/deep/b.bin']);
+    expect(seen.get('a.txt')).toEqual({ size: 5, text: 'alpha' });
+    expect(seen.get('nested/deep/b.bin')).toEqual({ size: big.length, text: big });
+    expect(seen.get('empty.txt')).toEqual({ size: 0, text: '' });
+    expect([...(await readAll(d.files(a, 'out/nested'))).keys()]).toEqual(['deep/b.bin']);
+    await d.exec(a, cmd().writeFile('plain-file', 'a file, not a directory'));
+    expect((await readAll(d.files(a, 'plain-file'))).size).toBe(0);
+    expect((await readAll(d.files(a, 'no-such-dir'))).size).toBe(0);
+  });
+
+  it('stops reading when its consumer stops early (the sandbox goes on) or gives a file up, and refuses a path out of the workspace', async () => {
+    const d = await h().driver();
+    const a = await h().provision(d);
+    if (!d.describe().capabilities.snapshot) return;
+    for (const name of ['1', '2', '3'])
+      await d.exec(a, cmd().fill?.(`out/${name}.txt`, 200_000) ?? cmd().writeFile(`out/${name}.txt`, name));
+    let first = '';
+    for await (const f of d.files(a, 'out')) {
+      first = f.path;
+      break; // its content never read
+    }
+    expect(['1.txt', '2.txt', '3.txt']).toContain(first);
+    expect(out(await d.exec(a, cmd().echo('still here')))).toBe('still here');
+    expect((await readAll(d.files(a, 'out'))).size).toBe(3);
+    // A consumer that gives one file up mid-body (its stream destroyed: an upload refused) still gets the rest.
+    const names: string[] = [];
+    for await (const f of d.files(a, 'out')) {
+      names.push(f.path);
+      if (names.length === 1) for await (const _ of f.content) break;
+      else expect((await collect(f.content)).length).toBe(cmd().fill ? 200_000 : 1);
+    }
+    expect(names.sort()).toEqual(['1.txt', '2.txt', '3.txt']);
+    for (const bad of ['../etc', '/etc', 'out/../..', 'out//x', '.', ''])
+      await expect(readAll(d.files(a, bad)), bad).rejects.toThrow();
   });
 }

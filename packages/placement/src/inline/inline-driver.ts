@@ -1,7 +1,7 @@
 // The inline driver: the bottom rung, in the host process itself, no isolation. What applies inline is
 // exec of a registered JavaScript function (argv[0] names it), with the command's timeout, the sandbox's
 // deadline and output caps; usage (wall time only); capacity (a slot count). It enforces no memory, pid
-// or CPU limit and no network rule (mechanism "none"), and has no filesystem, so stream, logs, snapshot,
+// or CPU limit and no network rule (mechanism "none"), and has no filesystem, so stream, logs, snapshot, files,
 // restore and reap are `unsupported`. Only the `default` image exists here.
 import { environmentOf } from '../address.js';
 import { commandBudget, timeoutError, wallTimer } from '../deadline.js';
@@ -19,6 +19,7 @@ import {
   type SandboxHandle,
   type Snapshot,
 } from '../spec.js';
+import { refusedFiles, type WorkspaceFile } from '../workspace-files.js';
 
 /** What an inline function is called with. `sandbox.state` lives as long as the sandbox (its only "workspace"). */
 export interface InlineCall {
@@ -197,6 +198,10 @@ export class InlineDriver implements Driver {
 
   logs(): AsyncIterable<Uint8Array> {
     throw unsupported(INLINE_DRIVER, 'logs');
+  }
+
+  files(): AsyncIterable<WorkspaceFile> {
+    return refusedFiles(() => unsupported(INLINE_DRIVER, 'files'));
   }
 
   async snapshot(): Promise<Snapshot> {

@@ -13,12 +13,14 @@ import {
   type ExecStream,
   PlacementError,
   ReapedSandbox,
+  refusedFiles,
   SandboxHandle,
   type SandboxUsage,
   type SessionOp,
   Snapshot,
   type StreamOptionsInput,
   unsupported,
+  type WorkspaceFile,
 } from '@everdict/placement';
 import { z } from 'zod';
 import type { RunnerChannel } from './channel.js';
@@ -106,6 +108,11 @@ export class RemoteDriver implements Driver {
 
   async snapshot(handle: SandboxHandle): Promise<Snapshot> {
     return Snapshot.parse(await this.#call('snapshot', { handle }, SLOW_MS));
+  }
+
+  files(): AsyncIterable<WorkspaceFile> {
+    // A session's files are read by what runs in it (exec, a terminal): no tar crosses the channel.
+    return refusedFiles(() => unsupported('runner', 'files over the session channel'));
   }
 
   async restore(handle: SandboxHandle, snapshot: Snapshot): Promise<void> {
