@@ -4,12 +4,12 @@
 // fast path holds right after a command ended — where the namespace's init is often still tearing its
 // namespaces down in the cgroups — instead of starting a sandboxed tar for ≈ 1 run in 3.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { anyActive, exiting, threadsIn } from '../src/limits/cgroup-fs.js';
-import { makeDriver, requireBwrap, tempDir } from './helpers.js';
+import { countingBwrap, makeDriver, requireBwrap, tempDir } from './helpers.js';
 
 const children: ChildProcess[] = [];
 afterAll(() => {
@@ -91,13 +91,8 @@ describe('active: a task that has begun to exit does not count', () => {
   it('a snapshot right after a command ended takes the fast path (no sandboxed tar)', async () => {
     requireBwrap();
     // bubblewrap through a wrapper that notes each start: the archiver's are the ones running tar.
-    const dir = tempDir('everdict-pd-active-');
-    const log = join(dir, 'starts.log');
-    writeFileSync(log, '', { mode: 0o666 });
-    chmodSync(log, 0o666);
-    const wrapper = join(dir, 'bwrap');
-    writeFileSync(wrapper, `#!/bin/sh\necho "$*" >> ${log}\nexec bwrap "$@"\n`, { mode: 0o755 });
-    const driver = makeDriver({ bwrap: wrapper });
+    const counting = countingBwrap('everdict-pd-active-');
+    const driver = makeDriver({ bwrap: counting.bwrap });
     const runs = 24;
     for (let i = 0; i < runs; i++) {
       const h = await driver.provision({ labels: { tenant: 'active', runId: `fast-${i}`, kind: 'command' } });
@@ -110,7 +105,7 @@ describe('active: a task that has begun to exit does not count', () => {
       expect((await driver.snapshot(h)).bytes.length).toBeGreaterThan(0);
       await driver.dispose(h);
     }
-    const starts = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    const starts = counting.starts();
     expect(starts.filter((l) => !/ tar -C /.test(l))).toHaveLength(runs);
     // Before, ≈ 1 snapshot in 3 found the init still listed and started the sandboxed tar (7–9 of 24).
     expect(starts.filter((l) => / tar -C /.test(l)).length).toBeLessThanOrEqual(1);

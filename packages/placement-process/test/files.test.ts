@@ -3,24 +3,14 @@
 // archiver); one with files streams them from a sandboxed tar, which a consumer that stops early kills; and a
 // sandbox still running something is read through the sandboxed tar too.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeDriver, requireBwrap, tempDir } from './helpers.js';
+import { countingBwrap, makeDriver, requireBwrap } from './helpers.js';
 
-/** A driver whose bubblewrap is a wrapper noting each start's argv in the returned log. */
+/** A driver whose bubblewrap notes each start, and how many of those started the archiver of `files`. */
 function countingDriver() {
-  const dir = tempDir('everdict-pd-files-');
-  const log = join(dir, 'starts.log');
-  writeFileSync(log, '', { mode: 0o666 });
-  chmodSync(log, 0o666);
-  const wrapper = join(dir, 'bwrap');
-  writeFileSync(wrapper, `#!/bin/sh\necho "$*" >> ${log}\nexec bwrap "$@"\n`, { mode: 0o755 });
-  const archivers = () =>
-    readFileSync(log, 'utf8')
-      .split('\n')
-      .filter((l) => l.includes('--hard-dereference')).length;
-  return { driver: makeDriver({ bwrap: wrapper }), archivers };
+  const counting = countingBwrap('everdict-pd-files-');
+  const archivers = () => counting.starts().filter((l) => l.includes('--hard-dereference')).length;
+  return { driver: makeDriver({ bwrap: counting.bwrap }), archivers };
 }
 
 /** Processes still running tar for `files` whose command line names `marker`. */

@@ -1,7 +1,7 @@
 // Test helpers: a driver on a fresh state directory (removed afterwards), and the requirement that real
 // bubblewrap is here — a missing bwrap fails the suite, never skips it.
 import { type ChildProcess, execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
@@ -88,4 +88,15 @@ export function hostArgvWith(needle: string): string[] {
     }
   }
   return out;
+}
+
+/** A bubblewrap wrapper noting each start's arguments: `bwrap` for a driver's config, `starts()` the lines so far. */
+export function countingBwrap(prefix: string): { bwrap: string; starts(): string[] } {
+  const dir = tempDir(prefix);
+  const log = join(dir, 'starts.log');
+  writeFileSync(log, '', { mode: 0o666 });
+  chmodSync(log, 0o666);
+  const bwrap = join(dir, 'bwrap');
+  writeFileSync(bwrap, `#!/bin/sh\necho "$*" >> ${log}\nexec bwrap "$@"\n`, { mode: 0o755 });
+  return { bwrap, starts: () => readFileSync(log, 'utf8').split('\n').filter(Boolean) };
 }
