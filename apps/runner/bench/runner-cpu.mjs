@@ -2,7 +2,7 @@
 // The runner's own CPU per run: the built RunnerDaemon (its HttpRunnerApi, journal, energy, signed
 // attestations, completion batches) of 16 slots against a minimal control plane in another process (leases,
 // completions with next leases, heartbeats: answered at once, nothing verified) and an instant driver (no
-// sandbox: an empty command, an `out/`-only snapshot). What the runner process spends on a run besides its
+// sandbox: an empty command, an `out/` with no file). What the runner process spends on a run besides its
 // driver and the control plane's work — the part of `dispatch-runner.mjs`'s `coreMsPerRun.runner` that is
 // the runner's own code, without that bench's noise (sandboxes, PostgreSQL, the machine's load).
 //
@@ -14,7 +14,6 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { writeTar } from '@everdict/placement';
 import { generateSigningKey } from '@everdict/runrecord';
 
 if (process.argv[2] === '--control-plane') {
@@ -70,7 +69,6 @@ if (process.argv[2] === '--control-plane') {
   const cp = fork(fileURLToPath(import.meta.url), ['--control-plane', String(runs)]);
   const { port } = await new Promise((r) => cp.once('message', r));
   const done = new Promise((r) => cp.on('message', (m) => m.done && r()));
-  const snapshot = { address: 'x', bytes: await writeTar([{ type: 'directory', path: 'out', mode: 0o755 }]) };
   let n = 0;
   const driver = {
     async provision(spec) {
@@ -90,9 +88,8 @@ if (process.argv[2] === '--control-plane') {
     async usage() {
       return { cpuTimeMs: 2, wallTimeMs: 3, mechanism: 'cgroup-v1' };
     },
-    async snapshot() {
-      return snapshot;
-    },
+    // A command that wrote no file: out/ holds nothing to upload.
+    async *files() {},
     async dispose() {},
   };
   // The CLI's log: one JSON line per interval to stderr.

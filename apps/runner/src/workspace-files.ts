@@ -1,14 +1,12 @@
 // The workspace's files an interval reads after its command: an eval harness's results (out/outputs.json,
 // out/trace.jsonl into the journal) and every file of out/ uploaded as an artifact.
-import { Readable } from 'node:stream';
 import { isClientError } from '@everdict/client';
 import type { Driver, SandboxHandle } from '@everdict/placement';
-import { isPlacementError, readTar, utf8 } from '@everdict/placement';
+import { isPlacementError, utf8, type WorkspaceFile } from '@everdict/placement';
 import { TraceEvent } from '@everdict/run-model';
 import type { IntervalDeps, IntervalHooks } from './interval.js';
 import type { Journal } from './journal.js';
 import { type Artifact, HarnessOutputs, type Lease } from './protocol.js';
-import { onlyDirectories } from './snapshot-files.js';
 
 const MiB = 1024 * 1024;
 /** The most of out/outputs.json or out/trace.jsonl the runner reads. */
@@ -71,10 +69,11 @@ export async function readHarnessResults(
 }
 
 /**
- * Every file under the workspace's out/ (except what the harness protocol reads), uploaded as it is — until
- * `signal` aborts: the upload in flight is given it, and no other starts. A file larger than the control plane
- * takes (413 `artifact_too_large`) is left out, and the journal says so (an `error` event naming it): the run's
- * other outputs still count, and no later attempt would fare better.
+ * Every file under the workspace's out/ (except what the harness protocol reads), uploaded as it streams out of
+ * the sandbox (`Driver.files`: one file at a time, never the whole of out/ in memory) — until `signal` aborts:
+ * the upload in flight is given it, and no other starts. A file larger than the control plane takes (413
+ * `artifact_too_large`) is left out, and the journal says so (an `error` event naming it): the run's other
+ * outputs still count, and no later attempt would fare better. Listed by name.
  */
 export async function uploadOut(
   deps: Pick<IntervalDeps, 'api' | 'driver'>,
@@ -84,32 +83,44 @@ export async function uploadOut(
   signal: AbortSignal,
   journal: Pick<Journal, 'append'>,
 ): Promise<Artifact[]> {
-  const snapshot = await deps.driver.snapshot(handle);
-  // Directories only (a command that wrote no file): nothing to upload, and nothing to parse.
-  if (onlyDirectories(snapshot.bytes)) return [];
-  const entries = await readTar(snapshot.bytes, { skipSpecial: true });
   const out: Artifact[] = [];
-  for (const e of entries) {
+  const leftOut = (file: WorkspaceFile) =>
+    journal.append({
+      type: 'error',
+      code: 'artifact_too_large',
+      message: `out/${file.path} (${file.size} bytes) is larger than the control plane takes: not uploaded`,
+    });
+  // The control plane's bound, once a 413 has named it: a larger file after that is not sent at all.
+  let maxBytes: number | undefined;
+  for await (const file of deps.driver.files(handle, 'out')) {
     if (signal.aborted) break;
-    if (e.type !== 'file' || !e.path.startsWith('out/')) continue;
-    const path = e.path.slice('out/'.length);
-    if (path === '') continue;
-    if (out.length === 0) hooks.uploading?.();
-    const stored = await deps.api
-      .artifact(lease.runId, lease.epoch, path, Readable.from([Buffer.from(e.data)]), signal)
-      .catch((err: unknown) => {
-        if (isClientError(err, 'artifact_too_large')) return null;
-        throw err;
-      });
-    if (!stored) {
-      await journal.append({
-        type: 'error',
-        code: 'artifact_too_large',
-        message: `out/${path} (${e.data.byteLength} bytes) is larger than the control plane takes: not uploaded`,
-      });
+    if (maxBytes !== undefined && file.size > maxBytes) {
+      await leftOut(file);
       continue;
     }
-    out.push({ name: path, uri: `artifact:${stored.address}`, bytes: stored.size, digest: stored.address });
+    if (out.length === 0) hooks.uploading?.();
+    const stored = await deps.api
+      .artifact(lease.runId, lease.epoch, file.path, file.content, signal)
+      .catch((err: unknown) => {
+        if (!isClientError(err, 'artifact_too_large')) throw err;
+        const details = err.problem?.details;
+        const bound =
+          typeof details === 'object' && details !== null
+            ? (details as { maxBytes?: unknown }).maxBytes
+            : undefined;
+        if (typeof bound === 'number') maxBytes = bound;
+        return null;
+      });
+    if (!stored) {
+      await leftOut(file);
+      continue;
+    }
+    out.push({
+      name: file.path,
+      uri: `artifact:${stored.address}`,
+      bytes: stored.size,
+      digest: stored.address,
+    });
   }
-  return out;
+  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

@@ -1,0 +1,94 @@
+// uploadOut (src/workspace-files.ts) on a real process-driver sandbox: out/'s files stream from the sandbox to
+// the upload one at a time, so a file larger than the driver would ever hold as a snapshot (its
+// `snapshotCapBytes`, 1 MiB here) is uploaded whole and exact; a file the control plane refuses as too large
+// mid-body (413) is left out, journalled, and the files after it still go — but one larger than the bound
+// the 413 named is not sent at all. The control plane is a port that
+// hashes what it is sent (what it does with the bytes is the control plane's tests').
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { ClientError } from '@everdict/client';
+import { ProcessDriver } from '@everdict/placement-process';
+import { afterAll, expect, it } from 'vitest';
+import type { RunnerApi } from '../src/port.js';
+import { uploadOut } from '../src/workspace-files.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'runner-upload-out-'));
+chmodSync(dir, 0o711); // the sandbox user passes through it to the workspaces
+const driver = new ProcessDriver({
+  stateDir: join(dir, 'state'),
+  imagesDir: join(dir, 'images'),
+  slots: 1,
+  snapshotCapBytes: 1024 * 1024,
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const MiB = 1024 * 1024;
+
+it('streams out/ file by file: past the snapshot cap uploaded exact, a 413 mid-body skipped and journalled', async () => {
+  const handle = await driver.provision({
+    labels: { tenant: 't', runId: 'upload-out', kind: 'command' },
+    directories: ['out'],
+  });
+  try {
+    const written = await driver.exec(handle, [
+      'sh',
+      '-c',
+      [
+        'head -c 8388608 /dev/urandom > out/big.bin',
+        'head -c 3145728 /dev/zero > out/refused.bin',
+        'head -c 2097153 /dev/zero > out/refused2.bin',
+        'mkdir -p out/sub && printf a > out/sub/a.txt && printf z > out/z.txt',
+        'sha256sum out/big.bin',
+      ].join(' && '),
+    ]);
+    expect(written.exitCode).toBe(0);
+    const bigDigest = Buffer.from(written.stdout).toString('utf8').split(' ')[0];
+
+    const received = new Map<string, { bytes: number; sha256: string }>();
+    const asked: string[] = [];
+    const api: Pick<RunnerApi, 'artifact'> = {
+      async artifact(_runId, _epoch, path, body: Readable) {
+        asked.push(path);
+        const hash = createHash('sha256');
+        let bytes = 0;
+        for await (const chunk of body) {
+          hash.update(chunk as Buffer);
+          bytes += (chunk as Buffer).byteLength;
+          // The control plane answers 413 once a body passes its bound, without reading the rest.
+          if (bytes > 2 * MiB && path !== 'big.bin') {
+            body.destroy();
+            // The real core's problem (control plane, src/runners/artifacts.test.ts): the bound in `details`.
+            const problem = { status: 413, code: 'artifact_too_large', details: { maxBytes: 2 * MiB } };
+            throw new ClientError('artifact_too_large', 413, 'too large', problem);
+          }
+        }
+        const sha256 = hash.digest('hex');
+        received.set(path, { bytes, sha256 });
+        return { path, address: sha256, size: bytes };
+      },
+    };
+    const journal: { type: string; code?: string; message?: string }[] = [];
+    const artifacts = await uploadOut(
+      { api: api as RunnerApi, driver },
+      { runId: 'r', epoch: 1 },
+      handle,
+      {},
+      new AbortController().signal,
+      { append: async (e) => void journal.push(e as never) },
+    );
+    expect(artifacts.map((a) => a.name)).toEqual(['big.bin', 'sub/a.txt', 'z.txt']);
+    expect(received.get('big.bin')).toEqual({ bytes: 8 * MiB, sha256: bigDigest });
+    expect(received.get('z.txt')?.bytes).toBe(1);
+    // The 413 named the bound: refused2.bin (larger than it) was never sent.
+    expect(asked).toEqual(['big.bin', 'refused.bin', 'sub/a.txt', 'z.txt']);
+    expect(journal.map((e) => [e.type, e.code, e.message])).toEqual([
+      ['error', 'artifact_too_large', expect.stringContaining('out/refused.bin (3145728 bytes)')],
+      ['error', 'artifact_too_large', expect.stringContaining('out/refused2.bin (2097153 bytes)')],
+    ]);
+  } finally {
+    await driver.dispose(handle);
+  }
+});
