@@ -6,11 +6,11 @@
 // Measured (README, "Figures"): a completion batch's call through openapi-fetch over fetch (a Request, its
 // web streams, a Response and its clone per call) cost the runner ≈ 0.6–0.8 ms of CPU more than this. The rest
 // — pairing, the single `…/complete` — uses @everdict/client itself; artifacts go up as a streamed request
-// body (plain fetch with `duplex: 'half'`, because the document declares no body for them: the bytes are raw).
+// body through the same transport (`put`: the document declares no body for them, the bytes are raw).
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
-import { Readable as NodeReadable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import {
   ClientError,
   createClient,
@@ -82,11 +82,35 @@ export class RunnerTransport {
     body: BodyOf<R>,
     options: { id?: string; signal?: AbortSignal } = {},
   ): Promise<AnswerOf<R>> {
-    const { signal } = options;
     const path = options.id === undefined ? route : route.replace('{id}', encodeURIComponent(options.id));
     const payload = Buffer.from(JSON.stringify(body));
-    return new Promise<AnswerOf<R>>((resolve, reject) => {
+    const headers = { 'content-type': 'application/json', 'content-length': payload.length };
+    return this.#send('POST', path, headers, payload, options.signal) as Promise<AnswerOf<R>>;
+  }
+
+  /**
+   * PUTs `body` (raw bytes, chunked) to `path` (with its query) as it streams: `pipeline` writes a chunk only
+   * when the socket has taken the last, so an upload holds about a buffer of it, whatever its size. (fetch's
+   * streamed request body on Node 20 reads its source as fast as it can: a 300 MiB upload held ≈ 330 MiB; README,
+   * "Artifacts".) An answer that comes before the body has all gone (a 413 at the bound) is the answer.
+   */
+  put(path: string, body: Readable, signal?: AbortSignal): Promise<unknown> {
+    return this.#send('PUT', path, { 'content-type': 'application/octet-stream' }, body, signal);
+  }
+
+  #send(
+    method: 'POST' | 'PUT',
+    path: string,
+    headers: Record<string, string | number>,
+    body: Buffer | Readable,
+    signal: AbortSignal | undefined,
+  ): Promise<unknown> {
+    return new Promise<unknown>((resolve, reject) => {
+      let answered = false;
+      let responded = false;
       const fail = (err: unknown) => {
+        if (answered) return;
+        answered = true;
         if (err instanceof ClientError) return reject(err);
         const message = err instanceof Error ? err.message : String(err);
         reject(new ClientError('network', 0, `no answer from the control plane: ${message}`));
@@ -98,16 +122,13 @@ export class RunnerTransport {
           hostname: this.#base.hostname,
           port: this.#base.port,
           path: `${this.#base.pathname === '/' ? '' : this.#base.pathname}${path}`,
-          method: 'POST',
+          method,
           agent: this.#agent,
-          headers: {
-            authorization: this.#auth,
-            'content-type': 'application/json',
-            'content-length': payload.length,
-          },
+          headers: { authorization: this.#auth, ...headers },
           ...(signal ? { signal } : {}),
         },
         (res: IncomingMessage) => {
+          responded = true;
           const parts: Buffer[] = [];
           res.on('data', (c: Buffer) => parts.push(c));
           res.on('error', fail);
@@ -123,12 +144,24 @@ export class RunnerTransport {
             if (status < 200 || status >= 300) return fail(errorFromResponse(responseOf(res), json));
             if (json === undefined)
               return fail(new ClientError('bad_response', status, 'the answer has no body'));
-            resolve(json as AnswerOf<R>);
+            answered = true;
+            resolve(json);
           });
         },
       );
-      req.on('error', fail);
-      req.end(payload);
+      if (Buffer.isBuffer(body)) {
+        req.on('error', fail);
+        req.end(body);
+        return;
+      }
+      // A body cut short — its source failed, or the server answered early and closed — is an error only
+      // when no answer comes: an early answer (its 'response') is read to its end as above.
+      req.on('error', (err) => {
+        if (!responded) fail(err);
+      });
+      pipeline(body, req).catch((err: unknown) => {
+        if (!responded) fail(err);
+      });
     });
   }
 
@@ -207,27 +240,13 @@ export class HttpRunnerApi implements RunnerApi {
   }
 
   async artifact(runId: string, epoch: number, path: string, body: Readable, signal?: AbortSignal) {
-    const url = new URL(
-      `${this.baseUrl.replace(/\/+$/, '')}/runner/v1/runs/${encodeURIComponent(runId)}/artifacts`,
+    const query = new URLSearchParams({ epoch: String(epoch), path });
+    const answer = await this.#http.put(
+      `/runner/v1/runs/${encodeURIComponent(runId)}/artifacts?${query}`,
+      body,
+      signal,
     );
-    url.searchParams.set('epoch', String(epoch));
-    url.searchParams.set('path', path);
-    const response = await fetch(url, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${this.credential}`, 'content-type': 'application/octet-stream' },
-      body: NodeReadable.toWeb(body) as ReadableStream<Uint8Array>,
-      duplex: 'half',
-      ...(signal ? { signal } : {}),
-    } as RequestInit & { duplex: 'half' });
-    const text = await response.text();
-    let json: unknown;
-    try {
-      json = text ? JSON.parse(text) : undefined;
-    } catch {
-      json = undefined;
-    }
-    if (!response.ok) throw errorFromResponse(response, json);
-    return answerOf(StoredArtifact, json, 'an artifact upload', response.status);
+    return answerOf(StoredArtifact, answer, 'an artifact upload');
   }
 
   async complete(runId: string, body: CompleteBody, signal?: AbortSignal): Promise<void> {

@@ -101,7 +101,7 @@ describe('everdict-runner against the real control plane', () => {
     const id = await createCommandRun([
       'sh',
       '-c',
-      'echo hello; echo oops >&2; mkdir -p out; printf art > out/a.txt; head -c 8192 /dev/zero > out/big.bin',
+      'echo hello; echo oops >&2; mkdir -p out; printf art > out/a.txt; head -c 4194304 /dev/zero > out/big.bin; printf zz > out/z.txt',
     ]);
     const run = await waitFor('the command run to settle', async () => {
       const r = await runOf(id);
@@ -113,6 +113,8 @@ describe('everdict-runner against the real control plane', () => {
     expect(JSON.stringify(run.outputs?.artifacts)).toContain('a.txt');
     // Past the control plane's bound (4 KiB here): left out, and the journal says why; the run still succeeds.
     expect(JSON.stringify(run.outputs?.artifacts)).not.toContain('big.bin');
+    // A 4 MiB body refused at 4 KiB: the 413 comes while the body still streams, and the upload after it goes.
+    expect(JSON.stringify(run.outputs?.artifacts)).toContain('z.txt');
     const trajectory = await fetch(`${cp.url}/runs/${id}/trajectory?limit=100`, {
       headers: { authorization: `Bearer ${cp.apiKey}` },
     });

@@ -261,6 +261,33 @@ describe('an artifact upload under the idle timeout (bytes must move, however lo
     }
   }, 300_000);
 
+  it('an upload reads its body only as fast as the server takes it (back-pressure: never the whole body held)', async () => {
+    // A server in its own process taking 1 MiB per 10 ms; a 256 MiB body made on demand, 1 MiB at a time, as a
+    // file streams out of the sandbox's archive (`Driver.files`). The memory this process holds in buffers
+    // while it uploads stays well under the body. (fetch's streamed body, used before, held it all here.)
+    const child = await childServer(MiB, 10);
+    try {
+      const api = withRequestTimeout(new HttpRunnerApi(child.url, 'cred-1'), 60_000);
+      const base = process.memoryUsage().arrayBuffers;
+      let made = 0;
+      let held = 0;
+      const body = new Readable({
+        read() {
+          held = Math.max(held, process.memoryUsage().arrayBuffers - base);
+          if (made === 256 * MiB) return void this.push(null);
+          made += MiB;
+          this.push(Buffer.alloc(MiB, 7));
+        },
+      });
+      const answer = await api.artifact('r1', 1, 'big.bin', body);
+      expect(answer.size).toBe(256 * MiB);
+      // Garbage not yet collected counts too (≈ 50 MiB measured); the whole body held was ≈ 280 MiB.
+      expect(held).toBeLessThan(128 * MiB);
+    } finally {
+      child.stop();
+    }
+  }, 120_000);
+
   it('a body that stops moving fails as `network` after the idle timeout, and its request is cut', async () => {
     // The server shares this test's event loop: a timeout near its pauses would fail on a loaded machine.
     const { url, cut, received, resume } = await slowServer(256 * 1024, 2 * MiB);
