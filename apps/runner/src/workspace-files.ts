@@ -69,9 +69,9 @@ export async function readHarnessResults(
 }
 
 /**
- * Every file under the workspace's out/ (except what the harness protocol reads), uploaded as it streams out of
- * the sandbox (`Driver.files`: one file at a time, never the whole of out/ in memory) — until `signal` aborts:
- * the upload in flight is given it, and no other starts. A file larger than the control plane takes (413
+ * Every file under the workspace's out/ (a harness's outputs.json and trace.jsonl too), uploaded as it streams
+ * out of the sandbox (`Driver.files`: one file at a time, never the whole of out/ in memory) — until `signal`
+ * aborts: the upload in flight is given it, and no other starts. A file larger than the control plane takes (413
  * `artifact_too_large`) is left out, and the journal says so (an `error` event naming it): the run's other
  * outputs still count, and no later attempt would fare better. Listed by name.
  */
