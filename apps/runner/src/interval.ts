@@ -28,7 +28,7 @@ import { pumpOutput, Tail } from './output.js';
 import type { RunnerApi } from './port.js';
 import { CommandSubject, type CompleteBody, EvalSubject, type Lease } from './protocol.js';
 import { attestationSigner } from './signer.js';
-import { readHarnessResults, uploadOut } from './workspace-files.js';
+import { type OutUploads, readHarnessResults, uploadOut } from './workspace-files.js';
 
 export interface IntervalDeps {
   readonly api: RunnerApi;
@@ -229,7 +229,6 @@ export async function executeInterval(
       if (reported !== 0) failed = true;
     }
     outputs.exitCode = reported;
-    const outcome = exitCode === 0 && !failed ? 'succeeded' : 'failed';
     step('outputs');
     const usage = await deps.driver.usage(handle).catch(() => null);
     step('usage');
@@ -239,13 +238,23 @@ export async function executeInterval(
     // snapshot and upload, the dispose, the completion's round trip — runs behind it.
     hooks.computed?.();
     if (aborted(signal)) return end();
-    const artifacts = await uploadOut(deps, lease, handle, hooks, signal, journal).catch((err: unknown) => {
-      if (aborted(signal)) return []; // an upload the abort cut: the interval ends aborted below
-      throw err;
-    });
+    const uploaded = await uploadOut(deps, lease, handle, hooks, signal, journal).catch(
+      (err: unknown): OutUploads => {
+        if (aborted(signal)) return { artifacts: [] }; // an upload the abort cut: the interval ends aborted below
+        throw err;
+      },
+    );
     step('artifacts');
     if (aborted(signal)) return end();
-    if (artifacts.length > 0) outputs.artifacts = artifacts;
+    if (uploaded.artifacts.length > 0) outputs.artifacts = uploaded.artifacts;
+    if (uploaded.unreadable) {
+      // The sandbox's out/ could not be read whole (a file its user cannot read): the run's outputs are not
+      // all there, so the interval fails — and says why — rather than being re-run to the same end.
+      failed = true;
+      await journal.append({ type: 'error', code: 'artifacts_unreadable', message: uploaded.unreadable });
+      outputs.summary ??= `out/ could not be read: ${uploaded.unreadable}`;
+    }
+    const outcome = exitCode === 0 && !failed ? 'succeeded' : 'failed';
 
     const journalRoot = await journal.close();
     // The sandbox goes before the completion (its lease is held until the completion settles it, so the

@@ -68,6 +68,12 @@ export async function readHarnessResults(
   return { outputs };
 }
 
+/** What `uploadOut` uploaded, and why out/ could not be read whole when it could not (the driver's message). */
+export interface OutUploads {
+  artifacts: Artifact[];
+  unreadable?: string;
+}
+
 /**
  * Every file under the workspace's out/ (a harness's outputs.json and trace.jsonl too), uploaded as it streams
  * out of the sandbox (`Driver.files`: one file at a time, never the whole of out/ in memory) — until `signal`
@@ -82,7 +88,7 @@ export async function uploadOut(
   hooks: Pick<IntervalHooks, 'uploading'>,
   signal: AbortSignal,
   journal: Pick<Journal, 'append'>,
-): Promise<Artifact[]> {
+): Promise<OutUploads> {
   const out: Artifact[] = [];
   const leftOut = (file: WorkspaceFile) =>
     journal.append({
@@ -92,35 +98,44 @@ export async function uploadOut(
     });
   // The control plane's bound, once a 413 has named it: a larger file after that is not sent at all.
   let maxBytes: number | undefined;
-  for await (const file of deps.driver.files(handle, 'out')) {
-    if (signal.aborted) break;
-    if (maxBytes !== undefined && file.size > maxBytes) {
-      await leftOut(file);
-      continue;
-    }
-    if (out.length === 0) hooks.uploading?.();
-    const stored = await deps.api
-      .artifact(lease.runId, lease.epoch, file.path, file.content, signal)
-      .catch((err: unknown) => {
-        if (!isClientError(err, 'artifact_too_large')) throw err;
-        const details = err.problem?.details;
-        const bound =
-          typeof details === 'object' && details !== null
-            ? (details as { maxBytes?: unknown }).maxBytes
-            : undefined;
-        if (typeof bound === 'number') maxBytes = bound;
-        return null;
+  let unreadable: string | undefined;
+  try {
+    for await (const file of deps.driver.files(handle, 'out')) {
+      if (signal.aborted) break;
+      if (maxBytes !== undefined && file.size > maxBytes) {
+        await leftOut(file);
+        continue;
+      }
+      if (out.length === 0) hooks.uploading?.();
+      const stored = await deps.api
+        .artifact(lease.runId, lease.epoch, file.path, file.content, signal)
+        .catch((err: unknown) => {
+          if (!isClientError(err, 'artifact_too_large')) throw err;
+          const details = err.problem?.details;
+          const bound =
+            typeof details === 'object' && details !== null
+              ? (details as { maxBytes?: unknown }).maxBytes
+              : undefined;
+          if (typeof bound === 'number') maxBytes = bound;
+          return null;
+        });
+      if (!stored) {
+        await leftOut(file);
+        continue;
+      }
+      out.push({
+        name: file.path,
+        uri: `artifact:${stored.address}`,
+        bytes: stored.size,
+        digest: stored.address,
       });
-    if (!stored) {
-      await leftOut(file);
-      continue;
     }
-    out.push({
-      name: file.path,
-      uri: `artifact:${stored.address}`,
-      bytes: stored.size,
-      digest: stored.address,
-    });
+  } catch (err) {
+    // The driver's refusal to read out/ (its archiver failed: a file the sandbox user cannot read) is the
+    // run's outcome, told to the interval; an upload's failure, or an abort, is not.
+    if (!isPlacementError(err) || signal.aborted) throw err;
+    unreadable = err.message;
   }
-  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const artifacts = out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return unreadable === undefined ? { artifacts } : { artifacts, unreadable };
 }

@@ -3,7 +3,9 @@
 // PlacementError rejected the interval: no completion, its journal abandoned, its lease left to expire, the run
 // re-run up to its attempts and settled `executor_lost`. The runner asks for no limits of its own (a sandbox
 // has the driver's defaults: a 1 h wall deadline); here the process driver provisions with a 1.5 s one, so
-// `sleep 30` meets the `timeout` stop. Real process-driver sandboxes; the control plane is a recording fake.
+// `sleep 30` meets the `timeout` stop. And a command whose out/ the driver cannot read whole (a file its user
+// made unreadable) completes failed, saying so, instead of being re-run to the same end. Real process-driver
+// sandboxes; the control plane is a recording fake.
 
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
@@ -37,57 +39,70 @@ function withWallDeadline(driver: ProcessDriver, wallTimeoutMs: number): Driver 
   });
 }
 
+/** One lease of `command` run by a daemon of one slot on `driver`, against a fake recording what comes back. */
+async function runOneLease(command: string[], driver: Driver) {
+  const lease = leaseOf(0, command);
+  let granted = 0;
+  const events: TraceEvent[] = [];
+  const completed: (CompleteBody & { runId: string })[] = [];
+  const api: RunnerApi = {
+    async leases(_free, _waitMs, abort) {
+      granted += 1;
+      if (granted === 1) return [lease];
+      await new Promise<void>((r) => abort?.addEventListener('abort', () => r(), { once: true }));
+      return [];
+    },
+    heartbeat: async () => ({ lost: [], draining: false }),
+    events: async (_runId, _epoch, batch) => {
+      events.push(...batch);
+    },
+    artifact: async (_r, _e, path, body) => {
+      for await (const _ of body);
+      return { path, address: `blake3:${'0'.repeat(64)}`, size: 0 };
+    },
+    complete: async () => undefined,
+    async completeMany(items) {
+      completed.push(...items);
+      return { results: items.map(() => ({ outcome: 'settled' as const })) };
+    },
+  };
+  const errors: string[] = [];
+  const daemon = new RunnerDaemon({
+    api,
+    driver,
+    key: generateSigningKey(randomBytes(32)),
+    meter: () => new EnergyMeter(join(dir, 'no-powercap')),
+    slots: 1,
+    log: (level, msg, fields) => {
+      if (level === 'error') errors.push(`${msg}: ${JSON.stringify(fields)}`);
+    },
+  });
+  daemon.start();
+  try {
+    await waitFor(
+      'the interval ended',
+      async () =>
+        daemon.ended.aborted + daemon.ended.completed + daemon.ended.failed > 0 ? true : undefined,
+      60_000,
+    );
+  } finally {
+    await daemon.drain(0);
+  }
+  return { lease, events, completed, errors, ended: daemon.ended };
+}
+
+let drivers = 0;
+const processDriver = () =>
+  new ProcessDriver({ stateDir: join(dir, `state-${++drivers}`), imagesDir: join(dir, 'images'), slots: 2 });
+
 describe('a command stopped at a limit of its sandbox', () => {
   it('completes its interval failed, naming the limit, in one attempt', async () => {
-    const lease = leaseOf(0, ['sh', '-c', 'echo started; sleep 30']);
-    let granted = 0;
-    const events: TraceEvent[] = [];
-    const completed: (CompleteBody & { runId: string })[] = [];
-    const api: RunnerApi = {
-      async leases(_free, _waitMs, abort) {
-        granted += 1;
-        if (granted === 1) return [lease];
-        await new Promise<void>((r) => abort?.addEventListener('abort', () => r(), { once: true }));
-        return [];
-      },
-      heartbeat: async () => ({ lost: [], draining: false }),
-      events: async (_runId, _epoch, batch) => {
-        events.push(...batch);
-      },
-      artifact: async (_r, _e, path) => ({ path, address: `blake3:${'0'.repeat(64)}`, size: 0 }),
-      complete: async () => undefined,
-      async completeMany(items) {
-        completed.push(...items);
-        return { results: items.map(() => ({ outcome: 'settled' as const })) };
-      },
-    };
-    const errors: string[] = [];
-    const daemon = new RunnerDaemon({
-      api,
-      driver: withWallDeadline(
-        new ProcessDriver({ stateDir: join(dir, 'state'), imagesDir: join(dir, 'images'), slots: 2 }),
-        1500,
-      ),
-      key: generateSigningKey(randomBytes(32)),
-      meter: () => new EnergyMeter(join(dir, 'no-powercap')),
-      slots: 1,
-      log: (level, msg, fields) => {
-        if (level === 'error') errors.push(`${msg}: ${JSON.stringify(fields)}`);
-      },
-    });
-    daemon.start();
-    try {
-      await waitFor(
-        'the interval ended',
-        async () =>
-          daemon.ended.aborted + daemon.ended.completed + daemon.ended.failed > 0 ? true : undefined,
-        60_000,
-      );
-    } finally {
-      await daemon.drain(0);
-    }
+    const { lease, events, completed, errors, ended } = await runOneLease(
+      ['sh', '-c', 'echo started; sleep 30'],
+      withWallDeadline(processDriver(), 1500),
+    );
     expect(errors).toEqual([]);
-    expect(daemon.ended).toEqual({ completed: 1, aborted: 0, failed: 0 });
+    expect(ended).toEqual({ completed: 1, aborted: 0, failed: 0 });
     expect(completed).toHaveLength(1);
     const [done] = completed;
     expect(done?.runId).toBe(lease.runId);
@@ -99,6 +114,28 @@ describe('a command stopped at a limit of its sandbox', () => {
     expect(decodeAttestationBody(done?.attestation)).toMatchObject({ outcome: 'failed' });
     expect(events.filter((e) => e.type === 'error')).toMatchObject([
       { type: 'error', code: 'timeout', fatal: true },
+    ]);
+  }, 120_000);
+});
+
+describe('a command whose out/ cannot be read whole', () => {
+  it('completes its interval failed, naming the file, with the files that could be read', async () => {
+    // The sandbox user makes a file of out/ unreadable to itself: the driver's archiver cannot read it.
+    const { events, completed, errors, ended } = await runOneLease(
+      ['sh', '-c', 'printf a > out/a.txt && printf s > out/secret && chmod 000 out/secret'],
+      processDriver(),
+    );
+    expect(errors).toEqual([]);
+    expect(ended).toEqual({ completed: 1, aborted: 0, failed: 0 });
+    const [done] = completed;
+    expect(done?.outputs).toMatchObject({
+      exitCode: 0,
+      summary: expect.stringMatching(/^out\/ could not be read: .*secret/),
+      artifacts: [expect.objectContaining({ name: 'a.txt' })],
+    });
+    expect(decodeAttestationBody(done?.attestation)).toMatchObject({ outcome: 'failed' });
+    expect(events.filter((e) => e.type === 'error')).toMatchObject([
+      { type: 'error', code: 'artifacts_unreadable', message: expect.stringContaining('secret') },
     ]);
   }, 120_000);
 });

@@ -71,7 +71,7 @@ it('streams out/ file by file: past the snapshot cap uploaded exact, a 413 mid-b
       },
     };
     const journal: { type: string; code?: string; message?: string }[] = [];
-    const artifacts = await uploadOut(
+    const { artifacts, unreadable } = await uploadOut(
       { api: api as RunnerApi, driver },
       { runId: 'r', epoch: 1 },
       handle,
@@ -79,6 +79,7 @@ it('streams out/ file by file: past the snapshot cap uploaded exact, a 413 mid-b
       new AbortController().signal,
       { append: async (e) => void journal.push(e as never) },
     );
+    expect(unreadable).toBeUndefined();
     expect(artifacts.map((a) => a.name)).toEqual(['big.bin', 'sub/a.txt', 'z.txt']);
     expect(received.get('big.bin')).toEqual({ bytes: 8 * MiB, sha256: bigDigest });
     expect(received.get('z.txt')?.bytes).toBe(1);

@@ -54,12 +54,13 @@ export function archiveDirectory(setup: ArchiveSetup, workspace: string, dir: st
   }).then(
     (code) => {
       if (code === 0 || stopped) return;
+      const stderr = Buffer.concat(err).toString('utf8');
+      // tar names what it could not read on its first line ("tar: ./x: Cannot open: Permission denied").
+      const first = stderr.split('\n')[0]?.trim().slice(0, 300) ?? '';
       throw new PlacementError(
         'spawn_failed',
-        `the workspace's ${dir}/ could not be archived (tar exit ${code})`,
-        {
-          stderr: Buffer.concat(err).toString('utf8').slice(0, 2000),
-        },
+        `the workspace's ${dir}/ could not be archived (tar exit ${code})${first ? `: ${first}` : ''}`,
+        { stderr: stderr.slice(0, 2000) },
       );
     },
     (e: Error) => {
