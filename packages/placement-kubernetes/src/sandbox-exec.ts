@@ -197,10 +197,16 @@ export async function streamInternal(target: SandboxTarget, command: string[]): 
     if (stopped) return;
     const code = await settledOutcome(target, status, stderr.bytes());
     if (code !== 0) {
-      throw new PlacementError('spawn_failed', `${command[0] ?? 'a command'} exited ${code}`, {
-        exitCode: code,
-        stderr: utf8(stderr.bytes()).slice(0, 2000),
-      });
+      const err = utf8(stderr.bytes());
+      const first = err.split('\n')[0]?.trim().slice(0, 300) ?? ''; // tar names what it could not read here
+      throw new PlacementError(
+        'spawn_failed',
+        `${command[0] ?? 'a command'} exited ${code}${first ? `: ${first}` : ''}`,
+        {
+          exitCode: code,
+          stderr: err.slice(0, 2000),
+        },
+      );
     }
   });
   return {
