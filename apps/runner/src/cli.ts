@@ -42,7 +42,7 @@ function capabilitiesOf(driver: 'process' | 'kubernetes', slots: number): Capabi
 }
 
 async function driverOf(kind: 'process' | 'kubernetes', slots: number): Promise<Driver> {
-  // As many sandboxes as the runner holds leases: a settling interval's sandbox (its artifacts' snapshot,
+  // As many sandboxes as the runner holds leases: a settling interval's sandbox (its out/ read for artifacts,
   // then disposed) outlives its slot, whose next lease already provisions (daemon.ts, `leaseBound`).
   const sandboxes = leaseBound(slots);
   if (kind === 'kubernetes') {

@@ -5,7 +5,7 @@ import { anySignal } from 'any-signal';
 import type { Lease } from './protocol.js';
 
 /**
- * A held lease: waiting for a slot, executing in one, settling behind it (the out/ snapshot, the dispose,
+ * A held lease: waiting for a slot, executing in one, settling behind it (reading out/, the dispose,
  * then its completion queued and sent), uploading (files of out/: maybe long, no batch on its way meanwhile).
  */
 export type Phase = 'waiting' | 'executing' | 'settling' | 'uploading';

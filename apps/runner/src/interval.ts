@@ -72,7 +72,7 @@ export type IntervalEnd = 'completed' | 'aborted';
 export interface IntervalHooks {
   /**
    * The command has exited and its outputs, usage and energy are read: nothing of this interval runs in
-   * its sandbox any more (the sandbox itself is still there for the artifacts' snapshot, then disposed).
+   * its sandbox any more (the sandbox itself is still there while out/ is read for artifacts, then disposed).
    * Called at most once; not at all for an interval that ends before (aborted, failed).
    */
   computed?(): void;
@@ -234,8 +234,8 @@ export async function executeInterval(
     step('usage');
     const endedMs = Date.now();
     const energy = await meter.end(usage?.cpuTimeMs ?? null, endedMs - startedMs);
-    // The compute is done: the daemon's slot takes its next lease now, and what follows — the artifacts'
-    // snapshot and upload, the dispose, the completion's round trip — runs behind it.
+    // The compute is done: the daemon's slot takes its next lease now, and what follows — reading out/ and
+    // the uploads, the dispose, the completion's round trip — runs behind it.
     hooks.computed?.();
     if (aborted(signal)) return end();
     const uploaded = await uploadOut(deps, lease, handle, hooks, signal, journal).catch(
