@@ -85,11 +85,18 @@ export const SNAPSHOT_COMMAND = ['tar', '-cf', '-', '.'];
 
 /**
  * The regular files under the workspace directory `$1` as a tar on stdout; nothing when `$1` is absent, not a
- * directory, or a symlink. (A hard link may be archived as a link entry, which `files` passes over: the tar of
- * a user's image may not know GNU tar's `--hard-dereference`.)
+ * directory, or a symlink. GNU tar archives a hard link as the file it is (`--hard-dereference`); another tar
+ * (BusyBox's, say) may write a second link to a file as a link entry, which `files` passes over.
  */
 export function filesCommand(dir: string): string[] {
-  return ['sh', '-c', '[ -d "$1" ] && [ ! -L "$1" ] || exit 0; cd -- "$1" && exec tar -cf - .', 'sh', dir];
+  return [
+    'sh',
+    '-c',
+    '[ -d "$1" ] && [ ! -L "$1" ] || exit 0; cd -- "$1" || exit 1; ' +
+      'if tar --version 2>/dev/null | grep -q GNU; then exec tar --hard-dereference -cf - .; fi; exec tar -cf - .',
+    'sh',
+    dir,
+  ];
 }
 
 /**

@@ -23,6 +23,8 @@ export interface ContractCommands {
   readFile(path: string): Command;
   /** Writes `bytes` bytes (all `x`) to `path` (parents made): content too large for an argument. */
   fill?(path: string, bytes: number): Command;
+  /** Makes `path` a second hard link to the file `target`. */
+  hardLink?(target: string, path: string): Command;
   /**
    * Exits 0 when `path` is a directory (not a symlink to one) the command may write into, non-zero
    * otherwise. Absent for a driver without a filesystem: it refuses a spec's `directories` (`unsupported`).
@@ -60,6 +62,7 @@ export const posixCommands: ContractCommands = {
   flood: (bytes) => sh('head -c "$1" /dev/zero | tr "\\0" x', String(bytes)),
   writeFile: (path, content) => sh('mkdir -p "$(dirname "$1")" && printf %s "$2" > "$1"', path, content),
   readFile: (path) => ['cat', path],
+  hardLink: (target, path) => ['ln', target, path],
   fill: (path, bytes) =>
     sh('mkdir -p "$(dirname "$1")" && head -c "$2" /dev/zero | tr "\\0" x > "$1"', path, String(bytes)),
   writableDirectory: (path) => sh('test -d "$1" && ! test -L "$1" && test -w "$1"', path),

@@ -258,6 +258,14 @@ export function filesTests(h: () => SuiteHarness): void {
     expect(seen.get('nested/deep/b.bin')).toEqual({ size: big.length, text: big });
     expect(seen.get('empty.txt')).toEqual({ size: 0, text: '' });
     expect([...(await readAll(d.files(a, 'out/nested'))).keys()]).toEqual(['deep/b.bin']);
+    // A second hard link to a file is a file too, with the same bytes.
+    const link = cmd().hardLink?.('out/a.txt', 'out/linked.txt');
+    if (link) {
+      expect((await d.exec(a, link)).exitCode).toBe(0);
+      const linked = await readAll(d.files(a, 'out'));
+      expect(linked.get('linked.txt')).toEqual({ size: 5, text: 'alpha' });
+      expect(linked.get('a.txt')).toEqual({ size: 5, text: 'alpha' });
+    }
     await d.exec(a, cmd().writeFile('plain-file', 'a file, not a directory'));
     expect((await readAll(d.files(a, 'plain-file'))).size).toBe(0);
     expect((await readAll(d.files(a, 'no-such-dir'))).size).toBe(0);
