@@ -1,6 +1,6 @@
 // The artifact sweep and an upload of the same bytes, in flight at once on two connections: the sweep decides and
-// deletes an address under its advisory lock, and an upload places the bytes and lists them under the same lock
-// (trajectory/artifact-sweep.ts, runners/intervals.ts). Whichever goes first, the run that uploads ends up with
+// deletes an address under its advisory lock, and an upload lists the bytes under the same lock and then places
+// them (trajectory/artifact-sweep.ts, runners/intervals.ts). Whichever goes first, the run that uploads ends up with
 // its bytes stored and served. A third connection holds what one side needs next, so each pause is a lock wait
 // (watched in pg_stat_activity), never a sleep. Live PostgreSQL only (PGlite has one connection).
 import type pg from 'pg';
@@ -88,8 +88,8 @@ describe.runIf(LIVE_PG)('the artifact sweep racing an upload of the same bytes',
     const address = await unneeded('uploaded while the sweep looks');
     const backend = t.core.trajectories!.store.backend;
     const l = await leased();
-    // The locker holds the table the upload lists in: the upload has the address's lock and its bytes placed,
-    // and waits to insert its row; the sweep then waits on the address.
+    // The locker holds the table the upload lists in: the upload has the address's lock and waits to insert
+    // its row (its bytes staged, placed once the listing commits); the sweep then waits on the address.
     await locker.query('BEGIN');
     await locker.query('LOCK TABLE runner_artifacts IN SHARE MODE');
     let uploaded = false;

@@ -6,6 +6,7 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { blake3, bytesToHex } from '@everdict/runrecord';
 import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
@@ -126,6 +127,44 @@ describe("a completion's artifacts", () => {
     expect(at.bytes).toBe(65_536);
     const done = await complete(r, l, [at]);
     expect(done.status, JSON.stringify(done.body)).toBe(200);
+  });
+});
+
+describe('an upload whose bytes cannot be moved to their address', () => {
+  it('answers 503 and leaves nothing listed or staged: the runner may complete without it', async () => {
+    const r = await pairTestRunner(t.app, { name: 'unplaced', capabilities: COMMAND_CAPS });
+    const l = await leasedRun(r);
+    const backend = t.core.trajectories!.store.backend;
+    const stored = async () => {
+      const paths: string[] = [];
+      for await (const o of backend.list('default', '')) paths.push(o.path);
+      return paths.filter((p) => p.startsWith('uploads/') || p.startsWith('artifacts/')).sort();
+    };
+    // A file where the address's shard directory must go (content whose shard no other artifact here uses):
+    // the move fails after the listing has committed.
+    let content = '';
+    let shard = '';
+    do {
+      content = `unplaceable ${Math.random()}`;
+      shard = `artifacts/blake3/${bytesToHex(blake3(new TextEncoder().encode(content))).slice(0, 2)}`;
+    } while ((await stored()).some((p) => p.startsWith(`${shard}/`)));
+    await backend.put({ tenant: 'default', path: shard }, new TextEncoder().encode('in the way'));
+    const before = await stored();
+    const res = await t.app.request(`/runner/v1/runs/${l.runId}/artifacts?epoch=${l.epoch}&path=x.txt`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${r.credential}`, 'content-type': 'application/octet-stream' },
+      body: content,
+    });
+    expect(res.status).toBe(503);
+    expect(await stored()).toEqual(before);
+    const listed = await t.core.internals.deps.db
+      .selectFrom('runner_artifacts')
+      .select('path')
+      .where('run_id', '=', l.runId)
+      .execute();
+    expect(listed).toEqual([]);
+    await backend.delete({ tenant: 'default', path: shard });
+    expect((await complete(r, l, [])).status).toBe(200);
   });
 });
 

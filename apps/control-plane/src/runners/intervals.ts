@@ -144,10 +144,22 @@ export async function appendRunnerEvents(
   );
 }
 
+/** Removes the listing of `path` under (run, epoch) if it still names `address`. */
+async function unlistArtifact(deps: Deps, runId: string, epoch: number, path: string, address: string) {
+  await deps.db
+    .deleteFrom('runner_artifacts')
+    .where('run_id', '=', runId)
+    .where('epoch', '=', epoch)
+    .where('path', '=', path)
+    .where('address', '=', address)
+    .execute();
+}
+
 /**
  * Store one artifact under the runner's current lease in the trajectory store (content-addressed, per
  * tenant: `blake3:<hex>`), streamed — never held whole — and list it for the epoch in `runner_artifacts`
- * (the lease checked again there, under the runner's row: a revoke that commits first refuses it, 409).
+ * (the lease checked again there, under the runner's row: a revoke that commits first refuses it, 409); then
+ * move the staged bytes to their address, outside the listing's transaction.
  */
 export async function putArtifact(
   deps: Deps,
@@ -190,6 +202,7 @@ export async function putArtifact(
     throw tooLarge ? artifactTooLarge(maxBytes) : e;
   });
   const { address, size } = staged;
+  let listed = false;
   let placed = false;
   try {
     await withTx(deps.db, async (tx) => {
@@ -199,20 +212,27 @@ export async function putArtifact(
       // waits for this listing, or this listing for the revoke — and then reads the lease revoked (409).
       await holdRunner(tx, runner.id);
       await assertRunnerLease(tx, runner, runId, q.epoch);
-      // The address's lock, which the artifact sweep takes to decide and delete: the bytes are placed at their
-      // address and listed in one step against it — a sweep that ran first deleted them (placed anew here), one
-      // that runs after sees this listing.
+      // The address's lock, which the artifact sweep takes to decide and delete. Listed under it, the address is
+      // needed from this commit on (the run has not ended): a sweep that decides after keeps it, and one that
+      // decided first has deleted what it deletes before this listing — the bytes placed below are not.
       await lockArtifactAddress(tx, owner.tenant_id, address);
-      await mapStoreErrors(() => placeArtifact(backend, staged));
-      placed = true;
       await tx
         .insertInto('runner_artifacts')
         .values({ run_id: runId, epoch: q.epoch, path: q.path, address, size })
         .onConflict((oc) => oc.columns(['run_id', 'epoch', 'path']).doUpdateSet({ address, size }))
         .execute();
     });
+    listed = true;
+    // Outside any transaction: on S3 the move is a copy (seconds for a large file), which held the runner's row
+    // and a connection for its length when it ran inside the listing's transaction.
+    await mapStoreErrors(() => placeArtifact(backend, staged));
+    placed = true;
   } finally {
-    if (!placed) await discardStaged(backend, staged).catch(() => undefined);
+    if (!placed) {
+      await discardStaged(backend, staged).catch(() => undefined);
+      // A listing whose bytes were never placed is withdrawn: the runner was told the upload failed.
+      if (listed) await unlistArtifact(deps, runId, q.epoch, q.path, address).catch(() => undefined);
+    }
   }
   return { path: q.path, address, size };
 }
