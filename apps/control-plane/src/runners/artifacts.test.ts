@@ -50,6 +50,13 @@ const alter = async (digest: string, bytes: string) => {
   await backend.put(key!, new TextEncoder().encode(bytes));
 };
 
+/** The tenant's staged uploads and stored artifacts, by path. */
+const storedObjects = async () => {
+  const paths: string[] = [];
+  for await (const o of t.core.trajectories!.store.backend.list('default', '')) paths.push(o.path);
+  return paths.filter((p) => p.startsWith('uploads/') || p.startsWith('artifacts/')).sort();
+};
+
 const runOf = async (id: string) =>
   (await call(t.app, 'GET', `/runs/${id}`, { key: ADMIN_KEY })).body as {
     status: string;
@@ -97,13 +104,7 @@ describe("a completion's artifacts", () => {
   it('an upload past EVERDICT_ARTIFACT_MAX_BYTES is 413 artifact_too_large: nothing stored, staged or listed', async () => {
     const r = await pairTestRunner(t.app, { name: 'bounded', capabilities: COMMAND_CAPS });
     const l = await leasedRun(r);
-    const backend = t.core.trajectories!.store.backend;
-    const objects = async () => {
-      const paths: string[] = [];
-      for await (const o of backend.list('default', '')) paths.push(o.path);
-      return paths.filter((p) => p.startsWith('uploads/') || p.startsWith('artifacts/')).sort();
-    };
-    const before = await objects();
+    const before = await storedObjects();
     // Streamed without a declared length, in pieces: the bound is counted as the bytes arrive (64 KiB here).
     const piece = new Uint8Array(16 * 1024).fill(7);
     let sent = 0;
@@ -121,7 +122,7 @@ describe("a completion's artifacts", () => {
     } as RequestInit);
     expect(res.status).toBe(413);
     expect(await res.json()).toMatchObject({ code: 'artifact_too_large', details: { maxBytes: 65_536 } });
-    expect(await objects()).toEqual(before);
+    expect(await storedObjects()).toEqual(before);
     // At the bound exactly it is stored, and the run completes claiming it.
     const at = await upload(r, l, 'fits.bin', 'x'.repeat(65_536));
     expect(at.bytes).toBe(65_536);
@@ -135,11 +136,6 @@ describe('an upload whose bytes cannot be moved to their address', () => {
     const r = await pairTestRunner(t.app, { name: 'unplaced', capabilities: COMMAND_CAPS });
     const l = await leasedRun(r);
     const backend = t.core.trajectories!.store.backend;
-    const stored = async () => {
-      const paths: string[] = [];
-      for await (const o of backend.list('default', '')) paths.push(o.path);
-      return paths.filter((p) => p.startsWith('uploads/') || p.startsWith('artifacts/')).sort();
-    };
     // A file where the address's shard directory must go (content whose shard no other artifact here uses):
     // the move fails after the listing has committed.
     let content = '';
@@ -147,16 +143,16 @@ describe('an upload whose bytes cannot be moved to their address', () => {
     do {
       content = `unplaceable ${Math.random()}`;
       shard = `artifacts/blake3/${bytesToHex(blake3(new TextEncoder().encode(content))).slice(0, 2)}`;
-    } while ((await stored()).some((p) => p.startsWith(`${shard}/`)));
+    } while ((await storedObjects()).some((p) => p.startsWith(`${shard}/`)));
     await backend.put({ tenant: 'default', path: shard }, new TextEncoder().encode('in the way'));
-    const before = await stored();
+    const before = await storedObjects();
     const res = await t.app.request(`/runner/v1/runs/${l.runId}/artifacts?epoch=${l.epoch}&path=x.txt`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${r.credential}`, 'content-type': 'application/octet-stream' },
       body: content,
     });
     expect(res.status).toBe(503);
-    expect(await stored()).toEqual(before);
+    expect(await storedObjects()).toEqual(before);
     const listed = await t.core.internals.deps.db
       .selectFrom('runner_artifacts')
       .select('path')
