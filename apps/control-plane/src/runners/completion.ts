@@ -281,10 +281,10 @@ async function settleCompletion(
             type: 'fail',
             error: {
               code: 'exit_code',
-              // exit 0 and failed: a limit stopped it or its harness reported a failure (outputs say which)
+              // exit 0 and failed: a limit stopped it, its harness reported a failure, or its out/ could not be read
               message:
                 body.exitCode === 0
-                  ? 'exited with 0, failed on its outputs (a limit or its harness)'
+                  ? 'exited with 0, failed on its outputs (a limit, its harness, or an unreadable out/: see the summary)'
                   : `exited with ${body.exitCode}`,
               retryable: false,
             },
