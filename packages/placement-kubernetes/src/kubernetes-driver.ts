@@ -21,7 +21,6 @@ import {
   parseCommand,
   parseHandle,
   parseProvisionSpec,
-  placementOf,
   type ReapedSandbox,
   type SandboxHandle,
   type SandboxUsage,
@@ -35,6 +34,7 @@ import {
 } from '@everdict/placement';
 import { CoordinationV1Api, CoreV1Api, NetworkingV1Api, type V1Pod } from '@kubernetes/client-node';
 import { apiClient, apiFailure } from './api-clients.js';
+import { describeKubernetesDriver } from './description.js';
 import type { ChannelProtocol } from './exec-channel.js';
 import {
   type KubernetesDriverConfigInput,
@@ -96,23 +96,7 @@ export class KubernetesDriver implements Driver {
   }
 
   describe(): DriverDescription {
-    return {
-      driver: DRIVER_NAME,
-      placement: placementOf('kubernetes', this.config.target),
-      capabilities: {
-        exec: true,
-        stream: true,
-        pty: this.config.pty,
-        logs: true,
-        snapshot: true,
-        restore: true,
-        usage: true,
-        reap: true,
-        network: true,
-        images: true,
-      },
-      mechanism: 'kubernetes',
-    };
+    return describeKubernetesDriver(this.config);
   }
 
   /** The watch of a namespace's everdict pods (started on first use; restarted if its first list failed). */

@@ -57,3 +57,12 @@ export function heldSandbox(
     restored: false,
   };
 }
+
+/**
+ * Idle: nothing runs in the sandbox (a snapshot or `files` may then read its workspace from the host). A task
+ * that has begun to exit does not count: right after a command ended its namespace's init is often still in the
+ * cgroups, tearing the namespaces down (≈ 1 in 3 runs here), and can no longer touch the workspace.
+ */
+export async function isIdle(box: Sandbox): Promise<boolean> {
+  return box.running.size === 0 && !(await box.limits.active());
+}

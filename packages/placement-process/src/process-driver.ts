@@ -22,7 +22,6 @@ import {
   ProvisionSpec,
   type ProvisionSpecInput,
   parseHandle,
-  placementOf,
   type ReapedSandbox,
   restoreDirectory,
   type SandboxHandle,
@@ -33,7 +32,8 @@ import {
   WorkspaceDir,
   type WorkspaceFile,
 } from '@everdict/placement';
-import { heldSandbox, type Sandbox } from './held-sandbox.js';
+import { describeProcessDriver, PROCESS_DRIVER } from './description.js';
+import { heldSandbox, isIdle, type Sandbox } from './held-sandbox.js';
 import { resolveImage } from './images.js';
 import { detectLimits } from './limits/detect.js';
 import type { LimitBackend, SandboxLimits } from './limits/limits.js';
@@ -59,7 +59,7 @@ import { snapshotWorkspace } from './workspace-archive.js';
 import { makeWorkspaceDirectories } from './workspace-directories.js';
 import { archiveDirectory, nothingUnder } from './workspace-files.js';
 
-export const PROCESS_DRIVER = 'process';
+export { PROCESS_DRIVER } from './description.js';
 export type { Sandbox };
 
 export class ProcessDriver implements Driver {
@@ -120,23 +120,7 @@ export class ProcessDriver implements Driver {
   }
 
   describe(): DriverDescription {
-    return {
-      driver: PROCESS_DRIVER,
-      placement: placementOf('process'),
-      capabilities: {
-        exec: true,
-        stream: true,
-        pty: true,
-        logs: true,
-        snapshot: true,
-        restore: true,
-        usage: true,
-        reap: true,
-        network: true,
-        images: true,
-      },
-      mechanism: this.backend.mechanism,
-    };
+    return describeProcessDriver(this.backend.mechanism);
   }
 
   private async state(): Promise<StateLayout> {
@@ -338,22 +322,17 @@ export class ProcessDriver implements Driver {
 
   async snapshot(handle: SandboxHandle): Promise<Snapshot> {
     const box = await this.sandbox(handle);
-    // Idle: nothing runs in the sandbox. A task that has begun to exit does not count: right after a command
-    // ended its namespace's init is often still in the cgroups, tearing the namespaces down (≈ 1 in 3 runs
-    // here), and can no longer touch the workspace.
-    const idle = box.running.size === 0 && !(await box.limits.active());
     return snapshotWorkspace(
       { bwrap: this.config.bwrap, user: this.user, capBytes: this.config.snapshotCapBytes },
       box.record.workspace,
-      idle,
+      await isIdle(box),
     );
   }
 
   async *files(handle: SandboxHandle, dir: string): AsyncGenerator<WorkspaceFile> {
     const path = WorkspaceDir.parse(dir);
     const box = await this.sandbox(handle);
-    const idle = box.running.size === 0 && !(await box.limits.active());
-    if (nothingUnder(box.record.workspace, path, this.user, idle)) return;
+    if (nothingUnder(box.record.workspace, path, this.user, await isIdle(box))) return;
     const setup = { bwrap: this.config.bwrap, user: this.user };
     yield* filesOfArchive(archiveDirectory(setup, box.record.workspace, path));
   }
