@@ -139,6 +139,8 @@ describe.runIf(LIVE_PG)('a runner’s events and artifacts racing its revoke', (
       const revoking = revoke(runner.id).finally(() => order.push('revoke'));
       // Fixed: the revoke waits for the listing (the runner's row). Before the fix it committed here.
       await waiting(2, () => order.includes('revoke'));
+      // Neither has answered: without the runner's row held by the listing the revoke would have committed.
+      expect(order).toEqual([]);
       await locker.query('ROLLBACK');
       const [outcome, { expired }] = await Promise.all([putting, revoking]);
       // The listing committed first (the revoke waited for it, above): the upload is stored and listed. Which
