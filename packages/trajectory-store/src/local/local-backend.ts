@@ -19,20 +19,31 @@ function isMissing(err: unknown): boolean {
 /** Directories this process made or saw (a write into one skips its mkdir; a miss retries with one). */
 const knownDirs = new Set<string>();
 
-/** Runs a write into `file`'s directory, creating it; once more if a concurrent prune removed it. */
+/**
+ * Tries a write into a directory a concurrent `delete` may prune (it removes directories it left empty) this many
+ * times: each try makes the directory again, and a prune can only take it away between that and the write, so
+ * two writers and a pruner contending for ever is what it would take to fail.
+ */
+const DIRECTORY_TRIES = 16;
+
+/**
+ * Runs a write into `file`'s directory, creating it; again (up to `DIRECTORY_TRIES`) while a concurrent prune
+ * removed it — between the mkdir and the write, or inside the mkdir itself (Node's recursive mkdir checks an
+ * existing directory with a stat, which then finds none: ENOENT).
+ */
 async function inDir<T>(file: string, write: () => Promise<T>): Promise<T> {
   const dir = path.dirname(file);
-  if (!knownDirs.has(dir)) {
-    await mkdir(dir, { recursive: true });
-    if (knownDirs.size > 10_000) knownDirs.clear();
-    knownDirs.add(dir);
-  }
-  try {
-    return await write();
-  } catch (err) {
-    if (!isMissing(err)) throw err;
-    await mkdir(dir, { recursive: true });
-    return write();
+  for (let tried = 1; ; tried++) {
+    try {
+      if (tried > 1 || !knownDirs.has(dir)) {
+        await mkdir(dir, { recursive: true });
+        if (knownDirs.size > 10_000) knownDirs.clear();
+        knownDirs.add(dir);
+      }
+      return await write();
+    } catch (err) {
+      if (!isMissing(err) || tried >= DIRECTORY_TRIES) throw err;
+    }
   }
 }
 
