@@ -30,3 +30,4 @@ export {
   savePairing,
 } from './state.js';
 export { REQUEST_TIMEOUT_MS, withRequestTimeout } from './timed-api.js';
+export { type OutUploads, SMALL_ARTIFACT_BYTES, UPLOADS_IN_FLIGHT, uploadOut } from './workspace-files.js';

@@ -42,6 +42,8 @@ export interface IntervalDeps {
   readonly audit?: AuditChain;
   /** Who takes the leases granted with a completion batch (the daemon); absent → none are asked for. */
   readonly next?: NextLeases;
+  /** out/'s small files uploaded at once (`uploadOut`); default `UPLOADS_IN_FLIGHT`, 1 sends one at a time. */
+  readonly uploadsInFlight?: number;
 }
 
 /** Chains of keys given no `audit` (one per key, in memory). */

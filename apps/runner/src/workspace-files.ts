@@ -1,5 +1,8 @@
 // The workspace's files an interval reads after its command: an eval harness's results (out/outputs.json,
 // out/trace.jsonl into the journal) and every file of out/ uploaded as an artifact.
+
+import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import { isClientError } from '@everdict/client';
 import type { Driver, SandboxHandle } from '@everdict/placement';
 import { isPlacementError, utf8, type WorkspaceFile } from '@everdict/placement';
@@ -74,15 +77,26 @@ export interface OutUploads {
   unreadable?: string;
 }
 
+/** A file this small is read whole and sent beside others; a larger one streams, alone in its read. */
+export const SMALL_ARTIFACT_BYTES = 256 * 1024;
+/** Small files' uploads in flight at once (their bytes held meanwhile: at most this × SMALL_ARTIFACT_BYTES). */
+export const UPLOADS_IN_FLIGHT = 4;
+
 /**
  * Every file under the workspace's out/ (a harness's outputs.json and trace.jsonl too), uploaded as it streams
  * out of the sandbox (`Driver.files`: one file at a time, never the whole of out/ in memory) — until `signal`
- * aborts: the upload in flight is given it, and no other starts. A file larger than the control plane takes (413
- * `artifact_too_large`) is left out, and the journal says so (an `error` event naming it): the run's other
+ * aborts: the uploads in flight are given it, and no other starts. A file larger than the control plane takes
+ * (413 `artifact_too_large`) is left out, and the journal says so (an `error` event naming it): the run's other
  * outputs still count, and no later attempt would fare better. Listed by name.
+ *
+ * Small files (≤ `SMALL_ARTIFACT_BYTES`) are read whole and up to `deps.uploadsInFlight` (`UPLOADS_IN_FLIGHT`) of
+ * them go at once, so
+ * an out/ of many small files does not pay a round trip each in turn; a larger file streams from the sandbox
+ * into its upload (the archive waits on it). An upload that fails stops the reading; the ones in flight are
+ * waited for, and the first failure is thrown.
  */
 export async function uploadOut(
-  deps: Pick<IntervalDeps, 'api' | 'driver'>,
+  deps: Pick<IntervalDeps, 'api' | 'driver' | 'uploadsInFlight'>,
   lease: Pick<Lease, 'runId' | 'epoch'>,
   handle: SandboxHandle,
   hooks: Pick<IntervalHooks, 'uploading'>,
@@ -99,43 +113,71 @@ export async function uploadOut(
   // The control plane's bound, once a 413 has named it: a larger file after that is not sent at all.
   let maxBytes: number | undefined;
   let unreadable: string | undefined;
+  let failure: { error: unknown } | undefined;
+  const inFlight = new Set<Promise<void>>();
+  const most = Math.max(1, deps.uploadsInFlight ?? UPLOADS_IN_FLIGHT);
+  let started = false;
+
+  const upload = async (file: WorkspaceFile, body: Readable): Promise<void> => {
+    if (!started) hooks.uploading?.();
+    started = true;
+    const stored = await deps.api
+      .artifact(lease.runId, lease.epoch, file.path, body, signal)
+      .catch((err: unknown) => {
+        if (!isClientError(err, 'artifact_too_large')) throw err;
+        const details = err.problem?.details;
+        const bound =
+          typeof details === 'object' && details !== null
+            ? (details as { maxBytes?: unknown }).maxBytes
+            : undefined;
+        if (typeof bound === 'number') maxBytes = bound;
+        return null;
+      });
+    if (!stored) {
+      await leftOut(file);
+      return;
+    }
+    out.push({
+      name: file.path,
+      uri: `artifact:${stored.address}`,
+      bytes: stored.size,
+      digest: stored.address,
+    });
+  };
+  const beside = (file: WorkspaceFile, bytes: Buffer) => {
+    const sent: Promise<void> = upload(file, Readable.from([bytes]))
+      .catch((error: unknown) => {
+        failure ??= { error };
+      })
+      .finally(() => inFlight.delete(sent));
+    inFlight.add(sent);
+  };
+
   try {
     for await (const file of deps.driver.files(handle, 'out')) {
-      if (signal.aborted) break;
+      if (signal.aborted || failure) break;
       if (maxBytes !== undefined && file.size > maxBytes) {
         await leftOut(file);
         continue;
       }
-      if (out.length === 0) hooks.uploading?.();
-      const stored = await deps.api
-        .artifact(lease.runId, lease.epoch, file.path, file.content, signal)
-        .catch((err: unknown) => {
-          if (!isClientError(err, 'artifact_too_large')) throw err;
-          const details = err.problem?.details;
-          const bound =
-            typeof details === 'object' && details !== null
-              ? (details as { maxBytes?: unknown }).maxBytes
-              : undefined;
-          if (typeof bound === 'number') maxBytes = bound;
-          return null;
-        });
-      if (!stored) {
-        await leftOut(file);
+      if (file.size > SMALL_ARTIFACT_BYTES) {
+        await upload(file, file.content);
         continue;
       }
-      out.push({
-        name: file.path,
-        uri: `artifact:${stored.address}`,
-        bytes: stored.size,
-        digest: stored.address,
-      });
+      // A free place first, then the bytes: at most `most` small files are held at once.
+      while (inFlight.size >= most) await Promise.race(inFlight);
+      if (failure || signal.aborted) break;
+      beside(file, await buffer(file.content));
     }
   } catch (err) {
     // The driver's refusal to read out/ (its archiver failed: a file the sandbox user cannot read) is the
     // run's outcome, told to the interval; an upload's failure, or an abort, is not.
-    if (!isPlacementError(err) || signal.aborted) throw err;
-    unreadable = err.message;
+    if (!isPlacementError(err) || signal.aborted) failure ??= { error: err };
+    else unreadable = err.message;
+  } finally {
+    await Promise.allSettled([...inFlight]);
   }
+  if (failure) throw failure.error;
   const artifacts = out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return unreadable === undefined ? { artifacts } : { artifacts, unreadable };
 }

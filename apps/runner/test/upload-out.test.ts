@@ -13,7 +13,7 @@ import { ClientError } from '@everdict/client';
 import { ProcessDriver } from '@everdict/placement-process';
 import { afterAll, expect, it } from 'vitest';
 import type { RunnerApi } from '../src/port.js';
-import { uploadOut } from '../src/workspace-files.js';
+import { UPLOADS_IN_FLIGHT, uploadOut } from '../src/workspace-files.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'runner-upload-out-'));
 chmodSync(dir, 0o711); // the sandbox user passes through it to the workspaces
@@ -93,3 +93,100 @@ it('streams out/ file by file: past the snapshot cap uploaded exact, a 413 mid-b
     await driver.dispose(handle);
   }
 });
+
+/** A sandbox whose out/ holds `n` small files `f00…` (each its own name, a few bytes). */
+async function smallFiles(runId: string, n: number) {
+  const handle = await driver.provision({
+    labels: { tenant: 't', runId, kind: 'command' },
+    directories: ['out'],
+  });
+  const names = Array.from({ length: n }, (_, i) => `f${String(i).padStart(2, '0')}.txt`);
+  const written = await driver.exec(handle, [
+    'sh',
+    '-c',
+    names.map((f) => `printf ${f} > out/${f}`).join(' && '),
+  ]);
+  expect(written.exitCode).toBe(0);
+  return { handle, names };
+}
+
+const noJournal = { append: async () => undefined };
+
+it('sends small files several at a time, never more than UPLOADS_IN_FLIGHT, each exact', async () => {
+  const { handle, names } = await smallFiles('upload-many', 12);
+  try {
+    let current = 0;
+    let most = 0;
+    // The first UPLOADS_IN_FLIGHT uploads are held until that many are in flight at once: one at a time, the
+    // first would wait for ever (the test times out).
+    let open!: () => void;
+    const opened = new Promise<void>((r) => {
+      open = r;
+    });
+    const received = new Map<string, string>();
+    const api: Pick<RunnerApi, 'artifact'> = {
+      async artifact(_runId, _epoch, path, body: Readable) {
+        current += 1;
+        most = Math.max(most, current);
+        if (current === UPLOADS_IN_FLIGHT) open();
+        try {
+          const text = Buffer.concat(await body.toArray()).toString('utf8');
+          await opened;
+          received.set(path, text);
+          return { path, address: `a-${path}`, size: text.length };
+        } finally {
+          current -= 1;
+        }
+      },
+    };
+    const { artifacts } = await uploadOut(
+      { api: api as RunnerApi, driver },
+      { runId: 'r', epoch: 1 },
+      handle,
+      {},
+      new AbortController().signal,
+      noJournal,
+    );
+    expect(most).toBe(UPLOADS_IN_FLIGHT);
+    expect(artifacts.map((a) => a.name)).toEqual(names);
+    expect(Object.fromEntries(received)).toEqual(Object.fromEntries(names.map((f) => [f, f])));
+  } finally {
+    await driver.dispose(handle);
+  }
+}, 30_000);
+
+it('an upload that fails stops the rest: the ones in flight are waited for, its error is thrown', async () => {
+  const { handle } = await smallFiles('upload-fails', 12);
+  try {
+    let current = 0;
+    const asked: string[] = [];
+    const api: Pick<RunnerApi, 'artifact'> = {
+      async artifact(_runId, _epoch, path, body: Readable) {
+        asked.push(path);
+        current += 1;
+        try {
+          await body.toArray();
+          await new Promise((r) => setImmediate(r));
+          if (path === 'f02.txt') throw new Error('the control plane is gone');
+          return { path, address: `a-${path}`, size: 3 };
+        } finally {
+          current -= 1;
+        }
+      },
+    };
+    await expect(
+      uploadOut(
+        { api: api as RunnerApi, driver },
+        { runId: 'r', epoch: 1 },
+        handle,
+        {},
+        new AbortController().signal,
+        noJournal,
+      ),
+    ).rejects.toThrow('the control plane is gone');
+    expect(current).toBe(0);
+    expect(asked.length).toBeLessThan(12);
+  } finally {
+    await driver.dispose(handle);
+  }
+}, 30_000);
