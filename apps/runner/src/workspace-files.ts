@@ -3,13 +3,15 @@
 
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
+import { setTimeout as delay } from 'node:timers/promises';
 import { isClientError } from '@everdict/client';
 import type { Driver, SandboxHandle } from '@everdict/placement';
 import { isPlacementError, utf8, type WorkspaceFile } from '@everdict/placement';
 import { TraceEvent } from '@everdict/run-model';
 import type { IntervalDeps, IntervalHooks } from './interval.js';
-import type { Journal } from './journal.js';
+import { type Journal, MAX_SENDS } from './journal.js';
 import { type Artifact, HarnessOutputs, type Lease } from './protocol.js';
+import { isTransient, retryDelayMs } from './transient.js';
 
 const MiB = 1024 * 1024;
 /** The most of out/outputs.json or out/trace.jsonl the runner reads. */
@@ -118,21 +120,34 @@ export async function uploadOut(
   const most = Math.max(1, deps.uploadsInFlight ?? UPLOADS_IN_FLIGHT);
   let started = false;
 
-  const upload = async (file: WorkspaceFile, body: Readable): Promise<void> => {
+  // One file's upload; bytes held whole are sent again after a transient failure (a 5xx, no answer: transient.ts)
+  // as the journal's batches are — the control plane takes a repeat as the original — while a streamed file's
+  // were read from the sandbox's archive once, so its failure is final.
+  const send = async (file: WorkspaceFile, body: Readable | Buffer) => {
+    for (let failures = 0; ; failures++) {
+      const content = Buffer.isBuffer(body) ? Readable.from([body]) : body;
+      try {
+        return await deps.api.artifact(lease.runId, lease.epoch, file.path, content, signal);
+      } catch (err) {
+        if (!Buffer.isBuffer(body) || !isTransient(err) || failures + 1 >= MAX_SENDS || signal.aborted)
+          throw err;
+      }
+      await delay(retryDelayMs(failures), undefined, { signal }).catch(() => undefined);
+    }
+  };
+  const upload = async (file: WorkspaceFile, body: Readable | Buffer): Promise<void> => {
     if (!started) hooks.uploading?.();
     started = true;
-    const stored = await deps.api
-      .artifact(lease.runId, lease.epoch, file.path, body, signal)
-      .catch((err: unknown) => {
-        if (!isClientError(err, 'artifact_too_large')) throw err;
-        const details = err.problem?.details;
-        const bound =
-          typeof details === 'object' && details !== null
-            ? (details as { maxBytes?: unknown }).maxBytes
-            : undefined;
-        if (typeof bound === 'number') maxBytes = bound;
-        return null;
-      });
+    const stored = await send(file, body).catch((err: unknown) => {
+      if (!isClientError(err, 'artifact_too_large')) throw err;
+      const details = err.problem?.details;
+      const bound =
+        typeof details === 'object' && details !== null
+          ? (details as { maxBytes?: unknown }).maxBytes
+          : undefined;
+      if (typeof bound === 'number') maxBytes = bound;
+      return null;
+    });
     if (!stored) {
       await leftOut(file);
       return;
@@ -145,7 +160,7 @@ export async function uploadOut(
     });
   };
   const beside = (file: WorkspaceFile, bytes: Buffer) => {
-    const sent: Promise<void> = upload(file, Readable.from([bytes]))
+    const sent: Promise<void> = upload(file, bytes)
       .catch((error: unknown) => {
         failure ??= { error };
       })

@@ -190,3 +190,60 @@ it('an upload that fails stops the rest: the ones in flight are waited for, its 
     await driver.dispose(handle);
   }
 }, 30_000);
+
+it('a small file whose upload failed transiently (503, no answer) is sent again; a refusal is not', async () => {
+  const { handle, names } = await smallFiles('upload-retry', 6);
+  try {
+    const asked: string[] = [];
+    const api: Pick<RunnerApi, 'artifact'> = {
+      async artifact(_runId, _epoch, path, body: Readable) {
+        asked.push(path);
+        const text = Buffer.concat(await body.toArray()).toString('utf8');
+        const tries = asked.filter((p) => p === path).length;
+        // The control plane's storage failing twice (its 503), then the connection lost once: sent again each time.
+        if (path === 'f01.txt' && tries <= 2)
+          throw new ClientError('storage_unavailable', 503, 'storage is unavailable');
+        if (path === 'f03.txt' && tries === 1) throw new ClientError('network', 0, 'socket hang up');
+        // Every try carries the whole file.
+        expect(text).toBe(path);
+        return { path, address: `a-${path}`, size: text.length };
+      },
+    };
+    const { artifacts } = await uploadOut(
+      { api: api as RunnerApi, driver },
+      { runId: 'r', epoch: 1 },
+      handle,
+      {},
+      new AbortController().signal,
+      noJournal,
+    );
+    expect(artifacts.map((a) => a.name)).toEqual(names);
+    expect(asked.filter((p) => p === 'f01.txt')).toHaveLength(3);
+    expect(asked.filter((p) => p === 'f03.txt')).toHaveLength(2);
+    expect(asked).toHaveLength(names.length + 3);
+
+    // A refusal (4xx) is final: the interval fails with it, as before.
+    let refusals = 0;
+    const refusing: Pick<RunnerApi, 'artifact'> = {
+      async artifact(_runId, _epoch, path, body: Readable) {
+        await body.toArray();
+        if (path === 'f02.txt') refusals += 1;
+        if (path === 'f02.txt') throw new ClientError('stale_lease', 409, 'the lease is gone');
+        return { path, address: `a-${path}`, size: 3 };
+      },
+    };
+    await expect(
+      uploadOut(
+        { api: refusing as RunnerApi, driver },
+        { runId: 'r', epoch: 1 },
+        handle,
+        {},
+        new AbortController().signal,
+        noJournal,
+      ),
+    ).rejects.toMatchObject({ code: 'stale_lease' });
+    expect(refusals).toBe(1);
+  } finally {
+    await driver.dispose(handle);
+  }
+}, 30_000);
