@@ -55,6 +55,10 @@ describe('--help and usage', () => {
     expect((await everdict(['run', 'analysis', '--config', '{bad'], env)).code).toBe(2);
     expect((await everdict(['artifact', 'run_x', '-o', 'f'], env)).code).toBe(2); // -o without a path
     expect((await everdict(['artifact', 'run_x', 'a.txt', '--json'], env)).code).toBe(2); // --json lists
+    expect((await everdict(['artifact', 'run_x', 'a.txt', '--dir', 'd'], env)).code).toBe(2); // --dir takes all
+    expect((await everdict(['artifact', 'run_x', '--dir', 'd', '-o', 'f'], env)).code).toBe(2);
+    // --dir where a directory cannot be made (under a file): refused before any call
+    expect((await everdict(['artifact', 'run_x', '--dir', '/etc/hostname/d'], env)).code).toBe(2);
     // -o into a directory that is not there: refused before any call (the run need not exist)
     expect((await everdict(['artifact', 'run_x', 'a.txt', '-o', '/nonexistent-dir/a.txt'], env)).code).toBe(
       2,

@@ -142,6 +142,30 @@ describe('everdict start (the main job)', () => {
     expect(long.code, long.err).toBe(0);
     expect(long.out.split('\n')[1]).toBe('a'.repeat(64 * 1024));
     expect(long.err).toMatch(/output truncated to the last 64 KiB of each stream/);
+    // Every file a command left under out/, fetched into a directory at once (--dir), each verified; eight
+    // small ones (uploaded several at a time by the runner) and one in a subdirectory.
+    const files = Array.from({ length: 8 }, (_, i) => `f${i}.txt`);
+    const wrote = await everdict(
+      [
+        'run',
+        'command',
+        '--wait',
+        '--',
+        'sh',
+        '-c',
+        `mkdir -p out/sub && printf nested > out/sub/n.txt && for f in ${files.join(' ')}; do printf "$f" > out/$f; done`,
+      ],
+      env,
+    );
+    expect(wrote.code, wrote.err).toBe(0);
+    const wroteId = /^(run_\w+) queued/.exec(wrote.out)?.[1] ?? '';
+    const into = path.join(dataDir, 'fetched');
+    const fetched = await everdict(['artifact', wroteId, '--dir', into], env);
+    expect(fetched.code, fetched.err).toBe(0);
+    expect(fetched.err).toMatch(new RegExp(`^9 artifacts of ${wroteId} in .*fetched, each verified$`, 'm'));
+    expect(readFileSync(path.join(into, 'sub', 'n.txt'), 'utf8')).toBe('nested');
+    for (const f of files) expect(readFileSync(path.join(into, f), 'utf8')).toBe(f);
+    expect(readdirSync(into).sort()).toEqual([...files, 'sub'].sort()); // no partial file left beside them
     // An eval experiment over a dataset on the embedded runner: a harness defined here reads case.json
     // (`{runId, caseId, caseSpec}`) and answers it in out/outputs.json; one run per case, each graded against
     // its own case's answer key (`equalsPath`: `subject.expected`, which the harness is never given — its

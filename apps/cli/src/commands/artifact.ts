@@ -1,12 +1,13 @@
-// everdict artifact <run> [path] [-o FILE] — the files a run's command left under `out/`: without a path, the
-// run's list (`outputs.artifacts`); with one, its bytes (`GET /runs/:id/artifact?path=`) to stdout or FILE,
-// hashed as they arrive and checked against the address the run lists. FILE appears only once its bytes are
-// whole and verified (written beside it, then renamed); bytes that do not match are `not_verified` (exit 1).
+// everdict artifact <run> [path] [-o FILE] [--dir DIR] — the files a run's command left under `out/`: without a
+// path, the run's list (`outputs.artifacts`); `--dir` every one of them into DIR; with a path, its bytes
+// (`GET /runs/:id/artifact?path=`) to stdout or FILE, hashed as they arrive and checked against the address the
+// run lists. FILE appears only once its bytes are whole and verified (written beside it, then renamed); bytes that
+// do not match are `not_verified` (exit 1).
 
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createWriteStream, openSync, renameSync, rmSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { createWriteStream, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { ClientError, type components, errorFromResponse } from '@everdict/client';
 import { blake3 } from '@noble/hashes/blake3.js';
@@ -99,6 +100,18 @@ async function download(ctx: Context, runId: string, path: string, out: string |
       `run ${runId} lists no artifact ${JSON.stringify(path)} (everdict artifact ${runId} lists them)`,
     );
   }
+  return save(ctx, runId, entry, dest, out);
+}
+
+/** One listed artifact's bytes to `dest` (or stdout), hashed as they arrive; kept only once they match. */
+async function save(
+  ctx: Context,
+  runId: string,
+  entry: Artifact,
+  dest: ReturnType<typeof destination>,
+  out: string | undefined,
+): Promise<number> {
+  const path = entry.name;
   const expected = entry.uri.replace(/^artifact:/, '');
   const nothing = dest ? '; nothing written' : '';
   const hasher = blake3.create();
@@ -156,12 +169,56 @@ async function download(ctx: Context, runId: string, path: string, out: string |
   return 0;
 }
 
+/**
+ * Every artifact the run lists, into `dir` (made if absent) at its listed path, each as `-o` writes one: beside
+ * itself until whole and verified. One listing for all; the first failure stops it (the files before it stay,
+ * each verified). A listed path that would land outside `dir` is refused before any byte is fetched.
+ */
+async function downloadAll(ctx: Context, runId: string, dir: string): Promise<number> {
+  const root = resolve(dir);
+  try {
+    mkdirSync(root, { recursive: true });
+  } catch (e) {
+    throw new CliError('usage', `cannot make ${dir}: ${(e as Error).message}`);
+  }
+  const items = await listed(ctx, runId);
+  const targets = items.map((entry) => {
+    const target = resolve(root, entry.name);
+    if (!target.startsWith(root + sep))
+      throw new CliError(
+        'refused',
+        `run ${runId} lists ${JSON.stringify(entry.name)}: not a path inside ${dir}`,
+      );
+    return { entry, target };
+  });
+  for (const { entry, target } of targets) {
+    try {
+      mkdirSync(dirname(target), { recursive: true });
+    } catch (e) {
+      throw new CliError('usage', `cannot make ${dirname(target)}: ${(e as Error).message}`);
+    }
+    await save(ctx, runId, entry, destination(target), target);
+  }
+  line(
+    ctx.io.stderr,
+    items.length === 0
+      ? `run ${runId} lists no artifacts`
+      : `${items.length} artifact${items.length === 1 ? '' : 's'} of ${runId} in ${dir}, each verified`,
+  );
+  return 0;
+}
+
 export async function artifactCommand(
   ctx: Context,
   runId: string,
   path: string | undefined,
-  o: { output?: string; json?: boolean },
+  o: { output?: string; json?: boolean; dir?: string },
 ): Promise<number> {
+  if (o.dir !== undefined) {
+    if (path !== undefined || o.output !== undefined || o.json)
+      throw new CliError('usage', 'artifact: --dir fetches every artifact; no path, -o or --json with it');
+    return downloadAll(ctx, runId, o.dir);
+  }
   if (path !== undefined) {
     if (o.json)
       throw new CliError('usage', 'artifact: --json lists; with a path the bytes are printed (or -o FILE)');
@@ -192,7 +249,8 @@ export function registerArtifact(program: Command, ctx: () => Context, done: Don
     .argument('[path]', "an artifact's path (as listed); without it, the list")
     .option('-o, --output <file>', 'write the bytes to FILE (only once whole and verified); default stdout')
     .option('--json', 'print the list as JSON')
-    .action((runId: string, path: string | undefined, o: { output?: string; json?: boolean }) =>
+    .option('-d, --dir <dir>', 'fetch every artifact into DIR at its listed path, each verified')
+    .action((runId: string, path: string | undefined, o: { output?: string; json?: boolean; dir?: string }) =>
       done(artifactCommand(ctx(), runId, path, o)),
     );
 }
