@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { ClientError } from '@everdict/client';
+import type { SandboxHandle } from '@everdict/placement';
 import { ProcessDriver } from '@everdict/placement-process';
 import { afterAll, expect, it } from 'vitest';
 import type { RunnerApi } from '../src/port.js';
@@ -110,7 +111,16 @@ async function smallFiles(runId: string, n: number) {
   return { handle, names };
 }
 
-const noJournal = { append: async () => undefined };
+/** `uploadOut` of the sandbox's out/ to `api`, with no journal and no abort. */
+const uploadAll = (api: Pick<RunnerApi, 'artifact'>, handle: SandboxHandle) =>
+  uploadOut(
+    { api: api as RunnerApi, driver },
+    { runId: 'r', epoch: 1 },
+    handle,
+    {},
+    new AbortController().signal,
+    { append: async () => undefined },
+  );
 
 it('sends small files several at a time, never more than UPLOADS_IN_FLIGHT, each exact', async () => {
   const { handle, names } = await smallFiles('upload-many', 12);
@@ -139,14 +149,7 @@ it('sends small files several at a time, never more than UPLOADS_IN_FLIGHT, each
         }
       },
     };
-    const { artifacts } = await uploadOut(
-      { api: api as RunnerApi, driver },
-      { runId: 'r', epoch: 1 },
-      handle,
-      {},
-      new AbortController().signal,
-      noJournal,
-    );
+    const { artifacts } = await uploadAll(api, handle);
     expect(most).toBe(UPLOADS_IN_FLIGHT);
     expect(artifacts.map((a) => a.name)).toEqual(names);
     expect(Object.fromEntries(received)).toEqual(Object.fromEntries(names.map((f) => [f, f])));
@@ -174,16 +177,7 @@ it('an upload that fails stops the rest: the ones in flight are waited for, its 
         }
       },
     };
-    await expect(
-      uploadOut(
-        { api: api as RunnerApi, driver },
-        { runId: 'r', epoch: 1 },
-        handle,
-        {},
-        new AbortController().signal,
-        noJournal,
-      ),
-    ).rejects.toThrow('the control plane is gone');
+    await expect(uploadAll(api, handle)).rejects.toThrow('the control plane is gone');
     expect(current).toBe(0);
     expect(asked.length).toBeLessThan(12);
   } finally {
@@ -209,14 +203,7 @@ it('a small file whose upload failed transiently (503, no answer) is sent again;
         return { path, address: `a-${path}`, size: text.length };
       },
     };
-    const { artifacts } = await uploadOut(
-      { api: api as RunnerApi, driver },
-      { runId: 'r', epoch: 1 },
-      handle,
-      {},
-      new AbortController().signal,
-      noJournal,
-    );
+    const { artifacts } = await uploadAll(api, handle);
     expect(artifacts.map((a) => a.name)).toEqual(names);
     expect(asked.filter((p) => p === 'f01.txt')).toHaveLength(3);
     expect(asked.filter((p) => p === 'f03.txt')).toHaveLength(2);
@@ -232,16 +219,7 @@ it('a small file whose upload failed transiently (503, no answer) is sent again;
         return { path, address: `a-${path}`, size: 3 };
       },
     };
-    await expect(
-      uploadOut(
-        { api: refusing as RunnerApi, driver },
-        { runId: 'r', epoch: 1 },
-        handle,
-        {},
-        new AbortController().signal,
-        noJournal,
-      ),
-    ).rejects.toMatchObject({ code: 'stale_lease' });
+    await expect(uploadAll(refusing, handle)).rejects.toMatchObject({ code: 'stale_lease' });
     expect(refusals).toBe(1);
   } finally {
     await driver.dispose(handle);
