@@ -92,10 +92,9 @@ export const UPLOADS_IN_FLIGHT = 4;
  * outputs still count, and no later attempt would fare better. Listed by name.
  *
  * Small files (≤ `SMALL_ARTIFACT_BYTES`) are read whole and up to `deps.uploadsInFlight` (`UPLOADS_IN_FLIGHT`) of
- * them go at once, so
- * an out/ of many small files does not pay a round trip each in turn; a larger file streams from the sandbox
- * into its upload (the archive waits on it). An upload that fails stops the reading; the ones in flight are
- * waited for, and the first failure is thrown.
+ * them go at once, so an out/ of many small files does not pay a round trip each in turn; a larger file streams
+ * from the sandbox into its upload (the archive waits on it). An upload that fails stops the reading; the ones in
+ * flight are waited for, and the first failure is thrown.
  */
 export async function uploadOut(
   deps: Pick<IntervalDeps, 'api' | 'driver' | 'uploadsInFlight'>,

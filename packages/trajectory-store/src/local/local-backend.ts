@@ -21,8 +21,8 @@ const knownDirs = new Set<string>();
 
 /**
  * Tries a write into a directory a concurrent `delete` may prune (it removes directories it left empty) this many
- * times: each try makes the directory again, and a prune can only take it away between that and the write, so
- * two writers and a pruner contending for ever is what it would take to fail.
+ * times: each try makes the directory again, and a prune can only take it away in the moment between that and
+ * the write — to fail, one would have to land there on every try.
  */
 const DIRECTORY_TRIES = 16;
 
