@@ -1,6 +1,6 @@
 // What the Kubernetes driver says of itself (`describe()`): every capability of the contract — a terminal only
 // where the cluster's runtime gives exec one (`pty`) — and the cluster or runner name as its placement target.
-import { type DriverDescription, placementOf } from '@everdict/placement';
+import { type DriverDescription, EVERY_CAPABILITY, placementOf } from '@everdict/placement';
 import { DRIVER_NAME } from './pod-manifest.js';
 
 export function describeKubernetesDriver(config: {
@@ -10,18 +10,7 @@ export function describeKubernetesDriver(config: {
   return {
     driver: DRIVER_NAME,
     placement: placementOf('kubernetes', config.target),
-    capabilities: {
-      exec: true,
-      stream: true,
-      pty: config.pty,
-      logs: true,
-      snapshot: true,
-      restore: true,
-      usage: true,
-      reap: true,
-      network: true,
-      images: true,
-    },
+    capabilities: { ...EVERY_CAPABILITY, pty: config.pty },
     mechanism: 'kubernetes',
   };
 }

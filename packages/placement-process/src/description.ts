@@ -1,6 +1,6 @@
 // What the process driver says of itself (`describe()`): every capability of the contract, and the limit
 // mechanism its host gave it (cgroup v2, cgroup v1 or rlimits).
-import { type DriverDescription, placementOf } from '@everdict/placement';
+import { type DriverDescription, EVERY_CAPABILITY, placementOf } from '@everdict/placement';
 
 export const PROCESS_DRIVER = 'process';
 
@@ -8,18 +8,7 @@ export function describeProcessDriver(mechanism: DriverDescription['mechanism'])
   return {
     driver: PROCESS_DRIVER,
     placement: placementOf('process'),
-    capabilities: {
-      exec: true,
-      stream: true,
-      pty: true,
-      logs: true,
-      snapshot: true,
-      restore: true,
-      usage: true,
-      reap: true,
-      network: true,
-      images: true,
-    },
+    capabilities: { ...EVERY_CAPABILITY },
     mechanism,
   };
 }

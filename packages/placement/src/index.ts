@@ -48,6 +48,7 @@ export {
   Capabilities,
   Capacity,
   DriverDescription,
+  EVERY_CAPABILITY,
   LimitMechanism,
   ReapedSandbox,
   SandboxUsage,

@@ -48,6 +48,20 @@ export const Capabilities = z.strictObject({
 });
 export type Capabilities = z.infer<typeof Capabilities>;
 
+/** Every capability of the contract: what a driver with a filesystem, isolation and images claims (less its gaps). */
+export const EVERY_CAPABILITY: Capabilities = {
+  exec: true,
+  stream: true,
+  pty: true,
+  logs: true,
+  snapshot: true,
+  restore: true,
+  usage: true,
+  reap: true,
+  network: true,
+  images: true,
+};
+
 export const DriverDescription = z.strictObject({
   driver: DriverName,
   /** The run-model placement this driver serves (see placementOf). */
