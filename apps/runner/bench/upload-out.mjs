@@ -1,23 +1,22 @@
 #!/usr/bin/env node
 // Benchmark `upload.out`: a run's out/ of BENCH_FILES (default 400) small files (1 KiB each) uploaded by
 // `uploadOut` from a real process-driver sandbox to the built control plane (its embedded PGlite, as the main job
-// runs it; BENCH_DATABASE_URL=<a PostgreSQL server's URL>: a fresh database made there, dropped after) over the
-// runner's own HTTP transport, under a real lease — several small
-// files in flight at once (UPLOADS_IN_FLIGHT) against one at a time (uploadsInFlight 1, what the runner did
-// before), in BENCH_ROUNDS (default 6) interleaved rounds in one process, the side that goes first alternating.
+// runs it; BENCH_LEDGER=postgresql: a fresh database on the benches' PostgreSQL server, dropped after) over the
+// runner's own HTTP transport, under a real lease — several small files in flight at once (UPLOADS_IN_FLIGHT)
+// against one at a time (uploadsInFlight 1, what the runner did before), in BENCH_ROUNDS (default 6) interleaved rounds in one process, the side that goes first alternating.
 // Prints `BENCH upload.out files_per_s=… baseline=… ratio=…` (medians; ratio > 1: faster than one at a time).
 //
 // Needs the built runner, client and control plane (`pnpm --filter @everdict/runner... --filter
 // @everdict/control-plane build`) and bubblewrap.
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient, dataOf } from '@everdict/client';
 import { startControlPlane } from '@everdict/client/testing';
 import { ProcessDriver } from '@everdict/placement-process';
+import { freshDatabase, median } from '../../control-plane/bench/lib/measure.mjs';
 import { HttpRunnerApi, loadPairing, UPLOADS_IN_FLIGHT, uploadOut } from '../dist/index.js';
 
 const FILES = Number(process.env.BENCH_FILES ?? 400);
@@ -26,28 +25,10 @@ const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-upload-out-'));
 chmodSync(dir, 0o711); // the sandbox user passes through it to the workspaces
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-// pg is the control plane's dependency: resolved from there, same version.
-const pg = createRequire(new URL('../../control-plane/package.json', import.meta.url))('pg');
-const server = process.env.BENCH_DATABASE_URL;
-const database = `bench_upload_${process.pid}`;
-const onServer = async (text) => {
-  const c = new pg.Client({ connectionString: server });
-  await c.connect();
-  try {
-    await c.query(text);
-  } finally {
-    await c.end();
-  }
-};
-let env = {};
-if (server) {
-  await onServer(`CREATE DATABASE ${database}`);
-  const url = new URL(server);
-  url.pathname = `/${database}`;
-  env = { DATABASE_URL: url.toString() };
-}
-const cp = await startControlPlane({ env });
+// BENCH_LEDGER=postgresql: a fresh database on the benches' PostgreSQL server (EVERDICT_BENCH_DATABASE_URL, …).
+const db =
+  process.env.BENCH_LEDGER === 'postgresql' ? await freshDatabase(`bench_upload_${process.pid}`) : undefined;
+const cp = await startControlPlane({ env: db ? { DATABASE_URL: db.url } : {} });
 const driver = new ProcessDriver({ stateDir: join(dir, 'state'), imagesDir: join(dir, 'images'), slots: 1 });
 let heartbeats;
 let handle;
@@ -114,12 +95,12 @@ try {
   }
   const rounds = ours.map((o, i) => Math.round((o / base[i]) * 100) / 100);
   console.log(
-    `BENCH upload.out files_per_s=${Math.round(median(ours))} baseline=${Math.round(median(base))} ratio=${median(rounds)} rounds=[${rounds}] files=${FILES} in_flight=${UPLOADS_IN_FLIGHT} ledger=${server ? 'postgresql' : 'pglite'}`,
+    `BENCH upload.out files_per_s=${Math.round(median(ours))} baseline=${Math.round(median(base))} ratio=${Math.round(median(rounds) * 100) / 100} rounds=[${rounds}] files=${FILES} in_flight=${UPLOADS_IN_FLIGHT} ledger=${db ? 'postgresql' : 'pglite'}`,
   );
 } finally {
   clearInterval(heartbeats);
   if (handle) await driver.dispose(handle).catch(() => {});
   await cp.stop();
-  if (server) await onServer(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  await db?.drop();
   rmSync(dir, { recursive: true, force: true });
 }
