@@ -38,6 +38,24 @@ describe('sandbox exec answers (the ExecView shape)', () => {
     expect(r.code).toBe(1);
   });
 
+  it("a program that is not there (the real core's answer, sessions.test.ts): run_failed naming 127", async () => {
+    const { env } = await execAnswer({
+      exitCode: 127,
+      signal: null,
+      stdout: '',
+      stderr: 'bwrap: execvp nope: No such file or directory\n',
+      truncated: false,
+      outcome: 'not_started',
+      durationMs: 4,
+    })();
+    const r = await everdict(['sandbox', 'exec', 'sb_1', '--', 'nope'], env);
+    expect(r.out).toBe('');
+    expect(r.err).toContain('bwrap: execvp nope: No such file or directory\n');
+    expect(r.err).toMatch(/run_failed: the program could not be started \(exit 127\)/);
+    expect(r.err).not.toMatch(/stopped|partial/);
+    expect(r.code).toBe(1);
+  });
+
   it('a limit with exit code 0 in its partial result is still a failure', async () => {
     const { env } = await execAnswer({
       exitCode: 0,

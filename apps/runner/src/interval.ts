@@ -17,7 +17,7 @@ import type {
   PlacementErrorCode,
   SandboxHandle,
 } from '@everdict/placement';
-import { isPlacementError, utf8 } from '@everdict/placement';
+import { isPlacementError, programExitOf, utf8 } from '@everdict/placement';
 import { encodeAttestationBody, type SigningKey } from '@everdict/runrecord';
 import { AuditChain } from './audit-chain.js';
 import { Completions, MAX_BATCH, type NextLeases } from './completions.js';
@@ -198,8 +198,9 @@ export async function executeInterval(
     let reported = exitCode;
     /** The interval failed on what it observed besides the exit (a limit, the harness's out/ files). */
     let failed = false;
-    // Stopped at a limit: the command's end, observed — named in the trajectory and the summary, and the
-    // interval completes failed (not a lost executor, its lease left to expire and the run re-run).
+    // Stopped at a limit, or its program not found or not executable: the command's end, observed — named in
+    // the trajectory and the summary, and the interval completes failed (not a lost executor, its lease left
+    // to expire and the run re-run to the same end on every attempt).
     const stop = ended.stop;
     if (stop) {
       failed = true;
@@ -207,7 +208,11 @@ export async function executeInterval(
     }
 
     const outputs: CompleteBody['outputs'] = {};
-    if (stop) outputs.summary = `stopped at a limit of its sandbox (${stop.code}): ${stop.message}`;
+    if (stop)
+      outputs.summary =
+        stop.code === 'spawn_failed'
+          ? `its program could not be started: ${stop.message}`
+          : `stopped at a limit of its sandbox (${stop.code}): ${stop.message}`;
     if (!plan.eval) {
       outputs.result = {
         stdout: tails.stdout.text(),
@@ -326,7 +331,9 @@ const LIMIT_STOPS: readonly PlacementErrorCode[] = ['timeout', 'oom', 'pids_exha
 
 /**
  * How the command ended: its exit code (a signal's as 128 + its number) and, when the driver stopped it at a limit,
- * that stop (its exit code the driver's when it reports one, else a SIGKILL's). Anything else rejects.
+ * that stop (its exit code the driver's when it reports one, else a SIGKILL's); when its program could not be
+ * started (`programExitOf`: none by that name, or not executable), that refusal, with a shell's 127 or 126.
+ * Anything else — the sandbox's own failure — rejects.
  */
 export async function commandEnd(
   exit: ExecStream['exit'],
@@ -335,6 +342,8 @@ export async function commandEnd(
     const { exitCode, signal } = await exit;
     return { exitCode: exitCode ?? signalExit(signal) };
   } catch (err) {
+    const program = programExitOf(err);
+    if (program !== undefined) return { exitCode: program, stop: err as PlacementError };
     if (!isPlacementError(err) || !LIMIT_STOPS.includes(err.code)) throw err;
     const reported = err.detail.exitCode;
     return { exitCode: Number.isInteger(reported) ? (reported as number) : 128 + 9, stop: err };

@@ -5,7 +5,8 @@
 // has the driver's defaults: a 1 h wall deadline); here the process driver provisions with a 1.5 s one, so
 // `sleep 30` meets the `timeout` stop. And a command whose out/ the driver cannot read whole (a file its user
 // made unreadable) completes failed, saying so, instead of being re-run to the same end. Real process-driver
-// sandboxes; the control plane is a recording fake.
+// sandboxes; the control plane is a recording fake. So does a command whose program the sandbox cannot start (none
+// by that name: exit 127; not executable: 126, as a shell counts them), where the driver refuses spawn_failed.
 
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
@@ -138,4 +139,29 @@ describe('a command whose out/ cannot be read whole', () => {
       { type: 'error', code: 'artifacts_unreadable', message: expect.stringContaining('secret') },
     ]);
   }, 120_000);
+});
+
+describe('a command whose program cannot be started', () => {
+  it.each([
+    ['does not exist', 127, ['everdict-no-such-program-4711'], /No such file or directory/],
+    ['is a directory', 126, ['/'], /Permission denied/],
+  ])(
+    '(it %s) completes its interval failed with exit %i, in one attempt',
+    async (_what, code, argv, why) => {
+      const { events, completed, errors, ended } = await runOneLease(argv, processDriver());
+      expect(errors).toEqual([]);
+      expect(ended).toEqual({ completed: 1, aborted: 0, failed: 0 });
+      const [done] = completed;
+      expect(done?.outputs).toMatchObject({
+        exitCode: code,
+        summary: expect.stringMatching(/^its program could not be started: bwrap: execvp /),
+      });
+      expect(done?.outputs.summary).toMatch(why);
+      expect(decodeAttestationBody(done?.attestation)).toMatchObject({ outcome: 'failed', exitCode: code });
+      expect(events.filter((e) => e.type === 'error')).toMatchObject([
+        { type: 'error', code: 'spawn_failed', fatal: true },
+      ]);
+    },
+    120_000,
+  );
 });

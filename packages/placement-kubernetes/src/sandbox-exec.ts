@@ -1,7 +1,7 @@
 // Commands in a sandbox pod over the exec channel: one-shot exec (capped output, timeout, the sandbox's
 // deadline), live streams for terminals, and the driver's own unwrapped commands (snapshot, restore, kill).
 import { randomBytes } from 'node:crypto';
-import { Writable } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import {
   CappedOutput,
   type CommandBudget,
@@ -10,6 +10,7 @@ import {
   type ExecResult,
   type ExecStream,
   PlacementError,
+  programNotStarted,
   type SandboxHandle,
   type StreamExit,
   type StreamOptions,
@@ -30,6 +31,8 @@ import {
 import { CONTAINER, killCommand, NOT_FOUND_MARKER, wrapCommand } from './sandbox-scripts.js';
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** The most of a stream's stderr kept to recognise the wrapper's "not found" line (which is far shorter). */
+const STDERR_HEAD_BYTES = 4096;
 
 /** setTimeout for any delay: Node fires a timer of more than 2^31 − 1 ms at once, so long ones re-arm. */
 function after(ms: number, fn: () => void): { clear(): void } {
@@ -105,7 +108,7 @@ function outcome(target: SandboxTarget, status: V1Status | null, stderr: Uint8Ar
     throw new PlacementError('spawn_failed', status.message ?? 'exec failed', { reason: status.reason });
   const err = utf8(stderr);
   if (code === 127 && err.startsWith(NOT_FOUND_MARKER) && err.indexOf('\n') === err.length - 1) {
-    throw new PlacementError('spawn_failed', err.trim(), { exitCode: 127 });
+    throw programNotStarted(err.trim(), 127, { pod: target.pod });
   }
   if (code === 137) {
     const failure = target.failure();
@@ -325,6 +328,17 @@ export async function startStream(
     tty,
   );
   if (tty && options.size) channel.resize(options.size.cols, options.size.rows);
+  // What the command wrote on stderr, kept while it is short: the wrapper's "not found" line alone there
+  // is a program that does not exist (spawn_failed 127, as `exec` refuses it), not a command that exits 127.
+  const stderr = new PassThrough();
+  const head = { bytes: Buffer.alloc(0), whole: true };
+  if (!tty)
+    channel.stderr.on('data', (chunk: Buffer) => {
+      if (head.bytes.length + chunk.length <= STDERR_HEAD_BYTES)
+        head.bytes = Buffer.concat([head.bytes, chunk]);
+      else head.whole = false;
+    });
+  channel.stderr.pipe(stderr);
   let killed = false;
   let expired = false;
   const timer = after(budget.ms, () => {
@@ -347,13 +361,14 @@ export async function startStream(
     timer.clear();
     if (expired) throw timeoutError(budget);
     if (killed) return { exitCode: null, signal: 'SIGKILL' };
-    return { exitCode: await settledOutcome(target, status, new Uint8Array()), signal: null };
+    const stderrSeen = head.whole ? head.bytes : new Uint8Array();
+    return { exitCode: await settledOutcome(target, status, stderrSeen), signal: null };
   });
   exit.catch(() => undefined);
   return {
     stdin,
     stdout: channel.stdout,
-    stderr: channel.stderr,
+    stderr,
     pty: tty,
     resize: (size) => {
       if (!tty || ended) return false;

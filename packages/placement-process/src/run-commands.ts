@@ -158,8 +158,8 @@ export async function execIn(
   if (limit) throw stopError(limit, budget, { result });
   const cpu = await cpuUsedUp(box);
   if (cpu) throw stopError(cpu, budget, { result });
-  const failure = bwrapFailure(exit, result.stderr);
-  if (failure) throw new PlacementError('spawn_failed', failure, { command: argv[0] });
+  const failure = bwrapFailure(exit, result.stderr, argv[0]);
+  if (failure) throw failure;
   return result;
 }
 
@@ -324,8 +324,8 @@ function attach(
     if (limit) throw stopError(limit, budget, {});
     const cpu = await cpuUsedUp(box);
     if (cpu) throw stopError(cpu, budget, {});
-    const failure = bwrapFailure(e, stderrHead);
-    if (failure) throw new PlacementError('spawn_failed', failure, { command: argv[0] });
+    const failure = bwrapFailure(e, stderrHead, argv[0]);
+    if (failure) throw failure;
     return { exitCode: e.exitCode, signal: e.signal };
   });
   exit.catch(() => undefined);

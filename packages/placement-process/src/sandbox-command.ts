@@ -6,7 +6,7 @@
 // forks are limited and counted alone (SpawnRequest.join). A watcher ends the command on the wall budget, the CPU-time limit, an OOM kill or a
 // refused fork, and records why.
 import type { Duplex, Readable, Writable } from 'node:stream';
-import { type CommandBudget, PlacementError, wallTimer } from '@everdict/placement';
+import { type CommandBudget, PlacementError, programNotStarted, wallTimer } from '@everdict/placement';
 import { actsOnHost, hostProgram, sandboxCwd } from './bwrap-args.js';
 import { type Launch, type LaunchWarning, launchInline, launchViaSpawner } from './launch.js';
 import type { CgroupHierarchy, LimitCounters, SandboxLimits } from './limits/limits.js';
@@ -232,12 +232,30 @@ export function stopError(
  * before it): it exited without reporting the command's exit status on its status descriptor, which it
  * does only for a command it exec'd. Told by that channel, not by the stderr text — a command may print
  * `bwrap: …` itself. The message is the first line of stderr (bubblewrap's own, as it wrote nothing else).
+ * Its exec of the program failing (`bwrap: execvp <program>: <reason>`) is the program's own failure —
+ * not found 127, else not executable 126, as a shell counts them (`programNotStarted`); any other is the
+ * sandbox's.
  */
 export function bwrapFailure(
   exit: Pick<CommandExit, 'exitCode' | 'status'>,
   stderr: Uint8Array,
-): string | null {
+  command: string | undefined,
+): PlacementError | null {
   if (exit.exitCode === null || exit.status !== null) return null;
   const head = Buffer.from(stderr.subarray(0, 512)).toString('utf8').split('\n')[0]!.trim();
-  return head === '' ? `bubblewrap exited with ${exit.exitCode} before starting the command` : head;
+  if (head === '')
+    return new PlacementError(
+      'spawn_failed',
+      `bubblewrap exited with ${exit.exitCode} before starting the command`,
+      {
+        command,
+      },
+    );
+  const exec = EXECVP_FAILURE.exec(head);
+  if (exec) return programNotStarted(head, exec[1] === NOT_FOUND ? 127 : 126, { command });
+  return new PlacementError('spawn_failed', head, { command });
 }
+
+/** Bubblewrap's line for an execvp that failed, with strerror's text (bubblewrap sets no locale: English). */
+const EXECVP_FAILURE = /^bwrap: execvp .*: ([^:]+)$/;
+const NOT_FOUND = 'No such file or directory';

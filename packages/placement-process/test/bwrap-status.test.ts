@@ -6,7 +6,7 @@
 // rlimits).
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type ExecStream, utf8 } from '@everdict/placement';
+import { type ExecStream, programExitOf, utf8 } from '@everdict/placement';
 import { refusal } from '@everdict/placement/contract';
 import { describe, expect, it } from 'vitest';
 import type { ProcessDriverConfigInput } from '../src/process-driver-config.js';
@@ -68,9 +68,20 @@ describe.each(ways)('bubblewrap status (%s)', (_way, config) => {
     // a working directory that is not there: bubblewrap's chdir fails before the command
     const chdir = await refusal(driver.exec(h, ['true'], { cwd: 'no/such/dir' }), 'spawn_failed');
     expect(chdir.message).toMatch(/^bwrap: Can't chdir/);
-    await refusal(driver.exec(h, ['everdict-no-such-program-4711']), 'spawn_failed');
+    expect(programExitOf(chdir)).toBeUndefined(); // the sandbox's failure, not the program's
     const s = await driver.stream(h, ['true'], { cwd: 'no/such/dir' });
-    await refusal(ended(s), 'spawn_failed');
+    expect(programExitOf(await refusal(ended(s), 'spawn_failed'))).toBeUndefined();
+    // a program it could not exec: the command's own end, counted as a shell counts it
+    const missing = await refusal(driver.exec(h, ['everdict-no-such-program-4711']), 'spawn_failed');
+    expect(missing.message).toBe('bwrap: execvp everdict-no-such-program-4711: No such file or directory');
+    expect(programExitOf(missing)).toBe(127);
+    await driver.exec(h, ['sh', '-c', 'printf "#!/bin/sh\\n" > plain && chmod 644 plain']);
+    const plain = await refusal(driver.exec(h, ['./plain']), 'spawn_failed');
+    expect(plain.message).toMatch(/^bwrap: execvp \.\/plain: Permission denied$/);
+    expect(programExitOf(plain)).toBe(126);
+    expect(programExitOf(await refusal(ended(await driver.stream(h, ['./plain'])), 'spawn_failed'))).toBe(
+      126,
+    );
     await driver.dispose(h);
 
     // a bind of a path that does not exist (its mounts come before the hold: under cgroups the namespace init
@@ -79,7 +90,7 @@ describe.each(ways)('bubblewrap status (%s)', (_way, config) => {
     const warnings: unknown[] = [];
     const failing = makeDriver({ ...config, bwrap: failingBwrap(), onWarning: (w) => warnings.push(w) });
     const f = await failing.provision({ labels: labels() });
-    await refusal(failing.exec(f, ['true']), 'spawn_failed');
+    expect(programExitOf(await refusal(failing.exec(f, ['true']), 'spawn_failed'))).toBeUndefined();
     await refusal(ended(await failing.stream(f, ['true'])), 'spawn_failed');
     await failing.dispose(f);
     expect(warnings).toEqual([]);

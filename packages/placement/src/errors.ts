@@ -51,6 +51,29 @@ export function isPlacementError(e: unknown, code?: PlacementErrorCode): e is Pl
   return e instanceof PlacementError && (code === undefined || e.code === code);
 }
 
+/**
+ * The `spawn_failed` of a program the sandbox could not execute — none by that name (127) or not executable
+ * (126), the numbers a shell reports — in `detail.exitCode`. Unlike a sandbox that could not start, it is the
+ * command's own end: the same argv in the same image fails the same way on any host, every time.
+ */
+export function programNotStarted(
+  message: string,
+  exitCode: ProgramExitCode,
+  detail: Record<string, unknown> = {},
+): PlacementError {
+  return new PlacementError('spawn_failed', message, { ...detail, exitCode });
+}
+
+/** A shell's exit codes for a program it could not run: 126 not executable, 127 not found. */
+export type ProgramExitCode = 126 | 127;
+
+/** `programNotStarted`'s exit code when `e` is one (a `spawn_failed` naming 126 or 127); else undefined. */
+export function programExitOf(e: unknown): ProgramExitCode | undefined {
+  if (!isPlacementError(e, 'spawn_failed')) return undefined;
+  const code = e.detail.exitCode;
+  return code === 126 || code === 127 ? code : undefined;
+}
+
 export function httpStatusOf(code: PlacementErrorCode): number {
   return STATUS[code];
 }

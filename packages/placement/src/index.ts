@@ -17,6 +17,9 @@ export {
   PLACEMENT_ERROR_CODES,
   PlacementError,
   type PlacementErrorCode,
+  type ProgramExitCode,
+  programExitOf,
+  programNotStarted,
   unsupported,
 } from './errors.js';
 export {

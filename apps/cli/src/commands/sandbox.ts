@@ -32,7 +32,8 @@ function show(ctx: Context, a: SandboxAnswer, json?: boolean): void {
 /**
  * The answer of `POST /sandboxes/:id/exec` (the control plane's ExecView): `outcome` says how it ended —
  * `exited` (any exit code; null with the signal that killed it), or the limit that stopped it (`timeout`,
- * `oom`, `pids_exhausted`, `output_capped`) with the partial output kept. Fields are optional here so an
+ * `oom`, `pids_exhausted`, `output_capped`) with the partial output kept, or `not_started` (its program not
+ * found: 127, or not executable: 126; the reason on stderr). Fields are optional here so an
  * older control plane's answer (no `outcome`) still reads.
  */
 export const ExecAnswer = z.looseObject({
@@ -56,6 +57,8 @@ const STOPS: Record<string, string> = {
 /** Why an exec is a failure (a stop by a limit, a non-zero exit, a signal), or null when it exited 0. */
 export function execFailure(r: ExecAnswer): CliError | null {
   const took = r.durationMs === undefined ? '' : ` after ${r.durationMs} ms`;
+  if (r.outcome === 'not_started')
+    return new CliError('run_failed', `the program could not be started (exit ${r.exitCode ?? 'none'})`);
   if (r.outcome !== undefined && r.outcome !== 'exited')
     return new CliError(
       'exec_stopped',

@@ -1,7 +1,7 @@
 // The sessions service: open (through the one gate, on the session lane), exec, touch, close, list, and
 // terminal tickets. Park/resume are in park.ts, the reaper in reaper.ts, the WebSocket in terminal.ts.
 import { randomUUID } from 'node:crypto';
-import { isPlacementError } from '@everdict/placement';
+import { isPlacementError, programExitOf } from '@everdict/placement';
 import { extendExpiry } from '@everdict/run-model';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError, isControlPlaneError, notFound } from '../errors.js';
@@ -226,6 +226,16 @@ export class SessionService {
           stderr: partial?.stderr instanceof Uint8Array ? utf8(partial.stderr) : '',
           truncated: partial?.truncated === true,
           outcome: e.code as ExecView['outcome'],
+          durationMs: Math.round(performance.now() - started),
+        };
+      } else if (programExitOf(e) !== undefined) {
+        view = {
+          exitCode: programExitOf(e) ?? null,
+          signal: null,
+          stdout: '',
+          stderr: `${(e as Error).message}\n`,
+          truncated: false,
+          outcome: 'not_started',
           durationMs: Math.round(performance.now() - started),
         };
       } else if (isPlacementError(e, 'gone')) {

@@ -1,5 +1,5 @@
 // Sessions on the real core and real bubblewrap sandboxes: open through the one gate (POST /sandboxes and
-// POST /runs alike), exec, touch, close, caps with Retry-After, a failed provision leaving nothing, the
+// POST /runs alike), exec (a program not there: outcome not_started, 127), touch, close, caps with Retry-After, a failed provision leaving nothing, the
 // reaper (TTL, idle, cancel) and the record each ending leaves; an exec whose record the store refuses answers 503.
 import { TrajectoryStoreError } from '@everdict/trajectory-store';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -56,6 +56,18 @@ describe('sessions', () => {
       stderr: 'err\n',
       truncated: false,
       outcome: 'exited',
+    });
+    // A program that is not there is the command's own end (a shell's 127), not a 503 of the sandbox: the
+    // session stays open and its next exec runs.
+    const missing = await call('POST', `/sandboxes/${id}/exec`, {
+      command: ['everdict-no-such-program-4711'],
+    });
+    expect(missing.status, JSON.stringify(missing.body)).toBe(200);
+    expect(missing.body).toMatchObject({
+      exitCode: 127,
+      stdout: '',
+      stderr: 'bwrap: execvp everdict-no-such-program-4711: No such file or directory\n',
+      outcome: 'not_started',
     });
     const big = await call('POST', `/sandboxes/${id}/exec`, {
       command: ['sh', '-c', 'head -c 1100000 /dev/zero | tr "\\0" a'],

@@ -46,8 +46,19 @@ export const ResumeInput = z.strictObject({
 });
 export type ResumeInput = z.input<typeof ResumeInput>;
 
-/** How an exec ended: `exited` (any exit code), or a limit that stopped it (its partial output kept). */
-export const ExecOutcome = z.enum(['exited', 'timeout', 'oom', 'pids_exhausted', 'output_capped']);
+/**
+ * How an exec ended: `exited` (any exit code), a limit that stopped it (its partial output kept), or
+ * `not_started`: its program could not be started — none by that name (exit code 127) or not executable
+ * (126), as a shell counts them, the driver's message on stderr. The sandbox itself is as it was.
+ */
+export const ExecOutcome = z.enum([
+  'exited',
+  'timeout',
+  'oom',
+  'pids_exhausted',
+  'output_capped',
+  'not_started',
+]);
 
 export const ExecView = z.object({
   exitCode: z.int().nullable(),

@@ -1,5 +1,6 @@
 // Contract: exec — output, exit codes, stdin, env, caps, timeouts, the deadline, the workspace.
 import { expect, it } from 'vitest';
+import { programExitOf } from '../errors.js';
 import { ExecResult } from '../exec.js';
 import { utf8 } from '../output.js';
 import { MAX_WALL_TIMEOUT_MS } from '../spec.js';
@@ -130,9 +131,16 @@ export function execTests(h: () => SuiteHarness): void {
     expect((await d.capacity()).slotsFree).toBe(free);
   });
 
-  it('refuses a program that does not exist with spawn_failed', async () => {
+  it("refuses a program that does not exist with spawn_failed, naming a shell's 127 (the command's end)", async () => {
     const d = await h().driver();
     const handle = await h().provision(d);
-    await refusal(d.exec(handle, ['everdict-no-such-program-4711']), 'spawn_failed');
+    const err = await refusal(d.exec(handle, ['everdict-no-such-program-4711']), 'spawn_failed');
+    expect(programExitOf(err)).toBe(127);
+    // …while a program that runs and exits 127 itself is a result, not a refusal.
+    expect((await d.exec(handle, cmd().exit(127))).exitCode).toBe(127);
+    if (!d.describe().capabilities.stream) return;
+    const s = await d.stream(handle, ['everdict-no-such-program-4711']);
+    s.stdin.end();
+    expect(programExitOf(await refusal(s.exit, 'spawn_failed'))).toBe(127);
   });
 }

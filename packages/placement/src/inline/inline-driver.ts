@@ -6,7 +6,7 @@
 import { environmentOf } from '../address.js';
 import { commandBudget, timeoutError, wallTimer } from '../deadline.js';
 import type { Driver } from '../driver.js';
-import { PlacementError, unsupported } from '../errors.js';
+import { PlacementError, programNotStarted, unsupported } from '../errors.js';
 import { Command, ExecOptions, type ExecOptionsInput, type ExecResult, type ExecStream } from '../exec.js';
 import { sandboxId } from '../ids.js';
 import type { Capacity, DriverDescription, ReapedSandbox, SandboxUsage } from '../observe.js';
@@ -132,8 +132,7 @@ export class InlineDriver implements Driver {
     const opts = ExecOptions.parse(input);
     const box = this.held(handle);
     const fn = this.options.functions[argv[0]!];
-    if (!fn)
-      throw new PlacementError('spawn_failed', `no inline function named ${argv[0]}`, { command: argv[0] });
+    if (!fn) throw programNotStarted(`no inline function named ${argv[0]}`, 127, { command: argv[0] });
     const budget = commandBudget(box.handle, opts.timeoutMs, this.now());
     const startedAtMs = this.now();
     const abort = new AbortController();
