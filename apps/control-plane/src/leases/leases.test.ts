@@ -1,6 +1,7 @@
 // The lease rule on a real (PGlite) core: a start grants a lease at the run's next attempt; an expired one
 // is requeued (running → queued, no record segment) until its maxAttempts-th loss, then failed executor_lost
-// (starts and re-grants do not count: only lost executions do); a superseded attempt's result is refused and
+// (starts and re-grants do not count: only lost executions do; no exit code, no executed interval: the record
+// closes abandoned); a superseded attempt's result is refused and
 // changes nothing; a heartbeat reports leases lost; a heartbeat that lands between the sweep's scan and its
 // lock wins (the run is neither requeued nor failed).
 import { transition } from '@everdict/run-model';
@@ -192,7 +193,17 @@ describe('leases', { timeout: 120_000 }, () => {
     }
     const run = await t.core.services.runs.get(t.admin, id);
     expect(run).toMatchObject({ status: 'failed', attempt: 2, error: { code: 'executor_lost' } });
-    expect((await t.core.services.runs.record(t.admin, id)).verify.ok).toBe(true);
+    // Nothing of the lost attempts was observed: no exit code claimed, no executed interval sealed, no
+    // attestation stored; the record just closes, abandoned — and verifies.
+    expect(run.outputs.exitCode).toBeUndefined();
+    expect(run.outputs.summary).toBe('its executor was lost (lease expired): lost attempt 2 of 2');
+    const record = await t.core.services.runs.record(t.admin, id);
+    expect(record.verify.ok).toBe(true);
+    const wire = (record.wire as { segments: { kind: string; reason?: string }[] }).segments;
+    expect(wire.map((s) => [s.kind, s.reason])).toEqual([['closed', 'abandoned']]);
+    expect(
+      await deps.db.selectFrom('attestations').select('address').where('run_id', '=', id).execute(),
+    ).toEqual([]);
     const ten = await deps.db
       .selectFrom('adm_tenants_now')
       .selectAll()

@@ -247,10 +247,9 @@ async function failLost(
           runId: r.run_id,
           epoch: r.attempt,
           event: { type: 'fail', error: { code: LOST_CODE, message, retryable: true } },
-          extras: {
-            outputs: { summary: message, exitCode: 1 },
-            interval: { journal: { error: LOST_CODE }, watts: 0, meter: 'executor-lost', exitCode: 1 },
-          },
+          // Nothing of the lost attempt was observed: no exit code, no executed interval; the record closes
+          // `abandoned` (as a lost session's does).
+          extras: { outputs: { summary: message }, nothingRan: true, closeReason: 'abandoned' },
         };
       });
     return items.length === 0 ? [] : settleMany(tx, deps, items);

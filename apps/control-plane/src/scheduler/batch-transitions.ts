@@ -1,6 +1,6 @@
 // Settle K finished runs in TWO autocommit statements (one for carried runs), whatever K (the start side is
-// claim-start.ts): the same writes as transitionTx — the status machine's {patch, facts}, the record segments (interval attestation +
-// close), the outbox, the admission slot and counters (admission-store/sql/settle.ts), the hot rows last.
+// claim-start.ts): the same writes as transitionTx — the status machine's {patch, facts}, the record segments (the
+// interval's attestation where the control plane seals one — `sealsOwnInterval`, transitionTx's rule — + close), the outbox, the admission slot and counters (admission-store/sql/settle.ts), the hot rows last.
 //
 // 1. Read the runs and their record segments, without locks (one statement) — except the runs a carrying claim
 //    handed over as it wrote them (`Finished.carried`, the inline lane: claim-start.ts `carry`), which are
@@ -30,6 +30,7 @@ import { type Deps, DISPATCH_CHANNEL, nowIso } from '../services/context.js';
 import {
   factsToEvents,
   observedAccount,
+  sealsOwnInterval,
   type TransitionExtras,
   transitionRefusal,
 } from '../services/transition.js';
@@ -166,24 +167,29 @@ export async function planSettle(
     const usage = it.extras.usage ? { ...run.usage, ...it.extras.usage } : run.usage;
     const outcome = it.event.type === 'succeed' ? 'succeeded' : 'failed';
     const meter = { ...DEFAULT_METER, ...it.extras.interval };
-    const a = intervalAttestation(
-      row,
-      {
-        startedMs: row.interval_started_at !== null ? numeric(row.interval_started_at) : nowMs,
-        endedMs: nowMs,
-        watts: meter.watts,
-        meter: meter.meter,
-        outcome,
-        exitCode: it.extras.interval?.exitCode ?? (outcome === 'failed' ? 1 : 0),
-        journal: it.extras.interval?.journal ?? { outputs, facts },
-        intervalHead: row.interval_head ?? row.record_head,
-        account: observedAccount(row.kind, it.extras.account),
-      },
-      at,
-      deps.signer,
-    );
-    const close = { op: 'close', reason: outcome === 'succeeded' ? 'completed' : 'failed' } as const;
-    const rec = appendOps(row, row.segments ?? [], [a.op, close], at);
+    const a = !sealsOwnInterval(row.kind, it.extras)
+      ? null
+      : intervalAttestation(
+          row,
+          {
+            startedMs: row.interval_started_at !== null ? numeric(row.interval_started_at) : nowMs,
+            endedMs: nowMs,
+            watts: meter.watts,
+            meter: meter.meter,
+            outcome,
+            exitCode: it.extras.interval?.exitCode ?? (outcome === 'failed' ? 1 : 0),
+            journal: it.extras.interval?.journal ?? { outputs, facts },
+            intervalHead: row.interval_head ?? row.record_head,
+            account: observedAccount(row.kind, it.extras.account),
+          },
+          at,
+          deps.signer,
+        );
+    const close = {
+      op: 'close',
+      reason: it.extras.closeReason ?? (outcome === 'succeeded' ? 'completed' : 'failed'),
+    } as const;
+    const rec = appendOps(row, row.segments ?? [], a ? [a.op, close] : [close], at);
     const u = usage as Parameters<typeof totalTokens>[0];
     out.runs.push({
       id: row.id,
@@ -197,9 +203,9 @@ export async function planSettle(
       usage,
       record_head: rec.head,
       record_length: rec.length,
-      att_address: a.row.address,
-      att_body: a.row.body,
-      att_at: a.row.created_at,
+      att_address: a?.row.address ?? null,
+      att_body: a?.row.body ?? null,
+      att_at: a?.row.created_at ?? null,
       usd: u.costUsd ?? 0,
       tokens: totalTokens(u) || 0,
     });
@@ -260,6 +266,7 @@ export async function writeSettle(
     att AS (
       INSERT INTO attestations (address, tenant_id, run_id, body, created_at)
       SELECT x.att_address, x.tenant, x.id, x.att_body, x.att_at FROM x JOIN ok ON ok.id = x.id
+      WHERE x.att_address IS NOT NULL
       ON CONFLICT (address) DO NOTHING RETURNING 1
     ),
     seg AS (

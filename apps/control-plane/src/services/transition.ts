@@ -87,9 +87,10 @@ export interface TransitionExtras {
    */
   intervalEndMs?: number;
   /**
-   * The interval that ends here ran nothing: a parked session resumed only to be closed, in the same
-   * transaction. No executed segment is sealed (`resumed` → `closed`): the record claims no interval it did not
-   * hold.
+   * Nothing of the interval that ends here was observed: a parked session resumed only to be closed, in the
+   * same transaction (it ran nothing), or a run whose executor was lost (the sweep saw no end of it). No
+   * executed segment is sealed (`resumed` → `closed`, or the record just closes): the record claims no interval
+   * it did not hold.
    */
   nothingRan?: boolean;
   /** The record's close reason when it is not the status's own (a lost host closes `abandoned`). */
@@ -125,6 +126,19 @@ export interface TransitionExtras {
  * the control plane did not run it and invents no evidence for it; the record just closes.
  */
 const RUNNER_ATTESTED_KINDS = new Set(['command', 'eval']);
+
+/**
+ * Whether the control plane seals the interval that ends here itself — the one rule for every path that ends
+ * one (`transitionTx`, and the batch settle's `planSettle`): not when nothing of it was observed
+ * (`nothingRan`), not when its executor attested it (`attested`: stored as signed), and never for a kind
+ * only a runner's attestation may record.
+ */
+export function sealsOwnInterval(
+  kind: string,
+  extras: Pick<TransitionExtras, 'nothingRan' | 'attested'>,
+): boolean {
+  return extras.nothingRan !== true && extras.attested === undefined && !RUNNER_ATTESTED_KINDS.has(kind);
+}
 
 /** The account an ended interval carries: only what was observed. */
 export function observedAccount(kind: string, reported: Account | undefined): Account | undefined {
@@ -211,7 +225,7 @@ export async function transitionTx(
         body: a.body,
         ...(a.account ? { account: a.account } : {}),
       });
-    } else if (!RUNNER_ATTESTED_KINDS.has(row.kind))
+    } else if (sealsOwnInterval(row.kind, extras))
       ops.push(
         await sealInterval(
           tx,
