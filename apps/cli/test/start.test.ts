@@ -107,6 +107,15 @@ describe('everdict start (the main job)', () => {
     expect(failed.err).toMatch(
       /^err\nrun_\w+ failed\nrun_failed: run_\w+ ended failed: exit_code: exited with 3\n$/,
     );
+    // Followed as it runs: the output as `logs` prints it (each stream's text to its own), then how it ended.
+    const followed = await everdict(
+      ['run', 'command', '--follow', '--', 'sh', '-c', 'echo out; echo err >&2; exit 3'],
+      env,
+    );
+    expect(followed).toMatchObject({ code: 1, out: 'out\n' });
+    expect(followed.err).toMatch(
+      /^run_\w+ queued \(interactive\)\nerr\nrun_\w+ failed\nrun_failed: run_\w+ ended failed: exit_code: exited with 3\n$/,
+    );
     // Its trajectory: the output as text (each stream to its own), as stored (--json), and tailed (--follow).
     const failedId = /^(run_\w+) queued/.exec(failed.out)?.[1] ?? '';
     for (const args of [[], ['--follow']])

@@ -62,21 +62,26 @@ function printer(ctx: Context, json: boolean) {
   };
 }
 
+/** Tails a run's trajectory until it is sealed (or `signal` aborts), printed as `logs` prints it. */
+export function followLogs(ctx: Context, id: string, signal: AbortSignal, json: boolean): Promise<number> {
+  const print = printer(ctx, json);
+  return followTrajectory(ctx, id, signal, (eid, data) => {
+    const ev = parseTraceEvent(data);
+    if (ev) print(ev);
+    else line(ctx.io.stdout, describeTraceEvent(eid, data)); // not an event object: shown as it came
+  });
+}
+
 export async function logsCommand(
   ctx: Context,
   id: string,
   o: { follow?: boolean; json?: boolean },
 ): Promise<number> {
-  const print = printer(ctx, o.json === true);
   if (o.follow) {
-    const stop = ctx.io.signal ?? new AbortController().signal;
-    await followTrajectory(ctx, id, stop, (eid, data) => {
-      const ev = parseTraceEvent(data);
-      if (ev) print(ev);
-      else line(ctx.io.stdout, describeTraceEvent(eid, data)); // not an event object: shown as it came
-    });
+    await followLogs(ctx, id, ctx.io.signal ?? new AbortController().signal, o.json === true);
     return 0;
   }
+  const print = printer(ctx, o.json === true);
   // What the trajectory holds now, page after page (a live run's later events: --follow).
   for (let offset = 0; ; ) {
     const page = await ctx.call<Page>(

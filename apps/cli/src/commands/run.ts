@@ -8,8 +8,9 @@ import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { harnessRef } from './harness.js';
+import { followLogs } from './logs.js';
 import { parseJsonOption, parseJsonValue } from './options.js';
-import { followTrajectory, type RunSummary, TERMINAL, waitSettled } from './watch.js';
+import { type RunSummary, TERMINAL, waitSettled } from './watch.js';
 
 export interface RunOptions {
   subject?: string;
@@ -115,7 +116,8 @@ export async function runCommand(
   const outer = ctx.io.signal;
   const onAbort = () => stop.abort();
   outer?.addEventListener('abort', onAbort, { once: true });
-  const trajectory = o.follow ? followTrajectory(ctx, id, stop.signal) : Promise.resolve(0);
+  // Followed, the output reads as `logs --follow` prints it: each stream's text to its own (--json: as stored).
+  const trajectory = o.follow ? followLogs(ctx, id, stop.signal, o.json === true) : Promise.resolve(0);
   let grace: NodeJS.Timeout | undefined;
   let run: RunSummary;
   try {
