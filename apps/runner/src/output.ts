@@ -1,5 +1,6 @@
-// A command's output stream → log events in the journal, line by line (a line longer than `maxLine` bytes
-// is cut into several events), while keeping the stream's last `tailBytes` for the run's outputs.
+// A command's output stream → log events in the journal: each event the whole lines one read brought, as many
+// as fit in MAX_LINE_BYTES (a line longer than that is cut into several events), while keeping the stream's
+// last `tailBytes` for the run's outputs.
 // Reading waits for each append, so a slow control plane slows the command's pipe instead of filling memory.
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
@@ -47,12 +48,13 @@ export async function pumpOutput(
     total += chunk.length;
     tail.push(chunk);
     carry += decoder.write(chunk);
-    let nl = carry.indexOf('\n');
-    while (nl >= 0) {
-      await emitCut(carry.slice(0, nl), emit);
-      carry = carry.slice(nl + 1);
-      nl = carry.indexOf('\n');
+    // Every whole line the read completed, as one block: one event for all of them while they fit.
+    const end = carry.lastIndexOf('\n');
+    if (end >= 0) {
+      await emitLines(carry.slice(0, end), emit);
+      carry = carry.slice(end + 1);
     }
+    // A line still open past the bound: its first pieces go now (the pipe's memory is the bound's, not the line's).
     while (Buffer.byteLength(carry) > MAX_LINE_BYTES) {
       const piece = carry.slice(0, MAX_LINE_BYTES / 4);
       carry = carry.slice(piece.length);
@@ -60,11 +62,30 @@ export async function pumpOutput(
     }
   }
   carry += decoder.end();
-  if (carry.length > 0) await emitCut(carry, emit);
+  if (carry.length > 0) await emitLines(carry, emit);
   return total;
 }
 
-async function emitCut(line: string, emit: (m: string) => Promise<void>): Promise<void> {
-  if (Buffer.byteLength(line) <= MAX_LINE_BYTES) return emit(line);
-  for (let i = 0; i < line.length; i += MAX_LINE_BYTES / 4) await emit(line.slice(i, i + MAX_LINE_BYTES / 4));
+/**
+ * Whole lines (joined by `\n`, without the last one's) as few events as the bound allows: each event the most
+ * whole lines that fit in `MAX_LINE_BYTES` of UTF-8; a line longer than that alone, cut into pieces of at most
+ * the bound, each on a character's boundary.
+ */
+async function emitLines(block: string, emit: (m: string) => Promise<void>): Promise<void> {
+  if (Buffer.byteLength(block) <= MAX_LINE_BYTES) return emit(block);
+  let bytes = Buffer.from(block, 'utf8');
+  while (bytes.length > MAX_LINE_BYTES) {
+    // The last line break within the bound ends this event; with none, the line is cut at the bound.
+    const nl = bytes.lastIndexOf(0x0a, MAX_LINE_BYTES);
+    if (nl >= 0) {
+      await emit(bytes.toString('utf8', 0, nl));
+      bytes = bytes.subarray(nl + 1);
+    } else {
+      let cut = MAX_LINE_BYTES;
+      while (cut > 0 && ((bytes[cut] ?? 0) & 0xc0) === 0x80) cut--; // not inside a character
+      await emit(bytes.toString('utf8', 0, cut));
+      bytes = bytes.subarray(cut);
+    }
+  }
+  await emit(bytes.toString('utf8'));
 }
