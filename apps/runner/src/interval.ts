@@ -23,6 +23,7 @@ import { AuditChain } from './audit-chain.js';
 import { Completions, MAX_BATCH, type NextLeases } from './completions.js';
 import type { EnergyMeter } from './energy.js';
 import { RunnerError } from './errors.js';
+import { expiryLimits, stoppedBeforeStart, stopSummary } from './expiry.js';
 import { Journal, type JournalOptions } from './journal.js';
 import { pumpOutput, Tail } from './output.js';
 import type { RunnerApi } from './port.js';
@@ -150,6 +151,7 @@ export async function executeInterval(
   const onAbort = () => kill?.();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
+    const expiry = expiryLimits(lease, Date.now());
     const spec = {
       image: plan.image,
       // No network unless the run's grants say so (the process driver: --unshare-net, only `lo`).
@@ -158,6 +160,8 @@ export async function executeInterval(
       // `out/` made by the driver before the handle is returned (on the host for the process driver): the
       // command needs no `mkdir -p out` shell of its own started before it in the sandbox.
       directories: ['out'],
+      // The run's expiry (--ttl) is the sandbox's wall deadline: the driver stops the command there (expiry.ts).
+      ...(expiry ? { limits: expiry } : {}),
     };
     const provisionedFrom = Date.now();
     handle = await deps.driver.provision(spec);
@@ -171,16 +175,23 @@ export async function executeInterval(
     }
     step('provision');
     if (aborted(signal)) return end();
-    // An eval run's workspace gets case.json first; `out/` is there already (the spec's `directories`).
-    if (plan.eval) {
-      const prep = await deps.driver.exec(handle, ['sh', '-c', 'cat > case.json'], {
-        stdin: plan.eval.caseFile,
-        timeoutMs: 60_000,
-      });
-      if (prep.exitCode !== 0)
-        throw new RunnerError('bad_state', `could not prepare the workspace: ${utf8(prep.stderr)}`);
+    let stream: ExecStream;
+    try {
+      // An eval run's workspace gets case.json first; `out/` is there already (the spec's `directories`).
+      if (plan.eval) {
+        const prep = await deps.driver.exec(handle, ['sh', '-c', 'cat > case.json'], {
+          stdin: plan.eval.caseFile,
+          timeoutMs: 60_000,
+        });
+        if (prep.exitCode !== 0)
+          throw new RunnerError('bad_state', `could not prepare the workspace: ${utf8(prep.stderr)}`);
+      }
+      stream = await deps.driver.stream(handle, plan.argv);
+    } catch (err) {
+      // The sandbox's deadline (the run's expiry) passed before the command started: stopped there.
+      if (!isPlacementError(err, 'timeout')) throw err;
+      stream = stoppedBeforeStart(err);
     }
-    const stream = await deps.driver.stream(handle, plan.argv);
     kill = () => stream.kill();
     if (aborted(signal)) stream.kill();
     stream.stdin.end();
@@ -208,11 +219,7 @@ export async function executeInterval(
     }
 
     const outputs: CompleteBody['outputs'] = {};
-    if (stop)
-      outputs.summary =
-        stop.code === 'spawn_failed'
-          ? `its program could not be started: ${stop.message}`
-          : `stopped at a limit of its sandbox (${stop.code}): ${stop.message}`;
+    if (stop) outputs.summary = stopSummary(stop, lease);
     if (!plan.eval) {
       outputs.result = {
         stdout: tails.stdout.text(),

@@ -41,8 +41,9 @@ function withWallDeadline(driver: ProcessDriver, wallTimeoutMs: number): Driver 
 }
 
 /** One lease of `command` run by a daemon of one slot on `driver`, against a fake recording what comes back. */
-async function runOneLease(command: string[], driver: Driver) {
-  const lease = leaseOf(0, command);
+async function runOneLease(command: string[], driver: Driver, limits?: Record<string, unknown>) {
+  const leased = leaseOf(0, command);
+  const lease = limits ? { ...leased, spec: { ...leased.spec, limits } } : leased;
   let granted = 0;
   const events: TraceEvent[] = [];
   const completed: (CompleteBody & { runId: string })[] = [];
@@ -164,4 +165,39 @@ describe('a command whose program cannot be started', () => {
     },
     120_000,
   );
+});
+
+describe("a run's expiry (--ttl: the lease's spec.limits.expiresAt)", () => {
+  it("is its sandbox's wall deadline: the command is stopped there, the interval completes failed", async () => {
+    const expiresAt = new Date(Date.now() + 1500).toISOString();
+    const { events, completed, errors, ended } = await runOneLease(
+      ['sh', '-c', 'echo started; sleep 30'],
+      processDriver(),
+      { expiresAt },
+    );
+    expect(errors).toEqual([]);
+    expect(ended).toEqual({ completed: 1, aborted: 0, failed: 0 });
+    const [done] = completed;
+    expect(done?.outputs).toMatchObject({ exitCode: 137, result: { stdout: 'started\n' } });
+    expect(done?.outputs.summary).toMatch(new RegExp(`^its TTL ran out \\(expiresAt ${expiresAt}\\): `));
+    expect(decodeAttestationBody(done?.attestation)).toMatchObject({ outcome: 'failed', exitCode: 137 });
+    expect(events.filter((e) => e.type === 'error')).toMatchObject([
+      { type: 'error', code: 'timeout', fatal: true },
+    ]);
+  }, 120_000);
+
+  it('already past when it is leased: the command never starts, the interval completes failed', async () => {
+    const expiresAt = new Date(Date.now() - 1000).toISOString();
+    const { completed, errors, ended } = await runOneLease(
+      ['sh', '-c', 'echo ran > out/ran; echo ran'],
+      processDriver(),
+      { expiresAt },
+    );
+    expect(errors).toEqual([]);
+    expect(ended).toEqual({ completed: 1, aborted: 0, failed: 0 });
+    const [done] = completed;
+    expect(done?.outputs).toMatchObject({ exitCode: 137, result: { stdout: '', stderr: '' } });
+    expect(done?.outputs.artifacts).toBeUndefined(); // out/ran was never written
+    expect(done?.outputs.summary).toMatch(/^its TTL ran out /);
+  }, 120_000);
 });
