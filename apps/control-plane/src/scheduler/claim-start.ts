@@ -49,6 +49,8 @@ export interface StartedRun {
   enqueuedAt: number;
   waitedMs: number;
   subject: unknown;
+  /** The run's hard expiry (`ttlSec`/`expiresAt`), epoch ms, when it has one: its execution stops there. */
+  expiresAtMs?: number;
   /**
    * The run as this claim left it (`ClaimLease.carry`): its row (`r.*`, the slot's depth and start), the row
    * version the claim wrote (`xmin`) and its record segments — what the settle would read back
@@ -68,6 +70,7 @@ interface Row {
   enqueued_at: string | number | bigint;
   subject: unknown;
   attempt: number;
+  expires_at: Date | string | null;
   crowded: boolean;
 }
 
@@ -141,7 +144,7 @@ export async function claimAndStart(
         interval_started_at = ${nowMs}::bigint, interval_head = r.record_head, attempt = ${NEXT_ATTEMPT}
       FROM pick p WHERE r.id = p.run_id
       RETURNING ${
-        carry ? sql`r.*, r.xmin::text AS version,` : sql`r.id, r.subject, r.attempt,`
+        carry ? sql`r.*, r.xmin::text AS version,` : sql`r.id, r.subject, r.attempt, r.expires_at,`
       } p.tenant, p.class AS q_class, p.enqueued_at, p.arm, p.pos
     ),
     lease AS (${
@@ -174,7 +177,7 @@ export async function claimAndStart(
   const columns = carry
     ? sql`ur.*, s.depth AS causal_depth, s.started_at AS started_ms,
       (SELECT jsonb_agg(g.payload ORDER BY g.idx) FROM record_segments g WHERE g.run_id = ur.id) AS segments`
-    : sql`ur.tenant, ur.q_class, ur.enqueued_at, ur.subject, ur.attempt`;
+    : sql`ur.tenant, ur.q_class, ur.enqueued_at, ur.subject, ur.attempt, ur.expires_at`;
   const select = sql`SELECT ur.id AS run_id, ${columns}, (SELECT crowded FROM crowd) AS crowded
     FROM ur ${carry ? sql`JOIN us s ON s.tenant = ur.tenant AND s.run_id = ur.id` : sql``}
     WHERE (SELECT count(*) FROM note) >= 0 AND (SELECT count(*) FROM async) = 1
@@ -205,6 +208,9 @@ export async function claimAndStart(
         ),
         subject: r.subject,
         epoch: r.attempt,
+        ...(r.expires_at === null || r.expires_at === undefined
+          ? {}
+          : { expiresAtMs: new Date(r.expires_at).getTime() }),
         ...(carry ? { carried: carriedOf(r as Row & Carried) } : {}),
       })),
       crowded: rows[0]?.crowded === true,

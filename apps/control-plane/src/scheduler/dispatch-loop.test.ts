@@ -229,3 +229,46 @@ describe('DispatchLoop', () => {
     expect(loop.dispatched).toBe(3);
   });
 });
+
+describe("an inline run's expiry (ttlSec)", () => {
+  let t: TestCore;
+  let loop: DispatchLoop | undefined;
+  afterEach(async () => {
+    await loop?.stop();
+    loop = undefined;
+    await t.close();
+  });
+  const sleeper = (ms: number) =>
+    t.core.services.runs.create(t.admin, {
+      kind: 'analysis',
+      ttlSec: 1,
+      subject: { config: { fn: 'sleep', ms } },
+    });
+
+  it('stops the analysis there: failed `expired`, before its own timeout', async () => {
+    t = await testCore({ scheduler: { enabled: false } });
+    loop = await quietLoop(t.core.internals.deps, 2); // its timeout: 3 s
+    const { run } = await sleeper(60_000);
+    const settled = await eventually(async () => {
+      const r = await t.core.services.runs.get(t.admin, run.id);
+      return r.status === 'failed' ? r : undefined;
+    });
+    expect(settled.error).toMatchObject({ code: 'expired', retryable: false });
+    expect(settled.error?.message).toBe(`its TTL ran out (expiresAt ${run.expiresAt})`);
+    expect(Date.parse(settled.settledAt ?? '')).toBeLessThan(Date.parse(settled.startedAt ?? '') + 3_000);
+  });
+
+  it('one already past when it is claimed never starts its analysis', async () => {
+    t = await testCore({ scheduler: { enabled: false } });
+    const { run } = await sleeper(0);
+    const expiresAt = Date.parse(run.expiresAt ?? '');
+    await eventually(async () => (Date.now() > expiresAt ? true : undefined)); // no loop claims it meanwhile
+    loop = await quietLoop(t.core.internals.deps, 2);
+    const settled = await eventually(async () => {
+      const r = await t.core.services.runs.get(t.admin, run.id);
+      return r.status === 'failed' ? r : undefined;
+    });
+    // `sleep 0` would have succeeded at once: it failed, so it never ran.
+    expect(settled.error).toMatchObject({ code: 'expired' });
+  });
+});

@@ -244,10 +244,18 @@ export class DispatchLoop {
     return this.sweepLooks.skipped;
   }
 
-  private execute({ tenant, runId, epoch, subject, carried }: StartedRun): void {
+  private execute({ tenant, runId, epoch, subject, carried, expiresAtMs }: StartedRun): void {
     const cancel = new AbortController();
     this.controllers.set(runId, cancel);
-    const run = executeInline(this.deps, tenant, runId, subject, this.opts.timeoutMs, cancel.signal);
+    const run = executeInline(
+      this.deps,
+      tenant,
+      runId,
+      subject,
+      this.opts.timeoutMs,
+      cancel.signal,
+      expiresAtMs,
+    );
     const slot = run
       // The settle plans from the row the claim wrote (no read back unless it changed since).
       .then((f) => this.handOver(carried ? { ...f, epoch, carried } : { ...f, epoch }))

@@ -12,11 +12,21 @@ export async function executeInline(
   timeoutMs: number,
   /** Aborted when the run stops running meanwhile (cancelled): the analysis stops, its result is dropped. */
   cancel?: AbortSignal,
+  /** The run's hard expiry (epoch ms): the analysis stops there too, failed `expired`; one already past never starts. */
+  expiresAtMs?: number,
 ): Promise<Finished> {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort('timeout'), timeoutMs);
+  const leftMs = expiresAtMs === undefined ? Number.POSITIVE_INFINITY : expiresAtMs - Date.now();
+  const expires = leftMs < timeoutMs;
+  const timer = setTimeout(
+    () => controller.abort(expires ? 'expired' : 'timeout'),
+    Math.max(0, Math.min(timeoutMs, leftMs)),
+  );
   cancel?.addEventListener('abort', () => controller.abort(cancel.reason), { once: true });
+  const expired = () =>
+    new AnalysisFailure('expired', `its TTL ran out (expiresAt ${new Date(expiresAtMs ?? 0).toISOString()})`);
   try {
+    if (leftMs <= 0) throw expired();
     const { fn, name, config } = analysisFor(subject);
     const out = await Promise.race([
       fn(config, { tenant, runId, db: deps.db, signal: controller.signal }),
@@ -27,7 +37,9 @@ export async function executeInline(
             reject(
               controller.signal.reason === 'timeout'
                 ? new AnalysisFailure('timeout', `exceeded ${timeoutMs} ms`)
-                : new AnalysisFailure('cancelled', String(controller.signal.reason)),
+                : controller.signal.reason === 'expired'
+                  ? expired()
+                  : new AnalysisFailure('cancelled', String(controller.signal.reason)),
             ),
           { once: true },
         ),
