@@ -9,22 +9,19 @@
 //
 // Needs the built runner, client and control plane (`pnpm --filter @everdict/runner... --filter
 // @everdict/control-plane build`) and bubblewrap.
-import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
-import { fileURLToPath } from 'node:url';
-import { createClient, dataOf } from '@everdict/client';
 import { startControlPlane } from '@everdict/client/testing';
 import { ProcessDriver } from '@everdict/placement-process';
 import { median } from '../../control-plane/bench/lib/measure.mjs';
-import { HttpRunnerApi, Journal, loadPairing, pumpOutput, Tail } from '../dist/index.js';
+import { Journal, pumpOutput, Tail } from '../dist/index.js';
+import { leasedCommandRun } from './lib/leased-run.mjs';
 
 const MB = Number(process.env.BENCH_MB ?? 16);
 const LINE = Math.max(2, Number(process.env.BENCH_LINE_BYTES ?? 80));
 const ROUNDS = Math.max(2, Number(process.env.BENCH_ROUNDS ?? 4));
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const BYTES = MB * 1_000_000;
 
 /** The runner's rule before: one log event per line (a line past 16 KiB cut into 4 Ki-character pieces). */
@@ -53,31 +50,12 @@ const dir = mkdtempSync(join(tmpdir(), 'bench-output-'));
 chmodSync(dir, 0o711); // the sandbox user passes through it to the workspaces
 const cp = await startControlPlane({});
 const driver = new ProcessDriver({ stateDir: join(dir, 'state'), imagesDir: join(dir, 'images'), slots: 1 });
-let heartbeats;
+let stopHeartbeats = () => {};
 let handle;
 try {
-  const admin = createClient({ baseUrl: cp.url, token: cp.apiKey });
-  const { token } = dataOf(await admin.POST('/runners/pairing-tokens', {}));
-  const stateDir = join(dir, 'runner');
-  const paired = spawn(
-    process.execPath,
-    [CLI, 'pair', cp.url, token, '--name', 'bench', '--state-dir', stateDir],
-    {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
-  const code = await new Promise((r) => paired.once('exit', r));
-  if (code !== 0) throw new Error(`everdict-runner pair exited ${code}`);
-  const { credential } = await loadPairing(stateDir);
-  const api = new HttpRunnerApi(cp.url, credential);
-  const created = dataOf(
-    await admin.POST('/runs', { body: { kind: 'command', subject: { command: ['true'] } } }),
-  );
-  const runId = created.run?.id ?? created.id;
-  const [lease] = await api.leases(1, 5_000);
-  if (lease?.runId !== runId) throw new Error('the run was not leased');
-  // The lease lives 10 s unless beaten (issue 7's numbers): the rounds take longer.
-  heartbeats = setInterval(() => void api.heartbeat([{ runId, epoch: lease.epoch }]).catch(() => {}), 2_000);
+  const leased = await leasedCommandRun(cp, join(dir, 'runner'));
+  const { api, lease, runId } = leased;
+  stopHeartbeats = leased.stop;
   handle = await driver.provision({ labels: { tenant: 'bench', runId, kind: 'command' } });
 
   // Every round appends to the same trajectory, its events numbered on from the last round's.
@@ -114,7 +92,7 @@ try {
     `BENCH output.log mb_per_s=${fmt(median(now))} baseline=${fmt(median(base))} ratio=${fmt(median(rounds))} rounds=[${rounds}] mb=${MB} line_bytes=${LINE} events=${events.ours} baseline_events=${events.base}`,
   );
 } finally {
-  clearInterval(heartbeats);
+  stopHeartbeats();
   if (handle) await driver.dispose(handle).catch(() => {});
   await cp.stop();
   rmSync(dir, { recursive: true, force: true });

@@ -8,20 +8,17 @@
 //
 // Needs the built runner, client and control plane (`pnpm --filter @everdict/runner... --filter
 // @everdict/control-plane build`) and bubblewrap.
-import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { createClient, dataOf } from '@everdict/client';
 import { startControlPlane } from '@everdict/client/testing';
 import { ProcessDriver } from '@everdict/placement-process';
 import { freshDatabase, median } from '../../control-plane/bench/lib/measure.mjs';
-import { HttpRunnerApi, loadPairing, UPLOADS_IN_FLIGHT, uploadOut } from '../dist/index.js';
+import { UPLOADS_IN_FLIGHT, uploadOut } from '../dist/index.js';
+import { leasedCommandRun } from './lib/leased-run.mjs';
 
 const FILES = Number(process.env.BENCH_FILES ?? 400);
 const ROUNDS = Math.max(2, Number(process.env.BENCH_ROUNDS ?? 6));
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-upload-out-'));
 chmodSync(dir, 0o711); // the sandbox user passes through it to the workspaces
@@ -30,31 +27,12 @@ const db =
   process.env.BENCH_LEDGER === 'postgresql' ? await freshDatabase(`bench_upload_${process.pid}`) : undefined;
 const cp = await startControlPlane({ env: db ? { DATABASE_URL: db.url } : {} });
 const driver = new ProcessDriver({ stateDir: join(dir, 'state'), imagesDir: join(dir, 'images'), slots: 1 });
-let heartbeats;
+let stopHeartbeats = () => {};
 let handle;
 try {
-  const admin = createClient({ baseUrl: cp.url, token: cp.apiKey });
-  const { token } = dataOf(await admin.POST('/runners/pairing-tokens', {}));
-  const stateDir = join(dir, 'runner');
-  const paired = spawn(
-    process.execPath,
-    [CLI, 'pair', cp.url, token, '--name', 'bench', '--state-dir', stateDir],
-    {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
-  const code = await new Promise((r) => paired.once('exit', r));
-  if (code !== 0) throw new Error(`everdict-runner pair exited ${code}`);
-  const { credential } = await loadPairing(stateDir);
-  const api = new HttpRunnerApi(cp.url, credential);
-  const created = dataOf(
-    await admin.POST('/runs', { body: { kind: 'command', subject: { command: ['true'] } } }),
-  );
-  const runId = created.run?.id ?? created.id;
-  const [lease] = await api.leases(1, 5_000);
-  if (lease?.runId !== runId) throw new Error('the run was not leased');
-  // The lease lives 10 s unless beaten (issue 7's numbers): the rounds take longer.
-  heartbeats = setInterval(() => void api.heartbeat([{ runId, epoch: lease.epoch }]).catch(() => {}), 2_000);
+  const leased = await leasedCommandRun(cp, join(dir, 'runner'));
+  const { api, lease, runId } = leased;
+  stopHeartbeats = leased.stop;
 
   handle = await driver.provision({
     labels: { tenant: 'bench', runId, kind: 'command' },
@@ -98,7 +76,7 @@ try {
     `BENCH upload.out files_per_s=${Math.round(median(ours))} baseline=${Math.round(median(base))} ratio=${Math.round(median(rounds) * 100) / 100} rounds=[${rounds}] files=${FILES} in_flight=${UPLOADS_IN_FLIGHT} ledger=${db ? 'postgresql' : 'pglite'}`,
   );
 } finally {
-  clearInterval(heartbeats);
+  stopHeartbeats();
   if (handle) await driver.dispose(handle).catch(() => {});
   await cp.stop();
   await db?.drop();

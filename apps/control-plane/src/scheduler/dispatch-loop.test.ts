@@ -228,27 +228,18 @@ describe('DispatchLoop', () => {
     await eventually(async () => ((await statuses()).succeeded === 2 ? true : undefined));
     expect(loop.dispatched).toBe(3);
   });
-});
 
-describe("an inline run's expiry (ttlSec)", () => {
-  let t: TestCore;
-  let loop: DispatchLoop | undefined;
-  afterEach(async () => {
-    await loop?.stop();
-    loop = undefined;
-    await t.close();
-  });
-  const sleeper = (ms: number) =>
+  const ttlSleeper = (ms: number) =>
     t.core.services.runs.create(t.admin, {
       kind: 'analysis',
       ttlSec: 1,
       subject: { config: { fn: 'sleep', ms } },
     });
 
-  it('stops the analysis there: failed `expired`, before its own timeout', async () => {
+  it("a run's expiry (ttlSec) stops its analysis there: failed `expired`, before its own timeout", async () => {
     t = await testCore({ scheduler: { enabled: false } });
     loop = await quietLoop(t.core.internals.deps, 2); // its timeout: 3 s
-    const { run } = await sleeper(60_000);
+    const { run } = await ttlSleeper(60_000);
     const settled = await eventually(async () => {
       const r = await t.core.services.runs.get(t.admin, run.id);
       return r.status === 'failed' ? r : undefined;
@@ -258,9 +249,9 @@ describe("an inline run's expiry (ttlSec)", () => {
     expect(Date.parse(settled.settledAt ?? '')).toBeLessThan(Date.parse(settled.startedAt ?? '') + 3_000);
   });
 
-  it('one already past when it is claimed never starts its analysis', async () => {
+  it('a run already past its expiry when it is claimed never starts its analysis', async () => {
     t = await testCore({ scheduler: { enabled: false } });
-    const { run } = await sleeper(0);
+    const { run } = await ttlSleeper(0);
     const expiresAt = Date.parse(run.expiresAt ?? '');
     await eventually(async () => (Date.now() > expiresAt ? true : undefined)); // no loop claims it meanwhile
     loop = await quietLoop(t.core.internals.deps, 2);
