@@ -93,8 +93,9 @@ export const UPLOADS_IN_FLIGHT = 4;
  *
  * Small files (≤ `SMALL_ARTIFACT_BYTES`) are read whole and up to `deps.uploadsInFlight` (`UPLOADS_IN_FLIGHT`) of
  * them go at once, so an out/ of many small files does not pay a round trip each in turn; a larger file streams
- * from the sandbox into its upload (the archive waits on it). An upload that fails stops the reading; the ones in
- * flight are waited for, and the first failure is thrown.
+ * from the sandbox into its upload (the archive waits on it); one whose upload failed transiently is read again
+ * from a new pass over out/ after this one, up to MAX_SENDS sends in all. An upload that fails otherwise stops the
+ * reading; the ones in flight are waited for, and the first failure is thrown.
  */
 export async function uploadOut(
   deps: Pick<IntervalDeps, 'api' | 'driver' | 'uploadsInFlight'>,
@@ -116,12 +117,14 @@ export async function uploadOut(
   let unreadable: string | undefined;
   let failure: { error: unknown } | undefined;
   const inFlight = new Set<Promise<void>>();
+  /** Streamed files whose upload failed transiently, with the last such failure: sent again after this pass. */
+  const again = new Map<string, unknown>();
   const most = Math.max(1, deps.uploadsInFlight ?? UPLOADS_IN_FLIGHT);
   let started = false;
 
   // One file's upload; bytes held whole are sent again after a transient failure (a 5xx, no answer: transient.ts)
-  // as the journal's batches are — the control plane takes a repeat as the original — while a streamed file's
-  // were read from the sandbox's archive once, so its failure is final.
+  // as the journal's batches are — the control plane takes a repeat as the original. A streamed file's bytes came
+  // out of the sandbox's archive once: it is read again from a new pass over out/ once this one ends (`again`).
   const send = async (file: WorkspaceFile, body: Readable | Buffer) => {
     for (let failures = 0; ; failures++) {
       const content = Buffer.isBuffer(body) ? Readable.from([body]) : body;
@@ -175,13 +178,33 @@ export async function uploadOut(
         continue;
       }
       if (file.size > SMALL_ARTIFACT_BYTES) {
-        await upload(file, file.content);
+        await upload(file, file.content).catch((err: unknown) => {
+          if (!isTransient(err) || signal.aborted) throw err;
+          again.set(file.path, err);
+        });
         continue;
       }
       // A free place first, then the bytes: at most `most` small files are held at once.
       while (inFlight.size >= most) await Promise.race(inFlight);
       if (failure || signal.aborted) break;
       beside(file, await buffer(file.content));
+    }
+    // Each new pass over out/ sends the streamed files that failed transiently again, the rest left unread,
+    // after the journal's doubling pause — a file sent MAX_SENDS times in all, then its last failure is thrown.
+    for (let sends = 1; again.size > 0 && !failure && !signal.aborted; sends++) {
+      if (sends >= MAX_SENDS) throw again.values().next().value;
+      await delay(retryDelayMs(sends - 1), undefined, { signal }).catch(() => undefined);
+      for await (const file of deps.driver.files(handle, 'out')) {
+        if (signal.aborted || failure) break;
+        if (!again.has(file.path)) continue;
+        await upload(file, file.content).then(
+          () => again.delete(file.path),
+          (err: unknown) => {
+            if (!isTransient(err) || signal.aborted) throw err;
+            again.set(file.path, err);
+          },
+        );
+      }
     }
   } catch (err) {
     // The driver's refusal to read out/ (its archiver failed: a file the sandbox user cannot read) is the

@@ -13,6 +13,7 @@ import { ClientError } from '@everdict/client';
 import type { SandboxHandle } from '@everdict/placement';
 import { ProcessDriver } from '@everdict/placement-process';
 import { afterAll, expect, it } from 'vitest';
+import { MAX_SENDS } from '../src/journal.js';
 import type { RunnerApi } from '../src/port.js';
 import { UPLOADS_IN_FLIGHT, uploadOut } from '../src/workspace-files.js';
 
@@ -225,3 +226,56 @@ it('a small file whose upload failed transiently (503, no answer) is sent again;
     await driver.dispose(handle);
   }
 }, 30_000);
+
+it('a streamed file whose upload failed transiently is read again from out/ and sent whole; sends are bounded', async () => {
+  const handle = await driver.provision({
+    labels: { tenant: 't', runId: 'upload-stream-retry', kind: 'command' },
+    directories: ['out'],
+  });
+  try {
+    const made = await driver.exec(handle, [
+      'sh',
+      '-c',
+      'head -c 1048576 /dev/urandom > out/big.bin && printf a > out/a.txt && sha256sum out/big.bin',
+    ]);
+    expect(made.exitCode).toBe(0);
+    const digest = Buffer.from(made.stdout).toString('utf8').split(' ')[0];
+    const asked: string[] = [];
+    const received = new Map<string, string>();
+    /** An api whose upload of big.bin fails after half of it, `failing` times (503: transient). */
+    const api = (failing: number): Pick<RunnerApi, 'artifact'> => ({
+      async artifact(_runId, _epoch, path, body: Readable) {
+        asked.push(path);
+        const hash = createHash('sha256');
+        let bytes = 0;
+        for await (const chunk of body) {
+          hash.update(chunk as Buffer);
+          bytes += (chunk as Buffer).byteLength;
+          if (path === 'big.bin' && bytes > MiB / 2 && asked.filter((p) => p === path).length <= failing) {
+            body.destroy();
+            throw new ClientError('storage_unavailable', 503, 'storage is unavailable');
+          }
+        }
+        received.set(path, hash.digest('hex'));
+        return { path, address: `a-${path}`, size: bytes };
+      },
+    });
+    const { artifacts } = await uploadAll(api(2), handle);
+    expect(artifacts.map((a) => [a.name, a.bytes])).toEqual([
+      ['a.txt', 1],
+      ['big.bin', MiB],
+    ]);
+    expect(received.get('big.bin')).toBe(digest); // the third send: whole and exact
+    expect(asked.filter((p) => p === 'big.bin')).toHaveLength(3);
+    expect(asked.filter((p) => p === 'a.txt')).toHaveLength(1); // the passes again left the others unread
+
+    // Failing every time: sent MAX_SENDS times in all, then its failure is thrown.
+    asked.length = 0;
+    await expect(uploadAll(api(Number.POSITIVE_INFINITY), handle)).rejects.toMatchObject({
+      code: 'storage_unavailable',
+    });
+    expect(asked.filter((p) => p === 'big.bin')).toHaveLength(MAX_SENDS);
+  } finally {
+    await driver.dispose(handle);
+  }
+}, 60_000);
