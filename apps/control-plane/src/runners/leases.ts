@@ -12,7 +12,8 @@ import type { LeasePolicy } from '../leases/policy.js';
 import { assertCurrentEpoch, REVOKED_EXPIRY_MS, renewLive } from '../leases/store.js';
 import { sweepExpiredLeases } from '../leases/sweep.js';
 import type { RunRow } from '../ledger/runs.js';
-import { claimAndStart } from '../scheduler/claim-start.js';
+import { settleMany } from '../scheduler/batch-transitions.js';
+import { claimAndStart, type StartedRun } from '../scheduler/claim-start.js';
 import type { Deps } from '../services/context.js';
 import { resolveHarness } from './harnesses.js';
 import type { RunnerIdentity } from './registry.js';
@@ -93,9 +94,11 @@ export async function grantLeases(
         { holder: runner.id, leaseMs: policy.leaseMs },
         { tenant: runner.tenantId ?? undefined, images: runner.capabilities.images },
       );
-      if (started.length === 0) return [];
+      // A run past its expiry is not handed out: failed `expired` here, in this transaction, before it ran.
+      const live = await failExpired(tx, deps, started);
+      if (live.length === 0) return [];
       // One statement: the leased runs' rows and where each interval's journal starts (inserted).
-      const rows = await openJournals(tx, started);
+      const rows = await openJournals(tx, live);
       const byId = new Map(rows.map((r) => [r.id, r]));
       const out: Lease[] = [];
       for (const s of started) {
@@ -105,6 +108,32 @@ export async function grantLeases(
       return out;
     }),
   );
+}
+
+/**
+ * The claimed runs whose expiry (`ttlSec`/`expiresAt`) has passed, failed `expired` in `tx` (the batch settle:
+ * no executed interval — nothing ran —, the record closed, the lease and slot released); the others, to lease.
+ * A runner would only be told to stop them at once (its sandbox's deadline already past).
+ */
+async function failExpired(tx: Tx, deps: Deps, started: readonly StartedRun[]): Promise<StartedRun[]> {
+  const nowMs = deps.clock().getTime();
+  const expired = started.filter((s) => s.expiresAtMs !== undefined && s.expiresAtMs <= nowMs);
+  if (expired.length === 0) return [...started];
+  await settleMany(
+    tx,
+    deps,
+    expired.map((s) => {
+      const message = `its TTL ran out before it started (expiresAt ${new Date(s.expiresAtMs ?? 0).toISOString()})`;
+      return {
+        tenant: s.tenant,
+        runId: s.runId,
+        epoch: s.epoch,
+        event: { type: 'fail', error: { code: 'expired', message, retryable: false } },
+        extras: { outputs: { summary: message }, nothingRan: true },
+      };
+    }),
+  );
+  return started.filter((s) => !expired.includes(s));
 }
 
 /** What a lease is made of: the run's columns it names (read with its journal's start). */
