@@ -55,10 +55,14 @@ export async function pumpOutput(
       carry = carry.slice(end + 1);
     }
     // A line still open past the bound: its first pieces go now (the pipe's memory is the bound's, not the line's).
-    while (Buffer.byteLength(carry) > MAX_LINE_BYTES) {
-      const piece = carry.slice(0, MAX_LINE_BYTES / 4);
-      carry = carry.slice(piece.length);
-      await emit(piece);
+    if (Buffer.byteLength(carry) > MAX_LINE_BYTES) {
+      let bytes = Buffer.from(carry, 'utf8');
+      while (bytes.length > MAX_LINE_BYTES) {
+        const cut = characterBoundary(bytes, MAX_LINE_BYTES);
+        await emit(bytes.toString('utf8', 0, cut));
+        bytes = bytes.subarray(cut);
+      }
+      carry = bytes.toString('utf8');
     }
   }
   carry += decoder.end();
@@ -81,11 +85,17 @@ async function emitLines(block: string, emit: (m: string) => Promise<void>): Pro
       await emit(bytes.toString('utf8', 0, nl));
       bytes = bytes.subarray(nl + 1);
     } else {
-      let cut = MAX_LINE_BYTES;
-      while (cut > 0 && ((bytes[cut] ?? 0) & 0xc0) === 0x80) cut--; // not inside a character
+      const cut = characterBoundary(bytes, MAX_LINE_BYTES);
       await emit(bytes.toString('utf8', 0, cut));
       bytes = bytes.subarray(cut);
     }
   }
   await emit(bytes.toString('utf8'));
+}
+
+/** The last offset at or before `at` that does not fall inside a UTF-8 character of `bytes`. */
+function characterBoundary(bytes: Buffer, at: number): number {
+  let cut = at;
+  while (cut > 0 && ((bytes[cut] ?? 0) & 0xc0) === 0x80) cut--; // a continuation byte: inside a character
+  return cut;
 }

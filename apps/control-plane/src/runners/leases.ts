@@ -101,7 +101,7 @@ export async function grantLeases(
       const rows = await openJournals(tx, live);
       const byId = new Map(rows.map((r) => [r.id, r]));
       const out: Lease[] = [];
-      for (const s of started) {
+      for (const s of live) {
         const r = byId.get(s.runId);
         if (r) out.push(await leaseOf(tx, policy, r, s.epoch, Number(r.next)));
       }

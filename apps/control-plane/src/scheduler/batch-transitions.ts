@@ -1,6 +1,7 @@
 // Settle K finished runs in TWO autocommit statements (one for carried runs), whatever K (the start side is
-// claim-start.ts): the same writes as transitionTx — the status machine's {patch, facts}, the record segments (the
-// interval's attestation where the control plane seals one — `sealsOwnInterval`, transitionTx's rule — + close), the outbox, the admission slot and counters (admission-store/sql/settle.ts), the hot rows last.
+// claim-start.ts): the same writes as transitionTx — the status machine's {patch, facts}, the record segments
+// (the interval's attestation where the control plane seals one — `sealsOwnInterval`, transitionTx's rule — and
+// the close), the outbox, the admission slot and counters (admission-store/sql/settle.ts), the hot rows last.
 //
 // 1. Read the runs and their record segments, without locks (one statement) — except the runs a carrying claim
 //    handed over as it wrote them (`Finished.carried`, the inline lane: claim-start.ts `carry`), which are
