@@ -59,6 +59,8 @@ describe('--help and usage', () => {
     expect((await everdict(['artifact', 'run_x', '--dir', 'd', '-o', 'f'], env)).code).toBe(2);
     // --dir where a directory cannot be made (under a file): refused before any call
     expect((await everdict(['artifact', 'run_x', '--dir', '/etc/hostname/d'], env)).code).toBe(2);
+    // …or under /proc, where Node's recursive mkdir never returns: refused at once (directories.ts)
+    expect((await everdict(['artifact', 'run_x', '--dir', '/proc/everdict-x/d'], env)).code).toBe(2);
     // -o into a directory that is not there: refused before any call (the run need not exist)
     expect((await everdict(['artifact', 'run_x', 'a.txt', '-o', '/nonexistent-dir/a.txt'], env)).code).toBe(
       2,

@@ -6,7 +6,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createWriteStream, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
+import { createWriteStream, openSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { ClientError, type components, errorFromResponse } from '@everdict/client';
@@ -14,6 +14,7 @@ import { blake3 } from '@noble/hashes/blake3.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import type { Command } from 'commander';
 import { type Context, type Done, requestTimeoutMs } from '../context.js';
+import { makeDirectories } from '../directories.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { table } from '../table.js';
@@ -177,7 +178,7 @@ async function save(
 async function downloadAll(ctx: Context, runId: string, dir: string): Promise<number> {
   const root = resolve(dir);
   try {
-    mkdirSync(root, { recursive: true });
+    makeDirectories(root);
   } catch (e) {
     throw new CliError('usage', `cannot make ${dir}: ${(e as Error).message}`);
   }
@@ -193,7 +194,7 @@ async function downloadAll(ctx: Context, runId: string, dir: string): Promise<nu
   });
   for (const { entry, target } of targets) {
     try {
-      mkdirSync(dirname(target), { recursive: true });
+      makeDirectories(dirname(target));
     } catch (e) {
       throw new CliError('usage', `cannot make ${dirname(target)}: ${(e as Error).message}`);
     }

@@ -4,9 +4,10 @@
 // exists but is not JSON of that shape is refused (usage, exit 2) and never overwritten: the data the stack
 // already holds uses the key in it.
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { makeDirectories } from '../directories.js';
 import { CliError } from '../errors.js';
 
 const Stored = z.object({
@@ -72,7 +73,7 @@ export function loadOrCreateSecrets(
     internalToken: `int_${randomBytes(24).toString('base64url')}`,
   };
   if (created) {
-    mkdirSync(dataDir, { recursive: true });
+    makeDirectories(dataDir);
     // `wx`: never over a file that appeared meanwhile.
     writeFileSync(file, `${JSON.stringify(stored, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
   } else ownerOnly(file);

@@ -2,11 +2,12 @@
 // (EVERDICT_EMBEDDED_RUNNER=1 unless EVERDICT_RUNNER=external) and the agent service (scripted model unless
 // EVERDICT_MODEL_BASE_URL), with a seeded admin key and a generated internal token; waits for health,
 // prints the console URL and the key; stop() (Ctrl-C) stops every part.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { anySignal } from 'any-signal';
 import { pause } from '../backoff.js';
+import { makeDirectories } from '../directories.js';
 import { defaultPaths, type PartPaths, passThrough } from './parts.js';
 import { loadOrCreateSecrets, recordUrl } from './secrets.js';
 import { type Part, startPart, stopParts } from './supervisor.js';
@@ -91,7 +92,7 @@ function agentArgs(agentMain: string, url: string, dataDir: string, env: NodeJS.
   ];
   if (env.EVERDICT_MODEL_BASE_URL) return args;
   const script = path.join(dataDir, 'agent-script.json');
-  mkdirSync(dataDir, { recursive: true });
+  makeDirectories(dataDir);
   writeFileSync(
     script,
     JSON.stringify([

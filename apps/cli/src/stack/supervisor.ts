@@ -1,8 +1,9 @@
 // A small process supervisor: start children, write their output to log files, stop them all (SIGTERM,
 // then SIGKILL after a grace), and tell the caller when one dies on its own.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import path from 'node:path';
+import { makeDirectories } from '../directories.js';
 
 export interface Part {
   readonly name: string;
@@ -38,7 +39,7 @@ export function startPart(
   env: Record<string, string>,
   logDir: string,
 ): Part {
-  mkdirSync(logDir, { recursive: true });
+  makeDirectories(logDir);
   const logFile = path.join(logDir, `${name}.log`);
   const log = createWriteStream(logFile, { flags: 'a' });
   const child = spawn(command, [...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
