@@ -1,43 +1,24 @@
-// The sessions service: open (through the one gate, on the session lane), exec, touch, close, list, and
-// terminal tickets. Park/resume are in park.ts, the reaper in reaper.ts, the WebSocket in terminal.ts.
-import { randomUUID } from 'node:crypto';
-import { isPlacementError, programExitOf } from '@everdict/placement';
+// The sessions service: open (through the one gate, on the session lane), exec (exec.ts), touch, close, list,
+// and terminal tickets. Park/resume are in park.ts, the reaper in reaper.ts, the WebSocket in terminal.ts.
 import { extendExpiry } from '@everdict/run-model';
 import { withTx } from '../db/tx.js';
-import { ControlPlaneError, isControlPlaneError, notFound } from '../errors.js';
+import { ControlPlaneError, notFound } from '../errors.js';
 import { findRun, rowToView, selectRunRows } from '../ledger/runs.js';
 import type { RunView } from '../ledger/views.js';
 import { asControlPlaneError, validationRefusal } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import { createRunTx, transitionTx } from '../services/lifecycle.js';
 import type { AdmissionView, CreateRunContext, CreateRunInput, Principal } from '../services/types.js';
-import {
-  type ComputeSources,
-  computeOf,
-  handleOf,
-  placeCompute,
-  placementProblem,
-  provisionSession,
-} from './compute.js';
+import { type ComputeSources, computeOf, handleOf, placeCompute, provisionSession } from './compute.js';
+import { execInSession } from './exec.js';
 import type { SessionLog } from './log.js';
 import { sessionPolicy } from './policy.js';
-import {
-  dueAt,
-  execEnded,
-  execRefused,
-  execStarted,
-  holdsCompute,
-  openForTerminal,
-  requireChannel,
-  sessionOf,
-} from './rows.js';
+import { dueAt, openForTerminal, requireChannel, sessionOf } from './rows.js';
 import { type SettleContext, settleSession } from './settle.js';
 import type { SnapshotStore } from './snapshots.js';
 import { mintTicket, redeemTicket } from './tickets.js';
 import {
   DEFAULT_IDLE_TIMEOUT_SEC,
-  EXEC_OUTPUT_CAP,
-  ExecInput,
   type ExecView,
   OpenSandboxInput,
   type SessionView,
@@ -50,7 +31,7 @@ import { sessionView, sessionViews } from './view.js';
 const SESSION_CHANNELS: ['exec', 'terminal'] = ['exec', 'terminal'];
 
 const who = (p: Principal) => ({ tenant: p.tenantId, actor: p.actor });
-const utf8 = (b: Uint8Array) => Buffer.from(b).toString('utf8');
+const _utf8 = (b: Uint8Array) => Buffer.from(b).toString('utf8');
 
 export interface SessionCore extends SettleContext, ComputeSources {
   readonly deps: Deps;
@@ -185,94 +166,9 @@ export class SessionService {
     }
   }
 
-  /** POST /sandboxes/:id/exec: runs to completion; 1 MiB kept per stream. */
-  async exec(p: Principal, runId: string, raw: unknown): Promise<ExecView> {
-    const input = asControlPlaneError(() => ExecInput.parse(raw));
-    const { deps, log } = this.core;
-    const marked = deps.clock();
-    const { run, session } = await sessionOf(deps.db, p, runId, { state: 'open', at: marked });
-    requireChannel(run, 'exec');
-    const handle = handleOf(session.handle);
-    const compute = computeOf(this.core, session.holder);
-    const timeoutMs = input.timeoutMs ?? 60_000;
-    // A command still running is traffic: the idle deadline covers its timeout.
-    const execId = randomUUID();
-    await execStarted(deps.db, p.tenantId, runId, execId, marked, timeoutMs);
-    const started = performance.now();
-    let view: ExecView;
-    try {
-      const r = await compute.driver.exec(handle, input.command, {
-        timeoutMs,
-        outputCapBytes: EXEC_OUTPUT_CAP,
-      });
-      view = {
-        exitCode: r.exitCode,
-        signal: r.signal,
-        stdout: utf8(r.stdout),
-        stderr: utf8(r.stderr),
-        truncated: r.truncated,
-        outcome: 'exited',
-        durationMs: Math.round(performance.now() - started),
-      };
-    } catch (e) {
-      const partial = isPlacementError(e)
-        ? (e.detail.result as Record<string, unknown> | undefined)
-        : undefined;
-      if (isPlacementError(e) && ['timeout', 'oom', 'pids_exhausted', 'output_capped'].includes(e.code)) {
-        view = {
-          exitCode: typeof partial?.exitCode === 'number' ? partial.exitCode : null,
-          signal: typeof partial?.signal === 'string' ? partial.signal : null,
-          stdout: partial?.stdout instanceof Uint8Array ? utf8(partial.stdout) : '',
-          stderr: partial?.stderr instanceof Uint8Array ? utf8(partial.stderr) : '',
-          truncated: partial?.truncated === true,
-          outcome: e.code as ExecView['outcome'],
-          durationMs: Math.round(performance.now() - started),
-        };
-      } else if (programExitOf(e) !== undefined) {
-        view = {
-          exitCode: programExitOf(e) ?? null,
-          signal: null,
-          stdout: '',
-          stderr: `${(e as Error).message}\n`,
-          truncated: false,
-          outcome: 'not_started',
-          durationMs: Math.round(performance.now() - started),
-        };
-      } else if (isPlacementError(e, 'gone')) {
-        // The compute vanished. Under a row that still holds it open, the host lost it: settled so, and said
-        // so. A suspend, close or reaper that released it meanwhile owns the session: 409, left as it is.
-        const lost = await settleSession(this.core, p.tenantId, runId, 'lost', {
-          decide: (s) => (holdsCompute(s, session.holder, handle.id) ? 'lost' : null),
-        });
-        if (!lost) {
-          // 409 session_parked or session_ended — or, open again, it was parked and resumed on fresh compute.
-          await sessionOf(deps.db, p, runId, { state: 'open' });
-          throw new ControlPlaneError('conflict', `session ${runId} was parked while the command ran`, {
-            runId,
-            reason: 'session_parked',
-          });
-        }
-        throw placementProblem(e);
-      } else {
-        // Refused (the compute unreachable, say): the row's activity as it was — a refusal changes nothing.
-        await execRefused(deps.db, p.tenantId, runId, execId, marked, session).catch(() => undefined);
-        this.core.deadlineMoved?.();
-        throw placementProblem(e);
-      }
-    }
-    await execEnded(deps.db, p.tenantId, runId, execId, deps.clock());
-    this.core.deadlineMoved?.();
-    // Answered only once recorded: a result the sealed trajectory would lack is a 503 the client sees.
-    await log.exec(p.tenantId, runId, p.actor, input.command, view).catch((e: unknown) => {
-      throw isControlPlaneError(e) && e.code === 'storage_unavailable'
-        ? new ControlPlaneError(
-            'storage_unavailable',
-            `the command ran, but its record could not be stored in the session's trajectory: ${e.message}`,
-            { runId, reason: 'trajectory_unavailable' },
-          )
-        : e;
-    });
-    return view;
+  /** POST /sandboxes/:id/exec: runs to completion; 1 MiB kept per stream (exec.ts). */
+  exec(p: Principal, runId: string, raw: unknown): Promise<ExecView> {
+    return execInSession(this.core, p, runId, raw);
   }
 
   /** POST /sandboxes/:id/touch: extends the expiry up to the tenant's maxSessionTtlSec from now; never shortens. */
