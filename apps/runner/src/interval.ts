@@ -3,27 +3,22 @@
 // a signed `sandbox.attestation/1` and complete. An aborted interval (lost lease, cancel, kill) kills its
 // compute and reports nothing: no attestation is made for an interval nobody finished — the abort also cuts
 // its artifact upload and its wait for the completion batch. A command the driver stopped at a limit (its
-// `timeout`, `oom`, `pids_exhausted`, `output_capped`) ended there, as observed: a failed interval naming it.
+// `timeout`, `oom`, `pids_exhausted`, `output_capped`), or whose program could not start, ended there, as
+// observed: a failed interval naming it (command-end.ts).
 //
 // Two phases: the compute (provision → the command → its outputs, usage and energy read) and the settle
 // behind it (artifacts, dispose, the signed completion and its answer). `hooks.computed` marks the line
 // between them: the daemon's slot is the compute, so it takes its next lease there, while this interval's
 // lease is still held until the completion settles it.
-import { constants as osConstants } from 'node:os';
-import type {
-  Driver,
-  ExecStream,
-  PlacementError,
-  PlacementErrorCode,
-  SandboxHandle,
-} from '@everdict/placement';
-import { isPlacementError, programExitOf, utf8 } from '@everdict/placement';
+import type { Driver, ExecStream, SandboxHandle } from '@everdict/placement';
+import { isPlacementError, utf8 } from '@everdict/placement';
 import { encodeAttestationBody, type SigningKey } from '@everdict/runrecord';
 import { AuditChain } from './audit-chain.js';
+import { commandEnd, stoppedBeforeStart, stopSummary } from './command-end.js';
 import { Completions, MAX_BATCH, type NextLeases } from './completions.js';
 import type { EnergyMeter } from './energy.js';
 import { RunnerError } from './errors.js';
-import { expiryLimits, stoppedBeforeStart, stopSummary } from './expiry.js';
+import { expiryLimits } from './expiry.js';
 import { Journal, type JournalOptions } from './journal.js';
 import { pumpOutput, Tail } from './output.js';
 import type { RunnerApi } from './port.js';
@@ -331,40 +326,6 @@ export async function executeInterval(
     journal.abandon();
     return 'aborted';
   }
-}
-
-/** The driver's stops at a limit of the sandbox: the command ended there (observed), its executor not lost. */
-const LIMIT_STOPS: readonly PlacementErrorCode[] = ['timeout', 'oom', 'pids_exhausted', 'output_capped'];
-
-/**
- * How the command ended: its exit code (a signal's as 128 + its number) and, when the driver stopped it at a limit,
- * that stop (its exit code the driver's when it reports one, else a SIGKILL's); when its program could not be
- * started (`programExitOf`: none by that name, or not executable), that refusal, with a shell's 127 or 126.
- * Anything else — the sandbox's own failure — rejects.
- */
-export async function commandEnd(
-  exit: ExecStream['exit'],
-): Promise<{ exitCode: number; stop?: PlacementError }> {
-  try {
-    const { exitCode, signal } = await exit;
-    return { exitCode: exitCode ?? signalExit(signal) };
-  } catch (err) {
-    const program = programExitOf(err);
-    if (program !== undefined) return { exitCode: program, stop: err as PlacementError };
-    if (!isPlacementError(err) || !LIMIT_STOPS.includes(err.code)) throw err;
-    const reported = err.detail.exitCode;
-    return { exitCode: Number.isInteger(reported) ? (reported as number) : 128 + 9, stop: err };
-  }
-}
-
-/**
- * A command a signal ended exits 128 + the signal's number, as a shell reports it: the signal the driver
- * observed (SIGTERM 143, SIGKILL 137), not a SIGKILL assumed for every one. One the driver did not name, or
- * this host does not know, counts as SIGKILL's.
- */
-function signalExit(signal: string | null): number {
-  const n = signal === null ? undefined : (osConstants.signals as Record<string, number | undefined>)[signal];
-  return 128 + (n ?? 9);
 }
 
 /** `work`'s answer — or false as soon as `signal` aborts (the work goes on, its answer no longer awaited). */

@@ -8,8 +8,9 @@ import { join } from 'node:path';
 import { ProcessDriver } from '@everdict/placement-process';
 import { bytesToHex, decodeAttestationBody, generateSigningKey } from '@everdict/runrecord';
 import { afterAll, describe, expect, it } from 'vitest';
+import { commandEnd } from '../src/command-end.js';
 import { EnergyMeter } from '../src/energy.js';
-import { commandEnd, executeInterval } from '../src/interval.js';
+import { executeInterval } from '../src/interval.js';
 import type { RunnerApi } from '../src/port.js';
 import { type CompleteBody, Lease } from '../src/protocol.js';
 
