@@ -6,7 +6,7 @@ import { mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
 /** Makes `dir` and any missing ancestors; a directory already there (or made meanwhile) is kept. */
-export function makeDirectories(dir: string, mode?: number): void {
+export function makeDirectories(dir: string): void {
   const missing: string[] = [];
   for (let at = resolve(dir); !isDirectory(at); at = dirname(at)) {
     missing.push(at);
@@ -14,7 +14,7 @@ export function makeDirectories(dir: string, mode?: number): void {
   }
   for (const at of missing.reverse()) {
     try {
-      mkdirSync(at, mode === undefined ? {} : { mode });
+      mkdirSync(at);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       // Something is there: a directory made meanwhile is fine; anything else is in the way.

@@ -29,25 +29,30 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const MiB = 1024 * 1024;
 
-it('streams out/ file by file: past the snapshot cap uploaded exact, a 413 mid-body skipped and journalled', async () => {
+/** A sandbox with out/, after `script` ran in it (exit 0 asserted): its handle and what the script printed. */
+async function sandboxAfter(runId: string, script: string) {
   const handle = await driver.provision({
-    labels: { tenant: 't', runId: 'upload-out', kind: 'command' },
+    labels: { tenant: 't', runId, kind: 'command' },
     directories: ['out'],
   });
+  const ran = await driver.exec(handle, ['sh', '-c', script]);
+  expect(ran.exitCode).toBe(0);
+  return { handle, stdout: Buffer.from(ran.stdout).toString('utf8') };
+}
+
+it('streams out/ file by file: past the snapshot cap uploaded exact, a 413 mid-body skipped and journalled', async () => {
+  const { handle, stdout } = await sandboxAfter(
+    'upload-out',
+    [
+      'head -c 8388608 /dev/urandom > out/big.bin',
+      'head -c 3145728 /dev/zero > out/refused.bin',
+      'head -c 2097153 /dev/zero > out/refused2.bin',
+      'mkdir -p out/sub && printf a > out/sub/a.txt && printf z > out/z.txt',
+      'sha256sum out/big.bin',
+    ].join(' && '),
+  );
   try {
-    const written = await driver.exec(handle, [
-      'sh',
-      '-c',
-      [
-        'head -c 8388608 /dev/urandom > out/big.bin',
-        'head -c 3145728 /dev/zero > out/refused.bin',
-        'head -c 2097153 /dev/zero > out/refused2.bin',
-        'mkdir -p out/sub && printf a > out/sub/a.txt && printf z > out/z.txt',
-        'sha256sum out/big.bin',
-      ].join(' && '),
-    ]);
-    expect(written.exitCode).toBe(0);
-    const bigDigest = Buffer.from(written.stdout).toString('utf8').split(' ')[0];
+    const bigDigest = stdout.split(' ')[0];
 
     const received = new Map<string, { bytes: number; sha256: string }>();
     const asked: string[] = [];
@@ -98,17 +103,8 @@ it('streams out/ file by file: past the snapshot cap uploaded exact, a 413 mid-b
 
 /** A sandbox whose out/ holds `n` small files `f00…` (each its own name, a few bytes). */
 async function smallFiles(runId: string, n: number) {
-  const handle = await driver.provision({
-    labels: { tenant: 't', runId, kind: 'command' },
-    directories: ['out'],
-  });
   const names = Array.from({ length: n }, (_, i) => `f${String(i).padStart(2, '0')}.txt`);
-  const written = await driver.exec(handle, [
-    'sh',
-    '-c',
-    names.map((f) => `printf ${f} > out/${f}`).join(' && '),
-  ]);
-  expect(written.exitCode).toBe(0);
+  const { handle } = await sandboxAfter(runId, names.map((f) => `printf ${f} > out/${f}`).join(' && '));
   return { handle, names };
 }
 
@@ -228,18 +224,12 @@ it('a small file whose upload failed transiently (503, no answer) is sent again;
 }, 30_000);
 
 it('a streamed file whose upload failed transiently is read again from out/ and sent whole; sends are bounded', async () => {
-  const handle = await driver.provision({
-    labels: { tenant: 't', runId: 'upload-stream-retry', kind: 'command' },
-    directories: ['out'],
-  });
+  const { handle, stdout } = await sandboxAfter(
+    'upload-stream-retry',
+    'head -c 1048576 /dev/urandom > out/big.bin && printf a > out/a.txt && sha256sum out/big.bin',
+  );
   try {
-    const made = await driver.exec(handle, [
-      'sh',
-      '-c',
-      'head -c 1048576 /dev/urandom > out/big.bin && printf a > out/a.txt && sha256sum out/big.bin',
-    ]);
-    expect(made.exitCode).toBe(0);
-    const digest = Buffer.from(made.stdout).toString('utf8').split(' ')[0];
+    const digest = stdout.split(' ')[0];
     const asked: string[] = [];
     const received = new Map<string, string>();
     /** An api whose upload of big.bin fails after half of it, `failing` times (503: transient). */
