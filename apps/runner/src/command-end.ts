@@ -3,18 +3,11 @@
 // not started — and what the run's summary says of that stop.
 import { constants as osConstants } from 'node:os';
 import { PassThrough } from 'node:stream';
-import {
-  type ExecStream,
-  isPlacementError,
-  type PlacementError,
-  type PlacementErrorCode,
-  programExitOf,
-} from '@everdict/placement';
+import { type ExecStream, isLimitStop, type PlacementError, programExitOf } from '@everdict/placement';
 import { expiryOf } from './expiry.js';
 import type { Lease } from './protocol.js';
 
 /** The driver's stops at a limit of the sandbox: the command ended there (observed), its executor not lost. */
-const LIMIT_STOPS: readonly PlacementErrorCode[] = ['timeout', 'oom', 'pids_exhausted', 'output_capped'];
 
 /**
  * How the command ended: its exit code (a signal's as 128 + its number) and, when the driver stopped it at a limit,
@@ -31,7 +24,7 @@ export async function commandEnd(
   } catch (err) {
     const program = programExitOf(err);
     if (program !== undefined) return { exitCode: program, stop: err as PlacementError };
-    if (!isPlacementError(err) || !LIMIT_STOPS.includes(err.code)) throw err;
+    if (!isLimitStop(err)) throw err;
     const reported = err.detail.exitCode;
     return { exitCode: Number.isInteger(reported) ? (reported as number) : 128 + 9, stop: err };
   }

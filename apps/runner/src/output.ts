@@ -76,8 +76,10 @@ export async function pumpOutput(
  * the bound, each on a character's boundary.
  */
 async function emitLines(block: string, emit: (m: string) => Promise<void>): Promise<void> {
-  if (Buffer.byteLength(block) <= MAX_LINE_BYTES) return emit(block);
+  // (a UTF-16 unit is at most 3 bytes of UTF-8: a short block is sent as it is, a longer one encoded once)
+  if (block.length * 3 <= MAX_LINE_BYTES) return emit(block);
   let bytes = Buffer.from(block, 'utf8');
+  if (bytes.length <= MAX_LINE_BYTES) return emit(block);
   while (bytes.length > MAX_LINE_BYTES) {
     // The last line break within the bound ends this event; with none, the line is cut at the bound.
     const nl = bytes.lastIndexOf(0x0a, MAX_LINE_BYTES);

@@ -64,6 +64,20 @@ export function programNotStarted(
   return new PlacementError('spawn_failed', message, { ...detail, exitCode });
 }
 
+/**
+ * The codes of a command stopped at a limit of its sandbox (its timeout or deadline, memory, pids, output cap):
+ * the command's end, observed — its partial result, when it has one, in `detail.result`.
+ */
+export const LIMIT_STOP_CODES = ['timeout', 'oom', 'pids_exhausted', 'output_capped'] as const;
+
+/** A `PlacementError` whose code is one of `LIMIT_STOP_CODES`. */
+export type LimitStop = PlacementError & { readonly code: (typeof LIMIT_STOP_CODES)[number] };
+
+/** Whether `e` is a command's stop at a limit of its sandbox (`LIMIT_STOP_CODES`). */
+export function isLimitStop(e: unknown): e is LimitStop {
+  return isPlacementError(e) && (LIMIT_STOP_CODES as readonly string[]).includes(e.code);
+}
+
 /** A shell's exit codes for a program it could not run: 126 not executable, 127 not found. */
 export type ProgramExitCode = 126 | 127;
 

@@ -13,7 +13,10 @@ export {
 export type { Driver } from './driver.js';
 export {
   httpStatusOf,
+  isLimitStop,
   isPlacementError,
+  LIMIT_STOP_CODES,
+  type LimitStop,
   PLACEMENT_ERROR_CODES,
   PlacementError,
   type PlacementErrorCode,

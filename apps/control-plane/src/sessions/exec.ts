@@ -2,7 +2,7 @@
 // answer (ExecView): exited, stopped at a limit (its partial output kept) or its program not started; the
 // compute gone settles the session lost; any other refusal leaves the session's activity as it was.
 import { randomUUID } from 'node:crypto';
-import { type ExecResult, isPlacementError, programExitOf, utf8 } from '@everdict/placement';
+import { type ExecResult, isLimitStop, isPlacementError, programExitOf, utf8 } from '@everdict/placement';
 import { ControlPlaneError, isControlPlaneError } from '../errors.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Principal } from '../services/types.js';
@@ -11,8 +11,6 @@ import { execEnded, execRefused, execStarted, holdsCompute, requireChannel, sess
 import type { SessionCore } from './service.js';
 import { settleSession } from './settle.js';
 import { EXEC_OUTPUT_CAP, ExecInput, type ExecView } from './types.js';
-
-const LIMIT_STOPS = ['timeout', 'oom', 'pids_exhausted', 'output_capped'];
 
 export async function execInSession(
   core: SessionCore,
@@ -98,7 +96,7 @@ function exitedView(r: ExecResult, started: number): ExecView {
 function endedView(e: unknown, started: number): ExecView | undefined {
   if (!isPlacementError(e)) return undefined;
   const durationMs = Math.round(performance.now() - started);
-  if (LIMIT_STOPS.includes(e.code)) {
+  if (isLimitStop(e)) {
     const partial = e.detail.result as Record<string, unknown> | undefined;
     return {
       exitCode: typeof partial?.exitCode === 'number' ? partial.exitCode : null,
