@@ -934,6 +934,22 @@ describe('with the agent service: agent chat and the demo', () => {
     expect(r.err).toMatch(/^waiting: call_0_0 approval: May I ship this release\?$/m);
     expect(r.err).toMatch(/^call_0_0 approved$/m);
     expect(r.err).toMatch(/^run_\w+ succeeded$/m);
+    // The turn reads as a conversation, each event once across its park and resume: the tool call, its result
+    // and the assistant's answer — not the model's accounting, not the user's own message echoed back.
+    expect(r.out.split('\n').filter(Boolean)).toEqual([
+      '→ ask_approval {"question":"May I ship this release?"}',
+      '← ask_approval {"approved":true}',
+      'Approval answered: {"approved":true}',
+    ]);
+    // --json: every event as stored, once, in order (the resumed turn's tail starts after the parked one's).
+    const j = await everdict(['agent', 'chat', agentId!, '-m', 'ship 1.5', '--approve', '--json'], env);
+    expect(j.code, j.err).toBe(0);
+    const events = j.out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { seq: number; type: string });
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
+    expect(events.filter((e) => e.type === 'tool_result')).toHaveLength(1);
   }, 120_000);
 
   it('demo: runs every step it can, the agent turn parks, is approved and resumes; every record verifies', async () => {

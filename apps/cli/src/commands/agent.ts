@@ -3,6 +3,8 @@
 // CLI tails its trajectory, and when the turn parks awaiting input it lists what the turn waits on
 // (`GET /runs/:id/input`: each pending call with its id) and asks y/n for each approval, answering it by its
 // call id. A turn waiting only on caused runs (or an experiment) is followed until it resumes.
+// The conversation reads as one (chat-view.ts): the assistant's words, its tool calls and their results, each
+// event once — a turn resumed after a park goes on where its tail stopped.
 // Thin by design: the agent service and the control plane own the loop.
 import { createInterface } from 'node:readline/promises';
 import { anySignal } from 'any-signal';
@@ -12,8 +14,16 @@ import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { registerAgentDefinitions } from './agents.js';
+import { chatPrinter } from './chat-view.js';
 import { collect } from './options.js';
-import { followTrajectory, getRun, TERMINAL } from './watch.js';
+import { describeTraceEvent, followTrajectory, getRun, parseTraceEvent, TERMINAL } from './watch.js';
+
+interface ChatOptions {
+  message?: string[];
+  approve?: boolean;
+  conversation?: string;
+  json?: boolean;
+}
 
 interface Turn {
   run?: { id: string; status: string };
@@ -68,10 +78,30 @@ export async function sendMessage(ctx: Context, conversationId: string, text: st
   return id;
 }
 
-/** Follows a turn until it settles or parks; returns its status. The trajectory tail is closed on every way out. */
-export async function followTurn(ctx: Context, runId: string): Promise<string> {
+/** Where a turn's trajectory has been shown up to, kept across its parks: a resumed turn goes on from there. */
+export interface TurnTail {
+  readonly print: (ev: Record<string, unknown>) => void;
+  offset: number;
+}
+
+/**
+ * Follows a turn until it settles or parks; returns its status. Its trajectory is shown from `tail.offset` on,
+ * which moves past what was shown (a resumed turn's tail shows nothing twice). The tail is closed on every way
+ * out.
+ */
+export async function followTurn(ctx: Context, runId: string, tail: TurnTail): Promise<string> {
   const stop = new AbortController();
-  const tail = followTrajectory(ctx, runId, stop.signal);
+  const following = followTrajectory(
+    ctx,
+    runId,
+    stop.signal,
+    (eid, data) => {
+      const ev = parseTraceEvent(data);
+      if (ev) tail.print(ev);
+      else line(ctx.io.stdout, describeTraceEvent(eid, data)); // not an event object: shown as it came
+    },
+    tail.offset,
+  );
   let grace: NodeJS.Timeout | undefined;
   try {
     for (;;) {
@@ -84,16 +114,13 @@ export async function followTurn(ctx: Context, runId: string): Promise<string> {
     }
   } finally {
     if (grace === undefined) stop.abort();
-    await tail;
+    tail.offset = await following;
     clearTimeout(grace);
   }
 }
 
-export async function chat(
-  ctx: Context,
-  agentId: string,
-  o: { message?: string[]; approve?: boolean; conversation?: string },
-): Promise<number> {
+export async function chat(ctx: Context, agentId: string, o: ChatOptions): Promise<number> {
+  const print = chatPrinter(ctx, o.json === true);
   const conversationId =
     o.conversation ??
     (await ctx.call<{ group?: { id: string } }>('POST', '/conversations', { agentId })).group?.id;
@@ -126,8 +153,9 @@ export async function chat(
       const runId = await sendMessage(ctx, conversationId, text);
       line(ctx.io.stderr, `turn ${runId}`);
       const answered = new Set<string>();
+      const tail: TurnTail = { print, offset: 0 };
       for (;;) {
-        const status = await followTurn(ctx, runId);
+        const status = await followTurn(ctx, runId, tail);
         if (ctx.io.signal?.aborted && !TERMINAL.has(status))
           throw new CliError('interrupted', `stopped following: ${runId} is still ${status}`);
         if (status !== 'awaiting_input') {
@@ -185,7 +213,6 @@ export function registerAgent(program: Command, ctx: () => Context, done: Done):
     .option('--conversation <id>', 'continue this conversation')
     .option('-m, --message <text>', 'send this instead of reading stdin (repeatable)', collect)
     .option('--approve', 'with --message: approve every parked request (default: deny)')
-    .action((agentId: string, o: { message?: string[]; approve?: boolean; conversation?: string }) =>
-      done(chat(ctx(), agentId, o)),
-    );
+    .option('--json', "print each of the turns' trajectory events as stored, one JSON object a line")
+    .action((agentId: string, o: ChatOptions) => done(chat(ctx(), agentId, o)));
 }

@@ -80,10 +80,11 @@ export async function waitSettled(
 export const TRAJECTORY_PAGE = 10_000;
 
 /**
- * Tails the trajectory, each event to `print` (one line on stdout), until sealed or `signal` aborts. The stream ends after
- * a page of events (`end` `{status: "limit"}`) and may drop: either way it is reopened after the last event
- * it sent (`offset`), a drop after a pause (Backoff) — nothing skipped, nothing twice. A refusal (4xx) or an
- * `error` event ends the tail with a line on stderr.
+ * Tails the trajectory from event `from`, each event to `print` (one line on stdout), until sealed or `signal`
+ * aborts; resolves with the offset after the last event it printed (where a later tail of the same run goes on).
+ * The stream ends after a page of events (`end` `{status: "limit"}`) and may drop: either way it is reopened after
+ * the last event it sent (`offset`), a drop after a pause (Backoff) — nothing skipped, nothing twice. A refusal
+ * (4xx) or an `error` event ends the tail with a line on stderr.
  */
 export async function followTrajectory(
   ctx: Context,
@@ -91,11 +92,11 @@ export async function followTrajectory(
   signal: AbortSignal,
   print: (id: string | undefined, data: string) => void = (eid, data) =>
     line(ctx.io.stdout, describeTraceEvent(eid, data)),
+  from = 0,
 ): Promise<number> {
   const base = `${ctx.url}/runs/${encodeURIComponent(id)}/trajectory/stream`;
   const backoff = new Backoff();
-  let n = 0;
-  let offset = 0;
+  let offset = from;
   while (!signal.aborted) {
     let end: string | undefined;
     try {
@@ -107,28 +108,27 @@ export async function followTrajectory(
         }
         if (e.event === 'error') {
           line(ctx.io.stderr, `trajectory: ${e.data}`);
-          return n;
+          return offset;
         }
         if (e.event !== 'trajectory.event') continue;
         backoff.reset();
-        n++;
         if (e.id !== undefined && /^\d+$/.test(e.id)) offset = Number(e.id) + 1;
         print(e.id, e.data);
       }
       if (end === 'limit') continue; // the next page, at once
-      if (end !== undefined || signal.aborted) return n; // sealed, or the run ended without a trajectory
+      if (end !== undefined || signal.aborted) return offset; // sealed, or the run ended without a trajectory
       // Closed without an `end` (a draining control plane, a proxy): reopened after a pause.
       await pause(backoff.delay(), signal);
     } catch (err) {
-      if (signal.aborted) return n;
+      if (signal.aborted) return offset;
       if (!transient(err)) {
         line(ctx.io.stderr, `trajectory unavailable: ${(err as Error).message}`);
-        return n;
+        return offset;
       }
       await pause(backoff.delay((err as ClientError).retryAfterSeconds), signal);
     }
   }
-  return n;
+  return offset;
 }
 
 function endStatus(data: string): string | undefined {
