@@ -479,6 +479,14 @@ describe('trigger (over the subscriptions routes)', () => {
     };
     await expect.poll(async () => (await fired()).length, { timeout: 30_000 }).toBe(1);
     expect((await fired())[0]?.origin).toMatchObject({ subscriptionId: id });
+    // Its firings: the failure it matched, and the run it made (that run succeeded: not matched).
+    const firings = await everdict(['trigger', 'firings', id!], env);
+    expect(firings.code, firings.err).toBe(0);
+    expect(firings.out).toMatch(/^event\s+at\s+outcome\s+run, or why not$/m);
+    expect(firings.out.trim().split('\n')).toHaveLength(2);
+    expect(firings.out).toMatch(
+      new RegExp(`^\\d+\\s+\\d+s ago\\s+created\\s+${(await fired())[0]?.id}$`, 'm'),
+    );
     const listed = await everdict(['trigger', 'list'], env);
     expect(listed.out).toMatch(/^trigger\s+name\s+when\s+runs\s+enabled\s+last fired$/m);
     expect(listed.out).toMatch(
@@ -515,6 +523,21 @@ describe('trigger (over the subscriptions routes)', () => {
         )
       ).out,
     ) as { id: string };
+    // A trigger whose runs may reach no depth: it matches the next failure, and the gate refuses its run.
+    const shallow = JSON.parse(
+      (
+        await everdict(
+          ['trigger', 'on', 'run.settled', 'analysis', '--name', 'shallow', '--max-depth', '0'].concat([
+            '--filter',
+            '{"outcome":"failed"}',
+            '--config',
+            '{"fn":"echo"}',
+            '--json',
+          ]),
+          env,
+        )
+      ).out,
+    ) as { id: string };
     const again = await everdict(['run', 'analysis', '--config', '{"fn":"fail"}', '--wait', '--json'], env);
     const againId = (JSON.parse(again.out) as { id: string }).id;
     const after = async () =>
@@ -523,6 +546,11 @@ describe('trigger (over the subscriptions routes)', () => {
       }[];
     await expect.poll(async () => (await after()).length, { timeout: 30_000 }).toBeGreaterThan(0);
     expect((await after()).map((r) => r.origin.subscriptionId)).toEqual([witness.id]);
+    const refused = async () => (await everdict(['trigger', 'firings', shallow.id], env)).out;
+    await expect
+      .poll(refused, { timeout: 30_000 })
+      .toMatch(/^\d+\s+\d+s ago\s+refused\s+capacity_exceeded \(depth\): .*depth/m);
+    expect((await everdict(['trigger', 'delete', shallow.id], env)).code).toBe(0);
     const deleted = await everdict(['trigger', 'delete', id!], env);
     expect(deleted.out).toMatch(/deleted \(the runs it made stay\)/);
     expect((await everdict(['trigger', 'list', '--json'], env)).out).not.toContain(id!);

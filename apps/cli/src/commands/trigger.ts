@@ -2,7 +2,8 @@
 //   everdict trigger on <event-kind> <kind> [argv…] --name N [--filter JSON] — a run of that spec for each event
 //     of that kind (the filter's fields equal the event's data), e.g. `on run.settled --filter '{"outcome":"failed"}'`;
 //   everdict trigger every <cron> <kind> [argv…] --name N [--timezone TZ] — a run at each time of the schedule;
-//   everdict trigger list | enable <id> | disable <id> | delete <id>.
+//   everdict trigger list | enable <id> | disable <id> | delete <id>;
+//   everdict trigger firings <id> — the events it matched, newest first: the run each made, or why none.
 // The run spec is built from the same flags as `run` (runSpecOf); the control plane checks it at creation as every
 // firing reads it, so a spec it would refuse later is refused now and nothing is saved.
 import type { components } from '@everdict/client';
@@ -16,6 +17,8 @@ import { type RunOptions, runSpecOf, subjectOptions } from './run.js';
 
 /** A trigger as the control plane answers it (its `Subscription`, typed from its OpenAPI document). */
 export type Trigger = components['schemas']['Subscription'];
+/** One event a trigger matched (`GET /subscriptions/:id/firings`). */
+export type Firing = components['schemas']['Firing'];
 
 interface TriggerOptions extends RunOptions {
   name?: string;
@@ -93,6 +96,49 @@ export async function listTriggers(ctx: Context, o: { json?: boolean }): Promise
         ]),
       ),
     );
+  return 0;
+}
+
+/** Why a firing made no run, as one phrase: `self_cause: run … was created by sub_…`, `capacity_exceeded (depth): …`. */
+export function whyNot(refusal: NonNullable<Firing['refusal']>): string {
+  const what = refusal.rule ? `${refusal.code} (${refusal.rule})` : refusal.code;
+  return refusal.detail ? `${what}: ${refusal.detail}` : what;
+}
+
+async function listFirings(
+  ctx: Context,
+  id: string,
+  o: { limit?: string; before?: string; json?: boolean },
+): Promise<number> {
+  const limit = whole('--limit', o.limit, 500) ?? 20;
+  if (limit < 1) throw new CliError('usage', '--limit is a whole number from 1 to 500');
+  if (o.before !== undefined && !/^\d+$/.test(o.before))
+    throw new CliError('usage', '--before is an event id (decimal digits)');
+  const { data: page } = await ctx.client.GET('/subscriptions/{id}/firings', {
+    params: { path: { id }, query: { limit, ...(o.before === undefined ? {} : { before: o.before }) } },
+  });
+  if (!page) throw new CliError('unavailable', 'GET /subscriptions/:id/firings answered without a body');
+  if (o.json) {
+    line(ctx.io.stdout, JSON.stringify(page));
+    return 0;
+  }
+  if (page.items.length === 0)
+    line(ctx.io.stderr, `trigger ${id} has matched no event${o.before ? ' before that' : ''}`);
+  else
+    line(
+      ctx.io.stdout,
+      table(
+        ['event', 'at', 'outcome', 'run, or why not'],
+        page.items.map((f) => [
+          f.eventId,
+          `${age(f.at)} ago`,
+          f.outcome,
+          f.refusal ? whyNot(f.refusal) : (f.runId ?? '-'),
+        ]),
+      ),
+    );
+  if (page.nextBefore)
+    line(ctx.io.stderr, `older: everdict trigger firings ${id} --before ${page.nextBefore}`);
   return 0;
 }
 
@@ -176,6 +222,18 @@ export function registerTrigger(program: Command, ctx: () => Context, done: Done
     .description("the tenant's triggers: when each fires, what it runs, whether it is enabled")
     .option('--json', 'print JSON')
     .action((o: { json?: boolean }) => done(listTriggers(ctx(), o)));
+  trigger
+    .command('firings')
+    .argument('<id>', 'the trigger')
+    .description(
+      'the events it matched, newest first: the run each made, or why none (a loop guard, the gate)',
+    )
+    .option('--limit <n>', 'at most this many (default 20, ≤ 500)')
+    .option('--before <event>', 'older than this event id (the line after the table names it)')
+    .option('--json', 'print JSON')
+    .action((id: string, o: { limit?: string; before?: string; json?: boolean }) =>
+      done(listFirings(ctx(), id, o)),
+    );
   trigger
     .command('enable')
     .argument('<id>', 'the trigger')

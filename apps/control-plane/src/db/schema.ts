@@ -165,6 +165,8 @@ export interface SubscriptionFiringsTable {
   event_id: Int8;
   run_id: string | null;
   outcome: string;
+  /** Why a refused firing was refused, in words (null when created, or written before 0037). */
+  detail: string | null;
   created_at: Ts;
 }
 

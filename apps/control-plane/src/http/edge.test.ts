@@ -322,6 +322,7 @@ describe('system routes', () => {
         '/sandboxes/{id}/touch',
         '/subscriptions',
         '/subscriptions/{id}',
+        '/subscriptions/{id}/firings',
         '/tenant/policy',
         '/tenant/queue',
         '/envelopes',

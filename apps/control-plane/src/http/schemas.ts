@@ -10,6 +10,7 @@ import type {
   ApiKeyView,
   CreatedKeyView,
   EventView,
+  FiringPage,
   GroupView,
   Page,
   ScoringView,
@@ -131,6 +132,26 @@ export const SubscriptionSchema = z
   })
   .openapi('Subscription');
 
+export const FiringSchema = z
+  .object({
+    eventId: z.string().openapi({ description: 'The outbox event it answered (a decimal event id).' }),
+    at: Ts,
+    outcome: z.enum(['created', 'refused']),
+    runId: z.string().nullable(),
+    refusal: z
+      .object({ code: z.string(), rule: z.string().nullable(), detail: z.string().nullable() })
+      .nullable()
+      .openapi({
+        description:
+          "Why no run: the causation rule (`self_cause`, `cooldown`, `disabled`), `key_revoked`, `invalid_spec`, or the gate's refusal code with its rule (`capacity_exceeded` + `depth`, `envelope_exhausted` + `envelope`, …); `detail` in words.",
+      }),
+  })
+  .openapi('Firing');
+
+export const FiringPageSchema = z
+  .object({ items: z.array(FiringSchema), nextBefore: z.string().nullable() })
+  .openapi('FiringPage');
+
 export const ApiKeySchema = z
   .object({
     id: z.string(),
@@ -156,6 +177,7 @@ fits<Fits<RecordView, typeof RecordSchema>>();
 fits<Fits<GroupView, typeof GroupSchema>>();
 fits<Fits<ScoringView, typeof ScoringSchema>>();
 fits<Fits<SubscriptionView, typeof SubscriptionSchema>>();
+fits<Fits<FiringPage, typeof FiringPageSchema>>();
 fits<Fits<ApiKeyView, typeof ApiKeySchema>>();
 fits<Fits<CreatedKeyView, typeof CreatedKeySchema>>();
 

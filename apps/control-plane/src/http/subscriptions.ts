@@ -1,11 +1,11 @@
 // /subscriptions — bind an event selector (or a cron schedule: `schedule.fired`) to a run spec. Events
 // from the outbox then create runs stamped with their cause; loop guards are enforced from data.
 import { createRoute, z } from '@hono/zod-openapi';
-import { CreateSubscriptionInput } from '../services/types.js';
+import { CreateSubscriptionInput, FiringsQuery } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
 import { API_KEY_SECURITY, createRouter, json } from './openapi.js';
 import { problemResponses } from './problem.js';
-import { IdParam, SubscriptionSchema } from './schemas.js';
+import { FiringPageSchema, IdParam, SubscriptionSchema } from './schemas.js';
 
 const SubscriptionListSchema = z.object({ items: z.array(SubscriptionSchema) }).openapi('SubscriptionList');
 const EnabledBody = z.object({ enabled: z.boolean() }).openapi('SetSubscriptionEnabled');
@@ -58,6 +58,20 @@ const setEnabled = createRoute({
   responses: { 200: json(SubscriptionSchema, 'The subscription.'), ...problemResponses(400, 401, 404, 415) },
 });
 
+const firings = createRoute({
+  method: 'get',
+  path: '/subscriptions/{id}/firings',
+  tags: ['subscriptions'],
+  summary:
+    'The events it matched, newest first: the run each created, or why it created none (a loop guard, its cooldown, the gate).',
+  security: API_KEY_SECURITY,
+  request: { params: IdParam, query: FiringsQuery },
+  responses: {
+    200: json(FiringPageSchema, 'One page; pass nextBefore as before for older firings.'),
+    ...problemResponses(400, 401, 404),
+  },
+});
+
 const remove = createRoute({
   method: 'delete',
   path: '/subscriptions/{id}',
@@ -86,6 +100,12 @@ export function subscriptionRoutes({ services }: RouteDeps) {
     );
     return c.json(view, 200);
   });
+  app.openapi(firings, async (c) =>
+    c.json(
+      await services.subscriptions.firings(c.get('principal'), c.req.valid('param').id, c.req.valid('query')),
+      200,
+    ),
+  );
   app.openapi(remove, async (c) => {
     await services.subscriptions.delete(c.get('principal'), c.req.valid('param').id);
     return c.body(null, 204);

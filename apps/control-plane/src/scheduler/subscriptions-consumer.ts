@@ -117,6 +117,8 @@ export async function consumeOnce(deps: Deps, limit = 200): Promise<number> {
 type Selector = ReturnType<typeof toModelSubscription>['selector'];
 
 /** Is `event` older than the moment the subscription was (last) enabled — one it does not answer? */
+const STALE_SPEC = 'its stored run spec no longer parses (written by an older version): create it again';
+
 const beforeEnabled = (event: PlatformEvent, enabledAt: Date): boolean =>
   Date.parse(event.at) < enabledAt.getTime();
 
@@ -129,7 +131,13 @@ function modelOf(row: Parameters<typeof toModelSubscription>[0]) {
   }
 }
 
-/** One (subscription, event) outcome: the run it created, or why not (`refused:…`). Written once. */
+/** The most characters of a refusal's words a firing keeps. */
+const DETAIL_CHARS = 500;
+
+/**
+ * One (subscription, event) outcome: the run it created, or why not (`refused:<code>[:<rule>]`, and the refusal
+ * in words as `detail`). Written once; read back by `GET /subscriptions/:id/firings`.
+ */
 function recordFiring(
   deps: Deps,
   tx: Tx,
@@ -137,10 +145,18 @@ function recordFiring(
   event: PlatformEvent,
   runId: string | null,
   outcome: string,
+  detail: string | null = null,
 ) {
   return tx
     .insertInto('subscription_firings')
-    .values({ subscription_id: subId, event_id: event.id, run_id: runId, outcome, created_at: deps.clock() })
+    .values({
+      subscription_id: subId,
+      event_id: event.id,
+      run_id: runId,
+      outcome,
+      detail: detail === null ? null : detail.slice(0, DETAIL_CHARS),
+      created_at: deps.clock(),
+    })
     .onConflict((oc) => oc.columns(['subscription_id', 'event_id']).doNothing())
     .execute();
 }
@@ -169,13 +185,21 @@ async function fire(
   // It acts with its creator key's authority: a revoked key fires nothing (revoking disables the key's
   // subscriptions in its transaction; this covers one revoked before that rule, and says why).
   if (current.creator_revoked) {
-    await recordFiring(deps, tx, subId, event, null, 'refused:key_revoked');
+    await recordFiring(
+      deps,
+      tx,
+      subId,
+      event,
+      null,
+      'refused:key_revoked',
+      `the API key that created it (${current.created_by}) is revoked`,
+    );
     return;
   }
   // A stored spec that no longer parses (written by an older version) is skipped with a recorded
   // refusal: the cursor moves on, and every other subscription, of every tenant, still fires.
   if (!sub) {
-    await recordFiring(deps, tx, subId, event, null, 'refused:invalid_spec');
+    await recordFiring(deps, tx, subId, event, null, 'refused:invalid_spec', STALE_SPEC);
     return;
   }
   const causing = event.runId
@@ -194,15 +218,15 @@ async function fire(
     ...(lastMs !== undefined ? { lastFiredAt: new Date(Math.min(lastMs, eventMs)).toISOString() } : {}),
     now: event.at,
   });
-  const record = (runId: string | null, outcome: string) =>
-    recordFiring(deps, tx, subId, event, runId, outcome);
+  const record = (runId: string | null, outcome: string, detail?: string) =>
+    recordFiring(deps, tx, subId, event, runId, outcome, detail);
   if (!verdict.allowed) {
-    await record(null, `refused:${verdict.reason}`);
+    await record(null, `refused:${verdict.reason}`, verdict.detail);
     return;
   }
   const parsed = CreateRunInput.safeParse(current.run_spec);
   if (!parsed.success || unstorable(parsed.data) !== null) {
-    await record(null, 'refused:invalid_spec');
+    await record(null, 'refused:invalid_spec', STALE_SPEC);
     return;
   }
   const spec = parsed.data;
@@ -240,6 +264,6 @@ async function fire(
     await record(row.id, 'created');
   } catch (e) {
     if (!isControlPlaneError(e)) throw e;
-    await record(null, `refused:${e.code}:${String(e.details.rule ?? '')}`);
+    await record(null, `refused:${e.code}:${String(e.details.rule ?? '')}`, e.message);
   }
 }

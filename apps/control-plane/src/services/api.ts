@@ -14,6 +14,8 @@ import type {
   CreateRunInput,
   CreateSubscriptionInput,
   EventView,
+  FiringPage,
+  FiringsQuery,
   GroupView,
   ListGroupsQuery,
   ListRunsQuery,
@@ -130,6 +132,8 @@ export interface SubscriptionService {
   get(p: Principal, id: string): Promise<SubscriptionView>;
   setEnabled(p: Principal, id: string, enabled: boolean): Promise<SubscriptionView>;
   delete(p: Principal, id: string): Promise<void>;
+  /** The events it matched, newest first: the run each created, or why none (404 for another tenant's). */
+  firings(p: Principal, id: string, query: FiringsQuery): Promise<FiringPage>;
 }
 
 export interface AgentBridgeService {

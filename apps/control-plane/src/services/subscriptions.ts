@@ -18,13 +18,41 @@ import { asControlPlaneError, toControlPlaneError, validationRefusal } from './b
 import type { Deps } from './context.js';
 import { prepareCreate } from './lifecycle.js';
 import { groupOfTenant, who } from './runs.js';
-import { CreateRunInput, CreateSubscriptionInput, type SubscriptionView } from './types.js';
+import {
+  CreateRunInput,
+  CreateSubscriptionInput,
+  FiringsQuery,
+  type FiringView,
+  type SubscriptionView,
+} from './types.js';
 
 export type SubscriptionRow = Selectable<SubscriptionsTable>;
 
 /** True when the API key the row's `created_by` names is revoked (no such key: a service actor, never). */
 export const creatorRevoked = sql<boolean>`EXISTS (SELECT 1 FROM api_keys k
   WHERE k.id = subscriptions.created_by AND k.revoked_at IS NOT NULL)`;
+
+/**
+ * A stored firing as the API shows it: `outcome` is `created` or `refused:<code>[:<rule>]` (the consumer's
+ * `recordFiring`), split into the refusal's code and rule.
+ */
+export function firingView(r: {
+  event_id: string | number | bigint;
+  run_id: string | null;
+  outcome: string;
+  detail: string | null;
+  created_at: Date;
+}): FiringView {
+  const base = { eventId: String(r.event_id), at: iso(r.created_at)!, runId: r.run_id };
+  if (!r.outcome.startsWith('refused:')) return { ...base, outcome: 'created', refusal: null };
+  const [code = 'refused', ...rule] = r.outcome.slice('refused:'.length).split(':');
+  const joined = rule.join(':');
+  return {
+    ...base,
+    outcome: 'refused',
+    refusal: { code, rule: joined === '' ? null : joined, detail: r.detail },
+  };
+}
 
 /** `revoked`: the creator key is revoked — the subscription is disabled whatever its flag says. */
 export function subscriptionView(r: SubscriptionRow, revoked = false): SubscriptionView {
@@ -249,6 +277,22 @@ export function subscriptionService(deps: Deps): SubscriptionService {
       // Committed: an enabled schedule may have a slot due sooner than the ticker knows.
       if (enabled) deps.schedulesChanged?.();
       return view;
+    },
+    async firings(p, id, raw) {
+      const q = asControlPlaneError(() => FiringsQuery.parse(raw), { in: 'query' });
+      await find(p.tenantId, id);
+      // Newest first, by the primary key (subscription_id, event_id) read backwards; one more than a page
+      // tells whether there is another.
+      let query = deps.db
+        .selectFrom('subscription_firings')
+        .select(['event_id', 'run_id', 'outcome', 'detail', 'created_at'])
+        .where('subscription_id', '=', id)
+        .orderBy('event_id', 'desc')
+        .limit(q.limit + 1);
+      if (q.before !== undefined) query = query.where('event_id', '<', q.before);
+      const rows = await query.execute();
+      const items = rows.slice(0, q.limit).map(firingView);
+      return { items, nextBefore: rows.length > q.limit ? (items.at(-1)?.eventId ?? null) : null };
     },
     async delete(p, id) {
       await find(p.tenantId, id);

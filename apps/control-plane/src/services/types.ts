@@ -301,6 +301,33 @@ export interface SubscriptionView {
   createdAt: string;
 }
 
+/** A page of a trigger's firings: newest first; `before` = the last item's `eventId` for the next page. */
+export const FiringsQuery = z.object({
+  before: EventPosition.optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+});
+export type FiringsQuery = z.input<typeof FiringsQuery>;
+
+/** One event a trigger matched: the run it created, or why it created none. */
+export interface FiringView {
+  /** The outbox event it answered (a decimal event id). */
+  eventId: string;
+  at: string;
+  outcome: 'created' | 'refused';
+  runId: string | null;
+  /**
+   * Why not: `code` is the causation rule (`self_cause`, `cooldown`, `disabled`), `key_revoked`, `invalid_spec`,
+   * or the gate's refusal code (`envelope_exhausted`, `capacity_exceeded`, …) with its `rule`; `detail` in words.
+   */
+  refusal: { code: string; rule: string | null; detail: string | null } | null;
+}
+
+export interface FiringPage {
+  items: FiringView[];
+  /** Pass as `before` for older firings; null on the last page. */
+  nextBefore: string | null;
+}
+
 // ---- agent bridge: services/agent-run-event.ts ----
 export { AgentRunEventInput } from './agent-run-event.js';
 

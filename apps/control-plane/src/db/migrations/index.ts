@@ -35,6 +35,7 @@ import * as m0033 from './0033_attestations_by_run.js';
 import * as m0034 from './0034_host_admin_actors.js';
 import * as m0035 from './0035_headlog_trigger_plan.js';
 import * as m0036 from './0036_runner_artifacts_address.js';
+import * as m0037 from './0037_firing_detail.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_ledger': m0001,
@@ -72,6 +73,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0034_host_admin_actors': m0034,
   '0035_headlog_trigger_plan': m0035,
   '0036_runner_artifacts_address': m0036,
+  '0037_firing_detail': m0037,
 };
 
 export const migrationProvider: MigrationProvider = {

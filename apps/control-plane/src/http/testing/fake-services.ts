@@ -321,6 +321,10 @@ export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
         own(subs, p, sid, 'subscription');
         subs.delete(sid);
       },
+      async firings(p, sid) {
+        own(subs, p, sid, 'subscription'); // fires nothing here: the real consumer is tested on the real core
+        return { items: [], nextBefore: null };
+      },
     },
     agentBridge: {
       async report(p, raw) {
