@@ -414,6 +414,21 @@ describe('experiment over a dataset (--cases)', () => {
     const both = await everdict(['experiment', 'analysis', '-n', '2', '--cases', '-'], env);
     expect(both.code).toBe(2);
     expect((await everdict(['experiment', 'analysis', '--config', ECHO], env)).code).toBe(2);
+    // A grader the scoring would refuse is refused before the runs are made, not after they all ran.
+    for (const [grader, why] of [
+      ['{"type":"exact_match"}', /^usage: --grader: grader 1 \(type\): Invalid discriminator value/m],
+      [
+        '{"type":"json_field_equals","path":"outputs.result"}',
+        /^usage: --grader: grader 1 \(equals\): json_field_equals needs exactly one of equals/m,
+      ],
+    ] as const) {
+      const g = await everdict(
+        ['experiment', 'analysis', '-n', '2', '--config', ECHO, '--grader', grader],
+        env,
+      );
+      expect(g.code, g.err).toBe(2);
+      expect(g.err).toMatch(why);
+    }
     const after = await everdict(['runs', '--json', '--limit', '500'], env);
     expect(JSON.parse(after.out)).toHaveLength((JSON.parse(before.out) as unknown[]).length);
   });

@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { text as readText } from 'node:stream/consumers';
 import type { components } from '@everdict/client';
+import { GraderList } from '@everdict/run-model';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { pause } from '../backoff.js';
@@ -43,9 +44,23 @@ const settledOf = (g: GroupSummary) => SETTLED.reduce((n, s) => n + (g.rollup.by
 
 export const DEFAULT_GRADERS = [{ type: 'exit_code' }];
 
+/**
+ * The `--grader` specs, checked before any call by run-model's `GraderList` — the schema the control plane's
+ * scoring reads — so a misspelt grader is a usage error (exit 2) before an experiment's runs are made, not a 400
+ * after they all ran. Whether a judge grader's judge is configured only the control plane knows.
+ */
 export function gradersOf(specs: readonly string[] | undefined): unknown[] {
   if (!specs || specs.length === 0) return DEFAULT_GRADERS;
-  return specs.flatMap((s) => parseJsonArray('--grader', s));
+  const graders = specs.flatMap((s) => parseJsonArray('--grader', s));
+  const checked = GraderList.safeParse(graders);
+  if (!checked.success) {
+    const issue = checked.error.issues[0]!;
+    const [at, ...field] = issue.path;
+    const which = typeof at === 'number' ? `grader ${at + 1}` : 'the graders';
+    const where = field.length > 0 ? ` (${field.join('.')})` : '';
+    throw new CliError('usage', `--grader: ${which}${where}: ${issue.message}`);
+  }
+  return graders;
 }
 
 export function scoreTable(scoring: ScoringSummary): string {
@@ -168,6 +183,7 @@ export async function experimentCommand(
   const cases = o.cases === undefined ? undefined : await readCases(ctx, o.cases);
   // Over a dataset an eval's case id comes from each case (`caseId`, else `id`; --case names the rest).
   const spec = runSpecOf(kind, argv, cases && kind === 'eval' ? { ...o, case: o.case ?? 'case' } : o);
+  const graders = o.score === false ? null : gradersOf(o.grader); // checked before any run is made
   const n = cases?.length ?? Number(o.repeat);
   const created = await ctx.call<{ group: GroupSummary }>('POST', '/groups', {
     kind: 'experiment',
@@ -187,7 +203,7 @@ export async function experimentCommand(
       'interrupted',
       `stopped waiting: ${id} has ${settledOf(group)} of ${group.rollup.total} runs settled (not scored)`,
     );
-  const scored = o.score === false ? null : await scoreGroup(ctx, id, gradersOf(o.grader));
+  const scored = graders === null ? null : await scoreGroup(ctx, id, graders);
   const scoring = scored?.scoring ?? null;
   if (o.json)
     line(

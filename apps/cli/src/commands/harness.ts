@@ -60,7 +60,7 @@ export function registerHarness(program: Command, ctx: () => Context, done: Done
   const harness = program
     .command('harness')
     .description(
-      'eval harnesses: a versioned image + command that reads case.json and writes out/outputs.json',
+      'eval harnesses: a versioned image + command that reads case.json ({runId, caseId, caseSpec}) and writes out/outputs.json ({summary?, result?, exitCode?})',
     );
   harness
     .command('define')
