@@ -151,9 +151,9 @@ describe('everdict start (the main job)', () => {
     expect(long.code, long.err).toBe(0);
     expect(long.out.split('\n')[1]).toBe('a'.repeat(64 * 1024));
     expect(long.err).toMatch(/output truncated to the last 64 KiB of each stream/);
-    // Every file a command left under out/, fetched into a directory at once (--dir), each verified; eight
-    // small ones (uploaded several at a time by the runner) and one in a subdirectory.
-    const files = Array.from({ length: 8 }, (_, i) => `f${i}.txt`);
+    // Every file a command left under out/, fetched into a directory at once (--dir, several at a time), each
+    // verified; twelve small ones (uploaded several at a time by the runner) and one in a subdirectory.
+    const files = Array.from({ length: 12 }, (_, i) => `f${i}.txt`);
     const wrote = await everdict(
       [
         'run',
@@ -171,7 +171,19 @@ describe('everdict start (the main job)', () => {
     const into = path.join(dataDir, 'fetched');
     const fetched = await everdict(['artifact', wroteId, '--dir', into], env);
     expect(fetched.code, fetched.err).toBe(0);
-    expect(fetched.err).toMatch(new RegExp(`^9 artifacts of ${wroteId} in .*fetched, each verified$`, 'm'));
+    expect(fetched.err).toMatch(new RegExp(`^13 artifacts of ${wroteId} in .*fetched, each verified$`, 'm'));
+    // `show` names the first ten, then sums up the rest in one line that says how to get them.
+    const shownOut = (await everdict(['show', wroteId], env)).out;
+    expect(
+      shownOut.match(/^ {2}artifact +\S+ \(\d+ bytes; everdict artifact run_\w+ \S+\)$/gm),
+      shownOut,
+    ).toHaveLength(10);
+    expect(shownOut).toMatch(
+      new RegExp(
+        `^ {2}artifact +… and 3 more \\(\\d+ bytes; everdict artifact ${wroteId} lists them all, --dir DIR fetches them\\)$`,
+        'm',
+      ),
+    );
     expect(readFileSync(path.join(into, 'sub', 'n.txt'), 'utf8')).toBe('nested');
     for (const f of files) expect(readFileSync(path.join(into, f), 'utf8')).toBe(f);
     expect(readdirSync(into).sort()).toEqual([...files, 'sub'].sort()); // no partial file left beside them

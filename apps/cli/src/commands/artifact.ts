@@ -170,10 +170,15 @@ async function save(
   return 0;
 }
 
+/** Artifacts `--dir` fetches at once: an out/ of many small files pays a round trip each, not in turn. */
+export const FETCHES_IN_FLIGHT = 8;
+
 /**
  * Every artifact the run lists, into `dir` (made if absent) at its listed path, each as `-o` writes one: beside
- * itself until whole and verified. One listing for all; the first failure stops it (the files before it stay,
- * each verified). A listed path that would land outside `dir` is refused before any byte is fetched.
+ * itself until whole and verified. One listing for all; up to FETCHES_IN_FLIGHT fetched at once, in the listing's
+ * order. The first failure stops it: no other fetch starts, the ones in flight end (each kept only verified), and
+ * that failure is the answer (the files kept stay, each verified). A listed path that would land outside `dir` is
+ * refused before any byte is fetched.
  */
 async function downloadAll(ctx: Context, runId: string, dir: string): Promise<number> {
   const root = resolve(dir);
@@ -192,14 +197,25 @@ async function downloadAll(ctx: Context, runId: string, dir: string): Promise<nu
       );
     return { entry, target };
   });
-  for (const { entry, target } of targets) {
-    try {
-      makeDirectories(dirname(target));
-    } catch (e) {
-      throw new CliError('usage', `cannot make ${dirname(target)}: ${(e as Error).message}`);
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const worker = async () => {
+    while (!failure && next < targets.length) {
+      const { entry, target } = targets[next++]!;
+      try {
+        try {
+          makeDirectories(dirname(target));
+        } catch (e) {
+          throw new CliError('usage', `cannot make ${dirname(target)}: ${(e as Error).message}`);
+        }
+        await save(ctx, runId, entry, destination(target), target);
+      } catch (error) {
+        failure ??= { error };
+      }
     }
-    await save(ctx, runId, entry, destination(target), target);
-  }
+  };
+  await Promise.all(Array.from({ length: Math.min(FETCHES_IN_FLIGHT, targets.length) }, worker));
+  if (failure) throw failure.error;
   line(
     ctx.io.stderr,
     items.length === 0

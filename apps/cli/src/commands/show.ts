@@ -11,6 +11,9 @@ import { table } from '../table.js';
 import { printOutputTails } from './run.js';
 
 /** The fields `show` prints; the rest of the run is in `--json`. Each is optional: absent ones are not shown. */
+/** Artifacts `show` names one by one; past this, one line says how many more and how to get them. */
+export const ARTIFACTS_SHOWN = 10;
+
 const ShownRun = z.object({
   id: z.string(),
   kind: z.string(),
@@ -99,13 +102,25 @@ function rows(r: ShownRun, details: ReadonlyMap<string, string>): string[][] {
       `${s.grader} ${s.value}${s.passed === undefined ? '' : s.passed ? ' (passed)' : ' (failed)'}${detail ? `: ${detail}` : ''}`,
     );
   }
-  for (const a of r.outputs?.artifacts ?? [])
+  // The first few, each with the command that fetches it; a run that left thousands is summed up in one line
+  // naming the commands that list and fetch them all (`artifact <run>`, `artifact <run> --dir DIR`).
+  const artifacts = r.outputs?.artifacts ?? [];
+  for (const a of artifacts.slice(0, ARTIFACTS_SHOWN))
     add('artifact', `${a.name} (${a.bytes} bytes; ${quote(['everdict', 'artifact', r.id, a.name])})`);
+  if (artifacts.length > ARTIFACTS_SHOWN) {
+    const rest = artifacts.slice(ARTIFACTS_SHOWN);
+    const bytes = rest.reduce((n, a) => n + a.bytes, 0);
+    add(
+      'artifact',
+      `… and ${rest.length} more (${bytes} bytes; ${quote(['everdict', 'artifact', r.id])} lists them all, --dir DIR fetches them)`,
+    );
+  }
   add('record', r.record ? `head ${r.record.head} · length ${r.record.length}` : undefined);
+  const events = r.trajectory?.eventCount ?? 0;
   add(
     'trajectory',
     r.trajectory
-      ? `${r.trajectory.eventCount ?? 0} events${r.trajectory.sealedAt ? ', sealed' : ', live'} (everdict logs ${r.id})`
+      ? `${events} event${events === 1 ? '' : 's'}${r.trajectory.sealedAt ? ', sealed' : ', live'} (everdict logs ${r.id})`
       : undefined,
   );
   return out;

@@ -170,7 +170,10 @@ describe('GET /runs/:id/artifact', () => {
     const l = await leasedRun(r);
     const report = await upload(r, l, 'reports/day 1.txt', 'line one\nline two\n');
     await upload(r, l, 'unlisted.txt', 'uploaded, never listed');
-    expect((await complete(r, l, [report])).status).toBe(200);
+    // A name the listing lookup (a JSON path query with the name as its variable) must take as it is.
+    const odd = await upload(r, l, 'odd "name" $p @ ?.txt', 'odd');
+    expect((await complete(r, l, [report, odd])).status).toBe(200);
+    expect(await (await download(l.runId, 'odd "name" $p @ ?.txt')).text()).toBe('odd');
 
     const res = await download(l.runId, 'reports/day 1.txt');
     expect(res.status).toBe(200);

@@ -10,6 +10,7 @@ import {
   readArtifact,
   type TailItem,
 } from '@everdict/trajectory-store';
+import { sql } from 'kysely';
 import { iso, json, numeric } from '../db/numeric.js';
 import type { Executor } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
@@ -75,33 +76,31 @@ export class TrajectoryService {
     runId: string,
     path: string,
   ): Promise<{ address: string; size: number; body: AsyncIterable<Uint8Array> }> {
-    const run = await this.deps.db
-      .selectFrom('runs')
-      .select(['attempt', 'outputs'])
-      .where('tenant_id', '=', p.tenantId)
-      .where('id', '=', runId)
+    // One statement: the listing's entry for this path (found in the database — a run of thousands of files
+    // lists them all, and reading its whole outputs per fetch made fetching them all quadratic) and the file
+    // stored under the settling attempt's lease.
+    const found = await this.deps.db
+      .selectFrom('runs as r')
+      .leftJoin('runner_artifacts as a', (j) =>
+        j.onRef('a.run_id', '=', 'r.id').onRef('a.epoch', '=', 'r.attempt').on('a.path', '=', path),
+      )
+      .select(['a.address', 'a.size'])
+      .select(
+        sql<string | null>`jsonb_path_query_first(r.outputs, '$.artifacts[*] ? (@.name == $p)',
+          jsonb_build_object('p', ${path}::text)) ->> 'uri'`.as('uri'),
+      )
+      .where('r.tenant_id', '=', p.tenantId)
+      .where('r.id', '=', runId)
       .executeTakeFirst();
-    if (!run) throw notFound('run', runId);
-    const listed = (run.outputs as { artifacts?: { name: string; uri: string }[] }).artifacts ?? [];
-    const ref = listed.find((a) => a.name === path);
-    const stored = ref
-      ? await this.deps.db
-          .selectFrom('runner_artifacts')
-          .select(['address', 'size'])
-          .where('run_id', '=', runId)
-          .where('epoch', '=', run.attempt)
-          .where('path', '=', path)
-          .executeTakeFirst()
-      : undefined;
-    if (!ref || !stored || ref.uri !== `artifact:${stored.address}`)
+    if (!found) throw notFound('run', runId);
+    const { address, size, uri } = found;
+    if (address === null || size === null || uri !== `artifact:${address}`)
       throw new ControlPlaneError('not_found', `run ${runId} lists no artifact ${JSON.stringify(path)}`, {
         id: runId,
         path,
       });
-    const body = await mapStoreErrors(() =>
-      readArtifact(this.runs.store.backend, p.tenantId, stored.address),
-    );
-    return { address: stored.address, size: Number(stored.size), body };
+    const body = await mapStoreErrors(() => readArtifact(this.runs.store.backend, p.tenantId, address));
+    return { address, size: Number(size), body };
   }
 
   runTail(
