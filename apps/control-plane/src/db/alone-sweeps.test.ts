@@ -2,7 +2,7 @@
 // the lease sweep, the schedules' read and the vacuum keeper tick every few milliseconds in this core, but look
 // only when a fact was heard, when the earliest deadline their last look read comes, or once per `alonePollMs`
 // — 60 s here. So each must be seen quiet (a skipped look recorded) and still act on time: a lease nobody renews
-// is requeued at its expiry, a schedule created fires its first slot and the next ones on time (a
+// is requeued at its expiry, a queued run past its TTL is failed at it, a schedule created fires its first slot and the next ones on time (a
 // fallback look would take 60). On the real core through the real app. (On live PostgreSQL the same file runs
 // with one core: alone as well, by presence.)
 import { sql } from 'kysely';
@@ -52,6 +52,25 @@ it('a lease nobody renews is requeued at its expiry, the sweep quiet before it',
   // No heartbeat: requeued once the 1.5 s lease ran out — by the deadline, not a fallback look a minute away.
   await soon(async () => expect(await row()).toMatchObject({ status: 'queued', lost_attempts: 1 }));
   expect(Date.now() - leasedAt).toBeGreaterThanOrEqual(1_400);
+}, 60_000);
+
+it('a queued run past its expiry is failed at it, the sweep quiet before it', async () => {
+  const created = await call(t.app, 'POST', '/runs', {
+    key: ADMIN_KEY,
+    body: { kind: 'command', subject: { command: ['true'] }, ttlSec: 2 },
+  });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  const run = created.body.run as { id: string; expiresAt: string };
+  // The create's fact made the sweep look and read the run's expiry; until then it skips its ticks.
+  const skipped = dispatch().skippedSweeps;
+  await soon(() => expect(dispatch().skippedSweeps).toBeGreaterThan(skipped + 5));
+  const { db } = t.core.internals.deps;
+  const status = async () =>
+    (await db.selectFrom('runs').select('status').where('id', '=', run.id).executeTakeFirstOrThrow()).status;
+  expect(await status()).toBe('queued');
+  // Failed once its 2 s ran out — by the deadline read, not a fallback look a minute away.
+  await soon(async () => expect(await status()).toBe('failed'));
+  expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(run.expiresAt));
 }, 60_000);
 
 it('a schedule created on a quiet core fires its first slot at once and the next ones on time', async () => {

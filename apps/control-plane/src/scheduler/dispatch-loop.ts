@@ -20,6 +20,7 @@ import { type Deps, DISPATCH_CHANNEL, mayWakeInline, RELEASED_PAYLOAD } from '..
 import type { Finished } from './batch-transitions.js';
 import { claimAndStart, type StartedRun } from './claim-start.js';
 import { executeInline } from './inline-executor.js';
+import { nextQueuedExpiry, QueuedExpirySweep } from './queued-expiry.js';
 import { type SettleBatch, SettleBatcher } from './settle-batcher.js';
 import { WakeLoop } from './wake-loop.js';
 
@@ -74,6 +75,8 @@ export class DispatchLoop {
   /** A fact was heard since the last fold of released counters (only a settle writes them). */
   private foldPending = true;
   private readonly lease: LeasePolicy;
+  /** Queued runs past their expiry, failed on the sweep's tick (queued-expiry.ts). */
+  private readonly queuedExpiry: QueuedExpirySweep;
   readonly leases: LeaseKeeper;
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
   /** The timer's sweep in flight (stop() waits for it). */
@@ -92,6 +95,7 @@ export class DispatchLoop {
     this.settler = new SettleBatcher(deps, drained, opts.settleBatch);
     this.lease = opts.lease ?? leasePolicy();
     this.sweepLooks = new NudgedLooks(opts.fallback, this.lease.sweepMs);
+    this.queuedExpiry = new QueuedExpirySweep(deps);
     this.leases = new LeaseKeeper({
       db: deps.db,
       holder: opts.holder ?? deps.ids('inline'),
@@ -216,6 +220,9 @@ export class DispatchLoop {
     await sweepExpiredLeases(this.deps, this.lease, this.deps.clock().getTime()).catch((e: unknown) =>
       this.deps.log('error', 'lease sweep failed', { error: String(e) }),
     );
+    await this.queuedExpiry
+      .sweep(this.deps.clock().getTime())
+      .catch((e: unknown) => this.deps.log('error', 'queued expiry sweep failed', { error: String(e) }));
     // Released counters back into their main rows once a stripe has grown large (released.ts). Alone, only
     // after a fact: no settle of this process's, nothing to fold.
     if (this.foldPending || !this.opts.fallback?.alone()) {
@@ -227,9 +234,14 @@ export class DispatchLoop {
     }
     // Alone, a lease can only be granted by this process (a fact, heard: nudgeSweep) and a heartbeat only moves
     // an expiry later: the earliest expiry now is when the next sweep can find one.
+    // So is a queued run's expiry: it was created (announced) before this look, and never moves.
     if (this.opts.fallback?.alone()) {
-      const next = await nextLeaseExpiry(this.deps).catch(() => Number.NEGATIVE_INFINITY);
-      if (next !== null) this.sweepLooks.dueBy(next);
+      const nowMs = this.deps.clock().getTime();
+      for (const next of await Promise.all([
+        nextLeaseExpiry(this.deps).catch(() => Number.NEGATIVE_INFINITY),
+        nextQueuedExpiry(this.deps, nowMs, this.opts.fallback.aloneMs).catch(() => Number.NEGATIVE_INFINITY),
+      ]))
+        if (next !== null) this.sweepLooks.dueBy(next);
     }
   }
 
