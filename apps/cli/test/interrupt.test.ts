@@ -79,8 +79,29 @@ describe('Ctrl-C while waiting', () => {
   it('experiment: exit 130, the unsettled group is not scored', async () => {
     const r = await interrupted(['experiment', 'analysis', '-n', '2', '--config', SLEEP], /runs queued/);
     expect(r.out).not.toMatch(/scoring/);
-    expect(r.err).toMatch(/interrupted: stopped waiting: grp_\w+ has 0 of 2 runs settled \(not scored\)/);
+    const said =
+      /interrupted: stopped waiting: (grp_\w+) has 0 of 2 runs settled \(not scored; the rest go on: everdict cancel \1 stops them\)/.exec(
+        r.err,
+      );
+    expect(said, r.err).not.toBeNull();
     expect(r.code).toBe(130);
+    // As it says: the group's cancel stops the runs that go on (both, whichever way each stood).
+    const groupId = said?.[1] ?? '';
+    const out = { text: '' };
+    const stdout = new Writable({
+      write(chunk, _e, cb) {
+        out.text += String(chunk);
+        cb();
+      },
+    });
+    const code = await runCli(['cancel', groupId], {
+      stdout,
+      stderr: new PassThrough(),
+      stdin: new PassThrough(),
+      env,
+    });
+    expect(code).toBe(0);
+    expect(out.text).toMatch(new RegExp(`^${groupId}: cancelled 2 runs \\(\\{"cancelled":2\\}\\)$`, 'm'));
   }, 60_000);
 
   it('agent chat: a turn still queued is interrupted, not failed', async () => {

@@ -26,7 +26,7 @@ import { eventFeed } from './services/events-feed.js';
 import { groupService } from './services/groups.js';
 import { type CoreOptions, DEFAULT_POLICY, NO_OBSERVER } from './services/options.js';
 import { type QueueDepthRow, queueDepth } from './services/queue-depth.js';
-import { runService } from './services/runs.js';
+import { cancelTree, runService } from './services/runs.js';
 import { withStorableGuard } from './services/storable-guard.js';
 import { subscriptionService } from './services/subscriptions.js';
 import { EMBEDDED_SESSIONS, type Sessions, startSessions } from './sessions/index.js';
@@ -164,7 +164,9 @@ export async function startCore(options: CoreOptions = {}): Promise<Core> {
     auth: authService(deps, policy, keyCache),
     runs: runService(deps, cascades, options.create, () => sessions?.service),
     events: eventFeed(deps, options.scheduler?.pollMs ?? 1000),
-    groups: groupService(deps, options.judge),
+    groups: groupService(deps, options.judge, (tenant, runId, reason) =>
+      cancelTree(deps, cascades, tenant, runId, reason),
+    ),
     subscriptions: subscriptionService(deps),
     agentBridge: agentBridgeService(deps),
     runners,

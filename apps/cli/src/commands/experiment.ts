@@ -201,7 +201,7 @@ export async function experimentCommand(
   if (settledOf(group) < group.rollup.total)
     throw new CliError(
       'interrupted',
-      `stopped waiting: ${id} has ${settledOf(group)} of ${group.rollup.total} runs settled (not scored)`,
+      `stopped waiting: ${id} has ${settledOf(group)} of ${group.rollup.total} runs settled (not scored; the rest go on: everdict cancel ${id} stops them)`,
     );
   const scored = graders === null ? null : await scoreGroup(ctx, id, graders);
   const scoring = scored?.scoring ?? null;

@@ -279,6 +279,7 @@ describe('system routes', () => {
         '/api-keys/{id}/revoke',
         '/groups',
         '/groups/{id}',
+        '/groups/{id}/cancel',
         '/groups/{id}/promote',
         '/groups/{id}/score',
         '/harnesses',

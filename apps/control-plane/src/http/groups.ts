@@ -1,11 +1,39 @@
 // /groups — experiments and batches (N runs of one spec, or one per case), their rollup, scoring
 // (graders over the group's runs; re-scoring links by rescoreOf) and promotion to a scorecard.
-import { createRoute } from '@hono/zod-openapi';
+import { createRoute, z } from '@hono/zod-openapi';
 import { CreateGroupInput, ListGroupsQuery, PromoteGroupInput, ScoreGroupInput } from '../services/types.js';
 import type { RouteDeps } from './deps.js';
 import { API_KEY_SECURITY, createRouter, json, jsonBody } from './openapi.js';
 import { problemResponses } from './problem.js';
-import { CreatedGroupSchema, GroupPageSchema, GroupSchema, IdParam, ScoredSchema } from './schemas.js';
+import {
+  CreatedGroupSchema,
+  GroupPageSchema,
+  GroupSchema,
+  IdParam,
+  RunCancelBody,
+  ScoredSchema,
+} from './schemas.js';
+
+const CancelledGroupSchema = z
+  .object({
+    group: GroupSchema,
+    cancelled: z.array(z.string()).openapi({ description: 'Every run id cancelled (descendants included).' }),
+  })
+  .openapi('CancelledGroup');
+
+const cancelGroup = createRoute({
+  method: 'post',
+  path: '/groups/{id}/cancel',
+  tags: ['groups'],
+  summary:
+    'Cancel every run of the group that has not settled, each with its non-terminal causal descendants.',
+  security: API_KEY_SECURITY,
+  request: {
+    params: IdParam,
+    body: { required: false, content: { 'application/json': { schema: RunCancelBody } } },
+  },
+  responses: { 200: json(CancelledGroupSchema, 'Cancelled.'), ...problemResponses(400, 401, 404, 415) },
+});
 
 const createGroup = createRoute({
   method: 'post',
@@ -65,6 +93,12 @@ const promoteGroup = createRoute({
 
 export function groupRoutes({ services }: RouteDeps) {
   const app = createRouter();
+
+  app.openapi(cancelGroup, async (c) => {
+    const body = c.req.valid('json');
+    const result = await services.groups.cancel(c.get('principal'), c.req.valid('param').id, body.reason);
+    return c.json(result, 200);
+  });
 
   app.openapi(createGroup, async (c) => {
     const input = c.req.valid('json');

@@ -15,6 +15,7 @@ import {
   EventListSchema,
   IdParam,
   RecordSchema,
+  RunCancelBody,
   RunPageSchema,
   RunSchema,
   ScoreSchema,
@@ -145,8 +146,6 @@ const getRunScores = createRoute({
   responses: { 200: json(RunScoresSchema, "The run's scores."), ...problemResponses(400, 401, 404) },
 });
 
-const CancelBody = z.object({ reason: z.string().max(1000).optional() }).openapi('CancelRun');
-
 const cancelRun = createRoute({
   method: 'post',
   path: '/runs/{id}/cancel',
@@ -155,7 +154,7 @@ const cancelRun = createRoute({
   security: API_KEY_SECURITY,
   request: {
     params: IdParam,
-    body: { required: false, content: { 'application/json': { schema: CancelBody } } },
+    body: { required: false, content: { 'application/json': { schema: RunCancelBody } } },
   },
   responses: { 200: json(CancelledSchema, 'Cancelled.'), ...problemResponses(400, 401, 404, 409, 415) },
 });

@@ -196,6 +196,9 @@ export const AdmissionSchema = z
 export const CreatedRunSchema = z
   .object({ run: RunSchema, admission: AdmissionSchema })
   .openapi('CreatedRun');
+/** A cancel's body (a run's, a group's): why, kept with the cancellation. */
+export const RunCancelBody = z.object({ reason: z.string().max(1000).optional() }).openapi('CancelRun');
+
 export const CancelledSchema = z
   .object({
     run: RunSchema,

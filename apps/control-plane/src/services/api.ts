@@ -124,6 +124,11 @@ export interface GroupService {
   ): Promise<{ scoring: ScoringView; scores: ScoreView[] }>;
   /** Experiment → scorecard (scores it with the given graders). `conflict` if not an experiment. */
   promote(p: Principal, groupId: string, input: PromoteGroupInput): Promise<GroupView>;
+  /**
+   * Cancels every run of the group that has not settled, each as `POST /runs/:id/cancel` cancels one (its
+   * causal descendants too); answers the group as it is then and every run id cancelled.
+   */
+  cancel(p: Principal, groupId: string, reason?: string): Promise<{ group: GroupView; cancelled: string[] }>;
 }
 
 export interface SubscriptionService {

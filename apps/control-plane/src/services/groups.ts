@@ -1,9 +1,9 @@
-import { type Judge, RunStatus, rollupStatus } from '@everdict/run-model';
+import { type Judge, RunStatus, rollupStatus, TERMINAL_STATUSES } from '@everdict/run-model';
 import type { Selectable } from 'kysely';
 import { iso, json } from '../db/numeric.js';
 import type { RunGroupsTable } from '../db/schema.js';
 import { type Executor, isUniqueViolation, type Tx, withTx } from '../db/tx.js';
-import { ControlPlaneError, invalidCursor, notFound } from '../errors.js';
+import { ControlPlaneError, invalidCursor, isControlPlaneError, notFound } from '../errors.js';
 import { decodeCursor, encodeCursor, rowToView, selectRunRows } from '../ledger/runs.js';
 import type { RunView } from '../ledger/views.js';
 import { assertPlaceable } from '../runners/placement.js';
@@ -116,8 +116,17 @@ export async function createGroupTx(
   return { group: await groupView(tx, g), runs };
 }
 
-/** `judge` decides `judge` graders; without one they are refused (400 judge_unavailable). */
-export function groupService(deps: Deps, judge?: Judge): GroupService {
+/** Cancels one run of a tenant and its causal descendants (the runs service's cascade); answers the ids. */
+export type CancelRun = (tenant: string, runId: string, reason: string) => Promise<string[]>;
+
+/** The most runs of a group one read of its unsettled runs lists (the cancel reads again until none is left). */
+const CANCEL_PAGE = 500;
+
+/**
+ * `judge` decides `judge` graders; without one they are refused (400 judge_unavailable). `cancelRun` is the runs
+ * service's cancel (a group's cancel cancels each of its runs the same way).
+ */
+export function groupService(deps: Deps, judge?: Judge, cancelRun?: CancelRun): GroupService {
   return {
     async create(p, raw) {
       const input = asControlPlaneError(() => CreateGroupInput.parse(raw), { in: 'body' });
@@ -202,6 +211,40 @@ export function groupService(deps: Deps, judge?: Judge): GroupService {
         },
       });
       return groupView(deps.db, await findGroup(deps.db, p.tenantId, id));
+    },
+    async cancel(p, id, reason = 'cancelled with its group') {
+      const group = await findGroup(deps.db, p.tenantId, id);
+      if (!cancelRun) throw new ControlPlaneError('internal', 'this core cancels no groups');
+      // Each unsettled run as the runs service cancels one (its descendants too, in bounded batches), in id
+      // order, read again until none is left. A run that settles meanwhile is refused (409) and skipped: it is
+      // no longer the cancel's. A run a cascade already cancelled is settled by the next read.
+      const cancelled = new Set<string>();
+      const skipped = new Set<string>();
+      for (;;) {
+        const live = await deps.db
+          .selectFrom('runs')
+          .select('id')
+          .where('tenant_id', '=', p.tenantId)
+          .where('group_id', '=', group.id)
+          .where('status', 'not in', TERMINAL_STATUSES)
+          .orderBy('id')
+          .limit(CANCEL_PAGE)
+          .execute();
+        const todo = live.map((r) => r.id).filter((r) => !skipped.has(r));
+        if (todo.length === 0) break;
+        for (const runId of todo) {
+          try {
+            for (const c of await cancelRun(p.tenantId, runId, reason)) cancelled.add(c);
+          } catch (e) {
+            if (!isControlPlaneError(e) || e.code !== 'conflict') throw e;
+            skipped.add(runId);
+          }
+        }
+      }
+      return {
+        group: await groupView(deps.db, await findGroup(deps.db, p.tenantId, id)),
+        cancelled: [...cancelled],
+      };
     },
   };
 }
