@@ -6,7 +6,7 @@
 // forever: past EVERDICT_REQUEST_TIMEOUT_MS it is `unavailable` (4).
 import { PassThrough, Writable } from 'node:stream';
 import type { ControlPlaneProcess } from '@everdict/client/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../src/program.js';
 import { fileControlPlane } from './control-plane.js';
 
@@ -87,21 +87,40 @@ describe('Ctrl-C while waiting', () => {
     expect(r.code).toBe(130);
     // As it says: the group's cancel stops the runs that go on (both, whichever way each stood).
     const groupId = said?.[1] ?? '';
-    const out = { text: '' };
-    const stdout = new Writable({
-      write(chunk, _e, cb) {
-        out.text += String(chunk);
-        cb();
-      },
-    });
+    const out = new Sink();
     const code = await runCli(['cancel', groupId], {
-      stdout,
-      stderr: new PassThrough(),
+      stdout: out,
+      stderr: new Sink(),
       stdin: new PassThrough(),
       env,
     });
     expect(code).toBe(0);
     expect(out.text).toMatch(new RegExp(`^${groupId}: cancelled 2 runs \\(\\{"cancelled":2\\}\\)$`, 'm'));
+  }, 60_000);
+
+  it('experiment: its group cancelled from elsewhere, the progress counts the cancelled runs apart; exit 1', async () => {
+    const stdout = new Sink();
+    const stderr = new Sink();
+    const running = runCli(['experiment', 'analysis', '-n', '2', '--config', SLEEP, '--no-score'], {
+      stdout,
+      stderr,
+      stdin: new PassThrough(),
+      env,
+    });
+    await vi.waitFor(() => expect(stderr.text).toMatch(/^grp_\w+: 2 analysis runs queued$/m), {
+      timeout: 30_000,
+    });
+    const groupId = /^(grp_\w+):/m.exec(stderr.text)?.[1] ?? '';
+    const cancel = await runCli(['cancel', groupId], {
+      stdout: new Sink(),
+      stderr: new Sink(),
+      stdin: new PassThrough(),
+      env,
+    });
+    expect(cancel).toBe(0);
+    expect(await running).toBe(1);
+    expect(stderr.text).toMatch(/\[#+\] 2\/2 settled · 0 running · 0 failed · 2 cancelled$/m);
+    expect(stderr.text).toMatch(/run_failed: 2 of 2 runs did not succeed/);
   }, 60_000);
 
   it('agent chat: a turn still queued is interrupted, not failed', async () => {

@@ -89,8 +89,13 @@ export async function waitGroup(
     const done = settledOf(g);
     if (opts.progress) {
       const running = g.rollup.byStatus.running ?? 0;
-      const failed = (g.rollup.byStatus.failed ?? 0) + (g.rollup.byStatus.cancelled ?? 0);
-      const text = progressBar(done, g.rollup.total, `settled · ${running} running · ${failed} failed`);
+      const failed = g.rollup.byStatus.failed ?? 0;
+      const cancelled = g.rollup.byStatus.cancelled ?? 0;
+      const text = progressBar(
+        done,
+        g.rollup.total,
+        `settled · ${running} running · ${failed} failed${cancelled > 0 ? ` · ${cancelled} cancelled` : ''}`,
+      );
       if (text !== last) {
         ctx.io.stderr.write(tty ? `\r${text}` : `${text}\n`);
         last = text;
