@@ -518,41 +518,21 @@ describe('trigger (over the subscriptions routes)', () => {
     expect((await everdict(['trigger', 'list'], env)).out).toMatch(
       new RegExp(`^${id}.*\\s+no \\(disabled\\)\\s+`, 'm'),
     );
-    const witness = JSON.parse(
-      (
-        await everdict(
-          [
-            'trigger',
-            'on',
-            'run.settled',
-            'analysis',
-            '--name',
-            'witness',
-            '--filter',
-            '{"outcome":"failed"}',
-            '--config',
-            '{"fn":"echo"}',
-            '--json',
-          ],
-          env,
-        )
-      ).out,
-    ) as { id: string };
-    // A trigger whose runs may reach no depth: it matches the next failure, and the gate refuses its run.
-    const shallow = JSON.parse(
-      (
-        await everdict(
-          ['trigger', 'on', 'run.settled', 'analysis', '--name', 'shallow', '--max-depth', '0'].concat([
-            '--filter',
-            '{"outcome":"failed"}',
-            '--config',
-            '{"fn":"echo"}',
-            '--json',
-          ]),
-          env,
-        )
-      ).out,
-    ) as { id: string };
+    // A trigger on failed runs (echo), as JSON: the witness, and one whose runs may reach no depth.
+    const onFailure = async (name: string, ...more: string[]) =>
+      JSON.parse(
+        (
+          await everdict(
+            ['trigger', 'on', 'run.settled', 'analysis', '--name', name, '--filter', '{"outcome":"failed"}']
+              .concat(['--config', '{"fn":"echo"}', '--json'])
+              .concat(more),
+            env,
+          )
+        ).out,
+      ) as { id: string };
+    const witness = await onFailure('witness');
+    // It matches the next failure, and the gate refuses its run.
+    const shallow = await onFailure('shallow', '--max-depth', '0');
     const again = await everdict(['run', 'analysis', '--config', '{"fn":"fail"}', '--wait', '--json'], env);
     const againId = (JSON.parse(again.out) as { id: string }).id;
     const after = async () =>

@@ -3,7 +3,7 @@
 // closed — and leases the live runs beside it as usual. On the real core (PGlite).
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { eventually } from '../../test/core.js';
-import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
+import { ADMIN_KEY, call, commandRun, type TestApp, testApp } from '../http/testing/harness.js';
 import { leaseRuns, pairTestRunner } from '../http/testing/runners.js';
 
 let t: TestApp;
@@ -14,14 +14,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const create = async (body: Record<string, unknown>) => {
-  const r = await call(t.app, 'POST', '/runs', {
-    key: ADMIN_KEY,
-    body: { kind: 'command', subject: { command: ['true'] }, ...body },
-  });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body.run as { id: string; expiresAt?: string };
-};
+const create = (spec: Record<string, unknown>) => commandRun(t.app, spec);
 
 it('a run past its expiry when a runner asks is failed `expired`, not leased; the live one beside it is', async () => {
   // Paired first (a run no runner could take is refused at creation), it asks only once the expiry passed.

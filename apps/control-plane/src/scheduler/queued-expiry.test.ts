@@ -6,7 +6,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../test/core.js';
-import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
+import { ADMIN_KEY, call, commandRun, type TestApp, testApp } from '../http/testing/harness.js';
 import { failExpiredQueued, nextQueuedExpiry, scanExpiredQueued } from './queued-expiry.js';
 
 let t: TestApp;
@@ -17,14 +17,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const create = async (body: Record<string, unknown>) => {
-  const r = await call(t.app, 'POST', '/runs', {
-    key: ADMIN_KEY,
-    body: { kind: 'command', subject: { command: ['true'] }, ...body },
-  });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body.run as { id: string; expiresAt?: string; status: string };
-};
+const create = (spec: Record<string, unknown>) => commandRun(t.app, spec);
 const get = async (id: string) => (await call(t.app, 'GET', `/runs/${id}`, { key: ADMIN_KEY })).body;
 const queuedIds = async () =>
   (

@@ -144,6 +144,18 @@ export async function call(
   return { status: res.status, type, body: parsed, headers: res.headers };
 }
 
+/** A command run (`true`, `spec`'s fields over it) created by the admin; throws unless `POST /runs` is 201. */
+export async function commandRun(
+  app: Fetcher,
+  spec: Record<string, unknown> = {},
+): Promise<{ id: string; status: string; expiresAt?: string }> {
+  const r = await call(app, 'POST', '/runs', {
+    body: { kind: 'command', subject: { command: ['true'] }, ...spec },
+  });
+  if (r.status !== 201) throw new Error(`POST /runs answered ${r.status}: ${JSON.stringify(r.body)}`);
+  return r.body.run as { id: string; status: string; expiresAt?: string };
+}
+
 /** A call to `/internal/*` with the service token, acting inside `tenant` (the agent service's calls). */
 export function callInternal(app: Fetcher, method: string, path: string, body?: unknown, tenant = 'default') {
   const headers = { authorization: `Bearer ${INTERNAL_TOKEN}`, 'x-everdict-tenant': tenant };
