@@ -46,6 +46,16 @@ describe('--help and usage', () => {
     expect(r.out).toMatch(/^Usage: everdict/m);
   });
 
+  it("the filters' help names run-model's statuses and lifetimes, each one the control plane takes", async () => {
+    const { RUN_STATUSES, RunLifetime } = await import('@everdict/run-model');
+    const help = (await everdict(['runs', '--help'])).out.replace(/\s+/g, ' ');
+    expect(help).toContain(RUN_STATUSES.join(' | '));
+    expect(help).toContain(`--lifetime <lifetime> ${RunLifetime.options.join(' | ')}`);
+    expect(help).not.toMatch(/service/);
+    for (const lifetime of RunLifetime.options)
+      expect((await everdict(['runs', '--lifetime', lifetime, '--limit', '1'], env)).code, lifetime).toBe(0);
+  });
+
   it('usage errors exit 2', async () => {
     expect((await everdict(['nope'])).code).toBe(2);
     expect((await everdict(['record', 'verify'])).code).toBe(2); // missing <run>

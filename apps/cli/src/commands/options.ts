@@ -1,4 +1,14 @@
+import { KNOWN_RUN_KINDS, RUN_STATUSES, RunLifetime } from '@everdict/run-model';
 import { CliError } from '../errors.js';
+
+// The flags' help names the run vocabulary as run-model has it (a help that named a lifetime `service` no
+// version knew is how it drifted).
+/** `--kind`: the kinds run-model knows, and any other a runner may take. */
+export const KINDS_HELP = [...KNOWN_RUN_KINDS, '…'].join(' | ');
+/** `--status`: every status a run may have. */
+export const STATUSES_HELP = RUN_STATUSES.join(' | ');
+/** `--lifetime`: every lifetime. */
+export const LIFETIMES_HELP = RunLifetime.options.join(' | ');
 
 export function parseJsonOption(name: string, text: string): Record<string, unknown> {
   let v: unknown;

@@ -9,7 +9,7 @@ import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { harnessRef } from './harness.js';
 import { followLogs } from './logs.js';
-import { parseJsonOption, parseJsonValue } from './options.js';
+import { LIFETIMES_HELP, parseJsonOption, parseJsonValue } from './options.js';
 import { type RunSummary, TERMINAL, waitSettled } from './watch.js';
 
 export interface RunOptions {
@@ -188,7 +188,7 @@ export function registerRun(program: Command, ctx: () => Context, done: Done): v
     .argument('<kind>', 'command | eval | sandbox | analysis | agent | …')
     .argument('[argv...]', 'for `command`: the argv to run (after --)');
   subjectOptions(run)
-    .option('--lifetime <lifetime>', 'task | session | service')
+    .option('--lifetime <lifetime>', LIFETIMES_HELP)
     .option('--ttl <seconds>', 'hard expiry from now')
     .option('--caused-by <run>', 'the run that caused this one (draws from its envelope)')
     .option('--envelope-runs <n>', 'open a delegated envelope capped at n runs')

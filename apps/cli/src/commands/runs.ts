@@ -4,6 +4,7 @@ import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { age, table } from '../table.js';
+import { KINDS_HELP, LIFETIMES_HELP, STATUSES_HELP } from './options.js';
 
 /** The largest page `GET /runs` gives. */
 export const MAX_PAGE = 500;
@@ -90,9 +91,9 @@ export function registerRuns(program: Command, ctx: () => Context, done: Done): 
   program
     .command('runs')
     .description('list runs, newest first (filters combine)')
-    .option('--kind <kind>', 'eval | agent | command | sandbox | analysis | …')
-    .option('--status <status>', 'queued | running | succeeded | failed | cancelled | …')
-    .option('--lifetime <lifetime>', 'task | session | service')
+    .option('--kind <kind>', KINDS_HELP)
+    .option('--status <status>', STATUSES_HELP)
+    .option('--lifetime <lifetime>', LIFETIMES_HELP)
     .option('--group <id>', 'runs of one group')
     .option('--caused-by <run>', 'runs a run caused')
     .option('--limit <n>', 'page size (1–500)', '50')

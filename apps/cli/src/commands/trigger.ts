@@ -12,7 +12,7 @@ import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { age, table } from '../table.js';
-import { parseJsonOption } from './options.js';
+import { LIFETIMES_HELP, parseJsonOption } from './options.js';
 import { type RunOptions, runSpecOf, subjectOptions } from './run.js';
 
 /** A trigger as the control plane answers it (its `Subscription`, typed from its OpenAPI document). */
@@ -161,7 +161,7 @@ async function deleteTrigger(ctx: Context, id: string): Promise<number> {
 /** The run-spec flags `run` takes that a trigger's spec may carry (not --wait, --caused-by: a firing has its cause). */
 function runSpecOptions(cmd: Command): Command {
   return subjectOptions(cmd)
-    .option('--lifetime <lifetime>', 'task | session')
+    .option('--lifetime <lifetime>', LIFETIMES_HELP)
     .option('--ttl <seconds>', 'hard expiry of each run, from its creation')
     .option('--envelope-runs <n>', 'each run opens a delegated envelope capped at n runs')
     .option('--in-flight-cap <n>', "that envelope's in-flight cap")
