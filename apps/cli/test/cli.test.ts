@@ -974,8 +974,12 @@ describe('with the agent service: agent chat and the demo', () => {
       '← ask_approval {"approved":true}',
       'Approval answered: {"approved":true}',
     ]);
-    // --json: every event as stored, once, in order (the resumed turn's tail starts after the parked one's).
-    const j = await everdict(['agent', 'chat', agentId!, '-m', 'ship 1.5', '--approve', '--json'], env);
+    // --json: every event as stored, once, in order (the resumed turn's tail starts after the parked one's). The
+    // agent named by its name, the one agent of the tenant that has it; a name none has is refused.
+    const j = await everdict(
+      ['agent', 'chat', 'chat-releaser', '-m', 'ship 1.5', '--approve', '--json'],
+      env,
+    );
     expect(j.code, j.err).toBe(0);
     const events = j.out
       .split('\n')
@@ -983,6 +987,9 @@ describe('with the agent service: agent chat and the demo', () => {
       .map((l) => JSON.parse(l) as { seq: number; type: string });
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
     expect(events.filter((e) => e.type === 'tool_result')).toHaveLength(1);
+    const nobody = await everdict(['agent', 'chat', 'nobody-by-that-name', '-m', 'hi'], env);
+    expect(nobody.code).toBe(3);
+    expect(nobody.err).toMatch(/no agent named "nobody-by-that-name" \(everdict agent list names them\)/);
   }, 120_000);
 
   it('demo: runs every step it can, the agent turn parks, is approved and resumes; every record verifies', async () => {

@@ -119,11 +119,32 @@ export async function followTurn(ctx: Context, runId: string, tail: TurnTail): P
   }
 }
 
-export async function chat(ctx: Context, agentId: string, o: ChatOptions): Promise<number> {
+/**
+ * The agent a chat names: an id (`agent_…`) as it is; a name, the tenant's one agent of that name (`GET /agents`) —
+ * none is refused naming `agent list`, several is a usage error naming their ids.
+ */
+export async function resolveAgent(ctx: Context, ref: string): Promise<string> {
+  if (/^agent_/.test(ref)) return ref;
+  const { data } = await ctx.client.GET('/agents');
+  const named = (data?.items ?? []).filter((a) => a.name === ref);
+  if (named.length === 1) return named[0]!.id;
+  if (named.length === 0)
+    throw new CliError('refused', `no agent named ${JSON.stringify(ref)} (everdict agent list names them)`);
+  throw new CliError(
+    'usage',
+    `${named.length} agents are named ${JSON.stringify(ref)}: give one's id (${named.map((a) => a.id).join(', ')})`,
+  );
+}
+
+export async function chat(ctx: Context, agentRef: string, o: ChatOptions): Promise<number> {
   const print = chatPrinter(ctx, o.json === true);
   const conversationId =
     o.conversation ??
-    (await ctx.call<{ group?: { id: string } }>('POST', '/conversations', { agentId })).group?.id;
+    (
+      await ctx.call<{ group?: { id: string } }>('POST', '/conversations', {
+        agentId: await resolveAgent(ctx, agentRef),
+      })
+    ).group?.id;
   if (!conversationId) throw new CliError('unavailable', 'no conversation id came back');
   line(ctx.io.stderr, `conversation ${conversationId}`);
   const scripted = o.message !== undefined;
@@ -209,7 +230,7 @@ export function registerAgent(program: Command, ctx: () => Context, done: Done):
     .description(
       'a conversation: each message is a turn; what a parked turn waits on is listed, approvals asked here',
     )
-    .argument('<agent>', 'the agent id')
+    .argument('<agent>', 'the agent: its id, or its name when one agent of the tenant has it')
     .option('--conversation <id>', 'continue this conversation')
     .option('-m, --message <text>', 'send this instead of reading stdin (repeatable)', collect)
     .option('--approve', 'with --message: approve every parked request (default: deny)')

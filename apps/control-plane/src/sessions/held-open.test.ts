@@ -55,6 +55,12 @@ describe('held-open sessions under concurrent traffic', () => {
     expect(refused.status, JSON.stringify(refused.body)).toBe(409);
     expect(refused.body.details).toMatchObject({ reason: 'session_parked' });
     expect(await session(id)).toMatchObject({ state: 'parked', status: 'awaiting_input' });
+    // An exec asked of the parked session says what to do.
+    const onParked = await call('POST', `/sandboxes/${id}/exec`, { command: ['true'] });
+    expect(onParked.status).toBe(409);
+    expect(onParked.body.detail, JSON.stringify(onParked.body)).toBe(
+      `session ${id} is parked: resume it first (POST /sandboxes/${id}/resume)`,
+    );
     expect((await run(id)).error ?? null).toBeNull();
 
     const resumed = await call('POST', `/sandboxes/${id}/resume`);

@@ -7,6 +7,9 @@ import { ControlPlaneError, notFound } from '../errors.js';
 import { findRun, type RunRow } from '../ledger/runs.js';
 import type { Principal } from '../services/types.js';
 
+/** What a parked session answers an exec or a terminal: what to do about it. */
+const parkedMessage = (runId: string) =>
+  `session ${runId} is parked: resume it first (POST /sandboxes/${runId}/resume)`;
 export type SessionRow = Selectable<SessionsTable>;
 
 /** The image park a parked session's row names. */
@@ -83,11 +86,11 @@ export async function sessionOf(
       due,
     });
   if (opts.state && session.state !== opts.state)
-    throw new ControlPlaneError('conflict', `session ${runId} is ${session.state}`, {
-      runId,
-      state: session.state,
-      reason: opts.state === 'open' ? 'session_parked' : 'session_open',
-    });
+    throw new ControlPlaneError(
+      'conflict',
+      session.state === 'parked' ? parkedMessage(runId) : `session ${runId} is ${session.state}`,
+      { runId, state: session.state, reason: opts.state === 'open' ? 'session_parked' : 'session_open' },
+    );
   return { run, session };
 }
 
@@ -215,7 +218,7 @@ export async function openForTerminal(
     .where('run_id', '=', runId)
     .executeTakeFirst();
   if (s?.state === 'parked')
-    throw new ControlPlaneError('conflict', `session ${runId} is parked`, {
+    throw new ControlPlaneError('conflict', parkedMessage(runId), {
       runId,
       state: s.state,
       reason: 'session_parked',
