@@ -14,7 +14,7 @@ import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import { type DbNumeric, json, numeric } from '../../db/numeric.js';
 import { prepared } from '../../db/prepared.js';
-import type { AdmEnvelopesTable, AdmGlobalTable, AdmTenantsTable } from '../../db/schema.js';
+import type { AdmEnvelopesTable, AdmGlobalTable, AdmTenantsTable } from '../../db/schema-admission.js';
 import type { Executor } from '../../db/tx.js';
 import { envelopeOf } from './rows.js';
 

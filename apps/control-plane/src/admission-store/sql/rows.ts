@@ -3,7 +3,7 @@ import type { Envelope, RunSlot } from '@everdict/admission';
 import type { RunCause, RunClass, RunLifetime, RunStatus } from '@everdict/run-model';
 import type { Selectable } from 'kysely';
 import { numeric } from '../../db/numeric.js';
-import type { AdmEnvelopesTable, AdmSlotsTable } from '../../db/schema.js';
+import type { AdmEnvelopesTable, AdmSlotsTable } from '../../db/schema-admission.js';
 
 export const QUEUED_COLUMN = {
   interactive: 'queued_interactive',
