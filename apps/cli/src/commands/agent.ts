@@ -16,7 +16,7 @@ import { line } from '../io.js';
 import { registerAgentDefinitions } from './agents.js';
 import { chatPrinter } from './chat-view.js';
 import { collect } from './options.js';
-import { describeTraceEvent, followTrajectory, getRun, parseTraceEvent, TERMINAL } from './watch.js';
+import { eventPrinter, followTrajectory, getRun, TERMINAL } from './watch.js';
 
 interface ChatOptions {
   message?: string[];
@@ -91,17 +91,7 @@ export interface TurnTail {
  */
 export async function followTurn(ctx: Context, runId: string, tail: TurnTail): Promise<string> {
   const stop = new AbortController();
-  const following = followTrajectory(
-    ctx,
-    runId,
-    stop.signal,
-    (eid, data) => {
-      const ev = parseTraceEvent(data);
-      if (ev) tail.print(ev);
-      else line(ctx.io.stdout, describeTraceEvent(eid, data)); // not an event object: shown as it came
-    },
-    tail.offset,
-  );
+  const following = followTrajectory(ctx, runId, stop.signal, eventPrinter(ctx, tail.print), tail.offset);
   let grace: NodeJS.Timeout | undefined;
   try {
     for (;;) {

@@ -6,13 +6,7 @@
 // shows it. `--json` prints every event as stored instead.
 import type { Context } from '../context.js';
 import { line } from '../io.js';
-import { describeEvent } from './watch.js';
-
-/** A value as one JSON line, cut at `max` characters. */
-function brief(v: unknown, max = 200): string {
-  const text = JSON.stringify(v) ?? 'null';
-  return text.length > max ? `${text.slice(0, max - 3)}...` : text;
-}
+import { brief, describeEvent } from './watch.js';
 
 /** Event types the chat says otherwise, or that are the model's bookkeeping. */
 const UNSHOWN = new Set(['llm_call', 'extension']);

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { Context, Done } from '../context.js';
 import { line } from '../io.js';
 import { ExecAnswer, execFailure } from './sandbox.js';
-import { describeEvent, describeTraceEvent, followTrajectory, parseTraceEvent } from './watch.js';
+import { describeEvent, eventPrinter, followTrajectory } from './watch.js';
 
 interface Page {
   items: Record<string, unknown>[];
@@ -64,12 +64,7 @@ function printer(ctx: Context, json: boolean) {
 
 /** Tails a run's trajectory until it is sealed (or `signal` aborts), printed as `logs` prints it. */
 export function followLogs(ctx: Context, id: string, signal: AbortSignal, json: boolean): Promise<number> {
-  const print = printer(ctx, json);
-  return followTrajectory(ctx, id, signal, (eid, data) => {
-    const ev = parseTraceEvent(data);
-    if (ev) print(ev);
-    else line(ctx.io.stdout, describeTraceEvent(eid, data)); // not an event object: shown as it came
-  });
+  return followTrajectory(ctx, id, signal, eventPrinter(ctx, printer(ctx, json)));
 }
 
 export async function logsCommand(

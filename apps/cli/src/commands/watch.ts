@@ -149,14 +149,34 @@ export function parseTraceEvent(data: string): Record<string, unknown> | null {
   }
 }
 
+/** A value as one line of JSON, cut at `max` characters. */
+export function brief(v: unknown, max = 200): string {
+  const text = JSON.stringify(v) ?? 'null';
+  return text.length > max ? `${text.slice(0, max - 3)}...` : text;
+}
+
 /** One line for an event: its id, its type, the rest of it as JSON (cut at 200 characters). */
 export function describeEvent(id: string | undefined, ev: Record<string, unknown>): string {
   const type = String(ev.type ?? 'event');
   const body = Object.fromEntries(
     Object.entries(ev).filter(([k]) => !['type', 'ts', 'runId', 'seq', 'at'].includes(k)),
   );
-  const text = JSON.stringify(body);
-  return `${(id ?? '?').padStart(4)} ${type} ${text.length > 200 ? `${text.slice(0, 197)}...` : text}`;
+  return `${(id ?? '?').padStart(4)} ${type} ${brief(body)}`;
+}
+
+/**
+ * A `followTrajectory` printer over event objects: each one the stream sends to `print`; what is not an event
+ * object, shown as it came.
+ */
+export function eventPrinter(
+  ctx: Context,
+  print: (ev: Record<string, unknown>) => void,
+): (id: string | undefined, data: string) => void {
+  return (id, data) => {
+    const ev = parseTraceEvent(data);
+    if (ev) print(ev);
+    else line(ctx.io.stdout, describeTraceEvent(id, data));
+  };
 }
 
 /** One line for an event as the stream sent it; what is not an event object is shown as it came. */
