@@ -197,6 +197,9 @@ describe('everdict start (the main job)', () => {
       'const result = { sum: caseSpec.a + caseSpec.b };',
       'const summary = "sum " + result.sum + " from " + Object.keys(caseSpec).join(",");',
       'require("fs").writeFileSync("out/outputs.json", JSON.stringify({ summary, result }));',
+      // Its model calls, as a harness traces them: the run's usage is their fold (the runner reports it).
+      'const call = { type: "llm_call", model: "m", inputTokens: 100 * caseSpec.a, outputTokens: 7, costUsd: 0.01 };',
+      'require("fs").writeFileSync("out/trace.jsonl", JSON.stringify(call) + "\\n");',
     ].join(' ');
     expect((await everdict(['harness', 'define', 'adder@1', '--', 'node', '-e', harness], env)).code).toBe(0);
     const cases = path.join(dataDir, 'cases.jsonl');
@@ -250,6 +253,7 @@ describe('everdict start (the main job)', () => {
         'm',
       ),
     );
+    expect(showC.out).toMatch(/^ {2}usage +1 llm call · 100 in \/ 7 out tokens · \$0\.0100 · cpu \d+ ms$/m);
     const printed = await everdict(['artifact', runC, 'outputs.json'], env);
     expect(printed.code, printed.err).toBe(0);
     expect(JSON.parse(printed.out)).toEqual({ summary: 'sum 2 from a,b,id', result: { sum: 2 } });

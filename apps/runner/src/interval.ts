@@ -12,6 +12,7 @@
 // lease is still held until the completion settles it.
 import type { Driver, ExecStream, SandboxHandle } from '@everdict/placement';
 import { isPlacementError, utf8 } from '@everdict/placement';
+import type { Usage } from '@everdict/run-model';
 import { encodeAttestationBody, type SigningKey } from '@everdict/runrecord';
 import { AuditChain } from './audit-chain.js';
 import { commandEnd, stoppedBeforeStart, stopSummary } from './command-end.js';
@@ -214,6 +215,8 @@ export async function executeInterval(
     }
 
     const outputs: CompleteBody['outputs'] = {};
+    /** The model calls an eval harness's trace reported (readHarnessResults), beside the sandbox's CPU time. */
+    let traced: Usage | undefined;
     if (stop) outputs.summary = stopSummary(stop, lease);
     if (!plan.eval) {
       outputs.result = {
@@ -224,6 +227,7 @@ export async function executeInterval(
     } else if (!stop) {
       // (A harness stopped at a limit did not finish: its out/ files are not read as its outputs.)
       const read = await readHarnessResults(deps.driver, handle, journal);
+      traced = read.usage;
       if (read.outputs) {
         if (read.outputs.summary !== undefined) outputs.summary = read.outputs.summary;
         if (read.outputs.result !== undefined) outputs.result = read.outputs.result;
@@ -300,7 +304,7 @@ export async function executeInterval(
             epoch: lease.epoch,
             outputs,
             attestation: encodeAttestationBody(body) as unknown as Record<string, unknown>,
-            ...(usage?.cpuTimeMs != null ? { usage: { cpuTimeMs: usage.cpuTimeMs } } : {}),
+            ...usageReport(usage?.cpuTimeMs, traced),
             // "Accounted, no calls" only where the runner itself built a sandbox with no way out (README).
             ...(deps.accountNoNetwork !== false && networkOf(lease) === 'none'
               ? { account: { dispatched: [], resolved: [] } }
@@ -326,6 +330,18 @@ export async function executeInterval(
     journal.abandon();
     return 'aborted';
   }
+}
+
+/**
+ * What the completion reports the run used: the sandbox's CPU time where the driver read it, and an eval
+ * harness's model calls where its trace reported them — each only where observed, nothing otherwise.
+ */
+function usageReport(
+  cpuTimeMs: number | null | undefined,
+  traced: Usage | undefined,
+): Pick<CompleteBody, 'usage'> {
+  const usage: Record<string, number> = { ...(cpuTimeMs != null ? { cpuTimeMs } : {}), ...traced };
+  return Object.keys(usage).length > 0 ? { usage } : {};
 }
 
 /** `work`'s answer — or false as soon as `signal` aborts (the work goes on, its answer no longer awaited). */

@@ -7,7 +7,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { isClientError } from '@everdict/client';
 import type { Driver, SandboxHandle } from '@everdict/placement';
 import { isPlacementError, utf8, type WorkspaceFile } from '@everdict/placement';
-import { TraceEvent } from '@everdict/run-model';
+import { TraceEvent, type Usage, usageFromTrace } from '@everdict/run-model';
 import type { IntervalDeps, IntervalHooks } from './interval.js';
 import { type Journal, MAX_SENDS } from './journal.js';
 import { type Artifact, HarnessOutputs, type Lease } from './protocol.js';
@@ -18,12 +18,17 @@ const MiB = 1024 * 1024;
 export const HARNESS_FILE_CAP_BYTES = 16 * MiB;
 const TOO_LARGE = Symbol('too large');
 
-/** out/outputs.json (required) and out/trace.jsonl (optional: validated TraceEvents) of an eval harness. */
+/**
+ * out/outputs.json (required) and out/trace.jsonl (optional: validated TraceEvents) of an eval harness. With a
+ * trace, `usage` is run-model's fold of its `llm_call` events (tokens, priced cost, calls): what the harness
+ * observed of its model calls, reported with the interval so the run's usage and its envelope's spend count
+ * them. Without a trace nothing is claimed (no usage, not a zero one).
+ */
 export async function readHarnessResults(
   driver: Driver,
   handle: SandboxHandle,
   journal: Journal,
-): Promise<{ outputs?: HarnessOutputs; problem?: string }> {
+): Promise<{ outputs?: HarnessOutputs; problem?: string; usage?: Usage }> {
   // A file past the cap is the harness's output, too large to read: a problem of its interval (which completes
   // failed), not a failure of the runner's (which would leave the lease to expire and the run to be re-run).
   const read = async (path: string): Promise<string | undefined | typeof TOO_LARGE> => {
@@ -56,6 +61,7 @@ export async function readHarnessResults(
   if (trace === TOO_LARGE) return { outputs, problem: tooLarge('out/trace.jsonl') };
   if (trace !== undefined) {
     const lines = trace.split('\n').filter((l) => l.trim() !== '');
+    const events: TraceEvent[] = [];
     for (let i = 0; i < lines.length; i++) {
       let value: unknown;
       try {
@@ -66,9 +72,11 @@ export async function readHarnessResults(
       const draft = { seq: 0, runId: 'x', ts: new Date().toISOString(), ...(value as object) };
       const checked = TraceEvent.safeParse(draft);
       if (!checked.success) return { outputs, problem: `out/trace.jsonl line ${i + 1} is not a TraceEvent` };
+      events.push(checked.data);
       const { seq: _s, runId: _r, ...event } = checked.data;
       await journal.append(event as Parameters<Journal['append']>[0]);
     }
+    return { outputs, usage: usageFromTrace(events) };
   }
   return { outputs };
 }

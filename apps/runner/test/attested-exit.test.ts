@@ -62,6 +62,7 @@ async function evalInterval(script: string, subject: Record<string, unknown> = {
   return {
     runId: lease.runId,
     outputs: completed[0]!.outputs,
+    usage: completed[0]!.usage,
     outcome: body.outcome,
     exitCode: body.exitCode,
   };
@@ -84,6 +85,30 @@ describe('the attested exit', () => {
     expect(failedCase).toMatchObject({ outcome: 'failed', exitCode: 0, outputs: { exitCode: 2 } });
     const ok = await evalInterval(`echo '{"summary":"ok"}' > out/outputs.json`);
     expect(ok).toMatchObject({ outcome: 'succeeded', exitCode: 0, outputs: { exitCode: 0, summary: 'ok' } });
+  }, 120_000);
+
+  it("a harness's trace reports its model calls: the completion's usage is their fold, beside the CPU time", async () => {
+    const trace = [
+      '{"type":"message","role":"user","content":"2+2?"}',
+      '{"type":"llm_call","model":"m","inputTokens":120,"outputTokens":30,"cacheReadTokens":7,"costUsd":0.25}',
+      '{"type":"llm_call","model":"m","inputTokens":80,"outputTokens":12,"cacheWriteTokens":3,"costUsd":0.5}',
+    ].join('\n');
+    const r = await evalInterval(
+      `echo '{"summary":"4"}' > out/outputs.json; printf '%s\n' '${trace}' > out/trace.jsonl`,
+    );
+    expect(r.outcome).toBe('succeeded');
+    expect(r.usage).toMatchObject({
+      inputTokens: 200,
+      outputTokens: 42,
+      cacheReadTokens: 7,
+      cacheWriteTokens: 3,
+      costUsd: 0.75,
+      llmCalls: 2,
+    });
+    expect(r.usage?.cpuTimeMs).toBeGreaterThan(0);
+    // No trace: the CPU time alone — no model calls claimed, not even zero of them.
+    const untraced = await evalInterval(`echo '{"summary":"4"}' > out/outputs.json`);
+    expect(Object.keys(untraced.usage ?? {})).toEqual(['cpuTimeMs']);
   }, 120_000);
 
   it('a harness file past the read cap: the interval completes failed, naming it (not a runner failure)', async () => {

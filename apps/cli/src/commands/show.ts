@@ -47,6 +47,7 @@ const ShownRun = z.object({
     })
     .partial()
     .optional(),
+  usage: z.record(z.string(), z.number()).optional(),
   record: z.object({ head: z.string(), length: z.number() }).optional(),
   trajectory: z.object({ eventCount: z.number(), sealedAt: z.string().nullish() }).partial().optional(),
 });
@@ -57,6 +58,28 @@ async function scoreDetails(ctx: Context, r: ShownRun): Promise<Map<string, stri
   if (!r.outputs?.scores?.length) return new Map();
   const { data } = await ctx.client.GET('/runs/{id}/scores', { params: { path: { id: r.id } } });
   return new Map((data?.scores ?? []).map((s) => [s.id, s.detail]));
+}
+
+/**
+ * What the run used, as its executor reported it: model calls, tokens (cache reads and writes apart), priced
+ * cost, CPU time. Zero and absent measures are left out; a run that reported none shows no usage line.
+ */
+export function usageLine(u: Readonly<Record<string, number>> | undefined): string | undefined {
+  if (!u) return undefined;
+  const n = (k: string) => u[k] ?? 0;
+  const cache = [
+    n('cacheReadTokens') > 0 && `${n('cacheReadTokens')} cache read`,
+    n('cacheWriteTokens') > 0 && `${n('cacheWriteTokens')} cache write`,
+  ].filter(Boolean);
+  const tokens = n('inputTokens') + n('outputTokens') > 0 || cache.length > 0;
+  const parts = [
+    n('llmCalls') > 0 && `${n('llmCalls')} llm call${n('llmCalls') === 1 ? '' : 's'}`,
+    tokens &&
+      `${n('inputTokens')} in / ${n('outputTokens')} out tokens${cache.length ? ` (${cache.join(', ')})` : ''}`,
+    n('costUsd') > 0 && `$${n('costUsd').toFixed(4)}`,
+    n('cpuTimeMs') > 0 && `cpu ${Math.round(n('cpuTimeMs'))} ms`,
+  ].filter(Boolean);
+  return parts.length > 0 ? parts.join(' · ') : undefined;
 }
 
 /** Label / value rows of a run, in the order a reader asks: what, where it stands, why, what it left. */
@@ -95,6 +118,7 @@ function rows(r: ShownRun, details: ReadonlyMap<string, string>): string[][] {
     r.outputs?.exitCode === undefined || r.outputs.exitCode === null ? undefined : String(r.outputs.exitCode),
   );
   add('summary', r.outputs?.summary);
+  add('usage', usageLine(r.usage));
   for (const s of r.outputs?.scores ?? []) {
     const detail = s.scoreId === undefined ? undefined : details.get(s.scoreId);
     add(
