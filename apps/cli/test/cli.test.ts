@@ -768,6 +768,19 @@ describe('sandbox (over the sessions routes) and agent chat', () => {
     const expiresAt = (JSON.parse(open.out) as { run: { expiresAt: string } }).run.expiresAt;
     // `show` of a live session says when the reaper closes it.
     expect((await everdict(['show', id], env)).out).toContain(`· expires ${expiresAt}`);
+    // Listed with its time left (GET /sandboxes), and shown with its idle timeout running (GET /sandboxes/:id).
+    const listed = await everdict(['sandbox', 'list'], env);
+    expect(listed.code, listed.err).toBe(0);
+    expect(listed.out).toMatch(/^sandbox +state +image +age +ttl left +idle left +drawn$/m);
+    expect(listed.out).toMatch(
+      new RegExp(`^${id} +open +default +\\d+s +\\d+m \\d+s +\\d+m \\d+s +\\$\\d+\\.\\d{4}$`, 'm'),
+    );
+    const shown = await everdict(['sandbox', 'show', id], env);
+    expect(shown.code, shown.err).toBe(0);
+    expect(shown.out).toMatch(new RegExp(`^${id} {2}sandbox {2}open \\(running\\)$`, 'm'));
+    expect(shown.out).toMatch(new RegExp(`^ {2}expires +${expiresAt} \\(in \\d+m \\d+s\\)$`, 'm'));
+    expect(shown.out).toMatch(/^ {2}idle left +\d+m \d+s of 5m 0s; last activity \d+s ago$/m);
+    expect(shown.out).toMatch(/^ {2}drawn +\$\d+\.\d{4} at \$\d+\.\d{4}\/h, \d+\.\d J \(estimated\)$/m);
     const exec = await everdict(
       ['sandbox', 'exec', id, '--json', '--', 'sh', '-c', 'echo hi-from-sandbox'],
       env,
@@ -807,8 +820,22 @@ describe('sandbox (over the sessions routes) and agent chat', () => {
       env,
     );
     expect(failed.code).toBe(1);
+    // Parked: its idle timeout stops, its snapshot is named; closed: no longer listed.
+    expect((await everdict(['sandbox', 'suspend', id], env)).code).toBe(0);
+    const parked = await everdict(['sandbox', 'show', id], env);
+    expect(parked.out).toMatch(
+      /^ {2}idle left +- \(parked: its idle timeout of 5m 0s runs again once resumed\)/m,
+    );
+    expect(parked.out).toMatch(/^ {2}snapshot +[0-9a-f]{64}$/m);
+    expect((await everdict(['sandbox', 'list'], env)).out).toMatch(
+      new RegExp(`^${id} +parked +default .* - +`, 'm'),
+    );
+    expect((await everdict(['sandbox', 'resume', id], env)).code).toBe(0);
     const close = await everdict(['sandbox', 'close', id], env);
     expect(close.code).toBe(0);
+    const gone = await everdict(['sandbox', 'list'], env);
+    expect(gone.out).not.toContain(id);
+    expect((await everdict(['sandbox', 'show', 'run_nope'], env)).code).toBe(3);
     // The session's trajectory read back as a transcript: each exec's argv, its output, why it failed.
     const logs = await everdict(['logs', id], env);
     expect(logs.code, logs.err).toBe(0);

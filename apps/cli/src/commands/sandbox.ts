@@ -1,5 +1,5 @@
-// everdict sandbox open|exec|shell|suspend|resume|close — held-open sessions over the sessions routes
-// (`POST /sandboxes`, `/sandboxes/:id/exec|touch|suspend|resume|close`) and, for `shell`, the terminal
+// everdict sandbox open|list|show|exec|shell|suspend|resume|close — held-open sessions over the sessions routes
+// (`POST /sandboxes`, `GET /sandboxes[/:id]`: sandbox-view.ts, `/sandboxes/:id/exec|touch|suspend|resume|close`) and, for `shell`, the terminal
 // ticket flow (`POST /runs/:id/terminal-ticket`, then the `GET /runs/:id/terminal?ticket=` WebSocket:
 // binary frames are raw stdin/stdout, text frames JSON `{"type":"resize",cols,rows}` / `{"type":"exit",code}`).
 // Thin by design: every subcommand is one call; the control plane owns the session. `shell` is in shell.ts.
@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
+import { listSandboxes, showSandbox } from './sandbox-view.js';
 import { openShell } from './shell.js';
 
 interface SandboxAnswer {
@@ -136,6 +137,17 @@ export function registerSandbox(program: Command, ctx: () => Context, done: Done
         })(),
       ),
     );
+  sandbox
+    .command('list')
+    .description("the tenant's open and parked sessions: time left (TTL, idle), what each has drawn")
+    .option('--json', 'print JSON')
+    .action((o: { json?: boolean }) => done(listSandboxes(ctx(), o)));
+  sandbox
+    .command('show')
+    .description('one session: its image, holder, expiry, idle time left, what it has drawn, its snapshot')
+    .argument('<id>', 'the session run id')
+    .option('--json', 'print JSON')
+    .action((id: string, o: { json?: boolean }) => done(showSandbox(ctx(), id, o)));
   sandbox
     .command('exec')
     .description(
