@@ -513,13 +513,28 @@ describe('trigger (over the subscriptions routes)', () => {
       new RegExp(`^\\d+\\s+\\d+s ago\\s+created\\s+${(await fired())[0]?.id}$`, 'm'),
     );
     const listed = await everdict(['trigger', 'list'], env);
-    expect(listed.out).toMatch(/^trigger\s+name\s+when\s+runs\s+enabled\s+last fired$/m);
+    expect(listed.out).toMatch(/^trigger\s+name\s+when\s+runs\s+enabled\s+last fired\s+next$/m);
     expect(listed.out).toMatch(
       new RegExp(
-        `^${id}\\s+on-failure\\s+on run\\.settled \\{"outcome":"failed"\\}\\s+analysis\\s+yes\\s+\\d+s ago$`,
+        `^${id}\\s+on-failure\\s+on run\\.settled \\{"outcome":"failed"\\}\\s+analysis\\s+yes\\s+\\d+s ago\\s+-$`,
         'm',
       ),
     );
+    // A schedule says when it fires next (an hourly one: within the hour), until it is disabled.
+    const hourly = await everdict(['trigger', 'every', '0 * * * *', 'analysis', '--name', 'hourly'], env);
+    const hourlyId = /^trigger (sub_\w+) /m.exec(hourly.out)?.[1];
+    expect(hourlyId, hourly.err).toBeDefined();
+    expect((await everdict(['trigger', 'list'], env)).out).toMatch(
+      new RegExp(
+        `^${hourlyId}\\s+hourly\\s+every 0 \\* \\* \\* \\* \\(UTC\\)\\s+analysis\\s+yes\\s+never\\s+in (\\d+m )?\\d+s$`,
+        'm',
+      ),
+    );
+    expect((await everdict(['trigger', 'disable', hourlyId!], env)).code).toBe(0);
+    expect((await everdict(['trigger', 'list'], env)).out).toMatch(
+      new RegExp(`^${hourlyId}.*\\s+never\\s+-$`, 'm'),
+    );
+    expect((await everdict(['trigger', 'delete', hourlyId!], env)).code).toBe(0);
     // Disabled, the next failure fires nothing. Proven by a witness: a second trigger on the same events, which
     // fires for that failure once the consumer has passed it — and only the witness's run follows it.
     expect((await everdict(['trigger', 'disable', id!], env)).out).toMatch(

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { Context } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
-import { age, table } from '../table.js';
+import { age, span, table } from '../table.js';
 
 /** The fields printed; the rest of the SessionView is in `--json`. */
 const ShownSession = z.object({
@@ -25,15 +25,6 @@ const ShownSession = z.object({
 });
 type ShownSession = z.infer<typeof ShownSession>;
 const SessionList = z.object({ items: z.array(ShownSession) });
-
-/** A span of seconds as a person reads it: `42s`, `9m 58s`, `2h 5m`, `3d 4h`. */
-export function span(sec: number): string {
-  const s = Math.max(0, Math.floor(sec));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
-  if (s < 86_400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
-  return `${Math.floor(s / 86_400)}d ${Math.floor((s % 86_400) / 3600)}h`;
-}
 
 /** Its idle timeout's time left (a parked session's is not running: its TTL alone closes it). */
 const idleLeft = (s: ShownSession) =>

@@ -11,7 +11,7 @@ import type { Command } from 'commander';
 import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
-import { age, table } from '../table.js';
+import { age, span, table } from '../table.js';
 import { LIFETIMES_HELP, parseJsonOption } from './options.js';
 import { type RunOptions, runSpecOf, subjectOptions } from './run.js';
 
@@ -85,7 +85,7 @@ export async function listTriggers(ctx: Context, o: { json?: boolean }): Promise
     line(
       ctx.io.stdout,
       table(
-        ['trigger', 'name', 'when', 'runs', 'enabled', 'last fired'],
+        ['trigger', 'name', 'when', 'runs', 'enabled', 'last fired', 'next'],
         items.map((t) => [
           t.id,
           t.name,
@@ -93,6 +93,8 @@ export async function listTriggers(ctx: Context, o: { json?: boolean }): Promise
           String(t.runSpec.kind),
           t.enabled ? 'yes' : `no (${t.disabledReason ?? 'disabled'})`,
           t.lastFiredAt ? `${age(t.lastFiredAt)} ago` : 'never',
+          // An enabled schedule's next slot; an event trigger fires on its events, a disabled one not at all.
+          t.nextFireAt ? `in ${span((Date.parse(t.nextFireAt) - Date.now()) / 1000)}` : '-',
         ]),
       ),
     );
@@ -165,7 +167,7 @@ function runSpecOptions(cmd: Command): Command {
     .option('--ttl <seconds>', 'hard expiry of each run, from its creation')
     .option('--envelope-runs <n>', 'each run opens a delegated envelope capped at n runs')
     .option('--in-flight-cap <n>', "that envelope's in-flight cap")
-    .requiredOption('--name <name>', "the trigger's name")
+    .requiredOption('--name <name>', "the trigger's name (required)")
     .option('--cooldown <seconds>', 'fire at most once per this many seconds (default 0)')
     .option(
       '--max-depth <n>',

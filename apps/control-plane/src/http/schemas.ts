@@ -127,6 +127,10 @@ export const SubscriptionSchema = z
         'Why it does not fire: `disabled` (PATCH `enabled: false`) or `key_revoked` (the API key that created it — whose authority it acts with — is revoked; it cannot be enabled again).',
     }),
     lastFiredAt: Ts.nullable(),
+    nextFireAt: Ts.nullable().openapi({
+      description:
+        "An enabled schedule's next slot in its time zone's reading of its cron (null for an event trigger, and for a schedule that is not firing).",
+    }),
     createdBy: z.string(),
     createdAt: Ts,
   })

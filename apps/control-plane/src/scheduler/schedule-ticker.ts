@@ -92,6 +92,18 @@ export async function tickSchedules(deps: Deps, memo?: SlotMemo): Promise<number
 }
 
 /** The slot after `slot` (epoch ms); the slot itself when the cron has none, so the next tick parses again. */
+/**
+ * The first slot of a schedule after `now`: when an enabled schedule fires next (the subscription view's
+ * `nextFireAt`; the ticker fires each slot once it is due). Null for a cron that no longer parses.
+ */
+export function nextSlot(cron: string, tz: string, now: Date): Date | null {
+  try {
+    return CronExpressionParser.parse(cron, { currentDate: now, tz }).next().toDate();
+  } catch {
+    return null;
+  }
+}
+
 function successor(cron: string, tz: string, slot: Date): number {
   try {
     return CronExpressionParser.parse(cron, { currentDate: slot, tz }).next().toDate().getTime();

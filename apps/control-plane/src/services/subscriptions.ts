@@ -13,6 +13,7 @@ import type { SubscriptionsTable } from '../db/schema.js';
 import { type Tx, withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound, type ValidationIssue } from '../errors.js';
 import { assertPlaceable } from '../runners/placement.js';
+import { nextSlot } from '../scheduler/schedule-ticker.js';
 import type { SubscriptionService } from './api.js';
 import { asControlPlaneError, toControlPlaneError, validationRefusal } from './boundary.js';
 import type { Deps } from './context.js';
@@ -54,8 +55,13 @@ export function firingView(r: {
   };
 }
 
-/** `revoked`: the creator key is revoked — the subscription is disabled whatever its flag says. */
-export function subscriptionView(r: SubscriptionRow, revoked = false): SubscriptionView {
+/**
+ * `revoked`: the creator key is revoked — the subscription is disabled whatever its flag says. `now` dates an
+ * enabled schedule's next slot (`nextFireAt`).
+ */
+export function subscriptionView(r: SubscriptionRow, revoked: boolean, now: Date): SubscriptionView {
+  const enabled = r.enabled && !revoked;
+  const next = enabled && r.schedule_cron ? nextSlot(r.schedule_cron, r.schedule_tz ?? 'UTC', now) : null;
   return {
     id: r.id,
     tenantId: r.tenant_id,
@@ -65,9 +71,10 @@ export function subscriptionView(r: SubscriptionRow, revoked = false): Subscript
     runSpec: r.run_spec,
     cooldownSec: r.cooldown_sec,
     maxDepth: r.max_depth,
-    enabled: r.enabled && !revoked,
+    enabled,
     disabledReason: revoked ? 'key_revoked' : r.enabled ? null : 'disabled',
     lastFiredAt: iso(r.last_fired_at),
+    nextFireAt: next ? next.toISOString() : null,
     createdBy: r.created_by,
     createdAt: iso(r.created_at)!,
   };
@@ -229,7 +236,7 @@ export function subscriptionService(deps: Deps): SubscriptionService {
         .returningAll()
         .executeTakeFirstOrThrow();
       if (row.schedule_cron !== null) deps.schedulesChanged?.();
-      return subscriptionView(row, false);
+      return subscriptionView(row, false, deps.clock());
     },
     async list(p) {
       const rows = await deps.db
@@ -240,11 +247,11 @@ export function subscriptionService(deps: Deps): SubscriptionService {
         .where('deleted_at', 'is', null)
         .orderBy('created_at')
         .execute();
-      return rows.map((r) => subscriptionView(r, r.creator_revoked));
+      return rows.map((r) => subscriptionView(r, r.creator_revoked, deps.clock()));
     },
     async get(p, id) {
       const r = await find(p.tenantId, id);
-      return subscriptionView(r, r.creator_revoked);
+      return subscriptionView(r, r.creator_revoked, deps.clock());
     },
     async setEnabled(p, id, enabled) {
       // Enabling a disabled subscription starts it anew (`enabled_at` = now): it answers events from then on
@@ -272,7 +279,7 @@ export function subscriptionService(deps: Deps): SubscriptionService {
           .where('id', '=', current.id)
           .returningAll()
           .executeTakeFirstOrThrow();
-        return subscriptionView(r, current.creator_revoked);
+        return subscriptionView(r, current.creator_revoked, deps.clock());
       });
       // Committed: an enabled schedule may have a slot due sooner than the ticker knows.
       if (enabled) deps.schedulesChanged?.();

@@ -51,6 +51,31 @@ describe('subscriptions and schedules', () => {
     await t.core.services.subscriptions.setEnabled(t.admin, sub.id, false);
   });
 
+  it("says when a schedule fires next, in its time zone's reading; nothing for an event trigger or a disabled one", async () => {
+    const before = Date.now();
+    const sub = await t.core.services.subscriptions.create(t.admin, {
+      name: 'tokyo 03:30',
+      schedule: { cron: '30 3 * * *', timezone: 'Asia/Tokyo' },
+      runSpec: { kind: 'analysis', subject: { config: { fn: 'count_runs' } } },
+    });
+    // 03:30 in Tokyo (UTC+9, no daylight saving) is 18:30 UTC, within the coming day.
+    const next = Date.parse(sub.nextFireAt ?? '');
+    expect(new Date(next).toISOString()).toMatch(/T18:30:00\.000Z$/);
+    expect(next).toBeGreaterThan(before);
+    expect(next - before).toBeLessThanOrEqual(24 * 3600_000);
+    expect((await t.core.services.subscriptions.get(t.admin, sub.id)).nextFireAt).toBe(sub.nextFireAt);
+    expect((await t.core.services.subscriptions.setEnabled(t.admin, sub.id, false)).nextFireAt).toBeNull();
+    const listed = (await t.core.services.subscriptions.list(t.admin)).find((s) => s.id === sub.id);
+    expect(listed?.nextFireAt).toBeNull();
+    const onEvent = await t.core.services.subscriptions.create(t.admin, {
+      name: 'on settle',
+      selector: { kind: 'run.settled', filter: {} },
+      runSpec: { kind: 'analysis', subject: { config: { fn: 'count_runs' } } },
+      enabled: false,
+    });
+    expect(onEvent.nextFireAt).toBeNull();
+  });
+
   it('fires a schedule once per slot and creates a schedule-caused run', async () => {
     const sub = await t.core.services.subscriptions.create(t.admin, {
       name: 'every minute',

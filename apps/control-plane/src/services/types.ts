@@ -297,6 +297,8 @@ export interface SubscriptionView {
   /** Why it does not fire: `disabled` (PATCH `enabled: false`), `key_revoked` (its creator key is revoked). */
   disabledReason: 'disabled' | 'key_revoked' | null;
   lastFiredAt: string | null;
+  /** An enabled schedule's next slot (null: not a schedule, or not firing). */
+  nextFireAt: string | null;
   createdBy: string;
   createdAt: string;
 }

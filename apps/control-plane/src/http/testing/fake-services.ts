@@ -299,6 +299,7 @@ export function fakeServices(opts: FakeOptions): ControlPlaneServices & {
           enabled: input.enabled,
           disabledReason: input.enabled ? null : 'disabled',
           lastFiredAt: null,
+          nextFireAt: null,
           createdBy: p.actor,
           createdAt: now(),
         };
