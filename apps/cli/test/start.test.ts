@@ -219,11 +219,15 @@ describe('everdict start (the main job)', () => {
     );
     expect(evals.code, evals.err).toBe(0);
     const { group, scoring, scores } = JSON.parse(evals.out) as {
-      group: { id: string; rollup: { byStatus: Record<string, number> } };
+      group: { id: string; rollup: { byStatus: Record<string, number>; usage: Record<string, number> } };
       scoring: { aggregate: { graders: { grader: string; passRate: number }[] } };
       scores: { runId: string; passed?: boolean; detail: string }[];
     };
     expect(group.rollup.byStatus).toEqual({ succeeded: 3 });
+    // What the experiment's runs used: the sum of their traced model calls (100 × a tokens in, 7 out, a cent each).
+    expect(group.rollup.usage).toMatchObject({ inputTokens: 500, outputTokens: 21, llmCalls: 3 });
+    expect(group.rollup.usage.costUsd).toBeCloseTo(0.03);
+    expect(group.rollup.usage.cpuTimeMs).toBeGreaterThan(0);
     expect(scoring.aggregate.graders.find((a) => a.grader === 'sum')?.passRate).toBeCloseTo(2 / 3);
     const wrong = scores.filter((v) => v.passed === false);
     expect(wrong.map((v) => v.detail)).toEqual(['outputs.result differs from subject.expected {"sum":3}']);
@@ -313,6 +317,14 @@ describe('everdict start (the main job)', () => {
       return (JSON.parse(r.out) as { group: { id: string } }).group.id;
     };
     const [v1, v2] = [await runOf('1'), await runOf('2')];
+    // As a person reads an experiment's end: its usage summed under the group's line.
+    const one = path.join(dataDir, 'one.jsonl');
+    writeFileSync(one, '{"id":"solo","a":3,"b":1,"expected":{"sum":4}}');
+    const solo = await everdict(['experiment', 'eval', '--harness', 'adder@1', '--cases', one], env);
+    expect(solo.code, solo.err).toBe(0);
+    expect(solo.out).toMatch(
+      /^group grp_\w+ succeeded \(\{"succeeded":1\}\)\nusage 1 llm call · 300 in \/ 7 out tokens · \$0\.0100 · cpu \d+ ms$/m,
+    );
     const compared = await everdict(['compare', v1, v2, '--strict'], env);
     expect(compared.code, compared.err).toBe(1);
     expect(compared.out).toMatch(/^sum\s+66\.7%\s+66\.7%\s+\+0$/m);

@@ -15,13 +15,20 @@ import { line } from '../io.js';
 import { fmtNumber, progressBar, table } from '../table.js';
 import { collect, parseJsonArray } from './options.js';
 import { type RunOptions, runSpecOf, subjectOptions } from './run.js';
+import { usageLine } from './show.js';
 
 export interface GroupSummary {
   id: string;
   kind: string;
   label: string;
   runIds: string[];
-  rollup: { total: number; byStatus: Record<string, number>; status: string };
+  rollup: {
+    total: number;
+    byStatus: Record<string, number>;
+    status: string;
+    /** What its runs used, summed (absent from an older control plane's answer). */
+    usage?: Record<string, number>;
+  };
   scoring: ScoringSummary | null;
 }
 
@@ -217,6 +224,8 @@ export async function experimentCommand(
     );
   else {
     line(ctx.io.stdout, `group ${id} ${group.rollup.status} (${JSON.stringify(group.rollup.byStatus)})`);
+    const used = usageLine(group.rollup.usage);
+    if (used) line(ctx.io.stdout, `usage ${used}`);
     if (scored) {
       line(ctx.io.stdout, `scoring ${scored.scoring.id}`);
       line(ctx.io.stdout, scoreTable(scored.scoring));

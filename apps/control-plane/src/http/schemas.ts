@@ -101,6 +101,20 @@ export const GroupSchema = z
       status: z.union([GroupStatus, z.literal('empty')]).openapi({
         description: "run-model's rollup of the member statuses (`partial`: some succeeded, some not).",
       }),
+      usage: z
+        .object({
+          inputTokens: z.number(),
+          outputTokens: z.number(),
+          cacheReadTokens: z.number(),
+          cacheWriteTokens: z.number(),
+          costUsd: z.number(),
+          llmCalls: z.number(),
+          cpuTimeMs: z.number(),
+        })
+        .openapi({
+          description:
+            "What the group's runs used so far, summed (run-model's addUsage over each run's reported usage; a measure a run did not report counts 0), their reported CPU time beside it.",
+        }),
     }),
     scoring: ScoringSchema.nullable(),
     createdBy: z.string(),

@@ -55,6 +55,48 @@ describe('groups: fan-out, rollup, score, promote', () => {
     expect(stored.subject).toEqual(runs[0]!.subject);
   });
 
+  it("sums what its runs used: run-model's addUsage over each run's reported usage, CPU time beside it", async () => {
+    const { group, runs } = await bare.core.services.groups.create(bare.admin, {
+      kind: 'batch',
+      label: 'usage',
+      spec: { kind: 'analysis', subject: { config: { fn: 'echo' } } },
+      repeat: 3,
+    });
+    expect(group.rollup.usage).toEqual({
+      inputTokens: 0,
+      outputTokens: 0,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      costUsd: 0,
+      llmCalls: 0,
+      cpuTimeMs: 0,
+    });
+    // The usages executors leave: an eval's traced model calls with its CPU time, an agent turn's calls, and a
+    // run that reported nothing.
+    const reported = [
+      { inputTokens: 120, outputTokens: 30, cacheReadTokens: 7, costUsd: 0.25, llmCalls: 1, cpuTimeMs: 40.5 },
+      { inputTokens: 80, outputTokens: 12, cacheWriteTokens: 3, costUsd: 0.5, llmCalls: 2 },
+      {},
+    ];
+    const db = bare.core.internals.deps.db;
+    for (const [i, usage] of reported.entries())
+      await db
+        .updateTable('runs')
+        .set({ usage: JSON.stringify(usage) })
+        .where('id', '=', runs[i]!.id)
+        .execute();
+    const read = await bare.core.services.groups.get(bare.admin, group.id);
+    expect(read.rollup.usage).toEqual({
+      inputTokens: 200,
+      outputTokens: 42,
+      cacheReadTokens: 7,
+      cacheWriteTokens: 3,
+      costUsd: 0.75,
+      llmCalls: 3,
+      cpuTimeMs: 40.5,
+    });
+  });
+
   it("scores with run-model's graders: scores on runs, the aggregate on the group", async () => {
     const { group, runs } = await t.core.services.groups.create(t.admin, {
       kind: 'experiment',

@@ -1,4 +1,12 @@
-import { type Judge, RunStatus, rollupStatus, TERMINAL_STATUSES } from '@everdict/run-model';
+import {
+  addUsage,
+  EMPTY_USAGE,
+  type Judge,
+  RunStatus,
+  rollupStatus,
+  TERMINAL_STATUSES,
+  Usage,
+} from '@everdict/run-model';
 import type { Selectable } from 'kysely';
 import { iso, json } from '../db/numeric.js';
 import type { RunGroupsTable } from '../db/schema.js';
@@ -24,18 +32,42 @@ import {
 
 type GroupRow = Selectable<RunGroupsTable>;
 
-/** Counts by status and run-model's rollup rule (`empty` while the group has no runs). */
-function rollupOf(statuses: string[]): GroupView['rollup'] {
+/**
+ * Counts by status and run-model's rollup rule (`empty` while the group has no runs), and what its runs used:
+ * run-model's `addUsage` over each run's usage as its executor reported it (a measure a run did not report
+ * counts 0), the CPU time of the runs that reported one beside it.
+ */
+function rollupOf(runs: readonly { status: string; usage: unknown }[]): GroupView['rollup'] {
   const byStatus: Record<string, number> = {};
-  for (const s of statuses) byStatus[s] = (byStatus[s] ?? 0) + 1;
-  const known = statuses.map((s) => RunStatus.parse(s));
-  return { total: statuses.length, byStatus, status: known.length ? rollupStatus(known) : 'empty' };
+  let usage = EMPTY_USAGE;
+  let cpuTimeMs = 0;
+  for (const r of runs) {
+    byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
+    const reported = (r.usage ?? {}) as Record<string, unknown>;
+    const parsed = Usage.safeParse({ ...EMPTY_USAGE, ...pickUsage(reported) });
+    if (parsed.success) usage = addUsage(usage, parsed.data);
+    if (typeof reported.cpuTimeMs === 'number') cpuTimeMs += reported.cpuTimeMs;
+  }
+  const known = runs.map((r) => RunStatus.parse(r.status));
+  return {
+    total: runs.length,
+    byStatus,
+    status: known.length ? rollupStatus(known) : 'empty',
+    usage: { ...usage, cpuTimeMs },
+  };
+}
+
+/** The `Usage` measures of a stored usage (the rest — `cpuTimeMs`, a runner's own — are not run-model's). */
+function pickUsage(u: Record<string, unknown>): Partial<Usage> {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(EMPTY_USAGE)) if (k in u) out[k] = u[k];
+  return out as Partial<Usage>;
 }
 
 async function groupView(ex: Executor, g: GroupRow): Promise<GroupView> {
   const runs = await ex
     .selectFrom('runs')
-    .select(['id', 'status'])
+    .select(['id', 'status', 'usage'])
     .where('tenant_id', '=', g.tenant_id)
     .where('group_id', '=', g.id)
     .orderBy('id')
@@ -47,7 +79,7 @@ async function groupView(ex: Executor, g: GroupRow): Promise<GroupView> {
     label: g.label,
     spec: g.spec,
     runIds: runs.map((r) => r.id),
-    rollup: rollupOf(runs.map((r) => r.status)),
+    rollup: rollupOf(runs),
     scoring: await scoringView(ex, g.scoring_id),
     createdBy: g.created_by,
     createdAt: iso(g.created_at)!,

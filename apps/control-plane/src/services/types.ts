@@ -15,6 +15,7 @@ import {
   RunStatus,
   type Score,
   type Scoring,
+  type Usage,
 } from '@everdict/run-model';
 import { z } from 'zod';
 import { INT4_MAX, INT8_MAX } from './column-bounds.js';
@@ -227,8 +228,16 @@ export interface GroupView {
   label: string;
   spec: Record<string, unknown>;
   runIds: string[];
-  /** run-model's group rollup (`partial` = some succeeded, some not); `empty` before any run exists. */
-  rollup: { total: number; byStatus: Record<string, number>; status: GroupStatus | 'empty' };
+  /**
+   * run-model's group rollup (`partial` = some succeeded, some not); `empty` before any run exists. `usage`: what
+   * the group's runs used so far, summed (run-model's `addUsage`), their reported CPU time beside it.
+   */
+  rollup: {
+    total: number;
+    byStatus: Record<string, number>;
+    status: GroupStatus | 'empty';
+    usage: Usage & { cpuTimeMs: number };
+  };
   scoring: ScoringView | null;
   createdBy: string;
   createdAt: string;

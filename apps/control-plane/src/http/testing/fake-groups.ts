@@ -1,7 +1,7 @@
 // The fake's run groups (experiment / batch → rollup, scoring with run-model's graders, promotion), over the
 // fake's runs: the part of `fakeServices` the HTTP edge tests exercise through /groups.
 
-import { applyGraders, TERMINAL_STATUSES } from '@everdict/run-model';
+import { applyGraders, EMPTY_USAGE, TERMINAL_STATUSES } from '@everdict/run-model';
 import { ControlPlaneError } from '../../errors.js';
 import type { RunView } from '../../ledger/views.js';
 import type { ControlPlaneServices } from '../../services/api.js';
@@ -19,6 +19,9 @@ export interface FakeGroupsContext {
   createRun(p: Principal, raw: unknown, causedByRunId?: string, groupId?: string): RunView;
 }
 
+/** The fakes run nothing: their groups used nothing. */
+const NO_USAGE = { ...EMPTY_USAGE, cpuTimeMs: 0 };
+
 export function fakeGroups(ctx: FakeGroupsContext): ControlPlaneServices['groups'] {
   const { id, now, runs, own, createRun } = ctx;
   const groups = new Map<string, GroupView>();
@@ -35,6 +38,7 @@ export function fakeGroups(ctx: FakeGroupsContext): ControlPlaneServices['groups
         total: g.runIds.length,
         byStatus,
         status: g.runIds.length === 0 ? 'empty' : done ? 'succeeded' : 'running',
+        usage: NO_USAGE,
       },
     };
   };
@@ -52,7 +56,7 @@ export function fakeGroups(ctx: FakeGroupsContext): ControlPlaneServices['groups
         label: input.label,
         spec: input.spec,
         runIds: made.map((r) => r.id),
-        rollup: { total: 0, byStatus: {}, status: 'empty' },
+        rollup: { total: 0, byStatus: {}, status: 'empty', usage: NO_USAGE },
         scoring: null,
         createdBy: p.actor,
         createdAt: t,
