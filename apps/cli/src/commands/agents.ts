@@ -119,7 +119,7 @@ export function registerAgentDefinitions(agent: Command, ctx: () => Context, don
     .argument('<name>', 'its name')
     .option(
       '--model <model>',
-      'the model it calls (the agent service answers with its own unless one is configured)',
+      "the model it calls (required; the agent service's scripted model answers unless EVERDICT_MODEL_BASE_URL names a real one)",
     )
     .option('--system <text>', 'its system prompt')
     .option('--system-file <file>', 'its system prompt, from a file')
