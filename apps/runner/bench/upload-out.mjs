@@ -2,9 +2,11 @@
 // Benchmark `upload.out`: a run's out/ of BENCH_FILES (default 400) small files (1 KiB each) uploaded by
 // `uploadOut` from a real process-driver sandbox to the built control plane (its embedded PGlite, as the main job
 // runs it; BENCH_LEDGER=postgresql: a fresh database on the benches' PostgreSQL server, dropped after) over the
-// runner's own HTTP transport, under a real lease — several small files in flight at once (UPLOADS_IN_FLIGHT)
-// against one at a time (uploadsInFlight 1, what the runner did before), in BENCH_ROUNDS (default 6) interleaved rounds in one process, the side that goes first alternating.
-// Prints `BENCH upload.out files_per_s=… baseline=… ratio=…` (medians; ratio > 1: faster than one at a time).
+// runner's own HTTP transport, under a real lease — in batches (`artifacts:batch`, UPLOADS_IN_FLIGHT of them at
+// once) against each file alone (UPLOADS_IN_FLIGHT at once: what the runner did before batches; BENCH_BASELINE=serial:
+// one at a time, what it did before that), in BENCH_ROUNDS (default 6) interleaved rounds in one process, the side
+// that goes first alternating.
+// Prints `BENCH upload.out files_per_s=… baseline=… ratio=…` (medians; ratio > 1: faster than the baseline).
 //
 // Needs the built runner, client and control plane (`pnpm --filter @everdict/runner... --filter
 // @everdict/control-plane build`) and bubblewrap.
@@ -46,10 +48,24 @@ try {
   if (made.exitCode !== 0) throw new Error('could not write out/');
 
   const noJournal = { append: async () => undefined };
-  const side = async (uploadsInFlight) => {
+  // The baseline's port: the same transport without the batch call, so each file goes alone.
+  const alone = {
+    leases: (...a) => api.leases(...a),
+    heartbeat: (...a) => api.heartbeat(...a),
+    events: (...a) => api.events(...a),
+    artifact: (...a) => api.artifact(...a),
+    complete: (...a) => api.complete(...a),
+    completeMany: (...a) => api.completeMany(...a),
+  };
+  const serial = process.env.BENCH_BASELINE === 'serial';
+  const side = async (batched) => {
     const t0 = performance.now();
     const { artifacts } = await uploadOut(
-      { api, driver, uploadsInFlight },
+      {
+        api: batched ? api : alone,
+        driver,
+        uploadsInFlight: batched || !serial ? UPLOADS_IN_FLIGHT : 1,
+      },
       lease,
       handle,
       {},
@@ -59,21 +75,22 @@ try {
     if (artifacts.length !== FILES) throw new Error(`${artifacts.length} of ${FILES} uploaded`);
     return FILES / ((performance.now() - t0) / 1000);
   };
-  await side(UPLOADS_IN_FLIGHT); // warm-up: the connections, the server's code, the store's directories
+  await side(true); // warm-up: the connections, the server's code, the store's directories
+  await side(false);
   const ours = [];
   const base = [];
   for (let round = 0; round < ROUNDS; round++) {
     if (round % 2 === 0) {
-      ours.push(await side(UPLOADS_IN_FLIGHT));
-      base.push(await side(1));
+      ours.push(await side(true));
+      base.push(await side(false));
     } else {
-      base.push(await side(1));
-      ours.push(await side(UPLOADS_IN_FLIGHT));
+      base.push(await side(false));
+      ours.push(await side(true));
     }
   }
   const rounds = ours.map((o, i) => Math.round((o / base[i]) * 100) / 100);
   console.log(
-    `BENCH upload.out files_per_s=${Math.round(median(ours))} baseline=${Math.round(median(base))} ratio=${Math.round(median(rounds) * 100) / 100} rounds=[${rounds}] files=${FILES} in_flight=${UPLOADS_IN_FLIGHT} ledger=${db ? 'postgresql' : 'pglite'}`,
+    `BENCH upload.out files_per_s=${Math.round(median(ours))} baseline=${Math.round(median(base))} ratio=${Math.round(median(rounds) * 100) / 100} rounds=[${rounds}] files=${FILES} in_flight=${UPLOADS_IN_FLIGHT} baseline_side=${serial ? 'serial' : 'alone'} ledger=${db ? 'postgresql' : 'pglite'}`,
   );
 } finally {
   stopHeartbeats();

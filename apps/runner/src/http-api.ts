@@ -22,7 +22,7 @@ import {
 } from '@everdict/client';
 import type { TraceEvent } from '@everdict/run-model';
 import { z } from 'zod';
-import type { CompletionResult, CompletionsReply, RunnerApi } from './port.js';
+import type { BatchFile, CompletionResult, CompletionsReply, RunnerApi } from './port.js';
 import {
   type Capabilities,
   type CompleteBody,
@@ -37,7 +37,8 @@ type RunnerRoute =
   | '/runner/v1/leases'
   | '/runner/v1/heartbeat'
   | '/runner/v1/completions'
-  | '/runner/v1/runs/{id}/events';
+  | '/runner/v1/runs/{id}/events'
+  | '/runner/v1/runs/{id}/artifacts:batch';
 type BodyOf<R extends RunnerRoute> = paths[R]['post'] extends {
   requestBody: { content: { 'application/json': infer B } };
 }
@@ -191,6 +192,16 @@ const StoredArtifact = z.object({
   size: z.int().min(0),
 });
 
+/** What the artifact batch route answers: per file, in order, stored (201) or past the bound (413). */
+const BatchAnswer = z.object({
+  results: z.array(
+    z.discriminatedUnion('status', [
+      StoredArtifact.extend({ status: z.literal(201) }),
+      z.object({ path: z.string(), status: z.literal(413), maxBytes: z.int().min(0) }),
+    ]),
+  ),
+});
+
 /**
  * A 2xx answer as `schema` reads it — or ClientError `bad_response` (the answer's status) naming what is wrong:
  * an answer the runner cannot read is a typed refusal of the call, never a ZodError nor a value taken on trust.
@@ -247,6 +258,22 @@ export class HttpRunnerApi implements RunnerApi {
       signal,
     );
     return answerOf(StoredArtifact, answer, 'an artifact upload');
+  }
+
+  async artifacts(runId: string, epoch: number, files: readonly BatchFile[], signal?: AbortSignal) {
+    const answer = await this.#http.post(
+      '/runner/v1/runs/{id}/artifacts:batch',
+      { epoch, files: files.map((f) => ({ path: f.path, content: f.bytes.toString('base64') })) },
+      { id: runId, ...(signal ? { signal } : {}) },
+    );
+    const { results } = answerOf(BatchAnswer, answer, 'an artifact batch');
+    if (results.length !== files.length || results.some((r, i) => r.path !== files[i]!.path))
+      throw new ClientError(
+        'bad_response',
+        200,
+        'the answer to an artifact batch is not one result per file, in order',
+      );
+    return results;
   }
 
   async complete(runId: string, body: CompleteBody, signal?: AbortSignal): Promise<void> {

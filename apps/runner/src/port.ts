@@ -20,6 +20,17 @@ export interface RunnerApi {
     body: Readable,
     signal?: AbortSignal,
   ): Promise<{ path: string; address: string; size: number }>;
+  /**
+   * Several small files of `out/` in one call, each whole: one result per file, in order — stored, or past the
+   * control plane's bound (`maxBytes`) and not stored. Optional: without it (or where the control plane has no
+   * such route) each file goes through `artifact`.
+   */
+  artifacts?(
+    runId: string,
+    epoch: number,
+    files: readonly BatchFile[],
+    signal?: AbortSignal,
+  ): Promise<BatchResult[]>;
   complete(runId: string, body: CompleteBody, signal?: AbortSignal): Promise<void>;
   /**
    * Several completions, in the audit chain's order: one result per item — settled, refused (the control
@@ -43,3 +54,14 @@ export type CompletionResult =
   | { readonly outcome: 'settled' }
   | { readonly outcome: 'refused'; readonly error: Error }
   | { readonly outcome: 'skipped' };
+
+/** One file of an artifact batch: its path under out/ and its bytes. */
+export interface BatchFile {
+  readonly path: string;
+  readonly bytes: Buffer;
+}
+
+/** One file's answer in a batch: stored by content address (201), or larger than the control plane takes (413). */
+export type BatchResult =
+  | { path: string; status: 201; address: string; size: number }
+  | { path: string; status: 413; maxBytes: number };

@@ -65,6 +65,17 @@ export function withRequestTimeout(api: RunnerApi, timeoutMs = REQUEST_TIMEOUT_M
       bounded(timeoutMs, signal, (s) => api.events(runId, epoch, events, s)),
     artifact: (runId, epoch, path, body, signal) =>
       withIdleTimeout(timeoutMs, body, signal, (b, s) => api.artifact(runId, epoch, path, b, s)),
+    // A batch's body is a few hundred KiB held whole: bounded as a JSON call is.
+    ...(api.artifacts
+      ? {
+          artifacts: (
+            runId: string,
+            epoch: number,
+            files: Parameters<NonNullable<RunnerApi['artifacts']>>[2],
+            signal?: AbortSignal,
+          ) => bounded(timeoutMs, signal, (s) => api.artifacts!(runId, epoch, files, s)),
+        }
+      : {}),
     complete: (runId, body, signal) => bounded(timeoutMs, signal, (s) => api.complete(runId, body, s)),
     completeMany: (items, next, signal) =>
       bounded(timeoutMs, signal, (s) => api.completeMany(items, next, s)),

@@ -10,6 +10,7 @@ import { isPlacementError, utf8, type WorkspaceFile } from '@everdict/placement'
 import { TraceEvent, type Usage, usageFromTrace } from '@everdict/run-model';
 import type { IntervalDeps, IntervalHooks } from './interval.js';
 import { type Journal, MAX_SENDS } from './journal.js';
+import type { BatchResult } from './port.js';
 import { type Artifact, HarnessOutputs, type Lease } from './protocol.js';
 import { isTransient, retryDelayMs } from './transient.js';
 
@@ -91,6 +92,15 @@ export interface OutUploads {
 export const SMALL_ARTIFACT_BYTES = 256 * 1024;
 /** Small files' uploads in flight at once (their bytes held meanwhile: at most this × SMALL_ARTIFACT_BYTES). */
 export const UPLOADS_IN_FLIGHT = 4;
+/**
+ * A file this small goes up with others in one call (`RunnerApi.artifacts`: one lease check and one listing
+ * transaction for them all), where the control plane takes batches.
+ */
+export const BATCHED_ARTIFACT_BYTES = 64 * 1024;
+/** A batch is sent once it holds this many files… */
+export const BATCH_FILES = 64;
+/** …or this many bytes (base64 on the wire: ≈ 342 KiB, within the control plane's default 1 MiB body limit). */
+export const BATCH_BYTES = 256 * 1024;
 
 /**
  * Every file under the workspace's out/ (a harness's outputs.json and trace.jsonl too), uploaded as it streams
@@ -169,13 +179,58 @@ export async function uploadOut(
       digest: stored.address,
     });
   };
-  const beside = (file: WorkspaceFile, bytes: Buffer) => {
-    const sent: Promise<void> = upload(file, bytes)
+  const track = (work: Promise<void>) => {
+    const sent: Promise<void> = work
       .catch((error: unknown) => {
         failure ??= { error };
       })
       .finally(() => inFlight.delete(sent));
     inFlight.add(sent);
+  };
+  const beside = (file: WorkspaceFile, bytes: Buffer) => track(upload(file, bytes));
+
+  // Batches of files ≤ BATCHED_ARTIFACT_BYTES: held until BATCH_FILES or BATCH_BYTES, then sent beside the rest.
+  // A batch is sent again whole after a transient failure, as a small file is. A control plane that has no batch
+  // route (404 `route_not_found`: an older one) or takes no body that large (413 `body_too_large`) gets each of
+  // its files alone, and no batch after it.
+  let batching = deps.api.artifacts !== undefined;
+  let pending: { file: WorkspaceFile; bytes: Buffer }[] = [];
+  let pendingBytes = 0;
+  const uploadBatch = async (files: { file: WorkspaceFile; bytes: Buffer }[]): Promise<void> => {
+    if (!started) hooks.uploading?.();
+    started = true;
+    const batch = files.map((f) => ({ path: f.file.path, bytes: f.bytes }));
+    let results: BatchResult[];
+    for (let failures = 0; ; failures++) {
+      try {
+        results = await deps.api.artifacts!(lease.runId, lease.epoch, batch, signal);
+        break;
+      } catch (err) {
+        if (isClientError(err, 'route_not_found') || isClientError(err, 'body_too_large')) {
+          batching = false;
+          for (const f of files) await upload(f.file, f.bytes);
+          return;
+        }
+        if (!isTransient(err) || failures + 1 >= MAX_SENDS || signal.aborted) throw err;
+      }
+      await delay(retryDelayMs(failures), undefined, { signal }).catch(() => undefined);
+    }
+    for (const [i, r] of results.entries()) {
+      const { file } = files[i]!;
+      if (r.status === 413) {
+        maxBytes = r.maxBytes;
+        await leftOut(file);
+      } else out.push({ name: file.path, uri: `artifact:${r.address}`, bytes: r.size, digest: r.address });
+    }
+  };
+  const flush = async () => {
+    if (pending.length === 0) return;
+    const files = pending;
+    pending = [];
+    pendingBytes = 0;
+    while (inFlight.size >= most) await Promise.race(inFlight);
+    if (failure || signal.aborted) return;
+    track(uploadBatch(files));
   };
 
   try {
@@ -190,6 +245,13 @@ export async function uploadOut(
           if (!isTransient(err) || signal.aborted) throw err;
           again.set(file.path, err);
         });
+        continue;
+      }
+      if (batching && file.size <= BATCHED_ARTIFACT_BYTES) {
+        const bytes = await buffer(file.content);
+        pending.push({ file, bytes });
+        pendingBytes += bytes.byteLength;
+        if (pending.length >= BATCH_FILES || pendingBytes >= BATCH_BYTES) await flush();
         continue;
       }
       // A free place first, then the bytes: at most `most` small files are held at once.
@@ -220,6 +282,8 @@ export async function uploadOut(
     if (!isPlacementError(err) || signal.aborted) failure ??= { error: err };
     else unreadable = err.message;
   } finally {
+    // The files held for a batch go up too — also when out/ could not be read to its end (`unreadable`).
+    if (!failure && !signal.aborted) await flush();
     await Promise.allSettled([...inFlight]);
   }
   if (failure) throw failure.error;

@@ -295,6 +295,7 @@ describe('system routes', () => {
         '/runner/v1/heartbeat',
         '/runner/v1/leases',
         '/runner/v1/runs/{id}/artifacts',
+        '/runner/v1/runs/{id}/artifacts:batch',
         '/runner/v1/runs/{id}/complete',
         '/runner/v1/runs/{id}/events',
         '/runners',

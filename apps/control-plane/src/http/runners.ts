@@ -219,6 +219,42 @@ const artifactRoute = createRoute({
     ...problemResponses(400, 401, 409, 413),
   },
 });
+const artifactBatchRoute = createRoute({
+  method: 'post',
+  path: '/runner/v1/runs/{id}/artifacts:batch',
+  tags: ['runner'],
+  summary:
+    'Small artifacts in one call: `{epoch, files: [{path, content (base64)}]}` (≤ 256 files, within the body limit); one answer per file, in order.',
+  security: RUNNER_SECURITY,
+  request: { params: RunIdParam, body: body('`{epoch, files: [{path, content}]}`') },
+  responses: {
+    200: json(
+      z
+        .object({
+          results: z.array(
+            z.union([
+              z.object({
+                path: z.string(),
+                status: z.literal(201),
+                address: z.string(),
+                size: z.number().int(),
+              }),
+              z.object({
+                path: z.string(),
+                status: z.literal(413),
+                code: z.literal('artifact_too_large'),
+                detail: z.string(),
+                maxBytes: z.number().int(),
+              }),
+            ]),
+          ),
+        })
+        .openapi('ArtifactsStored'),
+      'Each file stored by content address (201), or past the artifact bound and not stored (413).',
+    ),
+    ...problemResponses(400, 401, 409, 413, 415),
+  },
+});
 const completeRoute = createRoute({
   method: 'post',
   path: '/runner/v1/runs/{id}/complete',
@@ -339,6 +375,12 @@ export function runnerRoutes({ services, lifecycle }: RouteDeps) {
         c.req.raw.body,
       ),
       201,
+    ),
+  );
+  app.openapi(artifactBatchRoute, async (c) =>
+    c.json(
+      await svc().artifactBatch(runnerOf(c.get('runner')), c.req.valid('param').id, c.req.valid('json')),
+      200,
     ),
   );
   app.openapi(completeRoute, async (c) =>

@@ -3,7 +3,13 @@
 // commits to) and its artifacts (in the trajectory store). Its completion is completion.ts.
 import { Readable } from 'node:stream';
 import { blake3, bytesToHex } from '@everdict/runrecord';
-import { canonicalJsonl, discardStaged, placeArtifact, stageArtifact } from '@everdict/trajectory-store';
+import {
+  canonicalJsonl,
+  discardStaged,
+  placeArtifact,
+  type StagedArtifact,
+  stageArtifact,
+} from '@everdict/trajectory-store';
 import type { Executor, Tx } from '../db/tx.js';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
@@ -33,7 +39,7 @@ export function journalRootOf(events: readonly unknown[]): string {
 /** The default bound on one artifact upload: 5 GiB, what S3's CopyObject (the S3 backend's move) takes. */
 export const ARTIFACT_MAX_BYTES = 5 * 1024 ** 3;
 
-const artifactTooLarge = (maxBytes: number) =>
+export const artifactTooLarge = (maxBytes: number) =>
   new ControlPlaneError('artifact_too_large', `an artifact is limited to ${maxBytes} bytes`, { maxBytes });
 
 export const noStore = () =>
@@ -156,6 +162,27 @@ async function unlistArtifact(deps: Deps, runId: string, epoch: number, path: st
 }
 
 /**
+ * The tenant of a run the runner holds under `epoch` — checked before any byte is staged, so an upload under a
+ * lease that is gone stores nothing (it is checked again where the listing commits: `commitStaged`). Another
+ * tenant's run is, to a tenant-scoped runner, as a run that does not exist (no epoch answered).
+ */
+export async function leasedRunTenant(
+  deps: Deps,
+  runner: RunnerIdentity,
+  runId: string,
+  epoch: number,
+): Promise<string> {
+  const owner = await deps.db
+    .selectFrom('runs')
+    .select('tenant_id')
+    .where('id', '=', runId)
+    .executeTakeFirst();
+  if (!owner || !runnerMaySee(runner, owner.tenant_id)) throw staleLease(runId, epoch, null);
+  await withTx(deps.db, (tx) => assertRunnerLease(tx, runner, runId, epoch));
+  return owner.tenant_id;
+}
+
+/**
  * Store one artifact under the runner's current lease in the trajectory store (content-addressed, per
  * tenant: `blake3:<hex>`), streamed — never held whole — and list it for the epoch in `runner_artifacts`
  * (the lease checked again there, under the runner's row: a revoke that commits first refuses it, 409); then
@@ -171,14 +198,7 @@ export async function putArtifact(
   maxBytes = ARTIFACT_MAX_BYTES,
 ): Promise<{ path: string; address: string; size: number }> {
   const q = parse(ArtifactQuery, query);
-  const owner = await deps.db
-    .selectFrom('runs')
-    .select('tenant_id')
-    .where('id', '=', runId)
-    .executeTakeFirst();
-  // Another tenant's run is, to a tenant-scoped runner, as a run that does not exist (no epoch answered).
-  if (!owner || !runnerMaySee(runner, owner.tenant_id)) throw staleLease(runId, q.epoch, null);
-  await withTx(deps.db, (tx) => assertRunnerLease(tx, runner, runId, q.epoch));
+  const owner = { tenant_id: await leasedRunTenant(deps, runner, runId, q.epoch) };
   if (!trajectories) throw noStore();
   const source = body ? Readable.fromWeb(body as Parameters<typeof Readable.fromWeb>[0]) : Readable.from([]);
   const backend = trajectories.store.backend;
@@ -201,9 +221,27 @@ export async function putArtifact(
   ).catch((e: unknown) => {
     throw tooLarge ? artifactTooLarge(maxBytes) : e;
   });
-  const { address, size } = staged;
+  await commitStaged(deps, backend, runner, runId, q.epoch, [staged]);
+  return { path: q.path, address: staged.address, size: staged.size };
+}
+
+/**
+ * Lists staged artifacts for the epoch in `runner_artifacts` — one transaction, the lease checked again there
+ * under the runner's row (a revoke that commits first refuses it, 409) — then moves each staged copy to its
+ * address, outside the listing's transaction. What was not placed is discarded, and its listing withdrawn: the
+ * runner is told the upload failed. The one way in for a single upload (`putArtifact`) and a batch
+ * (artifact-batch.ts).
+ */
+export async function commitStaged(
+  deps: Deps,
+  backend: RunTrajectories['store']['backend'],
+  runner: RunnerIdentity,
+  runId: string,
+  epoch: number,
+  staged: readonly StagedArtifact[],
+): Promise<void> {
   let listed = false;
-  let placed = false;
+  const placed = new Set<StagedArtifact>();
   try {
     await withTx(deps.db, async (tx) => {
       // The runner's row first, FOR KEY SHARE, as a completion holds it (completion-rows.ts): the lease check
@@ -211,28 +249,37 @@ export async function putArtifact(
       // and the artifact be listed under a lease the revoke had ended. With it the revoke (FOR UPDATE of the row)
       // waits for this listing, or this listing for the revoke — and then reads the lease revoked (409).
       await holdRunner(tx, runner.id);
-      await assertRunnerLease(tx, runner, runId, q.epoch);
+      await assertRunnerLease(tx, runner, runId, epoch);
       // The address's lock, which the artifact sweep takes to decide and delete. Listed under it, the address is
       // needed from this commit on (the run has not ended): a sweep that decides after keeps it, and one that
-      // decided first has deleted what it deletes before this listing — the bytes placed below are not.
-      await lockArtifactAddress(tx, owner.tenant_id, address);
+      // decided first has deleted what it deletes before this listing — the bytes placed below are not. Taken
+      // in address order, so two batches sharing addresses never wait on each other in a cycle.
+      const addresses = [...new Set(staged.map((a) => a.address))].sort();
+      for (const address of addresses) await lockArtifactAddress(tx, staged[0]!.tenant, address);
       await tx
         .insertInto('runner_artifacts')
-        .values({ run_id: runId, epoch: q.epoch, path: q.path, address, size })
-        .onConflict((oc) => oc.columns(['run_id', 'epoch', 'path']).doUpdateSet({ address, size }))
+        .values(staged.map((a) => ({ run_id: runId, epoch, path: a.path, address: a.address, size: a.size })))
+        .onConflict((oc) =>
+          oc.columns(['run_id', 'epoch', 'path']).doUpdateSet((eb) => ({
+            address: eb.ref('excluded.address'),
+            size: eb.ref('excluded.size'),
+          })),
+        )
         .execute();
     });
     listed = true;
     // Outside any transaction: on S3 the move is a copy (seconds for a large file), which held the runner's row
     // and a connection for its length when it ran inside the listing's transaction.
-    await mapStoreErrors(() => placeArtifact(backend, staged));
-    placed = true;
+    for (const a of staged) {
+      await mapStoreErrors(() => placeArtifact(backend, a));
+      placed.add(a);
+    }
   } finally {
-    if (!placed) {
-      await discardStaged(backend, staged).catch(() => undefined);
+    for (const a of staged) {
+      if (placed.has(a)) continue;
+      await discardStaged(backend, a).catch(() => undefined);
       // A listing whose bytes were never placed is withdrawn: the runner was told the upload failed.
-      if (listed) await unlistArtifact(deps, runId, q.epoch, q.path, address).catch(() => undefined);
+      if (listed) await unlistArtifact(deps, runId, epoch, a.path, a.address).catch(() => undefined);
     }
   }
-  return { path: q.path, address, size };
 }

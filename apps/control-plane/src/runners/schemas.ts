@@ -71,13 +71,25 @@ export type HeartbeatInput = z.input<typeof HeartbeatInput>;
 export const EventsInput = z.strictObject({ epoch: Epoch, events: z.array(TraceEvent).max(10_000) });
 export type EventsInput = z.input<typeof EventsInput>;
 
-export const ArtifactQuery = z.strictObject({
-  epoch: z.coerce.number().pipe(Epoch),
-  path: z
-    .string()
+const OutPath = z
+  .string()
+  .min(1)
+  .max(1024)
+  .refine((p) => !p.startsWith('/') && !p.split('/').includes('..'), 'a relative path inside out/');
+
+export const ArtifactQuery = z.strictObject({ epoch: z.coerce.number().pipe(Epoch), path: OutPath });
+
+/** The most files one `artifacts:batch` call carries (the body limit bounds their bytes). */
+export const MAX_BATCH_ARTIFACTS = 256;
+
+/** `POST /runner/v1/runs/:id/artifacts:batch`: small files of out/, each whole, base64; paths distinct. */
+export const ArtifactBatchInput = z.strictObject({
+  epoch: Epoch,
+  files: z
+    .array(z.strictObject({ path: OutPath, content: z.base64() }))
     .min(1)
-    .max(1024)
-    .refine((p) => !p.startsWith('/') && !p.split('/').includes('..'), 'a relative path inside out/'),
+    .max(MAX_BATCH_ARTIFACTS)
+    .refine((files) => new Set(files.map((f) => f.path)).size === files.length, 'each path once'),
 });
 
 /** An account as a runner reports it: the call ids dispatched and resolved during the interval. */

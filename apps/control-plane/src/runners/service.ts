@@ -14,6 +14,7 @@ import type { Principal } from '../services/types.js';
 import { Waiters } from '../services/waiters.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { drainRunner, listRunners, OPERATOR, type RunnerAdmin, revokeRunner } from './admin.js';
+import { type BatchedArtifact, putArtifactBatch } from './artifact-batch.js';
 import { type CompletionOutcome, completeRun, completeRuns } from './completion.js';
 import { defineHarness, type HarnessView, listHarnesses } from './harnesses.js';
 import { appendRunnerEvents, putArtifact } from './intervals.js';
@@ -54,6 +55,12 @@ export interface RunnerService {
     query: unknown,
     body: ReadableStream<Uint8Array> | null,
   ): Promise<{ path: string; address: string; size: number }>;
+  /** Small files of out/ in one call (artifact-batch.ts): one answer per file, in order. */
+  artifactBatch(
+    runner: RunnerIdentity,
+    runId: string,
+    input: unknown,
+  ): Promise<{ results: BatchedArtifact[] }>;
   complete(runner: RunnerIdentity, runId: string, input: unknown): Promise<{ run: RunView }>;
   /**
    * Several completions in order, each checked as `complete` checks one, all settled in one transaction
@@ -213,6 +220,8 @@ export function runnerService(deps: Deps, waiters: LeaseWaiters, opts: RunnerSer
       appendRunnerEvents(deps, runner, runId, input, opts.trajectories ?? null),
     artifact: (runner, runId, query, body) =>
       putArtifact(deps, opts.trajectories ?? null, runner, runId, query, body, opts.artifactMaxBytes),
+    artifactBatch: (runner, runId, input) =>
+      putArtifactBatch(deps, opts.trajectories ?? null, runner, runId, input, opts.artifactMaxBytes),
     complete: async (runner, runId, input) => ({
       run: await completeRun(deps, opts.trajectories ?? null, runner, runId, input),
     }),
