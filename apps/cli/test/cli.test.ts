@@ -754,6 +754,35 @@ describe('record verify', () => {
     }
   });
 
+  it('--log-key proves it in the head log with the runrecord CLI; another key, or a witness that never cosigned, does not', async () => {
+    const { public_key: logKey } = (await (await fetch(`${cp.url}/log/key`)).json()) as {
+      public_key: string;
+    };
+    // Its leaves are in a signed tree head within a pass and the STH interval (the CLI waits for that, ≤ 10 s).
+    const proven = await everdict(['record', 'verify', runId, '--log-key', logKey], env);
+    expect(proven.code, proven.err).toBe(0);
+    expect(proven.out).toMatch(new RegExp(`^${runId}: verified$`, 'm'));
+    expect(proven.out).toMatch(
+      /^ {2}log {7}in the head log: 2 leaves in the signed tree of size \d+ \(root [0-9a-f]{16}…\), 0 witnesses$/m,
+    );
+    const json = await everdict(['record', 'verify', runId, '--log-key', logKey, '--json'], env);
+    expect(JSON.parse(json.out)).toMatchObject({
+      ok: true,
+      binds: true,
+      log: { ok: true, log: { leaves: 2 } },
+    });
+    const stranger = 'ab'.repeat(32);
+    const forged = await everdict(['record', 'verify', runId, '--log-key', stranger], env);
+    expect(forged.code).toBe(1);
+    expect(forged.out).toMatch(new RegExp(`^${runId}: its record verifies, but NOT in the head log$`, 'm'));
+    expect(forged.out).toMatch(/^ {2}log {7}DOES NOT VERIFY BadSignature/m);
+    expect(forged.err).toMatch(/not_verified: .* is not proven in the head log \(BadSignature\)/);
+    const unwitnessed = await everdict(['record', 'verify', runId, '--witness-key', stranger], env);
+    expect(unwitnessed.code).toBe(1);
+    expect(unwitnessed.out).toMatch(/DOES NOT VERIFY InsufficientWitnesses/);
+    expect((await everdict(['record', 'verify', runId, '--log-key', 'nope'], env)).code).toBe(2);
+  });
+
   it('--json prints the runrecord verdict; a key that did not sign does not verify (exit 1)', async () => {
     const keys = (await (await fetch(`${cp.url}/keys`)).json()) as { keys: { key: string }[] };
     const good = await everdict(

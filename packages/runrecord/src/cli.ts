@@ -21,7 +21,7 @@ const USAGE = `usage:
   everdict-runrecord log-root < {"leaves": [hex…]}        the head log's tree size and root
   everdict-runrecord log-verify-inclusion < proof.json   {"leaf","index","tree_size","root","path"}
   everdict-runrecord log-verify-consistency < proof.json {"old_size","old_root","new_size","new_root","proof"}
-  everdict-runrecord verify --log URL --run ID --tenant ID --key APIKEY [--log-key HEX]
+  everdict-runrecord verify --log URL --run ID --tenant ID [--key APIKEY] [--log-key HEX]
                      [--witness-key HEX]… [--min-witnesses K] [--expect-head HEX] [--trust-key HEX]… < wire.json
                                                          verify, then prove the record against the head log
   everdict-runrecord verify-audit [--key HEX] < chain.json  a runner key's audit chain (GET /runners/:id/audit) is unbroken
@@ -178,7 +178,10 @@ async function logCommand(command: string, args: string[]): Promise<number> {
 async function readerCommand(command: 'verify' | 'check-group', args: string[]): Promise<number> {
   const { checkGroup, LogUsageError, verifyWithLog } = await import('./log-commands.js');
   try {
-    const r = command === 'verify' ? await verifyWithLog(args, readStdin()) : checkGroup(args, readStdin());
+    const r =
+      command === 'verify'
+        ? await verifyWithLog(args, readStdin(), process.env)
+        : checkGroup(args, readStdin());
     out(r.output);
     if (r.exitCode !== 0 && r.message !== undefined) process.stderr.write(`does not verify: ${r.message}\n`);
     return r.exitCode;

@@ -1,5 +1,5 @@
 // The reader's half of the head log (issue 18 §4; spec/witnessed-heads.md "What a reader can prove"):
-//   verify --log URL --run ID --tenant ID --key APIKEY [--log-key HEX] [--witness-key HEX]…
+//   verify --log URL --run ID --tenant ID [--key APIKEY] [--log-key HEX] [--witness-key HEX]…
 //          [--min-witnesses k] < wire.json
 //   check-group [--witness-key HEX]… [--min-witnesses k] [--log-key HEX] < {"proof": …, "report": {…}}
 // Each needs a trust anchor the log does not supply: a pinned `--log-key`, or k ≥ 1 named witnesses ("a
@@ -186,13 +186,21 @@ export const VERIFY_LOG_FLAGS = [
   '--trust-key',
 ] as const;
 
-/** `verify --log …`: the record, then its logged leaves in a cosigned STH. */
-export async function verifyWithLog(args: readonly string[], stdin: string): Promise<CommandResult> {
+/**
+ * `verify --log …`: the record, then its logged leaves in a cosigned STH. The API key is `--key`, or
+ * `env.EVERDICT_API_KEY` when the flag is absent (so a caller need not put it on a command line others can read).
+ */
+export async function verifyWithLog(
+  args: readonly string[],
+  stdin: string,
+  env: Readonly<Record<string, string | undefined>> = {},
+): Promise<CommandResult> {
   const f = flags(args, VERIFY_LOG_FLAGS);
   const base = single(f, '--log', true)!;
   const runId = single(f, '--run', true)!;
   const tenantId = single(f, '--tenant', true)!;
-  const apiKey = single(f, '--key', true)!;
+  const apiKey = single(f, '--key', false) ?? env.EVERDICT_API_KEY;
+  if (!apiKey) throw new LogUsageError('--key is required (or EVERDICT_API_KEY)');
   const { keys, k } = witnessFlags(f);
   const pinned = trustAnchor(f, k);
   const expectHead = hexFlag(f, '--expect-head');

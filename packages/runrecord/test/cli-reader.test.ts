@@ -92,6 +92,27 @@ describe('everdict-runrecord verify --log', () => {
     });
   });
 
+  it('takes the API key from EVERDICT_API_KEY when --key is absent; with neither it is a usage error', async () => {
+    const { LogUsageError, verifyWithLog } = await import('../src/log-commands.js');
+    // The command's own arguments (the CLI passes what follows `verify`).
+    const args = verifyArgs()
+      .slice(1)
+      .filter((a, i, all) => a !== '--key' && all[i - 1] !== '--key');
+    expect(args).not.toContain('key-acme');
+    const r = await verifyWithLog(args, wire(record), { EVERDICT_API_KEY: 'key-acme' });
+    expect(r.exitCode, r.message).toBe(0);
+    expect((r.output as { log?: { leaves: number } }).log?.leaves).toBe(4);
+    // A wrong key in the environment is the log's refusal (its runs route answers 401): LogUnavailable.
+    const refused = await verifyWithLog(args, wire(record), { EVERDICT_API_KEY: 'key-other' });
+    expect(refused.output).toEqual({ ok: false, error: 'LogUnavailable' });
+    await expect(verifyWithLog(args, wire(record), {})).rejects.toBeInstanceOf(LogUsageError);
+    // The flag wins over the environment.
+    const flagged = await verifyWithLog(verifyArgs().slice(1), wire(record), {
+      EVERDICT_API_KEY: 'key-other',
+    });
+    expect(flagged.exitCode, flagged.message).toBe(0);
+  });
+
   it('a record served cut short is TruncatedRecord', async () => {
     const r = await run(verifyArgs(), wire(cut(record, 3)));
     expect([r.code, r.json], r.err).toEqual([1, { ok: false, error: 'TruncatedRecord' }]);
