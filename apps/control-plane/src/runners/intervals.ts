@@ -15,7 +15,7 @@ import { withTx } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import { REVOKED_EXPIRY_MS, staleLease } from '../leases/store.js';
 import type { Deps } from '../services/context.js';
-import { lockArtifactAddress } from '../trajectory/artifact-sweep.js';
+import { lockArtifactAddresses } from '../trajectory/artifact-sweep.js';
 import { mapStoreErrors } from '../trajectory/errors.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
 import { holdRunner } from './completion-rows.js';
@@ -198,7 +198,7 @@ export async function putArtifact(
   maxBytes = ARTIFACT_MAX_BYTES,
 ): Promise<{ path: string; address: string; size: number }> {
   const q = parse(ArtifactQuery, query);
-  const owner = { tenant_id: await leasedRunTenant(deps, runner, runId, q.epoch) };
+  const tenant = await leasedRunTenant(deps, runner, runId, q.epoch);
   if (!trajectories) throw noStore();
   const source = body ? Readable.fromWeb(body as Parameters<typeof Readable.fromWeb>[0]) : Readable.from([]);
   const backend = trajectories.store.backend;
@@ -217,7 +217,7 @@ export async function putArtifact(
     }
   }
   const staged = await mapStoreErrors(() =>
-    stageArtifact(backend, owner.tenant_id, { path: q.path, body: bounded() }),
+    stageArtifact(backend, tenant, { path: q.path, body: bounded() }),
   ).catch((e: unknown) => {
     throw tooLarge ? artifactTooLarge(maxBytes) : e;
   });
@@ -252,10 +252,13 @@ export async function commitStaged(
       await assertRunnerLease(tx, runner, runId, epoch);
       // The address's lock, which the artifact sweep takes to decide and delete. Listed under it, the address is
       // needed from this commit on (the run has not ended): a sweep that decides after keeps it, and one that
-      // decided first has deleted what it deletes before this listing — the bytes placed below are not. Taken
-      // in address order, so two batches sharing addresses never wait on each other in a cycle.
-      const addresses = [...new Set(staged.map((a) => a.address))].sort();
-      for (const address of addresses) await lockArtifactAddress(tx, staged[0]!.tenant, address);
+      // decided first has deleted what it deletes before this listing — the bytes placed below are not. One
+      // statement, in address order: two batches sharing addresses never wait on each other in a cycle.
+      await lockArtifactAddresses(
+        tx,
+        staged[0]!.tenant,
+        staged.map((a) => a.address),
+      );
       await tx
         .insertInto('runner_artifacts')
         .values(staged.map((a) => ({ run_id: runId, epoch, path: a.path, address: a.address, size: a.size })))

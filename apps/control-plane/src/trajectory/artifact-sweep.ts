@@ -21,9 +21,21 @@ const ARTIFACT_LOCK_SPACE = 0x61727466; // 'artf'
  * the one connection, so the lock is a formality there; on PostgreSQL it orders replicas.)
  */
 export async function lockArtifactAddress(tx: Tx, tenant: string, address: string): Promise<void> {
-  await sql`SELECT pg_advisory_xact_lock(${ARTIFACT_LOCK_SPACE}, hashtext(${JSON.stringify([tenant, address])}))`.execute(
-    tx,
-  );
+  await lockArtifactAddresses(tx, tenant, [address]);
+}
+
+/**
+ * `lockArtifactAddress` for several addresses in one statement, taken in address order (the array's, sorted
+ * here, read in its ordinality), so two transactions locking overlapping sets never wait on each other in a cycle.
+ */
+export async function lockArtifactAddresses(
+  tx: Tx,
+  tenant: string,
+  addresses: readonly string[],
+): Promise<void> {
+  const keys = [...new Set(addresses)].sort().map((address) => JSON.stringify([tenant, address]));
+  await sql`SELECT pg_advisory_xact_lock(${ARTIFACT_LOCK_SPACE}, hashtext(k))
+              FROM unnest(${keys}::text[]) WITH ORDINALITY AS t(k, n) ORDER BY n`.execute(tx);
 }
 
 /** Whether any run of `tenant` still needs the artifact at `address` (the rule above). */
