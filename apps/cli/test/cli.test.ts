@@ -278,11 +278,11 @@ describe('experiment, score, runs', () => {
   it('groups: the experiment with its runs by status and its latest pass rates', async () => {
     const r = await everdict(['groups', '--kind', 'experiment'], env);
     expect(r.code, r.err).toBe(0);
-    expect(r.out.split('\n')[0]).toMatch(/^group\s+kind\s+label\s+status\s+runs\s+scores\s+age$/);
+    expect(r.out.split('\n')[0]).toMatch(/^group\s+kind\s+label\s+status\s+runs\s+scores\s+used\s+age$/);
     // Its latest scoring is the one scored last in this file: two graders, one at 0 %, one at 100 %.
     expect(r.out).toMatch(
       new RegExp(
-        `^${groupId}\\s+experiment\\s+analysis ×4\\s+succeeded\\s+succeeded 4\\s+off-by-one 0% · as-configured 100%\\s+\\d+[smh]$`,
+        `^${groupId}\\s+experiment\\s+analysis ×4\\s+succeeded\\s+succeeded 4\\s+off-by-one 0% · as-configured 100%\\s+-\\s+\\d+[smh]$`,
         'm',
       ),
     );

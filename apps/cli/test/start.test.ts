@@ -228,6 +228,9 @@ describe('everdict start (the main job)', () => {
     expect(group.rollup.usage).toMatchObject({ inputTokens: 500, outputTokens: 21, llmCalls: 3 });
     expect(group.rollup.usage.costUsd).toBeCloseTo(0.03);
     expect(group.rollup.usage.cpuTimeMs).toBeGreaterThan(0);
+    // …and in the groups table: 500 + 21 tokens, three cents.
+    const groups = await everdict(['groups', '--kind', 'experiment'], env);
+    expect(groups.out).toMatch(new RegExp(`^${group.id} .* 521 tokens · \\$0\\.0300 +\\d+[smh]$`, 'm'));
     expect(scoring.aggregate.graders.find((a) => a.grader === 'sum')?.passRate).toBeCloseTo(2 / 3);
     const wrong = scores.filter((v) => v.passed === false);
     expect(wrong.map((v) => v.detail)).toEqual(['outputs.result differs from subject.expected {"sum":3}']);

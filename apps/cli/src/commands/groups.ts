@@ -1,5 +1,6 @@
 // everdict groups [--kind K] [--limit N] [--json] — the tenant's run groups, newest first (GET /groups): each
-// experiment, scorecard, conversation or batch with its runs by status and its latest scoring's pass rates.
+// experiment, scorecard, conversation or batch with its runs by status, its latest scoring's pass rates and what
+// its runs used (tokens, cost).
 // everdict keys list | create [--admin] [--label L] | revoke <id> — the tenant's API keys (admin).
 import type { components } from '@everdict/client';
 import type { Command } from 'commander';
@@ -25,6 +26,16 @@ function passRates(g: GroupSummary): string {
     .join(' · ');
 }
 
+/** `521 tokens · $0.0300`: what the group's runs used (its rollup's usage); `-` when they reported none. */
+export function usedBy(g: GroupSummary): string {
+  const u = g.rollup.usage;
+  if (!u) return '-';
+  const tokens =
+    (u.inputTokens ?? 0) + (u.outputTokens ?? 0) + (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0);
+  const parts = [tokens > 0 && `${tokens} tokens`, (u.costUsd ?? 0) > 0 && `$${(u.costUsd ?? 0).toFixed(4)}`];
+  return parts.filter(Boolean).join(' · ') || '-';
+}
+
 async function listGroups(
   ctx: Context,
   o: { kind?: string; limit?: string; json?: boolean },
@@ -41,7 +52,7 @@ async function listGroups(
     line(
       ctx.io.stdout,
       table(
-        ['group', 'kind', 'label', 'status', 'runs', 'scores', 'age'],
+        ['group', 'kind', 'label', 'status', 'runs', 'scores', 'used', 'age'],
         items.map((g) => [
           g.id,
           g.kind,
@@ -51,6 +62,7 @@ async function listGroups(
             .map(([s, n]) => `${s} ${n}`)
             .join(', ') || '0',
           passRates(g),
+          usedBy(g),
           age(g.createdAt),
         ]),
       ),

@@ -72,8 +72,11 @@ function verifyOnce(
 }
 
 /**
- * The runrecord CLI's verdict on the record against the log. `TruncatedRecord` is tried again for
- * LOG_CATCH_UP_MS: a run that settled a moment ago has segments no signed tree head covers yet.
+ * The runrecord CLI's verdict on the record against the log, once the log covers the whole record. Its `verify
+ * --log` proves the leaves a signed tree head holds and accepts a record longer than them (a run extended since
+ * that tree head); a record none or only part of whose segments are in a signed tree head yet is not proven
+ * whole, so it is asked again for LOG_CATCH_UP_MS (a run that settled a moment ago: STHs every ≈ 2 s), and then
+ * answered `NotInLog` naming how many are covered. A refusal (`TruncatedRecord`, `BadSignature`, …) is final.
  */
 export async function proveInLog(
   ctx: Context,
@@ -90,18 +93,24 @@ export async function proveInLog(
   for (;;) {
     const r = await verifyOnce(ctx, args, text);
     if (r.code === 2) throw new CliError('usage', r.err.trim() || 'everdict-runrecord refused its arguments');
-    let verdict: { ok?: boolean; error?: string; log?: LogProof };
+    let verdict: { ok?: boolean; error?: string; length?: number; log?: LogProof };
     try {
       verdict = JSON.parse(r.out.trim().split('\n').pop() ?? '') as typeof verdict;
     } catch {
       throw new CliError('unavailable', `everdict-runrecord answered no verdict: ${r.err.trim()}`);
     }
-    if (r.code === 0 && verdict.ok && verdict.log) return { ok: true, log: verdict.log };
-    const error = verdict.error ?? 'unknown';
-    if (error !== 'TruncatedRecord' || Date.now() >= until) {
+    if (r.code !== 0 || !verdict.ok || !verdict.log) {
       const message = r.err.trim().replace(/^does not verify: /, '');
-      return { ok: false, error, ...(message ? { message } : {}) };
+      return { ok: false, error: verdict.error ?? 'unknown', ...(message ? { message } : {}) };
     }
+    const segments = verdict.length ?? 0;
+    if (verdict.log.leaves >= segments) return { ok: true, log: verdict.log };
+    if (Date.now() >= until)
+      return {
+        ok: false,
+        error: 'NotInLog',
+        message: `the log's signed tree heads cover ${verdict.log.leaves} of its ${segments} segments after ${LOG_CATCH_UP_MS / 1000} s`,
+      };
     await delay(500);
   }
 }
