@@ -9,6 +9,7 @@ import type { MiddlewareHandler } from 'hono';
 import { CHALLENGE, requireRole } from '../auth/middleware.js';
 import { bearerSecret } from '../auth/secrets.js';
 import { ControlPlaneError } from '../errors.js';
+import { BatchedArtifact } from '../runners/artifact-batch.js';
 import type { RunnerService } from '../runners/service.js';
 import type { RouteDeps } from './deps.js';
 import type { AppEnv } from './env.js';
@@ -229,27 +230,7 @@ const artifactBatchRoute = createRoute({
   request: { params: RunIdParam, body: body('`{epoch, files: [{path, content}]}`') },
   responses: {
     200: json(
-      z
-        .object({
-          results: z.array(
-            z.union([
-              z.object({
-                path: z.string(),
-                status: z.literal(201),
-                address: z.string(),
-                size: z.number().int(),
-              }),
-              z.object({
-                path: z.string(),
-                status: z.literal(413),
-                code: z.literal('artifact_too_large'),
-                detail: z.string(),
-                maxBytes: z.number().int(),
-              }),
-            ]),
-          ),
-        })
-        .openapi('ArtifactsStored'),
+      z.object({ results: z.array(BatchedArtifact) }).openapi('ArtifactsStored'),
       'Each file stored by content address (201), or past the artifact bound and not stored (413).',
     ),
     ...problemResponses(400, 401, 409, 413, 415),

@@ -4,6 +4,7 @@
 // (`commitStaged`, the single upload's rule) and places them. A file past the artifact bound is answered 413 in
 // its place and not stored; the others still are. A lease that is gone refuses the whole batch (409).
 import { discardStaged, type StagedArtifact, stageArtifact } from '@everdict/trajectory-store';
+import { z } from 'zod';
 import type { Deps } from '../services/context.js';
 import { mapStoreErrors } from '../trajectory/errors.js';
 import type { RunTrajectories } from '../trajectory/run-trajectories.js';
@@ -19,9 +20,17 @@ import type { RunnerIdentity } from './registry.js';
 import { ArtifactBatchInput } from './schemas.js';
 
 /** One file's answer, in the batch's order: stored (201), or refused past the bound (413) and not stored. */
-export type BatchedArtifact =
-  | { path: string; status: 201; address: string; size: number }
-  | { path: string; status: 413; code: 'artifact_too_large'; detail: string; maxBytes: number };
+export const BatchedArtifact = z.discriminatedUnion('status', [
+  z.object({ path: z.string(), status: z.literal(201), address: z.string(), size: z.int() }),
+  z.object({
+    path: z.string(),
+    status: z.literal(413),
+    code: z.literal('artifact_too_large'),
+    detail: z.string(),
+    maxBytes: z.int(),
+  }),
+]);
+export type BatchedArtifact = z.infer<typeof BatchedArtifact>;
 
 export async function putArtifactBatch(
   deps: Deps,
