@@ -113,7 +113,10 @@ export const BATCH_BYTES = 256 * 1024;
  * them go at once, so an out/ of many small files does not pay a round trip each in turn; a larger file streams
  * from the sandbox into its upload (the archive waits on it); one whose upload failed transiently is read again
  * from a new pass over out/ after this one, up to MAX_SENDS sends in all. An upload that fails otherwise stops the
- * reading; the ones in flight are waited for, and the first failure is thrown.
+ * reading; the ones in flight are waited for, and the first failure is thrown. Files of at most
+ * `BATCHED_ARTIFACT_BYTES` go in batches where the port has `artifacts` (below): each batch is one of the
+ * uploads in flight, so the runner holds at most about (`uploadsInFlight` + 1) × (`BATCH_BYTES` +
+ * `BATCHED_ARTIFACT_BYTES`) of them.
  */
 export async function uploadOut(
   deps: Pick<IntervalDeps, 'api' | 'driver' | 'uploadsInFlight'>,
