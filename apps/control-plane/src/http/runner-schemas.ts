@@ -72,3 +72,13 @@ export const LeaseSchema = z
       .optional(),
   })
   .openapi('Lease');
+
+/** A JSON body the route declares loosely (an object, described) and the runner service parses strictly. */
+export const looseBody = (description: string) => ({
+  required: true,
+  content: {
+    'application/json': { schema: z.record(z.string(), z.unknown()).openapi({ description }) },
+  },
+});
+/** `looseBody`, optional. */
+export const optionalLooseBody = (description: string) => ({ ...looseBody(description), required: false });
