@@ -3,6 +3,7 @@
 // 3 refused (a 4xx problem), 4 unavailable (a 5xx, or no answer at all), 130 interrupted (Ctrl-C before
 // what was waited for settled, or while a call was unanswered: nothing is claimed about how it ends).
 import { ClientError } from '@everdict/client';
+import type { ZodType } from 'zod';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, refused: 3, unavailable: 4, interrupted: 130 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -62,4 +63,15 @@ export function describeError(e: unknown, interrupted = false): { line: string; 
     return { line: `${what} ${e.status || '-'} ${e.code}${rule}: ${e.message}`, exitCode };
   }
   return { line: `unavailable: ${e instanceof Error ? e.message : String(e)}`, exitCode: EXIT.unavailable };
+}
+
+/**
+ * An answer read as its documented schema — or `unavailable` (4) naming what was not: a control plane that
+ * answers another shape than its document says is not one this CLI can read.
+ */
+export function documented<T>(schema: ZodType<T>, raw: unknown, what: string, shape: string): T {
+  const r = schema.safeParse(raw);
+  if (!r.success)
+    throw new CliError('unavailable', `the ${what} answer is not the documented shape (${shape})`);
+  return r.data;
 }

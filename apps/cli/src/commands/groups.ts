@@ -3,6 +3,7 @@
 // its runs used (tokens, cost).
 // everdict keys list | create [--admin] [--label L] | revoke <id> — the tenant's API keys (admin).
 import type { components } from '@everdict/client';
+import { EMPTY_USAGE, totalTokens } from '@everdict/run-model';
 import type { Command } from 'commander';
 import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
@@ -28,11 +29,10 @@ function passRates(g: GroupSummary): string {
 
 /** `521 tokens · $0.0300`: what the group's runs used (its rollup's usage); `-` when they reported none. */
 export function usedBy(g: GroupSummary): string {
-  const u = g.rollup.usage;
-  if (!u) return '-';
-  const tokens =
-    (u.inputTokens ?? 0) + (u.outputTokens ?? 0) + (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0);
-  const parts = [tokens > 0 && `${tokens} tokens`, (u.costUsd ?? 0) > 0 && `$${(u.costUsd ?? 0).toFixed(4)}`];
+  if (!g.rollup.usage) return '-';
+  const u = { ...EMPTY_USAGE, ...g.rollup.usage };
+  const tokens = totalTokens(u);
+  const parts = [tokens > 0 && `${tokens} tokens`, u.costUsd > 0 && `$${u.costUsd.toFixed(4)}`];
   return parts.filter(Boolean).join(' · ') || '-';
 }
 

@@ -3,7 +3,7 @@
 // reaper closes it (its TTL, and its idle timeout while open), and what it has drawn so far (estimated).
 import { z } from 'zod';
 import type { Context } from '../context.js';
-import { CliError } from '../errors.js';
+import { documented } from '../errors.js';
 import { line } from '../io.js';
 import { age, span, table } from '../table.js';
 
@@ -34,19 +34,13 @@ const idleLeft = (s: ShownSession) =>
 const burn = (s: ShownSession) =>
   `$${s.burn.usd.toFixed(4)} at $${s.burn.usdPerHour.toFixed(4)}/h, ${(s.burn.energyUj / 1e6).toFixed(1)} J (${s.burn.provenance})`;
 
-function parsed<T>(schema: z.ZodType<T>, raw: unknown, what: string): T {
-  const r = schema.safeParse(raw);
-  if (!r.success) throw new CliError('unavailable', `the ${what} answer is not the documented shape`);
-  return r.data;
-}
-
 export async function listSandboxes(ctx: Context, o: { json?: boolean }): Promise<number> {
   const raw = await ctx.call<unknown>('GET', '/sandboxes');
   if (o.json) {
     line(ctx.io.stdout, JSON.stringify(raw));
     return 0;
   }
-  const { items } = parsed(SessionList, raw, 'session list (SessionList)');
+  const { items } = documented(SessionList, raw, 'session list', 'SessionList');
   if (items.length === 0) {
     line(ctx.io.stdout, 'no sandbox is open or parked (everdict sandbox open opens one)');
     return 0;
@@ -70,7 +64,7 @@ export async function showSandbox(ctx: Context, id: string, o: { json?: boolean 
     line(ctx.io.stdout, JSON.stringify(raw));
     return 0;
   }
-  const s = parsed(ShownSession, raw, 'session (SessionView)');
+  const s = documented(ShownSession, raw, 'session', 'SessionView');
   line(ctx.io.stdout, `${s.id}  sandbox  ${s.state} (${s.status})`);
   const rows = [
     ['image', s.image],

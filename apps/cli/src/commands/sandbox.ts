@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import type { Context, Done } from '../context.js';
-import { CliError } from '../errors.js';
+import { CliError, documented } from '../errors.js';
 import { line } from '../io.js';
 import { listSandboxes, showSandbox } from './sandbox-view.js';
 import { openShell } from './shell.js';
@@ -96,10 +96,7 @@ export async function execInSandbox(
     // The call waits for the command: its request timeout covers the command's.
     timeoutMs === undefined ? {} : { extraTimeoutMs: timeoutMs },
   );
-  const parsed = ExecAnswer.safeParse(raw);
-  if (!parsed.success)
-    throw new CliError('unavailable', 'the exec answer is not the documented shape (ExecView)');
-  const r = parsed.data;
+  const r = documented(ExecAnswer, raw, 'exec', 'ExecView');
   if (json) line(ctx.io.stdout, JSON.stringify(r));
   else {
     if (r.stdout) ctx.io.stdout.write(r.stdout);

@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { quote } from 'shell-quote';
 import { z } from 'zod';
 import type { Context, Done } from '../context.js';
-import { CliError } from '../errors.js';
+import { documented } from '../errors.js';
 import { line } from '../io.js';
 import { table } from '../table.js';
 import { printOutputTails } from './run.js';
@@ -156,9 +156,7 @@ export async function showCommand(ctx: Context, id: string, o: { json?: boolean 
     line(ctx.io.stdout, JSON.stringify(raw));
     return 0;
   }
-  const parsed = ShownRun.safeParse(raw);
-  if (!parsed.success) throw new CliError('unavailable', 'the run answer is not the documented shape (Run)');
-  const run = parsed.data;
+  const run = documented(ShownRun, raw, 'run', 'Run');
   line(ctx.io.stdout, `${run.id}  ${run.kind}  ${run.status}`);
   const body = table(['', ''], rows(run, await scoreDetails(ctx, run)))
     .split('\n')

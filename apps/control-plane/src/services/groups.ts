@@ -5,7 +5,7 @@ import {
   RunStatus,
   rollupStatus,
   TERMINAL_STATUSES,
-  Usage,
+  type Usage,
 } from '@everdict/run-model';
 import type { Selectable } from 'kysely';
 import { iso, json } from '../db/numeric.js';
@@ -43,9 +43,9 @@ function rollupOf(runs: readonly { status: string; usage: unknown }[]): GroupVie
   let cpuTimeMs = 0;
   for (const r of runs) {
     byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
+    // Stored as reported: checked once, at the transition that stored it (run-model's ReportedUsage).
     const reported = (r.usage ?? {}) as Record<string, unknown>;
-    const parsed = Usage.safeParse({ ...EMPTY_USAGE, ...pickUsage(reported) });
-    if (parsed.success) usage = addUsage(usage, parsed.data);
+    usage = addUsage(usage, { ...EMPTY_USAGE, ...pickUsage(reported) });
     if (typeof reported.cpuTimeMs === 'number') cpuTimeMs += reported.cpuTimeMs;
   }
   const known = runs.map((r) => RunStatus.parse(r.status));
@@ -59,9 +59,9 @@ function rollupOf(runs: readonly { status: string; usage: unknown }[]): GroupVie
 
 /** The `Usage` measures of a stored usage (the rest — `cpuTimeMs`, a runner's own — are not run-model's). */
 function pickUsage(u: Record<string, unknown>): Partial<Usage> {
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(EMPTY_USAGE)) if (k in u) out[k] = u[k];
-  return out as Partial<Usage>;
+  const out: Record<string, number> = {};
+  for (const k of Object.keys(EMPTY_USAGE)) if (typeof u[k] === 'number') out[k] = u[k];
+  return out;
 }
 
 async function groupView(ex: Executor, g: GroupRow): Promise<GroupView> {
