@@ -151,7 +151,7 @@ describe('everdict start (the main job)', () => {
     expect(long.code, long.err).toBe(0);
     expect(long.out.split('\n')[1]).toBe('a'.repeat(64 * 1024));
     expect(long.err).toMatch(/output truncated to the last 64 KiB of each stream/);
-    // Every file a command left under out/, fetched into a directory at once (--dir, several at a time), each
+    // Every file a command left under out/, fetched into a directory at once (--dir: the run's archive), each
     // verified; twelve small ones (uploaded several at a time by the runner) and one in a subdirectory.
     const files = Array.from({ length: 12 }, (_, i) => `f${i}.txt`);
     const wrote = await everdict(
@@ -282,6 +282,12 @@ describe('everdict start (the main job)', () => {
     expect(refused.err).toMatch(/^not_verified: outputs\.json: /m);
     expect(existsSync(altered)).toBe(false);
     expect(readdirSync(dataDir).filter((f) => f.includes('altered'))).toEqual([]);
+    // … nor through the run's archive (`--dir`): the control plane ends it short, the CLI keeps nothing of it.
+    const alteredDir = path.join(dataDir, 'altered-dir');
+    const cut = await everdict(['artifact', runC, '--dir', alteredDir], env);
+    expect(cut.code, cut.err).toBe(1);
+    expect(cut.err).toMatch(/^not_verified: /m);
+    expect(readdirSync(alteredDir)).toEqual([]);
     // Scored again as a person reads it: the failed verdict names its case.
     const table = await everdict(['score', group.id, '--grader', grader], env);
     expect(table.code, table.err).toBe(0);

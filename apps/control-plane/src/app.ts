@@ -10,6 +10,7 @@ import type { ConsoleSource } from './console/source.js';
 import { ControlPlaneError } from './errors.js';
 import { agentHostRoutes } from './http/agent-hosts.js';
 import { agentRoutes } from './http/agents.js';
+import { artifactRoutes } from './http/artifacts.js';
 import { bodyLimit } from './http/body-limit.js';
 import type { RouteDeps } from './http/deps.js';
 import type { AppEnv } from './http/env.js';
@@ -182,6 +183,7 @@ export function buildApp(opts: AppOptions): BuiltApp {
   app.route('/', subscriptionRoutes(deps));
   app.route('/', tenantRoutes(deps));
   app.route('/', trajectoryRoutes(deps));
+  app.route('/', artifactRoutes(deps));
   app.route('/', internalRoutes(deps));
   app.route('/', runnerRoutes(deps));
   app.route('/', sandboxRoutes(deps));

@@ -85,6 +85,14 @@ export {
   Snapshot,
   WorkspacePath,
 } from './spec.js';
+export {
+  type FileBytes,
+  PIECE_BYTES,
+  READ_AHEAD,
+  type StreamedFile,
+  streamedTarLength,
+  streamTar,
+} from './tar/streaming-tar.js';
 export { comparePaths, MODE_MASK, normalizeEntryPath, sortEntries, type TarEntry } from './tar/tar-entry.js';
 export { canonicalTar, isCanonicalTar, type ReadTarOptions, readTar } from './tar/tar-reader.js';
 export { writeTar } from './tar/tar-writer.js';

@@ -120,12 +120,9 @@ export async function readArtifact(
   tenant: string,
   address: string,
 ): Promise<AsyncIterable<Uint8Array>> {
-  checkTenant(tenant);
-  if (!isDigest(address))
-    throw new TrajectoryStoreError('bad_request', 'an artifact address is blake3:<64 hex>');
-  const body = await backend.getStream({ tenant, path: layout.artifact(address.slice(7)) });
+  const body = await backend.getStream(artifactKey(tenant, address));
   if (!body) throw new TrajectoryStoreError('not_found', `no artifact ${address}`);
-  const hasher = await StreamingDigest.create();
+  const hasher = await StreamingDigest.take();
   return (async function* () {
     let held: Uint8Array | undefined;
     for await (const piece of body) {
@@ -133,24 +130,43 @@ export async function readArtifact(
       if (held) yield held;
       held = piece;
     }
-    if (hasher.digest() !== address)
-      throw new TrajectoryStoreError(
-        'integrity_failed',
-        `artifact ${address}: bytes do not match their address`,
-      );
+    checkAddress(hasher, address);
     if (held) yield held;
   })();
 }
 
-/** The whole artifact, verified against its address before it is returned. */
+/**
+ * The whole artifact, verified against its address before it is returned: one read of the object (for a small
+ * one; a large one is better streamed with `readArtifact`).
+ */
 export async function readArtifactBytes(
   backend: ObjectBackend,
   tenant: string,
   address: string,
 ): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const piece of await readArtifact(backend, tenant, address)) parts.push(Buffer.from(piece));
-  return Buffer.concat(parts);
+  const bytes = await backend.get(artifactKey(tenant, address));
+  if (!bytes) throw new TrajectoryStoreError('not_found', `no artifact ${address}`);
+  const hasher = await StreamingDigest.take();
+  hasher.update(bytes);
+  checkAddress(hasher, address);
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+function artifactKey(tenant: string, address: string): { tenant: string; path: string } {
+  checkTenant(tenant);
+  if (!isDigest(address))
+    throw new TrajectoryStoreError('bad_request', 'an artifact address is blake3:<64 hex>');
+  return { tenant, path: layout.artifact(address.slice(7)) };
+}
+
+/** Fails `integrity_failed` unless what `hasher` took hashes to `address`; gives the hasher back when it does. */
+function checkAddress(hasher: StreamingDigest, address: string): void {
+  if (hasher.digest() !== address)
+    throw new TrajectoryStoreError(
+      'integrity_failed',
+      `artifact ${address}: bytes do not match their address`,
+    );
+  hasher.release();
 }
 
 /** run-model's ArtifactRef for an entry: name = path, uri = address, bytes = size, digest = address. */

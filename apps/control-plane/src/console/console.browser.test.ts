@@ -6,6 +6,7 @@
 // The page is guarded (test/console-browser.ts `guardPage`): a file of it that does not load fails the test at
 // once, naming the file, instead of leaving every wait to run out.
 import { readFileSync } from 'node:fs';
+import { readTar } from '@everdict/placement';
 import { encodeAttestationBody } from '@everdict/runrecord';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -22,7 +23,13 @@ import {
   WAIT_MS,
 } from '../../test/console-browser.js';
 import { ADMIN_KEY, call, type TestApp, testApp, until } from '../http/testing/harness.js';
-import { COMMAND_CAPS, leaseRuns, pairTestRunner, signTestInterval } from '../http/testing/runners.js';
+import {
+  COMMAND_CAPS,
+  leaseRuns,
+  pairTestRunner,
+  signTestInterval,
+  uploadTestArtifact,
+} from '../http/testing/runners.js';
 
 let t: TestApp;
 let server: { base: string; close(): Promise<void> };
@@ -267,6 +274,7 @@ describe('activity console (headless Chromium)', () => {
     );
     expect(put.status).toBe(201);
     const stored = (await put.json()) as { address: string; size: number };
+    const notes = await uploadTestArtifact(t.app, r, lease!, 'notes.md', '# notes\n');
     const done = await call(t.app, 'POST', `/runner/v1/runs/${id}/complete`, {
       key: r.credential,
       body: {
@@ -274,6 +282,7 @@ describe('activity console (headless Chromium)', () => {
         outputs: {
           artifacts: [
             { name: 'reports/day.txt', uri: `artifact:${stored.address}`, bytes: 10, digest: stored.address },
+            notes,
           ],
         },
         attestation: encodeAttestationBody(signTestInterval(lease!, r.key.secretKey).body),
@@ -284,7 +293,18 @@ describe('activity console (headless Chromium)', () => {
     await page.waitForSelector('#d-artifacts-section:not([hidden])', { timeout: 30_000 });
     expect(await page.locator('#d-artifacts li').allTextContents()).toEqual([
       `reports/day.txt 10 bytes · ${stored.address}`,
+      `notes.md 8 bytes · ${notes.digest}`,
     ]);
+    // All of them at once: the run's archive, with the key.
+    const [archive] = await Promise.all([page.waitForEvent('download'), page.click('[data-archive]')]);
+    expect(archive.suggestedFilename()).toBe(`${id}-artifacts.tar`);
+    const entries = await readTar(readFileSync((await archive.path())!));
+    expect(entries.map((e) => [e.path, e.type === 'file' ? Buffer.from(e.data).toString() : e.type])).toEqual(
+      [
+        ['notes.md', '# notes\n'],
+        ['reports/day.txt', 'forty-two\n'],
+      ],
+    );
     const [download] = await Promise.all([
       page.waitForEvent('download'),
       page.click('[data-artifact="reports/day.txt"]'),

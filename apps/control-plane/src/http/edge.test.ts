@@ -306,6 +306,7 @@ describe('system routes', () => {
         '/runs',
         '/runs/{id}',
         '/runs/{id}/artifact',
+        '/runs/{id}/artifacts.tar',
         '/runs/{id}/cancel',
         '/runs/{id}/events',
         '/runs/{id}/record',

@@ -97,34 +97,6 @@ const postTraces = createRoute({
   },
 });
 
-const ArtifactQuery = z.object({
-  path: z
-    .string()
-    .min(1)
-    .max(4096)
-    .openapi({ description: "The artifact's path under `out/`: a `name` of the run's `outputs.artifacts`." }),
-});
-
-const runArtifact = createRoute({
-  method: 'get',
-  path: '/runs/{id}/artifact',
-  tags: ['trajectories'],
-  summary: "One of the run's artifacts (a file its command left under `out/`), as stored: its bytes.",
-  description:
-    "Only an artifact the run's outputs list, stored under the lease of the attempt that settled the run. " +
-    '`ETag` is its content address (`"blake3:<hex>"`); the bytes are hashed as they stream from the store, and a ' +
-    'mismatch with the address ends the response before its last byte (a reader acts on a complete body only).',
-  security: API_KEY_SECURITY,
-  request: { params: IdParam, query: ArtifactQuery },
-  responses: {
-    200: {
-      description: "The artifact's bytes.",
-      content: { 'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) } },
-    },
-    ...problemResponses(400, 401, 404, 503),
-  },
-});
-
 const listTrajectories = createRoute({
   method: 'get',
   path: '/trajectories',
@@ -216,13 +188,13 @@ const listDeletions = createRoute({
 });
 
 /** The service, or a 503 problem when this app has no trajectory store. */
-function need(t: TrajectoryService | null | undefined): TrajectoryService {
+export function need(t: TrajectoryService | null | undefined): TrajectoryService {
   if (!t) throw new ProblemError(problem('storage_unavailable', 'no trajectory store is configured'));
   return t;
 }
 
 /** Store and storage refusals as problems (the 503s are a dependency that is down, not a defect). */
-async function guarded<T>(fn: () => Promise<T>): Promise<T> {
+export async function guarded<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
@@ -280,21 +252,6 @@ export function trajectoryRoutes(deps: RouteDeps) {
       }) as never;
     });
   });
-
-  app.openapi(runArtifact, (c) =>
-    guarded(async () => {
-      const { path } = c.req.valid('query');
-      const a = await svc().artifact(c.get('principal'), c.req.valid('param').id, path);
-      const name = path.slice(path.lastIndexOf('/') + 1);
-      return c.body(ReadableStream.from(a.body) as ReadableStream<Uint8Array<ArrayBuffer>>, 200, {
-        'content-type': 'application/octet-stream',
-        'content-length': String(a.size),
-        etag: `"${a.address}"`,
-        'x-content-type-options': 'nosniff',
-        'content-disposition': `attachment; filename*=UTF-8''${encodeURIComponent(name)}`,
-      });
-    }),
-  );
 
   app.openapi(listTrajectories, (c) =>
     guarded(async () => c.json(await svc().listImported(c.get('principal'), c.req.valid('query')), 200)),

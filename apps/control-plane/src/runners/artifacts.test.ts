@@ -6,6 +6,7 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readTar } from '@everdict/placement';
 import { blake3, bytesToHex } from '@everdict/runrecord';
 import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -232,5 +233,105 @@ describe('GET /runs/:id/artifact', () => {
     const res = await download(l.runId, 'result.json');
     expect(res.status).toBe(200); // the headers went before the bytes could be checked …
     await expect(res.text()).rejects.toThrow(); // … and the body never completes
+  });
+});
+
+describe('GET /runs/:id/artifacts.tar', () => {
+  const archive = (runId: string, key = ADMIN_KEY) =>
+    t.app.request(`/runs/${runId}/artifacts.tar`, { headers: { authorization: `Bearer ${key}` } });
+
+  it('holds exactly the files the run lists, sorted, each its bytes; its length is announced', async () => {
+    const r = await pairTestRunner(t.app, { name: 'archive', capabilities: COMMAND_CAPS });
+    const l = await leasedRun(r);
+    const long = `${'deep/'.repeat(30)}name with ünïcode.txt`; // past ustar's fields: a pax path record
+    const listed = [
+      await upload(r, l, 'b.txt', 'bee'),
+      await upload(r, l, 'a/one.json', '{"one":1}'),
+      await upload(r, l, long, 'long'),
+      await upload(r, l, 'empty', ''),
+    ];
+    await upload(r, l, 'unlisted.txt', 'uploaded, never listed');
+    expect((await complete(r, l, listed)).status).toBe(200);
+
+    const res = await archive(l.runId);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/x-tar');
+    expect(res.headers.get('content-disposition')).toBe(`attachment; filename="${l.runId}-artifacts.tar"`);
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    expect(res.headers.get('content-length')).toBe(String(bytes.byteLength));
+    const entries = await readTar(bytes);
+    expect(entries.map((e) => e.path)).toEqual(['a/one.json', 'b.txt', long, 'empty']); // by UTF-8 bytes
+    const text = (p: string) => {
+      const e = entries.find((x) => x.path === p);
+      return e?.type === 'file' ? new TextDecoder().decode(e.data) : undefined;
+    };
+    expect([text('a/one.json'), text('b.txt'), text(long), text('empty')]).toEqual([
+      '{"one":1}',
+      'bee',
+      'long',
+      '',
+    ]);
+    // The same listing, the same bytes.
+    expect(new Uint8Array(await (await archive(l.runId)).arrayBuffer())).toEqual(bytes);
+
+    const theirs = await t.tenant('archive-other');
+    const hidden = await archive(l.runId, theirs);
+    expect(hidden.status).toBe(404);
+    expect(((await hidden.json()) as { code: string }).code).toBe('not_found');
+    expect((await archive('run_missing')).status).toBe(404);
+  });
+
+  it('a run that lists no artifacts answers the empty archive', async () => {
+    const r = await pairTestRunner(t.app, { name: 'archive-none', capabilities: COMMAND_CAPS });
+    const l = await leasedRun(r);
+    expect((await complete(r, l, [])).status).toBe(200);
+    const res = await archive(l.runId);
+    expect(res.status).toBe(200);
+    expect(new Uint8Array(await res.arrayBuffer())).toEqual(new Uint8Array(1024));
+  });
+
+  it('a listed file the store no longer holds is 404 before any byte', async () => {
+    const r = await pairTestRunner(t.app, { name: 'archive-gone', capabilities: COMMAND_CAPS });
+    const l = await leasedRun(r);
+    const a = await upload(r, l, 'kept.txt', 'kept');
+    const b = await upload(r, l, 'gone.txt', 'gone');
+    expect((await complete(r, l, [a, b])).status).toBe(200);
+    await t.core.internals.deps.db
+      .deleteFrom('runner_artifacts')
+      .where('run_id', '=', l.runId)
+      .where('path', '=', 'gone.txt')
+      .execute();
+    const res = await archive(l.runId);
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({
+      code: 'not_found',
+      detail: expect.stringContaining('gone.txt'),
+    });
+  });
+
+  it('over a real node server, altered bytes end the archive before its end, and the next request is answered', async () => {
+    const r = await pairTestRunner(t.app, { name: 'archive-tamper', capabilities: COMMAND_CAPS });
+    const l = await leasedRun(r);
+    const a = await upload(r, l, 'a.json', '{"answer":42}');
+    const z = await upload(r, l, 'z.json', '{"later":1}');
+    expect((await complete(r, l, [a, z])).status).toBe(200);
+    await alter(a.digest, '{"answer":43}');
+    const server = serve({ fetch: t.app.fetch, port: 0, hostname: '127.0.0.1' }) as Server;
+    await once(server, 'listening');
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const get = (p: string) => fetch(`${base}${p}`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+      const got = await get(`/runs/${l.runId}/artifacts.tar`)
+        .then(async (res) =>
+          res.status === 200 ? Buffer.from(await res.arrayBuffer()) : `status ${res.status}`,
+        )
+        .catch((e: Error) => `failed: ${e.message}`);
+      expect(typeof got === 'string' ? got : got.toString('latin1')).not.toContain('{"answer":43}');
+      expect(typeof got).toBe('string'); // never a complete body
+      expect((await get('/healthz')).status).toBe(200);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((res) => server.close(res));
+    }
   });
 });

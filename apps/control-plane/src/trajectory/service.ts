@@ -7,19 +7,18 @@ import {
   type ImportedTrajectory,
   listImported,
   type OtlpSpan,
-  readArtifact,
   type TailItem,
 } from '@everdict/trajectory-store';
-import { sql } from 'kysely';
 import { iso, json, numeric } from '../db/numeric.js';
 import type { Executor } from '../db/tx.js';
-import { ControlPlaneError, notFound } from '../errors.js';
+import { ControlPlaneError } from '../errors.js';
 import { validationRefusal } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
 import type { Principal } from '../services/types.js';
 import { mapStoreErrors } from './errors.js';
 import { type GradedVerdict, gradeDocument, gradedDocument } from './grading.js';
 import { importOtlpSpans, type OtlpImportResult } from './imports.js';
+import { type ArtifactBody, runArtifact, runArtifactArchive } from './run-artifacts.js';
 import type { RunTrajectories } from './run-trajectories.js';
 
 export interface TrajectoryScoreView {
@@ -64,43 +63,14 @@ export class TrajectoryService {
     }));
   }
 
-  /**
-   * One artifact of the run, by its path under `out/`: one the run's outputs list, stored under the lease of
-   * the attempt that settled it (`runner_artifacts`; a completion's listing is checked against it,
-   * runners/artifact-claims.ts). The bytes stream from the store hashed as they pass; a mismatch with the
-   * address fails the stream after its last piece (`integrity_failed`). Another tenant's run, a path the
-   * outputs do not list: `not_found`.
-   */
-  async artifact(
-    p: Principal,
-    runId: string,
-    path: string,
-  ): Promise<{ address: string; size: number; body: AsyncIterable<Uint8Array> }> {
-    // One statement: the listing's entry for this path (found in the database — a run of thousands of files
-    // lists them all, and reading its whole outputs per fetch made fetching them all quadratic) and the file
-    // stored under the settling attempt's lease.
-    const found = await this.deps.db
-      .selectFrom('runs as r')
-      .leftJoin('runner_artifacts as a', (j) =>
-        j.onRef('a.run_id', '=', 'r.id').onRef('a.epoch', '=', 'r.attempt').on('a.path', '=', path),
-      )
-      .select(['a.address', 'a.size'])
-      .select(
-        sql<string | null>`jsonb_path_query_first(r.outputs, '$.artifacts[*] ? (@.name == $p)',
-          jsonb_build_object('p', ${path}::text)) ->> 'uri'`.as('uri'),
-      )
-      .where('r.tenant_id', '=', p.tenantId)
-      .where('r.id', '=', runId)
-      .executeTakeFirst();
-    if (!found) throw notFound('run', runId);
-    const { address, size, uri } = found;
-    if (address === null || size === null || uri !== `artifact:${address}`)
-      throw new ControlPlaneError('not_found', `run ${runId} lists no artifact ${JSON.stringify(path)}`, {
-        id: runId,
-        path,
-      });
-    const body = await mapStoreErrors(() => readArtifact(this.runs.store.backend, p.tenantId, address));
-    return { address, size: Number(size), body };
+  /** One artifact of the run, by its path under `out/` (run-artifacts.ts). */
+  artifact(p: Principal, runId: string, path: string): Promise<ArtifactBody> {
+    return runArtifact(this.deps.db, this.runs.store.backend, p.tenantId, runId, path);
+  }
+
+  /** Every artifact the run lists, as one canonical tar archive (run-artifacts.ts). */
+  artifactArchive(p: Principal, runId: string) {
+    return runArtifactArchive(this.deps.db, this.runs.store.backend, p.tenantId, runId);
   }
 
   runTail(

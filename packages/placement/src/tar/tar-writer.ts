@@ -7,46 +7,19 @@
 // synchronously into one buffer (tar.test.ts checks the bytes equal tar-stream's, property-based).
 import { PlacementError } from '../errors.js';
 import { MODE_MASK, normalizeEntryPath, sortEntries, type TarEntry } from './tar-entry.js';
-import {
-  END_OF_ARCHIVE_LENGTH,
-  paddingLength,
-  paxRecord,
-  TYPEFLAG,
-  ustarHeader,
-  ustarName,
-  utf8Bytes,
-} from './ustar.js';
-
-/** Blocks of an archive: bytes to copy, or a count of zero bytes. */
-type Part = Uint8Array | number;
+import { END_OF_ARCHIVE_LENGTH, headerParts, type Part, paddingLength, TYPEFLAG } from './ustar.js';
 
 function entryParts(e: TarEntry): Part[] {
   const name = e.type === 'directory' ? `${e.path}/` : e.path;
-  const linkname = e.type === 'symlink' ? e.target : '';
   const size = e.type === 'file' ? e.data.byteLength : 0;
-  const typeflag = TYPEFLAG[e.type];
-  const mode = e.mode & MODE_MASK;
-  const body: Part[] = e.type === 'file' ? [e.data, paddingLength(size)] : [];
-  const fits = ustarName(name);
-  if (fits && utf8Bytes(linkname).byteLength <= 100) {
-    return [ustarHeader({ ...fits, mode, size, typeflag, linkname }), ...body];
-  }
-  const pax = utf8Bytes(paxRecord('path', name) + (linkname ? paxRecord('linkpath', linkname) : ''));
-  const paxLink = linkname ? 'PaxHeader' : '';
-  return [
-    ustarHeader({
-      name: 'PaxHeader',
-      prefix: '',
-      mode,
-      size: pax.byteLength,
-      typeflag: TYPEFLAG.pax,
-      linkname: paxLink,
-    }),
-    pax,
-    paddingLength(pax.byteLength),
-    ustarHeader({ name: 'PaxHeader', prefix: '', mode, size, typeflag, linkname: paxLink }),
-    ...body,
-  ];
+  const header = headerParts({
+    name,
+    typeflag: TYPEFLAG[e.type],
+    mode: e.mode & MODE_MASK,
+    size,
+    linkname: e.type === 'symlink' ? e.target : '',
+  });
+  return e.type === 'file' ? [...header, e.data, paddingLength(size)] : header;
 }
 
 /** The canonical archive of `entries` (any order in; sorted out). Duplicate paths are refused. */

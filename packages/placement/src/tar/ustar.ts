@@ -101,3 +101,39 @@ export function paddingLength(size: number): number {
 export function utf8Bytes(text: string): Uint8Array {
   return encoder.encode(text);
 }
+
+/** Blocks of an archive: bytes to copy, or a count of zero bytes. */
+export type Part = Uint8Array | number;
+
+/**
+ * The blocks before an entry's data: its ustar header, preceded by a pax `path` (and `linkpath`) record when
+ * the name does not fit ustar (or is not ASCII) or the link target is past 100 bytes.
+ */
+export function headerParts(e: {
+  readonly name: string;
+  readonly typeflag: number;
+  readonly mode: number;
+  readonly size: number;
+  readonly linkname: string;
+}): Part[] {
+  const { name, typeflag, mode, size, linkname } = e;
+  const fits = ustarName(name);
+  if (fits && utf8Bytes(linkname).byteLength <= 100) {
+    return [ustarHeader({ ...fits, mode, size, typeflag, linkname })];
+  }
+  const pax = utf8Bytes(paxRecord('path', name) + (linkname ? paxRecord('linkpath', linkname) : ''));
+  const paxLink = linkname ? 'PaxHeader' : '';
+  return [
+    ustarHeader({
+      name: 'PaxHeader',
+      prefix: '',
+      mode,
+      size: pax.byteLength,
+      typeflag: TYPEFLAG.pax,
+      linkname: paxLink,
+    }),
+    pax,
+    paddingLength(pax.byteLength),
+    ustarHeader({ name: 'PaxHeader', prefix: '', mode, size, typeflag, linkname: paxLink }),
+  ];
+}

@@ -171,7 +171,7 @@ export function createDetail({ state, render, keyRefused, isRefusal }) {
 
   /**
    * The run's artifacts (a settled run's `outputs.artifacts`, read afresh: the row's copy may predate the
-   * settle); a button downloads one (with the key).
+   * settle); a button downloads one (with the key), another all of them as the run's archive.
    */
   async function loadArtifacts(id) {
     const run = await state.conn.call('GET', `/runs/${encodeURIComponent(id)}`);
@@ -180,15 +180,19 @@ export function createDetail({ state, render, keyRefused, isRefusal }) {
     $('d-artifacts').innerHTML = artifactsView(artifacts);
     $('d-artifacts-section').hidden = false;
     $('d-artifacts').addEventListener('click', async (e) => {
+      const archive = e.target.closest?.('[data-archive]');
       const name = e.target.closest?.('[data-artifact]')?.dataset.artifact;
-      if (!name) return;
-      $('d-artifacts-state').textContent = `downloading ${name}…`;
+      if (!archive && !name) return;
+      const what = archive ? `${id}-artifacts.tar` : name.slice(name.lastIndexOf('/') + 1);
+      $('d-artifacts-state').textContent = `downloading ${archive ? 'all' : name}…`;
       try {
-        const path = `/runs/${encodeURIComponent(id)}/artifact?path=${encodeURIComponent(name)}`;
+        const path = archive
+          ? `/runs/${encodeURIComponent(id)}/artifacts.tar`
+          : `/runs/${encodeURIComponent(id)}/artifact?path=${encodeURIComponent(name)}`;
         const url = URL.createObjectURL(await state.conn.blob(path));
         const a = document.createElement('a');
         a.href = url;
-        a.download = name.slice(name.lastIndexOf('/') + 1);
+        a.download = what;
         a.click();
         setTimeout(() => URL.revokeObjectURL(url), 60_000);
         $('d-artifacts-state').textContent = '';

@@ -192,11 +192,24 @@ export function scoresView(scores) {
   return `<ul class="scores">${scores.map(row).join('')}</ul>`;
 }
 
-/** A run's artifacts (the files its command left under `out/`), each with a button that downloads it. */
+/** Artifacts listed one by one in a run's detail; past them, one line (the archive holds them all). */
+export const ARTIFACTS_LISTED = 50;
+
+/**
+ * A run's artifacts (the files its command left under `out/`), each with a button that downloads it — the first
+ * ARTIFACTS_LISTED, then how many more — and, for more than one, a button that downloads them all as one tar.
+ */
 export function artifactsView(artifacts) {
   const row = (a) =>
     `<li><button type="button" data-artifact="${esc(a.name)}">${esc(a.name)}</button> <span class="muted">${esc(String(a.bytes ?? '?'))} bytes · ${esc(a.digest ?? a.uri)}</span></li>`;
-  return `<ul class="artifacts">${artifacts.map(row).join('')}</ul>`;
+  const shown = artifacts.slice(0, ARTIFACTS_LISTED);
+  const more = artifacts.length - shown.length;
+  const rest = more > 0 ? `<li class="muted">… and ${more} more</li>` : '';
+  const all =
+    artifacts.length > 1
+      ? `<p><button type="button" data-archive>all ${artifacts.length} files (.tar)</button></p>`
+      : '';
+  return `${all}<ul class="artifacts">${shown.map(row).join('')}${rest}</ul>`;
 }
 
 export function treeView(node, selectedId) {
