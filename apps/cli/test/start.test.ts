@@ -197,9 +197,15 @@ describe('everdict start (the main job)', () => {
       'const result = { sum: caseSpec.a + caseSpec.b };',
       'const summary = "sum " + result.sum + " from " + Object.keys(caseSpec).join(",");',
       'require("fs").writeFileSync("out/outputs.json", JSON.stringify({ summary, result }));',
-      // Its model calls, as a harness traces them: the run's usage is their fold (the runner reports it).
+      // Its conversation and model calls, as a harness traces them: the run's usage is the calls' fold (the
+      // runner reports it), and `logs` reads the trace as a conversation.
       'const call = { type: "llm_call", model: "m", inputTokens: 100 * caseSpec.a, outputTokens: 7, costUsd: 0.01 };',
-      'require("fs").writeFileSync("out/trace.jsonl", JSON.stringify(call) + "\\n");',
+      'const ask = { type: "message", role: "user", content: "add " + caseSpec.a + " and " + caseSpec.b };',
+      'const tool = { type: "tool_call", tool: "add", callId: "t1", input: [caseSpec.a, caseSpec.b] };',
+      'const got = { type: "tool_result", callId: "t1", output: result.sum };',
+      'const say = { type: "message", role: "assistant", content: "it is " + result.sum };',
+      'const trace = [ask, call, tool, got, say].map((e) => JSON.stringify(e) + "\\n").join("");',
+      'require("fs").writeFileSync("out/trace.jsonl", trace);',
     ].join(' ');
     expect((await everdict(['harness', 'define', 'adder@1', '--', 'node', '-e', harness], env)).code).toBe(0);
     const cases = path.join(dataDir, 'cases.jsonl');
@@ -261,6 +267,15 @@ describe('everdict start (the main job)', () => {
       ),
     );
     expect(showC.out).toMatch(/^ {2}usage +1 llm call · 100 in \/ 7 out tokens · \$0\.0100 · cpu \d+ ms$/m);
+    const logsC = await everdict(['logs', runC], env);
+    expect(logsC.code, logsC.err).toBe(0);
+    expect(logsC.out.trim().split('\n')).toEqual([
+      'user: add 1 and 1',
+      '· llm m · 100 in / 7 out tokens · $0.0100',
+      '→ add [1,1]',
+      '← add 2',
+      'assistant: it is 2',
+    ]);
     const printed = await everdict(['artifact', runC, 'outputs.json'], env);
     expect(printed.code, printed.err).toBe(0);
     expect(JSON.parse(printed.out)).toEqual({ summary: 'sum 2 from a,b,id', result: { sum: 2 } });

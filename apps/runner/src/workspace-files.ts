@@ -8,6 +8,7 @@ import { isClientError } from '@everdict/client';
 import type { Driver, SandboxHandle } from '@everdict/placement';
 import { isPlacementError, utf8, type WorkspaceFile } from '@everdict/placement';
 import { TraceEvent, type Usage, usageFromTrace } from '@everdict/run-model';
+import type { ZodError } from 'zod';
 import type { IntervalDeps, IntervalHooks } from './interval.js';
 import { type Journal, MAX_SENDS } from './journal.js';
 import type { BatchResult } from './port.js';
@@ -18,6 +19,18 @@ const MiB = 1024 * 1024;
 /** The most of out/outputs.json or out/trace.jsonl the runner reads. */
 export const HARNESS_FILE_CAP_BYTES = 16 * MiB;
 const TOO_LARGE = Symbol('too large');
+
+/**
+ * Why a harness file's value does not parse, said so its author can fix it: the first issue at its path
+ * (`inputTokens: Invalid input: expected number, received undefined`), and how many more there are.
+ */
+function firstIssue(error: ZodError): string {
+  const [issue, ...rest] = error.issues;
+  if (!issue) return 'invalid';
+  const at = issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
+  const more = rest.length > 0 ? ` (and ${rest.length} more issue${rest.length === 1 ? '' : 's'})` : '';
+  return `${at}${issue.message}${more}`;
+}
 
 /**
  * out/outputs.json (required) and out/trace.jsonl (optional: validated TraceEvents) of an eval harness. With a
@@ -52,8 +65,7 @@ export async function readHarnessResults(
   let outputs: HarnessOutputs;
   try {
     const parsed = HarnessOutputs.safeParse(JSON.parse(raw));
-    if (!parsed.success)
-      return { problem: `out/outputs.json: ${parsed.error.issues[0]?.message ?? 'invalid'}` };
+    if (!parsed.success) return { problem: `out/outputs.json: ${firstIssue(parsed.error)}` };
     outputs = parsed.data;
   } catch {
     return { problem: 'out/outputs.json is not JSON' };
@@ -70,9 +82,20 @@ export async function readHarnessResults(
       } catch {
         return { outputs, problem: `out/trace.jsonl line ${i + 1} is not JSON` };
       }
-      const draft = { seq: 0, runId: 'x', ts: new Date().toISOString(), ...(value as object) };
+      const draft: Record<string, unknown> = {
+        seq: 0,
+        runId: 'x',
+        ts: new Date().toISOString(),
+        ...(value as object),
+      };
       const checked = TraceEvent.safeParse(draft);
-      if (!checked.success) return { outputs, problem: `out/trace.jsonl line ${i + 1} is not a TraceEvent` };
+      if (!checked.success) {
+        const kind = typeof draft.type === 'string' ? ` (${draft.type})` : '';
+        return {
+          outputs,
+          problem: `out/trace.jsonl line ${i + 1} is not a TraceEvent${kind}: ${firstIssue(checked.error)}`,
+        };
+      }
       events.push(checked.data);
       const { seq: _s, runId: _r, ...event } = checked.data;
       await journal.append(event as Parameters<Journal['append']>[0]);

@@ -111,6 +111,18 @@ describe('the attested exit', () => {
     expect(Object.keys(untraced.usage ?? {})).toEqual(['cpuTimeMs']);
   }, 120_000);
 
+  it("a harness's files that do not parse: failed, the summary naming the line, the field and why", async () => {
+    const badTrace = await evalInterval(
+      `echo '{"summary":"4"}' > out/outputs.json; printf '%s\n' '{"type":"message","role":"user","content":"2+2?"}' '{"type":"llm_call","model":"m","usage":{"inputTokens":1}}' > out/trace.jsonl`,
+    );
+    expect(badTrace).toMatchObject({ outcome: 'failed', exitCode: 0, outputs: { exitCode: 1 } });
+    expect(badTrace.outputs.summary).toMatch(
+      /^out\/trace\.jsonl line 2 is not a TraceEvent \(llm_call\): inputTokens: .*expected number.* \(and 2 more issues\)$/,
+    );
+    const badOutputs = await evalInterval(`echo '{"exitCode":"zero"}' > out/outputs.json`);
+    expect(badOutputs.outputs.summary).toMatch(/^out\/outputs\.json: exitCode: /);
+  }, 120_000);
+
   it('a harness file past the read cap: the interval completes failed, naming it (not a runner failure)', async () => {
     const r = await evalInterval(
       `echo '{"summary":"done"}' > out/outputs.json; head -c 17000000 /dev/zero | tr '\\0' a > out/trace.jsonl`,

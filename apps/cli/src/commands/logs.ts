@@ -1,14 +1,16 @@
 // everdict logs <run> [--follow] [--json] — a run's trajectory from the trajectory store: a log event as its
 // text (stdout's to stdout, stderr's to stderr), a session's `exec` as a transcript (`$ argv`, its output, its
-// exit), any other event as one line; --follow tails it until sealed;
+// exit), a conversation (an eval harness's trace, an agent turn) as one (chat-view.ts: `user: …`, `→ tool {…}`,
+// `← tool {…}`, `· llm m · 120 in / 30 out tokens`), any other event as one line; --follow tails it until sealed;
 // --json prints each event as stored, one JSON object a line.
 import type { Command } from 'commander';
 import { quote } from 'shell-quote';
 import { z } from 'zod';
 import type { Context, Done } from '../context.js';
 import { line } from '../io.js';
+import { conversationPrinter } from './chat-view.js';
 import { ExecAnswer, execFailure } from './sandbox.js';
-import { describeEvent, eventPrinter, followTrajectory } from './watch.js';
+import { eventPrinter, followTrajectory } from './watch.js';
 
 interface Page {
   items: Record<string, unknown>[];
@@ -30,9 +32,9 @@ const ExecCall = z.object({
 const ExecResult = z.object({ type: z.literal('tool_result'), callId: z.string(), output: ExecAnswer });
 
 /**
- * How one event reads: a log event as its text (each stream to its own); a session's `exec` as a transcript —
- * `$ argv` (shell-quoted), its output to stdout and stderr, and why it failed (`[the command exited 3]`) as
- * `sandbox exec` said it; any other event as one line.
+ * How one event reads: a session's `exec` as a transcript — `$ argv` (shell-quoted), its output to stdout and
+ * stderr, and why it failed (`[the command exited 3]`) as `sandbox exec` said it; anything else as a conversation
+ * reads (a log event as its text, each stream to its own; any other event as one line).
  */
 function printer(ctx: Context, json: boolean) {
   const execs = new Set<string>();
@@ -54,11 +56,9 @@ function printer(ctx: Context, json: boolean) {
     if (failure) line(ctx.io.stdout, `[${failure.message}]`);
     return true;
   };
+  const conversation = conversationPrinter(ctx, json, { everyone: true });
   return (ev: Record<string, unknown>): void => {
-    if (json) line(ctx.io.stdout, JSON.stringify(ev));
-    else if (ev.type === 'log' && typeof ev.message === 'string')
-      line(ev.stream === 'stderr' ? ctx.io.stderr : ctx.io.stdout, ev.message);
-    else if (!printExec(ev)) line(ctx.io.stdout, describeEvent(String(ev.seq ?? '?'), ev));
+    if (json || !printExec(ev)) conversation(ev);
   };
 }
 
