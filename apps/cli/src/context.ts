@@ -24,7 +24,8 @@ export interface Context {
     method: string,
     path: string,
     body?: unknown,
-    opts?: { extraTimeoutMs?: number },
+    /** `key`: another bearer for this call (the operator's service token), instead of the API key. */
+    opts?: { extraTimeoutMs?: number; key?: string },
   ): Promise<T>;
 }
 
@@ -102,6 +103,17 @@ export function resolveConnection(
   return key ? { url, key } : { url };
 }
 
+/**
+ * The operator's service token for `url` (`/internal/*`: shared runners): EVERDICT_INTERNAL_TOKEN, else the running
+ * main job's own (its file) — only for the main job's own URL, as its admin key.
+ */
+export function operatorToken(url: string, env: NodeJS.ProcessEnv): string | undefined {
+  if (env.EVERDICT_INTERNAL_TOKEN) return env.EVERDICT_INTERNAL_TOKEN;
+  const stack = readStackFile(path.resolve(env.EVERDICT_DATA_DIR ?? '.everdict'));
+  const own = originOf(url) !== null && originOf(url) === originOf(stack.url ?? DEFAULT_URL);
+  return own ? stack.internalToken : undefined;
+}
+
 /** Where the URL came from, for a usage error that names it. */
 function urlSource(opts: GlobalOptions, env: NodeJS.ProcessEnv): string {
   if (opts.url !== undefined) return '--url';
@@ -138,7 +150,7 @@ export function makeContext(opts: GlobalOptions, io: Io): Context {
     call: async (method, path, body, opts) => {
       const signal = callSignal(io.env, io.signal, opts?.extraTimeoutMs ?? 0);
       try {
-        return await rawCall(url, key, method, path, body, signal);
+        return await rawCall(url, opts?.key ?? key, method, path, body, signal);
       } finally {
         signal.clear();
       }

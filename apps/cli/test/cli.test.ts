@@ -648,6 +648,40 @@ describe('runner and queue', () => {
     expect(nobody.err).toMatch(/404 not_found/);
   });
 
+  it("a shared runner is the operator's: --operator pairs, drains and revokes it with the service token", async () => {
+    const operatorEnv = { ...env, EVERDICT_INTERNAL_TOKEN: cp.internalToken };
+    // Without a service token at hand, --operator is a usage error before any call.
+    expect((await everdict(['runner', 'token', '--operator'], env)).code).toBe(2);
+    const token = await everdict(['runner', 'token', '--operator'], operatorEnv);
+    expect(token.code, token.err).toBe(0);
+    expect(token.out).toMatch(/^pairing token for a shared runner: every tenant /m);
+    const value = /^(evp_\S+)$/m.exec(token.out)?.[1];
+    const paired = spawnSync(
+      process.execPath,
+      [RUNNER, 'pair', cp.url, value!, '--name', 'cli-shared', '--state-dir', path.join(dir, 'shared')],
+      { encoding: 'utf8' },
+    );
+    expect(paired.status, paired.stderr).toBe(0);
+    const list = await everdict(['runner', 'list'], env);
+    const id = /^(rnr_\w+)\s+cli-shared\s+active\s+shared\s/m.exec(list.out)?.[1];
+    expect(id, list.out).toBeDefined();
+    // The tenant's admin key may not drain it: refused, naming the door and the flag; nothing changed.
+    const refused = await everdict(['runner', 'drain', id!], env);
+    expect(refused.code).toBe(3);
+    expect(refused.err).toMatch(
+      /403 forbidden: runner rnr_\w+ is shared .*\(everdict runner drain rnr_\w+ --operator\)/,
+    );
+    expect((await everdict(['runner', 'list'], env)).out).toMatch(
+      new RegExp(`^${id}\\s+cli-shared\\s+active\\s`, 'm'),
+    );
+    expect((await everdict(['runner', 'drain', id!, '--operator'], operatorEnv)).out).toMatch(
+      /^runner rnr_\w+ \(cli-shared\) draining$/m,
+    );
+    expect((await everdict(['runner', 'revoke', id!, '--operator'], operatorEnv)).out).toMatch(
+      /^runner rnr_\w+ \(cli-shared\) revoked$/m,
+    );
+  });
+
   it('queue: running, the caps, and an envelope with what it spent', async () => {
     const r = await everdict(
       ['run', 'analysis', '--config', '{"fn":"sleep","ms":30000}', '--envelope-runs', '4', '--json'],

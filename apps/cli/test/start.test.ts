@@ -360,6 +360,16 @@ describe('everdict start (the main job)', () => {
     );
     expect(compared.err).toMatch(/run_failed: 1 case verdict\(s\) regressed/);
     expect((await everdict(['compare', v1, v1, '--strict'], env)).code).toBe(0);
+    // The embedded runner is shared (the operator's): drained from here with the main job's own service token,
+    // read from its data directory for its own URL.
+    const listedRunners = await everdict(['runner', 'list'], env);
+    const embedded = /^(rnr_\w+)\s+embedded\s+active\s+shared\s/m.exec(listedRunners.out)?.[1];
+    expect(embedded, listedRunners.out).toBeDefined();
+    const drained = await everdict(['runner', 'drain', embedded!, '--operator'], {
+      ...env,
+      EVERDICT_DATA_DIR: dataDir,
+    });
+    expect(drained.out, drained.err).toMatch(/^runner rnr_\w+ \(embedded\) draining$/m);
     // The key and the internal token are kept for the next start (mode 0600).
     expect(JSON.parse(readFileSync(path.join(dataDir, 'main-job.json'), 'utf8')).apiKey).toBe(key);
 

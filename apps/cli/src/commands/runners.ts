@@ -2,24 +2,52 @@
 //   everdict runner token — a single-use pairing token (15 min) and the `everdict-runner pair` line to use it;
 //   everdict runner list — the runners that may lease the tenant's runs (its own and the shared ones);
 //   everdict runner drain <id> | revoke <id> — no new leases / its next call refused and its leases requeued;
+//   --operator (token, drain, revoke): a shared runner's, through the operator's door (`/internal/runners/*`) with
+//     the service token (EVERDICT_INTERNAL_TOKEN; on the main job's own URL, the main job's);
 //   everdict queue — where the tenant's runs wait: queued by class and kind, running, sessions, the caps, and the
 //     delegated envelopes (what each may still spend).
-import type { components } from '@everdict/client';
+import { ClientError, type components, isClientError } from '@everdict/client';
 import type { Command } from 'commander';
-import type { Context, Done } from '../context.js';
+import { z } from 'zod';
+import { type Context, type Done, operatorToken } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
+import { SECRETS_FILE } from '../stack/secrets.js';
 import { age, table } from '../table.js';
 
 type Runner = components['schemas']['Runner'];
 type Envelope = components['schemas']['Envelope'];
 
-async function pairingToken(ctx: Context, o: { json?: boolean }): Promise<number> {
-  const { data: t } = await ctx.client.POST('/runners/pairing-tokens');
+/** The tenant routes' refusal of a shared runner (403 `forbidden`, `details.reason: shared_runner`). */
+const SharedRunnerRefusal = z.object({ details: z.object({ reason: z.literal('shared_runner') }) });
+
+/** The service token `--operator` calls with, or a usage error saying where it comes from. */
+function serviceToken(ctx: Context): string {
+  const token = operatorToken(ctx.url, ctx.io.env);
+  if (!token)
+    throw new CliError(
+      'usage',
+      `--operator needs the service token: set EVERDICT_INTERNAL_TOKEN (the main job's own is used on its URL, from ${SECRETS_FILE} in its data directory)`,
+    );
+  return token;
+}
+
+async function pairingToken(ctx: Context, o: { json?: boolean; operator?: boolean }): Promise<number> {
+  const t = o.operator
+    ? await ctx.call<{ token: string; expiresAt: string }>(
+        'POST',
+        '/internal/runners/pairing-tokens',
+        {},
+        {
+          key: serviceToken(ctx),
+        },
+      )
+    : (await ctx.client.POST('/runners/pairing-tokens')).data;
   if (!t) throw new CliError('unavailable', 'POST /runners/pairing-tokens answered without a body');
   if (o.json) line(ctx.io.stdout, JSON.stringify(t));
   else {
-    line(ctx.io.stdout, `pairing token (single use, shown once, expires ${t.expiresAt}):`);
+    const scope = o.operator ? 'a shared runner: every tenant' : 'a runner of this tenant';
+    line(ctx.io.stdout, `pairing token for ${scope} (single use, shown once, expires ${t.expiresAt}):`);
     line(ctx.io.stdout, t.token);
     line(ctx.io.stdout, '');
     line(
@@ -54,10 +82,33 @@ async function listRunners(ctx: Context, o: { json?: boolean }): Promise<number>
   return 0;
 }
 
-async function changeRunner(ctx: Context, id: string, action: 'drain' | 'revoke'): Promise<number> {
-  const path = action === 'drain' ? '/runners/{id}/drain' : '/runners/{id}/revoke';
-  const { data: r } = await ctx.client.POST(path, { params: { path: { id } } });
-  if (!r) throw new CliError('unavailable', `POST /runners/:id/${action} answered without a body`);
+async function changeRunner(
+  ctx: Context,
+  id: string,
+  action: 'drain' | 'revoke',
+  o: { operator?: boolean },
+): Promise<number> {
+  let r: Runner & { requeued?: string[] };
+  if (o.operator) {
+    const path = `/internal/runners/${encodeURIComponent(id)}/${action}`;
+    r = await ctx.call<Runner & { requeued?: string[] }>('POST', path, {}, { key: serviceToken(ctx) });
+  } else {
+    const path = action === 'drain' ? '/runners/{id}/drain' : '/runners/{id}/revoke';
+    const answer = await ctx.client.POST(path, { params: { path: { id } } }).catch((e: unknown) => {
+      // A shared runner is the operator's: say how to take that door from here.
+      if (isClientError(e, 'forbidden') && SharedRunnerRefusal.safeParse(e.problem).success)
+        throw new ClientError(
+          e.code,
+          e.status,
+          `${e.message} (everdict runner ${action} ${id} --operator)`,
+          e.problem,
+        );
+      throw e;
+    });
+    if (!answer.data)
+      throw new CliError('unavailable', `POST /runners/:id/${action} answered without a body`);
+    r = answer.data;
+  }
   const requeued = r.requeued?.length
     ? `; ${r.requeued.length} lease(s) requeued: ${r.requeued.join(' ')}`
     : '';
@@ -106,11 +157,19 @@ async function showQueue(ctx: Context, o: { json?: boolean }): Promise<number> {
 
 export function registerRunners(program: Command, ctx: () => Context, done: Done): void {
   const runner = program.command('runner').description("the tenant's runners: pair, list, drain, revoke");
+  const operator = [
+    '--operator',
+    "a shared runner's, with the service token (EVERDICT_INTERNAL_TOKEN)",
+  ] as const;
   runner
     .command('token')
     .description('a single-use pairing token (15 min) for `everdict-runner pair` (admin)')
     .option('--json', 'print JSON')
-    .action((o: { json?: boolean }) => done(pairingToken(ctx(), o)));
+    .option(
+      '--operator',
+      'for a shared runner (any tenant’s runs), with the service token (EVERDICT_INTERNAL_TOKEN)',
+    )
+    .action((o: { json?: boolean; operator?: boolean }) => done(pairingToken(ctx(), o)));
   runner
     .command('list')
     .description("the runners that may lease the tenant's runs: its own and the shared ones")
@@ -120,12 +179,14 @@ export function registerRunners(program: Command, ctx: () => Context, done: Done
     .command('drain')
     .argument('<id>', 'the runner')
     .description('no new leases; what it runs finishes (admin)')
-    .action((id: string) => done(changeRunner(ctx(), id, 'drain')));
+    .option(...operator)
+    .action((id: string, o: { operator?: boolean }) => done(changeRunner(ctx(), id, 'drain', o)));
   runner
     .command('revoke')
     .argument('<id>', 'the runner')
     .description('its next call is refused and its leases requeue (admin)')
-    .action((id: string) => done(changeRunner(ctx(), id, 'revoke')));
+    .option(...operator)
+    .action((id: string, o: { operator?: boolean }) => done(changeRunner(ctx(), id, 'revoke', o)));
   program
     .command('queue')
     .description("where the tenant's runs wait: queued by class and kind, running, sessions, caps, envelopes")

@@ -85,12 +85,20 @@ export function loadOrCreateSecrets(
 }
 
 /** What `everdict demo` and other commands read when no URL/key is given: the running main job's. */
-export function readStackFile(dataDir: string): { url?: string; apiKey?: string } {
+export function readStackFile(dataDir: string): { url?: string; apiKey?: string; internalToken?: string } {
   const file = path.join(dataDir, SECRETS_FILE);
   if (!existsSync(file)) return {};
   try {
-    const v = JSON.parse(readFileSync(file, 'utf8')) as { url?: string; apiKey?: string };
-    return { ...(v.url ? { url: v.url } : {}), ...(v.apiKey ? { apiKey: v.apiKey } : {}) };
+    const v = JSON.parse(readFileSync(file, 'utf8')) as {
+      url?: string;
+      apiKey?: string;
+      internalToken?: string;
+    };
+    return {
+      ...(v.url ? { url: v.url } : {}),
+      ...(v.apiKey ? { apiKey: v.apiKey } : {}),
+      ...(v.internalToken ? { internalToken: v.internalToken } : {}),
+    };
   } catch {
     return {};
   }

@@ -68,19 +68,36 @@ export async function listRunners(deps: Deps, who: RunnerAdmin): Promise<RunnerV
 }
 
 /**
- * A runner `who` may administer, locked: a tenant admin's own tenant's (a shared runner is the operator's: 404
- * here), the operator's shared ones (a tenant's runner is its admins': 404 at the operator's door).
+ * A runner `who` may administer, locked: a tenant admin's own tenant's, the operator's shared ones (a tenant's
+ * runner is its admins': 404 at the operator's door). A shared runner asked of a tenant admin is 403 naming the
+ * operator's door: the tenant's `GET /runners` lists it (it may take the tenant's runs), so "not found" would
+ * contradict that list; another tenant's runner is 404, as everything of another tenant is.
  */
-async function lockOwnRunner(tx: Tx, who: RunnerAdmin, runnerId: string): Promise<RunnerRow> {
+async function lockOwnRunner(
+  tx: Tx,
+  who: RunnerAdmin,
+  runnerId: string,
+  action: 'drain' | 'revoke',
+): Promise<RunnerRow> {
   if (who !== OPERATOR) requireAdmin(who);
   const row = await tx
     .selectFrom('runners')
     .selectAll()
     .where('id', '=', runnerId)
-    .where((eb) => (who === OPERATOR ? eb('tenant_id', 'is', null) : eb('tenant_id', '=', who.tenantId)))
+    .where((eb) =>
+      who === OPERATOR
+        ? eb('tenant_id', 'is', null)
+        : eb.or([eb('tenant_id', '=', who.tenantId), eb('tenant_id', 'is', null)]),
+    )
     .forUpdate()
     .executeTakeFirst();
   if (!row) throw notFound('runner', runnerId);
+  if (who !== OPERATOR && row.tenant_id === null)
+    throw new ControlPlaneError(
+      'forbidden',
+      `runner ${runnerId} is shared (it may take every tenant's runs): the operator ${action}s it, at POST /internal/runners/${runnerId}/${action} with the service token`,
+      { id: runnerId, reason: 'shared_runner' },
+    );
   return row as RunnerRow;
 }
 
@@ -93,7 +110,7 @@ async function lockOwnRunner(tx: Tx, who: RunnerAdmin, runnerId: string): Promis
  */
 export async function drainRunner(deps: Deps, who: RunnerAdmin, runnerId: string): Promise<string> {
   return withTx(deps.db, async (tx) => {
-    const row = await lockOwnRunner(tx, who, runnerId);
+    const row = await lockOwnRunner(tx, who, runnerId, 'drain');
     if (row.state === 'revoked') throw new ControlPlaneError('conflict', `runner ${runnerId} is revoked`);
     if (row.state === 'active')
       await tx
@@ -127,7 +144,7 @@ export async function revokeRunner(
   expire: (tx: Tx, runnerId: string) => Promise<string[]>,
 ): Promise<{ expired: string[]; credentialHash: string }> {
   return withTx(deps.db, async (tx) => {
-    const row = await lockOwnRunner(tx, who, runnerId);
+    const row = await lockOwnRunner(tx, who, runnerId, 'revoke');
     if (row.state === 'revoked') return { expired: [], credentialHash: row.credential_hash };
     await tx
       .updateTable('runners')

@@ -1,7 +1,8 @@
 // The operator's door to shared runners (`/internal/runners/*`, the service token), on the real core (PGlite):
 // it lists the shared runners, drains and revokes them as the tenant routes do theirs (revoke → the runner's
 // next call is 401 and its lease's run requeues; drain → no new leases), and reaches no tenant's runner (404,
-// unchanged). A tenant admin reaches no shared runner either (404, unchanged).
+// unchanged). A tenant admin may not drain or revoke a shared runner its list shows: 403 naming the operator's door,
+// nothing changed; another tenant's runner is 404 to it.
 import { randomBytes } from 'node:crypto';
 import { generateSigningKey } from '@everdict/runrecord';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,15 +71,25 @@ describe('the operator’s door to shared runners', () => {
     expect(byAdmin.status).toBe(401);
   });
 
-  it('a tenant admin cannot drain or revoke a shared runner: 404, its state and lease unchanged', async () => {
+  it("a tenant admin cannot drain or revoke a shared runner: 403 naming the operator's door, nothing changed", async () => {
     const shared = await pairShared('untouchable', 'untouchable-image');
     const runId = await createRun('untouchable-image');
     const [lease] = await leaseRuns(t.app, shared, 1);
     expect(lease?.runId).toBe(runId);
+    // The tenant's list shows it (it may take the tenant's runs): "not found" would contradict the list.
+    const listed = (await call(t.app, 'GET', '/runners')).body.items as { id: string; shared: boolean }[];
+    expect(listed.find((r) => r.id === shared.id)?.shared).toBe(true);
     for (const verb of ['drain', 'revoke']) {
       const refused = await call(t.app, 'POST', `/runners/${shared.id}/${verb}`);
-      expect([refused.status, refused.body.code], JSON.stringify(refused.body)).toEqual([404, 'not_found']);
+      expect([refused.status, refused.body.code], JSON.stringify(refused.body)).toEqual([403, 'forbidden']);
+      expect(refused.body.detail).toContain(`POST /internal/runners/${shared.id}/${verb}`);
+      expect(refused.body.details).toEqual({ id: shared.id, reason: 'shared_runner' });
     }
+    // Another tenant's runner is not this tenant's to know of.
+    const theirs = await t.tenant('operator-door-other');
+    const own = await pairTestRunner(t.app, { name: 'theirs', adminKey: theirs });
+    for (const verb of ['drain', 'revoke'])
+      expect((await call(t.app, 'POST', `/runners/${own.id}/${verb}`)).status).toBe(404);
     expect(await sharedState(shared.id)).toBe('active');
     const hb = await call(t.app, 'POST', '/runner/v1/heartbeat', {
       key: shared.credential,
