@@ -1119,4 +1119,28 @@ describe('with the agent service: agent chat and the demo', () => {
     expect(r.out).toMatch(/signed by agent-host [0-9a-f]{16}…: [1-9]\d* record\(s\)/);
     expect(r.out).toMatch(/demo: every record verified/);
   }, 600_000);
+
+  // Last of this block: it revokes the agent service's host.
+  it("agent hosts lists the service's shared host; only the operator's door revokes it", async () => {
+    const listed = await everdict(['agent', 'hosts'], env);
+    expect(listed.code, listed.err).toBe(0);
+    const host = /^(agh_\w+)\s+\S+\s+active\s+shared\s+\d+/m.exec(listed.out)?.[1];
+    expect(host, listed.out).toBeDefined();
+    const refused = await everdict(['agent', 'revoke-host', host!], env);
+    expect(refused.code).toBe(3);
+    expect(refused.err).toMatch(
+      new RegExp(
+        `403 forbidden: agent host ${host} is shared .*\\(everdict agent revoke-host ${host} --operator\\)`,
+      ),
+    );
+    const operatorEnv = { ...env, EVERDICT_INTERNAL_TOKEN: cp.internalToken };
+    const shared = await everdict(['agent', 'hosts', '--operator', '--json'], operatorEnv);
+    expect((JSON.parse(shared.out) as { id: string }[]).map((h) => h.id)).toContain(host);
+    const revoked = await everdict(['agent', 'revoke-host', host!, '--operator'], operatorEnv);
+    expect(revoked.code, revoked.err).toBe(0);
+    expect(revoked.out).toMatch(new RegExp(`^agent host ${host} \\(\\S+\\) revoked`, 'm'));
+    expect((await everdict(['agent', 'hosts'], env)).out).toMatch(
+      new RegExp(`^${host}\\s+\\S+\\s+revoked\\s+shared\\s+0\\s+operator$`, 'm'),
+    );
+  });
 });

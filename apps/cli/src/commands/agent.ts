@@ -13,6 +13,7 @@ import { pause } from '../backoff.js';
 import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
+import { registerAgentHosts } from './agent-hosts.js';
 import { registerAgentDefinitions } from './agents.js';
 import { chatPrinter } from './chat-view.js';
 import { collect } from './options.js';
@@ -213,8 +214,9 @@ async function waitWhileParked(ctx: Context, runId: string, answered: ReadonlySe
 }
 
 export function registerAgent(program: Command, ctx: () => Context, done: Done): void {
-  const agent = program.command('agent').description('agents: define, list, chat');
+  const agent = program.command('agent').description('agents: define, list, chat; their hosts: list, revoke');
   registerAgentDefinitions(agent, ctx, done);
+  registerAgentHosts(agent, ctx, done);
   agent
     .command('chat')
     .description(

@@ -6,31 +6,16 @@
 //     the service token (EVERDICT_INTERNAL_TOKEN; on the main job's own URL, the main job's);
 //   everdict queue — where the tenant's runs wait: queued by class and kind, running, sessions, the caps, and the
 //     delegated envelopes (what each may still spend).
-import { ClientError, type components, isClientError } from '@everdict/client';
+import type { components } from '@everdict/client';
 import type { Command } from 'commander';
-import { z } from 'zod';
-import { type Context, type Done, operatorToken } from '../context.js';
+import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
-import { SECRETS_FILE } from '../stack/secrets.js';
 import { age, table } from '../table.js';
+import { serviceToken, sharedHint } from './operator.js';
 
 type Runner = components['schemas']['Runner'];
 type Envelope = components['schemas']['Envelope'];
-
-/** The tenant routes' refusal of a shared runner (403 `forbidden`, `details.reason: shared_runner`). */
-const SharedRunnerRefusal = z.object({ details: z.object({ reason: z.literal('shared_runner') }) });
-
-/** The service token `--operator` calls with, or a usage error saying where it comes from. */
-function serviceToken(ctx: Context): string {
-  const token = operatorToken(ctx.url, ctx.io.env);
-  if (!token)
-    throw new CliError(
-      'usage',
-      `--operator needs the service token: set EVERDICT_INTERNAL_TOKEN (the main job's own is used on its URL, from ${SECRETS_FILE} in its data directory)`,
-    );
-  return token;
-}
 
 async function pairingToken(ctx: Context, o: { json?: boolean; operator?: boolean }): Promise<number> {
   const t = o.operator
@@ -94,17 +79,10 @@ async function changeRunner(
     r = await ctx.call<Runner & { requeued?: string[] }>('POST', path, {}, { key: serviceToken(ctx) });
   } else {
     const path = action === 'drain' ? '/runners/{id}/drain' : '/runners/{id}/revoke';
-    const answer = await ctx.client.POST(path, { params: { path: { id } } }).catch((e: unknown) => {
-      // A shared runner is the operator's: say how to take that door from here.
-      if (isClientError(e, 'forbidden') && SharedRunnerRefusal.safeParse(e.problem).success)
-        throw new ClientError(
-          e.code,
-          e.status,
-          `${e.message} (everdict runner ${action} ${id} --operator)`,
-          e.problem,
-        );
-      throw e;
-    });
+    // A shared runner is the operator's: the refusal says how to take that door from here.
+    const answer = await ctx.client
+      .POST(path, { params: { path: { id } } })
+      .catch((e: unknown) => sharedHint(e, `everdict runner ${action} ${id}`));
     if (!answer.data)
       throw new CliError('unavailable', `POST /runners/:id/${action} answered without a body`);
     r = answer.data;

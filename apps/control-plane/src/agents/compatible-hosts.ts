@@ -67,25 +67,26 @@ export async function failNoCompatibleHost(
 }
 
 /**
- * After a revoke committed: the declined parked turns of `tenant` that no host can resume any more fail
- * `no_compatible_host` (each re-checked under its row lock: still parked, no live lease). Their ids.
+ * After a revoke committed: the declined parked turns of `tenant` (null: of every tenant — a shared host's revoke)
+ * that no host can resume any more fail `no_compatible_host` (each re-checked under its row lock: still parked,
+ * no live lease). Their ids.
  */
 export async function failStrandedTurns(
   deps: Deps,
   holders: HolderPolicy,
-  tenant: string,
+  tenant: string | null,
   revokedHost: string,
 ): Promise<string[]> {
   const nowMs = deps.clock().getTime();
-  const candidates = await sql<{ id: string }>`
-    SELECT r.id FROM runs r
-    WHERE r.tenant_id = ${tenant} AND r.kind = 'agent' AND r.status = 'awaiting_input'
+  const candidates = await sql<{ id: string; tenant_id: string }>`
+    SELECT r.id, r.tenant_id FROM runs r
+    WHERE (${tenant}::text IS NULL OR r.tenant_id = ${tenant}) AND r.kind = 'agent' AND r.status = 'awaiting_input'
       AND EXISTS (SELECT 1 FROM agent_turn_declines d WHERE d.run_id = r.id)
     ORDER BY r.id`.execute(deps.db);
   const failed: string[] = [];
-  for (const { id } of candidates.rows) {
+  for (const { id, tenant_id } of candidates.rows) {
     const done = await deps.db.transaction().execute(async (tx) => {
-      const run = await lockRun(tx, tenant, id);
+      const run = await lockRun(tx, tenant_id, id);
       if (run?.status !== 'awaiting_input') return false;
       const live = await tx
         .selectFrom('run_leases')

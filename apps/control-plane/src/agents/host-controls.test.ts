@@ -123,6 +123,52 @@ describe('agent hosts: list and revoke', () => {
   });
 });
 
+describe("a shared agent host is the operator's", () => {
+  it('a tenant admin is refused 403 naming the door; the operator lists it and revokes it, its turn requeued', async () => {
+    // Paired with a token the service token minted: a shared host (any tenant's turns).
+    const minted = await internal('POST', '/internal/runners/pairing-tokens', {});
+    const token = String(minted.body.token);
+    const paired = await call(t.app, 'POST', '/agents/hosts/pair', {
+      key: null,
+      body: { token, ...agentHostPairingProof(token), name: 'shared-host' },
+    });
+    expect(paired.status, JSON.stringify(paired.body)).toBe(201);
+    const hostId = paired.body.hostId as string;
+    const runId = await queueTurn();
+    expect(((await lease(hostId)).body.leases as Lease[]).map((l) => l.runId)).toEqual([runId]);
+
+    // The tenant's list shows it, so its admin is told whose it is (not "not found"); nothing changes.
+    expect((await hosts()).find((h) => h.id === hostId)).toMatchObject({ shared: true, state: 'active' });
+    const refused = await call(t.app, 'POST', `/agents/hosts/${hostId}/revoke`);
+    expect([refused.status, refused.body.code]).toEqual([403, 'forbidden']);
+    expect(refused.body.details).toEqual({ id: hostId, reason: 'shared_agent_host' });
+    expect(refused.body.detail).toContain(`POST /internal/agents/hosts/${hostId}/revoke`);
+    expect(await statusOf(runId)).toBe('running');
+
+    // The operator's door lists the shared hosts only, and reaches no tenant's host.
+    const listed = await internal('GET', '/internal/agents/hosts');
+    const ids = (listed.body.items as Host[]).map((h) => h.id);
+    expect(ids).toContain(hostId);
+    const own = await pairHost('tenant-host');
+    expect(ids).not.toContain(own);
+    const theirs = await internal('POST', `/internal/agents/hosts/${own}/revoke`);
+    expect([theirs.status, theirs.body.code]).toEqual([404, 'not_found']);
+
+    const revoked = await internal('POST', `/internal/agents/hosts/${hostId}/revoke`);
+    expect(revoked.status, JSON.stringify(revoked.body)).toBe(200);
+    expect(revoked.body).toMatchObject({
+      id: hostId,
+      state: 'revoked',
+      revokedBy: 'operator',
+      requeued: [runId],
+    });
+    expect(await statusOf(runId)).toBe('queued');
+    expect((await lease(hostId)).status).toBe(401);
+    // The next test leases its own turn: this one does not wait in the queue before it.
+    expect((await call(t.app, 'POST', `/runs/${runId}/cancel`, { body: {} })).status).toBe(200);
+  });
+});
+
 describe('EVERDICT_AGENT_REQUIRE_PAIRED=1', () => {
   it('refuses an unpaired holder with invalid_agent_host; the turn stays queued for a paired host', async () => {
     const runId = await queueTurn();

@@ -23,11 +23,11 @@ import type { Executor, Tx } from '../db/tx.js';
 import { withTx } from '../db/tx.js';
 import { ControlPlaneError, notFound } from '../errors.js';
 import type { PublicKeyEntry } from '../keys/registry.js';
+import { actorOf, OPERATOR, type RunnerAdmin } from '../runners/admin.js';
 import { AGENT_HOST_PAIRING_PROOF_TAG, hostKeys, leasesHeldBy, redeemForKey } from '../runners/registry.js';
 import { PairingSignature } from '../runners/schemas.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
-import type { Principal } from '../services/types.js';
 
 export const AgentHostPairInput = z.strictObject({
   token: z.string().min(1).max(512),
@@ -133,12 +133,19 @@ export async function admitHolder(
   return { id: row.id, tenantId: row.tenant_id, name: row.name, publicKey: row.public_key, state: row.state };
 }
 
-/** The agent hosts a principal may see: its tenant's, and the shared ones (marked `shared`). */
-export async function listAgentHosts(ex: Executor, p: Principal): Promise<AgentHostView[]> {
+/**
+ * The agent hosts a principal may see: its tenant's, and the shared ones (marked `shared`). The operator (the
+ * service token's door, `/internal/agents/hosts`) sees the shared ones only: the hosts it administers.
+ */
+export async function listAgentHosts(ex: Executor, who: RunnerAdmin): Promise<AgentHostView[]> {
   const rows = await ex
     .selectFrom('agent_hosts')
     .selectAll()
-    .where((eb) => eb.or([eb('tenant_id', '=', p.tenantId), eb('tenant_id', 'is', null)]))
+    .where((eb) =>
+      who === OPERATOR
+        ? eb('tenant_id', 'is', null)
+        : eb.or([eb('tenant_id', '=', who.tenantId), eb('tenant_id', 'is', null)]),
+    )
     .orderBy('created_at')
     .orderBy('id')
     .execute();
@@ -161,7 +168,8 @@ export async function listAgentHosts(ex: Executor, p: Principal): Promise<AgentH
 }
 
 /**
- * Revoke (a tenant admin, its own tenant's host; a shared host is the operator's: 404 here, as for runners):
+ * Revoke (a tenant admin, its own tenant's host; a shared host is the operator's — 403 here naming its door,
+ * `/internal/agents/hosts/:id/revoke`, as for runners; the operator's door reaches no tenant's host: 404):
  * its calls are refused at once, and `expire` (the lease rule's, runners/leases.ts `expireHolder`) expires
  * every lease it holds in the same transaction — the caller then sweeps (revoke.ts). Answers each expired
  * lease's turn (`expired`), and each with its status at the revoke (`held` ; read, not locked: the revoke never locks a turn's row).
@@ -170,24 +178,36 @@ export async function listAgentHosts(ex: Executor, p: Principal): Promise<AgentH
  */
 export async function revokeAgentHost(
   deps: Deps,
-  p: Principal,
+  who: RunnerAdmin,
   hostId: string,
   expire: (tx: Tx, holder: string) => Promise<string[]>,
 ): Promise<{ expired: string[]; held: { runId: string; status: string }[] }> {
-  if (p.role !== 'admin') throw new ControlPlaneError('forbidden', 'admin role required');
+  if (who !== OPERATOR && who.role !== 'admin')
+    throw new ControlPlaneError('forbidden', 'admin role required');
   return withTx(deps.db, async (tx) => {
     const row = await tx
       .selectFrom('agent_hosts')
-      .select(['id', 'state'])
+      .select(['id', 'state', 'tenant_id'])
       .where('id', '=', hostId)
-      .where('tenant_id', '=', p.tenantId)
+      .where((eb) =>
+        who === OPERATOR
+          ? eb('tenant_id', 'is', null)
+          : eb.or([eb('tenant_id', '=', who.tenantId), eb('tenant_id', 'is', null)]),
+      )
       .forUpdate()
       .executeTakeFirst();
     if (!row) throw notFound('agent host', hostId);
+    // Listed to the tenant (it may hold the tenant's turns), so not "not found": the operator's to revoke.
+    if (who !== OPERATOR && row.tenant_id === null)
+      throw new ControlPlaneError(
+        'forbidden',
+        `agent host ${hostId} is shared (it may hold every tenant's turns): the operator revokes it, at POST /internal/agents/hosts/${hostId}/revoke with the service token`,
+        { id: hostId, reason: 'shared_agent_host' },
+      );
     if (row.state === 'revoked') return { expired: [], held: [] };
     await tx
       .updateTable('agent_hosts')
-      .set({ state: 'revoked', revoked_at: deps.clock(), revoked_by: p.actor })
+      .set({ state: 'revoked', revoked_at: deps.clock(), revoked_by: actorOf(who) })
       .where('id', '=', hostId)
       .execute();
     const ids = await expire(tx, hostId);

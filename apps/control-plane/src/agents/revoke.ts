@@ -54,7 +54,7 @@ export async function settleRevokedTurns(
   deps: Deps,
   policy: LeasePolicy,
   holders: HolderPolicy,
-  host: { id: string; tenantId: string },
+  host: { id: string; tenantId: string | null },
   expired: readonly ExpiredTurn[],
 ): Promise<RevokedTurns> {
   const swept =

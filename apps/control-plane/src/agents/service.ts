@@ -6,6 +6,7 @@ import { everyPoll, type FallbackPoll } from '../db/fallback-poll.js';
 import type { PublicKeyEntry } from '../keys/registry.js';
 import type { LeasePolicy } from '../leases/policy.js';
 import type { RunView } from '../ledger/views.js';
+import { OPERATOR, type RunnerAdmin } from '../runners/admin.js';
 import { expireHolder } from '../runners/leases.js';
 import { asControlPlaneError } from '../services/boundary.js';
 import type { Deps } from '../services/context.js';
@@ -84,6 +85,10 @@ export interface AgentService {
    * (revoke.ts); declined turns no host can resume any more fail `no_compatible_host`.
    */
   revokeHost(p: Principal, hostId: string): Promise<AgentHostView & RevokedTurns>;
+  /** The operator's door (service token): the shared agent hosts (a tenant's hosts are not listed). */
+  listSharedHosts(): Promise<AgentHostView[]>;
+  /** The operator's door: revoke a shared agent host, as `revokeHost` does (a tenant's host: 404). */
+  revokeSharedHost(hostId: string): Promise<AgentHostView & RevokedTurns>;
 }
 
 export interface AgentServiceOptions {
@@ -115,6 +120,15 @@ export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
   const reports = turnReports(deps, o.trajectories, o.storageWattsPerGb ?? storageWattsPerGb(), holders);
   const fallback = o.fallback ?? everyPoll(o.pollMs ?? 1000);
   const gapMs = o.recheckGapMs ?? 200;
+  /** A revoke by a tenant admin (its tenant's host) or the operator (a shared one): the host's turns settled. */
+  async function revokeHostAs(who: RunnerAdmin, hostId: string): Promise<AgentHostView & RevokedTurns> {
+    const { held } = await revokeAgentHost(deps, who, hostId, expireHolder);
+    const tenantId = who === OPERATOR ? null : who.tenantId;
+    const turns = await settleRevokedTurns(deps, o.lease, holders, { id: hostId, tenantId }, held);
+    const view = (await listAgentHosts(deps.db, who)).find((h) => h.id === hostId);
+    if (!view) throw new Error(`agent host ${hostId} vanished`);
+    return { ...view, ...turns };
+  }
   return {
     create: registry.create,
     patch: registry.patch,
@@ -160,18 +174,8 @@ export function agentService(deps: Deps, o: AgentServiceOptions): AgentService {
     pairHost: (raw) => pairAgentHost(deps, raw),
     hostKeys: () => agentHostKeys(deps.db),
     listHosts: (p) => listAgentHosts(deps.db, p),
-    async revokeHost(p, hostId) {
-      const { held } = await revokeAgentHost(deps, p, hostId, expireHolder);
-      const turns = await settleRevokedTurns(
-        deps,
-        o.lease,
-        holders,
-        { id: hostId, tenantId: p.tenantId },
-        held,
-      );
-      const view = (await listAgentHosts(deps.db, p)).find((h) => h.id === hostId);
-      if (!view) throw new Error(`agent host ${hostId} vanished`);
-      return { ...view, ...turns };
-    },
+    revokeHost: (p, hostId) => revokeHostAs(p, hostId),
+    listSharedHosts: () => listAgentHosts(deps.db, OPERATOR),
+    revokeSharedHost: (hostId) => revokeHostAs(OPERATOR, hostId),
   };
 }

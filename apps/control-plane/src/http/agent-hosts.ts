@@ -1,12 +1,13 @@
 // Agent hosts (issue 16): pairing with a runner pairing token and the host's Ed25519 key and its signature (no
-// API key), and the tenant's list and revocation of its hosts. Mounted before agents.ts: `GET /agents/hosts` is
-// no agent id.
+// API key), the tenant's list and revocation of its hosts, and the operator's door to the shared ones
+// (`/internal/agents/hosts*`, the service token), as runners have theirs. Mounted before agents.ts:
+// `GET /agents/hosts` is no agent id.
 import { createRoute, z } from '@hono/zod-openapi';
 import { AgentHostPairInput } from '../agents/hosts.js';
 import { requireRole } from '../auth/middleware.js';
 import { agentServiceOf } from './agents.js';
 import type { RouteDeps } from './deps.js';
-import { API_KEY_SECURITY, createRouter, json, jsonBody } from './openapi.js';
+import { API_KEY_SECURITY, createRouter, INTERNAL_SECURITY, json, jsonBody } from './openapi.js';
 import { problemResponses } from './problem.js';
 import { IdParam } from './schemas.js';
 
@@ -20,7 +21,10 @@ const AgentHostSchema = z
     publicKey: z.string(),
     createdAt: z.string(),
     revokedAt: z.string().nullable(),
-    revokedBy: z.string().nullable().openapi({ description: 'Who revoked it: the API key id.' }),
+    revokedBy: z
+      .string()
+      .nullable()
+      .openapi({ description: 'Who revoked it: the API key id, or `operator` (the service token).' }),
     leasesHeld: z.number().int(),
   })
   .openapi('AgentHost');
@@ -40,7 +44,7 @@ const RevokedAgentHostSchema = AgentHostSchema.extend({
   failed: z.array(z.string()),
   noCompatibleHost: z.array(z.string()).openapi({
     description:
-      'Declined parked turns of the tenant no active host can resume now: failed `no_compatible_host`.',
+      'Declined parked turns (of the tenant; a shared host: of every tenant) no active host can resume now: failed `no_compatible_host`.',
   }),
 }).openapi('RevokedAgentHost');
 
@@ -85,6 +89,33 @@ const routes = {
       ...problemResponses(400, 401, 403, 404),
     },
   }),
+  listSharedHosts: createRoute({
+    method: 'get',
+    path: '/internal/agents/hosts',
+    tags: ['internal'],
+    summary: 'The shared agent hosts (the operator’s door; a tenant’s hosts are its admins’).',
+    security: INTERNAL_SECURITY,
+    responses: {
+      200: json(
+        z.object({ items: z.array(AgentHostSchema) }).openapi('SharedAgentHostList'),
+        'Shared hosts.',
+      ),
+      ...problemResponses(401),
+    },
+  }),
+  revokeSharedHost: createRoute({
+    method: 'post',
+    path: '/internal/agents/hosts/{id}/revoke',
+    tags: ['internal'],
+    summary:
+      'Revoke a shared agent host, as `POST /agents/hosts/{id}/revoke` does a tenant’s (its turns of every tenant moved by the lease rule; a tenant’s host: 404).',
+    security: INTERNAL_SECURITY,
+    request: { params: IdParam },
+    responses: {
+      200: json(RevokedAgentHostSchema, 'The agent host, revoked, and the fate of every turn it held.'),
+      ...problemResponses(400, 401, 404),
+    },
+  }),
 };
 
 export function agentHostRoutes({ services }: RouteDeps) {
@@ -96,6 +127,10 @@ export function agentHostRoutes({ services }: RouteDeps) {
   );
   app.openapi(routes.revokeHost, async (c) =>
     c.json(await svc().revokeHost(c.get('principal'), c.req.valid('param').id), 200),
+  );
+  app.openapi(routes.listSharedHosts, async (c) => c.json({ items: await svc().listSharedHosts() }, 200));
+  app.openapi(routes.revokeSharedHost, async (c) =>
+    c.json(await svc().revokeSharedHost(c.req.valid('param').id), 200),
   );
   return app;
 }

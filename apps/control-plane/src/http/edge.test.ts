@@ -285,6 +285,8 @@ describe('system routes', () => {
         '/harnesses',
         '/healthz',
         '/internal/agent-run-events',
+        '/internal/agents/hosts',
+        '/internal/agents/hosts/{id}/revoke',
         '/internal/runners',
         '/internal/runners/pairing-tokens',
         '/internal/runners/{id}/drain',
