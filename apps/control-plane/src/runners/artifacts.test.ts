@@ -239,6 +239,15 @@ describe('GET /runs/:id/artifact', () => {
 describe('GET /runs/:id/artifacts.tar', () => {
   const archive = (runId: string, key = ADMIN_KEY) =>
     t.app.request(`/runs/${runId}/artifacts.tar`, { headers: { authorization: `Bearer ${key}` } });
+  /** A command run whose attempt uploaded `files` and settled listing them: its lease and their claims. */
+  const settledWith = async (name: string, files: [path: string, body: string][]) => {
+    const r = await pairTestRunner(t.app, { name, capabilities: COMMAND_CAPS });
+    const l = await leasedRun(r);
+    const claims = [];
+    for (const [path, body] of files) claims.push(await upload(r, l, path, body));
+    expect((await complete(r, l, claims)).status).toBe(200);
+    return { l, claims };
+  };
 
   it('holds exactly the files the run lists, sorted, each its bytes; its length is announced', async () => {
     const r = await pairTestRunner(t.app, { name: 'archive', capabilities: COMMAND_CAPS });
@@ -282,20 +291,17 @@ describe('GET /runs/:id/artifacts.tar', () => {
   });
 
   it('a run that lists no artifacts answers the empty archive', async () => {
-    const r = await pairTestRunner(t.app, { name: 'archive-none', capabilities: COMMAND_CAPS });
-    const l = await leasedRun(r);
-    expect((await complete(r, l, [])).status).toBe(200);
+    const { l } = await settledWith('archive-none', []);
     const res = await archive(l.runId);
     expect(res.status).toBe(200);
     expect(new Uint8Array(await res.arrayBuffer())).toEqual(new Uint8Array(1024));
   });
 
   it('a listed file the store no longer holds is 404 before any byte', async () => {
-    const r = await pairTestRunner(t.app, { name: 'archive-gone', capabilities: COMMAND_CAPS });
-    const l = await leasedRun(r);
-    const a = await upload(r, l, 'kept.txt', 'kept');
-    const b = await upload(r, l, 'gone.txt', 'gone');
-    expect((await complete(r, l, [a, b])).status).toBe(200);
+    const { l } = await settledWith('archive-gone', [
+      ['kept.txt', 'kept'],
+      ['gone.txt', 'gone'],
+    ]);
     await t.core.internals.deps.db
       .deleteFrom('runner_artifacts')
       .where('run_id', '=', l.runId)
@@ -310,12 +316,11 @@ describe('GET /runs/:id/artifacts.tar', () => {
   });
 
   it('over a real node server, altered bytes end the archive before its end, and the next request is answered', async () => {
-    const r = await pairTestRunner(t.app, { name: 'archive-tamper', capabilities: COMMAND_CAPS });
-    const l = await leasedRun(r);
-    const a = await upload(r, l, 'a.json', '{"answer":42}');
-    const z = await upload(r, l, 'z.json', '{"later":1}');
-    expect((await complete(r, l, [a, z])).status).toBe(200);
-    await alter(a.digest, '{"answer":43}');
+    const { l, claims } = await settledWith('archive-tamper', [
+      ['a.json', '{"answer":42}'],
+      ['z.json', '{"later":1}'],
+    ]);
+    await alter(claims[0]!.digest, '{"answer":43}');
     const server = serve({ fetch: t.app.fetch, port: 0, hostname: '127.0.0.1' }) as Server;
     await once(server, 'listening');
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
