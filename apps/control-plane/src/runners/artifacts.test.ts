@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { readTar } from '@everdict/placement';
 import { blake3, bytesToHex } from '@everdict/runrecord';
 import { serve } from '@hono/node-server';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, call, type TestApp, testApp } from '../http/testing/harness.js';
 import {
@@ -313,6 +314,41 @@ describe('GET /runs/:id/artifacts.tar', () => {
       code: 'not_found',
       detail: expect.stringContaining('gone.txt'),
     });
+  });
+
+  it('paths are uploaded only in the form an archive holds; a listing from before that is 409, not a 500', async () => {
+    const r = await pairTestRunner(t.app, { name: 'archive-paths', capabilities: COMMAND_CAPS });
+    const l = await leasedRun(r);
+    for (const path of ['a//b.txt', './a.txt', 'a/', 'a/./b', 'nul\0.txt', '../up', '/abs']) {
+      const res = await t.app.request(
+        `/runner/v1/runs/${l.runId}/artifacts?epoch=${l.epoch}&path=${encodeURIComponent(path)}`,
+        {
+          method: 'PUT',
+          headers: { authorization: `Bearer ${r.credential}`, 'content-type': 'application/octet-stream' },
+          body: 'x',
+        },
+      );
+      expect(res.status, path).toBe(400);
+    }
+    // A listing stored before uploads were held to that form (written here as it was then).
+    const claim = await upload(r, l, 'd/b.txt', 'bee');
+    expect((await complete(r, l, [claim])).status).toBe(200);
+    const db = t.core.internals.deps.db;
+    await db
+      .updateTable('runner_artifacts')
+      .set({ path: 'd//b.txt' })
+      .where('run_id', '=', l.runId)
+      .execute();
+    await sql`UPDATE runs SET outputs = jsonb_set(outputs, '{artifacts,0,name}', '"d//b.txt"') WHERE id = ${l.runId}`.execute(
+      db,
+    );
+    const res = await archive(l.runId);
+    expect(res.status).toBe(409);
+    expect(await res.json()).toMatchObject({
+      code: 'conflict',
+      detail: expect.stringContaining('fetch it alone'),
+    });
+    expect(await (await download(l.runId, 'd//b.txt')).text()).toBe('bee');
   });
 
   it('over a real node server, altered bytes end the archive before its end, and the next request is answered', async () => {

@@ -71,11 +71,22 @@ export type HeartbeatInput = z.input<typeof HeartbeatInput>;
 export const EventsInput = z.strictObject({ epoch: Epoch, events: z.array(TraceEvent).max(10_000) });
 export type EventsInput = z.input<typeof EventsInput>;
 
+/**
+ * A file's path under out/, in the normal form an archive holds it (placement's `normalizeEntryPath`): relative,
+ * every component a plain name — no `..`, `.` or empty component (`a//b`, `./a`, `a/`), no NUL. Before, `a//b` and
+ * `./a` were taken, and the run's archive (`GET /runs/:id/artifacts.tar`) could not hold them.
+ */
 const OutPath = z
   .string()
   .min(1)
   .max(1024)
-  .refine((p) => !p.startsWith('/') && !p.split('/').includes('..'), 'a relative path inside out/');
+  .refine(
+    (p) =>
+      !p.startsWith('/') &&
+      !p.includes('\0') &&
+      p.split('/').every((c) => c !== '' && c !== '.' && c !== '..'),
+    'a relative path inside out/, each component a plain name',
+  );
 
 export const ArtifactQuery = z.strictObject({ epoch: z.coerce.number().pipe(Epoch), path: OutPath });
 

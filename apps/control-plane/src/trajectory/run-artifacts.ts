@@ -3,7 +3,7 @@
 // is served; the bytes stream from the store hashed as they pass, and a mismatch with the address fails the stream
 // before that file's last piece (`integrity_failed`) — a reader acts on a complete body only. Another tenant's run,
 // or a path the outputs do not list: `not_found`.
-import { type StreamedFile, streamTar } from '@everdict/placement';
+import { normalizeEntryPath, type StreamedFile, streamTar } from '@everdict/placement';
 import { type ObjectBackend, readArtifact, readArtifactBytes } from '@everdict/trajectory-store';
 import { sql } from 'kysely';
 import { type DbNumeric, numeric } from '../db/numeric.js';
@@ -68,6 +68,15 @@ export async function runArtifact(
   return { address, size, body };
 }
 
+/** Whether an archive holds `path` as it is (a listing from before uploads were held to that form may not be). */
+function archivable(path: string): boolean {
+  try {
+    return normalizeEntryPath(path) === path;
+  } catch {
+    return false;
+  }
+}
+
 /** Archive files up to this size are read whole (one read, verified) when opened ahead of their turn. */
 const WHOLE_READ_BYTES = 64 * 1024;
 
@@ -113,6 +122,12 @@ export async function runArtifactArchive(
     .filter((row): row is ListedRow & { path: string } => row.path !== null)
     .map((row) => {
       const { address, size } = stored(runId, row);
+      if (!archivable(row.path))
+        throw new ControlPlaneError(
+          'conflict',
+          `run ${runId} lists ${JSON.stringify(row.path)}, a path no archive holds as it is: fetch it alone (GET /runs/${runId}/artifact?path=)`,
+          { id: runId, path: row.path },
+        );
       return {
         path: row.path,
         mode: ARCHIVE_MODE,
