@@ -47,12 +47,13 @@ async function tarOf(entries: { name: string; body: string; type?: 'file' | 'sym
 }
 
 /** A control plane whose archive is `archive` (or that has no archive route), serving single files too. */
-const serving = (archive: Buffer | 'no route') =>
+const serving = (archive: Buffer | 'no route' | 'conflict') =>
   start((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname === '/runs/run_1') return json(res, 200, run);
     if (url.pathname === '/runs/run_1/artifacts.tar') {
       if (archive === 'no route') return problem(res, 404, 'route_not_found');
+      if (archive === 'conflict') return problem(res, 409, 'conflict');
       res.writeHead(200, {
         'content-type': 'application/x-tar',
         'content-length': String(archive.byteLength),
@@ -90,14 +91,18 @@ describe('artifact --dir through the run archive', () => {
     expect(s.hits.filter((h) => h.path.startsWith('/runs/run_1/artifact?'))).toEqual([]);
   });
 
-  it('from a control plane without the archive route, fetches each file alone', async () => {
-    const { s, env } = await serving('no route');
-    const dir = scratch();
-    const r = await everdict(['artifact', 'run_1', '--dir', dir], env);
-    expect(r.code, r.err).toBe(0);
-    expect(fetched(dir)).toEqual(['a.txt', 'sub/b.txt']);
-    expect(s.hits.filter((h) => h.path.startsWith('/runs/run_1/artifact?'))).toHaveLength(2);
-  });
+  for (const [why, answer] of [
+    ['a control plane without the archive route', 'no route'],
+    ['a run no archive holds (409: a listed path an archive cannot hold as it is)', 'conflict'],
+  ] as const)
+    it(`from ${why}, fetches each file alone`, async () => {
+      const { s, env } = await serving(answer);
+      const dir = scratch();
+      const r = await everdict(['artifact', 'run_1', '--dir', dir], env);
+      expect(r.code, r.err).toBe(0);
+      expect(fetched(dir)).toEqual(['a.txt', 'sub/b.txt']);
+      expect(s.hits.filter((h) => h.path.startsWith('/runs/run_1/artifact?'))).toHaveLength(2);
+    });
 
   const refusals: [string, { name: string; body: string; type?: 'symlink' }[], RegExp, string[]][] = [
     [

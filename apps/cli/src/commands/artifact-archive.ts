@@ -44,7 +44,7 @@ const refused = (why: string) => new CliError('not_verified', `the run's archive
 /**
  * Every target from the run's archive, each kept only verified (the ones kept before a failure stay, each
  * verified). False, with nothing fetched, when the control plane has no archive route (404 `route_not_found`: an
- * older one); the caller then fetches each file alone.
+ * older one) or no archive of this run (409 `conflict`); the caller then fetches each file alone.
  */
 export async function fetchArchive(
   ctx: Context,
@@ -55,7 +55,9 @@ export async function fetchArchive(
   try {
     if (!res.ok) {
       const error = errorFromResponse(res, await res.json().catch(() => undefined));
-      if (isClientError(error, 'route_not_found')) return false;
+      // No archive here (an older control plane), or none of this run (a listed path no archive holds as it is,
+      // 409): each file alone instead.
+      if (isClientError(error, 'route_not_found') || isClientError(error, 'conflict')) return false;
       throw error;
     }
     if (!res.body) throw new CliError('unavailable', `HTTP ${res.status} without a body`);
