@@ -7,7 +7,9 @@
 // and its image; otherwise 422 `no_placement`, before anything is saved. An eval run's image is its
 // harness's (an unknown harness version is 404). A sandbox run reaches a runner only as a held-open session
 // (the sessions module's own door): any other sandbox run at this lane is 422 `no_placement`.
+
 import { type CommandSubject, commandImage } from '@everdict/run-model';
+import { sql } from 'kysely';
 import type { Executor } from '../db/tx.js';
 import { ControlPlaneError } from '../errors.js';
 import type { ExecutorLane, Placement } from '../executors/registry.js';
@@ -77,10 +79,37 @@ export async function assertPlaceable(
     ex === deps.db
       ? await placeableCache(deps).placeable(ex, tenant, kind, image)
       : await placeable(ex, tenant, kind, image);
-  if (!ok)
-    throw new ControlPlaneError('no_placement', `no registered runner takes ${kind} runs in image ${image}`, {
-      kind,
-      placement: where,
-      image,
-    });
+  if (!ok) {
+    const draining = await drainingTakers(ex, tenant, kind, image);
+    const named = draining.map((d) => `${d.id} (${d.name})`).join(', ');
+    const why = draining.length > 0 ? ` (${named} would, but draining takes no new runs)` : '';
+    throw new ControlPlaneError(
+      'no_placement',
+      `no registered runner takes ${kind} runs in image ${image}${why}`,
+      {
+        kind,
+        placement: where,
+        image,
+        ...(draining.length > 0 ? { draining: draining.map((d) => d.id) } : {}),
+      },
+    );
+  }
+}
+
+/**
+ * The draining runners that would take `kind` runs in `image` for `tenant` (its own and the shared ones): read
+ * only on a refusal, so a user told no runner takes the run learns it is the drain.
+ */
+async function drainingTakers(
+  ex: Executor,
+  tenant: string,
+  kind: string,
+  image: string,
+): Promise<{ id: string; name: string }[]> {
+  const { rows } = await sql<{ id: string; name: string }>`
+    SELECT id, name FROM runners
+    WHERE state = 'draining' AND (tenant_id = ${tenant} OR tenant_id IS NULL)
+      AND capabilities -> 'kinds' ? ${kind} AND capabilities -> 'images' ? ${image}
+    ORDER BY id LIMIT 5`.execute(ex);
+  return rows;
 }

@@ -161,6 +161,9 @@ describe('drain and the placement index', () => {
     });
     expect(refused.status, JSON.stringify(refused.body)).toBe(422);
     expect(refused.body.code).toBe('no_placement');
+    // It says why: the runner that would take it is draining.
+    expect(refused.body.detail).toContain(`${r.id} (drained) would, but draining takes no new runs`);
+    expect(refused.body.details).toMatchObject({ draining: [r.id] });
     // Its runs in flight still finish: the run admitted before the drain is granted to nobody new, and the
     // drained runner itself is granted nothing.
     expect(await leaseRuns(t.app, r, 1)).toEqual([]);
