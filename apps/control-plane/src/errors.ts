@@ -92,7 +92,7 @@ export const REFUSALS = {
   unsupported_media_type: { status: 415, when: 'a body that is not `application/json`' },
   no_placement: {
     status: 422,
-    when: 'no configured executor can ever take this kind/placement (`kind`, `placement`); nothing is saved',
+    when: 'no configured executor can ever take this kind/placement (`kind`, `placement`; a runner kind: `image`, and `draining` with each draining runner that would take it, named in the message); nothing is saved',
   },
   image_not_found: {
     status: 422,
