@@ -91,14 +91,9 @@ export function resolveConnection(
   opts: GlobalOptions,
   env: NodeJS.ProcessEnv,
 ): { url: string; key?: string } {
-  const stack = readStackFile(path.resolve(env.EVERDICT_DATA_DIR ?? '.everdict'));
+  const stack = mainJobFile(env);
   const url = (opts.url ?? env.EVERDICT_URL ?? env.EVERDICT ?? stack.url ?? DEFAULT_URL).replace(/\/+$/, '');
-  const stackKey =
-    stack.apiKey !== undefined &&
-    originOf(url) !== null &&
-    originOf(url) === originOf(stack.url ?? DEFAULT_URL)
-      ? stack.apiKey
-      : undefined;
+  const stackKey = isMainJobUrl(url, stack) ? stack.apiKey : undefined;
   const key = opts.key ?? env.EVERDICT_API_KEY ?? env.KEY ?? stackKey;
   return key ? { url, key } : { url };
 }
@@ -109,9 +104,17 @@ export function resolveConnection(
  */
 export function operatorToken(url: string, env: NodeJS.ProcessEnv): string | undefined {
   if (env.EVERDICT_INTERNAL_TOKEN) return env.EVERDICT_INTERNAL_TOKEN;
-  const stack = readStackFile(path.resolve(env.EVERDICT_DATA_DIR ?? '.everdict'));
-  const own = originOf(url) !== null && originOf(url) === originOf(stack.url ?? DEFAULT_URL);
-  return own ? stack.internalToken : undefined;
+  const stack = mainJobFile(env);
+  return isMainJobUrl(url, stack) ? stack.internalToken : undefined;
+}
+
+/** The running main job's file (`<EVERDICT_DATA_DIR or .everdict>/main-job.json`), or nothing. */
+const mainJobFile = (env: NodeJS.ProcessEnv) =>
+  readStackFile(path.resolve(env.EVERDICT_DATA_DIR ?? '.everdict'));
+
+/** Whether `url` is the main job's own: only there do its admin key and service token go. */
+function isMainJobUrl(url: string, stack: { url?: string }): boolean {
+  return originOf(url) !== null && originOf(url) === originOf(stack.url ?? DEFAULT_URL);
 }
 
 /** Where the URL came from, for a usage error that names it. */

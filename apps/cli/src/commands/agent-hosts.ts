@@ -8,7 +8,7 @@ import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { table } from '../table.js';
-import { serviceToken, sharedHint } from './operator.js';
+import { OPERATOR_OPTION, serviceToken, sharedHint } from './operator.js';
 
 type AgentHost = components['schemas']['AgentHost'];
 type RevokedAgentHost = components['schemas']['RevokedAgentHost'];
@@ -69,20 +69,16 @@ async function revokeHost(ctx: Context, id: string, o: { operator?: boolean }): 
 }
 
 export function registerAgentHosts(agent: Command, ctx: () => Context, done: Done): void {
-  const operator = [
-    '--operator',
-    'the shared ones, with the service token (EVERDICT_INTERNAL_TOKEN)',
-  ] as const;
   agent
     .command('hosts')
     .description("the agent hosts that may hold the tenant's turns: its own and the shared ones")
     .option('--json', 'print JSON')
-    .option(...operator)
+    .option(...OPERATOR_OPTION)
     .action((o: { json?: boolean; operator?: boolean }) => done(listHosts(ctx(), o)));
   agent
     .command('revoke-host')
     .argument('<id>', 'the agent host')
     .description('its next call is refused; the turns it held requeue (admin)')
-    .option('--operator', "a shared host's, with the service token (EVERDICT_INTERNAL_TOKEN)")
+    .option(...OPERATOR_OPTION)
     .action((id: string, o: { operator?: boolean }) => done(revokeHost(ctx(), id, o)));
 }

@@ -29,3 +29,9 @@ export function sharedHint(e: unknown, command: string): never {
     throw new ClientError(e.code, e.status, `${e.message} (${command} --operator)`, e.problem);
   throw e;
 }
+
+/** The `--operator` flag of the commands that take the operator's door (runner token|drain|revoke, agent hosts). */
+export const OPERATOR_OPTION = [
+  '--operator',
+  "the shared one(s), through the operator's door with the service token (EVERDICT_INTERNAL_TOKEN)",
+] as const;

@@ -12,7 +12,7 @@ import type { Context, Done } from '../context.js';
 import { CliError } from '../errors.js';
 import { line } from '../io.js';
 import { age, table } from '../table.js';
-import { serviceToken, sharedHint } from './operator.js';
+import { OPERATOR_OPTION, serviceToken, sharedHint } from './operator.js';
 
 type Runner = components['schemas']['Runner'];
 type Envelope = components['schemas']['Envelope'];
@@ -135,18 +135,11 @@ async function showQueue(ctx: Context, o: { json?: boolean }): Promise<number> {
 
 export function registerRunners(program: Command, ctx: () => Context, done: Done): void {
   const runner = program.command('runner').description("the tenant's runners: pair, list, drain, revoke");
-  const operator = [
-    '--operator',
-    "a shared runner's, with the service token (EVERDICT_INTERNAL_TOKEN)",
-  ] as const;
   runner
     .command('token')
     .description('a single-use pairing token (15 min) for `everdict-runner pair` (admin)')
     .option('--json', 'print JSON')
-    .option(
-      '--operator',
-      'for a shared runner (any tenant’s runs), with the service token (EVERDICT_INTERNAL_TOKEN)',
-    )
+    .option(...OPERATOR_OPTION)
     .action((o: { json?: boolean; operator?: boolean }) => done(pairingToken(ctx(), o)));
   runner
     .command('list')
@@ -157,13 +150,13 @@ export function registerRunners(program: Command, ctx: () => Context, done: Done
     .command('drain')
     .argument('<id>', 'the runner')
     .description('no new leases; what it runs finishes (admin)')
-    .option(...operator)
+    .option(...OPERATOR_OPTION)
     .action((id: string, o: { operator?: boolean }) => done(changeRunner(ctx(), id, 'drain', o)));
   runner
     .command('revoke')
     .argument('<id>', 'the runner')
     .description('its next call is refused and its leases requeue (admin)')
-    .option(...operator)
+    .option(...OPERATOR_OPTION)
     .action((id: string, o: { operator?: boolean }) => done(changeRunner(ctx(), id, 'revoke', o)));
   program
     .command('queue')
