@@ -144,7 +144,7 @@ describe('everdict-runner against the real control plane', () => {
     expect(bad.status).toBe(1);
 
     runner.child.kill('SIGTERM');
-    expect(await runner.exited).toBe(0);
+    expect(await runner.exited, runner.logs()).toBe(0);
   });
 
   it('kill -9 of a runner mid-run: the run completes on a second runner, one executed segment', async () => {
